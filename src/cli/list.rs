@@ -1,0 +1,68 @@
+//! `git tlv4 list`: every session with its status, pipeline, progress and base.
+
+use crate::error::Result;
+
+use super::Ctx;
+
+/// Arguments of `list`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    id: String,
+    status: String,
+    pipeline: String,
+    progress: crate::model::Progress,
+    base: String,
+    tip: String,
+    updated_at: String,
+    task: String,
+}
+
+pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
+    let store = ctx.store()?;
+    let mut rows = Vec::new();
+    for sid in store.sessions()? {
+        let (tip, state) = store.read_state(&sid)?;
+        rows.push(Row {
+            id: sid.to_string(),
+            status: state.session.status.as_str().to_owned(),
+            pipeline: state.session.pipeline.clone(),
+            progress: state.progress(),
+            base: state.session.base.clone(),
+            tip: tip.to_string(),
+            updated_at: state.session.updated_at.clone(),
+            task: state.session.task.clone(),
+        });
+    }
+    if args.json {
+        ctx.ui.json(&rows);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        ctx.ui
+            .status("no sessions; start one with `git tlv4 start \"TASK TEXT\"`");
+        return Ok(());
+    }
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                r.status.clone(),
+                r.pipeline.clone(),
+                format!("{}/{}", r.progress.completed, r.progress.total),
+                super::short(&r.base).to_owned(),
+            ]
+        })
+        .collect();
+    ctx.ui.out(
+        super::status::table(&["SESSION", "STATUS", "PIPELINE", "DONE", "BASE"], &table).trim_end(),
+    );
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! The command line: one file per command, each an `Args` struct and a `run` function.
+
+mod demo;
+mod fork;
+mod list;
+mod log;
+mod msg;
+mod pipelines;
+mod resume;
+mod rollback;
+mod start;
+mod status;
+mod task;
+mod undo;
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::model::SessionId;
+use crate::store::Store;
+use crate::ui::Ui;
+
+/// Drive a team of AI coding agents through a development pipeline, with all state in git
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "git-tlv4",
+    bin_name = "git tlv4",
+    version,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Act on this session (default: the one checked out, or the only one)
+    #[arg(long, global = true, value_name = "SID")]
+    pub session: Option<String>,
+    /// Print no status lines on stderr
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// The command
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every command.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Start a session: create its branch and dispatch the pipeline's tasks
+    Start(start::Args),
+    /// Show a session and every task, read from the tip of its branch
+    Status(status::Args),
+    /// List sessions with their status and progress
+    List(list::Args),
+    /// Show the event history of a session, newest first
+    Log(log::Args),
+    /// Claim, complete or fail a task (plumbing for workers and people)
+    Task(task::Args),
+    /// Send and list messages on the team message bus
+    Msg(msg::Args),
+    /// Restore the state before the last N events (appends an event)
+    Undo(undo::Args),
+    /// Restore the state of an earlier event or task completion (appends an event)
+    Rollback(rollback::Args),
+    /// Start a new session branch from an earlier event
+    Fork(fork::Args),
+    /// Recover tasks left running by a process that is gone
+    Resume(resume::Args),
+    /// List the pipelines this repository can run
+    Pipelines(pipelines::Args),
+    /// Make a sample repository in a temporary directory and run a session in it
+    Demo(demo::Args),
+}
+
+/// What every command gets besides its own arguments.
+pub struct Ctx<'a> {
+    /// Output.
+    pub ui: &'a Ui,
+    /// `--session`, if given.
+    pub session: Option<String>,
+    /// Where the command runs.
+    pub cwd: PathBuf,
+}
+
+impl Ctx<'_> {
+    /// Opens the repository around the current directory.
+    pub fn store(&self) -> Result<Store> {
+        Store::discover(&self.cwd)
+    }
+
+    /// Opens the repository and resolves the session the command acts on.
+    pub fn session(&self) -> Result<(Store, SessionId)> {
+        let store = self.store()?;
+        let sid = store.resolve_session(self.session.as_deref())?;
+        Ok((store, sid))
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
+    let ctx = Ctx {
+        ui,
+        session: cli.session,
+        cwd,
+    };
+    match cli.command {
+        Command::Start(a) => start::run(&ctx, a),
+        Command::Status(a) => status::run(&ctx, a),
+        Command::List(a) => list::run(&ctx, a),
+        Command::Log(a) => log::run(&ctx, a),
+        Command::Task(a) => task::run(&ctx, a),
+        Command::Msg(a) => msg::run(&ctx, a),
+        Command::Undo(a) => undo::run(&ctx, a),
+        Command::Rollback(a) => rollback::run(&ctx, a),
+        Command::Fork(a) => fork::run(&ctx, a),
+        Command::Resume(a) => resume::run(&ctx, a),
+        Command::Pipelines(a) => pipelines::run(&ctx, a),
+        Command::Demo(a) => demo::run(&ctx, a),
+    }
+}
+
+/// The first 7 hex digits of an object id.
+pub(crate) fn short(id: &str) -> &str {
+    &id[..id.len().min(7)]
+}

@@ -1,0 +1,158 @@
+//! `git tlv4 status`: the session and its tasks, read from the tip tree only.
+
+use crate::error::Result;
+use crate::model::{Progress, State, Task};
+use crate::store::session_ref;
+
+use super::Ctx;
+
+/// Arguments of `status`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print JSON (shape documented in specs/state-format.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The JSON shape of `status --json`.
+#[derive(Debug, serde::Serialize)]
+pub struct StatusJson<'a> {
+    /// `session.toml` fields plus the branch and tip.
+    pub session: SessionJson<'a>,
+    /// Task counts.
+    pub progress: Progress,
+    /// Every task, in dependency order.
+    pub tasks: Vec<TaskJson<'a>>,
+}
+
+/// The session part of [`StatusJson`].
+#[derive(Debug, serde::Serialize)]
+pub struct SessionJson<'a> {
+    /// `session.toml` as stored.
+    #[serde(flatten)]
+    pub session: &'a crate::model::Session,
+    /// The branch name.
+    pub branch: String,
+    /// The tip commit.
+    pub tip: String,
+}
+
+/// One task of [`StatusJson`].
+#[derive(Debug, serde::Serialize)]
+pub struct TaskJson<'a> {
+    /// The stored task.
+    #[serde(flatten)]
+    pub task: &'a Task,
+    /// `ready` or `blocked` for pending tasks; the status otherwise.
+    pub state: &'static str,
+}
+
+/// Builds the JSON value of a state.
+pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
+    StatusJson {
+        session: SessionJson {
+            session: &state.session,
+            branch: session_ref(&state.session.id),
+            tip: tip.to_owned(),
+        },
+        progress: state.progress(),
+        tasks: state
+            .ordered()
+            .into_iter()
+            .map(|t| TaskJson {
+                task: t,
+                state: state.display_status(t),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
+    let (store, sid) = ctx.session()?;
+    let (tip, state) = store.read_state(&sid)?;
+    if args.json {
+        ctx.ui.json(&to_json(&state, &tip.to_string()));
+        return Ok(());
+    }
+    let s = &state.session;
+    let p = state.progress();
+    let mut out = format!("session {} ({})\n", s.id, s.status.as_str());
+    out.push_str(&format!(
+        "  pipeline  {}, supervision {}\n",
+        s.pipeline,
+        if s.supervision { "on" } else { "off" }
+    ));
+    out.push_str(&format!("  task      {}\n", s.task));
+    out.push_str(&format!(
+        "  base      {}   tip {}   events {}\n",
+        super::short(&s.base),
+        super::short(&tip.to_string()),
+        s.events
+    ));
+    if let Some(f) = &s.forked_from {
+        out.push_str(&format!(
+            "  forked    from {} at {}\n",
+            f.session,
+            super::short(&f.event)
+        ));
+    }
+    out.push_str(&format!(
+        "  progress  {}/{} completed, {} running, {} failed\n\n",
+        p.completed, p.total, p.in_progress, p.failed
+    ));
+    let rows: Vec<[String; 6]> = state
+        .ordered()
+        .into_iter()
+        .map(|t| {
+            let deps: Vec<&str> = t.blocked_by.iter().map(|d| d.as_str()).collect();
+            [
+                t.id.to_string(),
+                t.role.clone(),
+                state.display_status(t).to_owned(),
+                if deps.is_empty() {
+                    "-".into()
+                } else {
+                    deps.join(",")
+                },
+                t.owner
+                    .as_ref()
+                    .map_or("-".into(), |o| format!("{}:{}", o.host, o.pid)),
+                t.attempts.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["TASK", "ROLE", "STATUS", "BLOCKED BY", "OWNER", "ATTEMPTS"],
+        &rows,
+    ));
+    ctx.ui.out(out.trim_end());
+    Ok(())
+}
+
+/// Left-aligned columns separated by two spaces.
+pub(crate) fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                l.push_str(cell);
+            } else {
+                l.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}

@@ -1,0 +1,32 @@
+//! Time stamps for state files and message ids.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Now, RFC 3339 in UTC with seconds precision.
+pub fn now_rfc3339() -> String {
+    rfc3339(jiff::Timestamp::now().as_second())
+}
+
+/// `seconds` since the epoch, RFC 3339 in UTC.
+pub fn rfc3339(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default()
+}
+
+/// Today's local date as `yyyymmdd`, for session ids.
+pub fn today_compact() -> String {
+    jiff::Zoned::now().strftime("%Y%m%d").to_string()
+}
+
+/// An id that sorts in sending order and is unique across processes:
+/// `<unix nanos, 20 digits>-<pid>-<counter>`.
+pub fn unique_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = jiff::Timestamp::now().as_nanosecond();
+    format!(
+        "{nanos:020}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,0 +1,16 @@
+//! git-tlv4: run a team of AI coding agents through a development pipeline, with every bit
+//! of state kept in the git repository it works on.
+//!
+//! Layering: `cli → coordinator → store → git`; `model` depends on nothing.
+
+pub mod cli;
+pub mod clock;
+pub mod coordinator;
+pub mod error;
+pub mod git;
+pub mod host;
+pub mod model;
+pub mod store;
+pub mod ui;
+
+pub use error::{Error, Result};

@@ -1,0 +1,26 @@
+//! `git-tlv4`: parse the command line, run the command, print the error, exit.
+
+use clap::Parser;
+use git_tlv4::cli::{self, Cli};
+use git_tlv4::error::exit;
+use git_tlv4::ui::Ui;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let ui = Ui::new(cli.quiet);
+    if let Err(err) = cli::run(cli, &ui) {
+        ui.error(&err);
+        std::process::exit(err.exit_code());
+    }
+}

@@ -1,0 +1,72 @@
+//! `session.toml`: what a session is and where it stands.
+
+use super::SessionId;
+
+/// The version of the on-disk format this build writes and reads. A session written with a
+/// higher number is refused rather than misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The session record, stored as `.tlv4/sessions/<SID>/session.toml`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    /// Format version; see [`SCHEMA_VERSION`].
+    pub schema: u32,
+    /// The session id, also the branch name `tlv4/<id>`.
+    pub id: SessionId,
+    /// The task text the user gave to `start`.
+    pub task: String,
+    /// The pipeline name from `specs/pipelines.toml`.
+    pub pipeline: String,
+    /// Whether supervisor checkpoints were dispatched.
+    pub supervision: bool,
+    /// Where the session stands.
+    pub status: SessionStatus,
+    /// The commit the session branch forked from (full hex id).
+    pub base: String,
+    /// When the session started (RFC 3339).
+    pub created_at: String,
+    /// When the last event was written (RFC 3339).
+    pub updated_at: String,
+    /// How many events the branch holds, this state's own included.
+    pub events: u64,
+    /// For a forked session: the session and event commit it was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
+}
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkOrigin {
+    /// The original session.
+    pub session: SessionId,
+    /// The event commit the fork starts from.
+    pub event: String,
+}
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// Work may continue.
+    Active,
+    /// Waiting for the user (a gate, a checkpoint block, a discuss escalation).
+    Paused,
+    /// Every task is done.
+    Completed,
+    /// The user stopped it.
+    Aborted,
+}
+
+impl SessionStatus {
+    /// The name used in files, trailers and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Active => "active",
+            SessionStatus::Paused => "paused",
+            SessionStatus::Completed => "completed",
+            SessionStatus::Aborted => "aborted",
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! `tasks/<TASK>.toml`: one unit of work, its place in the graph and its outcome.
+
+use super::TaskId;
+
+/// One task, stored as `.tlv4/sessions/<SID>/tasks/<TASK>.toml`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    /// The task id.
+    pub id: TaskId,
+    /// The role that does the work (`analyst`, `writer`, …).
+    pub role: String,
+    /// Where the task stands.
+    pub status: TaskStatus,
+    /// Tasks that must be completed before this one may start.
+    #[serde(default)]
+    pub blocked_by: Vec<TaskId>,
+    /// The pipeline phase (`research`, `requirements`, …).
+    pub phase: String,
+    /// Scheduling priority; P0 runs before P1 before P2.
+    pub priority: Priority,
+    /// The discuss round that follows this task, if any (`DISCUSS-001`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discuss: Option<String>,
+    /// Whether one worker takes this task and the serial chain of same-role tasks after it.
+    pub inner_loop: bool,
+    /// How many times the task has been claimed.
+    pub attempts: u32,
+    /// The structured description given to the worker.
+    pub description: String,
+    /// Who runs the task now (set while `in_progress`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    /// The outcome of the last attempt that finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<TaskResult>,
+}
+
+/// Where a task stands. "Ready" and "blocked" are derived: a pending task is ready when every
+/// task in its `blocked_by` is completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not started.
+    Pending,
+    /// Claimed by an owner.
+    InProgress,
+    /// Done; its artifacts are in the pipeline folder.
+    Completed,
+    /// The last attempt failed; `result.reason` says why.
+    Failed,
+}
+
+impl TaskStatus {
+    /// The name used in files, trailers and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Scheduling priority.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Priority {
+    /// On the critical path.
+    P0,
+    /// Beside it (checkpoints, specialists).
+    P1,
+    /// Improvements.
+    P2,
+}
+
+/// The process that claimed a task.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Owner {
+    /// Host name of the machine the owner runs on.
+    pub host: String,
+    /// Process id of the owner on that host.
+    pub pid: u32,
+    /// When the claim was made (RFC 3339).
+    pub started_at: String,
+}
+
+/// How the last finished attempt ended.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskResult {
+    /// One-line summary given by the worker.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// Why the attempt failed (failed tasks only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Paths of the artifacts written, relative to the pipeline folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// When the attempt finished (RFC 3339).
+    pub finished_at: String,
+}

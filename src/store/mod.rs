@@ -1,0 +1,273 @@
+//! The session store: the only module that knows ref names, tree layout, trailers and notes.
+//!
+//! A session is the branch `refs/heads/tlv4/<SID>`. Its tip tree holds the whole current state
+//! under `.tlv4/sessions/<SID>/`, so reading state is one tree read. Every change is one new
+//! commit on that branch (an *event*), written objects first and published by a single
+//! compare-and-swap of the ref: a crash leaves the old state or the new one, never a mix, and
+//! concurrent writers re-apply their change on the new tip instead of overwriting each other.
+
+mod log;
+mod notes;
+mod read;
+mod write;
+
+pub use log::LoggedEvent;
+pub use notes::MessageList;
+pub use write::{Txn, Written, validate_pipeline_path};
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+
+use crate::error::{Error, Result};
+use crate::model::SessionId;
+
+/// Ref namespace of session branches (and task branches `tlv4/<SID>.<TASK>`).
+pub const SESSION_REF_PREFIX: &str = "refs/heads/tlv4/";
+/// Ref namespace of message-bus notes.
+pub const NOTES_REF_PREFIX: &str = "refs/notes/tlv4/";
+/// Name and email used when git has no identity configured.
+pub const FALLBACK_IDENTITY: (&str, &str) = ("git-tlv4", "git-tlv4@localhost");
+/// How many events a session takes between two runs of git's own auto-maintenance.
+pub const MAINTENANCE_EVERY: u64 = 100;
+
+/// The full ref name of a session branch.
+pub fn session_ref(sid: &SessionId) -> String {
+    format!("{SESSION_REF_PREFIX}{sid}")
+}
+
+/// The full ref name of a session's message notes.
+pub fn notes_ref(sid: &SessionId) -> String {
+    format!("{NOTES_REF_PREFIX}{sid}")
+}
+
+/// The folder of a session inside the branch tree.
+pub fn session_dir(sid: &SessionId) -> String {
+    format!(".tlv4/sessions/{sid}")
+}
+
+/// An open repository and the identity events are written with.
+pub struct Store {
+    repo: gix::Repository,
+    identity: (gix::bstr::BString, gix::bstr::BString),
+    /// Set when `GIT_COMMITTER_DATE` fixes the clock (tests do).
+    fixed_time: Option<gix::date::Time>,
+}
+
+impl Store {
+    /// Opens the repository containing `dir`, honouring `GIT_DIR` and friends the way git does.
+    pub fn discover(dir: &Path) -> Result<Store> {
+        let repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
+            .map_err(|_| Error::NotARepository(dir.to_owned()))?
+            .to_thread_local();
+        Self::from_repo(repo)
+    }
+
+    /// Wraps an opened repository.
+    pub fn from_repo(repo: gix::Repository) -> Result<Store> {
+        if repo.workdir().is_none() {
+            return Err(Error::BareRepository(repo.git_dir().to_owned()));
+        }
+        let (identity, fixed_time) = match repo.committer() {
+            Some(Ok(sig)) => {
+                let fixed = std::env::var_os("GIT_COMMITTER_DATE").and_then(|_| sig.time().ok());
+                ((sig.name.to_owned(), sig.email.to_owned()), fixed)
+            }
+            _ => (
+                (FALLBACK_IDENTITY.0.into(), FALLBACK_IDENTITY.1.into()),
+                None,
+            ),
+        };
+        Ok(Store {
+            repo,
+            identity,
+            fixed_time,
+        })
+    }
+
+    /// The underlying repository.
+    pub fn repo(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    /// The root of the working tree.
+    pub fn workdir(&self) -> &Path {
+        self.repo
+            .workdir()
+            .expect("bare repositories are refused when opening")
+    }
+
+    /// The signature for a commit written now.
+    pub(crate) fn signature(&self) -> gix::actor::Signature {
+        gix::actor::Signature {
+            name: self.identity.0.clone(),
+            email: self.identity.1.clone(),
+            time: self
+                .fixed_time
+                .unwrap_or_else(gix::date::Time::now_local_or_utc),
+        }
+    }
+
+    /// The commit `HEAD` points to, refusing an unborn `HEAD`.
+    pub fn head_commit(&self) -> Result<gix::ObjectId> {
+        match self.repo.head_id() {
+            Ok(id) => Ok(id.detach()),
+            Err(_) => Err(Error::NoCommits),
+        }
+    }
+
+    /// The full name of the branch `HEAD` is on, if any.
+    pub fn head_branch(&self) -> Option<String> {
+        self.repo
+            .head_name()
+            .ok()
+            .flatten()
+            .map(|n| n.as_bstr().to_string())
+    }
+
+    /// Every session, in name order (task branches `tlv4/<SID>.<TASK>` are not sessions).
+    pub fn sessions(&self) -> Result<Vec<SessionId>> {
+        let refs = self
+            .repo
+            .references()
+            .map_err(|e| Error::git("cannot read references", e))?;
+        let iter = refs
+            .prefixed(SESSION_REF_PREFIX)
+            .map_err(|e| Error::git("cannot read references", e))?;
+        let mut out = Vec::new();
+        for r in iter {
+            let r = r.map_err(|e| Error::Git(format!("cannot read references: {e}")))?;
+            let name = r.name().as_bstr().to_str_lossy();
+            let short = &name[SESSION_REF_PREFIX.len()..];
+            if let Ok(sid) = short.parse::<SessionId>() {
+                out.push(sid);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The session a command acts on: `explicit` if given; else the one whose branch or task
+    /// branch is checked out; else the only one.
+    pub fn resolve_session(&self, explicit: Option<&str>) -> Result<SessionId> {
+        let known = self.sessions()?;
+        if let Some(name) = explicit {
+            return match name.parse::<SessionId>() {
+                Ok(sid) if known.contains(&sid) => Ok(sid),
+                _ => Err(Error::UnknownSession {
+                    name: name.to_owned(),
+                    known,
+                }),
+            };
+        }
+        if let Some(branch) = self.head_branch() {
+            if let Some(short) = branch.strip_prefix(SESSION_REF_PREFIX) {
+                let sid = short.split('.').next().unwrap_or(short);
+                if let Some(sid) = known.iter().find(|k| k.as_str() == sid) {
+                    return Ok(sid.clone());
+                }
+            }
+        }
+        match known.len() {
+            0 => Err(Error::NoSession),
+            1 => Ok(known.into_iter().next().expect("one element")),
+            _ => Err(Error::AmbiguousSession(known)),
+        }
+    }
+
+    /// The commit a session branch points to.
+    pub fn tip(&self, sid: &SessionId) -> Result<gix::ObjectId> {
+        self.try_ref(&session_ref(sid))?
+            .ok_or_else(|| Error::UnknownSession {
+                name: sid.to_string(),
+                known: self.sessions().unwrap_or_default(),
+            })
+    }
+
+    /// The object a ref points to, if the ref exists.
+    pub(crate) fn try_ref(&self, name: &str) -> Result<Option<gix::ObjectId>> {
+        let found = self
+            .repo
+            .try_find_reference(name)
+            .map_err(|e| Error::git(&format!("cannot read `{name}`"), e))?;
+        match found {
+            None => Ok(None),
+            Some(mut r) => r
+                .peel_to_id()
+                .map(|id| Some(id.detach()))
+                .map_err(|e| Error::git(&format!("cannot resolve `{name}`"), e)),
+        }
+    }
+
+    /// The working trees (main and linked) that have `full_ref` checked out.
+    pub fn checked_out_in(&self, full_ref: &str) -> Vec<PathBuf> {
+        let common = self.repo.common_dir();
+        let mut found = Vec::new();
+        let head_is = |head: &Path| {
+            std::fs::read_to_string(head)
+                .map(|s| {
+                    s.trim()
+                        .strip_prefix("ref: ")
+                        .is_some_and(|r| r == full_ref)
+                })
+                .unwrap_or(false)
+        };
+        if head_is(&common.join("HEAD")) {
+            if let Some(dir) = self.main_workdir() {
+                found.push(dir);
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
+            for entry in entries.flatten() {
+                if head_is(&entry.path().join("HEAD")) {
+                    let dir = std::fs::read_to_string(entry.path().join("gitdir"))
+                        .ok()
+                        .and_then(|g| Path::new(g.trim()).parent().map(Path::to_owned))
+                        .unwrap_or_else(|| entry.path());
+                    found.push(dir);
+                }
+            }
+        }
+        found
+    }
+
+    fn main_workdir(&self) -> Option<PathBuf> {
+        let common = self.repo.common_dir();
+        if common.file_name().is_some_and(|n| n == ".git") {
+            common.parent().map(Path::to_owned)
+        } else {
+            self.repo.workdir().map(Path::to_owned)
+        }
+    }
+
+    /// Refuses to move `full_ref` when a working tree has it checked out.
+    pub(crate) fn ensure_not_checked_out(&self, full_ref: &str) -> Result<()> {
+        match self.checked_out_in(full_ref).into_iter().next() {
+            None => Ok(()),
+            Some(worktree) => Err(Error::CheckedOut {
+                branch: full_ref.trim_start_matches("refs/heads/").to_owned(),
+                worktree,
+            }),
+        }
+    }
+
+    /// Lock files of session refs older than `min_age`, which no live writer holds: a writer
+    /// holds a ref lock for microseconds, so an old one was left by a process that died.
+    pub fn stale_locks(&self, sid: &SessionId, min_age: std::time::Duration) -> Vec<PathBuf> {
+        let common = self.repo.common_dir();
+        let candidates = [
+            common.join(format!("{}.lock", session_ref(sid))),
+            common.join(format!("{}.lock", notes_ref(sid))),
+        ];
+        candidates
+            .into_iter()
+            .filter(|p| {
+                std::fs::metadata(p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= min_age)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,132 @@
+//! The team message bus: git notes under `refs/notes/tlv4/<SID>`, JSON Lines.
+//!
+//! A message is appended to the note of the session tip commit at the time it is sent. Each
+//! line is one JSON object, so two notes refs merge by union (`git notes merge -s
+//! cat_sort_uniq`). Sends are compare-and-swap updates of the notes ref, like events.
+
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use gix::note::plumbing::State as NotesTree;
+
+use super::{Store, notes_ref};
+use crate::error::{Error, Result};
+use crate::model::{Message, SessionId};
+
+/// Messages read from the bus.
+#[derive(Debug, Clone, Default)]
+pub struct MessageList {
+    /// The messages, oldest first.
+    pub messages: Vec<Message>,
+    /// Lines that were not valid messages, as `(annotated commit, line)`.
+    pub unreadable: Vec<(String, String)>,
+}
+
+const MAX_ATTEMPTS: u32 = 200;
+
+impl Store {
+    /// Appends `message` to the session's bus, attached to the current session tip.
+    pub fn send_message(&self, sid: &SessionId, message: &Message) -> Result<ObjectId> {
+        let git = |e: gix::Error| Error::git("cannot write the message", e);
+        let name = notes_ref(sid);
+        let mut line = serde_json::to_string(message).map_err(|e| Error::Git(e.to_string()))?;
+        line.push('\n');
+        for attempt in 0..MAX_ATTEMPTS {
+            let target = self.tip(sid)?;
+            let old = self.try_ref(&name)?;
+            let root = match old {
+                Some(c) => self.commit_tree(c)?,
+                None => ObjectId::empty_tree(self.repo.object_hash()),
+            };
+            let mut tree = NotesTree::new(root, &self.repo.objects).map_err(|e| git(e.into()))?;
+            let mut text = match tree
+                .get(&target, &self.repo.objects)
+                .map_err(|e| git(e.into()))?
+            {
+                Some(blob) => self.repo.find_blob(blob).map_err(git)?.data.clone(),
+                None => Vec::new(),
+            };
+            if !text.is_empty() && !text.ends_with(b"\n") {
+                text.push(b'\n');
+            }
+            text.extend_from_slice(line.as_bytes());
+            let blob = self.repo.write_blob(&text).map_err(git)?.detach();
+            let edit = tree
+                .replace(target, blob, &self.repo.objects)
+                .map_err(|e| git(e.into()))?;
+            let sig = self.signature();
+            let commit = gix::objs::Commit {
+                tree: edit.tree,
+                parents: old.into_iter().collect(),
+                author: sig.clone(),
+                committer: sig,
+                encoding: None,
+                message: format!("tlv4: message {} from {}\n", message.kind, message.from).into(),
+                extra_headers: Vec::new(),
+            };
+            let commit = self.repo.write_object(&commit).map_err(git)?.detach();
+            if self.cas_update(&name, old, commit, "message")? {
+                return Ok(target);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(
+                200 * u64::from(attempt.min(20) + 1),
+            ));
+        }
+        Err(self.locked_or_conflict(sid, &name))
+    }
+
+    fn locked_or_conflict(&self, sid: &SessionId, name: &str) -> Error {
+        let lock = self.repo.common_dir().join(format!("{name}.lock"));
+        if lock.exists() {
+            return self.locked_error(name);
+        }
+        Error::conflict(
+            format!("the message bus of `{sid}` was updated concurrently too often"),
+            Some("re-run the command".into()),
+        )
+    }
+
+    /// Every message on the session's bus, oldest first.
+    pub fn messages(&self, sid: &SessionId) -> Result<MessageList> {
+        let mut out = MessageList::default();
+        let Some(commit) = self.try_ref(&notes_ref(sid))? else {
+            return Ok(out);
+        };
+        let root = self.commit_tree(commit)?;
+        let mut stack = vec![(root, String::new())];
+        while let Some((tree, prefix)) = stack.pop() {
+            let tree = self
+                .repo
+                .find_tree(tree)
+                .map_err(|e| Error::git("cannot read notes", e))?;
+            let decoded = tree
+                .decode()
+                .map_err(|e| Error::git("cannot read notes", e))?;
+            for entry in &decoded.entries {
+                let name = format!("{prefix}{}", entry.filename.to_str_lossy());
+                if entry.mode.is_tree() {
+                    stack.push((entry.oid.to_owned(), name));
+                } else if entry.mode.is_blob()
+                    && name.len() == 40
+                    && name.bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    let blob = self
+                        .repo
+                        .find_blob(entry.oid)
+                        .map_err(|e| Error::git("cannot read notes", e))?;
+                    for line in blob.data.lines() {
+                        let line = line.to_str_lossy();
+                        if line.trim().is_empty() {
+                            continue;
+                        }
+                        match serde_json::from_str::<Message>(&line) {
+                            Ok(m) => out.messages.push(m),
+                            Err(_) => out.unreadable.push((name.clone(), line.into_owned())),
+                        }
+                    }
+                }
+            }
+        }
+        out.messages.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+}

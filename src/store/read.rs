@@ -1,0 +1,151 @@
+//! Reading state: one tree read at the tip, never a replay of history.
+
+use std::collections::BTreeMap;
+
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+
+use super::{Store, session_dir};
+use crate::error::{Error, Result};
+use crate::model::{SCHEMA_VERSION, Session, SessionId, State, Task, TaskId};
+
+/// The stored bytes of a state, to write only what changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredBytes {
+    pub session: Vec<u8>,
+    pub tasks: BTreeMap<TaskId, Vec<u8>>,
+}
+
+impl Store {
+    /// The state at the tip of a session branch, and that tip.
+    pub fn read_state(&self, sid: &SessionId) -> Result<(ObjectId, State)> {
+        let tip = self.tip(sid)?;
+        let (state, _) = self.read_state_at(sid, tip)?;
+        Ok((tip, state))
+    }
+
+    /// The state a session had at `commit` (any event commit of its branch).
+    pub(crate) fn read_state_at(
+        &self,
+        sid: &SessionId,
+        commit: ObjectId,
+    ) -> Result<(State, StoredBytes)> {
+        let tree = self.commit_tree(commit)?;
+        self.read_state_in_tree(sid, tree, commit)
+    }
+
+    /// The tree of `commit`.
+    pub(crate) fn commit_tree(&self, commit: ObjectId) -> Result<ObjectId> {
+        let c = self
+            .repo
+            .find_commit(commit)
+            .map_err(|e| Error::git(&format!("cannot read commit {commit}"), e))?;
+        c.tree_id()
+            .map(|id| id.detach())
+            .map_err(|e| Error::git(&format!("cannot read commit {commit}"), e))
+    }
+
+    pub(crate) fn read_state_in_tree(
+        &self,
+        sid: &SessionId,
+        tree: ObjectId,
+        commit: ObjectId,
+    ) -> Result<(State, StoredBytes)> {
+        let dir = session_dir(sid);
+        let corrupt = |path: &str, message: String| Error::Corrupt {
+            path: path.to_owned(),
+            commit: commit.to_string(),
+            message,
+        };
+        let root = self
+            .repo
+            .find_tree(tree)
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        let folder = root
+            .lookup_entry_by_path(&dir)
+            .map_err(|e| Error::git("cannot read tree", e))?
+            .ok_or_else(|| corrupt(&dir, "the session folder is missing".into()))?;
+        let folder = folder
+            .object()
+            .map_err(|e| Error::git("cannot read tree", e))?
+            .into_tree();
+
+        let session_path = format!("{dir}/session.toml");
+        let session_bytes = self
+            .blob_at(&folder, "session.toml")?
+            .ok_or_else(|| corrupt(&session_path, "the file is missing".into()))?;
+        let session = parse_session(sid, &session_bytes).map_err(|e| match e {
+            Error::Invalid(m) => corrupt(&session_path, m),
+            other => other,
+        })?;
+
+        let mut tasks = BTreeMap::new();
+        let mut stored = BTreeMap::new();
+        if let Some(entry) = folder.find_entry("tasks") {
+            let tasks_tree = entry
+                .object()
+                .map_err(|e| Error::git("cannot read tree", e))?
+                .into_tree();
+            let decoded = tasks_tree
+                .decode()
+                .map_err(|e| Error::git("cannot read tree", e))?;
+            for e in &decoded.entries {
+                let name = e.filename.to_str_lossy();
+                let Some(stem) = name.strip_suffix(".toml") else {
+                    continue;
+                };
+                let path = format!("{dir}/tasks/{name}");
+                let blob = self
+                    .repo
+                    .find_blob(e.oid)
+                    .map_err(|e| Error::git("cannot read blob", e))?;
+                let text =
+                    std::str::from_utf8(&blob.data).map_err(|e| corrupt(&path, e.to_string()))?;
+                let task: Task = toml::from_str(text).map_err(|e| corrupt(&path, e.to_string()))?;
+                if task.id.as_str() != stem {
+                    return Err(corrupt(&path, format!("it holds task `{}`", task.id)));
+                }
+                stored.insert(task.id.clone(), blob.data.clone());
+                tasks.insert(task.id.clone(), task);
+            }
+        }
+        Ok((
+            State { session, tasks },
+            StoredBytes {
+                session: session_bytes,
+                tasks: stored,
+            },
+        ))
+    }
+
+    fn blob_at(&self, tree: &gix::Tree<'_>, name: &str) -> Result<Option<Vec<u8>>> {
+        match tree.find_entry(name) {
+            None => Ok(None),
+            Some(e) => {
+                let obj = e.object().map_err(|e| Error::git("cannot read blob", e))?;
+                Ok(Some(obj.detach().data))
+            }
+        }
+    }
+}
+
+/// Parses `session.toml`, refusing a newer schema before looking at any other field.
+pub(crate) fn parse_session(sid: &SessionId, bytes: &[u8]) -> Result<Session> {
+    let text = std::str::from_utf8(bytes).map_err(|e| Error::Invalid(e.to_string()))?;
+    let table: toml::Table = toml::from_str(text).map_err(|e| Error::Invalid(e.to_string()))?;
+    let found = table
+        .get("schema")
+        .and_then(toml::Value::as_integer)
+        .unwrap_or(0);
+    if found != i64::from(SCHEMA_VERSION) {
+        if found > i64::from(SCHEMA_VERSION) {
+            return Err(Error::Schema {
+                session: sid.clone(),
+                found: found as u32,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        return Err(Error::Invalid(format!("unknown schema version {found}")));
+    }
+    toml::from_str(text).map_err(|e| Error::Invalid(e.to_string()))
+}

@@ -1,0 +1,462 @@
+//! Writing events: build the tree in memory, write objects, then move the ref once with
+//! compare-and-swap. On a lost race the change is re-applied to the new tip.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gix::ObjectId;
+use gix::object::tree::EntryKind;
+use gix::refs::Target;
+use gix::refs::transaction::{PreviousValue, RefEdit};
+
+use super::read::StoredBytes;
+use super::{MAINTENANCE_EVERY, Store, session_dir, session_ref};
+use crate::error::{Error, Result};
+use crate::model::{Event, SessionId, State};
+
+/// How many times a change is re-applied after losing a race before giving up.
+const MAX_ATTEMPTS: u32 = 200;
+
+/// One change being prepared: the state to edit and the files to add. The closure given to
+/// [`Store::transact`] may run more than once (once per lost race), so it must compute the
+/// change from `state` alone.
+pub struct Txn<'s> {
+    /// The state to edit; the store writes back whatever differs.
+    pub state: State,
+    /// The commit the change applies to.
+    pub tip: ObjectId,
+    files: BTreeMap<String, Vec<u8>>,
+    restore: Option<(ObjectId, StoredBytes)>,
+    store: &'s Store,
+}
+
+impl<'s> Txn<'s> {
+    /// The store, for reads the change needs.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
+    /// Adds (or replaces) the file `rel` under the pipeline folder.
+    pub fn write_file(&mut self, rel: &str, bytes: Vec<u8>) -> Result<()> {
+        validate_pipeline_path(rel)?;
+        self.files.insert(rel.to_owned(), bytes);
+        Ok(())
+    }
+
+    /// Makes the new tree the tree of `commit` (an earlier event of this session); the event
+    /// counter keeps counting from the tip.
+    pub fn restore(&mut self, sid: &SessionId, commit: ObjectId) -> Result<()> {
+        let (earlier, bytes) = self.store.read_state_at(sid, commit)?;
+        let events = self.state.session.events;
+        self.state = earlier;
+        self.state.session.events = events;
+        self.restore = Some((self.store.commit_tree(commit)?, bytes));
+        Ok(())
+    }
+}
+
+/// A written event.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The event commit, now the session tip.
+    pub commit: ObjectId,
+    /// The state it holds.
+    pub state: State,
+    /// The event.
+    pub event: Event,
+}
+
+/// Checks that `rel` names a file inside the pipeline folder that is not state the store
+/// owns: relative, no `.`/`..`, no `.git`, not `session.toml` or `tasks/`.
+pub fn validate_pipeline_path(rel: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::Invalid(format!("artifact path `{rel}` {why}")));
+    if rel.is_empty() {
+        return bad("is empty");
+    }
+    if rel.starts_with('/') || rel.contains('\\') || rel.contains('\0') || rel.contains(':') {
+        return bad("must be a relative path inside the pipeline folder");
+    }
+    for part in rel.split('/') {
+        match part {
+            "" | "." => return bad("has an empty or `.` component"),
+            ".." => return bad("escapes the pipeline folder"),
+            p if p.eq_ignore_ascii_case(".git") => return bad("writes into `.git`"),
+            _ => {}
+        }
+    }
+    if rel == "session.toml" || rel == "roles.lock" || rel.starts_with("tasks/") || rel == "tasks" {
+        return bad("would overwrite the session's own state");
+    }
+    Ok(())
+}
+
+enum CasError {
+    /// The ref moved (or exists, for a create).
+    Moved,
+    /// Someone holds the lock.
+    Locked,
+    Other(Error),
+}
+
+impl Store {
+    /// Applies `change` to the tip of session `sid` as one event commit and moves the branch
+    /// with compare-and-swap, re-applying the change on a lost race. A change that returns
+    /// `None` has nothing to record: nothing is written.
+    pub fn transact(
+        &self,
+        sid: &SessionId,
+        mut change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
+    ) -> Result<Option<Written>> {
+        let name = session_ref(sid);
+        self.ensure_not_checked_out(&name)?;
+        let mut locked = false;
+        for attempt in 0..MAX_ATTEMPTS {
+            let tip = self.tip(sid)?;
+            let (state, stored) = self.read_state_at(sid, tip)?;
+            let mut txn = Txn {
+                state,
+                tip,
+                files: BTreeMap::new(),
+                restore: None,
+                store: self,
+            };
+            let Some(event) = change(&mut txn)? else {
+                return Ok(None);
+            };
+            let Txn {
+                mut state,
+                files,
+                restore,
+                ..
+            } = txn;
+            let (base_tree, before) = match restore {
+                Some((tree, bytes)) => (tree, bytes),
+                None => (self.commit_tree(tip)?, stored),
+            };
+            let commit =
+                self.write_event(sid, tip, base_tree, &before, &mut state, &files, &event)?;
+            match self.cas(&name, Some(tip), commit, &event.subject()) {
+                Ok(()) => {
+                    if state.session.events % MAINTENANCE_EVERY == 0 {
+                        crate::git::auto_maintenance(self.repo.git_dir());
+                    }
+                    return Ok(Some(Written {
+                        commit,
+                        state,
+                        event,
+                    }));
+                }
+                Err(CasError::Moved) => locked = false,
+                Err(CasError::Locked) => locked = true,
+                Err(CasError::Other(e)) => return Err(e),
+            }
+            backoff(attempt);
+        }
+        if locked {
+            return Err(self.locked_error(&name));
+        }
+        Err(Error::conflict(
+            format!("session `{sid}` was updated concurrently {MAX_ATTEMPTS} times in a row"),
+            Some("re-run the command".to_owned()),
+        ))
+    }
+
+    /// Creates the branch of a new session from `base` with the given events in order; the
+    /// branch appears only once, pointing at the last of them.
+    pub fn create_session(
+        &self,
+        base: ObjectId,
+        steps: Vec<(State, BTreeMap<String, Vec<u8>>, Event)>,
+    ) -> Result<Written> {
+        let tree = self.commit_tree(base)?;
+        self.create_session_on(base, tree, StoredBytes::default(), steps)
+    }
+
+    /// Like [`Store::create_session`], starting from `tree` (whose state files are `before`)
+    /// instead of the tree of `base`.
+    pub(crate) fn create_session_on(
+        &self,
+        base: ObjectId,
+        tree: ObjectId,
+        before: StoredBytes,
+        steps: Vec<(State, BTreeMap<String, Vec<u8>>, Event)>,
+    ) -> Result<Written> {
+        let first = steps
+            .first()
+            .ok_or_else(|| Error::Invalid("a session needs at least one event".into()))?;
+        let sid = first.0.session.id.clone();
+        let mut parent = base;
+        let mut tree = tree;
+        let mut before = before;
+        let mut last = None;
+        let mut events = 0;
+        for (mut state, files, event) in steps {
+            for rel in files.keys() {
+                validate_pipeline_path(rel)?;
+            }
+            state.session.events = events;
+            let commit =
+                self.write_event(&sid, parent, tree, &before, &mut state, &files, &event)?;
+            events = state.session.events;
+            parent = commit;
+            tree = self.commit_tree(commit)?;
+            before = self.read_state_in_tree(&sid, tree, commit)?.1;
+            last = Some(Written {
+                commit,
+                state,
+                event,
+            });
+        }
+        let last = last.expect("at least one step");
+        let name = session_ref(&sid);
+        match self.cas(&name, None, last.commit, &last.event.subject()) {
+            Ok(()) => Ok(last),
+            Err(CasError::Moved) => Err(Error::conflict(
+                format!("session `{sid}` already exists"),
+                None,
+            )),
+            Err(CasError::Locked) => Err(self.locked_error(&name)),
+            Err(CasError::Other(e)) => Err(e),
+        }
+    }
+
+    /// Writes the objects of one event commit on top of `parent`, whose state files are
+    /// `before` and whose tree is `tree`. Bumps the event counter and `updated_at`.
+    #[allow(clippy::too_many_arguments)]
+    fn write_event(
+        &self,
+        sid: &SessionId,
+        parent: ObjectId,
+        tree: ObjectId,
+        before: &StoredBytes,
+        state: &mut State,
+        files: &BTreeMap<String, Vec<u8>>,
+        event: &Event,
+    ) -> Result<ObjectId> {
+        let git = |e: gix::Error| Error::git("cannot write the event", e);
+        let dir = session_dir(sid);
+        state.session.events += 1;
+        state.session.updated_at = crate::clock::now_rfc3339();
+        let mut editor = self.repo.edit_tree(tree).map_err(git)?;
+        let mut put = |path: String, bytes: &[u8]| -> Result<()> {
+            let id = self.repo.write_blob(bytes).map_err(git)?.detach();
+            editor
+                .upsert(path.as_str(), EntryKind::Blob, id)
+                .map_err(git)?;
+            Ok(())
+        };
+        let session = toml::to_string(&state.session).map_err(|e| Error::Git(e.to_string()))?;
+        if session.as_bytes() != before.session.as_slice() {
+            put(format!("{dir}/session.toml"), session.as_bytes())?;
+        }
+        for (id, task) in &state.tasks {
+            let text = toml::to_string(task).map_err(|e| Error::Git(e.to_string()))?;
+            if before.tasks.get(id).map(Vec::as_slice) != Some(text.as_bytes()) {
+                put(format!("{dir}/tasks/{id}.toml"), text.as_bytes())?;
+            }
+        }
+        for (rel, bytes) in files {
+            put(format!("{dir}/{rel}"), bytes)?;
+        }
+        for id in before
+            .tasks
+            .keys()
+            .filter(|id| !state.tasks.contains_key(*id))
+        {
+            editor
+                .remove(format!("{dir}/tasks/{id}.toml").as_str())
+                .map_err(git)?;
+        }
+        let new_tree = editor.write().map_err(git)?.detach();
+
+        let sig = self.signature();
+        let message = commit_message(sid, state.session.events, event);
+        let commit = gix::objs::Commit {
+            tree: new_tree,
+            parents: [parent].into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        Ok(self.repo.write_object(&commit).map_err(git)?.detach())
+    }
+
+    /// Moves `name` from `expected` (or creates it when `None`) to `new`.
+    fn cas(
+        &self,
+        name: &str,
+        expected: Option<ObjectId>,
+        new: ObjectId,
+        reflog: &str,
+    ) -> Result<(), CasError> {
+        let full: gix::refs::FullName = name
+            .try_into()
+            .map_err(|_| CasError::Other(Error::Invalid(format!("bad ref name `{name}`"))))?;
+        let previous = match expected {
+            Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
+            None => PreviousValue::MustNotExist,
+        };
+        let sig = self.signature();
+        let mut buf = gix::date::parse::TimeBuf::default();
+        let edit = RefEdit::update(full, new, previous, format!("tlv4: {reflog}"));
+        match self
+            .repo
+            .edit_references_as([edit], Some(sig.to_ref(&mut buf)))
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_conflict() => Err(CasError::Moved),
+            Err(e) if e.is_retryable() => Err(CasError::Locked),
+            Err(e) => Err(CasError::Other(Error::git(
+                &format!("cannot update `{name}`"),
+                e,
+            ))),
+        }
+    }
+
+    pub(crate) fn cas_update(
+        &self,
+        name: &str,
+        expected: Option<ObjectId>,
+        new: ObjectId,
+        reflog: &str,
+    ) -> Result<bool> {
+        match self.cas(name, expected, new, reflog) {
+            Ok(()) => Ok(true),
+            Err(CasError::Moved | CasError::Locked) => Ok(false),
+            Err(CasError::Other(e)) => Err(e),
+        }
+    }
+
+    pub(crate) fn locked_error(&self, name: &str) -> Error {
+        let lock = self.repo.common_dir().join(format!("{name}.lock"));
+        let age_secs = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .map_or(0, |d| d.as_secs());
+        Error::Locked {
+            reference: name.to_owned(),
+            lock,
+            age_secs,
+        }
+    }
+}
+
+/// `subject`, a blank line, the summary, a blank line, the trailers.
+fn commit_message(sid: &SessionId, seq: u64, event: &Event) -> String {
+    let one_line = |s: &str| s.replace(['\n', '\r'], " ");
+    let mut msg = one_line(&event.subject());
+    msg.push_str("\n\n");
+    if !event.summary.trim().is_empty() {
+        msg.push_str(event.summary.trim_end());
+        msg.push_str("\n\n");
+    }
+    let mut trailer = |k: &str, v: &str| {
+        msg.push_str(&format!("Tlv4-{k}: {}\n", one_line(v)));
+    };
+    trailer("Session", sid.as_str());
+    trailer("Event", event.kind.as_str());
+    if let Some(t) = &event.task {
+        trailer("Task", t.as_str());
+    }
+    if let Some(r) = &event.role {
+        trailer("Role", r);
+    }
+    if let Some(s) = &event.status {
+        trailer("Status", s);
+    }
+    if let Some(a) = event.attempt {
+        trailer("Attempt", &a.to_string());
+    }
+    trailer("Seq", &seq.to_string());
+    for (k, v) in &event.extra {
+        trailer(k, v);
+    }
+    msg
+}
+
+/// Sleeps a little, more after each lost race, with jitter so racers spread out.
+fn backoff(attempt: u32) {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let jitter = (nanos ^ std::process::id().wrapping_mul(2_654_435_761)) % 1000;
+    let ceiling = 1u64 << attempt.min(5);
+    std::thread::sleep(Duration::from_micros(u64::from(jitter) * ceiling));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_pipeline_path;
+
+    #[test]
+    fn pipeline_paths() {
+        assert!(validate_pipeline_path("spec/product-brief.md").is_ok());
+        assert!(validate_pipeline_path("artifacts/review-report.md").is_ok());
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "spec/../../x",
+            "a//b",
+            "./a",
+            ".git/config",
+            "x/.GIT/y",
+            "session.toml",
+            "tasks/IMPL-001.toml",
+            "a\\b",
+        ] {
+            assert!(validate_pipeline_path(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+impl Store {
+    /// Starts session `new` from event `at` of session `from`: its folder is moved to the new
+    /// id, tasks left running are returned to pending, and the new branch is created.
+    pub fn fork_session(
+        &self,
+        from: &SessionId,
+        at: ObjectId,
+        new: &SessionId,
+        summary: String,
+    ) -> Result<Written> {
+        let git = |e: gix::Error| Error::git("cannot fork the session", e);
+        let (mut state, before) = self.read_state_at(from, at)?;
+        let tree = self.commit_tree(at)?;
+        let folder = self
+            .repo
+            .find_tree(tree)
+            .map_err(git)?
+            .lookup_entry_by_path(session_dir(from))
+            .map_err(git)?
+            .ok_or_else(|| Error::Invalid(format!("{at} holds no state of session `{from}`")))?
+            .object_id();
+        let mut editor = self.repo.edit_tree(tree).map_err(git)?;
+        editor.remove(session_dir(from).as_str()).map_err(git)?;
+        editor
+            .upsert(session_dir(new).as_str(), EntryKind::Tree, folder)
+            .map_err(git)?;
+        let moved = editor.write().map_err(git)?.detach();
+
+        let now = crate::clock::now_rfc3339();
+        state.session.id = new.clone();
+        state.session.status = crate::model::SessionStatus::Active;
+        state.session.created_at = now;
+        state.session.forked_from = Some(crate::model::ForkOrigin {
+            session: from.clone(),
+            event: at.to_string(),
+        });
+        for task in state.tasks.values_mut() {
+            if task.status == crate::model::TaskStatus::InProgress {
+                task.status = crate::model::TaskStatus::Pending;
+                task.owner = None;
+            }
+        }
+        let event = Event::session(crate::model::EventKind::SessionForked, summary)
+            .with("Forked-From", format!("{from} {at}"));
+        self.create_session_on(at, moved, before, vec![(state, BTreeMap::new(), event)])
+    }
+}

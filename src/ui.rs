@@ -1,0 +1,57 @@
+//! All output goes through here: data to stdout, status, warnings and hints to stderr.
+
+use std::io::Write;
+
+/// The terminal, as the commands see it.
+#[derive(Debug, Default)]
+pub struct Ui {
+    quiet: bool,
+}
+
+impl Ui {
+    /// A Ui that prints status lines unless `quiet`.
+    pub fn new(quiet: bool) -> Ui {
+        Ui { quiet }
+    }
+
+    /// Data: tables, ids, JSON. Always printed.
+    pub fn out(&self, text: impl AsRef<str>) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", text.as_ref());
+    }
+
+    /// A value as pretty JSON on stdout.
+    pub fn json(&self, value: &impl serde::Serialize) {
+        match serde_json::to_string_pretty(value) {
+            Ok(s) => self.out(s),
+            Err(e) => self.warn(format!("cannot render JSON: {e}")),
+        }
+    }
+
+    /// A status line on stderr (suppressed by `--quiet`).
+    pub fn status(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", text.as_ref());
+        }
+    }
+
+    /// A warning on stderr.
+    pub fn warn(&self, text: impl AsRef<str>) {
+        eprintln!("warning: {}", text.as_ref());
+    }
+
+    /// A hint on stderr.
+    pub fn hint(&self, text: impl AsRef<str>) {
+        for line in text.as_ref().lines() {
+            eprintln!("hint: {line}");
+        }
+    }
+
+    /// An error on stderr, git style, with its hints.
+    pub fn error(&self, err: &crate::Error) {
+        eprintln!("error: {err}");
+        for h in err.hints() {
+            self.hint(h);
+        }
+    }
+}
