@@ -7,8 +7,9 @@ use crate::model::{Event, EventKind, TaskStatus};
 
 use super::Ctx;
 
-/// A ref lock older than this is left by a dead process (writers hold one for microseconds).
-const STALE_LOCK_AGE: Duration = Duration::from_secs(10);
+/// A ref lock older than this was left by a dead process: writers hold one for microseconds,
+/// and give up waiting for one after 3 seconds.
+const STALE_LOCK_AGE: Duration = Duration::from_secs(5);
 
 /// Arguments of `resume`.
 #[derive(Debug, clap::Args)]

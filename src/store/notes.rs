@@ -8,6 +8,7 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::note::plumbing::State as NotesTree;
 
+use super::write::Publish;
 use super::{Store, notes_ref};
 use crate::error::{Error, Result};
 use crate::model::{Message, SessionId};
@@ -21,8 +22,6 @@ pub struct MessageList {
     pub unreadable: Vec<(String, String)>,
 }
 
-const MAX_ATTEMPTS: u32 = 200;
-
 impl Store {
     /// Appends `message` to the session's bus, attached to the current session tip.
     pub fn send_message(&self, sid: &SessionId, message: &Message) -> Result<ObjectId> {
@@ -30,7 +29,7 @@ impl Store {
         let name = notes_ref(sid);
         let mut line = serde_json::to_string(message).map_err(|e| Error::Git(e.to_string()))?;
         line.push('\n');
-        for attempt in 0..MAX_ATTEMPTS {
+        let sent = self.publish(&name, &format!("the message bus of `{sid}`"), || {
             let target = self.tip(sid)?;
             let old = self.try_ref(&name)?;
             let root = match old {
@@ -64,25 +63,14 @@ impl Store {
                 extra_headers: Vec::new(),
             };
             let commit = self.repo.write_object(&commit).map_err(git)?.detach();
-            if self.cas_update(&name, old, commit, "message")? {
-                return Ok(target);
-            }
-            std::thread::sleep(std::time::Duration::from_micros(
-                200 * u64::from(attempt.min(20) + 1),
-            ));
-        }
-        Err(self.locked_or_conflict(sid, &name))
-    }
-
-    fn locked_or_conflict(&self, sid: &SessionId, name: &str) -> Error {
-        let lock = self.repo.common_dir().join(format!("{name}.lock"));
-        if lock.exists() {
-            return self.locked_error(name);
-        }
-        Error::conflict(
-            format!("the message bus of `{sid}` was updated concurrently too often"),
-            Some("re-run the command".into()),
-        )
+            Ok(Some(Publish {
+                expected: old,
+                new: commit,
+                reflog: "message".into(),
+                value: target,
+            }))
+        })?;
+        Ok(sent.expect("prepare always publishes"))
     }
 
     /// Every message on the session's bus, oldest first.

@@ -16,6 +16,8 @@ use crate::model::{Event, SessionId, State};
 
 /// How many times a change is re-applied after losing a race before giving up.
 const MAX_ATTEMPTS: u32 = 200;
+/// How long a ref lock may stay taken before it is reported instead of waited for.
+const LOCK_PATIENCE: Duration = Duration::from_secs(3);
 
 /// One change being prepared: the state to edit and the files to add. The closure given to
 /// [`Store::transact`] may run more than once (once per lost race), so it must compute the
@@ -90,6 +92,18 @@ pub fn validate_pipeline_path(rel: &str) -> Result<()> {
     Ok(())
 }
 
+/// A prepared ref update: move the ref from `expected` to `new`, and hand back `value`.
+pub(crate) struct Publish<T> {
+    /// The value the ref must have (`None`: it must not exist).
+    pub expected: Option<ObjectId>,
+    /// The new commit.
+    pub new: ObjectId,
+    /// The reflog message.
+    pub reflog: String,
+    /// What the caller gets on success.
+    pub value: T,
+}
+
 enum CasError {
     /// The ref moved (or exists, for a create).
     Moved,
@@ -109,8 +123,7 @@ impl Store {
     ) -> Result<Option<Written>> {
         let name = session_ref(sid);
         self.ensure_not_checked_out(&name)?;
-        let mut locked = false;
-        for attempt in 0..MAX_ATTEMPTS {
+        let written = self.publish(&name, &format!("session `{sid}`"), || {
             let tip = self.tip(sid)?;
             let (state, stored) = self.read_state_at(sid, tip)?;
             let mut txn = Txn {
@@ -135,28 +148,55 @@ impl Store {
             };
             let commit =
                 self.write_event(sid, tip, base_tree, &before, &mut state, &files, &event)?;
-            match self.cas(&name, Some(tip), commit, &event.subject()) {
-                Ok(()) => {
-                    if state.session.events % MAINTENANCE_EVERY == 0 {
-                        crate::git::auto_maintenance(self.repo.git_dir());
+            Ok(Some(Publish {
+                expected: Some(tip),
+                new: commit,
+                reflog: event.subject(),
+                value: Written {
+                    commit,
+                    state,
+                    event,
+                },
+            }))
+        });
+        let written = written?;
+        if let Some(w) = &written {
+            if w.state.session.events % MAINTENANCE_EVERY == 0 {
+                crate::git::auto_maintenance(self.repo.git_dir());
+            }
+        }
+        Ok(written)
+    }
+
+    /// Runs `prepare` and moves ref `name` to the commit it wrote, retrying on lost races
+    /// (with backoff) until it wins, `prepare` has nothing to do, or the attempts run out.
+    /// A lock that stays taken longer than [`LOCK_PATIENCE`] is reported, not waited for.
+    pub(crate) fn publish<T>(
+        &self,
+        name: &str,
+        what: &str,
+        mut prepare: impl FnMut() -> Result<Option<Publish<T>>>,
+    ) -> Result<Option<T>> {
+        let mut locked_since: Option<std::time::Instant> = None;
+        for attempt in 0..MAX_ATTEMPTS {
+            let Some(p) = prepare()? else { return Ok(None) };
+            match self.cas(name, p.expected, p.new, &p.reflog) {
+                Ok(()) => return Ok(Some(p.value)),
+                Err(CasError::Moved) => locked_since = None,
+                Err(CasError::Locked) => {
+                    // A writer holds the lock for microseconds; one held this long was left
+                    // by a process that died.
+                    let since = *locked_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > LOCK_PATIENCE {
+                        return Err(self.locked_error(name));
                     }
-                    return Ok(Some(Written {
-                        commit,
-                        state,
-                        event,
-                    }));
                 }
-                Err(CasError::Moved) => locked = false,
-                Err(CasError::Locked) => locked = true,
                 Err(CasError::Other(e)) => return Err(e),
             }
             backoff(attempt);
         }
-        if locked {
-            return Err(self.locked_error(&name));
-        }
         Err(Error::conflict(
-            format!("session `{sid}` was updated concurrently {MAX_ATTEMPTS} times in a row"),
+            format!("{what} was updated concurrently {MAX_ATTEMPTS} times in a row"),
             Some("re-run the command".to_owned()),
         ))
     }
@@ -312,20 +352,6 @@ impl Store {
                 &format!("cannot update `{name}`"),
                 e,
             ))),
-        }
-    }
-
-    pub(crate) fn cas_update(
-        &self,
-        name: &str,
-        expected: Option<ObjectId>,
-        new: ObjectId,
-        reflog: &str,
-    ) -> Result<bool> {
-        match self.cas(name, expected, new, reflog) {
-            Ok(()) => Ok(true),
-            Err(CasError::Moved | CasError::Locked) => Ok(false),
-            Err(CasError::Other(e)) => Err(e),
         }
     }
 

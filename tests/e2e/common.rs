@@ -1,0 +1,219 @@
+//! `TestRepo`: a hermetic temporary repository and helpers to run `git` and `git-tlv4` in it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
+
+/// A temporary repository with one commit, and an empty home directory.
+pub struct TestRepo {
+    pub dir: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+}
+
+/// A command with a clean, fixed environment: no user or system config, fixed dates.
+pub fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear()
+        .current_dir(cwd)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CEILING_DIRECTORIES", cwd.parent().unwrap_or(cwd))
+        .env("GIT_AUTHOR_DATE", "2026-11-29T12:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-11-29T12:00:00Z")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    cmd
+}
+
+impl TestRepo {
+    /// A repository with `user.name`/`user.email` set and one commit on `main`.
+    pub fn new() -> TestRepo {
+        let repo = TestRepo::empty();
+        repo.git(&["config", "user.name", "Test User"]);
+        repo.git(&["config", "user.email", "test@example.com"]);
+        repo.git(&["config", "gc.autoDetach", "false"]);
+        repo.write("README.md", "# sample\n");
+        repo.write("src/lib.rs", "pub fn f() {}\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "initial"]);
+        repo
+    }
+
+    /// `git init` and nothing else.
+    pub fn empty() -> TestRepo {
+        let repo = TestRepo {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    pub fn git_cmd(&self, args: &[&str]) -> Command {
+        let mut c = hermetic("git", self.path(), self.home.path());
+        c.args(args);
+        c
+    }
+
+    /// Runs git and returns stdout, failing the test on a non-zero exit.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.git_cmd(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn tlv4_cmd(&self, args: &[&str]) -> Command {
+        self.tlv4_cmd_in(self.path(), args)
+    }
+
+    pub fn tlv4_cmd_in(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut c = hermetic(BIN, dir, self.home.path());
+        c.args(args);
+        c
+    }
+
+    pub fn tlv4(&self, args: &[&str]) -> Output {
+        self.tlv4_cmd(args).output().unwrap()
+    }
+
+    /// Runs git-tlv4, asserts success, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.tlv4(args);
+        assert!(
+            out.status.success(),
+            "git tlv4 {args:?} failed ({:?}):\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs git-tlv4, asserts exit `code`, returns stderr.
+    pub fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.tlv4(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "git tlv4 {args:?}: stdout {} stderr {stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        stderr
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// Starts a session and returns its id.
+    pub fn start(&self, pipeline: &str, text: &str) -> String {
+        self.ok(&["start", "--pipeline", pipeline, text])
+            .trim()
+            .to_owned()
+    }
+
+    /// `git fsck --strict` must be clean.
+    pub fn fsck(&self) {
+        let out = self
+            .git_cmd(&["fsck", "--strict", "--no-progress"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !stderr.contains("error"),
+            "fsck failed:\n{}{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+
+    /// Everything a failed command must not change: every ref, HEAD, the index and the
+    /// working tree status.
+    pub fn snapshot(&self) -> String {
+        let refs = self.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+        let head = self
+            .git_cmd(&["rev-parse", "HEAD"])
+            .output()
+            .unwrap()
+            .stdout;
+        let head_ref = std::fs::read_to_string(self.path().join(".git/HEAD")).unwrap_or_default();
+        let index = std::fs::read(self.path().join(".git/index")).unwrap_or_default();
+        let status = self.git(&["status", "--porcelain", "--ignored"]);
+        format!(
+            "{refs}\n{}\n{head_ref}\n{}\n{status}",
+            String::from_utf8_lossy(&head),
+            index.len() as u64 + index.iter().map(|&b| b as u64).sum::<u64>()
+        )
+    }
+
+    pub fn trailers(&self, rev: &str, key: &str) -> Vec<String> {
+        self.git(&[
+            "log",
+            "--first-parent",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            rev,
+        ])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+    }
+
+    pub fn task(&self, sid: &str, id: &str) -> serde_json::Value {
+        let status = self.json(&["--session", sid, "status", "--json"]);
+        status["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap()
+    }
+
+    /// Writes `pipelines.toml` with one pipeline `wide` of `n` independent executor tasks.
+    pub fn wide_pipeline(&self, n: usize) {
+        let mut text = String::from(
+            "schema = 1\n[role.executor]\nprefix = \"IMPL\"\ninner_loop = false\nsummary = \"x\"\n\
+             [role.supervisor]\nprefix = \"CHECKPOINT\"\ninner_loop = false\ncheckpoint = true\nsummary = \"x\"\n",
+        );
+        let mut list = Vec::new();
+        for i in 1..=n {
+            text.push_str(&format!(
+                "[task.IMPL-{i:03}]\nrole = \"executor\"\nphase = \"implementation\"\npriority = \"P0\"\npurpose = \"p\"\nsuccess = \"s\"\nsteps = []\nexpected = \"e\"\nconstraints = \"c\"\n"
+            ));
+            list.push(format!("{{ id = \"IMPL-{i:03}\" }}"));
+        }
+        text.push_str(&format!(
+            "[pipeline.wide]\nsummary = \"wide\"\ntasks = [{}]\n",
+            list.join(", ")
+        ));
+        self.write(".tlv4/specs/pipelines.toml", &text);
+    }
+}
+
+/// A pid that is certainly not running: a child that has exited and been reaped.
+pub fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}

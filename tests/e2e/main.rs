@@ -1,0 +1,10 @@
+//! End-to-end tests: the real binary against real git in throwaway repositories, checked
+//! with git itself.
+
+mod common;
+
+mod bad_input;
+mod commands;
+mod concurrency;
+mod crash;
+mod store;
