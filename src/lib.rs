@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod coordinator;
 pub mod error;
 pub mod git;

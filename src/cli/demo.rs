@@ -77,7 +77,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
     let args = super::start::Args {
-        pipeline: super::start::DEFAULT_PIPELINE.into(),
+        pipeline: Some("full-lifecycle".into()),
         no_supervision: false,
         no_run: true,
         text: "Add a search command to the notes tool".into(),

@@ -9,15 +9,12 @@ use crate::store::{Store, session_ref};
 
 use super::Ctx;
 
-/// The pipeline run when none is named.
-pub const DEFAULT_PIPELINE: &str = "full-lifecycle";
-
 /// Arguments of `start`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Pipeline to run (see `git tlv4 pipelines`)
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_PIPELINE)]
-    pub pipeline: String,
+    /// Pipeline to run (see `git tlv4 pipelines`; default: `session.pipeline` in .tlv4.toml)
+    #[arg(long, value_name = "NAME")]
+    pub pipeline: Option<String>,
     /// Leave out the supervisor checkpoints
     #[arg(long)]
     pub no_supervision: bool,
@@ -59,8 +56,10 @@ pub fn start(store: &Store, args: &Args) -> Result<(SessionId, State)> {
         ));
     }
     let base = store.head_commit()?;
+    let config = crate::config::Config::load(store.workdir())?;
     let spec = PipelineSpec::load(store.workdir())?;
-    let supervision = if args.no_supervision {
+    let pipeline = args.pipeline.clone().unwrap_or(config.session.pipeline);
+    let supervision = if args.no_supervision || !config.session.supervision {
         Supervision::Off
     } else {
         Supervision::On
@@ -73,13 +72,13 @@ pub fn start(store: &Store, args: &Args) -> Result<(SessionId, State)> {
         if store.try_ref(&session_ref(&sid))?.is_some() {
             continue;
         }
-        let tasks = spec.dispatch(&args.pipeline, supervision, &sid, text)?;
+        let tasks = spec.dispatch(&pipeline, supervision, &sid, text)?;
         let now = crate::clock::now_rfc3339();
         let session = Session {
             schema: SCHEMA_VERSION,
             id: sid.clone(),
             task: text.to_owned(),
-            pipeline: args.pipeline.clone(),
+            pipeline: pipeline.clone(),
             supervision: supervision == Supervision::On,
             status: SessionStatus::Active,
             base: base.to_string(),
@@ -113,9 +112,9 @@ pub fn start(store: &Store, args: &Args) -> Result<(SessionId, State)> {
                 initial_files(),
                 Event::session(
                     EventKind::SessionStarted,
-                    format!("Task: {text}\nPipeline: {}\nBase: {base}", args.pipeline),
+                    format!("Task: {text}\nPipeline: {pipeline}\nBase: {base}"),
                 )
-                .with("Pipeline", args.pipeline.clone())
+                .with("Pipeline", pipeline.clone())
                 .with("Base", base.to_string()),
             ),
             (
@@ -125,7 +124,7 @@ pub fn start(store: &Store, args: &Args) -> Result<(SessionId, State)> {
                     EventKind::TasksDispatched,
                     format!("{} tasks:\n{}", tasks.len(), listing.join("\n")),
                 )
-                .with("Pipeline", args.pipeline.clone()),
+                .with("Pipeline", pipeline.clone()),
             ),
         ];
         match store.create_session(base, steps) {

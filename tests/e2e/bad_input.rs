@@ -239,3 +239,18 @@ fn a_broken_pipelines_file_names_file_and_line() {
     );
     assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
 }
+
+#[test]
+fn a_malformed_config_names_file_line_and_key() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        "[session]\npipeline = \"spec-only\"\nparallel = 4\n",
+    );
+    let err = repo.fails(&["start", "x"], 1);
+    assert!(
+        err.contains(".tlv4.toml:3:") && err.contains("parallel"),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
+}

@@ -492,3 +492,23 @@ fn pipelines_lists_the_builtin_ones() {
         assert!(out.contains(name), "{name} missing:\n{out}");
     }
 }
+
+#[test]
+fn start_takes_its_defaults_from_the_config() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        "[session]\npipeline = \"impl-only\"\nsupervision = false\n",
+    );
+    repo.start_default("configured");
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["pipeline"], "impl-only");
+    assert_eq!(s["session"]["supervision"], false);
+    assert_eq!(s["tasks"].as_array().unwrap().len(), 4);
+}
+
+impl TestRepo {
+    fn start_default(&self, text: &str) -> String {
+        self.ok(&["start", text]).trim().to_owned()
+    }
+}

@@ -1,0 +1,91 @@
+//! `.tlv4.toml`: per-repository settings. Unknown keys are errors naming file, line and key.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The file name, at the root of the working tree.
+pub const FILE: &str = ".tlv4.toml";
+
+/// The whole configuration, with defaults for what the file leaves out.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// How sessions start.
+    #[serde(default)]
+    pub session: SessionConfig,
+}
+
+/// `[session]`: how sessions start.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionConfig {
+    /// The pipeline `start` runs without `--pipeline`.
+    pub pipeline: String,
+    /// Whether supervisor checkpoints are dispatched (`--no-supervision` overrides).
+    pub supervision: bool,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            pipeline: "full-lifecycle".into(),
+            supervision: true,
+        }
+    }
+}
+
+impl Config {
+    /// The configuration of the working tree at `root`: its `.tlv4.toml`, or the defaults.
+    pub fn load(root: &Path) -> Result<Config> {
+        let path = root.join(FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&path.display().to_string(), &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        }
+    }
+
+    /// Parses `text`, naming `file` in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Config> {
+        toml::from_str(text).map_err(|e| Error::Config {
+            file: file.to_owned(),
+            line: e.span().map_or(1, |s| {
+                text[..s.start.min(text.len())].matches('\n').count() + 1
+            }),
+            message: e.message().trim().to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_parses_and_matches_the_defaults() {
+        let text = include_str!("../.tlv4.toml.example");
+        assert_eq!(
+            Config::parse(".tlv4.toml.example", text).unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
+    fn unknown_keys_name_file_line_and_key() {
+        let err = Config::parse(
+            "x.toml",
+            "[session]\npipeline = \"spec-only\"\nsupervisoin = false\n",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("x.toml:3:") && text.contains("supervisoin"),
+            "{text}"
+        );
+        let err = Config::parse("x.toml", "[session]\nsupervision = \"yes\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("x.toml:2:"), "{err}");
+    }
+}
