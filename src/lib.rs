@@ -3,6 +3,7 @@
 //!
 //! Layering: `cli → coordinator → store → git`; `model` depends on nothing.
 
+pub mod agents;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -1,0 +1,53 @@
+//! The builtin agent: offline and deterministic. It scans, writes and plans for real from
+//! the repository and the task text; it cannot write code, and says so.
+
+mod analyst;
+mod planner;
+mod writer;
+
+use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::error::Result;
+
+/// The offline agent.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Builtin;
+
+impl Agent for Builtin {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn run(&self, input: &TaskInput) -> Result<TaskOutput> {
+        match input.task.role.as_str() {
+            "analyst" => analyst::run(input),
+            "writer" => writer::run(input),
+            "planner" => planner::run(input),
+            "executor" => Ok(executor(input)),
+            other => Ok(TaskOutput {
+                outcome: Outcome::Failed(format!("the builtin agent has no `{other}` role")),
+                summary: format!("no builtin {other}"),
+                files: Vec::new(),
+                state_update: StateUpdate::default(),
+            }),
+        }
+    }
+}
+
+/// The builtin executor cannot write code: it completes with no change and says so.
+fn executor(input: &TaskInput) -> TaskOutput {
+    let summary =
+        "no change: the builtin agent cannot write code; configure an agent for the executor role"
+            .to_owned();
+    TaskOutput {
+        outcome: Outcome::Completed,
+        summary: summary.clone(),
+        files: Vec::new(),
+        state_update: StateUpdate {
+            key_findings: vec!["No code was written: the builtin agent cannot write code".into()],
+            decisions: vec![format!("{} left for a real agent", input.task.id)],
+            files_modified: Vec::new(),
+            verification: "none: nothing changed".into(),
+            tech_profile: None,
+        },
+    }
+}

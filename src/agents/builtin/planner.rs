@@ -1,0 +1,17 @@
+//! The builtin planner.
+
+use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::error::Result;
+
+/// Runs the planner on `input`.
+pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+    Ok(TaskOutput {
+        outcome: Outcome::Failed(format!(
+            "the builtin planner is not written yet ({})",
+            input.task.id
+        )),
+        summary: String::new(),
+        files: Vec::new(),
+        state_update: StateUpdate::default(),
+    })
+}
