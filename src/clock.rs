@@ -2,9 +2,21 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Now, in seconds since the epoch: `GIT_COMMITTER_DATE` when it is set (so a fixed clock
+/// fixes every time stamp, as git does for commits), the system clock otherwise.
+pub fn now_seconds() -> i64 {
+    fixed().unwrap_or_else(|| jiff::Timestamp::now().as_second())
+}
+
+/// The time `GIT_COMMITTER_DATE` fixes, if it is set and parses.
+pub fn fixed() -> Option<i64> {
+    let value = std::env::var("GIT_COMMITTER_DATE").ok()?;
+    gix::date::parse(&value, None).ok().map(|t| t.seconds)
+}
+
 /// Now, RFC 3339 in UTC with seconds precision.
 pub fn now_rfc3339() -> String {
-    rfc3339(jiff::Timestamp::now().as_second())
+    rfc3339(now_seconds())
 }
 
 /// `seconds` since the epoch, RFC 3339 in UTC.
@@ -16,7 +28,10 @@ pub fn rfc3339(seconds: i64) -> String {
 
 /// Today's local date as `yyyymmdd`, for session ids.
 pub fn today_compact() -> String {
-    jiff::Zoned::now().strftime("%Y%m%d").to_string()
+    match fixed().and_then(|s| jiff::Timestamp::from_second(s).ok()) {
+        Some(t) => t.strftime("%Y%m%d").to_string(),
+        None => jiff::Zoned::now().strftime("%Y%m%d").to_string(),
+    }
 }
 
 /// An id that sorts in sending order and is unique across processes:

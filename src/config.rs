@@ -24,6 +24,13 @@ pub struct SessionConfig {
     pub pipeline: String,
     /// Whether supervisor checkpoints are dispatched (`--no-supervision` overrides).
     pub supervision: bool,
+    /// At most this many tasks run at once.
+    pub max_parallel: u32,
+    /// What happens when every task is done: `interactive` (ask on a terminal, else keep),
+    /// `archive`, `keep` or `export`.
+    pub completion: String,
+    /// Whether an export carries the spec documents (under `docs/tlv4/<SID>/`).
+    pub export_spec: bool,
 }
 
 impl Default for SessionConfig {
@@ -31,6 +38,9 @@ impl Default for SessionConfig {
         SessionConfig {
             pipeline: "full-lifecycle".into(),
             supervision: true,
+            max_parallel: 3,
+            completion: "interactive".into(),
+            export_spec: true,
         }
     }
 }

@@ -102,6 +102,9 @@ pub enum Error {
         /// The parse error.
         message: String,
     },
+    /// Ctrl-C stopped the run.
+    #[error("interrupted; {0}")]
+    Interrupted(String),
     /// A git operation failed.
     #[error("{0}")]
     Git(String),
@@ -128,6 +131,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// A concurrent update won, or the task is taken.
     pub const CONFLICT: i32 = 3;
+    /// Interrupted by Ctrl-C (128 + SIGINT), as shells report it.
+    pub const INTERRUPTED: i32 = 130;
     /// A bug or an unexpected failure of git or the file system.
     pub const INTERNAL: i32 = 255;
 }
@@ -175,6 +180,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Conflict { .. } => exit::CONFLICT,
+            Error::Interrupted(_) => exit::INTERRUPTED,
             Error::Git(_) | Error::Io { .. } => exit::INTERNAL,
             _ => exit::ERROR,
         }
@@ -213,6 +219,7 @@ impl Error {
             Error::CheckedOut { .. } => {
                 vec!["switch that working tree to another branch (`git switch -` or `git switch --detach`), then re-run".into()]
             }
+            Error::Interrupted(_) => vec!["continue with `git tlv4 resume`".into()],
             Error::Locked { lock, .. } => vec![format!(
                 "if no other git process is running, run `git tlv4 resume` to clear it, or remove `{}`",
                 lock.display()

@@ -25,9 +25,23 @@ pub fn process_alive(pid: u32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The parent of this process: the worker that ran `git tlv4 task claim`.
+/// The process that ran this command: the parent, or the grandparent when the parent is the
+/// short-lived `git` process of `git tlv4 …`.
 pub fn parent_pid() -> u32 {
     // SAFETY: getppid cannot fail.
-    let ppid = unsafe { libc::getppid() };
-    u32::try_from(ppid).unwrap_or(0)
+    let ppid = u32::try_from(unsafe { libc::getppid() }).unwrap_or(0);
+    let comm = std::fs::read_to_string(format!("/proc/{ppid}/comm")).unwrap_or_default();
+    if comm.trim() == "git" {
+        if let Some(grand) = stat_ppid(ppid) {
+            return grand;
+        }
+    }
+    ppid
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).
+fn stat_ppid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
 }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod git;
 pub mod host;
 pub mod model;
+pub mod quality;
 pub mod store;
 pub mod ui;
 

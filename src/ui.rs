@@ -14,6 +14,11 @@ impl Ui {
         Ui { quiet }
     }
 
+    /// Whether status lines are suppressed.
+    pub fn is_quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// Data: tables, ids, JSON. Always printed.
     pub fn out(&self, text: impl AsRef<str>) {
         let mut out = std::io::stdout().lock();

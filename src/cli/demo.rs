@@ -2,11 +2,12 @@
 
 use std::path::Path;
 
+use crate::coordinator::{StartOptions, start};
 use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, Message, Owner, TaskResult, TaskStatus};
 use crate::store::Store;
 
 use super::Ctx;
+use super::drive::RunFlags;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -76,86 +77,76 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .status(format!("sample repository: {}", dir.display()));
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
-    let args = super::start::Args {
+    let opts = StartOptions {
         pipeline: Some("full-lifecycle".into()),
-        no_supervision: false,
-        no_run: true,
-        text: "Add a search command to the notes tool".into(),
+        yes: true,
+        completion: Some("keep".into()),
+        ..StartOptions::default()
     };
-    let (sid, _) = super::start::start(&store, &args)?;
-    ctx.ui.status(format!("started {sid}"));
-
-    // Walk the first task through the plumbing a worker uses.
-    let research: crate::model::TaskId = "RESEARCH-001".parse().expect("a valid id");
-    store.transact(&sid, |txn| {
-        let t = txn.state.task_mut(&research)?;
-        t.status = TaskStatus::InProgress;
-        t.attempts += 1;
-        t.owner = Some(Owner {
-            host: crate::host::name(),
-            pid: std::process::id(),
-            started_at: crate::clock::now_rfc3339(),
-        });
-        Ok(Some(Event::task(
-            EventKind::TaskClaimed,
-            t,
-            "Claimed by the demo",
-        )))
-    })?;
-    store.send_message(
-        &sid,
-        &Message {
-            id: crate::clock::unique_id(),
-            ts: crate::clock::now_rfc3339(),
-            from: "analyst".into(),
-            to: None,
-            kind: "research_ready".into(),
-            summary: "Rust crate with one library function and one test".into(),
-            data: Some(
-                serde_json::json!({ "languages": { "Rust": 2 }, "test_framework": "cargo" }),
-            ),
-        },
-    )?;
-    store.transact(&sid, |txn| {
-        txn.write_file(
-            "spec/discovery-context.json",
-            b"{\n  \"languages\": {\"Rust\": 2},\n  \"test_framework\": \"cargo\"\n}\n".to_vec(),
-        )?;
-        let t = txn.state.task_mut(&research)?;
-        t.status = TaskStatus::Completed;
-        t.owner = None;
-        t.result = Some(TaskResult {
-            summary: "Scanned the sample".into(),
-            reason: None,
-            artifacts: vec!["spec/discovery-context.json".into()],
-            finished_at: crate::clock::now_rfc3339(),
-        });
-        Ok(Some(Event::task(
-            EventKind::TaskCompleted,
-            t,
-            "Scanned the sample\nUnblocked: DRAFT-001",
-        )))
-    })?;
+    let (sid, _) = start(&store, "Add a search command to the notes tool", &opts)?;
+    ctx.ui.status(format!(
+        "started {sid} (full-lifecycle, builtin agent, gates approved when they pass)"
+    ));
+    let flags = RunFlags {
+        no_run: false,
+        completion: Some("keep".into()),
+    };
+    super::drive::drive(ctx, &store, &sid, &flags)?;
 
     let (tip, state) = store.read_state(&sid)?;
     let p = state.progress();
     let mut out = format!(
-        "session {sid}: {}/{} tasks completed, tip {}\n\n",
+        "\nsession {sid}: {} ({}/{} tasks completed, {} failed), tip {}\n\n",
+        state.session.status.as_str(),
         p.completed,
         p.total,
+        p.failed,
         super::short(&tip.to_string())
     );
-    out.push_str("events (newest first):\n");
-    for e in store.log(&sid, None)? {
+    out.push_str("tasks:\n");
+    for t in state.ordered() {
+        let summary = t
+            .result
+            .as_ref()
+            .map(|r| r.reason.clone().unwrap_or(r.summary.clone()))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {:<16} {:<12} {:<11} {}\n",
+            t.id.as_str(),
+            t.role,
+            state.display_status(t),
+            summary
+        ));
+    }
+    out.push_str("\nhistory (oldest first):\n");
+    for e in store.log(&sid, None)?.iter().rev() {
         out.push_str(&format!("  {} {}\n", super::short(&e.commit), e.subject));
     }
+    let dir_in_tree = crate::store::session_dir(&sid);
+    let files = store.read_folder(tip_tree(&store, tip)?, &dir_in_tree, &["tasks", "runs"])?;
     out.push_str(&format!(
-        "\nthe builtin agents and the scheduling loop are not part of this build yet; this demo\n\
-         walked RESEARCH-001 through the worker plumbing by hand.\n\n\
-         look around:\n  cd {}\n  git tlv4 status\n  git log --graph --oneline tlv4/{sid}\n  \
-         git notes --ref=tlv4/{sid} show tlv4/{sid}~1\n  git show tlv4/{sid}:.tlv4/sessions/{sid}/spec/discovery-context.json\n",
+        "\nartifacts (in the branch, under {dir_in_tree}/):\n"
+    ));
+    for name in files.keys().filter(|k| {
+        k.starts_with("spec/")
+            || k.starts_with("plan/")
+            || k.starts_with("artifacts/")
+            || k.starts_with("discussions/")
+    }) {
+        out.push_str(&format!("  {name}\n"));
+    }
+    if let Some(pause) = &state.control.pause {
+        out.push_str(&format!("\npaused ({}): {}\n", pause.kind, pause.reason));
+    }
+    out.push_str(&format!(
+        "\nlook around:\n  cd {}\n  git tlv4 status\n  git tlv4 log\n  git log --graph --oneline tlv4/{sid}\n  \
+         git show tlv4/{sid}:{dir_in_tree}/spec/product-brief.md\n  git notes --ref=tlv4/{sid} list\n",
         dir.display()
     ));
     ctx.ui.out(out.trim_end());
     Ok(())
+}
+
+fn tip_tree(store: &Store, tip: gix::ObjectId) -> Result<gix::ObjectId> {
+    store.commit_tree(tip)
 }

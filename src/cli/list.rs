@@ -28,7 +28,23 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let mut rows = Vec::new();
     for sid in store.sessions()? {
-        let (tip, state) = store.read_state(&sid)?;
+        let (tip, state) = match store.read_state(&sid) {
+            Ok(found) => found,
+            Err(e) => {
+                // One unreadable session must not hide the others.
+                rows.push(Row {
+                    id: sid.to_string(),
+                    status: format!("unreadable: {e}"),
+                    pipeline: String::new(),
+                    progress: Default::default(),
+                    base: String::new(),
+                    tip: String::new(),
+                    updated_at: String::new(),
+                    task: String::new(),
+                });
+                continue;
+            }
+        };
         rows.push(Row {
             id: sid.to_string(),
             status: state.session.status.as_str().to_owned(),

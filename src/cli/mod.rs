@@ -1,6 +1,8 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
+mod decide;
 mod demo;
+mod drive;
 mod fork;
 mod list;
 mod log;
@@ -65,6 +67,18 @@ pub enum Command {
     Resume(resume::Args),
     /// List the pipelines this repository can run
     Pipelines(pipelines::Args),
+    /// Approve what the session paused on (a gate, a checkpoint block, a discussion) and go on
+    Approve(decide::ApproveArgs),
+    /// Redo a completed or failed task with feedback (and what depends on it)
+    Revise(decide::ReviseArgs),
+    /// Give feedback; it goes to the spec document it concerns
+    Feedback(decide::FeedbackArgs),
+    /// Run the spec quality gate again
+    Recheck(decide::RecheckArgs),
+    /// Improve one spec dimension, then run the quality gate again
+    Improve(decide::ImproveArgs),
+    /// Stop the session for good (nothing is deleted)
+    Abort(decide::AbortArgs),
     /// Make a sample repository in a temporary directory and run a session in it
     Demo(demo::Args),
 }
@@ -114,6 +128,12 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Fork(a) => fork::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
+        Command::Approve(a) => decide::approve(&ctx, a),
+        Command::Revise(a) => decide::revise(&ctx, a),
+        Command::Feedback(a) => decide::feedback(&ctx, a),
+        Command::Recheck(a) => decide::recheck(&ctx, a),
+        Command::Improve(a) => decide::improve(&ctx, a),
+        Command::Abort(a) => decide::abort(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
     }
 }

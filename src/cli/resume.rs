@@ -17,6 +17,12 @@ pub struct Args {
     /// Also recover tasks owned by processes on other hosts
     #[arg(long)]
     pub force: bool,
+    /// Run failed tasks again
+    #[arg(long)]
+    pub retry: bool,
+    /// Loop options
+    #[command(flatten)]
+    pub run: super::drive::RunFlags,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {

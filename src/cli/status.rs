@@ -21,6 +21,8 @@ pub struct StatusJson<'a> {
     pub session: SessionJson<'a>,
     /// Task counts.
     pub progress: Progress,
+    /// `control.toml`: analysis, settings, pause, signals, verdicts.
+    pub control: &'a crate::model::Control,
     /// Every task, in dependency order.
     pub tasks: Vec<TaskJson<'a>>,
 }
@@ -56,6 +58,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
             tip: tip.to_owned(),
         },
         progress: state.progress(),
+        control: &state.control,
         tasks: state
             .ordered()
             .into_iter()
@@ -95,6 +98,37 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             f.session,
             super::short(&f.event)
         ));
+    }
+    if let Some(a) = &state.control.analysis {
+        out.push_str(&format!("  chosen    {}\n", a.pipeline_reason));
+        out.push_str(&format!(
+            "  complexity {} ({}): {}\n",
+            a.level,
+            a.score,
+            a.reasons.join("; ")
+        ));
+    }
+    if !state.control.signals.is_empty() {
+        out.push_str(&format!(
+            "  signals   {}\n",
+            state.control.signals.join(", ")
+        ));
+    }
+    if let Some(i) = &state.control.implementation {
+        let ids: Vec<&str> = i.tasks.iter().map(|t| t.as_str()).collect();
+        out.push_str(&format!(
+            "  impl      {} plan from {}: {} ({})\n",
+            i.complexity,
+            i.plan_task,
+            ids.join(", "),
+            i.topology
+        ));
+    }
+    if let Some(p) = &state.control.pause {
+        out.push_str(&format!("  paused    ({}) {}\n", p.kind, p.reason));
+        for n in &p.next {
+            out.push_str(&format!("            {n}\n"));
+        }
     }
     out.push_str(&format!(
         "  progress  {}/{} completed, {} running, {} failed\n\n",

@@ -1,6 +1,13 @@
 //! The coordinator: pipelines as data, dispatch of their task graphs, and (later) the
 //! scheduling loop that runs them.
 
+pub mod analysis;
+pub mod complete;
+pub mod followup;
 pub mod pipeline;
+pub mod revise;
+pub mod run;
+pub mod start;
 
 pub use pipeline::{PipelineSpec, Supervision};
+pub use start::{StartOptions, start};

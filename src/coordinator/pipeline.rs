@@ -39,6 +39,24 @@ struct Document {
     role: BTreeMap<String, RoleSpec>,
     task: BTreeMap<String, TaskSpec>,
     pipeline: BTreeMap<String, PipelineDef>,
+    #[serde(default)]
+    specialist: BTreeMap<String, SpecialistSpec>,
+}
+
+/// A specialist and the signals that call for it.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialistSpec {
+    /// Prefix of its task id (`SECURITY-001`).
+    pub prefix: String,
+    /// P0 blocks the work downstream; P1 runs beside it.
+    pub priority: Priority,
+    /// Every one of these signals must have been reported.
+    pub signals: Vec<String>,
+    /// What it is for.
+    pub purpose: String,
+    /// What it checks.
+    pub checks: Vec<String>,
 }
 
 /// A role: who does one kind of work.
@@ -143,6 +161,44 @@ impl PipelineSpec {
         self.doc.role.get(name)
     }
 
+    /// Every specialist, by name.
+    pub fn specialists(&self) -> &BTreeMap<String, SpecialistSpec> {
+        &self.doc.specialist
+    }
+
+    /// The description of the task a specialist runs.
+    pub fn specialist_description(
+        &self,
+        name: &str,
+        sid: &SessionId,
+        evidence: &[String],
+    ) -> String {
+        let Some(s) = self.doc.specialist.get(name) else {
+            return String::new();
+        };
+        let mut d = format!(
+            "PURPOSE: {} | Success: a report of findings with the files they concern\nTASK:\n",
+            s.purpose
+        );
+        for c in &s.checks {
+            d.push_str(&format!("  - Check {c}\n"));
+        }
+        d.push_str(&format!(
+            "CONTEXT:\n  - Session: {sid}\n  - Signals: {}\n",
+            s.signals.join(", ")
+        ));
+        if !evidence.is_empty() {
+            d.push_str(&format!("  - Evidence: {}\n", evidence.join(", ")));
+        }
+        d.push_str(&format!("EXPECTED: artifacts/{}-report.md\nCONSTRAINTS: Read only\n---\nInnerLoop: false\nRoleSpec: specs/roles/{name}.md\n", s.prefix));
+        d
+    }
+
+    /// A task's description template fields, for tasks made after dispatch (revisions, IMPL).
+    pub fn expected_of(&self, id: &str) -> Option<&str> {
+        self.doc.task.get(id).map(|t| t.expected.as_str())
+    }
+
     fn error_at(&self, needle: &str, message: String) -> Error {
         let line = self
             .text
@@ -181,6 +237,21 @@ impl PipelineSpec {
                         "task `{id}` has prefix `{prefix}`, which role `{}` does not own",
                         t.role
                     ),
+                ));
+            }
+        }
+        let mut prefixes = BTreeSet::new();
+        for (name, s) in &self.doc.specialist {
+            let anchor = format!("[specialist.{name}]");
+            if s.signals.is_empty() {
+                return Err(self.error_at(&anchor, format!("specialist `{name}` names no signals")));
+            }
+            if !prefixes.insert(s.prefix.clone())
+                || self.doc.role.values().any(|r| r.prefix == s.prefix)
+            {
+                return Err(self.error_at(
+                    &anchor,
+                    format!("specialist `{name}` reuses the prefix `{}`", s.prefix),
                 ));
             }
         }

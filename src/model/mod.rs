@@ -3,11 +3,13 @@
 //! Nothing here knows about git, the file system or async runtimes; the store turns these
 //! into TOML blobs, commit trailers and notes, and the CLI renders them.
 
+mod control;
 mod ids;
 mod message;
 mod session;
 mod task;
 
+pub use control::{Analysis, Control, ImplDispatch, Pause, Settings, Verdict};
 pub use ids::{IdError, SessionId, TaskId};
 pub use message::Message;
 pub use session::{ForkOrigin, SCHEMA_VERSION, Session, SessionStatus};
@@ -22,6 +24,8 @@ pub struct State {
     pub session: Session,
     /// `tasks/<TASK>.toml`, keyed by id.
     pub tasks: BTreeMap<TaskId, Task>,
+    /// `control.toml`: the coordinator's decisions (absent file: defaults).
+    pub control: Control,
 }
 
 /// How far a session has come, counted over its tasks.
@@ -135,11 +139,21 @@ pub enum EventKind {
     Rollback,
     /// A session was forked from an earlier event of another one.
     SessionForked,
+    /// The session stopped to wait for the user (gate, checkpoint block, discuss, stall).
+    SessionPaused,
+    /// The user decided at a pause: approve, revise, feedback, recheck, improve, abort.
+    UserDecision,
+    /// Running tasks were returned to pending because the run was interrupted.
+    TasksInterrupted,
+    /// Every task is done.
+    SessionCompleted,
+    /// The completion action ran (archive, keep, export).
+    CompletionAction,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -149,6 +163,11 @@ impl EventKind {
         EventKind::Undo,
         EventKind::Rollback,
         EventKind::SessionForked,
+        EventKind::SessionPaused,
+        EventKind::UserDecision,
+        EventKind::TasksInterrupted,
+        EventKind::SessionCompleted,
+        EventKind::CompletionAction,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -163,6 +182,11 @@ impl EventKind {
             EventKind::Undo => "undo",
             EventKind::Rollback => "rollback",
             EventKind::SessionForked => "session_forked",
+            EventKind::SessionPaused => "session_paused",
+            EventKind::UserDecision => "user_decision",
+            EventKind::TasksInterrupted => "tasks_interrupted",
+            EventKind::SessionCompleted => "session_completed",
+            EventKind::CompletionAction => "completion_action",
         }
     }
 
@@ -178,6 +202,11 @@ impl EventKind {
             EventKind::Undo => "undo",
             EventKind::Rollback => "rollback",
             EventKind::SessionForked => "forked",
+            EventKind::SessionPaused => "paused",
+            EventKind::UserDecision => "user decision",
+            EventKind::TasksInterrupted => "interrupted",
+            EventKind::SessionCompleted => "completed",
+            EventKind::CompletionAction => "completion action",
         }
     }
 }

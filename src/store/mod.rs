@@ -36,6 +36,15 @@ pub fn session_ref(sid: &SessionId) -> String {
     format!("{SESSION_REF_PREFIX}{sid}")
 }
 
+/// Where an archived session stays reachable: outside `refs/heads`, so branch listings
+/// no longer show it.
+pub const ARCHIVE_REF_PREFIX: &str = "refs/tlv4/archive/";
+
+/// The full ref name of an archived session.
+pub fn archive_ref(sid: &SessionId) -> String {
+    format!("{ARCHIVE_REF_PREFIX}{sid}")
+}
+
 /// The full ref name of a session's message notes.
 pub fn notes_ref(sid: &SessionId) -> String {
     format!("{NOTES_REF_PREFIX}{sid}")
@@ -98,7 +107,7 @@ impl Store {
     }
 
     /// The signature for a commit written now.
-    pub(crate) fn signature(&self) -> gix::actor::Signature {
+    pub fn signature(&self) -> gix::actor::Signature {
         gix::actor::Signature {
             name: self.identity.0.clone(),
             email: self.identity.1.clone(),
@@ -147,13 +156,42 @@ impl Store {
         Ok(out)
     }
 
+    /// Every ref under `prefix` with the object it points to.
+    pub fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, gix::ObjectId)>> {
+        let refs = self
+            .repo
+            .references()
+            .map_err(|e| Error::git("cannot read references", e))?;
+        let iter = refs
+            .prefixed(prefix)
+            .map_err(|e| Error::git("cannot read references", e))?;
+        let mut out = Vec::new();
+        for r in iter {
+            let mut r = r.map_err(|e| Error::Git(format!("cannot read references: {e}")))?;
+            let name = r.name().as_bstr().to_string();
+            if let Ok(id) = r.peel_to_id() {
+                out.push((name, id.detach()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Archived sessions, in name order.
+    pub fn archived(&self) -> Result<Vec<SessionId>> {
+        Ok(self
+            .refs_with_prefix(ARCHIVE_REF_PREFIX)?
+            .into_iter()
+            .filter_map(|(n, _)| n[ARCHIVE_REF_PREFIX.len()..].parse().ok())
+            .collect())
+    }
+
     /// The session a command acts on: `explicit` if given; else the one whose branch or task
     /// branch is checked out; else the only one.
     pub fn resolve_session(&self, explicit: Option<&str>) -> Result<SessionId> {
         let known = self.sessions()?;
         if let Some(name) = explicit {
             return match name.parse::<SessionId>() {
-                Ok(sid) if known.contains(&sid) => Ok(sid),
+                Ok(sid) if known.contains(&sid) || self.archived()?.contains(&sid) => Ok(sid),
                 _ => Err(Error::UnknownSession {
                     name: name.to_owned(),
                     known,
@@ -177,11 +215,32 @@ impl Store {
 
     /// The commit a session branch points to.
     pub fn tip(&self, sid: &SessionId) -> Result<gix::ObjectId> {
-        self.try_ref(&session_ref(sid))?
-            .ok_or_else(|| Error::UnknownSession {
-                name: sid.to_string(),
-                known: self.sessions().unwrap_or_default(),
-            })
+        if let Some(id) = self.try_ref(&session_ref(sid))? {
+            return Ok(id);
+        }
+        if let Some(id) = self.try_ref(&archive_ref(sid))? {
+            return Ok(id);
+        }
+        Err(Error::UnknownSession {
+            name: sid.to_string(),
+            known: self.sessions().unwrap_or_default(),
+        })
+    }
+
+    /// The tip of the session branch, for writing: an archived session is read-only.
+    pub(crate) fn writable_tip(&self, sid: &SessionId) -> Result<gix::ObjectId> {
+        if let Some(id) = self.try_ref(&session_ref(sid))? {
+            return Ok(id);
+        }
+        if self.try_ref(&archive_ref(sid))?.is_some() {
+            return Err(Error::state(
+                format!("session `{sid}` is archived and read-only"),
+                Some(format!(
+                    "fork it to continue: git tlv4 fork --session {sid} --at EVENT"
+                )),
+            ));
+        }
+        self.tip(sid)
     }
 
     /// The object a ref points to, if the ref exists.
@@ -241,7 +300,7 @@ impl Store {
     }
 
     /// Refuses to move `full_ref` when a working tree has it checked out.
-    pub(crate) fn ensure_not_checked_out(&self, full_ref: &str) -> Result<()> {
+    pub fn ensure_not_checked_out(&self, full_ref: &str) -> Result<()> {
         match self.checked_out_in(full_ref).into_iter().next() {
             None => Ok(()),
             Some(worktree) => Err(Error::CheckedOut {

@@ -13,6 +13,7 @@ use crate::model::{SCHEMA_VERSION, Session, SessionId, State, Task, TaskId};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StoredBytes {
     pub session: Vec<u8>,
+    pub control: Vec<u8>,
     pub tasks: BTreeMap<TaskId, Vec<u8>>,
 }
 
@@ -35,7 +36,7 @@ impl Store {
     }
 
     /// The tree of `commit`.
-    pub(crate) fn commit_tree(&self, commit: ObjectId) -> Result<ObjectId> {
+    pub fn commit_tree(&self, commit: ObjectId) -> Result<ObjectId> {
         let c = self
             .repo
             .find_commit(commit)
@@ -79,6 +80,15 @@ impl Store {
             other => other,
         })?;
 
+        let control_path = format!("{dir}/control.toml");
+        let control_bytes = self.blob_at(&folder, "control.toml")?.unwrap_or_default();
+        let control = if control_bytes.is_empty() {
+            crate::model::Control::default()
+        } else {
+            let text = std::str::from_utf8(&control_bytes)
+                .map_err(|e| corrupt(&control_path, e.to_string()))?;
+            toml::from_str(text).map_err(|e| corrupt(&control_path, e.to_string()))?
+        };
         let mut tasks = BTreeMap::new();
         let mut stored = BTreeMap::new();
         if let Some(entry) = folder.find_entry("tasks") {
@@ -110,12 +120,67 @@ impl Store {
             }
         }
         Ok((
-            State { session, tasks },
+            State {
+                session,
+                tasks,
+                control,
+            },
             StoredBytes {
                 session: session_bytes,
+                control: control_bytes,
                 tasks: stored,
             },
         ))
+    }
+
+    /// The blob at `path` in `tree`, if there is one.
+    pub fn read_blob_at(&self, tree: ObjectId, path: &str) -> Result<Option<Vec<u8>>> {
+        let root = self
+            .repo
+            .find_tree(tree)
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        match root
+            .lookup_entry_by_path(path)
+            .map_err(|e| Error::git("cannot read tree", e))?
+        {
+            Some(e) if e.mode().is_blob() => {
+                let obj = e.object().map_err(|e| Error::git("cannot read blob", e))?;
+                Ok(Some(obj.detach().data))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Every file under `dir` in `tree`, keyed by path relative to `dir`, skipping the
+    /// subfolders named in `skip`.
+    pub fn read_folder(
+        &self,
+        tree: ObjectId,
+        dir: &str,
+        skip: &[&str],
+    ) -> Result<BTreeMap<String, Vec<u8>>> {
+        let git = |e: gix::Error| Error::git("cannot read the pipeline folder", e);
+        let mut out = BTreeMap::new();
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        let Some(entry) = root.lookup_entry_by_path(dir).map_err(git)? else {
+            return Ok(out);
+        };
+        let mut stack = vec![(entry.object_id(), String::new())];
+        while let Some((id, prefix)) = stack.pop() {
+            let t = self.repo.find_tree(id).map_err(git)?;
+            let decoded = t.decode().map_err(git)?;
+            for e in &decoded.entries {
+                let rel = format!("{prefix}{}", e.filename.to_str_lossy());
+                if e.mode.is_tree() {
+                    if !skip.contains(&rel.as_str()) {
+                        stack.push((e.oid.to_owned(), format!("{rel}/")));
+                    }
+                } else if e.mode.is_blob() {
+                    out.insert(rel, self.repo.find_blob(e.oid).map_err(git)?.data.clone());
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn blob_at(&self, tree: &gix::Tree<'_>, name: &str) -> Result<Option<Vec<u8>>> {

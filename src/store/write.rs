@@ -45,6 +45,29 @@ impl<'s> Txn<'s> {
         Ok(())
     }
 
+    /// Adds a run record under `runs/` (reserved for the coordinator).
+    pub fn write_record(&mut self, rel: &str, bytes: Vec<u8>) -> Result<()> {
+        let inner = rel
+            .strip_prefix("runs/")
+            .ok_or_else(|| Error::Invalid(format!("`{rel}` is not under runs/")))?;
+        validate_pipeline_path(inner)?;
+        self.files.insert(rel.to_owned(), bytes);
+        Ok(())
+    }
+
+    /// The file `rel` of the pipeline folder as this change leaves it so far.
+    pub fn read_file(&self, sid: &SessionId, rel: &str) -> Result<Option<Vec<u8>>> {
+        if let Some(b) = self.files.get(rel) {
+            return Ok(Some(b.clone()));
+        }
+        let tree = match &self.restore {
+            Some((tree, _)) => *tree,
+            None => self.store.commit_tree(self.tip)?,
+        };
+        self.store
+            .read_blob_at(tree, &format!("{}/{rel}", session_dir(sid)))
+    }
+
     /// Makes the new tree the tree of `commit` (an earlier event of this session); the event
     /// counter keeps counting from the tip.
     pub fn restore(&mut self, sid: &SessionId, commit: ObjectId) -> Result<()> {
@@ -83,10 +106,24 @@ pub fn validate_pipeline_path(rel: &str) -> Result<()> {
             "" | "." => return bad("has an empty or `.` component"),
             ".." => return bad("escapes the pipeline folder"),
             p if p.eq_ignore_ascii_case(".git") => return bad("writes into `.git`"),
+            p if p.contains(['<', '>', '"', '|', '?', '*'])
+                || p.ends_with(' ')
+                || p.ends_with('.') =>
+            {
+                return bad("has a character that is not portable");
+            }
             _ => {}
         }
     }
-    if rel == "session.toml" || rel == "roles.lock" || rel.starts_with("tasks/") || rel == "tasks" {
+    let first = rel.split('/').next().unwrap_or(rel).to_ascii_lowercase();
+    let reserved = [
+        "session.toml",
+        "control.toml",
+        "roles.lock",
+        "tasks",
+        "runs",
+    ];
+    if reserved.contains(&first.as_str()) {
         return bad("would overwrite the session's own state");
     }
     Ok(())
@@ -122,9 +159,8 @@ impl Store {
         mut change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
     ) -> Result<Option<Written>> {
         let name = session_ref(sid);
-        self.ensure_not_checked_out(&name)?;
         let written = self.publish(&name, &format!("session `{sid}`"), || {
-            let tip = self.tip(sid)?;
+            let tip = self.writable_tip(sid)?;
             let (state, stored) = self.read_state_at(sid, tip)?;
             let mut txn = Txn {
                 state,
@@ -136,6 +172,8 @@ impl Store {
             let Some(event) = change(&mut txn)? else {
                 return Ok(None);
             };
+            // Moving a branch checked out somewhere would change files under the user's feet.
+            self.ensure_not_checked_out(&name)?;
             let Txn {
                 mut state,
                 files,
@@ -289,6 +327,12 @@ impl Store {
         if session.as_bytes() != before.session.as_slice() {
             put(format!("{dir}/session.toml"), session.as_bytes())?;
         }
+        let control = toml::to_string(&state.control).map_err(|e| Error::Git(e.to_string()))?;
+        if control.as_bytes() != before.control.as_slice()
+            && !(before.control.is_empty() && state.control == Default::default())
+        {
+            put(format!("{dir}/control.toml"), control.as_bytes())?;
+        }
         for (id, task) in &state.tasks {
             let text = toml::to_string(task).map_err(|e| Error::Git(e.to_string()))?;
             if before.tasks.get(id).map(Vec::as_slice) != Some(text.as_bytes()) {
@@ -353,6 +397,31 @@ impl Store {
                 e,
             ))),
         }
+    }
+
+    /// Creates ref `name` at `id`; `false` when it exists already.
+    pub fn create_ref(&self, name: &str, id: ObjectId, reflog: &str) -> Result<bool> {
+        match self.cas(name, None, id, reflog) {
+            Ok(()) => Ok(true),
+            Err(CasError::Moved) => Ok(false),
+            Err(CasError::Locked) => Err(self.locked_error(name)),
+            Err(CasError::Other(e)) => Err(e),
+        }
+    }
+
+    /// Deletes ref `name`, which must point at `expected`.
+    pub fn delete_ref(&self, name: &str, expected: ObjectId) -> Result<()> {
+        let full: gix::refs::FullName = name
+            .try_into()
+            .map_err(|_| Error::Invalid(format!("bad ref name `{name}`")))?;
+        let edit = RefEdit::delete(
+            full,
+            PreviousValue::MustExistAndMatch(Target::Object(expected)),
+        );
+        self.repo
+            .edit_references([edit])
+            .map_err(|e| Error::git(&format!("cannot delete `{name}`"), e))?;
+        Ok(())
     }
 
     pub(crate) fn locked_error(&self, name: &str) -> Error {
@@ -480,6 +549,11 @@ impl Store {
                 task.status = crate::model::TaskStatus::Pending;
                 task.owner = None;
             }
+        }
+        for task in state.tasks.values_mut() {
+            task.description = task
+                .description
+                .replace(&format!("Session: {from}"), &format!("Session: {new}"));
         }
         let event = Event::session(crate::model::EventKind::SessionForked, summary)
             .with("Forked-From", format!("{from} {at}"));

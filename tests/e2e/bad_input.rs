@@ -155,9 +155,10 @@ fn a_session_from_a_newer_schema_is_refused() {
     let text = repo
         .git(&["show", &format!("{branch}:{path}")])
         .replace("schema = 1", "schema = 99");
-    let blob_file = repo.write("../newer-session.toml", &text);
+    let blob_file = repo.home.path().join("newer-session.toml");
+    std::fs::write(&blob_file, &text).unwrap();
     let blob = repo.git(&["hash-object", "-w", blob_file.to_str().unwrap()]);
-    let index = repo.path().join("../tmp-index");
+    let index = repo.home.path().join("tmp-index");
     let run = |args: &[&str]| {
         let out = repo
             .git_cmd(args)
@@ -195,7 +196,7 @@ fn a_session_from_a_newer_schema_is_refused() {
 fn a_session_branch_checked_out_in_a_worktree_is_not_moved() {
     let repo = TestRepo::new();
     let sid = repo.start("spec-only", "write a spec");
-    let wt = repo.path().join("../wt-checkout");
+    let wt = repo.home.path().join("wt-checkout");
     repo.git(&[
         "worktree",
         "add",

@@ -509,6 +509,6 @@ fn start_takes_its_defaults_from_the_config() {
 
 impl TestRepo {
     fn start_default(&self, text: &str) -> String {
-        self.ok(&["start", text]).trim().to_owned()
+        self.ok(&["start", "--no-run", text]).trim().to_owned()
     }
 }

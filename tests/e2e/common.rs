@@ -127,7 +127,7 @@ impl TestRepo {
 
     /// Starts a session and returns its id.
     pub fn start(&self, pipeline: &str, text: &str) -> String {
-        self.ok(&["start", "--pipeline", pipeline, text])
+        self.ok(&["start", "--no-run", "--pipeline", pipeline, text])
             .trim()
             .to_owned()
     }

@@ -10,7 +10,7 @@ fn head_index_and_worktree_are_never_touched() {
     repo.git(&["add", "staged.txt"]);
     repo.write("untracked.txt", "u\n");
     let before = repo.snapshot_of_checkout();
-    let out = repo.tlv4(&["start", "--pipeline", "spec-only", "something"]);
+    let out = repo.tlv4(&["start", "--no-run", "--pipeline", "spec-only", "something"]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -105,6 +105,25 @@ fn git_maintenance_packs_loose_objects_as_events_pile_up() {
             .parse()
             .unwrap()
     };
+    // git estimates loose objects from one fan-out directory (objects/17); give it enough
+    // objects that the estimate cannot miss, as a long-lived repository would have.
+    let blobs = repo.home.path().join("blobs");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let mut paths = String::new();
+    for i in 0..3000 {
+        let p = blobs.join(format!("b{i}"));
+        std::fs::write(&p, format!("blob {i}\n")).unwrap();
+        paths.push_str(&format!("{}\n", p.display()));
+    }
+    let list = blobs.join("list");
+    std::fs::write(&list, paths).unwrap();
+    let out = repo
+        .git_cmd(&["hash-object", "-w", "--stdin-paths"])
+        .stdin(std::fs::File::open(&list).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(loose(&repo) > 3000);
     // 2 events so far; 98 more reach the 100th, where maintenance runs.
     for _ in 0..49 {
         repo.ok(&["task", "claim", "IMPL-001"]);
@@ -124,6 +143,20 @@ fn git_maintenance_packs_loose_objects_as_events_pile_up() {
         "maintenance should have packed: {}",
         repo.git(&["count-objects", "-v"])
     );
-    assert!(loose(&repo) < 100, "{}", repo.git(&["count-objects", "-v"]));
+    // The session's objects are packed; the seeded blobs are unreachable and stay loose
+    // until they are old enough to prune, as git decides.
+    let in_pack: u64 = repo
+        .git(&["count-objects", "-v"])
+        .lines()
+        .find_map(|l| l.strip_prefix("in-pack: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(in_pack >= 500, "{}", repo.git(&["count-objects", "-v"]));
+    assert!(
+        loose(&repo) <= 3000,
+        "{}",
+        repo.git(&["count-objects", "-v"])
+    );
     repo.fsck();
 }

@@ -1,0 +1,208 @@
+//! Running a session from the command line: the loop, its progress display, and what to say
+//! when it stops.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agents::builtin::Builtin;
+use crate::coordinator::complete::{self, Done};
+use crate::coordinator::run::{self, Progress, RunEnd};
+use crate::error::{Error, Result};
+use crate::model::SessionId;
+use crate::store::Store;
+
+use super::Ctx;
+
+/// Flags shared by the commands that run the loop.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RunFlags {
+    /// Record the decision only; do not run the pipeline on
+    #[arg(long)]
+    pub no_run: bool,
+    /// Completion action when every task is done: archive, keep or export
+    #[arg(long, value_name = "ACTION")]
+    pub completion: Option<String>,
+}
+
+/// Runs the session's loop with progress on stderr, then reports how it ended.
+pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFlags) -> Result<()> {
+    if flags.no_run {
+        ctx.ui.status(format!(
+            "stopped after recording; continue with `git tlv4 resume --session {sid}`"
+        ));
+        return Ok(());
+    }
+    let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
+    let end = run::run(store, sid, Arc::new(Builtin), &mut |p| view.show(ctx, p))?;
+    view.clear();
+    match end {
+        RunEnd::Completed => {
+            let (_, state) = store.read_state(sid)?;
+            let p = state.progress();
+            ctx.ui.status(format!(
+                "session {sid} completed: {}/{} tasks",
+                p.completed, p.total
+            ));
+            let action = flags
+                .completion
+                .clone()
+                .unwrap_or(state.control.settings.completion.clone());
+            let action = if action == "interactive" {
+                ask_completion(ctx)
+            } else {
+                action
+            };
+            let config = crate::config::Config::load(store.workdir())?;
+            match complete::apply(store, sid, &action, config.session.export_spec) {
+                Ok(Done::Archived(r)) => ctx.ui.status(format!(
+                    "archived: the session is kept at {r}; its branches are removed"
+                )),
+                Ok(Done::Kept) => ctx
+                    .ui
+                    .status(format!("kept: the session stays on branch tlv4/{sid}")),
+                Ok(Done::Exported(b)) => ctx.ui.status(format!(
+                    "exported: {} holds the result without the run records",
+                    b.trim_start_matches("refs/heads/")
+                )),
+                // The reference's rule: if the completion action fails, keep the session.
+                Err(e) => {
+                    ctx.ui.warn(format!(
+                        "completion action `{action}` failed: {e}; the session is kept as it is"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        RunEnd::Paused(p) => {
+            ctx.ui
+                .status(format!("session {sid} paused ({}): {}", p.kind, p.reason));
+            ctx.ui.status("next:");
+            for n in &p.next {
+                ctx.ui.status(format!("  {n}"));
+            }
+            Ok(())
+        }
+        RunEnd::Aborted => {
+            ctx.ui.status(format!("session {sid} is aborted"));
+            Ok(())
+        }
+        RunEnd::Interrupted(ids) => {
+            let list: Vec<&str> = ids.iter().map(|t| t.as_str()).collect();
+            Err(Error::Interrupted(if list.is_empty() {
+                "nothing was running".into()
+            } else {
+                format!("returned to pending: {}", list.join(", "))
+            }))
+        }
+    }
+}
+
+/// Asks for the completion action on a terminal; keeps the session otherwise.
+fn ask_completion(ctx: &Ctx<'_>) -> String {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return "keep".into();
+    }
+    eprint!("every task is done: [a]rchive, [k]eep, or [e]xport? [k] ");
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        return "keep".into();
+    }
+    let _ = ctx;
+    match line.trim().chars().next() {
+        Some('a' | 'A') => "archive".into(),
+        Some('e' | 'E') => "export".into(),
+        _ => "keep".into(),
+    }
+}
+
+/// Progress: bars on a terminal, one plain line per change otherwise.
+struct View {
+    bars: Option<(
+        indicatif::MultiProgress,
+        indicatif::ProgressBar,
+        BTreeMap<String, indicatif::ProgressBar>,
+    )>,
+}
+
+impl View {
+    fn new(fancy: bool) -> View {
+        if !fancy {
+            return View { bars: None };
+        }
+        let multi = indicatif::MultiProgress::new();
+        let overall = multi.add(indicatif::ProgressBar::new(0));
+        overall.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30.cyan/blue} {pos}/{len} tasks  {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        View {
+            bars: Some((multi, overall, BTreeMap::new())),
+        }
+    }
+
+    fn show(&mut self, ctx: &Ctx<'_>, p: Progress) {
+        let Some((multi, overall, running)) = &mut self.bars else {
+            match p {
+                Progress::Started { task, role } => {
+                    ctx.ui.status(format!("{task} started ({role})"))
+                }
+                Progress::Finished {
+                    task,
+                    ok,
+                    summary,
+                    seconds,
+                } => ctx.ui.status(format!(
+                    "{task} {} in {seconds:.1}s: {summary}",
+                    if ok { "completed" } else { "FAILED" }
+                )),
+                Progress::Note(n) => ctx.ui.status(n),
+                Progress::Count { .. } => {}
+            }
+            return;
+        };
+        match p {
+            Progress::Started { task, role } => {
+                let bar = multi.add(indicatif::ProgressBar::new_spinner());
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template("  {spinner} {msg} {elapsed}")
+                        .expect("a valid template"),
+                );
+                bar.enable_steady_tick(Duration::from_millis(120));
+                bar.set_message(format!("{task} ({role})"));
+                running.insert(task.to_string(), bar);
+            }
+            Progress::Finished {
+                task, ok, summary, ..
+            } => {
+                if let Some(bar) = running.remove(task.as_str()) {
+                    bar.finish_and_clear();
+                    multi.remove(&bar);
+                }
+                let _ = multi.println(format!(
+                    "{} {task}: {summary}",
+                    if ok { "done" } else { "FAILED" }
+                ));
+            }
+            Progress::Note(n) => {
+                let _ = multi.println(n);
+            }
+            Progress::Count { done, total } => {
+                overall.set_length(total as u64);
+                overall.set_position(done as u64);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        if let Some((multi, overall, running)) = &mut self.bars {
+            for bar in running.values() {
+                bar.finish_and_clear();
+            }
+            overall.finish_and_clear();
+            let _ = multi.clear();
+        }
+    }
+}

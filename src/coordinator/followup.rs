@@ -1,0 +1,363 @@
+//! What a task's completion implies, applied inside the same event: signals collected,
+//! specialists injected, IMPL tasks created from the plan, gates paused.
+
+use super::pipeline::PipelineSpec;
+use crate::agents::TaskOutput;
+use crate::error::{Error, Result};
+use crate::model::{ImplDispatch, Pause, Priority, SessionStatus, State, Task, TaskId, TaskStatus};
+
+/// Roles whose tech-profile signals count (the reference's emitters).
+const EMITTERS: [&str; 3] = ["analyst", "planner", "executor"];
+/// Paths whose change counts as a CI configuration change.
+const CI_PATHS: [&str; 5] = [
+    ".github/workflows/",
+    ".gitlab-ci.yml",
+    ".circleci/",
+    "Jenkinsfile",
+    ".ci/",
+];
+
+/// Merges the task's reported signals (and their evidence) into the session's.
+pub fn collect_signals(state: &mut State, task: &Task, output: &TaskOutput) {
+    if !EMITTERS.contains(&task.role.as_str()) {
+        return;
+    }
+    let c = &mut state.control;
+    let mut add = |signal: &str, paths: &[String]| {
+        if !c.signals.iter().any(|s| s == signal) {
+            c.signals.push(signal.to_owned());
+            c.signals.sort();
+        }
+        let ev = c.evidence.entry(signal.to_owned()).or_default();
+        for p in paths {
+            if ev.len() < 5 && !ev.contains(p) {
+                ev.push(p.clone());
+            }
+        }
+    };
+    if let Some(profile) = &output.state_update.tech_profile {
+        for s in &profile.signals {
+            add(
+                s,
+                profile
+                    .evidence
+                    .get(s)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    if task.role == "executor" {
+        let ci: Vec<String> = output
+            .state_update
+            .files_modified
+            .iter()
+            .filter(|f| CI_PATHS.iter().any(|p| f.starts_with(p)))
+            .cloned()
+            .collect();
+        if !ci.is_empty() {
+            add("ci_config_changed", &ci);
+        }
+    }
+}
+
+/// Creates the specialist tasks whose signals are all present and that did not run yet.
+/// P0 specialists also block the pending tasks that waited for `task`.
+pub fn inject_specialists(
+    spec: &PipelineSpec,
+    state: &mut State,
+    task: &Task,
+) -> Result<Vec<TaskId>> {
+    if !EMITTERS.contains(&task.role.as_str()) {
+        return Ok(Vec::new());
+    }
+    let mut made = Vec::new();
+    for (name, s) in spec.specialists() {
+        let c = &state.control;
+        if c.specialists.contains(name) || !s.signals.iter().all(|sig| c.signals.contains(sig)) {
+            continue;
+        }
+        let id: TaskId = format!("{}-001", s.prefix)
+            .parse()
+            .map_err(|e: crate::model::IdError| Error::Invalid(e.to_string()))?;
+        if state.tasks.contains_key(&id) {
+            continue;
+        }
+        let evidence: Vec<String> = s
+            .signals
+            .iter()
+            .flat_map(|sig| c.evidence.get(sig).cloned().unwrap_or_default())
+            .collect();
+        if s.priority == Priority::P0 {
+            for t in state.tasks.values_mut() {
+                if t.status == TaskStatus::Pending && t.blocked_by.contains(&task.id) {
+                    t.blocked_by.push(id.clone());
+                }
+            }
+        }
+        let description = spec.specialist_description(name, &state.session.id, &evidence);
+        state.tasks.insert(
+            id.clone(),
+            Task {
+                id: id.clone(),
+                role: name.clone(),
+                status: TaskStatus::Pending,
+                blocked_by: vec![task.id.clone()],
+                phase: "specialist".into(),
+                priority: s.priority,
+                discuss: None,
+                inner_loop: false,
+                attempts: 0,
+                description,
+                owner: None,
+                result: None,
+            },
+        );
+        state.control.specialists.push(name.clone());
+        made.push(id);
+    }
+    Ok(made)
+}
+
+#[derive(serde::Deserialize)]
+struct Plan {
+    complexity: String,
+    tasks: Vec<PlanTask>,
+}
+
+#[derive(serde::Deserialize)]
+struct PlanTask {
+    id: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    files: Vec<serde_json::Value>,
+    #[serde(default)]
+    depends_on: Vec<String>,
+}
+
+/// Replaces the pipeline's pending IMPL tasks with tasks made from `plan/plan.json`:
+/// Low → one IMPL task for the whole plan; Medium → one per plan task, in parallel;
+/// High → one per plan task, in the plan's dependency order.
+pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> Result<Vec<TaskId>> {
+    let plan: Plan = serde_json::from_slice(plan_json)
+        .map_err(|e| Error::Invalid(format!("plan/plan.json of {}: {e}", plan_task.id)))?;
+    if plan.tasks.is_empty() {
+        return Err(Error::Invalid(format!(
+            "plan/plan.json of {} has no tasks",
+            plan_task.id
+        )));
+    }
+    // The IMPL tasks to replace: those of the pipeline, or of an earlier plan, not started.
+    let old: Vec<TaskId> = state
+        .tasks
+        .values()
+        .filter(|t| t.id.prefix() == "IMPL" && t.status == TaskStatus::Pending && t.attempts == 0)
+        .map(|t| t.id.clone())
+        .collect();
+    let mut base: Vec<TaskId> = Vec::new();
+    for id in &old {
+        for d in &state.tasks[id].blocked_by {
+            if !old.contains(d) && !base.contains(d) {
+                base.push(d.clone());
+            }
+        }
+    }
+    if base.is_empty() {
+        base.push(plan_task.id.clone());
+    }
+    for id in &old {
+        state.tasks.remove(id);
+    }
+    let next_free = |state: &State, n: &mut u32| -> TaskId {
+        loop {
+            *n += 1;
+            let id: TaskId = format!("IMPL-{n:03}").parse().expect("a valid id");
+            if !state.tasks.contains_key(&id) {
+                return id;
+            }
+        }
+    };
+    let mut n = 0;
+    let level = plan.complexity.as_str();
+    let describe = |items: &[&PlanTask]| {
+        let mut d = format!(
+            "PURPOSE: Implement {} of plan {} | Success: the plan's convergence criteria hold\nTASK:\n",
+            if items.len() == 1 {
+                "one task"
+            } else {
+                "the tasks"
+            },
+            plan_task.id
+        );
+        for t in items {
+            let files: Vec<String> = t
+                .files
+                .iter()
+                .filter_map(|f| {
+                    f.get("path")
+                        .and_then(|p| p.as_str())
+                        .or(f.as_str())
+                        .map(str::to_owned)
+                })
+                .collect();
+            d.push_str(&format!(
+                "  - {}: {} (files: {})\n",
+                t.id,
+                t.title,
+                files.join(", ")
+            ));
+        }
+        d.push_str(&format!("CONTEXT:\n  - Session: {}\n  - Plan: plan/plan.json, plan/.task/<TASK>.json\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n", state.session.id));
+        d
+    };
+    let mut made: Vec<TaskId> = Vec::new();
+    let mut by_plan: std::collections::BTreeMap<&str, TaskId> = Default::default();
+    let topology = match level {
+        "Low" => {
+            let id = next_free(state, &mut n);
+            let items: Vec<&PlanTask> = plan.tasks.iter().collect();
+            let d = describe(&items);
+            state
+                .tasks
+                .insert(id.clone(), impl_task(&id, base.clone(), true, d));
+            made.push(id);
+            "single"
+        }
+        "Medium" | "High" => {
+            for t in &plan.tasks {
+                let id = next_free(state, &mut n);
+                let mut deps = base.clone();
+                if level == "High" {
+                    for d in &t.depends_on {
+                        let Some(dep) = by_plan.get(d.as_str()) else {
+                            return Err(Error::Invalid(format!(
+                                "plan task {} depends on {d}, which comes later or does not exist",
+                                t.id
+                            )));
+                        };
+                        deps.push(dep.clone());
+                    }
+                }
+                let d = describe(&[t]);
+                state
+                    .tasks
+                    .insert(id.clone(), impl_task(&id, deps, false, d));
+                by_plan.insert(&t.id, id.clone());
+                made.push(id);
+            }
+            if level == "High" { "dag" } else { "parallel" }
+        }
+        other => {
+            return Err(Error::Invalid(format!(
+                "plan/plan.json of {}: unknown complexity `{other}`",
+                plan_task.id
+            )));
+        }
+    };
+    // What waited for the old IMPL tasks now waits for all the new ones.
+    for t in state.tasks.values_mut() {
+        if t.blocked_by.iter().any(|d| old.contains(d)) {
+            t.blocked_by.retain(|d| !old.contains(d));
+            for m in &made {
+                if !t.blocked_by.contains(m) && t.id != *m {
+                    t.blocked_by.push(m.clone());
+                }
+            }
+        }
+    }
+    state.control.implementation = Some(ImplDispatch {
+        plan_task: plan_task.id.clone(),
+        complexity: plan.complexity.clone(),
+        topology: topology.into(),
+        tasks: made.clone(),
+    });
+    Ok(made)
+}
+
+fn impl_task(id: &TaskId, blocked_by: Vec<TaskId>, inner_loop: bool, description: String) -> Task {
+    Task {
+        id: id.clone(),
+        role: "executor".into(),
+        status: TaskStatus::Pending,
+        blocked_by,
+        phase: "implementation".into(),
+        priority: Priority::P0,
+        discuss: None,
+        inner_loop,
+        attempts: 0,
+        description: format!(
+            "{description}---\nInnerLoop: {inner_loop}\nRoleSpec: specs/roles/executor.md\n"
+        ),
+        owner: None,
+        result: None,
+    }
+}
+
+/// Whether `id` has been revised (a task `<id>-R<n>` exists).
+pub fn is_revised(state: &State, id: &TaskId) -> bool {
+    let prefix = format!("{id}-R");
+    state.tasks.keys().any(|k| {
+        k.as_str()
+            .strip_prefix(&prefix)
+            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// Pauses the session after a quality gate (unless auto-approved on a pass) and after a
+/// checkpoint that blocks.
+pub fn pause_if_needed(state: &mut State, task: &Task) {
+    let verdict = state.control.verdicts.get(task.id.as_str()).cloned();
+    let (kind, reason, next) = match task.id.prefix() {
+        "QUALITY" => {
+            let v = verdict.as_ref().map_or("no verdict".to_owned(), |v| {
+                format!("{} ({})", v.verdict, v.summary)
+            });
+            if state.control.settings.auto_approve
+                && verdict.as_ref().is_some_and(|v| v.verdict == "PASS")
+            {
+                state.control.approved.push(task.id.clone());
+                return;
+            }
+            (
+                "gate",
+                format!(
+                    "spec readiness gate after {}: {v}; approve before planning starts",
+                    task.id
+                ),
+                vec![
+                    "git tlv4 approve".to_owned(),
+                    "git tlv4 revise TASK --feedback TEXT".to_owned(),
+                    "git tlv4 feedback TEXT".to_owned(),
+                    "git tlv4 recheck".to_owned(),
+                    "git tlv4 improve [DIMENSION]".to_owned(),
+                    "git tlv4 abort".to_owned(),
+                ],
+            )
+        }
+        "CHECKPOINT" if verdict.as_ref().is_some_and(|v| v.verdict == "block") => {
+            let v = verdict.expect("checked above");
+            let upstream = task
+                .blocked_by
+                .first()
+                .map_or("TASK".to_owned(), ToString::to_string);
+            (
+                "checkpoint",
+                format!("{} blocks: {}", task.id, v.summary),
+                vec![
+                    "git tlv4 approve   (override the block)".to_owned(),
+                    format!("git tlv4 revise {upstream} --feedback TEXT"),
+                    "git tlv4 abort".to_owned(),
+                ],
+            )
+        }
+        _ => return,
+    };
+    state.session.status = SessionStatus::Paused;
+    state.control.pause = Some(Pause {
+        kind: kind.into(),
+        task: Some(task.id.clone()),
+        reason,
+        next,
+    });
+}

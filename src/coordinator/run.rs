@@ -1,0 +1,603 @@
+//! The scheduling loop: run every ready task, up to `max_parallel` at once, record each result
+//! as one event, and stop at a pause, at completion, or on Ctrl-C.
+//!
+//! The loop is the only writer of the session branch while it runs. It owns the store on one
+//! thread (a current-thread tokio runtime); agents run on the blocking pool. Everything a
+//! task's completion implies — its files, run record, collected signals, specialist
+//! injection, the IMPL tasks of a plan, a gate pause — is written in the same event, so a
+//! crash leaves either all of it or none of it, and `resume` just runs the loop again.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::pipeline::PipelineSpec;
+use super::{followup, revise};
+use crate::agents::{Agent, CodeTree, Outcome, TaskInput, TaskOutput};
+use crate::error::{Error, Result};
+use crate::model::{
+    Event, EventKind, Message, Owner, Pause, SessionId, SessionStatus, State, TaskId, TaskResult,
+    TaskStatus,
+};
+use crate::quality::{self, DiscussOutcome, QualityContext};
+use crate::store::{Store, session_dir};
+
+/// What the loop reports while it runs.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// A task was claimed and handed to a worker.
+    Started {
+        /// The task.
+        task: TaskId,
+        /// Its role.
+        role: String,
+    },
+    /// A task finished.
+    Finished {
+        /// The task.
+        task: TaskId,
+        /// Whether it completed.
+        ok: bool,
+        /// Its one-line summary.
+        summary: String,
+        /// How long it ran.
+        seconds: f64,
+    },
+    /// Something worth a line (tasks dispatched, a specialist injected, a pause).
+    Note(String),
+    /// Tasks completed and total, after each recorded result.
+    Count {
+        /// Completed.
+        done: usize,
+        /// All.
+        total: usize,
+    },
+}
+
+/// Why the loop stopped.
+#[derive(Debug, Clone)]
+pub enum RunEnd {
+    /// Every task is done.
+    Completed,
+    /// The session waits for the user.
+    Paused(Pause),
+    /// The user aborted the session.
+    Aborted,
+    /// Ctrl-C: these running tasks were returned to pending.
+    Interrupted(Vec<TaskId>),
+}
+
+/// What a worker hands back.
+struct WorkResult {
+    output: TaskOutput,
+    verdict: Option<crate::model::Verdict>,
+    warnings: Vec<String>,
+    discuss: Option<(String, DiscussOutcome)>,
+    agent: String,
+}
+
+/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
+pub fn run(
+    store: &Store,
+    sid: &SessionId,
+    agent: Arc<dyn Agent>,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the runtime", e))?;
+    let spec = PipelineSpec::load(store.workdir())?;
+    let mut runner = Runner {
+        store,
+        sid: sid.clone(),
+        agent,
+        spec,
+        code: None,
+        on,
+    };
+    let end = rt.block_on(runner.run_loop());
+    // Workers of an interrupted run may still be busy; they own nothing that must be waited for.
+    rt.shutdown_background();
+    end
+}
+
+struct Runner<'a> {
+    store: &'a Store,
+    sid: SessionId,
+    agent: Arc<dyn Agent>,
+    spec: PipelineSpec,
+    /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
+    code: Option<(Vec<u8>, CodeTree)>,
+    on: &'a mut dyn FnMut(Progress),
+}
+
+impl Runner<'_> {
+    async fn run_loop(&mut self) -> Result<RunEnd> {
+        let mut running: tokio::task::JoinSet<(TaskId, Result<WorkResult>, f64)> =
+            tokio::task::JoinSet::new();
+        let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        loop {
+            let (_, state) = self.store.read_state(&self.sid)?;
+            if state.session.status == SessionStatus::Active {
+                let slots =
+                    (state.control.settings.max_parallel as usize).saturating_sub(running.len());
+                let mut taken = 0;
+                for task in schedulable(&state, &roles) {
+                    if taken >= slots {
+                        break;
+                    }
+                    if task.inner_loop && roles.values().any(|r| *r == task.role) {
+                        continue;
+                    }
+                    let Some((input, qctx)) = self.claim(&task.id)? else {
+                        continue;
+                    };
+                    roles.insert(task.id.clone(), task.role.clone());
+                    (self.on)(Progress::Started {
+                        task: task.id.clone(),
+                        role: task.role.clone(),
+                    });
+                    let agent = Arc::clone(&self.agent);
+                    running.spawn_blocking(move || {
+                        let started = Instant::now();
+                        let id = input.task.id.clone();
+                        let result = work(&*agent, &input, &qctx);
+                        (id, result, started.elapsed().as_secs_f64())
+                    });
+                    taken += 1;
+                }
+            }
+            if running.is_empty() {
+                return self.finish();
+            }
+            tokio::select! {
+                joined = running.join_next() => {
+                    let Some(joined) = joined else { continue };
+                    let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
+                    roles.remove(&id);
+                    self.record(&id, result, seconds)?;
+                }
+                _ = &mut ctrl_c => {
+                    let ids: Vec<TaskId> = roles.keys().cloned().collect();
+                    self.interrupt(&ids)?;
+                    return Ok(RunEnd::Interrupted(ids));
+                }
+            }
+        }
+    }
+
+    /// Claims `id` for this process and builds the worker's input from the new tip.
+    fn claim(&mut self, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
+        let host = crate::host::name();
+        let written = self.store.transact(&self.sid, |txn| {
+            let state = &txn.state;
+            let Ok(task) = state.task(id) else {
+                return Ok(None);
+            };
+            if !matches!(task.status, TaskStatus::Pending | TaskStatus::Failed)
+                || !state.is_unblocked(task)
+                || state.session.status != SessionStatus::Active
+            {
+                return Ok(None);
+            }
+            let t = txn.state.task_mut(id)?;
+            t.status = TaskStatus::InProgress;
+            t.attempts += 1;
+            t.owner = Some(Owner {
+                host: host.clone(),
+                pid: std::process::id(),
+                started_at: crate::clock::now_rfc3339(),
+            });
+            let summary = format!(
+                "Claimed by the coordinator ({host}:{}), attempt {}",
+                std::process::id(),
+                t.attempts
+            );
+            Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
+        })?;
+        let Some(written) = written else {
+            return Ok(None);
+        };
+        let tree = self.store.commit_tree(written.commit)?;
+        let folder = self
+            .store
+            .read_folder(tree, &session_dir(&self.sid), &["tasks", "runs"])?;
+        let folder = folder
+            .into_iter()
+            .filter(|(k, _)| k != "session.toml" && k != "control.toml")
+            .collect();
+        let code = self.code_tree(tree)?;
+        let base: gix::ObjectId =
+            written.state.session.base.parse().map_err(|_| {
+                Error::Git(format!("bad base commit {}", written.state.session.base))
+            })?;
+        let task = written.state.tasks[id].clone();
+        let qctx = QualityContext {
+            repo: self.store.repo().clone().into_sync(),
+            base,
+            tip: written.commit,
+        };
+        Ok(Some((
+            TaskInput {
+                session: written.state.session.clone(),
+                task,
+                folder,
+                code,
+            },
+            qctx,
+        )))
+    }
+
+    /// The code tree of `tree`, reused while the code outside `.tlv4` does not change.
+    fn code_tree(&mut self, tree: gix::ObjectId) -> Result<CodeTree> {
+        let root = self
+            .store
+            .repo()
+            .find_tree(tree)
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        let decoded = root
+            .decode()
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        let mut key = Vec::new();
+        for e in decoded.entries.iter().filter(|e| e.filename != ".tlv4") {
+            key.extend_from_slice(e.filename);
+            key.extend_from_slice(e.oid.as_bytes());
+        }
+        if let Some((k, code)) = &self.code {
+            if *k == key {
+                return Ok(code.clone());
+            }
+        }
+        let code = CodeTree::from_tree(self.store.repo(), tree)?;
+        self.code = Some((key, code.clone()));
+        Ok(code)
+    }
+
+    /// Records a finished task and everything its completion implies, as one event.
+    fn record(&mut self, id: &TaskId, result: Result<WorkResult>, seconds: f64) -> Result<()> {
+        let result = result.unwrap_or_else(|e| WorkResult {
+            output: TaskOutput {
+                outcome: Outcome::Failed(e.to_string()),
+                summary: format!("error: {e}"),
+                files: Vec::new(),
+                state_update: Default::default(),
+            },
+            verdict: None,
+            warnings: Vec::new(),
+            discuss: None,
+            agent: self.agent.name().to_owned(),
+        });
+        // Anything the agent wrote outside the pipeline folder fails the task, and nothing of it is kept.
+        let mut output = result.output.clone();
+        if let Some(bad) = output
+            .files
+            .iter()
+            .find_map(|(p, _)| crate::store::validate_pipeline_path(p).err())
+        {
+            output.outcome = Outcome::Failed(format!("rejected output: {bad}"));
+            output.files.clear();
+        }
+        if let (Outcome::Completed, Err(e)) = (&output.outcome, output.state_update.validate()) {
+            output.outcome = Outcome::Failed(format!("invalid state_update: {e}"));
+        }
+        let mut notes = Vec::new();
+        let spec = &self.spec;
+        let sid = self.sid.clone();
+        let written = self.store.transact(&sid, |txn| {
+            notes.clear();
+            let Ok(task) = txn.state.task(id) else { return Ok(None) };
+            if task.status != TaskStatus::InProgress {
+                return Ok(None);
+            }
+            let task = task.clone();
+            let completed = output.outcome == Outcome::Completed;
+            let record = serde_json::json!({
+                "task": id, "attempt": task.attempts, "agent": result.agent, "seconds": seconds,
+                "outcome": match &output.outcome { Outcome::Completed => "completed".to_owned(), Outcome::Failed(r) => format!("failed: {r}") },
+                "summary": output.summary, "state_update": output.state_update, "files": output.files.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            });
+            txn.write_record(&format!("runs/{id}/{}/result.json", task.attempts), pretty(&record))?;
+            let mut extra: Vec<(String, String)> = Vec::new();
+            if completed {
+                for (path, bytes) in &output.files {
+                    txn.write_file(path, bytes.clone())?;
+                }
+            }
+            let t = txn.state.task_mut(id)?;
+            t.owner = None;
+            t.status = if completed { TaskStatus::Completed } else { TaskStatus::Failed };
+            t.result = Some(TaskResult {
+                summary: output.summary.clone(),
+                reason: match &output.outcome { Outcome::Failed(r) => Some(r.clone()), Outcome::Completed => None },
+                artifacts: if completed { output.files.iter().map(|(p, _)| p.clone()).collect() } else { Vec::new() },
+                finished_at: crate::clock::now_rfc3339(),
+            });
+            let mut warnings = result.warnings.clone();
+            if completed {
+                if let Some(v) = &result.verdict {
+                    txn.state.control.verdicts.insert(id.to_string(), v.clone());
+                    extra.push(("Verdict".into(), v.verdict.clone()));
+                }
+                followup::collect_signals(&mut txn.state, &task, &output);
+                for injected in followup::inject_specialists(spec, &mut txn.state, &task)? {
+                    extra.push(("Injected".into(), injected.to_string()));
+                    notes.push(format!("specialist {injected} injected"));
+                }
+                if task.role == "planner" {
+                    if let Some(plan) = output.files.iter().find(|(p, _)| p == "plan/plan.json").map(|(_, b)| b.clone()) {
+                        let ids = followup::dispatch_impl(&mut txn.state, &task, &plan)?;
+                        notes.push(format!("implementation dispatched: {}", ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(", ")));
+                        extra.push(("Dispatched".into(), ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",")));
+                    }
+                }
+                if let Some((round, d)) = &result.discuss {
+                    for (p, b) in &d.files {
+                        txn.write_file(p, b.clone())?;
+                    }
+                    txn.state.control.verdicts.insert(round.clone(), d.verdict.clone());
+                    extra.push(("Discuss".into(), format!("{round} {}", d.verdict.verdict)));
+                    match revise::route_discuss(&mut txn.state, &task, round, d)? {
+                        revise::DiscussRoute::Continue => {}
+                        revise::DiscussRoute::Warn(lines) => warnings.extend(lines),
+                        revise::DiscussRoute::Revised(r) => notes.push(format!("{round} diverged: revision {r} created")),
+                    }
+                }
+                followup::pause_if_needed(&mut txn.state, &task);
+            }
+            if !warnings.is_empty() {
+                let mut issues = txn.read_file(&sid, "wisdom/issues.md")?.unwrap_or_else(|| b"# Issues\n".to_vec());
+                for w in &warnings {
+                    issues.extend_from_slice(format!("- [{id}] {w}\n").as_bytes());
+                }
+                txn.write_file("wisdom/issues.md", issues)?;
+            }
+            if let Some(p) = &txn.state.control.pause {
+                if txn.state.session.status == SessionStatus::Paused {
+                    extra.push(("Paused".into(), p.kind.clone()));
+                }
+            }
+            let t = txn.state.task(id)?;
+            let summary = match &output.outcome {
+                Outcome::Completed => output.summary.clone(),
+                Outcome::Failed(r) => r.clone(),
+            };
+            let kind = if completed { EventKind::TaskCompleted } else { EventKind::TaskFailed };
+            let mut event = Event::task(kind, t, summary);
+            event.extra = extra;
+            Ok(Some(event))
+        })?;
+        let Some(written) = written else {
+            return Ok(());
+        };
+        let task = &written.state.tasks[id];
+        let ok = task.status == TaskStatus::Completed;
+        (self.on)(Progress::Finished {
+            task: id.clone(),
+            ok,
+            summary: written.event.summary.clone(),
+            seconds,
+        });
+        for n in notes {
+            (self.on)(Progress::Note(n));
+        }
+        let p = written.state.progress();
+        (self.on)(Progress::Count {
+            done: p.completed,
+            total: p.total,
+        });
+        let message = Message {
+            id: crate::clock::unique_id(),
+            ts: crate::clock::now_rfc3339(),
+            from: task.role.clone(),
+            to: None,
+            kind: if ok {
+                message_type(task)
+            } else {
+                "error".into()
+            },
+            summary: written
+                .event
+                .summary
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            data: Some(serde_json::json!({ "task": id, "state_update": output.state_update })),
+        };
+        self.store.send_message(&self.sid, &message)?;
+        Ok(())
+    }
+
+    /// Returns the running tasks to pending after Ctrl-C.
+    fn interrupt(&mut self, ids: &[TaskId]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.store.transact(&self.sid, |txn| {
+            let mut back = Vec::new();
+            for id in ids {
+                if let Some(t) = txn.state.tasks.get_mut(id) {
+                    if t.status == TaskStatus::InProgress {
+                        t.status = TaskStatus::Pending;
+                        t.owner = None;
+                        back.push(id.to_string());
+                    }
+                }
+            }
+            if back.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(Event::session(
+                EventKind::TasksInterrupted,
+                format!("Interrupted; returned to pending: {}", back.join(", ")),
+            )))
+        })?;
+        Ok(())
+    }
+
+    /// Nothing runs any more: the session is done, paused, aborted, or stuck.
+    fn finish(&mut self) -> Result<RunEnd> {
+        let (_, state) = self.store.read_state(&self.sid)?;
+        match state.session.status {
+            SessionStatus::Paused => {
+                return Ok(RunEnd::Paused(state.control.pause.clone().unwrap_or(
+                    Pause {
+                        kind: "paused".into(),
+                        task: None,
+                        reason: "the session is paused".into(),
+                        next: vec!["git tlv4 resume".into()],
+                    },
+                )));
+            }
+            SessionStatus::Aborted => return Ok(RunEnd::Aborted),
+            SessionStatus::Completed => return Ok(RunEnd::Completed),
+            SessionStatus::Active => {}
+        }
+        let written = self.store.transact(&self.sid, |txn| {
+            if txn.state.session.status != SessionStatus::Active {
+                return Ok(None);
+            }
+            if txn
+                .state
+                .tasks
+                .values()
+                .all(|t| t.status == TaskStatus::Completed)
+            {
+                txn.state.session.status = SessionStatus::Completed;
+                txn.state.control.pause = None;
+                let p = txn.state.progress();
+                return Ok(Some(
+                    Event::session(
+                        EventKind::SessionCompleted,
+                        format!("All {} tasks completed", p.total),
+                    )
+                    .with("Status", "completed"),
+                ));
+            }
+            let pause = stall(&txn.state);
+            let summary = format!("{}\nNext: {}", pause.reason, pause.next.join(" | "));
+            txn.state.session.status = SessionStatus::Paused;
+            txn.state.control.pause = Some(pause);
+            Ok(Some(
+                Event::session(EventKind::SessionPaused, summary).with("Paused", "stalled"),
+            ))
+        })?;
+        match written.map(|w| w.state) {
+            Some(s) if s.session.status == SessionStatus::Completed => Ok(RunEnd::Completed),
+            Some(s) => Ok(RunEnd::Paused(
+                s.control.pause.expect("a stall sets a pause"),
+            )),
+            None => self.finish(),
+        }
+    }
+}
+
+/// Ready tasks not yet running, by priority then dependency order.
+fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<crate::model::Task> {
+    let order: BTreeMap<&TaskId, usize> = state
+        .ordered()
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (&t.id, i))
+        .collect();
+    let mut ready: Vec<&crate::model::Task> = state
+        .tasks
+        .values()
+        .filter(|t| {
+            t.status == TaskStatus::Pending && state.is_unblocked(t) && !running.contains_key(&t.id)
+        })
+        .collect();
+    ready.sort_by_key(|t| (t.priority, order.get(&t.id).copied().unwrap_or(usize::MAX)));
+    ready.into_iter().cloned().collect()
+}
+
+/// Why nothing can run although work is left.
+fn stall(state: &State) -> Pause {
+    let failed: Vec<&crate::model::Task> = state
+        .tasks
+        .values()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .collect();
+    if let Some(first) = failed.first() {
+        let list: Vec<String> = failed
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} ({})",
+                    t.id,
+                    t.result
+                        .as_ref()
+                        .and_then(|r| r.reason.clone())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        return Pause {
+            kind: "stalled".into(),
+            task: Some(first.id.clone()),
+            reason: format!("nothing can run: failed {}", list.join("; ")),
+            next: vec![
+                format!("git tlv4 revise {} --feedback TEXT", first.id),
+                "git tlv4 resume --retry".into(),
+                "git tlv4 abort".into(),
+            ],
+        };
+    }
+    Pause {
+        kind: "stalled".into(),
+        task: None,
+        reason: "nothing can run: the pending tasks wait for tasks that cannot complete".into(),
+        next: vec!["git tlv4 status".into(), "git tlv4 abort".into()],
+    }
+}
+
+/// Runs one task on a worker thread: the quality machinery for its roles, the agent otherwise,
+/// then the task's discuss round on what it produced.
+fn work(agent: &dyn Agent, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
+    let (output, verdict, warnings, name) = if quality::ROLES.contains(&input.task.role.as_str()) {
+        let q = quality::run(input, qctx)?;
+        (q.output, q.verdict, q.warnings, "quality".to_owned())
+    } else {
+        (agent.run(input)?, None, Vec::new(), agent.name().to_owned())
+    };
+    let discuss = match (&input.task.discuss, &output.outcome) {
+        (Some(round), Outcome::Completed) => {
+            quality::discuss(round, input, &output)?.map(|d| (round.clone(), d))
+        }
+        _ => None,
+    };
+    Ok(WorkResult {
+        output,
+        verdict,
+        warnings,
+        discuss,
+        agent: name,
+    })
+}
+
+/// The bus message type a role sends when a task completes.
+fn message_type(task: &crate::model::Task) -> String {
+    let revision = task.id.as_str().contains("-R");
+    match task.role.as_str() {
+        "analyst" => "research_ready".into(),
+        "writer" if revision => "draft_revision".into(),
+        "writer" => "draft_ready".into(),
+        "planner" if revision => "plan_revision".into(),
+        "planner" => "plan_ready".into(),
+        "executor" => "impl_complete".into(),
+        "tester" => "test_result".into(),
+        "reviewer" if task.id.prefix() == "REVIEW" => "review_result".into(),
+        "reviewer" => "quality_result".into(),
+        "supervisor" => "supervision_report".into(),
+        _ => format!("{}_report", task.id.prefix().to_ascii_lowercase()),
+    }
+}
+
+fn pretty(value: &serde_json::Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("a JSON value serialises");
+    out.push(b'\n');
+    out
+}

@@ -1,0 +1,205 @@
+//! Starting a session: analyse the text, dispatch the pipeline, create the branch.
+
+use std::collections::BTreeMap;
+
+use super::analysis;
+use super::pipeline::{PipelineSpec, Supervision};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::model::{
+    Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings, State,
+};
+use crate::store::{Store, session_ref};
+
+/// How to start.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// The pipeline; chosen from the text when `None`.
+    pub pipeline: Option<String>,
+    /// Leave out the checkpoints.
+    pub no_supervision: bool,
+    /// Approve gates whose verdict passes.
+    pub yes: bool,
+    /// Overrides `session.max_parallel`.
+    pub max_parallel: Option<u32>,
+    /// Overrides `session.completion`.
+    pub completion: Option<String>,
+}
+
+/// The completion actions.
+pub const COMPLETIONS: [&str; 4] = ["interactive", "archive", "keep", "export"];
+
+/// Files every session starts with, relative to its folder.
+fn initial_files() -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for (name, title) in [
+        ("learnings", "Learnings"),
+        ("decisions", "Decisions"),
+        ("conventions", "Conventions"),
+        ("issues", "Issues"),
+    ] {
+        files.insert(
+            format!("wisdom/{name}.md"),
+            format!("# {title}\n").into_bytes(),
+        );
+    }
+    files.insert(
+        "explorations/cache-index.json".into(),
+        b"{\n  \"entries\": []\n}\n".to_vec(),
+    );
+    files
+}
+
+/// Creates the session for `text` and returns its id and first state.
+pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionId, State)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(Error::Invalid(
+            "the task text is empty; say what the team should do".into(),
+        ));
+    }
+    let base = store.head_commit()?;
+    let config = Config::load(store.workdir())?;
+    let spec = PipelineSpec::load(store.workdir())?;
+    let (pipeline, reason) = match &opts.pipeline {
+        Some(p) => (p.clone(), "named with --pipeline".to_owned()),
+        None => analysis::select_pipeline(text, &config.session.pipeline),
+    };
+    let analysis = analysis::analyze(text, reason);
+    let supervision = if opts.no_supervision || !config.session.supervision {
+        Supervision::Off
+    } else {
+        Supervision::On
+    };
+    let completion = opts
+        .completion
+        .clone()
+        .unwrap_or(config.session.completion.clone());
+    if !COMPLETIONS.contains(&completion.as_str()) {
+        return Err(Error::Invalid(format!(
+            "unknown completion action `{completion}`; use one of {}",
+            COMPLETIONS.join(", ")
+        )));
+    }
+    let max_parallel = opts.max_parallel.unwrap_or(config.session.max_parallel);
+    if max_parallel == 0 {
+        return Err(Error::Invalid("max_parallel must be at least 1".into()));
+    }
+    let control = Control {
+        analysis: Some(analysis.clone()),
+        settings: Settings {
+            max_parallel,
+            auto_approve: opts.yes,
+            completion,
+        },
+        ..Control::default()
+    };
+    let date = crate::clock::today_compact();
+    let mut n = 1;
+    loop {
+        let sid = SessionId::from_text(text, &date, n);
+        n += 1;
+        if store.try_ref(&session_ref(&sid))?.is_some()
+            || store.try_ref(&crate::store::archive_ref(&sid))?.is_some()
+        {
+            continue;
+        }
+        let tasks = spec.dispatch(&pipeline, supervision, &sid, text)?;
+        let now = crate::clock::now_rfc3339();
+        let session = Session {
+            schema: SCHEMA_VERSION,
+            id: sid.clone(),
+            task: text.to_owned(),
+            pipeline: pipeline.clone(),
+            supervision: supervision == Supervision::On,
+            status: SessionStatus::Active,
+            base: base.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+            events: 0,
+            forked_from: None,
+        };
+        let started = State {
+            session: session.clone(),
+            tasks: BTreeMap::new(),
+            control: control.clone(),
+        };
+        let dispatched = State {
+            session,
+            tasks: tasks.iter().map(|t| (t.id.clone(), t.clone())).collect(),
+            control: control.clone(),
+        };
+        let listing: Vec<String> = tasks
+            .iter()
+            .map(|t| {
+                let deps: Vec<&str> = t.blocked_by.iter().map(|d| d.as_str()).collect();
+                if deps.is_empty() {
+                    format!("{} ({})", t.id, t.role)
+                } else {
+                    format!("{} ({}) <- {}", t.id, t.role, deps.join(", "))
+                }
+            })
+            .collect();
+        let mut files = initial_files();
+        files.insert(
+            "task-analysis.json".into(),
+            task_analysis_json(text, &pipeline, &analysis, &tasks),
+        );
+        let steps = vec![
+            (
+                started,
+                files,
+                Event::session(
+                    EventKind::SessionStarted,
+                    format!(
+                        "Task: {text}\nPipeline: {pipeline} ({})\nComplexity: {} ({})\nBase: {base}",
+                        analysis.pipeline_reason, analysis.level, analysis.score
+                    ),
+                )
+                .with("Pipeline", pipeline.clone())
+                .with("Base", base.to_string()),
+            ),
+            (
+                dispatched,
+                BTreeMap::new(),
+                Event::session(EventKind::TasksDispatched, format!("{} tasks:\n{}", tasks.len(), listing.join("\n")))
+                    .with("Pipeline", pipeline.clone()),
+            ),
+        ];
+        match store.create_session(base, steps) {
+            Ok(written) => return Ok((sid, written.state)),
+            // Someone took the id between the check and the create: take the next one.
+            Err(Error::Conflict { .. }) if n < 100 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// `task-analysis.json`, in the shape the reference's analysis step writes.
+fn task_analysis_json(
+    text: &str,
+    pipeline: &str,
+    a: &crate::model::Analysis,
+    tasks: &[crate::model::Task],
+) -> Vec<u8> {
+    let graph: serde_json::Map<String, serde_json::Value> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t.id.to_string(),
+                serde_json::json!({ "role": t.role, "blockedBy": t.blocked_by, "priority": t.priority }),
+            )
+        })
+        .collect();
+    let value = serde_json::json!({
+        "task_description": text,
+        "pipeline_type": pipeline,
+        "pipeline_reason": a.pipeline_reason,
+        "capabilities": a.capabilities,
+        "dependency_graph": graph,
+        "complexity": { "score": a.score, "level": a.level, "reasons": a.reasons },
+    });
+    let mut out = serde_json::to_vec_pretty(&value).expect("a JSON value serialises");
+    out.push(b'\n');
+    out
+}
