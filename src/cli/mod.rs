@@ -9,6 +9,7 @@ mod log;
 mod msg;
 mod pipelines;
 mod resume;
+mod review;
 mod rollback;
 mod start;
 mod status;
@@ -67,6 +68,8 @@ pub enum Command {
     Resume(resume::Args),
     /// List the pipelines this repository can run
     Pipelines(pipelines::Args),
+    /// Review a diff: score quality, security, architecture and requirements, with findings
+    Review(review::Args),
     /// Approve what the session paused on (a gate, a checkpoint block, a discussion) and go on
     Approve(decide::ApproveArgs),
     /// Redo a completed or failed task with feedback (and what depends on it)
@@ -128,6 +131,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Fork(a) => fork::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
+        Command::Review(a) => review::run(&ctx, a),
         Command::Approve(a) => decide::approve(&ctx, a),
         Command::Revise(a) => decide::revise(&ctx, a),
         Command::Feedback(a) => decide::feedback(&ctx, a),

@@ -294,6 +294,61 @@ fn impl_task(id: &TaskId, blocked_by: Vec<TaskId>, inner_loop: bool, description
     }
 }
 
+/// After a test run below the pass target: an executor fix task with the failures, and the
+/// next test iteration after it (`TEST-001-I2`, …). What waited for the test waits for the
+/// new iteration.
+pub fn fix_iteration(state: &mut State, test: &Task, fix: &crate::quality::FixRequest) -> Vec<TaskId> {
+    let mut n = 0;
+    let fix_id = loop {
+        n += 1;
+        let id: TaskId = format!("FIX-{n:03}").parse().expect("a valid id");
+        if !state.tasks.contains_key(&id) {
+            break id;
+        }
+    };
+    let base = test.id.as_str().rsplit_once("-I").filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit())).map_or(test.id.as_str(), |(b, _)| b);
+    let next: TaskId = format!("{base}-I{}", fix.iteration + 1).parse().expect("a valid id");
+    let failures: String = fix.failures.chars().take(4000).collect();
+    state.tasks.insert(
+        fix_id.clone(),
+        Task {
+            id: fix_id.clone(),
+            role: "executor".into(),
+            status: TaskStatus::Pending,
+            blocked_by: vec![test.id.clone()],
+            phase: "fix".into(),
+            priority: Priority::P0,
+            discuss: None,
+            inner_loop: false,
+            attempts: 0,
+            description: format!(
+                "PURPOSE: Make the failing tests pass (iteration {}, pass rate {:.1}%) | Success: the next test run passes at 95% or more\nTASK:\n  - Strategy: {}\n  - Fix the failures below; change behaviour only where the tests are right\nCONTEXT:\n  - Session: {}\n  - Test task: {}\nFAILURES:\n{failures}\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n---\nInnerLoop: false\nRoleSpec: specs/roles/executor.md\n",
+                fix.iteration, fix.pass_rate, fix.strategy, state.session.id, test.id
+            ),
+            owner: None,
+            result: None,
+        },
+    );
+    let mut retest = test.clone();
+    retest.id = next.clone();
+    retest.status = TaskStatus::Pending;
+    retest.blocked_by = vec![fix_id.clone()];
+    retest.attempts = 0;
+    retest.owner = None;
+    retest.result = None;
+    for t in state.tasks.values_mut() {
+        if t.status == TaskStatus::Pending && t.id != fix_id {
+            for d in &mut t.blocked_by {
+                if *d == test.id {
+                    *d = next.clone();
+                }
+            }
+        }
+    }
+    state.tasks.insert(next.clone(), retest);
+    vec![fix_id, next]
+}
+
 /// Whether `id` has been revised (a task `<id>-R<n>` exists).
 pub fn is_revised(state: &State, id: &TaskId) -> bool {
     let prefix = format!("{id}-R");

@@ -70,6 +70,7 @@ pub enum RunEnd {
 /// What a worker hands back.
 struct WorkResult {
     output: TaskOutput,
+    fix: Option<quality::FixRequest>,
     verdict: Option<crate::model::Verdict>,
     warnings: Vec<String>,
     discuss: Option<(String, DiscussOutcome)>,
@@ -266,6 +267,7 @@ impl Runner<'_> {
                 state_update: Default::default(),
             },
             verdict: None,
+            fix: None,
             warnings: Vec::new(),
             discuss: None,
             agent: self.agent.name().to_owned(),
@@ -325,6 +327,11 @@ impl Runner<'_> {
                 for injected in followup::inject_specialists(spec, &mut txn.state, &task)? {
                     extra.push(("Injected".into(), injected.to_string()));
                     notes.push(format!("specialist {injected} injected"));
+                }
+                if let Some(fix) = &result.fix {
+                    let ids = followup::fix_iteration(&mut txn.state, &task, fix);
+                    notes.push(format!("test pass rate {:.0}%: fix iteration {}", fix.pass_rate, ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(", ")));
+                    extra.push(("Fix".into(), ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",")));
                 }
                 if task.role == "planner" {
                     if let Some(plan) = output.files.iter().find(|(p, _)| p == "plan/plan.json").map(|(_, b)| b.clone()) {
@@ -557,11 +564,11 @@ fn stall(state: &State) -> Pause {
 /// Runs one task on a worker thread: the quality machinery for its roles, the agent otherwise,
 /// then the task's discuss round on what it produced.
 fn work(agent: &dyn Agent, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
-    let (output, verdict, warnings, name) = if quality::ROLES.contains(&input.task.role.as_str()) {
+    let (output, verdict, warnings, fix, name) = if quality::ROLES.contains(&input.task.role.as_str()) {
         let q = quality::run(input, qctx)?;
-        (q.output, q.verdict, q.warnings, "quality".to_owned())
+        (q.output, q.verdict, q.warnings, q.fix, "quality".to_owned())
     } else {
-        (agent.run(input)?, None, Vec::new(), agent.name().to_owned())
+        (agent.run(input)?, None, Vec::new(), None, agent.name().to_owned())
     };
     let discuss = match (&input.task.discuss, &output.outcome) {
         (Some(round), Outcome::Completed) => {

@@ -2,6 +2,12 @@
 //! checkpoints and discuss rounds. Deterministic rules decide; an agent's opinion may be
 //! added on top, never instead.
 
+pub mod checkpoint;
+pub mod discuss;
+pub mod gate;
+pub mod review;
+pub mod tester;
+
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
@@ -29,10 +35,38 @@ pub struct QualityResult {
     pub verdict: Option<Verdict>,
     /// Lines for `wisdom/issues.md`.
     pub warnings: Vec<String>,
+    /// The tester asks for a fix iteration (its fix task and the next test run are created by
+    /// the coordinator).
+    pub fix: Option<FixRequest>,
+}
+
+/// A tester's request for another fix iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixRequest {
+    /// The iteration that just ran, from 1.
+    pub iteration: u32,
+    /// `conservative`, `surgical` or `aggressive`.
+    pub strategy: String,
+    /// Pass rate of this iteration, 0–100.
+    pub pass_rate: f64,
+    /// The failures to fix, with their output (trimmed), most severe first.
+    pub failures: String,
 }
 
 /// Runs a reviewer, tester or supervisor task.
-pub fn run(input: &TaskInput, _ctx: &QualityContext) -> Result<QualityResult> {
+pub fn run(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
+    match (input.task.role.as_str(), input.task.id.prefix()) {
+        ("reviewer", "REVIEW") => return review::run_task(input, ctx),
+        ("reviewer", "QUALITY") => return gate::run_task(input, ctx),
+        ("tester", _) => return tester::run_task(input, ctx),
+        ("supervisor", _) => return checkpoint::run_task(input, ctx),
+        _ => {}
+    }
+    not_built(input)
+}
+
+/// A quality task this build cannot run: it fails, naming what is missing.
+pub(crate) fn not_built(input: &TaskInput) -> Result<QualityResult> {
     let missing = match input.task.role.as_str() {
         "reviewer" => "the reviewer (diff review and spec quality gate)",
         "tester" => "the tester (framework detection, test runs, fix cycle)",
@@ -50,6 +84,7 @@ pub fn run(input: &TaskInput, _ctx: &QualityContext) -> Result<QualityResult> {
         },
         verdict: None,
         warnings: Vec::new(),
+        fix: None,
     })
 }
 
