@@ -141,14 +141,15 @@ fn new_repo(root: &Path, name: &str) -> PathBuf {
     dir
 }
 
-/// Starts a `full-lifecycle` session with the real `git tlv4 start --no-run` (two events:
-/// started, tasks dispatched) and returns its id. The command's `start` function lives in a
-/// private module, and running the binary keeps the session exactly the shape the product
-/// writes, whatever files and fields it gains.
+/// Starts a `full-lifecycle` session with the real `git tlv4 start --no-run` and returns its id.
+/// The pipeline is named because `start` may otherwise choose one from the task text. The
+/// command's `start` function lives in a private module, and running the binary keeps the
+/// session exactly the shape the product writes, whatever files and fields it gains.
 fn start_session(dir: &Path) -> SessionId {
     let out = Command::new(env!("CARGO_BIN_EXE_git-tlv4"))
         .current_dir(dir)
-        .args(["--quiet", "start", "--no-run", TASK_TEXT])
+        .args(["--quiet", "start", "--no-run"])
+        .args(["--pipeline", "full-lifecycle", TASK_TEXT])
         .stdin(Stdio::null())
         .output()
         .expect("cannot run git-tlv4");
@@ -356,7 +357,8 @@ fn append_cli(s: &CliSession, build: TreeBuild) {
             let env = [("GIT_INDEX_FILE", s.index.as_path())];
             git_with(dir, &["read-tree", &tip], b"", &env);
             let info = format!(
-                "100644 blob {session_blob}\t{folder}/session.toml\n100644 blob {task_blob}\t{task_path}\n"
+                "100644 blob {session_blob}\t{folder}/session.toml\n\
+                 100644 blob {task_blob}\t{task_path}\n"
             );
             git_with(
                 dir,
