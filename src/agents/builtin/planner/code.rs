@@ -1,0 +1,699 @@
+//! What the planner knows about the code: its layout (dominant language, main source
+//! directory, test directories, packages), which files match a work item's keywords, which
+//! module a path belongs to and where a new file goes.
+//!
+//! Matching is by words. Every keyword of every work item goes into one index; each readable
+//! file is read once and its words counted against the index. A file then scores per item:
+//! a keyword in its file name weighs most, one in its directories less, and one in its
+//! contents less again, with repeated mentions adding up to a cap so that a file touching
+//! many of an item's keywords beats one repeating a single keyword.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::spec::Discovery;
+use super::text::{self, Naming, Relation};
+use crate::agents::CodeTree;
+
+/// Files larger than this are matched by path only.
+const MAX_READ_SIZE: u64 = 256 * 1024;
+/// At most this many files are read.
+const MAX_READS: usize = 2000;
+/// Points for a keyword in the file name, its directories, as the same word or a prefix.
+const STEM_SAME: u32 = 12;
+const STEM_PREFIX: u32 = 6;
+const DIR_SAME: u32 = 8;
+const DIR_PREFIX: u32 = 4;
+/// Points added to a matching file that the exploration cache lists as relevant.
+pub const CACHE_BONUS: u32 = 8;
+
+/// A programming language the planner can name files for.
+#[derive(Debug)]
+pub struct Lang {
+    /// Display name.
+    pub name: &'static str,
+    /// The extension of new files.
+    pub ext: &'static str,
+    exts: &'static [&'static str],
+    aliases: &'static [&'static str],
+    /// How file names are written.
+    pub naming: Naming,
+}
+
+const fn lang(
+    name: &'static str,
+    ext: &'static str,
+    exts: &'static [&'static str],
+    aliases: &'static [&'static str],
+    naming: Naming,
+) -> Lang {
+    Lang {
+        name,
+        ext,
+        exts,
+        aliases,
+        naming,
+    }
+}
+
+static LANGS: &[Lang] = &[
+    lang("Rust", "rs", &["rs"], &["rust"], Naming::Snake),
+    lang("Python", "py", &["py"], &["python"], Naming::Snake),
+    lang(
+        "TypeScript",
+        "ts",
+        &["ts", "tsx", "mts", "cts"],
+        &["typescript", "ts"],
+        Naming::Kebab,
+    ),
+    lang(
+        "JavaScript",
+        "js",
+        &["js", "jsx", "mjs", "cjs"],
+        &["javascript", "js", "node", "nodejs"],
+        Naming::Kebab,
+    ),
+    lang("Go", "go", &["go"], &["go", "golang"], Naming::Snake),
+    lang("Java", "java", &["java"], &["java"], Naming::Pascal),
+    lang("Kotlin", "kt", &["kt", "kts"], &["kotlin"], Naming::Pascal),
+    lang("C#", "cs", &["cs"], &["c#", "csharp"], Naming::Pascal),
+    lang(
+        "C++",
+        "cpp",
+        &["cpp", "cc", "cxx", "hpp", "hh", "hxx"],
+        &["c++", "cpp"],
+        Naming::Snake,
+    ),
+    lang("C", "c", &["c", "h"], &["c"], Naming::Snake),
+    lang("Ruby", "rb", &["rb"], &["ruby"], Naming::Snake),
+    lang("PHP", "php", &["php"], &["php"], Naming::Pascal),
+    lang("Swift", "swift", &["swift"], &["swift"], Naming::Pascal),
+    lang("Scala", "scala", &["scala"], &["scala"], Naming::Pascal),
+    lang("Elixir", "ex", &["ex", "exs"], &["elixir"], Naming::Snake),
+    lang("Dart", "dart", &["dart"], &["dart"], Naming::Snake),
+    lang("Lua", "lua", &["lua"], &["lua"], Naming::Snake),
+    lang(
+        "Shell",
+        "sh",
+        &["sh", "bash"],
+        &["shell", "bash", "sh"],
+        Naming::Snake,
+    ),
+];
+
+/// Extensions that are code without being a language to name new files in.
+const CODE_LIKE: &[&str] = &[
+    "sql", "html", "css", "scss", "vue", "svelte", "proto", "graphql", "prisma",
+];
+const DOCS: &[&str] = &["md", "markdown", "rst", "txt", "adoc"];
+const SKIP_DIRS: &[&str] = &[
+    "node_modules",
+    "vendor",
+    "target",
+    "dist",
+    "build",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "third_party",
+    ".git",
+];
+const LOCKS: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "composer.lock",
+    "uv.lock",
+    "Pipfile.lock",
+];
+const BINARY: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "ico", "svg", "pdf", "zip", "gz", "tgz", "xz", "bz2", "tar",
+    "jar", "class", "so", "dll", "dylib", "exe", "o", "a", "woff", "woff2", "ttf", "otf", "eot",
+    "mp3", "mp4", "wav", "webm", "wasm", "bin", "db", "sqlite", "pyc",
+];
+const MANIFESTS: &[&str] = &[
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "composer.json",
+    "mix.exs",
+    "pubspec.yaml",
+];
+const TEST_DIRS: &[&str] = &["tests", "test", "__tests__", "spec", "testing"];
+/// Directory names that hold sources; a module is one level below them.
+const SOURCE_ROOTS: &[&str] = &["src", "lib", "app", "pkg", "internal", "cmd", "source"];
+/// Files that declare or re-export a directory's modules.
+const ENTRY_FILES: &[&str] = &[
+    "mod.rs",
+    "lib.rs",
+    "main.rs",
+    "__init__.py",
+    "index.ts",
+    "index.tsx",
+    "index.js",
+    "index.mjs",
+];
+
+/// The extension of a path's file name, if any.
+pub fn ext(path: &str) -> Option<&str> {
+    let name = file_name(path);
+    let (stem, ext) = name.rsplit_once('.')?;
+    (!stem.is_empty()).then_some(ext)
+}
+
+/// The last component of a path.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The directory of a path, `""` for the root.
+pub fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+fn lang_of(path: &str) -> Option<&'static Lang> {
+    let ext = ext(path)?.to_ascii_lowercase();
+    LANGS.iter().find(|l| l.exts.contains(&ext.as_str()))
+}
+
+fn skipped(path: &str) -> bool {
+    let name = file_name(path);
+    path.split('/').any(|c| SKIP_DIRS.contains(&c))
+        || LOCKS.contains(&name)
+        || ext(path).is_some_and(|e| BINARY.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// What a file is, for weighing its matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// Code.
+    Source,
+    /// Tests.
+    Test,
+    /// Configuration and everything else.
+    Other,
+    /// Documentation.
+    Doc,
+}
+
+/// Where things are in the repository.
+#[derive(Debug)]
+pub struct Layout {
+    /// The language most of the code is in.
+    pub lang: Option<&'static Lang>,
+    /// Where new source files go (`""` for the root).
+    pub main_dir: String,
+    /// Test directories.
+    pub test_dirs: Vec<String>,
+    /// Directories a module is one level below, longest first.
+    roots: Vec<String>,
+    /// Directories (other than the root) with their own package manifest.
+    packages: BTreeSet<String>,
+}
+
+impl Layout {
+    fn infer(tree: &CodeTree, discovery: &Discovery) -> Layout {
+        let files: Vec<(&str, u64)> = tree
+            .files()
+            .iter()
+            .filter(|f| !skipped(&f.path))
+            .map(|f| (f.path.as_str(), f.size))
+            .collect();
+        let dirs: BTreeSet<&str> = files
+            .iter()
+            .flat_map(|(p, _)| {
+                let mut out = Vec::new();
+                let mut d = parent(p);
+                while !d.is_empty() {
+                    out.push(d);
+                    d = parent(d);
+                }
+                out
+            })
+            .collect();
+        let mut test_dirs: Vec<String> = discovery.test_dirs.clone();
+        if test_dirs.is_empty() {
+            test_dirs = TEST_DIRS
+                .iter()
+                .filter(|d| dirs.contains(**d))
+                .map(|d| (*d).to_owned())
+                .collect();
+        }
+        let is_test = |p: &str| test_path(p, &test_dirs);
+        let from_discovery = discovery.languages.iter().find_map(|name| {
+            let name = name.to_ascii_lowercase();
+            LANGS
+                .iter()
+                .find(|l| l.aliases.contains(&name.as_str()) || l.name.eq_ignore_ascii_case(&name))
+        });
+        let lang = from_discovery.or_else(|| {
+            let mut bytes = vec![0u64; LANGS.len()];
+            for (p, size) in &files {
+                if is_test(p) {
+                    continue;
+                }
+                if let Some(l) = lang_of(p) {
+                    let i = LANGS
+                        .iter()
+                        .position(|x| x.name == l.name)
+                        .expect("the language is in the table");
+                    bytes[i] += (*size).max(1);
+                }
+            }
+            let best = (0..LANGS.len())
+                .filter(|&i| bytes[i] > 0)
+                .max_by(|&a, &b| bytes[a].cmp(&bytes[b]).then(b.cmp(&a)))?;
+            Some(&LANGS[best])
+        });
+        let main_dir = discovery
+            .source_dirs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| infer_main_dir(&files, lang, &is_test));
+        let mut roots: Vec<String> = discovery.source_dirs.clone();
+        roots.extend(
+            dirs.iter()
+                .filter(|d| SOURCE_ROOTS.contains(&file_name(d)))
+                .map(|d| (*d).to_owned()),
+        );
+        if !main_dir.is_empty() {
+            roots.push(main_dir.clone());
+        }
+        roots.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        roots.dedup();
+        let packages = files
+            .iter()
+            .filter(|(p, _)| {
+                let name = file_name(p);
+                MANIFESTS.contains(&name) || name.ends_with(".csproj") || name.ends_with(".gemspec")
+            })
+            .map(|(p, _)| parent(p))
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned)
+            .collect();
+        Layout {
+            lang,
+            main_dir,
+            test_dirs,
+            roots,
+            packages,
+        }
+    }
+
+    /// Whether `path` is a test file.
+    pub fn is_test(&self, path: &str) -> bool {
+        test_path(path, &self.test_dirs)
+    }
+
+    /// The module of `path`: the package (a directory with its own manifest) holding it, else
+    /// the directory one level below a source root, else its top-level directory; `.` for
+    /// files at the root.
+    pub fn module_of(&self, path: &str) -> String {
+        if let Some(pkg) = self
+            .packages
+            .iter()
+            .filter(|p| path.starts_with(&format!("{p}/")))
+            .max_by_key(|p| p.len())
+        {
+            return pkg.clone();
+        }
+        for root in &self.roots {
+            if let Some(rest) = path.strip_prefix(&format!("{root}/")) {
+                return match rest.split_once('/') {
+                    Some((dir, _)) => format!("{root}/{dir}"),
+                    None => root.clone(),
+                };
+            }
+        }
+        match path.split_once('/') {
+            Some((top, _)) => top.to_owned(),
+            None => ".".to_owned(),
+        }
+    }
+
+    /// Where a new source file for `words` goes.
+    pub fn new_file(&self, words: &[String]) -> String {
+        let (stem, ext) = match self.lang {
+            Some(l) => (text::file_stem(words, l.naming), l.ext),
+            None => (text::file_stem(words, Naming::Kebab), "md"),
+        };
+        join(&self.main_dir, &format!("{stem}.{ext}"))
+    }
+
+    /// Where a new test for `words` goes, next to `source` where the language keeps tests
+    /// beside the code.
+    pub fn new_test(&self, words: &[String], source: &str) -> String {
+        let dir = self
+            .test_dirs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "tests".to_owned());
+        let Some(lang) = self.lang else {
+            return join(
+                &dir,
+                &format!("{}.md", text::file_stem(words, Naming::Kebab)),
+            );
+        };
+        let stem = text::file_stem(words, lang.naming);
+        let source_stem = file_name(source).split('.').next().unwrap_or("change");
+        match lang.ext {
+            "go" => join(parent(source), &format!("{source_stem}_test.go")),
+            "ts" | "js" if self.test_dirs.is_empty() => {
+                join(parent(source), &format!("{source_stem}.test.{}", lang.ext))
+            }
+            "py" => join(&dir, &format!("test_{stem}.py")),
+            _ if lang.naming == Naming::Pascal => join(&dir, &format!("{stem}Test.{}", lang.ext)),
+            ext => join(&dir, &format!("{stem}.{ext}")),
+        }
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn test_path(path: &str, test_dirs: &[String]) -> bool {
+    if test_dirs.iter().any(|d| path.starts_with(&format!("{d}/"))) {
+        return true;
+    }
+    let dirs = parent(path);
+    if dirs.split('/').any(|c| TEST_DIRS.contains(&c)) {
+        return true;
+    }
+    let name = file_name(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || stem.ends_with("Test")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+}
+
+/// The main source directory: the shallowest directory named like a source root that holds
+/// files of the main language (the one with most of them on a tie), else the top-level
+/// directory with most of them, else the root.
+fn infer_main_dir(
+    files: &[(&str, u64)],
+    lang: Option<&'static Lang>,
+    is_test: &dyn Fn(&str) -> bool,
+) -> String {
+    let relevant: Vec<&str> = files
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| !is_test(p))
+        .filter(|p| match lang {
+            Some(l) => lang_of(p).is_some_and(|x| x.name == l.name),
+            None => true,
+        })
+        .collect();
+    let mut roots: Vec<&str> = Vec::new();
+    for p in &relevant {
+        let mut d = parent(p);
+        while !d.is_empty() {
+            if SOURCE_ROOTS.contains(&file_name(d)) && !roots.contains(&d) {
+                roots.push(d);
+            }
+            d = parent(d);
+        }
+    }
+    let shallowest = roots
+        .iter()
+        .map(|root| {
+            let count = relevant
+                .iter()
+                .filter(|p| p.starts_with(&format!("{root}/")))
+                .count();
+            (root.split('/').count(), std::cmp::Reverse(count), *root)
+        })
+        .min();
+    if let Some((_, _, dir)) = shallowest {
+        return dir.to_owned();
+    }
+    let mut tops: Vec<(&str, usize)> = Vec::new();
+    for p in &relevant {
+        if let Some((top, _)) = p.split_once('/') {
+            match tops.iter_mut().find(|t| t.0 == top) {
+                Some(t) => t.1 += 1,
+                None => tops.push((top, 1)),
+            }
+        }
+    }
+    let at_root = relevant.iter().filter(|p| !p.contains('/')).count();
+    tops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    match tops.first() {
+        Some((top, n)) if *n > at_root => (*top).to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// Every keyword of the plan, looked up by the words of the code.
+struct Index {
+    words: Vec<String>,
+    same: HashMap<String, usize>,
+    /// Beginnings (four letters or more) of longer keywords.
+    starts: HashMap<String, Vec<usize>>,
+}
+
+impl Index {
+    fn new(keywords: &[String]) -> Index {
+        let mut index = Index {
+            words: Vec::new(),
+            same: HashMap::new(),
+            starts: HashMap::new(),
+        };
+        for k in keywords {
+            if index.same.contains_key(k) {
+                continue;
+            }
+            let i = index.words.len();
+            index.words.push(k.clone());
+            index.same.insert(k.clone(), i);
+            for (at, _) in k.char_indices().skip(4) {
+                index.starts.entry(k[..at].to_owned()).or_default().push(i);
+            }
+        }
+        index
+    }
+
+    /// Counts `word` into `same` and `prefix` (indexed by keyword).
+    fn count(&self, word: &str, same: &mut [u32], prefix: &mut [u32]) {
+        if let Some(&i) = self.same.get(word) {
+            same[i] += 1;
+        }
+        if let Some(longer) = self.starts.get(word) {
+            for &i in longer {
+                prefix[i] += 1;
+            }
+        }
+        for (at, _) in word.char_indices().skip(4) {
+            if let Some(&i) = self.same.get(&word[..at]) {
+                prefix[i] += 1;
+            }
+        }
+    }
+}
+
+/// One file considered for the plan.
+struct Entry {
+    path: String,
+    kind: Kind,
+    stem_words: Vec<String>,
+    dir_words: Vec<String>,
+    /// (keyword, times as the same word, times as a prefix), by keyword.
+    hits: Vec<(usize, u32, u32)>,
+}
+
+/// A file that matches a work item.
+#[derive(Debug, Clone)]
+pub struct Match {
+    /// Its path.
+    pub path: String,
+    /// How well it matches.
+    pub score: u32,
+    /// The keywords it matches.
+    pub words: Vec<String>,
+}
+
+/// The code, scanned for the plan's keywords.
+pub struct Code<'a> {
+    /// The tree, for reading files again.
+    pub tree: &'a CodeTree,
+    /// Where things are.
+    pub layout: Layout,
+    index: Index,
+    entries: Vec<Entry>,
+    paths: BTreeSet<String>,
+    /// How many files were read.
+    pub read: usize,
+}
+
+impl<'a> Code<'a> {
+    /// Scans `tree` for `keywords`.
+    pub fn scan(tree: &'a CodeTree, discovery: &Discovery, keywords: &[String]) -> Code<'a> {
+        let layout = Layout::infer(tree, discovery);
+        let index = Index::new(keywords);
+        let paths: BTreeSet<String> = tree.files().iter().map(|f| f.path.clone()).collect();
+        let mut candidates: Vec<(Kind, &crate::agents::CodeFile)> = tree
+            .files()
+            .iter()
+            .filter(|f| !skipped(&f.path))
+            .map(|f| (kind(&f.path, &layout), f))
+            .collect();
+        // Read code before tests before the rest, so the read budget goes to code first.
+        candidates.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.path.cmp(&b.1.path)));
+        let mut read = 0;
+        let mut entries = Vec::with_capacity(candidates.len());
+        for (kind, file) in candidates {
+            let mut hits = Vec::new();
+            if file.size <= MAX_READ_SIZE
+                && read < MAX_READS
+                && let Ok(bytes) = tree.read(file)
+            {
+                read += 1;
+                let head = &bytes[..bytes.len().min(8000)];
+                if !head.contains(&0) {
+                    let mut same = vec![0u32; index.words.len()];
+                    let mut prefix = vec![0u32; index.words.len()];
+                    text::for_each_word(&String::from_utf8_lossy(&bytes), |w| {
+                        index.count(w, &mut same, &mut prefix);
+                    });
+                    hits = (0..index.words.len())
+                        .filter(|&i| same[i] + prefix[i] > 0)
+                        .map(|i| (i, same[i], prefix[i]))
+                        .collect();
+                }
+            }
+            let name = file_name(&file.path);
+            let stem = name.split('.').next().unwrap_or(name);
+            entries.push(Entry {
+                stem_words: text::words(stem),
+                dir_words: text::words(parent(&file.path)),
+                path: file.path.clone(),
+                kind,
+                hits,
+            });
+        }
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Code {
+            tree,
+            layout,
+            index,
+            entries,
+            paths,
+            read,
+        }
+    }
+
+    /// Whether the tree has a file at `path`.
+    pub fn exists(&self, path: &str) -> bool {
+        self.paths.contains(path)
+    }
+
+    /// How many files were considered.
+    pub fn considered(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Files matching `keywords`, best first (ties by path). Files in `cached` get
+    /// [`CACHE_BONUS`] when they match at all.
+    pub fn matches(&self, keywords: &[String], cached: &BTreeSet<String>) -> Vec<Match> {
+        let ids: Vec<usize> = keywords
+            .iter()
+            .filter_map(|k| self.index.same.get(k).copied())
+            .collect();
+        let mut out = Vec::new();
+        for e in &self.entries {
+            let mut score = 0;
+            let mut words = Vec::new();
+            for &k in &ids {
+                let word = &self.index.words[k];
+                let points = path_points(word, &e.stem_words, &e.dir_words)
+                    + match e.hits.binary_search_by_key(&k, |h| h.0) {
+                        Ok(at) => {
+                            let (_, same, prefix) = e.hits[at];
+                            if same > 0 {
+                                3 + same.min(5)
+                            } else {
+                                1 + prefix.min(4) / 2
+                            }
+                        }
+                        Err(_) => 0,
+                    };
+                if points > 0 {
+                    score += points;
+                    words.push(word.clone());
+                }
+            }
+            if matches!(e.kind, Kind::Doc | Kind::Other) {
+                score /= 2;
+            }
+            if score == 0 {
+                continue;
+            }
+            if cached.contains(&e.path) {
+                score += CACHE_BONUS;
+            }
+            out.push(Match {
+                path: e.path.clone(),
+                score,
+                words,
+            });
+        }
+        out.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
+        out
+    }
+
+    /// The file that declares the modules of `dir` (`mod.rs`, `lib.rs`, `__init__.py`,
+    /// `index.ts`, or `dir.rs` beside it), if there is one.
+    pub fn entry_file(&self, dir: &str) -> Option<String> {
+        ENTRY_FILES
+            .iter()
+            .map(|name| join(dir, name))
+            .chain((!dir.is_empty()).then(|| format!("{dir}.rs")))
+            .find(|p| self.exists(p))
+    }
+}
+
+fn kind(path: &str, layout: &Layout) -> Kind {
+    let ext = ext(path).map(str::to_ascii_lowercase);
+    let ext = ext.as_deref().unwrap_or("");
+    if layout.is_test(path) {
+        Kind::Test
+    } else if lang_of(path).is_some() || CODE_LIKE.contains(&ext) {
+        Kind::Source
+    } else if DOCS.contains(&ext) {
+        Kind::Doc
+    } else {
+        Kind::Other
+    }
+}
+
+/// Points for `keyword` in a path: the best of its relation to the file name's words and to
+/// the directories' words.
+fn path_points(keyword: &str, stem: &[String], dirs: &[String]) -> u32 {
+    let best = |words: &[String], same: u32, prefix: u32| {
+        words
+            .iter()
+            .map(|w| match text::related(keyword, w) {
+                Relation::Same => same,
+                Relation::Prefix => prefix,
+                Relation::None => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    best(stem, STEM_SAME, STEM_PREFIX).max(best(dirs, DIR_SAME, DIR_PREFIX))
+}

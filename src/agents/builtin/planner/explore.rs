@@ -1,0 +1,341 @@
+//! The exploration cache (`explorations/cache-index.json`): the planner looks for the angle
+//! it needs first and reuses what an earlier task found; only on a miss does it write its own
+//! exploration and add it to the index, keeping every other entry as it was.
+//!
+//! An entry whose file is missing or unreadable is dropped and the angle explored again; an
+//! index that does not parse is cleared.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::code::{self, Code, Match};
+use super::shape::{self, Draft};
+use super::spec::Discovery;
+use super::text;
+use crate::agents::TaskInput;
+
+/// The cache index, relative to the pipeline folder.
+pub const INDEX: &str = "explorations/cache-index.json";
+
+/// Angle presets of the reference (first angle of each), chosen by words of the task.
+const PRESETS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "refactor",
+            "architect",
+            "architecture",
+            "restructure",
+            "modular",
+        ],
+        "architecture",
+    ),
+    (
+        &["security", "auth", "permission", "permissions", "access"],
+        "security",
+    ),
+    (
+        &["performance", "slow", "optimize", "optimise", "cache"],
+        "performance",
+    ),
+    (
+        &["fix", "bug", "error", "issue", "broken"],
+        "error-handling",
+    ),
+];
+
+/// The angle the planner explores for `text`: the first preset whose trigger word the text
+/// has (a word starting with `auth` counts as `auth`), else `patterns`.
+pub fn angle(text: &str) -> &'static str {
+    let words = text::words(text);
+    for (triggers, angle) in PRESETS {
+        let hit = words.iter().any(|w| {
+            triggers.contains(&w.as_str())
+                || (w.starts_with("auth") && triggers.contains(&"auth"))
+                || triggers
+                    .iter()
+                    .any(|t| t.len() >= 5 && w.starts_with(t) && w.len() <= t.len() + 3)
+        });
+        if hit {
+            return angle;
+        }
+    }
+    "patterns"
+}
+
+/// What the cache holds for the planner.
+#[derive(Debug, Default)]
+pub struct Cache {
+    /// The index as read (an object), or empty when there was none or it was corrupt.
+    pub index: serde_json::Map<String, Value>,
+    /// The entries to keep when the index is written again.
+    pub entries: Vec<Value>,
+    /// The reused exploration, if the angle was cached.
+    pub hit: Option<Hit>,
+    /// What happened, for the decisions.
+    pub notes: Vec<String>,
+}
+
+/// A cached exploration.
+#[derive(Debug)]
+pub struct Hit {
+    /// Its file, relative to the pipeline folder.
+    pub file: String,
+    /// The relevant files it lists.
+    pub relevant: BTreeSet<String>,
+}
+
+/// Looks `angle` up in the cache.
+pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
+    let mut cache = Cache::default();
+    let Some(raw) = folder.get(INDEX) else {
+        return cache;
+    };
+    let parsed: Option<serde_json::Map<String, Value>> = serde_json::from_slice::<Value>(raw)
+        .ok()
+        .and_then(|v| match v {
+            Value::Object(o) if o.get("entries").is_some_and(Value::is_array) => Some(o),
+            _ => None,
+        });
+    let Some(index) = parsed else {
+        cache
+            .notes
+            .push(format!("{INDEX} is corrupt: cleared it and explored again"));
+        return cache;
+    };
+    let entries: Vec<Value> = index["entries"]
+        .as_array()
+        .expect("checked to be an array")
+        .iter()
+        .filter(|e| e.is_object())
+        .cloned()
+        .collect();
+    cache.index = index;
+    for entry in entries {
+        let same_angle = entry["angle"]
+            .as_str()
+            .is_some_and(|a| a.trim().eq_ignore_ascii_case(angle));
+        if !same_angle {
+            cache.entries.push(entry);
+            continue;
+        }
+        if cache.hit.is_some() {
+            continue;
+        }
+        let file = entry["file"].as_str().unwrap_or("");
+        match read(folder, file) {
+            Some((path, relevant)) => {
+                cache.notes.push(format!(
+                    "reused the cached `{angle}` exploration ({path}) instead of exploring again"
+                ));
+                cache.hit = Some(Hit {
+                    file: path,
+                    relevant,
+                });
+                cache.entries.push(entry);
+            }
+            None => cache.notes.push(format!(
+                "the cached `{angle}` exploration ({}) is missing or unreadable: dropped it and explored again",
+                if file.is_empty() { "no file" } else { file }
+            )),
+        }
+    }
+    cache
+}
+
+/// Reads a cached exploration: the folder path it was found at and its relevant files.
+fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<(String, BTreeSet<String>)> {
+    let file = file.trim().trim_start_matches("./");
+    if file.is_empty() {
+        return None;
+    }
+    let candidates = [file.to_owned(), format!("explorations/{file}")];
+    let (path, raw) = candidates
+        .iter()
+        .find_map(|c| folder.get(c).map(|raw| (c.clone(), raw)))?;
+    let v: Value = serde_json::from_slice(raw).ok()?;
+    let files = v.get("relevant_files")?.as_array()?;
+    let relevant = files
+        .iter()
+        .filter_map(|f| match f {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(o) => o
+                .get("path")
+                .or_else(|| o.get("file"))
+                .and_then(Value::as_str),
+            _ => None,
+        })
+        .map(|s| s.trim_start_matches("./").to_owned())
+        .collect();
+    Some((path, relevant))
+}
+
+/// A file an exploration found relevant.
+#[derive(Debug, serde::Serialize)]
+pub struct RelevantFile {
+    /// The path.
+    pub path: String,
+    /// Why it matters.
+    pub rationale: String,
+    /// The work items it matches best.
+    pub role: String,
+    /// How well it matched.
+    pub score: u32,
+}
+
+/// The planner's own exploration, `explorations/planner-<angle>.json`.
+#[derive(Debug, serde::Serialize)]
+pub struct Exploration {
+    /// The angle explored.
+    pub angle: String,
+    /// The task text it explored for.
+    pub query: String,
+    /// Who wrote it.
+    pub created_by: String,
+    /// The task that wrote it.
+    pub task: String,
+    /// The keywords searched for.
+    pub keywords: Vec<String>,
+    /// Files that matched, best first.
+    pub relevant_files: Vec<RelevantFile>,
+    /// Conventions seen in the code.
+    pub patterns: Vec<String>,
+    /// Files through which changes connect to the rest of the code.
+    pub integration_points: Vec<String>,
+    /// What to do with what was found.
+    pub recommendations: Vec<String>,
+}
+
+/// The exploration's path for `angle`.
+pub fn path(angle: &str) -> String {
+    format!("explorations/planner-{angle}.json")
+}
+
+/// The files to write for a new exploration: the exploration and the updated index.
+pub fn write(
+    cache: &Cache,
+    exploration: &Exploration,
+    task: &str,
+) -> serde_json::Result<Vec<(String, Vec<u8>)>> {
+    let file = path(&exploration.angle);
+    let mut entries = cache.entries.clone();
+    entries.push(serde_json::json!({
+        "angle": exploration.angle,
+        "file": file,
+        "source": "planner",
+        "task": task,
+    }));
+    let mut index = cache.index.clone();
+    index.insert("entries".to_owned(), Value::Array(entries));
+    Ok(vec![
+        (file, pretty(exploration)?),
+        (INDEX.to_owned(), pretty(&Value::Object(index))?),
+    ])
+}
+
+/// Pretty JSON with a final newline.
+pub fn pretty<T: serde::Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = serde_json::to_vec_pretty(value)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// The planner's own exploration of its angle.
+pub fn explore(
+    input: &TaskInput,
+    angle: &str,
+    drafts: &[Draft],
+    matches: &[Vec<Match>],
+    code: &Code,
+    discovery: &Discovery,
+) -> Exploration {
+    // Each planned existing file, with the best score any work item gave it.
+    let mut relevant: BTreeMap<String, (u32, Vec<String>, Vec<String>)> = BTreeMap::new();
+    for (d, ms) in drafts.iter().zip(matches) {
+        for m in ms.iter().filter(|m| d.matched.contains_key(&m.path)) {
+            let e = relevant
+                .entry(m.path.clone())
+                .or_insert((0, Vec::new(), Vec::new()));
+            e.0 = e.0.max(m.score);
+            e.1.extend(m.words.iter().cloned());
+            e.2.extend(d.sources.iter().cloned());
+        }
+    }
+    let mut relevant_files: Vec<RelevantFile> = relevant
+        .into_iter()
+        .map(|(path, (score, mut words, mut roles))| {
+            shape::dedup(&mut words);
+            shape::dedup(&mut roles);
+            RelevantFile {
+                rationale: format!("its path or contents match {}", words.join(", ")),
+                role: roles.join(", "),
+                path,
+                score,
+            }
+        })
+        .collect();
+    relevant_files.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
+
+    let mut integration_points: Vec<String> = drafts
+        .iter()
+        .flat_map(|d| d.files.iter())
+        .filter_map(|f| code.entry_file(code::parent(&f.path)))
+        .collect();
+    integration_points.sort();
+    integration_points.dedup();
+
+    let layout = &code.layout;
+    let mut patterns = Vec::new();
+    if let Some(lang) = layout.lang {
+        let naming = match lang.naming {
+            text::Naming::Snake => "snake_case",
+            text::Naming::Kebab => "kebab-case",
+            text::Naming::Pascal => "PascalCase",
+        };
+        patterns.push(format!(
+            "Main language {} (.{}); file names in {naming}",
+            lang.name, lang.ext
+        ));
+    }
+    patterns.push(if layout.main_dir.is_empty() {
+        "Sources sit at the repository root".to_owned()
+    } else {
+        format!("Sources live under `{}`", layout.main_dir)
+    });
+    patterns.push(if layout.test_dirs.is_empty() {
+        "No test directory: tests sit beside the code".to_owned()
+    } else {
+        format!("Tests live under `{}`", layout.test_dirs.join("`, `"))
+    });
+    if let Some(c) = &discovery.test_command {
+        patterns.push(format!("Tests run with `{c}`"));
+    }
+    if !integration_points.is_empty() {
+        patterns.push("Modules are declared in entry files (see integration_points)".to_owned());
+    }
+
+    let recommendations = drafts
+        .iter()
+        .map(|d| {
+            let files: Vec<String> = d
+                .files
+                .iter()
+                .map(|f| format!("{} `{}`", f.change.as_str(), f.path))
+                .collect();
+            format!("{}: {}", d.sources.join(", "), files.join(", "))
+        })
+        .collect();
+    let mut keywords: Vec<String> = drafts.iter().flat_map(|d| d.keywords.clone()).collect();
+    shape::dedup(&mut keywords);
+    Exploration {
+        angle: angle.to_owned(),
+        query: input.session.task.clone(),
+        created_by: "planner".to_owned(),
+        task: input.task.id.to_string(),
+        keywords,
+        relevant_files,
+        patterns,
+        integration_points,
+        recommendations,
+    }
+}

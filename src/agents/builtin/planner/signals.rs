@@ -1,0 +1,198 @@
+//! The secondary signal scan over the files the plan touches: `scaling_concern` (nested loops
+//! in one function), `breaking_change` (a planned change to a file that is a public API) and
+//! `data_migration` (migrations, SQL and schema files).
+
+use std::collections::BTreeMap;
+
+use super::code::{self, Code};
+use super::shape::{Change, PlannedFile};
+
+/// The inner loop must start within this many lines of the outer one.
+const NESTING_WINDOW: usize = 30;
+/// Files larger than this are not scanned.
+const MAX_SCAN_SIZE: usize = 256 * 1024;
+
+/// One signal found in one file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finding {
+    /// `scaling_concern`, `breaking_change` or `data_migration`.
+    pub signal: &'static str,
+    /// The file.
+    pub path: String,
+    /// What shows it, for the task's risks.
+    pub detail: String,
+}
+
+/// Scans the planned files.
+pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in files {
+        if let Some(detail) = migration(&f.path) {
+            out.push(Finding {
+                signal: "data_migration",
+                path: f.path.clone(),
+                detail,
+            });
+        }
+        if f.change != Change::Modify {
+            continue;
+        }
+        let Some(bytes) = code.tree.read_path(&f.path) else {
+            continue;
+        };
+        if bytes.len() > MAX_SCAN_SIZE || bytes[..bytes.len().min(8000)].contains(&0) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some(line) = nested_loop(&text) {
+            out.push(Finding {
+                signal: "scaling_concern",
+                path: f.path.clone(),
+                detail: format!("a loop nested in another at line {line}"),
+            });
+        }
+        if let Some(detail) = public_api(&f.path, &text) {
+            out.push(Finding {
+                signal: "breaking_change",
+                path: f.path.clone(),
+                detail,
+            });
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Signal name to evidence paths.
+pub fn evidence(findings: &[Finding]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in findings {
+        let paths = out.entry(f.signal.to_owned()).or_default();
+        if !paths.contains(&f.path) {
+            paths.push(f.path.clone());
+        }
+    }
+    for paths in out.values_mut() {
+        paths.sort();
+    }
+    out
+}
+
+/// Why `path` is a migration, SQL or schema file, if it is one.
+fn migration(path: &str) -> Option<String> {
+    let dirs = code::parent(path);
+    if dirs
+        .split('/')
+        .any(|c| matches!(c, "migrations" | "migration" | "migrate"))
+    {
+        return Some("a migration".to_owned());
+    }
+    let ext = code::ext(path).map(str::to_ascii_lowercase);
+    if matches!(ext.as_deref(), Some("sql")) {
+        return Some("an SQL file".to_owned());
+    }
+    let name = code::file_name(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    if stem.eq_ignore_ascii_case("schema") || matches!(ext.as_deref(), Some("prisma")) {
+        return Some("a schema file".to_owned());
+    }
+    None
+}
+
+/// The 1-based line of a loop nested in another loop of the same function, if any. A line
+/// belongs to the outer loop while it is indented deeper than the loop's own line.
+pub fn nested_loop(text: &str) -> Option<usize> {
+    let lines: Vec<(usize, &str)> = text.lines().map(|l| (indent(l), l.trim())).collect();
+    for (i, &(outer, line)) in lines.iter().enumerate() {
+        if !is_loop(line) {
+            continue;
+        }
+        for (j, &(depth, inner)) in lines.iter().enumerate().skip(i + 1).take(NESTING_WINDOW) {
+            if inner.is_empty() || is_comment(inner) {
+                continue;
+            }
+            if depth <= outer || is_function(inner) {
+                break;
+            }
+            if is_loop(inner) {
+                return Some(j + 1);
+            }
+        }
+    }
+    None
+}
+
+fn indent(line: &str) -> usize {
+    line.chars()
+        .take_while(|c| c.is_whitespace())
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum()
+}
+
+fn is_comment(line: &str) -> bool {
+    ["//", "#", "/*", "*", "--"]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
+fn is_loop(line: &str) -> bool {
+    [
+        "for ", "for(", "while ", "while(", "loop {", "foreach ", "foreach(",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p))
+        || line.contains(".for_each(")
+        || line.contains(".forEach(")
+}
+
+fn is_function(line: &str) -> bool {
+    let line = line
+        .trim_start_matches("pub(crate) ")
+        .trim_start_matches("pub ")
+        .trim_start_matches("export ")
+        .trim_start_matches("async ");
+    ["fn ", "def ", "function ", "func "]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
+/// What makes `path` a public API that a change may break, if it is one: `pub` items in a
+/// Rust `lib.rs` or `mod.rs`, `export`s in a JavaScript or TypeScript index file,
+/// `__all__` or top-level definitions in a Python package's `__init__.py`.
+pub fn public_api(path: &str, text: &str) -> Option<String> {
+    let name = code::file_name(path);
+    match name {
+        "lib.rs" | "mod.rs" => {
+            const PUB: &[&str] = &[
+                "pub fn ",
+                "pub struct ",
+                "pub enum ",
+                "pub trait ",
+                "pub async fn ",
+                "pub const fn ",
+            ];
+            let n = text
+                .lines()
+                .filter(|l| PUB.iter().any(|p| l.trim_start().starts_with(p)))
+                .count();
+            (n > 0).then(|| format!("{n} public items"))
+        }
+        "index.js" | "index.ts" | "index.mjs" | "index.cjs" | "index.jsx" | "index.tsx" => text
+            .lines()
+            .any(|l| l.starts_with("export "))
+            .then(|| "exports".to_owned()),
+        "__init__.py" => {
+            if text.contains("__all__") {
+                Some("`__all__`".to_owned())
+            } else if text.lines().any(|l| {
+                l.starts_with("def ") || l.starts_with("class ") || l.starts_with("async def ")
+            }) {
+                Some("top-level definitions".to_owned())
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}

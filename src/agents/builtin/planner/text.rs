@@ -1,0 +1,404 @@
+//! Words: how the planner cuts text and paths into words, picks the keywords of a work item,
+//! splits a task text into clauses and names things.
+
+/// Words that say nothing about where a change goes: English function words, the boilerplate
+/// of specs and user stories, and words every source file contains.
+const STOP: &[&str] = &[
+    "able",
+    "about",
+    "above",
+    "acceptance",
+    "across",
+    "added",
+    "adding",
+    "adds",
+    "after",
+    "again",
+    "against",
+    "allow",
+    "allows",
+    "also",
+    "always",
+    "among",
+    "another",
+    "anything",
+    "apply",
+    "approach",
+    "based",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "cannot",
+    "change",
+    "changes",
+    "class",
+    "code",
+    "correct",
+    "correctly",
+    "could",
+    "create",
+    "creates",
+    "criteria",
+    "does",
+    "doing",
+    "done",
+    "down",
+    "during",
+    "each",
+    "either",
+    "else",
+    "enable",
+    "ensure",
+    "epic",
+    "epics",
+    "even",
+    "every",
+    "example",
+    "existing",
+    "false",
+    "feature",
+    "features",
+    "file",
+    "files",
+    "from",
+    "function",
+    "further",
+    "gets",
+    "given",
+    "have",
+    "having",
+    "here",
+    "however",
+    "implement",
+    "implementation",
+    "implemented",
+    "into",
+    "itself",
+    "just",
+    "keep",
+    "like",
+    "make",
+    "makes",
+    "many",
+    "method",
+    "more",
+    "most",
+    "much",
+    "must",
+    "need",
+    "needed",
+    "needs",
+    "never",
+    "none",
+    "null",
+    "once",
+    "only",
+    "other",
+    "otherwise",
+    "over",
+    "please",
+    "project",
+    "properly",
+    "provide",
+    "provides",
+    "requirement",
+    "requirements",
+    "return",
+    "returns",
+    "same",
+    "self",
+    "shall",
+    "should",
+    "show",
+    "since",
+    "some",
+    "something",
+    "story",
+    "stories",
+    "such",
+    "support",
+    "supports",
+    "system",
+    "task",
+    "tasks",
+    "than",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "thing",
+    "things",
+    "this",
+    "those",
+    "through",
+    "true",
+    "under",
+    "until",
+    "update",
+    "updates",
+    "upon",
+    "used",
+    "user",
+    "users",
+    "uses",
+    "using",
+    "very",
+    "want",
+    "wants",
+    "well",
+    "were",
+    "what",
+    "when",
+    "where",
+    "whether",
+    "which",
+    "while",
+    "will",
+    "with",
+    "within",
+    "without",
+    "work",
+    "works",
+    "would",
+    "your",
+    "yours",
+];
+
+/// Calls `f` with each lower-case word of `text`: runs of letters and digits, cut where a
+/// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
+pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    let mut word = String::new();
+    let mut after_lower = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && after_lower && !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            after_lower = c.is_lowercase() || c.is_ascii_digit();
+            word.extend(c.to_lowercase());
+        } else {
+            if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            after_lower = false;
+        }
+    }
+    if !word.is_empty() {
+        f(&word);
+    }
+}
+
+/// The words of `text`, in order.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_word(text, |w| out.push(w.to_owned()));
+    out
+}
+
+/// Whether `word` can be a keyword: four letters or more, and not a stop word.
+pub fn is_keyword(word: &str) -> bool {
+    word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !STOP.contains(&word)
+}
+
+/// Whether a keyword and a word of the code are the same word or one is the other's start
+/// (`token`/`tokens`, `auth`/`authentication`), the shorter having at least four letters.
+pub fn related(a: &str, b: &str) -> Relation {
+    if a == b {
+        return Relation::Same;
+    }
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    if short.chars().count() >= 4 && long.starts_with(short) {
+        Relation::Prefix
+    } else {
+        Relation::None
+    }
+}
+
+/// How two words relate; see [`related`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relation {
+    /// The same word.
+    Same,
+    /// One starts with the other.
+    Prefix,
+    /// Unrelated.
+    None,
+}
+
+/// The keywords of a work item, at most `cap`: the words of `primary` (its title) in order,
+/// then the words of `secondary` (description, criteria) by how often they occur.
+pub fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words(primary) {
+        if is_keyword(&w) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    // (count, first position, word) so that ties keep the order of the text.
+    let mut counted: Vec<(usize, usize, String)> = Vec::new();
+    for (pos, w) in words(secondary).into_iter().enumerate() {
+        if !is_keyword(&w) || out.contains(&w) {
+            continue;
+        }
+        match counted.iter_mut().find(|c| c.2 == w) {
+            Some(c) => c.0 += 1,
+            None => counted.push((1, pos, w)),
+        }
+    }
+    counted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    out.extend(counted.into_iter().map(|c| c.2));
+    out.truncate(cap);
+    out
+}
+
+/// How many words `text` has.
+fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// Connectors a task text is split at, longest first; both sides must keep three words.
+const CONNECTORS: &[&str] = &[
+    ", and then ",
+    ", and also ",
+    " and then ",
+    " and also ",
+    ", and ",
+    ", then ",
+    ", also ",
+    " and ",
+    ", ",
+];
+
+/// The clauses of a task text: its sentences and lines, each cut at connectors such as
+/// "and" or a comma where both sides are at least three words long.
+pub fn clauses(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut sentences = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1).copied();
+        let ends = match c {
+            '\n' | ';' => true,
+            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            _ => false,
+        };
+        if ends {
+            sentences.push(std::mem::take(&mut current));
+        } else {
+            current.push(c);
+        }
+    }
+    sentences.push(current);
+    let mut out = Vec::new();
+    for s in &sentences {
+        let s = s.trim();
+        let s = s
+            .strip_prefix("- ")
+            .or_else(|| s.strip_prefix("* "))
+            .unwrap_or(s);
+        let s = strip_numbering(s);
+        split_at_connectors(s, &mut out);
+    }
+    let mut unique: Vec<String> = Vec::new();
+    for c in out {
+        if !unique.iter().any(|u| u.eq_ignore_ascii_case(&c)) {
+            unique.push(c);
+        }
+    }
+    unique
+}
+
+/// `text` without a leading `1.` or `2)`.
+fn strip_numbering(text: &str) -> &str {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return text;
+    }
+    match text[digits..].strip_prefix(['.', ')']) {
+        Some(rest) => rest.trim_start(),
+        None => text,
+    }
+}
+
+fn split_at_connectors(text: &str, out: &mut Vec<String>) {
+    // ASCII lower-casing keeps byte offsets, so positions found in `lower` cut `text`.
+    let lower = text.to_ascii_lowercase();
+    for sep in CONNECTORS {
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(sep) {
+            let at = from + pos;
+            let (left, right) = (&text[..at], &text[at + sep.len()..]);
+            if word_count(left) >= 3 && word_count(right) >= 3 {
+                split_at_connectors(left, out);
+                split_at_connectors(right, out);
+                return;
+            }
+            from = at + sep.len();
+        }
+    }
+    let clause = text
+        .trim()
+        .trim_end_matches(['.', ',', ';', ':', '!', '?'])
+        .trim();
+    if !clause.is_empty() {
+        out.push(clause.to_owned());
+    }
+}
+
+/// `text` with its first letter in upper case.
+pub fn sentence_case(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `text` on one line, at most `max` characters, cut at a word boundary with `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > cut.len() / 2 => cut[..space].to_owned(),
+        _ => cut,
+    };
+    format!("{}…", cut.trim_end_matches([' ', ',', ';', ':', '.']))
+}
+
+/// How a language names its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// `token_store`
+    Snake,
+    /// `token-store`
+    Kebab,
+    /// `TokenStore`
+    Pascal,
+}
+
+/// A file name (without extension) from up to two words.
+pub fn file_stem(words: &[String], naming: Naming) -> String {
+    let words: Vec<&str> = words.iter().take(2).map(String::as_str).collect();
+    let words = if words.is_empty() {
+        vec!["change"]
+    } else {
+        words
+    };
+    match naming {
+        Naming::Snake => words.join("_"),
+        Naming::Kebab => words.join("-"),
+        Naming::Pascal => words.iter().map(|w| sentence_case(w)).collect(),
+    }
+}
