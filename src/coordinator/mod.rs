@@ -9,5 +9,8 @@ pub mod revise;
 pub mod run;
 pub mod start;
 
+#[cfg(test)]
+mod tests;
+
 pub use pipeline::{PipelineSpec, Supervision};
 pub use start::{StartOptions, start};

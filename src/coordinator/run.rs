@@ -564,12 +564,19 @@ fn stall(state: &State) -> Pause {
 /// Runs one task on a worker thread: the quality machinery for its roles, the agent otherwise,
 /// then the task's discuss round on what it produced.
 fn work(agent: &dyn Agent, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
-    let (output, verdict, warnings, fix, name) = if quality::ROLES.contains(&input.task.role.as_str()) {
-        let q = quality::run(input, qctx)?;
-        (q.output, q.verdict, q.warnings, q.fix, "quality".to_owned())
-    } else {
-        (agent.run(input)?, None, Vec::new(), None, agent.name().to_owned())
-    };
+    let (output, verdict, warnings, fix, name) =
+        if quality::ROLES.contains(&input.task.role.as_str()) {
+            let q = quality::run(input, qctx)?;
+            (q.output, q.verdict, q.warnings, q.fix, "quality".to_owned())
+        } else {
+            (
+                agent.run(input)?,
+                None,
+                Vec::new(),
+                None,
+                agent.name().to_owned(),
+            )
+        };
     let discuss = match (&input.task.discuss, &output.outcome) {
         (Some(round), Outcome::Completed) => {
             quality::discuss(round, input, &output)?.map(|d| (round.clone(), d))
@@ -579,6 +586,7 @@ fn work(agent: &dyn Agent, input: &TaskInput, qctx: &QualityContext) -> Result<W
     Ok(WorkResult {
         output,
         verdict,
+        fix,
         warnings,
         discuss,
         agent: name,

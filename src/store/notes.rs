@@ -75,7 +75,13 @@ impl Store {
 
     /// Sets the note of `commit` under `notes_ref` (a full ref name such as
     /// `refs/notes/tlv4-review`) to `bytes`, replacing any earlier note, with compare-and-swap.
-    pub fn set_note(&self, notes_ref: &str, commit: ObjectId, bytes: &[u8], message: &str) -> Result<()> {
+    pub fn set_note(
+        &self,
+        notes_ref: &str,
+        commit: ObjectId,
+        bytes: &[u8],
+        message: &str,
+    ) -> Result<()> {
         let git = |e: gix::Error| Error::git("cannot write the note", e);
         self.publish(notes_ref, &format!("`{notes_ref}`"), || {
             let old = self.try_ref(notes_ref)?;
@@ -85,7 +91,9 @@ impl Store {
             };
             let mut tree = NotesTree::new(root, &self.repo.objects).map_err(|e| git(e.into()))?;
             let blob = self.repo.write_blob(bytes).map_err(git)?.detach();
-            let edit = tree.replace(commit, blob, &self.repo.objects).map_err(|e| git(e.into()))?;
+            let edit = tree
+                .replace(commit, blob, &self.repo.objects)
+                .map_err(|e| git(e.into()))?;
             let sig = self.signature();
             let c = gix::objs::Commit {
                 tree: edit.tree,
@@ -97,17 +105,35 @@ impl Store {
                 extra_headers: Vec::new(),
             };
             let c = self.repo.write_object(&c).map_err(git)?.detach();
-            Ok(Some(Publish { expected: old, new: c, reflog: message.to_owned(), value: () }))
+            Ok(Some(Publish {
+                expected: old,
+                new: c,
+                reflog: message.to_owned(),
+                value: (),
+            }))
         })?;
         Ok(())
     }
 
     /// The note of `commit` under `notes_ref`, if any.
     pub fn note(&self, notes_ref: &str, commit: ObjectId) -> Result<Option<Vec<u8>>> {
-        let Some(c) = self.try_ref(notes_ref)? else { return Ok(None) };
-        let mut tree = NotesTree::new(self.commit_tree(c)?, &self.repo.objects).map_err(|e| Error::git("cannot read notes", e.into()))?;
-        match tree.get(&commit, &self.repo.objects).map_err(|e| Error::git("cannot read notes", e.into()))? {
-            Some(blob) => Ok(Some(self.repo.find_blob(blob).map_err(|e| Error::git("cannot read notes", e))?.data.clone())),
+        let git = |e: gix::Error| Error::git("cannot read notes", e);
+        let Some(c) = self.try_ref(notes_ref)? else {
+            return Ok(None);
+        };
+        let mut tree =
+            NotesTree::new(self.commit_tree(c)?, &self.repo.objects).map_err(|e| git(e.into()))?;
+        match tree
+            .get(&commit, &self.repo.objects)
+            .map_err(|e| git(e.into()))?
+        {
+            Some(blob) => Ok(Some(
+                self.repo
+                    .find_blob(blob)
+                    .map_err(|e| Error::git("cannot read notes", e))?
+                    .data
+                    .clone(),
+            )),
             None => Ok(None),
         }
     }
