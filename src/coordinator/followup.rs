@@ -255,9 +255,10 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             )));
         }
     };
-    // What waited for the old IMPL tasks now waits for all the new ones.
+    // What waited for the old IMPL tasks now waits for all the new ones (which may reuse
+    // their ids, and keep the edges just made).
     for t in state.tasks.values_mut() {
-        if t.blocked_by.iter().any(|d| old.contains(d)) {
+        if !made.contains(&t.id) && t.blocked_by.iter().any(|d| old.contains(d)) {
             t.blocked_by.retain(|d| !old.contains(d));
             for m in &made {
                 if !t.blocked_by.contains(m) && t.id != *m {
@@ -297,7 +298,11 @@ fn impl_task(id: &TaskId, blocked_by: Vec<TaskId>, inner_loop: bool, description
 /// After a test run below the pass target: an executor fix task with the failures, and the
 /// next test iteration after it (`TEST-001-I2`, …). What waited for the test waits for the
 /// new iteration.
-pub fn fix_iteration(state: &mut State, test: &Task, fix: &crate::quality::FixRequest) -> Vec<TaskId> {
+pub fn fix_iteration(
+    state: &mut State,
+    test: &Task,
+    fix: &crate::quality::FixRequest,
+) -> Vec<TaskId> {
     let mut n = 0;
     let fix_id = loop {
         n += 1;
@@ -306,8 +311,15 @@ pub fn fix_iteration(state: &mut State, test: &Task, fix: &crate::quality::FixRe
             break id;
         }
     };
-    let base = test.id.as_str().rsplit_once("-I").filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit())).map_or(test.id.as_str(), |(b, _)| b);
-    let next: TaskId = format!("{base}-I{}", fix.iteration + 1).parse().expect("a valid id");
+    let base = test
+        .id
+        .as_str()
+        .rsplit_once("-I")
+        .filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit()))
+        .map_or(test.id.as_str(), |(b, _)| b);
+    let next: TaskId = format!("{base}-I{}", fix.iteration + 1)
+        .parse()
+        .expect("a valid id");
     let failures: String = fix.failures.chars().take(4000).collect();
     state.tasks.insert(
         fix_id.clone(),
