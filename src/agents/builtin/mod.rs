@@ -3,6 +3,7 @@
 
 mod analyst;
 mod planner;
+mod specialist;
 mod writer;
 
 use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
@@ -23,6 +24,7 @@ impl Agent for Builtin {
             "writer" => writer::run(input),
             "planner" => planner::run(input),
             "executor" => Ok(executor(input)),
+            _ if input.task.phase == "specialist" => specialist::run(input),
             other => Ok(TaskOutput {
                 outcome: Outcome::Failed(format!("the builtin agent has no `{other}` role")),
                 summary: format!("no builtin {other}"),
