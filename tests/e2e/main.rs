@@ -7,4 +7,5 @@ mod bad_input;
 mod commands;
 mod concurrency;
 mod crash;
+mod pipelines;
 mod store;
