@@ -1,0 +1,323 @@
+//! The `general` exploration: which files the request is about, the conventions the code
+//! follows, and where it meets the outside world.
+//!
+//! Relevance is counted, not guessed: a keyword of the task text in a file name is worth
+//! 10, in a directory name 5, and each mention in the text 1 (at most 5 per keyword). Short
+//! keywords (three letters, like `api`) only count as whole words.
+
+use std::collections::BTreeMap;
+
+use super::manifest::Manifest;
+use super::scan::{Entry, dirs, file_name};
+
+/// At most this many relevant files are listed.
+pub const MAX_RELEVANT: usize = 20;
+
+/// Dependencies that show a convention of the code base.
+const CONVENTIONS: &[(&str, &str)] = &[
+    ("thiserror", "typed errors with thiserror"),
+    ("anyhow", "error propagation with anyhow"),
+    ("serde", "serialization with serde"),
+    ("tokio", "async code on the tokio runtime"),
+    ("clap", "command-line parsing with clap"),
+    ("tracing", "structured logging with tracing"),
+    ("log", "logging through the log facade"),
+    ("gix", "git access through gix"),
+    ("pydantic", "data validation with pydantic"),
+    ("black", "formatting with black"),
+    ("ruff", "linting with ruff"),
+    ("mypy", "type checking with mypy"),
+    ("typescript", "typed JavaScript (TypeScript)"),
+    ("eslint", "linting with ESLint"),
+    ("prettier", "formatting with Prettier"),
+    ("zod", "schema validation with zod"),
+    ("tailwindcss", "styling with Tailwind CSS"),
+    ("@reduxjs/toolkit", "state management with Redux"),
+    ("redux", "state management with Redux"),
+    ("winston", "logging with winston"),
+    ("dotenv", "configuration from .env files"),
+    ("python-dotenv", "configuration from .env files"),
+    ("rubocop", "linting with RuboCop"),
+];
+
+/// Dependencies that reach outside the program.
+const INTEGRATIONS: &[(&str, &str)] = &[
+    ("reqwest", "outbound HTTP"),
+    ("ureq", "outbound HTTP"),
+    ("axios", "outbound HTTP"),
+    ("node-fetch", "outbound HTTP"),
+    ("requests", "outbound HTTP"),
+    ("httpx", "outbound HTTP"),
+    ("redis", "Redis"),
+    ("ioredis", "Redis"),
+    ("rdkafka", "Kafka"),
+    ("kafkajs", "Kafka"),
+    ("kafka-python", "Kafka"),
+    ("lapin", "AMQP messaging"),
+    ("pika", "AMQP messaging"),
+    ("amqplib", "AMQP messaging"),
+    ("boto3", "AWS"),
+    ("aws-sdk-*", "AWS"),
+    ("@aws-sdk/*", "AWS"),
+    ("google-cloud-*", "Google Cloud"),
+    ("@google-cloud/*", "Google Cloud"),
+    ("stripe", "Stripe payments"),
+    ("twilio", "Twilio"),
+    ("@sendgrid/mail", "SendGrid e-mail"),
+    ("lettre", "e-mail (SMTP)"),
+    ("nodemailer", "e-mail (SMTP)"),
+    ("openai", "OpenAI API"),
+    ("anthropic", "Anthropic API"),
+    ("@anthropic-ai/sdk", "Anthropic API"),
+    ("tonic", "gRPC"),
+    ("grpcio", "gRPC"),
+    ("@grpc/grpc-js", "gRPC"),
+    ("mongodb", "MongoDB"),
+    ("pymongo", "MongoDB"),
+    ("mongoose", "MongoDB"),
+    ("elasticsearch", "Elasticsearch"),
+    ("@elastic/elasticsearch", "Elasticsearch"),
+    ("gix", "git repositories"),
+    ("git2", "git repositories"),
+];
+
+/// Words that introduce a definition, for key symbols.
+#[rustfmt::skip]
+const DEFINITIONS: &[&str] = &[
+    "fn ", "def ", "class ", "struct ", "enum ", "trait ", "interface ", "function ", "func ",
+    "type ", "mod ",
+];
+
+/// A file the request is likely about.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RelevantFile {
+    /// `name`, `content` or `name+content`.
+    pub discovery_source: &'static str,
+    /// Definitions in the file whose name contains a keyword.
+    pub key_symbols: Vec<String>,
+    /// Path relative to the repository root.
+    pub path: String,
+    /// Why it is listed.
+    pub rationale: String,
+    /// `source`, `test`, `manifest`, `docs` or `config`.
+    pub role: &'static str,
+    /// The relevance score.
+    pub score: u32,
+}
+
+#[derive(Debug, Default)]
+struct Found {
+    name: Vec<String>,
+    content: Vec<(String, u32)>,
+    symbols: Vec<String>,
+    role: &'static str,
+    score: u32,
+}
+
+/// Scores files against the keywords of the task text.
+#[derive(Debug)]
+pub struct Finder<'k> {
+    keywords: &'k [String],
+    found: BTreeMap<String, Found>,
+}
+
+impl<'k> Finder<'k> {
+    /// A finder for `keywords` (lower-case).
+    pub fn new(keywords: &'k [String]) -> Finder<'k> {
+        Finder {
+            keywords,
+            found: BTreeMap::new(),
+        }
+    }
+
+    /// Scores the path of a file.
+    pub fn name(&mut self, entry: &Entry<'_>) {
+        let path = entry.path().to_lowercase();
+        let name = file_name(&path);
+        let mut found = Found {
+            role: role(entry),
+            ..Found::default()
+        };
+        for kw in self.keywords {
+            if mentions(name, kw, 1) > 0 {
+                found.score += 10;
+                found.name.push(kw.clone());
+            } else if dirs(&path).any(|d| mentions(d, kw, 1) > 0) {
+                found.score += 5;
+                found.name.push(kw.clone());
+            }
+        }
+        self.found.insert(entry.path().to_owned(), found);
+    }
+
+    /// Scores the text of a file (after [`Finder::name`]).
+    pub fn content(&mut self, entry: &Entry<'_>, text: &str) {
+        if self.keywords.is_empty() {
+            return;
+        }
+        let lower = text.to_lowercase();
+        let Some(found) = self.found.get_mut(entry.path()) else {
+            return;
+        };
+        for kw in self.keywords {
+            let n = mentions(&lower, kw, 5) as u32;
+            if n > 0 {
+                found.score += n;
+                found.content.push((kw.clone(), n));
+            }
+        }
+        if entry.lang.is_some() && !found.content.is_empty() {
+            found.symbols = symbols(text, self.keywords);
+        }
+    }
+
+    /// The relevant files, best first, at most [`MAX_RELEVANT`].
+    pub fn finish(self) -> Vec<RelevantFile> {
+        let mut out: Vec<RelevantFile> = self
+            .found
+            .into_iter()
+            .filter(|(_, f)| f.score > 0)
+            .map(|(path, f)| {
+                let mut why = Vec::new();
+                if !f.name.is_empty() {
+                    why.push(format!("its path names {}", f.name.join(", ")));
+                }
+                if !f.content.is_empty() {
+                    let list: Vec<String> = f
+                        .content
+                        .iter()
+                        .map(|(k, n)| format!("{k} ({n}{})", if *n >= 5 { "+" } else { "" }))
+                        .collect();
+                    why.push(format!("its text mentions {}", list.join(", ")));
+                }
+                let source = match (f.name.is_empty(), f.content.is_empty()) {
+                    (false, false) => "name+content",
+                    (false, true) => "name",
+                    _ => "content",
+                };
+                RelevantFile {
+                    discovery_source: source,
+                    key_symbols: f.symbols,
+                    path,
+                    rationale: why.join("; "),
+                    role: f.role,
+                    score: f.score,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+        out.truncate(MAX_RELEVANT);
+        out
+    }
+}
+
+fn role(entry: &Entry<'_>) -> &'static str {
+    if entry.manifest.is_some() {
+        "manifest"
+    } else if entry.test {
+        "test"
+    } else if entry.lang.is_some() {
+        "source"
+    } else if matches!(
+        entry.ext().as_str(),
+        "md" | "markdown" | "rst" | "adoc" | "txt"
+    ) {
+        "docs"
+    } else {
+        "config"
+    }
+}
+
+/// How often `kw` occurs in `hay` (both lower-case), at most `cap`; a keyword of three
+/// characters or fewer must stand as a word of its own.
+fn mentions(hay: &str, kw: &str, cap: usize) -> usize {
+    let whole_word = kw.chars().count() <= 3;
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    hay.match_indices(kw)
+        .filter(|(at, _)| {
+            !whole_word
+                || (!is_word(hay[..*at].chars().next_back())
+                    && !is_word(hay[at + kw.len()..].chars().next()))
+        })
+        .take(cap)
+        .count()
+}
+
+/// Names defined in `text` that contain a keyword, in text order, at most five.
+fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for def in DEFINITIONS {
+            let Some(at) = line.find(def) else { continue };
+            if at > 0 && !line[..at].ends_with([' ', '\t', '(']) {
+                continue;
+            }
+            let ident: String = line[at + def.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let lower = ident.to_lowercase();
+            if !ident.is_empty()
+                && keywords.iter().any(|k| lower.contains(k.as_str()))
+                && !out.contains(&ident)
+            {
+                out.push(ident);
+                if out.len() == 5 {
+                    return out;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Conventions shown by the manifests, unique, in table order.
+pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (dep, what) in CONVENTIONS {
+        if manifests.iter().any(|m| m.declares(dep)) && !out.iter().any(|o| o == what) {
+            out.push((*what).to_owned());
+        }
+    }
+    out
+}
+
+/// External systems the manifests reach, as `what via dep (manifest)`, in table order.
+pub fn integrations(manifests: &[Manifest]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (dep, what) in INTEGRATIONS {
+        for m in manifests {
+            if let Some(name) = m
+                .dependencies
+                .iter()
+                .find(|d| super::manifest::dep_matches(dep, d))
+            {
+                out.push(format!("{what} via {name} ({})", m.path));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_keywords_are_whole_words() {
+        assert_eq!(mentions("the api and rapid api", "api", 5), 2);
+        assert_eq!(mentions("password passwords", "password", 1), 1);
+        assert_eq!(mentions("login login login", "login", 2), 2);
+    }
+
+    #[test]
+    fn key_symbols() {
+        let text =
+            "pub fn login_user() {}\nfn other() {}\nclass LoginForm:\n    def check(self): pass\n";
+        assert_eq!(
+            symbols(text, &["login".to_owned()]),
+            ["login_user", "LoginForm"]
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! The shape of the repository (where source, tests, docs and CI live, where the program
+//! starts) and how its tests are run.
+
+use std::collections::BTreeSet;
+
+use super::manifest::{Ecosystem, Manifest};
+use super::scan::{Entry, Inventory, dirs, file_name, is_test_dir};
+
+/// At most this many paths per layout list.
+const MAX_LIST: usize = 20;
+
+/// Directories that hold documentation.
+const DOC_DIRS: &[&str] = &["docs", "doc", "documentation"];
+
+/// Directory names under which source usually starts (`packages/web/src`).
+const SOURCE_ROOTS: &[&str] = &["src", "lib", "app", "pkg", "cmd", "internal", "source"];
+
+/// CI configuration: exact paths, and path prefixes.
+#[rustfmt::skip]
+const CI_FILES: &[&str] = &[
+    ".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml",
+    "bitbucket-pipelines.yml", ".drone.yml", "appveyor.yml", ".woodpecker.yml",
+];
+const CI_PREFIXES: &[&str] = &[".github/workflows/", ".circleci/", ".buildkite/"];
+
+/// JavaScript test runners, most specific first, with the command that runs them.
+const JS_RUNNERS: &[(&str, &str, &str)] = &[
+    ("vitest", "vitest", "npx vitest run"),
+    ("jest", "jest", "npx jest"),
+    ("mocha", "mocha", "npx mocha"),
+    ("ava", "ava", "npx ava"),
+    ("jasmine", "jasmine", "npx jasmine"),
+    ("@playwright/test", "playwright", "npx playwright test"),
+    ("cypress", "cypress", "npx cypress run"),
+    ("tap", "tap", "npx tap"),
+];
+
+/// The layout written to `discovery-context.json`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Layout {
+    /// CI configuration files.
+    pub ci: Vec<String>,
+    /// Documentation directories and top-level documents.
+    pub docs: Vec<String>,
+    /// Files where the program or library starts.
+    pub entry_points: Vec<String>,
+    /// Directories holding product source (`.` for the root).
+    pub source_dirs: Vec<String>,
+    /// Directories holding tests.
+    pub test_dirs: Vec<String>,
+    /// Directories at the root.
+    pub top_level_dirs: Vec<String>,
+}
+
+/// How the tests are run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TestFramework {
+    /// The command that runs the tests.
+    pub command: String,
+    /// The file that shows the framework.
+    pub evidence: String,
+    /// The framework.
+    pub name: String,
+}
+
+/// Facts from file contents that only the test-framework detection needs.
+#[derive(Debug, Default)]
+pub struct TestHints {
+    /// A Python test file importing pytest.
+    pytest_import: Option<String>,
+    /// A Python test file importing unittest.
+    unittest_import: Option<String>,
+    /// `tox.ini` or `setup.cfg` with a pytest section.
+    pytest_section: Option<String>,
+}
+
+impl TestHints {
+    /// Looks at one file's text.
+    pub fn observe(&mut self, entry: &Entry<'_>, text: &str) {
+        let path = || Some(entry.path().to_owned());
+        if entry.test && entry.ext() == "py" {
+            if self.pytest_import.is_none() && text.contains("import pytest") {
+                self.pytest_import = path();
+            }
+            if self.unittest_import.is_none() && text.contains("unittest") {
+                self.unittest_import = path();
+            }
+        }
+        if matches!(entry.name(), "tox.ini" | "setup.cfg")
+            && self.pytest_section.is_none()
+            && (text.contains("[pytest]") || text.contains("[tool:pytest]"))
+        {
+            self.pytest_section = path();
+        }
+    }
+}
+
+/// The layout of the files in `inv`.
+pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
+    let mut top = BTreeSet::new();
+    let mut source = BTreeSet::new();
+    let mut tests = BTreeSet::new();
+    let mut docs = BTreeSet::new();
+    let mut ci = BTreeSet::new();
+    let mut entry_points = BTreeSet::new();
+    // JavaScript starts at the root of a package: the repository's, or any package.json's.
+    let mut js_roots = vec![String::new()];
+    js_roots.extend(
+        manifests
+            .iter()
+            .filter_map(|m| m.path.strip_suffix("package.json"))
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned),
+    );
+    for e in &inv.entries {
+        let path = e.path();
+        let parts: Vec<&str> = dirs(path).collect();
+        if let Some(first) = parts.first() {
+            top.insert((*first).to_owned());
+            if DOC_DIRS.contains(first) {
+                docs.insert((*first).to_owned());
+            }
+        } else if matches!(e.ext().as_str(), "md" | "rst" | "adoc") {
+            docs.insert(path.to_owned());
+        }
+        if e.is_product_source() {
+            let end = parts
+                .iter()
+                .position(|d| SOURCE_ROOTS.contains(d))
+                .map_or(1, |i| i + 1)
+                .min(parts.len());
+            source.insert(if end == 0 {
+                ".".to_owned()
+            } else {
+                parts[..end].join("/")
+            });
+        }
+        if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
+            tests.insert(parts[..=i].join("/"));
+        }
+        if CI_FILES.contains(&path) || CI_PREFIXES.iter().any(|p| path.starts_with(p)) {
+            ci.insert(path.to_owned());
+        }
+        if is_entry_point(path, &js_roots) {
+            entry_points.insert(path.to_owned());
+        }
+    }
+    for m in manifests {
+        for f in &m.entry_files {
+            if inv.contains(f) {
+                entry_points.insert(f.clone());
+            }
+        }
+    }
+    // `frontend` holding only config next to `frontend/src`: the nested one says more.
+    let nested: Vec<String> = source
+        .iter()
+        .filter(|d| *d != "." && source.iter().any(|o| o.starts_with(&format!("{d}/"))))
+        .cloned()
+        .collect();
+    for d in nested {
+        source.remove(&d);
+    }
+    let list = |set: BTreeSet<String>| set.into_iter().take(MAX_LIST).collect();
+    Layout {
+        ci: list(ci),
+        docs: list(docs),
+        entry_points: list(entry_points),
+        source_dirs: list(source),
+        test_dirs: list(tests),
+        top_level_dirs: list(top),
+    }
+}
+
+/// Whether `path` is where a program or library usually starts. `js_roots` are the
+/// directories (`""`, `web/`) where JavaScript packages start.
+fn is_entry_point(path: &str, js_roots: &[String]) -> bool {
+    let depth = path.matches('/').count();
+    let in_src_bin = path.starts_with("src/bin/") || path.contains("/src/bin/");
+    match file_name(path) {
+        "main.rs" | "lib.rs" => {
+            path == format!("src/{}", file_name(path))
+                || path.ends_with(&format!("/src/{}", file_name(path)))
+                || in_src_bin
+        }
+        n if in_src_bin && n.ends_with(".rs") && dirs(path).last() == Some("bin") => true,
+        "main.go" => depth == 0 || dirs(path).any(|d| d == "cmd"),
+        "main.py" | "__main__.py" | "app.py" | "manage.py" | "wsgi.py" | "asgi.py" => depth <= 2,
+        "index.js" | "index.ts" | "index.mjs" | "index.jsx" | "index.tsx" | "main.js"
+        | "main.ts" | "main.jsx" | "main.tsx" | "server.js" | "server.ts" | "app.js" | "app.ts" => {
+            let name = file_name(path);
+            js_roots
+                .iter()
+                .any(|root| path == format!("{root}{name}") || path == format!("{root}src/{name}"))
+        }
+        "Main.java" | "Program.cs" => true,
+        n => n.ends_with("Application.java"),
+    }
+}
+
+/// The test framework, preferring the one of `primary` language when several are found.
+pub fn test_framework(
+    inv: &Inventory<'_>,
+    manifests: &[Manifest],
+    hints: &TestHints,
+    primary: Option<&str>,
+) -> Option<TestFramework> {
+    let found = |name: &str, command: &str, evidence: &str| TestFramework {
+        name: name.to_owned(),
+        command: command.to_owned(),
+        evidence: evidence.to_owned(),
+    };
+    // Manifests nearest the root first.
+    let mut ordered: Vec<&Manifest> = manifests.iter().collect();
+    ordered.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
+
+    let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
+    let of = |eco: Ecosystem| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
+
+    if let Some(m) = of(Ecosystem::Rust).next() {
+        candidates.push((&["Rust"], found("cargo test", "cargo test", &m.path)));
+    }
+    let pytest = of(Ecosystem::Python)
+        .find(|m| m.declares("pytest") || m.pytest_config)
+        .map(|m| m.path.clone())
+        .or_else(|| {
+            inv.entries
+                .iter()
+                .find(|e| matches!(e.name(), "pytest.ini" | "conftest.py"))
+                .map(|e| e.path().to_owned())
+        })
+        .or_else(|| hints.pytest_section.clone())
+        .or_else(|| hints.pytest_import.clone());
+    if let Some(evidence) = pytest {
+        candidates.push((&["Python"], found("pytest", "pytest", &evidence)));
+    } else if let Some(evidence) = &hints.unittest_import {
+        candidates.push((
+            &["Python"],
+            found("unittest", "python -m unittest", evidence),
+        ));
+    }
+    for m in of(Ecosystem::Node) {
+        let dir = m.path.strip_suffix("package.json").unwrap_or("");
+        let pm = [
+            ("pnpm-lock.yaml", "pnpm"),
+            ("yarn.lock", "yarn"),
+            ("bun.lockb", "bun"),
+        ]
+        .iter()
+        .find(|(lock, _)| inv.contains(&format!("{dir}{lock}")))
+        .map_or("npm", |(_, pm)| *pm);
+        let script = m
+            .scripts
+            .get("test")
+            .filter(|s| !s.contains("no test specified"));
+        let runner = JS_RUNNERS.iter().find(|(dep, _, _)| m.declares(dep));
+        let framework = match (runner, script) {
+            (Some((_, name, _)), Some(_)) => found(name, &format!("{pm} test"), &m.path),
+            (Some((_, name, cmd)), None) => found(name, cmd, &m.path),
+            (None, Some(s)) if s.contains("node --test") => {
+                found("node:test", &format!("{pm} test"), &m.path)
+            }
+            (None, Some(_)) => found("test script", &format!("{pm} test"), &m.path),
+            (None, None) => continue,
+        };
+        candidates.push((&["JavaScript", "TypeScript"], framework));
+        break;
+    }
+    if let Some(m) = of(Ecosystem::Go).next() {
+        candidates.push((&["Go"], found("go test", "go test ./...", &m.path)));
+    }
+    if let Some(m) = of(Ecosystem::Java).next() {
+        let name = if m.declares("junit*") || m.declares("junit-jupiter*") {
+            "JUnit"
+        } else {
+            "JVM tests"
+        };
+        let command = if m.kind == "maven" {
+            "mvn test".to_owned()
+        } else if inv.contains("gradlew")
+            || inv.contains(&m.path.replace(file_name(&m.path), "gradlew"))
+        {
+            "./gradlew test".to_owned()
+        } else {
+            "gradle test".to_owned()
+        };
+        candidates.push((&["Java", "Kotlin", "Scala"], found(name, &command, &m.path)));
+    }
+    if let Some(m) = of(Ecosystem::Ruby).next() {
+        if m.declares("rspec*") {
+            candidates.push((&["Ruby"], found("rspec", "bundle exec rspec", &m.path)));
+        } else if m.declares("minitest") {
+            candidates.push((
+                &["Ruby"],
+                found("minitest", "bundle exec rake test", &m.path),
+            ));
+        }
+    }
+    if let Some(m) = of(Ecosystem::Php).find(|m| m.declares("phpunit/phpunit")) {
+        candidates.push((&["PHP"], found("phpunit", "vendor/bin/phpunit", &m.path)));
+    }
+
+    let preferred = candidates
+        .iter()
+        .position(|(langs, _)| primary.is_some_and(|p| langs.contains(&p)))
+        .unwrap_or(0);
+    (!candidates.is_empty()).then(|| candidates.swap_remove(preferred).1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_points() {
+        let roots = [String::new(), "web/".to_owned()];
+        for p in [
+            "src/main.rs",
+            "crates/cli/src/main.rs",
+            "src/lib.rs",
+            "src/bin/tool.rs",
+            "cmd/server/main.go",
+            "main.go",
+            "manage.py",
+            "pkg/__main__.py",
+            "index.js",
+            "src/index.ts",
+            "src/main/java/x/DemoApplication.java",
+            "web/src/main.tsx",
+        ] {
+            assert!(is_entry_point(p, &roots), "{p}");
+        }
+        for p in [
+            "src/agents/mod.rs",
+            "lib/util/main.rs",
+            "src/components/index.ts",
+            "a/b/c/main.py",
+            "pkg/main.go",
+            "lib/src/main.ts",
+        ] {
+            assert!(!is_entry_point(p, &roots), "{p}");
+        }
+    }
+}
