@@ -1,17 +1,902 @@
-//! The builtin writer.
+//! The builtin writer: fills the four spec templates (product brief, requirements,
+//! architecture, epics) from the task text, the analyst's discovery context, the paths of the
+//! code tree and the documents of earlier phases.
+//!
+//! Everything follows fixed rules, so the same input gives byte-identical documents, and what
+//! cannot be known offline is written down as an open question instead of being guessed.
+//! Every document is checked before it is handed back: frontmatter, every heading of its
+//! template, every id it names, and the traceability rules of its phase (goal → REQ →
+//! component → story). A document that fails a check is not handed back; the task fails
+//! with the reason.
+
+mod architecture;
+mod brief;
+mod context;
+mod epics;
+mod parse;
+mod requirements;
+mod template;
+mod text;
+mod validate;
+
+use std::collections::BTreeMap;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 
+use context::{Availability, Discovery};
+
+/// The product brief template.
+const BRIEF_TEMPLATE: &str = include_str!("../../../specs/templates/product-brief.md");
+/// The requirements template.
+const REQUIREMENTS_TEMPLATE: &str = include_str!("../../../specs/templates/requirements.md");
+/// The architecture template.
+const ARCHITECTURE_TEMPLATE: &str = include_str!("../../../specs/templates/architecture.md");
+/// The epics template.
+const EPICS_TEMPLATE: &str = include_str!("../../../specs/templates/epics.md");
+
+/// Pipeline-folder files by relative path.
+type Folder = BTreeMap<String, Vec<u8>>;
+
+/// A MoSCoW priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Moscow {
+    /// Needed for the change to make sense.
+    Must,
+    /// Important, not vital.
+    Should,
+    /// Wanted if there is room.
+    Could,
+    /// Agreed to be left out this time.
+    Wont,
+}
+
+impl Moscow {
+    /// Every priority, highest first.
+    const ALL: [Moscow; 4] = [Moscow::Must, Moscow::Should, Moscow::Could, Moscow::Wont];
+
+    /// The word used in documents.
+    fn as_str(self) -> &'static str {
+        match self {
+            Moscow::Must => "Must",
+            Moscow::Should => "Should",
+            Moscow::Could => "Could",
+            Moscow::Wont => "Won't",
+        }
+    }
+
+    /// Reads the word back, in any case, with or without brackets.
+    fn parse(text: &str) -> Option<Moscow> {
+        let t = text
+            .trim()
+            .trim_matches(|c| c == '[' || c == ']' || c == '*')
+            .to_ascii_lowercase();
+        match t.as_str() {
+            "must" => Some(Moscow::Must),
+            "should" => Some(Moscow::Should),
+            "could" => Some(Moscow::Could),
+            "won't" | "wont" | "will not" => Some(Moscow::Wont),
+            _ => None,
+        }
+    }
+}
+
+/// The four documents, in pipeline order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// `spec/product-brief.md`.
+    Brief,
+    /// `spec/requirements/`.
+    Requirements,
+    /// `spec/architecture/`.
+    Architecture,
+    /// `spec/epics/`.
+    Epics,
+}
+
+impl Phase {
+    const ALL: [Phase; 4] = [
+        Phase::Brief,
+        Phase::Requirements,
+        Phase::Architecture,
+        Phase::Epics,
+    ];
+
+    /// The task `phase` that selects it.
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Brief => "product-brief",
+            Phase::Requirements => "requirements",
+            Phase::Architecture => "architecture",
+            Phase::Epics => "epics",
+        }
+    }
+
+    /// The `phase` number in the frontmatter.
+    fn number(self) -> u8 {
+        match self {
+            Phase::Brief => 2,
+            Phase::Requirements => 3,
+            Phase::Architecture => 4,
+            Phase::Epics => 5,
+        }
+    }
+
+    /// Its main document.
+    fn index(self) -> &'static str {
+        match self {
+            Phase::Brief => parse::BRIEF,
+            Phase::Requirements => parse::REQUIREMENTS_INDEX,
+            Phase::Architecture => parse::ARCHITECTURE_INDEX,
+            Phase::Epics => parse::EPICS_INDEX,
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// What a run knows before it writes anything.
+struct Ctx<'a> {
+    input: &'a TaskInput,
+    /// The session id.
+    session_id: String,
+    /// The user's request.
+    task_text: String,
+    /// The session's creation time: the `generated_at` of every document.
+    generated_at: String,
+    /// Its date part, for ADRs.
+    date: String,
+    /// `Feedback:` lines of the task description.
+    feedback: Vec<String>,
+    /// Whether the task rewrites documents that exist (`…-R1`, `IMPROVE-…`).
+    revision: bool,
+    /// The analyst's findings.
+    discovery: Discovery,
+    /// The title shared by the four documents.
+    title: String,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(input: &'a TaskInput) -> Ctx<'a> {
+        let id = input.task.id.as_str();
+        let revision = input.task.id.prefix() == "IMPROVE"
+            || id
+                .rsplit_once("-R")
+                .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        let feedback = input
+            .task
+            .description
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().trim_start_matches(['-', '*', ' ']);
+                let (key, value) = l.split_once(':')?;
+                (key.trim().eq_ignore_ascii_case("feedback") && !value.trim().is_empty())
+                    .then(|| text::one_line(value))
+            })
+            .collect();
+        let created = &input.session.created_at;
+        let title = match text::shorten(&text::first_sentence(&input.session.task), 70) {
+            t if t.is_empty() => "untitled request".to_owned(),
+            t => t,
+        };
+        Ctx {
+            input,
+            session_id: input.session.id.to_string(),
+            task_text: input.session.task.clone(),
+            generated_at: created.clone(),
+            date: created.get(..10).unwrap_or(created).to_owned(),
+            feedback,
+            revision,
+            discovery: Discovery::read(
+                input.folder_text(context::DISCOVERY_PATH),
+                input.code.files(),
+            ),
+            title,
+        }
+    }
+
+    /// The `version` of the document at `path`: 1, or one more than the version it had
+    /// when this task rewrites it.
+    fn version(&self, path: &str) -> String {
+        let previous = self
+            .revision
+            .then(|| self.input.folder_text(path))
+            .flatten()
+            .and_then(parse::frontmatter)
+            .and_then(|fm| fm.get("version").and_then(|v| v.parse::<u32>().ok()));
+        previous.map_or(1, |v| v + 1).to_string()
+    }
+
+    /// The frontmatter values shared by every document at `path`.
+    fn common(&self, path: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("session_id", self.session_id.clone()),
+            ("generated_at", self.generated_at.clone()),
+            ("version", self.version(path)),
+        ]
+    }
+
+    /// The `dependencies` of an index document: the discovery context when present, then
+    /// the documents of earlier phases.
+    fn dependencies(&self, earlier: &[&str]) -> String {
+        let mut deps = Vec::new();
+        if self.discovery.availability == Availability::Present {
+            deps.push(context::DISCOVERY_PATH.to_owned());
+        }
+        deps.extend(earlier.iter().map(|s| (*s).to_owned()));
+        text::yaml_list(&deps)
+    }
+
+    /// The Revision Notes section, empty when the task carries no feedback.
+    fn revision_notes(&self) -> String {
+        if self.feedback.is_empty() {
+            return String::new();
+        }
+        let quoted: Vec<String> = self.feedback.iter().map(|f| format!("> {f}")).collect();
+        format!(
+            "## Revision Notes\n\nThis version was written by {} in answer to this feedback:\n\n{}\n\n\
+             The builtin writer rebuilds the document by its fixed rules from the request, the \
+             discovery context, the code and the earlier documents; it cannot act on free text by \
+             itself. The feedback is repeated under Open Questions so that the next review can \
+             confirm whether this version answers it, or hand it to an agent that can.\n",
+            self.input.task.id,
+            quoted.join("\n>\n"),
+        )
+    }
+
+    /// Open questions every document carries: unusable discovery context and feedback.
+    fn common_questions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match &self.discovery.availability {
+            Availability::Present => {}
+            Availability::Missing => out.push(format!(
+                "The discovery context (`{}`) was not found, so users, constraints and risk \
+                 signals were not scanned; code facts come from {}. Confirm them.",
+                context::DISCOVERY_PATH,
+                self.discovery.code.source
+            )),
+            Availability::Unreadable(why) => out.push(format!(
+                "The discovery context (`{}`) could not be read ({}); confirm users, \
+                 constraints and risk signals.",
+                context::DISCOVERY_PATH,
+                text::shorten(why, 80)
+            )),
+        }
+        for f in &self.feedback {
+            out.push(format!(
+                "Does this version answer the feedback \"{}\"?",
+                text::shorten(f, 160)
+            ));
+        }
+        out
+    }
+
+    /// The prior document at `path`, or the reason the task cannot go on without it.
+    fn require<'f>(&self, folder: &'f Folder, path: &str, by: Phase) -> Step<&'f str> {
+        folder
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .ok_or_else(|| {
+                format!(
+                    "cannot write the {} document: the earlier document `{path}` is missing \
+                     from the pipeline folder",
+                    by.name()
+                )
+            })
+    }
+}
+
+/// The result of a step: a failure is a reason for the task's outcome.
+type Step<T> = std::result::Result<T, String>;
+
+/// What one phase wrote.
+struct Draft {
+    /// Files by path, the index first.
+    files: Vec<(String, String)>,
+    /// One line for the task summary.
+    summary: String,
+    /// Short findings.
+    findings: Vec<String>,
+    /// Decisions with their reason.
+    decisions: Vec<String>,
+}
+
 /// Runs the writer on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+    let phases = match phases_of(input) {
+        Ok(p) => p,
+        Err(reason) => return Ok(failed(reason)),
+    };
+    let ctx = Ctx::new(input);
+    let mut folder = input.folder.clone();
+    let mut done: Vec<(Draft, String)> = Vec::new();
+    for phase in phases {
+        let draft = match phase {
+            Phase::Brief => brief::write(&ctx),
+            Phase::Requirements => requirements::write(&ctx, &folder),
+            Phase::Architecture => architecture::write(&ctx, &folder),
+            Phase::Epics => epics::write(&ctx, &folder),
+        };
+        let draft = match draft {
+            Ok(d) => d,
+            Err(reason) => return Ok(failed(reason)),
+        };
+        for (path, text) in &draft.files {
+            folder.insert(path.clone(), text.clone().into_bytes());
+        }
+        match validate::phase(&ctx, phase, &draft, &folder) {
+            Ok(report) => done.push((draft, report)),
+            Err(reason) => {
+                return Ok(failed(format!(
+                    "the {} document failed its own checks: {reason}",
+                    phase.name()
+                )));
+            }
+        }
+    }
+    let mut update = StateUpdate::default();
+    let mut files = Vec::new();
+    let mut summaries = Vec::new();
+    let mut verification = Vec::new();
+    let rounds = done
+        .iter()
+        .map(|(d, _)| d.findings.len())
+        .max()
+        .unwrap_or(0);
+    for i in 0..rounds {
+        for (d, _) in &done {
+            if let Some(f) = d.findings.get(i)
+                && update.key_findings.len() < 5
+            {
+                update.key_findings.push(text::finding(f));
+            }
+        }
+    }
+    for (draft, report) in done {
+        summaries.push(draft.summary);
+        verification.push(report);
+        update.decisions.extend(draft.decisions);
+        for (path, text) in draft.files {
+            update.files_modified.push(path.clone());
+            files.push((path, text.into_bytes()));
+        }
+    }
+    update.verification = verification.join("; ");
+    if let Err(e) = update.validate() {
+        return Ok(failed(format!("the state update is invalid: {e}")));
+    }
     Ok(TaskOutput {
-        outcome: Outcome::Failed(format!(
-            "the builtin writer is not written yet ({})",
-            input.task.id
-        )),
-        summary: String::new(),
-        files: Vec::new(),
-        state_update: StateUpdate::default(),
+        outcome: Outcome::Completed,
+        summary: summaries.join("; "),
+        files,
+        state_update: update,
     })
+}
+
+/// The phases a task writes: its own, or for an improvement task every phase whose document
+/// exists, in order.
+fn phases_of(input: &TaskInput) -> Step<Vec<Phase>> {
+    let task = &input.task;
+    if let Some(p) = Phase::from_name(&task.phase) {
+        return Ok(vec![p]);
+    }
+    if task.id.prefix() == "IMPROVE" || matches!(task.phase.as_str(), "improve" | "improvement") {
+        let existing: Vec<Phase> = Phase::ALL
+            .into_iter()
+            .filter(|p| input.folder.contains_key(p.index()))
+            .collect();
+        if existing.is_empty() {
+            return Err(format!(
+                "{} has no spec document to improve: none of {} exists",
+                task.id,
+                Phase::ALL.map(Phase::index).join(", ")
+            ));
+        }
+        return Ok(existing);
+    }
+    Err(format!(
+        "the builtin writer cannot write phase `{}` of {}; it writes product-brief, \
+         requirements, architecture and epics",
+        task.phase, task.id
+    ))
+}
+
+fn failed(reason: String) -> TaskOutput {
+    TaskOutput {
+        summary: format!("writer failed: {}", text::shorten(&reason, 120)),
+        outcome: Outcome::Failed(reason),
+        files: Vec::new(),
+        state_update: StateUpdate {
+            verification: "failed before any document was handed back".into(),
+            ..StateUpdate::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+    use crate::agents::CodeTree;
+    use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
+
+    const TASK: &str = "Add OAuth login and store sessions in Redis. Add login, logout and \
+                        password reset without breaking the CLI; optionally add an audit log.";
+
+    const DISCOVERY: &str = r#"{
+      "session_id": "TLV4-add-oauth-login-and-20261129", "phase": 1, "task_text": "…",
+      "seed_analysis": {
+        "problem_statement": "Users sign in with shared passwords that are hard to revoke.",
+        "target_users": ["Developer", "Operator"],
+        "domain": "developer tooling",
+        "constraints": ["Keep the public CLI stable", "p95 latency under 200 ms"],
+        "exploration_dimensions": ["security"]
+      },
+      "codebase_context": {
+        "languages": [{"name": "Rust", "files": 4, "bytes": 900, "share": 0.9},
+                      {"name": "Markdown", "files": 1, "bytes": 100, "share": 0.1}],
+        "manifests": [{"path": "Cargo.toml", "kind": "cargo", "frameworks": ["clap"],
+                       "dependencies": ["clap", "jsonwebtoken", "serde"]}],
+        "frameworks": ["clap"],
+        "test_framework": {"name": "cargo test", "command": "cargo test",
+                           "evidence": ["Cargo.toml"]},
+        "layout": {"top_level_dirs": ["src", "tests"], "source_dirs": ["src"],
+                   "test_dirs": ["tests"], "docs": ["README.md"], "ci": [],
+                   "entry_points": ["src/main.rs"]},
+        "file_count": 6, "total_bytes": 1000
+      },
+      "tech_profile": {"signals": ["auth_detected", "perf_sensitive"],
+                       "evidence": {"auth_detected": ["src/auth/login.rs"]},
+                       "confidence": "medium"},
+      "open_questions": ["Which OAuth providers must be supported?"],
+      "recommendations": ["Reuse the existing auth module"]
+    }"#;
+
+    /// A throwaway repository with a small Rust layout, and its code tree.
+    fn code() -> (tempfile::TempDir, CodeTree) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q"]);
+        for (path, body) in [
+            ("Cargo.toml", "[package]\nname = \"demo\"\n"),
+            ("README.md", "# demo\n"),
+            ("src/main.rs", "fn main() {}\n"),
+            ("src/auth/login.rs", "pub fn login() {}\n"),
+            ("src/session/store.rs", "pub fn store() {}\n"),
+            ("tests/cli.rs", "#[test]\nfn t() {}\n"),
+        ] {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        git(&["add", "."]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "init",
+        ]);
+        let repo = gix::open(dir.path()).unwrap();
+        let tree = repo.head_commit().unwrap().tree_id().unwrap().detach();
+        let code = CodeTree::from_tree(&repo, tree).unwrap();
+        (dir, code)
+    }
+
+    fn input(
+        code: &CodeTree,
+        id: &str,
+        phase: &str,
+        description: &str,
+        folder: &Folder,
+    ) -> TaskInput {
+        input_for(TASK, code, id, phase, description, folder)
+    }
+
+    fn input_for(
+        task: &str,
+        code: &CodeTree,
+        id: &str,
+        phase: &str,
+        description: &str,
+        folder: &Folder,
+    ) -> TaskInput {
+        TaskInput {
+            session: Session {
+                schema: SCHEMA_VERSION,
+                id: "TLV4-add-oauth-login-and-20261129".parse().unwrap(),
+                task: task.into(),
+                pipeline: "spec-only".into(),
+                supervision: true,
+                status: SessionStatus::Active,
+                base: "0".repeat(40),
+                created_at: "2026-11-29T10:00:00Z".into(),
+                updated_at: "2026-11-29T10:05:00Z".into(),
+                events: 4,
+                forked_from: None,
+            },
+            task: Task {
+                id: id.parse().unwrap(),
+                role: "writer".into(),
+                status: TaskStatus::InProgress,
+                blocked_by: Vec::new(),
+                phase: phase.into(),
+                priority: Priority::P0,
+                discuss: None,
+                inner_loop: true,
+                attempts: 1,
+                description: description.into(),
+                owner: None,
+                result: None,
+            },
+            folder: folder.clone(),
+            code: code.clone(),
+        }
+    }
+
+    const PHASES: [(&str, &str); 4] = [
+        ("DRAFT-001", "product-brief"),
+        ("DRAFT-002", "requirements"),
+        ("DRAFT-003", "architecture"),
+        ("DRAFT-004", "epics"),
+    ];
+
+    /// Runs the four phases in order, each seeing the files of the ones before.
+    fn pipeline(code: &CodeTree, folder: Folder) -> (Folder, Vec<TaskOutput>) {
+        pipeline_for(TASK, code, folder)
+    }
+
+    fn pipeline_for(task: &str, code: &CodeTree, mut folder: Folder) -> (Folder, Vec<TaskOutput>) {
+        let mut outputs = Vec::new();
+        for (id, phase) in PHASES {
+            let out = run(&input_for(task, code, id, phase, "Purpose: write", &folder)).unwrap();
+            assert_eq!(out.outcome, Outcome::Completed, "{phase}: {}", out.summary);
+            out.state_update.validate().unwrap();
+            for (path, bytes) in &out.files {
+                folder.insert(path.clone(), bytes.clone());
+            }
+            outputs.push(out);
+        }
+        (folder, outputs)
+    }
+
+    fn with_discovery() -> Folder {
+        let mut folder = Folder::new();
+        folder.insert(
+            context::DISCOVERY_PATH.into(),
+            DISCOVERY.as_bytes().to_vec(),
+        );
+        folder
+    }
+
+    fn doc<'f>(folder: &'f Folder, path: &str) -> &'f str {
+        std::str::from_utf8(folder.get(path).unwrap_or_else(|| panic!("{path} missing"))).unwrap()
+    }
+
+    #[test]
+    fn four_phases_trace_goals_to_stories() {
+        let (_dir, code) = code();
+        let (folder, outputs) = pipeline(&code, with_discovery());
+
+        // Brief: frontmatter, goals from the clauses, priorities.
+        let brief = doc(&folder, "spec/product-brief.md");
+        assert!(brief.starts_with(
+            "---\nsession_id: TLV4-add-oauth-login-and-20261129\nphase: 2\n\
+             document_type: product-brief\nstatus: draft\ngenerated_at: 2026-11-29T10:00:00Z\n\
+             version: 1\ndependencies: [spec/discovery-context.json]\n---\n\n# Product Brief: "
+        ));
+        let goals = parse::goals(brief);
+        let goal_ids: Vec<&str> = goals.iter().map(|g| g.id.as_str()).collect();
+        assert_eq!(goal_ids, ["G-001", "G-002", "G-003", "G-004"]);
+        assert_eq!(goals[0].text, "Add OAuth login");
+        assert_eq!(goals[1].text, "Store sessions in Redis");
+        assert_eq!(goals[2].text, "Add login, logout and password reset");
+        assert_eq!(goals[3].priority, Moscow::Could);
+        assert!(brief.contains("Breaking the CLI (ruled out by the request)"));
+        assert!(brief.contains("Which OAuth providers must be supported?"));
+        assert!(brief.contains("- [ ] "));
+        assert_eq!(parse::users(brief), ["Developer", "Operator"]);
+
+        // Requirements: one REQ per list item, NFRs from signals and constraints.
+        let names: Vec<&str> = folder
+            .keys()
+            .filter(|k| k.starts_with("spec/requirements/"))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "spec/requirements/NFR-P-001-keep-hot-paths-fast.md",
+                "spec/requirements/NFR-P-002-p95-latency-under-200-ms.md",
+                "spec/requirements/NFR-S-001-protect-credentials-and-sessions.md",
+                "spec/requirements/REQ-001-add-oauth-login.md",
+                "spec/requirements/REQ-002-store-sessions-in-redis.md",
+                "spec/requirements/REQ-003-add-login.md",
+                "spec/requirements/REQ-004-add-logout.md",
+                "spec/requirements/REQ-005-add-password-reset.md",
+                "spec/requirements/REQ-006-add-an-audit-log.md",
+                "spec/requirements/_index.md",
+            ]
+        );
+        let req = doc(&folder, "spec/requirements/REQ-004-add-logout.md");
+        assert!(req.starts_with(
+            "---\nid: REQ-004\ntype: functional\npriority: Must\ntraces_to: [G-003]\n\
+             status: draft\n"
+        ));
+        assert!(req.contains("## User Story\n\nAs a developer, I want to add logout, so that"));
+        let reqs = parse::requirements(&folder);
+        assert_eq!(reqs.functional.len(), 6);
+        for g in &goals {
+            assert!(
+                reqs.functional.iter().any(|r| r.traces.contains(&g.id)),
+                "{} has no REQ",
+                g.id
+            );
+        }
+        for r in &reqs.functional {
+            assert!(r.criteria.len() >= 2, "{} has too few criteria", r.id);
+        }
+        assert_eq!(
+            reqs.functional
+                .iter()
+                .find(|r| r.id == "REQ-006")
+                .unwrap()
+                .priority,
+            Moscow::Could
+        );
+        let index = doc(&folder, "spec/requirements/_index.md");
+        assert!(index.contains(
+            "| [REQ-001](REQ-001-add-oauth-login.md) | Add OAuth login | Must | G-001 |"
+        ));
+        assert!(index.contains(
+            "| G-003 (Add login, logout and password reset) | REQ-003, REQ-004, REQ-005 |"
+        ));
+        assert!(index.contains("Keep the public CLI stable (from the discovery context)"));
+        assert!(index.contains("| Redis | to confirm |"));
+
+        // Architecture: every REQ implemented by a component; ADRs with three options.
+        let arch = parse::architecture(&folder);
+        assert!(arch.components.len() >= 4);
+        for r in &reqs.functional {
+            assert!(
+                arch.components.iter().any(|c| c.implements.contains(&r.id)),
+                "{} has no component",
+                r.id
+            );
+        }
+        assert!(arch.adrs.len() >= 4);
+        assert!(
+            arch.adrs
+                .iter()
+                .all(|a| a.alternatives == 3 && !a.traces.is_empty())
+        );
+        let adr = doc(&folder, arch.adrs[0].path.as_deref().unwrap());
+        assert!(adr.starts_with("---\nid: ADR-001\nstatus: Accepted\ntraces_to: [REQ-001"));
+        assert!(adr.contains("\ndate: 2026-11-29\n"));
+        let arch_index = doc(&folder, "spec/architecture/_index.md");
+        assert!(arch_index.contains("| COMP-001 | OAuth login |"));
+        assert!(arch_index.contains("`src/auth/` | Extend |"));
+        assert!(arch_index.contains("**NFR-S-001**"));
+        assert!(
+            arch_index.contains("`jsonwebtoken` (declared in `Cargo.toml`)")
+                || arch_index.contains("`jsonwebtoken` (Cargo.toml)")
+        );
+
+        // Epics: every REQ and component covered by a story.
+        let epics = parse::epics(&folder);
+        assert!(epics.len() >= 2);
+        let stories: Vec<&parse::StoryRow> = epics.iter().flat_map(|e| &e.stories).collect();
+        for r in reqs.all() {
+            assert!(
+                stories.iter().any(|s| s.traces.contains(&r.id)),
+                "{} has no story",
+                r.id
+            );
+        }
+        for c in &arch.components {
+            assert!(
+                stories
+                    .iter()
+                    .any(|s| s.traces.iter().any(|t| c.implements.contains(t)))
+            );
+        }
+        assert!(stories.iter().all(|s| !s.criteria.is_empty()));
+        assert_eq!(stories[0].id, "STORY-001-001");
+        let epic = doc(&folder, &epics[0].path);
+        assert!(epic.starts_with("---\nid: EPIC-001\npriority: Must\nmvp: true\nsize: "));
+        assert!(epic.contains("### STORY-001-001: Add OAuth login\n"));
+        assert!(epic.contains("\nTraces: REQ-001\n"));
+        assert!(epic.contains("The success metric of G-001 holds"));
+        let epics_index = doc(&folder, "spec/epics/_index.md");
+        assert!(epics_index.contains("```mermaid\ngraph LR\n"));
+        assert!(epics_index.contains("| REQ-001 | EPIC-001 | STORY-001-001, STORY-001-002 |"));
+
+        // The state updates.
+        assert_eq!(
+            outputs[1].summary,
+            "requirements: 6 REQ, 3 NFR, all 4 goals traced"
+        );
+        for out in &outputs {
+            assert!(out.state_update.verification.starts_with("self-validated"));
+            assert!(!out.state_update.decisions.is_empty());
+            assert_eq!(
+                out.state_update.files_modified,
+                out.files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn same_input_same_bytes() {
+        let (_dir, code) = code();
+        let (first, _) = pipeline(&code, with_discovery());
+        let (second, _) = pipeline(&code, with_discovery());
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn a_missing_prior_document_is_named() {
+        let (_dir, code) = code();
+        let (full, _) = pipeline(&code, with_discovery());
+        for (id, phase, missing) in [
+            ("DRAFT-002", "requirements", "spec/product-brief.md"),
+            ("DRAFT-003", "architecture", "spec/requirements/_index.md"),
+            ("DRAFT-004", "epics", "spec/architecture/_index.md"),
+        ] {
+            let mut folder = full.clone();
+            folder.retain(|k, _| !k.starts_with(missing.trim_end_matches("_index.md")));
+            let out = run(&input(&code, id, phase, "", &folder)).unwrap();
+            match out.outcome {
+                Outcome::Failed(reason) => assert!(reason.contains(missing), "{reason}"),
+                Outcome::Completed => panic!("{phase} ran without {missing}"),
+            }
+            assert!(out.files.is_empty());
+        }
+        let out = run(&input(&code, "DRAFT-009", "deploy", "", &full)).unwrap();
+        assert!(matches!(out.outcome, Outcome::Failed(r) if r.contains("deploy")));
+    }
+
+    #[test]
+    fn without_discovery_context_the_brief_says_so() {
+        let (_dir, code) = code();
+        let (folder, _) = pipeline(&code, Folder::new());
+        let brief = doc(&folder, "spec/product-brief.md");
+        assert!(brief.contains("dependencies: []\n"));
+        let questions = parse::section(brief, "Open Questions").unwrap();
+        assert!(
+            questions.contains(
+                "- [ ] The discovery context (`spec/discovery-context.json`) was not found"
+            )
+        );
+        // Code facts then come from the file names.
+        assert!(brief.contains("mostly Rust"));
+        assert!(doc(&folder, "spec/epics/_index.md").contains("EPIC-001"));
+    }
+
+    #[test]
+    fn revisions_carry_their_feedback() {
+        let (_dir, code) = code();
+        let (folder, _) = pipeline(&code, with_discovery());
+        let out = run(&input(
+            &code,
+            "DRAFT-002-R1",
+            "requirements",
+            "Purpose: revise\nFeedback: split password reset into its own goal\n",
+            &folder,
+        ))
+        .unwrap();
+        assert_eq!(out.outcome, Outcome::Completed);
+        let index = std::str::from_utf8(&out.files[0].1).unwrap();
+        assert!(index.contains("\nversion: 2\n"));
+        assert!(index.contains("## Revision Notes\n\nThis version was written by DRAFT-002-R1"));
+        assert!(index.contains("> split password reset into its own goal"));
+        assert!(
+            index.find("## Revision Notes").unwrap() < index.find("## Open Questions").unwrap()
+        );
+
+        // An improvement task rewrites every document there is.
+        let out = run(&input(
+            &code,
+            "IMPROVE-traceability-001",
+            "improvement",
+            "Feedback: tighten the traces",
+            &folder,
+        ))
+        .unwrap();
+        assert_eq!(out.outcome, Outcome::Completed, "{}", out.summary);
+        for p in Phase::ALL {
+            assert!(out.files.iter().any(|(path, _)| path == p.index()));
+        }
+        assert!(out.state_update.key_findings.len() <= 5);
+    }
+
+    #[test]
+    fn odd_requests_still_give_a_traced_spec() {
+        let (_dir, code) = code();
+        let many: String = (1..=9)
+            .map(|i| format!("Add report number {i}. "))
+            .collect();
+        for task in [
+            "",
+            "!!!",
+            "Refactor",
+            "ログイン機能を追加する",
+            "The login page is slow | sometimes",
+            "Users should be able to export reports as CSV, and admins must see an audit trail",
+            &many,
+        ] {
+            let (folder, outputs) = pipeline_for(task, &code, Folder::new());
+            let goals = parse::goals(doc(&folder, "spec/product-brief.md"));
+            assert!(!goals.is_empty() && goals.len() <= 7, "{task}: {goals:?}");
+            let reqs = parse::requirements(&folder);
+            let stories: Vec<parse::StoryRow> = parse::epics(&folder)
+                .into_iter()
+                .flat_map(|e| e.stories)
+                .collect();
+            for r in &reqs.functional {
+                assert!(
+                    stories.iter().any(|s| s.traces.contains(&r.id)),
+                    "{task}: {}",
+                    r.id
+                );
+            }
+            for out in &outputs {
+                for f in &out.state_update.key_findings {
+                    assert!(f.chars().count() < 100, "{task}: {f}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_broken_document_fails_its_checks() {
+        let (_dir, code) = code();
+        let folder = with_discovery();
+        let inp = input(&code, "DRAFT-001", "product-brief", "", &folder);
+        let ctx = Ctx::new(&inp);
+        let draft = brief::write(&ctx).unwrap();
+        let (path, text) = &draft.files[0];
+        let broken = Draft {
+            files: vec![(
+                path.clone(),
+                text.replace("## Scope", "## Scape")
+                    .replace("G-002", "G-009"),
+            )],
+            summary: String::new(),
+            findings: Vec::new(),
+            decisions: Vec::new(),
+        };
+        let mut with = folder.clone();
+        with.insert(path.clone(), broken.files[0].1.clone().into_bytes());
+        let err = validate::phase(&ctx, Phase::Brief, &broken, &with).unwrap_err();
+        assert!(err.contains("\"Scope\" is missing"), "{err}");
+        let mut with = folder.clone();
+        let dangling = text.replace("the goals G-001", "the goals REQ-042");
+        let draft = Draft {
+            files: vec![(path.clone(), dangling.clone())],
+            ..broken
+        };
+        with.insert(path.clone(), dangling.into_bytes());
+        let err = validate::phase(&ctx, Phase::Brief, &draft, &with).unwrap_err();
+        assert!(err.contains("REQ-042"), "{err}");
+    }
 }

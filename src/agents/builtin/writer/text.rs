@@ -1,0 +1,968 @@
+//! Fixed rules for reading the task text: clauses, verbs, topics, slugs; and the small
+//! formatting helpers every document shares (table cells, lists, inline YAML lists).
+
+use super::Moscow;
+
+/// One clause of the task text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clause {
+    /// The clause, cleaned: lead-in words dropped, first letter upper-case.
+    pub text: String,
+    /// The priority its wording states (`must`, `should`, `could`…), if any.
+    pub priority: Option<Moscow>,
+    /// Whether it says what not to do (`do not…`, `without…`).
+    pub negative: bool,
+}
+
+/// Splits the task text into clauses: on line breaks, sentence ends and `;`, then on `and`,
+/// `then` and commas where the words after them start a new verb phrase ("add X and store Y"
+/// is two clauses; "add X and Y" is one). A `without …` tail becomes its own negative clause.
+pub fn clauses(text: &str) -> Vec<Clause> {
+    let mut out: Vec<Clause> = Vec::new();
+    for line in text.lines() {
+        let line = strip_bullet(line.trim());
+        for sentence in sentences(line) {
+            for part in sentence.split(';') {
+                for piece in split_on_verbs(part) {
+                    let (positive, negative) = split_without(&piece);
+                    for (piece, negative) in [(positive, false), (negative, true)] {
+                        if let Some(clause) = clean(&piece, negative)
+                            && !out
+                                .iter()
+                                .any(|c| c.text.eq_ignore_ascii_case(&clause.text))
+                        {
+                            out.push(clause);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A one-word clause ("Thanks") says nothing when there are others.
+    if out.iter().filter(|c| !c.negative).count() > 1 {
+        out.retain(|c| c.negative || c.text.split_whitespace().count() > 1);
+    }
+    out
+}
+
+fn strip_bullet(line: &str) -> &str {
+    for prefix in ["- ", "* ", "+ "] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.trim_start();
+        }
+    }
+    let digits = line.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 0 && digits < 4 {
+        let rest = &line[digits..];
+        if let Some(rest) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return rest.trim_start();
+        }
+    }
+    line
+}
+
+const ABBREVIATIONS: &[&str] = &[
+    "e.g", "i.e", "eg", "ie", "etc", "vs", "cf", "approx", "incl", "esp",
+];
+
+/// Splits a line at `.`, `!` and `?` followed by a space or the end, except after common
+/// abbreviations.
+fn sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = line.as_bytes();
+    for (i, c) in line.char_indices() {
+        if !matches!(c, '.' | '!' | '?') {
+            continue;
+        }
+        let at_end = i + 1 == line.len() || bytes[i + 1] == b' ';
+        if !at_end {
+            continue;
+        }
+        let word = line[start..i]
+            .rsplit(' ')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if c == '.' && ABBREVIATIONS.contains(&word.trim_start_matches('(')) {
+            continue;
+        }
+        out.push(&line[start..i]);
+        start = i + 1;
+    }
+    out.push(&line[start..]);
+    out
+}
+
+/// Separators that may start a new clause, longest first.
+const SEPARATORS: &[&str] = &[
+    ", and then ",
+    " and then ",
+    ", and also ",
+    ", and ",
+    ", then ",
+    " and ",
+    " then ",
+    ", ",
+];
+
+/// Splits `part` where a separator is followed by a verb phrase. A piece of one word is
+/// joined back to the one before it ("build and deploy" stays whole).
+fn split_on_verbs(part: &str) -> Vec<String> {
+    let lower = part.to_ascii_lowercase();
+    let mut pieces: Vec<(String, String)> = Vec::new(); // (separator before, text)
+    let mut start = 0;
+    let mut sep_before = String::new();
+    let mut i = 0;
+    while i < part.len() {
+        if !part.is_char_boundary(i) {
+            i += 1;
+            continue;
+        }
+        let found = SEPARATORS
+            .iter()
+            .find(|sep| lower[i..].starts_with(**sep) && starts_with_verb(&part[i + sep.len()..]));
+        match found {
+            Some(sep) => {
+                pieces.push((sep_before, part[start..i].to_owned()));
+                sep_before = part[i..i + sep.len()].to_owned();
+                i += sep.len();
+                start = i;
+            }
+            None => i += 1,
+        }
+    }
+    pieces.push((sep_before, part[start..].to_owned()));
+    let mut out: Vec<String> = Vec::new();
+    // A one-word piece at the start waits for the next one: "build and deploy X".
+    let mut waiting: Option<String> = None;
+    for (sep, text) in pieces {
+        let short = text.split_whitespace().count() < 2;
+        if let Some(head) = waiting.take() {
+            let joined = format!("{head}{sep}{text}");
+            if short {
+                waiting = Some(joined);
+            } else {
+                out.push(joined);
+            }
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if short => {
+                last.push_str(&sep);
+                last.push_str(&text);
+            }
+            None if short => waiting = Some(text),
+            _ => out.push(text),
+        }
+    }
+    out.extend(waiting);
+    out
+}
+
+/// Splits "X without Y" into ("X", "Without Y").
+fn split_without(piece: &str) -> (String, String) {
+    let lower = piece.to_ascii_lowercase();
+    match lower.find(" without ") {
+        Some(at) if at > 0 => (piece[..at].to_owned(), piece[at + 1..].to_owned()),
+        _ => (piece.to_owned(), String::new()),
+    }
+}
+
+/// Words that open a request but carry no meaning for the goal, lower-case.
+const LEAD_INS: &[&str] = &[
+    "please ",
+    "also ",
+    "then ",
+    "and ",
+    "so ",
+    "finally ",
+    "i want to ",
+    "i would like to ",
+    "i'd like to ",
+    "i need to ",
+    "we want to ",
+    "we would like to ",
+    "we need to ",
+    "we should ",
+    "we must ",
+    "we could ",
+    "you should ",
+    "you must ",
+    "you could ",
+    "it should ",
+    "it must ",
+    "need to ",
+    "needs to ",
+    "has to ",
+    "have to ",
+    "must ",
+    "should ",
+    "could ",
+    "can you ",
+    "can we ",
+    "optionally ",
+    "ideally ",
+    "maybe ",
+    "perhaps ",
+];
+
+fn strip_lead_ins(text: &str) -> &str {
+    let mut text = text.trim();
+    loop {
+        let lower = text.to_ascii_lowercase();
+        match LEAD_INS.iter().find(|l| lower.starts_with(**l)) {
+            Some(l) => text = text[l.len()..].trim_start(),
+            None => return text,
+        }
+    }
+}
+
+fn clean(piece: &str, negative: bool) -> Option<Clause> {
+    let lower = format!(" {} ", piece.to_ascii_lowercase());
+    let priority = stated_priority(&lower);
+    let mut text = strip_lead_ins(piece)
+        .trim_matches(|c: char| c.is_whitespace() || ",.;:!?\"'".contains(c))
+        .to_owned();
+    for tail in [" if possible", " as well", " too"] {
+        if text.to_ascii_lowercase().ends_with(tail) {
+            text.truncate(text.len() - tail.len());
+        }
+    }
+    let text = one_line(&text);
+    if text.is_empty() {
+        return None;
+    }
+    let first = lower.trim_start();
+    let negative = negative
+        || ["do not ", "don't ", "never ", "avoid ", "no ", "not "]
+            .iter()
+            .any(|n| first.starts_with(n));
+    Some(Clause {
+        text: upper_first(&text),
+        priority,
+        negative,
+    })
+}
+
+/// The MoSCoW priority a clause's wording states. `lower` is padded with spaces.
+fn stated_priority(lower: &str) -> Option<Moscow> {
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(&format!(" {w} ")));
+    if has(&[
+        "could",
+        "optional",
+        "optionally",
+        "ideally",
+        "maybe",
+        "perhaps",
+        "might",
+        "bonus",
+    ]) || lower.contains("nice to have")
+        || lower.contains("if possible")
+    {
+        Some(Moscow::Could)
+    } else if has(&["should"]) {
+        Some(Moscow::Should)
+    } else if has(&["must", "required", "essential", "critical"])
+        || lower.contains(" need to ")
+        || lower.contains(" needs to ")
+        || lower.contains(" has to ")
+    {
+        Some(Moscow::Must)
+    } else {
+        None
+    }
+}
+
+/// Verbs that open a requirement, lower-case.
+const VERBS: &[&str] = &[
+    "accept",
+    "add",
+    "allow",
+    "archive",
+    "audit",
+    "authenticate",
+    "authorise",
+    "authorize",
+    "automate",
+    "avoid",
+    "block",
+    "build",
+    "bump",
+    "cache",
+    "calculate",
+    "change",
+    "check",
+    "clean",
+    "close",
+    "collect",
+    "compress",
+    "compute",
+    "configure",
+    "connect",
+    "convert",
+    "create",
+    "debug",
+    "decouple",
+    "delete",
+    "deploy",
+    "deprecate",
+    "detect",
+    "disable",
+    "display",
+    "document",
+    "download",
+    "drop",
+    "edit",
+    "emit",
+    "enable",
+    "encrypt",
+    "enforce",
+    "ensure",
+    "expire",
+    "explain",
+    "export",
+    "expose",
+    "extend",
+    "extract",
+    "fetch",
+    "filter",
+    "fix",
+    "format",
+    "generate",
+    "give",
+    "handle",
+    "hide",
+    "implement",
+    "import",
+    "improve",
+    "include",
+    "increase",
+    "index",
+    "install",
+    "integrate",
+    "introduce",
+    "invalidate",
+    "keep",
+    "let",
+    "limit",
+    "list",
+    "load",
+    "lock",
+    "log",
+    "maintain",
+    "make",
+    "manage",
+    "measure",
+    "merge",
+    "migrate",
+    "monitor",
+    "move",
+    "notify",
+    "open",
+    "paginate",
+    "parse",
+    "persist",
+    "prevent",
+    "print",
+    "protect",
+    "provide",
+    "publish",
+    "read",
+    "record",
+    "reduce",
+    "refactor",
+    "refresh",
+    "reject",
+    "remove",
+    "rename",
+    "render",
+    "reorganise",
+    "replace",
+    "report",
+    "require",
+    "reset",
+    "restore",
+    "restrict",
+    "retry",
+    "return",
+    "reuse",
+    "rewrite",
+    "rotate",
+    "run",
+    "save",
+    "scan",
+    "schedule",
+    "search",
+    "send",
+    "serve",
+    "set",
+    "ship",
+    "show",
+    "simplify",
+    "sort",
+    "speed",
+    "split",
+    "stop",
+    "store",
+    "stream",
+    "subscribe",
+    "support",
+    "sync",
+    "test",
+    "track",
+    "translate",
+    "update",
+    "upgrade",
+    "upload",
+    "use",
+    "validate",
+    "verify",
+    "warn",
+    "write",
+];
+
+/// Verbs that are as often nouns ("search results", "log files"): they start a new clause
+/// only when an article or pronoun follows.
+const NOUNISH: &[&str] = &[
+    "audit", "cache", "change", "check", "close", "display", "download", "drop", "edit", "export",
+    "filter", "fix", "format", "import", "index", "limit", "list", "lock", "log", "measure",
+    "merge", "move", "open", "print", "record", "report", "reset", "restore", "return", "run",
+    "scan", "schedule", "search", "set", "sort", "stop", "stream", "support", "sync", "test",
+    "track", "update", "upgrade", "upload", "use",
+];
+
+/// Words that show the word before them is a verb taking an object.
+const DETERMINERS: &[&str] = &[
+    "the", "a", "an", "all", "every", "each", "it", "them", "its", "our", "my", "your", "their",
+    "this", "that", "these", "those", "new", "existing", "any", "some",
+];
+
+/// Whether `word` is a verb that opens a requirement.
+pub fn is_verb(word: &str) -> bool {
+    let w = word
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_ascii_lowercase();
+    VERBS.contains(&w.as_str())
+        || (w.len() >= 7 && (w.ends_with("ize") || w.ends_with("ise") || w.ends_with("ify")))
+}
+
+/// Whether `text`, after lead-in words, starts with a verb.
+fn starts_with_verb(text: &str) -> bool {
+    let mut words = strip_lead_ins(text).split_whitespace();
+    let Some(first) = words.next() else {
+        return false;
+    };
+    if !is_verb(first) {
+        return false;
+    }
+    if NOUNISH.contains(&first.to_ascii_lowercase().as_str()) {
+        return words
+            .next()
+            .is_some_and(|w| DETERMINERS.contains(&w.to_ascii_lowercase().as_str()));
+    }
+    true
+}
+
+/// Words that start a phrase bound to the word before it: a list after them belongs to
+/// that phrase, so "search for users and groups" is not split.
+const PREPOSITIONS: &[&str] = &[
+    "for", "with", "in", "on", "to", "from", "by", "of", "into", "via", "using", "when", "if",
+    "so", "that", "per", "across", "between", "within", "over",
+];
+
+/// Splits a verb phrase with a plain list as its object into one phrase per item: "Add
+/// login, logout and password reset" gives three. Anything else stays whole.
+pub fn decompose(goal: &str) -> Vec<String> {
+    let whole = vec![goal.to_owned()];
+    let mut words = goal.split_whitespace();
+    let Some(verb) = words.next() else {
+        return whole;
+    };
+    if !is_verb(verb) {
+        return whole;
+    }
+    let rest: String = words.collect::<Vec<_>>().join(" ");
+    let lower = rest.to_ascii_lowercase();
+    let first_sep = [", ", " and "].iter().filter_map(|s| lower.find(s)).min();
+    let Some(first_sep) = first_sep else {
+        return whole;
+    };
+    if lower[..first_sep]
+        .split_whitespace()
+        .any(|w| PREPOSITIONS.contains(&w))
+    {
+        return whole;
+    }
+    let mut items = Vec::new();
+    for chunk in rest.split(", ") {
+        let chunk = chunk.trim();
+        let chunk = chunk.strip_prefix("and ").unwrap_or(chunk);
+        for item in chunk.split(" and ") {
+            items.push(item.trim().to_owned());
+        }
+    }
+    if items.len() < 2
+        || items.len() > 5
+        || items
+            .iter()
+            .any(|i| i.is_empty() || i.split_whitespace().count() > 5)
+    {
+        return whole;
+    }
+    items.into_iter().map(|i| format!("{verb} {i}")).collect()
+}
+
+/// What a piece of text is about, by keyword. Several may apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Topic {
+    /// Access control, secrets, cryptography.
+    Security,
+    /// Speed, latency, caching.
+    Performance,
+    /// Load, concurrency, growth.
+    Scale,
+    /// Screens, forms, accessibility.
+    Usability,
+    /// Storage, schemas, import and export.
+    Data,
+    /// Tests and coverage.
+    Testing,
+    /// Documentation.
+    Docs,
+}
+
+impl Topic {
+    /// Every topic, in the order used to pick the main one.
+    pub const ALL: [Topic; 7] = [
+        Topic::Security,
+        Topic::Performance,
+        Topic::Scale,
+        Topic::Usability,
+        Topic::Data,
+        Topic::Testing,
+        Topic::Docs,
+    ];
+
+    /// Keywords: a trailing `*` matches any word starting with the stem.
+    fn keywords(self) -> &'static [&'static str] {
+        match self {
+            Topic::Security => &[
+                "auth*",
+                "login",
+                "logout",
+                "password*",
+                "token*",
+                "secur*",
+                "permission*",
+                "oauth*",
+                "sso",
+                "credential*",
+                "encrypt*",
+                "secret*",
+                "jwt",
+                "csrf",
+                "xss",
+                "2fa",
+                "mfa",
+                "sanitiz*",
+                "sanitis*",
+                "vulnerab*",
+                "privacy",
+                "signin",
+                "signup",
+                "rbac",
+                "acl",
+            ],
+            Topic::Performance => &[
+                "fast*",
+                "speed*",
+                "latenc*",
+                "perform*",
+                "slow*",
+                "cache*",
+                "caching",
+                "optimi*",
+                "throughput",
+                "memory",
+                "cpu",
+                "quick*",
+                "responsive*",
+                "benchmark*",
+            ],
+            Topic::Scale => &[
+                "scal*",
+                "concurren*",
+                "parallel*",
+                "traffic",
+                "million*",
+                "distributed",
+                "replica*",
+                "shard*",
+                "queue*",
+                "throttl*",
+                "rate",
+            ],
+            Topic::Usability => &[
+                "ui",
+                "ux",
+                "page*",
+                "screen*",
+                "button*",
+                "form",
+                "forms",
+                "dialog*",
+                "layout*",
+                "accessib*",
+                "theme*",
+                "dark",
+                "css",
+                "frontend",
+                "mobile",
+                "usab*",
+                "keyboard",
+                "responsive",
+                "dashboard*",
+                "menu*",
+                "wizard*",
+            ],
+            Topic::Data => &[
+                "database*",
+                "db",
+                "sql",
+                "schema*",
+                "migrat*",
+                "storage",
+                "persist*",
+                "export*",
+                "import*",
+                "csv",
+                "backup*",
+                "redis",
+                "postgres*",
+                "mysql",
+                "sqlite",
+                "mongo*",
+                "table",
+                "tables",
+                "record*",
+                "store",
+                "stores",
+            ],
+            Topic::Testing => &["test*", "coverage", "ci", "regression*"],
+            Topic::Docs => &["doc", "docs", "document*", "readme", "guide*", "manual*"],
+        }
+    }
+}
+
+/// The topics `text` touches, in [`Topic::ALL`] order.
+pub fn topics(text: &str) -> Vec<Topic> {
+    let words = words(text);
+    Topic::ALL
+        .into_iter()
+        .filter(|t| {
+            t.keywords().iter().any(|k| match k.strip_suffix('*') {
+                Some(stem) => words.iter().any(|w| w.starts_with(stem)),
+                None => words.iter().any(|w| w == k),
+            })
+        })
+        .collect()
+}
+
+/// The lower-case alphanumeric words of `text`.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// Words that say nothing about what a goal is about.
+const STOP_WORDS: &[&str] = &[
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "by", "from", "into",
+    "via", "at", "as", "is", "are", "be", "it", "its", "this", "that", "these", "new", "our", "my",
+    "your", "their", "all", "any", "some", "each", "every", "so", "can", "when", "if", "not", "no",
+    "using", "use", "support",
+];
+
+/// The words of `text` that say what it is about: no stop words, no opening verbs, no words
+/// under three letters, a plural `s` dropped.
+pub fn key_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words(text) {
+        if w.len() < 3 || STOP_WORDS.contains(&w.as_str()) || is_verb(&w) {
+            continue;
+        }
+        let w = match w.strip_suffix('s') {
+            Some(stem) if stem.len() >= 3 && !["ss", "us", "is"].iter().any(|e| w.ends_with(e)) => {
+                stem.to_owned()
+            }
+            _ => w,
+        };
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// A short noun phrase naming what a goal is about: the words after its verb, articles
+/// dropped, at most five, no dangling preposition. "Store sessions in Redis" gives
+/// "Sessions in Redis".
+pub fn topic_name(goal: &str) -> String {
+    let mut words: Vec<&str> = goal.split_whitespace().collect();
+    if words.len() > 1 && is_verb(words[0]) {
+        words.remove(0);
+    }
+    let mut kept: Vec<&str> = words
+        .into_iter()
+        .filter(|w| {
+            !["a", "an", "the", "our", "my", "new", "your"].contains(&w.to_lowercase().as_str())
+        })
+        .take(5)
+        .collect();
+    while kept.len() > 1
+        && kept.last().is_some_and(|w| {
+            PREPOSITIONS.contains(&w.to_lowercase().as_str())
+                || ["and", "or"].contains(&w.to_lowercase().as_str())
+        })
+    {
+        kept.pop();
+    }
+    let name = kept
+        .join(" ")
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_owned();
+    if name.is_empty() {
+        upper_first(goal)
+    } else {
+        upper_first(&name)
+    }
+}
+
+/// A kebab-case slug of at most five words and 40 characters; `fallback` when `text` has
+/// no ASCII letters or digits.
+pub fn slug(text: &str, fallback: &str) -> String {
+    let mut out = String::new();
+    for word in text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(5)
+    {
+        let word = word.to_ascii_lowercase();
+        if !out.is_empty() && out.len() + word.len() + 1 > 40 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&word[..word.len().min(40)]);
+    }
+    if out.is_empty() {
+        fallback.to_owned()
+    } else {
+        out
+    }
+}
+
+/// `text` on one line, whitespace runs folded.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `text` cut at a word boundary to at most `max` characters, with `…` when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    let text = one_line(text);
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut out = String::new();
+    for word in text.split(' ') {
+        if out.chars().count() + word.chars().count() + 2 > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    if out.is_empty() {
+        out = text.chars().take(max.saturating_sub(1)).collect();
+    }
+    out.push('…');
+    out
+}
+
+/// Text safe inside a markdown table cell.
+pub fn cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
+/// Text safe inside a Mermaid label.
+pub fn mermaid_label(text: &str) -> String {
+    one_line(text)
+        .chars()
+        .map(|c| match c {
+            '"' | '[' | ']' | '(' | ')' | '{' | '}' | '<' | '>' | '|' | '`' => ' ',
+            c => c,
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` with its first letter upper-case.
+pub fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `text` with its first letter lower-case, unless the first word is an acronym.
+pub fn lower_first(text: &str) -> String {
+    let first = text.split_whitespace().next().unwrap_or("");
+    if first.chars().filter(|c| c.is_uppercase()).count() > 1 {
+        return text.to_owned();
+    }
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `a` or `an` before `word`.
+pub fn article(word: &str) -> &'static str {
+    match word.chars().next().map(|c| c.to_ascii_lowercase()) {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
+        _ => "a",
+    }
+}
+
+/// A markdown bullet list, or `empty` as a sentence when there are no items.
+pub fn bullets(items: &[String], empty: &str) -> String {
+    if items.is_empty() {
+        return empty.to_owned();
+    }
+    items
+        .iter()
+        .map(|i| format!("- {i}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A markdown checkbox list.
+pub fn checkboxes(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|i| format!("- [ ] {i}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An inline YAML list: `[a, b]`. Items are ids and paths, which need no quoting.
+pub fn yaml_list(items: &[String]) -> String {
+    format!("[{}]", items.join(", "))
+}
+
+/// The text up to its first sentence end, `;` or line break, without the final stop.
+pub fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut end = text.len();
+    for stop in [". ", "! ", "? ", ";", "\n"] {
+        if let Some(at) = text.find(stop) {
+            end = end.min(at);
+        }
+    }
+    one_line(text[..end].trim_end_matches(['.', '!', '?']))
+}
+
+/// Items joined as `a, b and c`, or as `a; b; and c` when an item holds a comma.
+pub fn series(items: &[String]) -> String {
+    if items.len() > 2 && items.iter().any(|i| i.contains(',')) {
+        let (last, init) = items.split_last().expect("more than two items");
+        format!("{}; and {last}", init.join("; "))
+    } else {
+        and_list(items)
+    }
+}
+
+/// Items joined as `a, b and c`.
+pub fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// `text` cut so that it is under 100 characters, for a key finding.
+pub fn finding(text: &str) -> String {
+    shorten(text, 98)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(text: &str) -> Vec<String> {
+        clauses(text).into_iter().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn clauses_split_on_new_verbs_only() {
+        assert_eq!(
+            texts(
+                "Add OAuth login and store sessions in Redis. Users should be able to reset passwords; keep the API stable"
+            ),
+            vec![
+                "Add OAuth login",
+                "Store sessions in Redis",
+                "Users should be able to reset passwords",
+                "Keep the API stable"
+            ]
+        );
+        assert_eq!(
+            texts("add search for users and groups, e.g. by name"),
+            vec!["Add search for users and groups, e.g. by name"]
+        );
+        assert_eq!(
+            texts("build and deploy the site"),
+            vec!["Build and deploy the site"]
+        );
+        assert_eq!(
+            texts("Please add login, add logout, then document it"),
+            vec!["Add login", "Add logout", "Document it"]
+        );
+        let c = clauses("Add export without breaking the API. Optionally add a dark theme");
+        assert_eq!(c[0].text, "Add export");
+        assert!(c[1].negative && c[1].text == "Without breaking the API");
+        assert_eq!(c[2].text, "Add a dark theme");
+        assert_eq!(c[2].priority, Some(Moscow::Could));
+    }
+
+    #[test]
+    fn decomposition_and_names() {
+        assert_eq!(
+            decompose("Add login, logout and password reset"),
+            vec!["Add login", "Add logout", "Add password reset"]
+        );
+        assert_eq!(
+            decompose("Add search for users and groups"),
+            vec!["Add search for users and groups"]
+        );
+        assert_eq!(decompose("Users can log in"), vec!["Users can log in"]);
+        assert_eq!(topic_name("Store sessions in Redis"), "Sessions in Redis");
+        assert_eq!(topic_name("Add a rate limit to the"), "Rate limit");
+        assert_eq!(slug("Add OAuth login!", "x"), "add-oauth-login");
+        assert_eq!(slug("日本", "requirement"), "requirement");
+        assert_eq!(topics("Add OAuth login"), vec![Topic::Security]);
+        assert_eq!(
+            key_words("Store the sessions in Redis"),
+            vec!["session", "redis"]
+        );
+    }
+}

@@ -1,0 +1,320 @@
+//! The writer's checks on its own output, run on the written text as any reader would see
+//! it: frontmatter, the headings of the template, ids that resolve to earlier documents, and
+//! the traceability rules of the phase.
+
+use std::collections::BTreeSet;
+
+use super::parse;
+use super::{
+    ARCHITECTURE_TEMPLATE, BRIEF_TEMPLATE, Ctx, Draft, EPICS_TEMPLATE, Folder, Phase,
+    REQUIREMENTS_TEMPLATE, Step, template,
+};
+
+/// Frontmatter keys of the brief and the index documents.
+const INDEX_KEYS: &[&str] = &[
+    "session_id",
+    "phase",
+    "document_type",
+    "status",
+    "generated_at",
+    "version",
+    "dependencies",
+];
+
+/// What a document at a path must look like: template, part, required keys, document type.
+fn shape(
+    path: &str,
+) -> Option<(
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+)> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    Some(match path {
+        parse::BRIEF => (BRIEF_TEMPLATE, "brief", INDEX_KEYS, "product-brief"),
+        parse::REQUIREMENTS_INDEX => (
+            REQUIREMENTS_TEMPLATE,
+            "index",
+            INDEX_KEYS,
+            "requirements-index",
+        ),
+        parse::ARCHITECTURE_INDEX => (
+            ARCHITECTURE_TEMPLATE,
+            "index",
+            INDEX_KEYS,
+            "architecture-index",
+        ),
+        parse::EPICS_INDEX => (EPICS_TEMPLATE, "index", INDEX_KEYS, "epics-index"),
+        _ if path.starts_with("spec/requirements/REQ-") => (
+            REQUIREMENTS_TEMPLATE,
+            "functional",
+            &["id", "type", "priority", "traces_to", "status"],
+            "requirement",
+        ),
+        _ if path.starts_with("spec/requirements/NFR-") => (
+            REQUIREMENTS_TEMPLATE,
+            "non-functional",
+            &["id", "type", "category", "priority", "status"],
+            "non-functional-requirement",
+        ),
+        _ if path.starts_with("spec/architecture/ADR-") => (
+            ARCHITECTURE_TEMPLATE,
+            "adr",
+            &["id", "status", "traces_to", "date"],
+            "adr",
+        ),
+        _ if path.starts_with("spec/epics/EPIC-") && name.ends_with(".md") => (
+            EPICS_TEMPLATE,
+            "epic",
+            &[
+                "id",
+                "priority",
+                "mvp",
+                "size",
+                "requirements",
+                "architecture",
+                "dependencies",
+                "status",
+            ],
+            "epic",
+        ),
+        _ => return None,
+    })
+}
+
+/// Checks one document: frontmatter and template headings. Returns the number of headings
+/// checked.
+fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> Step<usize> {
+    let Some((tmpl, part, keys, doc_type)) = shape(path) else {
+        problems.push(format!("`{path}` is not a path the writer should write"));
+        return Ok(0);
+    };
+    match parse::frontmatter(doc) {
+        None => problems.push(format!("`{path}` has no frontmatter")),
+        Some(fm) => {
+            for key in keys {
+                match fm.get(*key) {
+                    None => problems.push(format!("`{path}` lacks the frontmatter key `{key}`")),
+                    Some(v) if v.is_empty() => {
+                        problems.push(format!("`{path}` has an empty `{key}`"))
+                    }
+                    Some(v) if *key == "traces_to" && parse::list(v).is_empty() => {
+                        problems.push(format!("`{path}` traces to nothing"))
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(id) = fm.get("id") {
+                let name = path.rsplit('/').next().unwrap_or(path);
+                if !name.starts_with(&format!("{id}-")) {
+                    problems.push(format!("`{path}` has the id `{id}`, not its file's"));
+                }
+            }
+            if fm
+                .get("phase")
+                .is_some_and(|p| *p != phase.number().to_string())
+            {
+                problems.push(format!("`{path}` has the wrong phase"));
+            }
+            if fm.get("document_type").is_some_and(|t| t != doc_type) {
+                problems.push(format!("`{path}` has the wrong document_type"));
+            }
+        }
+    }
+    let required = template::required_headings(template::part(tmpl, part)?);
+    let found = template::headings(doc);
+    let mut at = 0;
+    for (level, title) in &required {
+        match found[at..]
+            .iter()
+            .position(|(l, t)| l == level && t == title)
+        {
+            Some(i) => {
+                at += i + 1;
+                let body = parse::section(doc, title).unwrap_or("");
+                if body.trim().is_empty() {
+                    problems.push(format!("`{path}`: section \"{title}\" is empty"));
+                }
+            }
+            None => problems.push(format!(
+                "`{path}`: section \"{title}\" is missing or out of order"
+            )),
+        }
+    }
+    if template::headings(doc)
+        .iter()
+        .filter(|(l, _)| *l == 1)
+        .count()
+        != 1
+    {
+        problems.push(format!("`{path}` must have exactly one H1 title"));
+    }
+    Ok(required.len())
+}
+
+/// Checks what `draft` wrote for `phase`, with `folder` already holding it. Returns a line
+/// for `verification`, or the problems found.
+pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<String> {
+    let mut problems = Vec::new();
+    let mut sections = 0;
+    for (path, doc) in &draft.files {
+        sections += document(phase, path, doc, &mut problems)?;
+    }
+
+    // The ids each phase defines, up to this one.
+    let text = |p: &str| folder.get(p).and_then(|b| std::str::from_utf8(b).ok());
+    let goals = text(parse::BRIEF).map(parse::goals).unwrap_or_default();
+    let mut defined: BTreeSet<String> = goals.iter().map(|g| g.id.clone()).collect();
+    let reqs = if phase >= Phase::Requirements {
+        parse::requirements(folder)
+    } else {
+        parse::Requirements::default()
+    };
+    defined.extend(reqs.all().map(|r| r.id.clone()));
+    let arch = if phase >= Phase::Architecture {
+        parse::architecture(folder)
+    } else {
+        parse::Architecture::default()
+    };
+    defined.extend(arch.components.iter().map(|c| c.id.clone()));
+    defined.extend(arch.adrs.iter().map(|a| a.id.clone()));
+    let epics = if phase >= Phase::Epics {
+        parse::epics(folder)
+    } else {
+        Vec::new()
+    };
+    for e in &epics {
+        defined.insert(e.id.clone());
+        defined.extend(e.stories.iter().map(|s| s.id.clone()));
+    }
+    // Ids the user or the analyst wrote are quoted, not defined.
+    let mut quoted: BTreeSet<String> = parse::ids(&ctx.task_text).into_iter().collect();
+    quoted.extend(ctx.feedback.iter().flat_map(|f| parse::ids(f)));
+    if let Some(d) = text(super::context::DISCOVERY_PATH) {
+        quoted.extend(parse::ids(d));
+    }
+    let mut references = 0;
+    let mut unknown: BTreeSet<String> = BTreeSet::new();
+    for (_, doc) in &draft.files {
+        for id in parse::ids(doc) {
+            references += 1;
+            if !defined.contains(&id) && !quoted.contains(&id) {
+                unknown.insert(id);
+            }
+        }
+    }
+    if !unknown.is_empty() {
+        problems.push(format!(
+            "ids named but defined nowhere: {}",
+            unknown.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+
+    // Traceability.
+    let trace = match phase {
+        Phase::Brief => {
+            if goals.is_empty() {
+                problems.push("the brief has no goal".into());
+            }
+            format!("{} goals", goals.len())
+        }
+        Phase::Requirements => {
+            if reqs.functional.is_empty() {
+                problems.push("no REQ was written".into());
+            }
+            for g in &goals {
+                if !reqs.functional.iter().any(|r| r.traces.contains(&g.id)) {
+                    problems.push(format!("{} is traced by no REQ", g.id));
+                }
+            }
+            for r in reqs.all() {
+                if r.traces.is_empty() {
+                    problems.push(format!("{} traces to no goal", r.id));
+                }
+                if r.id.starts_with("REQ-") && r.criteria.len() < 2 {
+                    problems.push(format!("{} has fewer than 2 acceptance criteria", r.id));
+                }
+            }
+            format!("every one of {} goals traced by a REQ", goals.len())
+        }
+        Phase::Architecture => {
+            for r in &reqs.functional {
+                if !arch.components.iter().any(|c| c.implements.contains(&r.id)) {
+                    problems.push(format!("{} is implemented by no component", r.id));
+                }
+            }
+            if arch.adrs.is_empty() {
+                problems.push("no ADR was written".into());
+            }
+            for a in &arch.adrs {
+                if a.traces.is_empty() {
+                    problems.push(format!("{} traces to no requirement", a.id));
+                }
+                if a.alternatives != 3 {
+                    problems.push(format!("{} does not weigh 3 alternatives", a.id));
+                }
+            }
+            format!(
+                "every one of {} REQ implemented by a component",
+                reqs.functional.len()
+            )
+        }
+        Phase::Epics => {
+            let stories: Vec<&parse::StoryRow> =
+                epics.iter().flat_map(|e| e.stories.iter()).collect();
+            for r in &reqs.functional {
+                if !stories.iter().any(|s| s.traces.contains(&r.id)) {
+                    problems.push(format!("{} is covered by no story", r.id));
+                }
+            }
+            for c in &arch.components {
+                if !stories
+                    .iter()
+                    .any(|s| s.traces.iter().any(|t| c.implements.contains(t)))
+                {
+                    problems.push(format!("{} has no story", c.id));
+                }
+            }
+            for e in &epics {
+                if e.stories.is_empty() {
+                    problems.push(format!("{} (`{}`) has no story", e.id, e.path));
+                }
+            }
+            for s in &stories {
+                if s.criteria.is_empty() || s.traces.is_empty() {
+                    problems.push(format!("{} lacks acceptance criteria or traces", s.id));
+                }
+            }
+            format!(
+                "every one of {} REQ covered by one of {} stories",
+                reqs.functional.len(),
+                stories.len()
+            )
+        }
+    };
+    if problems.is_empty() {
+        Ok(format!(
+            "self-validated {} {}: frontmatter, {sections} template sections, {references} id \
+             references resolved, {trace}",
+            draft.files.len(),
+            if draft.files.len() == 1 {
+                "document"
+            } else {
+                "documents"
+            }
+        ))
+    } else {
+        let total = problems.len();
+        problems.truncate(5);
+        Err(format!(
+            "{}{}",
+            problems.join("; "),
+            if total > 5 {
+                format!(" (and {} more)", total - 5)
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
