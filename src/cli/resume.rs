@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::model::{Event, EventKind, TaskStatus};
+use crate::model::{Event, EventKind, SessionStatus, TaskStatus};
 
 use super::Ctx;
 
@@ -85,7 +85,49 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             "{e} runs on another host; left as it is (use --force to recover it)"
         ));
     }
-    ctx.ui
-        .status("the scheduling loop is not part of this build yet: nothing more to continue");
-    Ok(())
+    if args.retry {
+        let written = store.transact(&sid, |txn| {
+            let back = crate::coordinator::revise::retry_failed(&mut txn.state);
+            if back.is_empty() {
+                return Ok(None);
+            }
+            let list: Vec<&str> = back.iter().map(|t| t.as_str()).collect();
+            let summary = format!(
+                "retry: failed tasks returned to pending: {}",
+                list.join(", ")
+            );
+            Ok(Some(
+                Event::session(EventKind::UserDecision, summary).with("Decision", "retry"),
+            ))
+        })?;
+        match written {
+            Some(w) => ctx.ui.status(w.event.summary),
+            None => ctx.ui.status("no failed task to retry"),
+        }
+    }
+    let (_, state) = store.read_state(&sid)?;
+    match state.session.status {
+        SessionStatus::Active => super::drive::drive(ctx, &store, &sid, &args.run),
+        SessionStatus::Paused => {
+            let pause = state.control.pause.clone();
+            let why = pause
+                .as_ref()
+                .map_or(String::new(), |p| format!(" ({}): {}", p.kind, p.reason));
+            ctx.ui.status(format!("session {sid} is paused{why}"));
+            if let Some(p) = pause {
+                ctx.ui.status("next:");
+                for n in &p.next {
+                    ctx.ui.status(format!("  {n}"));
+                }
+            }
+            Ok(())
+        }
+        other => {
+            ctx.ui.status(format!(
+                "session {sid} is {}; nothing to continue",
+                other.as_str()
+            ));
+            Ok(())
+        }
+    }
 }
