@@ -56,7 +56,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     if let Some(w) = written {
         ctx.ui.status(format!(
             "{} ({})",
-            w.event.summary.lines().next().unwrap_or_default(),
+            w.event.summary.replace('\n', "\n  "),
             super::short(&w.commit.to_string())
         ));
     }

@@ -115,11 +115,12 @@ fn parse_event(
     if get("Tlv4-Session").as_deref() != Some(sid.as_str()) {
         return Ok(None);
     }
-    let sig = commit.committer().map_err(|e| git(e.into()))?;
-    let time = sig
+    let committer = commit.committer().map_err(|e| git(e.into()))?;
+    let time = committer
         .time()
         .map(|t| crate::clock::rfc3339(t.seconds))
         .unwrap_or_default();
+    let sig = commit.author().map_err(|e| git(e.into()))?;
     Ok(Some(LoggedEvent {
         commit: id.to_string(),
         time,

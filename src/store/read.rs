@@ -198,10 +198,9 @@ impl Store {
 pub(crate) fn parse_session(sid: &SessionId, bytes: &[u8]) -> Result<Session> {
     let text = std::str::from_utf8(bytes).map_err(|e| Error::Invalid(e.to_string()))?;
     let table: toml::Table = toml::from_str(text).map_err(|e| Error::Invalid(e.to_string()))?;
-    let found = table
-        .get("schema")
-        .and_then(toml::Value::as_integer)
-        .unwrap_or(0);
+    let Some(found) = table.get("schema").and_then(toml::Value::as_integer) else {
+        return Err(Error::Invalid("it has no `schema` version".into()));
+    };
     if found != i64::from(SCHEMA_VERSION) {
         if found > i64::from(SCHEMA_VERSION) {
             return Err(Error::Schema {
