@@ -14,6 +14,15 @@ pub struct Config {
     /// How sessions start.
     #[serde(default)]
     pub session: SessionConfig,
+    /// Agents by name (`[agents.<name>]`).
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, crate::agents::config::AgentSpec>,
+    /// Agent name per role (`default`, `executor`, …); `builtin` when unset.
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, String>,
+    /// Agents of the discuss perspectives.
+    #[serde(default)]
+    pub discuss: crate::agents::config::DiscussConfig,
 }
 
 /// `[session]`: how sessions start.

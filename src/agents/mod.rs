@@ -6,6 +6,7 @@
 //! for the pipeline folder and a structured state update). The coordinator records the result.
 
 pub mod builtin;
+pub mod config;
 
 use std::collections::BTreeMap;
 

@@ -29,6 +29,7 @@ pub struct Txn<'s> {
     pub tip: ObjectId,
     files: BTreeMap<String, Vec<u8>>,
     restore: Option<(ObjectId, StoredBytes)>,
+    merge: Option<(ObjectId, ObjectId)>,
     store: &'s Store,
 }
 
@@ -66,6 +67,13 @@ impl<'s> Txn<'s> {
         };
         self.store
             .read_blob_at(tree, &format!("{}/{rel}", session_dir(sid)))
+    }
+
+    /// Makes the event a merge commit: `commit` (a task branch tip) becomes the second parent
+    /// and `tree` (the merge of the session tip and `commit`, whose `.tlv4/` is the session's)
+    /// the tree the state files are written into.
+    pub fn merge(&mut self, commit: ObjectId, tree: ObjectId) {
+        self.merge = Some((commit, tree));
     }
 
     /// Makes the new tree the tree of `commit` (an earlier event of this session); the event
@@ -167,6 +175,7 @@ impl Store {
                 tip,
                 files: BTreeMap::new(),
                 restore: None,
+                merge: None,
                 store: self,
             };
             let Some(event) = change(&mut txn)? else {
@@ -178,14 +187,19 @@ impl Store {
                 mut state,
                 files,
                 restore,
+                merge,
                 ..
             } = txn;
-            let (base_tree, before) = match restore {
-                Some((tree, bytes)) => (tree, bytes),
-                None => (self.commit_tree(tip)?, stored),
+            let (base_tree, before) = match (restore, merge) {
+                (Some((tree, bytes)), _) => (tree, bytes),
+                (None, Some((_, tree))) => (tree, stored),
+                (None, None) => (self.commit_tree(tip)?, stored),
             };
-            let commit =
-                self.write_event(sid, tip, base_tree, &before, &mut state, &files, &event)?;
+            let parents: Vec<ObjectId> =
+                std::iter::once(tip).chain(merge.map(|(c, _)| c)).collect();
+            let commit = self.write_event(
+                sid, &parents, base_tree, &before, &mut state, &files, &event,
+            )?;
             Ok(Some(Publish {
                 expected: Some(tip),
                 new: commit,
@@ -274,7 +288,7 @@ impl Store {
             }
             state.session.events = events;
             let commit =
-                self.write_event(&sid, parent, tree, &before, &mut state, &files, &event)?;
+                self.write_event(&sid, &[parent], tree, &before, &mut state, &files, &event)?;
             events = state.session.events;
             parent = commit;
             tree = self.commit_tree(commit)?;
@@ -304,7 +318,7 @@ impl Store {
     fn write_event(
         &self,
         sid: &SessionId,
-        parent: ObjectId,
+        parents: &[ObjectId],
         tree: ObjectId,
         before: &StoredBytes,
         state: &mut State,
@@ -357,7 +371,7 @@ impl Store {
         let message = commit_message(sid, state.session.events, event);
         let commit = gix::objs::Commit {
             tree: new_tree,
-            parents: [parent].into_iter().collect(),
+            parents: parents.iter().copied().collect(),
             author: sig.clone(),
             committer: sig,
             encoding: None,

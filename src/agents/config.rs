@@ -1,0 +1,46 @@
+//! `[agents.*]`, `[roles]` and `[discuss.perspectives]` of `.tlv4.toml`: which agent does
+//! which work, and how each agent is run.
+
+use std::collections::BTreeMap;
+
+/// One configured agent (`[agents.<name>]`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// `command`, `claude`, `codex`, `gemini`, `qwen`, `opencode`, `aider`, `openai`, `replay`
+    /// or `builtin`.
+    pub driver: String,
+    /// The executable (presets default to their CLI's name).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// Extra arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The model, where the driver takes one.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Added to the agent's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A config home to use instead of a fresh isolated one.
+    #[serde(default)]
+    pub home: Option<String>,
+    /// Wall-clock limit, e.g. `20m`, `90s`.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Endpoint of an OpenAI-compatible server (`openai` driver).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The session to replay (`replay` driver).
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `[discuss]`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscussConfig {
+    /// Agent per discuss perspective (`product = "mine"`).
+    #[serde(default)]
+    pub perspectives: BTreeMap<String, String>,
+}
