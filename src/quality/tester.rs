@@ -1,10 +1,893 @@
-//! Quality: tester (not built yet).
+//! Quality: the tester. Detects the test framework from the code tree, runs the tests for the
+//! changed files and then the whole suite in a temporary worktree of the session tip, reads
+//! the counts and failures, and decides the fix cycle.
+//!
+//! The cycle is the coordinator's, the decision is ours: at a 95 % pass rate (and no critical
+//! failure) the verdict is `pass`; below it we ask for a fix iteration (the coordinator then
+//! creates `FIX-NNN` and `TEST-001-I<n+1>`) with a strategy picked from the iteration, the
+//! pass rate and the critical count, until iteration 10 or until three iterations in a row
+//! produced the same results. Each iteration leaves a JSON record in
+//! `artifacts/test-runs/<n>.json`; the next iteration reads the earlier ones from the
+//! pipeline folder.
+//!
+//! Security: the tests are the repository's own code and run with the user's rights.
 
-use super::{QualityContext, QualityResult};
-use crate::agents::TaskInput;
+mod detect;
+mod exec;
+mod parse;
+mod report;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use detect::{AnalystHint, Framework, Kind};
+use parse::{Counts, Failure, Severity};
+use report::{Record, ResultSet, RunRecord};
+
+use super::{FixRequest, QualityContext, QualityResult};
+use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
+use crate::model::{TaskId, Verdict};
+
+/// At most this many test iterations (the first run and its fix re-runs).
+pub const MAX_ITERATIONS: u32 = 10;
+/// The pass rate, in percent, at which the tests pass.
+pub const PASS_RATE_TARGET: f64 = 95.0;
+/// Stop when this many iterations in a row produced the same results.
+pub const IDENTICAL_RUNS: usize = 3;
+/// How long one test command may run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// How much of a command's output is stored.
+const LOG_BYTES: usize = 64 * 1024;
+/// How much failure text goes into a fix request.
+const FIX_TEXT_BYTES: usize = 6000;
+
+/// Where the report and the records go, relative to the pipeline folder.
+const REPORT: &str = "artifacts/test-report.md";
+const RUNS: &str = "artifacts/test-runs";
+const DISCOVERY: &str = "spec/discovery-context.json";
+const PLAN: &str = "plan/plan.json";
 
 /// Runs a tester task.
-pub fn run_task(input: &TaskInput, _ctx: &QualityContext) -> Result<QualityResult> {
-    super::not_built(input)
+pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
+    run_with(input, ctx, DEFAULT_TIMEOUT)
+}
+
+/// How the next fix iteration goes about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Fix one critical failure at a time, highest severity first.
+    Conservative,
+    /// Fix one pattern everywhere it occurs.
+    Surgical,
+    /// Batch-fix all critical and high failures.
+    Aggressive,
+}
+
+impl Strategy {
+    /// The reference's table, first match wins: iteration ≤ 3 or pass ≥ 80 % → conservative;
+    /// fewer than 5 critical failures → surgical; pass < 50 % or iteration > 7 → aggressive;
+    /// otherwise conservative.
+    pub fn select(iteration: u32, pass_rate: f64, critical: usize) -> Strategy {
+        if iteration <= 3 || pass_rate >= 80.0 {
+            Strategy::Conservative
+        } else if critical < 5 {
+            Strategy::Surgical
+        } else if pass_rate < 50.0 || iteration > 7 {
+            Strategy::Aggressive
+        } else {
+            Strategy::Conservative
+        }
+    }
+
+    /// The name given to the fix task.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Conservative => "conservative",
+            Strategy::Surgical => "surgical",
+            Strategy::Aggressive => "aggressive",
+        }
+    }
+
+    /// What the strategy asks of the fixer.
+    pub fn explain(self) -> &'static str {
+        match self {
+            Strategy::Conservative => "fix one critical failure at a time, highest severity first",
+            Strategy::Surgical => "fix one failure pattern everywhere it occurs",
+            Strategy::Aggressive => "batch-fix all critical and high failures",
+        }
+    }
+}
+
+/// What this iteration decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Decision {
+    /// The target is met.
+    Pass,
+    /// Ask for a fix iteration.
+    Fix(Strategy),
+    /// Stop below the target.
+    Stop(StopReason),
+    /// No test ran.
+    NoTests,
+}
+
+/// Why the cycle stops below the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// The iteration limit is reached.
+    MaxIterations,
+    /// The last iterations produced the same results: fixing does not change them.
+    Identical,
+}
+
+/// The decision for `iteration` with this pass rate and these results, given the records of
+/// the earlier iterations (any order).
+pub(crate) fn decide(
+    iteration: u32,
+    pass_rate: Option<f64>,
+    critical: usize,
+    current: &ResultSet,
+    earlier: &[Record],
+) -> Decision {
+    let Some(rate) = pass_rate else {
+        return Decision::NoTests;
+    };
+    if rate >= PASS_RATE_TARGET && critical == 0 {
+        return Decision::Pass;
+    }
+    if iteration >= MAX_ITERATIONS {
+        return Decision::Stop(StopReason::MaxIterations);
+    }
+    let same = (1..IDENTICAL_RUNS as u32).all(|back| {
+        iteration > back
+            && earlier
+                .iter()
+                .any(|r| r.iteration == iteration - back && r.result_set == *current)
+    });
+    if same {
+        return Decision::Stop(StopReason::Identical);
+    }
+    Decision::Fix(Strategy::select(iteration, rate, critical))
+}
+
+/// The iteration a test task runs: the `-I<n>` suffix of its id, else 1.
+pub fn iteration_of(id: &TaskId) -> u32 {
+    id.as_str()
+        .rsplit_once("-I")
+        .and_then(|(_, n)| n.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(1)
+}
+
+/// The id without its `-I<n>` suffix: the test chain the records belong to.
+fn chain_of(id: &TaskId) -> &str {
+    let s = id.as_str();
+    s.rsplit_once("-I")
+        .filter(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        .map_or(s, |(b, _)| b)
+}
+
+/// Which part of the suite a run covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The tests of the changed files.
+    Affected,
+    /// Everything.
+    Full,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::Affected => "affected",
+            Scope::Full => "full",
+        }
+    }
+}
+
+/// One command's result, read.
+#[derive(Debug, Clone)]
+struct RunResult {
+    /// Which tests.
+    scope: Scope,
+    /// The command and its raw result.
+    ran: exec::Ran,
+    /// Counts, failed including the failures the framework does not count.
+    counts: Counts,
+    /// Whether the framework printed counts (else they come from the exit status).
+    counted: bool,
+    /// Failures, in output order.
+    failures: Vec<Failure>,
+    /// Warning lines (Low).
+    warnings: Vec<String>,
+    /// `None` when no test ran.
+    pass_rate: Option<f64>,
+}
+
+impl RunResult {
+    fn critical(&self) -> usize {
+        self.failures
+            .iter()
+            .filter(|f| f.severity == Severity::Critical)
+            .count()
+    }
+
+    fn meets_target(&self) -> bool {
+        self.pass_rate
+            .is_none_or(|r| r >= PASS_RATE_TARGET && self.critical() == 0)
+    }
+}
+
+/// Reads a finished command: counts, failures (a timeout and an unexplained non-zero exit
+/// become failures too) and the pass rate.
+fn evaluate(kind: Kind, scope: Scope, ran: exec::Ran, timeout: Duration) -> RunResult {
+    let parsed = parse::parse(kind, &ran.output);
+    let mut failures = parsed.failures;
+    let tail = || exec::trim_middle(&parse::normalize(&ran.output), 1500);
+    if ran.timed_out {
+        failures.push(Failure {
+            name: format!(
+                "timeout: `{}` ran longer than {} s",
+                ran.command,
+                timeout.as_secs()
+            ),
+            severity: Severity::Medium,
+            detail: tail(),
+            counted: false,
+        });
+    }
+    let counted = parsed.counts.is_some();
+    let mut counts = parsed.counts.unwrap_or_default();
+    counts.failed += failures.iter().filter(|f| !f.counted).count() as u64;
+    // Failures the counts do not show, named by nothing in the output.
+    if counts.failed > 0 && failures.is_empty() {
+        failures.push(Failure {
+            name: format!("{} failing test(s) not named in the output", counts.failed),
+            severity: parse::classify(&ran.output),
+            detail: tail(),
+            counted: true,
+        });
+    }
+    let exit_ok = ran.exit_code == Some(0);
+    // pytest and unittest (3.12+) exit 5 when no test was collected.
+    let no_tests_exit = ran.exit_code == Some(5) && matches!(kind, Kind::Pytest | Kind::Unittest);
+    let pass_rate = if counts.passed + counts.failed > 0 {
+        Some(counts.passed as f64 * 100.0 / (counts.passed + counts.failed) as f64)
+    } else if no_tests_exit || (counted && exit_ok) {
+        None
+    } else if !counted && exit_ok {
+        // No summary to read, but the command says it passed.
+        Some(100.0)
+    } else {
+        let f = Failure {
+            name: format!(
+                "`{}` failed (exit {}) without reporting a failing test",
+                ran.command,
+                ran.exit_code
+                    .map_or("by signal".to_owned(), |c| c.to_string())
+            ),
+            severity: parse::classify(&ran.output),
+            detail: tail(),
+            counted: false,
+        };
+        failures.push(f);
+        counts.failed += 1;
+        Some(0.0)
+    };
+    // A run whose counts say all passed but whose command failed: one more failure, so a
+    // coverage threshold or a crash after the summary is not taken for a pass.
+    let pass_rate = match pass_rate {
+        Some(r) if !exit_ok && !ran.timed_out && counts.failed == 0 && r >= 100.0 => {
+            failures.push(Failure {
+                name: format!(
+                    "`{}` exited with {} although every counted test passed",
+                    ran.command,
+                    ran.exit_code
+                        .map_or("a signal".to_owned(), |c| c.to_string())
+                ),
+                severity: parse::classify(&ran.output),
+                detail: tail(),
+                counted: false,
+            });
+            counts.failed += 1;
+            Some(counts.passed as f64 * 100.0 / (counts.passed + 1) as f64)
+        }
+        other => other,
+    };
+    RunResult {
+        scope,
+        ran,
+        counts,
+        counted,
+        failures,
+        warnings: parsed.warnings,
+        pass_rate,
+    }
+}
+
+/// Why a command could not run at all (its program is missing), if so.
+fn unavailable(ran: &exec::Ran) -> Option<String> {
+    if let Some(e) = &ran.spawn_error {
+        return Some(e.clone());
+    }
+    let text = parse::normalize(&ran.output);
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    if ran.exit_code == Some(127) {
+        return Some(format!("command not found ({last})"));
+    }
+    let missing = [
+        "npx canceled due to missing packages",
+        "could not determine executable to run",
+        "No module named pytest",
+        "No module named unittest",
+    ];
+    missing.iter().find(|m| text.contains(*m)).map(|m| {
+        text.lines()
+            .find(|l| l.contains(m))
+            .unwrap_or(m)
+            .trim()
+            .to_owned()
+    })
+}
+
+/// The command to run, where it came from, and what to fall back to.
+#[derive(Debug, Clone)]
+struct Setup {
+    kind: Kind,
+    dir: String,
+    evidence: String,
+    full: String,
+    source: String,
+    /// The detected framework, when the command came from elsewhere and may not run.
+    fallback: Option<Framework>,
+}
+
+fn setup(input: &TaskInput) -> Option<Setup> {
+    let hint = input
+        .folder
+        .get(DISCOVERY)
+        .and_then(|b| AnalystHint::from_discovery(b));
+    let detected = detect::detect(&input.code, hint.as_ref());
+    let plan_command = input
+        .folder_text(PLAN)
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .and_then(|v| v["test_command"].as_str().map(str::trim).map(str::to_owned))
+        .filter(|c| !c.is_empty());
+    if let Some(cmd) = plan_command {
+        let kind = Kind::of_command(&cmd)
+            .or(detected.as_ref().map(|d| d.kind))
+            .unwrap_or(Kind::Custom);
+        let same = detected.as_ref().filter(|d| d.kind == kind);
+        return Some(Setup {
+            kind,
+            dir: same.map(|d| d.dir.clone()).unwrap_or_default(),
+            evidence: same.map_or(PLAN.to_owned(), |d| format!("{PLAN}; {}", d.evidence)),
+            fallback: detected.clone().filter(|d| d.full != cmd),
+            full: cmd,
+            source: format!("{PLAN} test_command"),
+        });
+    }
+    if let Some(d) = detected {
+        return Some(Setup {
+            kind: d.kind,
+            dir: d.dir.clone(),
+            evidence: d.evidence.clone(),
+            full: d.full.clone(),
+            source: "the code tree (detected)".into(),
+            fallback: None,
+        });
+    }
+    let h = hint.filter(|h| !h.command.is_empty())?;
+    Some(Setup {
+        kind: Kind::of_command(&h.command).unwrap_or(Kind::Custom),
+        dir: String::new(),
+        evidence: h.evidence.clone(),
+        full: h.command.clone(),
+        source: format!("{DISCOVERY} test_framework"),
+        fallback: None,
+    })
+}
+
+/// Code paths changed between the session's base and tip, outside `.tlv4/`.
+fn changed_files(ctx: &QualityContext) -> Result<Vec<String>> {
+    if ctx.base == ctx.tip {
+        return Ok(Vec::new());
+    }
+    let git_dir = std::path::absolute(ctx.repo.git_dir())
+        .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
+    let gd = git_dir.to_string_lossy().into_owned();
+    let out = crate::git::run(
+        &git_dir,
+        &[
+            "--git-dir",
+            &gd,
+            "diff",
+            "--name-only",
+            "--no-renames",
+            "-z",
+            &ctx.base.to_string(),
+            &ctx.tip.to_string(),
+        ],
+    )?;
+    Ok(out
+        .split('\0')
+        .filter(|p| !p.is_empty() && *p != ".tlv4" && !p.starts_with(".tlv4/"))
+        .map(str::to_owned)
+        .collect())
+}
+
+fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Result<QualityResult> {
+    let task = &input.task.id;
+    let iteration = iteration_of(task);
+    let earlier = earlier_records(input, iteration);
+    let Some(setup) = setup(input) else {
+        return Ok(no_framework(input, iteration));
+    };
+    let mut decisions = vec![format!(
+        "test command from {}: `{}` ({})",
+        setup.source,
+        setup.full,
+        setup.kind.name()
+    )];
+    let changed = match changed_files(ctx) {
+        Ok(c) => c,
+        Err(e) => return Ok(failed(format!("cannot list the changed files: {e}"))),
+    };
+    let fw = Framework {
+        kind: setup.kind,
+        dir: setup.dir.clone(),
+        evidence: setup.evidence.clone(),
+        full: setup.full.clone(),
+    };
+    let affected = detect::affected(&input.code, &fw, &changed);
+    let affected_cmd = detect::affected_command(setup.kind, &affected);
+    match &affected_cmd {
+        Some(_) => decisions.push(format!(
+            "affected tests first: {}{} for {} changed file(s)",
+            affected[..affected.len().min(10)].join(", "),
+            if affected.len() > 10 { ", …" } else { "" },
+            changed.len()
+        )),
+        None => decisions.push(format!(
+            "no affected tests mapped from {} changed file(s): full suite only",
+            changed.len()
+        )),
+    }
+
+    let worktree = match exec::Worktree::add(ctx.repo.git_dir(), ctx.tip, task.as_str()) {
+        Ok(w) => w,
+        Err(e) => {
+            return Ok(failed(format!(
+                "cannot check out {} in a temporary worktree: {e}",
+                ctx.tip
+            )));
+        }
+    };
+    let cwd = if setup.dir.is_empty() {
+        worktree.path().to_path_buf()
+    } else {
+        worktree.path().join(&setup.dir)
+    };
+    let mut env: Vec<(String, String)> = Vec::new();
+    prepare(ctx, &setup, &cwd, &mut env, &mut decisions);
+
+    let root = worktree.path().to_path_buf();
+    let run =
+        |dir: &std::path::Path, cmd: &str| relative(exec::run(dir, cmd, timeout, &env), &root);
+    let mut runs: Vec<RunResult> = Vec::new();
+    let mut kind = setup.kind;
+    if let Some(cmd) = &affected_cmd {
+        let ran = run(&cwd, cmd);
+        if let Some(why) = unavailable(&ran) {
+            return Ok(failed(format!(
+                "the test command `{cmd}` could not run: {why}"
+            )));
+        }
+        runs.push(evaluate(kind, Scope::Affected, ran, timeout));
+    }
+    if runs.iter().all(RunResult::meets_target) {
+        let mut ran = run(&cwd, &setup.full);
+        if let Some(why) = unavailable(&ran) {
+            let Some(fb) = &setup.fallback else {
+                return Ok(failed(format!(
+                    "the test command `{}` could not run: {why}",
+                    setup.full
+                )));
+            };
+            decisions.push(format!(
+                "`{}` could not run ({why}); ran the detected `{}` instead",
+                setup.full, fb.full
+            ));
+            let fb_cwd = worktree.path().join(&fb.dir);
+            ran = run(&fb_cwd, &fb.full);
+            if let Some(why) = unavailable(&ran) {
+                return Ok(failed(format!(
+                    "the test command `{}` could not run: {why}",
+                    fb.full
+                )));
+            }
+            kind = fb.kind;
+        }
+        runs.push(evaluate(kind, Scope::Full, ran, timeout));
+    } else {
+        decisions.push(format!(
+            "full suite not run: the affected tests are below {PASS_RATE_TARGET}% (it runs once they pass)"
+        ));
+    }
+    // Removed now, before the report is built; also removed on every early return above.
+    drop(worktree);
+
+    Ok(conclude(
+        input, iteration, &setup, kind, runs, earlier, decisions,
+    ))
+}
+
+/// The run with the worktree's path taken out of its output, so failures name
+/// repository paths (and stay the same from one iteration's worktree to the next).
+fn relative(mut ran: exec::Ran, root: &std::path::Path) -> exec::Ran {
+    let mut roots = vec![root.to_path_buf()];
+    if let Ok(real) = root.canonicalize()
+        && real != root
+    {
+        roots.push(real);
+    }
+    for r in roots {
+        ran.output = ran.output.replace(&format!("{}/", r.display()), "");
+    }
+    ran
+}
+
+/// Makes the checkout runnable: JavaScript dependencies from the user's working tree, and a
+/// Cargo target directory that survives the iterations.
+fn prepare(
+    ctx: &QualityContext,
+    setup: &Setup,
+    cwd: &std::path::Path,
+    env: &mut Vec<(String, String)>,
+    decisions: &mut Vec<String>,
+) {
+    if setup.kind.is_js() || setup.fallback.as_ref().is_some_and(|f| f.kind.is_js()) {
+        let from = ctx
+            .repo
+            .work_dir()
+            .map(|w| w.join(&setup.dir).join("node_modules"));
+        let to = cwd.join("node_modules");
+        if let Some(from) = from.filter(|f| f.is_dir()) {
+            #[cfg(unix)]
+            if !to.exists() && std::os::unix::fs::symlink(&from, &to).is_ok() {
+                decisions.push(format!(
+                    "node_modules linked from the working tree ({})",
+                    from.display()
+                ));
+            }
+        }
+    }
+    if setup.kind == Kind::Cargo && std::env::var_os("CARGO_TARGET_DIR").is_none() {
+        // Keyed by repository so the fix iterations rebuild only what changed.
+        let key = ctx
+            .repo
+            .git_dir()
+            .to_string_lossy()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        let dir = std::env::temp_dir().join(format!("git-tlv4-target-{key:016x}"));
+        decisions.push(format!("cargo builds in {}", dir.display()));
+        env.push((
+            "CARGO_TARGET_DIR".into(),
+            dir.to_string_lossy().into_owned(),
+        ));
+    }
+}
+
+/// Records of earlier iterations of the same test chain, from the pipeline folder.
+fn earlier_records(input: &TaskInput, iteration: u32) -> Vec<Record> {
+    let chain = chain_of(&input.task.id);
+    (1..iteration)
+        .filter_map(|n| input.folder.get(&format!("{RUNS}/{n}.json")))
+        .filter_map(|b| serde_json::from_slice::<Record>(b).ok())
+        .filter(|r| r.task.is_empty() || r.task.starts_with(chain))
+        .collect()
+}
+
+/// The result once the tests ran.
+fn conclude(
+    input: &TaskInput,
+    iteration: u32,
+    setup: &Setup,
+    kind: Kind,
+    runs: Vec<RunResult>,
+    earlier: Vec<Record>,
+    decisions: Vec<String>,
+) -> QualityResult {
+    let last = runs.last().expect("at least one run");
+    let mut failures: Vec<Failure> = runs.iter().flat_map(|r| r.failures.clone()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    failures.retain(|f| seen.insert(f.name.clone()));
+    failures.sort_by_key(|f| f.severity);
+    let critical = last.critical();
+    let result_set = ResultSet {
+        passed: last.counts.passed,
+        failed: last.counts.failed,
+        failures: {
+            let mut names: Vec<String> = last.failures.iter().map(|f| f.name.clone()).collect();
+            names.sort();
+            names
+        },
+    };
+    let rate = last.pass_rate;
+    let decision = decide(iteration, rate, critical, &result_set, &earlier);
+    let best = earlier
+        .iter()
+        .filter_map(|r| r.pass_rate)
+        .chain(rate)
+        .fold(None, |b: Option<f64>, r| Some(b.map_or(r, |b| b.max(r))));
+    let pct = |r: f64| format!("{r:.1}%");
+    let counts = format!(
+        "{} passed, {} failed, {} skipped",
+        last.counts.passed, last.counts.failed, last.counts.skipped
+    );
+    let mut warnings = Vec::new();
+    let (verdict, score, summary, fix) = match decision {
+        Decision::Pass => (
+            "pass",
+            rate,
+            format!(
+                "tests pass: {counts} ({}) with {}",
+                pct(rate.unwrap_or(100.0)),
+                kind.name()
+            ),
+            None,
+        ),
+        Decision::NoTests => {
+            warnings.push(format!(
+                "`{}` ran no test; the implementation is untested",
+                last.ran.command
+            ));
+            (
+                "no_tests",
+                None,
+                format!("no test ran ({})", kind.name()),
+                None,
+            )
+        }
+        Decision::Fix(strategy) => {
+            let r = rate.unwrap_or(0.0);
+            (
+                "fix_required",
+                rate,
+                format!(
+                    "tests below {PASS_RATE_TARGET}%: {counts} ({}); fix iteration {} ({})",
+                    pct(r),
+                    iteration + 1,
+                    strategy.as_str()
+                ),
+                Some(FixRequest {
+                    iteration,
+                    strategy: strategy.as_str().into(),
+                    pass_rate: (r * 10.0).round() / 10.0,
+                    failures: report::fix_text(&failures, FIX_TEXT_BYTES),
+                }),
+            )
+        }
+        Decision::Stop(reason) => {
+            let why = match reason {
+                StopReason::MaxIterations => {
+                    format!("the limit of {MAX_ITERATIONS} iterations is reached")
+                }
+                StopReason::Identical => {
+                    format!("the last {IDENTICAL_RUNS} iterations gave identical results")
+                }
+            };
+            let b = best.unwrap_or(0.0);
+            warnings.push(format!(
+                "tests still fail after iteration {iteration} ({counts}, best pass rate {}): {why}; {} failure(s) left to fix by hand",
+                pct(b),
+                failures.len()
+            ));
+            (
+                "fix_required",
+                best,
+                format!(
+                    "tests below {PASS_RATE_TARGET}% after iteration {iteration}: {counts}; stopped, {why} (best {})",
+                    pct(b)
+                ),
+                None,
+            )
+        }
+    };
+    let strategy = match decision {
+        Decision::Fix(s) => Some(s),
+        _ => None,
+    };
+
+    // Files: the logs, the record, the report.
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut run_records = Vec::new();
+    for r in &runs {
+        let log = format!("{RUNS}/{iteration}-{}.log", r.scope.as_str());
+        files.push((
+            log.clone(),
+            exec::trim_middle(&parse::normalize(&r.ran.output), LOG_BYTES).into_bytes(),
+        ));
+        run_records.push(RunRecord {
+            scope: r.scope.as_str().into(),
+            command: r.ran.command.clone(),
+            exit_code: r.ran.exit_code,
+            timed_out: r.ran.timed_out,
+            seconds: (r.ran.seconds * 100.0).round() / 100.0,
+            passed: r.counts.passed,
+            failed: r.counts.failed,
+            skipped: r.counts.skipped,
+            counted: r.counted,
+            pass_rate: r.pass_rate.map(|p| (p * 10.0).round() / 10.0),
+            log,
+        });
+    }
+    let record = Record {
+        schema: 1,
+        task: input.task.id.to_string(),
+        iteration,
+        framework: kind.name().into(),
+        evidence: setup.evidence.clone(),
+        runs: run_records,
+        pass_rate: rate.map(|p| (p * 10.0).round() / 10.0),
+        best_pass_rate: best.map(|p| (p * 10.0).round() / 10.0),
+        result_set,
+        failures: failures.iter().map(report::FailureRecord::from).collect(),
+        strategy: strategy.map(|s| s.as_str().to_owned()),
+        verdict: verdict.into(),
+    };
+    let record_path = format!("{RUNS}/{iteration}.json");
+    files.push((
+        record_path,
+        serde_json::to_vec_pretty(&record).expect("a record serialises"),
+    ));
+    let low: Vec<String> = {
+        let mut w: Vec<String> = Vec::new();
+        for line in runs.iter().flat_map(|r| r.warnings.iter()) {
+            if !w.contains(line) && w.len() < parse::MAX_WARNINGS {
+                w.push(line.clone());
+            }
+        }
+        w
+    };
+    let doc = report::render(&report::Report {
+        task: input.task.id.as_str(),
+        iteration,
+        framework: kind.name(),
+        evidence: &setup.evidence,
+        source: &setup.source,
+        verdict,
+        summary: &summary,
+        runs: &runs,
+        pass_rate: rate,
+        best,
+        strategy,
+        failures: &failures,
+        warnings: &low,
+        decisions: &decisions,
+        earlier: &earlier,
+    });
+    files.push((REPORT.to_owned(), doc.into_bytes()));
+
+    let bad = |s: Severity| failures.iter().filter(|f| f.severity == s).count();
+    let key_findings = [
+        format!("framework: {} ({})", kind.name(), setup.evidence),
+        format!(
+            "{} run: {counts}{}",
+            last.scope.as_str(),
+            rate.map_or(String::new(), |r| format!(" ({})", pct(r)))
+        ),
+        format!(
+            "iteration {iteration} of at most {MAX_ITERATIONS}; best pass rate {}",
+            best.map_or("n/a".to_owned(), pct)
+        ),
+        format!(
+            "failures: {} critical, {} high, {} medium; {} warning line(s)",
+            bad(Severity::Critical),
+            bad(Severity::High),
+            bad(Severity::Medium),
+            low.len()
+        ),
+        format!(
+            "verdict: {verdict}{}",
+            strategy.map_or(String::new(), |s| format!(", next fix {}", s.as_str()))
+        ),
+    ]
+    .iter()
+    .map(|f| parse::one_line(f, 99))
+    .collect();
+    let state_update = StateUpdate {
+        key_findings,
+        decisions,
+        files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
+        verification: runs
+            .iter()
+            .map(|r| r.ran.command.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+        tech_profile: None,
+    };
+    let outcome = match state_update.validate() {
+        Ok(()) => Outcome::Completed,
+        Err(e) => Outcome::Failed(e.to_string()),
+    };
+    QualityResult {
+        output: TaskOutput {
+            outcome,
+            summary: summary.clone(),
+            files,
+            state_update,
+        },
+        verdict: Some(Verdict {
+            verdict: verdict.into(),
+            score: score.map(|s| (s * 10.0).round() / 10.0),
+            summary,
+        }),
+        warnings,
+        fix,
+    }
+}
+
+/// No framework: completed, verdict `no_tests`, and a warning for `wisdom/issues.md`.
+fn no_framework(input: &TaskInput, iteration: u32) -> QualityResult {
+    let looked = "Cargo.toml, pytest configuration, test_*.py, package.json with jest/vitest/mocha or a test script, go.mod";
+    let summary = "no test framework found; nothing was tested".to_owned();
+    let doc = format!(
+        "# Test report: {} (iteration {iteration})\n\n**Verdict:** no_tests\n\nNo test framework was found in the code tree (looked for {looked}), and neither `{PLAN}` nor `{DISCOVERY}` names a test command. Nothing was run.\n",
+        input.task.id
+    );
+    let state_update = StateUpdate {
+        key_findings: vec![
+            "no test framework found in the code tree".into(),
+            "verdict: no_tests".into(),
+        ],
+        decisions: vec![format!("looked for {looked}")],
+        files_modified: vec![REPORT.into()],
+        verification: "framework detection only; no command run".into(),
+        tech_profile: None,
+    };
+    QualityResult {
+        output: TaskOutput {
+            outcome: Outcome::Completed,
+            summary: summary.clone(),
+            files: vec![(REPORT.into(), doc.into_bytes())],
+            state_update,
+        },
+        verdict: Some(Verdict {
+            verdict: "no_tests".into(),
+            score: None,
+            summary,
+        }),
+        warnings: vec![format!(
+            "no test framework found (looked for {looked}); the implementation is untested"
+        )],
+        fix: None,
+    }
+}
+
+/// The tester itself could not run.
+fn failed(reason: String) -> QualityResult {
+    QualityResult {
+        output: TaskOutput {
+            outcome: Outcome::Failed(reason.clone()),
+            summary: format!("tests not run: {}", parse::one_line(&reason, 160)),
+            files: Vec::new(),
+            state_update: StateUpdate::default(),
+        },
+        verdict: None,
+        warnings: Vec::new(),
+        fix: None,
+    }
 }

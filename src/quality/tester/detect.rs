@@ -1,0 +1,592 @@
+//! Which test framework a code tree uses, the commands that run it, and which of its tests
+//! cover the files an implementation changed.
+//!
+//! Detection reads only the code tree (manifests and file names), never a checkout. Each
+//! framework found becomes a candidate with the directory it runs in; the shallowest wins,
+//! the analyst's choice breaks ties, and the plan's `test_command` overrides the command.
+
+use std::collections::BTreeSet;
+
+use crate::agents::CodeTree;
+
+/// The test frameworks the tester can run and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `cargo test`.
+    Cargo,
+    /// `python3 -m pytest`.
+    Pytest,
+    /// `python3 -m unittest`.
+    Unittest,
+    /// `npx jest`.
+    Jest,
+    /// `npx vitest run`.
+    Vitest,
+    /// `npx mocha`.
+    Mocha,
+    /// `npm test` with a runner that is not recognised.
+    NpmScript,
+    /// `go test`.
+    Go,
+    /// A command named by the plan or the analyst that none of the above matches.
+    Custom,
+}
+
+impl Kind {
+    /// The name used in reports and records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Cargo => "cargo",
+            Kind::Pytest => "pytest",
+            Kind::Unittest => "unittest",
+            Kind::Jest => "jest",
+            Kind::Vitest => "vitest",
+            Kind::Mocha => "mocha",
+            Kind::NpmScript => "npm test",
+            Kind::Go => "go test",
+            Kind::Custom => "custom command",
+        }
+    }
+
+    /// Whether this framework runs JavaScript or TypeScript.
+    pub fn is_js(self) -> bool {
+        matches!(
+            self,
+            Kind::Jest | Kind::Vitest | Kind::Mocha | Kind::NpmScript
+        )
+    }
+
+    /// The framework a test command runs, if it names one.
+    pub fn of_command(command: &str) -> Option<Kind> {
+        let c = command.to_ascii_lowercase();
+        let has = |w: &str| {
+            c.split(|ch: char| ch.is_whitespace() || ch == '/')
+                .any(|t| t == w)
+        };
+        if c.contains("cargo test") || c.contains("cargo nextest") {
+            Some(Kind::Cargo)
+        } else if has("pytest") || c.contains("-m pytest") {
+            Some(Kind::Pytest)
+        } else if c.contains("-m unittest") {
+            Some(Kind::Unittest)
+        } else if has("vitest") {
+            Some(Kind::Vitest)
+        } else if has("jest") {
+            Some(Kind::Jest)
+        } else if has("mocha") {
+            Some(Kind::Mocha)
+        } else if c.contains("go test") {
+            Some(Kind::Go)
+        } else if [
+            "npm test",
+            "npm run test",
+            "yarn test",
+            "pnpm test",
+            "bun test",
+        ]
+        .iter()
+        .any(|s| c.contains(s))
+        {
+            Some(Kind::NpmScript)
+        } else {
+            None
+        }
+    }
+
+    /// The framework the analyst's `test_framework.name` means.
+    fn of_analyst_name(name: &str) -> Option<Kind> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "cargo test" | "cargo" => Kind::Cargo,
+            "pytest" => Kind::Pytest,
+            "unittest" => Kind::Unittest,
+            "jest" => Kind::Jest,
+            "vitest" => Kind::Vitest,
+            "mocha" => Kind::Mocha,
+            "go test" | "go" => Kind::Go,
+            "test script" | "node:test" => Kind::NpmScript,
+            _ => return None,
+        })
+    }
+}
+
+/// A framework found in the code tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Framework {
+    /// The framework.
+    pub kind: Kind,
+    /// The directory the commands run in, relative to the root (`""` for the root).
+    pub dir: String,
+    /// The files that show it.
+    pub evidence: String,
+    /// The command that runs the whole suite.
+    pub full: String,
+}
+
+/// What the analyst wrote in `spec/discovery-context.json` under
+/// `codebase_context.test_framework`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnalystHint {
+    /// The framework name.
+    pub name: String,
+    /// The command.
+    pub command: String,
+    /// The file that shows it.
+    pub evidence: String,
+}
+
+impl AnalystHint {
+    /// Reads the hint from the discovery context, if it names a framework.
+    pub fn from_discovery(json: &[u8]) -> Option<AnalystHint> {
+        let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+        let t = &v["codebase_context"]["test_framework"];
+        let get = |k: &str| t[k].as_str().map(str::trim).unwrap_or("").to_owned();
+        let hint = AnalystHint {
+            name: get("name"),
+            command: get("command"),
+            evidence: get("evidence"),
+        };
+        (!hint.command.is_empty() || !hint.name.is_empty()).then_some(hint)
+    }
+}
+
+/// Directories whose content is vendored or generated, never the project's own tests.
+const SKIP_DIRS: [&str; 8] = [
+    "node_modules",
+    "vendor",
+    "target",
+    ".venv",
+    "venv",
+    "dist",
+    "build",
+    "third_party",
+];
+
+/// The path's directory (`""` at the root).
+pub fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// The path's file name.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, f)| f)
+}
+
+fn depth(dir: &str) -> usize {
+    if dir.is_empty() {
+        0
+    } else {
+        dir.matches('/').count() + 1
+    }
+}
+
+fn join(dir: &str, rel: &str) -> String {
+    if dir.is_empty() {
+        rel.to_owned()
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+/// Quotes a word for `sh -c`.
+pub fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The files of the tree outside vendored and generated directories.
+fn own_files(code: &CodeTree) -> Vec<&str> {
+    code.files()
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !p.split('/').any(|part| SKIP_DIRS.contains(&part)))
+        .collect()
+}
+
+fn text(code: &CodeTree, path: &str) -> String {
+    code.read_path(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether a Python file name is a test module (`test_*.py`, `test*.py`, `*_test.py`).
+pub fn is_python_test(name: &str) -> bool {
+    name.ends_with(".py") && (name.starts_with("test") || name.ends_with("_test.py"))
+}
+
+/// Whether a JavaScript or TypeScript file name is a test (`*.test.ts`, `*.spec.js`, …).
+pub fn is_js_test(path: &str) -> bool {
+    let name = file_name(path);
+    let js = JS_EXTS.iter().any(|e| name.ends_with(&format!(".{e}")));
+    js && (name.contains(".test.")
+        || name.contains(".spec.")
+        || path.split('/').any(|d| d == "__tests__"))
+}
+
+const JS_EXTS: [&str; 8] = ["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts", "cts"];
+
+/// Every framework found in the tree, in preference order: shallowest directory first, then
+/// JavaScript runners, pytest, cargo, go, unittest.
+pub fn candidates(code: &CodeTree) -> Vec<Framework> {
+    let files = own_files(code);
+    let has = |p: &str| files.binary_search(&p).is_ok();
+    let mut found: Vec<(usize, usize, Framework)> = Vec::new();
+    let mut add = |order: usize, fw: Framework| found.push((depth(&fw.dir), order, fw));
+
+    // JavaScript: the shallowest package.json that names a runner or a real test script.
+    let mut manifests: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|p| file_name(p) == "package.json")
+        .collect();
+    manifests.sort_by_key(|p| (depth(parent(p)), p.to_string()));
+    for m in manifests {
+        if let Some(fw) = javascript(code, &files, m) {
+            add(0, fw);
+            break;
+        }
+    }
+
+    // pytest: configuration, a conftest, or pytest among the declared dependencies.
+    let mut pytest: Option<(String, String)> = None;
+    for p in &files {
+        let name = file_name(p);
+        let dir = parent(p);
+        let evidence = match name {
+            "pytest.ini" => Some(dir.to_owned()),
+            "pyproject.toml" => {
+                let t = text(code, p);
+                (t.contains("[tool.pytest") || declares_pytest(&t)).then(|| dir.to_owned())
+            }
+            "setup.cfg" => text(code, p)
+                .contains("[tool:pytest]")
+                .then(|| dir.to_owned()),
+            "tox.ini" => text(code, p).contains("[pytest]").then(|| dir.to_owned()),
+            "conftest.py" => Some(String::new()),
+            n if n.starts_with("requirements") && n.ends_with(".txt") => {
+                declares_pytest(&text(code, p)).then(|| dir.to_owned())
+            }
+            "Pipfile" | "setup.py" => declares_pytest(&text(code, p)).then(|| dir.to_owned()),
+            _ => None,
+        };
+        if let Some(dir) = evidence {
+            let better = pytest.as_ref().is_none_or(|(d, _)| depth(&dir) < depth(d));
+            if better {
+                pytest = Some((dir, p.to_string()));
+            }
+        }
+    }
+    if let Some((dir, evidence)) = &pytest {
+        add(
+            1,
+            Framework {
+                kind: Kind::Pytest,
+                dir: dir.clone(),
+                evidence: evidence.clone(),
+                full: "python3 -m pytest -v --tb=short".into(),
+            },
+        );
+    }
+
+    // Cargo and Go: the shallowest manifest.
+    for (order, manifest, kind, full) in [
+        (2, "Cargo.toml", Kind::Cargo, "cargo test --no-fail-fast"),
+        (3, "go.mod", Kind::Go, "go test -v ./..."),
+    ] {
+        if let Some(m) = files
+            .iter()
+            .filter(|p| file_name(p) == manifest)
+            .min_by_key(|p| (depth(parent(p)), p.to_string()))
+        {
+            add(
+                order,
+                Framework {
+                    kind,
+                    dir: parent(m).to_owned(),
+                    evidence: m.to_string(),
+                    full: full.into(),
+                },
+            );
+        }
+    }
+
+    // unittest: Python test modules and no pytest.
+    if pytest.is_none() {
+        let tests: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|p| {
+                let n = file_name(p);
+                n.starts_with("test") && n.ends_with(".py")
+            })
+            .collect();
+        if !tests.is_empty() {
+            add(
+                4,
+                Framework {
+                    kind: Kind::Unittest,
+                    dir: String::new(),
+                    evidence: format!(
+                        "{}{}",
+                        tests[..tests.len().min(3)].join(", "),
+                        if tests.len() > 3 { ", …" } else { "" }
+                    ),
+                    full: unittest_command(&tests, &has),
+                },
+            );
+        }
+    }
+
+    found.sort_by_key(|(d, o, _)| (*d, *o));
+    found.into_iter().map(|(_, _, fw)| fw).collect()
+}
+
+/// Whether a dependency list names pytest (a line or a quoted string starting with it).
+fn declares_pytest(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim().trim_start_matches(['"', '\'']);
+        l.strip_prefix("pytest").is_some_and(|rest| {
+            rest.is_empty() || rest.starts_with(|c: char| " =<>~![;\"',".contains(c))
+        })
+    })
+}
+
+/// `python3 -m unittest`: plain discovery when every test module is importable from the root
+/// (packages all the way), discovery from the one directory that holds them otherwise, or
+/// the modules named one by one.
+fn unittest_command(tests: &[&str], has: &dyn Fn(&str) -> bool) -> String {
+    let importable = |p: &str| {
+        let mut dir = parent(p);
+        while !dir.is_empty() {
+            if !has(&join(dir, "__init__.py")) {
+                return false;
+            }
+            dir = parent(dir);
+        }
+        true
+    };
+    if tests.iter().all(|p| importable(p)) {
+        return "python3 -m unittest -v".into();
+    }
+    let dirs: BTreeSet<&str> = tests.iter().map(|p| parent(p)).collect();
+    if dirs.len() == 1 {
+        let dir = dirs.into_iter().next().expect("one directory");
+        return format!("python3 -m unittest discover -v -s {}", quote(dir));
+    }
+    let mut cmd = "python3 -m unittest -v".to_owned();
+    for t in tests.iter().take(500) {
+        cmd.push(' ');
+        cmd.push_str(&quote(t));
+    }
+    cmd
+}
+
+/// The JavaScript runner a `package.json` uses, if any.
+fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framework> {
+    let dir = parent(manifest).to_owned();
+    let v: serde_json::Value = serde_json::from_slice(&code.read_path(manifest)?).ok()?;
+    let declared = |dep: &str| {
+        ["devDependencies", "dependencies"]
+            .iter()
+            .any(|k| v[*k].get(dep).is_some())
+    };
+    let script = v["scripts"]["test"]
+        .as_str()
+        .filter(|s| !s.contains("no test specified"))
+        .map(str::to_owned);
+    let runners = [
+        ("vitest", Kind::Vitest),
+        ("jest", Kind::Jest),
+        ("mocha", Kind::Mocha),
+    ];
+    let from_script = |s: &str| {
+        runners
+            .iter()
+            .find(|(name, _)| s.split_whitespace().any(|w| w == *name))
+            .map(|(_, k)| *k)
+    };
+    let configured = |kind: Kind| {
+        let prefixes: &[&str] = match kind {
+            Kind::Vitest => &["vitest.config."],
+            Kind::Jest => &["jest.config."],
+            _ => &[".mocharc"],
+        };
+        files
+            .iter()
+            .filter(|p| parent(p) == dir)
+            .map(|p| file_name(p))
+            .find(|n| prefixes.iter().any(|pre| n.starts_with(pre)))
+            .map(|n| join(&dir, n))
+    };
+    let (kind, evidence) = if let Some((name, kind)) = runners.iter().find(|(n, _)| declared(n)) {
+        (*kind, format!("{manifest} (devDependencies: {name})"))
+    } else if let Some(kind) = script.as_deref().and_then(from_script) {
+        (kind, format!("{manifest} (scripts.test)"))
+    } else if let Some((kind, cfg)) = runners
+        .iter()
+        .find_map(|(_, k)| configured(*k).map(|c| (*k, c)))
+    {
+        (kind, cfg)
+    } else if script.is_some() {
+        (Kind::NpmScript, format!("{manifest} (scripts.test)"))
+    } else {
+        return None;
+    };
+    let full = match kind {
+        Kind::Vitest => "npx --no -- vitest run",
+        Kind::Jest => "npx --no -- jest --ci --no-coverage",
+        Kind::Mocha => "npx --no -- mocha --reporter spec",
+        _ => "npm test",
+    };
+    Some(Framework {
+        kind,
+        dir,
+        evidence,
+        full: full.into(),
+    })
+}
+
+/// The framework to use: the shallowest candidate, or the analyst's choice among the
+/// shallowest ones.
+pub fn detect(code: &CodeTree, hint: Option<&AnalystHint>) -> Option<Framework> {
+    let all = candidates(code);
+    let first = all.first()?;
+    let preferred = hint.and_then(|h| Kind::of_analyst_name(&h.name));
+    let top = depth(&first.dir);
+    all.iter()
+        .find(|fw| Some(fw.kind) == preferred && depth(&fw.dir) == top)
+        .or(Some(first))
+        .cloned()
+}
+
+/// The test files that cover `changed` (paths relative to the root), for this framework,
+/// relative to its directory: the changed files that are tests themselves, and the tests
+/// named after each changed file that exist in the tree.
+pub fn affected(code: &CodeTree, fw: &Framework, changed: &[String]) -> Vec<String> {
+    let files = own_files(code);
+    let exists = |p: &str| files.binary_search(&p).is_ok();
+    let relevant = |p: &str| match fw.kind {
+        Kind::Pytest | Kind::Unittest => p.ends_with(".py"),
+        Kind::Jest | Kind::Vitest | Kind::Mocha => {
+            JS_EXTS.iter().any(|e| p.ends_with(&format!(".{e}")))
+        }
+        Kind::Cargo => parent(p).ends_with("tests") && p.ends_with(".rs"),
+        Kind::Go => p.ends_with("_test.go"),
+        Kind::NpmScript | Kind::Custom => false,
+    };
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    for path in changed {
+        for cand in test_candidates(path, &fw.dir) {
+            if exists(&cand) && relevant(&cand) {
+                out.insert(cand);
+            }
+        }
+    }
+    out.into_iter()
+        .filter_map(|p| {
+            if fw.dir.is_empty() {
+                Some(p)
+            } else {
+                p.strip_prefix(&format!("{}/", fw.dir)).map(str::to_owned)
+            }
+        })
+        .collect()
+}
+
+/// Paths that may hold the tests of `path`, including `path` itself when it is a test.
+fn test_candidates(path: &str, project: &str) -> Vec<String> {
+    let dir = parent(path);
+    let name = file_name(path);
+    let mut out = Vec::new();
+    let is_rust_test = name.ends_with(".rs") && file_name(dir) == "tests";
+    if is_python_test(name) || is_js_test(path) || name.ends_with("_test.go") || is_rust_test {
+        out.push(path.to_owned());
+    }
+    let Some((stem, ext)) = name.rsplit_once('.') else {
+        return out;
+    };
+    let roots = [dir, project, ""];
+    match ext {
+        e if JS_EXTS.contains(&e) => {
+            for x in ["ts", "tsx", "js", "jsx", "mjs"] {
+                out.push(join(dir, &format!("{stem}.test.{x}")));
+                out.push(join(dir, &format!("{stem}.spec.{x}")));
+                for root in roots {
+                    out.push(join(root, &format!("tests/{stem}.test.{x}")));
+                    out.push(join(root, &format!("__tests__/{stem}.test.{x}")));
+                    out.push(join(root, &format!("test/{stem}.test.{x}")));
+                }
+            }
+        }
+        "py" => {
+            out.push(join(dir, &format!("test_{stem}.py")));
+            out.push(join(dir, &format!("{stem}_test.py")));
+            for root in roots {
+                out.push(join(root, &format!("tests/test_{stem}.py")));
+                out.push(join(root, &format!("test_{stem}.py")));
+                out.push(join(root, &format!("test/test_{stem}.py")));
+            }
+        }
+        "rs" => {
+            let stem = match stem {
+                "mod" => file_name(dir),
+                s => s,
+            };
+            // The crate root: the directory above `src/`, else the project's.
+            let krate = path
+                .rsplit_once("/src/")
+                .map(|(k, _)| k)
+                .or(path.strip_prefix("src/").map(|_| ""))
+                .unwrap_or(project);
+            out.push(join(krate, &format!("tests/{stem}.rs")));
+        }
+        "go" => out.push(join(dir, &format!("{stem}_test.go"))),
+        _ => {}
+    }
+    out
+}
+
+/// The command that runs only `files` (relative to the framework's directory), if the
+/// framework can run a subset.
+pub fn affected_command(kind: Kind, files: &[String]) -> Option<String> {
+    if files.is_empty() {
+        return None;
+    }
+    let list = || files.iter().map(|f| quote(f)).collect::<Vec<_>>().join(" ");
+    Some(match kind {
+        Kind::Pytest => format!("python3 -m pytest -v --tb=short {}", list()),
+        Kind::Unittest => format!("python3 -m unittest -v {}", list()),
+        Kind::Jest => format!("npx --no -- jest --ci --no-coverage {}", list()),
+        Kind::Vitest => format!("npx --no -- vitest run {}", list()),
+        Kind::Mocha => format!("npx --no -- mocha --reporter spec {}", list()),
+        Kind::Cargo => {
+            let mut c = "cargo test --no-fail-fast".to_owned();
+            for f in files {
+                let name = file_name(f).trim_end_matches(".rs");
+                c.push_str(" --test ");
+                c.push_str(&quote(name));
+            }
+            c
+        }
+        Kind::Go => {
+            let dirs: BTreeSet<&str> = files.iter().map(|f| parent(f)).collect();
+            let mut c = "go test -v".to_owned();
+            for d in dirs {
+                c.push(' ');
+                c.push_str(&quote(&if d.is_empty() {
+                    ".".to_owned()
+                } else {
+                    format!("./{d}")
+                }));
+            }
+            c
+        }
+        Kind::NpmScript | Kind::Custom => return None,
+    })
+}

@@ -1,0 +1,695 @@
+//! Reading test output: pass, fail and skip counts for each framework, the failures with
+//! their output, and their severity by the reference's patterns.
+//!
+//! Parsers are lenient: output they do not recognise gives no counts (`None`), never an
+//! error. A failure the framework does not count (a compile error, a suite that failed to
+//! load, a build failure) is marked `counted: false` so the caller can add it to the failed
+//! count; otherwise a broken build would look like a suite with nothing failing.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::detect::Kind;
+
+/// How bad a failure is, most severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The code does not load: syntax errors, missing modules, undefined names, Rust
+    /// `error[E…]`.
+    Critical,
+    /// A test's expectation is not met: assertions, expected/received.
+    High,
+    /// Timeouts and async errors.
+    Medium,
+    /// Warnings and deprecations.
+    Low,
+}
+
+impl Severity {
+    /// The name used in reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Critical => "Critical",
+            Severity::High => "High",
+            Severity::Medium => "Medium",
+            Severity::Low => "Low",
+        }
+    }
+}
+
+/// One failing test, or one error that kept tests from running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The test (or what failed).
+    pub name: String,
+    /// How bad it is.
+    pub severity: Severity,
+    /// Its output, trimmed.
+    pub detail: String,
+    /// Whether the framework's counts include it.
+    pub counted: bool,
+}
+
+/// Counts from a framework's summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Tests that passed.
+    pub passed: u64,
+    /// Tests that failed or errored.
+    pub failed: u64,
+    /// Tests skipped, ignored, pending or expected to fail.
+    pub skipped: u64,
+}
+
+/// What one run's output says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The counts, if a summary was found.
+    pub counts: Option<Counts>,
+    /// The failures, in output order.
+    pub failures: Vec<Failure>,
+    /// Warning and deprecation lines (Low), at most [`MAX_WARNINGS`].
+    pub warnings: Vec<String>,
+}
+
+/// How many warning lines are kept.
+pub const MAX_WARNINGS: usize = 10;
+/// How much of a failure's output is kept.
+const DETAIL_LINES: usize = 60;
+const DETAIL_BYTES: usize = 3000;
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("a valid pattern")
+}
+
+/// Reads `output` as `kind` prints it; when that finds no counts, tries the other formats
+/// (a custom command or `npm test` may run any of them).
+pub fn parse(kind: Kind, output: &str) -> Parsed {
+    let text = normalize(output);
+    let order = [
+        Kind::Cargo,
+        Kind::Pytest,
+        Kind::Unittest,
+        Kind::Jest,
+        Kind::Vitest,
+        Kind::Mocha,
+        Kind::Go,
+    ];
+    let (mut counts, mut failures) = parse_as(kind, &text);
+    if counts.is_none() {
+        for other in order.iter().filter(|k| **k != kind) {
+            let (c, f) = parse_as(*other, &text);
+            if c.is_some() {
+                counts = c;
+                if !f.is_empty() || failures.is_empty() {
+                    failures = f;
+                }
+                break;
+            }
+        }
+    }
+    Parsed {
+        counts,
+        failures,
+        warnings: warnings(&text),
+    }
+}
+
+fn parse_as(kind: Kind, text: &str) -> (Option<Counts>, Vec<Failure>) {
+    match kind {
+        Kind::Cargo => cargo(text),
+        Kind::Pytest => pytest(text),
+        Kind::Unittest => unittest(text),
+        Kind::Jest => jest(text),
+        Kind::Vitest => vitest(text),
+        Kind::Mocha => mocha(text),
+        Kind::Go => go(text),
+        Kind::NpmScript | Kind::Custom => (None, Vec::new()),
+    }
+}
+
+/// Plain text: no colour codes, `\n` line ends, carriage-return redraws as lines.
+pub fn normalize(output: &str) -> String {
+    static ANSI: LazyLock<Regex> =
+        LazyLock::new(|| re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07"));
+    ANSI.replace_all(output, "")
+        .replace("\r\n", "\n")
+        .replace('\r', "\n")
+}
+
+/// The severity of a failure from its output, by the reference's patterns: Critical, then a
+/// timeout named in the first lines, then High, Medium, Low; an unmatched failure is High
+/// (a test that fails is at least a wrong expectation).
+pub fn classify(text: &str) -> Severity {
+    static CRITICAL: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"SyntaxError|IndentationError|TabError|(?i:cannot find module)|ModuleNotFoundError|ImportError|No module named|is not defined|NameError|ReferenceError|\bundefined\b|error\[E\d+\]|unresolved import|(?i:could not compile)|(?i:build failed)|cannot find (?:value|type|function|struct|crate|macro|trait)|Failed to load url|Cannot find package",
+        )
+    });
+    static TIMEOUT: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)time ?out|timed out|exceeded"));
+    static HIGH: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)assert|expected|received|\btobe\b|toequal|left == right|panicked at|not equal|mismatch|\bFAIL\b",
+        )
+    });
+    static MEDIUM: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?i)time ?out|timed out|\basync\b|promise|deadline|\bawait\b"));
+    static LOW: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)warning|deprecat"));
+    let head: String = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if CRITICAL.is_match(text) {
+        Severity::Critical
+    } else if TIMEOUT.is_match(&head) {
+        Severity::Medium
+    } else if HIGH.is_match(text) {
+        Severity::High
+    } else if MEDIUM.is_match(text) {
+        Severity::Medium
+    } else if LOW.is_match(text) {
+        Severity::Low
+    } else {
+        Severity::High
+    }
+}
+
+fn failure(name: &str, detail: &[&str], counted: bool) -> Failure {
+    let detail = trim_detail(detail);
+    let severity = classify(&format!("{name}\n{detail}"));
+    Failure {
+        name: one_line(name, 200),
+        severity,
+        detail,
+        counted,
+    }
+}
+
+/// A name or message on one line, at most `max` characters.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn trim_detail(lines: &[&str]) -> String {
+    // Leading and trailing blank lines carry nothing.
+    let start = lines
+        .iter()
+        .position(|l| !l.trim().is_empty())
+        .unwrap_or(lines.len());
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(start, |i| i + 1);
+    let lines = &lines[start..end.max(start)];
+    // The indentation every line shares says nothing.
+    let indent = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i >= DETAIL_LINES || out.len() + l.len() > DETAIL_BYTES {
+            out.push_str(&format!("[… {} more lines]\n", lines.len() - i));
+            break;
+        }
+        out.push_str(l.get(indent..).unwrap_or(l.trim_start()).trim_end());
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
+}
+
+fn num(s: &str) -> u64 {
+    s.parse().unwrap_or(0)
+}
+
+/// Failures with the same name once (summaries repeat them).
+fn dedup(failures: Vec<Failure>) -> Vec<Failure> {
+    let mut out: Vec<Failure> = Vec::new();
+    for f in failures {
+        if !out.iter().any(|o| o.name == f.name) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// `cargo test`: every `test result:` line summed; `---- name stdout ----` blocks; compile
+/// errors (with a `-->` location) as uncounted Critical failures.
+fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static RESULT: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored"));
+    static BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^---- (.+?) stdout ----$"));
+    static ERROR: LazyLock<Regex> = LazyLock::new(|| re(r"^error(?:\[E\d+\])?: (.+)$"));
+    static SUMMARY_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"^error: (?:could not compile|test failed|\d+ targets? failed|aborting due to|build failed)",
+        )
+    });
+    static FAILED_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^test (\S+) \.\.\. FAILED$"));
+
+    let mut counts: Option<Counts> = None;
+    for c in RESULT.captures_iter(text) {
+        let t = counts.get_or_insert_with(Counts::default);
+        t.passed += num(&c[1]);
+        t.failed += num(&c[2]);
+        t.skipped += num(&c[3]);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut failures = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(c) = BLOCK.captures(line) {
+            let start = i + 1;
+            let mut j = start;
+            while j < lines.len()
+                && !BLOCK.is_match(lines[j])
+                && lines[j] != "failures:"
+                && !lines[j].starts_with("test result:")
+            {
+                j += 1;
+            }
+            failures.push(failure(&c[1], &lines[start..j], true));
+            i = j;
+            continue;
+        }
+        if ERROR.is_match(line) && !SUMMARY_ERROR.is_match(line) {
+            let mut j = i + 1;
+            while j < lines.len() && !lines[j].trim().is_empty() {
+                j += 1;
+            }
+            let block = &lines[i..j];
+            if block.iter().any(|l| l.trim_start().starts_with("--> ")) {
+                let mut f = failure(line, block, false);
+                f.severity = Severity::Critical;
+                failures.push(f);
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    // Failed tests whose output block was not printed.
+    for c in lines.iter().filter_map(|l| FAILED_LINE.captures(l)) {
+        if !failures.iter().any(|f| f.name == c[1]) {
+            failures.push(failure(&c[1], &[], true));
+        }
+    }
+    (counts, dedup(failures))
+}
+
+/// pytest: the final `N passed, M failed, K errors in Ts` line; the `FAILURES` and `ERRORS`
+/// sections' `___ name ___` blocks, else the short summary's `FAILED`/`ERROR` lines.
+fn pytest(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static SUMMARY: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^[= ]*((?:\d+ [a-z]+,? ?)+|no tests ran)\s+in \d+(?:\.\d+)?s\b"));
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) ([a-z]+)"));
+    static SECTION: LazyLock<Regex> = LazyLock::new(|| re(r"^={3,} ?(.*?) ?={3,}$"));
+    static HEADER: LazyLock<Regex> = LazyLock::new(|| re(r"^_{3,} (.+?) _{3,}$"));
+    static SHORT: LazyLock<Regex> = LazyLock::new(|| re(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$"));
+
+    let counts = SUMMARY.captures_iter(text).last().map(|c| {
+        let mut t = Counts::default();
+        for p in PAIR.captures_iter(&c[1]) {
+            let n = num(&p[1]);
+            match &p[2] {
+                "passed" | "xpassed" => t.passed += n,
+                "failed" | "error" | "errors" => t.failed += n,
+                "skipped" | "xfailed" | "deselected" => t.skipped += n,
+                _ => {}
+            }
+        }
+        t
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    let mut failures = Vec::new();
+    let mut in_section = false;
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some(c) = SECTION.captures(lines[i]) {
+            in_section = matches!(&c[1], "FAILURES" | "ERRORS");
+            i += 1;
+            continue;
+        }
+        if in_section && let Some(c) = HEADER.captures(lines[i]) {
+            let start = i + 1;
+            let mut j = start;
+            while j < lines.len() && !HEADER.is_match(lines[j]) && !SECTION.is_match(lines[j]) {
+                j += 1;
+            }
+            failures.push(failure(&c[1], &lines[start..j], true));
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    if failures.is_empty() {
+        for c in lines.iter().filter_map(|l| SHORT.captures(l)) {
+            let msg = c.get(3).map_or("", |m| m.as_str());
+            failures.push(failure(&c[2], &[msg], true));
+        }
+    }
+    (counts, dedup(failures))
+}
+
+/// unittest: `Ran N tests` and the `OK` / `FAILED (failures=M, errors=E)` line after it;
+/// the `FAIL:` / `ERROR:` blocks between separator lines.
+fn unittest(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static RAN: LazyLock<Regex> = LazyLock::new(|| re(r"^Ran (\d+) tests? in "));
+    static STATUS: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?\s*$"));
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"([a-z ]+)=(\d+)"));
+    static HEAD: LazyLock<Regex> = LazyLock::new(|| re(r"^(FAIL|ERROR|UNEXPECTED SUCCESS): (.+)$"));
+    let is_eq = |l: &str| l.len() >= 20 && l.bytes().all(|b| b == b'=');
+    let is_dash = |l: &str| l.len() >= 20 && l.bytes().all(|b| b == b'-');
+
+    let lines: Vec<&str> = text.lines().collect();
+    let mut counts = None;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(c) = RAN.captures(l) else { continue };
+        let ran = num(&c[1]);
+        let status = lines[i + 1..]
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| STATUS.captures(l.trim()));
+        let mut t = Counts::default();
+        let mut not_passed = 0;
+        if let Some(s) = &status {
+            for p in s.get(2).map_or("", |m| m.as_str()).split(',') {
+                let Some(p) = PAIR.captures(p.trim()) else {
+                    continue;
+                };
+                let n = num(&p[2]);
+                match p[1].trim() {
+                    "failures" | "errors" | "unexpected successes" => t.failed += n,
+                    "skipped" | "expected failures" => t.skipped += n,
+                    _ => continue,
+                }
+                not_passed += n;
+            }
+        }
+        t.passed = ran.saturating_sub(not_passed);
+        // Several runs (several commands in one script) add up.
+        let total = counts.get_or_insert_with(Counts::default);
+        total.passed += t.passed;
+        total.failed += t.failed;
+        total.skipped += t.skipped;
+    }
+    let mut failures = Vec::new();
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        if is_eq(lines[i])
+            && let Some(c) = HEAD.captures(lines[i + 1])
+        {
+            let mut start = i + 2;
+            if start < lines.len() && is_dash(lines[start]) {
+                start += 1;
+            }
+            let mut j = start;
+            while j < lines.len() && !is_eq(lines[j]) && !is_dash(lines[j]) {
+                j += 1;
+            }
+            failures.push(failure(
+                &format!("{}: {}", &c[1], &c[2]),
+                &lines[start..j],
+                true,
+            ));
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    (counts, failures)
+}
+
+/// Jest: the `Tests: … N total` line; `● suite › test` blocks; a suite that failed to run
+/// is an uncounted failure.
+fn jest(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static TESTS: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^Tests:\s+(.*?\d+ total)"));
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) ([a-z]+)"));
+    static BULLET: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*● (.+)$"));
+    static FILE: LazyLock<Regex> = LazyLock::new(|| re(r"^FAIL (\S+)"));
+
+    let counts = TESTS.captures_iter(text).last().map(|c| {
+        let mut t = Counts::default();
+        for p in PAIR.captures_iter(&c[1]) {
+            let n = num(&p[1]);
+            match &p[2] {
+                "passed" => t.passed += n,
+                "failed" => t.failed += n,
+                "skipped" | "todo" | "pending" => t.skipped += n,
+                _ => {}
+            }
+        }
+        t
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    let mut failures = Vec::new();
+    let mut file = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some(c) = FILE.captures(lines[i]) {
+            file = c[1].to_owned();
+        }
+        if let Some(c) = BULLET.captures(lines[i]) {
+            let name = c[1].trim().to_owned();
+            let start = i + 1;
+            let mut j = start;
+            while j < lines.len()
+                && !BULLET.is_match(lines[j])
+                && (lines[j].is_empty() || lines[j].starts_with(' '))
+            {
+                j += 1;
+            }
+            if name == "Test suite failed to run" {
+                failures.push(failure(&format!("{file}: {name}"), &lines[start..j], false));
+            } else if name != "Console" {
+                failures.push(failure(&name, &lines[start..j], true));
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    (counts, dedup(failures))
+}
+
+/// Vitest: the ` Tests  1 failed | 3 passed (4)` line; `FAIL  file > test` blocks in the
+/// failed-tests section, and failed suites as uncounted failures.
+fn vitest(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static TESTS: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^\s*Tests\s+(\d+ [a-z]+.*?)\s*\(\d+\)\s*$"));
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) ([a-z]+)"));
+    static SECTION: LazyLock<Regex> = LazyLock::new(|| re(r"^⎯+ Failed (Tests|Suites) \d+ ⎯+$"));
+    static FAIL: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*FAIL\s+(.+?)\s*$"));
+    let is_rule = |l: &str| l.trim_start().starts_with('⎯');
+
+    let counts = TESTS.captures_iter(text).last().map(|c| {
+        let mut t = Counts::default();
+        for p in PAIR.captures_iter(&c[1]) {
+            let n = num(&p[1]);
+            match &p[2] {
+                "passed" => t.passed += n,
+                "failed" => t.failed += n,
+                "skipped" | "todo" => t.skipped += n,
+                _ => {}
+            }
+        }
+        t
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    let mut failures = Vec::new();
+    let mut section: Option<bool> = None; // Some(true): suites
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some(c) = SECTION.captures(lines[i].trim()) {
+            section = Some(&c[1] == "Suites");
+            i += 1;
+            continue;
+        }
+        if let (Some(suites), Some(c)) = (section, FAIL.captures(lines[i])) {
+            let start = i + 1;
+            let mut j = start;
+            while j < lines.len()
+                && !FAIL.is_match(lines[j])
+                && !is_rule(lines[j])
+                && !lines[j].trim_start().starts_with("Test Files")
+            {
+                j += 1;
+            }
+            failures.push(failure(&c[1], &lines[start..j], !suites));
+            i = j;
+            continue;
+        }
+        if lines[i].trim_start().starts_with("Test Files") {
+            section = None;
+        }
+        i += 1;
+    }
+    (counts, dedup(failures))
+}
+
+/// Mocha: `N passing`, `N failing`, `N pending`; the numbered `1) suite test:` blocks after
+/// the failing count.
+fn mocha(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static COUNT: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(\d+) (passing|failing|pending)\b"));
+    static ITEM: LazyLock<Regex> = LazyLock::new(|| re(r"^\s{1,4}(\d+)\) (.+)$"));
+
+    let lines: Vec<&str> = text.lines().collect();
+    let mut counts: Option<Counts> = None;
+    let mut failing_at = None;
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(c) = COUNT.captures(l) {
+            let t = counts.get_or_insert_with(Counts::default);
+            let n = num(&c[1]);
+            match &c[2] {
+                "passing" => t.passed = n,
+                "failing" => {
+                    t.failed = n;
+                    failing_at = Some(i);
+                }
+                _ => t.skipped = n,
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    if let Some(from) = failing_at {
+        let mut i = from + 1;
+        while i < lines.len() {
+            let Some(c) = ITEM.captures(lines[i]) else {
+                i += 1;
+                continue;
+            };
+            let mut name = c[2].trim().to_owned();
+            let mut j = i + 1;
+            // The title continues on indented lines up to the first blank line.
+            while j < lines.len() && !lines[j].trim().is_empty() && !ITEM.is_match(lines[j]) {
+                name.push(' ');
+                name.push_str(lines[j].trim());
+                j += 1;
+            }
+            let start = j;
+            while j < lines.len() && !ITEM.is_match(lines[j]) {
+                j += 1;
+            }
+            let name = name.trim_end_matches(':').to_owned();
+            failures.push(failure(&name, &lines[start..j], true));
+            i = j;
+        }
+    }
+    (counts, failures)
+}
+
+/// `go test -v`: `--- PASS` / `--- FAIL` / `--- SKIP` lines counted (subtests too); a
+/// failure's output is what its `=== RUN` printed and the indented lines after its
+/// `--- FAIL`; build failures and the test timeout are uncounted failures.
+fn go(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static RESULT: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*--- (PASS|FAIL|SKIP): (\S+)"));
+    static BUILD: LazyLock<Regex> = LazyLock::new(|| re(r"^# (\S+)(?: \[.*\])?$"));
+    static BUILD_FAIL: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^FAIL\s+(\S+)\s+\[(build|setup) failed\]"));
+    static TIMEOUT: LazyLock<Regex> = LazyLock::new(|| re(r"^panic: test timed out after"));
+
+    let lines: Vec<&str> = text.lines().collect();
+    let mut counts: Option<Counts> = None;
+    let mut failures = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(c) = RESULT.captures(l) {
+            let t = counts.get_or_insert_with(Counts::default);
+            match &c[1] {
+                "PASS" => t.passed += 1,
+                "SKIP" => t.skipped += 1,
+                _ => {
+                    t.failed += 1;
+                    let name = &c[2];
+                    let run = format!("=== RUN   {name}");
+                    let mut detail: Vec<&str> = Vec::new();
+                    if let Some(from) = lines[..i].iter().rposition(|x| x.trim_end() == run) {
+                        detail.extend(
+                            lines[from + 1..i]
+                                .iter()
+                                .filter(|x| !x.trim_start().starts_with("=== ")),
+                        );
+                    }
+                    let indent = l.len() - l.trim_start().len();
+                    detail.extend(lines[i + 1..].iter().take_while(|x| {
+                        let ind = x.len() - x.trim_start().len();
+                        ind > indent && !RESULT.is_match(x)
+                    }));
+                    failures.push(failure(name, &detail, true));
+                }
+            }
+            continue;
+        }
+        if let Some(c) = BUILD.captures(l) {
+            let block: Vec<&str> = lines[i + 1..]
+                .iter()
+                .take_while(|x| {
+                    !x.trim().is_empty() && !x.starts_with("FAIL") && !x.starts_with("# ")
+                })
+                .copied()
+                .collect();
+            let mut f = failure(&format!("build failed: {}", &c[1]), &block, false);
+            f.severity = Severity::Critical;
+            failures.push(f);
+            continue;
+        }
+        if let Some(c) = BUILD_FAIL.captures(l) {
+            let name = format!("build failed: {}", &c[1]);
+            if !failures.iter().any(|f| f.name == name) {
+                let mut f = failure(&format!("{} failed: {}", &c[2], &c[1]), &[l], false);
+                f.severity = Severity::Critical;
+                failures.push(f);
+            }
+            continue;
+        }
+        if TIMEOUT.is_match(l) {
+            let block: Vec<&str> = lines[i..].iter().take(10).copied().collect();
+            let mut f = failure("timeout", &block, false);
+            f.severity = Severity::Medium;
+            failures.push(f);
+        }
+    }
+    (counts, failures)
+}
+
+/// Warning and deprecation lines (Low), each once.
+fn warnings(text: &str) -> Vec<String> {
+    static WARN: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(warning|deprecat\w*)\b"));
+    static NOISE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?i)^[= ]*warnings summary|\d+ warnings? (?:in|emitted|generated)|^[= ]*(?:\d+ [a-z]+,? ?)+ in \d|waiting for other jobs|-- Docs:",
+        )
+    });
+    let mut out: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let t = l.trim();
+        if t.len() < 8 || !WARN.is_match(t) || NOISE.is_match(t) {
+            continue;
+        }
+        let line = one_line(t, 200);
+        if !out.contains(&line) {
+            out.push(line);
+            if out.len() == MAX_WARNINGS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
