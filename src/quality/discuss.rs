@@ -1,10 +1,549 @@
-//! Quality: discuss rounds (not built yet).
+//! Discuss rounds: a multi-perspective critique of what a task just produced, run right after
+//! it (DISCUSS-001 after the analyst, DISCUSS-002 after the requirements, DISCUSS-003 after
+//! the readiness gate).
+//!
+//! Each perspective (product, technical, quality, risk, coverage) is a [`Critic`] that returns
+//! strengths, weaknesses, suggestions and a rating from 1 to 5, plus the coverage gaps and the
+//! risk level it sees. The builtin critics are deterministic: they apply the rules of
+//! `specs/discuss.toml` to measured properties of the documents, and they run in parallel, as
+//! agents would. The round then looks for divergence — a coverage gap or a high risk is HIGH,
+//! a rating ≤ 2 or a spread ≥ 3 is MEDIUM, a topic the perspectives disagree on is LOW —
+//! and for consensus (no HIGH and an average rating ≥ 3.0). The record goes to
+//! `discussions/<round>-discussion.md`; the coordinator turns HIGH into one revision (or a
+//! pause at the final round), logs MEDIUM's action items and lets LOW pass. The decisions
+//! that fill the reference's gaps are written at the top of `specs/discuss.toml`.
+
+mod config;
+mod metrics;
+mod record;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::DiscussOutcome;
+use super::checkpoint::spec::Spec;
 use crate::agents::{TaskInput, TaskOutput};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::model::Verdict;
 
-/// Runs discuss round `round` on what `produced` wrote; `None` when no round was run.
-pub fn run_round(_round: &str, _input: &TaskInput, _produced: &TaskOutput) -> Result<Option<DiscussOutcome>> {
-    Ok(None)
+use config::{Config, OnFail, Rule, Thresholds};
+use metrics::Metrics;
+
+/// What the critics of one round look at.
+pub struct Subject<'a> {
+    /// The round (`DISCUSS-002`).
+    pub round: &'a str,
+    /// The artifact judged, when it exists.
+    pub artifact: Option<&'a str>,
+    /// The documents of the folder, the produced ones included.
+    pub spec: &'a Spec,
+    /// What was measured.
+    pub metrics: &'a Metrics,
 }
+
+/// How much risk a perspective sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RiskLevel {
+    /// Nothing of note.
+    Low,
+    /// Something to watch.
+    Medium,
+    /// Must be handled before going on.
+    High,
+    /// Stop.
+    Critical,
+}
+
+impl RiskLevel {
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+            RiskLevel::Critical => "critical",
+        }
+    }
+}
+
+/// One perspective's verdict.
+#[derive(Debug, Clone)]
+pub struct Critique {
+    /// The perspective.
+    pub perspective: String,
+    /// Who spoke.
+    pub persona: String,
+    /// 1 to 5.
+    pub rating: u8,
+    /// What is good.
+    pub strengths: Vec<String>,
+    /// What is not.
+    pub weaknesses: Vec<String>,
+    /// What to do, most urgent first.
+    pub suggestions: Vec<String>,
+    /// Coverage gaps (the reference's `missing_requirements`).
+    pub missing: Vec<String>,
+    /// The risk it sees.
+    pub risk: RiskLevel,
+    /// Topics judged, with whether they were found good.
+    pub topics: BTreeMap<String, bool>,
+    /// The measured values behind the verdict, as `metric = value`.
+    pub measured: Vec<String>,
+}
+
+/// One perspective of a round.
+pub trait Critic: Send + Sync {
+    /// The perspective it speaks for.
+    fn perspective(&self) -> &str;
+    /// Judges `subject`.
+    fn critique(&self, subject: &Subject<'_>) -> Result<Critique>;
+}
+
+/// A perspective judged by the rules of `specs/discuss.toml`.
+pub struct BuiltinCritic {
+    perspective: String,
+    persona: String,
+    rules: Vec<Rule>,
+}
+
+impl BuiltinCritic {
+    /// The builtin critic of `perspective` in `round`.
+    fn new(config: &Config, round: &str, perspective: &str) -> BuiltinCritic {
+        BuiltinCritic {
+            perspective: perspective.to_owned(),
+            persona: config
+                .perspective
+                .get(perspective)
+                .map(|p| p.persona.clone())
+                .unwrap_or_default(),
+            rules: config
+                .rule
+                .iter()
+                .filter(|r| r.perspective == perspective && r.rounds.iter().any(|x| x == round))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+impl Critic for BuiltinCritic {
+    fn perspective(&self) -> &str {
+        &self.perspective
+    }
+
+    fn critique(&self, subject: &Subject<'_>) -> Result<Critique> {
+        let mut c = Critique {
+            perspective: self.perspective.clone(),
+            persona: self.persona.clone(),
+            rating: 1,
+            strengths: Vec::new(),
+            weaknesses: Vec::new(),
+            suggestions: Vec::new(),
+            missing: Vec::new(),
+            risk: RiskLevel::Low,
+            topics: BTreeMap::new(),
+            measured: Vec::new(),
+        };
+        let (mut met_weight, mut total) = (0.0, 0.0);
+        let mut urgent = Vec::new();
+        let mut other = Vec::new();
+        for rule in &self.rules {
+            total += rule.weight;
+            let measure = subject.metrics.get(rule.metric.as_str());
+            let fill = |text: &str| match measure {
+                Some(m) => text
+                    .replace("{value}", &number(m.value))
+                    .replace("{items}", &m.items.join(", ")),
+                None => text.replace("{value}", "?").replace("{items}", &rule.topic),
+            };
+            let met = measure.is_some_and(|m| rule.met(m.value));
+            let topic = c.topics.entry(rule.topic.clone()).or_insert(true);
+            *topic &= met;
+            match measure {
+                Some(m) => c
+                    .measured
+                    .push(format!("{} = {}", rule.metric, number(m.value))),
+                None => c.measured.push(format!("{} = not measurable", rule.metric)),
+            }
+            if met {
+                met_weight += rule.weight;
+                c.strengths.push(fill(&rule.strength));
+                continue;
+            }
+            let weakness = match measure {
+                Some(_) => fill(&rule.weakness),
+                None => format!(
+                    "{} cannot be judged: the document it needs is missing",
+                    rule.topic
+                ),
+            };
+            c.weaknesses.push(weakness);
+            match rule.on_fail {
+                Some(OnFail::Gap) => {
+                    let items = measure.map(|m| m.items.clone()).unwrap_or_default();
+                    if items.is_empty() {
+                        c.missing.push(rule.topic.clone());
+                    } else {
+                        c.missing.extend(items);
+                    }
+                    urgent.push(fill(&rule.suggestion));
+                }
+                Some(OnFail::HighRisk) if measure.is_some() => {
+                    c.risk = c.risk.max(RiskLevel::High);
+                    urgent.push(fill(&rule.suggestion));
+                }
+                Some(OnFail::CriticalRisk) if measure.is_some() => {
+                    c.risk = RiskLevel::Critical;
+                    urgent.push(fill(&rule.suggestion));
+                }
+                _ => {
+                    c.risk = c.risk.max(RiskLevel::Medium);
+                    other.push(fill(&rule.suggestion));
+                }
+            }
+        }
+        c.rating = if total > 0.0 {
+            (1.0 + 4.0 * met_weight / total).round() as u8
+        } else {
+            3
+        };
+        c.measured.dedup();
+        for s in urgent.into_iter().chain(other) {
+            if !c.suggestions.contains(&s) {
+                c.suggestions.push(s);
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// A value as written in texts: integers without decimals.
+fn number(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}", v.round() as i64)
+    } else {
+        format!("{v:.2}").trim_end_matches('0').to_owned()
+    }
+}
+
+/// How strongly the perspectives disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Divergent views on a topic, no more.
+    Low,
+    /// A low rating or a wide spread.
+    Medium,
+    /// A coverage gap or a high risk.
+    High,
+}
+
+impl Severity {
+    /// `LOW`, `MEDIUM` or `HIGH`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "LOW",
+            Severity::Medium => "MEDIUM",
+            Severity::High => "HIGH",
+        }
+    }
+}
+
+/// One divergence found.
+#[derive(Debug, Clone)]
+pub struct Divergence {
+    /// How severe.
+    pub severity: Severity,
+    /// What about.
+    pub topic: String,
+    /// Who raised it.
+    pub perspectives: Vec<String>,
+    /// What was found.
+    pub detail: String,
+}
+
+/// The divergences among `critiques`, most severe first.
+pub fn diverge(critiques: &[Critique], t: &Thresholds) -> Vec<Divergence> {
+    let mut out = Vec::new();
+    for c in critiques {
+        if !c.missing.is_empty() {
+            out.push(Divergence {
+                severity: Severity::High,
+                topic: "coverage gap".into(),
+                perspectives: vec![c.perspective.clone()],
+                detail: format!("missing: {}", c.missing.join(", ")),
+            });
+        }
+        if c.risk >= RiskLevel::High {
+            out.push(Divergence {
+                severity: Severity::High,
+                topic: format!("{} risk", c.risk.as_str()),
+                perspectives: vec![c.perspective.clone()],
+                detail: c.weaknesses.first().cloned().unwrap_or_default(),
+            });
+        }
+    }
+    for c in critiques.iter().filter(|c| c.rating <= t.low_rating) {
+        out.push(Divergence {
+            severity: Severity::Medium,
+            topic: "low rating".into(),
+            perspectives: vec![c.perspective.clone()],
+            detail: format!(
+                "{} rates {}/5: {}",
+                c.perspective,
+                c.rating,
+                c.weaknesses.join("; ")
+            ),
+        });
+    }
+    if let (Some(lo), Some(hi)) = (
+        critiques.iter().min_by_key(|c| c.rating),
+        critiques.iter().max_by_key(|c| c.rating),
+    ) && hi.rating - lo.rating >= t.spread
+    {
+        out.push(Divergence {
+            severity: Severity::Medium,
+            topic: "rating spread".into(),
+            perspectives: vec![hi.perspective.clone(), lo.perspective.clone()],
+            detail: format!(
+                "{} rates {}/5, {} rates {}/5",
+                hi.perspective, hi.rating, lo.perspective, lo.rating
+            ),
+        });
+    }
+    let topics: BTreeSet<&String> = critiques.iter().flat_map(|c| c.topics.keys()).collect();
+    for topic in topics {
+        let good: Vec<String> = critiques
+            .iter()
+            .filter(|c| c.topics.get(topic) == Some(&true))
+            .map(|c| c.perspective.clone())
+            .collect();
+        let bad: Vec<String> = critiques
+            .iter()
+            .filter(|c| c.topics.get(topic) == Some(&false))
+            .map(|c| c.perspective.clone())
+            .collect();
+        if !good.is_empty() && !bad.is_empty() {
+            out.push(Divergence {
+                severity: Severity::Low,
+                topic: topic.clone(),
+                detail: format!("good for {}, short for {}", good.join(", "), bad.join(", ")),
+                perspectives: good.into_iter().chain(bad).collect(),
+            });
+        }
+    }
+    out.sort_by_key(|d| std::cmp::Reverse(d.severity));
+    out
+}
+
+/// The round's verdict: the most severe divergence, LOW when there is none.
+pub fn severity(divergences: &[Divergence]) -> Severity {
+    divergences
+        .iter()
+        .map(|d| d.severity)
+        .max()
+        .unwrap_or(Severity::Low)
+}
+
+/// Whether the perspectives reached consensus: no HIGH divergence and an average rating of
+/// at least the threshold.
+pub fn consensus(divergences: &[Divergence], average: f64, t: &Thresholds) -> bool {
+    severity(divergences) < Severity::High && average >= t.min_average - 1e-9
+}
+
+/// The mean rating.
+fn average(critiques: &[Critique]) -> f64 {
+    if critiques.is_empty() {
+        return 0.0;
+    }
+    critiques.iter().map(|c| f64::from(c.rating)).sum::<f64>() / critiques.len() as f64
+}
+
+/// At most this many action items are handed on.
+const MAX_ACTIONS: usize = 8;
+
+/// The action items: the suggestions of perspectives that found gaps or high risks first,
+/// then of the lowest ratings; each once, naming who asked for it.
+fn action_items(critiques: &[Critique], artifact_missing: Option<&str>) -> Vec<String> {
+    let mut order: Vec<&Critique> = critiques.iter().collect();
+    order.sort_by_key(|c| (c.missing.is_empty() && c.risk < RiskLevel::High, c.rating));
+    let mut items: Vec<(String, Vec<String>)> = Vec::new();
+    if let Some(a) = artifact_missing {
+        items.push((
+            format!("Write the round's artifact: {a}"),
+            vec!["round".into()],
+        ));
+    }
+    for c in order {
+        for s in &c.suggestions {
+            match items.iter_mut().find(|(t, _)| t == s) {
+                Some((_, who)) => who.push(c.perspective.clone()),
+                None => items.push((s.clone(), vec![c.perspective.clone()])),
+            }
+        }
+    }
+    items
+        .into_iter()
+        .take(MAX_ACTIONS)
+        .map(|(text, who)| format!("[{}] {text}", who.join(", ")))
+        .collect()
+}
+
+/// Runs the critics on `subject` in parallel; a critic that fails is reported, not fatal.
+fn run_critics(critics: &[Box<dyn Critic>], subject: &Subject<'_>) -> (Vec<Critique>, Vec<String>) {
+    let results: Vec<(String, Result<Critique>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = critics
+            .iter()
+            .map(|c| {
+                (
+                    c.perspective().to_owned(),
+                    s.spawn(move || c.critique(subject)),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(p, h)| {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Invalid(format!("the {p} critic panicked"))));
+                (p, r)
+            })
+            .collect()
+    });
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for (p, r) in results {
+        match r {
+            Ok(c) => ok.push(c),
+            Err(e) => failed.push(format!("{p}: {e}")),
+        }
+    }
+    (ok, failed)
+}
+
+/// Runs discuss round `round` on what `produced` wrote; `None` for a round this build does
+/// not know.
+pub fn run_round(
+    round: &str,
+    input: &TaskInput,
+    produced: &TaskOutput,
+) -> Result<Option<DiscussOutcome>> {
+    let config = Config::builtin()?;
+    let Some(r) = config.round.get(round) else {
+        return Ok(None);
+    };
+    let critics: Vec<Box<dyn Critic>> = r
+        .perspectives
+        .iter()
+        .map(|p| Box::new(BuiltinCritic::new(config, round, p)) as Box<dyn Critic>)
+        .collect();
+    discuss(config, round, input, produced, &critics).map(Some)
+}
+
+/// Runs `round` with `critics`.
+fn discuss(
+    config: &Config,
+    round: &str,
+    input: &TaskInput,
+    produced: &TaskOutput,
+    critics: &[Box<dyn Critic>],
+) -> Result<DiscussOutcome> {
+    let r = &config.round[round];
+    let mut folder = input.folder.clone();
+    for (p, b) in &produced.files {
+        folder.insert(p.clone(), b.clone());
+    }
+    let spec = Spec::read(&folder);
+    let metrics = metrics::measure(&spec, &config.risk);
+    let artifact = r
+        .artifacts
+        .iter()
+        .find(|a| folder.contains_key(a.as_str()))
+        .map(String::as_str);
+    let subject = Subject {
+        round,
+        artifact,
+        spec: &spec,
+        metrics: &metrics,
+    };
+    let (critiques, failed) = run_critics(critics, &subject);
+    if critiques.is_empty() {
+        return Err(Error::Invalid(format!(
+            "{round}: every critic failed: {}",
+            failed.join("; ")
+        )));
+    }
+    let t = &config.consensus;
+    let mut divergences = diverge(&critiques, t);
+    let missing_artifact = artifact.is_none().then(|| r.artifacts.join(" or "));
+    if let Some(a) = &missing_artifact {
+        divergences.insert(
+            0,
+            Divergence {
+                severity: Severity::High,
+                topic: "artifact missing".into(),
+                perspectives: vec!["round".into()],
+                detail: format!("{} did not write {a}", input.task.id),
+            },
+        );
+    }
+    let avg = average(&critiques);
+    let level = severity(&divergences);
+    let agreed = consensus(&divergences, avg, t);
+    let actions = action_items(&critiques, missing_artifact.as_deref());
+    let ratings: Vec<String> = critiques
+        .iter()
+        .map(|c| format!("{} {}", c.perspective, c.rating))
+        .collect();
+    let top = divergences
+        .iter()
+        .find(|d| d.severity == level && level > Severity::Low)
+        .map(|d| format!("; {}: {}", d.topic, d.detail))
+        .unwrap_or_default();
+    let summary = format!(
+        "consensus {}, {} divergence: average {avg:.1}/5 ({}){top}",
+        if agreed { "reached" } else { "blocked" },
+        level.as_str(),
+        ratings.join(", ")
+    );
+    let text = record::render(&record::Record {
+        round,
+        task: input.task.id.as_str(),
+        artifact: artifact
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{} (missing)", r.artifacts.join(" or "))),
+        config,
+        critiques: &critiques,
+        failed: &failed,
+        divergences: &divergences,
+        level,
+        average: avg,
+        consensus: agreed,
+        actions: &actions,
+        last: r.last,
+    });
+    Ok(DiscussOutcome {
+        verdict: Verdict {
+            verdict: level.as_str().to_owned(),
+            score: Some((avg * 100.0).round() / 100.0),
+            summary: one_line(&summary, 300),
+        },
+        files: vec![(
+            format!("discussions/{round}-discussion.md"),
+            text.into_bytes(),
+        )],
+        action_items: actions,
+    })
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let t = text.replace('\n', " ");
+    if t.chars().count() <= max {
+        return t;
+    }
+    let mut s: String = t.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! `specs/discuss.toml`: rounds, perspectives and the critics' rules, loaded and checked once.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use super::metrics;
+use crate::error::{Error, Result};
+
+/// The discuss file compiled into the binary.
+pub const BUILTIN: &str = include_str!("../../../specs/discuss.toml");
+const FILE: &str = "specs/discuss.toml (builtin)";
+
+/// The whole file.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Format version.
+    pub schema: u32,
+    /// When the perspectives agree.
+    pub consensus: Thresholds,
+    /// Who judges.
+    pub perspective: BTreeMap<String, Perspective>,
+    /// When and on what.
+    pub round: BTreeMap<String, Round>,
+    /// The builtin critics' rules.
+    pub rule: Vec<Rule>,
+    /// High-impact signal combinations.
+    #[serde(default)]
+    pub risk: Vec<RiskSpec>,
+}
+
+/// The divergence and consensus thresholds.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Consensus needs at least this average rating.
+    pub min_average: f64,
+    /// A rating at or below this is a MEDIUM divergence.
+    pub low_rating: u8,
+    /// A spread (max − min) at or above this is a MEDIUM divergence.
+    pub spread: u8,
+}
+
+/// One perspective.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perspective {
+    /// Who speaks.
+    pub persona: String,
+    /// What it looks at.
+    pub focus: String,
+}
+
+/// One round.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Round {
+    /// The artifact judged: the first of these that exists.
+    pub artifacts: Vec<String>,
+    /// The perspectives that judge it.
+    pub perspectives: Vec<String>,
+    /// Whether it is the last round (a HIGH divergence escalates to the user).
+    #[serde(default, rename = "final")]
+    pub last: bool,
+}
+
+/// What a missed rule means besides a lower rating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFail {
+    /// A coverage gap (`missing_requirements`).
+    Gap,
+    /// The risk level is at least high.
+    HighRisk,
+    /// The risk level is critical.
+    CriticalRisk,
+}
+
+/// One rule of a builtin critic.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// The rounds it applies in.
+    pub rounds: Vec<String>,
+    /// The perspective that applies it.
+    pub perspective: String,
+    /// The metric it reads (see `metrics::CATALOG`).
+    pub metric: String,
+    /// Met when the value is at least this.
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Met when the value is at most this.
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// Its weight in the rating.
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// What a miss means besides the rating.
+    #[serde(default)]
+    pub on_fail: Option<OnFail>,
+    /// What it is about, to find agreement between perspectives.
+    pub topic: String,
+    /// Said when met.
+    pub strength: String,
+    /// Said when missed.
+    pub weakness: String,
+    /// Advised when missed.
+    pub suggestion: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A combination of signals that makes a high-impact risk, and the words that acknowledge it.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskSpec {
+    /// Its name in reports.
+    pub name: String,
+    /// Every one of these signals must be reported.
+    pub signals: Vec<String>,
+    /// A word of the documents starting with one of these acknowledges it.
+    pub words: Vec<String>,
+}
+
+impl Rule {
+    /// Whether `value` meets the rule.
+    pub fn met(&self, value: f64) -> bool {
+        self.min.is_none_or(|m| value >= m - 1e-9) && self.max.is_none_or(|m| value <= m + 1e-9)
+    }
+}
+
+impl Config {
+    /// Parses and checks `text`, naming `file` in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|e| Error::Config {
+            file: file.to_owned(),
+            line: e
+                .span()
+                .map_or(1, |s| text[..s.start].lines().count().max(1)),
+            message: e.message().trim().to_owned(),
+        })?;
+        let bad = |message: String| Error::Config {
+            file: file.to_owned(),
+            line: 1,
+            message,
+        };
+        if config.schema != 1 {
+            return Err(bad(format!(
+                "schema {} is not supported; this build reads 1",
+                config.schema
+            )));
+        }
+        for (name, r) in &config.round {
+            for p in &r.perspectives {
+                if !config.perspective.contains_key(p) {
+                    return Err(bad(format!("round {name} names unknown perspective `{p}`")));
+                }
+                if !config
+                    .rule
+                    .iter()
+                    .any(|x| x.perspective == *p && x.rounds.contains(name))
+                {
+                    return Err(bad(format!("round {name}: perspective `{p}` has no rule")));
+                }
+            }
+        }
+        for (i, r) in config.rule.iter().enumerate() {
+            let at = format!("rule {} ({} / {})", i + 1, r.perspective, r.metric);
+            if !config.perspective.contains_key(&r.perspective) {
+                return Err(bad(format!("{at}: unknown perspective")));
+            }
+            if let Some(round) = r.rounds.iter().find(|x| !config.round.contains_key(*x)) {
+                return Err(bad(format!("{at}: unknown round `{round}`")));
+            }
+            if !metrics::CATALOG.iter().any(|(m, _)| *m == r.metric) {
+                return Err(bad(format!("{at}: unknown metric")));
+            }
+            if r.min.is_some() == r.max.is_some() {
+                return Err(bad(format!("{at}: give exactly one of `min` and `max`")));
+            }
+            if r.weight <= 0.0 {
+                return Err(bad(format!("{at}: the weight must be positive")));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The builtin file, parsed once.
+    pub fn builtin() -> Result<&'static Config> {
+        static CONFIG: LazyLock<std::result::Result<Config, String>> =
+            LazyLock::new(|| Config::parse(FILE, BUILTIN).map_err(|e| e.to_string()));
+        CONFIG.as_ref().map_err(|m| Error::Invalid(m.clone()))
+    }
+}

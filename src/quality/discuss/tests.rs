@@ -1,0 +1,328 @@
+//! Tests of the discuss rounds: the divergence and consensus rules as a table, rounds on
+//! discovery contexts written for the purpose, the record, and rounds on the builtin agent's
+//! real documents.
+
+use std::collections::BTreeMap;
+
+use super::config::{Config, Thresholds};
+use super::{Critique, RiskLevel, Severity, consensus, diverge, run_round, severity};
+use crate::agents::{Outcome, StateUpdate, TaskOutput};
+use crate::quality::DiscussOutcome;
+use crate::quality::checkpoint::tests::Harness;
+
+fn thresholds() -> Thresholds {
+    Thresholds {
+        min_average: 3.0,
+        low_rating: 2,
+        spread: 3,
+    }
+}
+
+fn critique(perspective: &str, rating: u8, missing: &[&str], risk: RiskLevel) -> Critique {
+    Critique {
+        perspective: perspective.into(),
+        persona: String::new(),
+        rating,
+        strengths: Vec::new(),
+        weaknesses: vec![format!("{perspective} weakness")],
+        suggestions: Vec::new(),
+        missing: missing.iter().map(|s| (*s).to_owned()).collect(),
+        risk,
+        topics: BTreeMap::new(),
+        measured: Vec::new(),
+    }
+}
+
+#[test]
+fn divergence_and_consensus_rules() {
+    use RiskLevel::*;
+    use Severity::{High as H, Low as L, Medium as M};
+    // (ratings, coverage gaps of the last critic, risk of the last critic) → (severity, consensus)
+    type Row<'a> = (&'a [u8], &'a [&'a str], RiskLevel, Severity, bool);
+    let table: &[Row<'_>] = &[
+        (&[4, 4, 4], &[], Low, L, true),
+        (&[3, 3, 3], &[], Medium, L, true),
+        (&[5, 4, 3], &[], Low, L, true),
+        (&[4, 4, 4], &["G-002"], Low, H, false),
+        (&[4, 4, 4], &[], High, H, false),
+        (&[5, 5, 5], &[], Critical, H, false),
+        (&[4, 4, 2], &[], Low, M, true),
+        (&[3, 3, 2], &[], Low, M, false),
+        (&[5, 4, 2], &[], Low, M, true),
+        (&[5, 3, 3], &[], Low, L, true),
+        (&[5, 5, 1], &[], Low, M, true),
+        (&[2, 2, 2], &[], Low, M, false),
+        (&[5, 2, 2], &["REQ-003"], High, H, false),
+        (&[5, 4, 4, 2, 4], &[], Low, M, true),
+    ];
+    let t = thresholds();
+    for (ratings, missing, risk, want, agreed) in table {
+        let n = ratings.len();
+        let critiques: Vec<Critique> = ratings
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let last = i + 1 == n;
+                critique(
+                    &format!("p{i}"),
+                    *r,
+                    if last { missing } else { &[] },
+                    if last { *risk } else { RiskLevel::Low },
+                )
+            })
+            .collect();
+        let d = diverge(&critiques, &t);
+        let avg = ratings.iter().map(|r| f64::from(*r)).sum::<f64>() / n as f64;
+        assert_eq!(
+            severity(&d),
+            *want,
+            "{ratings:?} {missing:?} {risk:?}: {d:?}"
+        );
+        assert_eq!(
+            consensus(&d, avg, &t),
+            *agreed,
+            "{ratings:?} {missing:?} {risk:?}"
+        );
+    }
+}
+
+#[test]
+fn a_topic_judged_differently_is_a_low_divergence() {
+    let mut a = critique("product", 4, &[], RiskLevel::Low);
+    let mut b = critique("coverage", 4, &[], RiskLevel::Low);
+    a.topics.insert("target users".into(), true);
+    b.topics.insert("target users".into(), false);
+    let d = diverge(&[a, b], &thresholds());
+    assert_eq!(severity(&d), Severity::Low);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].topic, "target users");
+}
+
+#[test]
+fn the_builtin_rules_load_and_cover_every_round() {
+    let c = Config::builtin().unwrap();
+    assert_eq!(
+        c.round["DISCUSS-001"].perspectives,
+        ["product", "risk", "coverage"]
+    );
+    assert_eq!(
+        c.round["DISCUSS-002"].perspectives,
+        ["product", "technical", "quality", "coverage"]
+    );
+    assert_eq!(c.round["DISCUSS-003"].perspectives.len(), 5);
+    assert!(c.round["DISCUSS-003"].last);
+    let bad = super::config::BUILTIN
+        .replace("metric = \"brief.goals\"\n", "metric = \"brief.nothing\"\n");
+    let e = Config::parse("x.toml", &bad).unwrap_err().to_string();
+    assert!(e.contains("unknown metric"), "{e}");
+}
+
+/// A round on a discovery context written for the test.
+fn round_on_discovery(h: &Harness, json: serde_json::Value) -> DiscussOutcome {
+    let (input, _) = h.claim("RESEARCH-001");
+    let produced = TaskOutput {
+        outcome: Outcome::Completed,
+        summary: "scanned".into(),
+        files: vec![(
+            "spec/discovery-context.json".into(),
+            serde_json::to_vec_pretty(&json).unwrap(),
+        )],
+        state_update: StateUpdate::default(),
+    };
+    run_round("DISCUSS-001", &input, &produced)
+        .unwrap()
+        .expect("DISCUSS-001 is a known round")
+}
+
+fn record(d: &DiscussOutcome) -> String {
+    assert_eq!(d.files.len(), 1);
+    String::from_utf8(d.files[0].1.clone()).unwrap()
+}
+
+#[test]
+fn an_empty_discovery_context_diverges_high() {
+    let h = Harness::new("spec-only");
+    let d = round_on_discovery(
+        &h,
+        serde_json::json!({
+            "session_id": "x", "phase": 1,
+            "seed_analysis": { "problem_statement": "", "target_users": [], "exploration_dimensions": [], "constraints": [] },
+            "codebase_context": null, "open_questions": [], "recommendations": [],
+            "tech_profile": { "signals": [], "evidence": {}, "confidence": "low" }
+        }),
+    );
+    assert_eq!(d.verdict.verdict, "HIGH", "{}", record(&d));
+    assert!(
+        d.verdict.summary.starts_with("consensus blocked, HIGH"),
+        "{}",
+        d.verdict.summary
+    );
+    let text = record(&d);
+    assert!(text.contains("| coverage | Requirements Analyst | 1/5 | medium | problem statement, target users, codebase context |"), "{text}");
+    assert!(
+        d.action_items
+            .iter()
+            .any(|a| a.starts_with("[coverage") && a.contains("problem statement")),
+        "{:?}",
+        d.action_items
+    );
+    assert!(d.verdict.score.unwrap() < 3.0);
+}
+
+#[test]
+fn a_good_discovery_context_diverges_low_and_the_record_says_why() {
+    let h = Harness::new("spec-only");
+    let d = round_on_discovery(
+        &h,
+        serde_json::json!({
+            "session_id": "x", "phase": 1,
+            "seed_analysis": {
+                "problem_statement": "Users who forget their password cannot get back into their account.",
+                "target_users": ["users"],
+                "exploration_dimensions": ["architecture", "security", "testing", "integration"],
+                "constraints": ["Reset links must expire after 30 minutes."],
+                "domain": "web"
+            },
+            "codebase_context": { "file_count": 6, "languages": [] },
+            "open_questions": ["Which mail service sends the links?"],
+            "recommendations": ["Verify with `cargo test` (cargo)"],
+            "tech_profile": { "signals": ["auth_detected"], "evidence": {}, "confidence": "medium" }
+        }),
+    );
+    let text = record(&d);
+    assert_eq!(d.verdict.verdict, "LOW", "{text}");
+    assert_eq!(d.verdict.score, Some(5.0), "{text}");
+    assert!(
+        d.verdict.summary.starts_with("consensus reached, LOW"),
+        "{}",
+        d.verdict.summary
+    );
+    assert_eq!(d.files[0].0, "discussions/DISCUSS-001-discussion.md");
+    for needle in [
+        "# DISCUSS-001 discussion",
+        "- Round: DISCUSS-001 after RESEARCH-001",
+        "- Artifact: `spec/discovery-context.json`",
+        "- Perspectives: product, risk, coverage",
+        "- Consensus: reached",
+        "- Divergence: LOW",
+        "- Average Rating: 5.0 / 5",
+        "| product | Product Manager | 5/5 | low | none |",
+        "| risk | Risk Analyst | 5/5 | low | none |",
+        "### Coverage (Requirements Analyst): 5/5",
+        "- The problem is stated (67 characters)",
+        "- target users: good (product, coverage)",
+        "## Divergent Views\n\nNone.",
+        "## Action Items\n\nNone.",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    assert!(d.action_items.is_empty());
+}
+
+#[test]
+fn unacknowledged_high_impact_signals_are_a_high_risk() {
+    let h = Harness::new("spec-only");
+    let d = round_on_discovery(
+        &h,
+        serde_json::json!({
+            "seed_analysis": {
+                "problem_statement": "Users who forget their password cannot get back into their account.",
+                "target_users": ["users"],
+                "exploration_dimensions": ["architecture", "security", "testing"],
+                "constraints": ["Links expire."]
+            },
+            "codebase_context": { "file_count": 6 },
+            "open_questions": [],
+            "recommendations": ["Verify with `cargo test`"],
+            "tech_profile": { "signals": ["sql_detected", "auth_detected", "data_migration"] }
+        }),
+    );
+    let text = record(&d);
+    assert_eq!(d.verdict.verdict, "HIGH", "{text}");
+    assert!(
+        text.contains("| risk | Risk Analyst |") && text.contains("| critical |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("SQL meets authentication, schema migration"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_rounds_are_not_run_and_a_missing_artifact_is_high() {
+    let h = Harness::new("spec-only");
+    let (input, _) = h.claim("RESEARCH-001");
+    let nothing = TaskOutput {
+        outcome: Outcome::Completed,
+        summary: String::new(),
+        files: Vec::new(),
+        state_update: StateUpdate::default(),
+    };
+    assert!(
+        run_round("DISCUSS-009", &input, &nothing)
+            .unwrap()
+            .is_none()
+    );
+    let d = run_round("DISCUSS-001", &input, &nothing).unwrap().unwrap();
+    assert_eq!(d.verdict.verdict, "HIGH");
+    assert!(
+        record(&d).contains("| HIGH | artifact missing | round |"),
+        "{}",
+        record(&d)
+    );
+    assert!(d.action_items[0].contains("spec/discovery-context.json"));
+}
+
+#[test]
+fn rounds_on_the_builtin_documents_do_not_diverge_high() {
+    let h = Harness::new("full-lifecycle");
+    let (input, output) = h.run_builtin("RESEARCH-001");
+    let d1 = run_round("DISCUSS-001", &input, &output).unwrap().unwrap();
+    assert_ne!(d1.verdict.verdict, "HIGH", "{}", record(&d1));
+    h.run_builtin("DRAFT-001");
+    let (input, output) = h.run_builtin("DRAFT-002");
+    let d2 = run_round("DISCUSS-002", &input, &output).unwrap().unwrap();
+    let text = record(&d2);
+    assert_ne!(d2.verdict.verdict, "HIGH", "{text}");
+    assert!(
+        text.contains("- Perspectives: product, technical, quality, coverage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- Every goal of the brief has a requirement"),
+        "{text}"
+    );
+    h.checkpoint("CHECKPOINT-001", |_| {});
+    h.run_builtin("DRAFT-003");
+    h.run_builtin("DRAFT-004");
+    h.checkpoint("CHECKPOINT-002", |_| {});
+    let (input, ctx) = h.claim("QUALITY-001");
+    let produced = crate::quality::run(&input, &ctx).unwrap().output;
+    assert_eq!(produced.outcome, Outcome::Completed, "{}", produced.summary);
+    let d3 = run_round("DISCUSS-003", &input, &produced)
+        .unwrap()
+        .unwrap();
+    let text = record(&d3);
+    assert_ne!(d3.verdict.verdict, "HIGH", "{text}");
+    assert!(
+        text.contains("- Artifact: `spec/readiness-report.md`"),
+        "{text}"
+    );
+    assert!(text.contains("- Recommendation:"), "{text}");
+
+    // The same spec without its stories: the coverage perspective finds the gap.
+    let mut input = input;
+    input
+        .folder
+        .retain(|k, _| !k.starts_with("spec/epics/EPIC-"));
+    let d = run_round("DISCUSS-003", &input, &produced)
+        .unwrap()
+        .unwrap();
+    assert_eq!(d.verdict.verdict, "HIGH", "{}", record(&d));
+    assert!(
+        record(&d).contains("- Recommendation: escalate"),
+        "{}",
+        record(&d)
+    );
+}
