@@ -101,9 +101,9 @@ pub struct DiscussOutcome {
 
 /// Runs discuss round `round` on what `produced` wrote; `None` when no round was run.
 pub fn discuss(
-    _round: &str,
-    _input: &TaskInput,
-    _produced: &TaskOutput,
+    round: &str,
+    input: &TaskInput,
+    produced: &TaskOutput,
 ) -> Result<Option<DiscussOutcome>> {
-    Ok(None)
+    discuss::run_round(round, input, produced)
 }
