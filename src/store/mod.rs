@@ -77,16 +77,11 @@ impl Store {
         if repo.workdir().is_none() {
             return Err(Error::BareRepository(repo.git_dir().to_owned()));
         }
-        let (identity, fixed_time) = match repo.committer() {
-            Some(Ok(sig)) => {
-                let fixed = std::env::var_os("GIT_COMMITTER_DATE").and_then(|_| sig.time().ok());
-                ((sig.name.to_owned(), sig.email.to_owned()), fixed)
-            }
-            _ => (
-                (FALLBACK_IDENTITY.0.into(), FALLBACK_IDENTITY.1.into()),
-                None,
-            ),
+        let identity = match repo.committer() {
+            Some(Ok(sig)) => (sig.name.to_owned(), sig.email.to_owned()),
+            _ => (FALLBACK_IDENTITY.0.into(), FALLBACK_IDENTITY.1.into()),
         };
+        let fixed_time = crate::clock::fixed().map(|seconds| gix::date::Time { seconds, offset: 0 });
         Ok(Store {
             repo,
             identity,
