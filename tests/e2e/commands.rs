@@ -72,6 +72,7 @@ fn start_without_supervision_bridges_checkpoints() {
     let repo2 = TestRepo::new();
     let out = repo2.ok(&[
         "start",
+        "--no-run",
         "--no-supervision",
         "--pipeline",
         "full-lifecycle",
@@ -439,7 +440,7 @@ fn resume_recovers_tasks_of_dead_processes_only() {
         "--pid",
         &std::process::id().to_string(),
     ]);
-    repo.ok(&["resume"]);
+    repo.ok(&["resume", "--no-run"]);
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
     assert_eq!(repo.task(&sid, "IMPL-002")["status"], "in_progress");
     let branch = format!("tlv4/{sid}");
@@ -451,7 +452,7 @@ fn resume_recovers_tasks_of_dead_processes_only() {
     );
     // Nothing left to recover: no new event.
     let tip = repo.git(&["rev-parse", &branch]);
-    repo.ok(&["resume"]);
+    repo.ok(&["resume", "--no-run"]);
     assert_eq!(repo.git(&["rev-parse", &branch]), tip);
 }
 

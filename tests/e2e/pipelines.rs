@@ -149,6 +149,9 @@ fn run_to_end_from(repo: &TestRepo, sid: &str) -> String {
         let s = repo.json(&["--session", sid, "status", "--json"]);
         match s["session"]["status"].as_str().unwrap() {
             "completed" => return sid.to_owned(),
+            "active" => {
+                repo.ok(&["--session", sid, "resume", "--completion", "keep"]);
+            }
             "paused" => {
                 assert_ne!(s["control"]["pause"]["kind"], "stalled", "{}", s["control"]);
                 repo.ok(&["--session", sid, "approve", "--completion", "keep"]);
