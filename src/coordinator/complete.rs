@@ -64,7 +64,10 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     if !store.create_ref(&target, tip, "tlv4: archive")? {
         return Err(Error::conflict(format!("`{target}` already exists"), None));
     }
-    for (name, id) in store.refs_with_prefix(&format!("{SESSION_REF_PREFIX}{sid}."))? {
+    // Task branches `tlv4/<SID>.<TASK>` (gix refuses a prefix ending in `.`, so filter here).
+    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
+    let task_branches = store.refs_with_prefix(SESSION_REF_PREFIX)?.into_iter().filter(|(n, _)| n.starts_with(&task_prefix));
+    for (name, id) in task_branches {
         store.ensure_not_checked_out(&name)?;
         store.delete_ref(&name, id)?;
     }

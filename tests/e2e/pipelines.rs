@@ -430,3 +430,92 @@ fn a_killed_run_resumes_to_completion_without_redoing_work() {
         &["spec/readiness-report.md", "artifacts/review-report.md"],
     );
 }
+
+#[test]
+fn archive_keeps_the_session_reachable_and_removes_its_branches() {
+    let repo = sample();
+    let sid = repo.ok(&["start", "--no-run", "--yes", "--pipeline", "impl-only", "--completion", "archive", "Fix the note counter"]).trim().to_owned();
+    // A task branch, as a worker leaves one: archiving removes it too.
+    repo.git(&["branch", &format!("tlv4/{sid}.IMPL-001"), &format!("tlv4/{sid}")]);
+    repo.ok(&["resume"]);
+    let sid = if repo.git(&["for-each-ref", "refs/heads/tlv4/"]).is_empty() {
+        sid
+    } else {
+        // A gate that did not pass stopped it: approve and let it archive.
+        run_to_end_archive(&repo, &sid)
+    };
+    assert_eq!(repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]), "");
+    let archived = repo.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")]);
+    assert_eq!(repo.trailers(archived.trim(), "Tlv4-Action")[0], "archive");
+    // Still readable, and read-only.
+    let s = repo.json(&["--session", &sid, "status", "--json"]);
+    assert_eq!(s["session"]["status"], "completed");
+    let err = repo.fails(&["--session", &sid, "task", "claim", "PLAN-001"], 1);
+    assert!(err.contains("archived"), "{err}");
+    repo.fsck();
+}
+
+fn run_to_end_archive(repo: &TestRepo, sid: &str) -> String {
+    for _ in 0..8 {
+        if repo.git(&["for-each-ref", "refs/heads/tlv4/"]).is_empty() {
+            return sid.to_owned();
+        }
+        repo.ok(&["--session", sid, "approve", "--completion", "archive"]);
+    }
+    panic!("session {sid} was not archived");
+}
+
+#[test]
+fn export_makes_a_clean_branch_without_run_records() {
+    let repo = sample();
+    let sid = repo.ok(&["start", "--yes", "--pipeline", "spec-only", "--completion", "export", "Write the requirements for note search"]).trim().to_owned();
+    let s = repo.json(&["status", "--json"]);
+    if s["session"]["status"] == "paused" {
+        repo.ok(&["approve", "--completion", "export"]);
+    }
+    let branch = format!("tlv4-export/{sid}");
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!files.contains(".tlv4/"), "{files}");
+    assert!(files.contains("app/notes.py"), "{files}");
+    assert!(files.contains(&format!("docs/tlv4/{sid}/spec/product-brief.md")), "{files}");
+    assert!(!files.contains("runs/"), "{files}");
+    assert_eq!(repo.git(&["rev-parse", &format!("{branch}^")]).trim(), repo.git(&["rev-parse", "HEAD"]).trim());
+    repo.fsck();
+}
+
+#[test]
+fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
+    let repo = sample();
+    let mut child = repo
+        .tlv4_cmd(&["start", "--yes", "--pipeline", "full-lifecycle", "--completion", "keep", "Add search to the notes app"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    loop {
+        let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]);
+        if let Some(branch) = refs.lines().next() {
+            let n: usize = repo.git(&["rev-list", "--count", "--first-parent", branch]).trim().parse().unwrap();
+            if n >= 6 {
+                break;
+            }
+        }
+        assert!(began.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    // 130 when the loop caught it; a signal death when it landed before the handler was set.
+    assert!(status.code() == Some(130) || status.code().is_none() || status.success(), "{status:?}");
+    repo.fsck();
+    let sid = repo.json(&["list", "--json"])[0]["id"].as_str().unwrap().to_owned();
+    if status.code() == Some(130) {
+        let s = repo.json(&["status", "--json"]);
+        assert!(s["tasks"].as_array().unwrap().iter().all(|t| t["status"] != "in_progress"), "{s}");
+    }
+    repo.ok(&["resume", "--completion", "keep"]);
+    run_to_end_from(&repo, &sid);
+    check_done(&repo, &sid, &["spec/readiness-report.md", "artifacts/test-report.md"]);
+}
