@@ -95,6 +95,7 @@ pub fn run(
         agent,
         spec,
         code: None,
+        latest: None,
         on,
     };
     let end = rt.block_on(runner.run_loop());
@@ -110,6 +111,8 @@ struct Runner<'a> {
     spec: PipelineSpec,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
     code: Option<(Vec<u8>, CodeTree)>,
+    /// The state the last event of this loop wrote, to schedule from without a re-read.
+    latest: Option<State>,
     on: &'a mut dyn FnMut(Progress),
 }
 
@@ -121,7 +124,10 @@ impl Runner<'_> {
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
         loop {
-            let (_, state) = self.store.read_state(&self.sid)?;
+            let state = match self.latest.take() {
+                Some(s) => s,
+                None => self.store.read_state(&self.sid)?.1,
+            };
             if state.session.status == SessionStatus::Active {
                 let slots =
                     (state.control.settings.max_parallel as usize).saturating_sub(running.len());
@@ -202,6 +208,7 @@ impl Runner<'_> {
         let Some(written) = written else {
             return Ok(None);
         };
+        self.latest = Some(written.state.clone());
         let tree = self.store.commit_tree(written.commit)?;
         let folder = self
             .store
@@ -379,6 +386,7 @@ impl Runner<'_> {
         let Some(written) = written else {
             return Ok(());
         };
+        self.latest = Some(written.state.clone());
         let task = &written.state.tasks[id];
         let ok = task.status == TaskStatus::Completed;
         (self.on)(Progress::Finished {

@@ -61,6 +61,9 @@ pub struct Store {
     identity: (gix::bstr::BString, gix::bstr::BString),
     /// Set when `GIT_COMMITTER_DATE` fixes the clock (tests do).
     fixed_time: Option<gix::date::Time>,
+    /// Parsed task files by blob id, with their bytes.
+    task_cache:
+        std::cell::RefCell<std::collections::HashMap<gix::ObjectId, (crate::model::Task, Vec<u8>)>>,
 }
 
 impl Store {
@@ -81,11 +84,13 @@ impl Store {
             Some(Ok(sig)) => (sig.name.to_owned(), sig.email.to_owned()),
             _ => (FALLBACK_IDENTITY.0.into(), FALLBACK_IDENTITY.1.into()),
         };
-        let fixed_time = crate::clock::fixed().map(|seconds| gix::date::Time { seconds, offset: 0 });
+        let fixed_time =
+            crate::clock::fixed().map(|seconds| gix::date::Time { seconds, offset: 0 });
         Ok(Store {
             repo,
             identity,
             fixed_time,
+            task_cache: Default::default(),
         })
     }
 

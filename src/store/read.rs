@@ -105,17 +105,32 @@ impl Store {
                     continue;
                 };
                 let path = format!("{dir}/tasks/{name}");
-                let blob = self
-                    .repo
-                    .find_blob(e.oid)
-                    .map_err(|e| Error::git("cannot read blob", e))?;
-                let text =
-                    std::str::from_utf8(&blob.data).map_err(|e| corrupt(&path, e.to_string()))?;
-                let task: Task = toml::from_str(text).map_err(|e| corrupt(&path, e.to_string()))?;
+                // Blobs are immutable: a task file unchanged since the last read is not
+                // parsed again (most events change one task of many).
+                let cached = self.task_cache.borrow().get(&e.oid.to_owned()).cloned();
+                let (task, bytes) = match cached {
+                    Some(hit) => hit,
+                    None => {
+                        let blob = self
+                            .repo
+                            .find_blob(e.oid)
+                            .map_err(|e| Error::git("cannot read blob", e))?;
+                        let text = std::str::from_utf8(&blob.data)
+                            .map_err(|e| corrupt(&path, e.to_string()))?;
+                        let task: Task =
+                            toml::from_str(text).map_err(|e| corrupt(&path, e.to_string()))?;
+                        let mut cache = self.task_cache.borrow_mut();
+                        if cache.len() > 50_000 {
+                            cache.clear();
+                        }
+                        cache.insert(e.oid.to_owned(), (task.clone(), blob.data.clone()));
+                        (task, blob.data.clone())
+                    }
+                };
                 if task.id.as_str() != stem {
                     return Err(corrupt(&path, format!("it holds task `{}`", task.id)));
                 }
-                stored.insert(task.id.clone(), blob.data.clone());
+                stored.insert(task.id.clone(), bytes);
                 tasks.insert(task.id.clone(), task);
             }
         }
