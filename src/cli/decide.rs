@@ -70,6 +70,14 @@ fn decision(
 ) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let written = store.transact(&sid, |txn| {
+        if txn.state.session.status == crate::model::SessionStatus::Aborted {
+            return Err(Error::state(
+                format!("session `{sid}` was aborted; it takes no more decisions"),
+                Some(format!(
+                    "fork it to go on: git tlv4 fork --session {sid} --at EVENT"
+                )),
+            ));
+        }
         let mut state = txn.state.clone();
         let summary = decide(&mut state, txn)?;
         txn.state = state;

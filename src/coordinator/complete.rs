@@ -66,7 +66,10 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     }
     // Task branches `tlv4/<SID>.<TASK>` (gix refuses a prefix ending in `.`, so filter here).
     let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
-    let task_branches = store.refs_with_prefix(SESSION_REF_PREFIX)?.into_iter().filter(|(n, _)| n.starts_with(&task_prefix));
+    let task_branches = store
+        .refs_with_prefix(SESSION_REF_PREFIX)?
+        .into_iter()
+        .filter(|(n, _)| n.starts_with(&task_prefix));
     for (name, id) in task_branches {
         store.ensure_not_checked_out(&name)?;
         store.delete_ref(&name, id)?;

@@ -89,8 +89,12 @@ pub fn inject_specialists(
             .flat_map(|sig| c.evidence.get(sig).cloned().unwrap_or_default())
             .collect();
         if s.priority == Priority::P0 {
+            // Downstream work waits; specialists injected beside this one do not.
             for t in state.tasks.values_mut() {
-                if t.status == TaskStatus::Pending && t.blocked_by.contains(&task.id) {
+                if t.status == TaskStatus::Pending
+                    && t.phase != "specialist"
+                    && t.blocked_by.contains(&task.id)
+                {
                     t.blocked_by.push(id.clone());
                 }
             }
@@ -134,6 +138,32 @@ struct PlanTask {
     files: Vec<serde_json::Value>,
     #[serde(default)]
     depends_on: Vec<String>,
+}
+
+/// Checks that `plan_json` is a plan IMPL tasks can be made from, without changing anything.
+pub fn check_plan(plan_json: &[u8]) -> Result<()> {
+    let plan: Plan = serde_json::from_slice(plan_json)
+        .map_err(|e| Error::Invalid(format!("plan/plan.json: {e}")))?;
+    if plan.tasks.is_empty() {
+        return Err(Error::Invalid("plan/plan.json has no tasks".into()));
+    }
+    if !["Low", "Medium", "High"].contains(&plan.complexity.as_str()) {
+        return Err(Error::Invalid(format!(
+            "plan/plan.json: unknown complexity `{}`",
+            plan.complexity
+        )));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for t in &plan.tasks {
+        if let Some(d) = t.depends_on.iter().find(|d| !seen.contains(&d.as_str())) {
+            return Err(Error::Invalid(format!(
+                "plan/plan.json: {} depends on {d}, which comes later or does not exist",
+                t.id
+            )));
+        }
+        seen.push(&t.id);
+    }
+    Ok(())
 }
 
 /// Replaces the pipeline's pending IMPL tasks with tasks made from `plan/plan.json`:
@@ -227,8 +257,10 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
         "Medium" | "High" => {
             for t in &plan.tasks {
                 let id = next_free(state, &mut n);
+                // Medium plans run in parallel except where the planner ordered tasks that
+                // share files; High plans follow every dependency.
                 let mut deps = base.clone();
-                if level == "High" {
+                {
                     for d in &t.depends_on {
                         let Some(dep) = by_plan.get(d.as_str()) else {
                             return Err(Error::Invalid(format!(
@@ -374,6 +406,10 @@ pub fn is_revised(state: &State, id: &TaskId) -> bool {
 /// Pauses the session after a quality gate (unless auto-approved on a pass) and after a
 /// checkpoint that blocks.
 pub fn pause_if_needed(state: &mut State, task: &Task) {
+    if state.session.status == SessionStatus::Paused {
+        // An earlier pause of the same event (a discuss round) says more.
+        return;
+    }
     let verdict = state.control.verdicts.get(task.id.as_str()).cloned();
     let (kind, reason, next) = match task.id.prefix() {
         "QUALITY" => {
@@ -398,6 +434,41 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
                     "git tlv4 feedback TEXT".to_owned(),
                     "git tlv4 recheck".to_owned(),
                     "git tlv4 improve [DIMENSION]".to_owned(),
+                    "git tlv4 abort".to_owned(),
+                ],
+            )
+        }
+        "REVIEW" if verdict.as_ref().is_some_and(|v| v.verdict == "BLOCK") => {
+            let v = verdict.expect("checked above");
+            (
+                "review",
+                format!("{} blocks the change: {}", task.id, v.summary),
+                vec![
+                    "git tlv4 approve   (accept the change anyway)".to_owned(),
+                    "git tlv4 revise IMPL-001 --feedback TEXT".to_owned(),
+                    "git tlv4 abort".to_owned(),
+                ],
+            )
+        }
+        "TEST"
+            if verdict
+                .as_ref()
+                .is_some_and(|v| v.verdict == "fix_required")
+                && !state
+                    .tasks
+                    .values()
+                    .any(|t| t.phase == "fix" && t.blocked_by.contains(&task.id)) =>
+        {
+            let v = verdict.expect("checked above");
+            (
+                "tests",
+                format!(
+                    "{}: the fix cycle ended below the pass target: {}",
+                    task.id, v.summary
+                ),
+                vec![
+                    "git tlv4 approve   (accept the failing tests)".to_owned(),
+                    "git tlv4 revise IMPL-001 --feedback TEXT".to_owned(),
                     "git tlv4 abort".to_owned(),
                 ],
             )

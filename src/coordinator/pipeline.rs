@@ -190,7 +190,7 @@ impl PipelineSpec {
         if !evidence.is_empty() {
             d.push_str(&format!("  - Evidence: {}\n", evidence.join(", ")));
         }
-        d.push_str(&format!("EXPECTED: artifacts/{}-report.md\nCONSTRAINTS: Read only\n---\nInnerLoop: false\nRoleSpec: specs/roles/{name}.md\n", s.prefix));
+        d.push_str(&format!("EXPECTED: artifacts/{}-001-report.md\nCONSTRAINTS: Read only\n---\nInnerLoop: false\nRoleSpec: specs/roles/{name}.md\n", s.prefix));
         d
     }
 

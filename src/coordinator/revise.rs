@@ -152,12 +152,28 @@ pub fn revise(
         let rid = next_revision(state, &base_id(id));
         let mut deps: Vec<TaskId> = Vec::new();
         for d in &original.blocked_by {
-            let d = revised
-                .iter()
-                .find(|(o, _)| o == d)
-                .map_or(d.clone(), |(_, r)| r.clone());
-            if !deps.contains(&d) {
-                deps.push(d);
+            // A checkpoint between two revised tasks is not revised: the revision waits
+            // for the revisions the checkpoint waited for instead.
+            let through: Vec<TaskId> = match state.tasks.get(d) {
+                Some(cp)
+                    if cp.role == "supervisor"
+                        && cp
+                            .blocked_by
+                            .iter()
+                            .any(|b| revised.iter().any(|(o, _)| o == b)) =>
+                {
+                    cp.blocked_by.clone()
+                }
+                _ => vec![d.clone()],
+            };
+            for d in through {
+                let d = revised
+                    .iter()
+                    .find(|(o, _)| *o == d)
+                    .map_or(d.clone(), |(_, r)| r.clone());
+                if !deps.contains(&d) {
+                    deps.push(d);
+                }
             }
         }
         let note = if id == target {

@@ -289,6 +289,17 @@ impl Runner<'_> {
             output.outcome = Outcome::Failed(format!("rejected output: {bad}"));
             output.files.clear();
         }
+        // A plan IMPL tasks cannot be made from fails the planner, not the loop.
+        if let (Outcome::Completed, Some(Err(e))) = (
+            &output.outcome,
+            output
+                .files
+                .iter()
+                .find(|(p, _)| p == "plan/plan.json")
+                .map(|(_, b)| followup::check_plan(b)),
+        ) {
+            output.outcome = Outcome::Failed(e.to_string());
+        }
         if let (Outcome::Completed, Err(e)) = (&output.outcome, output.state_update.validate()) {
             output.outcome = Outcome::Failed(format!("invalid state_update: {e}"));
         }
@@ -475,12 +486,9 @@ impl Runner<'_> {
             if txn.state.session.status != SessionStatus::Active {
                 return Ok(None);
             }
-            if txn
-                .state
-                .tasks
-                .values()
-                .all(|t| t.status == TaskStatus::Completed)
-            {
+            if txn.state.tasks.values().all(|t| {
+                t.status == TaskStatus::Completed || followup::is_revised(&txn.state, &t.id)
+            }) {
                 txn.state.session.status = SessionStatus::Completed;
                 txn.state.control.pause = None;
                 let p = txn.state.progress();
@@ -534,7 +542,7 @@ fn stall(state: &State) -> Pause {
     let failed: Vec<&crate::model::Task> = state
         .tasks
         .values()
-        .filter(|t| t.status == TaskStatus::Failed)
+        .filter(|t| t.status == TaskStatus::Failed && !followup::is_revised(state, &t.id))
         .collect();
     if let Some(first) = failed.first() {
         let list: Vec<String> = failed

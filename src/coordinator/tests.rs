@@ -253,7 +253,7 @@ fn revising_a_draft_cascades_to_completed_downstream_tasks() {
     );
     assert_eq!(
         deps(&s, "DRAFT-003-R1"),
-        ["CHECKPOINT-001"],
+        ["DRAFT-002-R1"],
         "checkpoints are passed through, not revised"
     );
     assert_eq!(deps(&s, "DRAFT-004-R1"), ["DRAFT-003-R1"]);
@@ -384,4 +384,90 @@ fn improve_targets_the_weakest_dimension() {
     assert_eq!(deps(&s, "QUALITY-001-R1"), ["IMPROVE-traceability-001"]);
     assert_eq!(s.tasks[&imp].role, "writer");
     assert!(revise::improve(&mut s, report, Some("nonsense")).is_err());
+}
+
+#[test]
+fn revisions_wait_across_checkpoints() {
+    let mut s = state("spec-only", Supervision::On);
+    complete(
+        &mut s,
+        &[
+            "RESEARCH-001",
+            "DRAFT-001",
+            "DRAFT-002",
+            "CHECKPOINT-001",
+            "DRAFT-003",
+            "DRAFT-004",
+            "CHECKPOINT-002",
+            "QUALITY-001",
+        ],
+    );
+    revise::revise(&mut s, &id("DRAFT-001"), "narrow the scope", false).unwrap();
+    // DRAFT-003 waited for CHECKPOINT-001, which waited for DRAFT-002: its revision waits
+    // for DRAFT-002's revision, not for the old checkpoint.
+    assert_eq!(deps(&s, "DRAFT-003-R1"), ["DRAFT-002-R1"]);
+    assert_eq!(deps(&s, "QUALITY-001-R1"), ["DRAFT-004-R1"]);
+}
+
+#[test]
+fn two_p0_specialists_from_one_event_run_side_by_side() {
+    let spec = PipelineSpec::builtin().unwrap();
+    let mut s = state("full-lifecycle", Supervision::On);
+    complete(&mut s, &["RESEARCH-001"]);
+    let analyst = s.tasks[&id("RESEARCH-001")].clone();
+    super::followup::collect_signals(
+        &mut s,
+        &analyst,
+        &signals(&["sql_detected", "auth_detected", "data_migration"]),
+    );
+    let made = inject_specialists(&spec, &mut s, &analyst).unwrap();
+    assert_eq!(made.len(), 2, "{made:?}");
+    assert_eq!(deps(&s, "DATA-001"), ["RESEARCH-001"]);
+    assert_eq!(deps(&s, "SECURITY-001"), ["RESEARCH-001"]);
+    assert_eq!(
+        deps(&s, "DRAFT-001"),
+        ["RESEARCH-001", "DATA-001", "SECURITY-001"]
+    );
+}
+
+#[test]
+fn a_malformed_plan_is_refused_before_anything_changes() {
+    assert!(super::followup::check_plan(b"{not json").is_err());
+    assert!(super::followup::check_plan(&plan("Huge", &[("TASK-001", &[])])).is_err());
+    assert!(
+        super::followup::check_plan(&plan(
+            "Low",
+            &[("TASK-001", &["TASK-002"]), ("TASK-002", &[])]
+        ))
+        .is_err()
+    );
+    assert!(
+        super::followup::check_plan(&plan(
+            "Medium",
+            &[("TASK-001", &[]), ("TASK-002", &["TASK-001"])]
+        ))
+        .is_ok()
+    );
+}
+
+#[test]
+fn medium_plans_keep_the_planners_file_order() {
+    let mut s = state("impl-only", Supervision::Off);
+    complete(&mut s, &["PLAN-001"]);
+    let planner = s.tasks[&id("PLAN-001")].clone();
+    dispatch_impl(
+        &mut s,
+        &planner,
+        &plan(
+            "Medium",
+            &[
+                ("TASK-001", &[]),
+                ("TASK-002", &["TASK-001"]),
+                ("TASK-003", &[]),
+            ],
+        ),
+    )
+    .unwrap();
+    assert_eq!(deps(&s, "IMPL-002"), ["PLAN-001", "IMPL-001"]);
+    assert_eq!(deps(&s, "IMPL-003"), ["PLAN-001"]);
 }

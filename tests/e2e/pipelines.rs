@@ -373,7 +373,7 @@ fn abort_stops_a_paused_session() {
     let s = repo.json(&["status", "--json"]);
     assert_eq!(s["session"]["status"], "aborted");
     let err = repo.fails(&["approve"], 1);
-    assert!(err.contains("nothing to approve"), "{err}");
+    assert!(err.contains("was aborted"), "{err}");
 }
 
 #[test]
