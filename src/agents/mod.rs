@@ -6,6 +6,11 @@
 //! for the pipeline folder and a structured state update). The coordinator records the result.
 
 pub mod builtin;
+pub mod command;
+pub mod presets;
+pub mod process;
+pub mod prompt;
+pub mod result;
 pub mod config;
 
 use std::collections::BTreeMap;

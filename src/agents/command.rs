@@ -1,0 +1,911 @@
+//! Drivers: the [`Driver`] trait, [`driver_for`], and the engine every CLI driver shares —
+//! with the `command` driver (any program: argv from the config, the prompt on stdin, the
+//! result block on stdout) as its simplest user. The presets for real agent CLIs are in
+//! [`super::presets`]; each says how to call its CLI and how to read what it printed.
+//!
+//! One run of a CLI driver: load the role's instructions, build the prompt, give the program
+//! a fresh home, run it in the task's working directory under a wall-clock limit, ask the
+//! preset whether the run succeeded (exit codes alone do not tell: several CLIs exit 0 after
+//! a denied tool or an API error), then parse the result block. A block that breaks the
+//! contract is sent back with the problem, at most twice; after that the task fails and the
+//! raw output stays in the [`DriverOutput`] for the run record.
+
+use std::path::{Path, PathBuf};
+
+use super::config::AgentSpec;
+use super::process::{self, Home, Invocation, RetryPolicy};
+use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
+use super::result::{self, Deliverable};
+use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::error::{Error, Result};
+
+/// How many answers an agent gets to meet the result contract.
+pub const CONTRACT_TRIES: u32 = 3;
+
+/// Drivers this module provides, besides the presets.
+const OWN_DRIVERS: [&str; 2] = ["builtin", "command"];
+/// Drivers named by the design that live elsewhere.
+const OTHER_DRIVERS: [&str; 2] = ["openai", "replay"];
+
+/// Runs one task on one agent.
+pub trait Driver: Send + Sync {
+    /// The agent's name (`[agents.<name>]`), or `builtin`.
+    fn name(&self) -> &str;
+    /// Does the task. Blocks; runs on a worker thread.
+    fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput>;
+}
+
+/// Where and how a task runs.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// The working directory: the task's worktree (code tasks) or a read-only view of the
+    /// session tip (document tasks).
+    pub workdir: PathBuf,
+    /// Where to keep the prompt and the transcript, if anywhere.
+    pub run_dir: Option<PathBuf>,
+    /// The attempt number of the task (1 for the first claim).
+    pub attempt: u32,
+}
+
+/// What a driver hands back: the task's output and what the run record keeps.
+#[derive(Debug, Clone)]
+pub struct DriverOutput {
+    /// The task's output. A run that failed (a trap, a timeout, a broken contract) has a
+    /// `Failed` outcome here rather than an error, so the record keeps what it printed.
+    pub output: TaskOutput,
+    /// The prompt of the last try.
+    pub prompt: String,
+    /// The program's standard output of the last try.
+    pub raw: String,
+    /// Every try: command line, exit, stdout and stderr.
+    pub transcript: Option<String>,
+    /// Tokens, cost and time over all tries.
+    pub usage: Usage,
+}
+
+/// What a run cost.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Input tokens (cached ones included), where the CLI reports them.
+    pub input_tokens: u64,
+    /// Output tokens, where the CLI reports them.
+    pub output_tokens: u64,
+    /// Cost in US dollars, where the CLI reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// The model, as reported by the CLI or configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl Usage {
+    /// Adds `other` to this usage; a reported model replaces the configured one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.seconds += other.seconds;
+        if other.model.is_some() {
+            self.model = other.model.clone();
+        }
+    }
+}
+
+/// The driver of the agent `name` configured as `spec`; `repo_root` is where relative
+/// paths and role overrides are looked up.
+pub fn driver_for(name: &str, spec: &AgentSpec, repo_root: &Path) -> Result<Box<dyn Driver>> {
+    match spec.driver.as_str() {
+        "builtin" => Ok(Box::new(BuiltinDriver)),
+        "command" => Ok(Box::new(CliDriver::new(
+            name,
+            spec,
+            repo_root,
+            Box::new(CommandCli),
+        )?)),
+        d => {
+            if let Some(cli) = super::presets::preset(d) {
+                return Ok(Box::new(CliDriver::new(name, spec, repo_root, cli)?));
+            }
+            if OTHER_DRIVERS.contains(&d) {
+                return Err(Error::state(
+                    format!("agent `{name}`: the `{d}` driver is not available in this build"),
+                    Some("use another driver for this agent for now".to_owned()),
+                ));
+            }
+            let known: Vec<&str> = OWN_DRIVERS
+                .iter()
+                .chain(super::presets::PRESETS.iter())
+                .chain(OTHER_DRIVERS.iter())
+                .copied()
+                .collect();
+            Err(Error::Invalid(format!(
+                "agent `{name}`: unknown driver `{d}`; known drivers: {}",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// One agent CLI: how to call it and how to read what it printed.
+pub trait Cli: Send + Sync {
+    /// The driver name (`claude`, `command`, …).
+    fn name(&self) -> &'static str;
+    /// The program when the agent names none.
+    fn default_program(&self) -> Option<&'static str>;
+    /// Arguments, environment and stdin for one run.
+    fn launch(&self, call: &Call<'_>) -> Result<Launch>;
+    /// Reads a finished run (not a timed-out one): the agent's final answer, or why the run
+    /// failed.
+    fn read(&self, call: &Call<'_>, out: &process::Output) -> Reply;
+    /// Whether a run failed for a passing reason (a rate limit) and is worth repeating.
+    fn transient(&self, _out: &process::Output) -> bool {
+        false
+    }
+}
+
+/// Everything a [`Cli`] needs to build one run.
+pub struct Call<'a> {
+    /// The agent's name.
+    pub agent: &'a str,
+    /// Its configuration.
+    pub spec: &'a AgentSpec,
+    /// The task.
+    pub input: &'a TaskInput,
+    /// Documents or code.
+    pub deliverable: Deliverable,
+    /// The prompt.
+    pub prompt: &'a str,
+    /// The same prompt, in a file.
+    pub prompt_file: &'a Path,
+    /// A directory for files of this run (next to the prompt file).
+    pub scratch: &'a Path,
+    /// The agent's home.
+    pub home: &'a Home,
+    /// The working directory.
+    pub workdir: &'a Path,
+}
+
+impl Call<'_> {
+    /// Whether the task changes code.
+    pub fn writes_code(&self) -> bool {
+        self.deliverable == Deliverable::Code
+    }
+
+    /// The configured model.
+    pub fn model(&self) -> Option<&str> {
+        self.spec.model.as_deref().filter(|m| !m.is_empty())
+    }
+}
+
+/// How to start one run.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// Arguments after the program.
+    pub args: Vec<String>,
+    /// Environment of the CLI (the agent's own `env` is applied over it).
+    pub env: Vec<(String, String)>,
+    /// What goes on stdin.
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// What a run said.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// The agent's final answer, to be parsed for the result block.
+    Answer {
+        /// The answer text.
+        text: String,
+        /// What the CLI reported about tokens and cost.
+        usage: Usage,
+    },
+    /// The run failed although it may have exited 0.
+    Failed {
+        /// Why, for the user.
+        reason: String,
+        /// What the CLI reported about tokens and cost.
+        usage: Usage,
+    },
+}
+
+/// The engine behind the `command` driver and every preset.
+pub struct CliDriver {
+    agent: String,
+    spec: AgentSpec,
+    repo_root: PathBuf,
+    cli: Box<dyn Cli>,
+    specs: RoleSpecs,
+    timeout: std::time::Duration,
+    retry: RetryPolicy,
+    kill_grace: std::time::Duration,
+}
+
+impl CliDriver {
+    /// A driver for agent `agent` running `cli`; fails on a bad `timeout`, a `command`
+    /// driver without `program`, or unreadable role overrides.
+    pub fn new(
+        agent: &str,
+        spec: &AgentSpec,
+        repo_root: &Path,
+        cli: Box<dyn Cli>,
+    ) -> Result<CliDriver> {
+        if cli.default_program().is_none() && spec.program.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::state(
+                format!(
+                    "agent `{agent}`: the `{}` driver needs `program`",
+                    cli.name()
+                ),
+                Some(format!(
+                    "set `program` (and `args`) under [agents.{agent}] in .tlv4.toml"
+                )),
+            ));
+        }
+        let timeout = match &spec.timeout {
+            Some(t) => process::parse_duration(t)
+                .map_err(|e| Error::Invalid(format!("agent `{agent}`: `timeout`: {e}")))?,
+            None => process::DEFAULT_TIMEOUT,
+        };
+        Ok(CliDriver {
+            agent: agent.to_owned(),
+            spec: spec.clone(),
+            repo_root: repo_root.to_path_buf(),
+            cli,
+            specs: RoleSpecs::load(repo_root)?,
+            timeout,
+            retry: RetryPolicy::default(),
+            kill_grace: process::KILL_GRACE,
+        })
+    }
+
+    /// The same driver with another policy for transient failures.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> CliDriver {
+        self.retry = retry;
+        self
+    }
+
+    /// The role instructions and templates this driver builds prompts from.
+    pub fn specs(&self) -> &RoleSpecs {
+        &self.specs
+    }
+
+    fn failed(&self, reason: &str) -> TaskOutput {
+        let reason = format!("agent `{}` ({}): {reason}", self.agent, self.cli.name());
+        let first = reason
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect::<String>();
+        TaskOutput {
+            outcome: Outcome::Failed(reason),
+            summary: format!("failed: {first}"),
+            files: Vec::new(),
+            state_update: StateUpdate::default(),
+        }
+    }
+
+    fn env(&self, call: &Call<'_>, ctx: &RunContext, launch: &Launch) -> Vec<(String, String)> {
+        let input = call.input;
+        let mut env = call.home.env();
+        let sid = input.session.id.as_str();
+        env.extend([
+            (
+                process::PROMPT_FILE_ENV.to_owned(),
+                call.prompt_file.display().to_string(),
+            ),
+            ("TLV4_SESSION".into(), sid.to_owned()),
+            ("TLV4_TASK".into(), input.task.id.to_string()),
+            ("TLV4_ROLE".into(), input.task.role.clone()),
+            ("TLV4_ATTEMPT".into(), ctx.attempt.to_string()),
+            (
+                "TLV4_OUTPUT".into(),
+                if call.writes_code() {
+                    "code"
+                } else {
+                    "documents"
+                }
+                .into(),
+            ),
+            (
+                "TLV4_PIPELINE_FOLDER".into(),
+                format!(".tlv4/sessions/{sid}"),
+            ),
+        ]);
+        env.extend(launch.env.iter().cloned());
+        process::merge_env(env, &self.spec.env)
+    }
+}
+
+impl Driver for CliDriver {
+    fn name(&self) -> &str {
+        &self.agent
+    }
+
+    fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
+        let task = &input.task;
+        let deliverable = Deliverable::of(&task.role);
+        let role_spec = self.specs.role(&task.role);
+        let template = if task.role == "writer" {
+            self.specs.template(&task.phase)
+        } else {
+            None
+        };
+        let base = prompt::compose(
+            input,
+            &role_spec,
+            template,
+            PROMPT_LIMIT - prompt::RETRY_RESERVE,
+        );
+
+        let program_name = self
+            .spec
+            .program
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .or(self.cli.default_program())
+            .unwrap_or_default();
+        let path_var = self.spec.env.get("PATH").map(std::ffi::OsStr::new);
+        let program = process::find_program(&self.agent, program_name, &self.repo_root, path_var)?;
+        let home = Home::new(self.spec.home.as_deref(), &self.repo_root)?;
+        let scratch_temp;
+        let scratch = match &ctx.run_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+                dir.clone()
+            }
+            None => {
+                scratch_temp = tempfile::Builder::new()
+                    .prefix("tlv4-run-")
+                    .tempdir()
+                    .map_err(|e| Error::io("cannot create a directory for the run", e))?;
+                scratch_temp.path().to_path_buf()
+            }
+        };
+        let prompt_file = scratch.join("prompt.md");
+
+        let mut usage = Usage {
+            model: self.spec.model.clone(),
+            ..Usage::default()
+        };
+        let mut transcript = String::new();
+        let mut prompt = base.clone();
+        let mut answer_no = 0;
+        loop {
+            answer_no += 1;
+            std::fs::write(&prompt_file, &prompt)
+                .map_err(|e| Error::io(format!("cannot write {}", prompt_file.display()), e))?;
+            let call = Call {
+                agent: &self.agent,
+                spec: &self.spec,
+                input,
+                deliverable,
+                prompt: &prompt,
+                prompt_file: &prompt_file,
+                scratch: &scratch,
+                home: &home,
+                workdir: &ctx.workdir,
+            };
+            let launch = self.cli.launch(&call)?;
+            let mut inv = Invocation::new(&program, &ctx.workdir);
+            inv.env = self.env(&call, ctx, &launch);
+            inv.args = launch.args;
+            inv.stdin = launch.stdin;
+            inv.timeout = self.timeout;
+            inv.kill_grace = self.kill_grace;
+            let (out, runs) =
+                process::run_with_retries(&inv, &self.retry, &|o| self.cli.transient(o))?;
+            usage.seconds += out.seconds;
+            transcript.push_str(&transcript_entry(answer_no, runs, &inv, &out));
+            let done = |output: TaskOutput, prompt: String, usage: Usage, transcript: String| {
+                if let Some(dir) = &ctx.run_dir {
+                    let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+                }
+                Ok(DriverOutput {
+                    output,
+                    prompt,
+                    raw: out.stdout.clone(),
+                    transcript: Some(transcript),
+                    usage,
+                })
+            };
+            if out.timed_out {
+                let reason = format!(
+                    "did not finish within {}; its process group was killed{}",
+                    human(self.timeout),
+                    match out.tail(3) {
+                        t if t.is_empty() => String::new(),
+                        t => format!(". Last output:\n{t}"),
+                    }
+                );
+                return done(self.failed(&reason), prompt, usage, transcript);
+            }
+            match self.cli.read(&call, &out) {
+                Reply::Failed { reason, usage: u } => {
+                    usage.add(&u);
+                    return done(self.failed(&reason), prompt, usage, transcript);
+                }
+                Reply::Answer { text, usage: u } => {
+                    usage.add(&u);
+                    match result::parse_in(&text, deliverable, Some(&ctx.workdir)) {
+                        Ok(output) => return done(output, prompt, usage, transcript),
+                        Err(e) if answer_no < CONTRACT_TRIES => {
+                            prompt = prompt::retry_prompt(&base, &e.message, &text);
+                        }
+                        Err(e) => {
+                            let reason = format!(
+                                "its result was rejected {CONTRACT_TRIES} times; the last problem: {e}"
+                            );
+                            return done(self.failed(&reason), prompt, usage, transcript);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One answer in the transcript: the command line, how it ended, and what it printed.
+fn transcript_entry(answer: u32, runs: u32, inv: &Invocation, out: &process::Output) -> String {
+    let ending = if out.timed_out {
+        "timed out".to_owned()
+    } else {
+        out.describe_exit()
+    };
+    let dropped = if out.dropped > 0 {
+        format!(", {} bytes of output dropped", out.dropped)
+    } else {
+        String::new()
+    };
+    format!(
+        "=== answer {answer} (run {runs}): {} ===\n{ending}, {:.1}s{dropped}\n\
+         --- stdout ---\n{}\n--- stderr ---\n{}\n",
+        inv.display(),
+        out.seconds,
+        out.stdout.trim_end(),
+        out.stderr.trim_end(),
+    )
+}
+
+/// `20m`, `90s`, `1h30m`.
+fn human(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    out
+}
+
+/// The `command` driver: `program` with `args` (placeholders `{model}`, `{prompt_file}`,
+/// `{workdir}`, `{task}` and `{role}` replaced inside each argument, never through a shell),
+/// the prompt on stdin and in `$TLV4_PROMPT_FILE`, the answer on stdout, exit 0 for success.
+pub struct CommandCli;
+
+impl Cli for CommandCli {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn default_program(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn launch(&self, call: &Call<'_>) -> Result<Launch> {
+        let mut args = Vec::with_capacity(call.spec.args.len());
+        for a in &call.spec.args {
+            if a.contains("{model}") && call.model().is_none() {
+                return Err(Error::state(
+                    format!(
+                        "agent `{}`: `args` use {{model}} but `model` is not set",
+                        call.agent
+                    ),
+                    Some(format!("set `model` under [agents.{}]", call.agent)),
+                ));
+            }
+            args.push(
+                a.replace("{model}", call.model().unwrap_or_default())
+                    .replace("{prompt_file}", &call.prompt_file.display().to_string())
+                    .replace("{workdir}", &call.workdir.display().to_string())
+                    .replace("{task}", call.input.task.id.as_str())
+                    .replace("{role}", &call.input.task.role),
+            );
+        }
+        Ok(Launch {
+            args,
+            env: Vec::new(),
+            stdin: Some(call.prompt.as_bytes().to_vec()),
+        })
+    }
+
+    fn read(&self, _call: &Call<'_>, out: &process::Output) -> Reply {
+        if out.success() {
+            Reply::Answer {
+                text: out.stdout.clone(),
+                usage: Usage::default(),
+            }
+        } else {
+            Reply::Failed {
+                reason: format!(
+                    "the program failed ({}): {}",
+                    out.describe_exit(),
+                    out.tail(5)
+                ),
+                usage: Usage::default(),
+            }
+        }
+    }
+}
+
+/// The builtin agent behind the [`Driver`] trait.
+pub struct BuiltinDriver;
+
+impl Driver for BuiltinDriver {
+    fn name(&self) -> &str {
+        "builtin"
+    }
+
+    fn run(&self, input: &TaskInput, _ctx: &RunContext) -> Result<DriverOutput> {
+        let started = std::time::Instant::now();
+        let output = super::builtin::Builtin.run(input)?;
+        Ok(DriverOutput {
+            output,
+            prompt: String::new(),
+            raw: String::new(),
+            transcript: None,
+            usage: Usage {
+                seconds: started.elapsed().as_secs_f64(),
+                model: Some("builtin".into()),
+                ..Usage::default()
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::agents::prompt::RETRY_HEADING;
+    use crate::agents::prompt::tests::{empty_code, input};
+
+    pub(crate) fn fixture(name: &str) -> String {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/agents")
+            .join(name)
+            .display()
+            .to_string()
+    }
+
+    /// `PATH` with the directory of the real `python3` first: version managers put a
+    /// slow shell shim in front of it, and the fakes start dozens of times.
+    fn fast_path() -> &'static str {
+        static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        PATH.get_or_init(|| {
+            let path = std::env::var("PATH").unwrap_or_default();
+            let exe = std::process::Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .unwrap_or_default();
+            match Path::new(&exe).parent() {
+                Some(dir) if !exe.is_empty() => format!("{}:{path}", dir.display()),
+                _ => path,
+            }
+        })
+    }
+
+    /// A spec for the fake `program` with `env`.
+    pub(crate) fn spec(driver: &str, program: &str, env: &[(&str, &str)]) -> AgentSpec {
+        let mut env: BTreeMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        env.entry("PATH".into())
+            .or_insert_with(|| fast_path().to_owned());
+        AgentSpec {
+            driver: driver.into(),
+            program: Some(fixture(program)),
+            env,
+            timeout: Some("20s".into()),
+            ..AgentSpec::default()
+        }
+    }
+
+    pub(crate) fn writer_input() -> (tempfile::TempDir, TaskInput) {
+        let (d, code) = empty_code();
+        let input = input(
+            "DRAFT-002",
+            "writer",
+            "PURPOSE: requirements\nEXPECTED: spec/requirements/\n",
+            &[("wisdom/learnings.md", "# Learnings\n\n- be brief\n")],
+            code,
+        );
+        (d, input)
+    }
+
+    pub(crate) fn executor_input() -> (tempfile::TempDir, TaskInput) {
+        let (d, code) = empty_code();
+        let input = input(
+            "IMPL-001",
+            "executor",
+            "PURPOSE: implement\nEXPECTED: a commit on the task branch\n",
+            &[],
+            code,
+        );
+        (d, input)
+    }
+
+    pub(crate) fn ctx(workdir: &Path) -> RunContext {
+        RunContext {
+            workdir: workdir.to_path_buf(),
+            run_dir: None,
+            attempt: 1,
+        }
+    }
+
+    pub(crate) fn failure(out: &DriverOutput) -> &str {
+        match &out.output.outcome {
+            Outcome::Failed(r) => r,
+            Outcome::Completed => panic!("expected a failure: {:?}", out.output),
+        }
+    }
+
+    #[test]
+    fn command_driver_runs_documents_with_placeholders() {
+        let work = tempfile::tempdir().unwrap();
+        let run_dir = work.path().join("run");
+        let log = work.path().join("log");
+        let mut spec = spec(
+            "command",
+            "fake-command",
+            &[("FAKE_AGENT_LOG", log.to_str().unwrap())],
+        );
+        spec.model = Some("local-7b".into());
+        spec.args = vec![
+            "--model".into(),
+            "{model}".into(),
+            "--prompt-file={prompt_file}".into(),
+        ];
+        let driver = driver_for("mine", &spec, work.path()).unwrap();
+        assert_eq!(driver.name(), "mine");
+        let (_d, input) = writer_input();
+        let mut ctx = ctx(work.path());
+        ctx.run_dir = Some(run_dir.clone());
+        let out = driver.run(&input, &ctx).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert_eq!(out.output.summary, "fake-command did DRAFT-002");
+        assert_eq!(out.output.files[0].0, "spec/requirements/_index.md");
+        assert!(
+            out.output
+                .state_update
+                .key_findings
+                .contains(&"model local-7b".to_owned())
+        );
+        assert!(out.raw.contains("```json"));
+        assert_eq!(
+            std::fs::read_to_string(run_dir.join("prompt.md")).unwrap(),
+            out.prompt
+        );
+        assert!(run_dir.join("transcript.txt").exists());
+        assert!(out.usage.seconds > 0.0);
+        assert_eq!(out.usage.model.as_deref(), Some("local-7b"));
+        let argv = std::fs::read_to_string(log.join("argv-1.json")).unwrap();
+        assert!(argv.contains(&format!(
+            "--prompt-file={}",
+            run_dir.join("prompt.md").display()
+        )));
+        // The environment: an isolated home, the task, no git location from outside.
+        let env: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(log.join("env-1.json")).unwrap())
+                .unwrap();
+        assert!(env["HOME"].as_str().unwrap().contains("tlv4-agent-"));
+        assert_eq!(env["TLV4_TASK"], "DRAFT-002");
+        assert_eq!(env["TLV4_OUTPUT"], "documents");
+        assert_eq!(
+            Path::new(env["cwd"].as_str().unwrap())
+                .canonicalize()
+                .unwrap(),
+            work.path().canonicalize().unwrap()
+        );
+        // The home is gone afterwards.
+        assert!(!Path::new(env["HOME"].as_str().unwrap()).exists());
+    }
+
+    #[test]
+    fn invalid_results_are_retried_with_the_error_then_fail_with_the_raw_output() {
+        let work = tempfile::tempdir().unwrap();
+        let log = work.path().join("log");
+        let spec1 = spec(
+            "command",
+            "fake-command",
+            &[
+                ("FAKE_AGENT_MODE", "invalid_json"),
+                ("FAKE_AGENT_LOG", log.to_str().unwrap()),
+            ],
+        );
+        let driver = driver_for("mine", &spec1, work.path()).unwrap();
+        let (_d, input) = writer_input();
+        let out = driver.run(&input, &ctx(work.path())).unwrap();
+        let why = failure(&out);
+        assert!(why.contains("agent `mine` (command)"), "{why}");
+        assert!(why.contains("rejected 3 times"), "{why}");
+        assert!(why.contains("not valid JSON"), "{why}");
+        assert!(
+            out.raw.contains("\"key_findings\": [\"a\",]"),
+            "{}",
+            out.raw
+        );
+        assert!(out.transcript.as_deref().unwrap().contains("=== answer 3"));
+        let prompt = |n: u32| std::fs::read_to_string(log.join(format!("prompt-{n}.txt"))).unwrap();
+        assert!(!prompt(1).contains(RETRY_HEADING));
+        for n in [2, 3] {
+            assert!(prompt(n).contains(RETRY_HEADING), "prompt {n}");
+            assert!(prompt(n).contains("not valid JSON"), "prompt {n}");
+        }
+        assert!(!log.join("prompt-4.txt").exists());
+        assert_eq!(out.prompt, prompt(3));
+
+        // A second answer that fixes the block completes the task.
+        let spec2 = spec(
+            "command",
+            "fake-command",
+            &[("FAKE_AGENT_MODE", "invalid_once")],
+        );
+        let out = driver_for("mine", &spec2, work.path())
+            .unwrap()
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        assert!(out.prompt.contains(RETRY_HEADING));
+    }
+
+    #[test]
+    fn code_tasks_change_the_workdir() {
+        let work = tempfile::tempdir().unwrap();
+        let spec = spec("command", "fake-command", &[]);
+        let (_d, input) = executor_input();
+        let out = driver_for("mine", &spec, work.path())
+            .unwrap()
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert!(out.output.files.is_empty());
+        assert_eq!(
+            out.output.state_update.files_modified,
+            vec!["fake-IMPL-001.txt"]
+        );
+        assert!(work.path().join("fake-IMPL-001.txt").exists());
+    }
+
+    #[test]
+    fn failures_timeouts_and_giant_output() {
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let run = |mode: &str, timeout: &str| {
+            let mut spec = spec("command", "fake-command", &[("FAKE_AGENT_MODE", mode)]);
+            spec.timeout = Some(timeout.into());
+            driver_for("mine", &spec, work.path())
+                .unwrap()
+                .run(&input, &ctx(work.path()))
+                .unwrap()
+        };
+        let out = run("fail", "20s");
+        let why = failure(&out);
+        assert!(
+            why.contains("exit code 3") && why.contains("something went wrong"),
+            "{why}"
+        );
+        let out = run("crash", "20s");
+        assert!(
+            failure(&out).contains("killed by signal 11"),
+            "{}",
+            failure(&out)
+        );
+        let out = run("hang", "1s");
+        let why = failure(&out);
+        assert!(why.contains("did not finish within 1s"), "{why}");
+        assert!(why.contains("process group was killed"), "{why}");
+        let out = run("giant_output", "20s");
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        assert!(
+            out.raw.len() < 2 * process::CAPTURE_LIMIT + 1000,
+            "{}",
+            out.raw.len()
+        );
+        assert!(out.raw.contains("bytes of output were dropped here"));
+    }
+
+    #[test]
+    fn driver_errors_are_clear() {
+        let root = Path::new("/");
+        let err = |spec: AgentSpec| match driver_for("mine", &spec, root) {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        };
+        let mut s = AgentSpec {
+            driver: "command".into(),
+            ..AgentSpec::default()
+        };
+        assert!(err(s.clone()).contains("the `command` driver needs `program`"));
+        s.driver = "telepathy".into();
+        let e = err(s.clone());
+        assert!(
+            e.contains("unknown driver `telepathy`") && e.contains("claude"),
+            "{e}"
+        );
+        s.driver = "openai".into();
+        assert!(err(s.clone()).contains("not available in this build"));
+        s = spec("command", "fake-command", &[]);
+        s.timeout = Some("soon".into());
+        assert!(err(s.clone()).contains("invalid duration `soon`"));
+        s.timeout = None;
+        s.args = vec!["{model}".into()];
+        let (_d, input) = writer_input();
+        let e = driver_for("mine", &s, root)
+            .unwrap()
+            .run(&input, &ctx(Path::new("/tmp")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("{model} but `model` is not set"), "{e}");
+        // A missing program names the agent, the program and the PATH searched.
+        s.args.clear();
+        s.program = Some("no-such-agent-program".into());
+        s.env.insert("PATH".into(), "/opt/nothing/bin".into());
+        let e = driver_for("mine", &s, root)
+            .unwrap()
+            .run(&input, &ctx(Path::new("/tmp")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("agent `mine`: program `no-such-agent-program` was not found in PATH (/opt/nothing/bin)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_builtin_runs_behind_the_driver_trait() {
+        let (_d, input) = executor_input();
+        let spec = AgentSpec {
+            driver: "builtin".into(),
+            ..AgentSpec::default()
+        };
+        let out = driver_for("builtin", &spec, Path::new("/"))
+            .unwrap()
+            .run(&input, &ctx(Path::new("/")))
+            .unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        assert!(out.output.summary.contains("cannot write code"));
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_secs(1200)), "20m");
+        assert_eq!(human(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(human(Duration::from_millis(300)), "300ms");
+    }
+}

@@ -1,0 +1,205 @@
+//! Claude Code: `claude -p --output-format json`, the prompt on stdin.
+//!
+//! Tools are given with `--tools=…` (one argument: the flag is variadic and would swallow a
+//! following prompt): read-only ones for document tasks, plus Edit and Write for code tasks,
+//! never Bash or the web. `--permission-mode acceptEdits` lets it edit without asking. The
+//! config lives in `$CLAUDE_CONFIG_DIR` inside the run's home; `url` becomes
+//! `ANTHROPIC_BASE_URL`; the key comes from the environment (`ANTHROPIC_API_KEY`), or use
+//! `home` to run with a logged-in config.
+//!
+//! Success needs more than exit 0: the result object must have `is_error: false`, subtype
+//! `success`, a non-empty `result` that is not an "API Error", and no `permission_denials`
+//! (Claude exits 0 when it was refused a tool). Tokens and cost come from `usage` and
+//! `total_cost_usd`. HTTP 429/503/529 are repeated after a pause.
+
+use serde_json::Value;
+
+use super::{short, str_at, u64_at};
+use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
+use crate::agents::process::Output;
+use crate::error::Result;
+
+/// The Claude Code preset.
+pub struct Claude;
+
+/// The result object: the whole stdout (`json`) or its last `result` line (`stream-json`).
+fn result_object(stdout: &str) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(stdout.trim())
+        && str_at(&v, "type") == Some("result")
+    {
+        return Some(v);
+    }
+    super::json_lines(stdout)
+        .filter(|v| str_at(v, "type") == Some("result"))
+        .last()
+}
+
+fn usage(res: &Value) -> Usage {
+    let u = &res["usage"];
+    Usage {
+        input_tokens: u64_at(u, &["input_tokens"])
+            + u64_at(u, &["cache_creation_input_tokens"])
+            + u64_at(u, &["cache_read_input_tokens"]),
+        output_tokens: u64_at(u, &["output_tokens"]),
+        cost_usd: res.get("total_cost_usd").and_then(Value::as_f64),
+        seconds: 0.0,
+        model: res
+            .get("modelUsage")
+            .and_then(Value::as_object)
+            .and_then(|m| m.keys().next().cloned()),
+    }
+}
+
+impl Cli for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn default_program(&self) -> Option<&'static str> {
+        Some("claude")
+    }
+
+    fn launch(&self, call: &Call<'_>) -> Result<Launch> {
+        let tools = if call.writes_code() {
+            "--tools=Read,Edit,Write,Glob,Grep"
+        } else {
+            "--tools=Read,Glob,Grep"
+        };
+        let mut args: Vec<String> = [
+            "-p",
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "acceptEdits",
+            tools,
+        ]
+        .map(String::from)
+        .to_vec();
+        if let Some(m) = call.model() {
+            args.extend(["--model".into(), m.to_owned()]);
+        }
+        args.extend(call.spec.args.iter().cloned());
+        let config = call.home.path().join(".claude");
+        std::fs::create_dir_all(&config).map_err(|e| {
+            crate::error::Error::io(format!("cannot create {}", config.display()), e)
+        })?;
+        let mut env = vec![
+            ("CLAUDE_CONFIG_DIR".to_owned(), config.display().to_string()),
+            (
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ),
+            ("DISABLE_AUTOUPDATER".into(), "1".into()),
+            ("DISABLE_TELEMETRY".into(), "1".into()),
+            ("DISABLE_ERROR_REPORTING".into(), "1".into()),
+        ];
+        if let Some(url) = &call.spec.url {
+            env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
+        }
+        Ok(Launch {
+            args,
+            env,
+            stdin: Some(call.prompt.as_bytes().to_vec()),
+        })
+    }
+
+    fn read(&self, _call: &Call<'_>, out: &Output) -> Reply {
+        let Some(res) = result_object(&out.stdout) else {
+            return Reply::Failed {
+                reason: format!(
+                    "Claude printed no result object ({}): {}",
+                    out.describe_exit(),
+                    out.tail(5)
+                ),
+                usage: Usage::default(),
+            };
+        };
+        let usage = usage(&res);
+        let fail = |reason: String| Reply::Failed {
+            reason,
+            usage: usage.clone(),
+        };
+        let text = str_at(&res, "result").unwrap_or("");
+        let subtype = str_at(&res, "subtype").unwrap_or("");
+        let is_error = res
+            .get("is_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if is_error || out.code != Some(0) {
+            let status = res
+                .get("api_error_status")
+                .and_then(Value::as_u64)
+                .map(|s| format!(", API status {s}"))
+                .unwrap_or_default();
+            let errors: Vec<&str> = res
+                .get("errors")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let what = if !text.is_empty() {
+                short(text, 300)
+            } else if !errors.is_empty() {
+                short(&errors.join("; "), 300)
+            } else {
+                subtype.to_owned()
+            };
+            return fail(format!(
+                "Claude reported an error ({}{status}): {what}",
+                out.describe_exit()
+            ));
+        }
+        if subtype != "success" {
+            return fail(format!("Claude stopped before the end: {subtype}"));
+        }
+        let denials = res
+            .get("permission_denials")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !denials.is_empty() {
+            let list: Vec<String> = denials
+                .iter()
+                .map(|d| {
+                    let tool = str_at(d, "tool_name").unwrap_or("a tool");
+                    match d["tool_input"]
+                        .get("file_path")
+                        .or(d["tool_input"].get("command"))
+                        .and_then(Value::as_str)
+                    {
+                        Some(target) => format!("{tool} ({})", short(target, 80)),
+                        None => tool.to_owned(),
+                    }
+                })
+                .collect();
+            return fail(format!(
+                "Claude was refused {} tool call(s) although it exited 0: {}; what it meant to \
+                 do with them did not happen",
+                denials.len(),
+                list.join(", ")
+            ));
+        }
+        if text.trim_start().starts_with("API Error") {
+            return fail(format!(
+                "Claude reported an API error: {}",
+                short(text, 300)
+            ));
+        }
+        if text.trim().is_empty() {
+            return fail("Claude gave no final answer".into());
+        }
+        Reply::Answer {
+            text: text.to_owned(),
+            usage,
+        }
+    }
+
+    fn transient(&self, out: &Output) -> bool {
+        result_object(&out.stdout).is_some_and(|r| {
+            r.get("is_error").and_then(Value::as_bool) == Some(true)
+                && matches!(
+                    r.get("api_error_status").and_then(Value::as_u64),
+                    Some(429 | 503 | 529)
+                )
+        })
+    }
+}

@@ -1,0 +1,460 @@
+//! Each preset against its fake CLI (`tests/fixtures/agents/fake-<cli>`): the fakes take the
+//! same flags, read the prompt the same way and print the same shapes with the same exit
+//! codes as the real programs, traps included.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::preset;
+use crate::agents::command::tests::{ctx, executor_input, failure, spec, writer_input};
+use crate::agents::command::{CliDriver, Driver, DriverOutput};
+use crate::agents::process::RetryPolicy;
+use crate::agents::{Outcome, TaskInput};
+
+/// One run of preset `driver` against its fake in `mode`, in the fresh directory `work`.
+fn run_in(
+    work: &Path,
+    driver: &str,
+    mode: &str,
+    input: &TaskInput,
+    env: &[(&str, &str)],
+    tweak: impl FnOnce(&mut crate::agents::config::AgentSpec),
+) -> DriverOutput {
+    let log = work.join("log");
+    let state = work.join("state");
+    let mut vars = vec![
+        ("FAKE_AGENT_MODE", mode),
+        ("FAKE_AGENT_LOG", log.to_str().expect("UTF-8 temp path")),
+        ("FAKE_AGENT_STATE", state.to_str().expect("UTF-8 temp path")),
+    ];
+    vars.extend_from_slice(env);
+    let mut spec = spec(driver, &format!("fake-{driver}"), &vars);
+    tweak(&mut spec);
+    let cli = preset(driver).expect("a preset");
+    let driver = CliDriver::new("agent1", &spec, work, cli)
+        .expect("a driver")
+        .with_retry(RetryPolicy {
+            tries: 3,
+            backoff: Duration::from_millis(10),
+        });
+    driver.run(input, &ctx(work)).expect("the driver runs")
+}
+
+fn run(
+    driver: &str,
+    mode: &str,
+    input: &TaskInput,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, DriverOutput) {
+    let work = tempfile::tempdir().expect("temp dir");
+    let out = run_in(work.path(), driver, mode, input, env, |_| {});
+    (work, out)
+}
+
+fn completed(out: &DriverOutput) {
+    assert_eq!(
+        out.output.outcome,
+        Outcome::Completed,
+        "{}",
+        out.transcript.as_deref().unwrap_or("")
+    );
+    out.output
+        .state_update
+        .validate()
+        .expect("a valid state update");
+}
+
+fn logged(work: &Path, what: &str, n: u32) -> Value {
+    let text = std::fs::read_to_string(work.join("log").join(format!("{what}-{n}.json")))
+        .unwrap_or_else(|e| panic!("{what}-{n}: {e}"));
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn argv(work: &Path, n: u32) -> Vec<String> {
+    serde_json::from_value(logged(work, "argv", n)).expect("a list of strings")
+}
+
+/// Document task: the document comes back in `files`. Code task: the fake's file is in the
+/// working directory and listed in `files_modified`.
+fn documents_and_code(driver: &str, env: &[(&str, &str)]) -> (DriverOutput, DriverOutput) {
+    let (_d, writer) = writer_input();
+    let (work, doc) = run(driver, "ok", &writer, env);
+    completed(&doc);
+    assert_eq!(doc.output.summary, format!("fake-{driver} did DRAFT-002"));
+    assert_eq!(doc.output.files.len(), 1);
+    assert_eq!(doc.output.files[0].0, "spec/requirements/_index.md");
+    assert_eq!(
+        doc.output.state_update.files_modified,
+        vec!["spec/requirements/_index.md"]
+    );
+    let env_seen = logged(work.path(), "env", 1);
+    let home = env_seen["HOME"].as_str().expect("HOME");
+    assert!(home.contains("tlv4-agent-"), "isolated home: {home}");
+    assert!(!Path::new(home).exists(), "the home is removed afterwards");
+    let prompt = std::fs::read_to_string(work.path().join("log/prompt-1.txt")).unwrap();
+    assert!(
+        prompt.contains("You are the writer."),
+        "the fake saw the whole prompt"
+    );
+    assert!(prompt.contains("# Result"));
+
+    let (_d, executor) = executor_input();
+    let (work, code) = run(driver, "ok", &executor, env);
+    completed(&code);
+    assert!(code.output.files.is_empty());
+    assert_eq!(
+        code.output.state_update.files_modified,
+        vec!["fake-IMPL-001.txt"]
+    );
+    assert!(
+        work.path().join("fake-IMPL-001.txt").exists(),
+        "the change is in the working directory"
+    );
+    (doc, code)
+}
+
+/// Runs a code task in each mode and checks the failure message.
+fn traps(driver: &str, env: &[(&str, &str)], cases: &[(&str, &[&str])]) {
+    let (_d, executor) = executor_input();
+    for (mode, wanted) in cases {
+        let (_w, out) = run(driver, mode, &executor, env);
+        let why = failure(&out);
+        assert!(
+            why.starts_with(&format!("agent `agent1` ({driver}): ")),
+            "{mode}: {why}"
+        );
+        for w in *wanted {
+            assert!(why.contains(w), "{driver} {mode}: `{w}` not in: {why}");
+        }
+        assert!(out.output.summary.starts_with("failed: "));
+        assert!(out.transcript.is_some());
+    }
+}
+
+#[test]
+fn claude() {
+    let (doc, _code) = documents_and_code("claude", &[]);
+    assert_eq!(doc.usage.input_tokens, 1600);
+    assert_eq!(doc.usage.output_tokens, 456);
+    assert_eq!(doc.usage.cost_usd, Some(0.0123));
+    assert_eq!(doc.usage.model.as_deref(), Some("claude-sonnet-4-5"));
+    traps(
+        "claude",
+        &[],
+        &[
+            ("denied", &["refused 1 tool call(s)", "exited 0", "Write ("]),
+            (
+                "api_error",
+                &["API status 400", "API Error: 400", "exit code 1"],
+            ),
+            ("max_turns", &["maximum number of turns"]),
+            ("crash", &["no result object", "killed by signal 11"]),
+            ("invalid_json", &["rejected 3 times", "not valid JSON"]),
+        ],
+    );
+    // A rate limit is repeated; the prompt went on stdin, the tools in one argument.
+    let (_d, executor) = executor_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(
+        work.path(),
+        "claude",
+        "rate_limit_once",
+        &executor,
+        &[],
+        |s| {
+            s.model = Some("opus-x".into());
+        },
+    );
+    completed(&out);
+    assert!(out.transcript.as_deref().unwrap().contains("(run 2)"));
+    assert_eq!(out.usage.model.as_deref(), Some("opus-x"));
+    let args = argv(work.path(), 2);
+    assert!(
+        args.contains(&"--tools=Read,Edit,Write,Glob,Grep".to_owned()),
+        "{args:?}"
+    );
+    assert!(args.windows(2).any(|w| w == ["--model", "opus-x"]));
+    assert!(
+        !args.iter().any(|a| a.contains("# Result")),
+        "no prompt in argv"
+    );
+    let env = logged(work.path(), "env", 2);
+    let config = env["CLAUDE_CONFIG_DIR"].as_str().unwrap();
+    assert!(config.starts_with(env["HOME"].as_str().unwrap()));
+}
+
+#[test]
+fn claude_document_tasks_get_read_only_tools() {
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(work.path(), "claude", "ok", &writer, &[], |s| {
+        s.url = Some("http://127.0.0.1:9/".into());
+    });
+    completed(&out);
+    let args = argv(work.path(), 1);
+    assert!(
+        args.contains(&"--tools=Read,Glob,Grep".to_owned()),
+        "{args:?}"
+    );
+    let env = logged(work.path(), "env", 1);
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9/");
+}
+
+#[test]
+fn codex() {
+    let (doc, code) = documents_and_code("codex", &[]);
+    assert_eq!(
+        (doc.usage.input_tokens, doc.usage.output_tokens),
+        (2000, 300)
+    );
+    assert_eq!(doc.usage.cost_usd, None);
+    assert_eq!(code.usage.input_tokens, 2000);
+    traps(
+        "codex",
+        &[],
+        &[
+            (
+                "rejected_patch",
+                &["sandbox rejected", "exited 0", "fake-IMPL-001.txt"],
+            ),
+            ("api_error", &["exit code 1", "unexpected status 400"]),
+            ("crash", &["killed by signal 11"]),
+        ],
+    );
+    // Codex never gives up on a dead endpoint: the wall clock does.
+    let (_d, executor) = executor_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(work.path(), "codex", "hang", &executor, &[], |s| {
+        s.timeout = Some("1s".into());
+    });
+    let why = failure(&out);
+    assert!(why.contains("did not finish within 1s"), "{why}");
+    assert!(
+        why.contains("Reconnecting"),
+        "the last output is shown: {why}"
+    );
+    let args = argv(work.path(), 1);
+    assert!(
+        args.windows(2).any(|w| w == ["-s", "workspace-write"]),
+        "{args:?}"
+    );
+    assert_eq!(
+        args.last().map(String::as_str),
+        Some("-"),
+        "prompt on stdin"
+    );
+    assert!(args.contains(&"web_search=\"disabled\"".to_owned()));
+}
+
+#[test]
+fn codex_documents_run_read_only() {
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    // The fake rejects the patch in the read-only sandbox; a document task does not mind.
+    let out = run_in(work.path(), "codex", "rejected_patch", &writer, &[], |_| {});
+    completed(&out);
+    assert!(
+        argv(work.path(), 1)
+            .windows(2)
+            .any(|w| w == ["-s", "read-only"])
+    );
+}
+
+#[test]
+fn gemini() {
+    let key = [("GEMINI_API_KEY", "x")];
+    let (doc, _code) = documents_and_code("gemini", &key);
+    assert_eq!(
+        (doc.usage.input_tokens, doc.usage.output_tokens),
+        (1500, 400)
+    );
+    assert_eq!(doc.usage.model.as_deref(), Some("gemini-2.5-pro"));
+    traps(
+        "gemini",
+        &key,
+        &[
+            (
+                "denied",
+                &["1 of Gemini's tool calls were rejected", "exited 0"],
+            ),
+            ("api_error", &["HTTP 400 (exit 144)", "model not found"]),
+        ],
+    );
+    // No key: exit 41, explained.
+    traps(
+        "gemini",
+        &[],
+        &[("ok", &["authentication is not set up (exit 41)"])],
+    );
+    // A custom endpoint works because settings.json selects the auth type.
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(
+        work.path(),
+        "gemini",
+        "rate_limit_once",
+        &writer,
+        &key,
+        |s| {
+            s.url = Some("http://127.0.0.1:9".into());
+        },
+    );
+    completed(&out);
+    assert!(out.transcript.as_deref().unwrap().contains("(run 2)"));
+    assert_eq!(
+        logged(work.path(), "env", 2)["GOOGLE_GEMINI_BASE_URL"],
+        "http://127.0.0.1:9"
+    );
+}
+
+#[test]
+fn long_prompts_never_go_on_the_command_line() {
+    let (_d, mut writer) = writer_input();
+    writer.folder.insert(
+        "wisdom/learnings.md".into(),
+        format!(
+            "# Learnings\n\n{}",
+            "- a lesson worth keeping\n".repeat(6000)
+        )
+        .into_bytes(),
+    );
+    for (driver, env) in [
+        ("gemini", &[("GEMINI_API_KEY", "x")][..]),
+        ("qwen", &[][..]),
+        ("opencode", &[][..]),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let out = run_in(work.path(), driver, "ok", &writer, env, |_| {});
+        completed(&out);
+        assert!(out.prompt.len() > 100 * 1024);
+        let args = argv(work.path(), 1);
+        let longest = args.iter().map(String::len).max().unwrap_or(0);
+        assert!(longest < 1024, "{driver}: an argument of {longest} bytes");
+        let seen = std::fs::read_to_string(work.path().join("log/prompt-1.txt")).unwrap();
+        assert!(
+            seen.contains(&out.prompt),
+            "{driver}: the fake saw the whole prompt"
+        );
+    }
+}
+
+#[test]
+fn qwen() {
+    let (doc, _code) = documents_and_code("qwen", &[]);
+    assert_eq!(
+        (doc.usage.input_tokens, doc.usage.output_tokens),
+        (1800, 350)
+    );
+    assert_eq!(doc.usage.model.as_deref(), Some("qwen3-coder"));
+    traps(
+        "qwen",
+        &[],
+        &[
+            (
+                "api_error",
+                &["API error although it exited 0", "Connection error"],
+            ),
+            ("denied", &["refused 1 tool call(s)", "write_file"]),
+            ("crash", &["killed by signal 11"]),
+        ],
+    );
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(work.path(), "qwen", "rate_limit_once", &writer, &[], |s| {
+        s.url = Some("http://127.0.0.1:9/v1".into());
+        s.model = Some("local".into());
+    });
+    completed(&out);
+    assert!(out.transcript.as_deref().unwrap().contains("(run 2)"));
+    let env = logged(work.path(), "env", 2);
+    assert_eq!(env["OPENAI_BASE_URL"], "http://127.0.0.1:9/v1");
+    assert_eq!(env["OPENAI_MODEL"], "local");
+}
+
+#[test]
+fn opencode() {
+    let (doc, code) = documents_and_code("opencode", &[]);
+    assert_eq!(
+        (doc.usage.input_tokens, doc.usage.output_tokens),
+        (1150, 150)
+    );
+    assert_eq!(doc.usage.cost_usd, Some(0.003));
+    assert_eq!(code.usage.input_tokens, 2150);
+    assert!((code.usage.cost_usd.unwrap() - 0.004).abs() < 1e-9);
+    traps(
+        "opencode",
+        &[],
+        &[
+            ("api_error", &["HTTP 400", "model not found"]),
+            ("denied", &["refused permission for write", "exited 0"]),
+        ],
+    );
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(
+        work.path(),
+        "opencode",
+        "rate_limit_once",
+        &writer,
+        &[],
+        |s| {
+            s.url = Some("http://127.0.0.1:9/v1".into());
+            s.model = Some("local".into());
+        },
+    );
+    completed(&out);
+    let args = argv(work.path(), 2);
+    assert!(
+        args.windows(2).any(|w| w == ["-m", "tlv4/local"]),
+        "{args:?}"
+    );
+    let env = logged(work.path(), "env", 2);
+    let config: Value =
+        serde_json::from_str(env["OPENCODE_CONFIG_CONTENT"].as_str().unwrap()).unwrap();
+    assert_eq!(config["permission"]["edit"], "deny");
+    assert_eq!(
+        config["provider"]["tlv4"]["options"]["baseURL"],
+        "http://127.0.0.1:9/v1"
+    );
+}
+
+#[test]
+fn aider() {
+    let (doc, code) = documents_and_code("aider", &[]);
+    assert_eq!(
+        (doc.usage.input_tokens, doc.usage.output_tokens),
+        (2300, 512)
+    );
+    assert_eq!(doc.usage.cost_usd, Some(0.01));
+    assert_eq!(code.usage.output_tokens, 512);
+    traps(
+        "aider",
+        &[],
+        &[
+            (
+                "rejected_patch",
+                &["could not apply the model's edits", "exited 0"],
+            ),
+            (
+                "api_error",
+                &["API error although it exited 0", "BadRequestError"],
+            ),
+            ("invalid_json", &["rejected 3 times"]),
+        ],
+    );
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_in(work.path(), "aider", "rate_limit_once", &writer, &[], |s| {
+        s.url = Some("http://127.0.0.1:9/v1".into());
+        s.model = Some("local".into());
+    });
+    completed(&out);
+    let args = argv(work.path(), 2);
+    assert!(
+        args.windows(2).any(|w| w == ["--model", "openai/local"]),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--dry-run".to_owned()) && args.contains(&"--no-git".to_owned()));
+}

@@ -1,0 +1,969 @@
+//! Prompts: what an agent CLI is told for one task.
+//!
+//! A prompt has five parts, always in this order: the role's instructions
+//! (`specs/roles/<role>.md`), the task (its header, the user's request and the description the
+//! coordinator wrote), the template of the document to write (writer tasks), the context, and
+//! the result contract. The context follows the reference's loading order: first what the
+//! upstream tasks produced (the discovery context, the documents the description names, the
+//! documents of earlier phases the role builds on, the plan), then the session's wisdom, then
+//! the exploration cache; everything else in the pipeline folder is listed by path only.
+//!
+//! Prompts are bounded ([`PROMPT_LIMIT`]): when the documents do not fit, the largest are cut
+//! first (each keeps its beginning), and the prompt says which ones were cut and where the
+//! whole files are.
+//!
+//! The role instructions and templates are embedded in the binary and can be replaced per
+//! repository under `.tlv4/specs/roles/` and `.tlv4/specs/templates/`. [`roles_lock`] lists
+//! the ones a session runs with, by git blob id, so a session's prompts can be pinned.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::TaskInput;
+use super::process::floor_char_boundary;
+use crate::error::{Error, Result};
+
+/// The upper bound of a prompt, in bytes.
+pub const PROMPT_LIMIT: usize = 256 * 1024;
+/// Where a repository puts its own role instructions.
+pub const ROLE_OVERRIDE_DIR: &str = ".tlv4/specs/roles";
+/// Where a repository puts its own templates.
+pub const TEMPLATE_OVERRIDE_DIR: &str = ".tlv4/specs/templates";
+/// Room kept free in a first prompt for what a retry adds (the problem and the end of the
+/// previous answer), so that retries stay within [`PROMPT_LIMIT`] too.
+pub const RETRY_RESERVE: usize = 20 * 1024;
+/// Words of the retry section that fake agents look for.
+pub const RETRY_HEADING: &str = "# Your previous answer was not accepted";
+
+/// The roles with instructions of their own, in pipeline order.
+pub const ROLES: [&str; 7] = [
+    "analyst",
+    "writer",
+    "planner",
+    "executor",
+    "tester",
+    "reviewer",
+    "supervisor",
+];
+
+const BUILTIN_ROLES: [(&str, &str); 7] = [
+    ("analyst", include_str!("../../specs/roles/analyst.md")),
+    ("writer", include_str!("../../specs/roles/writer.md")),
+    ("planner", include_str!("../../specs/roles/planner.md")),
+    ("executor", include_str!("../../specs/roles/executor.md")),
+    ("tester", include_str!("../../specs/roles/tester.md")),
+    ("reviewer", include_str!("../../specs/roles/reviewer.md")),
+    (
+        "supervisor",
+        include_str!("../../specs/roles/supervisor.md"),
+    ),
+];
+
+const BUILTIN_TEMPLATES: [(&str, &str); 4] = [
+    (
+        "product-brief",
+        include_str!("../../specs/templates/product-brief.md"),
+    ),
+    (
+        "requirements",
+        include_str!("../../specs/templates/requirements.md"),
+    ),
+    (
+        "architecture",
+        include_str!("../../specs/templates/architecture.md"),
+    ),
+    ("epics", include_str!("../../specs/templates/epics.md")),
+];
+
+/// Caps of the parts that are never cut to make room for documents.
+const ROLE_CAP: usize = 64 * 1024;
+const REQUEST_CAP: usize = 8 * 1024;
+const DESCRIPTION_CAP: usize = 32 * 1024;
+const TEMPLATE_CAP: usize = 48 * 1024;
+/// At most this many documents are shown; the rest are listed.
+const MAX_DOCUMENTS: usize = 60;
+/// At most this many other files are listed.
+const MAX_LISTED: usize = 200;
+
+/// Whether a role changes code in its working directory (rather than returning documents).
+pub fn writes_code(role: &str) -> bool {
+    role == "executor"
+}
+
+/// Where a spec text came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Embedded in the binary.
+    Builtin,
+    /// The repository's `.tlv4/specs/…` file.
+    Repository,
+}
+
+/// The role instructions and document templates prompts are built from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleSpecs {
+    roles: BTreeMap<String, (String, Origin)>,
+    templates: BTreeMap<String, (String, Origin)>,
+}
+
+impl RoleSpecs {
+    /// The embedded instructions and templates.
+    pub fn builtin() -> RoleSpecs {
+        let own = |list: &[(&str, &str)]| {
+            list.iter()
+                .map(|(k, v)| ((*k).to_owned(), ((*v).to_owned(), Origin::Builtin)))
+                .collect()
+        };
+        RoleSpecs {
+            roles: own(&BUILTIN_ROLES),
+            templates: own(&BUILTIN_TEMPLATES),
+        }
+    }
+
+    /// The embedded ones, each replaced by the repository's `.tlv4/specs/roles/<role>.md` or
+    /// `.tlv4/specs/templates/<name>.md` where that exists (extra roles, such as specialists,
+    /// may be added the same way).
+    pub fn load(repo_root: &Path) -> Result<RoleSpecs> {
+        let mut specs = RoleSpecs::builtin();
+        for (dir, map) in [
+            (ROLE_OVERRIDE_DIR, &mut specs.roles),
+            (TEMPLATE_OVERRIDE_DIR, &mut specs.templates),
+        ] {
+            let dir = repo_root.join(dir);
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+            };
+            for entry in entries {
+                let entry =
+                    entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+                let path = entry.path();
+                let Some(name) = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_suffix(".md"))
+                else {
+                    continue;
+                };
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| Error::Invalid(format!("{} is not UTF-8 text", path.display())))?;
+                map.insert(name.to_owned(), (text, Origin::Repository));
+            }
+        }
+        Ok(specs)
+    }
+
+    /// The instructions of `role`; roles without a file of their own (specialists) get a
+    /// short generic text.
+    pub fn role(&self, role: &str) -> Cow<'_, str> {
+        match self.roles.get(role) {
+            Some((text, _)) => Cow::Borrowed(text),
+            None => Cow::Owned(format!(
+                "You are the `{role}` specialist of a software team. Look at the change from your \
+                 specialty's angle only: read the files the task names, point at the lines that \
+                 matter with the reason, and say how sure you are. Do not change code. Write your \
+                 report as `artifacts/<TASK>-report.md` in `files`.\n"
+            )),
+        }
+    }
+
+    /// Where the instructions of `role` come from, if it has its own.
+    pub fn origin(&self, role: &str) -> Option<Origin> {
+        self.roles.get(role).map(|(_, o)| *o)
+    }
+
+    /// The template for a writer task of `phase` (`product-brief`, `requirements`, …).
+    pub fn template(&self, phase: &str) -> Option<&str> {
+        self.templates.get(phase).map(|(t, _)| t.as_str())
+    }
+}
+
+/// The `roles.lock` of a session: one line per role instruction and template, with its git
+/// blob id (what `git hash-object` prints for the file) and where it came from. The same
+/// specs always give the same text.
+pub fn roles_lock(specs: &RoleSpecs) -> String {
+    let mut out = String::from(
+        "# The role instructions and templates this session's prompts are built from.\n\
+         # <git blob id> <path> <builtin|repository>; `git hash-object <file>` gives the id.\n",
+    );
+    for (dir, map) in [("roles", &specs.roles), ("templates", &specs.templates)] {
+        for (name, (text, origin)) in map {
+            let id = gix::objs::compute_hash(
+                gix::hash::Kind::Sha1,
+                gix::objs::Kind::Blob,
+                text.as_bytes(),
+            )
+            .map(|id| id.to_hex().to_string())
+            .unwrap_or_else(|_| "0".repeat(40));
+            let origin = match origin {
+                Origin::Builtin => "builtin",
+                Origin::Repository => "repository",
+            };
+            out.push_str(&format!("{id} {dir}/{name}.md {origin}\n"));
+        }
+    }
+    out
+}
+
+/// The prompt for `input`, with `role_spec` as the role's instructions, within
+/// [`PROMPT_LIMIT`].
+pub fn build_prompt(input: &TaskInput, role_spec: &str) -> String {
+    compose(input, role_spec, None, PROMPT_LIMIT)
+}
+
+/// The prompt for `input` with the role's instructions, the template of the document to
+/// write (if any), within `limit` bytes.
+pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit: usize) -> String {
+    let task = &input.task;
+    let code = writes_code(&task.role);
+    let sid = input.session.id.as_str();
+    let folder_dir = format!(".tlv4/sessions/{sid}/");
+
+    // The parts that are never cut (each capped on its own).
+    let mut head = String::new();
+    head.push_str(&format!("# Your role: {}\n\n", task.role));
+    head.push_str(&cap(
+        strip_comment(role_spec).trim_end(),
+        ROLE_CAP,
+        "role instructions",
+    ));
+    head.push_str("\n\n");
+    head.push_str(&format!("# The task: {}\n\n", task.id));
+    head.push_str(&format!("- Task: {}\n- Role: {}\n", task.id, task.role));
+    head.push_str(&format!("- Phase: {}\n- Session: {sid}\n", task.phase));
+    if code {
+        head.push_str(
+            "- Output: code (change files in your working directory; git-tlv4 commits them)\n",
+        );
+    } else {
+        head.push_str(
+            "- Output: documents (return them in `files` of the result; write no files)\n",
+        );
+    }
+    if let Some(expected) = line_value(&task.description, "EXPECTED") {
+        head.push_str(&format!("- Expected: {expected}\n"));
+    }
+    head.push_str(&format!(
+        "- Pipeline folder: `{folder_dir}` in your working directory (read it; only git-tlv4 \
+         writes there)\n"
+    ));
+    if !task.blocked_by.is_empty() {
+        let ids: Vec<&str> = task.blocked_by.iter().map(|t| t.as_str()).collect();
+        head.push_str(&format!("- Builds on: {}\n", ids.join(", ")));
+    }
+    head.push_str("\n## The request\n\n");
+    head.push_str(&cap(input.session.task.trim(), REQUEST_CAP, "request"));
+    head.push_str("\n\n## The description\n\n");
+    head.push_str(&cap(
+        task.description.trim_end(),
+        DESCRIPTION_CAP,
+        "description",
+    ));
+    head.push_str("\n\n");
+    if let Some(t) = template {
+        head.push_str(
+            "# Template\n\nWrite the document from this template: keep every heading it \
+             writes out, fill every section, use its id scheme. Its comments explain the rules \
+             and are not part of the document.\n\n",
+        );
+        head.push_str(&fenced(
+            &cap(t.trim_end(), TEMPLATE_CAP, "template"),
+            "markdown",
+        ));
+        head.push('\n');
+    }
+
+    let selection = select(input);
+    let mut listing = String::new();
+    if !selection.listed.is_empty() {
+        listing.push_str(&format!(
+            "## Other files in the pipeline folder\n\nNot shown here; read them under \
+             `{folder_dir}` if you need them.\n\n"
+        ));
+        for (path, size) in selection.listed.iter().take(MAX_LISTED) {
+            listing.push_str(&format!("- {path} ({size} bytes)\n"));
+        }
+        if selection.listed.len() > MAX_LISTED {
+            listing.push_str(&format!(
+                "- … and {} more\n",
+                selection.listed.len() - MAX_LISTED
+            ));
+        }
+        listing.push('\n');
+    }
+    let mut upstream = String::from("## Upstream tasks\n\n");
+    if selection.upstream.is_empty() {
+        upstream.push_str("None: this task starts from the request alone.\n\n");
+    } else {
+        for u in &selection.upstream {
+            upstream.push_str(&format!("- {u}\n"));
+        }
+        upstream.push('\n');
+    }
+    let contract = contract(code);
+
+    // What is left is for the documents; cut the largest first when they do not fit.
+    let shown: Vec<&(Section, String)> = selection.shown.iter().collect();
+    let overhead: usize = shown.iter().map(|(_, p)| 2 * p.len() + 320).sum::<usize>() + 1200;
+    let fixed = head.len() + listing.len() + upstream.len() + contract.len() + overhead;
+    let budget = limit.saturating_sub(fixed);
+    let texts: Vec<Cow<'_, str>> = shown
+        .iter()
+        .map(|(_, p)| String::from_utf8_lossy(&input.folder[p]))
+        .collect();
+    let sizes: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+    let caps = water_fill(&sizes, budget);
+
+    let mut context = String::from(
+        "# Context\n\nRead it in this order: what the upstream tasks produced, then the \
+         session's wisdom (lessons, decisions, conventions and known issues, newest last), then \
+         the exploration cache.\n\n",
+    );
+    let cut: Vec<String> = shown
+        .iter()
+        .zip(&sizes)
+        .zip(&caps)
+        .filter(|((_, s), c)| c < s)
+        .map(|(((_, p), s), c)| format!("- {p}: the first {c} of {s} bytes"))
+        .collect();
+    if !cut.is_empty() {
+        context.push_str(&format!(
+            "Note: to keep this prompt under {limit} bytes, the largest files were cut \
+             (largest first); read the whole files under `{folder_dir}`:\n{}\n\n",
+            cut.join("\n")
+        ));
+    }
+    context.push_str(&upstream);
+    let mut section = None;
+    for (((sec, path), text), c) in shown.iter().zip(&texts).zip(&caps) {
+        if section != Some(*sec) {
+            section = Some(*sec);
+            context.push_str(match sec {
+                Section::Documents => "## Documents\n\n",
+                Section::Wisdom => "## Wisdom\n\n",
+                Section::Explorations => "## Exploration cache\n\n",
+            });
+        }
+        context.push_str(&format!("### {path}\n\n"));
+        let body = if *c < text.len() {
+            let mut end = floor_char_boundary(text, *c);
+            if let Some(nl) = text[..end].rfind('\n').filter(|&nl| nl >= end / 2) {
+                end = nl + 1;
+            }
+            format!(
+                "{}\n[… cut here by git-tlv4: {} of {} bytes shown; the whole file is \
+                 `{folder_dir}{path}`]",
+                &text[..end],
+                end,
+                text.len()
+            )
+        } else {
+            text.to_string()
+        };
+        let lang = if path.ends_with(".json") {
+            "json"
+        } else if path.ends_with(".md") {
+            "markdown"
+        } else {
+            "text"
+        };
+        context.push_str(&fenced(body.trim_end(), lang));
+        context.push('\n');
+    }
+    context.push_str(&listing);
+
+    let mut prompt = head;
+    prompt.push_str(&context);
+    prompt.push_str(&contract);
+    prompt
+}
+
+/// `prompt` again, with what was wrong with the previous answer and how that answer ended,
+/// for a bounded retry.
+pub fn retry_prompt(prompt: &str, problem: &str, previous: &str) -> String {
+    const TAIL: usize = 16 * 1024;
+    let problem = cap(problem, 2 * 1024, "problem");
+    let start = previous.len().saturating_sub(TAIL);
+    let mut start_at = start;
+    while !previous.is_char_boundary(start_at) {
+        start_at += 1;
+    }
+    let ending = &previous[start_at..];
+    format!(
+        "{prompt}\n{RETRY_HEADING}\n\n{problem}\n\nWhatever you already changed or wrote is \
+         still there: do not start over. Answer again, ending with the result block described \
+         under \"Result\", with this problem fixed.\n\nYour previous answer ended like this:\n\n{}",
+        fenced(ending.trim_end(), "text")
+    )
+}
+
+/// The result contract.
+fn contract(code: bool) -> String {
+    let mut s = String::from(
+        "# Result\n\n\
+         When you are done, end your answer with one fenced code block tagged `json`, and write \
+         nothing after it. git-tlv4 reads only that block (the rest of your answer is kept as \
+         the transcript). The block holds one JSON object of this shape:\n\n\
+         \x20   {\n\
+         \x20     \"summary\": \"<one line: what you did>\",\n\
+         \x20     \"state_update\": {\n\
+         \x20       \"key_findings\": [\"<at most 5 entries, each under 100 characters>\"],\n\
+         \x20       \"decisions\": [\"<a decision, and the reason for it>\"],\n\
+         \x20       \"files_modified\": [\"<relative paths of the files you wrote or changed>\"],\n\
+         \x20       \"verification\": \"<self-validated | peer-reviewed | tested>\",\n\
+         \x20       \"tech_profile\": {\"signals\": [\"<signal>\", …], \"evidence\": {\"<signal>\": [\"<path>\", …]}, \"confidence\": \"<high | medium | low>\"}\n\
+         \x20     },\n\
+         \x20     \"files\": {\"<path relative to the pipeline folder>\": \"<the whole content of the file>\", …},\n\
+         \x20     \"error\": \"<only when you could not do the task: why>\"\n\
+         \x20   }\n\n\
+         Rules:\n\
+         - `summary` and `state_update` are required; `tech_profile`, `files` and `error` are \
+         optional. Leave out what you do not use, and add no other keys.\n\
+         - Write decisions with their reason, and findings as short facts.\n",
+    );
+    if code {
+        s.push_str(
+            "- This is a code task: make your changes directly in the files of your working \
+             directory; git-tlv4 takes them from there and commits them. Do not commit, do not \
+             touch `.git`, and change nothing under `.tlv4/`.\n\
+             - Leave `files` out. List every file you changed or created, relative to the \
+             working directory, in `files_modified`.\n\
+             - Say in `verification` how you checked the change (`tested` only if you ran the \
+             tests).\n",
+        );
+    } else {
+        s.push_str(
+            "- This is a document task: put every document you produce in `files`, keyed by its \
+             path relative to the pipeline folder (for example `spec/product-brief.md`), with \
+             its complete text. This is the only way documents are kept; files you write \
+             yourself are discarded.\n\
+             - Paths must stay inside the pipeline folder; `session.toml`, `control.toml`, \
+             `roles.lock`, `tasks/` and `runs/` belong to git-tlv4.\n",
+        );
+    }
+    s.push_str(
+        "- If the block is missing or does not follow these rules, you will be told what is \
+         wrong and asked again, at most twice.\n",
+    );
+    s
+}
+
+/// Which part of the context a file goes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Documents,
+    Wisdom,
+    Explorations,
+}
+
+/// The files of the context, in order, and the rest.
+struct Selection {
+    /// `ID: what it produced` for each upstream task.
+    upstream: Vec<String>,
+    /// Files shown in full (or cut), in prompt order.
+    shown: Vec<(Section, String)>,
+    /// Files only listed, with their sizes.
+    listed: Vec<(String, usize)>,
+}
+
+/// Directories of the pipeline folder each role builds on, in reading order.
+fn role_dirs(role: &str) -> &'static [&'static str] {
+    match role {
+        "analyst" => &[],
+        "writer" => &["spec/"],
+        "planner" => &["spec/"],
+        "executor" => &["plan/"],
+        "tester" => &["plan/", "artifacts/"],
+        "reviewer" => &["spec/", "plan/", "artifacts/"],
+        "supervisor" => &["spec/", "plan/", "artifacts/", "discussions/"],
+        _ => &["plan/", "artifacts/"],
+    }
+}
+
+/// Reading order of the spec documents: by phase, index files first.
+fn spec_rank(path: &str) -> (usize, bool, &str) {
+    const PHASES: [&str; 8] = [
+        "spec/discovery-context.json",
+        "spec/spec-config.json",
+        "spec/product-brief.md",
+        "spec/requirements/",
+        "spec/architecture/",
+        "spec/epics/",
+        "spec/readiness-report.md",
+        "spec/spec-summary.md",
+    ];
+    let phase = PHASES
+        .iter()
+        .position(|p| path.starts_with(p))
+        .unwrap_or(PHASES.len());
+    let not_index = !path.ends_with("/_index.md") && path != "plan/plan.json";
+    (phase, not_index, path)
+}
+
+fn select(input: &TaskInput) -> Selection {
+    let folder = &input.folder;
+    let task = &input.task;
+    let hidden = |p: &str| p.starts_with("tasks/") || p.starts_with("runs/");
+    let private = ["session.toml", "control.toml", "roles.lock"];
+    let mut shown: Vec<(Section, String)> = Vec::new();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut add = |sec: Section, p: &str, shown: &mut Vec<(Section, String)>| {
+        if folder.contains_key(p) && seen.insert(p.to_owned()) && shown.len() < MAX_DOCUMENTS {
+            shown.push((sec, p.to_owned()));
+        }
+    };
+    let under = |dir: &str| {
+        let mut v: Vec<&String> = folder
+            .keys()
+            .filter(|k| k.starts_with(dir) && !k.starts_with("wisdom/"))
+            .collect();
+        v.sort_by(|a, b| spec_rank(a).cmp(&spec_rank(b)));
+        v
+    };
+
+    // Upstream: what the description says the upstream tasks produced, else their ids.
+    let upstream: Vec<String> = match task
+        .description
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- Upstream artifacts:"))
+    {
+        Some(list) => list
+            .split("; ")
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        None => task.blocked_by.iter().map(|t| t.to_string()).collect(),
+    };
+
+    // 1. The discovery context every later role starts from.
+    add(
+        Section::Documents,
+        "spec/discovery-context.json",
+        &mut shown,
+    );
+    // 2. Files and folders the description names (the upstream artifacts, the plan tasks).
+    let mut named_plan_task = false;
+    for token in task
+        .description
+        .split(|c: char| c.is_whitespace() || ",;()`'\"".contains(c))
+        .map(|t| t.trim_end_matches(['.', ':']))
+        .filter(|t| !t.is_empty())
+    {
+        if folder.contains_key(token) {
+            add(Section::Documents, token, &mut shown);
+        } else if token.ends_with('/') && token.contains('/') {
+            for p in under(token) {
+                add(Section::Documents, p, &mut shown);
+            }
+        } else if token.starts_with("TASK-") {
+            let p = format!("plan/.task/{token}.json");
+            if folder.contains_key(&p) {
+                add(Section::Documents, "plan/plan.json", &mut shown);
+                add(Section::Documents, &p, &mut shown);
+                named_plan_task = true;
+            }
+        }
+    }
+    // 3. The documents of earlier phases the role builds on.
+    for dir in role_dirs(&task.role) {
+        for p in under(dir) {
+            if named_plan_task && p.starts_with("plan/.task/") {
+                continue;
+            }
+            add(Section::Documents, p, &mut shown);
+        }
+    }
+    // 4. Wisdom, then the exploration cache.
+    for p in under_all(folder, "wisdom/") {
+        if p.ends_with(".md") && has_content(&folder[p]) {
+            add(Section::Wisdom, p, &mut shown);
+        }
+    }
+    let index = "explorations/cache-index.json";
+    if folder
+        .get(index)
+        .is_some_and(|b| !String::from_utf8_lossy(b).contains("\"entries\": []"))
+    {
+        add(Section::Explorations, index, &mut shown);
+    }
+    if matches!(task.role.as_str(), "analyst" | "planner") {
+        for p in under_all(folder, "explorations/") {
+            add(Section::Explorations, p, &mut shown);
+        }
+    }
+    // Sections in order: documents, wisdom, explorations (adds above already follow it,
+    // but keep it true whatever the order of the loops).
+    shown.sort_by_key(|(s, _)| *s as u8);
+
+    let shown_set: BTreeSet<&str> = shown.iter().map(|(_, p)| p.as_str()).collect();
+    let listed = folder
+        .iter()
+        .filter(|(k, _)| !shown_set.contains(k.as_str()))
+        .filter(|(k, _)| !hidden(k) && !private.contains(&k.as_str()))
+        .filter(|(k, _)| !k.starts_with("wisdom/") || has_content(&folder[*k]))
+        .map(|(k, v)| (k.clone(), v.len()))
+        .collect();
+    Selection {
+        upstream,
+        shown,
+        listed,
+    }
+}
+
+fn under_all<'a>(folder: &'a BTreeMap<String, Vec<u8>>, dir: &str) -> Vec<&'a String> {
+    folder.keys().filter(|k| k.starts_with(dir)).collect()
+}
+
+/// Whether a markdown file holds more than headings.
+fn has_content(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+}
+
+/// How many bytes of each item fit in `budget`: everything if all fit, else the smallest
+/// items whole and every larger one cut to the same size.
+fn water_fill(sizes: &[usize], budget: usize) -> Vec<usize> {
+    if sizes.iter().sum::<usize>() <= budget {
+        return sizes.to_vec();
+    }
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| sizes[i]);
+    let mut left = budget;
+    let mut limit = 0;
+    for (k, &i) in order.iter().enumerate() {
+        let rest = sizes.len() - k;
+        if sizes[i] * rest <= left {
+            left -= sizes[i];
+        } else {
+            limit = left / rest;
+            break;
+        }
+    }
+    sizes.iter().map(|&s| s.min(limit)).collect()
+}
+
+/// The value of the first `NAME: value` line.
+fn line_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// `text` without a leading `<!-- … -->` comment (notes for maintainers of the file).
+fn strip_comment(text: &str) -> &str {
+    let t = text.trim_start();
+    match t
+        .strip_prefix("<!--")
+        .and_then(|r| r.find("-->").map(|i| &r[i + 3..]))
+    {
+        Some(rest) => rest.trim_start(),
+        None => text,
+    }
+}
+
+/// `text` cut to `limit` bytes, saying so.
+fn cap<'a>(text: &'a str, limit: usize, what: &str) -> Cow<'a, str> {
+    if text.len() <= limit {
+        return Cow::Borrowed(text);
+    }
+    let end = floor_char_boundary(text, limit);
+    Cow::Owned(format!(
+        "{}\n[… the {what} was cut here by git-tlv4: {end} of {} bytes shown]",
+        &text[..end],
+        text.len()
+    ))
+}
+
+/// `text` in a fence longer than any run of backticks inside it.
+fn fenced(text: &str, lang: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let fence = "`".repeat((longest + 1).max(4));
+    format!("{fence}{lang}\n{text}\n{fence}\n")
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::agents::{CodeTree, TaskInput};
+    use crate::model::{Session, Task};
+
+    /// An empty code tree (prompts never read code).
+    pub(crate) fn empty_code() -> (tempfile::TempDir, CodeTree) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = gix::init(dir.path()).expect("init");
+        let tree = repo.empty_tree().id;
+        let code = CodeTree::from_tree(&repo, tree).expect("an empty tree");
+        (dir, code)
+    }
+
+    /// A task input for `role`/`id` with `description` and pipeline-folder `files`.
+    pub(crate) fn input(
+        id: &str,
+        role: &str,
+        description: &str,
+        files: &[(&str, &str)],
+        code: CodeTree,
+    ) -> TaskInput {
+        let session: Session = toml::from_str(
+            r#"
+schema = 1
+id = "TLV4-demo-20260101"
+task = "Add OAuth login to the web app"
+pipeline = "full-lifecycle"
+supervision = true
+status = "active"
+base = "0000000000000000000000000000000000000000"
+created_at = "2026-01-01T00:00:00Z"
+updated_at = "2026-01-01T00:00:00Z"
+events = 3
+"#,
+        )
+        .expect("a valid session");
+        let mut task: Task = toml::from_str(&format!(
+            "id = \"{id}\"\nrole = \"{role}\"\nstatus = \"in_progress\"\nphase = \"requirements\"\n\
+             priority = \"P0\"\ninner_loop = false\nattempts = 1\ndescription = \"\"\n"
+        ))
+        .expect("a valid task");
+        task.description = description.to_owned();
+        TaskInput {
+            session,
+            task,
+            folder: files
+                .iter()
+                .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
+                .collect(),
+            code,
+        }
+    }
+
+    const DESCRIPTION: &str = "PURPOSE: Turn the goals into requirements | Success: every goal covered\n\
+        TASK:\n  - Write REQ-NNN\nCONTEXT:\n  - Session: TLV4-demo-20260101\n  - Upstream artifacts: \
+        DRAFT-001: spec/product-brief.md\nEXPECTED: spec/requirements/\nCONSTRAINTS: Documents only\n";
+
+    #[test]
+    fn prompt_has_role_task_context_and_contract_in_order() {
+        let (_d, code) = empty_code();
+        let input = input(
+            "DRAFT-002",
+            "writer",
+            DESCRIPTION,
+            &[
+                ("spec/product-brief.md", "# Product Brief\n\nGOAL-MARKER\n"),
+                ("spec/discovery-context.json", "{\"DISCOVERY\": 1}"),
+                ("wisdom/learnings.md", "# Learnings\n\n- WISDOM-MARKER\n"),
+                ("wisdom/issues.md", "# Issues\n"),
+                ("artifacts/other.md", "x"),
+                ("session.toml", "x"),
+            ],
+            code,
+        );
+        let specs = RoleSpecs::builtin();
+        let prompt = build_prompt(&input, &specs.role("writer"));
+        let at = |needle: &str| {
+            prompt
+                .find(needle)
+                .unwrap_or_else(|| panic!("`{needle}` missing from:\n{prompt}"))
+        };
+        let role = at("You are the writer.");
+        assert!(
+            !prompt.contains("<!--"),
+            "the maintainers' comment is left out"
+        );
+        let desc = at("PURPOSE: Turn the goals into requirements");
+        let discovery = at("\"DISCOVERY\"");
+        let brief = at("GOAL-MARKER");
+        let wisdom = at("WISDOM-MARKER");
+        let contract = at("# Result");
+        assert!(
+            role < desc && desc < discovery && discovery < brief,
+            "{prompt}"
+        );
+        assert!(brief < wisdom && wisdom < contract, "{prompt}");
+        assert!(prompt.contains("- Output: documents"));
+        assert!(prompt.contains("- Expected: spec/requirements/"));
+        assert!(prompt.contains("- DRAFT-001: spec/product-brief.md"));
+        assert!(
+            prompt.contains("- artifacts/other.md (1 bytes)"),
+            "{prompt}"
+        );
+        assert!(
+            !prompt.contains("wisdom/issues.md"),
+            "an empty wisdom file is left out"
+        );
+        assert!(!prompt.contains("session.toml ("));
+        assert!(prompt.contains("\"key_findings\""));
+        assert!(prompt.trim_end().ends_with("at most twice."));
+        assert!(!prompt.contains("cut here"));
+        // The shape shown is not itself a block the result parser would take.
+        assert!(
+            crate::agents::result::parse(&prompt, crate::agents::result::Deliverable::Documents)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn code_tasks_get_the_plan_and_the_code_contract() {
+        let (_d, code) = empty_code();
+        let input = input(
+            "IMPL-001",
+            "executor",
+            "PURPOSE: Implement one task of plan PLAN-001\nTASK:\n  - TASK-002: add login (files: src/a.rs)\n",
+            &[
+                ("plan/plan.json", "{\"tasks\": []}"),
+                ("plan/.task/TASK-001.json", "{\"id\": \"TASK-001\"}"),
+                ("plan/.task/TASK-002.json", "{\"id\": \"TASK-002\"}"),
+            ],
+            code,
+        );
+        let prompt = build_prompt(&input, "Executor instructions.");
+        assert!(prompt.contains("- Output: code"));
+        assert!(prompt.contains("### plan/.task/TASK-002.json"));
+        assert!(!prompt.contains("### plan/.task/TASK-001.json"), "{prompt}");
+        assert!(prompt.contains("- plan/.task/TASK-001.json ("));
+        assert!(prompt.contains("Leave `files` out"));
+        assert!(prompt.find("### plan/plan.json") < prompt.find("### plan/.task/TASK-002.json"));
+    }
+
+    #[test]
+    fn prompt_respects_the_size_bound_by_cutting_the_largest_first() {
+        let (_d, code) = empty_code();
+        let huge = "requirement text line\n".repeat(50_000);
+        let big = "architecture line\n".repeat(8_000);
+        let input = input(
+            "DRAFT-004",
+            "writer",
+            DESCRIPTION,
+            &[
+                ("spec/discovery-context.json", "{\"small\": true}"),
+                ("spec/requirements/_index.md", &huge),
+                ("spec/architecture/_index.md", &big),
+                ("wisdom/decisions.md", "# Decisions\n\n- keep it small\n"),
+            ],
+            code,
+        );
+        let limit = 64 * 1024;
+        let prompt = compose(&input, "Writer.", None, limit);
+        assert!(prompt.len() <= limit, "{} > {limit}", prompt.len());
+        assert!(prompt.contains("{\"small\": true}"));
+        assert!(prompt.contains("- keep it small"));
+        assert!(prompt.contains("the largest files were cut"));
+        assert!(prompt.contains("- spec/requirements/_index.md: the first"));
+        assert!(prompt.contains(&format!("of {} bytes", huge.len())));
+        assert!(prompt.contains("cut here by git-tlv4"));
+        assert!(prompt.trim_end().ends_with("at most twice."));
+        // The bigger file loses more than the smaller one; both keep their beginning.
+        let shown = |marker: &str| prompt.matches(marker).count();
+        assert!(shown("requirement text line") >= shown("architecture line") / 2);
+        assert!(shown("architecture line") > 100);
+        // The default bound holds too.
+        let prompt = build_prompt(&input, "Writer.");
+        assert!(prompt.len() <= PROMPT_LIMIT);
+    }
+
+    #[test]
+    fn water_fill_keeps_small_items_whole() {
+        assert_eq!(water_fill(&[10, 20], 100), vec![10, 20]);
+        assert_eq!(water_fill(&[10, 1000, 500], 310), vec![10, 150, 150]);
+        assert_eq!(water_fill(&[10, 1000], 5), vec![2, 2]);
+    }
+
+    #[test]
+    fn templates_go_to_writers() {
+        let (_d, code) = empty_code();
+        let input = input("DRAFT-002", "writer", DESCRIPTION, &[], code);
+        let specs = RoleSpecs::builtin();
+        let template = specs.template("requirements").expect("a builtin template");
+        let prompt = compose(&input, &specs.role("writer"), Some(template), PROMPT_LIMIT);
+        assert!(prompt.find("# Template") < prompt.find("# Context"));
+        assert!(prompt.contains("REQ-NNN"));
+    }
+
+    #[test]
+    fn retry_prompt_carries_the_problem_and_the_old_ending() {
+        let p = retry_prompt("PROMPT", "the block is not JSON", "blah\n```json\n{x}\n```");
+        assert!(p.starts_with("PROMPT\n"));
+        assert!(p.contains(RETRY_HEADING));
+        assert!(p.contains("the block is not JSON"));
+        assert!(p.contains("{x}"));
+    }
+
+    #[test]
+    fn roles_lock_is_stable_and_uses_git_blob_ids() {
+        let specs = RoleSpecs::builtin();
+        let lock = roles_lock(&specs);
+        assert_eq!(lock, roles_lock(&RoleSpecs::builtin()));
+        for role in ROLES {
+            assert!(
+                lock.contains(&format!(" roles/{role}.md builtin\n")),
+                "{lock}"
+            );
+        }
+        assert!(lock.contains(" templates/requirements.md builtin\n"));
+        // The id is git's own: compare with `git hash-object`.
+        let out = std::process::Command::new("git")
+            .args(["hash-object", "--stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin
+                    .take()
+                    .expect("stdin")
+                    .write_all(specs.role("tester").as_bytes())?;
+                c.wait_with_output()
+            })
+            .expect("git hash-object runs");
+        let id = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            lock.contains(&format!("{} roles/tester.md", id.trim())),
+            "{lock}"
+        );
+
+        // A repository override changes the lock and is marked as such.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(ROLE_OVERRIDE_DIR)).unwrap();
+        std::fs::write(
+            dir.path().join(ROLE_OVERRIDE_DIR).join("tester.md"),
+            "Mine.\n",
+        )
+        .unwrap();
+        let loaded = RoleSpecs::load(dir.path()).unwrap();
+        assert_eq!(loaded.role("tester"), "Mine.\n");
+        assert_eq!(loaded.origin("tester"), Some(Origin::Repository));
+        assert_eq!(loaded.role("writer"), specs.role("writer"));
+        let other = roles_lock(&loaded);
+        assert_ne!(other, lock);
+        assert!(other.contains(" roles/tester.md repository\n"));
+        assert_eq!(RoleSpecs::load(Path::new("/nonexistent")).unwrap(), specs);
+    }
+
+    #[test]
+    fn every_role_has_builtin_instructions() {
+        let specs = RoleSpecs::builtin();
+        for role in ROLES {
+            assert_eq!(specs.origin(role), Some(Origin::Builtin));
+            assert!(specs.role(role).len() > 500, "{role} is too short");
+        }
+        assert!(
+            specs
+                .role("security-expert")
+                .contains("`security-expert` specialist")
+        );
+    }
+}
