@@ -33,6 +33,18 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
+    for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+        match crate::git::remove_worktree(store.repo().common_dir(), &wt) {
+            Ok(()) => ctx.ui.status(format!(
+                "removed the checkout {} of a process that is gone",
+                wt.display()
+            )),
+            Err(e) => ctx.ui.warn(format!(
+                "cannot remove the stale checkout {}: {e}",
+                wt.display()
+            )),
+        }
+    }
     let host = crate::host::name();
     let mut elsewhere = Vec::new();
     let written = store.transact(&sid, |txn| {

@@ -33,3 +33,65 @@ pub fn run(dir: &Path, args: &[&str]) -> crate::Result<String> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// The lock reason of a worktree this process uses; `stale_worktrees` recognises it.
+pub fn lock_reason() -> String {
+    format!(
+        "git-tlv4 pid {} on {}",
+        std::process::id(),
+        crate::host::name()
+    )
+}
+
+/// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.
+pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(out) = Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["worktree", "list", "--porcelain"])
+        .stdin(Stdio::null())
+        .output()
+    else {
+        return Vec::new();
+    };
+    let host = crate::host::name();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stale = Vec::new();
+    let mut path = None;
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(std::path::PathBuf::from(p));
+        } else if let Some(reason) = line.strip_prefix("locked git-tlv4 pid ") {
+            let mut parts = reason.splitn(3, ' ');
+            let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+            let on_host = parts.nth(1).is_some_and(|h| h == host);
+            if let (Some(pid), true, Some(p)) = (pid, on_host, path.as_ref()) {
+                if !crate::host::process_alive(pid) {
+                    stale.push(p.clone());
+                }
+            }
+        }
+    }
+    stale
+}
+
+/// Unlocks and removes a worktree git-tlv4 left behind.
+pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
+    let gd = git_dir.to_string_lossy().into_owned();
+    let wt = path.to_string_lossy().into_owned();
+    let dir = git_dir.parent().unwrap_or(git_dir);
+    let _ = run(dir, &["--git-dir", &gd, "worktree", "unlock", &wt]);
+    run(
+        dir,
+        &[
+            "--git-dir",
+            &gd,
+            "worktree",
+            "remove",
+            "--force",
+            "--force",
+            &wt,
+        ],
+    )?;
+    Ok(())
+}

@@ -518,4 +518,7 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
     repo.ok(&["resume", "--completion", "keep"]);
     run_to_end_from(&repo, &sid);
     check_done(&repo, &sid, &["spec/readiness-report.md", "artifacts/test-report.md"]);
+    // No checkout of the interrupted run is left registered.
+    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
 }

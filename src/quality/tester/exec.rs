@@ -39,6 +39,8 @@ impl Worktree {
         let gd = git_dir.to_string_lossy().into_owned();
         let wt = path.to_string_lossy().into_owned();
         let hex = commit.to_string();
+        // The reason names this process, so `resume` can clear the checkout of one that died.
+        let reason = crate::git::lock_reason();
         // Hooks are the user's and may be slow or interactive; a test checkout needs none.
         crate::git::run(
             parent.path(),
@@ -50,6 +52,8 @@ impl Worktree {
                 "worktree",
                 "add",
                 "--lock",
+                "--reason",
+                &reason,
                 "--detach",
                 &wt,
                 &hex,
