@@ -13,6 +13,7 @@ pub mod git;
 pub mod host;
 pub mod model;
 pub mod quality;
+pub mod specdoc;
 pub mod store;
 pub mod ui;
 
