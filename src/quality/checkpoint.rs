@@ -37,12 +37,12 @@
 mod checks;
 mod history;
 mod report;
-pub(crate) mod spec;
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
+use crate::specdoc::spec;
 
 use checks::{Check, Inputs};
 use history::{History, Scope};

@@ -20,10 +20,10 @@ mod record;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::DiscussOutcome;
-use super::checkpoint::spec::Spec;
 use crate::agents::{TaskInput, TaskOutput};
 use crate::error::{Error, Result};
 use crate::model::Verdict;
+use crate::specdoc::spec::Spec;
 
 use config::{Config, OnFail, Rule, Thresholds};
 use metrics::Metrics;

@@ -1,8 +1,9 @@
 //! The spec documents of a pipeline folder, read back: the markdown primitives every reader
-//! shares ([`md`]).
+//! shares ([`md`]), and the folder's layout and typed model ([`spec`]).
 //!
 //! The documents may come from the builtin writer or from any agent, so reading is lenient:
 //! whatever the ids, tables, headings and frontmatter give is taken, the rest is left empty,
 //! and nothing fails.
 
 pub mod md;
+pub mod spec;

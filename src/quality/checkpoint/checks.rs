@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use super::history::{History, Scope, corpus, present};
-use super::spec::{self, Kind, Spec, ids};
 use crate::agents::TaskInput;
+use crate::specdoc::md::CHECKPOINT as MD;
+use crate::specdoc::spec::{self, Kind, Spec};
 
 /// Where a check is listed in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -409,7 +410,7 @@ fn names(spec: &Spec, kinds: &BTreeSet<Kind>) -> BTreeMap<String, Vec<(String, S
     let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut add = |id: String, path: &str, name: String| {
         // A cell that lists ids is not a name.
-        if !spec::is_blank(&name) && ids(&name).is_empty() {
+        if !MD.is_blank(&name) && MD.unique_ids(&name).is_empty() {
             let e = out.entry(id).or_default();
             if !e.iter().any(|(p, n)| p == path && *n == name) {
                 e.push((path.to_owned(), name));
@@ -418,13 +419,14 @@ fn names(spec: &Spec, kinds: &BTreeSet<Kind>) -> BTreeMap<String, Vec<(String, S
     };
     for k in kinds {
         for (path, text) in spec.texts_of(*k).filter(|(p, _)| p.ends_with(".md")) {
-            for t in spec::tables(text) {
+            for t in MD.tables(text) {
                 let col = t.column(&["title", "goal", "component", "name"], 1);
                 for row in &t.rows {
-                    let Some(first) = row.first().map(|c| spec::plain(c)) else {
+                    let Some(first) = row.first().map(|c| MD.plain(c)) else {
                         continue;
                     };
-                    let Some(id) = ids(&first)
+                    let Some(id) = MD
+                        .unique_ids(&first)
                         .into_iter()
                         .next()
                         .filter(|i| first.starts_with(i.as_str()))
@@ -441,12 +443,13 @@ fn names(spec: &Spec, kinds: &BTreeSet<Kind>) -> BTreeMap<String, Vec<(String, S
                     if !rest.is_empty() {
                         add(id, path, rest.to_owned());
                     } else if let Some(cell) = col.and_then(|i| row.get(i)) {
-                        add(id, path, spec::plain(cell));
+                        add(id, path, MD.plain(cell));
                     }
                 }
             }
-            for (_, h) in spec::headings(text) {
-                if let Some(id) = ids(&h)
+            for h in MD.headings(text).into_iter().map(|h| h.text) {
+                if let Some(id) = MD
+                    .unique_ids(&h)
                     .into_iter()
                     .next()
                     .filter(|i| h.starts_with(i.as_str()))

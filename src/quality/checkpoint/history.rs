@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::spec::{Kind, Spec};
 use crate::agents::TaskInput;
 use crate::model::{Message, State, TaskId, TaskStatus};
 use crate::quality::QualityContext;
+use crate::specdoc::spec::{self, Kind, Spec};
 use crate::store::{LoggedEvent, Store};
 
 /// The session as the checkpoint sees it; each part is `None` when it could not be read,
@@ -235,9 +235,7 @@ pub fn present(folder: &BTreeMap<String, Vec<u8>>, path: &str) -> bool {
         return true;
     }
     Kind::of_expected(path) == Some(Kind::Readiness)
-        && super::spec::READINESS
-            .iter()
-            .any(|p| folder.contains_key(*p))
+        && spec::READINESS.iter().any(|p| folder.contains_key(*p))
 }
 
 /// Every text of the documents of `kinds`, for word searches.

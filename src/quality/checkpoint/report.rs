@@ -8,8 +8,8 @@ use std::sync::LazyLock;
 use super::Level;
 use super::checks::{Check, Group, Previous};
 use super::history::Scope;
-use super::spec;
 use crate::agents::TaskInput;
+use crate::specdoc::md::CHECKPOINT as MD;
 
 /// The path of the report of checkpoint `id`.
 pub fn path(id: &str) -> String {
@@ -227,7 +227,7 @@ pub fn previous(input: &TaskInput) -> Option<Previous> {
     let raw: f64 = SCORE.captures(&text)?[1].parse().ok()?;
     let score = if raw > 1.0 { raw / 100.0 } else { raw };
     let mut checks = BTreeMap::new();
-    for t in spec::tables(&text) {
+    for t in MD.tables(&text) {
         let (Some(name), Some(sc)) = (t.column(&["check"], 0), t.column(&["score"], 0)) else {
             continue;
         };

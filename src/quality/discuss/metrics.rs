@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::RiskSpec;
-use crate::quality::checkpoint::spec::{Kind, Spec, is_blank};
+use crate::specdoc::md::CHECKPOINT as MD;
+use crate::specdoc::spec::{Kind, Spec};
 
 /// One measured value and the items behind a shortfall (goal ids without requirements, …).
 #[derive(Debug, Clone, PartialEq)]
@@ -263,7 +264,7 @@ pub fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
         let unmeasured: Vec<String> = b
             .goals
             .iter()
-            .filter(|g| is_blank(&g.metric) || is_blank(&g.target))
+            .filter(|g| MD.is_blank(&g.metric) || MD.is_blank(&g.target))
             .map(|g| g.id.clone())
             .collect();
         out.insert(
