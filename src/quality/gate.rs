@@ -10,7 +10,6 @@
 //! pauses for the user after it.
 
 mod checks;
-mod md;
 mod report;
 mod rules;
 mod score;
@@ -22,9 +21,10 @@ use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
 
+use crate::specdoc::spec::Kind;
 use rules::{Rules, Severity};
 use score::{DIMENSIONS, Evaluation};
-use spec::{Doc, Spec};
+use spec::Spec;
 
 /// At most this many lines go to `wisdom/issues.md`.
 const MAX_WARNINGS: usize = 10;
@@ -120,10 +120,10 @@ fn state_update(spec: &Spec, ev: &Evaluation, rules: &Rules) -> StateUpdate {
         ev.overall,
         ev.score("coverage")
     ))];
-    let missing: Vec<&str> = Doc::ALL
+    let missing: Vec<&str> = Kind::SPEC
         .iter()
         .filter(|d| !spec.has(**d))
-        .map(|d| d.name())
+        .map(|d| d.title())
         .collect();
     if !missing.is_empty() {
         key.push(finding(&format!(

@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::md;
 use super::rules::{Rules, Severity};
 use super::score::{Finding, Links, frontmatter_keys, key_words, nfr_addressed, overlap, plural};
-use super::spec::{Doc, Spec};
+use super::spec::Spec;
+use crate::specdoc::md::{self, GATE as MD};
+use crate::specdoc::spec::Kind;
 
 /// Collects findings with their rule's class.
 pub struct Findings<'r> {
@@ -50,7 +51,7 @@ pub fn frontmatter(spec: &Spec, rules: &Rules, f: &mut Findings) {
     let mut sessions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for file in &spec.files {
         let Some(text) = &file.text else { continue };
-        let Some(fm) = md::frontmatter(text) else {
+        let Some(fm) = MD.frontmatter(text) else {
             f.add("frontmatter", &file.path, "has no frontmatter".into());
             continue;
         };
@@ -110,7 +111,7 @@ pub fn references(spec: &Spec, f: &mut Findings) {
     let mut unknown: BTreeMap<String, String> = BTreeMap::new();
     for file in &spec.files {
         let Some(text) = &file.text else { continue };
-        for id in md::ids(text) {
+        for id in MD.ids(text) {
             if !known.contains(&id) {
                 unknown.entry(id).or_insert_with(|| file.path.clone());
             }
@@ -274,9 +275,9 @@ fn loose(text: &str) -> String {
 /// One title, the same item names and priorities in index and file, the brief's personas.
 pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Findings) {
     // One title for the four documents.
-    let titles: Vec<(Doc, String)> = Doc::ALL
+    let titles: Vec<(Kind, String)> = Kind::SPEC
         .iter()
-        .filter_map(|d| Some((*d, md::title(spec.index_text(*d)?)?)))
+        .filter_map(|d| Some((*d, MD.title(spec.index_text(*d)?)?)))
         .collect();
     if let Some((first, title)) = titles.first() {
         for (doc, t) in &titles[1..] {
@@ -286,7 +287,7 @@ pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Findings) {
                     doc.index(),
                     format!(
                         "the title \"{t}\" differs from the {}'s \"{title}\"",
-                        first.name().to_lowercase()
+                        first.name()
                     ),
                 );
             }
@@ -506,10 +507,10 @@ pub fn cross_document(
     skipped: &mut Vec<&'static str>,
 ) {
     let links = Links::of(spec);
-    let brief = spec.has(Doc::Brief);
-    let reqs = spec.has(Doc::Requirements);
-    let arch = spec.has(Doc::Architecture);
-    let epics = spec.has(Doc::Epics);
+    let brief = spec.has(Kind::Brief);
+    let reqs = spec.has(Kind::Requirements);
+    let arch = spec.has(Kind::Architecture);
+    let epics = spec.has(Kind::Epics);
     let mut check = |rule: &'static str, needed: bool| {
         if !needed {
             skipped.push(rule);
@@ -556,7 +557,7 @@ pub fn cross_document(
             let by_req = c.implements.iter().any(|r| links.has_story(r));
             let by_name = spec.stories().any(|(_, s)| {
                 s.component.as_deref().is_some_and(|line| {
-                    md::ids(line).contains(&c.id) || loose(line).contains(&loose(&c.name))
+                    MD.ids(line).contains(&c.id) || loose(line).contains(&loose(&c.name))
                 })
             });
             if !by_req && !by_name {
@@ -683,7 +684,7 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
             );
         }
     }
-    if spec.has(Doc::Requirements) {
+    if spec.has(Kind::Requirements) {
         let categories: BTreeSet<&str> = spec
             .requirements
             .iter()
@@ -708,7 +709,7 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
         if !missing.is_empty() {
             f.add(
                 "nfr-categories",
-                Doc::Requirements.index(),
+                Kind::Requirements.index(),
                 format!(
                     "no non-functional requirement covers {}",
                     missing.join(", ")
@@ -716,10 +717,10 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
             );
         }
     }
-    if spec.has(Doc::Architecture) && spec.adrs.is_empty() {
+    if spec.has(Kind::Architecture) && spec.adrs.is_empty() {
         f.add(
             "adr-count",
-            Doc::Architecture.index(),
+            Kind::Architecture.index(),
             "the architecture records no decision (ADR)".into(),
         );
     }
@@ -738,19 +739,19 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
             );
         }
     }
-    if spec.has(Doc::Epics) {
+    if spec.has(Kind::Epics) {
         let r = rules.rule("epic-count");
         let (lo, hi) = (r.min.unwrap_or(2), r.max.unwrap_or(8));
         let n = spec.epics.len();
         if n < lo || n > hi {
             f.add(
                 "epic-count",
-                Doc::Epics.index(),
+                Kind::Epics.index(),
                 format!("the spec has {n} epic{}; {lo}-{hi} are expected", plural(n)),
             );
         }
         if !spec.epics.iter().any(|e| e.mvp) {
-            f.add("mvp", Doc::Epics.index(), "no epic is marked MVP".into());
+            f.add("mvp", Kind::Epics.index(), "no epic is marked MVP".into());
         }
     }
     let r = rules.rule("story-count");

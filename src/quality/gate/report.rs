@@ -4,11 +4,12 @@
 
 use std::fmt::Write as _;
 
-use super::md;
 use super::rules::{Rules, Severity};
 use super::score::{DIMENSIONS, Evaluation, GateResult, Ratio};
-use super::spec::{Doc, Spec};
+use super::spec::Spec;
 use crate::agents::TaskInput;
+use crate::specdoc::md::{self, GATE as MD};
+use crate::specdoc::spec::Kind;
 
 /// Where the readiness report goes.
 pub const READINESS: &str = "spec/readiness-report.md";
@@ -38,9 +39,9 @@ fn title_case(dim: &str) -> String {
 
 /// The title the four documents share, else the request.
 pub fn title(input: &TaskInput, spec: &Spec) -> String {
-    Doc::ALL
+    Kind::SPEC
         .iter()
-        .find_map(|d| md::title(spec.index_text(*d)?))
+        .find_map(|d| MD.title(spec.index_text(*d)?))
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| {
             let t = input
@@ -61,7 +62,7 @@ pub fn title(input: &TaskInput, spec: &Spec) -> String {
 fn version(input: &TaskInput, path: &str) -> u32 {
     input
         .folder_text(path)
-        .and_then(md::frontmatter)
+        .and_then(|t| MD.frontmatter(t))
         .and_then(|fm| fm.get("version")?.parse::<u32>().ok())
         .map_or(1, |v| v + 1)
 }
@@ -308,7 +309,7 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
     let when = &input.session.created_at;
     let task = input.task.id.as_str();
     let gate = ev.gate.as_str();
-    let deps: Vec<&str> = Doc::ALL.iter().map(|d| d.index()).collect();
+    let deps: Vec<&str> = Kind::SPEC.iter().map(|d| d.index()).collect();
     let _ = write!(
         o,
         "---\nsession_id: {sid}\nphase: 6\ndocument_type: readiness-report\nstatus: complete\n\
@@ -401,7 +402,7 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         let _ = writeln!(
             o,
             "| {} | `{}` | {files} | {score} |",
-            d.doc.name(),
+            d.doc.title(),
             d.doc.index()
         );
     }
@@ -421,13 +422,13 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
     );
     for d in &ev.completeness {
         if !d.present {
-            let _ = writeln!(o, "- {}: missing.", d.doc.name());
+            let _ = writeln!(o, "- {}: missing.", d.doc.title());
             continue;
         }
         let _ = writeln!(
             o,
             "- {}: {:.1} ({} missing, {} thin section{}).",
-            d.doc.name(),
+            d.doc.title(),
             d.score(),
             d.missing.len(),
             d.thin.len(),
@@ -588,8 +589,8 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
     }
     let _ = writeln!(o, "## References\n");
     let _ = writeln!(o, "- Summary: `{SUMMARY}`");
-    for d in Doc::ALL {
-        let _ = writeln!(o, "- {}: `{}`", d.name(), d.index());
+    for d in Kind::SPEC {
+        let _ = writeln!(o, "- {}: `{}`", d.title(), d.index());
     }
     o
 }
@@ -617,10 +618,10 @@ fn ratio_table(o: &mut String, first: &str, parts: &[Ratio]) {
 }
 
 /// The open questions of `doc`'s main file.
-fn open_questions(spec: &Spec, doc: Doc) -> Vec<String> {
+fn open_questions(spec: &Spec, doc: Kind) -> Vec<String> {
     spec.index_text(doc)
-        .and_then(|t| md::section(t, "Open Questions"))
-        .map(md::items)
+        .and_then(|t| MD.section(t, "Open Questions"))
+        .map(|t| MD.items(t))
         .unwrap_or_default()
 }
 
@@ -629,7 +630,7 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
     let mut o = String::new();
     let sid = input.session.id.to_string();
     let when = &input.session.created_at;
-    let deps: Vec<&str> = Doc::ALL.iter().map(|d| d.index()).collect();
+    let deps: Vec<&str> = Kind::SPEC.iter().map(|d| d.index()).collect();
     let _ = write!(
         o,
         "---\nsession_id: {sid}\nphase: 6\ndocument_type: spec-summary\nstatus: complete\n\
@@ -655,7 +656,7 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         } else {
             "missing".into()
         };
-        let _ = writeln!(o, "- {} — `{}` ({state})", d.doc.name(), d.doc.index());
+        let _ = writeln!(o, "- {} — `{}` ({state})", d.doc.title(), d.doc.index());
     }
     o.push('\n');
 
@@ -799,13 +800,13 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
 
     let _ = writeln!(o, "## Open Questions\n");
     let mut any = false;
-    for d in Doc::ALL {
+    for d in Kind::SPEC {
         let qs = open_questions(spec, d);
         if qs.is_empty() {
             continue;
         }
         any = true;
-        let _ = writeln!(o, "- {} ({}):", d.name(), qs.len());
+        let _ = writeln!(o, "- {} ({}):", d.title(), qs.len());
         for q in qs.iter().take(2) {
             let _ = writeln!(o, "  - {}", shorten(q, 160));
         }

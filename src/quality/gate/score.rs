@@ -4,10 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::checks::{self, Findings};
-use super::md;
 use super::rules::{Penalty, Rules, Severity};
-use super::spec::{Doc, Part, Requirement, Spec};
+use super::spec::{Part, Requirement, Spec};
 use super::templates;
+use crate::specdoc::md::{self, GATE as MD};
+use crate::specdoc::spec::Kind;
 
 /// One violation of a rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +88,7 @@ impl Ratio {
 #[derive(Debug, Clone)]
 pub struct DocCompleteness {
     /// The document.
-    pub doc: Doc,
+    pub doc: Kind,
     /// Whether its main file exists.
     pub present: bool,
     /// Files read (or listed).
@@ -190,7 +191,7 @@ pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
 
     let consistency = penalties(rules, &f.out);
     let penalty: f64 = consistency.iter().map(|c| c.2).sum();
-    let docs_present = Doc::ALL.iter().filter(|d| spec.has(**d)).count();
+    let docs_present = Kind::SPEC.iter().filter(|d| spec.has(**d)).count();
     // With no document there is nothing to be consistent: the dimension scores 0 like the
     // others rather than a vacuous 100.
     let consistency_score = if docs_present == 0 {
@@ -350,7 +351,7 @@ fn penalties(rules: &Rules, findings: &[Finding]) -> Vec<(&'static str, usize, f
 fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocCompleteness> {
     let c = &rules.completeness;
     let mut out = Vec::new();
-    for doc in Doc::ALL {
+    for doc in Kind::SPEC {
         let mut d = DocCompleteness {
             doc,
             present: spec.has(doc),
@@ -364,11 +365,7 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
             f.add(
                 "document",
                 doc.index(),
-                format!(
-                    "`{}` ({}) is missing",
-                    doc.index(),
-                    doc.name().to_lowercase()
-                ),
+                format!("`{}` ({}) is missing", doc.index(), doc.name()),
             );
         }
         for file in spec.files.iter().filter(|x| x.doc == doc) {
@@ -380,7 +377,7 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
             let Some(text) = &file.text else {
                 continue;
             };
-            if let Some(fm) = md::frontmatter(text) {
+            if let Some(fm) = MD.frontmatter(text) {
                 let have = keys.iter().filter(|k| fm.contains_key(*k)).count();
                 d.earned += c.present_share
                     + (1.0 - c.present_share) * have as f64 / keys.len().max(1) as f64;
@@ -390,7 +387,7 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
             } else {
                 c.substantial_chars
             };
-            let hs = md::headings(text);
+            let hs = MD.headings(text);
             let mut missing = Vec::new();
             for want in &required {
                 let n = md::norm(want);
@@ -398,7 +395,7 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
                     None => missing.push(want.clone()),
                     Some(i) => {
                         let body = md::section_at(text, &hs, i);
-                        let chars = md::substance(body);
+                        let chars = MD.substance(body);
                         d.earned += c.present_share;
                         if chars > threshold {
                             d.earned += 1.0 - c.present_share;
@@ -513,8 +510,8 @@ pub fn nfr_addressed(spec: &Spec, links: &Links, id: &str) -> bool {
         || links.has_component(id)
         || links.has_story(id)
         || spec
-            .index_text(Doc::Architecture)
-            .is_some_and(|t| md::ids(t).iter().any(|i| i == id))
+            .index_text(Kind::Architecture)
+            .is_some_and(|t| MD.ids(t).iter().any(|i| i == id))
 }
 
 // --- traceability, depth, coverage ----------------------------------------------------------
@@ -620,8 +617,8 @@ fn depth(spec: &Spec, rules: &Rules) -> Vec<Ratio> {
                     .count() as f64
                     / a.alternatives.len() as f64
             };
-            let context = f64::from(u8::from(md::substance(&a.context) > 0));
-            let consequences = f64::from(u8::from(md::substance(&a.consequences) > 0));
+            let context = f64::from(u8::from(MD.substance(&a.context) > 0));
+            let consequences = f64::from(u8::from(MD.substance(&a.consequences) > 0));
             (alts + weighed + context + consequences) / 4.0
         })
         .sum();

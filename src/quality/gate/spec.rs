@@ -4,57 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::md::{self, Table};
-
-/// Pipeline-folder files by relative path.
-pub type Folder = BTreeMap<String, Vec<u8>>;
-
-/// `spec/product-brief.md`.
-pub const BRIEF: &str = "spec/product-brief.md";
-/// The requirements folder.
-pub const REQUIREMENTS_DIR: &str = "spec/requirements";
-/// The architecture folder.
-pub const ARCHITECTURE_DIR: &str = "spec/architecture";
-/// The epics folder.
-pub const EPICS_DIR: &str = "spec/epics";
-
-/// One of the four spec documents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Doc {
-    /// The product brief.
-    Brief,
-    /// The requirements.
-    Requirements,
-    /// The architecture.
-    Architecture,
-    /// The epics.
-    Epics,
-}
-
-impl Doc {
-    /// All four, in pipeline order.
-    pub const ALL: [Doc; 4] = [Doc::Brief, Doc::Requirements, Doc::Architecture, Doc::Epics];
-
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Doc::Brief => "Product brief",
-            Doc::Requirements => "Requirements",
-            Doc::Architecture => "Architecture",
-            Doc::Epics => "Epics",
-        }
-    }
-
-    /// Its main file.
-    pub fn index(self) -> &'static str {
-        match self {
-            Doc::Brief => BRIEF,
-            Doc::Requirements => "spec/requirements/_index.md",
-            Doc::Architecture => "spec/architecture/_index.md",
-            Doc::Epics => "spec/epics/_index.md",
-        }
-    }
-}
+use crate::specdoc::md::{self, GATE as MD, Table};
+use crate::specdoc::spec::{BRIEF, Folder, Goal, Kind, files_in};
 
 /// The template part a file follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +42,7 @@ impl Part {
 #[derive(Debug, Clone)]
 pub struct SpecFile {
     /// The document it belongs to.
-    pub doc: Doc,
+    pub doc: Kind,
     /// The template part it follows.
     pub part: Part,
     /// The item id, for item files.
@@ -105,21 +56,8 @@ pub struct SpecFile {
 impl SpecFile {
     /// Its frontmatter, if it has one.
     pub fn frontmatter(&self) -> Option<BTreeMap<String, String>> {
-        self.text.as_deref().and_then(md::frontmatter)
+        self.text.as_deref().and_then(|t| MD.frontmatter(t))
     }
-}
-
-/// One goal of the brief.
-#[derive(Debug, Clone)]
-pub struct Goal {
-    /// `G-NNN`.
-    pub id: String,
-    /// The goal.
-    pub text: String,
-    /// Its success metric.
-    pub metric: String,
-    /// Its target.
-    pub target: String,
 }
 
 /// One requirement, functional or not.
@@ -346,14 +284,14 @@ impl Spec {
     }
 
     /// Whether `doc`'s main file exists.
-    pub fn has(&self, doc: Doc) -> bool {
+    pub fn has(&self, doc: Kind) -> bool {
         self.files
             .iter()
             .any(|f| f.doc == doc && !f.part.is_item() && f.text.is_some())
     }
 
     /// The text of `doc`'s main file.
-    pub fn index_text(&self, doc: Doc) -> Option<&str> {
+    pub fn index_text(&self, doc: Kind) -> Option<&str> {
         self.files
             .iter()
             .find(|f| f.doc == doc && !f.part.is_item())
@@ -372,7 +310,7 @@ impl Spec {
             .flat_map(|e| e.stories.iter().map(move |s| (e, s)))
     }
 
-    fn index_file(&mut self, folder: &Folder, doc: Doc, part: Part) -> Option<String> {
+    fn index_file(&mut self, folder: &Folder, doc: Kind, part: Part) -> Option<String> {
         let t = text(folder, doc.index());
         self.files.push(SpecFile {
             doc,
@@ -385,7 +323,7 @@ impl Spec {
     }
 
     fn read_brief(&mut self, folder: &Folder) {
-        let Some(brief) = self.index_file(folder, Doc::Brief, Part::Brief) else {
+        let Some(brief) = self.index_file(folder, Kind::Brief, Part::Brief) else {
             return;
         };
         // The goals table: the first table of the Goals section with `G-NNN` rows, else the
@@ -394,38 +332,36 @@ impl Spec {
         let has_goals = |t: &Table| {
             t.rows
                 .iter()
-                .any(|r| r.first().and_then(|c| md::sole_id(c, "G-")).is_some())
+                .any(|r| r.first().and_then(|c| MD.sole_id(c, "G-")).is_some())
         };
-        let table = md::section(&brief, "Goals & Success Metrics")
-            .and_then(|s| md::tables(s).into_iter().find(|t| has_goals(t)))
-            .or_else(|| md::tables(&brief).into_iter().find(|t| has_goals(t)))
+        let table = MD
+            .section(&brief, "Goals & Success Metrics")
+            .and_then(|s| MD.tables(s).into_iter().find(|t| has_goals(t)))
+            .or_else(|| MD.tables(&brief).into_iter().find(|t| has_goals(t)))
             .unwrap_or_default();
-        for row in &table.rows {
-            let Some(id) = row.first().and_then(|c| md::sole_id(c, "G-")) else {
-                continue;
-            };
-            if self.goals.iter().any(|g| g.id == id) {
-                self.duplicates.push((id, BRIEF.to_owned()));
+        for k in MD.keyed(std::slice::from_ref(&table), &["G-"]) {
+            if self.goals.iter().any(|g| g.id == k.id) {
+                self.duplicates.push((k.id, BRIEF.to_owned()));
                 continue;
             }
-            let cell = |h: &str| table.get(row, h).map(md::plain).unwrap_or_default();
+            let cell = |h: &str| table.get(k.row, h).map(md::plain).unwrap_or_default();
             let goal = table
-                .get(row, "goal")
-                .filter(|c| md::sole_id(c, "G-").is_none())
-                .or_else(|| row.get(1).map(String::as_str))
+                .get(k.row, "goal")
+                .filter(|c| MD.sole_id(c, "G-").is_none())
+                .or_else(|| k.row.get(1).map(String::as_str))
                 .map(md::plain)
                 .unwrap_or_default();
             self.goals.push(Goal {
                 text: goal,
                 metric: cell("success"),
                 target: cell("target"),
-                id,
+                id: k.id,
             });
         }
-        if let Some(users) = md::section(&brief, "Target Users") {
+        if let Some(users) = MD.section(&brief, "Target Users") {
             self.personas = users
                 .lines()
-                .filter_map(md::heading)
+                .filter_map(|t| MD.heading(t))
                 .map(|(_, t)| md::plain(t))
                 .collect();
         }
@@ -436,61 +372,43 @@ impl Spec {
     fn items(
         &mut self,
         folder: &Folder,
-        doc: Doc,
+        doc: Kind,
         index: Option<&str>,
         prefixes: &[&str],
         part_of: impl Fn(&str) -> Part,
     ) -> Vec<Item> {
-        let dir = match doc {
-            Doc::Requirements => REQUIREMENTS_DIR,
-            Doc::Architecture => ARCHITECTURE_DIR,
-            _ => EPICS_DIR,
-        };
+        let dir = doc.dir().expect("a document of items is a folder");
         let mut out: Vec<Item> = Vec::new();
-        for (ti, table) in index
-            .map(md::tables)
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-        {
-            for row in &table.rows {
-                let Some(first) = row.first() else { continue };
-                let Some(id) = prefixes.iter().find_map(|p| md::sole_id(first, p)) else {
-                    continue;
-                };
-                if let Some(known) = out.iter().find(|i| i.id == id) {
-                    // The same id again in another table (a matrix) refers to it; in the
-                    // table that defined it, it is defined twice.
-                    if known.table_index == Some(ti) {
-                        self.duplicates.push((id, doc.index().to_owned()));
-                    }
-                    continue;
+        let tables = index.map(|t| MD.tables(t)).unwrap_or_default();
+        for k in MD.keyed(&tables, prefixes) {
+            if let Some(known) = out.iter().find(|i| i.id == k.id) {
+                // The same id again in another table (a matrix) refers to it; in the table
+                // that defined it, it is defined twice.
+                if known.table_index == Some(k.index) {
+                    self.duplicates.push((k.id, doc.index().to_owned()));
                 }
-                out.push(Item {
-                    link: md::link(first).map(str::to_owned),
-                    row: row.clone(),
-                    table: Some(table.clone()),
-                    table_index: Some(ti),
-                    path: None,
-                    id,
-                });
+                continue;
             }
+            out.push(Item {
+                link: md::link(&k.row[0]).map(str::to_owned),
+                row: k.row.to_vec(),
+                table: Some(k.table.clone()),
+                table_index: Some(k.index),
+                path: None,
+                id: k.id,
+            });
         }
         // The item files of the folder, by the id their name starts with.
-        let prefix = format!("{dir}/");
         let mut files: Vec<(String, String)> = Vec::new();
-        for path in folder.keys() {
-            let Some(name) = path.strip_prefix(&prefix) else {
-                continue;
-            };
+        for (path, name, _) in files_in(folder, dir) {
             if name.contains('/') || !name.ends_with(".md") || name.starts_with('_') {
                 continue;
             }
-            let Some(id) = md::ids(name).into_iter().next() else {
+            let Some(id) = MD.ids(name).into_iter().next() else {
                 continue;
             };
             if name.starts_with(&id) && prefixes.iter().any(|p| id.starts_with(p)) {
-                files.push((id, path.clone()));
+                files.push((id, path.to_owned()));
             }
         }
         for item in &mut out {
@@ -551,10 +469,10 @@ impl Spec {
     }
 
     fn read_requirements(&mut self, folder: &Folder) {
-        let index = self.index_file(folder, Doc::Requirements, Part::RequirementsIndex);
+        let index = self.index_file(folder, Kind::Requirements, Part::RequirementsIndex);
         let items = self.items(
             folder,
-            Doc::Requirements,
+            Kind::Requirements,
             index.as_deref(),
             &["REQ-", "NFR-"],
             |id| {
@@ -568,10 +486,10 @@ impl Spec {
         for item in items {
             let doc = item.path.as_deref().and_then(|p| text(folder, p));
             let doc = doc.as_deref().unwrap_or("");
-            let fm = md::frontmatter(doc).unwrap_or_default();
+            let fm = MD.frontmatter(doc).unwrap_or_default();
             let cell = |h: &str| item.cell(h);
-            let measure = md::section(doc, "Metric & Target")
-                .and_then(|s| md::tables(s).into_iter().next())
+            let measure = MD
+                .section_table(doc, "Metric & Target")
                 .and_then(|t| {
                     let row = t.rows.first()?;
                     Some(
@@ -583,18 +501,20 @@ impl Spec {
             self.requirements.push(Requirement {
                 functional: item.id.starts_with("REQ-"),
                 index_title: cell("title"),
-                file_title: md::title(doc),
+                file_title: MD.title(doc),
                 priority: fm.get("priority").cloned().filter(|p| !p.is_empty()),
                 index_priority: cell("priority"),
                 traces: fm
                     .get("traces_to")
-                    .map(|t| md::ids_of(&md::list(t).join(","), &["G-"]))
+                    .map(|t| MD.ids_of(&md::list(t).join(","), &["G-"]))
                     .unwrap_or_default(),
-                index_traces: item.raw("traces").map(|c| md::ids_of(c, &["G-"])),
-                criteria: md::section(doc, "Acceptance Criteria")
-                    .map(md::checkboxes)
+                index_traces: item.raw("traces").map(|c| MD.ids_of(c, &["G-"])),
+                criteria: MD
+                    .section(doc, "Acceptance Criteria")
+                    .map(|t| MD.checkboxes(t))
                     .unwrap_or_default(),
-                user_story: md::section(doc, "User Story")
+                user_story: MD
+                    .section(doc, "User Story")
                     .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
                     .unwrap_or_default(),
                 category: fm
@@ -611,56 +531,49 @@ impl Spec {
             .sort_by(|a, b| (!a.functional, &a.id).cmp(&(!b.functional, &b.id)));
         if let Some(matrix) = index
             .as_deref()
-            .and_then(|i| md::section(i, "Traceability Matrix"))
+            .and_then(|i| MD.section(i, "Traceability Matrix"))
         {
-            for t in md::tables(matrix) {
-                for row in &t.rows {
-                    if let Some(goal) = row.first().and_then(|c| md::sole_id(c, "G-")) {
-                        let rest = row[1..].join(" ");
-                        self.goal_matrix
-                            .push((goal, md::ids_of(&rest, &["REQ-", "NFR-"])));
-                    }
-                }
+            for k in MD.keyed(&MD.tables(matrix), &["G-"]) {
+                let rest = k.row[1..].join(" ");
+                self.goal_matrix
+                    .push((k.id, MD.ids_of(&rest, &["REQ-", "NFR-"])));
             }
         }
     }
 
     fn read_architecture(&mut self, folder: &Folder) {
-        let index = self.index_file(folder, Doc::Architecture, Part::ArchitectureIndex);
-        for table in index.as_deref().map(md::tables).unwrap_or_default() {
-            for row in &table.rows {
-                let Some(id) = row.first().and_then(|c| md::sole_id(c, "COMP-")) else {
-                    continue;
-                };
-                if self.components.iter().any(|c| c.id == id) {
-                    self.duplicates
-                        .push((id, Doc::Architecture.index().to_owned()));
-                    continue;
-                }
-                let cell = |h: &str| table.get(row, h).map(md::plain).unwrap_or_default();
-                let implements = if table.has("implements") {
-                    table
-                        .get(row, "implements")
-                        .map(|c| md::ids_of(c, &["REQ-", "NFR-"]))
-                        .unwrap_or_default()
-                } else {
-                    md::ids_of(&row[1..].join(" "), &["REQ-", "NFR-"])
-                };
-                self.components.push(Component {
-                    name: Some(cell("component"))
-                        .filter(|n| !n.is_empty())
-                        .or_else(|| row.get(1).map(|c| md::plain(c)))
-                        .unwrap_or_else(|| id.clone()),
-                    responsibility: cell("responsibility"),
-                    technology: cell("technology"),
-                    implements,
-                    id,
-                });
+        let index = self.index_file(folder, Kind::Architecture, Part::ArchitectureIndex);
+        let tables = index.as_deref().map(|t| MD.tables(t)).unwrap_or_default();
+        for k in MD.keyed(&tables, &["COMP-"]) {
+            if self.components.iter().any(|c| c.id == k.id) {
+                self.duplicates
+                    .push((k.id, Kind::Architecture.index().to_owned()));
+                continue;
             }
+            let (table, row) = (k.table, k.row);
+            let cell = |h: &str| table.get(row, h).map(md::plain).unwrap_or_default();
+            let implements = if table.has("implements") {
+                table
+                    .get(row, "implements")
+                    .map(|c| MD.ids_of(c, &["REQ-", "NFR-"]))
+                    .unwrap_or_default()
+            } else {
+                MD.ids_of(&row[1..].join(" "), &["REQ-", "NFR-"])
+            };
+            self.components.push(Component {
+                name: Some(cell("component"))
+                    .filter(|n| !n.is_empty())
+                    .or_else(|| row.get(1).map(|c| md::plain(c)))
+                    .unwrap_or_else(|| k.id.clone()),
+                responsibility: cell("responsibility"),
+                technology: cell("technology"),
+                implements,
+                id: k.id,
+            });
         }
         let items = self.items(
             folder,
-            Doc::Architecture,
+            Kind::Architecture,
             index.as_deref(),
             &["ADR-"],
             |_| Part::Adr,
@@ -668,9 +581,9 @@ impl Spec {
         for item in items {
             let doc = item.path.as_deref().and_then(|p| text(folder, p));
             let doc = doc.as_deref().unwrap_or("");
-            let fm = md::frontmatter(doc).unwrap_or_default();
-            let alternatives = md::section(doc, "Alternatives Considered")
-                .and_then(|s| md::tables(s).into_iter().next())
+            let fm = MD.frontmatter(doc).unwrap_or_default();
+            let alternatives = MD
+                .section_table(doc, "Alternatives Considered")
                 .map(|t| {
                     t.rows
                         .iter()
@@ -686,7 +599,7 @@ impl Spec {
                 .unwrap_or_default();
             self.adrs.push(Adr {
                 index_title: item.cell("title"),
-                file_title: md::title(doc),
+                file_title: MD.title(doc),
                 status: fm
                     .get("status")
                     .cloned()
@@ -694,12 +607,13 @@ impl Spec {
                     .or_else(|| item.cell("status")),
                 traces: fm
                     .get("traces_to")
-                    .map(|t| md::ids_of(t, &["REQ-", "NFR-"]))
+                    .map(|t| MD.ids_of(t, &["REQ-", "NFR-"]))
                     .unwrap_or_default(),
-                index_traces: item.raw("traces").map(|c| md::ids_of(c, &["REQ-", "NFR-"])),
+                index_traces: item.raw("traces").map(|c| MD.ids_of(c, &["REQ-", "NFR-"])),
                 alternatives,
-                context: md::section(doc, "Context").unwrap_or("").trim().to_owned(),
-                consequences: md::section(doc, "Consequences")
+                context: MD.section(doc, "Context").unwrap_or("").trim().to_owned(),
+                consequences: MD
+                    .section(doc, "Consequences")
                     .unwrap_or("")
                     .trim()
                     .to_owned(),
@@ -710,14 +624,14 @@ impl Spec {
     }
 
     fn read_epics(&mut self, folder: &Folder) {
-        let index = self.index_file(folder, Doc::Epics, Part::EpicsIndex);
-        let items = self.items(folder, Doc::Epics, index.as_deref(), &["EPIC-"], |_| {
+        let index = self.index_file(folder, Kind::Epics, Part::EpicsIndex);
+        let items = self.items(folder, Kind::Epics, index.as_deref(), &["EPIC-"], |_| {
             Part::Epic
         });
         for item in items {
             let doc = item.path.as_deref().and_then(|p| text(folder, p));
             let doc = doc.as_deref().unwrap_or("");
-            let fm = md::frontmatter(doc).unwrap_or_default();
+            let fm = MD.frontmatter(doc).unwrap_or_default();
             let yes = |v: &str| {
                 matches!(
                     md::norm(v).as_str(),
@@ -727,7 +641,7 @@ impl Spec {
             let stories = stories(doc, &mut self.duplicates, item.path.as_deref());
             self.epics.push(Epic {
                 index_title: item.cell("title"),
-                file_title: md::title(doc),
+                file_title: MD.title(doc),
                 priority: fm
                     .get("priority")
                     .cloned()
@@ -745,7 +659,7 @@ impl Spec {
                     .or_else(|| item.cell("size")),
                 requirements: fm
                     .get("requirements")
-                    .map(|r| md::ids_of(r, &["REQ-", "NFR-"]))
+                    .map(|r| MD.ids_of(r, &["REQ-", "NFR-"]))
                     .unwrap_or_default(),
                 index_stories: item.cell("stories").and_then(|s| s.parse().ok()),
                 stories,
@@ -755,22 +669,15 @@ impl Spec {
         }
         if let Some(matrix) = index
             .as_deref()
-            .and_then(|i| md::section(i, "Traceability Matrix"))
+            .and_then(|i| MD.section(i, "Traceability Matrix"))
         {
-            for t in md::tables(matrix) {
-                for row in &t.rows {
-                    let Some(req) = row
-                        .first()
-                        .and_then(|c| md::sole_id(c, "REQ-").or_else(|| md::sole_id(c, "NFR-")))
-                    else {
-                        continue;
-                    };
-                    let epics = t
-                        .get(row, "epic")
-                        .map(|c| md::ids_of(c, &["EPIC-"]))
-                        .unwrap_or_else(|| md::ids_of(&row[1..].join(" "), &["EPIC-"]));
-                    self.requirement_matrix.push((req, epics));
-                }
+            for k in MD.keyed(&MD.tables(matrix), &["REQ-", "NFR-"]) {
+                let epics = k
+                    .table
+                    .get(k.row, "epic")
+                    .map(|c| MD.ids_of(c, &["EPIC-"]))
+                    .unwrap_or_else(|| MD.ids_of(&k.row[1..].join(" "), &["EPIC-"]));
+                self.requirement_matrix.push((k.id, epics));
             }
         }
     }
@@ -800,10 +707,10 @@ impl Item {
 
 /// The stories of an epic file: headings naming a `STORY-` id, with the lines under them.
 fn stories(doc: &str, duplicates: &mut Vec<(String, String)>, path: Option<&str>) -> Vec<Story> {
-    let hs = md::headings(doc);
+    let hs = MD.headings(doc);
     let mut out: Vec<Story> = Vec::new();
     for (i, h) in hs.iter().enumerate() {
-        let Some(id) = md::ids_of(&h.text, &["STORY-"]).into_iter().next() else {
+        let Some(id) = MD.ids_of(&h.text, &["STORY-"]).into_iter().next() else {
             continue;
         };
         if out.iter().any(|s| s.id == id) {
@@ -818,12 +725,12 @@ fn stories(doc: &str, duplicates: &mut Vec<(String, String)>, path: Option<&str>
             .map(str::to_owned);
         let role = user_story.as_deref().and_then(role_of);
         out.push(Story {
-            criteria: md::checkboxes(body),
+            criteria: MD.checkboxes(body),
             size: md::field(body, "size")
                 .map(md::plain)
                 .filter(|s| !s.is_empty()),
             traces: md::field(body, "traces")
-                .map(|t| md::ids_of(t, &["REQ-", "NFR-"]))
+                .map(|t| MD.ids_of(t, &["REQ-", "NFR-"]))
                 .unwrap_or_default(),
             component: md::field(body, "component")
                 .map(md::plain)
@@ -870,6 +777,7 @@ pub fn role_of(story: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::specdoc::spec::{EPICS_DIR, REQUIREMENTS_DIR};
 
     #[test]
     fn links_resolve_against_their_folder() {

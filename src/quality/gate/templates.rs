@@ -1,8 +1,8 @@
 //! The sections each spec file must have: the literal headings of its template part in
 //! `specs/templates/` (the same templates the writer fills, so writer and gate agree).
 
-use super::md;
 use super::spec::Part;
+use crate::specdoc::md::GATE as MD;
 
 const BRIEF: &str = include_str!("../../../specs/templates/product-brief.md");
 const REQUIREMENTS: &str = include_str!("../../../specs/templates/requirements.md");
@@ -42,7 +42,7 @@ pub fn required(part: Part) -> Vec<String> {
     let (template, name) = source(part);
     part_text(template, name)
         .map(|text| {
-            md::headings(text)
+            MD.headings(text)
                 .into_iter()
                 .filter(|h| !h.text.contains("{{"))
                 .map(|h| h.text)
