@@ -16,5 +16,6 @@ pub mod quality;
 pub mod specdoc;
 pub mod store;
 pub mod ui;
+pub mod worktree;
 
 pub use error::{Error, Result};
