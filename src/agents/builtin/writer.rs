@@ -19,10 +19,10 @@ mod template;
 mod text;
 mod validate;
 
-use std::collections::BTreeMap;
-
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
+use crate::specdoc::md::WRITER as MD;
+use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
 
@@ -34,9 +34,6 @@ const REQUIREMENTS_TEMPLATE: &str = include_str!("../../../specs/templates/requi
 const ARCHITECTURE_TEMPLATE: &str = include_str!("../../../specs/templates/architecture.md");
 /// The epics template.
 const EPICS_TEMPLATE: &str = include_str!("../../../specs/templates/epics.md");
-
-/// Pipeline-folder files by relative path.
-type Folder = BTreeMap<String, Vec<u8>>;
 
 /// A MoSCoW priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,10 +122,10 @@ impl Phase {
     /// Its main document.
     fn index(self) -> &'static str {
         match self {
-            Phase::Brief => parse::BRIEF,
-            Phase::Requirements => parse::REQUIREMENTS_INDEX,
-            Phase::Architecture => parse::ARCHITECTURE_INDEX,
-            Phase::Epics => parse::EPICS_INDEX,
+            Phase::Brief => spec::BRIEF,
+            Phase::Requirements => spec::REQUIREMENTS_INDEX,
+            Phase::Architecture => spec::ARCHITECTURE_INDEX,
+            Phase::Epics => spec::EPICS_INDEX,
         }
     }
 
@@ -189,10 +186,7 @@ impl<'a> Ctx<'a> {
             date: created.get(..10).unwrap_or(created).to_owned(),
             feedback,
             revision,
-            discovery: Discovery::read(
-                input.folder_text(context::DISCOVERY_PATH),
-                input.code.files(),
-            ),
+            discovery: Discovery::read(input.folder_text(spec::DISCOVERY), input.code.files()),
             title,
         }
     }
@@ -204,7 +198,7 @@ impl<'a> Ctx<'a> {
             .revision
             .then(|| self.input.folder_text(path))
             .flatten()
-            .and_then(parse::frontmatter)
+            .and_then(|doc| MD.frontmatter(doc))
             .and_then(|fm| fm.get("version").and_then(|v| v.parse::<u32>().ok()));
         previous.map_or(1, |v| v + 1).to_string()
     }
@@ -223,7 +217,7 @@ impl<'a> Ctx<'a> {
     fn dependencies(&self, earlier: &[&str]) -> String {
         let mut deps = Vec::new();
         if self.discovery.availability == Availability::Present {
-            deps.push(context::DISCOVERY_PATH.to_owned());
+            deps.push(spec::DISCOVERY.to_owned());
         }
         deps.extend(earlier.iter().map(|s| (*s).to_owned()));
         text::yaml_list(&deps)
@@ -254,13 +248,13 @@ impl<'a> Ctx<'a> {
             Availability::Missing => out.push(format!(
                 "The discovery context (`{}`) was not found, so users, constraints and risk \
                  signals were not scanned; code facts come from {}. Confirm them.",
-                context::DISCOVERY_PATH,
+                spec::DISCOVERY,
                 self.discovery.code.source
             )),
             Availability::Unreadable(why) => out.push(format!(
                 "The discovery context (`{}`) could not be read ({}); confirm users, \
                  constraints and risk signals.",
-                context::DISCOVERY_PATH,
+                spec::DISCOVERY,
                 text::shorten(why, 80)
             )),
         }
@@ -581,10 +575,7 @@ mod tests {
 
     fn with_discovery() -> Folder {
         let mut folder = Folder::new();
-        folder.insert(
-            context::DISCOVERY_PATH.into(),
-            DISCOVERY.as_bytes().to_vec(),
-        );
+        folder.insert(spec::DISCOVERY.into(), DISCOVERY.as_bytes().to_vec());
         folder
     }
 
@@ -781,7 +772,7 @@ mod tests {
         let (folder, _) = pipeline(&code, Folder::new());
         let brief = doc(&folder, "spec/product-brief.md");
         assert!(brief.contains("dependencies: []\n"));
-        let questions = parse::section(brief, "Open Questions").unwrap();
+        let questions = MD.section(brief, "Open Questions").unwrap();
         assert!(
             questions.contains(
                 "- [ ] The discovery context (`spec/discovery-context.json`) was not found"

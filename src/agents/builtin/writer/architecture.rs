@@ -8,6 +8,7 @@ use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::requirements::systems;
 use super::text::{self, Topic};
 use super::{ARCHITECTURE_TEMPLATE, Ctx, Draft, Folder, Phase, Step, template};
+use crate::specdoc::spec;
 
 /// One component.
 struct Component {
@@ -673,15 +674,15 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, parse::BRIEF, Phase::Architecture)?;
-    ctx.require(folder, parse::REQUIREMENTS_INDEX, Phase::Architecture)?;
+    let brief = ctx.require(folder, spec::BRIEF, Phase::Architecture)?;
+    ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Architecture)?;
     let goals = parse::goals(brief);
     let users = parse::users(brief);
     let reqs = parse::requirements(folder);
     if reqs.functional.is_empty() {
         return Err(format!(
             "cannot write the architecture: `{}` lists no REQ-NNN requirement",
-            parse::REQUIREMENTS_INDEX
+            spec::REQUIREMENTS_INDEX
         ));
     }
     let d = &ctx.discovery;
@@ -760,7 +761,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                         ),
                         format!(
                             "Implemented by: the epics listing {id} in `{}` (phase 5)",
-                            parse::EPICS_INDEX
+                            spec::EPICS_INDEX
                         ),
                     ],
                     "",
@@ -1204,9 +1205,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         "Do the component boundaries match how the team wants to own and review the code?".into(),
     );
     let references = [
-        format!("Product brief: `{}`", parse::BRIEF),
-        format!("Requirements: `{}`", parse::REQUIREMENTS_INDEX),
-        format!("Next: the epics, `{}` (DRAFT-004)", parse::EPICS_INDEX),
+        format!("Product brief: `{}`", spec::BRIEF),
+        format!("Requirements: `{}`", spec::REQUIREMENTS_INDEX),
+        format!("Next: the epics, `{}` (DRAFT-004)", spec::EPICS_INDEX),
     ];
     let summary = format!(
         "{} implement the {} as {}; {} record the choices. Every REQ is implemented by at least \
@@ -1216,12 +1217,12 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         style_word(code),
         count(adrs.len(), "ADR"),
     );
-    let index_path = parse::ARCHITECTURE_INDEX;
+    let index_path = spec::ARCHITECTURE_INDEX;
     let mut values = ctx.common(index_path);
     values.extend([
         (
             "dependencies",
-            ctx.dependencies(&[parse::BRIEF, parse::REQUIREMENTS_INDEX]),
+            ctx.dependencies(&[spec::BRIEF, spec::REQUIREMENTS_INDEX]),
         ),
         ("title", ctx.title.clone()),
         ("summary", summary),

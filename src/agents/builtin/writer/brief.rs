@@ -3,7 +3,8 @@
 
 use super::context::{self, Availability, Discovery};
 use super::text::{self, Topic};
-use super::{BRIEF_TEMPLATE, Ctx, Draft, Moscow, Step, parse, template};
+use super::{BRIEF_TEMPLATE, Ctx, Draft, Moscow, Step, template};
+use crate::specdoc::spec;
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;
@@ -556,7 +557,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     let references = [
         format!(
             "Discovery context: `{}` ({})",
-            context::DISCOVERY_PATH,
+            spec::DISCOVERY,
             match d.availability {
                 Availability::Present => "read",
                 Availability::Missing => "missing",
@@ -566,11 +567,11 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         "Request: the task text of the session".to_owned(),
         format!(
             "Next: the requirements, `{}` (DRAFT-002)",
-            parse::REQUIREMENTS_INDEX
+            spec::REQUIREMENTS_INDEX
         ),
     ];
 
-    let path = parse::BRIEF;
+    let path = spec::BRIEF;
     let mut values = ctx.common(path);
     values.extend([
         ("dependencies", ctx.dependencies(&[])),

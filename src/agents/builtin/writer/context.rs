@@ -8,9 +8,6 @@ use serde_json::Value;
 
 use crate::agents::CodeFile;
 
-/// The path of the analyst's report in the pipeline folder.
-pub const DISCOVERY_PATH: &str = "spec/discovery-context.json";
-
 /// Whether the discovery context could be used.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Availability {

@@ -8,6 +8,7 @@ use super::brief::count;
 use super::parse::{self, ComponentRow, ReqRow};
 use super::text;
 use super::{Ctx, Draft, EPICS_TEMPLATE, Folder, Moscow, Phase, Step, template};
+use crate::specdoc::spec;
 
 struct Story {
     id: String,
@@ -60,9 +61,9 @@ fn story_size(criteria: usize) -> &'static str {
 
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, parse::BRIEF, Phase::Epics)?;
-    ctx.require(folder, parse::REQUIREMENTS_INDEX, Phase::Epics)?;
-    ctx.require(folder, parse::ARCHITECTURE_INDEX, Phase::Epics)?;
+    let brief = ctx.require(folder, spec::BRIEF, Phase::Epics)?;
+    ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Epics)?;
+    ctx.require(folder, spec::ARCHITECTURE_INDEX, Phase::Epics)?;
     let goals = parse::goals(brief);
     let users = parse::users(brief);
     let reqs = parse::requirements(folder);
@@ -70,13 +71,13 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     if reqs.functional.is_empty() {
         return Err(format!(
             "cannot write the epics: `{}` lists no REQ-NNN requirement",
-            parse::REQUIREMENTS_INDEX
+            spec::REQUIREMENTS_INDEX
         ));
     }
     if arch.components.is_empty() {
         return Err(format!(
             "cannot write the epics: `{}` lists no COMP-NNN component",
-            parse::ARCHITECTURE_INDEX
+            spec::ARCHITECTURE_INDEX
         ));
     }
     let user = users.first().cloned().unwrap_or_else(|| "Developer".into());
@@ -691,9 +692,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     questions.push("Are the story sizes right for the team that will do the work?".into());
     questions.push("Is the MVP the smallest set of epics worth releasing?".into());
     let references = [
-        format!("Product brief: `{}`", parse::BRIEF),
-        format!("Requirements: `{}`", parse::REQUIREMENTS_INDEX),
-        format!("Architecture: `{}`", parse::ARCHITECTURE_INDEX),
+        format!("Product brief: `{}`", spec::BRIEF),
+        format!("Requirements: `{}`", spec::REQUIREMENTS_INDEX),
+        format!("Architecture: `{}`", spec::ARCHITECTURE_INDEX),
         "Next: the readiness gate (QUALITY-001), then planning (PLAN-001, `plan/plan.json`)"
             .to_owned(),
     ];
@@ -705,15 +706,15 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         count(story_count, "story"),
         count(mvp.len(), "epic"),
     );
-    let index_path = parse::EPICS_INDEX;
+    let index_path = spec::EPICS_INDEX;
     let mut values = ctx.common(index_path);
     values.extend([
         (
             "dependencies",
             ctx.dependencies(&[
-                parse::BRIEF,
-                parse::REQUIREMENTS_INDEX,
-                parse::ARCHITECTURE_INDEX,
+                spec::BRIEF,
+                spec::REQUIREMENTS_INDEX,
+                spec::ARCHITECTURE_INDEX,
             ]),
         ),
         ("title", ctx.title.clone()),

@@ -7,6 +7,7 @@ use super::context::{self, Discovery};
 use super::parse::{self, GoalRow};
 use super::text::{self, Topic};
 use super::{Ctx, Draft, Folder, Moscow, Phase, REQUIREMENTS_TEMPLATE, Step, template};
+use crate::specdoc::spec;
 
 /// The category of a non-functional requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -396,12 +397,12 @@ struct Req {
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, parse::BRIEF, Phase::Requirements)?;
+    let brief = ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
     let goals = parse::goals(brief);
     if goals.is_empty() {
         return Err(format!(
             "cannot write the requirements: `{}` has no goals table with G-NNN ids",
-            parse::BRIEF
+            spec::BRIEF
         ));
     }
     let users = parse::users(brief);
@@ -567,21 +568,16 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             ));
         }
         let traces = [
-            format!(
-                "Goal: {} ({}) in `{}`",
-                r.goal.id,
-                r.goal.text,
-                parse::BRIEF
-            ),
+            format!("Goal: {} ({}) in `{}`", r.goal.id, r.goal.text, spec::BRIEF),
             format!(
                 "Architecture: the components implementing {} in `{}` (phase 4)",
                 r.id,
-                parse::ARCHITECTURE_INDEX
+                spec::ARCHITECTURE_INDEX
             ),
             format!(
                 "Implemented by: the stories tracing {} in `{}` (phase 5)",
                 r.id,
-                parse::EPICS_INDEX
+                spec::EPICS_INDEX
             ),
         ];
         let mut values = ctx.common(&path);
@@ -645,7 +641,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                         format!("Source: {}", s.source),
                         format!(
                             "Architecture: the decisions tracing {id} in `{}` (phase 4)",
-                            parse::ARCHITECTURE_INDEX
+                            spec::ARCHITECTURE_INDEX
                         ),
                     ],
                     "",
@@ -768,7 +764,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     constraints.push(format!(
         "The goals of `{}` are taken as complete; a new goal needs a revision of the brief \
          first",
-        parse::BRIEF
+        spec::BRIEF
     ));
     let priority_rationale = format!(
         "Each REQ takes the priority of its goal in the brief ({}). Security NFRs are Must, \
@@ -824,11 +820,11 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         "Are the acceptance criteria precise enough to be written as tests as they stand?".into(),
     );
     let references = [
-        format!("Product brief: `{}`", parse::BRIEF),
-        format!("Discovery context: `{}`", context::DISCOVERY_PATH),
+        format!("Product brief: `{}`", spec::BRIEF),
+        format!("Discovery context: `{}`", spec::DISCOVERY),
         format!(
             "Next: the architecture, `{}` (DRAFT-003)",
-            parse::ARCHITECTURE_INDEX
+            spec::ARCHITECTURE_INDEX
         ),
     ];
     let must = reqs
@@ -843,10 +839,10 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         count(specs.len(), "non-functional requirement"),
         count(goals.len(), "goal"),
     );
-    let index_path = parse::REQUIREMENTS_INDEX;
+    let index_path = spec::REQUIREMENTS_INDEX;
     let mut values = ctx.common(index_path);
     values.extend([
-        ("dependencies", ctx.dependencies(&[parse::BRIEF])),
+        ("dependencies", ctx.dependencies(&[spec::BRIEF])),
         ("title", ctx.title.clone()),
         ("summary", summary),
         ("moscow_rows", moscow_rows.join("\n")),

@@ -1,6 +1,8 @@
 //! The template files: parts marked `<!-- part: NAME -->`, `{{name}}` placeholders, and the
 //! list of headings a part requires.
 
+use crate::specdoc::md::WRITER;
+
 /// The text of part `name` of `template`, without its marker line.
 pub fn part<'t>(template: &'t str, name: &str) -> Result<&'t str, String> {
     let marker = format!("<!-- part: {name} -->\n");
@@ -84,51 +86,12 @@ fn tidy(text: &str) -> String {
 /// The headings a part writes out literally (those holding no placeholder), in order, as
 /// `(level, text)`. The frontmatter and placeholder headings are not counted.
 pub fn required_headings(part: &str) -> Vec<(usize, String)> {
-    headings(part)
+    WRITER
+        .headings(part)
         .into_iter()
-        .filter(|(_, text)| !text.contains("{{"))
+        .filter(|h| !h.text.contains("{{"))
+        .map(|h| (h.level, h.text))
         .collect()
-}
-
-/// Every markdown heading of `doc` outside the frontmatter, as `(level, text)`.
-pub fn headings(doc: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    let mut fence = false;
-    for line in body_lines(doc) {
-        if line.starts_with("```") {
-            fence = !fence;
-            continue;
-        }
-        if fence {
-            continue;
-        }
-        if let Some((level, text)) = heading(line) {
-            out.push((level, text.to_owned()));
-        }
-    }
-    out
-}
-
-/// The heading level and text of `line`, if it is a heading.
-pub fn heading(line: &str) -> Option<(usize, &str)> {
-    let level = line.chars().take_while(|c| *c == '#').count();
-    if level == 0 || level > 6 {
-        return None;
-    }
-    let text = line[level..].strip_prefix(' ')?;
-    Some((level, text.trim()))
-}
-
-/// The lines of `doc` after its frontmatter, if it has one.
-fn body_lines(doc: &str) -> impl Iterator<Item = &str> {
-    let body = match doc.strip_prefix("---\n") {
-        Some(rest) => rest
-            .find("\n---\n")
-            .map(|end| &rest[end + 5..])
-            .unwrap_or(doc),
-        None => doc,
-    };
-    body.lines()
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use super::{
     ARCHITECTURE_TEMPLATE, BRIEF_TEMPLATE, Ctx, Draft, EPICS_TEMPLATE, Folder, Phase,
     REQUIREMENTS_TEMPLATE, Step, template,
 };
+use crate::specdoc::md::{self, WRITER as MD};
+use crate::specdoc::spec;
 
 /// Frontmatter keys of the brief and the index documents.
 const INDEX_KEYS: &[&str] = &[
@@ -32,20 +34,20 @@ fn shape(
 )> {
     let name = path.rsplit('/').next().unwrap_or(path);
     Some(match path {
-        parse::BRIEF => (BRIEF_TEMPLATE, "brief", INDEX_KEYS, "product-brief"),
-        parse::REQUIREMENTS_INDEX => (
+        spec::BRIEF => (BRIEF_TEMPLATE, "brief", INDEX_KEYS, "product-brief"),
+        spec::REQUIREMENTS_INDEX => (
             REQUIREMENTS_TEMPLATE,
             "index",
             INDEX_KEYS,
             "requirements-index",
         ),
-        parse::ARCHITECTURE_INDEX => (
+        spec::ARCHITECTURE_INDEX => (
             ARCHITECTURE_TEMPLATE,
             "index",
             INDEX_KEYS,
             "architecture-index",
         ),
-        parse::EPICS_INDEX => (EPICS_TEMPLATE, "index", INDEX_KEYS, "epics-index"),
+        spec::EPICS_INDEX => (EPICS_TEMPLATE, "index", INDEX_KEYS, "epics-index"),
         _ if path.starts_with("spec/requirements/REQ-") => (
             REQUIREMENTS_TEMPLATE,
             "functional",
@@ -90,7 +92,7 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
         problems.push(format!("`{path}` is not a path the writer should write"));
         return Ok(0);
     };
-    match parse::frontmatter(doc) {
+    match MD.frontmatter(doc) {
         None => problems.push(format!("`{path}` has no frontmatter")),
         Some(fm) => {
             for key in keys {
@@ -99,7 +101,7 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
                     Some(v) if v.is_empty() => {
                         problems.push(format!("`{path}` has an empty `{key}`"))
                     }
-                    Some(v) if *key == "traces_to" && parse::list(v).is_empty() => {
+                    Some(v) if *key == "traces_to" && md::list(v).is_empty() => {
                         problems.push(format!("`{path}` traces to nothing"))
                     }
                     _ => {}
@@ -123,7 +125,11 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
         }
     }
     let required = template::required_headings(template::part(tmpl, part)?);
-    let found = template::headings(doc);
+    let found: Vec<(usize, String)> = MD
+        .headings(doc)
+        .into_iter()
+        .map(|h| (h.level, h.text))
+        .collect();
     let mut at = 0;
     for (level, title) in &required {
         match found[at..]
@@ -132,7 +138,7 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
         {
             Some(i) => {
                 at += i + 1;
-                let body = parse::section(doc, title).unwrap_or("");
+                let body = MD.section(doc, title).unwrap_or("");
                 if body.trim().is_empty() {
                     problems.push(format!("`{path}`: section \"{title}\" is empty"));
                 }
@@ -142,12 +148,7 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
             )),
         }
     }
-    if template::headings(doc)
-        .iter()
-        .filter(|(l, _)| *l == 1)
-        .count()
-        != 1
-    {
+    if MD.headings(doc).iter().filter(|h| h.level == 1).count() != 1 {
         problems.push(format!("`{path}` must have exactly one H1 title"));
     }
     Ok(required.len())
@@ -164,7 +165,7 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
 
     // The ids each phase defines, up to this one.
     let text = |p: &str| folder.get(p).and_then(|b| std::str::from_utf8(b).ok());
-    let goals = text(parse::BRIEF).map(parse::goals).unwrap_or_default();
+    let goals = text(spec::BRIEF).map(parse::goals).unwrap_or_default();
     let mut defined: BTreeSet<String> = goals.iter().map(|g| g.id.clone()).collect();
     let reqs = if phase >= Phase::Requirements {
         parse::requirements(folder)
@@ -189,15 +190,15 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
         defined.extend(e.stories.iter().map(|s| s.id.clone()));
     }
     // Ids the user or the analyst wrote are quoted, not defined.
-    let mut quoted: BTreeSet<String> = parse::ids(&ctx.task_text).into_iter().collect();
-    quoted.extend(ctx.feedback.iter().flat_map(|f| parse::ids(f)));
-    if let Some(d) = text(super::context::DISCOVERY_PATH) {
-        quoted.extend(parse::ids(d));
+    let mut quoted: BTreeSet<String> = MD.ids(&ctx.task_text).into_iter().collect();
+    quoted.extend(ctx.feedback.iter().flat_map(|f| MD.ids(f)));
+    if let Some(d) = text(spec::DISCOVERY) {
+        quoted.extend(MD.ids(d));
     }
     let mut references = 0;
     let mut unknown: BTreeSet<String> = BTreeSet::new();
     for (_, doc) in &draft.files {
-        for id in parse::ids(doc) {
+        for id in MD.ids(doc) {
             references += 1;
             if !defined.contains(&id) && !quoted.contains(&id) {
                 unknown.insert(id);
