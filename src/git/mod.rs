@@ -18,8 +18,13 @@ pub fn auto_maintenance(git_dir: &Path) {
 
 /// Runs `git ARGS` in `dir` and returns its stdout; an error carries its stderr.
 pub fn run(dir: &Path, args: &[&str]) -> crate::Result<String> {
+    // Callers name the repository themselves (`-C`, `--git-dir`, the directory); variables
+    // set by a hook or the user's shell must not redirect the command elsewhere.
     let out = Command::new("git")
         .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
         .args(args)
         .stdin(Stdio::null())
         .output()
