@@ -1,10 +1,757 @@
-//! Quality: review (not built yet).
+//! Quality: code review of a diff — four scored dimensions, file:line findings, a verdict.
+//!
+//! The two trees are compared with gix (which files changed, renames included) and each
+//! changed file with `similar` (which lines were added, under a deadline). Rules from
+//! `specs/review-rules.toml` (data, overridable per repository) run over the added lines; the
+//! code adds size checks, circular imports between changed modules, and the plan's acceptance
+//! criteria matched by keyword overlap. Each of quality, security, architecture and
+//! requirements starts at 100 and loses points per finding by severity. The verdict is BLOCK
+//! with any critical finding, CONDITIONAL with high or medium ones, APPROVE otherwise — and
+//! never APPROVE for an empty change, which implements nothing.
+
+mod diff;
+mod imports;
+mod report;
+mod requirements;
+mod revision;
+mod rules;
+mod scan;
+mod target;
+#[cfg(test)]
+mod tests;
+
+pub use diff::{ChangeKind, DiffAlgorithm, FileDiff};
+pub use report::{markdown, note_json, text};
+pub use requirements::{Coverage, Criterion, CriterionResult, Requirements};
+pub use revision::RevisionAnalysis;
+pub use rules::{Dimension, RuleSet, Scoring, Severity};
+pub use target::{
+    Target, feedback, impl_revisions, looks_like_task, previous_of, task_change, task_requirements,
+};
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use super::{QualityContext, QualityResult};
-use crate::agents::TaskInput;
-use crate::error::Result;
+use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::error::{Error, Result};
+use crate::model::Verdict;
+use crate::store::{Store, session_dir};
 
-/// Runs a review task.
-pub fn run_task(input: &TaskInput, _ctx: &QualityContext) -> Result<QualityResult> {
-    super::not_built(input)
+/// The notes ref review scores are written to.
+pub const NOTES_REF: &str = "refs/notes/tlv4-review";
+/// The format of the review JSON (note and `--json`).
+pub const SCHEMA: u32 = 1;
+/// Paths never reviewed: the pipeline's own state.
+const EXCLUDE: &[&str] = &[".tlv4/"];
+/// The report a REVIEW task writes, relative to the pipeline folder.
+pub const REPORT_PATH: &str = "artifacts/review-report.md";
+
+/// How to review.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// The line-diff algorithm.
+    pub algorithm: DiffAlgorithm,
+    /// How long the line diff of one file may take before it approximates.
+    pub deadline: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            algorithm: DiffAlgorithm::Myers,
+            deadline: Duration::from_secs(2),
+        }
+    }
+}
+
+/// One thing the review found.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Finding {
+    /// How bad it is.
+    pub severity: Severity,
+    /// Which score it lowers.
+    pub dimension: Dimension,
+    /// The file (new-side path; for requirements, the document the criterion is in).
+    pub file: String,
+    /// The 1-based new-side line, when it is about one line.
+    pub line: Option<usize>,
+    /// One line saying what is wrong.
+    pub reason: String,
+    /// The rule or check id.
+    pub rule: String,
+}
+
+impl Finding {
+    /// `file:line`, or `file`.
+    pub fn location(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}:{l}", self.file),
+            None => self.file.clone(),
+        }
+    }
+}
+
+/// The verdict of a review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Decision {
+    /// Ready to merge: no findings above low.
+    Approve,
+    /// Can merge with tracking: high or medium findings, or nothing to review.
+    Conditional,
+    /// Must be fixed before merging: a critical finding.
+    Block,
+}
+
+impl Decision {
+    /// `APPROVE`, `CONDITIONAL` or `BLOCK`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "APPROVE",
+            Decision::Conditional => "CONDITIONAL",
+            Decision::Block => "BLOCK",
+        }
+    }
+}
+
+/// Scores per dimension, 0–100, and their mean.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Scores {
+    /// Quality.
+    pub quality: u32,
+    /// Security.
+    pub security: u32,
+    /// Architecture.
+    pub architecture: u32,
+    /// Requirements.
+    pub requirements: u32,
+    /// The mean of the four, one decimal.
+    pub overall: f64,
+}
+
+impl Scores {
+    /// The score of `dimension`.
+    pub fn of(&self, dimension: Dimension) -> u32 {
+        match dimension {
+            Dimension::Quality => self.quality,
+            Dimension::Security => self.security,
+            Dimension::Architecture => self.architecture,
+            Dimension::Requirements => self.requirements,
+        }
+    }
+}
+
+/// Findings per severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Counts {
+    /// Critical findings.
+    pub critical: usize,
+    /// High findings.
+    pub high: usize,
+    /// Medium findings.
+    pub medium: usize,
+    /// Low findings.
+    pub low: usize,
+}
+
+/// One changed file as the report lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FileSummary {
+    /// New-side path.
+    pub path: String,
+    /// Old-side path of a rename or copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// How it changed.
+    pub status: ChangeKind,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// The line diff hit its deadline: its added lines (and findings) are approximate.
+    pub approximate: bool,
+    /// Why it was not reviewed line by line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// The requirements part of a review.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RequirementsReport {
+    /// Each criterion with its keyword overlap and band.
+    pub criteria: Vec<CriterionResult>,
+    /// The plan asks for tests.
+    pub plan_asks_tests: bool,
+    /// Some test code changed.
+    pub tests_changed: bool,
+    /// Some non-test code changed.
+    pub code_changed: bool,
+    /// Why there are no criteria, if there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A finished review.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Review {
+    /// Format version of this document.
+    pub schema: u32,
+    /// What was reviewed, as named.
+    pub label: String,
+    /// Old side (commit or tree id).
+    pub old: String,
+    /// New side (commit or tree id).
+    pub new: String,
+    /// The line-diff algorithm.
+    pub algorithm: DiffAlgorithm,
+    /// The per-file diff deadline, in milliseconds.
+    pub deadline_ms: u64,
+    /// The rules file used.
+    pub rules: String,
+    /// The verdict.
+    pub verdict: Decision,
+    /// Scores per dimension and overall.
+    pub scores: Scores,
+    /// Findings per severity.
+    pub counts: Counts,
+    /// Nothing changed outside `.tlv4/`.
+    pub empty: bool,
+    /// The changed files.
+    pub files: Vec<FileSummary>,
+    /// Every finding, worst first, then by file and line.
+    pub findings: Vec<Finding>,
+    /// Acceptance criteria and tests.
+    pub requirements: RequirementsReport,
+    /// Revised tasks compared with what they revise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<RevisionAnalysis>,
+    /// One line: the verdict and why.
+    pub summary: String,
+}
+
+impl Review {
+    /// The verdict as the coordinator records it.
+    pub fn verdict(&self) -> Verdict {
+        Verdict {
+            verdict: self.verdict.as_str().into(),
+            score: Some(self.scores.overall),
+            summary: self.summary.clone(),
+        }
+    }
+
+    /// Paths whose line diff hit the deadline.
+    pub fn approximate(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter(|f| f.approximate)
+            .map(|f| f.path.as_str())
+            .collect()
+    }
+}
+
+/// The changed files between the two trees of `target` (outside `.tlv4/`), line-diffed.
+pub fn diff_target(
+    repo: &gix::Repository,
+    target: &Target,
+    rules: &RuleSet,
+    opts: &Options,
+) -> Result<Vec<FileDiff>> {
+    let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
+    let dopts = diff_options(rules, opts);
+    pipeline(repo, &changed, &dopts, |mut file| {
+        file.diff_lines(&dopts);
+        Ok(file)
+    })
+}
+
+fn diff_options(rules: &RuleSet, opts: &Options) -> diff::DiffOptions {
+    diff::DiffOptions {
+        algorithm: opts.algorithm,
+        deadline: opts.deadline,
+        max_file_bytes: rules.limits.max_file_bytes,
+    }
+}
+
+/// Reviews `target` with `rules`, holding it against `reqs`.
+pub fn analyze(
+    repo: &gix::Repository,
+    rules: &RuleSet,
+    target: &Target,
+    reqs: &Requirements,
+    opts: &Options,
+) -> Result<Review> {
+    let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
+    let dopts = diff_options(rules, opts);
+    let scanned = if PROBE.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+        parallel_old(repo, &changed, |repo, c| {
+            let mut file = diff::read_file(repo, c, &dopts)?;
+            file.diff_lines(&dopts);
+            let scan = scan::scan_file(rules, &file);
+            Ok((file, scan))
+        })?
+    } else {
+        pipeline(repo, &changed, &dopts, |mut file| {
+            file.diff_lines(&dopts);
+            let scan = scan::scan_file(rules, &file);
+            Ok((file, scan))
+        })?
+    };
+    let (files, scans): (Vec<FileDiff>, Vec<scan::FileScan>) = scanned.into_iter().unzip();
+    let mut findings: Vec<Finding> = scans
+        .iter()
+        .flat_map(|s| s.findings.iter().cloned())
+        .collect();
+    findings.extend(imports::circular(rules, &files, &scans));
+
+    let empty = files.is_empty();
+    let mut req = RequirementsReport {
+        plan_asks_tests: reqs.plan_asks_tests,
+        tests_changed: scans
+            .iter()
+            .zip(&files)
+            .any(|(s, f)| (s.test_file && f.added_lines > 0) || s.touches_tests),
+        code_changed: scans.iter().any(|s| s.touches_code && !s.test_file),
+        note: reqs.note.clone(),
+        ..RequirementsReport::default()
+    };
+    if !reqs.criteria.is_empty() {
+        let mut words: HashSet<String> = HashSet::new();
+        for f in &files {
+            words.extend(requirements::keywords(&f.path));
+            for r in &f.added {
+                words.extend(requirements::keywords(f.text_of(r)));
+            }
+        }
+        let (results, found) = requirements::coverage(rules, reqs, &words);
+        req.criteria = results;
+        findings.extend(found);
+    }
+    if !empty && !req.tests_changed {
+        let check = if req.plan_asks_tests {
+            rules.check(rules::CheckId::TestsMissing)
+        } else if req.code_changed {
+            rules.check(rules::CheckId::TestsUntouched)
+        } else {
+            None
+        };
+        if let Some(check) = check {
+            findings.push(Finding {
+                severity: check.severity,
+                dimension: check.dimension,
+                file: files
+                    .iter()
+                    .find(|f| f.added_lines > 0)
+                    .map_or_else(String::new, |f| f.path.clone()),
+                line: None,
+                reason: check.render(&[]),
+                rule: check.id.as_str().into(),
+            });
+        }
+    }
+    if empty {
+        if let Some(check) = rules.check(rules::CheckId::EmptyChange) {
+            findings.push(Finding {
+                severity: check.severity,
+                dimension: check.dimension,
+                file: String::new(),
+                line: None,
+                reason: check.render(&[]),
+                rule: check.id.as_str().into(),
+            });
+        }
+    }
+    findings.sort_by(|a, b| {
+        (a.severity, &a.file, a.line, &a.rule).cmp(&(b.severity, &b.file, b.line, &b.rule))
+    });
+
+    let scores = score(&rules.scoring, &findings, empty);
+    let mut counts = Counts::default();
+    for f in &findings {
+        match f.severity {
+            Severity::Critical => counts.critical += 1,
+            Severity::High => counts.high += 1,
+            Severity::Medium => counts.medium += 1,
+            Severity::Low => counts.low += 1,
+        }
+    }
+    let verdict = decide(&counts, empty);
+    let summary = summary(verdict, &scores, &counts, files.len(), empty);
+    Ok(Review {
+        schema: SCHEMA,
+        label: target.label.clone(),
+        old: target.old.to_string(),
+        new: target.new.to_string(),
+        algorithm: opts.algorithm,
+        deadline_ms: opts.deadline.as_millis() as u64,
+        rules: rules.file.clone(),
+        verdict,
+        scores,
+        counts,
+        empty,
+        files: files
+            .iter()
+            .map(|f| FileSummary {
+                path: f.path.clone(),
+                old_path: f.old_path.clone(),
+                status: f.kind,
+                added: f.added_lines,
+                removed: f.removed_lines,
+                approximate: f.approximate,
+                skipped: f.skipped.clone(),
+            })
+            .collect(),
+        findings,
+        requirements: req,
+        revisions: Vec::new(),
+        summary,
+    })
+}
+
+/// Each dimension starts at 100 and loses its severity's weight per finding, down to 0; an
+/// empty change scores requirements 0. Overall is the mean of the four.
+pub fn score(scoring: &Scoring, findings: &[Finding], empty: bool) -> Scores {
+    let of = |d: Dimension| {
+        let lost: u32 = findings
+            .iter()
+            .filter(|f| f.dimension == d)
+            .map(|f| scoring.weight(f.severity))
+            .sum();
+        100u32.saturating_sub(lost)
+    };
+    let requirements = if empty {
+        0
+    } else {
+        of(Dimension::Requirements)
+    };
+    let (quality, security, architecture) = (
+        of(Dimension::Quality),
+        of(Dimension::Security),
+        of(Dimension::Architecture),
+    );
+    let mean = f64::from(quality + security + architecture + requirements) / 4.0;
+    Scores {
+        quality,
+        security,
+        architecture,
+        requirements,
+        overall: (mean * 10.0).round() / 10.0,
+    }
+}
+
+/// BLOCK with any critical finding; CONDITIONAL with high or medium ones, or when the change
+/// is empty; APPROVE otherwise.
+pub fn decide(counts: &Counts, empty: bool) -> Decision {
+    if counts.critical > 0 {
+        Decision::Block
+    } else if counts.high > 0 || counts.medium > 0 || empty {
+        Decision::Conditional
+    } else {
+        Decision::Approve
+    }
+}
+
+fn summary(
+    verdict: Decision,
+    scores: &Scores,
+    counts: &Counts,
+    files: usize,
+    empty: bool,
+) -> String {
+    if empty {
+        return format!(
+            "{}: the change is empty, nothing implements the plan (requirements 0, overall {})",
+            verdict.as_str(),
+            scores.overall
+        );
+    }
+    format!(
+        "{}: overall {} — {} critical, {} high, {} medium, {} low in {} file{}",
+        verdict.as_str(),
+        scores.overall,
+        counts.critical,
+        counts.high,
+        counts.medium,
+        counts.low,
+        files,
+        if files == 1 { "" } else { "s" }
+    )
+}
+
+/// `repo` with a delta-base cache fit for reading many blobs, unless the user configured one.
+///
+/// gix's default pack cache keeps 64 delta bases; a change touching hundreds of files in a
+/// packed repository walks long delta chains, and re-inflating their bases dominates the
+/// review. git's own default (`core.deltaBaseCacheLimit`) is 96 MiB.
+fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
+    let mut repo = repo.clone();
+    if repo
+        .config_snapshot()
+        .integer("core.deltaBaseCacheLimit")
+        .is_none()
+    {
+        let mut config = repo.config_snapshot_mut();
+        let set = config
+            .set_value(&gix::config::tree::Core::DELTA_BASE_CACHE_LIMIT, std::env::var("TLV4_PROBE_CACHE").unwrap_or("64m".into()).as_str())
+            .is_ok();
+        if set {
+            // Only the in-memory snapshot changes; nothing is written to the user's config.
+            let _ = config.commit();
+        }
+    }
+    repo
+}
+
+pub(crate) static PROBE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+fn parallel_old<T: Sync, R: Send>(
+    repo: &gix::Repository,
+    items: &[T],
+    f: impl Fn(&gix::Repository, &T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(items.len().div_ceil(8))
+        .min(8);
+    let shared = for_blob_reads(repo).into_sync();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<R>>>> =
+        Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let repo = shared.to_thread_local();
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= items.len() {
+                        break;
+                    }
+                    mine.push((i, f(&repo, &items[i])));
+                }
+                let mut all = results.lock().expect("x");
+                for (i, r) in mine {
+                    all[i] = Some(r);
+                }
+            });
+        }
+    });
+    results.into_inner().expect("x").into_iter().map(|r| r.expect("x")).collect()
+}
+
+/// Reads the changed files in order on this thread (one repository handle, one delta-base
+/// cache: delta chains are decoded once) and hands each to `process` on worker threads, one per
+/// core, so that reading and diffing overlap. Keeps the order; the first error wins.
+fn pipeline<R: Send>(
+    repo: &gix::Repository,
+    changed: &[diff::Changed],
+    opts: &diff::DiffOptions,
+    process: impl Fn(FileDiff) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let repo = for_blob_reads(repo);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    if workers <= 1 || changed.len() < 8 {
+        return changed
+            .iter()
+            .map(|c| process(diff::read_file(&repo, c, opts)?))
+            .collect();
+    }
+    let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Result<FileDiff>)>(workers * 4);
+    let receive = Mutex::new(receive);
+    let results: Mutex<Vec<Option<Result<R>>>> =
+        Mutex::new((0..changed.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let next = receive
+                        .lock()
+                        .expect("no worker panics while holding the lock")
+                        .recv();
+                    let Ok((i, file)) = next else { break };
+                    let result = file.and_then(&process);
+                    results.lock().expect("no worker panics while holding the lock")[i] =
+                        Some(result);
+                }
+            });
+        }
+        for (i, c) in changed.iter().enumerate() {
+            if send.send((i, diff::read_file(&repo, c, opts))).is_err() {
+                break;
+            }
+        }
+        drop(send);
+    });
+    results
+        .into_inner()
+        .expect("no worker panics while holding the lock")
+        .into_iter()
+        .map(|r| r.expect("every file was processed"))
+        .collect()
+}
+
+/// Runs a REVIEW task: reviews the session's change (base → tip, outside `.tlv4/`) against
+/// the plan, compares revised IMPL tasks with their originals, writes
+/// `artifacts/review-report.md` and the scores as a note on the tip.
+pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
+    let repo = ctx.repo.to_thread_local();
+    let rules = RuleSet::load(repo.workdir())?;
+    let opts = Options::default();
+    let sid = &input.session.id;
+    let label = format!("session {sid} ({}..{})", short(&ctx.base), short(&ctx.tip));
+    let target = Target::commits(&repo, Some(ctx.base), ctx.tip, label)?;
+    let reqs = Requirements::from_folder(&input.folder, &session_dir(sid), None);
+    let mut review = analyze(&repo, &rules, &target, &reqs, &opts)?;
+
+    let store = Store::from_repo(repo.clone())?;
+    let (state, _) = store.read_state_at(sid, ctx.tip)?;
+    let mut warnings = Vec::new();
+    for rev in target::impl_revisions(&state) {
+        match revision_analysis(
+            &store,
+            sid,
+            Some(ctx.tip),
+            &state.tasks[&rev],
+            &rules,
+            &opts,
+        ) {
+            Ok(a) => review.revisions.push(a),
+            Err(e) => warnings.push(format!(
+                "{}: revision analysis of {rev} failed: {e}",
+                input.task.id
+            )),
+        }
+    }
+
+    let report = markdown(&review);
+    let json = note_json(&review);
+    store.set_note(NOTES_REF, ctx.tip, &json, "tlv4: review")?;
+
+    let key_findings: Vec<String> = if review.empty {
+        vec!["nothing implements the plan: the change under review is empty".into()]
+    } else {
+        review
+            .findings
+            .iter()
+            .take(5)
+            .map(|f| {
+                clip(
+                    &format!("{} {}: {}", f.severity.as_str(), f.location(), f.reason),
+                    99,
+                )
+            })
+            .collect()
+    };
+    for f in review
+        .findings
+        .iter()
+        .filter(|f| f.severity <= Severity::Medium)
+    {
+        warnings.push(format!(
+            "{}: {} {} ({}): {}",
+            input.task.id,
+            f.severity.as_str(),
+            f.location(),
+            f.rule,
+            f.reason
+        ));
+    }
+    if review.empty {
+        warnings.push(format!(
+            "{}: the change under review is empty; nothing implements the plan",
+            input.task.id
+        ));
+    }
+    warnings.truncate(50);
+    let approximate = review.approximate();
+    let mut decisions = vec![format!(
+        "verdict {}: {}",
+        review.verdict.as_str(),
+        match review.verdict {
+            Decision::Block => "a critical finding must be fixed before merging",
+            Decision::Conditional if review.empty => "an empty change implements nothing",
+            Decision::Conditional => "high or medium findings to fix or track",
+            Decision::Approve => "no finding above low",
+        }
+    )];
+    if !approximate.is_empty() {
+        decisions.push(format!(
+            "approximate diff (deadline) for: {}",
+            approximate.join(", ")
+        ));
+    }
+    let verdict = review.verdict();
+    Ok(QualityResult {
+        output: TaskOutput {
+            outcome: Outcome::Completed,
+            summary: review.summary.clone(),
+            files: vec![(REPORT_PATH.to_owned(), report.into_bytes())],
+            state_update: StateUpdate {
+                key_findings,
+                decisions,
+                files_modified: vec![REPORT_PATH.to_owned()],
+                verification: format!(
+                    "deterministic review of {}..{} with similar ({}), rules {}; scores noted under {NOTES_REF}",
+                    short(&ctx.base),
+                    short(&ctx.tip),
+                    opts.algorithm.as_str(),
+                    rules.file
+                ),
+                tech_profile: None,
+            },
+        },
+        verdict: Some(verdict),
+        warnings,
+        fix: None,
+    })
+}
+
+/// Compares the change of revision task `task` with the change of the task it revises, both
+/// looked up in the session history from `tip` (the session tip by default).
+pub fn revision_analysis(
+    store: &Store,
+    sid: &crate::model::SessionId,
+    tip: Option<gix::ObjectId>,
+    task: &crate::model::Task,
+    rules: &RuleSet,
+    opts: &Options,
+) -> Result<RevisionAnalysis> {
+    let id = task.id.as_str();
+    let previous =
+        previous_of(id).ok_or_else(|| Error::Invalid(format!("task `{id}` is not a revision")))?;
+    let repo = store.repo();
+    let new = task_change(store, sid, id, tip)?
+        .ok_or_else(|| Error::Invalid(format!("task `{id}` has no completed change")))?;
+    let new_files = diff_target(repo, &new, rules, opts)?;
+    let old_files = match task_change(store, sid, &previous, tip)? {
+        Some(t) => Some(diff_target(repo, &t, rules, opts)?),
+        None => None,
+    };
+    Ok(revision::compare(
+        id,
+        &previous,
+        &feedback(&task.description),
+        old_files.as_deref(),
+        &new_files,
+        opts.algorithm,
+        opts.deadline,
+    ))
+}
+
+fn short(id: &gix::ObjectId) -> String {
+    id.to_hex_with_len(7).to_string()
+}
+
+/// `s` cut to fewer than `max` characters, with an ellipsis when cut.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() < max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(2)).collect();
+    out.push('…');
+    out
 }

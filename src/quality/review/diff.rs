@@ -1,0 +1,436 @@
+//! The diff under review: gix finds the changed files between two trees, `similar` finds the
+//! added lines of each, under a deadline.
+//!
+//! `similar`'s deadline stops the line diff of a pathological file, but when it fires the rest of
+//! the file is reported as replaced and nothing says so; a diff that ends after its deadline is
+//! therefore marked *approximate*, and the report says so next to that file.
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use gix::object::tree::diff::ChangeDetached as Change;
+
+use crate::error::{Error, Result};
+
+/// The line-diff algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiffAlgorithm {
+    /// Myers (the default; what `git diff` uses).
+    #[default]
+    Myers,
+    /// Patience (`--patience`).
+    Patience,
+}
+
+impl DiffAlgorithm {
+    /// The name shown in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiffAlgorithm::Myers => "myers",
+            DiffAlgorithm::Patience => "patience",
+        }
+    }
+
+    fn similar(self) -> similar::Algorithm {
+        match self {
+            DiffAlgorithm::Myers => similar::Algorithm::Myers,
+            DiffAlgorithm::Patience => similar::Algorithm::Patience,
+        }
+    }
+}
+
+/// How a file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// New file.
+    Added,
+    /// Removed file.
+    Deleted,
+    /// Changed in place.
+    Modified,
+    /// Moved (possibly changed too).
+    Renamed,
+    /// Copied from another file.
+    Copied,
+}
+
+/// One changed file, with both sides' text and the new-side lines that were added.
+#[derive(Debug, Clone)]
+pub struct FileDiff {
+    /// New-side path (old-side path for deletions).
+    pub path: String,
+    /// Old-side path of a rename or copy.
+    pub old_path: Option<String>,
+    /// How it changed.
+    pub kind: ChangeKind,
+    /// Old-side text (empty for additions and skipped files).
+    pub old_text: String,
+    /// New-side text (empty for deletions and skipped files).
+    pub new_text: String,
+    /// Byte offset of each new-side line.
+    pub line_starts: Vec<usize>,
+    /// Runs of added lines, as 0-based new-side line ranges, in order.
+    pub added: Vec<Range<usize>>,
+    /// Lines added.
+    pub added_lines: usize,
+    /// Lines removed.
+    pub removed_lines: usize,
+    /// The line diff hit its deadline: added lines may include unchanged ones.
+    pub approximate: bool,
+    /// Why the file was not diffed line by line (binary, too large, not a regular file).
+    pub skipped: Option<String>,
+}
+
+impl FileDiff {
+    /// Number of new-side lines.
+    pub fn new_line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// New-side line `i` (0-based), without its line end.
+    pub fn line(&self, i: usize) -> &str {
+        let start = self.line_starts[i];
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.new_text.len());
+        self.new_text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The text of new-side lines `range`, without the final line end.
+    pub fn text_of(&self, range: &Range<usize>) -> &str {
+        let start = self.line_starts[range.start];
+        let end = self
+            .line_starts
+            .get(range.end)
+            .copied()
+            .unwrap_or(self.new_text.len());
+        self.new_text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The 0-based new-side line holding byte `offset`.
+    pub fn line_at(&self, offset: usize) -> usize {
+        match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        }
+    }
+
+    /// Whether new-side line `i` was added.
+    pub fn is_added(&self, i: usize) -> bool {
+        let at = self.added.partition_point(|r| r.end <= i);
+        self.added.get(at).is_some_and(|r| r.contains(&i))
+    }
+
+    /// Whether any added line lies in `range`.
+    pub fn touches(&self, range: &Range<usize>) -> bool {
+        let at = self.added.partition_point(|r| r.end <= range.start);
+        self.added.get(at).is_some_and(|r| r.start < range.end)
+    }
+
+    /// The unified diff of this file (for comparing two versions of a change).
+    pub fn unified(&self, algorithm: DiffAlgorithm, deadline: Duration) -> String {
+        let old_name = format!("a/{}", self.old_path.as_deref().unwrap_or(&self.path));
+        let new_name = format!("b/{}", self.path);
+        let diff = similar::TextDiff::configure()
+            .algorithm(algorithm.similar())
+            .deadline(Instant::now() + deadline)
+            .diff_lines(self.old_text.as_str(), self.new_text.as_str());
+        let mut out = format!("diff {old_name} {new_name}\n");
+        if let Some(s) = &self.skipped {
+            out.push_str(&format!("({s})\n"));
+            return out;
+        }
+        out.push_str(
+            &diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&old_name, &new_name)
+                .to_string(),
+        );
+        out
+    }
+}
+
+/// How to diff.
+#[derive(Debug, Clone, Copy)]
+pub struct DiffOptions {
+    /// The line-diff algorithm.
+    pub algorithm: DiffAlgorithm,
+    /// How long the line diff of one file may take before it gives up and approximates.
+    pub deadline: Duration,
+    /// Larger files are not diffed line by line.
+    pub max_file_bytes: u64,
+}
+
+/// A changed file as the tree diff reports it, before its blobs are read.
+#[derive(Debug, Clone)]
+pub struct Changed {
+    path: String,
+    old_path: Option<String>,
+    kind: ChangeKind,
+    old: Option<(ObjectId, bool)>,
+    new: Option<(ObjectId, bool)>,
+}
+
+/// The changed files between two trees (renames detected as git does by default), leaving out
+/// directories, submodules and everything under one of `exclude` (path prefixes ending in `/`).
+pub fn changed_files(
+    repo: &gix::Repository,
+    old_tree: ObjectId,
+    new_tree: ObjectId,
+    exclude: &[&str],
+) -> Result<Vec<Changed>> {
+    let git = |e: gix::Error| Error::git("cannot diff the trees", e);
+    let old = repo.find_tree(old_tree).map_err(git)?;
+    let new = repo.find_tree(new_tree).map_err(git)?;
+    let changes = repo.diff_tree_to_tree(&old, &new, None).map_err(git)?;
+    let excluded = |p: &str| {
+        exclude
+            .iter()
+            .any(|x| p.starts_with(x) || format!("{p}/") == *x)
+    };
+    let blob = |mode: gix::objs::tree::EntryMode, id: ObjectId| {
+        if mode.is_blob() {
+            Some((id, true))
+        } else if mode.is_link() {
+            Some((id, false))
+        } else {
+            None
+        }
+    };
+    let mut out = Vec::new();
+    for change in changes {
+        if change.entry_mode().is_tree() {
+            continue;
+        }
+        let item = match change {
+            Change::Addition {
+                location,
+                entry_mode,
+                id,
+                ..
+            } => Changed {
+                path: location.to_str_lossy().into_owned(),
+                old_path: None,
+                kind: ChangeKind::Added,
+                old: None,
+                new: blob(entry_mode, id),
+            },
+            Change::Deletion {
+                location,
+                entry_mode,
+                id,
+                ..
+            } => Changed {
+                path: location.to_str_lossy().into_owned(),
+                old_path: None,
+                kind: ChangeKind::Deleted,
+                old: blob(entry_mode, id),
+                new: None,
+            },
+            Change::Modification {
+                location,
+                previous_entry_mode,
+                previous_id,
+                entry_mode,
+                id,
+            } => Changed {
+                path: location.to_str_lossy().into_owned(),
+                old_path: None,
+                kind: ChangeKind::Modified,
+                old: blob(previous_entry_mode, previous_id),
+                new: blob(entry_mode, id),
+            },
+            Change::Rewrite {
+                source_location,
+                source_entry_mode,
+                source_id,
+                entry_mode,
+                id,
+                location,
+                copy,
+                ..
+            } => Changed {
+                path: location.to_str_lossy().into_owned(),
+                old_path: Some(source_location.to_str_lossy().into_owned()),
+                kind: if copy {
+                    ChangeKind::Copied
+                } else {
+                    ChangeKind::Renamed
+                },
+                old: blob(source_entry_mode, source_id),
+                new: blob(entry_mode, id),
+            },
+        };
+        if excluded(&item.path) && item.old_path.as_deref().is_none_or(excluded) {
+            continue;
+        }
+        if item.old.is_none() && item.new.is_none() {
+            continue;
+        }
+        out.push(item);
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Reads both sides of `change` (the line diff is left to [`FileDiff::diff_lines`], so that
+/// reading, which walks delta chains best on one thread with one cache, and diffing, which
+/// runs on every core, can overlap).
+pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -> Result<FileDiff> {
+    let mut file = FileDiff {
+        path: change.path.clone(),
+        old_path: change.old_path.clone(),
+        kind: change.kind,
+        old_text: String::new(),
+        new_text: String::new(),
+        line_starts: Vec::new(),
+        added: Vec::new(),
+        added_lines: 0,
+        removed_lines: 0,
+        approximate: false,
+        skipped: None,
+    };
+    let side = |side: Option<(ObjectId, bool)>| -> Result<Side> {
+        let Some((id, regular)) = side else {
+            return Ok(Side::Absent);
+        };
+        if !regular {
+            return Ok(Side::Skip("a symbolic link".into()));
+        }
+        let mut blob = repo
+            .find_blob(id)
+            .map_err(|e| Error::git(&format!("cannot read {}", change.path), e))?;
+        // A copy leaves gix its buffer to decode the next object into (taking it makes gix
+        // allocate and fault in a fresh one for every blob).
+        let data = blob.data.clone();
+        if data.len() as u64 > opts.max_file_bytes {
+            return Ok(Side::Skip(format!(
+                "too large to review ({} bytes)",
+                data.len()
+            )));
+        }
+        if data[..data.len().min(8000)].contains(&0) {
+            return Ok(Side::Skip("binary".into()));
+        }
+        Ok(Side::Text(match String::from_utf8(data) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }))
+    };
+    match (side(change.old)?, side(change.new)?) {
+        (Side::Skip(why), _) | (_, Side::Skip(why)) => file.skipped = Some(why),
+        (old, new) => {
+            file.old_text = old.into_text();
+            file.new_text = new.into_text();
+        }
+    }
+    Ok(file)
+}
+
+impl FileDiff {
+    /// Finds the added lines (and counts the removed ones) with the line diff of `opts`, under
+    /// its deadline; a diff that ends after the deadline is marked approximate.
+    pub fn diff_lines(&mut self, opts: &DiffOptions) {
+        if self.skipped.is_some() {
+            return;
+        }
+        self.line_starts = line_starts(&self.new_text);
+        // Lines both sides share at the start and at the end are equal whatever the
+        // algorithm; only the middle goes to `similar` (as git's xdiff trims the ends too).
+        let (head, tail) = common_ends(&self.old_text, &self.new_text);
+        let old_mid = &self.old_text[head..self.old_text.len() - tail];
+        let new_mid = &self.new_text[head..self.new_text.len() - tail];
+        let shift = self.line_starts.partition_point(|&s| s < head);
+        let deadline = Instant::now() + opts.deadline;
+        let diff = similar::TextDiff::configure()
+            .algorithm(opts.algorithm.similar())
+            .deadline(deadline)
+            .diff_lines(old_mid, new_mid);
+        self.approximate = Instant::now() > deadline;
+        for op in diff.ops() {
+            let (tag, old, new) = op.as_tag_tuple();
+            let new = new.start + shift..new.end + shift;
+            match tag {
+                similar::DiffTag::Equal => continue,
+                similar::DiffTag::Delete => self.removed_lines += old.len(),
+                similar::DiffTag::Insert | similar::DiffTag::Replace => {
+                    self.removed_lines += old.len();
+                    self.added_lines += new.len();
+                    match self.added.last_mut() {
+                        Some(last) if last.end == new.start => last.end = new.end,
+                        _ => self.added.push(new),
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum Side {
+    Absent,
+    Skip(String),
+    Text(String),
+}
+
+impl Side {
+    fn into_text(self) -> String {
+        match self {
+            Side::Text(t) => t,
+            _ => String::new(),
+        }
+    }
+}
+
+/// The lengths in bytes of the longest common prefix and suffix of `a` and `b` made of whole
+/// lines, not overlapping.
+fn common_ends(a: &str, b: &str) -> (usize, usize) {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    // Back up to the end of the last whole line both share.
+    let head = if same == a.len() && same == b.len() {
+        same
+    } else {
+        a[..same].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)
+    };
+    let max_tail = (a.len() - head).min(b.len() - head);
+    let same = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(max_tail)
+        .take_while(|(x, y)| x == y)
+        .count();
+    // The suffix must start at a line start on both sides.
+    let line_start = |s: &[u8], from_end: usize| {
+        let at = s.len() - from_end;
+        at == head || s[at - 1] == b'\n'
+    };
+    let mut tail = same;
+    while tail > 0 && !(line_start(a, tail) && line_start(b, tail)) {
+        tail -= 1;
+    }
+    (head, tail)
+}
+
+/// Byte offsets where the lines of `text` start (none for an empty text).
+fn line_starts(text: &str) -> Vec<usize> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(text.len() / 32 + 1);
+    out.push(0);
+    out.extend(
+        text.bytes()
+            .enumerate()
+            .filter(|(i, b)| *b == b'\n' && i + 1 < text.len())
+            .map(|(i, _)| i + 1),
+    );
+    out
+}

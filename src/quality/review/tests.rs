@@ -1,0 +1,660 @@
+//! Tests of the review against real repositories made with the git CLI.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::*;
+use crate::coordinator::{StartOptions, start};
+use crate::model::{Priority, Task, TaskId, TaskStatus};
+
+/// A throw-away repository driven by the git CLI, hermetic.
+struct TestRepo {
+    dir: tempfile::TempDir,
+}
+
+impl TestRepo {
+    fn new() -> TestRepo {
+        let repo = TestRepo {
+            dir: tempfile::tempdir().expect("a temp dir"),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(self.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
+    fn commit(&self, message: &str) -> gix::ObjectId {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(&["rev-parse", "HEAD"]).parse().expect("an id")
+    }
+
+    fn open(&self) -> gix::Repository {
+        gix::open_opts(self.path(), gix::open::Options::isolated()).expect("opens")
+    }
+}
+
+fn rules() -> RuleSet {
+    RuleSet::builtin().expect("the builtin rules load")
+}
+
+fn review_with(repo: &TestRepo, spec: &str, reqs: &Requirements, opts: &Options) -> Review {
+    let r = repo.open();
+    let target = Target::range(&r, spec).expect("the range resolves");
+    analyze(&r, &rules(), &target, reqs, opts).expect("the review runs")
+}
+
+fn review(repo: &TestRepo, spec: &str) -> Review {
+    review_with(repo, spec, &Requirements::none("test"), &Options::default())
+}
+
+fn by_rule<'a>(review: &'a Review, rule: &str) -> Vec<&'a Finding> {
+    review.findings.iter().filter(|f| f.rule == rule).collect()
+}
+
+/// Numbered filler lines of Python.
+fn python_lines(n: usize) -> String {
+    (1..=n).map(|i| format!("value_{i} = {i}\n")).collect()
+}
+
+#[test]
+fn the_builtin_rules_load() {
+    // Every builtin pattern compiles (the builtin set compiles them lazily, trusting this).
+    RuleSet::parse("builtin", rules::BUILTIN, rules::Compile::Now).expect("all compile");
+    let r = rules();
+    assert!(r.rules.len() > 30);
+    assert_eq!(r.checks.len(), 8);
+    assert_eq!(r.scoring.critical, 40);
+    assert!(r.language_of("a/b.py").is_some());
+    assert_eq!(r.language_of("README"), None);
+}
+
+#[test]
+fn a_hard_coded_secret_blocks_at_its_new_side_line() {
+    let repo = TestRepo::new();
+    repo.write("src/app.py", "import os\n\n\ndef main():\n    return 1\n");
+    repo.write("tests/test_app.py", "def test_main():\n    assert True\n");
+    repo.commit("base");
+    // Line 3 of the new side; built from pieces so this test file holds no secret itself.
+    let secret = format!("{}_{} = \"{}\"\n", "API", "KEY", "q8Jz3LmN5pR7tV9wX2yB4cD6");
+    repo.write(
+        "src/app.py",
+        &format!("import os\n\n{secret}\ndef main():\n    return 1\n"),
+    );
+    repo.write(
+        "tests/test_app.py",
+        "def test_main():\n    assert True\n\n\ndef test_more():\n    assert 1\n",
+    );
+    repo.commit("add a key");
+    let r = review(&repo, "HEAD");
+    assert_eq!(r.verdict, Decision::Block, "{:#?}", r.findings);
+    let found = by_rule(&r, "hardcoded-secret");
+    assert_eq!(found.len(), 1, "{:#?}", r.findings);
+    assert_eq!(found[0].file, "src/app.py");
+    assert_eq!(found[0].line, Some(3));
+    assert_eq!(found[0].severity, Severity::Critical);
+    assert_eq!(found[0].dimension, Dimension::Security);
+    assert_eq!(r.scores.security, 60);
+    assert!(markdown(&r).contains("`src/app.py:3`"));
+    assert!(r.summary.starts_with("BLOCK"));
+}
+
+#[test]
+fn a_clean_change_is_approved() {
+    let repo = TestRepo::new();
+    repo.write("src/util.py", "def add(a, b):\n    return a + b\n");
+    repo.write("tests/test_util.py", "from src.util import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n");
+    repo.commit("base");
+    repo.write(
+        "src/util.py",
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    );
+    repo.write(
+        "tests/test_util.py",
+        "from src.util import add, sub\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n",
+    );
+    repo.commit("sub");
+    let r = review(&repo, "HEAD~1..HEAD");
+    assert_eq!(r.verdict, Decision::Approve, "{:#?}", r.findings);
+    assert!(r.findings.iter().all(|f| f.severity == Severity::Low));
+    assert_eq!(r.scores.security, 100);
+    assert_eq!(r.files.len(), 2);
+    assert_eq!(r.files[0].added, 4);
+    assert!(r.requirements.tests_changed);
+}
+
+#[test]
+fn sql_built_by_concatenation_in_python_is_found() {
+    let repo = TestRepo::new();
+    repo.write("db.py", "def find(cursor, name):\n    pass\n");
+    repo.commit("base");
+    repo.write(
+        "db.py",
+        "def find(cursor, name):\n    cursor.execute(\"SELECT * FROM users WHERE name = '\" + name + \"'\")\n\n\ndef by_id(cursor, uid):\n    cursor.execute(f\"DELETE FROM users WHERE id = {uid}\")\n\n\ndef safe(cursor, uid):\n    cursor.execute(\"SELECT * FROM users WHERE id = %s\", (uid,))\n",
+    );
+    repo.commit("queries");
+    let r = review(&repo, "HEAD");
+    let sql: Vec<Option<usize>> = by_rule(&r, "sql-concat").iter().map(|f| f.line).collect();
+    assert_eq!(sql, vec![Some(2), Some(6)], "{:#?}", r.findings);
+    assert_eq!(r.verdict, Decision::Block);
+}
+
+#[test]
+fn a_language_rule_applies_only_to_its_language() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    let js = "export function f() {\n  console.log(\"hi\");\n  return 1;\n}\n";
+    repo.write("web/app.js", js);
+    repo.write("tool/app.py", "def f():\n    console.log(\"hi\")\n    return 1\n");
+    repo.write("src/lib.rs", "pub fn f() -> u32 {\n    console.log(\"hi\");\n    1\n}\n");
+    repo.commit("three languages");
+    let r = review(&repo, "HEAD");
+    let files: Vec<&str> = by_rule(&r, "console-log").iter().map(|f| f.file.as_str()).collect();
+    assert_eq!(files, vec!["web/app.js"]);
+    assert_eq!(by_rule(&r, "console-log")[0].line, Some(2));
+    // And a Python rule does not fire on JavaScript.
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    repo.write("a.js", "function f(x) {\n  print(x) // type: ignore\n}\n");
+    repo.write("b.py", "def f(x):\n    print(x)  # type: ignore\n");
+    repo.commit("prints");
+    let r = review(&repo, "HEAD");
+    let at = |rule: &str| -> Vec<String> {
+        by_rule(&r, rule).iter().map(|f| f.location()).collect()
+    };
+    assert_eq!(at("print-call"), vec!["b.py:2"]);
+    assert_eq!(at("type-ignore"), vec!["b.py:2"]);
+}
+
+#[test]
+fn rust_test_code_is_not_held_to_non_test_rules() {
+    let repo = TestRepo::new();
+    repo.write("src/lib.rs", "pub fn one() -> u32 {\n    1\n}\n");
+    repo.commit("base");
+    repo.write(
+        "src/lib.rs",
+        "pub fn one() -> u32 {\n    println!(\"one\");\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn it() {\n        println!(\"debug\");\n        assert_eq!(super::one(), 1);\n    }\n}\n",
+    );
+    repo.commit("print");
+    let r = review(&repo, "HEAD");
+    let lines: Vec<Option<usize>> = by_rule(&r, "println").iter().map(|f| f.line).collect();
+    assert_eq!(lines, vec![Some(2)]);
+    assert!(r.requirements.tests_changed, "inline tests count as test changes");
+}
+
+#[test]
+fn a_file_over_500_lines_is_flagged() {
+    let repo = TestRepo::new();
+    repo.write("small.py", "x = 1\n");
+    repo.commit("base");
+    repo.write("big.py", &python_lines(600));
+    repo.commit("big");
+    let r = review(&repo, "HEAD");
+    let found = by_rule(&r, "file-lines");
+    assert_eq!(found.len(), 1, "{:#?}", r.findings);
+    assert_eq!(found[0].file, "big.py");
+    assert_eq!(found[0].dimension, Dimension::Architecture);
+    assert_eq!(found[0].severity, Severity::Medium);
+    assert!(found[0].reason.contains("600 lines"));
+    assert_eq!(r.verdict, Decision::Conditional);
+    // A 400-line file is fine.
+    repo.write("big.py", &python_lines(400));
+    repo.commit("smaller");
+    assert!(by_rule(&review(&repo, "HEAD~2..HEAD"), "file-lines").is_empty());
+}
+
+#[test]
+fn long_functions_are_flagged_only_when_touched() {
+    let body: String = (0..60).map(|i| format!("    let v{i} = {i};\n")).collect();
+    let long = format!("pub fn long() {{\n{body}}}\n");
+    let repo = TestRepo::new();
+    repo.write("src/lib.rs", &format!("{long}\npub fn short() -> u8 {{\n    1\n}}\n"));
+    repo.commit("base");
+    repo.write("src/lib.rs", &format!("{long}\npub fn short() -> u8 {{\n    2\n}}\n"));
+    repo.commit("touch short");
+    assert!(by_rule(&review(&repo, "HEAD"), "function-lines").is_empty());
+    repo.write(
+        "src/lib.rs",
+        &format!("{}\npub fn short() -> u8 {{\n    2\n}}\n", long.replace("= 7;", "= 8;")),
+    );
+    repo.commit("touch long");
+    let r = review(&repo, "HEAD");
+    let found = by_rule(&r, "function-lines");
+    assert_eq!(found.len(), 1, "{:#?}", r.findings);
+    assert_eq!(found[0].line, Some(1));
+    assert!(found[0].reason.contains("`long`") && found[0].reason.contains("62 lines"));
+    // Python: by indentation.
+    let body: String = (0..55).map(|i| format!("    v{i} = {i}\n")).collect();
+    repo.write("tool.py", &format!("import os\n\n\ndef big():\n{body}\n\ndef small():\n    return 1\n"));
+    repo.commit("python");
+    let r = review(&repo, "HEAD");
+    let found: Vec<String> = by_rule(&r, "function-lines").iter().map(|f| f.location()).collect();
+    assert_eq!(found, vec!["tool.py:4"]);
+}
+
+#[test]
+fn an_empty_except_and_an_empty_catch_are_critical() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    repo.write("a.py", "def f():\n    try:\n        g()\n    except Exception:\n        pass\n");
+    repo.write("b.ts", "export function f(): void {\n  try {\n    g();\n  } catch (e) {\n  }\n}\n");
+    repo.commit("swallow");
+    let r = review(&repo, "HEAD");
+    assert_eq!(
+        by_rule(&r, "empty-except").iter().map(|f| f.location()).collect::<Vec<_>>(),
+        vec!["a.py:4"]
+    );
+    assert_eq!(
+        by_rule(&r, "empty-catch").iter().map(|f| f.location()).collect::<Vec<_>>(),
+        vec!["b.ts:4"]
+    );
+    assert_eq!(r.verdict, Decision::Block);
+}
+
+#[test]
+fn deep_imports_and_circular_imports_are_architecture_findings() {
+    let repo = TestRepo::new();
+    repo.write("pkg/__init__.py", "");
+    repo.write("pkg/a.py", "X = 1\n");
+    repo.write("pkg/b.py", "Y = 2\n");
+    repo.commit("base");
+    repo.write("pkg/a.py", "from pkg import b\n\nX = 1\n");
+    repo.write("pkg/b.py", "from . import a\n\nY = 2\n");
+    repo.write("web/src/deep/x.js", "import { y } from '../../../lib/y';\nexport const x = y;\n");
+    repo.commit("cycle");
+    let r = review(&repo, "HEAD");
+    let cycles = by_rule(&r, "circular-import");
+    assert_eq!(cycles.len(), 1, "{:#?}", r.findings);
+    assert_eq!(cycles[0].severity, Severity::Critical);
+    assert!(cycles[0].reason.contains("pkg/a.py") && cycles[0].reason.contains("pkg/b.py"));
+    let deep = by_rule(&r, "deep-import");
+    assert_eq!(deep.len(), 1);
+    assert_eq!(deep[0].location(), "web/src/deep/x.js:1");
+    // JavaScript cycle through relative paths.
+    repo.write("web/m.js", "import { n } from './n.js';\nexport const m = 1;\n");
+    repo.write("web/n.js", "import { m } from './m';\nexport const n = 2;\n");
+    repo.commit("js cycle");
+    let r = review(&repo, "HEAD");
+    assert_eq!(by_rule(&r, "circular-import").len(), 1, "{:#?}", r.findings);
+}
+
+#[test]
+fn requirements_fall_into_the_bands() {
+    let r = rules();
+    assert_eq!(requirements::band(&r, 100), Coverage::Covered);
+    assert_eq!(requirements::band(&r, 70), Coverage::Covered);
+    assert_eq!(requirements::band(&r, 69), Coverage::Partial);
+    assert_eq!(requirements::band(&r, 40), Coverage::Partial);
+    assert_eq!(requirements::band(&r, 39), Coverage::Missing);
+    assert_eq!(requirements::band(&r, 0), Coverage::Missing);
+
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    repo.write(
+        "src/login.py",
+        "def validate_password(password_hash, attempt):\n    return check_hash(password_hash, attempt)\n\n\ndef lockout_counter():\n    return 0\n",
+    );
+    repo.write("tests/test_login.py", "def test_validate():\n    assert True\n");
+    repo.commit("login");
+    let task = serde_json::json!({
+        "id": "TASK-001",
+        "convergence": {"criteria": [
+            // validate, password, hash: 3 of 3 → covered.
+            "Validate the password hash",
+            // lockout, counter, show(s), email, notification: 2 of 5 → 40% partial.
+            "Lockout counter shows email notification",
+            // export, reports, spreadsheet: 0 of 3 → missing.
+            "Export reports to spreadsheet"
+        ]}
+    });
+    let mut folder = BTreeMap::new();
+    folder.insert(
+        "plan/.task/TASK-001.json".to_owned(),
+        serde_json::to_vec_pretty(&task).expect("json"),
+    );
+    folder.insert(
+        "spec/requirements/REQ-001-login.md".to_owned(),
+        b"# REQ-001\n\n## Acceptance Criteria\n\n- [ ] Validate the password hash\n- [ ] Audit trail of administrator impersonation\n".to_vec(),
+    );
+    let reqs = Requirements::from_folder(&folder, ".tlv4/sessions/S", None);
+    assert_eq!(reqs.criteria.len(), 4, "duplicates are merged: {:#?}", reqs.criteria);
+    let r = review_with(&repo, "HEAD", &reqs, &Options::default());
+    let bands: Vec<(u32, Coverage)> = r
+        .requirements
+        .criteria
+        .iter()
+        .map(|c| (c.overlap, c.coverage))
+        .collect();
+    assert_eq!(
+        bands,
+        vec![
+            (100, Coverage::Covered),
+            (40, Coverage::Partial),
+            (0, Coverage::Missing),
+            (0, Coverage::Missing)
+        ]
+    );
+    assert_eq!(by_rule(&r, "criterion-partial").len(), 1);
+    assert_eq!(by_rule(&r, "criterion-missing").len(), 2);
+    let missing = by_rule(&r, "criterion-missing");
+    assert_eq!(missing[0].file, ".tlv4/sessions/S/plan/.task/TASK-001.json");
+    assert!(missing[0].line.is_some());
+    assert_eq!(r.scores.requirements, 100 - 10 - 20 - 20);
+    assert_eq!(r.verdict, Decision::Conditional);
+    assert!(markdown(&r).contains("| TASK-001 | Export reports to spreadsheet | 0% | missing |"));
+}
+
+#[test]
+fn tests_are_asked_for_when_the_plan_wants_them() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    repo.write("src/a.py", "def f():\n    return 1\n");
+    repo.commit("code only");
+    let r = review(&repo, "HEAD");
+    assert_eq!(by_rule(&r, "tests-untouched").len(), 1);
+    assert_eq!(r.verdict, Decision::Approve, "a low finding does not block approval");
+    let reqs = Requirements {
+        plan_asks_tests: true,
+        ..Requirements::default()
+    };
+    let r = review_with(&repo, "HEAD", &reqs, &Options::default());
+    assert_eq!(by_rule(&r, "tests-missing").len(), 1);
+    assert_eq!(r.verdict, Decision::Conditional);
+}
+
+#[test]
+fn a_missed_deadline_marks_the_file_approximate() {
+    let repo = TestRepo::new();
+    let old: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+    repo.write("data.txt", &old);
+    repo.commit("base");
+    let new: String = (0..3000)
+        .map(|i| if i % 50 == 0 { format!("changed {i}\n") } else { format!("line {i}\n") })
+        .collect();
+    repo.write("data.txt", &new);
+    repo.commit("scattered changes");
+    let exact = review(&repo, "HEAD");
+    assert!(!exact.files[0].approximate);
+    assert_eq!(exact.files[0].added, 60);
+    let opts = Options {
+        deadline: Duration::ZERO,
+        ..Options::default()
+    };
+    let r = review_with(&repo, "HEAD", &Requirements::none("test"), &opts);
+    assert!(r.files[0].approximate);
+    assert_eq!(r.approximate(), vec!["data.txt"]);
+    assert!(markdown(&r).contains("`data.txt`: approximate"));
+    assert!(text(&r).contains("approximate: data.txt"));
+    let note: serde_json::Value = serde_json::from_slice(&note_json(&r)).expect("json");
+    assert_eq!(note["approximate"][0], "data.txt");
+}
+
+#[test]
+fn patience_finds_the_same_lines() {
+    let repo = TestRepo::new();
+    repo.write("a.py", &python_lines(100));
+    repo.commit("base");
+    repo.write("a.py", &python_lines(100).replace("value_50 = 50\n", "value_50 = 51\nprint(50)\n"));
+    repo.commit("change");
+    let opts = Options {
+        algorithm: DiffAlgorithm::Patience,
+        ..Options::default()
+    };
+    let r = review_with(&repo, "HEAD", &Requirements::none("test"), &opts);
+    assert_eq!(r.algorithm, DiffAlgorithm::Patience);
+    assert_eq!((r.files[0].added, r.files[0].removed), (2, 1));
+    assert_eq!(by_rule(&r, "print-call")[0].line, Some(51));
+}
+
+#[test]
+fn ranges_resolve_like_git() {
+    let repo = TestRepo::new();
+    repo.write("a.txt", "1\n");
+    let first = repo.commit("one");
+    repo.write("a.txt", "2\n");
+    let second = repo.commit("two");
+    let r = repo.open();
+    let t = Target::range(&r, "HEAD").expect("resolves");
+    assert_eq!((t.old, t.new), (first, second));
+    let t = Target::range(&r, "HEAD~1").expect("a root commit resolves");
+    assert_eq!(t.old_tree, gix::ObjectId::empty_tree(gix::hash::Kind::Sha1));
+    let t = Target::range(&r, "HEAD~1..").expect("resolves");
+    assert_eq!((t.old, t.new), (first, second));
+    let t = Target::range(&r, "HEAD~1...HEAD").expect("resolves");
+    assert_eq!((t.old, t.new), (first, second));
+    assert!(matches!(
+        Target::range(&r, "nope..HEAD"),
+        Err(crate::Error::Invalid(_))
+    ));
+    // A root commit against the empty tree: everything is added.
+    let rev = review(&repo, "HEAD~1");
+    assert_eq!(rev.files[0].status, ChangeKind::Added);
+}
+
+#[test]
+fn an_empty_change_is_never_approved() {
+    let repo = TestRepo::new();
+    repo.write("a.txt", "1\n");
+    repo.commit("one");
+    repo.write(".tlv4/sessions/S/session.toml", "x = 1\n");
+    repo.commit("state only");
+    let r = review(&repo, "HEAD");
+    assert!(r.empty);
+    assert_eq!(r.verdict, Decision::Conditional);
+    assert_eq!(r.scores.requirements, 0);
+    assert_eq!(by_rule(&r, "empty-change").len(), 1);
+    let md = markdown(&r);
+    assert!(md.contains("**Verdict: CONDITIONAL**"));
+    assert!(md.contains("The change is empty"));
+    assert!(md.contains("nothing implements the plan"));
+}
+
+#[test]
+fn rules_files_are_checked_with_file_and_line() {
+    let bad = |text: &str| match RuleSet::parse("rules.toml", text, rules::Compile::Now) {
+        Err(crate::Error::Config { file, line, message }) => (file, line, message),
+        other => panic!("expected a config error, got {other:?}"),
+    };
+    let head = "schema = 1\n[scoring]\ncritical = 40\nhigh = 20\nmedium = 10\nlow = 2\n[limits]\nmax_file_lines = 500\nmax_function_lines = 50\ncovered = 70\npartial = 40\nmax_file_bytes = 1000\n";
+    let (file, line, message) = bad(&format!(
+        "{head}[[rule]]\nid = \"x\"\ndimension = \"quality\"\nseverity = \"low\"\npattern = '(unclosed'\nmessage = \"m\"\n"
+    ));
+    assert_eq!(file, "rules.toml");
+    assert_eq!(line, 17);
+    assert!(message.contains("rule `x`"), "{message}");
+    let (_, line, message) = bad(&format!(
+        "{head}[[rule]]\nid = \"x\"\ndimension = \"quality\"\nseverity = \"low\"\nlanguages = [\"cobol\"]\npattern = 'x'\nmessage = \"m\"\n"
+    ));
+    assert_eq!(line, 17);
+    assert!(message.contains("cobol"), "{message}");
+    let (_, line, message) = bad(&format!("{head}[[check]]\nid = \"nope\"\ndimension = \"quality\"\nseverity = \"low\"\nmessage = \"m\"\n"));
+    assert_eq!(line, 14);
+    assert!(message.contains("unknown check `nope`"), "{message}");
+    let (_, line, _) = bad(&format!("{head}[[rule]]\nid = \"x\"\nseverity = \"bad\"\n"));
+    assert_eq!(line, 15);
+    // A repository's override replaces the builtin: here, with no rules and no checks.
+    let repo = TestRepo::new();
+    repo.write(".tlv4/specs/review-rules.toml", head);
+    let loaded = RuleSet::load(Some(repo.path())).expect("loads");
+    assert!(loaded.rules.is_empty() && loaded.checks.is_empty());
+    assert!(loaded.file.ends_with(".tlv4/specs/review-rules.toml"));
+}
+
+#[test]
+fn revisions_are_compared_with_what_they_revise() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "x\n");
+    repo.commit("base");
+    let trailers = |task: &str| {
+        format!("Tlv4-Session: TLV4-r-20260101\nTlv4-Task: {task}\nTlv4-Event: task_completed")
+    };
+    repo.write("src/a.py", "def f():\n    return 1\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "IMPL-001: task_completed (executor)", "-m", &trailers("IMPL-001")]);
+    repo.write("src/a.py", "def f():\n    return 2\n");
+    repo.write("src/b.py", "def g():\n    return 3\n");
+    repo.write("docs/notes.md", "n\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "IMPL-001-R1: task_completed (executor)", "-m", &trailers("IMPL-001-R1")]);
+    let store = Store::from_repo(repo.open()).expect("a store");
+    let sid: crate::model::SessionId = "TLV4-r-20260101".parse().expect("an id");
+    let task = Task {
+        id: "IMPL-001-R1".parse::<TaskId>().expect("an id"),
+        role: "executor".into(),
+        status: TaskStatus::Completed,
+        blocked_by: Vec::new(),
+        phase: "implementation".into(),
+        priority: Priority::P0,
+        discuss: None,
+        inner_loop: false,
+        attempts: 1,
+        description: "PURPOSE: x\nRevision of: IMPL-001\nFeedback: also add g in b.py\n".into(),
+        owner: None,
+        result: None,
+    };
+    let tip: gix::ObjectId = repo.git(&["rev-parse", "HEAD"]).parse().expect("an id");
+    let a = revision_analysis(&store, &sid, Some(tip), &task, &rules(), &Options::default())
+        .expect("the analysis runs");
+    assert_eq!(a.original, "IMPL-001");
+    assert_eq!(a.original_files, vec!["src/a.py"]);
+    assert_eq!(a.revision_files, vec!["docs/notes.md", "src/a.py", "src/b.py"]);
+    assert_eq!(a.outside_scope, vec!["docs/notes.md"], "b.py is named by the feedback");
+    assert!(a.similarity > 0.0 && a.similarity < 1.0, "{}", a.similarity);
+    assert_eq!(a.feedback, "also add g in b.py");
+}
+
+#[test]
+fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
+    let repo = TestRepo::new();
+    repo.write("src/app.py", "def main():\n    return 1\n");
+    repo.commit("base");
+    let store = Store::from_repo(repo.open()).expect("a store");
+    let opts = StartOptions {
+        pipeline: Some("impl-only".into()),
+        no_supervision: true,
+        yes: false,
+        max_parallel: None,
+        completion: None,
+    };
+    let (sid, state) = start(&store, "add a health check endpoint", &opts).expect("starts");
+    let tip = store.tip(&sid).expect("a tip");
+    let base: gix::ObjectId = state.session.base.parse().expect("an id");
+    let task = state
+        .tasks
+        .values()
+        .find(|t| t.id.prefix() == "REVIEW")
+        .expect("a review task")
+        .clone();
+    let input = TaskInput {
+        session: state.session.clone(),
+        task,
+        folder: BTreeMap::new(),
+        code: crate::agents::CodeTree::from_tree(store.repo(), store.commit_tree(tip).expect("tree"))
+            .expect("code"),
+    };
+    let ctx = QualityContext {
+        repo: store.repo().clone().into_sync(),
+        base,
+        tip,
+    };
+    let result = run_task(&input, &ctx).expect("the review runs");
+    let verdict = result.verdict.expect("a verdict");
+    assert_eq!(verdict.verdict, "CONDITIONAL");
+    assert!(verdict.summary.contains("nothing implements the plan"), "{}", verdict.summary);
+    let (path, report) = &result.output.files[0];
+    assert_eq!(path, "artifacts/review-report.md");
+    let report = String::from_utf8_lossy(report);
+    assert!(report.contains("The change is empty"), "{report}");
+    assert!(report.contains("| Requirements | 0 |"), "{report}");
+    result.output.state_update.validate().expect("a valid state update");
+    let note = repo.git(&["notes", "--ref=tlv4-review", "show", &tip.to_string()]);
+    let note: serde_json::Value = serde_json::from_str(&note).expect("the note is JSON");
+    assert_eq!(note["verdict"], "CONDITIONAL");
+    assert_eq!(note["scores"]["requirements"], 0);
+
+    // Code committed on the session branch is reviewed, `.tlv4/` left out.
+    repo.git(&["checkout", "-q", &format!("tlv4/{sid}")]);
+    let secret = format!("{} = \"{}\"\n", "password", "Tr0ub4dor&3xyzzy");
+    repo.write("src/app.py", &format!("def main():\n    return 1\n{secret}"));
+    let tip = repo.commit("work");
+    let ctx = QualityContext { tip, ..ctx };
+    let result = run_task(&input, &ctx).expect("the review runs");
+    assert_eq!(result.verdict.expect("a verdict").verdict, "BLOCK");
+    let report = String::from_utf8_lossy(&result.output.files[0].1).into_owned();
+    assert!(report.contains("`src/app.py:3`"), "{report}");
+    assert!(!report.contains(".tlv4/sessions"), "{report}");
+}
+
+fn cpu(who: i32) -> std::time::Duration {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut u) };
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+#[test]
+#[ignore = "temporary probe"]
+fn perf_probe() {
+    use std::time::Instant;
+    let dir = std::path::Path::new("/dev/shm/rv-exp/repo");
+    let n = 25;
+    let c0 = cpu(libc::RUSAGE_CHILDREN);
+    let t = Instant::now();
+    for _ in 0..n {
+        Command::new("git").current_dir(dir).args(["diff", "--stat", "--patience", "HEAD~1", "HEAD"]).output().expect("git");
+    }
+    let (gw, gc) = (t.elapsed() / n, (cpu(libc::RUSAGE_CHILDREN) - c0) / n);
+    eprintln!("git: wall {gw:?} cpu {gc:?}");
+    for (name, alg, load_rules) in [("myers", DiffAlgorithm::Myers, true), ("patience", DiffAlgorithm::Patience, true), ("myers-no-rules", DiffAlgorithm::Myers, false)] {
+        let rules = RuleSet::builtin().expect("rules");
+        let c0 = cpu(libc::RUSAGE_SELF);
+        let t = Instant::now();
+        for _ in 0..n {
+            let repo = gix::open(dir).expect("open");
+            let loaded;
+            let rules = if load_rules { loaded = RuleSet::load(repo.workdir()).expect("r"); &loaded } else { &rules };
+            let target = Target::range(&repo, "HEAD~1..HEAD").expect("range");
+            let opts = Options { algorithm: alg, ..Options::default() };
+            std::hint::black_box(analyze(&repo, rules, &target, &Requirements::none("x"), &opts).expect("review"));
+        }
+        let (w, c) = (t.elapsed() / n, (cpu(libc::RUSAGE_SELF) - c0) / n);
+        eprintln!("{name}: wall {w:?} ({:.2}x) cpu {c:?} ({:.2}x)", w.as_secs_f64() / gw.as_secs_f64(), c.as_secs_f64() / gc.as_secs_f64());
+    }
+}
