@@ -21,9 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use git_tlv4::quality::review::{
-    DiffAlgorithm, Options, Requirements, RuleSet, Target, analyze,
-};
+use git_tlv4::quality::review::{DiffAlgorithm, Options, Requirements, RuleSet, Target, analyze};
 
 const FILES: usize = 200;
 const LINES: usize = 250;
@@ -67,7 +65,12 @@ fn temp_root() -> tempfile::TempDir {
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -86,7 +89,10 @@ fn line(f: usize, i: usize) -> String {
     match i % 10 {
         0 => format!("def handler_{f}_{i}(request, limit={i}):\n"),
         1 => format!("    \"\"\"Handle request {i} of module {f}.\"\"\"\n"),
-        2 => format!("    items = fetch_items(request, limit, offset={})\n", f * i),
+        2 => format!(
+            "    items = fetch_items(request, limit, offset={})\n",
+            f * i
+        ),
         3 => format!("    total_{i} = sum(item.value for item in items)\n"),
         4 => format!("    if total_{i} > {}:\n", f + i),
         5 => format!("        log_event('overflow', module={f}, line={i})\n"),
@@ -119,7 +125,10 @@ fn setup(root: &Path) -> (PathBuf, String, String) {
             if k % 2 == 0 {
                 lines[at] = format!("    audit(request, module={f}, step={k})  # changed\n");
             } else {
-                lines.insert(at, format!("    validate(request, strict=True, step={k})\n"));
+                lines.insert(
+                    at,
+                    format!("    validate(request, strict=True, step={k})\n"),
+                );
             }
         }
         std::fs::write(path(f), lines.concat()).expect("write");
@@ -152,14 +161,8 @@ fn tlv4_review(dir: &Path, range: &str, algorithm: DiffAlgorithm) -> usize {
         algorithm,
         deadline: Duration::from_secs(2),
     };
-    let review = analyze(
-        &repo,
-        &rules,
-        &target,
-        &Requirements::none("bench"),
-        &opts,
-    )
-    .expect("review");
+    let review =
+        analyze(&repo, &rules, &target, &Requirements::none("bench"), &opts).expect("review");
     review.findings.len()
 }
 

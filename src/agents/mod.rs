@@ -7,11 +7,11 @@
 
 pub mod builtin;
 pub mod command;
+pub mod config;
 pub mod presets;
 pub mod process;
 pub mod prompt;
 pub mod result;
-pub mod config;
 
 use std::collections::BTreeMap;
 

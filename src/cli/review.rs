@@ -96,21 +96,30 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                     let sid = store.resolve_session(Some(name))?;
                     let tip = store.tip(&sid)?;
                     let dir = session_dir(&sid);
-                    let folder = store.read_folder(store.commit_tree(tip)?, &dir, &["tasks", "runs"])?;
+                    let folder =
+                        store.read_folder(store.commit_tree(tip)?, &dir, &["tasks", "runs"])?;
                     Requirements::from_folder(&folder, &dir, None)
                 }
                 None => Requirements::none(
                     "a revision range outside a session has no plan (pass --session SID to check one)",
                 ),
             };
-            (review::analyze(repo, &rules, &target, &reqs, &opts)?, target)
+            (
+                review::analyze(repo, &rules, &target, &reqs, &opts)?,
+                target,
+            )
         }
     };
     let (review, target) = review;
 
     match target.note_commit {
         Some(commit) => {
-            store.set_note(review::NOTES_REF, commit, &review::note_json(&review), "tlv4: review")?;
+            store.set_note(
+                review::NOTES_REF,
+                commit,
+                &review::note_json(&review),
+                "tlv4: review",
+            )?;
             ctx.ui.status(format!(
                 "scores noted on {} (git notes --ref={} show {})",
                 super::short(&commit.to_string()),
@@ -118,7 +127,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 super::short(&commit.to_string())
             ));
         }
-        None => ctx.ui.status("the new side is a tree, not a commit: no note written"),
+        None => ctx
+            .ui
+            .status("the new side is a tree, not a commit: no note written"),
     }
     if args.json {
         ctx.ui.json(&review);

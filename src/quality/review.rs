@@ -493,7 +493,12 @@ fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
     {
         let mut config = repo.config_snapshot_mut();
         let set = config
-            .set_value(&gix::config::tree::Core::DELTA_BASE_CACHE_LIMIT, std::env::var("TLV4_PROBE_CACHE").unwrap_or("64m".into()).as_str())
+            .set_value(
+                &gix::config::tree::Core::DELTA_BASE_CACHE_LIMIT,
+                std::env::var("TLV4_PROBE_CACHE")
+                    .unwrap_or("64m".into())
+                    .as_str(),
+            )
             .is_ok();
         if set {
             // Only the in-memory snapshot changes; nothing is written to the user's config.
@@ -538,7 +543,12 @@ fn parallel_old<T: Sync, R: Send>(
             });
         }
     });
-    results.into_inner().expect("x").into_iter().map(|r| r.expect("x")).collect()
+    results
+        .into_inner()
+        .expect("x")
+        .into_iter()
+        .map(|r| r.expect("x"))
+        .collect()
 }
 
 /// Reads the changed files in order on this thread (one repository handle, one delta-base
@@ -574,8 +584,9 @@ fn pipeline<R: Send>(
                         .recv();
                     let Ok((i, file)) = next else { break };
                     let result = file.and_then(&process);
-                    results.lock().expect("no worker panics while holding the lock")[i] =
-                        Some(result);
+                    results
+                        .lock()
+                        .expect("no worker panics while holding the lock")[i] = Some(result);
                 }
             });
         }

@@ -434,9 +434,25 @@ fn a_killed_run_resumes_to_completion_without_redoing_work() {
 #[test]
 fn archive_keeps_the_session_reachable_and_removes_its_branches() {
     let repo = sample();
-    let sid = repo.ok(&["start", "--no-run", "--yes", "--pipeline", "impl-only", "--completion", "archive", "Fix the note counter"]).trim().to_owned();
+    let sid = repo
+        .ok(&[
+            "start",
+            "--no-run",
+            "--yes",
+            "--pipeline",
+            "impl-only",
+            "--completion",
+            "archive",
+            "Fix the note counter",
+        ])
+        .trim()
+        .to_owned();
     // A task branch, as a worker leaves one: archiving removes it too.
-    repo.git(&["branch", &format!("tlv4/{sid}.IMPL-001"), &format!("tlv4/{sid}")]);
+    repo.git(&[
+        "branch",
+        &format!("tlv4/{sid}.IMPL-001"),
+        &format!("tlv4/{sid}"),
+    ]);
     repo.ok(&["resume"]);
     let sid = if repo.git(&["for-each-ref", "refs/heads/tlv4/"]).is_empty() {
         sid
@@ -444,7 +460,10 @@ fn archive_keeps_the_session_reachable_and_removes_its_branches() {
         // A gate that did not pass stopped it: approve and let it archive.
         run_to_end_archive(&repo, &sid)
     };
-    assert_eq!(repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]), "");
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]),
+        ""
+    );
     let archived = repo.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")]);
     assert_eq!(repo.trailers(archived.trim(), "Tlv4-Action")[0], "archive");
     // Still readable, and read-only.
@@ -468,7 +487,18 @@ fn run_to_end_archive(repo: &TestRepo, sid: &str) -> String {
 #[test]
 fn export_makes_a_clean_branch_without_run_records() {
     let repo = sample();
-    let sid = repo.ok(&["start", "--yes", "--pipeline", "spec-only", "--completion", "export", "Write the requirements for note search"]).trim().to_owned();
+    let sid = repo
+        .ok(&[
+            "start",
+            "--yes",
+            "--pipeline",
+            "spec-only",
+            "--completion",
+            "export",
+            "Write the requirements for note search",
+        ])
+        .trim()
+        .to_owned();
     let s = repo.json(&["status", "--json"]);
     if s["session"]["status"] == "paused" {
         repo.ok(&["approve", "--completion", "export"]);
@@ -477,9 +507,15 @@ fn export_makes_a_clean_branch_without_run_records() {
     let files = repo.git(&["ls-tree", "-r", "--name-only", &branch]);
     assert!(!files.contains(".tlv4/"), "{files}");
     assert!(files.contains("app/notes.py"), "{files}");
-    assert!(files.contains(&format!("docs/tlv4/{sid}/spec/product-brief.md")), "{files}");
+    assert!(
+        files.contains(&format!("docs/tlv4/{sid}/spec/product-brief.md")),
+        "{files}"
+    );
     assert!(!files.contains("runs/"), "{files}");
-    assert_eq!(repo.git(&["rev-parse", &format!("{branch}^")]).trim(), repo.git(&["rev-parse", "HEAD"]).trim());
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{branch}^")]).trim(),
+        repo.git(&["rev-parse", "HEAD"]).trim()
+    );
     repo.fsck();
 }
 
@@ -487,7 +523,15 @@ fn export_makes_a_clean_branch_without_run_records() {
 fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
     let repo = sample();
     let mut child = repo
-        .tlv4_cmd(&["start", "--yes", "--pipeline", "full-lifecycle", "--completion", "keep", "Add search to the notes app"])
+        .tlv4_cmd(&[
+            "start",
+            "--yes",
+            "--pipeline",
+            "full-lifecycle",
+            "--completion",
+            "keep",
+            "Add search to the notes app",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -496,7 +540,11 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
     loop {
         let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]);
         if let Some(branch) = refs.lines().next() {
-            let n: usize = repo.git(&["rev-list", "--count", "--first-parent", branch]).trim().parse().unwrap();
+            let n: usize = repo
+                .git(&["rev-list", "--count", "--first-parent", branch])
+                .trim()
+                .parse()
+                .unwrap();
             if n >= 6 {
                 break;
             }
@@ -508,16 +556,33 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     // 130 when the loop caught it; a signal death when it landed before the handler was set.
-    assert!(status.code() == Some(130) || status.code().is_none() || status.success(), "{status:?}");
+    assert!(
+        status.code() == Some(130) || status.code().is_none() || status.success(),
+        "{status:?}"
+    );
     repo.fsck();
-    let sid = repo.json(&["list", "--json"])[0]["id"].as_str().unwrap().to_owned();
+    let sid = repo.json(&["list", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     if status.code() == Some(130) {
         let s = repo.json(&["status", "--json"]);
-        assert!(s["tasks"].as_array().unwrap().iter().all(|t| t["status"] != "in_progress"), "{s}");
+        assert!(
+            s["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["status"] != "in_progress"),
+            "{s}"
+        );
     }
     repo.ok(&["resume", "--completion", "keep"]);
     run_to_end_from(&repo, &sid);
-    check_done(&repo, &sid, &["spec/readiness-report.md", "artifacts/test-report.md"]);
+    check_done(
+        &repo,
+        &sid,
+        &["spec/readiness-report.md", "artifacts/test-report.md"],
+    );
     // No checkout of the interrupted run is left registered.
     let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");

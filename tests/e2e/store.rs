@@ -88,7 +88,11 @@ fn without_an_identity_the_fallback_is_used() {
     let who = repo.git(&["log", "-1", "--format=%an <%ae>", &format!("tlv4/{sid}")]);
     assert_eq!(who.trim(), "git-tlv4 <git-tlv4@localhost>");
     let date = repo.git(&["log", "-1", "--format=%cI", &format!("tlv4/{sid}")]);
-    assert_eq!(date.trim(), "2026-11-29T12:00:00Z", "the fixed clock holds with the fallback identity");
+    assert_eq!(
+        date.trim(),
+        "2026-11-29T12:00:00Z",
+        "the fixed clock holds with the fallback identity"
+    );
     repo.fsck();
 }
 

@@ -430,7 +430,11 @@ impl RuleSet {
 
     /// The builtin rules.
     pub fn builtin() -> Result<RuleSet> {
-        RuleSet::parse("specs/review-rules.toml (builtin)", BUILTIN, Compile::Lazily)
+        RuleSet::parse(
+            "specs/review-rules.toml (builtin)",
+            BUILTIN,
+            Compile::Lazily,
+        )
     }
 
     /// Parses and validates `text`, naming `file` in errors.

@@ -58,7 +58,11 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                 continue;
             }
             let base = file.line_starts[range.start];
-            for m in rule.pattern.regex().find_iter(file.text_of(range).as_bytes()) {
+            for m in rule
+                .pattern
+                .regex()
+                .find_iter(file.text_of(range).as_bytes())
+            {
                 let line = file.line_at(base + m.start());
                 if rule.skip_tests && is_test(line) {
                     continue;

@@ -135,7 +135,10 @@ fn a_hard_coded_secret_blocks_at_its_new_side_line() {
 fn a_clean_change_is_approved() {
     let repo = TestRepo::new();
     repo.write("src/util.py", "def add(a, b):\n    return a + b\n");
-    repo.write("tests/test_util.py", "from src.util import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n");
+    repo.write(
+        "tests/test_util.py",
+        "from src.util import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
     repo.commit("base");
     repo.write(
         "src/util.py",
@@ -178,11 +181,20 @@ fn a_language_rule_applies_only_to_its_language() {
     repo.commit("base");
     let js = "export function f() {\n  console.log(\"hi\");\n  return 1;\n}\n";
     repo.write("web/app.js", js);
-    repo.write("tool/app.py", "def f():\n    console.log(\"hi\")\n    return 1\n");
-    repo.write("src/lib.rs", "pub fn f() -> u32 {\n    console.log(\"hi\");\n    1\n}\n");
+    repo.write(
+        "tool/app.py",
+        "def f():\n    console.log(\"hi\")\n    return 1\n",
+    );
+    repo.write(
+        "src/lib.rs",
+        "pub fn f() -> u32 {\n    console.log(\"hi\");\n    1\n}\n",
+    );
     repo.commit("three languages");
     let r = review(&repo, "HEAD");
-    let files: Vec<&str> = by_rule(&r, "console-log").iter().map(|f| f.file.as_str()).collect();
+    let files: Vec<&str> = by_rule(&r, "console-log")
+        .iter()
+        .map(|f| f.file.as_str())
+        .collect();
     assert_eq!(files, vec!["web/app.js"]);
     assert_eq!(by_rule(&r, "console-log")[0].line, Some(2));
     // And a Python rule does not fire on JavaScript.
@@ -193,9 +205,8 @@ fn a_language_rule_applies_only_to_its_language() {
     repo.write("b.py", "def f(x):\n    print(x)  # type: ignore\n");
     repo.commit("prints");
     let r = review(&repo, "HEAD");
-    let at = |rule: &str| -> Vec<String> {
-        by_rule(&r, rule).iter().map(|f| f.location()).collect()
-    };
+    let at =
+        |rule: &str| -> Vec<String> { by_rule(&r, rule).iter().map(|f| f.location()).collect() };
     assert_eq!(at("print-call"), vec!["b.py:2"]);
     assert_eq!(at("type-ignore"), vec!["b.py:2"]);
 }
@@ -213,7 +224,10 @@ fn rust_test_code_is_not_held_to_non_test_rules() {
     let r = review(&repo, "HEAD");
     let lines: Vec<Option<usize>> = by_rule(&r, "println").iter().map(|f| f.line).collect();
     assert_eq!(lines, vec![Some(2)]);
-    assert!(r.requirements.tests_changed, "inline tests count as test changes");
+    assert!(
+        r.requirements.tests_changed,
+        "inline tests count as test changes"
+    );
 }
 
 #[test]
@@ -242,14 +256,23 @@ fn long_functions_are_flagged_only_when_touched() {
     let body: String = (0..60).map(|i| format!("    let v{i} = {i};\n")).collect();
     let long = format!("pub fn long() {{\n{body}}}\n");
     let repo = TestRepo::new();
-    repo.write("src/lib.rs", &format!("{long}\npub fn short() -> u8 {{\n    1\n}}\n"));
+    repo.write(
+        "src/lib.rs",
+        &format!("{long}\npub fn short() -> u8 {{\n    1\n}}\n"),
+    );
     repo.commit("base");
-    repo.write("src/lib.rs", &format!("{long}\npub fn short() -> u8 {{\n    2\n}}\n"));
+    repo.write(
+        "src/lib.rs",
+        &format!("{long}\npub fn short() -> u8 {{\n    2\n}}\n"),
+    );
     repo.commit("touch short");
     assert!(by_rule(&review(&repo, "HEAD"), "function-lines").is_empty());
     repo.write(
         "src/lib.rs",
-        &format!("{}\npub fn short() -> u8 {{\n    2\n}}\n", long.replace("= 7;", "= 8;")),
+        &format!(
+            "{}\npub fn short() -> u8 {{\n    2\n}}\n",
+            long.replace("= 7;", "= 8;")
+        ),
     );
     repo.commit("touch long");
     let r = review(&repo, "HEAD");
@@ -259,10 +282,16 @@ fn long_functions_are_flagged_only_when_touched() {
     assert!(found[0].reason.contains("`long`") && found[0].reason.contains("62 lines"));
     // Python: by indentation.
     let body: String = (0..55).map(|i| format!("    v{i} = {i}\n")).collect();
-    repo.write("tool.py", &format!("import os\n\n\ndef big():\n{body}\n\ndef small():\n    return 1\n"));
+    repo.write(
+        "tool.py",
+        &format!("import os\n\n\ndef big():\n{body}\n\ndef small():\n    return 1\n"),
+    );
     repo.commit("python");
     let r = review(&repo, "HEAD");
-    let found: Vec<String> = by_rule(&r, "function-lines").iter().map(|f| f.location()).collect();
+    let found: Vec<String> = by_rule(&r, "function-lines")
+        .iter()
+        .map(|f| f.location())
+        .collect();
     assert_eq!(found, vec!["tool.py:4"]);
 }
 
@@ -271,16 +300,28 @@ fn an_empty_except_and_an_empty_catch_are_critical() {
     let repo = TestRepo::new();
     repo.write("README.md", "x\n");
     repo.commit("base");
-    repo.write("a.py", "def f():\n    try:\n        g()\n    except Exception:\n        pass\n");
-    repo.write("b.ts", "export function f(): void {\n  try {\n    g();\n  } catch (e) {\n  }\n}\n");
+    repo.write(
+        "a.py",
+        "def f():\n    try:\n        g()\n    except Exception:\n        pass\n",
+    );
+    repo.write(
+        "b.ts",
+        "export function f(): void {\n  try {\n    g();\n  } catch (e) {\n  }\n}\n",
+    );
     repo.commit("swallow");
     let r = review(&repo, "HEAD");
     assert_eq!(
-        by_rule(&r, "empty-except").iter().map(|f| f.location()).collect::<Vec<_>>(),
+        by_rule(&r, "empty-except")
+            .iter()
+            .map(|f| f.location())
+            .collect::<Vec<_>>(),
         vec!["a.py:4"]
     );
     assert_eq!(
-        by_rule(&r, "empty-catch").iter().map(|f| f.location()).collect::<Vec<_>>(),
+        by_rule(&r, "empty-catch")
+            .iter()
+            .map(|f| f.location())
+            .collect::<Vec<_>>(),
         vec!["b.ts:4"]
     );
     assert_eq!(r.verdict, Decision::Block);
@@ -295,7 +336,10 @@ fn deep_imports_and_circular_imports_are_architecture_findings() {
     repo.commit("base");
     repo.write("pkg/a.py", "from pkg import b\n\nX = 1\n");
     repo.write("pkg/b.py", "from . import a\n\nY = 2\n");
-    repo.write("web/src/deep/x.js", "import { y } from '../../../lib/y';\nexport const x = y;\n");
+    repo.write(
+        "web/src/deep/x.js",
+        "import { y } from '../../../lib/y';\nexport const x = y;\n",
+    );
     repo.commit("cycle");
     let r = review(&repo, "HEAD");
     let cycles = by_rule(&r, "circular-import");
@@ -306,8 +350,14 @@ fn deep_imports_and_circular_imports_are_architecture_findings() {
     assert_eq!(deep.len(), 1);
     assert_eq!(deep[0].location(), "web/src/deep/x.js:1");
     // JavaScript cycle through relative paths.
-    repo.write("web/m.js", "import { n } from './n.js';\nexport const m = 1;\n");
-    repo.write("web/n.js", "import { m } from './m';\nexport const n = 2;\n");
+    repo.write(
+        "web/m.js",
+        "import { n } from './n.js';\nexport const m = 1;\n",
+    );
+    repo.write(
+        "web/n.js",
+        "import { m } from './m';\nexport const n = 2;\n",
+    );
     repo.commit("js cycle");
     let r = review(&repo, "HEAD");
     assert_eq!(by_rule(&r, "circular-import").len(), 1, "{:#?}", r.findings);
@@ -330,7 +380,10 @@ fn requirements_fall_into_the_bands() {
         "src/login.py",
         "def validate_password(password_hash, attempt):\n    return check_hash(password_hash, attempt)\n\n\ndef lockout_counter():\n    return 0\n",
     );
-    repo.write("tests/test_login.py", "def test_validate():\n    assert True\n");
+    repo.write(
+        "tests/test_login.py",
+        "def test_validate():\n    assert True\n",
+    );
     repo.commit("login");
     let task = serde_json::json!({
         "id": "TASK-001",
@@ -353,7 +406,12 @@ fn requirements_fall_into_the_bands() {
         b"# REQ-001\n\n## Acceptance Criteria\n\n- [ ] Validate the password hash\n- [ ] Audit trail of administrator impersonation\n".to_vec(),
     );
     let reqs = Requirements::from_folder(&folder, ".tlv4/sessions/S", None);
-    assert_eq!(reqs.criteria.len(), 4, "duplicates are merged: {:#?}", reqs.criteria);
+    assert_eq!(
+        reqs.criteria.len(),
+        4,
+        "duplicates are merged: {:#?}",
+        reqs.criteria
+    );
     let r = review_with(&repo, "HEAD", &reqs, &Options::default());
     let bands: Vec<(u32, Coverage)> = r
         .requirements
@@ -389,7 +447,11 @@ fn tests_are_asked_for_when_the_plan_wants_them() {
     repo.commit("code only");
     let r = review(&repo, "HEAD");
     assert_eq!(by_rule(&r, "tests-untouched").len(), 1);
-    assert_eq!(r.verdict, Decision::Approve, "a low finding does not block approval");
+    assert_eq!(
+        r.verdict,
+        Decision::Approve,
+        "a low finding does not block approval"
+    );
     let reqs = Requirements {
         plan_asks_tests: true,
         ..Requirements::default()
@@ -406,7 +468,13 @@ fn a_missed_deadline_marks_the_file_approximate() {
     repo.write("data.txt", &old);
     repo.commit("base");
     let new: String = (0..3000)
-        .map(|i| if i % 50 == 0 { format!("changed {i}\n") } else { format!("line {i}\n") })
+        .map(|i| {
+            if i % 50 == 0 {
+                format!("changed {i}\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
         .collect();
     repo.write("data.txt", &new);
     repo.commit("scattered changes");
@@ -431,7 +499,10 @@ fn patience_finds_the_same_lines() {
     let repo = TestRepo::new();
     repo.write("a.py", &python_lines(100));
     repo.commit("base");
-    repo.write("a.py", &python_lines(100).replace("value_50 = 50\n", "value_50 = 51\nprint(50)\n"));
+    repo.write(
+        "a.py",
+        &python_lines(100).replace("value_50 = 50\n", "value_50 = 51\nprint(50)\n"),
+    );
     repo.commit("change");
     let opts = Options {
         algorithm: DiffAlgorithm::Patience,
@@ -489,7 +560,11 @@ fn an_empty_change_is_never_approved() {
 #[test]
 fn rules_files_are_checked_with_file_and_line() {
     let bad = |text: &str| match RuleSet::parse("rules.toml", text, rules::Compile::Now) {
-        Err(crate::Error::Config { file, line, message }) => (file, line, message),
+        Err(crate::Error::Config {
+            file,
+            line,
+            message,
+        }) => (file, line, message),
         other => panic!("expected a config error, got {other:?}"),
     };
     let head = "schema = 1\n[scoring]\ncritical = 40\nhigh = 20\nmedium = 10\nlow = 2\n[limits]\nmax_file_lines = 500\nmax_function_lines = 50\ncovered = 70\npartial = 40\nmax_file_bytes = 1000\n";
@@ -504,7 +579,9 @@ fn rules_files_are_checked_with_file_and_line() {
     ));
     assert_eq!(line, 17);
     assert!(message.contains("cobol"), "{message}");
-    let (_, line, message) = bad(&format!("{head}[[check]]\nid = \"nope\"\ndimension = \"quality\"\nseverity = \"low\"\nmessage = \"m\"\n"));
+    let (_, line, message) = bad(&format!(
+        "{head}[[check]]\nid = \"nope\"\ndimension = \"quality\"\nseverity = \"low\"\nmessage = \"m\"\n"
+    ));
     assert_eq!(line, 14);
     assert!(message.contains("unknown check `nope`"), "{message}");
     let (_, line, _) = bad(&format!("{head}[[rule]]\nid = \"x\"\nseverity = \"bad\"\n"));
@@ -527,12 +604,26 @@ fn revisions_are_compared_with_what_they_revise() {
     };
     repo.write("src/a.py", "def f():\n    return 1\n");
     repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "IMPL-001: task_completed (executor)", "-m", &trailers("IMPL-001")]);
+    repo.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "IMPL-001: task_completed (executor)",
+        "-m",
+        &trailers("IMPL-001"),
+    ]);
     repo.write("src/a.py", "def f():\n    return 2\n");
     repo.write("src/b.py", "def g():\n    return 3\n");
     repo.write("docs/notes.md", "n\n");
     repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "IMPL-001-R1: task_completed (executor)", "-m", &trailers("IMPL-001-R1")]);
+    repo.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "IMPL-001-R1: task_completed (executor)",
+        "-m",
+        &trailers("IMPL-001-R1"),
+    ]);
     let store = Store::from_repo(repo.open()).expect("a store");
     let sid: crate::model::SessionId = "TLV4-r-20260101".parse().expect("an id");
     let task = Task {
@@ -550,12 +641,26 @@ fn revisions_are_compared_with_what_they_revise() {
         result: None,
     };
     let tip: gix::ObjectId = repo.git(&["rev-parse", "HEAD"]).parse().expect("an id");
-    let a = revision_analysis(&store, &sid, Some(tip), &task, &rules(), &Options::default())
-        .expect("the analysis runs");
+    let a = revision_analysis(
+        &store,
+        &sid,
+        Some(tip),
+        &task,
+        &rules(),
+        &Options::default(),
+    )
+    .expect("the analysis runs");
     assert_eq!(a.original, "IMPL-001");
     assert_eq!(a.original_files, vec!["src/a.py"]);
-    assert_eq!(a.revision_files, vec!["docs/notes.md", "src/a.py", "src/b.py"]);
-    assert_eq!(a.outside_scope, vec!["docs/notes.md"], "b.py is named by the feedback");
+    assert_eq!(
+        a.revision_files,
+        vec!["docs/notes.md", "src/a.py", "src/b.py"]
+    );
+    assert_eq!(
+        a.outside_scope,
+        vec!["docs/notes.md"],
+        "b.py is named by the feedback"
+    );
     assert!(a.similarity > 0.0 && a.similarity < 1.0, "{}", a.similarity);
     assert_eq!(a.feedback, "also add g in b.py");
 }
@@ -586,8 +691,11 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
         session: state.session.clone(),
         task,
         folder: BTreeMap::new(),
-        code: crate::agents::CodeTree::from_tree(store.repo(), store.commit_tree(tip).expect("tree"))
-            .expect("code"),
+        code: crate::agents::CodeTree::from_tree(
+            store.repo(),
+            store.commit_tree(tip).expect("tree"),
+        )
+        .expect("code"),
     };
     let ctx = QualityContext {
         repo: store.repo().clone().into_sync(),
@@ -597,13 +705,21 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
     let result = run_task(&input, &ctx).expect("the review runs");
     let verdict = result.verdict.expect("a verdict");
     assert_eq!(verdict.verdict, "CONDITIONAL");
-    assert!(verdict.summary.contains("nothing implements the plan"), "{}", verdict.summary);
+    assert!(
+        verdict.summary.contains("nothing implements the plan"),
+        "{}",
+        verdict.summary
+    );
     let (path, report) = &result.output.files[0];
     assert_eq!(path, "artifacts/review-report.md");
     let report = String::from_utf8_lossy(report);
     assert!(report.contains("The change is empty"), "{report}");
     assert!(report.contains("| Requirements | 0 |"), "{report}");
-    result.output.state_update.validate().expect("a valid state update");
+    result
+        .output
+        .state_update
+        .validate()
+        .expect("a valid state update");
     let note = repo.git(&["notes", "--ref=tlv4-review", "show", &tip.to_string()]);
     let note: serde_json::Value = serde_json::from_str(&note).expect("the note is JSON");
     assert_eq!(note["verdict"], "CONDITIONAL");
@@ -612,7 +728,10 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
     // Code committed on the session branch is reviewed, `.tlv4/` left out.
     repo.git(&["checkout", "-q", &format!("tlv4/{sid}")]);
     let secret = format!("{} = \"{}\"\n", "password", "Tr0ub4dor&3xyzzy");
-    repo.write("src/app.py", &format!("def main():\n    return 1\n{secret}"));
+    repo.write(
+        "src/app.py",
+        &format!("def main():\n    return 1\n{secret}"),
+    );
     let tip = repo.commit("work");
     let ctx = QualityContext { tip, ..ctx };
     let result = run_task(&input, &ctx).expect("the review runs");
@@ -638,23 +757,45 @@ fn perf_probe() {
     let c0 = cpu(libc::RUSAGE_CHILDREN);
     let t = Instant::now();
     for _ in 0..n {
-        Command::new("git").current_dir(dir).args(["diff", "--stat", "--patience", "HEAD~1", "HEAD"]).output().expect("git");
+        Command::new("git")
+            .current_dir(dir)
+            .args(["diff", "--stat", "--patience", "HEAD~1", "HEAD"])
+            .output()
+            .expect("git");
     }
     let (gw, gc) = (t.elapsed() / n, (cpu(libc::RUSAGE_CHILDREN) - c0) / n);
     eprintln!("git: wall {gw:?} cpu {gc:?}");
-    for (name, alg, load_rules) in [("myers", DiffAlgorithm::Myers, true), ("patience", DiffAlgorithm::Patience, true), ("myers-no-rules", DiffAlgorithm::Myers, false)] {
+    for (name, alg, load_rules) in [
+        ("myers", DiffAlgorithm::Myers, true),
+        ("patience", DiffAlgorithm::Patience, true),
+        ("myers-no-rules", DiffAlgorithm::Myers, false),
+    ] {
         let rules = RuleSet::builtin().expect("rules");
         let c0 = cpu(libc::RUSAGE_SELF);
         let t = Instant::now();
         for _ in 0..n {
             let repo = gix::open(dir).expect("open");
             let loaded;
-            let rules = if load_rules { loaded = RuleSet::load(repo.workdir()).expect("r"); &loaded } else { &rules };
+            let rules = if load_rules {
+                loaded = RuleSet::load(repo.workdir()).expect("r");
+                &loaded
+            } else {
+                &rules
+            };
             let target = Target::range(&repo, "HEAD~1..HEAD").expect("range");
-            let opts = Options { algorithm: alg, ..Options::default() };
-            std::hint::black_box(analyze(&repo, rules, &target, &Requirements::none("x"), &opts).expect("review"));
+            let opts = Options {
+                algorithm: alg,
+                ..Options::default()
+            };
+            std::hint::black_box(
+                analyze(&repo, rules, &target, &Requirements::none("x"), &opts).expect("review"),
+            );
         }
         let (w, c) = (t.elapsed() / n, (cpu(libc::RUSAGE_SELF) - c0) / n);
-        eprintln!("{name}: wall {w:?} ({:.2}x) cpu {c:?} ({:.2}x)", w.as_secs_f64() / gw.as_secs_f64(), c.as_secs_f64() / gc.as_secs_f64());
+        eprintln!(
+            "{name}: wall {w:?} ({:.2}x) cpu {c:?} ({:.2}x)",
+            w.as_secs_f64() / gw.as_secs_f64(),
+            c.as_secs_f64() / gc.as_secs_f64()
+        );
     }
 }
