@@ -36,26 +36,7 @@ fn sample() -> TestRepo {
 fn run_to_end(repo: &TestRepo, start: &[&str]) -> String {
     let out = repo.ok(start);
     let sid = out.lines().next().unwrap().trim().to_owned();
-    for _ in 0..8 {
-        let s = repo.json(&["--session", &sid, "status", "--json"]);
-        match s["session"]["status"].as_str().unwrap() {
-            "completed" => return sid,
-            "paused" => {
-                let kind = s["control"]["pause"]["kind"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                assert!(
-                    kind != "stalled",
-                    "stalled: {}",
-                    serde_json::to_string_pretty(&s["control"]).unwrap()
-                );
-                repo.ok(&["--session", &sid, "approve", "--completion", "keep"]);
-            }
-            other => panic!("session is {other}"),
-        }
-    }
-    panic!("session {sid} did not complete");
+    run_to_end_from(repo, &sid)
 }
 
 /// Every task completed exactly once, every expected artifact present, and git healthy.
@@ -394,25 +375,7 @@ fn a_killed_run_resumes_to_completion_without_redoing_work() {
         .spawn()
         .unwrap();
     // Let it get some way in, then kill it without warning.
-    let began = Instant::now();
-    loop {
-        let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]);
-        if let Some(branch) = refs.lines().next() {
-            let n: usize = repo
-                .git(&["rev-list", "--count", "--first-parent", branch])
-                .trim()
-                .parse()
-                .unwrap();
-            if n >= 9 {
-                break;
-            }
-        }
-        assert!(
-            began.elapsed() < Duration::from_secs(60),
-            "the run made no progress"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_events(&repo, 9);
     child.kill().unwrap();
     child.wait().unwrap();
     repo.fsck();
@@ -536,22 +499,7 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let began = Instant::now();
-    loop {
-        let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]);
-        if let Some(branch) = refs.lines().next() {
-            let n: usize = repo
-                .git(&["rev-list", "--count", "--first-parent", branch])
-                .trim()
-                .parse()
-                .unwrap();
-            if n >= 6 {
-                break;
-            }
-        }
-        assert!(began.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_for_events(&repo, 6);
     // SAFETY: sending SIGINT to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -586,4 +534,27 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
     // No checkout of the interrupted run is left registered.
     let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+}
+
+/// Waits until the session branch of `repo` holds at least `n` commits (base included).
+fn wait_for_events(repo: &TestRepo, n: usize) {
+    let began = Instant::now();
+    loop {
+        let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/tlv4/"]);
+        if let Some(branch) = refs.lines().next() {
+            let count: usize = repo
+                .git(&["rev-list", "--count", "--first-parent", branch])
+                .trim()
+                .parse()
+                .unwrap();
+            if count >= n {
+                return;
+            }
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the run made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
