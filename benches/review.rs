@@ -11,7 +11,8 @@
 //!   diff the trees and every file, apply the rules and score.
 //!
 //! The project aims at the review taking no more than twice git's time. After criterion's
-//! report, the medians of a separate timed run and their ratio are printed.
+//! report, the medians of a separate run (the three jobs interleaved, round by round) and
+//! their ratios are printed.
 //!
 //! Run with `cargo bench --bench review`.
 
@@ -171,17 +172,21 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-fn timed(runs: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+/// Medians of `runs` rounds, each round running every job once in turn, so that a change in
+/// the machine's load touches all of them alike.
+fn interleaved(runs: usize, jobs: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
+    for job in jobs.iter_mut() {
+        job();
+    }
+    let mut samples = vec![Vec::with_capacity(runs); jobs.len()];
+    for _ in 0..runs {
+        for (job, out) in jobs.iter_mut().zip(&mut samples) {
+            let t = Instant::now();
+            job();
+            out.push(t.elapsed());
+        }
+    }
+    samples.into_iter().map(median).collect()
 }
 
 fn main() {
@@ -232,15 +237,21 @@ fn main() {
     c.final_summary();
 
     let runs = 41;
-    let git_median = timed(runs, || git_diff_stat(&dir, &old, &new));
-    let patience = timed(runs, || {
-        black_box(tlv4_review(&dir, &range, DiffAlgorithm::Patience));
-    });
-    let myers = timed(runs, || {
-        black_box(tlv4_review(&dir, &range, DiffAlgorithm::Myers));
-    });
+    let medians = interleaved(
+        runs,
+        &mut [
+            &mut || git_diff_stat(&dir, &old, &new),
+            &mut || {
+                black_box(tlv4_review(&dir, &range, DiffAlgorithm::Patience));
+            },
+            &mut || {
+                black_box(tlv4_review(&dir, &range, DiffAlgorithm::Myers));
+            },
+        ],
+    );
+    let (git_median, patience, myers) = (medians[0], medians[1], medians[2]);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    eprintln!("medians of {runs} runs:");
+    eprintln!("medians of {runs} interleaved rounds:");
     eprintln!("  git diff --stat --patience  {:8.2} ms", ms(git_median));
     eprintln!(
         "  tlv4 review --patience      {:8.2} ms  ({:.2}x git)",

@@ -284,20 +284,11 @@ pub fn analyze(
 ) -> Result<Review> {
     let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
     let dopts = diff_options(rules, opts);
-    let scanned = if PROBE.load(std::sync::atomic::Ordering::Relaxed) == 1 {
-        parallel_old(repo, &changed, |repo, c| {
-            let mut file = diff::read_file(repo, c, &dopts)?;
-            file.diff_lines(&dopts);
-            let scan = scan::scan_file(rules, &file);
-            Ok((file, scan))
-        })?
-    } else {
-        pipeline(repo, &changed, &dopts, |mut file| {
-            file.diff_lines(&dopts);
-            let scan = scan::scan_file(rules, &file);
-            Ok((file, scan))
-        })?
-    };
+    let scanned = pipeline(repo, &changed, &dopts, |mut file| {
+        file.diff_lines(&dopts);
+        let scan = scan::scan_file(rules, &file);
+        Ok((file, scan))
+    })?;
     let (files, scans): (Vec<FileDiff>, Vec<scan::FileScan>) = scanned.into_iter().unzip();
     let mut findings: Vec<Finding> = scans
         .iter()
@@ -340,27 +331,28 @@ pub fn analyze(
             findings.push(Finding {
                 severity: check.severity,
                 dimension: check.dimension,
+                // The first changed code file, as the place the tests are missing for.
                 file: files
                     .iter()
-                    .find(|f| f.added_lines > 0)
-                    .map_or_else(String::new, |f| f.path.clone()),
+                    .zip(&scans)
+                    .find(|(_, s)| s.touches_code && !s.test_file)
+                    .or_else(|| files.iter().zip(&scans).find(|(f, _)| f.added_lines > 0))
+                    .map_or_else(String::new, |(f, _)| f.path.clone()),
                 line: None,
                 reason: check.render(&[]),
                 rule: check.id.as_str().into(),
             });
         }
     }
-    if empty {
-        if let Some(check) = rules.check(rules::CheckId::EmptyChange) {
-            findings.push(Finding {
-                severity: check.severity,
-                dimension: check.dimension,
-                file: String::new(),
-                line: None,
-                reason: check.render(&[]),
-                rule: check.id.as_str().into(),
-            });
-        }
+    if empty && let Some(check) = rules.check(rules::CheckId::EmptyChange) {
+        findings.push(Finding {
+            severity: check.severity,
+            dimension: check.dimension,
+            file: String::new(),
+            line: None,
+            reason: check.render(&[]),
+            rule: check.id.as_str().into(),
+        });
     }
     findings.sort_by(|a, b| {
         (a.severity, &a.file, a.line, &a.rule).cmp(&(b.severity, &b.file, b.line, &b.rule))
@@ -493,12 +485,7 @@ fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
     {
         let mut config = repo.config_snapshot_mut();
         let set = config
-            .set_value(
-                &gix::config::tree::Core::DELTA_BASE_CACHE_LIMIT,
-                std::env::var("TLV4_PROBE_CACHE")
-                    .unwrap_or("64m".into())
-                    .as_str(),
-            )
+            .set_value(&gix::config::tree::Core::DELTA_BASE_CACHE_LIMIT, "64m")
             .is_ok();
         if set {
             // Only the in-memory snapshot changes; nothing is written to the user's config.
@@ -506,49 +493,6 @@ fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
         }
     }
     repo
-}
-
-pub(crate) static PROBE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-fn parallel_old<T: Sync, R: Send>(
-    repo: &gix::Repository,
-    items: &[T],
-    f: impl Fn(&gix::Repository, &T) -> Result<R> + Sync,
-) -> Result<Vec<R>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(items.len().div_ceil(8))
-        .min(8);
-    let shared = for_blob_reads(repo).into_sync();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<R>>>> =
-        Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let repo = shared.to_thread_local();
-                let mut mine = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= items.len() {
-                        break;
-                    }
-                    mine.push((i, f(&repo, &items[i])));
-                }
-                let mut all = results.lock().expect("x");
-                for (i, r) in mine {
-                    all[i] = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("x")
-        .into_iter()
-        .map(|r| r.expect("x"))
-        .collect()
 }
 
 /// Reads the changed files in order on this thread (one repository handle, one delta-base

@@ -5,8 +5,6 @@
 //! the file is reported as replaced and nothing says so; a diff that ends after its deadline is
 //! therefore marked *approximate*, and the report says so next to that file.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -351,15 +349,12 @@ impl FileDiff {
         let new_mid = &self.new_text[head..self.new_text.len() - tail];
         let shift = self.line_starts.partition_point(|&s| s < head);
         let deadline = Instant::now() + opts.deadline;
-        let (old_ids, new_ids) = intern_lines(old_mid, new_mid);
-        let ops = similar::capture_diff_slices_deadline(
-            opts.algorithm.similar(),
-            &old_ids,
-            &new_ids,
-            Some(deadline),
-        );
+        let diff = similar::TextDiff::configure()
+            .algorithm(opts.algorithm.similar())
+            .deadline(deadline)
+            .diff_lines(old_mid, new_mid);
         self.approximate = Instant::now() > deadline;
-        for op in &ops {
+        for op in diff.ops() {
             let (tag, old, new) = op.as_tag_tuple();
             let new = new.start + shift..new.end + shift;
             match tag {
@@ -390,63 +385,6 @@ impl Side {
             Side::Text(t) => t,
             _ => String::new(),
         }
-    }
-}
-
-/// The lines of `old` and `new` (each with its line end) as numbers, equal lines equal numbers:
-/// `similar` then compares and hashes integers instead of text.
-fn intern_lines<'a>(old: &'a str, new: &'a str) -> (Vec<u32>, Vec<u32>) {
-    let mut ids: HashMap<&'a [u8], u32, BuildHasherDefault<LineHasher>> = HashMap::default();
-    let mut number = |text: &'a str| -> Vec<u32> {
-        let bytes = text.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len() / 32 + 1);
-        let mut start = 0;
-        while start < bytes.len() {
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(bytes.len(), |i| start + i + 1);
-            let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-            out.push(*ids.entry(&bytes[start..end]).or_insert(next));
-            start = end;
-        }
-        out
-    };
-    let old = number(old);
-    let new = number(new);
-    (old, new)
-}
-
-/// A fast, non-cryptographic hash for lines (the multiply-rotate scheme of rustc's FxHasher).
-#[derive(Default)]
-struct LineHasher(u64);
-
-impl LineHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for LineHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8-byte chunks")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

@@ -81,25 +81,25 @@ impl Requirements {
             });
         };
         let text_of = |rel: &str| folder.get(rel).and_then(|b| std::str::from_utf8(b).ok());
-        if let Some(text) = text_of("plan/plan.json") {
-            if let Ok(plan) = serde_json::from_str::<serde_json::Value>(text) {
-                for task in plan["tasks"].as_array().into_iter().flatten() {
-                    let id = task["id"].as_str().unwrap_or("plan");
-                    if !wanted(id) {
-                        continue;
-                    }
-                    for c in task["convergence"]["criteria"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some(c) = c.as_str() {
-                            push(&mut out, c, id, "plan/plan.json", text);
-                        }
+        if let Some(text) = text_of("plan/plan.json")
+            && let Ok(plan) = serde_json::from_str::<serde_json::Value>(text)
+        {
+            for task in plan["tasks"].as_array().into_iter().flatten() {
+                let id = task["id"].as_str().unwrap_or("plan");
+                if !wanted(id) {
+                    continue;
+                }
+                for c in task["convergence"]["criteria"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(c) = c.as_str() {
+                        push(&mut out, c, id, "plan/plan.json", text);
                     }
                 }
-                out.plan_asks_tests |= mentions_tests(&plan["approach"].to_string());
             }
+            out.plan_asks_tests |= mentions_tests(&plan["approach"].to_string());
         }
         for (rel, bytes) in folder {
             let Some(name) = rel.strip_prefix("plan/.task/") else {
@@ -294,10 +294,10 @@ pub fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
 /// A light stem: `validates`, `validated`, `validating` → `validat`.
 fn stem(w: &str) -> String {
     for suffix in ["ing", "ed", "es", "s", "e"] {
-        if let Some(s) = w.strip_suffix(suffix) {
-            if s.chars().count() >= 4 {
-                return s.to_owned();
-            }
+        if let Some(s) = w.strip_suffix(suffix)
+            && s.chars().count() >= 4
+        {
+            return s.to_owned();
         }
     }
     w.to_owned()

@@ -87,9 +87,13 @@ pub fn compare(
                 .deadline(until)
                 .diff_lines(old.as_str(), new.as_str());
             let ratio = f64::from(diff.ratio());
-            let note = (Instant::now() > until).then(|| {
-                "the comparison hit its deadline: the similarity is approximate".to_owned()
-            });
+            let note = if original.is_empty() && revision.is_empty() {
+                Some("both changes are empty: neither task changed any code".to_owned())
+            } else {
+                (Instant::now() > until).then(|| {
+                    "the comparison hit its deadline: the similarity is approximate".to_owned()
+                })
+            };
             ((ratio * 1000.0).round() / 1000.0, note)
         }
     };

@@ -187,13 +187,12 @@ fn braces_end(file: &FileDiff, from: usize, rust: bool) -> Option<usize> {
                 // A char literal ('x', '\n', '\u{7f}'); otherwise a lifetime.
                 if bytes.get(i + 2) == Some(&b'\'') {
                     i += 2;
-                } else if bytes.get(i + 1) == Some(&b'\\') {
-                    if let Some(close) = bytes[i + 2..bytes.len().min(i + 12)]
+                } else if bytes.get(i + 1) == Some(&b'\\')
+                    && let Some(close) = bytes[i + 2..bytes.len().min(i + 12)]
                         .iter()
                         .position(|&b| b == b'\'')
-                    {
-                        i += 2 + close;
-                    }
+                {
+                    i += 2 + close;
                 }
             }
             b'\'' => {
