@@ -8,4 +8,5 @@ mod commands;
 mod concurrency;
 mod crash;
 mod pipelines;
+mod review;
 mod store;
