@@ -15,6 +15,8 @@ pub mod model;
 pub mod quality;
 pub mod specdoc;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 pub mod ui;
 pub mod worktree;
 

@@ -25,52 +25,22 @@ pub struct MessageList {
 impl Store {
     /// Appends `message` to the session's bus, attached to the current session tip.
     pub fn send_message(&self, sid: &SessionId, message: &Message) -> Result<ObjectId> {
-        let git = |e: gix::Error| Error::git("cannot write the message", e);
-        let name = notes_ref(sid);
         let mut line = serde_json::to_string(message).map_err(|e| Error::Git(e.to_string()))?;
         line.push('\n');
-        let sent = self.publish(&name, &format!("the message bus of `{sid}`"), || {
-            let target = self.tip(sid)?;
-            let old = self.try_ref(&name)?;
-            let root = match old {
-                Some(c) => self.commit_tree(c)?,
-                None => ObjectId::empty_tree(self.repo.object_hash()),
-            };
-            let mut tree = NotesTree::new(root, &self.repo.objects).map_err(|e| git(e.into()))?;
-            let mut text = match tree
-                .get(&target, &self.repo.objects)
-                .map_err(|e| git(e.into()))?
-            {
-                Some(blob) => self.repo.find_blob(blob).map_err(git)?.data.clone(),
-                None => Vec::new(),
-            };
-            if !text.is_empty() && !text.ends_with(b"\n") {
-                text.push(b'\n');
-            }
-            text.extend_from_slice(line.as_bytes());
-            let blob = self.repo.write_blob(&text).map_err(git)?.detach();
-            let edit = tree
-                .replace(target, blob, &self.repo.objects)
-                .map_err(|e| git(e.into()))?;
-            let sig = self.signature();
-            let commit = gix::objs::Commit {
-                tree: edit.tree,
-                parents: old.into_iter().collect(),
-                author: sig.clone(),
-                committer: sig,
-                encoding: None,
-                message: format!("tlv4: message {} from {}\n", message.kind, message.from).into(),
-                extra_headers: Vec::new(),
-            };
-            let commit = self.repo.write_object(&commit).map_err(git)?.detach();
-            Ok(Some(Publish {
-                expected: old,
-                new: commit,
-                reflog: "message".into(),
-                value: target,
-            }))
-        })?;
-        Ok(sent.expect("prepare always publishes"))
+        self.edit_note(
+            &notes_ref(sid),
+            &format!("the message bus of `{sid}`"),
+            || self.tip(sid),
+            |old| {
+                let mut text = old.unwrap_or_default();
+                if !text.is_empty() && !text.ends_with(b"\n") {
+                    text.push(b'\n');
+                }
+                text.extend_from_slice(line.as_bytes());
+                text
+            },
+            &format!("tlv4: message {} from {}", message.kind, message.from),
+        )
     }
 
     /// Sets the note of `commit` under `notes_ref` (a full ref name such as
@@ -82,20 +52,53 @@ impl Store {
         bytes: &[u8],
         message: &str,
     ) -> Result<()> {
+        self.edit_note(
+            notes_ref,
+            &format!("`{notes_ref}`"),
+            || Ok(commit),
+            |_| bytes.to_vec(),
+            message,
+        )?;
+        Ok(())
+    }
+
+    /// Replaces the note of the object `target` names under `notes_ref` with what `content`
+    /// makes of the current note, as one notes commit published with compare-and-swap (both
+    /// are evaluated again after a lost race). Returns the annotated object.
+    fn edit_note(
+        &self,
+        notes_ref: &str,
+        what: &str,
+        target: impl Fn() -> Result<ObjectId>,
+        content: impl Fn(Option<Vec<u8>>) -> Vec<u8>,
+        message: &str,
+    ) -> Result<ObjectId> {
         let git = |e: gix::Error| Error::git("cannot write the note", e);
-        self.publish(notes_ref, &format!("`{notes_ref}`"), || {
+        let written = self.publish(notes_ref, what, || {
+            let target = target()?;
             let old = self.try_ref(notes_ref)?;
             let root = match old {
                 Some(c) => self.commit_tree(c)?,
                 None => ObjectId::empty_tree(self.repo.object_hash()),
             };
             let mut tree = NotesTree::new(root, &self.repo.objects).map_err(|e| git(e.into()))?;
-            let blob = self.repo.write_blob(bytes).map_err(git)?.detach();
+            let current = match tree
+                .get(&target, &self.repo.objects)
+                .map_err(|e| git(e.into()))?
+            {
+                Some(blob) => Some(self.repo.find_blob(blob).map_err(git)?.data.clone()),
+                None => None,
+            };
+            let blob = self
+                .repo
+                .write_blob(content(current))
+                .map_err(git)?
+                .detach();
             let edit = tree
-                .replace(commit, blob, &self.repo.objects)
+                .replace(target, blob, &self.repo.objects)
                 .map_err(|e| git(e.into()))?;
             let sig = self.signature();
-            let c = gix::objs::Commit {
+            let commit = gix::objs::Commit {
                 tree: edit.tree,
                 parents: old.into_iter().collect(),
                 author: sig.clone(),
@@ -104,15 +107,15 @@ impl Store {
                 message: format!("{message}\n").into(),
                 extra_headers: Vec::new(),
             };
-            let c = self.repo.write_object(&c).map_err(git)?.detach();
+            let commit = self.repo.write_object(&commit).map_err(git)?.detach();
             Ok(Some(Publish {
                 expected: old,
-                new: c,
+                new: commit,
                 reflog: message.to_owned(),
-                value: (),
+                value: target,
             }))
         })?;
-        Ok(())
+        Ok(written.expect("prepare always publishes"))
     }
 
     /// The note of `commit` under `notes_ref`, if any.

@@ -501,26 +501,8 @@ mod tests {
     use super::*;
     use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
     use serde_json::Value;
-    use std::path::Path;
-    use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) {
-        let out = Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    use crate::testutil::git;
 
     /// A repository holding `files`, committed; returns the temp dir and the code tree.
     fn repo(files: &[(&str, &[u8])]) -> (tempfile::TempDir, CodeTree) {

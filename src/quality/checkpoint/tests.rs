@@ -3,8 +3,6 @@
 //! messages written the way the scheduling loop writes them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 
 use super::run_task;
 use crate::agents::builtin::Builtin;
@@ -18,23 +16,7 @@ use crate::store::{Store, session_dir};
 pub(crate) const REQUEST: &str = "Add a password reset flow for users: users request a reset \
     link by email and set a new password. Reset links must expire after 30 minutes.";
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::testutil::git;
 
 /// A session in a throwaway repository holding a small Rust project.
 pub(crate) struct Harness {

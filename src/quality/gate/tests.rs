@@ -2,8 +2,6 @@
 //! for a small repository made with the `git` CLI.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use super::rules::{Rules, Severity};
@@ -19,23 +17,7 @@ type Folder = BTreeMap<String, Vec<u8>>;
 const REQUEST: &str = "Add a login page where users sign in with email and password, \
                        and let admins reset a user's password";
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::testutil::git;
 
 /// A small web project, committed; the directory lives as long as the guard.
 struct Repo {

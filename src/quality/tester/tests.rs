@@ -3,31 +3,13 @@
 //! repositories made with the `git` CLI.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::*;
 use crate::agents::{CodeTree, TaskInput};
 use crate::model::{Session, Task};
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::testutil::git;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (path, content) in files {

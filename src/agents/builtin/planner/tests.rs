@@ -1,31 +1,12 @@
 //! Tests of the builtin planner, each on a real repository made with the `git` CLI.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
 
 use super::{run, signals, text};
 use crate::agents::{CodeTree, Outcome, TaskInput, TaskOutput};
 use crate::model::{Session, Task};
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::testutil::git;
 
 /// A repository holding `files`, committed; the directory lives as long as the guard.
 fn repo(files: &[(&str, &str)]) -> (tempfile::TempDir, CodeTree) {
