@@ -16,6 +16,8 @@
 //!
 //! Run with `cargo bench --bench review`.
 
+mod common;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -28,40 +30,6 @@ const FILES: usize = 200;
 const LINES: usize = 250;
 /// Lines changed per file (2% of 250).
 const CHANGED_PER_FILE: usize = 5;
-
-fn hermetic_env() {
-    // SAFETY: called first thing in `main`, before any other thread exists.
-    unsafe {
-        std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
-        std::env::set_var("GIT_CONFIG_GLOBAL", "/dev/null");
-        for var in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_OBJECT_DIRECTORY",
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-            "GIT_COMMON_DIR",
-            "GIT_CONFIG_PARAMETERS",
-            "GIT_CONFIG_COUNT",
-        ] {
-            std::env::remove_var(var);
-        }
-    }
-}
-
-fn temp_root() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("tlv4-bench-review-");
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder
-        .tempdir()
-        .expect("cannot create a temporary directory")
-}
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -190,8 +158,8 @@ fn interleaved(runs: usize, jobs: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
 }
 
 fn main() {
-    hermetic_env();
-    let root = temp_root();
+    common::hermetic_env();
+    let root = common::temp_root("tlv4-bench-review-");
     let (dir, old, new) = setup(root.path());
     let range = format!("{old}..{new}");
 

@@ -19,6 +19,8 @@
 //!
 //! Run with `cargo bench --bench store`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::io::Write;
@@ -27,9 +29,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use git_tlv4::model::{
-    Event, EventKind, Owner, Progress, Session, SessionId, Task, TaskId, TaskStatus,
-};
+use git_tlv4::model::{Event, EventKind, Owner, Session, SessionId, Task, TaskId, TaskStatus};
 use git_tlv4::store::{Store, session_dir, session_ref};
 
 /// The task text every benchmark session is started with.
@@ -38,51 +38,6 @@ const TASK_TEXT: &str = "benchmark the session store";
 // ---------------------------------------------------------------------------------------------
 // Environment and repositories
 // ---------------------------------------------------------------------------------------------
-
-/// Makes git (the CLI and gix alike) ignore the machine's and the user's configuration and any
-/// repository the benchmark happens to be started from.
-fn hermetic_env() {
-    // SAFETY: called first thing in `main`, before any other thread exists.
-    unsafe {
-        std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
-        std::env::set_var("GIT_CONFIG_GLOBAL", "/dev/null");
-        for var in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_OBJECT_DIRECTORY",
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-            "GIT_COMMON_DIR",
-            "GIT_CEILING_DIRECTORIES",
-            "GIT_AUTHOR_NAME",
-            "GIT_AUTHOR_EMAIL",
-            "GIT_AUTHOR_DATE",
-            "GIT_COMMITTER_NAME",
-            "GIT_COMMITTER_EMAIL",
-            "GIT_COMMITTER_DATE",
-            "GIT_CONFIG_PARAMETERS",
-            "GIT_CONFIG_COUNT",
-        ] {
-            std::env::remove_var(var);
-        }
-    }
-}
-
-/// A temporary directory for the benchmark repositories; on `/dev/shm` (RAM) when available so
-/// that disk noise does not dominate.
-fn temp_root() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("tlv4-bench-");
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder
-        .tempdir()
-        .expect("cannot create a temporary directory")
-}
 
 /// Runs `git ARGS` in `dir` with `stdin` as its input and `env` added to its environment, and
 /// returns its stdout; panics when git fails.
@@ -386,50 +341,12 @@ fn append_cli(s: &CliSession, build: TreeBuild) {
 // Status
 // ---------------------------------------------------------------------------------------------
 
-/// The `status --json` document (kept in step with `cli::status::to_json`, which is private).
-#[derive(serde::Serialize)]
-struct StatusJson<'a> {
-    session: SessionJson<'a>,
-    progress: Progress,
-    tasks: Vec<TaskJson<'a>>,
-}
-
-#[derive(serde::Serialize)]
-struct SessionJson<'a> {
-    #[serde(flatten)]
-    session: &'a Session,
-    branch: String,
-    tip: String,
-}
-
-#[derive(serde::Serialize)]
-struct TaskJson<'a> {
-    #[serde(flatten)]
-    task: &'a Task,
-    state: &'static str,
-}
-
 /// What `git tlv4 status --json` does once the repository is open: read the tip state and
-/// serialise it.
+/// serialise it with the CLI's own shape.
 fn status_json(store: &Store, sid: &SessionId) -> Vec<u8> {
     let (tip, state) = store.read_state(sid).expect("cannot read the state");
-    let doc = StatusJson {
-        session: SessionJson {
-            session: &state.session,
-            branch: session_ref(&state.session.id),
-            tip: tip.to_string(),
-        },
-        progress: state.progress(),
-        tasks: state
-            .ordered()
-            .into_iter()
-            .map(|t| TaskJson {
-                task: t,
-                state: state.display_status(t),
-            })
-            .collect(),
-    };
-    serde_json::to_vec_pretty(&doc).expect("serialises")
+    serde_json::to_vec_pretty(&git_tlv4::cli::to_json(&state, &tip.to_string()))
+        .expect("serialises")
 }
 
 /// A repository whose session holds `events` events, each after the first two toggling the
@@ -566,8 +483,8 @@ fn bench_status(c: &mut Criterion, root: &Path) {
 }
 
 fn main() {
-    hermetic_env();
-    let root = temp_root();
+    common::hermetic_env();
+    let root = common::temp_root("tlv4-bench-");
     let mut c = Criterion::default().configure_from_args();
     bench_append(&mut c, root.path());
     bench_status(&mut c, root.path());

@@ -17,6 +17,8 @@
 //!
 //! Run with `cargo bench --bench worktree`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,48 +32,6 @@ use git_tlv4::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task}
 /// Directories × files per directory of the benchmark repository.
 const DIRS: usize = 50;
 const FILES_PER_DIR: usize = 10;
-
-/// Makes git (the CLI and gix alike) ignore the machine's and the user's configuration.
-fn hermetic_env() {
-    // SAFETY: called first thing in `main`, before any other thread exists.
-    unsafe {
-        std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
-        std::env::set_var("GIT_CONFIG_GLOBAL", "/dev/null");
-        for var in [
-            "GIT_DIR",
-            "GIT_WORK_TREE",
-            "GIT_INDEX_FILE",
-            "GIT_OBJECT_DIRECTORY",
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-            "GIT_COMMON_DIR",
-            "GIT_AUTHOR_NAME",
-            "GIT_AUTHOR_EMAIL",
-            "GIT_AUTHOR_DATE",
-            "GIT_COMMITTER_NAME",
-            "GIT_COMMITTER_EMAIL",
-            "GIT_COMMITTER_DATE",
-            "GIT_CONFIG_PARAMETERS",
-            "GIT_CONFIG_COUNT",
-        ] {
-            std::env::remove_var(var);
-        }
-    }
-}
-
-/// A temporary directory, on `/dev/shm` (RAM) when available so disk noise stays out.
-fn temp_root() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix("tlv4-bench-worktree-");
-    if shm.is_dir()
-        && let Ok(dir) = builder.tempdir_in(shm)
-    {
-        return dir;
-    }
-    builder
-        .tempdir()
-        .expect("cannot create a temporary directory")
-}
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -292,8 +252,8 @@ fn timed(runs: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    hermetic_env();
-    let root = temp_root();
+    common::hermetic_env();
+    let root = common::temp_root("tlv4-bench-worktree-");
     // Task worktrees go to the system's temporary directory: the same RAM disk as the CLI's.
     // SAFETY: still single-threaded.
     unsafe { std::env::set_var("TMPDIR", root.path()) };

@@ -16,6 +16,8 @@ mod status;
 mod task;
 mod undo;
 
+pub use status::{StatusJson, to_json};
+
 use std::path::PathBuf;
 
 use crate::error::Result;
