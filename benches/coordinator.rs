@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use git_tlv4::agents::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
+use git_tlv4::agents::roster::Roster;
 use git_tlv4::coordinator::run::{self, RunEnd};
 use git_tlv4::coordinator::{StartOptions, start};
 use git_tlv4::store::Store;
@@ -109,7 +110,7 @@ fn overhead(c: &mut Criterion) {
                 };
                 let (sid, _) = start(&store, "bench run", &opts).unwrap();
                 let began = Instant::now();
-                let end = run::run(&store, &sid, Arc::new(Idle), &mut |_| {}).unwrap();
+                let end = run::run(&store, &sid, Roster::of_agent(Arc::new(Idle)), &mut |_| {}).unwrap();
                 total += began.elapsed();
                 assert!(matches!(end, RunEnd::Completed), "{end:?}");
             }

@@ -17,6 +17,7 @@ pub mod specdoc;
 pub mod store;
 #[cfg(test)]
 mod testutil;
+pub mod trust;
 pub mod ui;
 pub mod worktree;
 

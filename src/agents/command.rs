@@ -31,6 +31,11 @@ const OTHER_DRIVERS: [&str; 2] = ["openai", "replay"];
 pub trait Driver: Send + Sync {
     /// The agent's name (`[agents.<name>]`), or `builtin`.
     fn name(&self) -> &str;
+    /// Whether the agent works in a checkout: a task worktree for code tasks, a read-only
+    /// view for document tasks. In-process agents (the builtin one) read the task input only.
+    fn checkout(&self) -> bool {
+        true
+    }
     /// Does the task. Blocks; runs on a worker thread.
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput>;
 }
@@ -554,6 +559,10 @@ pub struct BuiltinDriver;
 impl Driver for BuiltinDriver {
     fn name(&self) -> &str {
         "builtin"
+    }
+
+    fn checkout(&self) -> bool {
+        false
     }
 
     fn run(&self, input: &TaskInput, _ctx: &RunContext) -> Result<DriverOutput> {

@@ -12,6 +12,7 @@ pub mod presets;
 pub mod process;
 pub mod prompt;
 pub mod result;
+pub mod roster;
 
 use std::collections::BTreeMap;
 

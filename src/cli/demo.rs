@@ -90,6 +90,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let flags = RunFlags {
         no_run: false,
         completion: Some("keep".into()),
+        ..RunFlags::default()
     };
     super::drive::drive(ctx, &store, &sid, &flags)?;
 

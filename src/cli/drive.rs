@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::agents::builtin::Builtin;
+use crate::agents::roster::{Overrides, Roster};
 use crate::coordinator::complete::{self, Done};
 use crate::coordinator::run::{self, Progress, RunEnd};
 use crate::error::{Error, Result};
@@ -24,6 +23,26 @@ pub struct RunFlags {
     /// Completion action when every task is done: archive, keep or export
     #[arg(long, value_name = "ACTION")]
     pub completion: Option<String>,
+    /// The agent for every role (NAME), or for one role (ROLE=NAME); NAME is an agent of
+    /// .tlv4.toml or a driver (claude, codex, gemini, qwen, opencode, aider, builtin)
+    #[arg(long, value_name = "[ROLE=]NAME")]
+    pub agent: Vec<String>,
+    /// Replay the recorded agent runs of session SID instead of calling any agent
+    #[arg(long, value_name = "SID")]
+    pub replay: Option<String>,
+}
+
+/// The agents of the run: `.tlv4.toml` (if trusted, when it names programs) changed by
+/// `--agent` and `--replay`.
+pub(crate) fn roster(store: &Store, flags: &RunFlags) -> Result<Roster> {
+    let config = crate::config::Config::load(store.workdir())?;
+    let overrides = Overrides {
+        agents: flags.agent.clone(),
+        replay: flags.replay.clone(),
+    };
+    let roster = Roster::load(&config, &overrides, store.workdir())?;
+    crate::trust::check(store.workdir(), roster.configured())?;
+    Ok(roster)
 }
 
 /// Runs the session's loop with progress on stderr, then reports how it ended.
@@ -34,8 +53,17 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
         ));
         return Ok(());
     }
+    let roster = roster(store, flags)?;
+    if !roster.is_builtin() {
+        let who: Vec<String> = roster
+            .describe()
+            .into_iter()
+            .map(|(role, name)| format!("{role}={name}"))
+            .collect();
+        ctx.ui.status(format!("agents: {}", who.join(", ")));
+    }
     let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
-    let end = run::run(store, sid, Arc::new(Builtin), &mut |p| view.show(ctx, p))?;
+    let end = run::run(store, sid, roster, &mut |p| view.show(ctx, p))?;
     view.clear();
     match end {
         RunEnd::Completed => {

@@ -14,6 +14,7 @@ mod rollback;
 mod start;
 mod status;
 mod task;
+mod trust;
 mod undo;
 
 pub use status::{StatusJson, to_json};
@@ -86,6 +87,8 @@ pub enum Command {
     Abort(decide::AbortArgs),
     /// Make a sample repository in a temporary directory and run a session in it
     Demo(demo::Args),
+    /// Allow the agent programs named in this repository's .tlv4.toml to run
+    Trust(trust::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -141,6 +144,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Improve(a) => decide::improve(&ctx, a),
         Command::Abort(a) => decide::abort(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Trust(a) => trust::run(&ctx, a),
     }
 }
 

@@ -38,6 +38,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         max_parallel: args.max_parallel,
         completion: args.run.completion.clone(),
     };
+    if !args.run.no_run {
+        // An agent that cannot run is found before the session exists.
+        super::drive::roster(&store, &args.run)?;
+    }
     let (sid, state) = start(&store, &args.text, &opts)?;
     let head = store.head_branch();
     ctx.ui.status(format!(

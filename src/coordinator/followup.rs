@@ -210,6 +210,17 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
     };
     let mut n = 0;
     let level = plan.complexity.as_str();
+    let files_of = |t: &PlanTask| -> Vec<String> {
+        t.files
+            .iter()
+            .filter_map(|f| {
+                f.get("path")
+                    .and_then(|p| p.as_str())
+                    .or(f.as_str())
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
     let describe = |items: &[&PlanTask]| {
         let mut d = format!(
             "PURPOSE: Implement {} of plan {} | Success: the plan's convergence criteria hold\nTASK:\n",
@@ -221,16 +232,7 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             plan_task.id
         );
         for t in items {
-            let files: Vec<String> = t
-                .files
-                .iter()
-                .filter_map(|f| {
-                    f.get("path")
-                        .and_then(|p| p.as_str())
-                        .or(f.as_str())
-                        .map(str::to_owned)
-                })
-                .collect();
+            let files = files_of(t);
             d.push_str(&format!(
                 "  - {}: {} (files: {})\n",
                 t.id,
@@ -242,6 +244,8 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
         d
     };
     let mut made: Vec<TaskId> = Vec::new();
+    let mut planned: Vec<(TaskId, Vec<String>)> = Vec::new();
+    let mut serialized: Vec<String> = Vec::new();
     let mut by_plan: std::collections::BTreeMap<&str, TaskId> = Default::default();
     let topology = match level {
         "Low" => {
@@ -276,7 +280,17 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
                     .tasks
                     .insert(id.clone(), impl_task(&id, deps, false, d));
                 by_plan.insert(&t.id, id.clone());
+                planned.push((id.clone(), files_of(t)));
                 made.push(id);
+            }
+            // Tasks whose planned files overlap would conflict when merged: the later one
+            // waits for the earlier one instead of running beside it.
+            for (earlier, later) in crate::worktree::overlapping(&planned) {
+                let t = state.tasks.get_mut(&later).expect("just made");
+                if !t.blocked_by.contains(&earlier) {
+                    t.blocked_by.push(earlier.clone());
+                    serialized.push(format!("{later} after {earlier}"));
+                }
             }
             if level == "High" { "dag" } else { "parallel" }
         }
@@ -304,6 +318,7 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
         complexity: plan.complexity.clone(),
         topology: topology.into(),
         tasks: made.clone(),
+        serialized,
     });
     Ok(made)
 }

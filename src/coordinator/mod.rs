@@ -8,6 +8,7 @@ pub mod pipeline;
 pub mod revise;
 pub mod run;
 pub mod start;
+mod worker;
 
 #[cfg(test)]
 mod tests;

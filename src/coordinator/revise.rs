@@ -205,6 +205,27 @@ pub fn revise(
     Ok(revised.into_iter().map(|(_, r)| r).collect())
 }
 
+/// How many revisions a merge conflict may create in one task's chain.
+pub const CONFLICT_REVISIONS: u32 = 2;
+
+/// After `id`'s change failed to merge: its revision, carrying the conflict, unless the chain
+/// had [`CONFLICT_REVISIONS`] already.
+pub fn conflict_revision(state: &mut State, id: &TaskId, detail: &str) -> Result<Option<TaskId>> {
+    let base = base_id(id);
+    let n = id
+        .as_str()
+        .strip_prefix(&format!("{base}-R"))
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(0);
+    if n >= CONFLICT_REVISIONS {
+        return Ok(None);
+    }
+    let feedback = format!(
+        "merge conflict: the change of {id} could not be merged, because the session changed the same places meanwhile:\n{detail}\nRedo the change on the current code of the session."
+    );
+    Ok(revise(state, id, &feedback, true)?.into_iter().next())
+}
+
 /// Whether `dep` is a checkpoint that waits for one of `affected` (checkpoints are not revised
 /// but pass the cascade on).
 fn revised_from(affected: &[TaskId], state: &State, dep: &TaskId) -> bool {

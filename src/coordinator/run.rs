@@ -12,15 +12,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::pipeline::PipelineSpec;
+use super::worker::{WorkResult, work};
 use super::{followup, revise};
-use crate::agents::{Agent, CodeTree, Outcome, TaskInput, TaskOutput};
+use crate::agents::roster::Roster;
+use crate::agents::{CodeTree, Outcome, TaskInput};
 use crate::error::{Error, Result};
 use crate::model::{
     Event, EventKind, Message, Owner, Pause, SessionId, SessionStatus, State, TaskId, TaskResult,
     TaskStatus,
 };
-use crate::quality::{self, DiscussOutcome, QualityContext};
-use crate::store::{Store, session_dir};
+use crate::quality::QualityContext;
+use crate::store::{Store, Txn, session_dir};
+use crate::worktree::{self, MergeOutcome};
 
 /// What the loop reports while it runs.
 #[derive(Debug, Clone)]
@@ -67,21 +70,11 @@ pub enum RunEnd {
     Interrupted(Vec<TaskId>),
 }
 
-/// What a worker hands back.
-struct WorkResult {
-    output: TaskOutput,
-    fix: Option<quality::FixRequest>,
-    verdict: Option<crate::model::Verdict>,
-    warnings: Vec<String>,
-    discuss: Option<(String, DiscussOutcome)>,
-    agent: String,
-}
-
 /// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
 pub fn run(
     store: &Store,
     sid: &SessionId,
-    agent: Arc<dyn Agent>,
+    roster: Roster,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -92,8 +85,11 @@ pub fn run(
     let mut runner = Runner {
         store,
         sid: sid.clone(),
-        agent,
+        roster: Arc::new(roster),
         spec,
+        roles_lock: crate::agents::prompt::roles_lock(&crate::agents::prompt::RoleSpecs::load(
+            store.workdir(),
+        )?),
         code: None,
         latest: None,
         on,
@@ -107,8 +103,10 @@ pub fn run(
 struct Runner<'a> {
     store: &'a Store,
     sid: SessionId,
-    agent: Arc<dyn Agent>,
+    roster: Arc<Roster>,
     spec: PipelineSpec,
+    /// The `roles.lock` of the role instructions prompts are built from.
+    roles_lock: String,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
@@ -147,11 +145,11 @@ impl Runner<'_> {
                         task: task.id.clone(),
                         role: task.role.clone(),
                     });
-                    let agent = Arc::clone(&self.agent);
+                    let roster = Arc::clone(&self.roster);
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&*agent, &input, &qctx);
+                        let result = work(&roster, &input, &qctx);
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;
@@ -164,8 +162,8 @@ impl Runner<'_> {
                 joined = running.join_next() => {
                     let Some(joined) = joined else { continue };
                     let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
-                    roles.remove(&id);
-                    self.record(&id, result, seconds)?;
+                    let role = roles.remove(&id).unwrap_or_default();
+                    self.record(&id, &role, result, seconds)?;
                 }
                 _ = &mut ctrl_c => {
                     let ids: Vec<TaskId> = roles.keys().cloned().collect();
@@ -265,19 +263,15 @@ impl Runner<'_> {
     }
 
     /// Records a finished task and everything its completion implies, as one event.
-    fn record(&mut self, id: &TaskId, result: Result<WorkResult>, seconds: f64) -> Result<()> {
-        let result = result.unwrap_or_else(|e| WorkResult {
-            output: TaskOutput {
-                outcome: Outcome::Failed(e.to_string()),
-                summary: format!("error: {e}"),
-                files: Vec::new(),
-                state_update: Default::default(),
-            },
-            verdict: None,
-            fix: None,
-            warnings: Vec::new(),
-            discuss: None,
-            agent: self.agent.name().to_owned(),
+    fn record(
+        &mut self,
+        id: &TaskId,
+        role: &str,
+        result: Result<WorkResult>,
+        seconds: f64,
+    ) -> Result<()> {
+        let result = result.unwrap_or_else(|e| {
+            WorkResult::failed(self.roster.for_role(role).name(), e.to_string())
         });
         // Anything the agent wrote outside the pipeline folder fails the task, and nothing of it is kept.
         let mut output = result.output.clone();
@@ -305,6 +299,7 @@ impl Runner<'_> {
         }
         let mut notes = Vec::new();
         let spec = &self.spec;
+        let roles_lock = &self.roles_lock;
         let sid = self.sid.clone();
         let written = self.store.transact(&sid, |txn| {
             notes.clear();
@@ -313,14 +308,33 @@ impl Runner<'_> {
                 return Ok(None);
             }
             let task = task.clone();
-            let completed = output.outcome == Outcome::Completed;
-            let record = serde_json::json!({
-                "task": id, "attempt": task.attempts, "agent": result.agent, "seconds": seconds,
-                "outcome": match &output.outcome { Outcome::Completed => "completed".to_owned(), Outcome::Failed(r) => format!("failed: {r}") },
-                "summary": output.summary, "state_update": output.state_update, "files": output.files.iter().map(|(p, _)| p).collect::<Vec<_>>(),
-            });
-            txn.write_record(&format!("runs/{id}/{}/result.json", task.attempts), pretty(&record))?;
+            let mut output = output.clone();
             let mut extra: Vec<(String, String)> = Vec::new();
+            // A code task's change joins the session as a merge; one that conflicts fails the
+            // task, and a revision carrying the conflict redoes it on the current code.
+            let mut conflict = None;
+            if let (Outcome::Completed, Some(snap)) = (&output.outcome, &result.snapshot) {
+                match worktree::merge_task(txn.store(), txn.tip, snap.commit)? {
+                    MergeOutcome::Clean { tree } => {
+                        txn.merge(snap.commit, tree);
+                        extra.push(("Merged".into(), snap.commit.to_string()));
+                    }
+                    MergeOutcome::Conflict { paths, detail } => {
+                        output.outcome = Outcome::Failed(format!(
+                            "its change conflicts with the session in {}", paths.join(", ")
+                        ));
+                        extra.push(("Conflict".into(), paths.join(",")));
+                        conflict = Some(detail);
+                    }
+                }
+            }
+            let completed = output.outcome == Outcome::Completed;
+            write_run_record(txn, id, &task, &output, &result, seconds)?;
+            if result.run.as_ref().is_some_and(|r| !r.prompt.is_empty())
+                && txn.read_file(&sid, "roles.lock")?.is_none()
+            {
+                txn.write_roles_lock(roles_lock.clone());
+            }
             if completed {
                 for (path, bytes) in &output.files {
                     txn.write_file(path, bytes.clone())?;
@@ -335,6 +349,15 @@ impl Runner<'_> {
                 artifacts: if completed { output.files.iter().map(|(p, _)| p.clone()).collect() } else { Vec::new() },
                 finished_at: crate::clock::now_rfc3339(),
             });
+            if let Some(detail) = &conflict {
+                match revise::conflict_revision(&mut txn.state, id, detail)? {
+                    Some(r) => {
+                        notes.push(format!("{id} conflicts with the session: revision {r} created"));
+                        extra.push(("Revision".into(), r.to_string()));
+                    }
+                    None => notes.push(format!("{id} conflicts with the session again; no more revisions")),
+                }
+            }
             let mut warnings = result.warnings.clone();
             if completed {
                 if let Some(v) = &result.verdict {
@@ -406,7 +429,7 @@ impl Runner<'_> {
             summary: written.event.summary.clone(),
             seconds,
         });
-        for n in notes {
+        for n in notes.into_iter().chain(result.notes.iter().cloned()) {
             (self.on)(Progress::Note(n));
         }
         let p = written.state.progress();
@@ -577,38 +600,6 @@ fn stall(state: &State) -> Pause {
     }
 }
 
-/// Runs one task on a worker thread: the quality machinery for its roles, the agent otherwise,
-/// then the task's discuss round on what it produced.
-fn work(agent: &dyn Agent, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
-    let (output, verdict, warnings, fix, name) =
-        if quality::ROLES.contains(&input.task.role.as_str()) {
-            let q = quality::run(input, qctx)?;
-            (q.output, q.verdict, q.warnings, q.fix, "quality".to_owned())
-        } else {
-            (
-                agent.run(input)?,
-                None,
-                Vec::new(),
-                None,
-                agent.name().to_owned(),
-            )
-        };
-    let discuss = match (&input.task.discuss, &output.outcome) {
-        (Some(round), Outcome::Completed) => {
-            quality::discuss(round, input, &output)?.map(|d| (round.clone(), d))
-        }
-        _ => None,
-    };
-    Ok(WorkResult {
-        output,
-        verdict,
-        fix,
-        warnings,
-        discuss,
-        agent: name,
-    })
-}
-
 /// The bus message type a role sends when a task completes.
 fn message_type(task: &crate::model::Task) -> String {
     let revision = task.id.as_str().contains("-R");
@@ -625,6 +616,59 @@ fn message_type(task: &crate::model::Task) -> String {
         "supervisor" => "supervision_report".into(),
         _ => format!("{}_report", task.id.prefix().to_ascii_lowercase()),
     }
+}
+
+/// `runs/<TASK>/<attempt>/`: `result.json` (outcome, state update, the files with their blob
+/// ids, the snapshot), `usage.json` (what `git tlv4 cost` sums), and what the agent was told
+/// and said: `prompt.md`, `answer.txt`, `transcript.txt`.
+fn write_run_record(
+    txn: &mut Txn<'_>,
+    id: &TaskId,
+    task: &crate::model::Task,
+    output: &crate::agents::TaskOutput,
+    result: &WorkResult,
+    seconds: f64,
+) -> Result<()> {
+    let dir = format!("runs/{id}/{}", task.attempts);
+    let blob = |bytes: &[u8]| {
+        gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
+            .map(|id| id.to_string())
+            .unwrap_or_default()
+    };
+    let files: serde_json::Map<String, serde_json::Value> = output
+        .files
+        .iter()
+        .map(|(p, b)| (p.clone(), serde_json::Value::String(blob(b))))
+        .collect();
+    let usage = result.run.as_ref().map(|r| r.usage.clone()).unwrap_or_default();
+    let model = usage.model.clone();
+    let record = serde_json::json!({
+        "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
+        "model": model, "seconds": seconds,
+        "outcome": match &output.outcome { Outcome::Completed => "completed".to_owned(), Outcome::Failed(r) => format!("failed: {r}") },
+        "summary": output.summary, "state_update": output.state_update, "files": files,
+        "snapshot": result.snapshot.as_ref().map(|s| serde_json::json!({
+            "commit": s.commit.to_string(), "parent": s.parent.to_string(), "changed": s.changed,
+        })),
+    });
+    txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;
+    let usage = serde_json::json!({
+        "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
+        "model": model, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "cost_usd": usage.cost_usd, "seconds": seconds,
+    });
+    txn.write_record(&format!("{dir}/usage.json"), pretty(&usage))?;
+    if let Some(run) = &result.run {
+        for (name, text) in [("prompt.md", &run.prompt), ("answer.txt", &run.raw)] {
+            if !text.is_empty() {
+                txn.write_record(&format!("{dir}/{name}"), text.clone().into_bytes())?;
+            }
+        }
+        if let Some(t) = run.transcript.as_ref().filter(|t| !t.is_empty()) {
+            txn.write_record(&format!("{dir}/transcript.txt"), t.clone().into_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 fn pretty(value: &serde_json::Value) -> Vec<u8> {

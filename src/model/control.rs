@@ -103,6 +103,10 @@ pub struct ImplDispatch {
     pub topology: String,
     /// The IMPL tasks created.
     pub tasks: Vec<TaskId>,
+    /// Tasks made to wait for another because their planned files overlap
+    /// (`IMPL-003 after IMPL-001`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serialized: Vec<String>,
 }
 
 /// A verdict of a quality step.

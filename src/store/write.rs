@@ -56,6 +56,12 @@ impl<'s> Txn<'s> {
         Ok(())
     }
 
+    /// Writes `roles.lock`, the hashes of the role instructions the session's prompts are
+    /// built from (reserved for the coordinator).
+    pub fn write_roles_lock(&mut self, text: String) {
+        self.files.insert("roles.lock".to_owned(), text.into_bytes());
+    }
+
     /// The file `rel` of the pipeline folder as this change leaves it so far.
     pub fn read_file(&self, sid: &SessionId, rel: &str) -> Result<Option<Vec<u8>>> {
         if let Some(b) = self.files.get(rel) {
@@ -418,6 +424,25 @@ impl Store {
         match self.cas(name, None, id, reflog) {
             Ok(()) => Ok(true),
             Err(CasError::Moved) => Ok(false),
+            Err(CasError::Locked) => Err(self.locked_error(name)),
+            Err(CasError::Other(e)) => Err(e),
+        }
+    }
+
+    /// Moves ref `name` from `expected` to `new`; a ref that moved meanwhile is a conflict.
+    pub fn update_ref(
+        &self,
+        name: &str,
+        expected: ObjectId,
+        new: ObjectId,
+        reflog: &str,
+    ) -> Result<()> {
+        match self.cas(name, Some(expected), new, reflog) {
+            Ok(()) => Ok(()),
+            Err(CasError::Moved) => Err(Error::conflict(
+                format!("`{name}` moved while it was being updated"),
+                Some("re-run the command".to_owned()),
+            )),
             Err(CasError::Locked) => Err(self.locked_error(name)),
             Err(CasError::Other(e)) => Err(e),
         }

@@ -46,6 +46,52 @@ pub fn task_ref(sid: &SessionId, task: &TaskId) -> String {
     format!("{SESSION_REF_PREFIX}{sid}.{task}")
 }
 
+/// The ref that keeps the unmerged work of attempt `attempt` of `task`.
+pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
+    format!("refs/tlv4/runs/{sid}/{task}/{attempt}")
+}
+
+/// Before attempt `attempt` of `task` starts at `from`: when the task branch holds commits
+/// `from` does not contain (an earlier attempt whose work was not merged), keeps them under
+/// [`attempt_ref`] of the previous attempt and moves the branch to `from`. Returns the ref
+/// that keeps them. A branch checked out somewhere is left alone.
+pub fn set_aside(
+    store: &Store,
+    sid: &SessionId,
+    task: &TaskId,
+    from: ObjectId,
+    attempt: u32,
+) -> Result<Option<String>> {
+    let branch = task_ref(sid, task);
+    let Some(tip) = store.try_ref(&branch)? else {
+        return Ok(None);
+    };
+    if tip == from || !store.checked_out_in(&branch).is_empty() {
+        return Ok(None);
+    }
+    let base = store
+        .repo()
+        .merge_base(from, tip)
+        .map_err(|e| Error::git(&format!("cannot compare `{branch}` with {from}"), e))?
+        .map(|b| b.detach());
+    if base == Some(from) || base == Some(tip) {
+        return Ok(None);
+    }
+    let mut n = attempt.saturating_sub(1).max(1);
+    let keep = loop {
+        let name = attempt_ref(sid, task, n);
+        if store.create_ref(&name, tip, &format!("git-tlv4: attempt {n} of {task}"))? {
+            break name;
+        }
+        if store.try_ref(&name)? == Some(tip) {
+            break name;
+        }
+        n += 1;
+    };
+    store.update_ref(&branch, tip, from, &format!("git-tlv4: attempt {attempt} of {task}"))?;
+    Ok(Some(keep))
+}
+
 /// What a snapshot recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
@@ -402,9 +448,16 @@ fn existing_branch(store: &Store, branch: &str, from: ObjectId) -> Result<Object
     let base = store
         .repo()
         .merge_base(from, tip)
-        .map_err(|e| Error::git(&format!("cannot compare `{branch}` with {from}"), e))?;
-    if base.map(|b| b.detach()) == Some(from) {
+        .map_err(|e| Error::git(&format!("cannot compare `{branch}` with {from}"), e))?
+        .map(|b| b.detach());
+    if base == Some(from) {
         return Ok(tip);
+    }
+    if base == Some(tip) {
+        // Everything on the branch is in the session already (a merged earlier run): start
+        // from the session tip.
+        store.update_ref(branch, tip, from, "git-tlv4: task branch to the session tip")?;
+        return Ok(from);
     }
     Err(Error::state(
         format!(

@@ -1,0 +1,225 @@
+//! The roster: which driver does the work of each role, from `[roles]` and `[agents.*]` of
+//! `.tlv4.toml`, `--agent` and `--replay`.
+//!
+//! Every role not named falls back to `[roles] default`, and that to the builtin agent. An
+//! agent named on the command line that `.tlv4.toml` does not define is taken as a driver
+//! name with its defaults (`--agent claude` runs Claude Code as installed). A configuration
+//! that names programs to run came with the repository: it is used only once the user
+//! trusted that exact file ([`crate::trust`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::command::{BuiltinDriver, Driver, DriverOutput, RunContext, Usage, driver_for};
+use super::config::AgentSpec;
+use super::{Agent, TaskInput};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// The drivers of a run, by role.
+#[derive(Clone)]
+pub struct Roster {
+    default: Arc<dyn Driver>,
+    roles: BTreeMap<String, Arc<dyn Driver>>,
+    configured: Vec<String>,
+}
+
+/// How the command line changes the configured roster.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--agent NAME` (every role) or `--agent ROLE=NAME`, in order.
+    pub agents: Vec<String>,
+    /// `--replay SID`: every agent role replays that session's recorded runs.
+    pub replay: Option<String>,
+}
+
+impl Roster {
+    /// The builtin agent for every role.
+    pub fn builtin() -> Roster {
+        Roster {
+            default: Arc::new(BuiltinDriver),
+            roles: BTreeMap::new(),
+            configured: Vec::new(),
+        }
+    }
+
+    /// `agent` for every role (tests and benchmarks bring their own).
+    pub fn of_agent(agent: Arc<dyn Agent>) -> Roster {
+        Roster {
+            default: Arc::new(AgentDriver(agent)),
+            roles: BTreeMap::new(),
+            configured: Vec::new(),
+        }
+    }
+
+    /// `driver` for every role.
+    pub fn of_driver(driver: Arc<dyn Driver>) -> Roster {
+        Roster {
+            default: driver,
+            roles: BTreeMap::new(),
+            configured: Vec::new(),
+        }
+    }
+
+    /// Uses `driver` for `role`.
+    pub fn with_role(mut self, role: &str, driver: Arc<dyn Driver>) -> Roster {
+        self.roles.insert(role.to_owned(), driver);
+        self
+    }
+
+    /// The roster `config` describes, changed by `overrides`; `repo_root` is where relative
+    /// programs and role overrides are looked up.
+    pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {
+        let mut assignment: BTreeMap<String, String> = config.roles.clone();
+        for a in &overrides.agents {
+            match a.split_once('=') {
+                Some((role, name)) if !role.is_empty() && !name.is_empty() => {
+                    assignment.insert(role.to_owned(), name.to_owned());
+                }
+                Some(_) => {
+                    return Err(Error::Invalid(format!(
+                        "--agent `{a}`: expected NAME or ROLE=NAME"
+                    )));
+                }
+                None => {
+                    assignment.clear();
+                    assignment.insert("default".into(), a.clone());
+                }
+            }
+        }
+        if let Some(sid) = &overrides.replay {
+            assignment.clear();
+            assignment.insert("default".into(), format!("replay:{sid}"));
+        }
+        let mut made: BTreeMap<String, Arc<dyn Driver>> = BTreeMap::new();
+        let mut configured = Vec::new();
+        let mut driver = |name: &str| -> Result<Arc<dyn Driver>> {
+            if let Some(d) = made.get(name) {
+                return Ok(Arc::clone(d));
+            }
+            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name))
+            {
+                (Some(sid), _) => {
+                    let spec = AgentSpec {
+                        driver: "replay".into(),
+                        session: Some(sid.to_owned()),
+                        ..AgentSpec::default()
+                    };
+                    Arc::from(driver_for("replay", &spec, repo_root)?)
+                }
+                (None, Some(spec)) => {
+                    if spec.driver != "builtin" {
+                        configured.push(format!("{name} ({})", spec.driver));
+                    }
+                    Arc::from(driver_for(name, spec, repo_root)?)
+                }
+                (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
+                (None, None) => {
+                    let spec = AgentSpec {
+                        driver: name.to_owned(),
+                        ..AgentSpec::default()
+                    };
+                    Arc::from(driver_for(name, &spec, repo_root).map_err(|e| {
+                        Error::state(
+                            format!(
+                                "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
+                            ),
+                            Some(format!(
+                                "define it under [agents.{name}], or name a driver (builtin, command, claude, codex, gemini, qwen, opencode, aider, openai)"
+                            )),
+                        )
+                    })?)
+                }
+            };
+            made.insert(name.to_owned(), Arc::clone(&d));
+            Ok(d)
+        };
+        let default = match assignment.get("default") {
+            Some(name) => driver(name)?,
+            None => Arc::new(BuiltinDriver),
+        };
+        let mut roles = BTreeMap::new();
+        for (role, name) in &assignment {
+            if role != "default" {
+                if !is_agent_role(role) {
+                    return Err(Error::Invalid(format!(
+                        "[roles] {role} = \"{name}\": `{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, and the specialists"
+                    )));
+                }
+                roles.insert(role.clone(), driver(name)?);
+            }
+        }
+        drop(driver);
+        Ok(Roster {
+            default,
+            roles,
+            configured,
+        })
+    }
+
+    /// The driver of `role`.
+    pub fn for_role(&self, role: &str) -> Arc<dyn Driver> {
+        Arc::clone(self.roles.get(role).unwrap_or(&self.default))
+    }
+
+    /// Agent names by role, for messages (`default` for the rest).
+    pub fn describe(&self) -> Vec<(String, String)> {
+        let mut out = vec![("default".to_owned(), self.default.name().to_owned())];
+        out.extend(
+            self.roles
+                .iter()
+                .map(|(r, d)| (r.clone(), d.name().to_owned())),
+        );
+        out
+    }
+
+    /// The agents from `.tlv4.toml` that run programs and are used (`name (driver)`): what
+    /// needs the file to be trusted.
+    pub fn configured(&self) -> &[String] {
+        &self.configured
+    }
+
+    /// Whether every role runs on the builtin agent.
+    pub fn is_builtin(&self) -> bool {
+        !self.default.checkout() && self.roles.values().all(|d| !d.checkout())
+    }
+}
+
+/// An [`Agent`] behind the [`Driver`] trait: it gets the task's input only, no checkout.
+pub struct AgentDriver(pub Arc<dyn Agent>);
+
+impl Driver for AgentDriver {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn checkout(&self) -> bool {
+        false
+    }
+
+    fn run(&self, input: &TaskInput, _ctx: &RunContext) -> Result<DriverOutput> {
+        let started = std::time::Instant::now();
+        let output = self.0.run(input)?;
+        Ok(DriverOutput {
+            output,
+            prompt: String::new(),
+            raw: String::new(),
+            transcript: None,
+            usage: Usage {
+                seconds: started.elapsed().as_secs_f64(),
+                ..Usage::default()
+            },
+        })
+    }
+}
+
+/// Whether `role` is done by an agent (not by the quality machinery): a role of the builtin
+/// pipelines or a specialist.
+fn is_agent_role(role: &str) -> bool {
+    if crate::quality::ROLES.contains(&role) {
+        return false;
+    }
+    crate::coordinator::pipeline::PipelineSpec::builtin()
+        .is_ok_and(|s| s.role(role).is_some() || s.specialists().contains_key(role))
+}
