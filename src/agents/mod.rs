@@ -11,6 +11,7 @@ pub mod config;
 pub mod presets;
 pub mod process;
 pub mod prompt;
+pub mod replay;
 pub mod result;
 pub mod roster;
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::command::{BuiltinDriver, Driver, DriverOutput, RunContext, Usage, driver_for};
 use super::config::AgentSpec;
+use super::replay::ReplayDriver;
 use super::{Agent, TaskInput};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -100,14 +101,7 @@ impl Roster {
             }
             let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name))
             {
-                (Some(sid), _) => {
-                    let spec = AgentSpec {
-                        driver: "replay".into(),
-                        session: Some(sid.to_owned()),
-                        ..AgentSpec::default()
-                    };
-                    Arc::from(driver_for("replay", &spec, repo_root)?)
-                }
+                (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
                 (None, Some(spec)) => {
                     if spec.driver != "builtin" {
                         configured.push(format!("{name} ({})", spec.driver));

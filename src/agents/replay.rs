@@ -1,0 +1,257 @@
+//! The `replay` driver: answers every task with what an earlier session recorded for the
+//! task of the same id, without calling any model — to try a pipeline or configuration
+//! change again for free, or to reproduce a run.
+//!
+//! It reads `runs/<TASK>/<attempt>/result.json` at the recorded session's tip (its branch,
+//! or its archive ref), the last completed attempt first: the documents come back from the
+//! blob ids the record keeps, and a code task's change is re-applied in the task worktree
+//! from the recorded snapshot (`git diff --binary <parent> <snapshot> | git apply`), so the
+//! new session's own snapshot and merge record it again.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use gix::ObjectId;
+
+use super::command::{Driver, DriverOutput, RunContext, Usage};
+use super::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::error::{Error, Result};
+use crate::model::SessionId;
+use crate::store::{Store, archive_ref, session_dir, session_ref};
+
+/// Replays the runs of one recorded session.
+pub struct ReplayDriver {
+    name: String,
+    sid: SessionId,
+    repo: gix::ThreadSafeRepository,
+    tree: ObjectId,
+}
+
+/// The part of a run record replay reads.
+#[derive(serde::Deserialize)]
+struct Record {
+    outcome: String,
+    summary: String,
+    #[serde(default)]
+    state_update: StateUpdate,
+    #[serde(default)]
+    files: serde_json::Value,
+    #[serde(default)]
+    snapshot: Option<Snap>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Snap {
+    commit: String,
+    parent: String,
+}
+
+impl ReplayDriver {
+    /// A driver replaying session `sid` of the repository at `repo_root`.
+    pub fn new(name: &str, sid: &str, repo_root: &Path) -> Result<ReplayDriver> {
+        let sid: SessionId = sid.parse().map_err(|_| {
+            Error::Invalid(format!("agent `{name}`: `{sid}` is not a session id"))
+        })?;
+        let store = Store::discover(repo_root)?;
+        let tip = store
+            .try_ref(&session_ref(&sid))?
+            .or(store.try_ref(&archive_ref(&sid))?)
+            .ok_or_else(|| {
+                Error::state(
+                    format!("agent `{name}`: there is no session `{sid}` to replay"),
+                    Some("`git tlv4 list` shows the sessions".to_owned()),
+                )
+            })?;
+        let tree = store.commit_tree(tip)?;
+        Ok(ReplayDriver {
+            name: name.to_owned(),
+            sid,
+            repo: store.repo().clone().into_sync(),
+            tree,
+        })
+    }
+
+    /// The record of the last completed attempt of `task` (the last attempt when none
+    /// completed), with its attempt number.
+    fn record(&self, store: &Store, task: &str) -> Result<Option<(u32, Record, Vec<u8>)>> {
+        let dir = format!("{}/runs/{task}", session_dir(&self.sid));
+        let attempts = store.read_folder(self.tree, &dir, &[])?;
+        let mut numbers: Vec<u32> = attempts
+            .keys()
+            .filter_map(|k| k.strip_suffix("/result.json")?.parse().ok())
+            .collect();
+        numbers.sort_unstable();
+        let mut best = None;
+        for n in numbers.into_iter().rev() {
+            let bytes = &attempts[&format!("{n}/result.json")];
+            let record: Record = serde_json::from_slice(bytes).map_err(|e| {
+                Error::Invalid(format!(
+                    "the record {dir}/{n}/result.json of session `{}` is not readable: {e}",
+                    self.sid
+                ))
+            })?;
+            let prompt = attempts
+                .get(&format!("{n}/prompt.md"))
+                .cloned()
+                .unwrap_or_default();
+            if record.outcome == "completed" {
+                return Ok(Some((n, record, prompt)));
+            }
+            best.get_or_insert((n, record, prompt));
+        }
+        Ok(best)
+    }
+}
+
+impl Driver for ReplayDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
+        let started = std::time::Instant::now();
+        let store = Store::from_repo(self.repo.to_thread_local())?;
+        let task = input.task.id.as_str();
+        let failed = |reason: String| TaskOutput {
+            outcome: Outcome::Failed(reason.clone()),
+            summary: format!("failed: {reason}"),
+            files: Vec::new(),
+            state_update: StateUpdate::default(),
+        };
+        let Some((attempt, record, prompt)) = self.record(&store, task)? else {
+            return Ok(output(
+                failed(format!(
+                    "session `{}` has no recorded run of {task} to replay",
+                    self.sid
+                )),
+                String::new(),
+                started,
+                None,
+            ));
+        };
+        if record.outcome != "completed" {
+            return Ok(output(
+                failed(format!(
+                    "the recorded run {task}/{attempt} of `{}` did not complete: {}",
+                    self.sid, record.outcome
+                )),
+                String::from_utf8_lossy(&prompt).into_owned(),
+                started,
+                record.model,
+            ));
+        }
+        let mut files = Vec::new();
+        let listed = match &record.files {
+            serde_json::Value::Object(map) => map.clone(),
+            serde_json::Value::Array(list) if list.is_empty() => serde_json::Map::new(),
+            _ => {
+                return Ok(output(
+                    failed(format!(
+                        "the record {task}/{attempt} of `{}` predates replayable records (no blob ids)",
+                        self.sid
+                    )),
+                    String::new(),
+                    started,
+                    record.model,
+                ));
+            }
+        };
+        for (path, id) in listed {
+            let id: ObjectId = id
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| Error::Invalid(format!("bad blob id for {path} in {task}/{attempt}")))?;
+            let blob = store
+                .repo()
+                .find_blob(id)
+                .map_err(|e| Error::git(&format!("cannot read the recorded {path}"), e))?;
+            files.push((path, blob.data.clone()));
+        }
+        if let Some(snap) = &record.snapshot {
+            apply(store.workdir(), &snap.parent, &snap.commit, &ctx.workdir)?;
+        }
+        Ok(output(
+            TaskOutput {
+                outcome: Outcome::Completed,
+                summary: record.summary,
+                files,
+                state_update: record.state_update,
+            },
+            String::from_utf8_lossy(&prompt).into_owned(),
+            started,
+            record.model,
+        ))
+    }
+}
+
+fn output(
+    output: TaskOutput,
+    prompt: String,
+    started: std::time::Instant,
+    model: Option<String>,
+) -> DriverOutput {
+    DriverOutput {
+        output,
+        prompt,
+        raw: String::new(),
+        transcript: None,
+        usage: Usage {
+            seconds: started.elapsed().as_secs_f64(),
+            model,
+            ..Usage::default()
+        },
+    }
+}
+
+/// Applies the change `parent..commit` (outside `.tlv4/`) to the files of `workdir`.
+fn apply(repo_dir: &Path, parent: &str, commit: &str, workdir: &Path) -> Result<()> {
+    let git = |dir: &Path| {
+        let mut c = Command::new("git");
+        c.current_dir(dir)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE");
+        c
+    };
+    let diff = git(repo_dir)
+        .args(["diff", "--binary", "--no-renames", "--no-ext-diff", "--no-color"])
+        .args([parent, commit, "--", ".", ":(exclude).tlv4"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io("cannot run git diff", e))?;
+    if !diff.status.success() {
+        return Err(Error::Git(format!(
+            "cannot read the recorded change {parent}..{commit}: {}",
+            String::from_utf8_lossy(&diff.stderr).trim()
+        )));
+    }
+    if diff.stdout.is_empty() {
+        return Ok(());
+    }
+    let mut child = git(workdir)
+        .args(["apply", "--whitespace=nowarn", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("cannot run git apply", e))?;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(&diff.stdout)
+        .map_err(|e| Error::io("cannot feed git apply", e))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::io("cannot run git apply", e))?;
+    if !out.status.success() {
+        return Err(Error::Git(format!(
+            "the recorded change {parent}..{commit} does not apply here: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
