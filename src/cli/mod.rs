@@ -1,5 +1,6 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
+mod cost;
 mod decide;
 mod demo;
 mod drive;
@@ -87,6 +88,8 @@ pub enum Command {
     Abort(decide::AbortArgs),
     /// Make a sample repository in a temporary directory and run a session in it
     Demo(demo::Args),
+    /// What the agents of a session cost: runs, time, tokens and dollars per role, task, agent, model
+    Cost(cost::Args),
     /// Allow the agent programs named in this repository's .tlv4.toml to run
     Trust(trust::Args),
 }
@@ -145,6 +148,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Abort(a) => decide::abort(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Trust(a) => trust::run(&ctx, a),
+        Command::Cost(a) => cost::run(&ctx, a),
     }
 }
 

@@ -1,0 +1,148 @@
+//! `git tlv4 cost`: what the agents of a session cost, summed from the run records
+//! (`runs/<TASK>/<attempt>/usage.json`) per role, task, agent and model.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::store::session_dir;
+
+use super::Ctx;
+
+/// Arguments of `cost`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Group by: role, task, agent or model (default: role, then agent and model)
+    #[arg(long, value_name = "KEY")]
+    pub by: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One run's usage, as recorded.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Run {
+    task: String,
+    role: String,
+    agent: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    seconds: f64,
+}
+
+/// Sums over a group of runs.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Total {
+    /// Runs counted.
+    pub runs: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Input tokens, where reported.
+    pub input_tokens: u64,
+    /// Output tokens, where reported.
+    pub output_tokens: u64,
+    /// US dollars, where reported.
+    pub cost_usd: f64,
+    /// Runs whose agent reported no cost.
+    pub unpriced: u64,
+}
+
+impl Total {
+    fn add(&mut self, r: &Run) {
+        self.runs += 1;
+        self.seconds += r.seconds;
+        self.input_tokens += r.input_tokens;
+        self.output_tokens += r.output_tokens;
+        match r.cost_usd {
+            Some(c) => self.cost_usd += c,
+            None => self.unpriced += 1,
+        }
+    }
+}
+
+const KEYS: [&str; 4] = ["role", "task", "agent", "model"];
+
+fn key(r: &Run, by: &str) -> String {
+    match by {
+        "role" => r.role.clone(),
+        "task" => r.task.clone(),
+        "agent" => r.agent.clone(),
+        _ => r.model.clone().unwrap_or_else(|| "-".into()),
+    }
+}
+
+pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
+    let groups: Vec<&str> = match args.by.as_deref() {
+        None => vec!["role", "agent", "model"],
+        Some(k) if KEYS.contains(&k) => vec![k],
+        Some(k) => {
+            return Err(Error::Invalid(format!(
+                "--by {k}: expected one of {}",
+                KEYS.join(", ")
+            )));
+        }
+    };
+    let (store, sid) = ctx.session()?;
+    let tip = store.tip(&sid)?;
+    let tree = store.commit_tree(tip)?;
+    let records = store.read_folder(tree, &format!("{}/runs", session_dir(&sid)), &[])?;
+    let mut runs = Vec::new();
+    for (path, bytes) in records.iter().filter(|(p, _)| p.ends_with("/usage.json")) {
+        let run: Run = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Invalid(format!("runs/{path} of session `{sid}` is not readable: {e}"))
+        })?;
+        runs.push(run);
+    }
+    let mut total = Total::default();
+    runs.iter().for_each(|r| total.add(r));
+    let mut tables: BTreeMap<&str, BTreeMap<String, Total>> = BTreeMap::new();
+    for by in &groups {
+        let table = tables.entry(by).or_default();
+        for r in &runs {
+            table.entry(key(r, by)).or_default().add(r);
+        }
+    }
+    if args.json {
+        ctx.ui.json(&serde_json::json!({ "session": sid, "total": total, "by": tables }));
+        return Ok(());
+    }
+    let mut out = String::new();
+    for by in &groups {
+        out.push_str(&format!(
+            "{:<22} {:>5} {:>9} {:>11} {:>11} {:>10}\n",
+            by.to_uppercase(),
+            "RUNS",
+            "SECONDS",
+            "IN TOKENS",
+            "OUT TOKENS",
+            "COST USD"
+        ));
+        for (name, t) in &tables[by] {
+            out.push_str(&line(name, t));
+        }
+        out.push('\n');
+    }
+    out.push_str(&line("total", &total));
+    if total.unpriced > 0 {
+        out.push_str(&format!(
+            "({} of {} runs reported no cost: the builtin agent, or a CLI that does not say)\n",
+            total.unpriced, total.runs
+        ));
+    }
+    ctx.ui.out(out.trim_end());
+    Ok(())
+}
+
+fn line(name: &str, t: &Total) -> String {
+    format!(
+        "{:<22} {:>5} {:>9.1} {:>11} {:>11} {:>10.4}\n",
+        name, t.runs, t.seconds, t.input_tokens, t.output_tokens, t.cost_usd
+    )
+}
