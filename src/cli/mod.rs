@@ -9,6 +9,7 @@ mod list;
 mod log;
 mod msg;
 mod pipelines;
+mod reset;
 mod resume;
 mod review;
 mod rollback;
@@ -90,6 +91,8 @@ pub enum Command {
     Demo(demo::Args),
     /// What the agents of a session cost: runs, time, tokens and dollars per role, task, agent, model
     Cost(cost::Args),
+    /// Discard a task's result (and its dependents'), revert the code it merged, run it again
+    Reset(reset::Args),
     /// Allow the agent programs named in this repository's .tlv4.toml to run
     Trust(trust::Args),
 }
@@ -149,6 +152,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),
+        Command::Reset(a) => reset::run(&ctx, a),
     }
 }
 

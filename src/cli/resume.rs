@@ -97,6 +97,20 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             "{e} runs on another host; left as it is (use --force to recover it)"
         ));
     }
+    // Commits a user made on a completed task's branch are a manual revision.
+    for a in crate::coordinator::reset::adopt_manual(&store, &sid)? {
+        let rerun: Vec<&str> = a.rerun.iter().map(|t| t.as_str()).collect();
+        ctx.ui.status(format!(
+            "adopted {} commit(s) of tlv4/{sid}.{} as a manual revision; to run again: {}",
+            a.commits,
+            a.task,
+            if rerun.is_empty() {
+                "nothing".to_owned()
+            } else {
+                rerun.join(", ")
+            }
+        ));
+    }
     if args.retry {
         let written = store.transact(&sid, |txn| {
             let back = crate::coordinator::revise::retry_failed(&mut txn.state);

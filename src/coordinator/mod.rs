@@ -5,6 +5,7 @@ pub mod analysis;
 pub mod complete;
 pub mod followup;
 pub mod pipeline;
+pub mod reset;
 pub mod revise;
 pub mod run;
 pub mod start;

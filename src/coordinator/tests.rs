@@ -57,7 +57,7 @@ fn deps(state: &State, task: &str) -> Vec<String> {
 fn plan(complexity: &str, tasks: &[(&str, &[&str])]) -> Vec<u8> {
     let tasks: Vec<serde_json::Value> = tasks
         .iter()
-        .map(|(t, d)| serde_json::json!({ "id": t, "title": format!("do {t}"), "files": [{"path": "src/lib.rs", "change": "modify"}], "depends_on": d }))
+        .map(|(t, d)| serde_json::json!({ "id": t, "title": format!("do {t}"), "files": [{"path": format!("src/{}.rs", t.to_lowercase()), "change": "modify"}], "depends_on": d }))
         .collect();
     serde_json::to_vec(&serde_json::json!({ "complexity": complexity, "tasks": tasks })).unwrap()
 }
@@ -470,4 +470,34 @@ fn medium_plans_keep_the_planners_file_order() {
     .unwrap();
     assert_eq!(deps(&s, "IMPL-002"), ["PLAN-001", "IMPL-001"]);
     assert_eq!(deps(&s, "IMPL-003"), ["PLAN-001"]);
+}
+
+#[test]
+fn medium_plans_serialise_tasks_whose_files_overlap() {
+    let mut s = state("impl-only", Supervision::Off);
+    complete(&mut s, &["PLAN-001"]);
+    let planner = s.tasks[&id("PLAN-001")].clone();
+    let file = |t: &str, f: &str| serde_json::json!({ "id": t, "title": t, "files": [{"path": f}], "depends_on": [] });
+    let p = serde_json::to_vec(&serde_json::json!({ "complexity": "Medium", "tasks": [
+        file("TASK-001", "src/lib.rs"), file("TASK-002", "src/other.rs"), file("TASK-003", "src/lib.rs"), file("TASK-004", "src"),
+    ] }))
+    .unwrap();
+    dispatch_impl(&mut s, &planner, &p).unwrap();
+    assert_eq!(deps(&s, "IMPL-001"), ["PLAN-001"]);
+    assert_eq!(deps(&s, "IMPL-002"), ["PLAN-001"]);
+    assert_eq!(deps(&s, "IMPL-003"), ["PLAN-001", "IMPL-001"]);
+    // A directory overlaps every file in it.
+    assert_eq!(
+        deps(&s, "IMPL-004"),
+        ["PLAN-001", "IMPL-001", "IMPL-002", "IMPL-003"]
+    );
+    assert_eq!(
+        s.control.implementation.as_ref().unwrap().serialized,
+        [
+            "IMPL-003 after IMPL-001",
+            "IMPL-004 after IMPL-001",
+            "IMPL-004 after IMPL-002",
+            "IMPL-004 after IMPL-003"
+        ]
+    );
 }

@@ -149,11 +149,15 @@ pub enum EventKind {
     SessionCompleted,
     /// The completion action ran (archive, keep, export).
     CompletionAction,
+    /// A task's result was discarded (and its dependents'), to run again.
+    TaskReset,
+    /// Commits a user made on a task branch were merged as a manual revision.
+    TaskAdopted,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 14] = [
+    pub const ALL: [EventKind; 16] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -168,6 +172,8 @@ impl EventKind {
         EventKind::TasksInterrupted,
         EventKind::SessionCompleted,
         EventKind::CompletionAction,
+        EventKind::TaskReset,
+        EventKind::TaskAdopted,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -187,6 +193,8 @@ impl EventKind {
             EventKind::TasksInterrupted => "tasks_interrupted",
             EventKind::SessionCompleted => "session_completed",
             EventKind::CompletionAction => "completion_action",
+            EventKind::TaskReset => "task_reset",
+            EventKind::TaskAdopted => "task_adopted",
         }
     }
 
@@ -207,6 +215,8 @@ impl EventKind {
             EventKind::TasksInterrupted => "interrupted",
             EventKind::SessionCompleted => "completed",
             EventKind::CompletionAction => "completion action",
+            EventKind::TaskReset => "reset",
+            EventKind::TaskAdopted => "manual revision adopted",
         }
     }
 }

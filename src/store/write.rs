@@ -29,7 +29,7 @@ pub struct Txn<'s> {
     pub tip: ObjectId,
     files: BTreeMap<String, Vec<u8>>,
     restore: Option<(ObjectId, StoredBytes)>,
-    merge: Option<(ObjectId, ObjectId)>,
+    merge: Option<(Option<ObjectId>, ObjectId)>,
     store: &'s Store,
 }
 
@@ -79,7 +79,14 @@ impl<'s> Txn<'s> {
     /// and `tree` (the merge of the session tip and `commit`, whose `.tlv4/` is the session's)
     /// the tree the state files are written into.
     pub fn merge(&mut self, commit: ObjectId, tree: ObjectId) {
-        self.merge = Some((commit, tree));
+        self.merge = Some((Some(commit), tree));
+    }
+
+    /// Makes `tree` (the tip's tree with other code, whose `.tlv4/` is the session's) the
+    /// tree the state files are written into: a change of code without a merge, such as a
+    /// reverted task.
+    pub fn replace_tree(&mut self, tree: ObjectId) {
+        self.merge = Some((None, tree));
     }
 
     /// Makes the new tree the tree of `commit` (an earlier event of this session); the event
@@ -202,7 +209,7 @@ impl Store {
                 (None, None) => (self.commit_tree(tip)?, stored),
             };
             let parents: Vec<ObjectId> =
-                std::iter::once(tip).chain(merge.map(|(c, _)| c)).collect();
+                std::iter::once(tip).chain(merge.and_then(|(c, _)| c)).collect();
             let commit = self.write_event(
                 sid, &parents, base_tree, &before, &mut state, &files, &event,
             )?;

@@ -588,13 +588,31 @@ fn an_existing_branch_is_reused_only_when_it_builds_on_the_session_tip() {
         .expect("the branch points at the base: nothing lost");
 
     let branch = task_ref(&repo.sid, &id("IMPL-001"));
+    // A branch whose commits the session has already (merged earlier) starts at the tip.
     repo.git(&["update-ref", &branch, "main"]);
+    let moved = TaskWorktree::create(&repo.store, &repo.sid, &id("IMPL-001"), repo.tip).unwrap();
+    assert_eq!(moved.base(), repo.tip);
+    assert_eq!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
+    drop(moved);
+
+    // A branch with commits the session does not have is not moved under anyone.
+    let side = repo.git(&["commit-tree", "main^{tree}", "-p", "main", "-m", "side work"]);
+    repo.git(&["update-ref", &branch, &side]);
     let err = TaskWorktree::create(&repo.store, &repo.sid, &id("IMPL-001"), repo.tip)
         .err()
-        .expect("main does not build on the session tip")
+        .expect("the side commit does not build on the session tip")
         .to_string();
     assert!(err.contains("does not build on the session tip"), "{err}");
-    assert_eq!(repo.listed(&branch), None);
+    assert_eq!(repo.git(&["rev-parse", &branch]), side);
+
+    // Before a new attempt, such work is set aside under a ref of its own and the branch
+    // starts at the tip.
+    let kept = crate::worktree::set_aside(&repo.store, &repo.sid, &id("IMPL-001"), repo.tip, 2)
+        .unwrap()
+        .expect("set aside");
+    assert_eq!(kept, format!("refs/tlv4/runs/{}/IMPL-001/1", repo.sid));
+    assert_eq!(repo.git(&["rev-parse", &kept]), side);
+    assert_eq!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
     repo.assert_untouched_and_sound();
 }
 
