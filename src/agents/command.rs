@@ -116,6 +116,11 @@ pub fn driver_for(name: &str, spec: &AgentSpec, repo_root: &Path) -> Result<Box<
             if let Some(cli) = super::presets::preset(d) {
                 return Ok(Box::new(CliDriver::new(name, spec, repo_root, cli)?));
             }
+            if d == "openai" {
+                return Ok(Box::new(super::openai::OpenAiDriver::new(
+                    name, spec, repo_root,
+                )?));
+            }
             if OTHER_DRIVERS.contains(&d) {
                 return Err(Error::state(
                     format!("agent `{name}`: the `{d}` driver is not available in this build"),
@@ -867,8 +872,10 @@ pub(crate) mod tests {
             e.contains("unknown driver `telepathy`") && e.contains("claude"),
             "{e}"
         );
-        s.driver = "openai".into();
+        s.driver = "replay".into();
         assert!(err(s.clone()).contains("not available in this build"));
+        s.driver = "openai".into();
+        assert!(err(s.clone()).contains("the `openai` driver needs `url`"));
         s = spec("command", "fake-command", &[]);
         s.timeout = Some("soon".into());
         assert!(err(s.clone()).contains("invalid duration `soon`"));

@@ -8,6 +8,7 @@
 pub mod builtin;
 pub mod command;
 pub mod config;
+pub mod openai;
 pub mod presets;
 pub mod process;
 pub mod prompt;
