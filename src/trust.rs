@@ -62,7 +62,10 @@ pub fn trust(root: &Path) -> Result<String> {
     let bytes = std::fs::read(&path)
         .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
     // A file that does not parse is not worth trusting.
-    Config::parse(&path.display().to_string(), &String::from_utf8_lossy(&bytes))?;
+    Config::parse(
+        &path.display().to_string(),
+        &String::from_utf8_lossy(&bytes),
+    )?;
     let id = blob_id(&bytes);
     crate::git::run(root, &["config", "--local", KEY, &id])?;
     Ok(id)

@@ -52,9 +52,9 @@ struct Snap {
 impl ReplayDriver {
     /// A driver replaying session `sid` of the repository at `repo_root`.
     pub fn new(name: &str, sid: &str, repo_root: &Path) -> Result<ReplayDriver> {
-        let sid: SessionId = sid.parse().map_err(|_| {
-            Error::Invalid(format!("agent `{name}`: `{sid}` is not a session id"))
-        })?;
+        let sid: SessionId = sid
+            .parse()
+            .map_err(|_| Error::Invalid(format!("agent `{name}`: `{sid}` is not a session id")))?;
         let store = Store::discover(repo_root)?;
         let tip = store
             .try_ref(&session_ref(&sid))?
@@ -160,10 +160,9 @@ impl Driver for ReplayDriver {
             }
         };
         for (path, id) in listed {
-            let id: ObjectId = id
-                .as_str()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| Error::Invalid(format!("bad blob id for {path} in {task}/{attempt}")))?;
+            let id: ObjectId = id.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+                Error::Invalid(format!("bad blob id for {path} in {task}/{attempt}"))
+            })?;
             let blob = store
                 .repo()
                 .find_blob(id)
@@ -217,7 +216,13 @@ fn apply(repo_dir: &Path, parent: &str, commit: &str, workdir: &Path) -> Result<
         c
     };
     let diff = git(repo_dir)
-        .args(["diff", "--binary", "--no-renames", "--no-ext-diff", "--no-color"])
+        .args([
+            "diff",
+            "--binary",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-color",
+        ])
         .args([parent, commit, "--", ".", ":(exclude).tlv4"])
         .stdin(Stdio::null())
         .output()

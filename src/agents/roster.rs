@@ -99,8 +99,7 @@ impl Roster {
             if let Some(d) = made.get(name) {
                 return Ok(Arc::clone(d));
             }
-            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name))
-            {
+            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name)) {
                 (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
                 (None, Some(spec)) => {
                     if spec.driver != "builtin" {

@@ -96,7 +96,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let mut runs = Vec::new();
     for (path, bytes) in records.iter().filter(|(p, _)| p.ends_with("/usage.json")) {
         let run: Run = serde_json::from_slice(bytes).map_err(|e| {
-            Error::Invalid(format!("runs/{path} of session `{sid}` is not readable: {e}"))
+            Error::Invalid(format!(
+                "runs/{path} of session `{sid}` is not readable: {e}"
+            ))
         })?;
         runs.push(run);
     }
@@ -110,7 +112,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         }
     }
     if args.json {
-        ctx.ui.json(&serde_json::json!({ "session": sid, "total": total, "by": tables }));
+        ctx.ui
+            .json(&serde_json::json!({ "session": sid, "total": total, "by": tables }));
         return Ok(());
     }
     let mut out = String::new();

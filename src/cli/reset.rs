@@ -28,8 +28,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     ));
     if !reset.reverted.is_empty() {
         let r: Vec<&str> = reset.reverted.iter().map(|t| t.as_str()).collect();
-        ctx.ui
-            .status(format!("the code they merged was reverted: {}", r.join(", ")));
+        ctx.ui.status(format!(
+            "the code they merged was reverted: {}",
+            r.join(", ")
+        ));
     }
     drive(ctx, &store, &sid, &args.run)
 }

@@ -39,7 +39,10 @@ pub fn reset(store: &Store, sid: &SessionId, target: &TaskId) -> Result<Reset> {
                     task.status.as_str()
                 ),
                 Some(match task.status {
-                    TaskStatus::InProgress => "wait for it to finish, or `git tlv4 resume` if its process is gone".to_owned(),
+                    TaskStatus::InProgress => {
+                        "wait for it to finish, or `git tlv4 resume` if its process is gone"
+                            .to_owned()
+                    }
                     _ => "it has not run yet: nothing to discard".to_owned(),
                 }),
             ));
@@ -47,7 +50,9 @@ pub fn reset(store: &Store, sid: &SessionId, target: &TaskId) -> Result<Reset> {
         if txn.state.session.status == SessionStatus::Aborted {
             return Err(Error::state(
                 format!("session `{sid}` is aborted"),
-                Some(format!("fork it to continue: git tlv4 fork --session {sid} --at EVENT")),
+                Some(format!(
+                    "fork it to continue: git tlv4 fork --session {sid} --at EVENT"
+                )),
             ));
         }
         let affected = downstream(&txn.state, target);
@@ -117,7 +122,14 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
         }
         let touched = crate::git::run(
             store.workdir(),
-            &["diff", "--name-only", &merged.to_string(), &branch_tip.to_string(), "--", ".tlv4"],
+            &[
+                "diff",
+                "--name-only",
+                &merged.to_string(),
+                &branch_tip.to_string(),
+                "--",
+                ".tlv4",
+            ],
         )?;
         if !touched.trim().is_empty() {
             return Err(Error::state(
@@ -262,7 +274,9 @@ fn revert_code(
         }
         let repo = store.repo();
         let what = format!("cannot revert the change of {id}");
-        let options = repo.tree_merge_options().map_err(|e| Error::git(&what, e))?;
+        let options = repo
+            .tree_merge_options()
+            .map_err(|e| Error::git(&what, e))?;
         let labels = gix::merge::blob::builtin_driver::text::Labels {
             ancestor: None,
             current: Some(BStr::new("session")),

@@ -303,7 +303,9 @@ impl Runner<'_> {
         let sid = self.sid.clone();
         let written = self.store.transact(&sid, |txn| {
             notes.clear();
-            let Ok(task) = txn.state.task(id) else { return Ok(None) };
+            let Ok(task) = txn.state.task(id) else {
+                return Ok(None);
+            };
             if task.status != TaskStatus::InProgress {
                 return Ok(None);
             }
@@ -321,7 +323,8 @@ impl Runner<'_> {
                     }
                     MergeOutcome::Conflict { paths, detail } => {
                         output.outcome = Outcome::Failed(format!(
-                            "its change conflicts with the session in {}", paths.join(", ")
+                            "its change conflicts with the session in {}",
+                            paths.join(", ")
                         ));
                         extra.push(("Conflict".into(), paths.join(",")));
                         conflict = Some(detail);
@@ -342,20 +345,35 @@ impl Runner<'_> {
             }
             let t = txn.state.task_mut(id)?;
             t.owner = None;
-            t.status = if completed { TaskStatus::Completed } else { TaskStatus::Failed };
+            t.status = if completed {
+                TaskStatus::Completed
+            } else {
+                TaskStatus::Failed
+            };
             t.result = Some(TaskResult {
                 summary: output.summary.clone(),
-                reason: match &output.outcome { Outcome::Failed(r) => Some(r.clone()), Outcome::Completed => None },
-                artifacts: if completed { output.files.iter().map(|(p, _)| p.clone()).collect() } else { Vec::new() },
+                reason: match &output.outcome {
+                    Outcome::Failed(r) => Some(r.clone()),
+                    Outcome::Completed => None,
+                },
+                artifacts: if completed {
+                    output.files.iter().map(|(p, _)| p.clone()).collect()
+                } else {
+                    Vec::new()
+                },
                 finished_at: crate::clock::now_rfc3339(),
             });
             if let Some(detail) = &conflict {
                 match revise::conflict_revision(&mut txn.state, id, detail)? {
                     Some(r) => {
-                        notes.push(format!("{id} conflicts with the session: revision {r} created"));
+                        notes.push(format!(
+                            "{id} conflicts with the session: revision {r} created"
+                        ));
                         extra.push(("Revision".into(), r.to_string()));
                     }
-                    None => notes.push(format!("{id} conflicts with the session again; no more revisions")),
+                    None => notes.push(format!(
+                        "{id} conflicts with the session again; no more revisions"
+                    )),
                 }
             }
             let mut warnings = result.warnings.clone();
@@ -371,32 +389,63 @@ impl Runner<'_> {
                 }
                 if let Some(fix) = &result.fix {
                     let ids = followup::fix_iteration(&mut txn.state, &task, fix);
-                    notes.push(format!("test pass rate {:.0}%: fix iteration {}", fix.pass_rate, ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(", ")));
-                    extra.push(("Fix".into(), ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",")));
+                    notes.push(format!(
+                        "test pass rate {:.0}%: fix iteration {}",
+                        fix.pass_rate,
+                        ids.iter()
+                            .map(TaskId::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    extra.push((
+                        "Fix".into(),
+                        ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
+                    ));
                 }
                 if task.role == "planner" {
-                    if let Some(plan) = output.files.iter().find(|(p, _)| p == "plan/plan.json").map(|(_, b)| b.clone()) {
+                    if let Some(plan) = output
+                        .files
+                        .iter()
+                        .find(|(p, _)| p == "plan/plan.json")
+                        .map(|(_, b)| b.clone())
+                    {
                         let ids = followup::dispatch_impl(&mut txn.state, &task, &plan)?;
-                        notes.push(format!("implementation dispatched: {}", ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(", ")));
-                        extra.push(("Dispatched".into(), ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(",")));
+                        notes.push(format!(
+                            "implementation dispatched: {}",
+                            ids.iter()
+                                .map(TaskId::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                        extra.push((
+                            "Dispatched".into(),
+                            ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
+                        ));
                     }
                 }
                 if let Some((round, d)) = &result.discuss {
                     for (p, b) in &d.files {
                         txn.write_file(p, b.clone())?;
                     }
-                    txn.state.control.verdicts.insert(round.clone(), d.verdict.clone());
+                    txn.state
+                        .control
+                        .verdicts
+                        .insert(round.clone(), d.verdict.clone());
                     extra.push(("Discuss".into(), format!("{round} {}", d.verdict.verdict)));
                     match revise::route_discuss(&mut txn.state, &task, round, d)? {
                         revise::DiscussRoute::Continue => {}
                         revise::DiscussRoute::Warn(lines) => warnings.extend(lines),
-                        revise::DiscussRoute::Revised(r) => notes.push(format!("{round} diverged: revision {r} created")),
+                        revise::DiscussRoute::Revised(r) => {
+                            notes.push(format!("{round} diverged: revision {r} created"))
+                        }
                     }
                 }
                 followup::pause_if_needed(&mut txn.state, &task);
             }
             if !warnings.is_empty() {
-                let mut issues = txn.read_file(&sid, "wisdom/issues.md")?.unwrap_or_else(|| b"# Issues\n".to_vec());
+                let mut issues = txn
+                    .read_file(&sid, "wisdom/issues.md")?
+                    .unwrap_or_else(|| b"# Issues\n".to_vec());
                 for w in &warnings {
                     issues.extend_from_slice(format!("- [{id}] {w}\n").as_bytes());
                 }
@@ -412,7 +461,11 @@ impl Runner<'_> {
                 Outcome::Completed => output.summary.clone(),
                 Outcome::Failed(r) => r.clone(),
             };
-            let kind = if completed { EventKind::TaskCompleted } else { EventKind::TaskFailed };
+            let kind = if completed {
+                EventKind::TaskCompleted
+            } else {
+                EventKind::TaskFailed
+            };
             let mut event = Event::task(kind, t, summary);
             event.extra = extra;
             Ok(Some(event))
@@ -640,7 +693,11 @@ fn write_run_record(
         .iter()
         .map(|(p, b)| (p.clone(), serde_json::Value::String(blob(b))))
         .collect();
-    let usage = result.run.as_ref().map(|r| r.usage.clone()).unwrap_or_default();
+    let usage = result
+        .run
+        .as_ref()
+        .map(|r| r.usage.clone())
+        .unwrap_or_default();
     let model = usage.model.clone();
     let record = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,

@@ -72,7 +72,11 @@ impl WorkResult {
 }
 
 /// Runs one task.
-pub(crate) fn work(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
+pub(crate) fn work(
+    roster: &Roster,
+    input: &TaskInput,
+    qctx: &QualityContext,
+) -> Result<WorkResult> {
     let mut result = if quality::ROLES.contains(&input.task.role.as_str()) {
         let q = quality::run(input, qctx)?;
         WorkResult {
@@ -90,7 +94,8 @@ pub(crate) fn work(roster: &Roster, input: &TaskInput, qctx: &QualityContext) ->
         run_agent(roster, input, qctx)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
-        result.discuss = quality::discuss(round, input, &result.output)?.map(|d| (round.clone(), d));
+        result.discuss =
+            quality::discuss(round, input, &result.output)?.map(|d| (round.clone(), d));
     }
     Ok(result)
 }
@@ -113,7 +118,8 @@ fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Resul
         let store = Store::from_repo(qctx.repo.to_thread_local())?;
         let sid = &input.session.id;
         if writes_code(&task.role) {
-            if let Some(kept) = worktree::set_aside(&store, sid, &task.id, qctx.tip, task.attempts)? {
+            if let Some(kept) = worktree::set_aside(&store, sid, &task.id, qctx.tip, task.attempts)?
+            {
                 notes.push(format!(
                     "{}: the unmerged work of an earlier attempt is kept at {kept}",
                     task.id

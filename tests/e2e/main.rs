@@ -3,6 +3,7 @@
 
 mod common;
 
+mod agents;
 mod bad_input;
 mod commands;
 mod concurrency;

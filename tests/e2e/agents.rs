@@ -1,0 +1,464 @@
+//! Real agent programs through the coordinator: trust, task worktrees merged as real merges,
+//! conflicts turned into revisions, hostile agents, run records, cost, replay, reset and
+//! manual revisions — all checked with git.
+
+use std::path::Path;
+
+use crate::common::TestRepo;
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/agents")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A repository whose executor is the scripted agent with `env`, trusted, and a pipeline
+/// `wide` of `n` independent IMPL tasks.
+fn scripted(n: usize, env: &[(&str, &str)]) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(n);
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = \"{v}\"")).collect();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"3s\"\nenv = {{ {} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            env.join(", ")
+        ),
+    );
+    repo.ok(&["trust"]);
+    repo
+}
+
+fn start(repo: &TestRepo, text: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+    ];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--max-parallel") {
+        args.extend_from_slice(&["--max-parallel", "4"]);
+    }
+    args.push(text);
+    repo.ok(&args).lines().next().unwrap().trim().to_owned()
+}
+
+fn status(repo: &TestRepo, sid: &str) -> serde_json::Value {
+    repo.json(&["--session", sid, "status", "--json"])
+}
+
+fn parents(repo: &TestRepo, rev: &str) -> usize {
+    repo.git(&["rev-list", "--parents", "-n", "1", rev])
+        .split_whitespace()
+        .count()
+        - 1
+}
+
+/// Only the user's own checkout is left; the user's HEAD, index and files are untouched.
+fn no_checkout_left(repo: &TestRepo) {
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    assert_eq!(
+        repo.git(&["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
+    let dirty = repo.git(&["status", "--porcelain", "--untracked-files=no"]);
+    assert!(dirty.is_empty(), "{dirty}");
+}
+
+fn tip_files(repo: &TestRepo, sid: &str) -> Vec<String> {
+    repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")])
+        .lines()
+        .filter(|l| !l.starts_with(".tlv4/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_config_naming_programs_runs_only_once_trusted() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    let before = repo.snapshot();
+    let err = repo.fails(&["start", "--pipeline", "wide", "--yes", "x"], 1);
+    assert!(
+        err.contains("not trusted yet") && err.contains("git tlv4 trust"),
+        "{err}"
+    );
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "an untrusted start changes nothing"
+    );
+    assert!(repo.ok(&["trust", "--show"]).contains("NOT trusted"));
+
+    let out = repo.ok(&["trust"]);
+    assert!(out.contains("scripted: command"), "{out}");
+    assert!(repo.ok(&["trust", "--show"]).contains("is trusted"));
+    // The trust lives in the repository's own config, never in a tracked file.
+    assert!(
+        !repo
+            .git(&["config", "--local", "tlv4.trusted"])
+            .trim()
+            .is_empty()
+    );
+
+    // Any change to the file needs a new trust.
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nargs = [\"--x\"]\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    let err = repo.fails(&["start", "--pipeline", "wide", "--yes", "x"], 1);
+    assert!(err.contains("changed since you trusted it"), "{err}");
+    // A driver named on the command line needs no trust; the builtin agent none either.
+    repo.ok(&[
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--agent",
+        "builtin",
+        "--completion",
+        "keep",
+        "y",
+    ]);
+}
+
+#[test]
+fn code_tasks_run_in_worktrees_and_merge_as_real_merges() {
+    let repo = scripted(3, &[]);
+    let sid = start(&repo, "three code tasks", &[]);
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "completed", "{s}");
+    let files = tip_files(&repo, &sid);
+    for t in ["IMPL-001", "IMPL-002", "IMPL-003"] {
+        assert!(files.contains(&format!("scripted-{t}.txt")), "{files:?}");
+        // The completion is a merge of the task branch, whose tip is the snapshot.
+        let branch = format!("tlv4/{sid}.{t}");
+        let snapshot = repo.git(&["rev-parse", &branch]).trim().to_owned();
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", &snapshot]).trim(),
+            format!("{t}: snapshot (executor)")
+        );
+        let merge = repo
+            .git(&[
+                "log",
+                "--format=%H",
+                "--grep",
+                &format!("Tlv4-Merged: {snapshot}"),
+                &format!("tlv4/{sid}"),
+            ])
+            .trim()
+            .to_owned();
+        assert!(!merge.is_empty(), "no merge event for {t}");
+        assert_eq!(parents(&repo, &merge), 2);
+        assert_eq!(
+            repo.git(&["rev-parse", &format!("{merge}^2")]).trim(),
+            snapshot
+        );
+        // The run record: prompt, answer, usage, result with the snapshot.
+        let dir = format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/{t}/1");
+        let prompt = repo.git(&["show", &format!("{dir}/prompt.md")]);
+        assert!(prompt.contains(t), "{prompt}");
+        assert!(
+            repo.git(&["show", &format!("{dir}/answer.txt")])
+                .contains("```json")
+        );
+        let usage: serde_json::Value =
+            serde_json::from_str(&repo.git(&["show", &format!("{dir}/usage.json")])).unwrap();
+        assert_eq!(usage["agent"], "scripted");
+        let result: serde_json::Value =
+            serde_json::from_str(&repo.git(&["show", &format!("{dir}/result.json")])).unwrap();
+        assert_eq!(result["snapshot"]["commit"], snapshot.as_str());
+    }
+    let lock = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/roles.lock"),
+    ]);
+    assert!(lock.contains("roles/executor.md builtin"), "{lock}");
+    no_checkout_left(&repo);
+    repo.fsck();
+
+    let cost = repo.json(&["--session", &sid, "cost", "--by", "agent", "--json"]);
+    assert_eq!(cost["by"]["agent"]["scripted"]["runs"], 3, "{cost}");
+}
+
+#[test]
+fn parallel_tasks_that_conflict_become_revisions_that_merge() {
+    let repo = scripted(
+        2,
+        &[
+            ("SCRIPTED_FILE", "shared.txt"),
+            ("SCRIPTED_MODE", "sleep"),
+            ("SCRIPTED_SLEEP", "0.3"),
+        ],
+    );
+    let sid = start(&repo, "two tasks, one file", &[]);
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "completed", "{}", s["control"]);
+    let ids: Vec<&str> = s["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let revision = ids
+        .iter()
+        .find(|i| i.ends_with("-R1"))
+        .unwrap_or_else(|| panic!("no revision in {ids:?}"));
+    let original = revision.trim_end_matches("-R1");
+    let t = repo.task(&sid, original);
+    assert_eq!(t["status"], "failed");
+    assert!(
+        t["result"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("conflicts with the session in shared.txt"),
+        "{t}"
+    );
+    assert!(
+        repo.task(&sid, revision)["description"]
+            .as_str()
+            .unwrap()
+            .contains("merge conflict"),
+    );
+    // The revision redid the change on top of the other task's: its version is merged.
+    let shared = repo.git(&["show", &format!("tlv4/{sid}:shared.txt")]);
+    assert_eq!(shared, format!("{revision} was here\n"));
+    let conflicts = repo.trailers(&format!("tlv4/{sid}"), "Tlv4-Conflict");
+    assert_eq!(conflicts, ["shared.txt"]);
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+#[test]
+fn tasks_run_one_at_a_time_build_on_each_other() {
+    let repo = scripted(2, &[("SCRIPTED_FILE", "shared.txt")]);
+    let sid = start(&repo, "sequential on purpose", &["--max-parallel", "1"]);
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "completed");
+    // One at a time: the second forked from the first's merge, so nothing conflicted.
+    assert!(
+        repo.trailers(&format!("tlv4/{sid}"), "Tlv4-Conflict")
+            .is_empty()
+    );
+    assert_eq!(s["progress"]["completed"], 2);
+}
+
+#[test]
+fn hostile_agents_take_nothing_and_lose_nothing() {
+    let repo = scripted(
+        8,
+        &[(
+            "SCRIPTED_MODE",
+            "IMPL-001=escape,IMPL-002=symlink,IMPL-003=dotgit,IMPL-004=binary,IMPL-005=tlv4,IMPL-006=hang,IMPL-007=crash,IMPL-008=invalid_json",
+        )],
+    );
+    let sid = start(&repo, "hostile agents", &["--max-parallel", "8"]);
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
+    assert_eq!(s["control"]["pause"]["kind"], "stalled");
+    let reason = |t: &str| {
+        let t = repo.task(&sid, t);
+        format!("{} {}", t["status"], t["result"]["reason"])
+    };
+    // Outside the worktree is not ours to take: the task's own file is merged, the stray
+    // one is never in the session.
+    assert!(
+        reason("IMPL-001").starts_with("\"completed\""),
+        "{}",
+        reason("IMPL-001")
+    );
+    let r = reason("IMPL-002");
+    assert!(
+        r.contains("failed") && r.contains("leak") && r.contains("refused"),
+        "{r}"
+    );
+    let r = reason("IMPL-003");
+    assert!(r.contains("failed") && r.contains("vendor/.git"), "{r}");
+    // Binary files are code like any other.
+    assert!(
+        reason("IMPL-004").starts_with("\"completed\""),
+        "{}",
+        reason("IMPL-004")
+    );
+    // Writes under .tlv4/ are left out; the rest is taken.
+    assert!(
+        reason("IMPL-005").starts_with("\"completed\""),
+        "{}",
+        reason("IMPL-005")
+    );
+    let r = reason("IMPL-006");
+    assert!(
+        r.contains("failed") && r.contains("did not finish within 3s"),
+        "{r}"
+    );
+    let r = reason("IMPL-007");
+    assert!(
+        r.contains("failed") && r.contains("killed by signal 11"),
+        "{r}"
+    );
+    let r = reason("IMPL-008");
+    assert!(
+        r.contains("failed") && r.contains("rejected 3 times"),
+        "{r}"
+    );
+    // The raw answer of the broken contract is kept in the run record.
+    let raw = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/IMPL-008/1/answer.txt"),
+    ]);
+    assert!(raw.contains("\"state_update\": {,}"), "{raw}");
+
+    let files = tip_files(&repo, &sid);
+    assert!(
+        files.contains(&"scripted-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    assert!(files.contains(&"blob-IMPL-004.bin".to_owned()), "{files:?}");
+    for bad in ["leak", "vendor/.git/config", "escaped-IMPL-001.txt"] {
+        assert!(
+            !files.iter().any(|f| f.ends_with(bad)),
+            "{bad} in {files:?}"
+        );
+    }
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")])
+            .lines()
+            .all(|l| !l.contains("forged")),
+        "a worker's .tlv4 write reached the session"
+    );
+    let bin = repo
+        .git_cmd(&["cat-file", "blob", &format!("tlv4/{sid}:blob-IMPL-004.bin")])
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(bin.len(), 4096);
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+#[test]
+fn replay_reproduces_a_recorded_session_without_any_agent() {
+    let repo = scripted(2, &[]);
+    let a = start(&repo, "recorded", &[]);
+    // The agent is gone: replay must not need it.
+    repo.write(
+        ".tlv4.toml",
+        "[agents.scripted]\ndriver = \"command\"\nprogram = \"/nonexistent/agent\"\n[roles]\nexecutor = \"scripted\"\n",
+    );
+    let b = start(&repo, "replayed", &["--replay", &a]);
+    assert_eq!(status(&repo, &b)["session"]["status"], "completed");
+    for t in ["IMPL-001", "IMPL-002"] {
+        let file = format!("scripted-{t}.txt");
+        assert_eq!(
+            repo.git(&["rev-parse", &format!("tlv4/{a}:{file}")]),
+            repo.git(&["rev-parse", &format!("tlv4/{b}:{file}")])
+        );
+        let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+            "show",
+            &format!("tlv4/{b}:.tlv4/sessions/{b}/runs/{t}/1/usage.json"),
+        ]))
+        .unwrap();
+        assert_eq!(usage["agent"], "replay");
+    }
+    // A task the recorded session never ran fails clearly.
+    repo.wide_pipeline(3);
+    let c = start(&repo, "no such records", &["--replay", &a]);
+    let s = status(&repo, &c);
+    assert_eq!(s["session"]["status"], "paused");
+    assert!(
+        s["control"]["pause"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no recorded run of IMPL-003"),
+        "{}",
+        s["control"]
+    );
+    repo.fsck();
+}
+
+#[test]
+fn reset_reverts_and_reruns_and_manual_commits_are_adopted() {
+    let repo = scripted(2, &[]);
+    let sid = start(&repo, "reset me", &[]);
+    let before = repo.git(&["rev-parse", &format!("tlv4/{sid}")]);
+
+    repo.ok(&["--session", &sid, "reset", "IMPL-001", "--no-run"]);
+    let reset = format!("tlv4/{sid}");
+    assert_eq!(repo.trailers(&reset, "Tlv4-Event")[0], "task_reset");
+    assert!(!tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
+    assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-002.txt".to_owned()));
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    // History is kept: the earlier completion is still an ancestor.
+    repo.git(&["merge-base", "--is-ancestor", before.trim(), &reset]);
+
+    repo.ok(&["--session", &sid, "resume", "--completion", "keep"]);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
+    assert_eq!(repo.task(&sid, "IMPL-001")["attempts"], 2);
+
+    // A user fixes IMPL-002 by hand on its branch, in a checkout of their own.
+    let wt = tempfile::tempdir().unwrap();
+    let wt_path = wt.path().join("fix");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt_path.to_str().unwrap(),
+        &format!("tlv4/{sid}.IMPL-002"),
+    ]);
+    std::fs::write(wt_path.join("scripted-IMPL-002.txt"), "fixed by hand\n").unwrap();
+    let git_in = |args: &[&str]| {
+        let out = crate::common::hermetic("git", &wt_path, repo.home.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git_in(&["commit", "-qam", "Fix IMPL-002 by hand"]);
+    let err = repo.ok(&["--session", &sid, "resume", "--completion", "keep"]);
+    let _ = err;
+    let tip = format!("tlv4/{sid}");
+    let events = repo.trailers(&tip, "Tlv4-Event");
+    assert!(events.contains(&"task_adopted".to_owned()), "{events:?}");
+    assert_eq!(
+        repo.git(&["show", &format!("{tip}:scripted-IMPL-002.txt")]),
+        "fixed by hand\n"
+    );
+    let adopted = repo
+        .git(&[
+            "log",
+            "--format=%H",
+            "--grep",
+            "Tlv4-Event: task_adopted",
+            &tip,
+        ])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(parents(&repo, &adopted), 2);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    repo.git(&["worktree", "remove", wt_path.to_str().unwrap()]);
+    repo.fsck();
+}
