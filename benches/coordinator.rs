@@ -1,6 +1,10 @@
 //! Orchestration overhead per task: a 100-task pipeline run end to end with an agent that
 //! does nothing, divided by 100. Everything but the agent is real: claims, result events,
 //! message-bus notes, run records, the scheduling loop.
+//!
+//! Parallelism: 8 independent tasks whose agent sleeps 1 s, in process and as a real
+//! `command` agent in task worktrees (create, snapshot, merge, remove): close to 1 s of wall
+//! time each run means the 8 ran side by side.
 
 use std::path::Path;
 use std::process::Command;
@@ -8,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use git_tlv4::agents::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
 use git_tlv4::agents::roster::Roster;
+use git_tlv4::agents::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
 use git_tlv4::coordinator::run::{self, RunEnd};
 use git_tlv4::coordinator::{StartOptions, start};
 use git_tlv4::store::Store;
@@ -43,6 +47,38 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(ok, "git {args:?}");
 }
 
+/// Sleeps a second, then completes with nothing to show.
+struct Sleeper;
+
+impl Agent for Sleeper {
+    fn name(&self) -> &str {
+        "sleeper"
+    }
+    fn run(&self, input: &TaskInput) -> git_tlv4::Result<TaskOutput> {
+        std::thread::sleep(Duration::from_secs(1));
+        Idle.run(input)
+    }
+}
+
+/// `n` independent executor tasks.
+fn wide_toml(n: usize) -> String {
+    let mut t = String::from(
+        "schema = 1\n[role.executor]\nprefix = \"IMPL\"\ninner_loop = false\nsummary = \"x\"\n",
+    );
+    let mut list = Vec::new();
+    for i in 1..=n {
+        t.push_str(&format!(
+            "[task.IMPL-{i:03}]\nrole = \"executor\"\nphase = \"implementation\"\npriority = \"P0\"\npurpose = \"p\"\nsuccess = \"s\"\nsteps = []\nexpected = \"e\"\nconstraints = \"c\"\n"
+        ));
+        list.push(format!("{{ id = \"IMPL-{i:03}\" }}"));
+    }
+    t.push_str(&format!(
+        "[pipeline.bench]\nsummary = \"bench\"\ntasks = [{}]\n",
+        list.join(", ")
+    ));
+    t
+}
+
 /// 100 executor tasks as 10 independent chains of 10.
 fn pipelines_toml() -> String {
     let mut t = String::from(
@@ -70,6 +106,10 @@ fn pipelines_toml() -> String {
 }
 
 fn repo() -> tempfile::TempDir {
+    repo_with(&pipelines_toml())
+}
+
+fn repo_with(pipelines: &str) -> tempfile::TempDir {
     let root = if Path::new("/dev/shm").is_dir() {
         tempfile::tempdir_in("/dev/shm")
     } else {
@@ -83,12 +123,62 @@ fn repo() -> tempfile::TempDir {
     git(dir.path(), &["add", "README.md"]);
     git(dir.path(), &["commit", "-q", "-m", "init"]);
     std::fs::create_dir_all(dir.path().join(".tlv4/specs")).unwrap();
-    std::fs::write(
-        dir.path().join(".tlv4/specs/pipelines.toml"),
-        pipelines_toml(),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join(".tlv4/specs/pipelines.toml"), pipelines).unwrap();
     dir
+}
+
+/// Runs the `bench` pipeline of a fresh repository with `roster` and returns the loop's time.
+fn timed_run(pipelines: &str, roster: impl Fn(&Path) -> Roster, parallel: u32) -> Duration {
+    let dir = repo_with(pipelines);
+    let store = Store::discover(dir.path()).unwrap();
+    let opts = StartOptions {
+        pipeline: Some("bench".into()),
+        max_parallel: Some(parallel),
+        completion: Some("keep".into()),
+        ..StartOptions::default()
+    };
+    let (sid, _) = start(&store, "bench run", &opts).unwrap();
+    let roster = roster(dir.path());
+    let began = Instant::now();
+    let end = run::run(&store, &sid, roster, &mut |_| {}).unwrap();
+    let took = began.elapsed();
+    assert!(matches!(end, RunEnd::Completed), "{end:?}");
+    took
+}
+
+fn parallel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parallel");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(25));
+    let wide = wide_toml(8);
+    group.bench_function("8_tasks_sleep_1s_in_process", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| timed_run(&wide, |_| Roster::of_agent(Arc::new(Sleeper)), 8))
+                .sum()
+        })
+    });
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/scripted-agent");
+    let config = format!(
+        "[agents.sleeper]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ SCRIPTED_MODE = \"sleep\", SCRIPTED_SLEEP = \"1\" }}\n[roles]\nexecutor = \"sleeper\"\n",
+        agent.display()
+    );
+    let config = git_tlv4::config::Config::parse("bench.toml", &config).unwrap();
+    group.bench_function("8_tasks_sleep_1s_command_agent_in_worktrees", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    timed_run(
+                        &wide,
+                        |root| Roster::load(&config, &Default::default(), root).expect("a roster"),
+                        8,
+                    )
+                })
+                .sum()
+        })
+    });
+    group.finish();
 }
 
 fn overhead(c: &mut Criterion) {
@@ -110,7 +200,8 @@ fn overhead(c: &mut Criterion) {
                 };
                 let (sid, _) = start(&store, "bench run", &opts).unwrap();
                 let began = Instant::now();
-                let end = run::run(&store, &sid, Roster::of_agent(Arc::new(Idle)), &mut |_| {}).unwrap();
+                let end =
+                    run::run(&store, &sid, Roster::of_agent(Arc::new(Idle)), &mut |_| {}).unwrap();
                 total += began.elapsed();
                 assert!(matches!(end, RunEnd::Completed), "{end:?}");
             }
@@ -120,5 +211,5 @@ fn overhead(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, overhead);
+criterion_group!(benches, overhead, parallel);
 criterion_main!(benches);

@@ -88,7 +88,12 @@ pub fn set_aside(
         }
         n += 1;
     };
-    store.update_ref(&branch, tip, from, &format!("git-tlv4: attempt {attempt} of {task}"))?;
+    store.update_ref(
+        &branch,
+        tip,
+        from,
+        &format!("git-tlv4: attempt {attempt} of {task}"),
+    )?;
     Ok(Some(keep))
 }
 
@@ -456,7 +461,12 @@ fn existing_branch(store: &Store, branch: &str, from: ObjectId) -> Result<Object
     if base == Some(tip) {
         // Everything on the branch is in the session already (a merged earlier run): start
         // from the session tip.
-        store.update_ref(branch, tip, from, "git-tlv4: task branch to the session tip")?;
+        store.update_ref(
+            branch,
+            tip,
+            from,
+            "git-tlv4: task branch to the session tip",
+        )?;
         return Ok(from);
     }
     Err(Error::state(
@@ -564,6 +574,34 @@ impl ReadOnlyView {
     }
 }
 
+/// Serialises this process's `git worktree add` and `remove`: git reads every registered
+/// worktree while adding one, and fails on one that another thread is half-way through
+/// creating.
+static ADMIN: Mutex<()> = Mutex::new(());
+
+/// `git worktree add …`, one at a time in this process, retried a few times when another
+/// process's half-made worktree got in the way.
+fn add_worktree(dir: &Path, args: &[&str]) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        let done = {
+            let _admin = ADMIN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            crate::git::run(dir, args)
+        };
+        match done {
+            Err(Error::Git(msg))
+                if tries < 5 && msg.contains("/worktrees/") && msg.contains("failed to read") =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20 * tries));
+            }
+            other => return other.map(|_| ()),
+        }
+    }
+}
+
 /// Adds or removes the write permission of every file and directory under `root` (not the
 /// root's `.git` file, not through symlinks). Directories are made writable before their
 /// contents and read-only after them.
@@ -666,7 +704,7 @@ impl Checkout {
             path_str,
         ];
         args.extend_from_slice(target);
-        crate::git::run(parent.path(), &args)?;
+        add_worktree(parent.path(), &args)?;
         let gitfile = std::fs::read_to_string(path.join(".git"))
             .map_err(|e| Error::io("cannot read the `.git` file of a new worktree", e))?;
         let admin = gitfile
@@ -714,13 +752,19 @@ impl Checkout {
             all.extend_from_slice(args);
             crate::git::run(&self.common_dir, &all)
         };
+        let _admin = ADMIN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Fails only when it is not locked (any more), which is what is wanted.
         let _ = run(&["worktree", "unlock", path]);
         let removed = run(&["worktree", "remove", "--force", path]);
-        let pruned = run(&["worktree", "prune"]);
         self.live = false;
-        removed?;
-        pruned?;
+        if removed.is_err() {
+            // Its directory may be gone already: drop the registration. (Not on the normal
+            // path: a prune racing another process's `worktree add` can drop that one.)
+            run(&["worktree", "prune"])?;
+            removed?;
+        }
         Ok(())
     }
 

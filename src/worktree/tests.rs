@@ -596,7 +596,14 @@ fn an_existing_branch_is_reused_only_when_it_builds_on_the_session_tip() {
     drop(moved);
 
     // A branch with commits the session does not have is not moved under anyone.
-    let side = repo.git(&["commit-tree", "main^{tree}", "-p", "main", "-m", "side work"]);
+    let side = repo.git(&[
+        "commit-tree",
+        "main^{tree}",
+        "-p",
+        "main",
+        "-m",
+        "side work",
+    ]);
     repo.git(&["update-ref", &branch, &side]);
     let err = TaskWorktree::create(&repo.store, &repo.sid, &id("IMPL-001"), repo.tip)
         .err()
@@ -805,4 +812,37 @@ fn a_read_only_view_is_detached_locked_read_only_and_removed() {
 
 fn session_ref_name(repo: &TestRepo) -> String {
     crate::store::session_ref(&repo.sid)
+}
+
+#[test]
+fn eight_worktrees_made_and_removed_at_once_all_succeed() {
+    // git reads every registered worktree while adding one; a half-made one used to fail it.
+    let repo = TestRepo::new();
+    let path = repo.path().to_path_buf();
+    let threads: Vec<_> = (1..=8)
+        .map(|i| {
+            let path = path.clone();
+            let sid = repo.sid.clone();
+            let tip = repo.tip;
+            std::thread::spawn(move || -> crate::error::Result<bool> {
+                let store = Store::from_repo(gix::open(&path).expect("open")).expect("a store");
+                let task = id(&format!("IMPL-{i:03}"));
+                let wt = TaskWorktree::create(&store, &sid, &task, tip)?.with_run("executor", 1);
+                write(wt.path(), &format!("src/t{i}.py"), "x = 1\n");
+                let snap = wt.snapshot(&SnapshotLimits::default())?;
+                wt.remove()?;
+                Ok(snap.commit.is_some())
+            })
+        })
+        .collect();
+    for t in threads {
+        assert!(
+            t.join()
+                .expect("no panic")
+                .expect("made, snapshotted, removed")
+        );
+    }
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    repo.assert_untouched_and_sound();
 }
