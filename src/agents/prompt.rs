@@ -47,8 +47,9 @@ pub const ROLES: [&str; 7] = [
     "supervisor",
 ];
 
-const BUILTIN_ROLES: [(&str, &str); 7] = [
+const BUILTIN_ROLES: [(&str, &str); 8] = [
     ("analyst", include_str!("../../specs/roles/analyst.md")),
+    ("critic", include_str!("../../specs/roles/critic.md")),
     ("writer", include_str!("../../specs/roles/writer.md")),
     ("planner", include_str!("../../specs/roles/planner.md")),
     ("executor", include_str!("../../specs/roles/executor.md")),

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 pub struct Roster {
     default: Arc<dyn Driver>,
     roles: BTreeMap<String, Arc<dyn Driver>>,
+    perspectives: crate::quality::discuss::Perspectives,
     configured: Vec<String>,
 }
 
@@ -41,6 +42,7 @@ impl Roster {
         Roster {
             default: Arc::new(BuiltinDriver),
             roles: BTreeMap::new(),
+            perspectives: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -50,6 +52,7 @@ impl Roster {
         Roster {
             default: Arc::new(AgentDriver(agent)),
             roles: BTreeMap::new(),
+            perspectives: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -59,6 +62,7 @@ impl Roster {
         Roster {
             default: driver,
             roles: BTreeMap::new(),
+            perspectives: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -143,12 +147,33 @@ impl Roster {
                 roles.insert(role.clone(), driver(name)?);
             }
         }
+        let mut perspectives = BTreeMap::new();
+        if overrides.replay.is_none() {
+            let known = crate::quality::discuss::perspective_names();
+            for (p, name) in &config.discuss.perspectives {
+                if !known.contains(p) {
+                    return Err(Error::Invalid(format!(
+                        "[discuss.perspectives] {p} = \"{name}\": unknown perspective `{p}`; perspectives: {}",
+                        known.join(", ")
+                    )));
+                }
+                if name != "builtin" {
+                    perspectives.insert(p.clone(), driver(name)?);
+                }
+            }
+        }
         drop(driver);
         Ok(Roster {
             default,
             roles,
+            perspectives,
             configured,
         })
+    }
+
+    /// The agents that add their opinion to discuss perspectives.
+    pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
+        &self.perspectives
     }
 
     /// The driver of `role`.
@@ -175,7 +200,9 @@ impl Roster {
 
     /// Whether every role runs on the builtin agent.
     pub fn is_builtin(&self) -> bool {
-        !self.default.checkout() && self.roles.values().all(|d| !d.checkout())
+        !self.default.checkout()
+            && self.roles.values().all(|d| !d.checkout())
+            && self.perspectives.is_empty()
     }
 }
 

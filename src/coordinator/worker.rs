@@ -94,8 +94,8 @@ pub(crate) fn work(
         run_agent(roster, input, qctx)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
-        result.discuss =
-            quality::discuss(round, input, &result.output)?.map(|d| (round.clone(), d));
+        result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
+            .map(|d| (round.clone(), d));
     }
     Ok(result)
 }

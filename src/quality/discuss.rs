@@ -13,6 +13,7 @@
 //! pause at the final round), logs MEDIUM's action items and lets LOW pass. The decisions
 //! that fill the reference's gaps are written at the top of `specs/discuss.toml`.
 
+mod agent;
 mod config;
 mod metrics;
 mod record;
@@ -88,6 +89,16 @@ pub struct Critique {
     pub topics: BTreeMap<String, bool>,
     /// The measured values behind the verdict, as `metric = value`.
     pub measured: Vec<String>,
+}
+
+/// The agents that add their opinion to a perspective, by perspective name.
+pub type Perspectives = BTreeMap<String, std::sync::Arc<dyn crate::agents::command::Driver>>;
+
+/// The perspectives the builtin rules know.
+pub fn perspective_names() -> Vec<String> {
+    Config::builtin()
+        .map(|c| c.perspective.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// One perspective of a round.
@@ -426,6 +437,7 @@ pub fn run_round(
     round: &str,
     input: &TaskInput,
     produced: &TaskOutput,
+    agents: &Perspectives,
 ) -> Result<Option<DiscussOutcome>> {
     let config = Config::builtin()?;
     let Some(r) = config.round.get(round) else {
@@ -434,7 +446,28 @@ pub fn run_round(
     let critics: Vec<Box<dyn Critic>> = r
         .perspectives
         .iter()
-        .map(|p| Box::new(BuiltinCritic::new(config, round, p)) as Box<dyn Critic>)
+        .map(|p| {
+            let builtin = BuiltinCritic::new(config, round, p);
+            match agents.get(p) {
+                Some(driver) => {
+                    let mut folder = input.folder.clone();
+                    for (path, b) in &produced.files {
+                        folder.insert(path.clone(), b.clone());
+                    }
+                    Box::new(agent::AgentCritic {
+                        builtin,
+                        driver: std::sync::Arc::clone(driver),
+                        input: TaskInput {
+                            session: input.session.clone(),
+                            task: input.task.clone(),
+                            folder,
+                            code: input.code.clone(),
+                        },
+                    }) as Box<dyn Critic>
+                }
+                None => Box::new(builtin) as Box<dyn Critic>,
+            }
+        })
         .collect();
     discuss(config, round, input, produced, &critics).map(Some)
 }

@@ -104,6 +104,7 @@ pub fn discuss(
     round: &str,
     input: &TaskInput,
     produced: &TaskOutput,
+    agents: &discuss::Perspectives,
 ) -> Result<Option<DiscussOutcome>> {
-    discuss::run_round(round, input, produced)
+    discuss::run_round(round, input, produced, agents)
 }

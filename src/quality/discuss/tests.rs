@@ -129,7 +129,7 @@ fn round_on_discovery(h: &Harness, json: serde_json::Value) -> DiscussOutcome {
         )],
         state_update: StateUpdate::default(),
     };
-    run_round("DISCUSS-001", &input, &produced)
+    run_round("DISCUSS-001", &input, &produced, &Default::default())
         .unwrap()
         .expect("DISCUSS-001 is a known round")
 }
@@ -260,11 +260,13 @@ fn unknown_rounds_are_not_run_and_a_missing_artifact_is_high() {
         state_update: StateUpdate::default(),
     };
     assert!(
-        run_round("DISCUSS-009", &input, &nothing)
+        run_round("DISCUSS-009", &input, &nothing, &Default::default())
             .unwrap()
             .is_none()
     );
-    let d = run_round("DISCUSS-001", &input, &nothing).unwrap().unwrap();
+    let d = run_round("DISCUSS-001", &input, &nothing, &Default::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(d.verdict.verdict, "HIGH");
     assert!(
         record(&d).contains("| HIGH | artifact missing | round |"),
@@ -278,11 +280,15 @@ fn unknown_rounds_are_not_run_and_a_missing_artifact_is_high() {
 fn rounds_on_the_builtin_documents_do_not_diverge_high() {
     let h = Harness::new("full-lifecycle");
     let (input, output) = h.run_builtin("RESEARCH-001");
-    let d1 = run_round("DISCUSS-001", &input, &output).unwrap().unwrap();
+    let d1 = run_round("DISCUSS-001", &input, &output, &Default::default())
+        .unwrap()
+        .unwrap();
     assert_ne!(d1.verdict.verdict, "HIGH", "{}", record(&d1));
     h.run_builtin("DRAFT-001");
     let (input, output) = h.run_builtin("DRAFT-002");
-    let d2 = run_round("DISCUSS-002", &input, &output).unwrap().unwrap();
+    let d2 = run_round("DISCUSS-002", &input, &output, &Default::default())
+        .unwrap()
+        .unwrap();
     let text = record(&d2);
     assert_ne!(d2.verdict.verdict, "HIGH", "{text}");
     assert!(
@@ -300,7 +306,7 @@ fn rounds_on_the_builtin_documents_do_not_diverge_high() {
     let (input, ctx) = h.claim("QUALITY-001");
     let produced = crate::quality::run(&input, &ctx).unwrap().output;
     assert_eq!(produced.outcome, Outcome::Completed, "{}", produced.summary);
-    let d3 = run_round("DISCUSS-003", &input, &produced)
+    let d3 = run_round("DISCUSS-003", &input, &produced, &Default::default())
         .unwrap()
         .unwrap();
     let text = record(&d3);
@@ -316,7 +322,7 @@ fn rounds_on_the_builtin_documents_do_not_diverge_high() {
     input
         .folder
         .retain(|k, _| !k.starts_with("spec/epics/EPIC-"));
-    let d = run_round("DISCUSS-003", &input, &produced)
+    let d = run_round("DISCUSS-003", &input, &produced, &Default::default())
         .unwrap()
         .unwrap();
     assert_eq!(d.verdict.verdict, "HIGH", "{}", record(&d));
@@ -325,4 +331,102 @@ fn rounds_on_the_builtin_documents_do_not_diverge_high() {
         "{}",
         record(&d)
     );
+}
+
+/// A critic agent that answers with `answer` (a critique file, or nothing).
+struct CriticAgent(Option<String>);
+
+impl crate::agents::command::Driver for CriticAgent {
+    fn name(&self) -> &str {
+        "critic-agent"
+    }
+    fn run(
+        &self,
+        input: &crate::agents::TaskInput,
+        _ctx: &crate::agents::command::RunContext,
+    ) -> crate::error::Result<crate::agents::command::DriverOutput> {
+        assert_eq!(input.task.role, "critic");
+        assert!(input.task.description.contains("product perspective"));
+        assert!(input.task.description.contains("Round: DISCUSS-001"));
+        let path = "discussions/DISCUSS-001-product.json".to_owned();
+        let files = self
+            .0
+            .iter()
+            .map(|a| (path.clone(), a.clone().into_bytes()))
+            .collect();
+        Ok(crate::agents::command::DriverOutput {
+            output: TaskOutput {
+                outcome: Outcome::Completed,
+                summary: "judged".into(),
+                files,
+                state_update: StateUpdate::default(),
+            },
+            prompt: String::new(),
+            raw: String::new(),
+            transcript: None,
+            usage: Default::default(),
+        })
+    }
+}
+
+#[test]
+fn an_agent_critic_adds_to_the_rules_never_replaces_them() {
+    let h = Harness::new("full-lifecycle");
+    let (input, output) = h.run_builtin("RESEARCH-001");
+    let rules = run_round("DISCUSS-001", &input, &output, &Default::default())
+        .unwrap()
+        .unwrap();
+    let agent = |answer: Option<&str>| {
+        let mut agents = super::Perspectives::new();
+        agents.insert(
+            "product".into(),
+            std::sync::Arc::new(CriticAgent(answer.map(str::to_owned)))
+                as std::sync::Arc<dyn crate::agents::command::Driver>,
+        );
+        let d = run_round("DISCUSS-001", &input, &output, &agents)
+            .unwrap()
+            .unwrap();
+        record(&d)
+    };
+    let text = agent(Some(
+        r#"{"rating": 2, "strengths": [], "weaknesses": ["No pricing question is asked"], "suggestions": ["Ask who pays"], "missing": [], "risk": "high"}"#,
+    ));
+    assert!(
+        text.contains("No pricing question is asked (agent critic-agent)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("agent critic-agent: rating 2, risk high"),
+        "{text}"
+    );
+    // The rules' own findings are all still there.
+    let summary = [
+        "- Round",
+        "- Artifact",
+        "- Perspectives",
+        "- Consensus",
+        "- Divergence",
+        "- Average",
+        "- Recommendation",
+    ];
+    let findings: Vec<String> = record(&rules)
+        .lines()
+        .filter(|l| l.starts_with("- ") && !summary.iter().any(|s| l.starts_with(s)))
+        .map(str::to_owned)
+        .collect();
+    assert!(findings.len() >= 3, "{findings:?}");
+    for line in &findings {
+        assert!(text.contains(line), "lost `{line}`:\n{text}");
+    }
+    // A rating of 2 is MEDIUM at least; a high risk is HIGH.
+    assert!(text.contains("HIGH"), "{text}");
+
+    // No file, or a broken one: the rules alone judge, and the record says so.
+    let text = agent(None);
+    assert!(
+        text.contains("no critique (it wrote no discussions/DISCUSS-001-product.json)"),
+        "{text}"
+    );
+    let text = agent(Some(r#"{"rating": 9, "risk": "low"}"#));
+    assert!(text.contains("rating 9 is not between 1 and 5"), "{text}");
 }
