@@ -31,10 +31,10 @@ pub fn parent_pid() -> u32 {
     // SAFETY: getppid cannot fail.
     let ppid = u32::try_from(unsafe { libc::getppid() }).unwrap_or(0);
     let comm = std::fs::read_to_string(format!("/proc/{ppid}/comm")).unwrap_or_default();
-    if comm.trim() == "git" {
-        if let Some(grand) = stat_ppid(ppid) {
-            return grand;
-        }
+    if comm.trim() == "git"
+        && let Some(grand) = stat_ppid(ppid)
+    {
+        return grand;
     }
     ppid
 }

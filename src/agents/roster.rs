@@ -162,7 +162,6 @@ impl Roster {
                 }
             }
         }
-        drop(driver);
         Ok(Roster {
             default,
             roles,

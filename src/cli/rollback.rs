@@ -45,25 +45,22 @@ pub(crate) fn find_event(
         .rev_parse_single(what)
         .map_err(|_| Error::Invalid(format!("`{what}` is neither a task id nor a commit")))?
         .detach();
-    history
-        .into_iter()
-        .find(|e| e.commit == id.to_string())
-        .ok_or_else(|| {
-            Error::state(
-                format!(
-                    "{} is not an event of session `{sid}`",
-                    super::short(&id.to_string())
-                ),
-                Some("list its events with `git tlv4 log`".into()),
-            )
-        })
+    history.into_iter().find(|e| e.commit == id).ok_or_else(|| {
+        Error::state(
+            format!(
+                "{} is not an event of session `{sid}`",
+                super::short(&id.to_string())
+            ),
+            Some("list its events with `git tlv4 log`".into()),
+        )
+    })
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let written = store.transact(&sid, |txn| {
         let target = find_event(&store, &sid, txn.tip, &args.to)?;
-        if target.commit == txn.tip.to_string() {
+        if target.commit == txn.tip {
             return Err(Error::state(
                 format!(
                     "{} is already the current state",

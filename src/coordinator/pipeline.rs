@@ -445,10 +445,10 @@ fn find_cycle(nodes: &[(TaskId, String, Vec<TaskId>, Option<String>)]) -> Option
         mark.insert(id, 1);
         stack.push(id);
         for dep in edges.get(id).map(|d| d.iter()).into_iter().flatten() {
-            if let Some((key, _)) = edges.get_key_value(dep) {
-                if let Some(c) = visit(key, edges, mark, stack) {
-                    return Some(c);
-                }
+            if let Some((key, _)) = edges.get_key_value(dep)
+                && let Some(c) = visit(key, edges, mark, stack)
+            {
+                return Some(c);
             }
         }
         stack.pop();

@@ -71,7 +71,7 @@ pub fn reset(store: &Store, sid: &SessionId, target: &TaskId) -> Result<Reset> {
         done = (affected.clone(), reverted);
         let t = txn.state.task(target)?;
         Ok(Some(
-            Event::task(EventKind::TaskReset, t, summary).with("Reset", &list.join(",")),
+            Event::task(EventKind::TaskReset, t, summary).with("Reset", list.join(",")),
         ))
     })?;
     let written = written.expect("a reset always writes an event");
@@ -204,7 +204,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
                         if list.is_empty() { "nothing".to_owned() } else { list.join(", ") }
                     ),
                 )
-                .with("Merged", &branch_tip.to_string()),
+                .with("Merged", branch_tip.to_string()),
             ))
         })?;
         adopted.push(Adopted {

@@ -81,10 +81,9 @@ pub fn latest(state: &State, base: &TaskId) -> TaskId {
             .as_str()
             .strip_prefix(&prefix)
             .and_then(|n| n.parse::<u32>().ok())
+            && n > best.0
         {
-            if n > best.0 {
-                best = (n, k.clone());
-            }
+            best = (n, k.clone());
         }
     }
     best.1
@@ -514,10 +513,10 @@ pub fn approve(state: &mut State) -> Result<String> {
         }
         Some("interrupted") | None => {}
         Some(_) => {
-            if let Some(t) = pause.as_ref().and_then(|p| p.task.clone()) {
-                if !state.control.approved.contains(&t) {
-                    state.control.approved.push(t);
-                }
+            if let Some(t) = pause.as_ref().and_then(|p| p.task.clone())
+                && !state.control.approved.contains(&t)
+            {
+                state.control.approved.push(t);
             }
         }
     }

@@ -252,10 +252,10 @@ impl Runner<'_> {
             key.extend_from_slice(e.filename);
             key.extend_from_slice(e.oid.as_bytes());
         }
-        if let Some((k, code)) = &self.code {
-            if *k == key {
-                return Ok(code.clone());
-            }
+        if let Some((k, code)) = &self.code
+            && *k == key
+        {
+            return Ok(code.clone());
         }
         let code = CodeTree::from_tree(self.store.repo(), tree)?;
         self.code = Some((key, code.clone()));
@@ -402,26 +402,25 @@ impl Runner<'_> {
                         ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
                     ));
                 }
-                if task.role == "planner" {
-                    if let Some(plan) = output
+                if task.role == "planner"
+                    && let Some(plan) = output
                         .files
                         .iter()
                         .find(|(p, _)| p == "plan/plan.json")
                         .map(|(_, b)| b.clone())
-                    {
-                        let ids = followup::dispatch_impl(&mut txn.state, &task, &plan)?;
-                        notes.push(format!(
-                            "implementation dispatched: {}",
-                            ids.iter()
-                                .map(TaskId::as_str)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                        extra.push((
-                            "Dispatched".into(),
-                            ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
-                        ));
-                    }
+                {
+                    let ids = followup::dispatch_impl(&mut txn.state, &task, &plan)?;
+                    notes.push(format!(
+                        "implementation dispatched: {}",
+                        ids.iter()
+                            .map(TaskId::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    extra.push((
+                        "Dispatched".into(),
+                        ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
+                    ));
                 }
                 if let Some((round, d)) = &result.discuss {
                     for (p, b) in &d.files {
@@ -451,10 +450,10 @@ impl Runner<'_> {
                 }
                 txn.write_file("wisdom/issues.md", issues)?;
             }
-            if let Some(p) = &txn.state.control.pause {
-                if txn.state.session.status == SessionStatus::Paused {
-                    extra.push(("Paused".into(), p.kind.clone()));
-                }
+            if let Some(p) = &txn.state.control.pause
+                && txn.state.session.status == SessionStatus::Paused
+            {
+                extra.push(("Paused".into(), p.kind.clone()));
             }
             let t = txn.state.task(id)?;
             let summary = match &output.outcome {
@@ -521,12 +520,12 @@ impl Runner<'_> {
         self.store.transact(&self.sid, |txn| {
             let mut back = Vec::new();
             for id in ids {
-                if let Some(t) = txn.state.tasks.get_mut(id) {
-                    if t.status == TaskStatus::InProgress {
-                        t.status = TaskStatus::Pending;
-                        t.owner = None;
-                        back.push(id.to_string());
-                    }
+                if let Some(t) = txn.state.tasks.get_mut(id)
+                    && t.status == TaskStatus::InProgress
+                {
+                    t.status = TaskStatus::Pending;
+                    t.owner = None;
+                    back.push(id.to_string());
                 }
             }
             if back.is_empty() {

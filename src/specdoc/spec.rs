@@ -1037,7 +1037,7 @@ fn stories(doc: &str) -> Vec<Story> {
                 flush(current.take(), &mut out);
             }
             if let Some(id) = MD
-                .unique_ids(&text)
+                .unique_ids(text)
                 .into_iter()
                 .next()
                 .filter(|i| i.starts_with("STORY-"))
@@ -1047,7 +1047,7 @@ fn stories(doc: &str) -> Vec<Story> {
                     level,
                     Story {
                         id,
-                        title: MD.strip_id(&text),
+                        title: MD.strip_id(text),
                         ..Story::default()
                     },
                     String::new(),

@@ -93,7 +93,7 @@ fn parse_event(
     commit: &gix::Commit<'_>,
 ) -> Result<Option<LoggedEvent>> {
     let git = |e: gix::Error| Error::git("cannot read the session history", e);
-    let message = commit.message().map_err(|e| git(e.into()))?;
+    let message = commit.message().map_err(&git)?;
     let subject = message.summary().to_str_lossy().into_owned();
     let mut trailers = Vec::new();
     let mut summary = String::new();
@@ -115,12 +115,12 @@ fn parse_event(
     if get("Tlv4-Session").as_deref() != Some(sid.as_str()) {
         return Ok(None);
     }
-    let committer = commit.committer().map_err(|e| git(e.into()))?;
+    let committer = commit.committer().map_err(&git)?;
     let time = committer
         .time()
         .map(|t| crate::clock::rfc3339(t.seconds))
         .unwrap_or_default();
-    let sig = commit.author().map_err(|e| git(e.into()))?;
+    let sig = commit.author().map_err(git)?;
     Ok(Some(LoggedEvent {
         commit: id.to_string(),
         time,

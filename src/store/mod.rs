@@ -198,12 +198,12 @@ impl Store {
                 }),
             };
         }
-        if let Some(branch) = self.head_branch() {
-            if let Some(short) = branch.strip_prefix(SESSION_REF_PREFIX) {
-                let sid = short.split('.').next().unwrap_or(short);
-                if let Some(sid) = known.iter().find(|k| k.as_str() == sid) {
-                    return Ok(sid.clone());
-                }
+        if let Some(branch) = self.head_branch()
+            && let Some(short) = branch.strip_prefix(SESSION_REF_PREFIX)
+        {
+            let sid = short.split('.').next().unwrap_or(short);
+            if let Some(sid) = known.iter().find(|k| k.as_str() == sid) {
+                return Ok(sid.clone());
             }
         }
         match known.len() {
@@ -271,10 +271,10 @@ impl Store {
                 })
                 .unwrap_or(false)
         };
-        if head_is(&common.join("HEAD")) {
-            if let Some(dir) = self.main_workdir() {
-                found.push(dir);
-            }
+        if head_is(&common.join("HEAD"))
+            && let Some(dir) = self.main_workdir()
+        {
+            found.push(dir);
         }
         if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
             for entry in entries.flatten() {

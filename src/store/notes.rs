@@ -81,11 +81,8 @@ impl Store {
                 Some(c) => self.commit_tree(c)?,
                 None => ObjectId::empty_tree(self.repo.object_hash()),
             };
-            let mut tree = NotesTree::new(root, &self.repo.objects).map_err(|e| git(e.into()))?;
-            let current = match tree
-                .get(&target, &self.repo.objects)
-                .map_err(|e| git(e.into()))?
-            {
+            let mut tree = NotesTree::new(root, &self.repo.objects).map_err(&git)?;
+            let current = match tree.get(&target, &self.repo.objects).map_err(&git)? {
                 Some(blob) => Some(self.repo.find_blob(blob).map_err(git)?.data.clone()),
                 None => None,
             };
@@ -96,7 +93,7 @@ impl Store {
                 .detach();
             let edit = tree
                 .replace(target, blob, &self.repo.objects)
-                .map_err(|e| git(e.into()))?;
+                .map_err(&git)?;
             let sig = self.signature();
             let commit = gix::objs::Commit {
                 tree: edit.tree,
@@ -124,12 +121,8 @@ impl Store {
         let Some(c) = self.try_ref(notes_ref)? else {
             return Ok(None);
         };
-        let mut tree =
-            NotesTree::new(self.commit_tree(c)?, &self.repo.objects).map_err(|e| git(e.into()))?;
-        match tree
-            .get(&commit, &self.repo.objects)
-            .map_err(|e| git(e.into()))?
-        {
+        let mut tree = NotesTree::new(self.commit_tree(c)?, &self.repo.objects).map_err(&git)?;
+        match tree.get(&commit, &self.repo.objects).map_err(git)? {
             Some(blob) => Ok(Some(
                 self.repo
                     .find_blob(blob)

@@ -59,7 +59,8 @@ impl<'s> Txn<'s> {
     /// Writes `roles.lock`, the hashes of the role instructions the session's prompts are
     /// built from (reserved for the coordinator).
     pub fn write_roles_lock(&mut self, text: String) {
-        self.files.insert("roles.lock".to_owned(), text.into_bytes());
+        self.files
+            .insert("roles.lock".to_owned(), text.into_bytes());
     }
 
     /// The file `rel` of the pipeline folder as this change leaves it so far.
@@ -208,8 +209,9 @@ impl Store {
                 (None, Some((_, tree))) => (tree, stored),
                 (None, None) => (self.commit_tree(tip)?, stored),
             };
-            let parents: Vec<ObjectId> =
-                std::iter::once(tip).chain(merge.and_then(|(c, _)| c)).collect();
+            let parents: Vec<ObjectId> = std::iter::once(tip)
+                .chain(merge.and_then(|(c, _)| c))
+                .collect();
             let commit = self.write_event(
                 sid, &parents, base_tree, &before, &mut state, &files, &event,
             )?;
@@ -225,10 +227,10 @@ impl Store {
             }))
         });
         let written = written?;
-        if let Some(w) = &written {
-            if w.state.session.events % MAINTENANCE_EVERY == 0 {
-                crate::git::auto_maintenance(self.repo.git_dir());
-            }
+        if let Some(w) = &written
+            && w.state.session.events % MAINTENANCE_EVERY == 0
+        {
+            crate::git::auto_maintenance(self.repo.git_dir());
         }
         Ok(written)
     }
@@ -528,32 +530,6 @@ fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_micros(u64::from(jitter) * ceiling));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::validate_pipeline_path;
-
-    #[test]
-    fn pipeline_paths() {
-        assert!(validate_pipeline_path("spec/product-brief.md").is_ok());
-        assert!(validate_pipeline_path("artifacts/review-report.md").is_ok());
-        for bad in [
-            "",
-            "/etc/passwd",
-            "../x",
-            "spec/../../x",
-            "a//b",
-            "./a",
-            ".git/config",
-            "x/.GIT/y",
-            "session.toml",
-            "tasks/IMPL-001.toml",
-            "a\\b",
-        ] {
-            assert!(validate_pipeline_path(bad).is_err(), "{bad}");
-        }
-    }
-}
-
 impl Store {
     /// Starts session `new` from event `at` of session `from`: its folder is moved to the new
     /// id, tasks left running are returned to pending, and the new branch is created.
@@ -604,5 +580,31 @@ impl Store {
         let event = Event::session(crate::model::EventKind::SessionForked, summary)
             .with("Forked-From", format!("{from} {at}"));
         self.create_session_on(at, moved, before, vec![(state, BTreeMap::new(), event)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_pipeline_path;
+
+    #[test]
+    fn pipeline_paths() {
+        assert!(validate_pipeline_path("spec/product-brief.md").is_ok());
+        assert!(validate_pipeline_path("artifacts/review-report.md").is_ok());
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x",
+            "spec/../../x",
+            "a//b",
+            "./a",
+            ".git/config",
+            "x/.GIT/y",
+            "session.toml",
+            "tasks/IMPL-001.toml",
+            "a\\b",
+        ] {
+            assert!(validate_pipeline_path(bad).is_err(), "{bad}");
+        }
     }
 }
