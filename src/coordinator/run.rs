@@ -717,14 +717,34 @@ fn write_run_record(
     if let Some(run) = &result.run {
         for (name, text) in [("prompt.md", &run.prompt), ("answer.txt", &run.raw)] {
             if !text.is_empty() {
-                txn.write_record(&format!("{dir}/{name}"), text.clone().into_bytes())?;
+                txn.write_record(&format!("{dir}/{name}"), bounded(text))?;
             }
         }
         if let Some(t) = run.transcript.as_ref().filter(|t| !t.is_empty()) {
-            txn.write_record(&format!("{dir}/transcript.txt"), t.clone().into_bytes())?;
+            txn.write_record(&format!("{dir}/transcript.txt"), bounded(t))?;
         }
     }
     Ok(())
+}
+
+/// The most of one text a run record keeps: its first and last quarter megabyte.
+const RECORD_TEXT_LIMIT: usize = 512 << 10;
+
+/// `text`, or its head and tail with a line saying how much was left out between them.
+fn bounded(text: &str) -> Vec<u8> {
+    if text.len() <= RECORD_TEXT_LIMIT {
+        return text.as_bytes().to_vec();
+    }
+    let half = RECORD_TEXT_LIMIT / 2;
+    let head = crate::agents::process::floor_char_boundary(text, half);
+    let tail = crate::agents::process::floor_char_boundary(text, text.len() - half);
+    format!(
+        "{}\n[… git-tlv4 left out {} bytes of this record …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+    .into_bytes()
 }
 
 fn pretty(value: &serde_json::Value) -> Vec<u8> {

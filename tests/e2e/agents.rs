@@ -263,13 +263,13 @@ fn tasks_run_one_at_a_time_build_on_each_other() {
 #[test]
 fn hostile_agents_take_nothing_and_lose_nothing() {
     let repo = scripted(
-        8,
+        9,
         &[(
             "SCRIPTED_MODE",
-            "IMPL-001=escape,IMPL-002=symlink,IMPL-003=dotgit,IMPL-004=binary,IMPL-005=tlv4,IMPL-006=hang,IMPL-007=crash,IMPL-008=invalid_json",
+            "IMPL-001=escape,IMPL-002=symlink,IMPL-003=dotgit,IMPL-004=binary,IMPL-005=tlv4,IMPL-006=hang,IMPL-007=crash,IMPL-008=invalid_json,IMPL-009=giant_output",
         )],
     );
-    let sid = start(&repo, "hostile agents", &["--max-parallel", "8"]);
+    let sid = start(&repo, "hostile agents", &["--max-parallel", "9"]);
     let s = status(&repo, &sid);
     assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
     assert_eq!(s["control"]["pause"]["kind"], "stalled");
@@ -318,6 +318,14 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
         r.contains("failed") && r.contains("rejected 3 times"),
         "{r}"
     );
+    // 3 MiB of noise before the result: the run completes, its record keeps a bounded part.
+    assert!(reason("IMPL-009").starts_with("\"completed\""), "{}", reason("IMPL-009"));
+    let giant = repo.git(&[
+        "cat-file",
+        "-s",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/IMPL-009/1/answer.txt"),
+    ]);
+    assert!(giant.trim().parse::<u64>().unwrap() <= 520 << 10, "{giant}");
     // The raw answer of the broken contract is kept in the run record.
     let raw = repo.git(&[
         "show",
