@@ -121,11 +121,18 @@ pub fn driver_for(name: &str, spec: &AgentSpec, repo_root: &Path) -> Result<Box<
                     name, spec, repo_root,
                 )?));
             }
-            if OTHER_DRIVERS.contains(&d) {
-                return Err(Error::state(
-                    format!("agent `{name}`: the `{d}` driver is not available in this build"),
-                    Some("use another driver for this agent for now".to_owned()),
-                ));
+            if d == "replay" {
+                let sid = spec.session.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| {
+                    Error::state(
+                        format!("agent `{name}`: the `replay` driver needs `session`"),
+                        Some(format!(
+                            "set `session = \"TLV4-…\"` under [agents.{name}], or use `--replay SID`"
+                        )),
+                    )
+                })?;
+                return Ok(Box::new(super::replay::ReplayDriver::new(
+                    name, sid, repo_root,
+                )?));
             }
             let known: Vec<&str> = OWN_DRIVERS
                 .iter()
@@ -873,7 +880,7 @@ pub(crate) mod tests {
             "{e}"
         );
         s.driver = "replay".into();
-        assert!(err(s.clone()).contains("not available in this build"));
+        assert!(err(s.clone()).contains("the `replay` driver needs `session`"));
         s.driver = "openai".into();
         assert!(err(s.clone()).contains("the `openai` driver needs `url`"));
         s = spec("command", "fake-command", &[]);
