@@ -177,6 +177,59 @@ impl Default for RetryPolicy {
     }
 }
 
+/// The process groups of the agent runs in progress, so an interrupted coordinator can take
+/// them down: they are not in the terminal's foreground group and get no Ctrl-C of their own.
+static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// A registration in [`LIVE`] for as long as a run lasts.
+struct Live(u32);
+
+impl Live {
+    fn register(pid: u32) -> Live {
+        LIVE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(pid);
+        Live(pid)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        LIVE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|p| *p != self.0);
+    }
+}
+
+/// Stops every agent run in progress: SIGTERM to each process group, then SIGKILL to those
+/// still there after `grace`. Returns how many groups there were.
+pub fn stop_all(grace: Duration) -> usize {
+    let pids: Vec<u32> = LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    for &pid in &pids {
+        kill_group(pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline
+        && !LIVE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for &pid in LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        kill_group(pid, libc::SIGKILL);
+    }
+    pids.len()
+}
+
 /// Runs `inv` once. Spawn errors come back as they are; everything else is in [`Output`].
 pub fn run(inv: &Invocation) -> std::io::Result<Output> {
     let mut cmd = std::process::Command::new(&inv.program);
@@ -199,6 +252,7 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     let pid = child.id();
+    let _live = Live::register(pid);
 
     // Feed stdin from a thread: a large prompt must not block us while the program has not
     // read it yet. A program that exits without reading gives a broken pipe, which is fine.

@@ -166,6 +166,8 @@ impl Runner<'_> {
                     self.record(&id, &role, result, seconds)?;
                 }
                 _ = &mut ctrl_c => {
+                    // Agent programs run in process groups of their own: stop them too.
+                    crate::agents::process::stop_all(std::time::Duration::from_secs(2));
                     let ids: Vec<TaskId> = roles.keys().cloned().collect();
                     self.interrupt(&ids)?;
                     return Ok(RunEnd::Interrupted(ids));

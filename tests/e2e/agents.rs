@@ -319,7 +319,11 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
         "{r}"
     );
     // 3 MiB of noise before the result: the run completes, its record keeps a bounded part.
-    assert!(reason("IMPL-009").starts_with("\"completed\""), "{}", reason("IMPL-009"));
+    assert!(
+        reason("IMPL-009").starts_with("\"completed\""),
+        "{}",
+        reason("IMPL-009")
+    );
     let giant = repo.git(&[
         "cat-file",
         "-s",
@@ -469,4 +473,79 @@ fn reset_reverts_and_reruns_and_manual_commits_are_adopted() {
     assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
     repo.git(&["worktree", "remove", wt_path.to_str().unwrap()]);
     repo.fsck();
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_programs_too() {
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let pidpath = pidfile.path().display().to_string();
+    std::fs::remove_file(&pidpath).unwrap();
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10m\"\nenv = {{ SCRIPTED_MODE = \"hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let mut child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "hang",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    let agent: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidpath)
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        {
+            break pid;
+        }
+        assert!(began.elapsed().as_secs() < 60, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    // SAFETY: probing a pid; 0 sends nothing.
+    let alive = unsafe { libc::kill(agent, 0) } == 0;
+    assert!(!alive, "the agent {agent} outlived the interrupted run");
+    let sid = repo.json(&["list", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+
+    // The next run, with an agent that works, finishes and leaves no checkout behind.
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    repo.ok(&["resume", "--completion", "keep"]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+fn status_of(repo: &TestRepo, sid: &str) -> String {
+    status(repo, sid)["session"]["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
