@@ -34,6 +34,21 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+        // A task's checkout may hold what its agent wrote before the process died.
+        match keep_interrupted_work(&store, &wt) {
+            Ok(Some(branch)) => ctx.ui.status(format!(
+                "kept the unrecorded work in {} as a commit on {branch}",
+                wt.display()
+            )),
+            Ok(None) => {}
+            Err(e) => {
+                ctx.ui.warn(format!(
+                    "left the checkout {} in place: its work could not be kept: {e}",
+                    wt.display()
+                ));
+                continue;
+            }
+        }
         match crate::git::remove_worktree(store.repo().common_dir(), &wt) {
             Ok(()) => ctx.ui.status(format!(
                 "removed the checkout {} of a process that is gone",
@@ -156,4 +171,53 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Commits what a dead process's agent left uncommitted in the task checkout `wt` onto its
+/// task branch, so that removing the checkout loses nothing (the next attempt sets it aside
+/// under `refs/tlv4/runs/…`). Returns the branch when there was something to keep.
+fn keep_interrupted_work(
+    store: &crate::store::Store,
+    wt: &std::path::Path,
+) -> Result<Option<String>> {
+    let git = |args: &[&str]| {
+        let mut all = vec!["-C", wt.to_str().unwrap_or_default()];
+        all.extend_from_slice(args);
+        crate::git::run(wt.parent().unwrap_or(wt), &all)
+    };
+    let Ok(head) = git(&["symbolic-ref", "-q", "HEAD"]) else {
+        return Ok(None); // detached: a read-only view or a test checkout
+    };
+    let head = head.trim();
+    let Some(branch) = head
+        .strip_prefix(crate::store::SESSION_REF_PREFIX)
+        .filter(|b| b.contains('.'))
+    else {
+        return Ok(None);
+    };
+    if git(&["status", "--porcelain", "--", ".", ":(exclude).tlv4"])?
+        .trim()
+        .is_empty()
+    {
+        return Ok(None);
+    }
+    let sig = store.signature();
+    let name = format!("user.name={}", sig.name);
+    let email = format!("user.email={}", sig.email);
+    git(&["add", "-A", "--", ".", ":(exclude).tlv4"])?;
+    let task = branch.rsplit('.').next().unwrap_or(branch);
+    git(&[
+        "-c",
+        &name,
+        "-c",
+        &email,
+        "-c",
+        "commit.gpgSign=false",
+        "commit",
+        "--no-verify",
+        "-q",
+        "-m",
+        &format!("{task}: interrupted work, kept by resume"),
+    ])?;
+    Ok(Some(format!("tlv4/{branch}")))
 }

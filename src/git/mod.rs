@@ -67,7 +67,8 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
         if let Some(p) = line.strip_prefix("worktree ") {
             path = Some(std::path::PathBuf::from(p));
         } else if let Some(reason) = line.strip_prefix("locked git-tlv4 pid ") {
-            let mut parts = reason.splitn(3, ' ');
+            // `<pid> on <host>`, then maybe ` (<what>)`.
+            let mut parts = reason.split_whitespace();
             let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
             let on_host = parts.nth(1).is_some_and(|h| h == host);
             if let (Some(pid), true, Some(p)) = (pid, on_host, path.as_ref())

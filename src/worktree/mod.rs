@@ -163,7 +163,8 @@ impl TaskWorktree {
                 )),
             ));
         }
-        let reason = format!("git-tlv4: {sid} {task} running");
+        // The reason names this process, so `resume` can clear the checkout of one that died.
+        let reason = format!("{} ({sid} {task})", crate::git::lock_reason());
         let checkout = Checkout::add(
             store,
             &format!("tlv4-{sid}.{task}-"),
@@ -549,7 +550,7 @@ impl ReadOnlyView {
     /// read-only.
     pub fn create(store: &Store, from: ObjectId) -> Result<ReadOnlyView> {
         let hex = from.to_string();
-        let reason = format!("git-tlv4: read-only view of {hex}");
+        let reason = format!("{} (read-only view of {hex})", crate::git::lock_reason());
         let checkout = Checkout::add(
             store,
             &format!("tlv4-view-{}-", &hex[..12]),
@@ -578,6 +579,14 @@ impl ReadOnlyView {
 /// worktree while adding one, and fails on one that another thread is half-way through
 /// creating.
 static ADMIN: Mutex<()> = Mutex::new(());
+
+/// Runs `f` while no other thread of this process adds or removes a worktree.
+pub(crate) fn with_admin_lock<T>(f: impl FnOnce() -> T) -> T {
+    let _admin = ADMIN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    f()
+}
 
 /// `git worktree add …`, one at a time in this process, retried a few times when another
 /// process's half-made worktree got in the way.

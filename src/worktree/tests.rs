@@ -205,9 +205,12 @@ fn a_snapshot_is_one_commit_with_trailers_and_remove_leaves_only_the_branch() {
     assert_eq!(branch, format!("refs/heads/tlv4/{}.IMPL-001", repo.sid));
     let record = repo.listed(&branch).expect("the worktree is registered");
     assert!(
-        record
-            .lines()
-            .any(|l| l == format!("locked git-tlv4: {} IMPL-001 running", repo.sid)),
+        record.lines().any(|l| l
+            == format!(
+                "locked {} ({} IMPL-001)",
+                crate::git::lock_reason(),
+                repo.sid
+            )),
         "{record}"
     );
     let listed_path = record
@@ -541,7 +544,7 @@ fn remove_refuses_without_a_snapshot_and_drop_removes_anyway() {
     assert!(err.contains("no snapshot of it was taken"), "{err}");
     assert!(err.contains(&path.display().to_string()), "{err}");
     let record = repo.listed(&branch).expect("kept, still registered");
-    assert!(record.contains("locked git-tlv4:"), "{record}");
+    assert!(record.contains("locked git-tlv4 pid "), "{record}");
     assert!(path.join("src/a.py").exists(), "the work is kept");
     let p = path.to_str().unwrap();
     repo.git(&["worktree", "unlock", p]);
@@ -773,7 +776,10 @@ fn a_read_only_view_is_detached_locked_read_only_and_removed() {
         .find(|r| r.contains(&format!("HEAD {}", repo.tip)) && r.contains("detached"))
         .expect("a detached worktree at the session tip");
     assert!(
-        record.contains("locked git-tlv4: read-only view of"),
+        record.contains(&format!(
+            "locked {} (read-only view of",
+            crate::git::lock_reason()
+        )),
         "{record}"
     );
     use std::os::unix::fs::PermissionsExt;

@@ -549,3 +549,82 @@ fn status_of(repo: &TestRepo, sid: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+#[test]
+fn work_of_a_killed_run_is_kept_and_set_aside() {
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let pidpath = pidfile.path().display().to_string();
+    std::fs::remove_file(&pidpath).unwrap();
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let config = |env: &str| {
+        format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        )
+    };
+    repo.write(
+        ".tlv4.toml",
+        &config(&format!(
+            "SCRIPTED_MODE = \"partial_hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\""
+        )),
+    );
+    repo.ok(&["trust"]);
+    let mut child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "crash",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    let agent: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidpath)
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        {
+            break pid;
+        }
+        assert!(began.elapsed().as_secs() < 60, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // The coordinator dies without a word; its agent with it (as a machine crash would).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: signalling a process group this test started.
+    unsafe { libc::kill(-agent, libc::SIGKILL) };
+    let sid = repo.json(&["list", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
+
+    repo.write(".tlv4.toml", &config(""));
+    repo.ok(&["trust"]);
+    repo.ok(&["resume", "--completion", "keep"]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    // What the agent wrote before the crash is kept under the attempt's ref, not merged.
+    let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
+    assert_eq!(
+        repo.git(&["show", &format!("{kept}:partial-IMPL-001.txt")]),
+        "half done\n"
+    );
+    let files = tip_files(&repo, &sid);
+    assert!(
+        files.contains(&"scripted-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains(&"partial-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}

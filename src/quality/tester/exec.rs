@@ -1,8 +1,8 @@
 //! Running the tests: a temporary detached worktree of the session tip, and commands with a
 //! timeout, stdin closed and stdout and stderr captured together.
 //!
-//! The worktree is a guard: it is removed (`git worktree remove --force --force`, then
-//! `git worktree prune`) when dropped, so also when the run fails half-way. Each command
+//! The worktree is a guard: it is removed (`git worktree remove --force --force`, and
+//! `git worktree prune` if that failed) when dropped, so also when the run fails half-way. Each command
 //! runs in its own process group, which is killed when the command ends or times out, so a
 //! test that leaves a server running does not outlive the run.
 
@@ -42,23 +42,25 @@ impl Worktree {
         // The reason names this process, so `resume` can clear the checkout of one that died.
         let reason = crate::git::lock_reason();
         // Hooks are the user's and may be slow or interactive; a test checkout needs none.
-        crate::git::run(
-            parent.path(),
-            &[
-                "--git-dir",
-                &gd,
-                "-c",
-                "core.hooksPath=/dev/null",
-                "worktree",
-                "add",
-                "--lock",
-                "--reason",
-                &reason,
-                "--detach",
-                &wt,
-                &hex,
-            ],
-        )?;
+        crate::worktree::with_admin_lock(|| {
+            crate::git::run(
+                parent.path(),
+                &[
+                    "--git-dir",
+                    &gd,
+                    "-c",
+                    "core.hooksPath=/dev/null",
+                    "worktree",
+                    "add",
+                    "--lock",
+                    "--reason",
+                    &reason,
+                    "--detach",
+                    &wt,
+                    &hex,
+                ],
+            )
+        })?;
         Ok(Worktree {
             git_dir,
             path,
@@ -77,20 +79,26 @@ impl Drop for Worktree {
         let gd = self.git_dir.to_string_lossy().into_owned();
         let wt = self.path.to_string_lossy().into_owned();
         let dir = self.git_dir.clone();
-        // Twice `--force`: the worktree is locked while in use.
-        let _ = crate::git::run(
-            &dir,
-            &[
-                "--git-dir",
-                &gd,
-                "worktree",
-                "remove",
-                "--force",
-                "--force",
-                &wt,
-            ],
-        );
-        let _ = crate::git::run(&dir, &["--git-dir", &gd, "worktree", "prune"]);
+        crate::worktree::with_admin_lock(|| {
+            // Twice `--force`: the worktree is locked while in use.
+            let removed = crate::git::run(
+                &dir,
+                &[
+                    "--git-dir",
+                    &gd,
+                    "worktree",
+                    "remove",
+                    "--force",
+                    "--force",
+                    &wt,
+                ],
+            );
+            // Only when that failed: a prune racing another process's `worktree add` can
+            // drop that one.
+            if removed.is_err() {
+                let _ = crate::git::run(&dir, &["--git-dir", &gd, "worktree", "prune"]);
+            }
+        });
     }
 }
 
