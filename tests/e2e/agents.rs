@@ -628,3 +628,144 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+/// The scripted OpenAI-compatible server on 127.0.0.1, killed when dropped.
+struct Server {
+    child: std::process::Child,
+    port: u16,
+    log: tempfile::NamedTempFile,
+}
+
+impl Server {
+    fn start() -> Server {
+        use std::io::BufRead;
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let mut child = std::process::Command::new("python3")
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/servers/openai-server.py"),
+            )
+            .arg("0")
+            .arg(log.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("port ").unwrap().parse().unwrap();
+        Server { child, port, log }
+    }
+
+    fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.log.path())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_openai_compatible_server_writes_code_and_documents() {
+    let server = Server::start();
+    let repo = TestRepo::new();
+    repo.wide_pipeline(2);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"scripted-coder\"\ntimeout = \"30s\"\n[roles]\nexecutor = \"local\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = start(&repo, "through an http model", &[]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    for t in ["IMPL-001", "IMPL-002"] {
+        assert_eq!(
+            repo.git(&["show", &format!("tlv4/{sid}:served-{t}.txt")]),
+            format!("written through the openai driver for {t}\n")
+        );
+        let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+            "show",
+            &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/{t}/1/usage.json"),
+        ]))
+        .unwrap();
+        assert_eq!(usage["input_tokens"], 1000, "{usage}");
+        assert_eq!(usage["output_tokens"], 200, "{usage}");
+        assert_eq!(usage["model"], "scripted-coder", "{usage}");
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["body"]["model"] == "scripted-coder")
+    );
+    let cost = repo.json(&["--session", &sid, "cost", "--by", "model", "--json"]);
+    assert_eq!(
+        cost["by"]["model"]["scripted-coder"]["input_tokens"], 2000,
+        "{cost}"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+#[test]
+fn document_roles_on_an_agent_hand_back_documents() {
+    let server = Server::start();
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"m\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    // Every role on the server: its documents are not what the analyst must write, so the
+    // discuss round after it diverges, one revision is tried, then the session waits.
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "spec-only",
+        "--no-supervision",
+        "--agent",
+        "local",
+        "--completion",
+        "keep",
+        "a spec from a model",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
+    let tree = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    for t in ["RESEARCH-001", "RESEARCH-001-R1"] {
+        assert!(
+            tree.contains(&format!(".tlv4/sessions/{sid}/artifacts/{t}-served.md")),
+            "{tree}"
+        );
+        let prompt = repo.git(&[
+            "show",
+            &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/{t}/1/prompt.md"),
+        ]);
+        assert!(prompt.contains("- Output: documents"), "{prompt}");
+    }
+    // Documents never touch the code: no task branch, nothing outside .tlv4/.
+    assert!(!repo.git(&["branch", "--list", "tlv4/*.*"]).contains('.'));
+    assert!(
+        tip_files(&repo, &sid)
+            .iter()
+            .all(|f| f == "README.md" || f == "src/lib.rs")
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
