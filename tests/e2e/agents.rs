@@ -769,3 +769,45 @@ fn document_roles_on_an_agent_hand_back_documents() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+#[test]
+fn cli_presets_through_the_coordinator_record_their_cost() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\nmodel = \"sonnet\"\n\
+             [agents.cx]\ndriver = \"codex\"\nprogram = \"{}\"\n[roles]\nexecutor = \"cc\"\n",
+            fixture("fake-claude"),
+            fixture("fake-codex")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let a = start(&repo, "claude code does it", &[]);
+    assert_eq!(status_of(&repo, &a), "completed");
+    assert!(tip_files(&repo, &a).contains(&"fake-IMPL-001.txt".to_owned()));
+    let cost = repo.json(&["--session", &a, "cost", "--by", "agent", "--json"]);
+    let cc = &cost["by"]["agent"]["cc"];
+    assert!(cc["cost_usd"].as_f64().unwrap() > 0.0, "{cost}");
+    assert!(cc["input_tokens"].as_u64().unwrap() > 0, "{cost}");
+    let table = repo.ok(&["--session", &a, "cost"]);
+    assert!(
+        table.contains("executor") && table.contains("total"),
+        "{table}"
+    );
+
+    // The same task on Codex, chosen on the command line.
+    let b = start(&repo, "codex does it", &["--agent", "executor=cx"]);
+    assert_eq!(status_of(&repo, &b), "completed");
+    assert!(tip_files(&repo, &b).contains(&"fake-IMPL-001.txt".to_owned()));
+    let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+        "show",
+        &format!("tlv4/{b}:.tlv4/sessions/{b}/runs/IMPL-001/1/usage.json"),
+    ]))
+    .unwrap();
+    assert_eq!(usage["agent"], "cx");
+    assert!(usage["input_tokens"].as_u64().unwrap() > 0, "{usage}");
+    no_checkout_left(&repo);
+    repo.fsck();
+}
