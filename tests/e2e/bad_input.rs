@@ -255,3 +255,75 @@ fn a_malformed_config_names_file_line_and_key() {
     );
     assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
 }
+
+#[test]
+fn a_bad_agent_configuration_is_named_before_anything_is_written() {
+    let repo = TestRepo::new();
+    let cases = [
+        (
+            "[agents.x]\ndriver = \"command\"\nprogramm = \"a\"\n",
+            ".tlv4.toml:3:",
+            "programm",
+        ),
+        (
+            "[agents.x]\ndriver = \"telepathy\"\n[roles]\nwriter = \"x\"\n",
+            "unknown driver `telepathy`",
+            "claude",
+        ),
+        (
+            "[agents.x]\ndriver = \"command\"\n[roles]\nwriter = \"x\"\n",
+            "the `command` driver needs `program`",
+            "[agents.x]",
+        ),
+        (
+            "[agents.x]\ndriver = \"command\"\nprogram = \"p\"\ntimeout = \"soon\"\n[roles]\nwriter = \"x\"\n",
+            "invalid duration `soon`",
+            "agent `x`",
+        ),
+        (
+            "[roles]\nwriter = \"ghost\"\n",
+            "agent `ghost` is neither defined",
+            "[agents.ghost]",
+        ),
+        (
+            "[roles]\nreviewer = \"builtin\"\n",
+            "`reviewer` is not a role an agent plays",
+            "roles:",
+        ),
+    ];
+    let before = repo.snapshot();
+    for (config, first, second) in cases {
+        repo.write(".tlv4.toml", config);
+        let err = repo.fails(&["start", "--yes", "x"], 1);
+        assert!(
+            err.contains(first) && err.contains(second),
+            "{config}\n{err}"
+        );
+    }
+    // Only the config file changed; no session was created.
+    repo.git(&["rm", "-q", "--cached", "--ignore-unmatch", ".tlv4.toml"]);
+    std::fs::remove_file(repo.path().join(".tlv4.toml")).unwrap();
+    assert_eq!(repo.snapshot(), before);
+    // An agent whose program is missing fails its task with the agent and program named.
+    repo.write(
+        ".tlv4.toml",
+        "[agents.x]\ndriver = \"command\"\nprogram = \"no-such-agent-program\"\n[roles]\nanalyst = \"x\"\n",
+    );
+    repo.ok(&["trust"]);
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "spec-only",
+        "--completion",
+        "keep",
+        "y",
+    ]);
+    let sid = out.lines().next().unwrap().trim();
+    let s = repo.json(&["--session", sid, "status", "--json"]);
+    let reason = s["control"]["pause"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("agent `x`") && reason.contains("no-such-agent-program"),
+        "{reason}"
+    );
+    repo.fsck();
+}
