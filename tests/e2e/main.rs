@@ -7,6 +7,7 @@ mod agents;
 mod bad_input;
 mod commands;
 mod concurrency;
+mod conformance;
 mod crash;
 mod pipelines;
 mod review;

@@ -8,10 +8,12 @@
 //! endpoint, so the wall-clock limit always applies to it, and the provider gets idle and
 //! retry limits of its own.
 //!
-//! Success needs more than exit 0: a `turn.completed` event, no `turn.failed` or `error`
-//! event, a final `agent_message`, and — for code tasks — no change the sandbox rejected
-//! (Codex exits 0 after "patch rejected"). Tokens come from `turn.completed.usage`; Codex
-//! reports no cost.
+//! Success needs more than exit 0: a `turn.completed` event, no `turn.failed` event, a final
+//! `agent_message`, and — for code tasks — no change the sandbox rejected (Codex exits 0
+//! after "patch rejected"). A top-level `error` event fails the run only when the turn did
+//! not complete: Codex also sends them for passing trouble it recovers from ("Reconnecting...
+//! 1/2 (stream disconnected before completion…)"). Tokens come from `turn.completed.usage`;
+//! Codex reports no cost.
 
 use super::{short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
@@ -31,6 +33,8 @@ const LAST_MESSAGE: &str = "codex-last-message.txt";
 #[derive(Default)]
 struct Events {
     completed: bool,
+    /// Why the turn failed: `turn.failed`, or an `error` event of a turn that never
+    /// completed.
     failed: Option<String>,
     message: Option<String>,
     rejected: Vec<String>,
@@ -39,6 +43,7 @@ struct Events {
 
 fn events(stdout: &str) -> Events {
     let mut ev = Events::default();
+    let mut error: Option<String> = None;
     for v in super::json_lines(stdout) {
         match str_at(&v, "type").unwrap_or("") {
             "turn.completed" => {
@@ -57,7 +62,7 @@ fn events(stdout: &str) -> Events {
             }
             "error" => {
                 let m = str_at(&v, "message").unwrap_or("an error").to_owned();
-                ev.failed.get_or_insert(m);
+                error.get_or_insert(m);
             }
             "item.completed" => {
                 let item = &v["item"];
@@ -95,6 +100,9 @@ fn events(stdout: &str) -> Events {
             }
             _ => {}
         }
+    }
+    if !ev.completed && ev.failed.is_none() {
+        ev.failed = error;
     }
     ev
 }
@@ -232,5 +240,35 @@ impl Cli for Codex {
             let m = m.to_ascii_lowercase();
             m.contains("429") || m.contains("rate limit")
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::events;
+
+    /// What codex-cli 0.171.0 printed when the first stream was cut short: it reconnected,
+    /// did the work and completed the turn (tests/conformance, `TLV4_MOCK_FAIL_HOW=drop`).
+    #[test]
+    fn a_recovered_reconnect_is_no_failure() {
+        let out = r#"{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"error","message":"Reconnecting... 1/2 (stream disconnected before completion: stream closed before response.completed)"}
+{"type":"item.completed","item":{"id":"item_0","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"}],"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"done"}}
+{"type":"turn.completed","usage":{"input_tokens":200,"output_tokens":40}}
+"#;
+        let ev = events(out);
+        assert!(ev.completed && ev.failed.is_none() && ev.rejected.is_empty());
+        assert_eq!(ev.message.as_deref(), Some("done"));
+
+        // Without the completed turn the error is the reason; `turn.failed` wins over it.
+        let cut = out.replace(r#"{"type":"turn.completed""#, r#"{"type":"x""#);
+        assert!(events(&cut).failed.unwrap().starts_with("Reconnecting"));
+        let failed = format!(
+            "{out}{}\n",
+            r#"{"type":"turn.failed","error":{"message":"gone"}}"#
+        );
+        assert_eq!(events(&failed).failed.as_deref(), Some("gone"));
     }
 }

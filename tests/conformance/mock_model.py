@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""A scripted model server for the real-CLI conformance test (tests/conformance/run.sh).
+
+Serves, on 127.0.0.1 only:
+  POST /v1/messages   Anthropic Messages API, streamed (SSE) or not   -> Claude Code
+  POST /v1/responses  OpenAI Responses API, streamed (SSE)             -> Codex
+  HEAD /              404 (Claude Code probes it)
+
+Every conversation gets the same two-step script, decided from the request alone (the
+server keeps no state):
+  1. no tool result yet  -> one tool call that creates `conformance-<cli>-<TASK>.txt` in the
+     agent's working directory (Claude: `Write` with an absolute path taken from the
+     system prompt; Codex: the freeform `apply_patch` tool when offered, else
+     `exec_command`);
+  2. a tool result       -> the final answer, ending with git-tlv4's ```json result block.
+Requests that offer no tools (titles, quota probes) get a short text.
+
+Usage: mock_model.py [PORT] [--log FILE] [--port-file FILE] [--fail-first N [--fail-how 500|drop]]
+Prints the port it listens on (PORT 0 or none: any free port) as its first line.
+Every request and reply is appended to the log as JSON lines.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import re
+import socketserver
+import sys
+import threading
+import time
+
+LOCK = threading.Lock()
+LOG_PATH = None
+COUNTER = [0]
+# How many model requests still get an HTTP 500 before the script (--fail-first).
+FAILURES_LEFT = [0]
+# How they fail: "500" (an HTTP error) or "drop" (a stream cut short).
+FAIL_HOW = ["500"]
+
+
+def log(kind, **fields):
+    entry = {"t": round(time.time(), 3), "kind": kind}
+    entry.update(fields)
+    line = json.dumps(entry, ensure_ascii=False)
+    with LOCK:
+        if LOG_PATH:
+            with open(LOG_PATH, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        else:
+            sys.stderr.write(line + "\n")
+
+
+def next_id(prefix):
+    with LOCK:
+        COUNTER[0] += 1
+        return "%s%06d" % (prefix, COUNTER[0])
+
+
+# --- what the conversation is about -------------------------------------------------------
+
+
+def texts(value):
+    """Every string found in a JSON value (message contents, system blocks, …)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from texts(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("text", "content", "input", "output") or isinstance(v, (list, dict)):
+                yield from texts(v)
+
+
+def task_id(*parts):
+    """The task id from git-tlv4's prompt (`- Task: IMPL-001`)."""
+    for text in parts:
+        for t in texts(text):
+            m = re.search(r"^- Task: (\S+)", t, re.M) or re.search(r"# The task: (\S+)", t)
+            if m:
+                return re.sub(r"[^A-Za-z0-9._-]", "_", m.group(1))
+    return "task"
+
+
+def file_name(cli, task):
+    return "conformance-%s-%s.txt" % (cli, task)
+
+
+def file_content(cli, task):
+    return "%s was here: written by %s through the scripted model\n" % (task, cli)
+
+
+def final_answer(cli, task, tool_output):
+    name = file_name(cli, task)
+    result = {
+        "summary": "Created %s with one line naming the task" % name,
+        "state_update": {
+            "key_findings": ["The working directory accepted a new file"],
+            "decisions": ["Wrote a single small text file, as scripted"],
+            "files_modified": [name],
+            "verification": "The %s tool reported success: %s"
+            % (cli, " ".join(str(tool_output).split())[:120]),
+        },
+    }
+    return "I created `%s`.\n\n```json\n%s\n```\n" % (name, json.dumps(result, indent=2))
+
+
+def claude_cwd(body):
+    """The working directory Claude Code states in its system prompt."""
+    pats = [
+        r"Primary working directory:\s*(/\S+)",
+        r"Working directory:\s*(/\S+)",
+        r"<cwd>\s*(/[^<\s]+)\s*</cwd>",
+        r"\bcwd:\s*(/\S+)",
+    ]
+    sources = [body.get("system"), body.get("messages")]
+    for pat in pats:
+        for src in sources:
+            for t in texts(src):
+                m = re.search(pat, t)
+                if m:
+                    return m.group(1).rstrip(".,;`'\"")
+    return None
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "tlv4-mock/1"
+
+    def log_message(self, fmt, *args):  # keep stderr quiet; everything goes to the log
+        pass
+
+    def reply_json(self, status, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        log("reply", path=self.path, status=status, body=obj)
+
+    def reply_sse(self, events):
+        """`events`: (event name or None, JSON object) pairs."""
+        chunks = []
+        for name, obj in events:
+            head = "event: %s\n" % name if name else ""
+            chunks.append("%sdata: %s\n\n" % (head, json.dumps(obj)))
+        data = "".join(chunks).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        log("reply", path=self.path, status=200, sse=[o for _, o in events])
+
+    def do_HEAD(self):
+        log("request", method="HEAD", path=self.path)
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        log("request", method="GET", path=self.path, headers=dict(self.headers))
+        self.reply_json(404, {"error": {"type": "not_found", "message": "mock: no " + self.path}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_unparsed": raw[:2000].decode("utf-8", "replace")}
+        log("request", method="POST", path=self.path, headers=dict(self.headers), body=body)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        with LOCK:
+            flaky = FAILURES_LEFT[0] > 0 and path.endswith(("/messages", "/responses"))
+            if flaky:
+                FAILURES_LEFT[0] -= 1
+        if flaky and FAIL_HOW[0] == "drop":
+            # A stream cut short: the headers and a first event, then the connection closes.
+            log("reply", path=self.path, status=200, dropped=True)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b'data: {"type": "response.created", "response": {"id": "r0"}}\n\n')
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if flaky:
+            self.reply_json(500, {"type": "error", "error": {
+                "type": "api_error", "message": "mock: a passing failure (--fail-first)"}})
+            return
+        try:
+            if path.endswith("/messages/count_tokens"):
+                self.reply_json(200, {"input_tokens": 100})
+            elif path.endswith("/messages"):
+                self.anthropic(body)
+            elif path.endswith("/responses"):
+                self.openai_responses(body)
+            else:
+                self.reply_json(404, {"error": {"type": "not_found", "message": "mock: no " + path}})
+        except Exception as e:  # a bug here must show in the log, not hang the CLI
+            log("error", path=self.path, error=repr(e))
+            self.reply_json(500, {"error": {"type": "api_error", "message": "mock: " + repr(e)}})
+
+    # --- Anthropic Messages (Claude Code) ---------------------------------------------------
+
+    def anthropic(self, body):
+        model = body.get("model") or "mock"
+        messages = body.get("messages") or []
+        tools = body.get("tools") or []
+        task = task_id(messages)
+        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
+        content = last_user.get("content")
+        results = [
+            b for b in (content if isinstance(content, list) else [])
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+        tool_names = [t.get("name") for t in tools if isinstance(t, dict)]
+        if not tools:
+            block = {"type": "text", "text": "Conformance run"}
+            stop = "end_turn"
+        elif results:
+            out = results[-1].get("content")
+            out = " ".join(texts(out)) if not isinstance(out, str) else out
+            if results[-1].get("is_error"):
+                out = "ERROR: " + out
+            block = {"type": "text", "text": final_answer("claude", task, out)}
+            stop = "end_turn"
+        elif "Write" in tool_names:
+            cwd = claude_cwd(body)
+            if not cwd:
+                raise RuntimeError("no working directory found in Claude's system prompt")
+            args = {
+                "file_path": os.path.join(cwd, file_name("claude", task)),
+                "content": file_content("claude", task),
+            }
+            block = {"type": "tool_use", "id": next_id("toolu_"), "name": "Write", "input": args}
+            stop = "tool_use"
+        else:
+            raise RuntimeError("Claude offered no Write tool: %s" % tool_names)
+        log("script", cli="claude", task=task, step=stop, block=block)
+
+        usage = {"input_tokens": 100, "output_tokens": 20}
+        msg_id = next_id("msg_")
+        if not body.get("stream"):
+            self.reply_json(200, {
+                "id": msg_id, "type": "message", "role": "assistant", "model": model,
+                "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage,
+            })
+            return
+        start_block = dict(block)
+        if block["type"] == "tool_use":
+            start_block["input"] = {}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start_block["text"] = ""
+            delta = {"type": "text_delta", "text": block["text"]}
+        self.reply_sse([
+            ("message_start", {"type": "message_start", "message": {
+                "id": msg_id, "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": 100, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": start_block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta",
+                               "delta": {"stop_reason": stop, "stop_sequence": None},
+                               "usage": {"output_tokens": 20}}),
+            ("message_stop", {"type": "message_stop"}),
+        ])
+
+    # --- OpenAI Responses (Codex) -----------------------------------------------------------
+
+    def openai_responses(self, body):
+        items = body.get("input") or []
+        if isinstance(items, str):
+            items = [{"type": "message", "role": "user", "content": items}]
+        tools = body.get("tools") or []
+        prompt_items = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+        task = task_id(prompt_items)
+        outputs = [
+            i for i in items
+            if isinstance(i, dict) and str(i.get("type", "")).endswith("_call_output")
+        ]
+        names = [t.get("name") for t in tools if isinstance(t, dict)]
+        name = file_name("codex", task)
+        if not tools:
+            item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
+                    "content": [{"type": "output_text", "text": "Conformance run"}]}
+        elif outputs:
+            out = outputs[-1].get("output")
+            out = out if isinstance(out, str) else json.dumps(out)
+            item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
+                    "content": [{"type": "output_text",
+                                 "text": final_answer("codex", task, out)}]}
+        elif "apply_patch" in names:
+            patch = "*** Begin Patch\n*** Add File: %s\n+%s*** End Patch\n" % (
+                name, file_content("codex", task))
+            item = {"type": "custom_tool_call", "id": next_id("ctc_"), "status": "completed",
+                    "name": "apply_patch", "call_id": next_id("call_"), "input": patch}
+        elif "exec_command" in names or "shell" in names:
+            text = file_content("codex", task).replace("'", "")
+            cmd = "printf '%%s' '%s' > %s" % (text, name)
+            tool = "exec_command" if "exec_command" in names else "shell"
+            args = {"cmd": cmd} if tool == "exec_command" else {"command": ["bash", "-lc", cmd]}
+            item = {"type": "function_call", "id": next_id("fc_"), "status": "completed",
+                    "name": tool, "call_id": next_id("call_"), "arguments": json.dumps(args)}
+        else:
+            raise RuntimeError("Codex offered neither apply_patch nor exec_command: %s" % names)
+        log("script", cli="codex", task=task, item=item)
+        rid = next_id("resp_")
+        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": 120}
+        self.reply_sse([
+            ("response.created", {"type": "response.created",
+                                  "response": {"id": rid, "status": "in_progress"}}),
+            ("response.output_item.done", {"type": "response.output_item.done",
+                                           "output_index": 0, "item": item}),
+            ("response.completed", {"type": "response.completed",
+                                    "response": {"id": rid, "status": "completed",
+                                                 "usage": usage}}),
+        ])
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    global LOG_PATH
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("port", nargs="?", type=int, default=0)
+    ap.add_argument("--log", help="append requests and replies here (JSON lines)")
+    ap.add_argument("--port-file", help="also write the port here once listening")
+    ap.add_argument("--fail-first", type=int, default=0, metavar="N",
+                    help="answer the first N model requests with HTTP 500 (CLIs retry them)")
+    ap.add_argument("--fail-how", choices=["500", "drop"], default="500",
+                    help="how --fail-first fails: an HTTP 500, or a stream cut short")
+    a = ap.parse_args()
+    LOG_PATH = a.log
+    FAIL_HOW[0] = a.fail_how
+    FAILURES_LEFT[0] = a.fail_first
+    srv = Server(("127.0.0.1", a.port), Handler)
+    port = srv.server_address[1]
+    print(port, flush=True)
+    if a.port_file:
+        tmp = a.port_file + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write("%d\n" % port)
+        os.replace(tmp, a.port_file)
+    log("listening", port=port)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
