@@ -40,7 +40,7 @@ pub fn check(root: &Path, named: &[String]) -> Result<()> {
     };
     Err(Error::state(
         format!(
-            "{} names agents that run programs ({}) and {what}",
+            "{} names agents that run programs or send your code to an endpoint ({}) and {what}",
             path.display(),
             named.join(", ")
         ),

@@ -492,11 +492,12 @@ impl Driver for OpenAiDriver {
                 ) {
                     Ok(()) => return done(output, usage, transcript),
                     Err(Handover::Local(e)) => return Err(e),
-                    Err(Handover::NoPatch) => {
-                        let reason = "the answer carried no patch: it lists changed files in \
-                                      `files_modified` but has no ```diff block";
-                        return done(self.failed(reason), usage, transcript);
-                    }
+                    // Sent back like any other broken contract.
+                    Err(Handover::NoPatch) => "the answer carried no patch: it lists changed \
+                                               files in `files_modified` but has no ```diff \
+                                               block. Send the change as one ```diff block, \
+                                               then the result block."
+                        .to_owned(),
                     Err(Handover::Patch(p)) => {
                         bad_patches += 1;
                         if bad_patches >= PATCH_TRIES || answer_no >= CONTRACT_TRIES {
@@ -1551,13 +1552,15 @@ mod tests {
                  {files}}}}}\n```\n"
             )
         };
-        let server = Server::start(vec![ok(&no_diff("[\"hello.txt\"]")), ok(&no_diff("[]"))]);
+        let listed = || ok(&no_diff("[\"hello.txt\"]"));
+        let server = Server::start(vec![listed(), listed(), listed(), ok(&no_diff("[]"))]);
         let s = spec(&server.url(), "20s", &[]);
+        // Sent back with the problem like any broken contract, then failed.
         let out = driver(&s, &repo).run(&input, &ctx(&repo)).unwrap();
+        let f = failure(&out);
         assert!(
-            failure(&out).contains("the answer carried no patch"),
-            "{}",
-            failure(&out)
+            f.contains("rejected 3 times") && f.contains("the answer carried no patch"),
+            "{f}"
         );
         // Nothing to change is fine.
         let out = driver(&s, &repo).run(&input, &ctx(&repo)).unwrap();

@@ -182,7 +182,15 @@ fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Resul
     } = match ran {
         Ok(out) => out,
         Err(e) => {
-            let mut failed = WorkResult::failed(&name, format!("agent `{name}`: {e}"));
+            // The task's reason is all the user sees of it later: keep the hint with it.
+            let mut reason = e.to_string();
+            if !reason.starts_with(&format!("agent `{name}`")) {
+                reason = format!("agent `{name}`: {reason}");
+            }
+            for hint in e.hints() {
+                reason.push_str(&format!(" (hint: {hint})"));
+            }
+            let mut failed = WorkResult::failed(&name, reason);
             failed.notes = notes;
             failed.snapshot = snapshot;
             return Ok(failed);

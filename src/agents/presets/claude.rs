@@ -43,10 +43,16 @@ fn usage(res: &Value) -> Usage {
         output_tokens: u64_at(u, &["output_tokens"]),
         cost_usd: res.get("total_cost_usd").and_then(Value::as_f64),
         seconds: 0.0,
+        // The main model is the one that wrote the most; a helper model (a small one for
+        // titles or summaries) may be listed too.
         model: res
             .get("modelUsage")
             .and_then(Value::as_object)
-            .and_then(|m| m.keys().next().cloned()),
+            .and_then(|m| {
+                m.iter()
+                    .max_by_key(|(_, v)| u64_at(v, &["outputTokens"]))
+                    .map(|(k, _)| k.clone())
+            }),
     }
 }
 

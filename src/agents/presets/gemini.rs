@@ -44,15 +44,21 @@ fn explain(code: i32) -> String {
 fn usage(doc: &Value) -> Usage {
     let mut usage = Usage::default();
     if let Some(models) = doc["stats"]["models"].as_object() {
+        let mut most = 0;
         for (name, m) in models {
             let t = &m["tokens"];
             let input = match u64_at(t, &["prompt"]) {
                 0 => u64_at(t, &["input"]),
                 n => n,
             };
+            let output = u64_at(t, &["candidates"]);
             usage.input_tokens += input;
-            usage.output_tokens += u64_at(t, &["candidates"]);
-            usage.model.get_or_insert_with(|| name.clone());
+            usage.output_tokens += output;
+            // The main model wrote the most; the router's model is listed too.
+            if usage.model.is_none() || output > most {
+                most = output;
+                usage.model = Some(name.clone());
+            }
         }
     }
     usage
