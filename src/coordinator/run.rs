@@ -716,6 +716,18 @@ fn write_run_record(
         "cost_usd": usage.cost_usd, "seconds": seconds,
     });
     txn.write_record(&format!("{dir}/usage.json"), pretty(&usage))?;
+    // Agent critics of the task's discuss round: one usage record each.
+    for (perspective, agent, u) in result.discuss.iter().flat_map(|(_, d)| &d.usage) {
+        let usage = serde_json::json!({
+            "task": id, "role": "critic", "perspective": perspective, "attempt": task.attempts,
+            "agent": agent, "model": u.model, "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "seconds": u.seconds,
+        });
+        txn.write_record(
+            &format!("{dir}/critic-{perspective}/usage.json"),
+            pretty(&usage),
+        )?;
+    }
     if let Some(run) = &result.run {
         for (name, text) in [("prompt.md", &run.prompt), ("answer.txt", &run.raw)] {
             if !text.is_empty() {

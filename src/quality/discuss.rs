@@ -107,6 +107,10 @@ pub trait Critic: Send + Sync {
     fn perspective(&self) -> &str;
     /// Judges `subject`.
     fn critique(&self, subject: &Subject<'_>) -> Result<Critique>;
+    /// What its last critique cost, for an agent: the agent's name and the usage.
+    fn usage(&self) -> Option<(String, crate::agents::command::Usage)> {
+        None
+    }
 }
 
 /// A perspective judged by the rules of `specs/discuss.toml`.
@@ -463,6 +467,7 @@ pub fn run_round(
                             folder,
                             code: input.code.clone(),
                         },
+                        spent: std::sync::Mutex::new(None),
                     }) as Box<dyn Critic>
                 }
                 None => Box::new(builtin) as Box<dyn Critic>,
@@ -565,6 +570,13 @@ fn discuss(
             text.into_bytes(),
         )],
         action_items: actions,
+        usage: critics
+            .iter()
+            .filter_map(|c| {
+                c.usage()
+                    .map(|(agent, u)| (c.perspective().to_owned(), agent, u))
+            })
+            .collect(),
     })
 }
 

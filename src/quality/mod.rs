@@ -97,6 +97,8 @@ pub struct DiscussOutcome {
     pub files: Vec<(String, Vec<u8>)>,
     /// Action items for a revision or for `wisdom/issues.md`.
     pub action_items: Vec<String>,
+    /// What the agent critics cost: perspective, agent name, usage.
+    pub usage: Vec<(String, String, crate::agents::command::Usage)>,
 }
 
 /// Runs discuss round `round` on what `produced` wrote; `None` when no round was run.

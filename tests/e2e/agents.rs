@@ -811,3 +811,56 @@ fn cli_presets_through_the_coordinator_record_their_cost() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+#[test]
+fn a_discuss_perspective_agent_adds_its_critique_and_its_cost() {
+    let server = Server::start();
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"critic-model\"\n[discuss.perspectives]\nproduct = \"local\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "spec-only",
+        "--no-supervision",
+        "--yes",
+        "--completion",
+        "keep",
+        "notes with tags",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    let discussion = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/discussions/DISCUSS-001-discussion.md"),
+    ]);
+    assert!(
+        discussion.contains("The served critic finds the scope unclear (agent local)"),
+        "{discussion}"
+    );
+    let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/RESEARCH-001/1/critic-product/usage.json"),
+    ]))
+    .unwrap();
+    assert_eq!(usage["agent"], "local");
+    assert_eq!(usage["role"], "critic");
+    assert_eq!(usage["input_tokens"], 1000);
+    let cost = repo.json(&["--session", &sid, "cost", "--by", "role", "--json"]);
+    assert!(
+        cost["by"]["role"]["critic"]["runs"].as_u64().unwrap() >= 1,
+        "{cost}"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r["body"]["model"] == "critic-model")
+    );
+    repo.fsck();
+}

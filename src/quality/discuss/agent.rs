@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::{BuiltinCritic, Critic, Critique, RiskLevel, Subject};
-use crate::agents::command::{Driver, RunContext};
+use crate::agents::command::{Driver, RunContext, Usage};
 use crate::agents::{Outcome, TaskInput};
 use crate::error::Result;
 
@@ -16,6 +16,8 @@ pub struct AgentCritic {
     pub(super) builtin: BuiltinCritic,
     pub(super) driver: Arc<dyn Driver>,
     pub(super) input: TaskInput,
+    /// What the agent's run cost, once it ran.
+    pub(super) spent: std::sync::Mutex<Option<Usage>>,
 }
 
 /// What the agent hands over, in `discussions/<ROUND>-<perspective>.json`.
@@ -74,11 +76,12 @@ impl AgentCritic {
             run_dir: None,
             attempt: 1,
         };
-        let out = self
-            .driver
-            .run(&input, &ctx)
-            .map_err(|e| e.to_string())?
-            .output;
+        let ran = self.driver.run(&input, &ctx).map_err(|e| e.to_string())?;
+        *self
+            .spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ran.usage.clone());
+        let out = ran.output;
         if let Outcome::Failed(why) = &out.outcome {
             return Err(why.clone());
         }
@@ -100,6 +103,14 @@ impl AgentCritic {
 impl Critic for AgentCritic {
     fn perspective(&self) -> &str {
         self.builtin.perspective()
+    }
+
+    fn usage(&self) -> Option<(String, Usage)> {
+        self.spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .map(|u| (self.driver.name().to_owned(), u))
     }
 
     fn critique(&self, subject: &Subject<'_>) -> Result<Critique> {

@@ -364,7 +364,10 @@ impl crate::agents::command::Driver for CriticAgent {
             prompt: String::new(),
             raw: String::new(),
             transcript: None,
-            usage: Default::default(),
+            usage: crate::agents::command::Usage {
+                input_tokens: 7,
+                ..Default::default()
+            },
         })
     }
 }
@@ -386,6 +389,13 @@ fn an_agent_critic_adds_to_the_rules_never_replaces_them() {
         let d = run_round("DISCUSS-001", &input, &output, &agents)
             .unwrap()
             .unwrap();
+        // What the critic cost goes to the run record.
+        assert_eq!(d.usage.len(), 1);
+        assert_eq!(
+            (d.usage[0].0.as_str(), d.usage[0].1.as_str()),
+            ("product", "critic-agent")
+        );
+        assert_eq!(d.usage[0].2.input_tokens, 7);
         record(&d)
     };
     let text = agent(Some(
