@@ -94,6 +94,19 @@ pub fn run(
         latest: None,
         on,
     };
+    // The session pins what its prompts were built from; say so when that changed since.
+    let tip = store.tip(sid)?;
+    let pinned = store.read_blob_at(
+        store.commit_tree(tip)?,
+        &format!("{}/roles.lock", session_dir(sid)),
+    )?;
+    if let Some(pinned) = pinned.filter(|p| *p != runner.roles_lock.as_bytes()) {
+        let changed = changed_specs(&String::from_utf8_lossy(&pinned), &runner.roles_lock);
+        (runner.on)(Progress::Note(format!(
+            "the role instructions changed since this session's roles.lock: {}; new prompts use the current ones",
+            changed.join(", ")
+        )));
+    }
     let end = rt.block_on(runner.run_loop());
     // Workers of an interrupted run may still be busy; they own nothing that must be waited for.
     rt.shutdown_background();
@@ -739,6 +752,31 @@ fn write_run_record(
         }
     }
     Ok(())
+}
+
+/// The role instructions and templates whose hash differs between two `roles.lock` texts.
+fn changed_specs(pinned: &str, now: &str) -> Vec<String> {
+    let entries = |text: &str| -> BTreeMap<String, String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut parts = l.split_whitespace();
+                let id = parts.next()?;
+                let path = parts.next()?;
+                Some((path.to_owned(), id.to_owned()))
+            })
+            .collect()
+    };
+    let (a, b) = (entries(pinned), entries(now));
+    let mut changed: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect();
+    changed.sort();
+    changed.dedup();
+    changed
 }
 
 /// The most of one text a run record keeps: its first and last quarter megabyte.

@@ -420,7 +420,17 @@ fn reset_reverts_and_reruns_and_manual_commits_are_adopted() {
     // History is kept: the earlier completion is still an ancestor.
     repo.git(&["merge-base", "--is-ancestor", before.trim(), &reset]);
 
-    repo.ok(&["--session", &sid, "resume", "--completion", "keep"]);
+    // The executor's instructions changed since the session pinned them: the run says so.
+    repo.write(".tlv4/specs/roles/executor.md", "Write the code.\n");
+    let out = repo.tlv4(&["--session", &sid, "resume", "--completion", "keep"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "role instructions changed since this session's roles.lock: roles/executor.md"
+        ),
+        "{stderr}"
+    );
     assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
     assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
     assert_eq!(repo.task(&sid, "IMPL-001")["attempts"], 2);
