@@ -174,6 +174,15 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
             txn.merge(branch_tip, tree);
             reopen(&mut txn.state, &affected);
             let subject = commit_subject(txn.store(), branch_tip);
+            // The record spans the whole change from where the task forked, so replay and
+            // reset see the task's work and the user's revision together.
+            let fork_point = txn
+                .store()
+                .repo()
+                .find_commit(merged)
+                .ok()
+                .and_then(|c| c.parent_ids().next().map(|p| p.detach()))
+                .unwrap_or(merged);
             let t = txn.state.task_mut(&task)?;
             t.attempts += 1;
             if let Some(r) = &mut t.result {
@@ -183,7 +192,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
             let record = serde_json::json!({
                 "task": task, "role": t.role, "attempt": t.attempts, "agent": "manual",
                 "outcome": "completed", "summary": format!("manual revision: {subject}"),
-                "files": {}, "snapshot": { "commit": branch_tip.to_string(), "parent": merged.to_string(), "changed": [] },
+                "files": {}, "snapshot": { "commit": branch_tip.to_string(), "parent": fork_point.to_string(), "changed": [] },
             });
             let mut bytes = serde_json::to_vec_pretty(&record).expect("JSON serialises");
             bytes.push(b'\n');

@@ -242,6 +242,12 @@ fn parallel_tasks_that_conflict_become_revisions_that_merge() {
     assert_eq!(shared, format!("{revision} was here\n"));
     let conflicts = repo.trailers(&format!("tlv4/{sid}"), "Tlv4-Conflict");
     assert_eq!(conflicts, ["shared.txt"]);
+    // The change that did not merge is kept under a ref of its own.
+    let kept = format!("refs/tlv4/runs/{sid}/{original}/1");
+    assert_eq!(
+        repo.git(&["show", &format!("{kept}:shared.txt")]),
+        format!("{original} was here\n")
+    );
     no_checkout_left(&repo);
     repo.fsck();
 }
@@ -482,6 +488,14 @@ fn reset_reverts_and_reruns_and_manual_commits_are_adopted() {
     assert_eq!(parents(&repo, &adopted), 2);
     assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
     repo.git(&["worktree", "remove", wt_path.to_str().unwrap()]);
+
+    // Replaying the session gives the task's work and the revision by hand together.
+    let again = start(&repo, "replay the revised", &["--replay", &sid]);
+    assert_eq!(status_of(&repo, &again), "completed");
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{again}:scripted-IMPL-002.txt")]),
+        "fixed by hand\n"
+    );
     repo.fsck();
 }
 
