@@ -38,6 +38,11 @@ pub trait Driver: Send + Sync {
     }
     /// Does the task. Blocks; runs on a worker thread.
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput>;
+    /// Checks what can be checked before any task runs (the program is there), so that a
+    /// run that cannot work stops before it writes anything.
+    fn preflight(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Where and how a task runs.
@@ -284,6 +289,19 @@ impl CliDriver {
         self
     }
 
+    /// The program to run, found as the shell would (or relative to the repository).
+    fn program(&self) -> Result<PathBuf> {
+        let name = self
+            .spec
+            .program
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .or(self.cli.default_program())
+            .unwrap_or_default();
+        let path_var = self.spec.env.get("PATH").map(std::ffi::OsStr::new);
+        process::find_program(&self.agent, name, &self.repo_root, path_var)
+    }
+
     /// The role instructions and templates this driver builds prompts from.
     pub fn specs(&self) -> &RoleSpecs {
         &self.specs
@@ -343,6 +361,10 @@ impl Driver for CliDriver {
         &self.agent
     }
 
+    fn preflight(&self) -> Result<()> {
+        self.program().map(|_| ())
+    }
+
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let task = &input.task;
         let deliverable = Deliverable::of(&task.role);
@@ -359,15 +381,7 @@ impl Driver for CliDriver {
             PROMPT_LIMIT - prompt::RETRY_RESERVE,
         );
 
-        let program_name = self
-            .spec
-            .program
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .or(self.cli.default_program())
-            .unwrap_or_default();
-        let path_var = self.spec.env.get("PATH").map(std::ffi::OsStr::new);
-        let program = process::find_program(&self.agent, program_name, &self.repo_root, path_var)?;
+        let program = self.program()?;
         let home = Home::new(self.spec.home.as_deref(), &self.repo_root)?;
         let scratch_temp;
         let scratch = match &ctx.run_dir {

@@ -171,6 +171,14 @@ impl Roster {
         })
     }
 
+    /// Runs every driver's preflight check: the first problem, if any.
+    pub fn preflight(&self) -> Result<()> {
+        std::iter::once(&self.default)
+            .chain(self.roles.values())
+            .chain(self.perspectives.values())
+            .try_for_each(|d| d.preflight())
+    }
+
     /// The agents that add their opinion to discuss perspectives.
     pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
         &self.perspectives

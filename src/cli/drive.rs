@@ -42,6 +42,7 @@ pub(crate) fn roster(store: &Store, flags: &RunFlags) -> Result<Roster> {
     };
     let roster = Roster::load(&config, &overrides, store.workdir())?;
     crate::trust::check(store.workdir(), roster.configured())?;
+    roster.preflight()?;
     Ok(roster)
 }
 

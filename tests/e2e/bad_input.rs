@@ -304,26 +304,27 @@ fn a_bad_agent_configuration_is_named_before_anything_is_written() {
     repo.git(&["rm", "-q", "--cached", "--ignore-unmatch", ".tlv4.toml"]);
     std::fs::remove_file(repo.path().join(".tlv4.toml")).unwrap();
     assert_eq!(repo.snapshot(), before);
-    // An agent whose program is missing fails its task with the agent and program named.
+    // An agent whose program is missing is found before the session exists.
     repo.write(
         ".tlv4.toml",
         "[agents.x]\ndriver = \"command\"\nprogram = \"no-such-agent-program\"\n[roles]\nanalyst = \"x\"\n",
     );
     repo.ok(&["trust"]);
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "spec-only",
-        "--completion",
-        "keep",
-        "y",
-    ]);
-    let sid = out.lines().next().unwrap().trim();
-    let s = repo.json(&["--session", sid, "status", "--json"]);
-    let reason = s["control"]["pause"]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("agent `x`") && reason.contains("no-such-agent-program"),
-        "{reason}"
+    let err = repo.fails(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--completion",
+            "keep",
+            "y",
+        ],
+        1,
     );
+    assert!(
+        err.contains("agent `x`") && err.contains("no-such-agent-program"),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
     repo.fsck();
 }
