@@ -59,6 +59,8 @@ pub enum Command {
     List(list::Args),
     /// Show the event history of a session, newest first
     Log(log::Args),
+    /// What the agents of a session cost: runs, time, tokens, dollars
+    Cost(cost::Args),
     /// Claim, complete or fail a task (plumbing for workers and people)
     Task(task::Args),
     /// Send and list messages on the team message bus
@@ -71,6 +73,8 @@ pub enum Command {
     Fork(fork::Args),
     /// Recover tasks left running by a process that is gone
     Resume(resume::Args),
+    /// Discard a task's result (and its dependents'), revert the code it merged, run it again
+    Reset(reset::Args),
     /// List the pipelines this repository can run
     Pipelines(pipelines::Args),
     /// Review a diff: score quality, security, architecture and requirements, with findings
@@ -89,10 +93,6 @@ pub enum Command {
     Abort(decide::AbortArgs),
     /// Make a sample repository in a temporary directory and run a session in it
     Demo(demo::Args),
-    /// What the agents of a session cost: runs, time, tokens and dollars per role, task, agent, model
-    Cost(cost::Args),
-    /// Discard a task's result (and its dependents'), revert the code it merged, run it again
-    Reset(reset::Args),
     /// Allow the agent programs named in this repository's .tlv4.toml to run
     Trust(trust::Args),
 }
