@@ -491,15 +491,15 @@ impl Runner<'_> {
         let task = &written.state.tasks[id];
         // A snapshot the session did not merge (the run failed, or its change conflicted) is
         // kept under a ref of its own: the task branch may be started afresh or deleted.
-        if let Some(snap) = &result.snapshot {
-            if task.status != TaskStatus::Completed {
-                let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
-                self.store.create_ref(
-                    &keep,
-                    snap.commit,
-                    &format!("git-tlv4: unmerged work of {id}, attempt {}", task.attempts),
-                )?;
-            }
+        if let Some(snap) = &result.snapshot
+            && task.status != TaskStatus::Completed
+        {
+            let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
+            self.store.create_ref(
+                &keep,
+                snap.commit,
+                &format!("git-tlv4: unmerged work of {id}, attempt {}", task.attempts),
+            )?;
         }
         let ok = task.status == TaskStatus::Completed;
         (self.on)(Progress::Finished {
