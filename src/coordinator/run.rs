@@ -286,7 +286,11 @@ impl Runner<'_> {
         seconds: f64,
     ) -> Result<()> {
         let result = result.unwrap_or_else(|e| {
-            WorkResult::failed(self.roster.for_role(role).name(), e.to_string())
+            if crate::quality::ROLES.contains(&role) {
+                return WorkResult::failed("quality", e.to_string());
+            }
+            let agent = self.roster.for_role(role);
+            WorkResult::failed(agent.name(), super::worker::reason(agent.name(), &e))
         });
         // Anything the agent wrote outside the pipeline folder fails the task, and nothing of it is kept.
         let mut output = result.output.clone();

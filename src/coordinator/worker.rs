@@ -182,15 +182,7 @@ fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Resul
     } = match ran {
         Ok(out) => out,
         Err(e) => {
-            // The task's reason is all the user sees of it later: keep the hint with it.
-            let mut reason = e.to_string();
-            if !reason.starts_with(&format!("agent `{name}`")) {
-                reason = format!("agent `{name}`: {reason}");
-            }
-            for hint in e.hints() {
-                reason.push_str(&format!(" (hint: {hint})"));
-            }
-            let mut failed = WorkResult::failed(&name, reason);
+            let mut failed = WorkResult::failed(&name, reason(&name, &e));
             failed.notes = notes;
             failed.snapshot = snapshot;
             return Ok(failed);
@@ -212,6 +204,19 @@ fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Resul
         snapshot,
         notes,
     })
+}
+
+/// The reason a task failed on error `e` of agent `agent`: the error naming the agent once,
+/// with its hints — the reason is all the user sees of it later.
+pub(crate) fn reason(agent: &str, e: &crate::error::Error) -> String {
+    let mut reason = e.to_string();
+    if !reason.starts_with(&format!("agent `{agent}`")) {
+        reason = format!("agent `{agent}`: {reason}");
+    }
+    for hint in e.hints() {
+        reason.push_str(&format!(" (hint: {hint})"));
+    }
+    reason
 }
 
 /// The output of a run whose changes were refused.

@@ -145,11 +145,7 @@ impl TaskWorktree {
         from: ObjectId,
     ) -> Result<TaskWorktree> {
         let branch = task_ref(sid, task);
-        let base = if store.create_ref(&branch, from, &format!("task branch of {task}"))? {
-            from
-        } else {
-            existing_branch(store, &branch, from)?
-        };
+        // Checked for first: a branch someone has checked out is never moved.
         if let Some(dir) = store.checked_out_in(&branch).into_iter().next() {
             return Err(Error::state(
                 format!(
@@ -163,6 +159,11 @@ impl TaskWorktree {
                 )),
             ));
         }
+        let base = if store.create_ref(&branch, from, &format!("task branch of {task}"))? {
+            from
+        } else {
+            existing_branch(store, &branch, from)?
+        };
         // The reason names this process, so `resume` can clear the checkout of one that died.
         let reason = format!("{} ({sid} {task})", crate::git::lock_reason());
         let checkout = Checkout::add(

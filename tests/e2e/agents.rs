@@ -888,3 +888,43 @@ fn a_discuss_perspective_agent_adds_its_critique_and_its_cost() {
     );
     repo.fsck();
 }
+
+#[test]
+fn a_task_branch_checked_out_by_the_user_is_not_moved() {
+    let repo = scripted(1, &[]);
+    let sid = start(&repo, "taken branch", &[]);
+    let wt = tempfile::tempdir().unwrap();
+    let wt_path = wt.path().join("mine");
+    let branch = format!("tlv4/{sid}.IMPL-001");
+    repo.git(&["worktree", "add", "-q", wt_path.to_str().unwrap(), &branch]);
+    let before = repo.git(&["rev-parse", &branch]);
+    repo.ok(&[
+        "--session",
+        &sid,
+        "reset",
+        "IMPL-001",
+        "--completion",
+        "keep",
+    ]);
+    let s = status(&repo, &sid);
+    assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
+    let reason = repo.task(&sid, "IMPL-001")["result"]["reason"].to_string();
+    assert!(
+        reason.contains("is already checked out in") && reason.contains("hint:"),
+        "{reason}"
+    );
+    assert_eq!(repo.git(&["rev-parse", &branch]), before);
+    assert!(wt_path.join("scripted-IMPL-001.txt").exists());
+    repo.git(&["worktree", "remove", wt_path.to_str().unwrap()]);
+    // Once the user is done with it, a retry runs the task again.
+    repo.ok(&[
+        "--session",
+        &sid,
+        "resume",
+        "--retry",
+        "--completion",
+        "keep",
+    ]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    repo.fsck();
+}
