@@ -408,14 +408,26 @@ pub fn fix_iteration(
     vec![fix_id, next]
 }
 
-/// Whether `id` has been revised (a task `<id>-R<n>` exists).
+/// Whether `id` has been revised: a later task of its revision chain exists (`<id>-R1` for
+/// `<id>`, `<base>-R2` for `<base>-R1`).
 pub fn is_revised(state: &State, id: &TaskId) -> bool {
-    let prefix = format!("{id}-R");
-    state.tasks.keys().any(|k| {
-        k.as_str()
-            .strip_prefix(&prefix)
-            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
-    })
+    let base = super::revise::base_id(id);
+    let number = |t: &TaskId| -> Option<u32> {
+        if *t == base {
+            return Some(0);
+        }
+        t.as_str()
+            .strip_prefix(&format!("{base}-R"))
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .and_then(|n| n.parse().ok())
+    };
+    let Some(mine) = number(id) else {
+        return false;
+    };
+    state
+        .tasks
+        .keys()
+        .any(|k| number(k).is_some_and(|n| n > mine))
 }
 
 /// Pauses the session after a quality gate (unless auto-approved on a pass) and after a

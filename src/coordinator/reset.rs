@@ -47,6 +47,13 @@ pub fn reset(store: &Store, sid: &SessionId, target: &TaskId) -> Result<Reset> {
                 }),
             ));
         }
+        if super::followup::is_revised(&txn.state, target) {
+            let latest = super::revise::latest(&txn.state, target);
+            return Err(Error::state(
+                format!("task `{target}` was replaced by its revision `{latest}`"),
+                Some(format!("reset the revision instead: git tlv4 reset {latest}")),
+            ));
+        }
         if txn.state.session.status == SessionStatus::Aborted {
             return Err(Error::state(
                 format!("session `{sid}` is aborted"),

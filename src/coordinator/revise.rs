@@ -62,7 +62,7 @@ pub fn route_discuss(
 }
 
 /// `IMPL-001-R1` → `IMPL-001`.
-fn base_id(id: &TaskId) -> TaskId {
+pub(crate) fn base_id(id: &TaskId) -> TaskId {
     let s = id.as_str();
     match s.rfind("-R") {
         Some(at) if s[at + 2..].chars().all(|c| c.is_ascii_digit()) && at + 2 < s.len() => {

@@ -501,3 +501,41 @@ fn medium_plans_serialise_tasks_whose_files_overlap() {
         ]
     );
 }
+
+#[test]
+fn merge_conflicts_make_at_most_two_revisions_and_each_replaces_the_last() {
+    use super::followup::is_revised;
+    let mut s = state("impl-only", Supervision::Off);
+    complete(&mut s, &["PLAN-001"]);
+    let fail =
+        |s: &mut State, t: &str| s.tasks.get_mut(&id(t)).unwrap().status = TaskStatus::Failed;
+    fail(&mut s, "IMPL-001");
+    let r1 = revise::conflict_revision(&mut s, &id("IMPL-001"), "shared.txt: both changed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r1, id("IMPL-001-R1"));
+    assert!(s.tasks[&r1].description.contains("merge conflict"));
+    assert!(
+        s.tasks[&r1]
+            .description
+            .contains("shared.txt: both changed")
+    );
+    // What waited for the original waits for the revision.
+    assert!(deps(&s, "TEST-001").contains(&"IMPL-001-R1".to_owned()));
+    fail(&mut s, "IMPL-001-R1");
+    let r2 = revise::conflict_revision(&mut s, &r1, "again")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r2, id("IMPL-001-R2"));
+    assert!(deps(&s, "TEST-001").contains(&"IMPL-001-R2".to_owned()));
+    fail(&mut s, "IMPL-001-R2");
+    assert_eq!(
+        revise::conflict_revision(&mut s, &r2, "third").unwrap(),
+        None
+    );
+    // Every task but the newest of the chain counts as replaced.
+    assert!(is_revised(&s, &id("IMPL-001")));
+    assert!(is_revised(&s, &r1));
+    assert!(!is_revised(&s, &r2));
+    assert!(!is_revised(&s, &id("TEST-001")));
+}
