@@ -23,6 +23,56 @@ pub struct Config {
     /// Agents of the discuss perspectives.
     #[serde(default)]
     pub discuss: crate::agents::config::DiscussConfig,
+    /// What a snapshot of a code task's worktree takes.
+    #[serde(default)]
+    pub snapshot: SnapshotConfig,
+}
+
+/// `[snapshot]`: limits on what one snapshot of a task worktree takes.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SnapshotConfig {
+    /// The largest file taken, e.g. `"10MiB"`, `"512KiB"`, or a number of bytes.
+    pub max_file_size: String,
+    /// The most changed files taken.
+    pub max_files: usize,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        let d = crate::worktree::SnapshotLimits::default();
+        SnapshotConfig {
+            max_file_size: format!("{}MiB", d.max_file_bytes >> 20),
+            max_files: d.max_files,
+        }
+    }
+}
+
+impl SnapshotConfig {
+    /// The limits, or why `max_file_size` is not a size.
+    pub fn limits(&self) -> Result<crate::worktree::SnapshotLimits> {
+        let text = self.max_file_size.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let shift = match unit.trim() {
+            "" | "B" => 0,
+            "K" | "KiB" | "k" => 10,
+            "M" | "MiB" => 20,
+            "G" | "GiB" => 30,
+            _ => u32::MAX,
+        };
+        match number.parse::<u64>() {
+            Ok(n) if shift != u32::MAX && n > 0 => Ok(crate::worktree::SnapshotLimits {
+                max_file_bytes: n << shift,
+                max_files: self.max_files.max(1),
+            }),
+            _ => Err(Error::Invalid(format!(
+                "[snapshot] max_file_size = \"{text}\": write a size like \"10MiB\", \"512KiB\" or a number of bytes"
+            ))),
+        }
+    }
 }
 
 /// `[session]`: how sessions start.

@@ -40,6 +40,7 @@ pub(crate) fn roster(store: &Store, flags: &RunFlags) -> Result<Roster> {
         agents: flags.agent.clone(),
         replay: flags.replay.clone(),
     };
+    config.snapshot.limits()?;
     let roster = Roster::load(&config, &overrides, store.workdir())?;
     crate::trust::check(store.workdir(), roster.configured())?;
     roster.preflight()?;

@@ -51,7 +51,9 @@ pub fn reset(store: &Store, sid: &SessionId, target: &TaskId) -> Result<Reset> {
             let latest = super::revise::latest(&txn.state, target);
             return Err(Error::state(
                 format!("task `{target}` was replaced by its revision `{latest}`"),
-                Some(format!("reset the revision instead: git tlv4 reset {latest}")),
+                Some(format!(
+                    "reset the revision instead: git tlv4 reset {latest}"
+                )),
             ));
         }
         if txn.state.session.status == SessionStatus::Aborted {

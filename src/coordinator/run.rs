@@ -90,6 +90,9 @@ pub fn run(
         roles_lock: crate::agents::prompt::roles_lock(&crate::agents::prompt::RoleSpecs::load(
             store.workdir(),
         )?),
+        limits: crate::config::Config::load(store.workdir())?
+            .snapshot
+            .limits()?,
         code: None,
         latest: None,
         on,
@@ -120,6 +123,8 @@ struct Runner<'a> {
     spec: PipelineSpec,
     /// The `roles.lock` of the role instructions prompts are built from.
     roles_lock: String,
+    /// What a code task's snapshot takes (`[snapshot]` of `.tlv4.toml`).
+    limits: crate::worktree::SnapshotLimits,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
@@ -159,10 +164,11 @@ impl Runner<'_> {
                         role: task.role.clone(),
                     });
                     let roster = Arc::clone(&self.roster);
+                    let limits = self.limits;
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&roster, &input, &qctx);
+                        let result = work(&roster, &input, &qctx, &limits);
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;

@@ -76,6 +76,7 @@ pub(crate) fn work(
     roster: &Roster,
     input: &TaskInput,
     qctx: &QualityContext,
+    limits: &SnapshotLimits,
 ) -> Result<WorkResult> {
     let mut result = if quality::ROLES.contains(&input.task.role.as_str()) {
         let q = quality::run(input, qctx)?;
@@ -91,7 +92,7 @@ pub(crate) fn work(
             notes: Vec::new(),
         }
     } else {
-        run_agent(roster, input, qctx)?
+        run_agent(roster, input, qctx, limits)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
@@ -101,7 +102,12 @@ pub(crate) fn work(
 }
 
 /// The role's agent, in the checkout it needs.
-fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Result<WorkResult> {
+fn run_agent(
+    roster: &Roster,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    limits: &SnapshotLimits,
+) -> Result<WorkResult> {
     let driver = roster.for_role(&input.task.role);
     let name = driver.name().to_owned();
     let task = &input.task;
@@ -132,7 +138,7 @@ fn run_agent(roster: &Roster, input: &TaskInput, qctx: &QualityContext) -> Resul
                 attempt: task.attempts,
             };
             let ran = driver.run(input, &ctx);
-            match wt.snapshot(&SnapshotLimits::default()) {
+            match wt.snapshot(limits) {
                 Ok(snap) => {
                     if let Some(commit) = snap.commit {
                         snapshot = Some(SnapshotData {

@@ -928,3 +928,30 @@ fn a_task_branch_checked_out_by_the_user_is_not_moved() {
     assert_eq!(status_of(&repo, &sid), "completed");
     repo.fsck();
 }
+
+#[test]
+fn files_over_the_configured_size_are_refused() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[snapshot]\nmax_file_size = \"1KiB\"\n[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ SCRIPTED_MODE = \"binary\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = start(&repo, "too big", &[]);
+    let reason = repo.task(&sid, "IMPL-001")["result"]["reason"].to_string();
+    assert!(
+        reason.contains("blob-IMPL-001.bin") && reason.contains("1024"),
+        "{reason}"
+    );
+    assert!(!tip_files(&repo, &sid).contains(&"blob-IMPL-001.bin".to_owned()));
+    // A size that is not one is named before anything runs.
+    repo.write(".tlv4.toml", "[snapshot]\nmax_file_size = \"huge\"\n");
+    let err = repo.fails(&["start", "--yes", "x"], 1);
+    assert!(err.contains("[snapshot] max_file_size = \"huge\""), "{err}");
+    no_checkout_left(&repo);
+    repo.fsck();
+}
