@@ -55,7 +55,15 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
         ));
         return Ok(());
     }
-    let roster = roster(store, flags)?;
+    // The agents chosen on the command line when the session started hold for its later
+    // runs, unless this run chooses its own.
+    let mut flags = flags.clone();
+    if flags.agent.is_empty() && flags.replay.is_none() {
+        let (_, state) = store.read_state(sid)?;
+        flags.agent = state.control.settings.agents.clone();
+        flags.replay = state.control.settings.replay.clone();
+    }
+    let roster = roster(store, &flags)?;
     if !roster.is_builtin() {
         let who: Vec<String> = roster
             .describe()

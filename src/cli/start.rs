@@ -37,6 +37,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         yes: args.yes,
         max_parallel: args.max_parallel,
         completion: args.run.completion.clone(),
+        agents: args.run.agent.clone(),
+        replay: args.run.replay.clone(),
     };
     if !args.run.no_run {
         // An agent that cannot run is found before the session exists.

@@ -24,6 +24,10 @@ pub struct StartOptions {
     pub max_parallel: Option<u32>,
     /// Overrides `session.completion`.
     pub completion: Option<String>,
+    /// `--agent` values, kept for the session's later runs.
+    pub agents: Vec<String>,
+    /// `--replay SID`, kept likewise.
+    pub replay: Option<String>,
 }
 
 /// The completion actions.
@@ -91,6 +95,8 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             max_parallel,
             auto_approve: opts.yes,
             completion,
+            agents: opts.agents.clone(),
+            replay: opts.replay.clone(),
         },
         ..Control::default()
     };

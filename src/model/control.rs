@@ -64,6 +64,13 @@ pub struct Settings {
     pub auto_approve: bool,
     /// What happens when every task is done: `interactive`, `archive`, `keep` or `export`.
     pub completion: String,
+    /// `--agent` values given to `start`, used by every later run of the session that gives
+    /// none of its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
+    /// `--replay SID` given to `start`, likewise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
 }
 
 impl Default for Settings {
@@ -72,6 +79,8 @@ impl Default for Settings {
             max_parallel: 3,
             auto_approve: false,
             completion: "interactive".into(),
+            agents: Vec::new(),
+            replay: None,
         }
     }
 }

@@ -955,3 +955,29 @@ fn files_over_the_configured_size_are_refused() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+#[test]
+fn agents_chosen_at_start_hold_for_later_runs() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = start(
+        &repo,
+        "later",
+        &["--agent", "executor=scripted", "--no-run"],
+    );
+    let s = status(&repo, &sid);
+    assert_eq!(s["control"]["settings"]["agents"][0], "executor=scripted");
+    // No --agent here: the session's own choice holds, not the file's builtin default.
+    repo.ok(&["--session", &sid, "resume", "--completion", "keep"]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
+    repo.fsck();
+}
