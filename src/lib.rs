@@ -10,6 +10,7 @@ pub mod config;
 pub mod coordinator;
 pub mod error;
 pub mod git;
+pub mod hooks;
 pub mod host;
 pub mod model;
 pub mod quality;

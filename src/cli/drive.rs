@@ -93,7 +93,27 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
                 action
             };
             let config = crate::config::Config::load(store.workdir())?;
-            match complete::apply(store, sid, &action, config.session.export_spec) {
+            let done = complete::apply(store, sid, &action, config.session.export_spec);
+            let hooks = crate::hooks::Hooks::load(store.repo().common_dir(), store.workdir());
+            let (outcome, reference) = match &done {
+                Ok(Done::Archived(r)) => ("archived", Some(r.clone())),
+                Ok(Done::Kept) => ("kept", None),
+                Ok(Done::Exported(b)) => ("exported", Some(b.clone())),
+                Err(_) => ("kept", None),
+            };
+            let payload = serde_json::json!({
+                "event": "completion", "session": sid, "action": action, "outcome": outcome,
+                "ref": reference,
+            });
+            if let Some(run) = hooks.run("completion", &payload, store.workdir()) {
+                let said = run.message.trim().to_owned();
+                if !run.ok {
+                    ctx.ui.warn(format!("the completion hook failed: {said}"));
+                } else if !said.is_empty() {
+                    ctx.ui.status(format!("completion hook: {said}"));
+                }
+            }
+            match done {
                 Ok(Done::Archived(r)) => ctx.ui.status(format!(
                     "archived: the session is kept at {r}; its branches are removed"
                 )),

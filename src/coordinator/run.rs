@@ -93,6 +93,10 @@ pub fn run(
         limits: crate::config::Config::load(store.workdir())?
             .snapshot
             .limits()?,
+        hooks: Arc::new(crate::hooks::Hooks::load(
+            store.repo().common_dir(),
+            store.workdir(),
+        )),
         code: None,
         latest: None,
         on,
@@ -125,6 +129,8 @@ struct Runner<'a> {
     roles_lock: String,
     /// What a code task's snapshot takes (`[snapshot]` of `.tlv4.toml`).
     limits: crate::worktree::SnapshotLimits,
+    /// The user's lifecycle hooks.
+    hooks: Arc<crate::hooks::Hooks>,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
@@ -165,10 +171,11 @@ impl Runner<'_> {
                     });
                     let roster = Arc::clone(&self.roster);
                     let limits = self.limits;
+                    let hooks = Arc::clone(&self.hooks);
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&roster, &input, &qctx, &limits);
+                        let result = work(&roster, &input, &qctx, &limits, &hooks);
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;
@@ -520,6 +527,28 @@ impl Runner<'_> {
         });
         for n in notes.into_iter().chain(result.notes.iter().cloned()) {
             (self.on)(Progress::Note(n));
+        }
+        // The user's hooks hear of it; what they say is shown, it changes nothing.
+        let mut payload = serde_json::json!({
+            "event": "after-task", "session": self.sid, "task": id, "role": task.role,
+            "attempt": task.attempts, "status": task.status.as_str(),
+            "summary": written.event.summary, "commit": written.commit.to_string(),
+            "verdict": written.state.control.verdicts.get(id.as_str()),
+        });
+        let mut events = vec!["after-task"];
+        if task.role == "supervisor" {
+            events.push("checkpoint");
+        }
+        for event in events {
+            payload["event"] = serde_json::json!(event);
+            if let Some(run) = self.hooks.run(event, &payload, self.store.workdir()) {
+                let said = run.message.trim();
+                if !run.ok {
+                    (self.on)(Progress::Note(format!("the {event} hook failed: {said}")));
+                } else if !said.is_empty() {
+                    (self.on)(Progress::Note(format!("{event} hook: {said}")));
+                }
+            }
         }
         let p = written.state.progress();
         (self.on)(Progress::Count {

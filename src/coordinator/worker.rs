@@ -12,6 +12,7 @@ use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
+use crate::hooks::Hooks;
 use crate::model::Verdict;
 use crate::quality::{self, DiscussOutcome, FixRequest, QualityContext};
 use crate::store::Store;
@@ -77,8 +78,25 @@ pub(crate) fn work(
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
+    hooks: &Hooks,
 ) -> Result<WorkResult> {
-    let mut result = if quality::ROLES.contains(&input.task.role.as_str()) {
+    let quality_role = quality::ROLES.contains(&input.task.role.as_str());
+    let task = &input.task;
+    let payload = serde_json::json!({
+        "event": "before-task", "session": input.session.id, "task": task.id, "role": task.role,
+        "attempt": task.attempts, "description": task.description,
+    });
+    if let Some(run) = hooks.run("before-task", &payload, &repo_root(qctx)) {
+        if !run.ok {
+            let agent = if quality_role {
+                "quality".to_owned()
+            } else {
+                roster.for_role(&task.role).name().to_owned()
+            };
+            return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
+        }
+    }
+    let mut result = if quality_role {
         let q = quality::run(input, qctx)?;
         WorkResult {
             output: q.output,
@@ -92,7 +110,7 @@ pub(crate) fn work(
             notes: Vec::new(),
         }
     } else {
-        run_agent(roster, input, qctx, limits)?
+        run_agent(roster, input, qctx, limits, hooks)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
@@ -107,6 +125,7 @@ fn run_agent(
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
+    hooks: &Hooks,
 ) -> Result<WorkResult> {
     let driver = roster.for_role(&input.task.role);
     let name = driver.name().to_owned();
@@ -137,15 +156,19 @@ fn run_agent(
                 run_dir: None,
                 attempt: task.attempts,
             };
-            let ran = driver.run(input, &ctx);
+            let mut ran = driver.run(input, &ctx);
             match wt.snapshot(limits) {
                 Ok(snap) => {
                     if let Some(commit) = snap.commit {
-                        snapshot = Some(SnapshotData {
+                        let data = SnapshotData {
                             commit,
                             parent: wt.from(),
                             changed: snap.changed.iter().map(|c| c.path.clone()).collect(),
-                        });
+                        };
+                        if let Ok(out) = &mut ran {
+                            before_merge(hooks, input, &data, wt.path(), &mut out.output);
+                        }
+                        snapshot = Some(data);
                     }
                     if !snap.ignored.is_empty() {
                         notes.push(format!(
@@ -223,6 +246,42 @@ pub(crate) fn reason(agent: &str, e: &crate::error::Error) -> String {
         reason.push_str(&format!(" (hint: {hint})"));
     }
     reason
+}
+
+/// The `before-merge` hook of a completed code task: a veto fails the task (its snapshot is
+/// then kept, not merged).
+fn before_merge(
+    hooks: &Hooks,
+    input: &TaskInput,
+    snap: &SnapshotData,
+    workdir: &std::path::Path,
+    output: &mut TaskOutput,
+) {
+    if output.outcome != Outcome::Completed {
+        return;
+    }
+    let task = &input.task;
+    let payload = serde_json::json!({
+        "event": "before-merge", "session": input.session.id, "task": task.id, "role": task.role,
+        "attempt": task.attempts, "snapshot": snap.commit.to_string(),
+        "parent": snap.parent.to_string(), "changed": snap.changed,
+        "branch": crate::worktree::task_ref(&input.session.id, &task.id),
+    });
+    if let Some(run) = hooks.run("before-merge", &payload, workdir) {
+        if !run.ok {
+            let reason = crate::hooks::veto(&run);
+            output.summary = format!("failed: {}", reason.lines().next().unwrap_or_default());
+            output.outcome = Outcome::Failed(reason);
+        }
+    }
+}
+
+/// The root of the user's working tree, where hooks run.
+fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
+    qctx.repo
+        .work_dir()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// The output of a run whose changes were refused.

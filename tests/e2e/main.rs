@@ -9,6 +9,7 @@ mod commands;
 mod concurrency;
 mod conformance;
 mod crash;
+mod hooks;
 mod pipelines;
 mod review;
 mod store;

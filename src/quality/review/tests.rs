@@ -677,6 +677,7 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
         yes: false,
         max_parallel: None,
         completion: None,
+        ..StartOptions::default()
     };
     let (sid, state) = start(&store, "add a health check endpoint", &opts).expect("starts");
     let tip = store.tip(&sid).expect("a tip");
