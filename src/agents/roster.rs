@@ -57,22 +57,6 @@ impl Roster {
         }
     }
 
-    /// `driver` for every role.
-    pub fn of_driver(driver: Arc<dyn Driver>) -> Roster {
-        Roster {
-            default: driver,
-            roles: BTreeMap::new(),
-            perspectives: BTreeMap::new(),
-            configured: Vec::new(),
-        }
-    }
-
-    /// Uses `driver` for `role`.
-    pub fn with_role(mut self, role: &str, driver: Arc<dyn Driver>) -> Roster {
-        self.roles.insert(role.to_owned(), driver);
-        self
-    }
-
     /// The roster `config` describes, changed by `overrides`; `repo_root` is where relative
     /// programs and role overrides are looked up.
     pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {
