@@ -26,6 +26,10 @@ pub struct Config {
     /// What a snapshot of a code task's worktree takes.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
+    /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
+    /// agents: applied over `[roles]`, under `--agent`.
+    #[serde(skip)]
+    pub user_agents: Vec<String>,
 }
 
 /// `[snapshot]`: limits on what one snapshot of a task worktree takes.
@@ -105,14 +109,59 @@ impl Default for SessionConfig {
 }
 
 impl Config {
-    /// The configuration of the working tree at `root`: its `.tlv4.toml`, or the defaults.
+    /// The configuration of the working tree at `root`: its `.tlv4.toml` (or the defaults),
+    /// then the user's own values from git config (`tlv4.*`, see [`Config::apply_git`]).
     pub fn load(root: &Path) -> Result<Config> {
         let path = root.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&path.display().to_string(), &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&path.display().to_string(), &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        };
+        let values =
+            crate::git::run(root, &["config", "--get-regexp", r"^tlv4\."]).unwrap_or_default();
+        config.apply_git(&values)?;
+        Ok(config)
+    }
+
+    /// Applies per-user values, as `git config --get-regexp '^tlv4\.'` prints them, over the
+    /// file's: `tlv4.pipeline`, `tlv4.supervision`, `tlv4.maxParallel`, `tlv4.completion`
+    /// replace the `[session]` keys; each `tlv4.agent` (`NAME` or `ROLE=NAME`) chooses an
+    /// agent as `--agent` would, under the command line's. Other `tlv4.*` keys belong to
+    /// other parts (`tlv4.trusted`, `tlv4.hooksPath`) and are left alone.
+    pub fn apply_git(&mut self, values: &str) -> Result<()> {
+        for line in values.lines() {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            let value = value.trim();
+            let bad = |what: &str| {
+                Error::Invalid(format!(
+                    "git config {key}: `{value}` is not {what} (see `git config --show-origin {key}`)"
+                ))
+            };
+            // git prints keys in lower case.
+            match key.to_ascii_lowercase().as_str() {
+                "tlv4.pipeline" => self.session.pipeline = value.to_owned(),
+                "tlv4.supervision" => {
+                    self.session.supervision = match value {
+                        "true" | "yes" | "on" | "1" => true,
+                        "false" | "no" | "off" | "0" => false,
+                        _ => return Err(bad("a boolean")),
+                    }
+                }
+                "tlv4.maxparallel" => {
+                    self.session.max_parallel = value
+                        .parse()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| bad("a number of at least 1"))?;
+                }
+                "tlv4.completion" => self.session.completion = value.to_owned(),
+                "tlv4.agent" if !value.is_empty() => self.user_agents.push(value.to_owned()),
+                "tlv4.agent" => return Err(bad("an agent (NAME or ROLE=NAME)")),
+                _ => {}
+            }
         }
+        Ok(())
     }
 
     /// Parses `text`, naming `file` in errors.
@@ -138,6 +187,33 @@ mod tests {
             Config::parse(".tlv4.toml.example", text).unwrap(),
             Config::default()
         );
+    }
+
+    #[test]
+    fn per_user_git_config_values_override_the_file() {
+        let mut c = Config::parse("x.toml", "[session]\nmax_parallel = 2\n").unwrap();
+        c.apply_git(
+            "tlv4.maxparallel 6\ntlv4.completion archive\ntlv4.supervision false\n\
+             tlv4.agent executor=claude\ntlv4.agent writer=gemini\ntlv4.trusted abc\ntlv4.hookspath /x\n",
+        )
+        .unwrap();
+        assert_eq!(c.session.max_parallel, 6);
+        assert_eq!(c.session.completion, "archive");
+        assert!(!c.session.supervision);
+        assert_eq!(c.user_agents, ["executor=claude", "writer=gemini"]);
+        let e = Config::default()
+            .apply_git("tlv4.maxparallel lots\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("git config tlv4.maxparallel: `lots` is not a number"),
+            "{e}"
+        );
+        let e = Config::default()
+            .apply_git("tlv4.supervision maybe\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a boolean"), "{e}");
     }
 
     #[test]

@@ -61,7 +61,8 @@ impl Roster {
     /// programs and role overrides are looked up.
     pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {
         let mut assignment: BTreeMap<String, String> = config.roles.clone();
-        for a in &overrides.agents {
+        // The user's own choice (git config tlv4.agent), then this run's (--agent).
+        for a in config.user_agents.iter().chain(&overrides.agents) {
             match a.split_once('=') {
                 Some((role, name)) if !role.is_empty() && !name.is_empty() => {
                     assignment.insert(role.to_owned(), name.to_owned());

@@ -981,3 +981,33 @@ fn agents_chosen_at_start_hold_for_later_runs() {
     assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
     repo.fsck();
 }
+
+#[test]
+fn per_user_git_config_chooses_agents_and_settings() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[session]\nmax_parallel = 5\n[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    repo.git(&["config", "tlv4.agent", "executor=scripted"]);
+    repo.git(&["config", "tlv4.maxParallel", "2"]);
+    let sid = start(&repo, "per user", &["--max-parallel", "2"]);
+    assert_eq!(status_of(&repo, &sid), "completed");
+    assert!(tip_files(&repo, &sid).contains(&"scripted-IMPL-001.txt".to_owned()));
+    // Without --max-parallel, the user's value beats the file's 5.
+    let out = repo.ok(&["start", "--pipeline", "wide", "--no-run", "settings"]);
+    let sid = out.lines().next().unwrap().trim();
+    assert_eq!(status(&repo, sid)["control"]["settings"]["max_parallel"], 2);
+    // A value that makes no sense is named with its key.
+    repo.git(&["config", "tlv4.maxParallel", "many"]);
+    let err = repo.fails(&["start", "--pipeline", "wide", "x"], 1);
+    assert!(
+        err.contains("git config tlv4.maxparallel: `many` is not a number"),
+        "{err}"
+    );
+}
