@@ -86,15 +86,15 @@ pub(crate) fn work(
         "event": "before-task", "session": input.session.id, "task": task.id, "role": task.role,
         "attempt": task.attempts, "description": task.description,
     });
-    if let Some(run) = hooks.run("before-task", &payload, &repo_root(qctx)) {
-        if !run.ok {
-            let agent = if quality_role {
-                "quality".to_owned()
-            } else {
-                roster.for_role(&task.role).name().to_owned()
-            };
-            return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
-        }
+    if let Some(run) = hooks.run("before-task", &payload, &repo_root(qctx))
+        && !run.ok
+    {
+        let agent = if quality_role {
+            "quality".to_owned()
+        } else {
+            roster.for_role(&task.role).name().to_owned()
+        };
+        return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
     }
     let mut result = if quality_role {
         let q = quality::run(input, qctx)?;
@@ -267,12 +267,12 @@ fn before_merge(
         "parent": snap.parent.to_string(), "changed": snap.changed,
         "branch": crate::worktree::task_ref(&input.session.id, &task.id),
     });
-    if let Some(run) = hooks.run("before-merge", &payload, workdir) {
-        if !run.ok {
-            let reason = crate::hooks::veto(&run);
-            output.summary = format!("failed: {}", reason.lines().next().unwrap_or_default());
-            output.outcome = Outcome::Failed(reason);
-        }
+    if let Some(run) = hooks.run("before-merge", &payload, workdir)
+        && !run.ok
+    {
+        let reason = crate::hooks::veto(&run);
+        output.summary = format!("failed: {}", reason.lines().next().unwrap_or_default());
+        output.outcome = Outcome::Failed(reason);
     }
 }
 
