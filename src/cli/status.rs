@@ -123,6 +123,18 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             ids.join(", "),
             i.topology
         ));
+        for s in &i.serialized {
+            out.push_str(&format!("            {s} (their planned files overlap)\n"));
+        }
+    }
+    let settings = &state.control.settings;
+    if let Some(sid) = &settings.replay {
+        out.push_str(&format!("  agents    replaying {sid}\n"));
+    } else if !settings.agents.is_empty() {
+        out.push_str(&format!(
+            "  agents    {} (chosen at start)\n",
+            settings.agents.join(", ")
+        ));
     }
     if let Some(p) = &state.control.pause {
         out.push_str(&format!("  paused    ({}) {}\n", p.kind, p.reason));

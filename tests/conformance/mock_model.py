@@ -4,16 +4,25 @@
 Serves, on 127.0.0.1 only:
   POST /v1/messages   Anthropic Messages API, streamed (SSE) or not   -> Claude Code
   POST /v1/responses  OpenAI Responses API, streamed (SSE)             -> Codex
+  POST /v1beta/models/{model}:streamGenerateContent (SSE), :generateContent, :countTokens
+                      Gemini API                                       -> Gemini CLI
+  POST /v1/chat/completions  OpenAI Chat Completions, streamed or not  -> Qwen Code, OpenCode,
+                      Aider (told apart by what they send: Qwen offers `write_file`, OpenCode
+                      `write`, Aider no tools and its edit-format system prompt)
   HEAD /              404 (Claude Code probes it)
 
 Every conversation gets the same two-step script, decided from the request alone (the
 server keeps no state):
   1. no tool result yet  -> one tool call that creates `conformance-<cli>-<TASK>.txt` in the
-     agent's working directory (Claude: `Write` with an absolute path taken from the
-     system prompt; Codex: the freeform `apply_patch` tool when offered, else
-     `exec_command`);
+     agent's working directory (Claude: `Write`, Gemini and Qwen: `write_file`, OpenCode:
+     `write`, each with an absolute path taken from the system prompt or the first user
+     message; Codex: the freeform `apply_patch` tool when offered, else `exec_command`);
   2. a tool result       -> the final answer, ending with git-tlv4's ```json result block.
-Requests that offer no tools (titles, quota probes) get a short text.
+Aider calls no tools: its one request gets the file in Aider's "whole" edit format (or a
+SEARCH/REPLACE block when its system prompt asks for those) and the result block in the
+same answer. Requests that offer no tools (titles, quota probes) get a short text, or a
+small JSON object when they ask for JSON (Gemini's and Qwen's router and next-speaker
+checks).
 
 Usage: mock_model.py [PORT] [--log FILE] [--port-file FILE] [--fail-first N [--fail-how 500|drop]]
 Prints the port it listens on (PORT 0 or none: any free port) as its first line.
@@ -106,22 +115,37 @@ def final_answer(cli, task, tool_output):
     return "I created `%s`.\n\n```json\n%s\n```\n" % (name, json.dumps(result, indent=2))
 
 
-def claude_cwd(body):
-    """The working directory Claude Code states in its system prompt."""
-    pats = [
-        r"Primary working directory:\s*(/\S+)",
-        r"Working directory:\s*(/\S+)",
-        r"<cwd>\s*(/[^<\s]+)\s*</cwd>",
-        r"\bcwd:\s*(/\S+)",
-    ]
-    sources = [body.get("system"), body.get("messages")]
-    for pat in pats:
+CWD_PATTERNS = [
+    r"Primary working directory:\s*(/\S+)",
+    r"Working directory:\s*(/\S+)",
+    r"<cwd>\s*(/[^<\s]+)\s*</cwd>",
+    r"\bcwd:\s*(/\S+)",
+    # Gemini CLI and Qwen Code: "I'm currently working in the directory: /…"
+    r"working in the directory:?\s*[`'\"]?(/[^\s`'\"]+)",
+    r"current working directory[^/\n]{0,40}?(/[^\s`'\"]+)",
+]
+
+
+def agent_cwd(*sources):
+    """The working directory an agent states in its system prompt or first message."""
+    for pat in CWD_PATTERNS:
         for src in sources:
             for t in texts(src):
                 m = re.search(pat, t)
                 if m:
-                    return m.group(1).rstrip(".,;`'\"")
+                    return m.group(1).rstrip(".,;:`'\"")
     return None
+
+
+def claude_cwd(body):
+    """The working directory Claude Code states in its system prompt."""
+    return agent_cwd(body.get("system"), body.get("messages"))
+
+
+# A small JSON object for utility requests that ask for JSON: it fits Gemini's and Qwen's
+# model router ({reasoning, model_choice}) and next-speaker check ({reasoning, next_speaker}).
+UTILITY_JSON = {"reasoning": "mock: a scripted conformance run", "next_speaker": "user",
+                "model_choice": "flash", "complexity_score": 1}
 
 
 # --- HTTP ---------------------------------------------------------------------------------
