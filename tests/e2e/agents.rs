@@ -629,6 +629,24 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
         .unwrap()
         .to_owned();
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
+    // The dead process may have held its checkout's index lock.
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let checkout = list
+        .split("\n\n")
+        .find(|r| r.contains(&format!("branch refs/heads/tlv4/{sid}.IMPL-001")))
+        .and_then(|r| {
+            r.lines()
+                .next()?
+                .strip_prefix("worktree ")
+                .map(str::to_owned)
+        })
+        .expect("the dead run's checkout is still registered");
+    let admin = crate::common::hermetic("git", Path::new(&checkout), repo.home.path())
+        .args(["rev-parse", "--absolute-git-dir"])
+        .output()
+        .unwrap();
+    let admin = String::from_utf8(admin.stdout).unwrap();
+    std::fs::write(Path::new(admin.trim()).join("index.lock"), "").unwrap();
 
     repo.write(".tlv4.toml", &config(""));
     repo.ok(&["trust"]);
