@@ -102,8 +102,9 @@ pub struct Adopted {
     pub rerun: Vec<TaskId>,
 }
 
-/// Merges commits a user made on the branch of a completed task (`tlv4/<SID>.<TASK>`) into
-/// the session as a manual revision, and reopens what depends on that task. A branch whose
+/// Merges commits a user made on the branch of a completed task (`tlv4/<SID>.<TASK>`) — or
+/// of a failed one no revision replaced, on top of its last snapshot — into the session as a
+/// manual revision (the task is then completed), and reopens what depends on that task. A branch whose
 /// commits conflict with the session is an error naming the paths; nothing is changed.
 pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
     let (tip, state) = store.read_state(sid)?;
@@ -119,14 +120,21 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
         let Some(t) = state.tasks.get(&task) else {
             continue;
         };
-        if t.status != TaskStatus::Completed || is_ancestor(store, branch_tip, tip)? {
+        // A completed task, or a failed one nothing replaced (a fix by hand of a run that
+        // failed or conflicted).
+        let adoptable = match t.status {
+            TaskStatus::Completed => true,
+            TaskStatus::Failed => !super::followup::is_revised(&state, &task),
+            _ => false,
+        };
+        if !adoptable || is_ancestor(store, branch_tip, tip)? {
             continue;
         }
-        // Only commits on top of work the session already has are a revision; a branch
-        // left by an unmerged attempt is not.
+        // Only commits on top of the task's last snapshot are a revision; a branch left by
+        // an earlier attempt is not.
         let merged = merged_snapshot(store, tip, sid, &task)?;
         let Some(merged) = merged else { continue };
-        if !is_ancestor(store, merged, branch_tip)? {
+        if branch_tip == merged || !is_ancestor(store, merged, branch_tip)? {
             continue;
         }
         let touched = crate::git::run(
@@ -158,7 +166,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
         let mut rerun = Vec::new();
         store.transact(sid, |txn| {
             let t = txn.state.task(&task)?.clone();
-            if t.status != TaskStatus::Completed {
+            if !matches!(t.status, TaskStatus::Completed | TaskStatus::Failed) {
                 return Ok(None);
             }
             let merged_tree = match worktree::merge_task(txn.store(), txn.tip, branch_tip)? {
@@ -194,10 +202,15 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
                 .unwrap_or(merged);
             let t = txn.state.task_mut(&task)?;
             t.attempts += 1;
-            if let Some(r) = &mut t.result {
-                r.summary = format!("manual revision: {subject}");
-                r.finished_at = crate::clock::now_rfc3339();
-            }
+            t.status = TaskStatus::Completed;
+            t.owner = None;
+            let artifacts = t.result.as_ref().map(|r| r.artifacts.clone()).unwrap_or_default();
+            t.result = Some(crate::model::TaskResult {
+                summary: format!("manual revision: {subject}"),
+                reason: None,
+                artifacts,
+                finished_at: crate::clock::now_rfc3339(),
+            });
             let record = serde_json::json!({
                 "task": task, "role": t.role, "attempt": t.attempts, "agent": "manual",
                 "outcome": "completed", "summary": format!("manual revision: {subject}"),

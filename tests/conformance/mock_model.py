@@ -151,6 +151,10 @@ UTILITY_JSON = {"reasoning": "mock: a scripted conformance run", "next_speaker":
 # --- HTTP ---------------------------------------------------------------------------------
 
 
+# The requests that are model turns (the ones --fail-first fails).
+MODEL_PATHS = ("/messages", "/responses", ":streamGenerateContent", "/chat/completions")
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "tlv4-mock/1"
@@ -167,12 +171,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
         log("reply", path=self.path, status=status, body=obj)
 
-    def reply_sse(self, events):
-        """`events`: (event name or None, JSON object) pairs."""
+    def reply_sse(self, events, done=False):
+        """`events`: (event name or None, JSON object) pairs; `done`: end with `data: [DONE]`."""
         chunks = []
         for name, obj in events:
             head = "event: %s\n" % name if name else ""
             chunks.append("%sdata: %s\n\n" % (head, json.dumps(obj)))
+        if done:
+            chunks.append("data: [DONE]\n\n")
         data = "".join(chunks).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -202,7 +208,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         log("request", method="POST", path=self.path, headers=dict(self.headers), body=body)
         path = self.path.split("?", 1)[0].rstrip("/")
         with LOCK:
-            flaky = FAILURES_LEFT[0] > 0 and path.endswith(("/messages", "/responses"))
+            flaky = FAILURES_LEFT[0] > 0 and path.endswith(MODEL_PATHS)
             if flaky:
                 FAILURES_LEFT[0] -= 1
         if flaky and FAIL_HOW[0] == "drop":
@@ -212,7 +218,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(b'data: {"type": "response.created", "response": {"id": "r0"}}\n\n')
+            if path.endswith("/chat/completions"):
+                first = {"id": "chatcmpl-0", "object": "chat.completion.chunk", "created": 0,
+                         "model": body.get("model") or "mock",
+                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                      "finish_reason": None}]}
+            elif ":" in path.rsplit("/", 1)[-1]:
+                first = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]},
+                                         "index": 0}]}
+            else:
+                first = {"type": "response.created", "response": {"id": "r0"}}
+            self.wfile.write(b"data: " + json.dumps(first).encode() + b"\n\n")
             self.wfile.flush()
             self.close_connection = True
             return
@@ -227,6 +243,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.anthropic(body)
             elif path.endswith("/responses"):
                 self.openai_responses(body)
+            elif path.endswith(":countTokens"):
+                self.reply_json(200, {"totalTokens": 100})
+            elif path.endswith(":streamGenerateContent"):
+                self.gemini(path, body, stream=True)
+            elif path.endswith(":generateContent"):
+                self.gemini(path, body, stream=False)
+            elif path.endswith("/chat/completions"):
+                self.chat_completions(body)
             else:
                 self.reply_json(404, {"error": {"type": "not_found", "message": "mock: no " + path}})
         except Exception as e:  # a bug here must show in the log, not hang the CLI
@@ -353,6 +377,150 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                     "response": {"id": rid, "status": "completed",
                                                  "usage": usage}}),
         ])
+
+    # --- Gemini API (Gemini CLI) ------------------------------------------------------------
+
+    def gemini(self, path, body, stream):
+        model = path.rsplit("/", 1)[-1].split(":", 1)[0]
+        contents = body.get("contents") or []
+        names = [
+            d.get("name")
+            for t in body.get("tools") or [] if isinstance(t, dict)
+            for d in (t.get("functionDeclarations") or t.get("function_declarations") or [])
+            if isinstance(d, dict)
+        ]
+        gen = body.get("generationConfig") or {}
+        wants_json = gen.get("responseMimeType") == "application/json" or any(
+            k in gen for k in ("responseSchema", "responseJsonSchema"))
+        task = task_id(contents)
+        last = contents[-1] if contents and isinstance(contents[-1], dict) else {}
+        answers = [
+            p["functionResponse"] for p in last.get("parts") or []
+            if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+        ]
+        if wants_json:
+            part = {"text": json.dumps(UTILITY_JSON)}
+        elif not names:
+            part = {"text": "Conformance run"}
+        elif answers:
+            out = answers[-1].get("response")
+            out = out if isinstance(out, str) else " ".join(texts(out)) or json.dumps(out)
+            part = {"text": final_answer("gemini", task, out)}
+        elif "write_file" in names:
+            cwd = agent_cwd(body.get("systemInstruction"), contents)
+            if not cwd:
+                raise RuntimeError("no working directory found in Gemini's request")
+            part = {"functionCall": {"name": "write_file", "args": {
+                "file_path": os.path.join(cwd, file_name("gemini", task)),
+                "content": file_content("gemini", task)}}}
+        else:
+            raise RuntimeError("Gemini offered no write_file tool: %s" % names)
+        log("script", cli="gemini", task=task, part=part)
+        reply = {
+            "candidates": [{"content": {"role": "model", "parts": [part]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20,
+                              "totalTokenCount": 120},
+            "modelVersion": model,
+        }
+        if stream:
+            self.reply_sse([(None, reply)])
+        else:
+            self.reply_json(200, reply)
+
+    # --- OpenAI Chat Completions (Qwen Code, OpenCode, Aider) -------------------------------
+
+    def chat_completions(self, body):
+        model = body.get("model") or "mock"
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        names = [
+            (t.get("function") or {}).get("name")
+            for t in body.get("tools") or [] if isinstance(t, dict)
+        ]
+        fmt = body.get("response_format") or {}
+        wants_json = isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+        task = task_id([m for m in messages if m.get("role") == "user"])
+        system = "\n".join(texts([m for m in messages if m.get("role") == "system"]))
+        last = messages[-1] if messages else {}
+        content, call = None, None
+        if "write_file" in names:
+            cli, tool, path_key = "qwen", "write_file", "file_path"
+        elif "write" in names:
+            cli, tool, path_key = "opencode", "write", "filePath"
+        elif "*file listing*" in system or "SEARCH/REPLACE" in system:
+            cli, tool, path_key = "aider", None, None
+        else:
+            cli, tool, path_key = "chat", None, None
+        if cli == "aider":
+            content = self.aider_answer(task, system)
+        elif wants_json:
+            content = json.dumps(UTILITY_JSON)
+        elif not tool:
+            content = "Conformance run"
+        elif last.get("role") == "tool":
+            out = last.get("content")
+            out = out if isinstance(out, str) else " ".join(texts(out))
+            content = final_answer(cli, task, out)
+        else:
+            cwd = agent_cwd([m for m in messages if m.get("role") in ("system", "user")])
+            if not cwd:
+                raise RuntimeError("no working directory found in %s's request" % cli)
+            args = {path_key: os.path.join(cwd, file_name(cli, task)),
+                    "content": file_content(cli, task)}
+            call = {"id": next_id("call_"), "type": "function",
+                    "function": {"name": tool, "arguments": json.dumps(args)}}
+        log("script", cli=cli, task=task, content=content, tool_call=call)
+
+        cid = next_id("chatcmpl-")
+        created = int(time.time())
+        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        finish = "tool_calls" if call else "stop"
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": content}
+            if call:
+                message["tool_calls"] = [call]
+            self.reply_json(200, {
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            })
+            return
+
+        def chunk(delta, finish_reason=None, **extra):
+            obj = {"id": cid, "object": "chat.completion.chunk", "created": created,
+                   "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            obj.update(extra)
+            return (None, obj)
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        if call:
+            events.append(chunk({"tool_calls": [{
+                "index": 0, "id": call["id"], "type": "function",
+                "function": {"name": tool, "arguments": ""}}]}))
+            events.append(chunk({"tool_calls": [{
+                "index": 0, "function": {"arguments": call["function"]["arguments"]}}]}))
+        else:
+            events.append(chunk({"content": content}))
+        events.append(chunk({}, finish))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append((None, {"id": cid, "object": "chat.completion.chunk",
+                                  "created": created, "model": model, "choices": [],
+                                  "usage": usage}))
+        self.reply_sse(events, done=True)
+
+    def aider_answer(self, task, system):
+        """Aider's one answer: the file in its edit format, then the result block."""
+        name = file_name("aider", task)
+        text = file_content("aider", task)
+        if "SEARCH/REPLACE" in system and "*file listing*" not in system:
+            # A SEARCH/REPLACE block with an empty SEARCH part creates the file.
+            edit = "%s\n```\n<<<<<<< SEARCH\n=======\n%s>>>>>>> REPLACE\n```\n" % (name, text)
+        else:
+            edit = "%s\n```\n%s```\n" % (name, text)
+        return "I will create `%s`.\n\n%s\n%s" % (
+            name, edit, final_answer("aider", task, "Aider applies the edit")
+            .split("\n\n", 1)[1])
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -1,30 +1,41 @@
 #!/usr/bin/env bash
-# Conformance test against the REAL agent CLIs: installs Claude Code and Codex from npm,
-# and drives each through `git tlv4 start` in a throwaway repository, against the scripted
-# model server next to this script (mock_model.py). Opt-in: set TLV4_REAL_AGENTS=1.
+# Conformance test against the REAL agent CLIs: installs Claude Code, Codex, Gemini CLI,
+# Qwen Code and OpenCode from npm and Aider from PyPI, and drives each through
+# `git tlv4 start` in a throwaway repository, against the scripted model server next to this
+# script (mock_model.py). Opt-in: set TLV4_REAL_AGENTS=1.
 #
 # Everything after the install runs inside `unshare -n` (a network namespace with only
-# `lo`), so no model traffic can leave 127.0.0.1. The npm registry is the only network used.
+# `lo`), so no model traffic can leave 127.0.0.1. The npm registry and PyPI are the only
+# network used, and only to install.
 #
-# Each CLI runs a few times (see `scenarios` below: the plain script, a first model stream
-# cut short, and for Codex a model outside its catalog), each time in a fresh repository
-# with a one-task pipeline and a fresh mock. Per run it checks with git: the session
-# completed, the file the model asked the CLI to write is in the session tip's tree and in
-# the task snapshot, the task's completion is a merge commit (2 parents, the second the
-# snapshot), and `git fsck --strict` is clean. The summary says PASS/FAIL per CLI and run.
+# Each CLI runs a few times (see `scenarios` below: the plain script for all; a first model
+# stream cut short for Claude and Codex; for Codex a model outside its catalog), each time
+# in a fresh repository with a one-task pipeline and a fresh mock. Per run it checks with
+# git: the session completed, the file the model asked the CLI to write is in the session
+# tip's tree and in the task snapshot, the task's completion is a merge commit (2 parents,
+# the second the snapshot), the snapshot adds nothing else to the work tree, and
+# `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason. The
+# summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
 #
 # Environment:
 #   TLV4_REAL_AGENTS=1          run at all (otherwise: print "skipped", exit 0)
-#   TLV4_CONFORMANCE_CACHE      where npm installs the CLIs (default ~/.cache/git-tlv4-conformance;
-#                               reused when present)
-#   TLV4_CONFORMANCE_CLIS       which CLIs to run (default "claude codex")
+#   TLV4_CONFORMANCE_CACHE      where the CLIs are installed, one directory each (default
+#                               ~/.cache/git-tlv4-conformance; reused when present)
+#   TLV4_CONFORMANCE_CLIS       which CLIs to run (default all six: "claude codex gemini qwen
+#                               opencode aider")
 #   TLV4_CONFORMANCE_KEEP=1     keep the work directory (repositories, mock logs) on success
 #                               (it is always kept on failure)
+#   TLV4_CONFORMANCE_PYTHON     the Python of Aider's venv (default python3.11, else python3)
 #   TLV4_BIN                    a built git-tlv4 to use instead of running `cargo build`
-#   CLAUDE_CODE_VERSION / CODEX_VERSION   npm versions to install (default: what npm picks)
-#   CLAUDE_MODEL / CODEX_MODEL  models of the plain and reconnect runs (default
-#                               claude-sonnet-4-5 / gpt-5.5, a Codex catalog model, which gets
-#                               the apply_patch tool)
+#   CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION / QWEN_CODE_VERSION /
+#   OPENCODE_VERSION / AIDER_VERSION
+#                               versions to install (default: what npm / pip picks); a
+#                               different one than installed reinstalls
+#   CLAUDE_MODEL / CODEX_MODEL / GEMINI_MODEL / QWEN_MODEL / OPENCODE_MODEL / AIDER_MODEL
+#                               the model of the plain run (defaults: claude-sonnet-4-5,
+#                               gpt-5.5 (a Codex catalog model, which gets the apply_patch
+#                               tool), gemini-2.5-pro, qwen3-coder-plus, mock-model,
+#                               mock-model (Aider then uses its "whole" edit format))
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +47,87 @@ die() {
   exit 1
 }
 
+ALL_CLIS="claude codex gemini qwen opencode aider"
+
+# What to install for `cli`: "npm PACKAGE[@VERSION] BIN" or "pip REQUIREMENT BIN", BIN
+# relative to the CLI's directory in the cache.
+package_of() {
+  case "$1" in
+    claude) echo "npm @anthropic-ai/claude-code${CLAUDE_CODE_VERSION:+@$CLAUDE_CODE_VERSION} node_modules/.bin/claude" ;;
+    codex) echo "npm @openai/codex${CODEX_VERSION:+@$CODEX_VERSION} node_modules/.bin/codex" ;;
+    gemini) echo "npm @google/gemini-cli${GEMINI_CLI_VERSION:+@$GEMINI_CLI_VERSION} node_modules/.bin/gemini" ;;
+    qwen) echo "npm @qwen-code/qwen-code${QWEN_CODE_VERSION:+@$QWEN_CODE_VERSION} node_modules/.bin/qwen" ;;
+    opencode) echo "npm opencode-ai${OPENCODE_VERSION:+@$OPENCODE_VERSION} node_modules/.bin/opencode" ;;
+    aider) echo "pip aider-chat${AIDER_VERSION:+==$AIDER_VERSION} bin/aider" ;;
+  esac
+}
+
+# Installs `cli` into $CACHE/<cli> (or reuses what is there: the same package spec, and a
+# binary that answers --version), then exports CLI_BIN_<cli>, CLI_VERSION_<cli> and
+# CLI_INSTALL_<cli> (how long the install took, and the size), or CLI_ERROR_<cli> with the
+# reason it failed.
+install_cli() {
+  local cli=$1 kind spec bin dir log t0 how version
+  read -r kind spec bin < <(package_of "$cli")
+  dir="$CACHE/$cli"
+  log="$CACHE/$cli.install.log"
+  bin="$dir/$bin"
+  t0=$SECONDS
+  if [[ -x "$bin" && "$(cat "$dir/.tlv4-spec" 2>/dev/null)" == "$spec" ]] \
+    && timeout 120 "$bin" --version >/dev/null 2>&1 </dev/null; then
+    how="reused"
+  else
+    say "installing $spec for $cli into $dir"
+    rm -f "$dir/.tlv4-spec"
+    local ok=1
+    case "$kind" in
+      npm)
+        if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+          echo "npm and node are needed to install $spec" >"$log"
+          ok=0
+        else
+          mkdir -p "$dir"
+          # Not --ignore-scripts: Claude Code's and OpenCode's postinstall put their native
+          # binaries in place.
+          timeout 1200 npm install --prefix "$dir" --no-audit --no-fund --loglevel=warn \
+            "$spec" >"$log" 2>&1 </dev/null || ok=0
+        fi
+        ;;
+      pip)
+        local py="${TLV4_CONFORMANCE_PYTHON:-}"
+        if [[ -z "$py" ]]; then
+          py="$(command -v python3.11 || command -v python3)"
+        fi
+        { [[ -x "$dir/bin/python" ]] || "$py" -m venv "$dir"; } >"$log" 2>&1 </dev/null \
+          && timeout 1200 "$dir/bin/python" -m pip install --disable-pip-version-check \
+            --no-input -q "$spec" >>"$log" 2>&1 </dev/null \
+          || ok=0
+        ;;
+    esac
+    if [[ $ok -eq 1 && ! -x "$bin" ]]; then
+      echo "the install put no executable at $bin" >>"$log"
+      ok=0
+    fi
+    if [[ $ok -eq 1 ]] && ! timeout 120 "$bin" --version >>"$log" 2>&1 </dev/null; then
+      echo "$bin --version failed" >>"$log"
+      ok=0
+    fi
+    if [[ $ok -eq 0 ]]; then
+      local why
+      why="$(grep -v '^\s*$' "$log" | tail -n 4 | tr '\n' ' ' | cut -c1-600)"
+      say "FAIL: the install of $spec for $cli failed ($log): $why"
+      export "CLI_ERROR_$cli=installing $spec failed: $why (log: $log)"
+      return 0
+    fi
+    printf '%s\n' "$spec" >"$dir/.tlv4-spec"
+    how="installed in $((SECONDS - t0))s"
+  fi
+  version="$(timeout 120 "$bin" --version 2>&1 </dev/null | grep -v '^\s*$' | head -n1)"
+  export "CLI_BIN_$cli=$bin" "CLI_VERSION_$cli=$version" \
+    "CLI_INSTALL_$cli=$how, $(du -sh "$dir" 2>/dev/null | cut -f1) in $dir"
+  say "$cli: $version ($how)"
+}
+
 # ------------------------------------------------------------------------------------------
 # Outside the network namespace: install, build, then re-enter this script under unshare.
 # ------------------------------------------------------------------------------------------
@@ -45,31 +137,19 @@ if [[ "${1:-}" != "--inner" ]]; then
     exit 0
   fi
   START=$SECONDS
-  for tool in npm node python3 git unshare ip timeout; do
+  for tool in git unshare ip timeout python3; do
     command -v "$tool" >/dev/null || die "\`$tool\` is needed and not on PATH"
+  done
+  CLIS="${TLV4_CONFORMANCE_CLIS:-$ALL_CLIS}"
+  for cli in $CLIS; do
+    [[ " $ALL_CLIS " == *" $cli "* ]] || die "unknown CLI '$cli' (one of: $ALL_CLIS)"
   done
 
   CACHE="${TLV4_CONFORMANCE_CACHE:-$HOME/.cache/git-tlv4-conformance}"
-  NPM_DIR="$CACHE/npm"
-  CLAUDE_BIN="$NPM_DIR/node_modules/.bin/claude"
-  CODEX_BIN="$NPM_DIR/node_modules/.bin/codex"
-  if [[ -x "$CLAUDE_BIN" && -x "$CODEX_BIN" ]] \
-    && "$CLAUDE_BIN" --version >/dev/null 2>&1 && "$CODEX_BIN" --version >/dev/null 2>&1; then
-    say "reusing the CLIs installed in $NPM_DIR"
-  else
-    say "installing @anthropic-ai/claude-code and @openai/codex into $NPM_DIR (several hundred MB)"
-    mkdir -p "$NPM_DIR"
-    # Not --ignore-scripts: Claude Code's postinstall puts its native binary in place.
-    npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=warn \
-      "@anthropic-ai/claude-code${CLAUDE_CODE_VERSION:+@$CLAUDE_CODE_VERSION}" \
-      "@openai/codex${CODEX_VERSION:+@$CODEX_VERSION}" >&2 \
-      || die "npm install failed"
-    [[ -x "$CLAUDE_BIN" && -x "$CODEX_BIN" ]] || die "npm installed no claude/codex binaries in $NPM_DIR"
-  fi
-  CLAUDE_VERSION_TEXT="$("$CLAUDE_BIN" --version 2>&1 | head -n1)"
-  CODEX_VERSION_TEXT="$("$CODEX_BIN" --version 2>&1 | head -n1)"
-  say "claude: $CLAUDE_VERSION_TEXT"
-  say "codex:  $CODEX_VERSION_TEXT"
+  mkdir -p "$CACHE"
+  for cli in $CLIS; do
+    install_cli "$cli"
+  done
 
   if [[ -n "${TLV4_BIN:-}" ]]; then
     [[ -f "$TLV4_BIN" && -x "$TLV4_BIN" ]] || die "TLV4_BIN=$TLV4_BIN is not an executable"
@@ -91,7 +171,7 @@ refused: it needs root, or unprivileged user namespaces). The conformance test r
 only where no traffic can leave 127.0.0.1, so it will not run without one."
   fi
 
-  export TLV4_BIN CLAUDE_BIN CODEX_BIN CLAUDE_VERSION_TEXT CODEX_VERSION_TEXT
+  export TLV4_BIN CLIS
   set +e
   "${NETNS[@]}" -- bash "${BASH_SOURCE[0]}" --inner
   rc=$?

@@ -1029,3 +1029,45 @@ fn per_user_git_config_chooses_agents_and_settings() {
         "{err}"
     );
 }
+
+#[test]
+fn a_failed_code_task_fixed_by_hand_is_adopted() {
+    let repo = scripted(1, &[("SCRIPTED_MODE", "write_then_fail")]);
+    let sid = start(&repo, "fix it yourself", &[]);
+    let t = repo.task(&sid, "IMPL-001");
+    assert_eq!(t["status"], "failed", "{t}");
+    // The half-done change is on the task branch (and kept under the attempt's ref).
+    let branch = format!("tlv4/{sid}.IMPL-001");
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:scripted-IMPL-001.txt")]),
+        "IMPL-001 was here\n"
+    );
+    let wt = tempfile::tempdir().unwrap();
+    let wt_path = wt.path().join("fix");
+    repo.git(&["worktree", "add", "-q", wt_path.to_str().unwrap(), &branch]);
+    std::fs::write(wt_path.join("scripted-IMPL-001.txt"), "finished by hand\n").unwrap();
+    let out = crate::common::hermetic("git", &wt_path, repo.home.path())
+        .args(["commit", "-qam", "Finish IMPL-001"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo.git(&["worktree", "remove", wt_path.to_str().unwrap()]);
+
+    let out = repo.tlv4(&["--session", &sid, "resume", "--completion", "keep"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("adopted 1 commit(s)"), "{stderr}");
+    assert_eq!(status_of(&repo, &sid), "completed");
+    let t = repo.task(&sid, "IMPL-001");
+    assert_eq!(t["status"], "completed");
+    assert_eq!(t["result"]["summary"], "manual revision: Finish IMPL-001");
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]),
+        "finished by hand\n"
+    );
+    repo.fsck();
+}
