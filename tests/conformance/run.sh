@@ -114,7 +114,7 @@ install_cli() {
     fi
     if [[ $ok -eq 0 ]]; then
       local why
-      why="$(grep -v '^\s*$' "$log" | tail -n 4 | tr '\n' ' ' | cut -c1-600)"
+      why="$(grep -v '^\s*$' "$log" | tail -n 4 | tr '\n' ' ' | cut -c1-600 || true)"
       say "FAIL: the install of $spec for $cli failed ($log): $why"
       export "CLI_ERROR_$cli=installing $spec failed: $why (log: $log)"
       return 0
@@ -122,7 +122,7 @@ install_cli() {
     printf '%s\n' "$spec" >"$dir/.tlv4-spec"
     how="installed in $((SECONDS - t0))s"
   fi
-  version="$(timeout 120 "$bin" --version 2>&1 </dev/null | grep -v '^\s*$' | head -n1)"
+  version="$(timeout 120 "$bin" --version 2>&1 </dev/null | grep -v '^\s*$' | head -n1 || true)"
   export "CLI_BIN_$cli=$bin" "CLI_VERSION_$cli=$version" \
     "CLI_INSTALL_$cli=$how, $(du -sh "$dir" 2>/dev/null | cut -f1) in $dir"
   say "$cli: $version ($how)"
@@ -264,37 +264,44 @@ EOF
 
 # `[agents.*]` and `[roles]` for `cli` with `model`, pointed at the mock on PORT through
 # the preset's `url` (Claude: ANTHROPIC_BASE_URL; Codex: a provider in the isolated
-# $CODEX_HOME/config.toml git-tlv4 writes, its key from OPENAI_API_KEY).
+# $CODEX_HOME/config.toml git-tlv4 writes, its key from OPENAI_API_KEY; Gemini:
+# GOOGLE_GEMINI_BASE_URL and API-key auth in the isolated settings.json; Qwen:
+# --auth-type openai and OPENAI_BASE_URL; OpenCode: an OpenAI-compatible provider in
+# OPENCODE_CONFIG_CONTENT; Aider: openai/<model> at --openai-api-base).
 agent_config() {
-  local cli=$1 model=$2
+  local cli=$1 model=$2 bin url env
+  bin="$(cli_var BIN "$cli")"
   case "$cli" in
     claude)
-      cat <<EOF
-[agents.claude]
-driver = "claude"
-program = "$CLAUDE_BIN"
-model = "$model"
-url = "http://127.0.0.1:$PORT"
-timeout = "5m"
-env = { ANTHROPIC_API_KEY = "sk-ant-mock", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", CLAUDE_CODE_MAX_RETRIES = "2", API_TIMEOUT_MS = "120000" }
-[roles]
-executor = "claude"
-EOF
+      url="http://127.0.0.1:$PORT"
+      env='ANTHROPIC_API_KEY = "sk-ant-mock", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", CLAUDE_CODE_MAX_RETRIES = "2", API_TIMEOUT_MS = "120000"'
       ;;
-    codex)
-      cat <<EOF
-[agents.codex]
-driver = "codex"
-program = "$CODEX_BIN"
-model = "$model"
-url = "http://127.0.0.1:$PORT/v1"
-timeout = "5m"
-env = { OPENAI_API_KEY = "sk-mock" }
-[roles]
-executor = "codex"
-EOF
+    gemini)
+      url="http://127.0.0.1:$PORT"
+      env='GEMINI_API_KEY = "mock-gemini-key"'
+      ;;
+    *)
+      url="http://127.0.0.1:$PORT/v1"
+      env='OPENAI_API_KEY = "sk-mock"'
       ;;
   esac
+  cat <<EOF
+[agents.$cli]
+driver = "$cli"
+program = "$bin"
+model = "$model"
+url = "$url"
+timeout = "5m"
+env = { $env }
+[roles]
+executor = "$cli"
+EOF
+}
+
+# CLI_<what>_<cli> as exported by install_cli, or empty.
+cli_var() {
+  local name="CLI_$1_$2"
+  printf '%s' "${!name:-}"
 }
 
 # Shows what there is to see about a failed run.
@@ -407,16 +414,25 @@ scenarios() {
       echo "reconnect ${CODEX_MODEL:-gpt-5.5} --fail-first 1 --fail-how drop"
       echo "exec mock-model"
       ;;
+    gemini) echo "plain ${GEMINI_MODEL:-gemini-2.5-pro}" ;;
+    qwen) echo "plain ${QWEN_MODEL:-qwen3-coder-plus}" ;;
+    opencode) echo "plain ${OPENCODE_MODEL:-mock-model}" ;;
+    aider) echo "plain ${AIDER_MODEL:-mock-model}" ;;
   esac
 }
 
-CLIS="${TLV4_CONFORMANCE_CLIS:-claude codex}"
 declare -A RESULT
 SUMMARY=()
 overall=0
 for cli in $CLIS; do
-  case "$cli" in claude | codex) ;; *) die "unknown CLI '$cli' (claude, codex)" ;; esac
   RESULT[$cli]=PASS
+  error="$(cli_var ERROR "$cli")"
+  if [[ -n "$error" ]]; then
+    SUMMARY+=("    FAIL  $cli/install: $error")
+    RESULT[$cli]=FAIL
+    overall=1
+    continue
+  fi
   while read -r scenario model mock_args; do
     # shellcheck disable=SC2086 # the mock options are words
     if run_one "$cli" "$scenario" "$model" $mock_args </dev/null; then
@@ -432,11 +448,11 @@ done
 
 echo "conformance summary:"
 for cli in $CLIS; do
-  case "$cli" in
-    claude) version="$CLAUDE_VERSION_TEXT" ;;
-    codex) version="$CODEX_VERSION_TEXT" ;;
-  esac
-  echo "  ${RESULT[$cli]}  $cli ($version)"
+  if [[ -n "$(cli_var ERROR "$cli")" ]]; then
+    echo "  ${RESULT[$cli]}  $cli (not installed)"
+  else
+    echo "  ${RESULT[$cli]}  $cli ($(cli_var VERSION "$cli"); $(cli_var INSTALL "$cli"))"
+  fi
   for line in "${SUMMARY[@]}"; do
     if [[ "$line" == *" $cli/"* ]]; then echo "$line"; fi
   done
