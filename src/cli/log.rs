@@ -24,8 +24,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     let mut out = String::new();
     for e in &events {
+        // A merge event says what it merged; a conflict, where.
+        let mut extra = String::new();
+        if let Some(m) = e.trailer("Merged") {
+            extra = format!("  [merged {}]", super::short(m));
+        } else if let Some(c) = e.trailer("Conflict") {
+            extra = format!("  [conflict in {c}]");
+        }
         out.push_str(&format!(
-            "{} {:>4} {} {}\n",
+            "{} {:>4} {} {}{extra}\n",
             super::short(&e.commit),
             e.seq.map_or("-".into(), |s| format!("#{s}")),
             e.time,
