@@ -242,6 +242,17 @@ fn parallel_tasks_that_conflict_become_revisions_that_merge() {
     assert_eq!(shared, format!("{revision} was here\n"));
     let conflicts = repo.trailers(&format!("tlv4/{sid}"), "Tlv4-Conflict");
     assert_eq!(conflicts, ["shared.txt"]);
+    let log = repo.ok(&["--session", &sid, "log"]);
+    assert!(
+        log.contains(&format!(
+            "{original}: failed (executor)  [conflict in shared.txt]"
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("{revision}: completed (executor)  [merged ")),
+        "{log}"
+    );
     // The change that did not merge is kept under a ref of its own.
     let kept = format!("refs/tlv4/runs/{sid}/{original}/1");
     assert_eq!(
