@@ -120,8 +120,10 @@ CWD_PATTERNS = [
     r"Working directory:\s*(/\S+)",
     r"<cwd>\s*(/[^<\s]+)\s*</cwd>",
     r"\bcwd:\s*(/\S+)",
-    # Gemini CLI and Qwen Code: "I'm currently working in the directory: /…"
+    # Qwen Code (and older Gemini CLIs): "I'm currently working in the directory: /…"
     r"working in the directory:?\s*[`'\"]?(/[^\s`'\"]+)",
+    # Gemini CLI 0.61: "- **Workspace Directories:**\n  - /…"
+    r"Workspace Directories:\**\s*\n\s*-\s*(/\S+)",
     r"current working directory[^/\n]{0,40}?(/[^\s`'\"]+)",
 ]
 

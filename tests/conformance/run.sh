@@ -378,6 +378,15 @@ run_one() {
     || { fail "no task branch tlv4/$sid.IMPL-001"; return 1; }
   git -C "$repo" ls-tree -r --name-only "$snapshot" | grep -qx -- "$file" \
     || { fail "$file is not in the task snapshot $snapshot"; return 1; }
+  # The CLI's own files (histories, caches, settings) must not ride along into the merge.
+  local added
+  added="$(git -C "$repo" diff --name-only "$snapshot^" "$snapshot" -- . ':(exclude).tlv4')"
+  [[ "$added" == "$file" ]] \
+    || { fail "the task snapshot changes more than $file: $(echo $added)"; return 1; }
+  # Nor may the CLI have written into the user's checkout instead of the task's worktree.
+  local dirty
+  dirty="$(git -C "$repo" status --porcelain --untracked-files=all)"
+  [[ -z "$dirty" ]] || { fail "the checkout of the repository was changed: $(echo $dirty)"; return 1; }
   merge="$(git -C "$repo" log --format=%H --grep "Tlv4-Merged: $snapshot" "tlv4/$sid" | head -n1)"
   [[ -n "$merge" ]] || { fail "no merge event for the snapshot $snapshot"; return 1; }
   parents="$(git -C "$repo" rev-list --parents -n 1 "$merge" | wc -w)"

@@ -1,7 +1,8 @@
-//! Opt-in conformance against the REAL agent CLIs (Claude Code and Codex, installed from
-//! npm): `tests/conformance/run.sh` drives each through `git tlv4 start` against a scripted
-//! model server on 127.0.0.1, inside a network namespace of its own. Runs only with
-//! `TLV4_REAL_AGENTS=1`; otherwise it passes at once.
+//! Opt-in conformance against the REAL agent CLIs (Claude Code, Codex, Gemini CLI, Qwen Code
+//! and OpenCode installed from npm, Aider from PyPI): `tests/conformance/run.sh` drives each
+//! through `git tlv4 start` against a scripted model server on 127.0.0.1, inside a network
+//! namespace of its own. Runs only with `TLV4_REAL_AGENTS=1`; otherwise it passes at once.
+//! `TLV4_CONFORMANCE_CLIS` picks some of the CLIs (default: all six).
 
 use std::path::Path;
 use std::process::Command;

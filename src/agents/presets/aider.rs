@@ -4,9 +4,14 @@
 //!
 //! Code tasks run in the worktree (a git checkout; git-tlv4 commits, so no auto-commits),
 //! with the code files the description names added to the chat; suggested shell commands
-//! and URL fetching are off. Document tasks run with `--no-git --dry-run`, so nothing is
-//! written. The home is the run's own; litellm's price map is read locally. With `url`, the
-//! model is `openai/<model>` at `--openai-api-base`; keys come from the environment.
+//! and URL fetching are off. The edit format is SEARCH/REPLACE ("diff"): in the "whole"
+//! format every fenced block, the result block too, is a file to write. Aider's chat
+//! history goes to the run's scratch directory and its repo map is off, so that neither
+//! the history nor the map's tags cache lands in the working directory; `COLUMNS` is
+//! large, so that the printed answer is not wrapped inside the result block's JSON.
+//! Document tasks run with `--no-git --dry-run`, so nothing is written. The home is the
+//! run's own; litellm's price map is read locally. With `url`, the model is
+//! `openai/<model>` at `--openai-api-base`; keys come from the environment.
 //!
 //! Success: exit 0, no API error printed by litellm, and for code tasks no edit Aider failed
 //! to apply (it exits 0 then). Tokens and cost come from its "Tokens: … Cost: …" lines.
@@ -92,6 +97,23 @@ impl Cli for Aider {
             ]
             .map(String::from),
         );
+        // The result block is a fenced block: the "whole" edit format (Aider's default for
+        // models it does not know) takes every fenced block for a file listing, so the
+        // SEARCH/REPLACE format, which leaves other blocks alone. Aider's chat history and
+        // its repo map's tags cache (`.aider.tags.cache.v4/`) would be written into the
+        // working directory and end up in the task's snapshot: the history goes to the
+        // run's scratch directory, and the repo map is off. `args` may set either again.
+        args.extend([
+            "--edit-format".into(),
+            "diff".into(),
+            "--map-tokens".into(),
+            "0".into(),
+            "--chat-history-file".into(),
+            call.scratch
+                .join("aider.chat.history.md")
+                .display()
+                .to_string(),
+        ]);
         if !call.writes_code() {
             args.extend(["--no-git".into(), "--dry-run".into()]);
         }
@@ -133,7 +155,12 @@ impl Cli for Aider {
         args.extend(call.spec.args.iter().cloned());
         Ok(Launch {
             args,
-            env: vec![("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into())],
+            env: vec![
+                ("LITELLM_LOCAL_MODEL_COST_MAP".into(), "True".into()),
+                // Aider prints the answer through rich, which wraps it at $COLUMNS (80 when
+                // stdout is not a terminal) — inside the result block's JSON strings too.
+                ("COLUMNS".into(), "100000".into()),
+            ],
             stdin: None,
         })
     }

@@ -5,7 +5,8 @@
 //! Its config comes from `OPENCODE_CONFIG_CONTENT`: edits allowed for code tasks only, shell
 //! and web fetch denied; with `url`, a provider `tlv4` using the bundled OpenAI-compatible
 //! SDK and the model `tlv4/<model>`. The home and XDG directories are the run's own;
-//! update checks, model downloads, LSP downloads and sharing are switched off.
+//! update checks, model downloads, LSP downloads and sharing are switched off. `PWD` is set
+//! to the working directory, which OpenCode reads instead of its actual one.
 //!
 //! Success: exit 0, no `error` event, some text from the model, and for code tasks no tool
 //! call refused for lack of permission. Tokens and cost come from the `step_finish` events.
@@ -137,7 +138,17 @@ impl Cli for OpenCode {
             args.extend(["-f".into(), call.prompt_file.display().to_string()]);
         }
         let env = vec![
-            ("OPENCODE_CONFIG_CONTENT".to_owned(), config.to_string()),
+            // OpenCode takes its directory from `PWD`, not from the process's working
+            // directory: left as inherited (the user's checkout) it states that directory
+            // to the model and writes there instead of in the task's worktree.
+            (
+                "PWD".to_owned(),
+                std::path::absolute(call.workdir)
+                    .unwrap_or_else(|_| call.workdir.to_path_buf())
+                    .display()
+                    .to_string(),
+            ),
+            ("OPENCODE_CONFIG_CONTENT".into(), config.to_string()),
             ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
             ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
             ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
