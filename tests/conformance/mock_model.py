@@ -18,13 +18,15 @@ server keeps no state):
      `write`, each with an absolute path taken from the system prompt or the first user
      message; Codex: the freeform `apply_patch` tool when offered, else `exec_command`);
   2. a tool result       -> the final answer, ending with git-tlv4's ```json result block.
-Aider calls no tools: its one request gets the file in Aider's "whole" edit format (or a
-SEARCH/REPLACE block when its system prompt asks for those) and the result block in the
-same answer. Requests that offer no tools (titles, quota probes) get a short text, or a
-small JSON object when they ask for JSON (Gemini's and Qwen's router and next-speaker
-checks).
+Aider calls no tools: its one coder request gets the file as a SEARCH/REPLACE block (the
+format git-tlv4's preset asks for), or as a "whole" file listing when its system prompt
+asks for that, and the result block in the same answer. Requests that offer no tools
+(titles, quota probes, Aider's history summaries) get a short text, or a small JSON object
+when they ask for JSON (as Gemini's model router does when run without -m).
 
 Usage: mock_model.py [PORT] [--log FILE] [--port-file FILE] [--fail-first N [--fail-how 500|drop]]
+--fail-first fails the first N turns of the agent (requests offering tools, or Aider's
+coder request), not its titles, router calls or summaries.
 Prints the port it listens on (PORT 0 or none: any free port) as its first line.
 Every request and reply is appended to the log as JSON lines.
 """
@@ -42,7 +44,7 @@ import time
 LOCK = threading.Lock()
 LOG_PATH = None
 COUNTER = [0]
-# How many model requests still get an HTTP 500 before the script (--fail-first).
+# How many turns still fail before the script (--fail-first).
 FAILURES_LEFT = [0]
 # How they fail: "500" (an HTTP error) or "drop" (a stream cut short).
 FAIL_HOW = ["500"]
@@ -153,8 +155,21 @@ UTILITY_JSON = {"reasoning": "mock: a scripted conformance run", "next_speaker":
 # --- HTTP ---------------------------------------------------------------------------------
 
 
-# The requests that are model turns (the ones --fail-first fails).
-MODEL_PATHS = ("/messages", "/responses", ":streamGenerateContent", "/chat/completions")
+def aider_system(messages):
+    """The system prompt of Aider's coder ("whole" or SEARCH/REPLACE format), or None."""
+    system = "\n".join(texts([m for m in messages if isinstance(m, dict)
+                              and m.get("role") == "system"]))
+    return system if "*file listing*" in system or "SEARCH/REPLACE" in system else None
+
+
+def is_turn(path, body):
+    """Whether a request is a turn of the agent (the ones --fail-first fails): a model
+    request that offers tools, or Aider's coder request; not titles, routers, summaries."""
+    if not path.endswith(("/messages", "/responses", ":streamGenerateContent",
+                          "/chat/completions")):
+        return False
+    return bool(body.get("tools")) or (
+        path.endswith("/chat/completions") and aider_system(body.get("messages") or []) is not None)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -210,7 +225,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         log("request", method="POST", path=self.path, headers=dict(self.headers), body=body)
         path = self.path.split("?", 1)[0].rstrip("/")
         with LOCK:
-            flaky = FAILURES_LEFT[0] > 0 and path.endswith(MODEL_PATHS)
+            flaky = FAILURES_LEFT[0] > 0 and is_turn(path, body)
             if flaky:
                 FAILURES_LEFT[0] -= 1
         if flaky and FAIL_HOW[0] == "drop":
@@ -442,14 +457,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         fmt = body.get("response_format") or {}
         wants_json = isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
         task = task_id([m for m in messages if m.get("role") == "user"])
-        system = "\n".join(texts([m for m in messages if m.get("role") == "system"]))
+        system = aider_system(messages)
         last = messages[-1] if messages else {}
         content, call = None, None
         if "write_file" in names:
             cli, tool, path_key = "qwen", "write_file", "file_path"
         elif "write" in names:
             cli, tool, path_key = "opencode", "write", "filePath"
-        elif "*file listing*" in system or "SEARCH/REPLACE" in system:
+        elif system:
             cli, tool, path_key = "aider", None, None
         else:
             cli, tool, path_key = "chat", None, None
@@ -537,7 +552,7 @@ def main():
     ap.add_argument("--log", help="append requests and replies here (JSON lines)")
     ap.add_argument("--port-file", help="also write the port here once listening")
     ap.add_argument("--fail-first", type=int, default=0, metavar="N",
-                    help="answer the first N model requests with HTTP 500 (CLIs retry them)")
+                    help="fail the first N turns of the agent (CLIs retry them)")
     ap.add_argument("--fail-how", choices=["500", "drop"], default="500",
                     help="how --fail-first fails: an HTTP 500, or a stream cut short")
     a = ap.parse_args()

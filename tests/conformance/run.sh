@@ -11,8 +11,8 @@
 # Each CLI runs a few times (see `scenarios` below: the plain script for all; a first model
 # stream cut short for Claude and Codex; for Codex a model outside its catalog), each time
 # in a fresh repository with a one-task pipeline and a fresh mock. Per run it checks with
-# git: the session completed, the file the model asked the CLI to write is in the session
-# tip's tree and in the task snapshot, the task's completion is a merge commit (2 parents,
+# git: the session completed with the summary of the model's result block, the file the
+# model asked the CLI to write is in the session tip's tree and in the task snapshot, the task's completion is a merge commit (2 parents,
 # the second the snapshot), the snapshot adds nothing else to the work tree, and
 # `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason. The
 # summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
@@ -367,6 +367,13 @@ run_one() {
   state="$(printf '%s' "$status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"]["status"])')" \
     || { fail "cannot read the status: $status"; return 1; }
   [[ "$state" == "completed" ]] || { fail "session status is '$state', not completed"; return 1; }
+  # The result block of the CLI's final answer reached git-tlv4.
+  local summary
+  summary="$(printf '%s' "$status" | python3 -c 'import json,sys
+print(next((t.get("result") or {}).get("summary", "") for t in json.load(sys.stdin)["tasks"] if t["id"] == "IMPL-001"))')" \
+    || { fail "no IMPL-001 in the status: $status"; return 1; }
+  [[ "$summary" == "Created $file with one line naming the task" ]] \
+    || { fail "the task's summary is not the one of the model's result block: '$summary'"; return 1; }
 
   git -C "$repo" ls-tree -r --name-only "tlv4/$sid" | grep -qx -- "$file" \
     || { fail "$file is not in the session tip tlv4/$sid"; return 1; }
@@ -423,10 +430,22 @@ scenarios() {
       echo "reconnect ${CODEX_MODEL:-gpt-5.5} --fail-first 1 --fail-how drop"
       echo "exec mock-model"
       ;;
-    gemini) echo "plain ${GEMINI_MODEL:-gemini-2.5-pro}" ;;
-    qwen) echo "plain ${QWEN_MODEL:-qwen3-coder-plus}" ;;
-    opencode) echo "plain ${OPENCODE_MODEL:-mock-model}" ;;
-    aider) echo "plain ${AIDER_MODEL:-mock-model}" ;;
+    gemini)
+      echo "plain ${GEMINI_MODEL:-gemini-2.5-pro}"
+      echo "reconnect ${GEMINI_MODEL:-gemini-2.5-pro} --fail-first 1 --fail-how drop"
+      ;;
+    qwen)
+      echo "plain ${QWEN_MODEL:-qwen3-coder-plus}"
+      echo "reconnect ${QWEN_MODEL:-qwen3-coder-plus} --fail-first 1 --fail-how drop"
+      ;;
+    opencode)
+      echo "plain ${OPENCODE_MODEL:-mock-model}"
+      echo "reconnect ${OPENCODE_MODEL:-mock-model} --fail-first 1 --fail-how drop"
+      ;;
+    aider)
+      echo "plain ${AIDER_MODEL:-mock-model}"
+      echo "reconnect ${AIDER_MODEL:-mock-model} --fail-first 1 --fail-how drop"
+      ;;
   esac
 }
 

@@ -13,8 +13,9 @@
 //! run's own; litellm's price map is read locally. With `url`, the model is
 //! `openai/<model>` at `--openai-api-base`; keys come from the environment.
 //!
-//! Success: exit 0, no API error printed by litellm, and for code tasks no edit Aider failed
-//! to apply (it exits 0 then). Tokens and cost come from its "Tokens: … Cost: …" lines.
+//! Success: exit 0, no API error printed by litellm that Aider did not then retry, and for
+//! code tasks no edit Aider failed to apply (it exits 0 then). Tokens and cost come from
+//! its "Tokens: … Cost: …" lines.
 
 use std::sync::LazyLock;
 
@@ -33,6 +34,9 @@ const MAX_FILES: usize = 20;
 
 static API_ERROR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^\s*litellm\.[A-Za-z]*Error\b.*$").expect("a valid pattern"));
+/// What Aider prints after an API error it is about to retry.
+static RETRYING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^\s*Retrying in [\d.]+ seconds").expect("a valid pattern"));
 static EDIT_FAILED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?m)^.*(did not conform to the edit format|Failed to apply edit|SearchReplaceNoExactMatch|Did not apply edit|Skipping edits to).*$",
@@ -179,7 +183,11 @@ impl Cli for Aider {
             ));
         }
         let all = format!("{}\n{}", out.stdout, out.stderr);
-        if let Some(m) = API_ERROR.find(&all) {
+        // Aider retries passing errors itself: only the last error counts, and only if it
+        // was not retried ("Retrying in 0.2 seconds..." after it).
+        if let Some(m) = API_ERROR.find_iter(&all).last()
+            && !RETRYING.is_match(&all[m.end()..])
+        {
             return fail(format!(
                 "Aider reported an API error although it exited 0: {}",
                 short(m.as_str(), 300)
