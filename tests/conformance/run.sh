@@ -8,14 +8,15 @@
 # `lo`), so no model traffic can leave 127.0.0.1. The npm registry and PyPI are the only
 # network used, and only to install.
 #
-# Each CLI runs a few times (see `scenarios` below: the plain script for all; a first model
-# stream cut short for Claude and Codex; for Codex a model outside its catalog), each time
-# in a fresh repository with a one-task pipeline and a fresh mock. Per run it checks with
-# git: the session completed with the summary of the model's result block, the file the
-# model asked the CLI to write is in the session tip's tree and in the task snapshot, the task's completion is a merge commit (2 parents,
-# the second the snapshot), the snapshot adds nothing else to the work tree, and
-# `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason. The
-# summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
+# Each CLI runs a few times (see `scenarios` below: the plain script; its first turn's
+# stream cut short; for Codex also a model outside its catalog), each time in a fresh
+# repository with a one-task pipeline and a fresh mock. Per run it checks with git: the
+# session completed with the summary of the model's result block, the file the model asked
+# the CLI to write is in the session tip's tree and in the task snapshot, the snapshot
+# changes nothing else (no history or cache files of the CLI), the user's checkout is
+# untouched, the task's completion is a merge commit (2 parents, the second the snapshot),
+# and `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason.
+# The summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
 #
 # Environment:
 #   TLV4_REAL_AGENTS=1          run at all (otherwise: print "skipped", exit 0)
@@ -32,10 +33,10 @@
 #                               versions to install (default: what npm / pip picks); a
 #                               different one than installed reinstalls
 #   CLAUDE_MODEL / CODEX_MODEL / GEMINI_MODEL / QWEN_MODEL / OPENCODE_MODEL / AIDER_MODEL
-#                               the model of the plain run (defaults: claude-sonnet-4-5,
-#                               gpt-5.5 (a Codex catalog model, which gets the apply_patch
-#                               tool), gemini-2.5-pro, qwen3-coder-plus, mock-model,
-#                               mock-model (Aider then uses its "whole" edit format))
+#                               the model of the plain and reconnect runs (defaults:
+#                               claude-sonnet-4-5, gpt-5.5 (a Codex catalog model, which gets
+#                               the apply_patch tool), gemini-2.5-pro, qwen3-coder-plus,
+#                               mock-model, mock-model)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -415,7 +416,8 @@ print(next((t.get("result") or {}).get("summary", "") for t in json.load(sys.std
 
 # The runs of each CLI, one a line: "scenario model [mock_model.py options]".
 #   plain      the script as it is
-#   reconnect  the first model stream is cut short; the CLI reconnects, and git-tlv4 must
+#   reconnect  the first turn's reply is cut short (Aider: a non-streamed reply, so a broken
+#              one); the CLI retries, and git-tlv4 must
 #              not fail a run that then completed
 #   exec       (Codex) a model outside Codex's catalog: the file is written by exec_command
 #              in Codex's sandbox rather than by apply_patch
