@@ -417,8 +417,7 @@ print(next((t.get("result") or {}).get("summary", "") for t in json.load(sys.std
 # The runs of each CLI, one a line: "scenario model [mock_model.py options]".
 #   plain      the script as it is
 #   reconnect  the first turn's reply is cut short (Aider: a non-streamed reply, so a broken
-#              one); the CLI retries, and git-tlv4 must
-#              not fail a run that then completed
+#              one); the CLI retries, and git-tlv4 must not fail a run that then completed
 #   exec       (Codex) a model outside Codex's catalog: the file is written by exec_command
 #              in Codex's sandbox rather than by apply_patch
 scenarios() {
