@@ -418,6 +418,8 @@ fn opencode() {
         config["provider"]["tlv4"]["options"]["baseURL"],
         "http://127.0.0.1:9/v1"
     );
+    // OpenCode takes its directory from PWD: it must be the run's, never the caller's.
+    assert_eq!(env["PWD"], env["cwd"], "{env}");
 }
 
 #[test]
@@ -457,4 +459,25 @@ fn aider() {
         "{args:?}"
     );
     assert!(args.contains(&"--dry-run".to_owned()) && args.contains(&"--no-git".to_owned()));
+    // A format that leaves the result block alone; no repo map, and the chat history out of
+    // the working directory, so neither lands in the snapshot; no wrapping of the answer.
+    assert!(
+        args.windows(2).any(|w| w == ["--edit-format", "diff"]),
+        "{args:?}"
+    );
+    assert!(
+        args.windows(2).any(|w| w == ["--map-tokens", "0"]),
+        "{args:?}"
+    );
+    let history = args
+        .windows(2)
+        .find(|w| w[0] == "--chat-history-file")
+        .map(|w| w[1].clone())
+        .expect("a chat history file");
+    assert!(!Path::new(&history).starts_with(work.path()), "{history}");
+    assert_eq!(logged(work.path(), "env", 2)["COLUMNS"], "100000");
+    // An error Aider retried itself does not fail a run that then completed.
+    let (_d, writer) = writer_input();
+    let (_w, out) = run("aider", "api_error_retried", &writer, &[]);
+    completed(&out);
 }
