@@ -57,6 +57,46 @@ pub struct RunContext {
     pub attempt: u32,
 }
 
+/// A directory for the files of one run: the run directory, or a temporary one that goes
+/// when this is dropped.
+pub struct Scratch {
+    path: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Scratch {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl RunContext {
+    /// The directory for this run's files (prompt file, scratch files).
+    pub fn scratch(&self) -> Result<Scratch> {
+        match &self.run_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+                Ok(Scratch {
+                    path: dir.clone(),
+                    _temp: None,
+                })
+            }
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("tlv4-run-")
+                    .tempdir()
+                    .map_err(|e| Error::io("cannot create a directory for the run", e))?;
+                Ok(Scratch {
+                    path: temp.path().to_path_buf(),
+                    _temp: Some(temp),
+                })
+            }
+        }
+    }
+}
+
 /// What a driver hands back: the task's output and what the run record keeps.
 #[derive(Debug, Clone)]
 pub struct DriverOutput {
@@ -383,21 +423,8 @@ impl Driver for CliDriver {
 
         let program = self.program()?;
         let home = Home::new(self.spec.home.as_deref(), &self.repo_root)?;
-        let scratch_temp;
-        let scratch = match &ctx.run_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-                dir.clone()
-            }
-            None => {
-                scratch_temp = tempfile::Builder::new()
-                    .prefix("tlv4-run-")
-                    .tempdir()
-                    .map_err(|e| Error::io("cannot create a directory for the run", e))?;
-                scratch_temp.path().to_path_buf()
-            }
-        };
+        let scratch_dir = ctx.scratch()?;
+        let scratch = scratch_dir.path().to_path_buf();
         let prompt_file = scratch.join("prompt.md");
 
         let mut usage = Usage {

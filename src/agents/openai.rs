@@ -423,21 +423,8 @@ impl Driver for OpenAiDriver {
         let code = deliverable == Deliverable::Code;
         let (system, base) = self.messages(input, &ctx.workdir);
 
-        let scratch_temp;
-        let scratch = match &ctx.run_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-                dir.clone()
-            }
-            None => {
-                scratch_temp = tempfile::Builder::new()
-                    .prefix("tlv4-run-")
-                    .tempdir()
-                    .map_err(|e| Error::io("cannot create a directory for the run", e))?;
-                scratch_temp.path().to_path_buf()
-            }
-        };
+        let scratch_dir = ctx.scratch()?;
+        let scratch = scratch_dir.path().to_path_buf();
 
         let mut usage = Usage {
             model: Some(self.model.clone()),

@@ -525,31 +525,7 @@ fn ctrl_c_stops_the_agent_programs_too() {
         ),
     );
     repo.ok(&["trust"]);
-    let mut child = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "hang",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let began = std::time::Instant::now();
-    let agent: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidpath)
-            .ok()
-            .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        {
-            break pid;
-        }
-        assert!(began.elapsed().as_secs() < 60, "the agent never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (mut child, agent) = start_until_the_agent_runs(&repo, "hang", &pidpath);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
@@ -576,6 +552,40 @@ fn ctrl_c_stops_the_agent_programs_too() {
     assert_eq!(status_of(&repo, &sid), "completed");
     no_checkout_left(&repo);
     repo.fsck();
+}
+
+/// Starts the `wide` pipeline in the background and waits until its agent wrote its pid to
+/// `pidfile`: the coordinator and the agent's pid.
+fn start_until_the_agent_runs(
+    repo: &TestRepo,
+    text: &str,
+    pidfile: &str,
+) -> (std::process::Child, i32) {
+    let child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            text,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let began = std::time::Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        {
+            return (child, pid);
+        }
+        assert!(began.elapsed().as_secs() < 60, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 fn status_of(repo: &TestRepo, sid: &str) -> String {
@@ -605,31 +615,7 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
         )),
     );
     repo.ok(&["trust"]);
-    let mut child = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "crash",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let began = std::time::Instant::now();
-    let agent: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pidpath)
-            .ok()
-            .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        {
-            break pid;
-        }
-        assert!(began.elapsed().as_secs() < 60, "the agent never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (mut child, agent) = start_until_the_agent_runs(&repo, "crash", &pidpath);
     // The coordinator dies without a word; its agent with it (as a machine crash would).
     child.kill().unwrap();
     child.wait().unwrap();
