@@ -229,6 +229,8 @@ impl OpenAiDriver {
             let last = n >= tries;
             let started = Instant::now();
             let sent = self.post(&body);
+            let asked = sent.as_ref().ok().and_then(|(_, _, w)| *w);
+            let sent = sent.map(|(status, text, _)| (status, text));
             let took = started.elapsed().as_secs_f64();
             seconds += took;
             let after = if n > 1 {
@@ -290,13 +292,14 @@ impl OpenAiDriver {
                     return failed(reason, String::new());
                 }
             }
-            std::thread::sleep(pause);
+            // A server that says how long to wait is taken at its word.
+            std::thread::sleep(asked.unwrap_or(pause));
             pause *= 2;
         }
     }
 
     /// One request: the status and body, or why there is none.
-    fn post(&self, body: &str) -> std::result::Result<(u16, String), Sent> {
+    fn post(&self, body: &str) -> std::result::Result<(u16, String, Option<Duration>), Sent> {
         let mut req = self
             .http
             .post(&self.endpoint)
@@ -307,6 +310,13 @@ impl OpenAiDriver {
         }
         let mut resp = req.send(body.as_bytes()).map_err(Sent::from)?;
         let status = resp.status().as_u16();
+        // How long a server asks to be left alone (a rate limit), up to a minute.
+        let wait = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.min(60)));
         let text = resp
             .body_mut()
             .with_config()
@@ -314,7 +324,7 @@ impl OpenAiDriver {
             .lossy_utf8(true)
             .read_to_string()
             .map_err(Sent::from)?;
-        Ok((status, text))
+        Ok((status, text, wait))
     }
 
     /// The prompt of a task: the system message (the role's instructions) and the first user
@@ -969,6 +979,8 @@ mod tests {
     enum Step {
         /// Answers with this status and body.
         Http(u16, String),
+        /// Answers 429 with `Retry-After: <seconds>`.
+        Limited(u64),
         /// Reads the request and never answers.
         Hang,
         /// Reads the request and closes the connection.
@@ -1036,6 +1048,15 @@ mod tests {
                             let _ = write!(
                                 stream,
                                 "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n\
+                                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                                body.len()
+                            );
+                        }
+                        Step::Limited(secs) => {
+                            let body = "{\"error\": \"slow down\"}";
+                            let _ = write!(
+                                stream,
+                                "HTTP/1.1 429 X\r\nRetry-After: {secs}\r\nContent-Type: application/json\r\n\
                                  Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                                 body.len()
                             );
@@ -1371,6 +1392,20 @@ mod tests {
         );
         assert_eq!(server.seen().len(), 3);
         assert_eq!(out.raw, limited);
+
+        // A server that says how long to wait is waited for (the test backoff is 10 ms).
+        let server = Server::start(vec![Step::Limited(1), ok(DOCUMENT_ANSWER)]);
+        let s = spec(&server.url(), "20s", &[]);
+        let began = std::time::Instant::now();
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        assert!(
+            began.elapsed() >= Duration::from_millis(900),
+            "{:?}",
+            began.elapsed()
+        );
     }
 
     #[test]
