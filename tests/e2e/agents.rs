@@ -1068,3 +1068,65 @@ fn a_failed_code_task_fixed_by_hand_is_adopted() {
     );
     repo.fsck();
 }
+
+#[test]
+fn replay_of_a_spec_session_gives_the_same_documents() {
+    let repo = TestRepo::new();
+    let args = |text: &'static str, replay: Option<&str>| {
+        let mut a = vec![
+            "start".to_owned(),
+            "--pipeline".into(),
+            "spec-only".into(),
+            "--no-supervision".into(),
+            "--yes".into(),
+            "--completion".into(),
+            "keep".into(),
+        ];
+        if let Some(sid) = replay {
+            a.extend(["--replay".into(), sid.to_owned()]);
+        }
+        a.push(text.into());
+        a
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        repo.ok(&refs).lines().next().unwrap().trim().to_owned()
+    };
+    let a = run(args("a spec for search", None));
+    let b = run(args("a spec for search again", Some(&a)));
+    assert_eq!(status_of(&repo, &b), status_of(&repo, &a));
+    // Every document an agent task handed back in A ends up in B, byte for byte.
+    let records = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{a}")]);
+    let mut compared = 0;
+    for path in records
+        .lines()
+        .filter(|p| p.ends_with("/result.json") && p.contains("/runs/"))
+    {
+        let record: serde_json::Value =
+            serde_json::from_str(&repo.git(&["show", &format!("tlv4/{a}:{path}")])).unwrap();
+        if record["agent"] != "builtin" {
+            continue;
+        }
+        for file in record["files"].as_object().unwrap().keys() {
+            let blob = |sid: &str| {
+                repo.git(&[
+                    "rev-parse",
+                    &format!("tlv4/{sid}:.tlv4/sessions/{sid}/{file}"),
+                ])
+            };
+            assert_eq!(blob(&b), blob(&a), "{file}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5, "only {compared} documents compared");
+    let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+        "show",
+        &format!("tlv4/{b}:.tlv4/sessions/{b}/runs/DRAFT-001/1/usage.json"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        usage["agent"], "replay",
+        "B's documents came from A's records"
+    );
+    repo.fsck();
+}
