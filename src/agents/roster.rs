@@ -127,7 +127,7 @@ impl Roster {
             if role != "default" {
                 if !is_agent_role(role) {
                     return Err(Error::Invalid(format!(
-                        "[roles] {role} = \"{name}\": `{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, and the specialists"
+                        "[roles] {role} = \"{name}\": `{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
                     )));
                 }
                 roles.insert(role.clone(), driver(name)?);
@@ -167,6 +167,15 @@ impl Roster {
     /// The agents that add their opinion to discuss perspectives.
     pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
         &self.perspectives
+    }
+
+    /// The agent whose opinion is added to quality role `role`'s rules (only when `[roles]`
+    /// or `--agent ROLE=NAME` names one for it; the default agent gives none).
+    pub fn opinion(&self, role: &str) -> Option<Arc<dyn Driver>> {
+        self.roles
+            .get(role)
+            .filter(|d| d.name() != "builtin")
+            .cloned()
     }
 
     /// The driver of `role`.
@@ -230,6 +239,10 @@ impl Driver for AgentDriver {
 /// Whether `role` is done by an agent (not by the quality machinery): a role of the builtin
 /// pipelines or a specialist.
 fn is_agent_role(role: &str) -> bool {
+    // The reviewer's rules always run; an agent's opinion may be added to them.
+    if role == "reviewer" {
+        return true;
+    }
     if crate::quality::ROLES.contains(&role) {
         return false;
     }

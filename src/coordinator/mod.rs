@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod complete;
 pub mod followup;
+mod opinion;
 pub mod pipeline;
 pub mod reset;
 pub mod revise;

@@ -98,14 +98,28 @@ pub(crate) fn work(
     }
     let mut result = if quality_role {
         let q = quality::run(input, qctx)?;
+        let (mut output, mut verdict, mut warnings) = (q.output, q.verdict, q.warnings);
+        let mut agent = "quality".to_owned();
+        let mut run = None;
+        // A code review may get an agent's opinion on top of the rules'.
+        if task.id.prefix() == "REVIEW"
+            && let Some(driver) = roster.opinion(&task.role)
+        {
+            let (ran, said) = super::opinion::add(&*driver, input, qctx, &mut output, &mut verdict);
+            warnings.extend(said);
+            if ran.is_some() {
+                agent = format!("quality+{}", driver.name());
+            }
+            run = ran;
+        }
         WorkResult {
-            output: q.output,
+            output,
             fix: q.fix,
-            verdict: q.verdict,
-            warnings: q.warnings,
+            verdict,
+            warnings,
             discuss: None,
-            agent: "quality".into(),
-            run: None,
+            agent,
+            run,
             snapshot: None,
             notes: Vec::new(),
         }

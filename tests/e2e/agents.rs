@@ -1141,3 +1141,57 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
     );
     repo.fsck();
 }
+
+#[test]
+fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
+    let server = Server::start();
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"reviewer-model\"\n[roles]\nreviewer = \"local\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "impl-only",
+        "--no-supervision",
+        "--yes",
+        "--completion",
+        "keep",
+        "add a health check",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    let s = status(&repo, &sid);
+    // The rules alone say CONDITIONAL (the builtin executor writes no code); the agent's
+    // BLOCK is stricter, so it counts, and a blocking review pauses the session.
+    assert_eq!(
+        s["control"]["verdicts"]["REVIEW-001"]["verdict"], "BLOCK",
+        "{}",
+        s["control"]
+    );
+    assert_eq!(s["session"]["status"], "paused");
+    let report = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/artifacts/review-report.md"),
+    ]);
+    assert!(report.contains("## Second review: agent local"), "{report}");
+    assert!(
+        report.contains("- **critical** `src/lib.rs:1`: The served reviewer blocks this change"),
+        "{report}"
+    );
+    // The rules' own review is still all there.
+    assert!(report.contains("CONDITIONAL"), "{report}");
+    let usage: serde_json::Value = serde_json::from_str(&repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/REVIEW-001/1/usage.json"),
+    ]))
+    .unwrap();
+    assert_eq!(usage["agent"], "quality+local");
+    assert_eq!(usage["model"], "reviewer-model");
+    no_checkout_left(&repo);
+    repo.fsck();
+}

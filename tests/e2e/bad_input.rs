@@ -286,8 +286,8 @@ fn a_bad_agent_configuration_is_named_before_anything_is_written() {
             "[agents.ghost]",
         ),
         (
-            "[roles]\nreviewer = \"builtin\"\n",
-            "`reviewer` is not a role an agent plays",
+            "[roles]\ntester = \"builtin\"\n",
+            "`tester` is not a role an agent plays",
             "roles:",
         ),
     ];
