@@ -19,6 +19,12 @@ fn blob_id(bytes: &[u8]) -> String {
         .unwrap_or_default()
 }
 
+/// Whether an agent defined in `.tlv4.toml` needs the file trusted: it runs a program or
+/// sends code to an endpoint (every driver but `builtin` and `replay`).
+pub fn needs_trust(agent: &crate::agents::config::AgentSpec) -> bool {
+    agent.driver != "builtin" && agent.driver != "replay"
+}
+
 /// Whether `.tlv4.toml` in `root` may be used to run `named`, the agents it defines that the
 /// run uses (`name (driver)`): none, or the file's content is the trusted one.
 pub fn check(root: &Path, named: &[String]) -> Result<()> {

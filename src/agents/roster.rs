@@ -91,8 +91,7 @@ impl Roster {
             let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name)) {
                 (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
                 (None, Some(spec)) => {
-                    // Replay runs nothing and sends nothing anywhere.
-                    if spec.driver != "builtin" && spec.driver != "replay" {
+                    if crate::trust::needs_trust(spec) {
                         configured.push(format!("{name} ({})", spec.driver));
                     }
                     Arc::from(driver_for(name, spec, repo_root)?)

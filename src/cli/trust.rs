@@ -38,7 +38,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let named: Vec<String> = config
         .agents
         .iter()
-        .filter(|(_, a)| a.driver != "builtin" && a.driver != "replay")
+        .filter(|(_, a)| crate::trust::needs_trust(a))
         .map(|(n, a)| {
             let program = a.program.clone().unwrap_or_else(|| a.driver.clone());
             format!("  {n}: {} {}", a.driver, program)

@@ -110,7 +110,7 @@ pub(crate) fn add(
         transcript: out.transcript.clone(),
         usage: out.usage.clone(),
     };
-    let opinion = match &out.output.outcome {
+    let parsed = match &out.output.outcome {
         Outcome::Failed(why) => Err(why.clone()),
         Outcome::Completed => out
             .output
@@ -118,19 +118,19 @@ pub(crate) fn add(
             .iter()
             .find(|(p, _)| *p == path)
             .ok_or_else(|| format!("it wrote no {path}"))
-            .and_then(|(_, b)| {
-                serde_json::from_slice::<Opinion>(b)
-                    .map_err(|e| format!("{path} is not a review: {e}"))
-            })
-            .and_then(|o| match o.verdict.as_str() {
-                "APPROVE" | "CONDITIONAL" | "BLOCK" => Ok(o),
-                v => Err(format!(
-                    "verdict `{v}` is not APPROVE, CONDITIONAL or BLOCK"
-                )),
+            .and_then(|(_, bytes)| {
+                let o = serde_json::from_slice::<Opinion>(bytes)
+                    .map_err(|e| format!("{path} is not a review: {e}"))?;
+                match o.verdict.as_str() {
+                    "APPROVE" | "CONDITIONAL" | "BLOCK" => Ok((o, bytes.clone())),
+                    v => Err(format!(
+                        "verdict `{v}` is not APPROVE, CONDITIONAL or BLOCK"
+                    )),
+                }
             }),
     };
-    let opinion = match opinion {
-        Ok(o) => o,
+    let (opinion, bytes) = match parsed {
+        Ok(found) => found,
         Err(why) => {
             return (
                 Some(run),
@@ -162,15 +162,7 @@ pub(crate) fn add(
             .files
             .push((REPORT_PATH.to_owned(), section.clone().into_bytes())),
     }
-    output.files.push((
-        path,
-        out.output
-            .files
-            .iter()
-            .find(|(p, _)| p.ends_with("-agent-review.json"))
-            .map(|(_, b)| b.clone())
-            .unwrap_or_default(),
-    ));
+    output.files.push((path, bytes));
     if let Some(v) = verdict.as_mut() {
         if rank(&opinion.verdict) > rank(&v.verdict) {
             v.summary = format!(

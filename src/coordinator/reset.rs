@@ -132,7 +132,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
         }
         // Only commits on top of the task's last snapshot are a revision; a branch left by
         // an earlier attempt is not.
-        let merged = merged_snapshot(store, tip, sid, &task)?;
+        let merged = last_snapshot(store, tip, sid, &task, t.attempts)?;
         let Some(merged) = merged else { continue };
         if branch_tip == merged || !is_ancestor(store, merged, branch_tip)? {
             continue;
@@ -348,6 +348,13 @@ fn revert_code(
     Ok((tree, reverted))
 }
 
+/// The snapshot commit and its parent in a run record (`result.json`).
+fn record_snapshot(bytes: &[u8]) -> Option<(ObjectId, ObjectId)> {
+    let record: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let get = |k: &str| -> Option<ObjectId> { record["snapshot"][k].as_str()?.parse().ok() };
+    get("commit").zip(get("parent"))
+}
+
 /// The snapshot commit and its parent recorded for attempt `attempt` of `id`.
 fn snapshot_of(
     txn: &Txn<'_>,
@@ -355,35 +362,24 @@ fn snapshot_of(
     id: &TaskId,
     attempt: u32,
 ) -> Result<Option<(ObjectId, ObjectId)>> {
-    let Some(bytes) = txn.read_file(sid, &format!("runs/{id}/{attempt}/result.json"))? else {
-        return Ok(None);
-    };
-    let record: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let get = |k: &str| -> Option<ObjectId> { record["snapshot"][k].as_str()?.parse().ok() };
-    Ok(get("commit").zip(get("parent")))
+    let bytes = txn.read_file(sid, &format!("runs/{id}/{attempt}/result.json"))?;
+    Ok(bytes.as_deref().and_then(record_snapshot))
 }
 
-/// The snapshot of the completed task `task` that the session merged, if any.
-fn merged_snapshot(
+/// The snapshot commit of attempt `attempt` of `task` as the record at `tip` has it.
+fn last_snapshot(
     store: &Store,
     tip: ObjectId,
     sid: &SessionId,
     task: &TaskId,
+    attempt: u32,
 ) -> Result<Option<ObjectId>> {
-    let (_, state) = store.read_state(sid)?;
-    let attempts = state.task(task)?.attempts;
-    let tree = store.commit_tree(tip)?;
     let path = format!(
-        "{}/runs/{task}/{attempts}/result.json",
+        "{}/runs/{task}/{attempt}/result.json",
         crate::store::session_dir(sid)
     );
-    let Some(bytes) = store.read_blob_at(tree, &path)? else {
-        return Ok(None);
-    };
-    let record: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    Ok(record["snapshot"]["commit"]
-        .as_str()
-        .and_then(|s| s.parse().ok()))
+    let bytes = store.read_blob_at(store.commit_tree(tip)?, &path)?;
+    Ok(bytes.as_deref().and_then(record_snapshot).map(|(c, _)| c))
 }
 
 fn is_ancestor(store: &Store, ancestor: ObjectId, of: ObjectId) -> Result<bool> {

@@ -668,6 +668,22 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     repo.fsck();
 }
 
+/// The scripted server and a trusted repository whose agent `local` is an `openai` driver on
+/// it with `model`, plus the `.tlv4.toml` text `rest`.
+fn model_server_repo(model: &str, rest: &str) -> (Server, TestRepo) {
+    let server = Server::start();
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"{model}\"\n{rest}",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    (server, repo)
+}
+
 /// The scripted OpenAI-compatible server on 127.0.0.1, killed when dropped.
 struct Server {
     child: std::process::Child,
@@ -715,17 +731,11 @@ impl Drop for Server {
 
 #[test]
 fn an_openai_compatible_server_writes_code_and_documents() {
-    let server = Server::start();
-    let repo = TestRepo::new();
-    repo.wide_pipeline(2);
-    repo.write(
-        ".tlv4.toml",
-        &format!(
-            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"scripted-coder\"\ntimeout = \"30s\"\n[roles]\nexecutor = \"local\"\n",
-            server.port
-        ),
+    let (server, repo) = model_server_repo(
+        "scripted-coder",
+        "timeout = \"30s\"\n[roles]\nexecutor = \"local\"\n",
     );
-    repo.ok(&["trust"]);
+    repo.wide_pipeline(2);
     let sid = start(&repo, "through an http model", &[]);
     assert_eq!(status_of(&repo, &sid), "completed");
     for t in ["IMPL-001", "IMPL-002"] {
@@ -760,16 +770,7 @@ fn an_openai_compatible_server_writes_code_and_documents() {
 
 #[test]
 fn document_roles_on_an_agent_hand_back_documents() {
-    let server = Server::start();
-    let repo = TestRepo::new();
-    repo.write(
-        ".tlv4.toml",
-        &format!(
-            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"m\"\n",
-            server.port
-        ),
-    );
-    repo.ok(&["trust"]);
+    let (server, repo) = model_server_repo("m", "");
     // Every role on the server: its documents are not what the analyst must write, so the
     // discuss round after it diverges, one revision is tried, then the session waits.
     let out = repo.ok(&[
@@ -853,16 +854,10 @@ fn cli_presets_through_the_coordinator_record_their_cost() {
 
 #[test]
 fn a_discuss_perspective_agent_adds_its_critique_and_its_cost() {
-    let server = Server::start();
-    let repo = TestRepo::new();
-    repo.write(
-        ".tlv4.toml",
-        &format!(
-            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"critic-model\"\n[discuss.perspectives]\nproduct = \"local\"\n",
-            server.port
-        ),
+    let (server, repo) = model_server_repo(
+        "critic-model",
+        "[discuss.perspectives]\nproduct = \"local\"\n",
     );
-    repo.ok(&["trust"]);
     let out = repo.ok(&[
         "start",
         "--pipeline",
@@ -1144,16 +1139,7 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
 
 #[test]
 fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
-    let server = Server::start();
-    let repo = TestRepo::new();
-    repo.write(
-        ".tlv4.toml",
-        &format!(
-            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"reviewer-model\"\n[roles]\nreviewer = \"local\"\n",
-            server.port
-        ),
-    );
-    repo.ok(&["trust"]);
+    let (server, repo) = model_server_repo("reviewer-model", "[roles]\nreviewer = \"local\"\n");
     let out = repo.ok(&[
         "start",
         "--pipeline",
