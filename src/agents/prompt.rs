@@ -256,8 +256,16 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
         let ids: Vec<&str> = task.blocked_by.iter().map(|t| t.as_str()).collect();
         head.push_str(&format!("- Builds on: {}\n", ids.join(", ")));
     }
+    // The request is the user's text, not part of this prompt's outline: fenced, so that a
+    // heading, fence or rule in it stays inside the section.
     head.push_str("\n## The request\n\n");
-    head.push_str(&cap(input.session.task.trim(), REQUEST_CAP, "request"));
+    head.push_str(
+        fenced(
+            &cap(input.session.task.trim(), REQUEST_CAP, "request"),
+            "text",
+        )
+        .trim_end(),
+    );
     head.push_str("\n\n## The description\n\n");
     head.push_str(&cap(
         task.description.trim_end(),

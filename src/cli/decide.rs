@@ -130,7 +130,8 @@ pub(crate) fn feedback(ctx: &Ctx<'_>, args: FeedbackArgs) -> Result<()> {
                 "feedback logged to wisdom/decisions.md (implementation has started)".to_owned()
             }
         };
-        log.extend_from_slice(format!("- Feedback: {text} ({summary})\n").as_bytes());
+        let quoted = crate::specdoc::md::inline(&text);
+        log.extend_from_slice(format!("- Feedback: {quoted} ({summary})\n").as_bytes());
         txn.write_file("wisdom/decisions.md", log)?;
         Ok(summary)
     })

@@ -384,9 +384,11 @@ impl PipelineSpec {
             for s in &meta.steps {
                 description.push_str(&format!("  - {s}\n"));
             }
+            // The description is read line by line (`KEY: value`): the request goes on one
+            // line, so that none of its lines is taken as a key or a separator.
             description.push_str(&format!(
                 "CONTEXT:\n  - Session: {sid}\n  - Request: {}\n",
-                text.trim()
+                text.split_whitespace().collect::<Vec<_>>().join(" ")
             ));
             if let Some(track) = track {
                 description.push_str(&format!("  - Track: {track}\n"));

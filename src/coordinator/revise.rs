@@ -175,6 +175,8 @@ pub fn revise(
                 }
             }
         }
+        // One line: the description is read line by line, and feedback is data.
+        let feedback = feedback.split_whitespace().collect::<Vec<_>>().join(" ");
         let note = if id == target {
             format!("Feedback: {feedback}")
         } else {
@@ -315,7 +317,10 @@ pub fn feedback(state: &mut State, text: &str) -> Result<FeedbackRoute> {
     };
     let task = state.tasks.get_mut(&target).expect("target exists");
     if task.status == TaskStatus::Pending {
-        task.description.push_str(&format!("Feedback: {text}\n"));
+        task.description.push_str(&format!(
+            "Feedback: {}\n",
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
         state.session.status = SessionStatus::Active;
         state.control.pause = None;
         return Ok(FeedbackRoute::Attached(target));

@@ -419,7 +419,11 @@ impl Dialect {
         Some((
             level,
             if self.heading.closing {
-                text.trim_end_matches('#').trim()
+                // An escaped `#` (`\#`, as `inline` writes it) closes nothing.
+                match text.trim_end_matches('#') {
+                    open if open.ends_with('\\') => text,
+                    open => open.trim(),
+                }
             } else {
                 text
             },
@@ -565,10 +569,22 @@ impl Dialect {
     /// A cell without links and emphasis: `[REQ-001](x.md)` gives `REQ-001`.
     pub fn plain(&self, cell: &str) -> String {
         let text = plain(cell);
-        match self.plain_stars {
-            true => text.replace('*', "").trim().to_owned(),
-            false => text,
+        if !self.plain_stars {
+            return text;
         }
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek().is_some_and(char::is_ascii_punctuation) => {
+                    out.push(c);
+                    out.extend(chars.next());
+                }
+                '*' => {}
+                c => out.push(c),
+            }
+        }
+        out.trim().to_owned()
     }
 
     /// Every spec id in `text`, in order, as often as it occurs.
@@ -841,27 +857,88 @@ fn cells(line: &str) -> Vec<String> {
     out
 }
 
-/// A cell without links, `**` and backticks: `[REQ-001](x.md)` gives `REQ-001`.
+/// A cell without links, `**` and backticks: `[REQ-001](x.md)` gives `REQ-001`. Backslash
+/// escapes are kept as they are (the result is still Markdown source, as [`inline`] writes
+/// it), and an escaped character is never taken as markup.
 pub fn plain(cell: &str) -> String {
-    let mut out = String::new();
-    let mut rest = cell;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        match after.find("](") {
-            Some(mid) => {
-                out.push_str(&after[..mid]);
-                let tail = &after[mid + 2..];
-                rest = tail.find(')').map_or("", |c| &tail[c + 1..]);
+    let chars: Vec<char> = cell.chars().collect();
+    let escaped =
+        |i: usize| chars[i] == '\\' && chars.get(i + 1).is_some_and(char::is_ascii_punctuation);
+    // The first unescaped `c` at or after `from`.
+    let find = |from: usize, c: char| {
+        let mut i = from;
+        while i < chars.len() {
+            if escaped(i) {
+                i += 2;
+                continue;
             }
-            None => {
-                out.push('[');
-                rest = after;
+            if chars[i] == c {
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    };
+    let mut out = String::with_capacity(cell.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if escaped(i) {
+            out.push(chars[i]);
+            out.push(chars[i + 1]);
+            i += 2;
+            continue;
+        }
+        match chars[i] {
+            '`' => i += 1,
+            '*' if chars.get(i + 1) == Some(&'*') => i += 2,
+            '[' => match find(i + 1, ']').filter(|&close| chars.get(close + 1) == Some(&'(')) {
+                Some(close) => {
+                    out.push_str(&plain(&chars[i + 1..close].iter().collect::<String>()));
+                    i = find(close + 2, ')').map_or(chars.len(), |end| end + 1);
+                }
+                None => {
+                    out.push('[');
+                    i += 1;
+                }
+            },
+            c => {
+                out.push(c);
+                i += 1;
             }
         }
     }
-    out.push_str(rest);
-    out.replace("**", "").replace('`', "").trim().to_owned()
+    out.trim().to_owned()
+}
+
+/// `text` as Markdown source that reads as exactly that text, on one line: every character
+/// that could start markup (emphasis, code, links, HTML, tables, headings, quotes, fences,
+/// strike-through, entities) is backslash-escaped, and so is a line-start marker (`-`, `+`,
+/// `=`, `1.`) at its beginning, so the text may be placed anywhere in a line, a table cell
+/// or a heading. The task text, feedback and anything else the user or an agent wrote as
+/// plain text go into the documents through this, never verbatim.
+pub fn inline(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = String::with_capacity(text.len() + 8);
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    for (i, c) in text.char_indices() {
+        let lead = match c {
+            '-' | '+' | '=' => i == 0,
+            '.' | ')' => digits > 0 && i == digits,
+            '&' => text[i + 1..].find(';').is_some_and(|end| {
+                end > 0
+                    && text[i + 1..i + 1 + end]
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '#')
+            }),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' => true,
+            _ => false,
+        };
+        if lead {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The first link target of a cell: `[REQ-001](REQ-001-x.md)` gives `REQ-001-x.md`.
@@ -904,6 +981,28 @@ pub fn words(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_text_reads_as_itself() {
+        assert_eq!(inline("# heading"), "\\# heading");
+        assert_eq!(
+            inline("- item\n```x``` and `y`"),
+            "\\- item \\`\\`\\`x\\`\\`\\` and \\`y\\`"
+        );
+        assert_eq!(inline("1. one | two <b>"), "1\\. one \\| two \\<b\\>");
+        assert_eq!(inline("---"), "\\---");
+        assert_eq!(inline("R&D &amp; C#"), "R&D \\&amp; C\\#");
+        assert_eq!(inline("Add search"), "Add search");
+        // Read back, an escaped character is not markup.
+        assert_eq!(
+            plain(&inline("**a** [b](c) `d`")),
+            "\\*\\*a\\*\\* \\[b\\](c) \\`d\\`"
+        );
+        assert_eq!(plain("**a** [b](c) `d`"), "a b d");
+        let heading = format!("# Brief: {}", inline("Fix #"));
+        assert_eq!(GATE.heading(&heading), Some((1, "Brief: Fix \\#")));
+        assert_eq!(CHECKPOINT.plain(&inline("a*b")), "a\\*b");
+    }
 
     #[test]
     fn ids_and_tables() {

@@ -10,6 +10,7 @@ mod concurrency;
 mod conformance;
 mod crash;
 mod hooks;
+mod oddrepo;
 mod pipelines;
 mod review;
 mod store;

@@ -21,7 +21,7 @@ mod validate;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
-use crate::specdoc::md::WRITER as MD;
+use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
@@ -145,13 +145,13 @@ struct Ctx<'a> {
     generated_at: String,
     /// Its date part, for ADRs.
     date: String,
-    /// `Feedback:` lines of the task description.
+    /// `Feedback:` lines of the task description, as Markdown source.
     feedback: Vec<String>,
     /// Whether the task rewrites documents that exist (`…-R1`, `IMPROVE-…`).
     revision: bool,
     /// The analyst's findings.
     discovery: Discovery,
-    /// The title shared by the four documents.
+    /// The title shared by the four documents, as Markdown source.
     title: String,
 }
 
@@ -170,13 +170,13 @@ impl<'a> Ctx<'a> {
                 let l = l.trim().trim_start_matches(['-', '*', ' ']);
                 let (key, value) = l.split_once(':')?;
                 (key.trim().eq_ignore_ascii_case("feedback") && !value.trim().is_empty())
-                    .then(|| text::one_line(value))
+                    .then(|| md::inline(value))
             })
             .collect();
         let created = &input.session.created_at;
         let title = match text::shorten(&text::first_sentence(&input.session.task), 70) {
             t if t.is_empty() => "untitled request".to_owned(),
-            t => t,
+            t => md::inline(&t),
         };
         Ctx {
             input,

@@ -4,7 +4,7 @@
 use super::context::{self, Availability, Discovery};
 use super::text::{self, Topic};
 use super::{BRIEF_TEMPLATE, Ctx, Draft, Moscow, Step, template};
-use crate::specdoc::spec;
+use crate::specdoc::{md, spec};
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;
@@ -184,7 +184,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     // A problem statement that only repeats the request adds nothing.
     let problem = if text::one_line(&d.problem_statement)
         .trim_end_matches('.')
-        .eq_ignore_ascii_case(text::one_line(&ctx.task_text).trim_end_matches('.'))
+        .eq_ignore_ascii_case(md::inline(&ctx.task_text).trim_end_matches('.'))
     {
         ""
     } else {
@@ -255,7 +255,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     let summary = format!(
         "This brief turns the request \"{}\" into {} for {}. Each goal has a success metric \
          with a target, and {} what could not be settled offline.",
-        text::shorten(&ctx.task_text, 120),
+        md::inline(&text::shorten(&ctx.task_text, 120)),
         count(goals.len(), "goal"),
         user_phrase.to_lowercase(),
         if questions.len() == 1 {
@@ -276,7 +276,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     } else {
         situation.push(format!(
             "The request reads: \"{}\". No separate problem statement was given.",
-            text::one_line(&ctx.task_text)
+            md::inline(&ctx.task_text)
         ));
     }
     match code.primary_language() {

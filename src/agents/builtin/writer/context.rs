@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::agents::CodeFile;
+use crate::specdoc::md;
 
 /// Whether the discovery context could be used.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,11 +162,15 @@ impl Discovery {
             match serde_json::from_str::<Value>(text) {
                 Ok(v) if v.is_object() => {
                     d.availability = Availability::Present;
+                    // What the analyst read from the request is the user's text: it goes
+                    // into the documents as Markdown source that reads as itself.
                     let seed = &v["seed_analysis"];
-                    d.problem_statement = string(&seed["problem_statement"]);
-                    d.target_users = strings(&seed["target_users"]);
-                    d.domain = string(&seed["domain"]);
-                    d.constraints = strings(&seed["constraints"]);
+                    let texts = |v: &Value| strings(v).iter().map(|s| md::inline(s)).collect();
+                    d.problem_statement = md::inline(&string(&seed["problem_statement"]));
+                    d.target_users = texts(&seed["target_users"]);
+                    d.domain = md::inline(&string(&seed["domain"]));
+                    d.constraints = texts(&seed["constraints"]);
+                    // The analyst's own questions and advice are Markdown already.
                     d.open_questions = strings(&v["open_questions"]);
                     d.recommendations = strings(&v["recommendations"]);
                     let profile = &v["tech_profile"];

@@ -6,7 +6,8 @@ use super::Moscow;
 /// One clause of the task text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Clause {
-    /// The clause, cleaned: lead-in words dropped, first letter upper-case.
+    /// The clause, cleaned: lead-in words dropped, first letter upper-case; as Markdown
+    /// source ([`crate::specdoc::md::inline`]), since every use places it in a document.
     pub text: String,
     /// The priority its wording states (`must`, `should`, `could`…), if any.
     pub priority: Option<Moscow>,
@@ -239,7 +240,7 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
             .iter()
             .any(|n| first.starts_with(n));
     Some(Clause {
-        text: upper_first(&text),
+        text: crate::specdoc::md::inline(&upper_first(&text)),
         priority,
         negative,
     })
