@@ -13,6 +13,18 @@ pub enum Error {
     /// A bare repository: there is no working tree to run workers from.
     #[error("`{0}` is a bare repository; git tlv4 needs a repository with a working tree")]
     BareRepository(PathBuf),
+    /// A repository format git-tlv4 cannot work with.
+    #[error("`{}` is a repository with {what}, which git tlv4 does not support", path.display())]
+    UnsupportedRepository {
+        /// The repository.
+        path: PathBuf,
+        /// What it uses, as its configuration says it.
+        what: String,
+        /// Whether its refs are in a reftable.
+        reftable: bool,
+        /// Whether its object ids are SHA-256.
+        sha256: bool,
+    },
     /// `HEAD` points to no commit yet.
     #[error("the repository has no commits yet; a session forks from a commit")]
     NoCommits,
@@ -65,12 +77,17 @@ pub enum Error {
         supported: u32,
     },
     /// The branch to be moved is checked out in a working tree.
-    #[error("branch `{branch}` is checked out in `{}`; git tlv4 will not move it under your feet", worktree.display())]
+    #[error("branch `{branch}` is checked out in `{}`{}", worktree.display(), match gone {
+        None => "; git tlv4 will not move it under your feet",
+        Some(_) => ", a working tree that no longer exists but that git still keeps",
+    })]
     CheckedOut {
         /// The short branch name.
         branch: String,
         /// Where it is checked out.
         worktree: PathBuf,
+        /// Why git still counts a working tree whose directory is gone.
+        gone: Option<Gone>,
     },
     /// A lock file that nobody seems to hold.
     #[error("`{}` is locked by `{}`, which has been there for {age_secs}s", reference, lock.display())]
@@ -116,6 +133,15 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+/// Why git still counts a linked working tree whose directory was deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gone {
+    /// Nothing: `git worktree prune` forgets it.
+    Prunable,
+    /// It is locked, with this reason; `git worktree prune` keeps it until it is unlocked.
+    Locked(String),
 }
 
 /// The library's result type.
@@ -199,6 +225,18 @@ impl Error {
                 vec!["run git tlv4 inside a git repository, or `git init` one".into()]
             }
             Error::NoCommits => vec!["make a first commit, then start the session".into()],
+            Error::UnsupportedRepository {
+                reftable, sha256, ..
+            } => {
+                let mut hints = Vec::new();
+                if *reftable {
+                    hints.push("git tlv4 reads refs from the `files` storage only: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or newer), then re-run".into());
+                }
+                if *sha256 {
+                    hints.push("git tlv4 reads SHA-1 repositories only (the default of `git init`); git cannot convert a SHA-256 repository, so run it in a SHA-1 one".into());
+                }
+                hints
+            }
             Error::UnknownSession { known, .. } if !known.is_empty() => {
                 vec![format!("sessions in this repository:\n{}", list(known))]
             }
@@ -216,9 +254,29 @@ impl Error {
                 vec![h.clone()]
             }
             Error::Schema { .. } => vec!["upgrade git-tlv4 to read this session".into()],
-            Error::CheckedOut { .. } => {
+            Error::CheckedOut { gone: None, .. } => {
                 vec!["switch that working tree to another branch (`git switch -` or `git switch --detach`), then re-run".into()]
             }
+            Error::CheckedOut {
+                gone: Some(Gone::Prunable),
+                ..
+            } => vec!["run `git worktree prune` to forget working trees whose directory is gone, then re-run".into()],
+            Error::CheckedOut {
+                gone: Some(Gone::Locked(reason)),
+                worktree,
+                ..
+            } if reason.starts_with("git-tlv4 ") => vec![format!(
+                "it was a task checkout of git-tlv4 ({reason}); `git tlv4 resume` removes it once that process is gone, or run `git worktree unlock {}` and `git worktree prune`",
+                worktree.display()
+            )],
+            Error::CheckedOut {
+                gone: Some(Gone::Locked(_)),
+                worktree,
+                ..
+            } => vec![format!(
+                "it is locked: run `git worktree unlock {}` and `git worktree prune`, then re-run",
+                worktree.display()
+            )],
             Error::Interrupted(_) => vec!["continue with `git tlv4 resume`".into()],
             Error::Locked { lock, .. } => vec![format!(
                 "if no other git process is running, run `git tlv4 resume` to clear it, or remove `{}`",

@@ -105,12 +105,18 @@ pub struct Ctx<'a> {
     pub session: Option<String>,
     /// Where the command runs.
     pub cwd: PathBuf,
+    /// Whether the command works on sessions, so needs git-tlv4's ref namespaces free.
+    pub sessions: bool,
 }
 
 impl Ctx<'_> {
     /// Opens the repository around the current directory.
     pub fn store(&self) -> Result<Store> {
-        Store::discover(&self.cwd)
+        let store = Store::discover(&self.cwd)?;
+        if self.sessions {
+            store.ensure_namespaces()?;
+        }
+        Ok(store)
     }
 
     /// Opens the repository and resolves the session the command acts on.
@@ -125,10 +131,17 @@ impl Ctx<'_> {
 pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
     let cwd = std::env::current_dir()
         .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
+    // `review` notes any diff, `pipelines` and `trust` read configuration, `demo` makes a
+    // repository of its own: none of them needs the session refs.
+    let sessions = !matches!(
+        cli.command,
+        Command::Review(_) | Command::Pipelines(_) | Command::Trust(_) | Command::Demo(_)
+    );
     let ctx = Ctx {
         ui,
         session: cli.session,
         cwd,
+        sessions,
     };
     match cli.command {
         Command::Start(a) => start::run(&ctx, a),

@@ -66,19 +66,26 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
     for line in text.lines() {
         if let Some(p) = line.strip_prefix("worktree ") {
             path = Some(std::path::PathBuf::from(p));
-        } else if let Some(reason) = line.strip_prefix("locked git-tlv4 pid ") {
-            // `<pid> on <host>`, then maybe ` (<what>)`.
-            let mut parts = reason.split_whitespace();
-            let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
-            let on_host = parts.nth(1).is_some_and(|h| h == host);
-            if let (Some(pid), true, Some(p)) = (pid, on_host, path.as_ref())
-                && !crate::host::process_alive(pid)
-            {
-                stale.push(p.clone());
-            }
+        } else if let Some(reason) = line.strip_prefix("locked ")
+            && let Some(p) = path.as_ref()
+            && stale_lock(reason, &host)
+        {
+            stale.push(p.clone());
         }
     }
     stale
+}
+
+/// Whether a worktree lock reason is [`lock_reason`]'s, of a process of `host` that is gone.
+pub fn stale_lock(reason: &str, host: &str) -> bool {
+    let Some(rest) = reason.trim().strip_prefix("git-tlv4 pid ") else {
+        return false;
+    };
+    // `<pid> on <host>`, then maybe ` (<what>)`.
+    let mut parts = rest.split_whitespace();
+    let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let on_host = parts.nth(1).is_some_and(|h| h == host);
+    matches!(pid, Some(pid) if on_host && !crate::host::process_alive(pid))
 }
 
 /// Unlocks and removes a worktree git-tlv4 left behind.
@@ -100,4 +107,31 @@ pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
         ],
     )?;
     Ok(())
+}
+
+/// The git directory, object format and ref storage of the repository around `dir` as git
+/// sees them (`sha1`/`sha256`, `files`/`reftable`); `None` when git finds no repository there, or is
+/// too old to say (before 2.45).
+pub fn repository_format(dir: &Path) -> Option<(std::path::PathBuf, String, String)> {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "rev-parse",
+            "--absolute-git-dir",
+            "--show-object-format",
+            "--show-ref-format",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().map(str::trim);
+    let git_dir = std::path::PathBuf::from(lines.next()?);
+    Some((
+        git_dir,
+        lines.next()?.to_lowercase(),
+        lines.next()?.to_lowercase(),
+    ))
 }

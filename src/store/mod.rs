@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Gone, Result};
 use crate::model::SessionId;
 
 /// Ref namespace of session branches (and task branches `tlv4/<SID>.<TASK>`).
@@ -55,6 +55,42 @@ pub fn session_dir(sid: &SessionId) -> String {
     format!(".tlv4/sessions/{sid}")
 }
 
+/// The error for a repository whose object format (`sha1`, `sha256`) or ref storage
+/// (`files`, `reftable`) git-tlv4 cannot work with, if it is one.
+fn unsupported(path: &Path, objects: &str, refs: &str) -> Option<Error> {
+    let mut what = Vec::new();
+    if objects != "sha1" {
+        let name = match objects {
+            "sha256" => "SHA-256",
+            other => other,
+        };
+        what.push(format!(
+            "{name} object ids (`extensions.objectFormat = {objects}`)"
+        ));
+    }
+    if refs != "files" {
+        what.push(format!(
+            "the {refs} ref storage (`extensions.refStorage = {refs}`)"
+        ));
+    }
+    (!what.is_empty()).then(|| Error::UnsupportedRepository {
+        path: path.to_owned(),
+        what: what.join(" and "),
+        reftable: refs != "files",
+        sha256: objects != "sha1",
+    })
+}
+
+/// A working tree that has a branch checked out.
+struct Holder {
+    /// Its directory.
+    dir: PathBuf,
+    /// Whether that directory is gone.
+    gone: bool,
+    /// Its lock reason, when locked.
+    locked: Option<String>,
+}
+
 /// An open repository and the identity events are written with.
 pub struct Store {
     repo: gix::Repository,
@@ -70,7 +106,14 @@ impl Store {
     /// Opens the repository containing `dir`, honouring `GIT_DIR` and friends the way git does.
     pub fn discover(dir: &Path) -> Result<Store> {
         let repo = gix::ThreadSafeRepository::discover_with_environment_overrides(dir)
-            .map_err(|_| Error::NotARepository(dir.to_owned()))?
+            .map_err(|_| {
+                // gix does not open what it cannot read (SHA-256 object ids); git may.
+                match crate::git::repository_format(dir) {
+                    Some((git_dir, objects, refs)) => unsupported(&git_dir, &objects, &refs)
+                        .unwrap_or_else(|| Error::NotARepository(dir.to_owned())),
+                    None => Error::NotARepository(dir.to_owned()),
+                }
+            })?
             .to_thread_local();
         Self::from_repo(repo)
     }
@@ -79,6 +122,21 @@ impl Store {
     pub fn from_repo(repo: gix::Repository) -> Result<Store> {
         if repo.workdir().is_none() {
             return Err(Error::BareRepository(repo.git_dir().to_owned()));
+        }
+        // gix opens a reftable repository but sees none of its refs: no commits, no sessions.
+        let config = repo.config_snapshot();
+        let setting = |key: &str, default: &str| {
+            config
+                .string(key)
+                .map_or(default.to_owned(), |v| v.to_str_lossy().to_lowercase())
+        };
+        let (objects, refs) = (
+            setting("extensions.objectFormat", "sha1"),
+            setting("extensions.refStorage", "files"),
+        );
+        drop(config);
+        if let Some(e) = unsupported(repo.workdir().unwrap_or(repo.git_dir()), &objects, &refs) {
+            return Err(e);
         }
         let identity = match repo.committer() {
             Some(Ok(sig)) => (sig.name.to_owned(), sig.email.to_owned()),
@@ -115,6 +173,58 @@ impl Store {
                 .fixed_time
                 .unwrap_or_else(gix::date::Time::now_local_or_utc),
         }
+    }
+
+    /// Refuses to go on when a ref sits where git-tlv4's ref namespaces need a directory: a
+    /// branch named `tlv4` blocks every `refs/heads/tlv4/<SID>`, a ref `refs/tlv4` the archive,
+    /// and so on. git cannot hold both, and finding out when the first ref is written would
+    /// leave objects behind; so this runs before anything is written.
+    pub fn ensure_namespaces(&self) -> Result<()> {
+        const NAMESPACES: [&str; 5] = [
+            SESSION_REF_PREFIX,
+            NOTES_REF_PREFIX,
+            ARCHIVE_REF_PREFIX,
+            "refs/tlv4/runs/",
+            "refs/heads/tlv4-export/",
+        ];
+        let common = self.repo.common_dir();
+        for namespace in NAMESPACES {
+            let parts: Vec<&str> = namespace.trim_end_matches('/').split('/').collect();
+            // `refs/heads/tlv4/` is blocked by `refs/heads/tlv4`; `refs/tlv4/archive/` by
+            // `refs/tlv4` or `refs/tlv4/archive`. `refs` and `refs/heads` are git's own.
+            for depth in 2..=parts.len() {
+                let name = parts[..depth].join("/");
+                if matches!(name.as_str(), "refs/heads" | "refs/notes") {
+                    continue;
+                }
+                let is_ref = common.join(&name).is_file()
+                    || self
+                        .repo
+                        .try_find_reference(name.as_str())
+                        .map_or(true, |r| r.is_some());
+                if !is_ref {
+                    continue;
+                }
+                let (what, rename) = match name.strip_prefix("refs/heads/") {
+                    Some(branch) => (
+                        format!("the branch `{branch}`"),
+                        format!("git branch -m {branch} {branch}-old"),
+                    ),
+                    None => (
+                        format!("the ref `{name}`"),
+                        format!("git update-ref {name}-old {name} && git update-ref -d {name}"),
+                    ),
+                };
+                return Err(Error::state(
+                    format!(
+                        "{what} is in the way of git tlv4's refs under `{namespace}`: git cannot \
+                         keep a ref and refs inside it under the same name; nothing was changed"
+                    ),
+                    Some(format!("rename it (`{rename}`), then re-run")),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The commit `HEAD` points to, refusing an unborn `HEAD`.
@@ -258,8 +368,14 @@ impl Store {
         }
     }
 
-    /// The working trees (main and linked) that have `full_ref` checked out.
+    /// The working trees (main and linked) that have `full_ref` checked out, including
+    /// linked ones whose directory is gone (see [`Store::ensure_not_checked_out`]).
     pub fn checked_out_in(&self, full_ref: &str) -> Vec<PathBuf> {
+        self.holders(full_ref).into_iter().map(|h| h.dir).collect()
+    }
+
+    /// The working trees that have `full_ref` checked out, with what git knows of each.
+    fn holders(&self, full_ref: &str) -> Vec<Holder> {
         let common = self.repo.common_dir();
         let mut found = Vec::new();
         let head_is = |head: &Path| {
@@ -274,16 +390,27 @@ impl Store {
         if head_is(&common.join("HEAD"))
             && let Some(dir) = self.main_workdir()
         {
-            found.push(dir);
+            found.push(Holder {
+                dir,
+                gone: false,
+                locked: None,
+            });
         }
         if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
             for entry in entries.flatten() {
                 if head_is(&entry.path().join("HEAD")) {
-                    let dir = std::fs::read_to_string(entry.path().join("gitdir"))
+                    // `gitdir` names the `.git` file of the linked working tree; when that is
+                    // gone, so is the working tree (`git worktree list` calls it prunable).
+                    let gitdir = std::fs::read_to_string(entry.path().join("gitdir"))
                         .ok()
-                        .and_then(|g| Path::new(g.trim()).parent().map(Path::to_owned))
+                        .map(|g| PathBuf::from(g.trim()));
+                    let gone = gitdir.as_ref().is_none_or(|g| !g.exists());
+                    let dir = gitdir
+                        .as_ref()
+                        .and_then(|g| g.parent().map(Path::to_owned))
                         .unwrap_or_else(|| entry.path());
-                    found.push(dir);
+                    let locked = std::fs::read_to_string(entry.path().join("locked")).ok();
+                    found.push(Holder { dir, gone, locked });
                 }
             }
         }
@@ -299,13 +426,30 @@ impl Store {
         }
     }
 
-    /// Refuses to move `full_ref` when a working tree has it checked out.
+    /// Refuses to move `full_ref` when a working tree has it checked out. A linked working
+    /// tree whose directory was deleted still holds the branch for git until it is pruned;
+    /// the error says so, and how to let go of it.
+    /// A gone task checkout of git-tlv4 itself, whose process is gone too, is removed here
+    /// (its branch is the ref that keeps what it held), as `resume` would.
     pub fn ensure_not_checked_out(&self, full_ref: &str) -> Result<()> {
-        match self.checked_out_in(full_ref).into_iter().next() {
+        let host = crate::host::name();
+        let mut holders = self.holders(full_ref).into_iter().filter(|h| {
+            let ours_and_dead = h.gone
+                && h.locked
+                    .as_deref()
+                    .is_some_and(|r| crate::git::stale_lock(r, &host));
+            !(ours_and_dead && crate::git::remove_worktree(self.repo.common_dir(), &h.dir).is_ok())
+        });
+        match holders.next() {
             None => Ok(()),
-            Some(worktree) => Err(Error::CheckedOut {
+            Some(h) => Err(Error::CheckedOut {
                 branch: full_ref.trim_start_matches("refs/heads/").to_owned(),
-                worktree,
+                worktree: h.dir,
+                gone: match (h.gone, h.locked) {
+                    (false, _) => None,
+                    (true, None) => Some(Gone::Prunable),
+                    (true, Some(reason)) => Some(Gone::Locked(reason.trim().to_owned())),
+                },
             }),
         }
     }

@@ -138,3 +138,179 @@ fn markdown_in_the_task_text_is_data() {
         repo.fsck();
     }
 }
+
+/// What a refused command must leave as it was: refs, HEAD, index, status, and the number
+/// of objects (loose and packed).
+fn untouched(repo: &TestRepo) -> String {
+    let objects: String = repo
+        .git(&["count-objects", "-v"])
+        .lines()
+        .filter(|l| l.starts_with("count:") || l.starts_with("in-pack:"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let heads: Vec<String> = std::fs::read_dir(repo.path().join(".git/refs/heads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    format!("{}\n{objects}\n{heads:?}", repo.snapshot())
+}
+
+/// A branch named `tlv4` (or a ref `refs/notes/tlv4`, `refs/tlv4`, a branch `tlv4-export`)
+/// blocks the namespace the tool writes to: a clear error with a hint, nothing written; other
+/// commands that need no session refs still work.
+#[test]
+fn a_ref_in_the_way_of_the_namespaces_changes_nothing() {
+    for (make, name, hint) in [
+        (
+            &["branch", "tlv4"][..],
+            "the branch `tlv4`",
+            "git branch -m tlv4",
+        ),
+        (
+            &["update-ref", "refs/notes/tlv4", "HEAD"][..],
+            "`refs/notes/tlv4`",
+            "git update-ref refs/notes/tlv4-old",
+        ),
+        (
+            &["update-ref", "refs/tlv4", "HEAD"][..],
+            "`refs/tlv4`",
+            "git update-ref refs/tlv4-old",
+        ),
+        (
+            &["branch", "tlv4-export"][..],
+            "the branch `tlv4-export`",
+            "git branch -m tlv4-export",
+        ),
+    ] {
+        let repo = TestRepo::new();
+        repo.git(make);
+        let before = untouched(&repo);
+        for args in [
+            &["start", "Add a search command"][..],
+            &["start", "--no-run", "Add a search command"][..],
+            &["list"][..],
+        ] {
+            let err = repo.fails(args, 1);
+            assert!(
+                err.contains(name) && err.contains("is in the way"),
+                "{args:?}: {err}"
+            );
+            assert!(err.contains(hint), "{err}");
+            assert_eq!(
+                untouched(&repo),
+                before,
+                "{make:?} {args:?} changed the repository"
+            );
+        }
+        repo.ok(&["pipelines"]);
+        repo.fsck();
+    }
+}
+
+/// reftable and SHA-256 repositories: what is unsupported, exactly, exit 1, a hint, and
+/// nothing written.
+#[test]
+fn reftable_and_sha256_repositories_are_refused_by_name() {
+    for (init, says, hint) in [
+        (
+            "--ref-format=reftable",
+            "the reftable ref storage (`extensions.refStorage = reftable`)",
+            "git refs migrate --ref-format=files",
+        ),
+        (
+            "--object-format=sha256",
+            "SHA-256 object ids (`extensions.objectFormat = sha256`)",
+            "SHA-1 repositories only",
+        ),
+    ] {
+        let repo = TestRepo::empty();
+        std::fs::remove_dir_all(repo.path().join(".git")).unwrap();
+        repo.git(&["init", "-q", "-b", "main", init]);
+        repo.git(&["config", "user.name", "Test User"]);
+        repo.git(&["config", "user.email", "test@example.com"]);
+        repo.write("README.md", "# sample\n");
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "initial"]);
+        let refs = repo.git(&["for-each-ref"]);
+        let objects = repo.git(&["count-objects", "-v"]);
+        for args in [
+            &["start", "Add a search command"][..],
+            &["list"][..],
+            &["status"][..],
+        ] {
+            let err = repo.fails(args, 1);
+            assert!(
+                err.contains(says) && err.contains("does not support"),
+                "{init} {args:?}: {err}"
+            );
+            assert!(err.contains(hint), "{err}");
+        }
+        assert_eq!(repo.git(&["for-each-ref"]), refs);
+        assert_eq!(repo.git(&["count-objects", "-v"]), objects);
+    }
+}
+
+/// This machine's host name, as git-tlv4 writes it into its worktree locks.
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// A working tree whose directory was deleted still holds its branch for git: the tool says
+/// so and names `git worktree prune`; one that git-tlv4 made itself, whose process is gone,
+/// it forgets by itself.
+#[test]
+fn a_deleted_worktree_is_named_as_such_or_pruned_when_it_was_ours() {
+    let repo = TestRepo::new();
+    let sid = repo.start("full-lifecycle", "Add a search command");
+    let branch = format!("tlv4/{sid}");
+    let gone = tempfile::tempdir().unwrap();
+    let wt = gone.path().join("wt");
+    repo.git(&["worktree", "add", "-q", wt.to_str().unwrap(), &branch]);
+    std::fs::remove_dir_all(&wt).unwrap();
+    assert!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .contains("prunable")
+    );
+    let before = repo.snapshot();
+    let err = repo.fails(&["abort"], 1);
+    assert!(
+        err.contains("no longer exists") && err.contains("git worktree prune"),
+        "{err}"
+    );
+    assert!(!err.contains("switch that working tree"), "{err}");
+    assert_eq!(repo.snapshot(), before);
+    repo.git(&["worktree", "prune"]);
+    repo.ok(&["task", "claim", "RESEARCH-001"]);
+
+    // The same, locked by a git-tlv4 process of this host that is gone: the tool's own.
+    repo.git(&["worktree", "add", "-q", wt.to_str().unwrap(), &branch]);
+    let reason = format!("git-tlv4 pid {} on {}", crate::common::dead_pid(), host());
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        &reason,
+        wt.to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&wt).unwrap();
+    repo.ok(&["task", "complete", "RESEARCH-001"]);
+    assert!(
+        !repo
+            .git(&["worktree", "list", "--porcelain"])
+            .contains(wt.to_str().unwrap()),
+        "the tool's own gone checkout is forgotten"
+    );
+    // Locked by someone else: kept, and the hint says how to let go of it.
+    repo.git(&["worktree", "add", "-q", wt.to_str().unwrap(), &branch]);
+    repo.git(&["worktree", "lock", "--reason", "mine", wt.to_str().unwrap()]);
+    std::fs::remove_dir_all(&wt).unwrap();
+    let err = repo.fails(&["abort"], 1);
+    assert!(
+        err.contains("git worktree unlock") && err.contains("git worktree prune"),
+        "{err}"
+    );
+    repo.fsck();
+}
