@@ -134,7 +134,6 @@ impl Store {
             setting("extensions.objectFormat", "sha1"),
             setting("extensions.refStorage", "files"),
         );
-        drop(config);
         if let Some(e) = unsupported(repo.workdir().unwrap_or(repo.git_dir()), &objects, &refs) {
             return Err(e);
         }
