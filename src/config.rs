@@ -30,6 +30,52 @@ pub struct Config {
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
     pub user_agents: Vec<String>,
+    /// Where each value that was set came from, for errors about it.
+    #[serde(skip)]
+    pub origins: Origins,
+}
+
+/// Where the values came from: the file (its name and text, so that an error can name the
+/// line of any key) and the keys git config replaced (dotted key, like
+/// `session.max_parallel`, to the git config key). Two configurations with the same values
+/// are equal wherever the values came from.
+#[derive(Debug, Clone, Default)]
+pub struct Origins {
+    file: Option<(String, String)>,
+    git: std::collections::BTreeMap<String, String>,
+}
+
+impl PartialEq for Origins {
+    fn eq(&self, _: &Origins) -> bool {
+        true
+    }
+}
+
+/// The 1-based line of the key at `path` (`["session", "max_parallel"]`) in TOML `text`,
+/// and its value as written when that is one line.
+pub fn line_of(text: &str, path: &[&str]) -> Option<(usize, Option<String>)> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let mut table: &DeTable = doc.get_ref();
+    let mut found = None;
+    for (i, key) in path.iter().enumerate() {
+        let (k, v) = table.iter().find(|(k, _)| k.get_ref().as_ref() == *key)?;
+        found = Some((k.span().start, v.span()));
+        if i + 1 < path.len() {
+            match v.get_ref() {
+                DeValue::Table(t) => table = t,
+                _ => return None,
+            }
+        }
+    }
+    let (at, value) = found?;
+    let line = text[..at.min(text.len())].matches('\n').count() + 1;
+    let value = text
+        .get(value)
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && !v.contains('\n'))
+        .map(str::to_owned);
+    Some((line, value))
 }
 
 /// `[snapshot]`: limits on what one snapshot of a task worktree takes.
@@ -73,7 +119,7 @@ impl SnapshotConfig {
                 max_files: self.max_files.max(1),
             }),
             _ => Err(Error::Invalid(format!(
-                "[snapshot] max_file_size = \"{text}\": write a size like \"10MiB\", \"512KiB\" or a number of bytes"
+                "not a size: write one like \"10MiB\", \"512KiB\" or a number of bytes (read \"{text}\")"
             ))),
         }
     }
@@ -108,20 +154,154 @@ impl Default for SessionConfig {
     }
 }
 
+/// Reads a file of the repository's configuration as text (`.tlv4.toml`, an override under
+/// `.tlv4/specs/`): `None` when there is none. What the user put there is the user's to fix,
+/// so a file that cannot be read (a directory where a file belongs or the other way round,
+/// bytes that are not UTF-8, no permission) is an error naming it, never an internal one.
+pub fn read_text(path: &Path) -> Result<Option<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(file_in_the_way(path));
+        }
+        Err(e) => {
+            let problem = match e.kind() {
+                std::io::ErrorKind::IsADirectory => {
+                    "is a directory, where git tlv4 reads a file".to_owned()
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "cannot be read: permission denied".to_owned()
+                }
+                _ => format!("cannot be read: {e}"),
+            };
+            return Err(Error::UserFile {
+                path: path.to_owned(),
+                problem,
+                hint: None,
+            });
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            Err(Error::UserFile {
+                path: path.to_owned(),
+                problem: format!(
+                    "line {line}: is not UTF-8 text (byte {} of the file)",
+                    at + 1
+                ),
+                hint: Some("save it as UTF-8".to_owned()),
+            })
+        }
+    }
+}
+
+/// The error for `path`, one of whose directories is a file (`.tlv4`, `.tlv4/specs`, …).
+pub fn file_in_the_way(path: &Path) -> Error {
+    let file = path
+        .ancestors()
+        .skip(1)
+        .find(|a| a.is_file())
+        .unwrap_or(path);
+    Error::UserFile {
+        path: file.to_owned(),
+        problem: format!(
+            "is a file, where git tlv4 looks for the directory that holds `{}`",
+            path.display()
+        ),
+        hint: Some(format!(
+            "git tlv4 keeps the repository's own specs under `.tlv4/specs/`: move `{}` out of the way",
+            file.display()
+        )),
+    }
+}
+
 impl Config {
     /// The configuration of the working tree at `root`: its `.tlv4.toml` (or the defaults),
-    /// then the user's own values from git config (`tlv4.*`, see [`Config::apply_git`]).
+    /// then the user's own values from git config (`tlv4.*`, see [`Config::apply_git`]),
+    /// checked: a value that is out of range names where it came from (file and line, or
+    /// the git config key).
     pub fn load(root: &Path) -> Result<Config> {
         let path = root.join(FILE);
-        let mut config = match std::fs::read_to_string(&path) {
-            Ok(text) => Config::parse(&path.display().to_string(), &text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        let mut config = match read_text(&path)? {
+            Some(text) => Config::parse(&path.display().to_string(), &text)?,
+            None => Config::default(),
         };
         let values =
             crate::git::run(root, &["config", "--get-regexp", r"^tlv4\."]).unwrap_or_default();
         config.apply_git(&values)?;
+        config.validate()?;
         Ok(config)
+    }
+
+    /// An error about the value of `key` (dotted: `session.max_parallel`,
+    /// `roles.executor`), naming where it was set: `FILE:LINE: [session] max_parallel = 0:
+    /// MESSAGE`, or the git config key that replaced the file's value.
+    pub fn value_error(&self, key: &str, message: impl std::fmt::Display) -> Error {
+        let (table, name) = key.rsplit_once('.').unwrap_or(("", key));
+        if let Some(git_key) = self.origins.git.get(key) {
+            return Error::Invalid(format!(
+                "git config {git_key}: {message} (see `git config --show-origin {git_key}`)"
+            ));
+        }
+        let path: Vec<&str> = key.split('.').collect();
+        let at = self
+            .origins
+            .file
+            .as_ref()
+            .and_then(|(file, text)| Some((file, line_of(text, &path)?)));
+        match at {
+            Some((file, (line, value))) => Error::Config {
+                file: file.clone(),
+                line,
+                message: match value {
+                    Some(value) => format!("[{table}] {name} = {value}: {message}"),
+                    None => format!("[{table}] {name}: {message}"),
+                },
+            },
+            None => Error::Invalid(format!("[{table}] {name}: {message}")),
+        }
+    }
+
+    /// Whether `key` (dotted, as for [`Config::value_error`]) was set by the file or by git
+    /// config, rather than left at its default.
+    pub fn is_set(&self, key: &str) -> bool {
+        let path: Vec<&str> = key.split('.').collect();
+        self.origins.git.contains_key(key)
+            || self
+                .origins
+                .file
+                .as_ref()
+                .is_some_and(|(_, text)| line_of(text, &path).is_some())
+    }
+
+    /// Checks the values no type can: ranges, names, sizes.
+    fn validate(&self) -> Result<()> {
+        if self.session.max_parallel == 0 {
+            return Err(self.value_error("session.max_parallel", "must be at least 1"));
+        }
+        let completions = crate::coordinator::start::COMPLETIONS;
+        if !completions.contains(&self.session.completion.as_str()) {
+            return Err(self.value_error(
+                "session.completion",
+                format!(
+                    "unknown completion action `{}`; use one of {}",
+                    self.session.completion,
+                    completions.join(", ")
+                ),
+            ));
+        }
+        if let Err(Error::Invalid(message)) = self.snapshot.limits() {
+            return Err(self.value_error("snapshot.max_file_size", message));
+        }
+        if self.snapshot.max_files == 0 {
+            return Err(self.value_error("snapshot.max_files", "must be at least 1"));
+        }
+        Ok(())
     }
 
     /// Applies per-user values, as `git config --get-regexp '^tlv4\.'` prints them, over the
@@ -138,7 +318,19 @@ impl Config {
                     "git config {key}: `{value}` is not {what} (see `git config --show-origin {key}`)"
                 ))
             };
-            // git prints keys in lower case.
+            // git prints keys in lower case; errors name them as documented.
+            let mut from_git = |name: &str, documented: &str| {
+                self.origins
+                    .git
+                    .insert(name.to_owned(), documented.to_owned());
+            };
+            match key.to_ascii_lowercase().as_str() {
+                "tlv4.pipeline" => from_git("session.pipeline", "tlv4.pipeline"),
+                "tlv4.supervision" => from_git("session.supervision", "tlv4.supervision"),
+                "tlv4.maxparallel" => from_git("session.max_parallel", "tlv4.maxParallel"),
+                "tlv4.completion" => from_git("session.completion", "tlv4.completion"),
+                _ => {}
+            }
             match key.to_ascii_lowercase().as_str() {
                 "tlv4.pipeline" => self.session.pipeline = value.to_owned(),
                 "tlv4.supervision" => {
@@ -166,13 +358,15 @@ impl Config {
 
     /// Parses `text`, naming `file` in errors.
     pub fn parse(file: &str, text: &str) -> Result<Config> {
-        toml::from_str(text).map_err(|e| Error::Config {
+        let mut config: Config = toml::from_str(text).map_err(|e| Error::Config {
             file: file.to_owned(),
             line: e.span().map_or(1, |s| {
                 text[..s.start.min(text.len())].matches('\n').count() + 1
             }),
             message: e.message().trim().to_owned(),
-        })
+        })?;
+        config.origins.file = Some((file.to_owned(), text.to_owned()));
+        Ok(config)
     }
 }
 

@@ -109,6 +109,17 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A file of the repository's configuration that cannot be read as text: a directory or
+    /// a file where the other was expected, bytes that are not UTF-8, no permission.
+    #[error("{}: {problem}", path.display())]
+    UserFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+        /// What to do about it.
+        hint: Option<String>,
+    },
     /// A stored file does not parse.
     #[error("{path} in {commit}: {message}")]
     Corrupt {
@@ -250,7 +261,9 @@ impl Error {
                 let ids: Vec<&str> = e.known.iter().map(TaskId::as_str).collect();
                 vec![format!("its tasks are: {}", ids.join(", "))]
             }
-            Error::State { hint: Some(h), .. } | Error::Conflict { hint: Some(h), .. } => {
+            Error::State { hint: Some(h), .. }
+            | Error::Conflict { hint: Some(h), .. }
+            | Error::UserFile { hint: Some(h), .. } => {
                 vec![h.clone()]
             }
             Error::Schema { .. } => vec!["upgrade git-tlv4 to read this session".into()],

@@ -135,6 +135,10 @@ impl RoleSpecs {
             let entries = match std::fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // `.tlv4`, `.tlv4/specs` or the folder itself is a file: the user's to fix.
+                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                    return Err(crate::config::file_in_the_way(&dir));
+                }
                 Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
             };
             for entry in entries {
@@ -148,10 +152,9 @@ impl RoleSpecs {
                 else {
                     continue;
                 };
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| Error::Invalid(format!("{} is not UTF-8 text", path.display())))?;
+                let Some(text) = crate::config::read_text(&path)? else {
+                    continue;
+                };
                 map.insert(name.to_owned(), (text, Origin::Repository));
             }
         }

@@ -125,8 +125,8 @@ impl Roster {
         for (role, name) in &assignment {
             if role != "default" {
                 if !is_agent_role(role) {
-                    return Err(Error::Invalid(format!(
-                        "[roles] {role} = \"{name}\": `{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
+                    return Err(config.value_error(&format!("roles.{role}"), format!(
+                        "`{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
                     )));
                 }
                 roles.insert(role.clone(), driver(name)?);
@@ -137,10 +137,13 @@ impl Roster {
             let known = crate::quality::discuss::perspective_names();
             for (p, name) in &config.discuss.perspectives {
                 if !known.contains(p) {
-                    return Err(Error::Invalid(format!(
-                        "[discuss.perspectives] {p} = \"{name}\": unknown perspective `{p}`; perspectives: {}",
-                        known.join(", ")
-                    )));
+                    return Err(config.value_error(
+                        &format!("discuss.perspectives.{p}"),
+                        format!(
+                            "unknown perspective `{p}` (= \"{name}\"); perspectives: {}",
+                            known.join(", ")
+                        ),
+                    ));
                 }
                 if name != "builtin" {
                     perspectives.insert(p.clone(), driver(name)?);

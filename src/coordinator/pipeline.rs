@@ -115,10 +115,9 @@ impl PipelineSpec {
     /// The pipelines of the repository at `workdir`: its override if present, else the builtin.
     pub fn load(workdir: &Path) -> Result<PipelineSpec> {
         let path = workdir.join(OVERRIDE_PATH);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => PipelineSpec::parse(&path.display().to_string(), &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PipelineSpec::builtin(),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        match crate::config::read_text(&path)? {
+            Some(text) => PipelineSpec::parse(&path.display().to_string(), &text),
+            None => PipelineSpec::builtin(),
         }
     }
 

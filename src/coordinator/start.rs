@@ -63,8 +63,42 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         ));
     }
     let base = store.head_commit()?;
+    // The session folder goes to `.tlv4/sessions/<SID>/` of the base tree: a committed file
+    // there would be replaced by it on the session branch.
+    let base_tree = store.commit_tree(base)?;
+    for path in [".tlv4", ".tlv4/sessions"] {
+        if store.read_blob_at(base_tree, path)?.is_some() {
+            return Err(Error::state(
+                format!(
+                    "`{path}` is a file in the commit HEAD is on ({}), where git tlv4 keeps its \
+                     session folders; nothing was changed",
+                    &base.to_string()[..7]
+                ),
+                Some(format!(
+                    "rename it in a commit of your own (`git mv {path} NEW-NAME && git commit`), then start again"
+                )),
+            ));
+        }
+    }
     let config = Config::load(store.workdir())?;
     let spec = PipelineSpec::load(store.workdir())?;
+    // Every file of the repository's configuration is read before anything is written: a
+    // broken override is found now, not by the task that first needs it.
+    crate::agents::prompt::RoleSpecs::load(store.workdir())?;
+    crate::quality::review::RuleSet::load(Some(store.workdir()))?;
+    // A pipeline the configuration names must exist (the default may be missing from a
+    // repository's own pipelines file, as long as `--pipeline` or the text picks another).
+    if config.is_set("session.pipeline") && !spec.has(&config.session.pipeline) {
+        let known: Vec<&str> = spec.pipelines().map(|(name, _)| name).collect();
+        return Err(config.value_error(
+            "session.pipeline",
+            format!(
+                "unknown pipeline `{}`; known pipelines: {}",
+                config.session.pipeline,
+                known.join(", ")
+            ),
+        ));
+    }
     let (pipeline, reason) = match &opts.pipeline {
         Some(p) => (p.clone(), "named with --pipeline".to_owned()),
         None => analysis::select_pipeline(text, &config.session.pipeline),

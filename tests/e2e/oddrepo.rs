@@ -314,3 +314,104 @@ fn a_deleted_worktree_is_named_as_such_or_pruned_when_it_was_ours() {
     );
     repo.fsck();
 }
+
+/// What the user put in the repository's configuration is the user's to fix: exit 1 with the
+/// file named (and the line and key of a value), never 255, and nothing written.
+#[test]
+fn bad_configuration_files_are_user_errors_naming_file_line_and_key() {
+    // (what to write where, what the error must say)
+    let cases: &[(&str, &[u8], &str)] = &[
+        (".tlv4", b"x\n", ".tlv4: is a file"),
+        (".tlv4/specs", b"x\n", ".tlv4/specs: is a file"),
+        (
+            ".tlv4.toml",
+            b"[session]\nmax_parallel = 2 # \xff\xfe\n",
+            ".tlv4.toml: line 2: is not UTF-8",
+        ),
+        (".tlv4.toml/x", b"", ".tlv4.toml: is a directory"),
+        (
+            ".tlv4/specs/pipelines.toml/x",
+            b"",
+            "pipelines.toml: is a directory",
+        ),
+        (
+            ".tlv4/specs/pipelines.toml",
+            b"schema = 1 # \xff\n",
+            "pipelines.toml: line 1: is not UTF-8",
+        ),
+        (
+            ".tlv4/specs/roles/writer.md/x",
+            b"",
+            "writer.md: is a directory",
+        ),
+        (".tlv4/specs/roles", b"x\n", ".tlv4/specs/roles: is a file"),
+        (
+            ".tlv4.toml",
+            b"[session]\nsupervision = true\n\nmax_parallel = 0\n",
+            ".tlv4.toml:4: [session] max_parallel = 0: must be at least 1",
+        ),
+        (
+            ".tlv4.toml",
+            b"[session]\npipeline = \"nope\"\n",
+            ".tlv4.toml:2: [session] pipeline = \"nope\": unknown pipeline `nope`",
+        ),
+        (
+            ".tlv4.toml",
+            b"# c\n[session]\ncompletion = \"nope\"\n",
+            ".tlv4.toml:3: [session] completion = \"nope\": unknown completion action `nope`",
+        ),
+        (
+            ".tlv4.toml",
+            b"[snapshot]\nmax_file_size = \"lots\"\n",
+            ".tlv4.toml:2: [snapshot] max_file_size = \"lots\": not a size",
+        ),
+        (
+            ".tlv4.toml",
+            b"[snapshot]\nmax_files = 0\n",
+            ".tlv4.toml:2: [snapshot] max_files = 0: must be at least 1",
+        ),
+        (
+            ".tlv4.toml",
+            b"[roles]\n\nnotarole = \"builtin\"\n",
+            ".tlv4.toml:3: [roles] notarole = \"builtin\": `notarole` is not a role",
+        ),
+    ];
+    for (path, bytes, says) in cases {
+        let repo = TestRepo::new();
+        match path.strip_suffix("/x") {
+            Some(dir) => std::fs::create_dir_all(repo.path().join(dir)).unwrap(),
+            None => {
+                let p = repo.path().join(path);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, bytes).unwrap();
+            }
+        }
+        let before = untouched(&repo);
+        let err = repo.fails(&["start", "Add a search command"], 1);
+        assert!(err.contains(says), "{path}: {err}");
+        assert_eq!(untouched(&repo), before, "{path}");
+    }
+
+    // A value from git config names its key.
+    let repo = TestRepo::new();
+    repo.git(&["config", "tlv4.completion", "nope"]);
+    let err = repo.fails(&["start", "Add a search command"], 1);
+    assert!(
+        err.contains("git config tlv4.completion: unknown completion action"),
+        "{err}"
+    );
+
+    // A committed `.tlv4` file would be replaced by the session folder on the session branch.
+    let repo = TestRepo::new();
+    repo.write(".tlv4", "mine\n");
+    repo.git(&["add", ".tlv4"]);
+    repo.git(&["commit", "-q", "-m", "a file named .tlv4"]);
+    std::fs::remove_file(repo.path().join(".tlv4")).unwrap();
+    let before = untouched(&repo);
+    let err = repo.fails(&["start", "Add a search command"], 1);
+    assert!(
+        err.contains("`.tlv4` is a file in the commit HEAD is on"),
+        "{err}"
+    );
+    assert_eq!(untouched(&repo), before);
+}

@@ -421,10 +421,9 @@ impl RuleSet {
             return RuleSet::builtin();
         };
         let path = workdir.join(OVERRIDE_PATH);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => RuleSet::parse(&path.display().to_string(), &text, Compile::Now),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RuleSet::builtin(),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        match crate::config::read_text(&path)? {
+            Some(text) => RuleSet::parse(&path.display().to_string(), &text, Compile::Now),
+            None => RuleSet::builtin(),
         }
     }
 
