@@ -63,8 +63,32 @@ fn make_sample(dir: &Path) -> Result<()> {
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let dir = match args.dir {
         Some(d) => {
-            std::fs::create_dir_all(&d)
-                .map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+            // The sample is written and committed into `DIR`: only into one that holds
+            // nothing, never over the user's files or onto a repository of theirs.
+            match std::fs::read_dir(&d) {
+                Ok(mut entries) => {
+                    if entries.next().is_some() {
+                        return Err(Error::state(
+                            format!(
+                                "`{}` is not empty; the demo makes its sample repository only in an empty or new directory, and nothing was changed",
+                                d.display()
+                            ),
+                            Some("pass a new directory with --dir, or leave --dir out for a temporary one".to_owned()),
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(&d)
+                        .map_err(|e| Error::io(format!("cannot create {}", d.display()), e))?;
+                }
+                Err(e) => {
+                    return Err(Error::UserFile {
+                        path: d.clone(),
+                        problem: format!("cannot be used for the demo: {e}"),
+                        hint: Some("pass a new directory with --dir".to_owned()),
+                    });
+                }
+            }
             d
         }
         None => tempfile::Builder::new()
@@ -77,10 +101,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .status(format!("sample repository: {}", dir.display()));
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
+    // The demo runs the builtin agent it announces, whatever agents the user chose for
+    // their own repositories (`git config --global tlv4.agent …`): named for the session as
+    // `--agent builtin` would, it replaces every other choice, now and on a later `resume`.
+    let builtin = vec!["builtin".to_owned()];
     let opts = StartOptions {
         pipeline: Some("full-lifecycle".into()),
         yes: true,
         completion: Some("keep".into()),
+        agents: builtin.clone(),
         ..StartOptions::default()
     };
     let (sid, _) = start(&store, "Add a search command to the notes tool", &opts)?;
@@ -90,6 +119,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let flags = RunFlags {
         no_run: false,
         completion: Some("keep".into()),
+        agent: builtin,
         ..RunFlags::default()
     };
     super::drive::drive(ctx, &store, &sid, &flags)?;

@@ -415,3 +415,55 @@ fn bad_configuration_files_are_user_errors_naming_file_line_and_key() {
     );
     assert_eq!(untouched(&repo), before);
 }
+
+/// `demo --dir` makes its sample only in an empty or new directory: a used one (here an
+/// existing repository with a file of the user's) is refused with nothing changed. And the
+/// demo runs the builtin agent it announces, whatever agents the user's global git config
+/// chooses.
+#[test]
+fn demo_refuses_a_used_directory_and_runs_the_builtin_agent() {
+    let repo = TestRepo::new();
+    repo.write("notes.txt", "mine\n");
+    repo.write("README.md", "# my own readme\n");
+    let before = untouched(&repo);
+    for dir in [".", repo.path().to_str().unwrap()] {
+        let err = repo.fails(&["demo", "--dir", dir], 1);
+        assert!(
+            err.contains("is not empty") && err.contains("nothing was changed"),
+            "{err}"
+        );
+        assert_eq!(untouched(&repo), before);
+        assert_eq!(
+            std::fs::read_to_string(repo.path().join("README.md")).unwrap(),
+            "# my own readme\n"
+        );
+    }
+
+    let global = repo.home.path().join("gitconfig");
+    std::fs::write(
+        &global,
+        "[tlv4]\n\tagent = claude\n\tagent = executor=codex\n",
+    )
+    .unwrap();
+    let dir = repo.home.path().join("demo");
+    let out = repo
+        .tlv4_cmd(&["demo", "--dir", dir.to_str().unwrap()])
+        .env("GIT_CONFIG_GLOBAL", &global)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(": completed ("), "{stdout}");
+    let cost = crate::common::hermetic(crate::common::BIN, &dir, repo.home.path())
+        .env("GIT_CONFIG_GLOBAL", &global)
+        .args(["cost", "--by", "agent", "--json"])
+        .output()
+        .unwrap();
+    let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();
+    let text = cost.to_string();
+    assert!(
+        text.contains("builtin") && !text.contains("claude") && !text.contains("codex"),
+        "{text}"
+    );
+}
