@@ -299,3 +299,33 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The README's table of exit codes lists every code of [`super::exit`], read from this
+    /// file's source so that a code added there cannot be left out.
+    #[test]
+    fn the_readme_lists_every_exit_code() {
+        let source = include_str!("error.rs");
+        let module = &source[source.find("pub mod exit {").expect("the exit module")..];
+        let module = &module[..module.find("\n}\n").expect("its end")];
+        let readme = include_str!("../README.md");
+        let table = &readme[readme.find("## Exit codes").expect("an Exit codes section")..];
+        let mut codes = 0;
+        for line in module.lines() {
+            let Some(rest) = line.trim().strip_prefix("pub const ") else {
+                continue;
+            };
+            let (name, value) = rest.split_once(": i32 = ").expect("`NAME: i32 = N;`");
+            let value = value.trim_end_matches(';');
+            codes += 1;
+            assert!(
+                table
+                    .lines()
+                    .any(|l| l.starts_with(&format!("| {value} |"))),
+                "README.md's exit code table has no row for exit::{name} ({value})"
+            );
+        }
+        assert!(codes >= 6, "read {codes} codes from the exit module");
+    }
+}
