@@ -199,13 +199,14 @@ pub fn markdown(review: &Review) -> String {
                 "- Similarity of the two changes (unified diffs): {:.1}%",
                 r.similarity * 100.0
             );
+            // The feedback is the user's text: quoted, never Markdown of this report.
             let _ = writeln!(
                 w,
                 "- Feedback: {}",
                 if r.feedback.is_empty() {
-                    "(none)"
+                    "(none)".to_owned()
                 } else {
-                    &r.feedback
+                    crate::specdoc::md::inline(&r.feedback)
                 }
             );
             let _ = writeln!(w, "- Files of the original: {}", list(&r.original_files));
