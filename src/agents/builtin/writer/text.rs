@@ -804,7 +804,8 @@ pub fn mermaid_label(text: &str) -> String {
     one_line(text)
         .chars()
         .map(|c| match c {
-            '"' | '[' | ']' | '(' | ')' | '{' | '}' | '<' | '>' | '|' | '`' => ' ',
+            // `\\` too: the text may be Markdown source, with its escapes.
+            '"' | '[' | ']' | '(' | ')' | '{' | '}' | '<' | '>' | '|' | '`' | '\\' => ' ',
             c => c,
         })
         .collect::<String>()
