@@ -910,6 +910,24 @@ pub fn plain(cell: &str) -> String {
     out.trim().to_owned()
 }
 
+/// The text Markdown source `text` reads as, as far as [`inline`] escapes go: each
+/// backslash before ASCII punctuation dropped. For text that leaves Markdown (a JSON
+/// title, a commit subject).
+pub fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(next)) if next.is_ascii_punctuation() => {
+                out.push(*next);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// `text` as Markdown source that reads as exactly that text, on one line: every character
 /// that could start markup (emphasis, code, links, HTML, tables, headings, quotes, fences,
 /// strike-through, entities) is backslash-escaped, and so is a line-start marker (`-`, `+`,
@@ -993,6 +1011,14 @@ mod tests {
         assert_eq!(inline("---"), "\\---");
         assert_eq!(inline("R&D &amp; C#"), "R&D \\&amp; C\\#");
         assert_eq!(inline("Add search"), "Add search");
+        for text in [
+            "# h",
+            "a_b *c* `d` [e](f) <g> | ~~~ \\ &amp; 1. x",
+            "---",
+            "C#",
+        ] {
+            assert_eq!(unescape(&inline(text)), text);
+        }
         // Read back, an escaped character is not markup.
         assert_eq!(
             plain(&inline("**a** [b](c) `d`")),

@@ -237,10 +237,11 @@ impl Doc {
             .map(|rest| rest.trim_start_matches([':', '-', '—', '–', '.', ' ']))
             .unwrap_or(&raw)
             .trim();
+        // The plan is JSON: its titles are text, not the Markdown source of the headings.
         if stripped.is_empty() {
             id.to_owned()
         } else {
-            stripped.to_owned()
+            crate::specdoc::md::unescape(stripped)
         }
     }
 
@@ -404,7 +405,7 @@ fn epics(input: &TaskInput) -> Vec<Epic> {
                     let h = h.trim();
                     if h.to_ascii_uppercase().starts_with("STORY") {
                         let title = h.split_once(':').map_or(h, |(_, t)| t).trim();
-                        story_titles.push(title.to_owned());
+                        story_titles.push(crate::specdoc::md::unescape(title));
                     }
                 } else if let Some(c) = checkbox(line)
                     && !criteria.contains(&c)
