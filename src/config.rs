@@ -26,6 +26,9 @@ pub struct Config {
     /// What a snapshot of a code task's worktree takes.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
+    /// How the tester runs the tests.
+    #[serde(default)]
+    pub tests: TestsConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -77,6 +80,15 @@ impl SnapshotConfig {
             ))),
         }
     }
+}
+
+/// `[tests]`: how the tester runs the repository's tests.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TestsConfig {
+    /// The command that runs the whole suite (`sh -c`, from the repository root) instead of
+    /// the detected one; it makes the file need trust.
+    pub command: Option<String>,
 }
 
 /// `[session]`: how sessions start.

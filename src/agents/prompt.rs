@@ -126,33 +126,24 @@ impl RoleSpecs {
     /// `.tlv4/specs/templates/<name>.md` where that exists (extra roles, such as specialists,
     /// may be added the same way).
     pub fn load(repo_root: &Path) -> Result<RoleSpecs> {
+        RoleSpecs::from_files(&crate::trust::Files::read(repo_root)?)
+    }
+
+    /// [`RoleSpecs::load`] from a repository configuration (a working tree's or a session's
+    /// pinned one).
+    pub fn from_files(files: &crate::trust::Files) -> Result<RoleSpecs> {
         let mut specs = RoleSpecs::builtin();
         for (dir, map) in [
             (ROLE_OVERRIDE_DIR, &mut specs.roles),
             (TEMPLATE_OVERRIDE_DIR, &mut specs.templates),
         ] {
-            let dir = repo_root.join(dir);
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-            };
-            for entry in entries {
-                let entry =
-                    entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
-                let path = entry.path();
-                let Some(name) = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.strip_suffix(".md"))
-                else {
+            for (file, bytes) in files.in_dir(dir) {
+                let Some(name) = file.strip_suffix(".md") else {
                     continue;
                 };
-                let bytes = std::fs::read(&path)
-                    .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| Error::Invalid(format!("{} is not UTF-8 text", path.display())))?;
-                map.insert(name.to_owned(), (text, Origin::Repository));
+                let text = std::str::from_utf8(bytes)
+                    .map_err(|_| Error::Invalid(format!("{dir}/{file} is not UTF-8 text")))?;
+                map.insert(name.to_owned(), (text.to_owned(), Origin::Repository));
             }
         }
         Ok(specs)
@@ -509,7 +500,7 @@ fn select(input: &TaskInput) -> Selection {
     let folder = &input.folder;
     let task = &input.task;
     let hidden = |p: &str| p.starts_with("tasks/") || p.starts_with("runs/");
-    let private = ["session.toml", "control.toml", "roles.lock"];
+    let private = ["session.toml", "control.toml", "roles.lock", "config.lock"];
     let mut shown: Vec<(Section, String)> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut add = |sec: Section, p: &str, shown: &mut Vec<(Section, String)>| {

@@ -61,6 +61,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             target.subject
         ),
     )?;
+    // The fork runs with the configuration its origin was pinned to.
+    if let Ok((files, _)) = crate::trust::pinned(&store, &sid) {
+        crate::trust::pin(&store, &new, &files)?;
+    }
     ctx.ui.status(format!(
         "forked {new} from {sid} at {} ({})",
         super::short(&target.commit),

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use super::analysis;
 use super::pipeline::{PipelineSpec, Supervision};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::{
     Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings, State,
@@ -63,8 +62,10 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         ));
     }
     let base = store.head_commit()?;
-    let config = Config::load(store.workdir())?;
-    let spec = PipelineSpec::load(store.workdir())?;
+    // What the session runs with from now on: pinned in its folder and a local ref.
+    let pinned = crate::trust::Files::read(store.workdir())?;
+    let config = pinned.config(store.workdir())?;
+    let spec = PipelineSpec::from_files(&pinned)?;
     let (pipeline, reason) = match &opts.pipeline {
         Some(p) => (p.clone(), "named with --pipeline".to_owned()),
         None => analysis::select_pipeline(text, &config.session.pipeline),
@@ -148,6 +149,10 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             .collect();
         let mut files = initial_files();
         files.insert(
+            crate::trust::LOCK.into(),
+            crate::trust::lock_text(&pinned).into_bytes(),
+        );
+        files.insert(
             "task-analysis.json".into(),
             task_analysis_json(text, &pipeline, &analysis, &tasks),
         );
@@ -173,7 +178,10 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             ),
         ];
         match store.create_session(base, steps) {
-            Ok(written) => return Ok((sid, written.state)),
+            Ok(written) => {
+                crate::trust::pin(store, &sid, &pinned)?;
+                return Ok((sid, written.state));
+            }
             // Someone took the id between the check and the create: take the next one.
             Err(Error::Conflict { .. }) if n < 100 => continue,
             Err(e) => return Err(e),

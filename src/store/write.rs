@@ -142,6 +142,7 @@ pub fn validate_pipeline_path(rel: &str) -> Result<()> {
         "session.toml",
         "control.toml",
         "roles.lock",
+        "config.lock",
         "tasks",
         "runs",
     ];
@@ -298,7 +299,8 @@ impl Store {
         let mut last = None;
         let mut events = 0;
         for (mut state, files, event) in steps {
-            for rel in files.keys() {
+            // `config.lock` is reserved for the pinned configuration written at creation.
+            for rel in files.keys().filter(|r| r.as_str() != crate::trust::LOCK) {
                 validate_pipeline_path(rel)?;
             }
             state.session.events = events;
