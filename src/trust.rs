@@ -628,6 +628,39 @@ pub fn pinned(
     Ok((files, changed))
 }
 
+/// Pins session `sid` to the working tree's configuration from now on (`resume
+/// --reconfigure`), recorded as a user decision; the paths that changed, or `None` when it
+/// already runs with it.
+pub fn repin(
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+) -> Result<Option<Vec<String>>> {
+    let current = Files::read(store.workdir())?;
+    let before = pinned(store, sid).map(|(f, _)| f).unwrap_or_default();
+    let changed = before.differences(&current);
+    if changed.is_empty() {
+        // The ref may still be missing (a pulled session): keep the content here.
+        pin(store, sid, &current)?;
+        return Ok(None);
+    }
+    let text = lock_text(&current);
+    let summary = format!(
+        "reconfigure: the session runs with the working tree's configuration from now on; changed: {}",
+        changed.join(", ")
+    );
+    // The lock first, then the content: a crash between them leaves a lock that the
+    // working tree (the content just read) still matches.
+    store.transact(sid, |txn| {
+        txn.write_config_lock(text.clone());
+        Ok(Some(
+            crate::model::Event::session(crate::model::EventKind::UserDecision, summary.clone())
+                .with("Decision", "reconfigure"),
+        ))
+    })?;
+    pin(store, sid, &current)?;
+    Ok(Some(changed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .status(format!("sample repository: {}", dir.display()));
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
+    // The sample is ours, made just now: its tests (cargo test) may run.
+    crate::trust::trust(store.workdir())?;
+    ctx.ui
+        .status("trusted the sample repository (its tests run: `git tlv4 trust --show` there)");
     let opts = StartOptions {
         pipeline: Some("full-lifecycle".into()),
         yes: true,

@@ -77,7 +77,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     let (files, changed) = crate::trust::pinned(store, sid)?;
     if !changed.is_empty() {
         ctx.ui.warn(format!(
-            "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {}",
+            "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
             changed.join(", "),
             crate::trust::LOCK
         ));

@@ -90,7 +90,7 @@ fn describe(
         } else {
             format!("for {}", used.join(", "))
         };
-        ctx.ui.out(format!("  {name}: driver {}, {used}", a.driver));
+        ctx.ui.out(format!("  {name}: {} driver, {used}", a.driver));
         let program = a.program.clone().unwrap_or_else(|| match a.driver.as_str() {
             "openai" => "(none: HTTP)".into(),
             d => format!("{d} (found in PATH)"),

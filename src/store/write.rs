@@ -63,6 +63,13 @@ impl<'s> Txn<'s> {
             .insert("roles.lock".to_owned(), text.into_bytes());
     }
 
+    /// Writes `config.lock`, the blob ids of the configuration the session runs with
+    /// (reserved for [`crate::trust`]).
+    pub fn write_config_lock(&mut self, text: String) {
+        self.files
+            .insert(crate::trust::LOCK.to_owned(), text.into_bytes());
+    }
+
     /// The file `rel` of the pipeline folder as this change leaves it so far.
     pub fn read_file(&self, sid: &SessionId, rel: &str) -> Result<Option<Vec<u8>>> {
         if let Some(b) = self.files.get(rel) {
