@@ -636,6 +636,11 @@ pub fn repin(
     sid: &crate::model::SessionId,
 ) -> Result<Option<Vec<String>>> {
     let current = Files::read(store.workdir())?;
+    // A configuration that does not load would stop the session: check it first.
+    current.config(store.workdir())?;
+    crate::coordinator::pipeline::PipelineSpec::from_files(&current)?;
+    crate::quality::review::RuleSet::from_files(&current)?;
+    crate::agents::prompt::RoleSpecs::from_files(&current)?;
     let before = pinned(store, sid).map(|(f, _)| f).unwrap_or_default();
     let changed = before.differences(&current);
     if changed.is_empty() {
