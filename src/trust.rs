@@ -218,9 +218,12 @@ pub fn configured_agents(config: &Config) -> Vec<(String, AgentSpec)> {
         .filter(|(_, a)| needs_trust(a))
         .map(|(n, a)| (n.clone(), a.clone()))
         .collect();
-    for name in config.roles.values().chain(config.discuss.perspectives.values()) {
-        if !config.agents.contains_key(name) && name != "builtin" && !name.starts_with("replay")
-        {
+    for name in config
+        .roles
+        .values()
+        .chain(config.discuss.perspectives.values())
+    {
+        if !config.agents.contains_key(name) && name != "builtin" && !name.starts_with("replay") {
             out.insert(
                 name.clone(),
                 AgentSpec {
@@ -248,7 +251,10 @@ pub fn needed(
             .iter()
             .map(|(n, a)| format!("{n} ({})", a.driver))
             .collect();
-        why.push(format!("names agents that run programs: {}", names.join(", ")));
+        why.push(format!(
+            "names agents that run programs: {}",
+            names.join(", ")
+        ));
     }
     if let Some(c) = &config.tests.command {
         why.push(format!("sets the test command `{c}`"));
@@ -314,7 +320,11 @@ fn agent_files(root: &Path, name: &str, spec: &AgentSpec) -> Result<Vec<Item>> {
     };
     let expand = |p: &str| crate::agents::process::expand_home(p, root);
     if let Some(program) = spec.program.as_deref().filter(|p| p.contains('/')) {
-        add(expand(program), format!("program of agent {name}"), &mut items)?;
+        add(
+            expand(program),
+            format!("program of agent {name}"),
+            &mut items,
+        )?;
     }
     for arg in &spec.args {
         if arg.is_empty() || arg.starts_with('-') || arg.contains('{') {
@@ -434,10 +444,13 @@ pub fn repository_trusted(root: &Path) -> bool {
 /// [`repository_trusted`] for the repository whose git directory is `git_dir`.
 pub fn repository_trusted_at(git_dir: &Path) -> bool {
     let gd = git_dir.to_string_lossy().into_owned();
-    crate::git::run(git_dir, &["--git-dir", &gd, "config", "--local", "--get", KEY])
-        .ok()
-        .and_then(|t| Record::parse(t.trim()))
-        .is_some()
+    crate::git::run(
+        git_dir,
+        &["--git-dir", &gd, "config", "--local", "--get", KEY],
+    )
+    .ok()
+    .and_then(|t| Record::parse(t.trim()))
+    .is_some()
 }
 
 /// How each of `items` stands against the stored record: `None` when trusted, else why not.
@@ -537,9 +550,19 @@ pub fn revoke(root: &Path) -> Result<bool> {
 /// Whether an environment variable's value should not be shown.
 pub fn looks_secret(key: &str) -> bool {
     let k = key.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"]
-        .iter()
-        .any(|w| k.contains(w))
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|w| k.contains(w))
 }
 
 /// The local ref keeping the configuration session `sid` started with.
@@ -572,7 +595,11 @@ fn parse_lock(text: &str) -> BTreeMap<String, String> {
 
 /// Keeps `files` as the pinned configuration of session `sid`: writes its content as a blob
 /// under [`pinned_ref`] and returns the `config.lock` text for the pipeline folder.
-pub fn pin(store: &crate::store::Store, sid: &crate::model::SessionId, files: &Files) -> Result<String> {
+pub fn pin(
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+    files: &Files,
+) -> Result<String> {
     let id = store
         .repo()
         .write_blob(files.to_json())
@@ -598,7 +625,8 @@ pub fn pinned(
     let current = Files::read(store.workdir())?;
     let tip = store.tip(sid)?;
     let tree = store.commit_tree(tip)?;
-    let Some(lock) = store.read_blob_at(tree, &format!("{}/{LOCK}", crate::store::session_dir(sid)))?
+    let Some(lock) =
+        store.read_blob_at(tree, &format!("{}/{LOCK}", crate::store::session_dir(sid)))?
     else {
         return Ok((current, Vec::new()));
     };

@@ -353,7 +353,10 @@ mod tests {
         let mut c = config("[roles]\nwriter = \"codex\"\n");
         c.user_agents.push("writer=claude".into());
         let r = Roster::load(&c, &Overrides::default(), Path::new("/nonexistent")).unwrap();
-        assert!(r.configured().is_empty(), "git config tlv4.agent is the user's own");
+        assert!(
+            r.configured().is_empty(),
+            "git config tlv4.agent is the user's own"
+        );
     }
 
     #[test]

@@ -188,9 +188,10 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
         return Ok(());
     }
     let (tip, state) = store.read_state(sid)?;
-    let testing = state.tasks.values().any(|t| {
-        t.role == "tester" && !matches!(t.status, crate::model::TaskStatus::Completed)
-    });
+    let testing = state
+        .tasks
+        .values()
+        .any(|t| t.role == "tester" && !matches!(t.status, crate::model::TaskStatus::Completed));
     if !testing {
         return Ok(());
     }
@@ -203,12 +204,12 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
     );
     eprint!("trust this repository now? [y/N] ");
     let mut line = String::new();
-    if std::io::stdin().read_line(&mut line).is_ok()
-        && matches!(line.trim(), "y" | "Y" | "yes")
-    {
+    if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
         let items = crate::trust::trust(root)?;
-        ctx.ui
-            .status(format!("trusted: {} file(s) and the repository's tests", items.len()));
+        ctx.ui.status(format!(
+            "trusted: {} file(s) and the repository's tests",
+            items.len()
+        ));
     }
     Ok(())
 }

@@ -42,13 +42,16 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             crate::trust::Stored::Old => "was trusted by an older git-tlv4 (trust it again)",
             crate::trust::Stored::None => "is NOT trusted",
         };
-        ctx.ui.out(format!("the repository at {} {state}", root.display()));
+        ctx.ui
+            .out(format!("the repository at {} {state}", root.display()));
         describe(ctx, &store, &config, &items, Some(&judged));
         return Ok(());
     }
     let items = crate::trust::trust(root)?;
-    ctx.ui
-        .out(format!("trusted the repository at {}; it may run:", root.display()));
+    ctx.ui.out(format!(
+        "trusted the repository at {}; it may run:",
+        root.display()
+    ));
     describe(ctx, &store, &config, &items, None);
     Ok(())
 }
@@ -91,10 +94,13 @@ fn describe(
             format!("for {}", used.join(", "))
         };
         ctx.ui.out(format!("  {name}: {} driver, {used}", a.driver));
-        let program = a.program.clone().unwrap_or_else(|| match a.driver.as_str() {
-            "openai" => "(none: HTTP)".into(),
-            d => format!("{d} (found in PATH)"),
-        });
+        let program = a
+            .program
+            .clone()
+            .unwrap_or_else(|| match a.driver.as_str() {
+                "openai" => "(none: HTTP)".into(),
+                d => format!("{d} (found in PATH)"),
+            });
         ctx.ui.out(format!("    program: {program}"));
         if !a.args.is_empty() {
             ctx.ui.out(format!("    args: {}", a.args.join(" ")));
@@ -114,7 +120,8 @@ fn describe(
             ctx.ui.out(format!("    env: {}", env.join(" ")));
         }
         if let Some(u) = &a.url {
-            ctx.ui.out(format!("    url: {u} (your code is sent there)"));
+            ctx.ui
+                .out(format!("    url: {u} (your code is sent there)"));
         }
         if let Some(m) = &a.model {
             ctx.ui.out(format!("    model: {m}"));
@@ -143,6 +150,11 @@ fn describe(
             i.path,
             i.why
         ));
+    }
+    if let Some(c) = &config.tests.command {
+        ctx.ui
+            .out(format!("tests: `{c}` ([tests] command of .tlv4.toml)"));
+        return;
     }
     let tests = store
         .head_commit()

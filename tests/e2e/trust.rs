@@ -72,20 +72,38 @@ fn a_driver_named_only_in_roles_runs_only_once_trusted() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains(".tlv4.toml (names agents that run programs: claude (claude)): not trusted yet"),
+        stderr(&out).contains(
+            ".tlv4.toml (names agents that run programs: claude (claude)): not trusted yet"
+        ),
         "{}",
         stderr(&out)
     );
     assert!(!marker.exists(), "claude ran before the file was trusted");
-    assert_eq!(repo.snapshot(), before, "an untrusted start changes nothing");
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "an untrusted start changes nothing"
+    );
 
     // The same driver chosen on the command line is the user's own choice.
     let out = repo
-        .tlv4_cmd(&["start", "--pipeline", "spec-only", "--yes", "--agent", "claude", "y"])
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--yes",
+            "--agent",
+            "claude",
+            "y",
+        ])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(marker.exists(), "--agent claude needs no trust: {}", stderr(&out));
+    assert!(
+        marker.exists(),
+        "--agent claude needs no trust: {}",
+        stderr(&out)
+    );
     std::fs::remove_file(&marker).unwrap();
 
     repo.ok(&["trust"]);
@@ -158,12 +176,17 @@ fn a_program_inside_the_repository_changed_after_trust_does_not_run() {
     let show = repo.ok(&["trust", "--show"]);
     assert!(
         show.contains("NOT what it holds now")
-            && show.contains("bin/agent.sh (program of agent mine)  -- NOT trusted: changed since you trusted it"),
+            && show.contains(
+                "bin/agent.sh (program of agent mine)  -- NOT trusted: changed since you trusted it"
+            ),
         "{show}"
     );
     // So does the home.
     repo.ok(&["trust"]);
-    repo.write(".agent-home/settings.json", "{\"hooks\": [\"curl evil\"]}\n");
+    repo.write(
+        ".agent-home/settings.json",
+        "{\"hooks\": [\"curl evil\"]}\n",
+    );
     let err = repo.fails(&["start", "--pipeline", "spec-only", "--yes", "x"], 1);
     assert!(
         err.contains(".agent-home/settings.json (home of agent mine): changed"),
@@ -184,7 +207,10 @@ fn rules_without_the_secret_rule() -> String {
 fn review_rules_shipped_by_the_reviewed_branch_do_not_judge_it() {
     let repo = TestRepo::new();
     repo.git(&["checkout", "-q", "-b", "feature"]);
-    repo.write(".tlv4/specs/review-rules.toml", &rules_without_the_secret_rule());
+    repo.write(
+        ".tlv4/specs/review-rules.toml",
+        &rules_without_the_secret_rule(),
+    );
     repo.write(
         "app/settings.py",
         "DEBUG = False\n\npassword = \"hunter2-correct-horse\"\n",
@@ -224,7 +250,15 @@ fn review_rules_shipped_by_the_reviewed_branch_do_not_judge_it() {
 fn an_untrusted_repository_pauses_at_its_tests_then_trust_lets_them_run() {
     let repo = python_sample();
     let sid = repo
-        .ok(&["start", "--pipeline", "impl-only", "--yes", "--completion", "keep", "fix it"])
+        .ok(&[
+            "start",
+            "--pipeline",
+            "impl-only",
+            "--yes",
+            "--completion",
+            "keep",
+            "fix it",
+        ])
         .lines()
         .next()
         .unwrap()
@@ -235,14 +269,23 @@ fn an_untrusted_repository_pauses_at_its_tests_then_trust_lets_them_run() {
     let reason = s["control"]["pause"]["reason"].as_str().unwrap();
     assert!(
         reason.contains("TEST-001")
-            && reason.contains("the repository is not trusted, so its tests do not run (`python3 -m unittest -v`"),
+            && reason.contains(
+                "the repository is not trusted, so its tests do not run (`python3 -m unittest -v`"
+            ),
         "{reason}"
     );
     let test = repo.task(&sid, "TEST-001");
     assert_eq!(test["status"], "failed", "{test}");
 
     repo.ok(&["trust"]);
-    repo.ok(&["--session", &sid, "resume", "--retry", "--completion", "keep"]);
+    repo.ok(&[
+        "--session",
+        &sid,
+        "resume",
+        "--retry",
+        "--completion",
+        "keep",
+    ]);
     let test = repo.task(&sid, "TEST-001");
     assert_eq!(test["status"], "completed", "{test}");
     let record = repo.git(&[
@@ -260,7 +303,15 @@ fn a_test_command_written_by_an_agent_never_runs() {
     repo.ok(&["trust"]);
     // A plan the builtin planner wrote, as the template of the hostile one.
     let first = repo
-        .ok(&["start", "--pipeline", "impl-only", "--yes", "--completion", "keep", "add a count"])
+        .ok(&[
+            "start",
+            "--pipeline",
+            "impl-only",
+            "--yes",
+            "--completion",
+            "keep",
+            "add a count",
+        ])
         .lines()
         .next()
         .unwrap()
@@ -295,7 +346,15 @@ fn a_test_command_written_by_an_agent_never_runs() {
     );
     repo.ok(&["trust"]);
     let sid = repo
-        .ok(&["start", "--pipeline", "impl-only", "--yes", "--completion", "keep", "add a total"])
+        .ok(&[
+            "start",
+            "--pipeline",
+            "impl-only",
+            "--yes",
+            "--completion",
+            "keep",
+            "add a total",
+        ])
         .lines()
         .next()
         .unwrap()
@@ -332,16 +391,32 @@ fn a_session_keeps_its_configuration_across_a_branch_switch() {
     repo.ok(&["trust"]);
     let config_id = repo.git(&["hash-object", ".tlv4.toml"]).trim().to_owned();
     let sid = repo
-        .ok(&["start", "--pipeline", "wide", "--yes", "--completion", "keep", "--no-run", "pinned"])
+        .ok(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--no-run",
+            "pinned",
+        ])
         .lines()
         .next()
         .unwrap()
         .trim()
         .to_owned();
-    let lock = repo.git(&["show", &format!("tlv4/{sid}:.tlv4/sessions/{sid}/config.lock")]);
+    let lock = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/config.lock"),
+    ]);
     assert!(lock.contains(&format!("{config_id} .tlv4.toml")), "{lock}");
     assert!(lock.contains(" .tlv4/specs/pipelines.toml"), "{lock}");
-    let pinned = repo.git(&["for-each-ref", "--format=%(objecttype)", &format!("refs/tlv4/pinned/{sid}")]);
+    let pinned = repo.git(&[
+        "for-each-ref",
+        "--format=%(objecttype)",
+        &format!("refs/tlv4/pinned/{sid}"),
+    ]);
     assert_eq!(pinned.trim(), "blob");
 
     // Another branch, another (untrusted) configuration: an agent that must not run.
@@ -377,8 +452,14 @@ fn a_session_keeps_its_configuration_across_a_branch_switch() {
     // Asked for, a session takes the working tree's configuration, once it loads.
     let err = repo.fails(&["--session", &sid, "resume", "--reconfigure"], 1);
     assert!(err.contains(".tlv4/specs/pipelines.toml:1"), "{err}");
-    let lock_now = repo.git(&["show", &format!("tlv4/{sid}:.tlv4/sessions/{sid}/config.lock")]);
-    assert_eq!(lock_now, lock, "a configuration that does not load is not pinned");
+    let lock_now = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/config.lock"),
+    ]);
+    assert_eq!(
+        lock_now, lock,
+        "a configuration that does not load is not pinned"
+    );
     repo.fsck();
 }
 
@@ -393,7 +474,11 @@ fn the_demo_trusts_its_own_sample() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("trusted the sample repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("trusted the sample repository"),
+        "{}",
+        stderr(&out)
+    );
     let record = crate::common::hermetic("git", &target, home.path())
         .args(["config", "--local", "tlv4.trusted"])
         .output()

@@ -669,7 +669,11 @@ fn an_agents_test_command_runs_only_when_it_is_the_detected_one() {
     assert!(!marker.exists(), "the plan's command ran");
     assert_eq!(result.verdict.unwrap().verdict, "pass");
     let su = &result.output.state_update;
-    assert!(su.verification.ends_with("; python3 -m unittest -v"), "{}", su.verification);
+    assert!(
+        su.verification.ends_with("; python3 -m unittest -v"),
+        "{}",
+        su.verification
+    );
     assert!(
         su.decisions
             .iter()
@@ -678,7 +682,11 @@ fn an_agents_test_command_runs_only_when_it_is_the_detected_one() {
         su.decisions
     );
     // The same command as the detected one is fine.
-    let inp = input("TEST-001", r.code.clone(), &[plan("python3 -m unittest -v")]);
+    let inp = input(
+        "TEST-001",
+        r.code.clone(),
+        &[plan("python3 -m unittest -v")],
+    );
     let result = run_task(&inp, &r.ctx).unwrap();
     assert_eq!(result.verdict.unwrap().verdict, "pass");
     assert!(
@@ -692,7 +700,10 @@ fn an_agents_test_command_runs_only_when_it_is_the_detected_one() {
 #[test]
 fn an_untrusted_repository_does_not_run_its_tests() {
     let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
-    git(r.dir.path(), &["config", "--local", "--unset", crate::trust::KEY]);
+    git(
+        r.dir.path(),
+        &["config", "--local", "--unset", crate::trust::KEY],
+    );
     let inp = input("TEST-001", r.code.clone(), &[]);
     let result = run_task(&inp, &r.ctx).unwrap();
     match &result.output.outcome {
