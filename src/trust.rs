@@ -730,6 +730,51 @@ mod tests {
     }
 
     #[test]
+    fn trust_covers_the_repository_files_an_agent_runs_and_nothing_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (p, t) in [
+            ("bin/agent.sh", "#!/bin/sh\n"),
+            ("scripts/helper.py", "print(1)\n"),
+            ("home/settings.json", "{}\n"),
+            ("home/deep/x", "x\n"),
+            (".tlv4/specs/roles/executor.md", "Do it.\n"),
+        ] {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), t).unwrap();
+        }
+        let spec = AgentSpec {
+            driver: "command".into(),
+            program: Some("bin/agent.sh".into()),
+            args: vec!["scripts/helper.py".into(), "--flag".into(), "{prompt_file}".into()],
+            home: Some("home".into()),
+            ..AgentSpec::default()
+        };
+        let outside = AgentSpec {
+            driver: "command".into(),
+            program: Some("/bin/sh".into()),
+            ..AgentSpec::default()
+        };
+        let files = Files::read(root).unwrap();
+        let config = Config::default();
+        let agents = vec![("mine".to_owned(), spec), ("sys".to_owned(), outside)];
+        let items = needed(root, &files, &config, &agents).unwrap();
+        let paths: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "bin/agent.sh",
+                "scripts/helper.py",
+                "home/deep/x",
+                "home/settings.json",
+                ".tlv4/specs/roles/executor.md"
+            ]
+        );
+        assert_eq!(items[0].id, blob_id(b"#!/bin/sh\n"));
+        assert_eq!(items[0].why, "program of agent mine");
+    }
+
+    #[test]
     fn secret_looking_keys_are_masked() {
         assert!(looks_secret("OPENAI_API_KEY") && looks_secret("gh_token"));
         assert!(!looks_secret("RUST_LOG"));

@@ -698,6 +698,38 @@ fn an_agents_test_command_runs_only_when_it_is_the_detected_one() {
 }
 
 #[test]
+fn the_configured_test_command_runs_and_an_agents_other_command_does_not() {
+    let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
+    let plan = (
+        "plan/plan.json",
+        serde_json::to_vec(&serde_json::json!({"test_command": "make evil"})).unwrap(),
+    );
+    let inp = input("TEST-001", r.code.clone(), &[plan]);
+    let mut notes = Vec::new();
+    let s = setup(&inp, Some("python3 -m unittest test_calc"), &mut notes).unwrap();
+    assert_eq!(s.full, "python3 -m unittest test_calc");
+    assert_eq!(s.kind, Kind::Unittest);
+    assert!(s.source.contains("[tests] command"), "{}", s.source);
+    assert!(
+        notes.len() == 1 && notes[0].contains("not run: `make evil`"),
+        "{notes:?}"
+    );
+    // Without one, nothing an agent names runs where nothing is detected.
+    let bare = repo(&[("README.md", "x\n")], &[("main.c", "int main(){}\n")]);
+    let inp = input(
+        "TEST-001",
+        bare.code.clone(),
+        &[(
+            "plan/plan.json",
+            serde_json::to_vec(&serde_json::json!({"test_command": "make evil"})).unwrap(),
+        )],
+    );
+    let mut notes = Vec::new();
+    assert!(setup(&inp, None, &mut notes).is_none());
+    assert!(notes[0].contains("only the detected test command runs"), "{notes:?}");
+}
+
+#[test]
 fn an_untrusted_repository_does_not_run_its_tests() {
     let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
     git(
