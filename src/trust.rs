@@ -136,14 +136,21 @@ impl Files {
         Ok(config)
     }
 
+    /// The pinned form: text files as strings, any other file as an array of bytes.
     fn to_json(&self) -> Vec<u8> {
-        let map: BTreeMap<&str, String> = self
+        let map: serde_json::Map<String, serde_json::Value> = self
             .files
             .iter()
-            .map(|(p, b)| (p.as_str(), String::from_utf8_lossy(b).into_owned()))
+            .map(|(p, b)| {
+                let v = match std::str::from_utf8(b) {
+                    Ok(t) => serde_json::Value::from(t),
+                    Err(_) => serde_json::Value::from(b.clone()),
+                };
+                (p.clone(), v)
+            })
             .collect();
         serde_json::to_vec_pretty(&serde_json::json!({ "schema": 1, "files": map }))
-            .expect("a map of strings serialises")
+            .expect("a map of JSON values serialises")
     }
 
     fn from_json(bytes: &[u8]) -> Option<Files> {
@@ -151,7 +158,17 @@ impl Files {
         let files = v["files"]
             .as_object()?
             .iter()
-            .map(|(p, t)| Some((p.clone(), t.as_str()?.as_bytes().to_vec())))
+            .map(|(p, v)| {
+                let bytes = match v {
+                    serde_json::Value::String(t) => t.as_bytes().to_vec(),
+                    serde_json::Value::Array(a) => a
+                        .iter()
+                        .map(|n| n.as_u64().and_then(|n| u8::try_from(n).ok()))
+                        .collect::<Option<Vec<u8>>>()?,
+                    _ => return None,
+                };
+                Some((p.clone(), bytes))
+            })
             .collect::<Option<BTreeMap<_, _>>>()?;
         Some(Files { files })
     }
@@ -746,7 +763,11 @@ mod tests {
         let spec = AgentSpec {
             driver: "command".into(),
             program: Some("bin/agent.sh".into()),
-            args: vec!["scripts/helper.py".into(), "--flag".into(), "{prompt_file}".into()],
+            args: vec![
+                "scripts/helper.py".into(),
+                "--flag".into(),
+                "{prompt_file}".into(),
+            ],
             home: Some("home".into()),
             ..AgentSpec::default()
         };
@@ -772,6 +793,19 @@ mod tests {
         );
         assert_eq!(items[0].id, blob_id(b"#!/bin/sh\n"));
         assert_eq!(items[0].why, "program of agent mine");
+    }
+
+    #[test]
+    fn the_pinned_form_keeps_every_byte() {
+        let files = Files {
+            files: [
+                (FILE.to_owned(), b"[roles]\n".to_vec()),
+                (".tlv4/specs/bin".to_owned(), vec![0, 159, 146, 150, 255]),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        assert_eq!(Files::from_json(&files.to_json()), Some(files));
     }
 
     #[test]

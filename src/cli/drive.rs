@@ -199,9 +199,18 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
     let Some((command, evidence)) = crate::quality::tester::detected_command(&code) else {
         return Ok(());
     };
+    let files = crate::trust::Files::read(root)?;
+    let config = files.config(root)?;
+    let covered = crate::trust::everything(root, &files, &config)?;
     eprintln!(
-        "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})\nsee everything trust covers with `git tlv4 trust --show`."
+        "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
     );
+    if !covered.is_empty() {
+        eprintln!("trust would also cover (details: `git tlv4 trust --show`):");
+        for i in &covered {
+            eprintln!("  {} ({})", i.path, i.why);
+        }
+    }
     eprint!("trust this repository now? [y/N] ");
     let mut line = String::new();
     if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {

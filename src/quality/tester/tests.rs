@@ -726,7 +726,10 @@ fn the_configured_test_command_runs_and_an_agents_other_command_does_not() {
     );
     let mut notes = Vec::new();
     assert!(setup(&inp, None, &mut notes).is_none());
-    assert!(notes[0].contains("only the detected test command runs"), "{notes:?}");
+    assert!(
+        notes[0].contains("only the detected test command runs"),
+        "{notes:?}"
+    );
 }
 
 #[test]
