@@ -136,8 +136,9 @@ impl Files {
         Ok(config)
     }
 
-    /// The pinned form: text files as strings, any other file as an array of bytes.
-    fn to_json(&self) -> Vec<u8> {
+    /// The pinned form: text files as strings, any other file as an array of bytes; with the
+    /// agents the user chose on the command line when the session started.
+    fn to_json(&self, agents: &[String]) -> Vec<u8> {
         let map: serde_json::Map<String, serde_json::Value> = self
             .files
             .iter()
@@ -149,8 +150,10 @@ impl Files {
                 (p.clone(), v)
             })
             .collect();
-        serde_json::to_vec_pretty(&serde_json::json!({ "schema": 1, "files": map }))
-            .expect("a map of JSON values serialises")
+        serde_json::to_vec_pretty(
+            &serde_json::json!({ "schema": 1, "files": map, "agents": agents }),
+        )
+        .expect("a map of JSON values serialises")
     }
 
     fn from_json(bytes: &[u8]) -> Option<Files> {
@@ -612,14 +615,19 @@ fn parse_lock(text: &str) -> BTreeMap<String, String> {
 
 /// Keeps `files` as the pinned configuration of session `sid`: writes its content as a blob
 /// under [`pinned_ref`] and returns the `config.lock` text for the pipeline folder.
+///
+/// `agents` are the `--agent` values the session started with: kept here, on this machine,
+/// they are what later runs may take from the session's settings without the command line
+/// naming them again (a session fetched from elsewhere has none here).
 pub fn pin(
     store: &crate::store::Store,
     sid: &crate::model::SessionId,
     files: &Files,
+    agents: &[String],
 ) -> Result<String> {
     let id = store
         .repo()
-        .write_blob(files.to_json())
+        .write_blob(files.to_json(agents))
         .map_err(|e| Error::git("cannot write the pinned configuration", e))?
         .detach();
     let name = pinned_ref(sid);
@@ -631,6 +639,21 @@ pub fn pin(
         }
     }
     Ok(lock_text(files))
+}
+
+/// The `--agent` values session `sid` was started with in this repository, if it was.
+pub fn pinned_agents(
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+) -> Option<Vec<String>> {
+    let id = store.try_ref(&pinned_ref(sid)).ok()??;
+    let data = store.repo().find_object(id).ok()?.data.clone();
+    let v: serde_json::Value = serde_json::from_slice(&data).ok()?;
+    v["agents"]
+        .as_array()?
+        .iter()
+        .map(|a| a.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The configuration session `sid` runs with, read at its tip `tip`, and the paths where the
@@ -687,10 +710,11 @@ pub fn repin(
     crate::quality::review::RuleSet::from_files(&current)?;
     crate::agents::prompt::RoleSpecs::from_files(&current)?;
     let before = pinned(store, sid).map(|(f, _)| f).unwrap_or_default();
+    let agents = pinned_agents(store, sid).unwrap_or_default();
     let changed = before.differences(&current);
     if changed.is_empty() {
         // The ref may still be missing (a pulled session): keep the content here.
-        pin(store, sid, &current)?;
+        pin(store, sid, &current, &agents)?;
         return Ok(None);
     }
     let text = lock_text(&current);
@@ -707,7 +731,7 @@ pub fn repin(
                 .with("Decision", "reconfigure"),
         ))
     })?;
-    pin(store, sid, &current)?;
+    pin(store, sid, &current, &agents)?;
     Ok(Some(changed))
 }
 
@@ -805,7 +829,7 @@ mod tests {
             .into_iter()
             .collect(),
         };
-        assert_eq!(Files::from_json(&files.to_json()), Some(files));
+        assert_eq!(Files::from_json(&files.to_json(&[])), Some(files));
     }
 
     #[test]

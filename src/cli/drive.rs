@@ -69,7 +69,24 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     let mut flags = flags.clone();
     if flags.agent.is_empty() && flags.replay.is_none() {
         let (_, state) = store.read_state(sid)?;
-        flags.agent = state.control.settings.agents.clone();
+        let recorded = state.control.settings.agents.clone();
+        // The session's settings travel with its branch; only a choice made here (kept in
+        // the local pinned record) is the user's own.
+        if !recorded.is_empty()
+            && crate::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
+        {
+            return Err(Error::state(
+                format!(
+                    "session {sid} records the agents chosen when it started (--agent {}), and it was not started in this repository",
+                    recorded.join(" --agent ")
+                ),
+                Some(
+                    "choose this run's agents on the command line: `--agent NAME` (or `--agent builtin`)"
+                        .into(),
+                ),
+            ));
+        }
+        flags.agent = recorded;
         flags.replay = state.control.settings.replay.clone();
     }
     // The session runs with the configuration it started with, whatever the working tree

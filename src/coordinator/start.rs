@@ -179,7 +179,7 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         ];
         match store.create_session(base, steps) {
             Ok(written) => {
-                crate::trust::pin(store, &sid, &pinned)?;
+                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
                 return Ok((sid, written.state));
             }
             // Someone took the id between the check and the create: take the next one.

@@ -485,3 +485,58 @@ fn the_demo_trusts_its_own_sample() {
         .unwrap();
     assert!(String::from_utf8_lossy(&record.stdout).starts_with('2'));
 }
+
+/// Item 9: agents recorded in a session's settings travel with its branch; only a choice made
+/// in this repository is the user's own.
+#[test]
+fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
+    let repo = TestRepo::new();
+    let bin = repo.home.path().join("bin");
+    let marker = repo.home.path().join("claude-ran");
+    executable(
+        &bin.join("claude"),
+        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--agent",
+            "claude",
+            "--no-run",
+            "from elsewhere",
+        ])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    // As if the branch had been fetched: no local record of how it started.
+    repo.git(&["update-ref", "-d", &format!("refs/tlv4/pinned/{sid}")]);
+    let out = repo
+        .tlv4_cmd(&["--session", &sid, "resume"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("records the agents chosen when it started (--agent claude)")
+            && stderr(&out).contains("--agent NAME"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists(), "the session's recorded agent ran");
+    // Named on the command line, it is the user's choice.
+    repo.tlv4_cmd(&["--session", &sid, "resume", "--agent", "claude"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(marker.exists());
+    repo.fsck();
+}
