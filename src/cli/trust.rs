@@ -126,12 +126,14 @@ fn describe(
         if let Some(m) = &a.model {
             ctx.ui.out(format!("    model: {m}"));
         }
-        ctx.ui.out(format!(
-            "    home: {}",
-            a.home
-                .as_deref()
-                .unwrap_or("(a fresh temporary one per run)")
-        ));
+        if a.driver != "openai" {
+            ctx.ui.out(format!(
+                "    home: {}",
+                a.home
+                    .as_deref()
+                    .unwrap_or("(a fresh temporary one per run)")
+            ));
+        }
     }
     if items.is_empty() {
         ctx.ui.out("files covered: none");
