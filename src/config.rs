@@ -26,6 +26,9 @@ pub struct Config {
     /// What a snapshot of a code task's worktree takes.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
+    /// How the tester runs the tests.
+    #[serde(default)]
+    pub tests: TestsConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -125,6 +128,15 @@ impl SnapshotConfig {
     }
 }
 
+/// `[tests]`: how the tester runs the repository's tests.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TestsConfig {
+    /// The command that runs the whole suite (`sh -c`, from the repository root) instead of
+    /// the detected one; it makes the file need trust.
+    pub command: Option<String>,
+}
+
 /// `[session]`: how sessions start.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -159,45 +171,52 @@ impl Default for SessionConfig {
 /// so a file that cannot be read (a directory where a file belongs or the other way round,
 /// bytes that are not UTF-8, no permission) is an error naming it, never an internal one.
 pub fn read_text(path: &Path) -> Result<Option<String>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            return Err(file_in_the_way(path));
-        }
-        Err(e) => {
-            let problem = match e.kind() {
-                std::io::ErrorKind::IsADirectory => {
-                    "is a directory, where git tlv4 reads a file".to_owned()
-                }
-                std::io::ErrorKind::PermissionDenied => {
-                    "cannot be read: permission denied".to_owned()
-                }
-                _ => format!("cannot be read: {e}"),
-            };
-            return Err(Error::UserFile {
-                path: path.to_owned(),
-                problem,
-                hint: None,
-            });
-        }
-    };
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let bytes = e.as_bytes();
-            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-            Err(Error::UserFile {
-                path: path.to_owned(),
-                problem: format!(
-                    "line {line}: is not UTF-8 text (byte {} of the file)",
-                    at + 1
-                ),
-                hint: Some("save it as UTF-8".to_owned()),
-            })
-        }
+    match read_bytes(path)? {
+        Some(bytes) => utf8(path, &bytes).map(|t| Some(t.to_owned())),
+        None => Ok(None),
     }
+}
+
+/// [`read_text`] without the UTF-8 check: the bytes of the file, `None` when there is none.
+pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(unreadable(path, &e)),
+    }
+}
+
+/// The error for a file of the repository's configuration that `e` kept from being read.
+pub fn unreadable(path: &Path, e: &std::io::Error) -> Error {
+    let problem = match e.kind() {
+        std::io::ErrorKind::NotADirectory => return file_in_the_way(path),
+        std::io::ErrorKind::IsADirectory => {
+            "is a directory, where git tlv4 reads a file".to_owned()
+        }
+        std::io::ErrorKind::PermissionDenied => "cannot be read: permission denied".to_owned(),
+        _ => format!("cannot be read: {e}"),
+    };
+    Error::UserFile {
+        path: path.to_owned(),
+        problem,
+        hint: None,
+    }
+}
+
+/// `bytes`, the content of `path`, as text; an error naming the file and line otherwise.
+pub fn utf8<'b>(path: &Path, bytes: &'b [u8]) -> Result<&'b str> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::UserFile {
+            path: path.to_owned(),
+            problem: format!(
+                "line {line}: is not UTF-8 text (byte {} of the file)",
+                at + 1
+            ),
+            hint: Some("save it as UTF-8".to_owned()),
+        }
+    })
 }
 
 /// The error for `path`, one of whose directories is a file (`.tlv4`, `.tlv4/specs`, …).
@@ -280,7 +299,7 @@ impl Config {
     }
 
     /// Checks the values no type can: ranges, names, sizes.
-    fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         if self.session.max_parallel == 0 {
             return Err(self.value_error("session.max_parallel", "must be at least 1"));
         }

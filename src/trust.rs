@@ -1,87 +1,520 @@
-//! Trust for a repository's `.tlv4.toml`: a file that names programs to run came with the
-//! repository, so it runs only after the user ran `git tlv4 trust` on that exact content
-//! (like `direnv allow`). The trusted content's git blob id is kept in the repository's own
-//! config (`git config --local tlv4.trusted`), which is never pushed or cloned; any change
-//! to the file needs a new `trust`.
+//! Trust: everything a repository supplies that runs code or changes what is checked is used
+//! only after the user ran `git tlv4 trust` on that exact content (like `direnv allow`).
+//!
+//! The repository's configuration is [`Files`]: `.tlv4.toml` and the overrides under
+//! `.tlv4/specs/` (pipelines, review rules, role instructions, templates). What trust covers
+//! is a list of `(path, git blob id)` entries: those files, and every file inside the
+//! repository the configuration makes run (an agent's relative `program`, a script named in
+//! its `args`, the files of a `home` inside the repository). The list is kept as one record
+//! in the repository's own config, `git config --local tlv4.trusted`, never pushed or cloned:
+//!
+//! ```text
+//! 2 .tlv4.toml=<blob> bin/agent.sh=<blob> .tlv4/specs/review-rules.toml=<blob>
+//! ```
+//!
+//! A run needs trust when it uses an agent the file defines or names that runs a program or
+//! reaches an endpoint, when any override exists, and before the tester runs the
+//! repository's own test command; every entry it uses must then be in the record with the
+//! same blob id. Names given by the user (`--agent`, `git config tlv4.agent`) are the user's
+//! own choice and need no trust; the file's `[roles]` and `[discuss.perspectives]` do.
+//!
+//! A session pins the configuration it started with ([`pin`]): the blob ids go to
+//! `config.lock` in its pipeline folder and the content to the local ref
+//! `refs/tlv4/pinned/<SID>` (a blob, so secrets in `.tlv4.toml` never reach the pushed
+//! session branch); later runs read the pinned copy, not the working tree.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
+mod files;
+mod pin;
+
+pub use files::Files;
+pub use pin::{LOCK, lock_text, pin, pinned, pinned_agents, pinned_ref, repin};
+
+use files::walk;
+
+use crate::agents::config::AgentSpec;
 use crate::config::{Config, FILE};
 use crate::error::{Error, Result};
 
-/// The config key holding the blob id of the trusted `.tlv4.toml`.
+/// The config key holding the trust record.
 pub const KEY: &str = "tlv4.trusted";
+/// Where the repository's overrides of the embedded specs live.
+pub const SPECS_DIR: &str = ".tlv4/specs";
+/// The record's format version, its first word.
+const VERSION: &str = "2";
+/// At most this many files of an in-repository `home` are covered (the rest refuse).
+const MAX_HOME_FILES: usize = 2000;
 
 /// The git blob id of `bytes`.
-fn blob_id(bytes: &[u8]) -> String {
+pub fn blob_id(bytes: &[u8]) -> String {
     gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
         .map(|id| id.to_string())
         .unwrap_or_default()
 }
 
-/// Whether an agent defined in `.tlv4.toml` needs the file trusted: it runs a program or
-/// sends code to an endpoint (every driver but `builtin` and `replay`).
-pub fn needs_trust(agent: &crate::agents::config::AgentSpec) -> bool {
+/// Whether an agent needs trust: it runs a program or sends code to an endpoint (every
+/// driver but `builtin` and `replay`).
+pub fn needs_trust(agent: &AgentSpec) -> bool {
     agent.driver != "builtin" && agent.driver != "replay"
 }
 
-/// Whether `.tlv4.toml` in `root` may be used to run `named`, the agents it defines that the
-/// run uses (`name (driver)`): none, or the file's content is the trusted one.
-pub fn check(root: &Path, named: &[String]) -> Result<()> {
-    if named.is_empty() {
-        return Ok(());
+/// One thing trust covers: a file of the repository, its blob id, and why it is covered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Path relative to the repository root.
+    pub path: String,
+    /// Its git blob id.
+    pub id: String,
+    /// What it is (`configuration`, `override`, `program of agent mine`, …).
+    pub why: String,
+}
+
+/// The agents the configuration defines or names that need trust: `[agents.*]` tables with
+/// such a driver, and driver names in `[roles]` or `[discuss.perspectives]` without a table
+/// (`default = "claude"`), with the spec each runs with.
+pub fn configured_agents(config: &Config) -> Vec<(String, AgentSpec)> {
+    let mut out: BTreeMap<String, AgentSpec> = config
+        .agents
+        .iter()
+        .filter(|(_, a)| needs_trust(a))
+        .map(|(n, a)| (n.clone(), a.clone()))
+        .collect();
+    for name in config
+        .roles
+        .values()
+        .chain(config.discuss.perspectives.values())
+    {
+        if !config.agents.contains_key(name) && name != "builtin" && !name.starts_with("replay") {
+            out.insert(
+                name.clone(),
+                AgentSpec {
+                    driver: name.clone(),
+                    ..AgentSpec::default()
+                },
+            );
+        }
     }
-    let path = root.join(FILE);
-    let bytes = std::fs::read(&path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    let id = blob_id(&bytes);
-    let trusted = trusted(root);
-    if trusted.as_deref() == Some(id.as_str()) {
-        return Ok(());
+    out.into_iter().collect()
+}
+
+/// What trust must cover for a run that uses `agents` (from the configuration) with the
+/// configuration `files`; `root` is the working tree the agents' programs are found in.
+pub fn needed(
+    root: &Path,
+    files: &Files,
+    config: &Config,
+    agents: &[(String, AgentSpec)],
+) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut why: Vec<String> = Vec::new();
+    if !agents.is_empty() {
+        let names: Vec<String> = agents
+            .iter()
+            .map(|(n, a)| format!("{n} ({})", a.driver))
+            .collect();
+        why.push(format!(
+            "names agents that run programs: {}",
+            names.join(", ")
+        ));
     }
-    let what = if trusted.is_some() {
-        "changed since you trusted it"
-    } else {
-        "is not trusted yet"
+    if let Some(c) = &config.tests.command {
+        why.push(format!("sets the test command `{c}`"));
+    }
+    if !why.is_empty()
+        && let Some(b) = files.get(FILE)
+    {
+        items.push(Item {
+            path: FILE.to_owned(),
+            id: blob_id(b),
+            why: why.join("; "),
+        });
+    }
+    for (name, spec) in agents {
+        items.extend(agent_files(root, name, spec)?);
+    }
+    for (path, b) in files.overrides() {
+        items.push(Item {
+            path: path.to_owned(),
+            id: blob_id(b),
+            why: "override of the embedded specs".into(),
+        });
+    }
+    Ok(items)
+}
+
+/// The files inside the repository at `root` that agent `name` runs or reads as its home.
+fn agent_files(root: &Path, name: &str, spec: &AgentSpec) -> Result<Vec<Item>> {
+    let mut items = Vec::new();
+    let Ok(root_real) = root.canonicalize() else {
+        return Ok(items);
     };
+    let inside = |p: &Path| -> Option<String> {
+        let real = p.canonicalize().ok()?;
+        let rel = real.strip_prefix(&root_real).ok()?;
+        let s = rel.to_str()?.replace('\\', "/");
+        (!s.is_empty() && !s.starts_with(".git/") && s != ".git").then_some(s)
+    };
+    let add = |p: PathBuf, why: String, items: &mut Vec<Item>| -> Result<()> {
+        let Some(rel) = inside(&p) else {
+            return Ok(());
+        };
+        if p.is_dir() {
+            let mut found = BTreeMap::new();
+            walk(&root_real, &rel, &mut found, MAX_HOME_FILES)?;
+            for (path, b) in found {
+                items.push(Item {
+                    id: blob_id(&b),
+                    path,
+                    why: why.clone(),
+                });
+            }
+        } else if p.is_file() {
+            let b = std::fs::read(&p)
+                .map_err(|e| Error::io(format!("cannot read {}", p.display()), e))?;
+            items.push(Item {
+                path: rel,
+                id: blob_id(&b),
+                why,
+            });
+        }
+        Ok(())
+    };
+    let expand = |p: &str| crate::agents::process::expand_home(p, root);
+    if let Some(program) = spec.program.as_deref().filter(|p| p.contains('/')) {
+        add(
+            expand(program),
+            format!("program of agent {name}"),
+            &mut items,
+        )?;
+    }
+    for arg in &spec.args {
+        if arg.is_empty() || arg.starts_with('-') || arg.contains('{') {
+            continue;
+        }
+        let p = expand(arg);
+        if p.is_file() {
+            add(p, format!("file in the args of agent {name}"), &mut items)?;
+        }
+    }
+    if let Some(home) = &spec.home {
+        add(expand(home), format!("home of agent {name}"), &mut items)?;
+    }
+    Ok(items)
+}
+
+/// The trust record: trusted blob id by path.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Record {
+    /// Blob id by path.
+    pub entries: BTreeMap<String, String>,
+}
+
+impl Record {
+    /// The record's text, as stored in git config.
+    pub fn format(&self) -> String {
+        let mut out = VERSION.to_owned();
+        for (p, id) in &self.entries {
+            out.push(' ');
+            out.push_str(&escape(p));
+            out.push('=');
+            out.push_str(id);
+        }
+        out
+    }
+
+    /// Reads a stored record; `None` for one of an older format.
+    pub fn parse(text: &str) -> Option<Record> {
+        let mut words = text.split_whitespace();
+        if words.next() != Some(VERSION) {
+            return None;
+        }
+        let entries = words
+            .map(|w| {
+                let (p, id) = w.rsplit_once('=')?;
+                Some((unescape(p), id.to_owned()))
+            })
+            .collect::<Option<_>>()?;
+        Some(Record { entries })
+    }
+}
+
+fn escape(path: &str) -> String {
+    let mut out = String::new();
+    for c in path.chars() {
+        if c <= ' ' || c == '%' || c == '=' || c == '\u{7f}' {
+            let mut buf = [0; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What the stored record says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    /// No `trust` ran in this repository.
+    None,
+    /// A record of an older git-tlv4, which trusted `.tlv4.toml` only.
+    Old,
+    /// A record.
+    Record(Record),
+}
+
+/// The record of the last `trust` in the repository at `root`.
+pub fn stored(root: &Path) -> Stored {
+    let text = crate::git::run(root, &["config", "--local", "--get", KEY])
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    match text {
+        None => Stored::None,
+        Some(t) => Record::parse(&t).map_or(Stored::Old, Stored::Record),
+    }
+}
+
+/// Whether the repository at `root` is trusted at all: `git tlv4 trust` ran here. Running
+/// the repository's own test command needs it.
+pub fn repository_trusted(root: &Path) -> bool {
+    matches!(stored(root), Stored::Record(_))
+}
+
+/// [`repository_trusted`] for the repository whose git directory is `git_dir`.
+pub fn repository_trusted_at(git_dir: &Path) -> bool {
+    let gd = git_dir.to_string_lossy().into_owned();
+    crate::git::run(
+        git_dir,
+        &["--git-dir", &gd, "config", "--local", "--get", KEY],
+    )
+    .ok()
+    .and_then(|t| Record::parse(t.trim()))
+    .is_some()
+}
+
+/// How each of `items` stands against the stored record: `None` when trusted, else why not.
+pub fn judge<'a>(root: &Path, items: &'a [Item]) -> Vec<(&'a Item, Option<&'static str>)> {
+    let stored = stored(root);
+    items
+        .iter()
+        .map(|i| {
+            let state = match &stored {
+                Stored::None => Some("not trusted yet"),
+                Stored::Old => Some("trusted by an older git-tlv4 that covered .tlv4.toml only"),
+                Stored::Record(r) => match r.entries.get(&i.path) {
+                    Some(id) if *id == i.id => None,
+                    Some(_) => Some("changed since you trusted it"),
+                    None => Some("not trusted yet"),
+                },
+            };
+            (i, state)
+        })
+        .collect()
+}
+
+/// Whether everything in `items` is trusted: each is in the record with its blob id.
+pub fn check(root: &Path, items: &[Item]) -> Result<()> {
+    let bad: Vec<String> = judge(root, items)
+        .into_iter()
+        .filter_map(|(i, s)| s.map(|s| format!("{} ({}): {s}", i.path, i.why)))
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
     Err(Error::state(
         format!(
-            "{} names agents that run programs or send your code to an endpoint ({}) and {what}",
-            path.display(),
-            named.join(", ")
+            "this repository supplies what would run or change what is checked, and it is not trusted:\n  {}",
+            bad.join("\n  ")
         ),
-        Some("read it, then run `git tlv4 trust` to allow exactly this content".to_owned()),
+        Some(
+            "read it (`git tlv4 trust --show`), then run `git tlv4 trust` to allow exactly this content"
+                .to_owned(),
+        ),
     ))
 }
 
-/// The blob id recorded by the last `trust`, if any.
-pub fn trusted(root: &Path) -> Option<String> {
-    crate::git::run(root, &["config", "--local", "--get", KEY])
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
+/// Everything the working tree at `root` would make trust cover: its configuration files
+/// and the in-repository files of every agent its configuration defines or names.
+pub fn everything(root: &Path, files: &Files, config: &Config) -> Result<Vec<Item>> {
+    let agents = configured_agents(config);
+    let mut items = needed(root, files, config, &agents)?;
+    if !items.iter().any(|i| i.path == FILE)
+        && let Some(b) = files.get(FILE)
+    {
+        items.insert(
+            0,
+            Item {
+                path: FILE.to_owned(),
+                id: blob_id(b),
+                why: "configuration".into(),
+            },
+        );
+    }
+    Ok(items)
 }
 
-/// Trusts the current content of `.tlv4.toml` in `root`; returns its blob id.
-pub fn trust(root: &Path) -> Result<String> {
-    let path = root.join(FILE);
-    let bytes = std::fs::read(&path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    // A file that does not parse is not worth trusting.
-    Config::parse(
-        &path.display().to_string(),
-        &String::from_utf8_lossy(&bytes),
-    )?;
-    let id = blob_id(&bytes);
-    crate::git::run(root, &["config", "--local", KEY, &id])?;
-    Ok(id)
+/// Trusts what the working tree at `root` holds now: its configuration (which must parse),
+/// the files its agents run, its overrides, and the repository's own tests. Returns what the
+/// record covers.
+pub fn trust(root: &Path) -> Result<Vec<Item>> {
+    let files = Files::read(root)?;
+    // A configuration that does not parse is not worth trusting.
+    let config = files.config(root)?;
+    let items = everything(root, &files, &config)?;
+    store_record(root, &items)?;
+    Ok(items)
+}
+
+/// Stores `items` as the trust record of `root`.
+pub fn store_record(root: &Path, items: &[Item]) -> Result<()> {
+    let record = Record {
+        entries: items
+            .iter()
+            .map(|i| (i.path.clone(), i.id.clone()))
+            .collect(),
+    };
+    crate::git::run(root, &["config", "--local", KEY, &record.format()])?;
+    Ok(())
 }
 
 /// Forgets any trust.
 pub fn revoke(root: &Path) -> Result<bool> {
-    if trusted(root).is_none() {
+    if stored(root) == Stored::None {
         return Ok(false);
     }
     crate::git::run(root, &["config", "--local", "--unset", KEY])?;
     Ok(true)
+}
+
+/// Whether an environment variable's value should not be shown.
+pub fn looks_secret(key: &str) -> bool {
+    let k = key.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|w| k.contains(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_round_trips_odd_paths() {
+        let r = Record {
+            entries: [
+                (".tlv4.toml".to_owned(), "ab".to_owned()),
+                ("bin/my agent=1%.sh".to_owned(), "cd".to_owned()),
+                ("bin/é".to_owned(), "ef".to_owned()),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let text = r.format();
+        assert!(text.starts_with("2 .tlv4.toml=ab "), "{text}");
+        assert!(text.contains("bin/my%20agent%3D1%25.sh=cd"), "{text}");
+        assert_eq!(Record::parse(&text), Some(r));
+        // The blob id alone (the first format) is an old record.
+        assert_eq!(Record::parse("0123abcd"), None);
+    }
+
+    #[test]
+    fn presets_named_in_roles_need_trust() {
+        let c = Config::parse(
+            "t.toml",
+            "[agents.mine]\ndriver = \"builtin\"\n[roles]\ndefault = \"claude\"\nwriter = \"mine\"\n\
+             [discuss.perspectives]\nrisk = \"gemini\"\nproduct = \"builtin\"\n",
+        )
+        .unwrap();
+        let names: Vec<String> = configured_agents(&c).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["claude", "gemini"]);
+    }
+
+    #[test]
+    fn trust_covers_the_repository_files_an_agent_runs_and_nothing_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (p, t) in [
+            ("bin/agent.sh", "#!/bin/sh\n"),
+            ("scripts/helper.py", "print(1)\n"),
+            ("home/settings.json", "{}\n"),
+            ("home/deep/x", "x\n"),
+            (".tlv4/specs/roles/executor.md", "Do it.\n"),
+        ] {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), t).unwrap();
+        }
+        let spec = AgentSpec {
+            driver: "command".into(),
+            program: Some("bin/agent.sh".into()),
+            args: vec![
+                "scripts/helper.py".into(),
+                "--flag".into(),
+                "{prompt_file}".into(),
+            ],
+            home: Some("home".into()),
+            ..AgentSpec::default()
+        };
+        let outside = AgentSpec {
+            driver: "command".into(),
+            program: Some("/bin/sh".into()),
+            ..AgentSpec::default()
+        };
+        let files = Files::read(root).unwrap();
+        let config = Config::default();
+        let agents = vec![("mine".to_owned(), spec), ("sys".to_owned(), outside)];
+        let items = needed(root, &files, &config, &agents).unwrap();
+        let paths: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "bin/agent.sh",
+                "scripts/helper.py",
+                "home/deep/x",
+                "home/settings.json",
+                ".tlv4/specs/roles/executor.md"
+            ]
+        );
+        assert_eq!(items[0].id, blob_id(b"#!/bin/sh\n"));
+        assert_eq!(items[0].why, "program of agent mine");
+    }
+
+    #[test]
+    fn secret_looking_keys_are_masked() {
+        assert!(looks_secret("OPENAI_API_KEY") && looks_secret("gh_token"));
+        assert!(!looks_secret("RUST_LOG"));
+    }
 }

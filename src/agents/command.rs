@@ -193,6 +193,34 @@ pub fn driver_for(name: &str, spec: &AgentSpec, repo_root: &Path) -> Result<Box<
     }
 }
 
+/// [`driver_for`], with prompts built from `specs` (a session's pinned role instructions)
+/// instead of the working tree's.
+pub fn driver_with_specs(
+    name: &str,
+    spec: &AgentSpec,
+    repo_root: &Path,
+    specs: &RoleSpecs,
+) -> Result<Box<dyn Driver>> {
+    match spec.driver.as_str() {
+        "command" => {
+            let mut d = CliDriver::new(name, spec, repo_root, Box::new(CommandCli))?;
+            d.specs = specs.clone();
+            Ok(Box::new(d))
+        }
+        "openai" => Ok(Box::new(
+            super::openai::OpenAiDriver::new(name, spec, repo_root)?.with_specs(specs.clone()),
+        )),
+        d => match super::presets::preset(d) {
+            Some(cli) => {
+                let mut d = CliDriver::new(name, spec, repo_root, cli)?;
+                d.specs = specs.clone();
+                Ok(Box::new(d))
+            }
+            None => driver_for(name, spec, repo_root),
+        },
+    }
+}
+
 /// One agent CLI: how to call it and how to read what it printed.
 pub trait Cli: Send + Sync {
     /// The driver name (`claude`, `command`, …).

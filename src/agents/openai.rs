@@ -100,6 +100,12 @@ impl OpenAiDriver {
         Self::build(agent, spec, repo_root, |k| std::env::var(k).ok())
     }
 
+    /// The same driver with prompts built from `specs`.
+    pub(crate) fn with_specs(mut self, specs: RoleSpecs) -> OpenAiDriver {
+        self.specs = specs;
+        self
+    }
+
     /// [`OpenAiDriver::new`], reading the process environment through `env`.
     fn build(
         agent: &str,

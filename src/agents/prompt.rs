@@ -22,7 +22,7 @@ use std::path::Path;
 
 use super::TaskInput;
 use super::process::floor_char_boundary;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The upper bound of a prompt, in bytes.
 pub const PROMPT_LIMIT: usize = 256 * 1024;
@@ -126,36 +126,24 @@ impl RoleSpecs {
     /// `.tlv4/specs/templates/<name>.md` where that exists (extra roles, such as specialists,
     /// may be added the same way).
     pub fn load(repo_root: &Path) -> Result<RoleSpecs> {
+        RoleSpecs::from_files(&crate::trust::Files::read(repo_root)?)
+    }
+
+    /// [`RoleSpecs::load`] from a repository configuration (a working tree's or a session's
+    /// pinned one).
+    pub fn from_files(files: &crate::trust::Files) -> Result<RoleSpecs> {
         let mut specs = RoleSpecs::builtin();
         for (dir, map) in [
             (ROLE_OVERRIDE_DIR, &mut specs.roles),
             (TEMPLATE_OVERRIDE_DIR, &mut specs.templates),
         ] {
-            let dir = repo_root.join(dir);
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                // `.tlv4`, `.tlv4/specs` or the folder itself is a file: the user's to fix.
-                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                    return Err(crate::config::file_in_the_way(&dir));
-                }
-                Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-            };
-            for entry in entries {
-                let entry =
-                    entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
-                let path = entry.path();
-                let Some(name) = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.strip_suffix(".md"))
-                else {
+            for (file, bytes) in files.in_dir(dir) {
+                let Some(name) = file.strip_suffix(".md") else {
                     continue;
                 };
-                let Some(text) = crate::config::read_text(&path)? else {
-                    continue;
-                };
-                map.insert(name.to_owned(), (text, Origin::Repository));
+                let path = format!("{dir}/{file}");
+                let text = crate::config::utf8(Path::new(&path), bytes)?;
+                map.insert(name.to_owned(), (text.to_owned(), Origin::Repository));
             }
         }
         Ok(specs)
@@ -520,7 +508,7 @@ fn select(input: &TaskInput) -> Selection {
     let folder = &input.folder;
     let task = &input.task;
     let hidden = |p: &str| p.starts_with("tasks/") || p.starts_with("runs/");
-    let private = ["session.toml", "control.toml", "roles.lock"];
+    let private = ["session.toml", "control.toml", "roles.lock", "config.lock"];
     let mut shown: Vec<(Section, String)> = Vec::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut add = |sec: Section, p: &str, shown: &mut Vec<(Section, String)>| {

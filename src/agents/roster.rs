@@ -24,7 +24,7 @@ pub struct Roster {
     default: Arc<dyn Driver>,
     roles: BTreeMap<String, Arc<dyn Driver>>,
     perspectives: crate::quality::discuss::Perspectives,
-    configured: Vec<String>,
+    configured: Vec<(String, AgentSpec)>,
 }
 
 /// How the command line changes the configured roster.
@@ -60,12 +60,29 @@ impl Roster {
     /// The roster `config` describes, changed by `overrides`; `repo_root` is where relative
     /// programs and role overrides are looked up.
     pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {
-        let mut assignment: BTreeMap<String, String> = config.roles.clone();
+        Roster::load_with(config, overrides, repo_root, None)
+    }
+
+    /// [`Roster::load`] with the role instructions prompts are built from (`None`: those of
+    /// the working tree at `repo_root`).
+    pub fn load_with(
+        config: &Config,
+        overrides: &Overrides,
+        repo_root: &Path,
+        specs: Option<&super::prompt::RoleSpecs>,
+    ) -> Result<Roster> {
+        // Agent name by role, and whether the name came from the file (which needs trust)
+        // rather than from the user.
+        let mut assignment: BTreeMap<String, (String, bool)> = config
+            .roles
+            .iter()
+            .map(|(r, n)| (r.clone(), (n.clone(), true)))
+            .collect();
         // The user's own choice (git config tlv4.agent), then this run's (--agent).
         for a in config.user_agents.iter().chain(&overrides.agents) {
             match a.split_once('=') {
                 Some((role, name)) if !role.is_empty() && !name.is_empty() => {
-                    assignment.insert(role.to_owned(), name.to_owned());
+                    assignment.insert(role.to_owned(), (name.to_owned(), false));
                 }
                 Some(_) => {
                     return Err(Error::Invalid(format!(
@@ -74,35 +91,49 @@ impl Roster {
                 }
                 None => {
                     assignment.clear();
-                    assignment.insert("default".into(), a.clone());
+                    assignment.insert("default".into(), (a.clone(), false));
                 }
             }
         }
         if let Some(sid) = &overrides.replay {
             assignment.clear();
-            assignment.insert("default".into(), format!("replay:{sid}"));
+            assignment.insert("default".into(), (format!("replay:{sid}"), false));
         }
         let mut made: BTreeMap<String, Arc<dyn Driver>> = BTreeMap::new();
-        let mut configured = Vec::new();
-        let mut driver = |name: &str| -> Result<Arc<dyn Driver>> {
+        let mut configured: BTreeMap<String, AgentSpec> = BTreeMap::new();
+        let mut driver = |name: &str, from_file: bool| -> Result<Arc<dyn Driver>> {
+            let defined = config.agents.get(name);
+            // What the file defines runs with trust; so does a driver the file names.
+            match defined {
+                Some(spec) if crate::trust::needs_trust(spec) => {
+                    configured.insert(name.to_owned(), spec.clone());
+                }
+                None if from_file && name != "builtin" && !name.starts_with("replay") => {
+                    let spec = AgentSpec {
+                        driver: name.to_owned(),
+                        ..AgentSpec::default()
+                    };
+                    configured.insert(name.to_owned(), spec);
+                }
+                _ => {}
+            }
             if let Some(d) = made.get(name) {
                 return Ok(Arc::clone(d));
             }
-            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), config.agents.get(name)) {
+            let build = |n: &str, spec: &AgentSpec| match specs {
+                Some(s) => super::command::driver_with_specs(n, spec, repo_root, s),
+                None => driver_for(n, spec, repo_root),
+            };
+            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), defined) {
                 (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
-                (None, Some(spec)) => {
-                    if crate::trust::needs_trust(spec) {
-                        configured.push(format!("{name} ({})", spec.driver));
-                    }
-                    Arc::from(driver_for(name, spec, repo_root)?)
-                }
+                (None, Some(spec)) => Arc::from(build(name, spec)?),
                 (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
                 (None, None) => {
                     let spec = AgentSpec {
                         driver: name.to_owned(),
                         ..AgentSpec::default()
                     };
-                    Arc::from(driver_for(name, &spec, repo_root).map_err(|e| {
+                    Arc::from(build(name, &spec).map_err(|e| {
                         Error::state(
                             format!(
                                 "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
@@ -118,18 +149,18 @@ impl Roster {
             Ok(d)
         };
         let default = match assignment.get("default") {
-            Some(name) => driver(name)?,
+            Some((name, from_file)) => driver(name, *from_file)?,
             None => Arc::new(BuiltinDriver),
         };
         let mut roles = BTreeMap::new();
-        for (role, name) in &assignment {
+        for (role, (name, from_file)) in &assignment {
             if role != "default" {
                 if !is_agent_role(role) {
                     return Err(config.value_error(&format!("roles.{role}"), format!(
                         "`{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
                     )));
                 }
-                roles.insert(role.clone(), driver(name)?);
+                roles.insert(role.clone(), driver(name, *from_file)?);
             }
         }
         let mut perspectives = BTreeMap::new();
@@ -146,7 +177,7 @@ impl Roster {
                     ));
                 }
                 if name != "builtin" {
-                    perspectives.insert(p.clone(), driver(name)?);
+                    perspectives.insert(p.clone(), driver(name, true)?);
                 }
             }
         }
@@ -154,7 +185,7 @@ impl Roster {
             default,
             roles,
             perspectives,
-            configured,
+            configured: configured.into_iter().collect(),
         })
     }
 
@@ -196,9 +227,17 @@ impl Roster {
         out
     }
 
-    /// The agents from `.tlv4.toml` that run programs and are used (`name (driver)`): what
-    /// needs the file to be trusted.
-    pub fn configured(&self) -> &[String] {
+    /// The agents `.tlv4.toml` defines or names that run programs and are used (`name
+    /// (driver)`): what needs the file to be trusted.
+    pub fn configured(&self) -> Vec<String> {
+        self.configured
+            .iter()
+            .map(|(n, a)| format!("{n} ({})", a.driver))
+            .collect()
+    }
+
+    /// [`Roster::configured`] with the spec each runs with.
+    pub fn configured_specs(&self) -> &[(String, AgentSpec)] {
         &self.configured
     }
 
@@ -303,6 +342,24 @@ mod tests {
         assert!(r.configured().is_empty(), "the command line needs no trust");
         let r = load(TWO, &["builtin"]).unwrap();
         assert!(r.is_builtin() && r.configured().is_empty());
+    }
+
+    #[test]
+    fn drivers_the_file_names_need_trust_those_the_user_names_do_not() {
+        // A preset named in [roles] or [discuss.perspectives] with no [agents.X] table.
+        let file = "[roles]\ndefault = \"claude\"\n[discuss.perspectives]\nrisk = \"gemini\"\n";
+        let r = load(file, &[]).unwrap();
+        assert_eq!(r.configured(), ["claude (claude)", "gemini (gemini)"]);
+        // The same driver named by the user: only the file's perspective needs trust.
+        let r = load(file, &["claude"]).unwrap();
+        assert_eq!(r.configured(), ["gemini (gemini)"]);
+        let mut c = config("[roles]\nwriter = \"codex\"\n");
+        c.user_agents.push("writer=claude".into());
+        let r = Roster::load(&c, &Overrides::default(), Path::new("/nonexistent")).unwrap();
+        assert!(
+            r.configured().is_empty(),
+            "git config tlv4.agent is the user's own"
+        );
     }
 
     #[test]

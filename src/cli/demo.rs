@@ -101,6 +101,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .status(format!("sample repository: {}", dir.display()));
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
+    // The sample is ours, made just now: its tests (cargo test) may run.
+    crate::trust::trust(store.workdir())?;
+    ctx.ui
+        .status("trusted the sample repository (its tests run: `git tlv4 trust --show` there)");
     // The demo runs the builtin agent it announces, whatever agents the user chose for
     // their own repositories (`git config --global tlv4.agent …`): named for the session as
     // `--agent builtin` would, it replaces every other choice, now and on a later `resume`.

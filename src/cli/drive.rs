@@ -32,17 +32,26 @@ pub struct RunFlags {
     pub replay: Option<String>,
 }
 
-/// The agents of the run: `.tlv4.toml` (if trusted, when it names programs) changed by
-/// `--agent` and `--replay`.
-pub(crate) fn roster(store: &Store, flags: &RunFlags) -> Result<Roster> {
-    let config = crate::config::Config::load(store.workdir())?;
+/// The agents of a run with the repository configuration `files` (the working tree's, or
+/// the session's pinned one): `.tlv4.toml` changed by `--agent` and `--replay`. What the
+/// repository supplies (agents it defines or names, the files they run, overrides of the
+/// specs) must be trusted.
+pub(crate) fn roster(
+    store: &Store,
+    files: &crate::trust::Files,
+    flags: &RunFlags,
+) -> Result<Roster> {
+    let root = store.workdir();
+    let config = files.config(root)?;
     let overrides = Overrides {
         agents: flags.agent.clone(),
         replay: flags.replay.clone(),
     };
     config.snapshot.limits()?;
-    let roster = Roster::load(&config, &overrides, store.workdir())?;
-    crate::trust::check(store.workdir(), roster.configured())?;
+    let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
+    let roster = Roster::load_with(&config, &overrides, root, Some(&specs))?;
+    let needed = crate::trust::needed(root, files, &config, roster.configured_specs())?;
+    crate::trust::check(root, &needed)?;
     roster.preflight()?;
     Ok(roster)
 }
@@ -60,10 +69,38 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     let mut flags = flags.clone();
     if flags.agent.is_empty() && flags.replay.is_none() {
         let (_, state) = store.read_state(sid)?;
-        flags.agent = state.control.settings.agents.clone();
+        let recorded = state.control.settings.agents.clone();
+        // The session's settings travel with its branch; only a choice made here (kept in
+        // the local pinned record) is the user's own.
+        if !recorded.is_empty()
+            && crate::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
+        {
+            return Err(Error::state(
+                format!(
+                    "session {sid} records the agents chosen when it started (--agent {}), and it was not started in this repository",
+                    recorded.join(" --agent ")
+                ),
+                Some(
+                    "choose this run's agents on the command line: `--agent NAME` (or `--agent builtin`)"
+                        .into(),
+                ),
+            ));
+        }
+        flags.agent = recorded;
         flags.replay = state.control.settings.replay.clone();
     }
-    let roster = roster(store, &flags)?;
+    // The session runs with the configuration it started with, whatever the working tree
+    // holds now.
+    let (files, changed) = crate::trust::pinned(store, sid)?;
+    if !changed.is_empty() {
+        ctx.ui.warn(format!(
+            "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
+            changed.join(", "),
+            crate::trust::LOCK
+        ));
+    }
+    let roster = roster(store, &files, &flags)?;
+    offer_trust_for_tests(ctx, store, sid)?;
     if !roster.is_builtin() {
         let who: Vec<String> = roster
             .describe()
@@ -92,7 +129,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             } else {
                 action
             };
-            let config = crate::config::Config::load(store.workdir())?;
+            let config = files.config(store.workdir())?;
             let done = complete::apply(store, sid, &action, config.session.export_spec);
             let hooks = crate::hooks::Hooks::load(store.repo().common_dir(), store.workdir());
             let (outcome, reference) = match &done {
@@ -155,6 +192,52 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             }))
         }
     }
+}
+
+/// Before a run whose tester would run the repository's own test command in a repository
+/// that is not trusted: on a terminal, show what would run and offer to trust it. Off a
+/// terminal nothing is asked; the tester then fails its task saying why.
+fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    let root = store.workdir();
+    if crate::trust::repository_trusted(root)
+        || !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+    {
+        return Ok(());
+    }
+    let (tip, state) = store.read_state(sid)?;
+    let testing = state
+        .tasks
+        .values()
+        .any(|t| t.role == "tester" && !matches!(t.status, crate::model::TaskStatus::Completed));
+    if !testing {
+        return Ok(());
+    }
+    let code = crate::agents::CodeTree::from_tree(store.repo(), store.commit_tree(tip)?)?;
+    let Some((command, evidence)) = crate::quality::tester::detected_command(&code) else {
+        return Ok(());
+    };
+    let files = crate::trust::Files::read(root)?;
+    let config = files.config(root)?;
+    let covered = crate::trust::everything(root, &files, &config)?;
+    eprintln!(
+        "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
+    );
+    if !covered.is_empty() {
+        eprintln!("trust would also cover (details: `git tlv4 trust --show`):");
+        for i in &covered {
+            eprintln!("  {} ({})", i.path, i.why);
+        }
+    }
+    eprint!("trust this repository now? [y/N] ");
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
+        let items = crate::trust::trust(root)?;
+        ctx.ui.status(format!(
+            "trusted: {} file(s) and the repository's tests",
+            items.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Asks for the completion action on a terminal; keeps the session otherwise.

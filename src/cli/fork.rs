@@ -61,6 +61,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             target.subject
         ),
     )?;
+    // The fork runs with the configuration its origin was pinned to.
+    if let Ok((files, _)) = crate::trust::pinned(&store, &sid) {
+        let agents = crate::trust::pinned_agents(&store, &sid).unwrap_or_default();
+        crate::trust::pin(&store, &new, &files, &agents)?;
+    }
     ctx.ui.status(format!(
         "forked {new} from {sid} at {} ({})",
         super::short(&target.commit),

@@ -20,6 +20,10 @@ pub struct Args {
     /// Run failed tasks again
     #[arg(long)]
     pub retry: bool,
+    /// Run with the working tree's configuration (.tlv4.toml, .tlv4/specs/) from now on,
+    /// instead of the one the session was pinned to when it started
+    #[arg(long)]
+    pub reconfigure: bool,
     /// Loop options
     #[command(flatten)]
     pub run: super::drive::RunFlags,
@@ -125,6 +129,17 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 rerun.join(", ")
             }
         ));
+    }
+    if args.reconfigure {
+        match crate::trust::repin(&store, &sid)? {
+            Some(changed) => ctx.ui.status(format!(
+                "session {sid} runs with the working tree's configuration from now on (changed: {})",
+                changed.join(", ")
+            )),
+            None => ctx.ui.status(format!(
+                "session {sid} already runs with the working tree's configuration"
+            )),
+        }
     }
     if args.retry {
         let written = store.transact(&sid, |txn| {

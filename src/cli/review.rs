@@ -30,7 +30,6 @@ pub struct Args {
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let repo = store.repo();
-    let rules = RuleSet::load(repo.workdir())?;
     let opts = Options {
         algorithm: if args.patience {
             DiffAlgorithm::Patience
@@ -61,6 +60,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let review = match task {
         Some((sid, tip, state, task)) => {
             let id = task.id.as_str();
+            let rules = trusted_rules(store.workdir(), &crate::trust::pinned(&store, &sid)?.0)?;
             let target = review::task_change(&store, &sid, id, Some(tip))?.ok_or_else(|| {
                 Error::state(
                     format!(
@@ -90,6 +90,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             (result, target)
         }
         None => {
+            // The working tree's rules (trusted), never those of the side under review.
+            let rules = match repo.workdir() {
+                Some(root) => trusted_rules(root, &crate::trust::Files::read(root)?)?,
+                None => RuleSet::builtin()?,
+            };
             let target = Target::range(repo, &args.target)?;
             let reqs = match &ctx.session {
                 Some(name) => {
@@ -137,4 +142,21 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.out(review::text(&review));
     }
     Ok(())
+}
+
+/// The review rules of the configuration `files` read at `root`: the embedded ones, or the
+/// override `.tlv4/specs/review-rules.toml` once it is trusted (an untrusted one refuses:
+/// it would change the verdict).
+fn trusted_rules(root: &std::path::Path, files: &crate::trust::Files) -> Result<RuleSet> {
+    if let Some(bytes) = files.get(review::RULES_OVERRIDE) {
+        crate::trust::check(
+            root,
+            &[crate::trust::Item {
+                path: review::RULES_OVERRIDE.to_owned(),
+                id: crate::trust::blob_id(bytes),
+                why: "review rules overriding the embedded ones".into(),
+            }],
+        )?;
+    }
+    RuleSet::from_files(files)
 }

@@ -42,7 +42,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     };
     if !args.run.no_run {
         // An agent that cannot run is found before the session exists.
-        super::drive::roster(&store, &args.run)?;
+        let files = crate::trust::Files::read(store.workdir())?;
+        super::drive::roster(&store, &files, &args.run)?;
     }
     let (sid, state) = start(&store, &args.text, &opts)?;
     let head = store.head_branch();

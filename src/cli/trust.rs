@@ -1,7 +1,10 @@
-//! `git tlv4 trust`: allow the programs a repository's `.tlv4.toml` names to run.
+//! `git tlv4 trust`: allow what the repository supplies to run — the agents its `.tlv4.toml`
+//! defines or names, the files inside the repository they run, the overrides under
+//! `.tlv4/specs/` and its own test command — after showing all of it.
 
-use crate::config::{Config, FILE};
-use crate::error::{Error, Result};
+use crate::config::Config;
+use crate::error::Result;
+use crate::trust::{Files, Item};
 
 use super::Ctx;
 
@@ -11,7 +14,7 @@ pub struct Args {
     /// Forget the trust instead
     #[arg(long, conflicts_with = "show")]
     pub revoke: bool,
-    /// Only say whether the current file is trusted
+    /// Only show what trust covers and whether it is trusted
     #[arg(long)]
     pub show: bool,
 }
@@ -21,49 +24,152 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let root = store.workdir();
     if args.revoke {
         if crate::trust::revoke(root)? {
-            ctx.ui.status(format!("{FILE} is no longer trusted"));
+            ctx.ui.status("this repository is no longer trusted");
         } else {
-            ctx.ui.status(format!("{FILE} was not trusted"));
+            ctx.ui.status("this repository was not trusted");
         }
         return Ok(());
     }
-    let path = root.join(FILE);
-    if !path.exists() {
-        return Err(Error::state(
-            format!("there is no {FILE} at {}", root.display()),
-            Some("nothing to trust: without it every role runs on the builtin agent".into()),
-        ));
-    }
-    let config = Config::load(root)?;
-    let named: Vec<String> = config
-        .agents
-        .iter()
-        .filter(|(_, a)| crate::trust::needs_trust(a))
-        .map(|(n, a)| {
-            let program = a.program.clone().unwrap_or_else(|| a.driver.clone());
-            format!("  {n}: {} {}", a.driver, program)
-        })
-        .collect();
+    let files = Files::read(root)?;
+    let config = files.config(root)?;
+    let items = crate::trust::everything(root, &files, &config)?;
     if args.show {
-        let state = match crate::trust::check(root, &named) {
-            Ok(()) if named.is_empty() => "names no programs; nothing needs trust",
-            Ok(()) => "is trusted",
-            Err(_) => "is NOT trusted",
+        let judged = crate::trust::judge(root, &items);
+        let all = judged.iter().all(|(_, s)| s.is_none());
+        let state = match crate::trust::stored(root) {
+            crate::trust::Stored::Record(_) if all => "is trusted",
+            crate::trust::Stored::Record(_) => "is trusted, but NOT what it holds now",
+            crate::trust::Stored::Old => "was trusted by an older git-tlv4 (trust it again)",
+            crate::trust::Stored::None => "is NOT trusted",
         };
-        ctx.ui.out(format!("{} {state}", path.display()));
+        ctx.ui
+            .out(format!("the repository at {} {state}", root.display()));
+        describe(ctx, &store, &config, &items, Some(&judged));
         return Ok(());
     }
-    let id = crate::trust::trust(root)?;
+    let items = crate::trust::trust(root)?;
     ctx.ui.out(format!(
-        "trusted {} (blob {}); it may run:",
-        path.display(),
-        super::short(&id)
+        "trusted the repository at {}; it may run:",
+        root.display()
     ));
-    if named.is_empty() {
-        ctx.ui.out("  nothing but the builtin agent");
-    }
-    for n in named {
-        ctx.ui.out(n);
-    }
+    describe(ctx, &store, &config, &items, None);
     Ok(())
+}
+
+/// Prints everything a user needs to judge the trust: each agent with its program, args,
+/// environment (secret-looking values masked), url and home; the files covered; the test
+/// command.
+fn describe(
+    ctx: &Ctx<'_>,
+    store: &crate::store::Store,
+    config: &Config,
+    items: &[Item],
+    judged: Option<&[(&Item, Option<&'static str>)]>,
+) {
+    let agents = crate::trust::configured_agents(config);
+    if agents.is_empty() {
+        ctx.ui
+            .out("agents: none that run programs (every role runs on the builtin agent)");
+    } else {
+        ctx.ui.out("agents:");
+    }
+    for (name, a) in &agents {
+        let mut used: Vec<String> = config
+            .roles
+            .iter()
+            .filter(|(_, n)| *n == name)
+            .map(|(r, _)| r.clone())
+            .collect();
+        used.extend(
+            config
+                .discuss
+                .perspectives
+                .iter()
+                .filter(|(_, n)| *n == name)
+                .map(|(p, _)| format!("perspective {p}")),
+        );
+        let used = if used.is_empty() {
+            "named by no role (only with --agent)".to_owned()
+        } else {
+            format!("for {}", used.join(", "))
+        };
+        ctx.ui.out(format!("  {name}: {} driver, {used}", a.driver));
+        let program = a
+            .program
+            .clone()
+            .unwrap_or_else(|| match a.driver.as_str() {
+                "openai" => "(none: HTTP)".into(),
+                d => format!("{d} (found in PATH)"),
+            });
+        ctx.ui.out(format!("    program: {program}"));
+        if !a.args.is_empty() {
+            ctx.ui.out(format!("    args: {}", a.args.join(" ")));
+        }
+        if !a.env.is_empty() {
+            let env: Vec<String> = a
+                .env
+                .iter()
+                .map(|(k, v)| {
+                    if crate::trust::looks_secret(k) {
+                        format!("{k}=***")
+                    } else {
+                        format!("{k}={v}")
+                    }
+                })
+                .collect();
+            ctx.ui.out(format!("    env: {}", env.join(" ")));
+        }
+        if let Some(u) = &a.url {
+            ctx.ui
+                .out(format!("    url: {u} (your code is sent there)"));
+        }
+        if let Some(m) = &a.model {
+            ctx.ui.out(format!("    model: {m}"));
+        }
+        if a.driver != "openai" {
+            ctx.ui.out(format!(
+                "    home: {}",
+                a.home
+                    .as_deref()
+                    .unwrap_or("(a fresh temporary one per run)")
+            ));
+        }
+    }
+    if items.is_empty() {
+        ctx.ui.out("files covered: none");
+    } else {
+        ctx.ui.out("files covered (git blob id, path, what it is):");
+    }
+    for (n, i) in items.iter().enumerate() {
+        let state = match judged.map(|j| j[n].1) {
+            Some(Some(why)) => format!("  -- NOT trusted: {why}"),
+            Some(None) => "  -- trusted".into(),
+            None => String::new(),
+        };
+        ctx.ui.out(format!(
+            "  {} {} ({}){state}",
+            super::short(&i.id),
+            i.path,
+            i.why
+        ));
+    }
+    if let Some(c) = &config.tests.command {
+        ctx.ui
+            .out(format!("tests: `{c}` ([tests] command of .tlv4.toml)"));
+        return;
+    }
+    let tests = store
+        .head_commit()
+        .and_then(|c| store.commit_tree(c))
+        .and_then(|t| crate::agents::CodeTree::from_tree(store.repo(), t))
+        .ok()
+        .and_then(|code| crate::quality::tester::detected_command(&code));
+    match tests {
+        Some((cmd, evidence)) => ctx.ui.out(format!(
+            "tests: the repository's own test command, now `{cmd}` (from {evidence}), as detected in each session's code"
+        )),
+        None => ctx
+            .ui
+            .out("tests: no test command detected now; a detected one runs in sessions"),
+    }
 }

@@ -114,9 +114,14 @@ struct PipelineTask {
 impl PipelineSpec {
     /// The pipelines of the repository at `workdir`: its override if present, else the builtin.
     pub fn load(workdir: &Path) -> Result<PipelineSpec> {
-        let path = workdir.join(OVERRIDE_PATH);
-        match crate::config::read_text(&path)? {
-            Some(text) => PipelineSpec::parse(&path.display().to_string(), &text),
+        PipelineSpec::from_files(&crate::trust::Files::read(workdir)?)
+    }
+
+    /// The pipelines of a repository configuration (a working tree's or a session's pinned
+    /// one): its override if present, else the builtin.
+    pub fn from_files(files: &crate::trust::Files) -> Result<PipelineSpec> {
+        match files.text(OVERRIDE_PATH)? {
+            Some(text) => PipelineSpec::parse(OVERRIDE_PATH, text),
             None => PipelineSpec::builtin(),
         }
     }

@@ -81,18 +81,18 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the runtime", e))?;
-    let spec = PipelineSpec::load(store.workdir())?;
+    // The configuration the session started with, not the working tree's.
+    let (pinned, _) = crate::trust::pinned(store, sid)?;
+    let spec = PipelineSpec::from_files(&pinned)?;
     let mut runner = Runner {
         store,
         sid: sid.clone(),
         roster: Arc::new(roster),
         spec,
-        roles_lock: crate::agents::prompt::roles_lock(&crate::agents::prompt::RoleSpecs::load(
-            store.workdir(),
-        )?),
-        limits: crate::config::Config::load(store.workdir())?
-            .snapshot
-            .limits()?,
+        roles_lock: crate::agents::prompt::roles_lock(
+            &crate::agents::prompt::RoleSpecs::from_files(&pinned)?,
+        ),
+        limits: pinned.config(store.workdir())?.snapshot.limits()?,
         hooks: Arc::new(crate::hooks::Hooks::load(
             store.repo().common_dir(),
             store.workdir(),

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use super::analysis;
 use super::pipeline::{PipelineSpec, Supervision};
-use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::{
     Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings, State,
@@ -80,12 +79,14 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             ));
         }
     }
-    let config = Config::load(store.workdir())?;
-    let spec = PipelineSpec::load(store.workdir())?;
+    // What the session runs with from now on: pinned in its folder and a local ref.
+    let pinned = crate::trust::Files::read(store.workdir())?;
+    let config = pinned.config(store.workdir())?;
+    let spec = PipelineSpec::from_files(&pinned)?;
     // Every file of the repository's configuration is read before anything is written: a
     // broken override is found now, not by the task that first needs it.
-    crate::agents::prompt::RoleSpecs::load(store.workdir())?;
-    crate::quality::review::RuleSet::load(Some(store.workdir()))?;
+    crate::agents::prompt::RoleSpecs::from_files(&pinned)?;
+    crate::quality::review::RuleSet::from_files(&pinned)?;
     // A pipeline the configuration names must exist (the default may be missing from a
     // repository's own pipelines file, as long as `--pipeline` or the text picks another).
     if config.is_set("session.pipeline") && !spec.has(&config.session.pipeline) {
@@ -182,6 +183,10 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             .collect();
         let mut files = initial_files();
         files.insert(
+            crate::trust::LOCK.into(),
+            crate::trust::lock_text(&pinned).into_bytes(),
+        );
+        files.insert(
             "task-analysis.json".into(),
             task_analysis_json(text, &pipeline, &analysis, &tasks),
         );
@@ -207,7 +212,10 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             ),
         ];
         match store.create_session(base, steps) {
-            Ok(written) => return Ok((sid, written.state)),
+            Ok(written) => {
+                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
+                return Ok((sid, written.state));
+            }
             // Someone took the id between the check and the create: take the next one.
             Err(Error::Conflict { .. }) if n < 100 => continue,
             Err(e) => return Err(e),

@@ -24,7 +24,7 @@ pub use diff::{ChangeKind, DiffAlgorithm, FileDiff};
 pub use report::{markdown, note_json, text};
 pub use requirements::{Coverage, Criterion, CriterionResult, Requirements};
 pub use revision::RevisionAnalysis;
-pub use rules::{Dimension, RuleSet, Scoring, Severity};
+pub use rules::{Dimension, OVERRIDE_PATH as RULES_OVERRIDE, RuleSet, Scoring, Severity};
 pub use target::{
     Target, feedback, impl_revisions, looks_like_task, previous_of, task_change, task_requirements,
 };
@@ -554,7 +554,12 @@ fn pipeline<R: Send>(
 /// `artifacts/review-report.md` and the scores as a note on the tip.
 pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
     let repo = ctx.repo.to_thread_local();
-    let rules = RuleSet::load(repo.workdir())?;
+    // The rules of the configuration the session runs with (pinned at its start, trusted
+    // before the run), never of the code under review.
+    let rules = {
+        let store = Store::from_repo(repo.clone())?;
+        RuleSet::from_files(&crate::trust::pinned(&store, &input.session.id)?.0)?
+    };
     let opts = Options::default();
     let sid = &input.session.id;
     let label = format!("session {sid} ({}..{})", short(&ctx.base), short(&ctx.tip));

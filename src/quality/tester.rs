@@ -351,7 +351,11 @@ struct Setup {
     fallback: Option<Framework>,
 }
 
-fn setup(input: &TaskInput) -> Option<Setup> {
+/// The command to run: the one detected in the code tree. Agents never choose a command the
+/// tool runs: a `test_command` in `plan.json` (the planner's) or in the discovery context
+/// (the analyst's) is used only where it equals the detected one; otherwise it is named in
+/// `notes` and not run.
+fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -> Option<Setup> {
     let hint = input
         .folder
         .get(DISCOVERY)
@@ -362,38 +366,78 @@ fn setup(input: &TaskInput) -> Option<Setup> {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
         .and_then(|v| v["test_command"].as_str().map(str::trim).map(str::to_owned))
         .filter(|c| !c.is_empty());
-    if let Some(cmd) = plan_command {
-        let kind = Kind::of_command(&cmd)
-            .or(detected.as_ref().map(|d| d.kind))
-            .unwrap_or(Kind::Custom);
-        let same = detected.as_ref().filter(|d| d.kind == kind);
+    let agents: Vec<(String, String)> = plan_command
+        .map(|c| (format!("{PLAN} test_command"), c))
+        .into_iter()
+        .chain(
+            hint.as_ref()
+                .filter(|h| !h.command.is_empty())
+                .map(|h| (format!("{DISCOVERY} test_framework"), h.command.clone())),
+        )
+        .collect();
+    if let Some(cmd) = configured {
+        for (from, c) in &agents {
+            if c != cmd {
+                notes.push(format!(
+                    "not run: `{c}` from {from} (an agent's choice; the configured test command runs)"
+                ));
+            }
+        }
+        let kind = Kind::of_command(cmd).unwrap_or(Kind::Custom);
         return Some(Setup {
             kind,
-            dir: same.map(|d| d.dir.clone()).unwrap_or_default(),
-            evidence: same.map_or(PLAN.to_owned(), |d| format!("{PLAN}; {}", d.evidence)),
-            fallback: detected.clone().filter(|d| d.full != cmd),
-            full: cmd,
-            source: format!("{PLAN} test_command"),
-        });
-    }
-    if let Some(d) = detected {
-        return Some(Setup {
-            kind: d.kind,
-            dir: d.dir.clone(),
-            evidence: d.evidence.clone(),
-            full: d.full.clone(),
-            source: "the code tree (detected)".into(),
+            dir: String::new(),
+            evidence: format!("{} [tests] command", crate::config::FILE),
+            full: cmd.to_owned(),
+            source: format!("{} [tests] command", crate::config::FILE),
             fallback: None,
         });
     }
-    let h = hint.filter(|h| !h.command.is_empty())?;
+    let mut source = "the code tree (detected)".to_owned();
+    for (from, cmd) in &agents {
+        match &detected {
+            Some(d) if d.full == *cmd => {
+                source = format!("the code tree (detected; {from} names the same)");
+                break;
+            }
+            _ => notes.push(format!(
+                "not run: `{cmd}` from {from} (an agent's choice; only the detected test command runs)"
+            )),
+        }
+    }
+    let d = detected?;
     Some(Setup {
-        kind: Kind::of_command(&h.command).unwrap_or(Kind::Custom),
-        dir: String::new(),
-        evidence: h.evidence.clone(),
-        full: h.command.clone(),
-        source: format!("{DISCOVERY} test_framework"),
+        kind: d.kind,
+        dir: d.dir.clone(),
+        evidence: d.evidence.clone(),
+        full: d.full.clone(),
+        source,
         fallback: None,
+    })
+}
+
+/// The `[tests] command` of the configuration the session runs with (pinned at its start),
+/// if it sets one. A session that cannot be read has none.
+fn configured_command(input: &TaskInput, ctx: &QualityContext) -> Option<String> {
+    let store = crate::store::Store::from_repo(ctx.repo.to_thread_local()).ok()?;
+    let (files, _) = crate::trust::pinned(&store, &input.session.id).ok()?;
+    let config = files.config(store.workdir()).ok()?;
+    config
+        .tests
+        .command
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+}
+
+/// The test command the tester would run on `code`, and the files that show it.
+pub fn detected_command(code: &crate::agents::CodeTree) -> Option<(String, String)> {
+    detect::detect(code, None).map(|d| {
+        let cmd = if d.dir.is_empty() {
+            d.full
+        } else {
+            format!("(cd {} && {})", d.dir, d.full)
+        };
+        (cmd, d.evidence)
     })
 }
 
@@ -429,15 +473,25 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let task = &input.task.id;
     let iteration = iteration_of(task);
     let earlier = earlier_records(input, iteration);
-    let Some(setup) = setup(input) else {
-        return Ok(no_framework(input, iteration));
+    let mut ignored = Vec::new();
+    let configured = configured_command(input, ctx);
+    let Some(setup) = setup(input, configured.as_deref(), &mut ignored) else {
+        return Ok(no_framework(input, iteration, &ignored));
     };
+    // The repository's own test scripts run with the user's rights: only once it is trusted.
+    if !crate::trust::repository_trusted_at(ctx.repo.git_dir()) {
+        return Ok(failed(format!(
+            "the repository is not trusted, so its tests do not run (`{}` from {}); read `git tlv4 trust --show`, run `git tlv4 trust`, then `git tlv4 resume --retry`",
+            setup.full, setup.evidence
+        )));
+    }
     let mut decisions = vec![format!(
         "test command from {}: `{}` ({})",
         setup.source,
         setup.full,
         setup.kind.name()
     )];
+    decisions.extend(ignored);
     let changed = match changed_files(ctx) {
         Ok(c) => c,
         Err(e) => return Ok(failed(format!("cannot list the changed files: {e}"))),
@@ -841,11 +895,11 @@ fn conclude(
 }
 
 /// No framework: completed, verdict `no_tests`, and a warning for `wisdom/issues.md`.
-fn no_framework(input: &TaskInput, iteration: u32) -> QualityResult {
+fn no_framework(input: &TaskInput, iteration: u32, ignored: &[String]) -> QualityResult {
     let looked = "Cargo.toml, pytest configuration, test_*.py, package.json with jest/vitest/mocha or a test script, go.mod";
     let summary = "no test framework found; nothing was tested".to_owned();
     let doc = format!(
-        "# Test report: {} (iteration {iteration})\n\n**Verdict:** no_tests\n\nNo test framework was found in the code tree (looked for {looked}), and neither `{PLAN}` nor `{DISCOVERY}` names a test command. Nothing was run.\n",
+        "# Test report: {} (iteration {iteration})\n\n**Verdict:** no_tests\n\nNo test framework was found in the code tree (looked for {looked}). Nothing was run: a test command named by an agent (`{PLAN}`, `{DISCOVERY}`) is not run unless it is the detected one.\n",
         input.task.id
     );
     let state_update = StateUpdate {
@@ -853,7 +907,9 @@ fn no_framework(input: &TaskInput, iteration: u32) -> QualityResult {
             "no test framework found in the code tree".into(),
             "verdict: no_tests".into(),
         ],
-        decisions: vec![format!("looked for {looked}")],
+        decisions: std::iter::once(format!("looked for {looked}"))
+            .chain(ignored.iter().cloned())
+            .collect(),
         files_modified: vec![REPORT.into()],
         verification: "framework detection only; no command run".into(),
         tech_profile: None,

@@ -63,6 +63,13 @@ impl<'s> Txn<'s> {
             .insert("roles.lock".to_owned(), text.into_bytes());
     }
 
+    /// Writes `config.lock`, the blob ids of the configuration the session runs with
+    /// (reserved for [`crate::trust`]).
+    pub fn write_config_lock(&mut self, text: String) {
+        self.files
+            .insert(crate::trust::LOCK.to_owned(), text.into_bytes());
+    }
+
     /// The file `rel` of the pipeline folder as this change leaves it so far.
     pub fn read_file(&self, sid: &SessionId, rel: &str) -> Result<Option<Vec<u8>>> {
         if let Some(b) = self.files.get(rel) {
@@ -142,6 +149,7 @@ pub fn validate_pipeline_path(rel: &str) -> Result<()> {
         "session.toml",
         "control.toml",
         "roles.lock",
+        "config.lock",
         "tasks",
         "runs",
     ];
@@ -298,7 +306,8 @@ impl Store {
         let mut last = None;
         let mut events = 0;
         for (mut state, files, event) in steps {
-            for rel in files.keys() {
+            // `config.lock` is reserved for the pinned configuration written at creation.
+            for rel in files.keys().filter(|r| r.as_str() != crate::trust::LOCK) {
                 validate_pipeline_path(rel)?;
             }
             state.session.events = events;

@@ -437,15 +437,16 @@ fn reset_reverts_and_reruns_and_manual_commits_are_adopted() {
     // History is kept: the earlier completion is still an ancestor.
     repo.git(&["merge-base", "--is-ancestor", before.trim(), &reset]);
 
-    // The executor's instructions changed since the session pinned them: the run says so.
+    // The executor's instructions changed in the working tree: the session keeps the ones it
+    // was pinned to and says so.
     repo.write(".tlv4/specs/roles/executor.md", "Write the code.\n");
+    repo.ok(&["trust"]);
     let out = repo.tlv4(&["--session", &sid, "resume", "--completion", "keep"]);
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(
-            "role instructions changed since this session's roles.lock: roles/executor.md"
-        ),
+        stderr.contains("differs from the one session")
+            && stderr.contains("(.tlv4/specs/roles/executor.md)"),
         "{stderr}"
     );
     assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
@@ -548,7 +549,8 @@ fn ctrl_c_stops_the_agent_programs_too() {
         ),
     );
     repo.ok(&["trust"]);
-    repo.ok(&["resume", "--completion", "keep"]);
+    // A session runs with the configuration it started with unless told otherwise.
+    repo.ok(&["resume", "--reconfigure", "--completion", "keep"]);
     assert_eq!(status_of(&repo, &sid), "completed");
     no_checkout_left(&repo);
     repo.fsck();
@@ -647,7 +649,8 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
 
     repo.write(".tlv4.toml", &config(""));
     repo.ok(&["trust"]);
-    repo.ok(&["resume", "--completion", "keep"]);
+    // A session runs with the configuration it started with unless told otherwise.
+    repo.ok(&["resume", "--reconfigure", "--completion", "keep"]);
     assert_eq!(status_of(&repo, &sid), "completed");
     // What the agent wrote before the crash is kept under the attempt's ref, not merged.
     let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");

@@ -227,12 +227,14 @@ fn a_broken_pipelines_file_names_file_and_line() {
         "{ id = \"IMPL-002\", blocked_by = [\"IMPL-009\"] }",
     );
     std::fs::write(&path, text).unwrap();
+    repo.ok(&["trust"]);
     let err = repo.fails(&["start", "--pipeline", "wide", "x"], 1);
     assert!(
         err.contains("pipelines.toml:") && err.contains("IMPL-009"),
         "{err}"
     );
     std::fs::write(&path, "schema = 1\n[role.x]\nprefix = \"X\"\ninner_loop = false\nsummary = \"x\"\ncolour = \"red\"\n").unwrap();
+    repo.ok(&["trust"]);
     let err = repo.fails(&["start", "--pipeline", "wide", "x"], 1);
     assert!(
         err.contains("pipelines.toml:6") && err.contains("colour"),

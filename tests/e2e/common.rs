@@ -207,6 +207,8 @@ impl TestRepo {
             list.join(", ")
         ));
         self.write(".tlv4/specs/pipelines.toml", &text);
+        // An override changes what runs: the user trusts it.
+        self.ok(&["trust"]);
     }
 }
 

@@ -14,3 +14,4 @@ mod oddrepo;
 mod pipelines;
 mod review;
 mod store;
+mod trust;

@@ -29,6 +29,8 @@ fn sample() -> TestRepo {
     repo.write("tests/__init__.py", "");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "notes app"]);
+    // The user trusts the sample: its own tests run.
+    repo.ok(&["trust"]);
     repo
 }
 

@@ -420,9 +420,14 @@ impl RuleSet {
         let Some(workdir) = workdir else {
             return RuleSet::builtin();
         };
-        let path = workdir.join(OVERRIDE_PATH);
-        match crate::config::read_text(&path)? {
-            Some(text) => RuleSet::parse(&path.display().to_string(), &text, Compile::Now),
+        RuleSet::from_files(&crate::trust::Files::read(workdir)?)
+    }
+
+    /// The rules of a repository configuration (the working tree's trusted one, or a
+    /// session's pinned one): its override if present, else the builtin.
+    pub fn from_files(files: &crate::trust::Files) -> Result<RuleSet> {
+        match files.text(OVERRIDE_PATH)? {
+            Some(text) => RuleSet::parse(OVERRIDE_PATH, text, Compile::Now),
             None => RuleSet::builtin(),
         }
     }

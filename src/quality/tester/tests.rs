@@ -41,6 +41,8 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
     );
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "implementation"]);
+    // The user trusted the repository: its tests may run (an empty trust record).
+    git(dir.path(), &["config", "--local", crate::trust::KEY, "2"]);
     let repo = gix::open(dir.path()).expect("open the repository");
     let head = repo.head_commit().expect("HEAD is a commit");
     let tree = head.tree_id().expect("the commit has a tree").detach();
@@ -648,7 +650,7 @@ fn identical_results_three_times_stop_the_cycle() {
 }
 
 #[test]
-fn the_plan_command_wins_and_falls_back_when_it_cannot_run() {
+fn an_agents_test_command_runs_only_when_it_is_the_detected_one() {
     let r = repo(
         &[("README.md", "calc\n")],
         &[("calc.py", CALC), ("test_calc.py", TEST_PASS)],
@@ -659,38 +661,94 @@ fn the_plan_command_wins_and_falls_back_when_it_cannot_run() {
             serde_json::to_vec(&serde_json::json!({"test_command": cmd})).unwrap(),
         )
     };
-    let inp = input(
-        "TEST-001",
-        r.code.clone(),
-        &[plan("python3 -m unittest test_calc")],
-    );
+    // The planner's own command is not run: the detected one is.
+    let marker = r.dir.path().join("planner-ran");
+    let evil = format!("touch {}", marker.display());
+    let inp = input("TEST-001", r.code.clone(), &[plan(&evil)]);
     let result = run_task(&inp, &r.ctx).unwrap();
+    assert!(!marker.exists(), "the plan's command ran");
     assert_eq!(result.verdict.unwrap().verdict, "pass");
+    let su = &result.output.state_update;
     assert!(
-        result
-            .output
-            .state_update
-            .verification
-            .ends_with("; python3 -m unittest test_calc")
+        su.verification.ends_with("; python3 -m unittest -v"),
+        "{}",
+        su.verification
     );
-
-    let inp = input(
-        "TEST-001",
-        r.code.clone(),
-        &[plan("no-such-runner-xyz --all")],
-    );
-    let result = run_task(&inp, &r.ctx).unwrap();
-    assert_eq!(result.verdict.unwrap().verdict, "pass");
     assert!(
-        result
-            .output
-            .state_update
-            .decisions
+        su.decisions
             .iter()
-            .any(|d| d.contains("could not run") && d.contains("python3 -m unittest -v")),
+            .any(|d| d.contains("not run: `touch") && d.contains("an agent's choice")),
+        "{:?}",
+        su.decisions
+    );
+    // The same command as the detected one is fine.
+    let inp = input(
+        "TEST-001",
+        r.code.clone(),
+        &[plan("python3 -m unittest -v")],
+    );
+    let result = run_task(&inp, &r.ctx).unwrap();
+    assert_eq!(result.verdict.unwrap().verdict, "pass");
+    assert!(
+        result.output.state_update.decisions[0].contains("names the same"),
         "{:?}",
         result.output.state_update.decisions
     );
+    assert_eq!(worktrees(r.dir.path()), 1);
+}
+
+#[test]
+fn the_configured_test_command_runs_and_an_agents_other_command_does_not() {
+    let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
+    let plan = (
+        "plan/plan.json",
+        serde_json::to_vec(&serde_json::json!({"test_command": "make evil"})).unwrap(),
+    );
+    let inp = input("TEST-001", r.code.clone(), &[plan]);
+    let mut notes = Vec::new();
+    let s = setup(&inp, Some("python3 -m unittest test_calc"), &mut notes).unwrap();
+    assert_eq!(s.full, "python3 -m unittest test_calc");
+    assert_eq!(s.kind, Kind::Unittest);
+    assert!(s.source.contains("[tests] command"), "{}", s.source);
+    assert!(
+        notes.len() == 1 && notes[0].contains("not run: `make evil`"),
+        "{notes:?}"
+    );
+    // Without one, nothing an agent names runs where nothing is detected.
+    let bare = repo(&[("README.md", "x\n")], &[("main.c", "int main(){}\n")]);
+    let inp = input(
+        "TEST-001",
+        bare.code.clone(),
+        &[(
+            "plan/plan.json",
+            serde_json::to_vec(&serde_json::json!({"test_command": "make evil"})).unwrap(),
+        )],
+    );
+    let mut notes = Vec::new();
+    assert!(setup(&inp, None, &mut notes).is_none());
+    assert!(
+        notes[0].contains("only the detected test command runs"),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn an_untrusted_repository_does_not_run_its_tests() {
+    let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
+    git(
+        r.dir.path(),
+        &["config", "--local", "--unset", crate::trust::KEY],
+    );
+    let inp = input("TEST-001", r.code.clone(), &[]);
+    let result = run_task(&inp, &r.ctx).unwrap();
+    match &result.output.outcome {
+        Outcome::Failed(why) => assert!(
+            why.contains("not trusted") && why.contains("git tlv4 trust"),
+            "{why}"
+        ),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert!(result.verdict.is_none());
     assert_eq!(worktrees(r.dir.path()), 1);
 }
 
