@@ -12,4 +12,5 @@ mod crash;
 mod hooks;
 mod pipelines;
 mod review;
+mod snapshot;
 mod store;
