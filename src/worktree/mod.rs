@@ -4,16 +4,22 @@
 //! A worker never runs in the user's checkout. Its task gets the branch
 //! `tlv4/<SID>.<TASK>`, forked from the session tip, checked out by `git worktree add` in a
 //! fresh temporary directory and locked there while the worker runs. The git CLI does the
-//! checkout, staging and commit (not gix) because it applies what the user configured for
-//! this repository: `post-checkout` hooks, LFS and other smudge/clean filters, attributes.
+//! checkout and staging (not gix) because it applies what the user configured for this
+//! repository: LFS and other smudge/clean filters, attributes — but never the user's git
+//! hooks (see [`crate::git`]), and never a sparse checkout: task checkouts are full.
 //!
 //! What the worker changed becomes one commit on the task branch ([`TaskWorktree::snapshot`]),
 //! but only after every changed path passed the checks in [`SnapshotLimits`] (no symlink out
 //! of the worktree, no `.git` below the root, no huge files, not too many files). Changes
-//! under `.tlv4/` are never taken: only the tool writes the pipeline folder. The worktree is
-//! removed ([`TaskWorktree::remove`]) only once the task branch points at that snapshot, so
-//! nothing a worker produced is lost; a worktree dropped without `remove` is removed on a
-//! best-effort basis (its branch stays).
+//! under `.tlv4/` are never taken: only the tool writes the pipeline folder; new files in
+//! generated trees (`node_modules/`…) are left out. The changes are staged into a private
+//! index filled from the base, so what the worker did to its own index or `HEAD` does not
+//! change what is recorded. A refused snapshot does not move the branch: what passes the
+//! checks is kept under `refs/tlv4/runs/<SID>/<TASK>/<n>` instead ([`keep_run`]).
+//!
+//! Nothing a worker produced is lost: the worktree is removed ([`TaskWorktree::remove`], or
+//! when dropped) only once what it holds beyond its last snapshot is kept under a run ref;
+//! when that cannot be written, the checkout stays, locked, for `resume`.
 //!
 //! Merging a task branch back is an in-memory tree merge ([`merge_task`]) whose result the
 //! coordinator records as a merge event with [`crate::store::Txn::merge`].
