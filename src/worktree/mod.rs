@@ -461,6 +461,21 @@ impl TaskWorktree {
         {
             return Ok(None);
         }
+        // Kept before (by an earlier process, or an earlier call): the same tree on the same base.
+        let runs = format!("refs/tlv4/runs/{}/{}/", self.sid, self.task);
+        for (_, id) in self.store.refs_with_prefix(&runs)? {
+            let same = self.store.commit_tree(id)? == built.tree
+                && self
+                    .store
+                    .repo()
+                    .find_commit(id)
+                    .ok()
+                    .and_then(|c| c.parent_ids().next().map(|p| p.detach()))
+                    == Some(base);
+            if same {
+                return Ok(None);
+            }
+        }
         let snap = Snapshot {
             commit: None,
             changed: built.inspection.changed,
@@ -642,6 +657,130 @@ impl Drop for TaskWorktree {
             }
         }
     }
+}
+
+/// Keeps the work left in `path`, the task checkout of a git-tlv4 process that is gone,
+/// under `refs/tlv4/runs/<SID>/<TASK>/<n>`: what passes the snapshot checks (`limits`),
+/// measured against the last recorded commit of the task branch (its last snapshot, or the
+/// commit it forked from), commits the agent made on the branch included — the branch is then
+/// moved back to that commit, so that no unchecked commit is ever merged. Returns the ref;
+/// `None` when there was nothing to keep or `path` is not a task checkout (a read-only view,
+/// a test checkout). The checkout itself is left for the caller to remove.
+pub fn keep_abandoned(
+    store: &Store,
+    path: &Path,
+    limits: &SnapshotLimits,
+) -> Result<Option<String>> {
+    let common_dir = std::path::absolute(store.repo().common_dir())
+        .map_err(|e| Error::io("cannot resolve the git directory", e))?;
+    let Some(admin) = admin_dir_of(&common_dir, path) else {
+        return Ok(None);
+    };
+    // The lock reason names the session and task: `git-tlv4 pid N on HOST (SID TASK)`.
+    let reason = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+    let Some((sid, task)) = reason
+        .trim()
+        .rsplit_once(" (")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|rest| rest.split_once(' '))
+        .and_then(|(s, t)| Some((s.parse::<SessionId>().ok()?, t.parse::<TaskId>().ok()?)))
+    else {
+        return Ok(None);
+    };
+    let branch = task_ref(&sid, &task);
+    let session_tip = store.tip(&sid)?;
+    let tip = store.try_ref(&branch)?;
+    let Some(tip) = tip else {
+        return Err(Error::state(
+            format!(
+                "the task branch `{}` of the checkout `{}` is gone",
+                short(&branch),
+                path.display()
+            ),
+            Some(format!(
+                "look at the checkout, then remove it: git worktree unlock {0}; git worktree remove --force {0}",
+                path.display()
+            )),
+        ));
+    };
+    let base = last_recorded(store, tip, session_tip)?;
+    let worktree = TaskWorktree {
+        checkout: Checkout {
+            common_dir,
+            admin,
+            path: path.to_path_buf(),
+            parent: None,
+            live: false,
+            on_drop: OnDrop::Keep,
+        },
+        store: Store::from_repo(store.repo().clone())?,
+        sid: sid.clone(),
+        task: task.clone(),
+        branch: branch.clone(),
+        from: base,
+        run: task_at(store, &sid, &task, session_tip).map(|t| (t.role, t.attempts)),
+        recorded: Mutex::new(Recorded {
+            base,
+            kept: None,
+            limits: limits.clone(),
+        }),
+    };
+    let kept = worktree.keep_unrecorded()?;
+    let elsewhere = store
+        .checked_out_in(&branch)
+        .into_iter()
+        .any(|dir| std::fs::canonicalize(&dir).ok() != std::fs::canonicalize(path).ok());
+    if tip != base && !elsewhere {
+        store.update_ref(
+            &branch,
+            tip,
+            base,
+            &format!("git-tlv4: unchecked commits of {task} kept under refs/tlv4/runs"),
+        )?;
+    }
+    Ok(kept.map(|k| k.name))
+}
+
+/// The linked worktree admin directory (`<common>/worktrees/<name>`) whose checkout is `path`.
+fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let want = std::fs::canonicalize(path).ok()?;
+    std::fs::read_dir(common_dir.join("worktrees"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|admin| {
+            std::fs::read_to_string(admin.join("gitdir"))
+                .ok()
+                .and_then(|g| std::fs::canonicalize(Path::new(g.trim()).parent()?).ok())
+                == Some(want.clone())
+        })
+}
+
+/// The last commit on the first-parent line of `tip` that the tool recorded: one the session
+/// at `session_tip` contains, or a snapshot commit; `tip` when there is none.
+fn last_recorded(store: &Store, tip: ObjectId, session_tip: ObjectId) -> Result<ObjectId> {
+    let repo = store.repo();
+    let mut at = tip;
+    for _ in 0..1000 {
+        let in_session = at == session_tip
+            || repo
+                .merge_base(at, session_tip)
+                .ok()
+                .flatten()
+                .is_some_and(|b| b.detach() == at);
+        let commit = repo
+            .find_commit(at)
+            .map_err(|e| Error::git(&format!("cannot read commit {at}"), e))?;
+        let message = commit.message_raw_sloppy().to_string();
+        if in_session || message.contains(&format!("\nTlv4-Event: {SNAPSHOT_EVENT}\n")) {
+            return Ok(at);
+        }
+        match commit.parent_ids().next() {
+            Some(p) => at = p.detach(),
+            None => break,
+        }
+    }
+    Ok(tip)
 }
 
 /// The tip of an existing task branch, when it may be reused: it is `from` or descends

@@ -1014,3 +1014,61 @@ fn eight_worktrees_made_and_removed_at_once_all_succeed() {
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     repo.assert_untouched_and_sound();
 }
+
+#[test]
+fn the_checkout_of_a_dead_process_is_kept_through_the_checks_and_its_branch_reset() {
+    let repo = TestRepo::new();
+    let branch = task_ref(&repo.sid, &id("IMPL-001"));
+    let mut wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    // The agent committed on the branch, a symlink out of the worktree among it, then wrote
+    // more and a generated tree; then its process died.
+    write(&p, "src/a.py", "a = 1\n");
+    std::os::unix::fs::symlink("/etc/passwd", p.join("leak")).unwrap();
+    git(&p, &["add", "-A"]);
+    git(&p, &["commit", "-q", "-m", "agent commit"]);
+    write(&p, "src/b.py", "b = 2\n");
+    write(&p, "node_modules/x/index.js", "x\n");
+    wt.checkout.keep();
+    drop(wt);
+    assert_ne!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
+
+    let kept = keep_abandoned(&repo.store, &p, &SnapshotLimits::default())
+        .expect("kept")
+        .expect("something to keep");
+    assert_eq!(kept, format!("refs/tlv4/runs/{}/IMPL-001/1", repo.sid));
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &kept]),
+        "src/a.py\nsrc/b.py",
+        "checked like a snapshot: no symlink out, no node_modules"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{kept}^")]),
+        repo.tip.to_string()
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &branch]),
+        repo.tip.to_string(),
+        "the unchecked commit is off the branch"
+    );
+    // Again: nothing new to keep.
+    assert_eq!(
+        keep_abandoned(&repo.store, &p, &SnapshotLimits::default()).unwrap(),
+        None,
+        "kept already"
+    );
+    crate::git::remove_worktree(repo.store.repo().common_dir(), &p).unwrap();
+
+    // A read-only view is nobody's work.
+    let mut view = ReadOnlyView::create(&repo.store, repo.tip).unwrap();
+    let vp = view.path().to_owned();
+    view.checkout.keep();
+    drop(view);
+    assert_eq!(
+        keep_abandoned(&repo.store, &vp, &SnapshotLimits::default()).unwrap(),
+        None
+    );
+    let _ = set_writable(&vp, true);
+    crate::git::remove_worktree(repo.store.repo().common_dir(), &vp).unwrap();
+    repo.assert_untouched_and_sound();
+}
