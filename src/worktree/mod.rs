@@ -540,13 +540,9 @@ impl TaskWorktree {
             .map_err(|e| Error::io("cannot make a temporary directory for an index", e))?;
         let index = scratch.path().join("index");
         let hex = base.to_string();
-        // The worktree's own index first, for its file stat data (nothing else of it is used:
-        // `read-tree -m` with one tree takes the tree's entries); a broken one is not needed.
-        let copied = std::fs::copy(self.checkout.admin.join("index"), &index).is_ok();
-        if !copied || self.git_index(&index, &["read-tree", "-m", &hex]).is_err() {
-            let _ = std::fs::remove_file(&index);
-            self.git_index(&index, &["read-tree", &hex])?;
-        }
+        // A fresh index, not a copy of the worker's: its flags (`assume-unchanged`,
+        // `skip-worktree`) and stat data could hide changes. Every file's content is compared.
+        self.git_index(&index, &["read-tree", &hex])?;
         let out = self.git_index(
             &index,
             &[

@@ -1072,3 +1072,25 @@ fn the_checkout_of_a_dead_process_is_kept_through_the_checks_and_its_branch_rese
     crate::git::remove_worktree(repo.store.repo().common_dir(), &vp).unwrap();
     repo.assert_untouched_and_sound();
 }
+
+#[test]
+fn what_the_worker_did_to_its_index_hides_no_change() {
+    let repo = TestRepo::new();
+    let wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    // Same size, same second as the checkout: only the content tells the change.
+    write(&p, "src/app.py", "def main():\n    return 7\n");
+    write(&p, "README.md", "# app\n\nA big app.\n");
+    git(&p, &["update-index", "--assume-unchanged", "src/app.py"]);
+    git(&p, &["update-index", "--skip-worktree", "README.md"]);
+    std::fs::write(git(&p, &["rev-parse", "--git-path", "index.lock"]), "").unwrap();
+    let snap = wt.snapshot(&SnapshotLimits::default()).expect("a snapshot");
+    let c = snap.commit.expect("a commit").to_string();
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &c]),
+        "README.md\nsrc/app.py"
+    );
+    let _ = std::fs::remove_file(p.join(git(&p, &["rev-parse", "--git-path", "index.lock"])));
+    wt.remove().expect("removed");
+    repo.assert_untouched_and_sound();
+}
