@@ -152,7 +152,7 @@ fn run_agent(
     let task = &input.task;
     let mut notes = Vec::new();
     let mut snapshot = None;
-    // Why a failed run's snapshot was refused, for its failure.
+    // Why a failed run's snapshot was refused or could not be taken, for its failure.
     let mut refused = None;
     let ran = if !driver.checkout() {
         let ctx = RunContext {
@@ -243,10 +243,11 @@ fn run_agent(
                         Err(kept) => format!("; {kept}"),
                     };
                     let why = format!("{e}{kept}");
-                    ran.map(|mut out| {
-                        out.output = rejected(&name, &why, out.output);
-                        out
-                    })
+                    match &mut ran {
+                        Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
+                        Err(_) => refused = Some(why),
+                    }
+                    ran
                 }
             }
         } else {
@@ -376,8 +377,13 @@ fn refusal(task: &crate::model::TaskId, snap: &worktree::Snapshot) -> String {
 
 /// The output of a run whose changes were refused.
 fn rejected(agent: &str, why: &str, mut output: TaskOutput) -> TaskOutput {
+    // A run that had failed already keeps its own reason first.
+    let before = match &output.outcome {
+        Outcome::Failed(r) => format!("{r}; "),
+        Outcome::Completed => String::new(),
+    };
     output.outcome = Outcome::Failed(format!(
-        "agent `{agent}`: its changes were not taken: {why}"
+        "{before}agent `{agent}`: its changes were not taken: {why}"
     ));
     output.summary = format!(
         "failed: changes refused: {}",

@@ -146,6 +146,32 @@ fn a_refused_snapshot_keeps_the_allowed_files_under_the_run_ref_and_lists_the_re
     repo.fsck();
 }
 
+#[test]
+fn a_failed_run_whose_snapshot_is_refused_says_both_and_keeps_the_allowed_files() {
+    let repo = repo_with("refused_then_fail", "max_file_size = \"1KiB\"");
+    let sid = run(&repo);
+    let task = repo.task(&sid, "IMPL-001");
+    assert_eq!(task["status"], "failed", "{task}");
+    let reason = task["result"]["reason"].as_str().unwrap();
+    let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
+    for expected in [
+        "snapshot-agent: gave up",
+        "`leak` is a symlink",
+        &format!("git show --stat {kept}"),
+    ] {
+        assert!(
+            reason.contains(expected),
+            "missing {expected:?} in {reason}"
+        );
+    }
+    assert_eq!(
+        repo.git(&["show", &format!("{kept}:src/ok.txt")]),
+        "IMPL-001 was here\n"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
 /// A repository with files inside and outside `app/`, and `git sparse-checkout` on `app/`.
 fn sparse(cone: bool) -> TestRepo {
     let repo = repo_with("outside", "");
