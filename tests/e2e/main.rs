@@ -12,5 +12,6 @@ mod crash;
 mod hooks;
 mod pipelines;
 mod review;
+mod snapshot;
 mod store;
 mod trust;
