@@ -89,6 +89,9 @@ pub struct SnapshotConfig {
     pub max_file_size: String,
     /// The most changed files taken.
     pub max_files: usize,
+    /// Names of directories whose new files are left out (when the base commit has no such
+    /// directory): generated trees such as `node_modules`.
+    pub leave_out: Vec<String>,
 }
 
 impl Default for SnapshotConfig {
@@ -97,6 +100,7 @@ impl Default for SnapshotConfig {
         SnapshotConfig {
             max_file_size: format!("{}MiB", d.max_file_bytes >> 20),
             max_files: d.max_files,
+            leave_out: d.leave_out,
         }
     }
 }
@@ -120,6 +124,7 @@ impl SnapshotConfig {
             Ok(n) if shift != u32::MAX && n > 0 => Ok(crate::worktree::SnapshotLimits {
                 max_file_bytes: n << shift,
                 max_files: self.max_files.max(1),
+                leave_out: self.leave_out.clone(),
             }),
             _ => Err(Error::Invalid(format!(
                 "not a size: write one like \"10MiB\", \"512KiB\" or a number of bytes (read \"{text}\")"

@@ -40,8 +40,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
         // A task's checkout may hold what its agent wrote before the process died.
         match keep_interrupted_work(&store, &wt) {
-            Ok(Some(branch)) => ctx.ui.status(format!(
-                "kept the unrecorded work in {} as a commit on {branch}",
+            Ok(Some(kept)) => ctx.ui.status(format!(
+                "kept the unrecorded work in {} at {kept}",
                 wt.display()
             )),
             Ok(None) => {}
@@ -188,55 +188,23 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
 }
 
-/// Commits what a dead process's agent left uncommitted in the task checkout `wt` onto its
-/// task branch, so that removing the checkout loses nothing (the next attempt sets it aside
-/// under `refs/tlv4/runs/…`). Returns the branch when there was something to keep.
+/// Keeps what a dead process's agent left in the task checkout `wt` under
+/// `refs/tlv4/runs/<SID>/<TASK>/<n>`, through the snapshot checks, so that removing the
+/// checkout loses nothing and nothing unchecked reaches the session. Returns the ref when
+/// there was something to keep.
 fn keep_interrupted_work(
     store: &crate::store::Store,
     wt: &std::path::Path,
 ) -> Result<Option<String>> {
-    let git = |args: &[&str]| {
-        let mut all = vec!["-C", wt.to_str().unwrap_or_default()];
-        all.extend_from_slice(args);
-        crate::git::run(wt.parent().unwrap_or(wt), &all)
-    };
-    let Ok(head) = git(&["symbolic-ref", "-q", "HEAD"]) else {
-        return Ok(None); // detached: a read-only view or a test checkout
-    };
-    let head = head.trim();
-    let Some(branch) = head
-        .strip_prefix(crate::store::SESSION_REF_PREFIX)
-        .filter(|b| b.contains('.'))
-    else {
-        return Ok(None);
-    };
     // The process that owned the checkout is gone: a lock of its index is a leftover.
-    if let Ok(admin) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let _ = std::fs::remove_file(std::path::Path::new(admin.trim()).join("index.lock"));
-    }
-    if git(&["status", "--porcelain", "--", ".", ":(exclude).tlv4"])?
-        .trim()
-        .is_empty()
+    if let Some(admin) = std::fs::read_to_string(wt.join(".git"))
+        .ok()
+        .and_then(|g| g.trim().strip_prefix("gitdir: ").map(|d| wt.join(d)))
     {
-        return Ok(None);
+        let _ = std::fs::remove_file(admin.join("index.lock"));
     }
-    let sig = store.signature();
-    let name = format!("user.name={}", sig.name);
-    let email = format!("user.email={}", sig.email);
-    git(&["add", "-A", "--", ".", ":(exclude).tlv4"])?;
-    let task = branch.rsplit('.').next().unwrap_or(branch);
-    git(&[
-        "-c",
-        &name,
-        "-c",
-        &email,
-        "-c",
-        "commit.gpgSign=false",
-        "commit",
-        "--no-verify",
-        "-q",
-        "-m",
-        &format!("{task}: interrupted work, kept by resume"),
-    ])?;
-    Ok(Some(format!("tlv4/{branch}")))
+    let limits = crate::config::Config::load(store.workdir())
+        .and_then(|c| c.snapshot.limits())
+        .unwrap_or_default();
+    crate::worktree::keep_abandoned(store, wt, &limits)
 }

@@ -3,7 +3,7 @@
 use gix::object::tree::EntryKind;
 
 use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, SessionId, SessionStatus};
+use crate::model::{Event, EventKind, SessionId, SessionStatus, TaskId};
 use crate::store::{SESSION_REF_PREFIX, Store, archive_ref, session_dir, session_ref};
 
 /// What was done.
@@ -57,37 +57,72 @@ fn record(store: &Store, sid: &SessionId, action: &str, summary: &str) -> Result
 }
 
 /// Moves the session to `refs/tlv4/archive/<SID>` and removes its branches (the task branches
-/// `tlv4/<SID>.*` and the session branch), each with the value it must have.
+/// `tlv4/<SID>.*` and the session branch), each with the value it must have. A task branch
+/// holding commits the archived session does not contain (work that was never merged) is
+/// kept under `refs/tlv4/runs/<SID>/<TASK>/<n>` first.
 fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     let target = archive_ref(sid);
+    // Task branches `tlv4/<SID>.<TASK>` (gix refuses a prefix ending in `.`, so filter here).
+    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
+    let task_branches: Vec<(String, gix::ObjectId)> = store
+        .refs_with_prefix(SESSION_REF_PREFIX)?
+        .into_iter()
+        .filter(|(n, _)| n.starts_with(&task_prefix))
+        .collect();
+    // Nothing is changed while any of them is checked out somewhere.
+    for (name, _) in &task_branches {
+        store.ensure_not_checked_out(name)?;
+    }
+    store.ensure_not_checked_out(&session_ref(sid))?;
     let tip = record(store, sid, "archive", &format!("Archived to {target}"))?;
     if !store.create_ref(&target, tip, "tlv4: archive")? {
         return Err(Error::conflict(format!("`{target}` already exists"), None));
     }
-    // Task branches `tlv4/<SID>.<TASK>` (gix refuses a prefix ending in `.`, so filter here).
-    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
-    let task_branches = store
-        .refs_with_prefix(SESSION_REF_PREFIX)?
-        .into_iter()
-        .filter(|(n, _)| n.starts_with(&task_prefix));
+    let (_, state) = store.read_state(sid)?;
     for (name, id) in task_branches {
-        store.ensure_not_checked_out(&name)?;
+        if !contains(store, tip, id)? {
+            let Ok(task) = name[task_prefix.len()..].parse::<TaskId>() else {
+                continue; // not a branch this tool names: left as it is
+            };
+            let attempt = state.tasks.get(&task).map_or(1, |t| t.attempts);
+            crate::worktree::keep_run(
+                store,
+                sid,
+                &task,
+                attempt,
+                id,
+                &format!("unmerged work of {task}, kept by archive"),
+            )?;
+        }
         store.delete_ref(&name, id)?;
     }
-    store.ensure_not_checked_out(&session_ref(sid))?;
     store.delete_ref(&session_ref(sid), tip)?;
     Ok(Done::Archived(target))
 }
 
-/// A branch `tlv4-export/<SID>` with one commit on the base: the session's code without
-/// `.tlv4/`, plus the spec and plan documents under `docs/tlv4/<SID>/` when `with_spec`.
+/// Whether `commit` is reachable from `tip`.
+fn contains(store: &Store, tip: gix::ObjectId, commit: gix::ObjectId) -> Result<bool> {
+    if tip == commit {
+        return Ok(true);
+    }
+    let base = store
+        .repo()
+        .merge_base(tip, commit)
+        .map_err(|e| Error::git(&format!("cannot compare {commit} with {tip}"), e))?;
+    Ok(base.map(|b| b.detach()) == Some(commit))
+}
+
+/// A branch `tlv4-export/<SID>` with one commit on the base: the session's code without its
+/// pipeline folder `.tlv4/sessions/<SID>/` (the repository's own `.tlv4/specs/` and the
+/// folders of earlier sessions stay as the base has them), plus the spec and plan documents
+/// under `docs/tlv4/<SID>/` when `with_spec`.
 fn export(store: &Store, sid: &SessionId, with_spec: bool) -> Result<Done> {
     let git = |e: gix::Error| Error::git("cannot export the session", e);
     let (tip, state) = store.read_state(sid)?;
     let tree = store.commit_tree(tip)?;
     let repo = store.repo();
     let mut editor = repo.edit_tree(tree).map_err(git)?;
-    editor.remove(".tlv4").map_err(git)?;
+    editor.remove(session_dir(sid).as_str()).map_err(git)?;
     if with_spec {
         let root = repo.find_tree(tree).map_err(git)?;
         for part in ["spec", "plan"] {
@@ -141,4 +176,155 @@ fn export(store: &Store, sid: &SessionId, with_spec: bool) -> Result<Done> {
         &format!("Exported to {name} ({commit})"),
     )?;
     Ok(Done::Exported(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coordinator::{StartOptions, start};
+    use std::path::Path;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A repository whose base commit has `.tlv4/specs/` of its own and the folder of an
+    /// earlier session, and a session on it marked completed.
+    fn completed() -> (tempfile::TempDir, Store, SessionId) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        git(p, &["init", "-q", "-b", "main"]);
+        for (path, body) in [
+            ("src/app.py", "x = 1\n"),
+            (
+                ".tlv4/specs/roles/executor.md",
+                "# our own executor rules\n",
+            ),
+            (
+                ".tlv4/sessions/TLV4-old-20260101/session.toml",
+                "id = \"old\"\n",
+            ),
+        ] {
+            std::fs::create_dir_all(p.join(path).parent().unwrap()).unwrap();
+            std::fs::write(p.join(path), body).unwrap();
+        }
+        git(p, &["add", "-A"]);
+        git(p, &["commit", "-q", "-m", "base"]);
+        let store = Store::from_repo(gix::open(p).unwrap()).unwrap();
+        let opts = StartOptions {
+            pipeline: Some("impl-only".into()),
+            no_supervision: true,
+            ..Default::default()
+        };
+        let (sid, _) = start(&store, "add a health check", &opts).unwrap();
+        store
+            .transact(&sid, |txn| {
+                txn.state.session.status = SessionStatus::Completed;
+                Ok(Some(Event::session(
+                    EventKind::SessionCompleted,
+                    "done".to_owned(),
+                )))
+            })
+            .unwrap();
+        (dir, store, sid)
+    }
+
+    #[test]
+    fn export_removes_only_the_sessions_pipeline_folder() {
+        let (dir, store, sid) = completed();
+        let Done::Exported(branch) = apply(&store, &sid, "export", true).unwrap() else {
+            panic!("exported")
+        };
+        let files = git(dir.path(), &["ls-tree", "-r", "--name-only", &branch]);
+        let files: Vec<&str> = files.lines().collect();
+        assert!(
+            files.contains(&".tlv4/specs/roles/executor.md"),
+            "{files:?}"
+        );
+        assert!(
+            files.contains(&".tlv4/sessions/TLV4-old-20260101/session.toml"),
+            "{files:?}"
+        );
+        assert!(
+            !files
+                .iter()
+                .any(|f| f.starts_with(&format!(".tlv4/sessions/{sid}"))),
+            "{files:?}"
+        );
+        assert!(files.contains(&"src/app.py"));
+        // Against the base, the export changes nothing under `.tlv4/`.
+        assert_eq!(
+            git(
+                dir.path(),
+                &["diff", "--name-only", "main", &branch, "--", ".tlv4"]
+            ),
+            ""
+        );
+    }
+
+    #[test]
+    fn archive_keeps_unmerged_task_branch_commits_under_a_run_ref() {
+        let (dir, store, sid) = completed();
+        let p = dir.path();
+        let tip = git(p, &["rev-parse", &session_ref(&sid)]);
+        // IMPL-001's branch holds a commit the session never merged; TEST-001's is merged.
+        let side = git(
+            p,
+            &[
+                "commit-tree",
+                &format!("{tip}^{{tree}}"),
+                "-p",
+                &tip,
+                "-m",
+                "unmerged work",
+            ],
+        );
+        git(
+            p,
+            &[
+                "update-ref",
+                &format!("refs/heads/tlv4/{sid}.IMPL-001"),
+                &side,
+            ],
+        );
+        git(
+            p,
+            &[
+                "update-ref",
+                &format!("refs/heads/tlv4/{sid}.TEST-001"),
+                &tip,
+            ],
+        );
+        let Done::Archived(target) = apply(&store, &sid, "archive", false).unwrap() else {
+            panic!("archived")
+        };
+        assert_eq!(target, format!("refs/tlv4/archive/{sid}"));
+        let refs = git(p, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+        assert!(!refs.contains("refs/heads/tlv4/"), "{refs}");
+        assert!(
+            refs.contains(&format!("refs/tlv4/runs/{sid}/IMPL-001/1 {side}")),
+            "{refs}"
+        );
+        assert!(
+            !refs.contains(&format!("refs/tlv4/runs/{sid}/TEST-001")),
+            "{refs}"
+        );
+        git(p, &["fsck", "--strict", "--no-dangling"]);
+    }
 }

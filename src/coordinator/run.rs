@@ -170,7 +170,7 @@ impl Runner<'_> {
                         role: task.role.clone(),
                     });
                     let roster = Arc::clone(&self.roster);
-                    let limits = self.limits;
+                    let limits = self.limits.clone();
                     let hooks = Arc::clone(&self.hooks);
                     running.spawn_blocking(move || {
                         let started = Instant::now();
@@ -771,6 +771,7 @@ fn write_run_record(
         "summary": output.summary, "state_update": output.state_update, "files": files,
         "snapshot": result.snapshot.as_ref().map(|s| serde_json::json!({
             "commit": s.commit.to_string(), "parent": s.parent.to_string(), "changed": s.changed,
+            "refused": s.refused, "left_out": s.left_out, "kept": s.kept,
         })),
     });
     txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;

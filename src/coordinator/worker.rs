@@ -43,11 +43,17 @@ pub(crate) struct RunData {
     pub usage: Usage,
 }
 
-/// A code task's snapshot.
+/// A code task's snapshot (or, for a refused one, the commit keeping what passed the checks).
 pub(crate) struct SnapshotData {
     pub commit: ObjectId,
     pub parent: ObjectId,
     pub changed: Vec<String>,
+    /// Refused paths, each with its reason; empty when the snapshot was taken.
+    pub refused: Vec<String>,
+    /// Generated directories left out, with their file counts.
+    pub left_out: Vec<String>,
+    /// The `refs/tlv4/runs/…` ref keeping a refused snapshot's commit.
+    pub kept: Option<String>,
 }
 
 impl WorkResult {
@@ -146,6 +152,8 @@ fn run_agent(
     let task = &input.task;
     let mut notes = Vec::new();
     let mut snapshot = None;
+    // Why a failed run's snapshot was refused or could not be taken, for its failure.
+    let mut refused = None;
     let ran = if !driver.checkout() {
         let ctx = RunContext {
             workdir: std::env::temp_dir(),
@@ -171,14 +179,19 @@ fn run_agent(
                 attempt: task.attempts,
             };
             let mut ran = driver.run(input, &ctx);
+            let from = wt.from();
             match wt.snapshot(limits) {
                 Ok(snap) => {
+                    let data = |commit| SnapshotData {
+                        commit,
+                        parent: from,
+                        changed: snap.changed.iter().map(|c| c.path.clone()).collect(),
+                        refused: snap.refused.iter().map(ToString::to_string).collect(),
+                        left_out: snap.left_out.iter().map(ToString::to_string).collect(),
+                        kept: snap.kept.as_ref().map(|k| k.name.clone()),
+                    };
                     if let Some(commit) = snap.commit {
-                        let data = SnapshotData {
-                            commit,
-                            parent: wt.from(),
-                            changed: snap.changed.iter().map(|c| c.path.clone()).collect(),
-                        };
+                        let data = data(commit);
                         if let Ok(out) = &mut ran {
                             before_merge(hooks, input, &data, wt.path(), &mut out.output);
                         }
@@ -191,16 +204,51 @@ fn run_agent(
                             snap.ignored.join(", ")
                         ));
                     }
-                    if let Err(e) = wt.remove() {
-                        notes.push(e.to_string());
+                    if !snap.left_out.is_empty() {
+                        let line = left_out_line(&snap.left_out);
+                        notes.push(format!("{}: {line}", task.id));
+                        if let Ok(out) = &mut ran {
+                            out.output.summary = format!("{} ({line})", out.output.summary);
+                        }
+                    }
+                    if !snap.refused.is_empty() {
+                        if let Some(k) = &snap.kept {
+                            snapshot = Some(data(k.commit));
+                        }
+                        let why = refusal(&task.id, &snap);
+                        match &mut ran {
+                            Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
+                            Err(_) => refused = Some(why),
+                        }
+                    }
+                    match wt.remove() {
+                        Ok(Some(k)) => notes.push(format!(
+                            "{}: work not in its snapshot is kept at {} (git show --stat {0})",
+                            task.id, k.name
+                        )),
+                        Ok(None) => {}
+                        Err(e) => notes.push(e.to_string()),
                     }
                     ran
                 }
-                // Changes that break the rules are not taken; the worktree goes with them.
-                Err(e) => ran.map(|mut out| {
-                    out.output = rejected(&name, &e.to_string(), out.output);
-                    out
-                }),
+                // The snapshot could not be taken at all: what the checkout holds is kept
+                // under a ref of its own, or the checkout stays.
+                Err(e) => {
+                    let kept = match wt.remove() {
+                        Ok(Some(k)) => format!(
+                            "; its work is kept at {0} (look at it: git show --stat {0})",
+                            k.name
+                        ),
+                        Ok(None) => "; it had changed nothing".to_owned(),
+                        Err(kept) => format!("; {kept}"),
+                    };
+                    let why = format!("{e}{kept}");
+                    match &mut ran {
+                        Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
+                        Err(_) => refused = Some(why),
+                    }
+                    ran
+                }
             }
         } else {
             let view = ReadOnlyView::create(&store, qctx.tip)?;
@@ -225,7 +273,11 @@ fn run_agent(
     } = match ran {
         Ok(out) => out,
         Err(e) => {
-            let mut failed = WorkResult::failed(&name, reason(&name, &e));
+            let mut why = reason(&name, &e);
+            if let Some(r) = refused {
+                why = format!("{why}; {r}");
+            }
+            let mut failed = WorkResult::failed(&name, why);
             failed.notes = notes;
             failed.snapshot = snapshot;
             return Ok(failed);
@@ -298,10 +350,40 @@ fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
+/// The line saying which generated directories a snapshot left out.
+fn left_out_line(left_out: &[worktree::LeftOut]) -> String {
+    let dirs: Vec<String> = left_out.iter().map(ToString::to_string).collect();
+    format!(
+        "left out of the snapshot as generated: {} (the list is [snapshot] leave_out in .tlv4.toml)",
+        dirs.join(", ")
+    )
+}
+
+/// Why a snapshot was refused, and where what passed the checks is kept.
+fn refusal(task: &crate::model::TaskId, snap: &worktree::Snapshot) -> String {
+    let list: Vec<String> = snap.refused.iter().map(|r| format!("  {r}")).collect();
+    let kept = match &snap.kept {
+        Some(k) => format!(
+            "the changes that pass the checks are kept, not merged, at {0}: look at them with `git show --stat {0}`, take them with `git cherry-pick {0}` or `git checkout {0} -- PATH`",
+            k.name
+        ),
+        None => "no other change was made".to_owned(),
+    };
+    format!(
+        "the snapshot of {task} was refused:\n{}\n{kept}",
+        list.join("\n")
+    )
+}
+
 /// The output of a run whose changes were refused.
 fn rejected(agent: &str, why: &str, mut output: TaskOutput) -> TaskOutput {
+    // A run that had failed already keeps its own reason first.
+    let before = match &output.outcome {
+        Outcome::Failed(r) => format!("{r}; "),
+        Outcome::Completed => String::new(),
+    };
     output.outcome = Outcome::Failed(format!(
-        "agent `{agent}`: its changes were refused, nothing was taken: {why}"
+        "{before}agent `{agent}`: its changes were not taken: {why}"
     ));
     output.summary = format!(
         "failed: changes refused: {}",

@@ -1,16 +1,38 @@
-//! The one place that runs the `git` binary, for what gix does not do (maintenance).
+//! The one place that runs the `git` binary, for what gix does not do (checkouts, staging
+//! with the user's filters, maintenance).
+//!
+//! The user's git hooks (`.git/hooks`, `core.hooksPath`) are for the user's own commands:
+//! every command the tool runs here turns them off ([`NO_HOOKS`]), so that a failing
+//! `post-checkout` or `reference-transaction` hook cannot fail the tool's plumbing (or leave
+//! a half-made worktree behind). The tool's lifecycle hooks (`tlv4.hooksPath`,
+//! [`crate::hooks`]) are a separate thing and not affected.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// The options that turn the user's git hooks off for one command.
+pub const NO_HOOKS: [&str; 2] = ["-c", "core.hooksPath=/dev/null"];
+
+/// `git`, with the user's hooks off and no repository location inherited from the
+/// environment: callers name the repository themselves (`-C`, `--git-dir`, the directory);
+/// variables set by a hook or the user's shell must not redirect the command elsewhere.
+fn git() -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .args(NO_HOOKS)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// Runs git's own auto-maintenance (`git maintenance run --auto`), which packs loose objects
 /// once there are enough of them. Failures are ignored: maintenance is an optimisation.
 pub fn auto_maintenance(git_dir: &Path) {
-    let _ = Command::new("git")
+    let _ = git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(["maintenance", "run", "--auto", "--quiet"])
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
@@ -18,15 +40,22 @@ pub fn auto_maintenance(git_dir: &Path) {
 
 /// Runs `git ARGS` in `dir` and returns its stdout; an error carries its stderr.
 pub fn run(dir: &Path, args: &[&str]) -> crate::Result<String> {
-    // Callers name the repository themselves (`-C`, `--git-dir`, the directory); variables
-    // set by a hook or the user's shell must not redirect the command elsewhere.
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
+    run_with(dir, args, None)
+}
+
+/// Like [`run`], with git's index at `index` (`GIT_INDEX_FILE`) instead of the repository's.
+pub fn run_with_index(dir: &Path, index: &Path, args: &[&str]) -> crate::Result<String> {
+    run_with(dir, args, Some(index))
+}
+
+fn run_with(dir: &Path, args: &[&str], index: Option<&Path>) -> crate::Result<String> {
+    let mut cmd = git();
+    cmd.current_dir(dir);
+    if let Some(index) = index {
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let out = cmd
         .args(args)
-        .stdin(Stdio::null())
         .output()
         .map_err(|e| crate::Error::io("cannot run git", e))?;
     if !out.status.success() {
@@ -50,11 +79,10 @@ pub fn lock_reason() -> String {
 
 /// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.
 pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(out) = Command::new("git")
+    let Ok(out) = git()
         .arg("--git-dir")
         .arg(git_dir)
         .args(["worktree", "list", "--porcelain"])
-        .stdin(Stdio::null())
         .output()
     else {
         return Vec::new();

@@ -1,6 +1,8 @@
 //! The checks a worker's changes pass before they are committed: every changed path stays
 //! inside the worktree (symlinks included), nothing is a `.git` below the root, no file is
-//! too large and there are not too many of them. Changes under `.tlv4/` are set aside.
+//! too large and there are not too many of them. Changes under `.tlv4/` are set aside, and
+//! so are new files in generated trees (`node_modules/`, `target/`, … see
+//! [`GENERATED_DIRS`]) that the base commit does not have.
 //!
 //! The list of changes is `git status` (so `.gitignore` is honoured exactly as `git add`
 //! will honour it); the checks look at the files themselves with `lstat`, never following a
@@ -17,13 +19,35 @@ use crate::error::{Error, Result};
 /// How many symlinks a target may go through before it counts as a loop (Linux's limit).
 const MAX_SYMLINK_HOPS: u32 = 40;
 
+/// The names of directories whose new files a snapshot leaves out by default: what package
+/// managers, build tools and interpreters generate (`npm install`, `cargo build`, a virtual
+/// environment, Python's bytecode caches, bundler output). Only where the base commit has no
+/// directory of that path: a tracked `build/` is the project's own and taken like any other.
+pub const GENERATED_DIRS: &[&str] = &[
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".tox",
+    ".gradle",
+    ".next",
+    "dist",
+    "build",
+];
+
 /// Limits on what one snapshot takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotLimits {
     /// The largest file taken, in bytes (default 10 MiB).
     pub max_file_bytes: u64,
     /// The most changed files taken (default 5000).
     pub max_files: usize,
+    /// Directory names whose new files are left out when the base has no such directory
+    /// (default [`GENERATED_DIRS`]).
+    pub leave_out: Vec<String>,
 }
 
 impl Default for SnapshotLimits {
@@ -31,6 +55,7 @@ impl Default for SnapshotLimits {
         SnapshotLimits {
             max_file_bytes: 10 << 20,
             max_files: 5000,
+            leave_out: GENERATED_DIRS.iter().map(|d| (*d).to_owned()).collect(),
         }
     }
 }
@@ -107,6 +132,16 @@ pub enum Rule {
     NotAFile,
     /// A path that is not valid UTF-8.
     NotUtf8,
+    /// The worker moved `HEAD` of the worktree off the task branch.
+    HeadMoved {
+        /// What `HEAD` is instead.
+        head: String,
+    },
+    /// The worker moved the task branch to a commit that does not build on the snapshot base.
+    BranchMoved {
+        /// The branch's tip.
+        tip: String,
+    },
 }
 
 impl fmt::Display for Rule {
@@ -146,6 +181,14 @@ impl fmt::Display for Rule {
             ),
             Rule::NotAFile => write!(f, "is neither a regular file nor a symlink"),
             Rule::NotUtf8 => write!(f, "is not a valid UTF-8 path"),
+            Rule::HeadMoved { head } => write!(
+                f,
+                "was moved off the task branch by the worker (it is `{head}`)"
+            ),
+            Rule::BranchMoved { tip } => write!(
+                f,
+                "was moved by the worker to {tip}, which does not build on the commit the task started from"
+            ),
         }
     }
 }
@@ -168,14 +211,32 @@ impl fmt::Display for Rejection {
     }
 }
 
+/// A generated directory whose new files a snapshot left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The directory, relative to the root of the worktree, ending with `/`.
+    pub dir: String,
+    /// How many new files it holds.
+    pub files: usize,
+}
+
+impl fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} files)", self.dir, self.files)
+    }
+}
+
 /// What a worker changed, before anything is committed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inspection {
-    /// The changes a snapshot takes, in path order.
+    /// The changes a snapshot takes (when nothing is rejected), in path order.
     pub changed: Vec<Change>,
     /// Changed paths under `.tlv4/`, which a snapshot leaves out.
     pub ignored: Vec<String>,
-    /// Paths that break a rule; a snapshot commits nothing while there are any.
+    /// Generated directories whose new files a snapshot leaves out, in path order.
+    pub left_out: Vec<LeftOut>,
+    /// Paths that break a rule: the task branch gets nothing while there are any (what is
+    /// in `changed` is kept under a ref of its own instead).
     pub rejected: Vec<Rejection>,
 }
 
@@ -192,16 +253,20 @@ pub(super) struct StatusEntry {
 
 impl StatusEntry {
     /// Whether the entry has a staged change.
+    #[cfg(test)]
     pub(super) fn is_staged(&self) -> bool {
         !matches!(self.x, b' ' | b'?' | b'!')
     }
 
-    fn kind(&self) -> ChangeKind {
-        let code = if self.y == b' ' { self.x } else { self.y };
-        match code {
-            b'?' | b'A' => ChangeKind::Added,
-            b'D' => ChangeKind::Deleted,
-            _ => ChangeKind::Modified,
+    /// How the file differs from the index, which a snapshot fills from its base commit:
+    /// `None` when it does not (a difference between `HEAD` and the base alone is no change
+    /// of the worktree's).
+    fn kind(&self) -> Option<ChangeKind> {
+        match self.y {
+            b' ' => None,
+            b'?' | b'A' => Some(ChangeKind::Added),
+            b'D' => Some(ChangeKind::Deleted),
+            _ => Some(ChangeKind::Modified),
         }
     }
 }
@@ -232,23 +297,44 @@ fn in_pipeline_folder(path: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// Sorts the status entries of the worktree at `root` into taken, set aside and rejected.
+/// Sorts the status entries of the worktree at `root` (against an index holding the base
+/// commit) into taken, set aside, left out and rejected. `base_has_dir(dir)` says whether the
+/// base commit has a directory at `dir`.
 pub(super) fn inspect(
     root: &Path,
     entries: Vec<StatusEntry>,
     limits: &SnapshotLimits,
+    base_has_dir: &dyn Fn(&str) -> bool,
 ) -> Inspection {
     let mut out = Inspection::default();
     let mut taken = Vec::new();
+    let mut generated: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut known: std::collections::HashMap<String, bool> = Default::default();
     for entry in entries {
+        let Some(kind) = entry.kind() else { continue };
         if in_pipeline_folder(&entry.path) {
             out.ignored.push(entry.path);
-        } else {
-            taken.push(entry);
+            continue;
         }
+        // A new file in a generated tree the base does not have.
+        if kind == ChangeKind::Added
+            && let Some(dir) = generated_dir(&entry.path, &limits.leave_out, &mut |d| {
+                *known.entry(d.to_owned()).or_insert_with(|| base_has_dir(d))
+            })
+        {
+            *generated.entry(format!("{dir}/")).or_default() += 1;
+            continue;
+        }
+        taken.push((entry, kind));
     }
     out.ignored.sort();
+    out.left_out = generated
+        .into_iter()
+        .map(|(dir, files)| LeftOut { dir, files })
+        .collect();
     if taken.len() > limits.max_files {
+        // The snapshot as a whole is refused; the files are still checked one by one, so
+        // that those that pass can be kept.
         out.rejected.push(Rejection {
             path: ".".to_owned(),
             rule: Rule::TooManyFiles {
@@ -256,10 +342,9 @@ pub(super) fn inspect(
                 limit: limits.max_files,
             },
         });
-        return out;
     }
     let mut dirs_seen = BTreeSet::new();
-    for entry in &taken {
+    for (entry, kind) in &taken {
         let reject = |rule| Rejection {
             path: entry.path.trim_end_matches('/').to_owned(),
             rule,
@@ -295,8 +380,7 @@ pub(super) fn inspect(
             out.rejected.push(reject(Rule::NestedRepository));
             continue;
         }
-        let kind = entry.kind();
-        if kind != ChangeKind::Deleted
+        if *kind != ChangeKind::Deleted
             && let Some(rule) = check_file(root, &entry.path, limits)
         {
             out.rejected.push(reject(rule));
@@ -304,11 +388,43 @@ pub(super) fn inspect(
         }
         out.changed.push(Change {
             path: entry.path.clone(),
-            kind,
+            kind: *kind,
         });
     }
+    // A file below a planted `.git` is not taken either.
+    let planted: Vec<String> = out
+        .rejected
+        .iter()
+        .filter(|r| r.rule == Rule::GitDir)
+        .filter_map(|r| r.path.strip_suffix(".git").map(str::to_owned))
+        .collect();
+    out.changed
+        .retain(|c| !planted.iter().any(|dir| c.path.starts_with(dir.as_str())));
     out.changed.sort();
     out
+}
+
+/// The generated directory `path` (a new file) lies in, if any: the one nearest the root
+/// named in `names` that the base does not have.
+fn generated_dir<'a>(
+    path: &'a str,
+    names: &[String],
+    base_has_dir: &mut dyn FnMut(&str) -> bool,
+) -> Option<&'a str> {
+    let path = path.trim_end_matches('/');
+    let mut end = 0;
+    for part in path.split('/') {
+        let dir_end = end + part.len();
+        if dir_end >= path.len() {
+            // The last component is the file itself.
+            return None;
+        }
+        if names.iter().any(|n| n == part) && !base_has_dir(&path[..dir_end]) {
+            return Some(&path[..dir_end]);
+        }
+        end = dir_end + 1;
+    }
+    None
 }
 
 /// The directories above `path` (a `/`-separated relative path), nearest the root first.
@@ -419,11 +535,12 @@ mod tests {
         let e = parse_status(out).unwrap();
         assert_eq!(e.len(), 6);
         assert_eq!(e[0].path, "new file");
-        assert_eq!(e[0].kind(), ChangeKind::Added);
-        assert_eq!(e[1].kind(), ChangeKind::Modified);
-        assert_eq!(e[2].kind(), ChangeKind::Deleted);
-        assert_eq!(e[3].kind(), ChangeKind::Modified);
+        assert_eq!(e[0].kind(), Some(ChangeKind::Added));
+        assert_eq!(e[1].kind(), Some(ChangeKind::Modified));
+        assert_eq!(e[2].kind(), Some(ChangeKind::Deleted));
+        assert_eq!(e[3].kind(), Some(ChangeKind::Modified));
         assert!(e[4].is_staged());
+        assert_eq!(e[4].kind(), None, "a difference to HEAD only is no change");
         assert!(!e[0].is_staged() && !e[1].is_staged());
         assert_eq!(e[5].path, "nested/");
         assert!(parse_status(b"garbage\0").is_err());
@@ -438,6 +555,29 @@ mod tests {
         assert_eq!(ancestors("a/b/c").collect::<Vec<_>>(), ["a", "a/b"]);
         assert_eq!(ancestors("nested/").collect::<Vec<_>>(), Vec::<&str>::new());
         assert_eq!(ancestors("f").count(), 0);
+    }
+
+    #[test]
+    fn generated_directories_are_those_the_base_does_not_have() {
+        let names: Vec<String> = GENERATED_DIRS.iter().map(|d| (*d).to_owned()).collect();
+        let mut base = |d: &str| d == "build" || d == "web/target";
+        let mut dir = |p: &'static str| generated_dir(p, &names, &mut base);
+        assert_eq!(dir("node_modules/a/b.js"), Some("node_modules"));
+        assert_eq!(
+            dir("web/node_modules/x/node_modules/y.js"),
+            Some("web/node_modules")
+        );
+        assert_eq!(dir("src/__pycache__/m.pyc"), Some("src/__pycache__"));
+        assert_eq!(
+            dir("build/out.o"),
+            None,
+            "the base has build/: the project's own"
+        );
+        assert_eq!(dir("web/target/x"), None);
+        assert_eq!(dir("target/debug/x"), Some("target"));
+        assert_eq!(dir("node_modules"), None, "a file of that name is a file");
+        assert_eq!(dir("src/node_modules.rs"), None);
+        assert_eq!(dir("nested/"), None);
     }
 
     #[test]

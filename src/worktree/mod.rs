@@ -4,16 +4,22 @@
 //! A worker never runs in the user's checkout. Its task gets the branch
 //! `tlv4/<SID>.<TASK>`, forked from the session tip, checked out by `git worktree add` in a
 //! fresh temporary directory and locked there while the worker runs. The git CLI does the
-//! checkout, staging and commit (not gix) because it applies what the user configured for
-//! this repository: `post-checkout` hooks, LFS and other smudge/clean filters, attributes.
+//! checkout and staging (not gix) because it applies what the user configured for this
+//! repository: LFS and other smudge/clean filters, attributes — but never the user's git
+//! hooks (see [`crate::git`]), and never a sparse checkout: task checkouts are full.
 //!
 //! What the worker changed becomes one commit on the task branch ([`TaskWorktree::snapshot`]),
 //! but only after every changed path passed the checks in [`SnapshotLimits`] (no symlink out
 //! of the worktree, no `.git` below the root, no huge files, not too many files). Changes
-//! under `.tlv4/` are never taken: only the tool writes the pipeline folder. The worktree is
-//! removed ([`TaskWorktree::remove`]) only once the task branch points at that snapshot, so
-//! nothing a worker produced is lost; a worktree dropped without `remove` is removed on a
-//! best-effort basis (its branch stays).
+//! under `.tlv4/` are never taken: only the tool writes the pipeline folder; new files in
+//! generated trees (`node_modules/`…) are left out. The changes are staged into a private
+//! index filled from the base, so what the worker did to its own index or `HEAD` does not
+//! change what is recorded. A refused snapshot does not move the branch: what passes the
+//! checks is kept under `refs/tlv4/runs/<SID>/<TASK>/<n>` instead ([`keep_run`]).
+//!
+//! Nothing a worker produced is lost: the worktree is removed ([`TaskWorktree::remove`], or
+//! when dropped) only once what it holds beyond its last snapshot is kept under a run ref;
+//! when that cannot be written, the checkout stays, locked, for `resume`.
 //!
 //! Merging a task branch back is an in-memory tree merge ([`merge_task`]) whose result the
 //! coordinator records as a merge event with [`crate::store::Txn::merge`].
@@ -23,7 +29,9 @@ mod merge;
 #[cfg(test)]
 mod tests;
 
-pub use check::{Change, ChangeKind, Inspection, Rejection, Rule, SnapshotLimits};
+pub use check::{
+    Change, ChangeKind, GENERATED_DIRS, Inspection, LeftOut, Rejection, Rule, SnapshotLimits,
+};
 pub use merge::{MergeOutcome, merge_task, overlapping};
 
 use std::path::{Path, PathBuf};
@@ -49,6 +57,34 @@ pub fn task_ref(sid: &SessionId, task: &TaskId) -> String {
 /// The ref that keeps the unmerged work of attempt `attempt` of `task`.
 pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
     format!("refs/tlv4/runs/{sid}/{task}/{attempt}")
+}
+
+/// Keeps `commit`, work of attempt `attempt` of `task`, under the first free
+/// [`attempt_ref`] from `attempt` up (attempt 0 counts as 1); one that already points at
+/// `commit` is reused. Returns the ref. Create-only: no existing ref is moved.
+pub fn keep_run(
+    store: &Store,
+    sid: &SessionId,
+    task: &TaskId,
+    attempt: u32,
+    commit: ObjectId,
+    why: &str,
+) -> Result<String> {
+    let first = attempt.max(1);
+    for n in first..first.saturating_add(1000) {
+        let name = attempt_ref(sid, task, n);
+        if store.create_ref(&name, commit, &format!("git-tlv4: {why}"))?
+            || store.try_ref(&name)? == Some(commit)
+        {
+            return Ok(name);
+        }
+    }
+    Err(Error::state(
+        format!("no free ref under refs/tlv4/runs/{sid}/{task}/ to keep {commit} ({why}) in"),
+        Some(format!(
+            "look at them with `git for-each-ref refs/tlv4/runs/{sid}/{task}/` and delete those not needed"
+        )),
+    ))
 }
 
 /// Before attempt `attempt` of `task` starts at `from`: when the task branch holds commits
@@ -77,17 +113,8 @@ pub fn set_aside(
     if base == Some(from) || base == Some(tip) {
         return Ok(None);
     }
-    let mut n = attempt.saturating_sub(1).max(1);
-    let keep = loop {
-        let name = attempt_ref(sid, task, n);
-        if store.create_ref(&name, tip, &format!("git-tlv4: attempt {n} of {task}"))? {
-            break name;
-        }
-        if store.try_ref(&name)? == Some(tip) {
-            break name;
-        }
-        n += 1;
-    };
+    let n = attempt.saturating_sub(1);
+    let keep = keep_run(store, sid, task, n, tip, &format!("attempt {n} of {task}"))?;
     store.update_ref(
         &branch,
         tip,
@@ -97,39 +124,75 @@ pub fn set_aside(
     Ok(Some(keep))
 }
 
+/// A ref that keeps work of a worker: a commit on top of the snapshot base holding what could
+/// be recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The full ref name, under `refs/tlv4/runs/`.
+    pub name: String,
+    /// The commit it points at.
+    pub commit: ObjectId,
+}
+
 /// What a snapshot recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The new commit on the task branch; `None` when the worker changed nothing that is taken.
+    /// The new commit on the task branch; `None` when the worker changed nothing that is
+    /// taken, or when the snapshot was refused.
     pub commit: Option<ObjectId>,
-    /// The paths the commit changes, in path order.
+    /// The paths the commit changes (or, when refused, the kept commit), in path order.
     pub changed: Vec<Change>,
     /// Paths under `.tlv4/` the worker changed, which were left out.
     pub ignored: Vec<String>,
+    /// Generated directories whose new files were left out.
+    pub left_out: Vec<LeftOut>,
+    /// Why the snapshot was refused: each path and the rule it breaks. Empty when taken.
+    pub refused: Vec<Rejection>,
+    /// When refused: the ref keeping the changes that pass the checks (`None` when no change
+    /// did).
+    pub kept: Option<Kept>,
 }
 
 /// A worker's checkout: the task branch in a locked linked worktree under a temporary
 /// directory.
+///
+/// It is removed only once everything in it that can be recorded is referenced by a ref: by
+/// [`TaskWorktree::remove`], or when dropped, both of which first keep what is not recorded
+/// yet under `refs/tlv4/runs/…` ([`keep_run`]). When even that fails, the checkout stays,
+/// registered and locked in this process's name, for `resume` to recover.
 pub struct TaskWorktree {
     checkout: Checkout,
-    repo: gix::ThreadSafeRepository,
+    store: Store,
     sid: SessionId,
     task: TaskId,
     branch: String,
     from: ObjectId,
     run: Option<(String, u32)>,
-    identity: (String, String),
     recorded: Mutex<Recorded>,
 }
 
-/// Where the task branch stands as far as this worktree knows.
-#[derive(Debug, Clone, Copy)]
+/// Where the worker's work stands as far as this worktree knows.
+#[derive(Debug, Clone)]
 struct Recorded {
     /// The commit the worker's changes are measured against: the branch tip at creation,
     /// then the last snapshot.
     base: ObjectId,
-    /// What the branch must point at for the worktree to be removed: set by a snapshot.
-    snapshot: Option<ObjectId>,
+    /// The ref and commit that keep the worktree's content beyond `base` as last recorded:
+    /// the task branch after a snapshot, a `refs/tlv4/runs/…` ref after a refused one.
+    kept: Option<(String, ObjectId)>,
+    /// The limits of the last snapshot, for keeping work when the worktree is removed.
+    limits: SnapshotLimits,
+}
+
+/// The worktree's changes over a base, staged into a private index and written as a tree.
+struct Built {
+    inspection: Inspection,
+    /// The base with the changes that pass the checks.
+    tree: ObjectId,
+    /// The base's own tree.
+    base_tree: ObjectId,
+    /// The task branch's tip.
+    tip: Option<ObjectId>,
 }
 
 impl TaskWorktree {
@@ -172,20 +235,20 @@ impl TaskWorktree {
             task.as_str(),
             &reason,
             &[short(&branch)],
+            OnDrop::Keep,
         )?;
-        let sig = store.signature();
         Ok(TaskWorktree {
             checkout,
-            repo: store.repo().clone().into_sync(),
+            store: Store::from_repo(store.repo().clone())?,
             sid: sid.clone(),
             task: task.clone(),
             branch,
             from,
             run: task_at(store, sid, task, from).map(|t| (t.role, t.attempts)),
-            identity: (sig.name.to_string(), sig.email.to_string()),
             recorded: Mutex::new(Recorded {
                 base,
-                snapshot: None,
+                kept: None,
+                limits: SnapshotLimits::default(),
             }),
         })
     }
@@ -230,32 +293,29 @@ impl TaskWorktree {
     }
 
     /// Lists what the worker changed relative to [`TaskWorktree::base`] and checks every path
-    /// against `limits`, without committing. Commits the worker made on the task branch are
-    /// undone into uncommitted changes first (a snapshot takes them as one commit), and
-    /// anything it staged is unstaged; its files are left as they are.
+    /// against `limits`, without recording anything. Commits the worker made on the task
+    /// branch count as its changes (a snapshot takes them as one commit); what it staged in
+    /// its own index does not matter. Nothing in the worktree is changed.
     pub fn inspect(&self, limits: &SnapshotLimits) -> Result<Inspection> {
         let base = self.recorded().base;
-        self.inspect_from(base, limits)
-    }
-
-    fn inspect_from(&self, base: ObjectId, limits: &SnapshotLimits) -> Result<Inspection> {
-        check_environment()?;
-        self.rewind(base)?;
-        let mut entries = self.status()?;
-        if entries.iter().any(check::StatusEntry::is_staged) {
-            self.checkout.git_here(&["reset", "-q"])?;
-            entries = self.status()?;
-        }
-        Ok(check::inspect(&self.checkout.path, entries, limits))
+        Ok(self.build(base, limits, false)?.inspection)
     }
 
     /// Records what the worker changed as one commit on the task branch: subject
     /// `<TASK>: snapshot (<role>)`, trailers `Tlv4-Session`, `Tlv4-Task`, `Tlv4-Role`,
     /// `Tlv4-Event: task_snapshot` and `Tlv4-Attempt`, authored by the store's identity.
     ///
-    /// Every changed path is checked first ([`TaskWorktree::inspect`]); if any is rejected,
-    /// nothing is committed and the error names each path and the rule it breaks. Changes
-    /// under `.tlv4/` are left out and listed in [`Snapshot::ignored`]. No change, no commit.
+    /// Every changed path is checked first ([`TaskWorktree::inspect`]). If any is refused
+    /// (or the worker moved `HEAD` or the branch), the branch is not moved: the changes that
+    /// pass the checks are committed on the base as `<TASK>: refused snapshot (<role>)`
+    /// (`Tlv4-Event: task_snapshot_refused`) and kept under `refs/tlv4/runs/<SID>/<TASK>/<n>`
+    /// ([`Snapshot::kept`]), and [`Snapshot::refused`] names each refused path and the rule
+    /// it breaks. Changes under `.tlv4/` are left out ([`Snapshot::ignored`]), and so are new
+    /// files in generated directories ([`Snapshot::left_out`]). No change, no commit.
+    ///
+    /// The changes are staged into a private index filled from the base, never the worker's
+    /// own, so neither a sparse checkout nor what the worker did to its index or `HEAD`
+    /// changes what is recorded.
     pub fn snapshot(&self, limits: &SnapshotLimits) -> Result<Snapshot> {
         let (role, attempt) = self.run.clone().ok_or_else(|| {
             Error::state(
@@ -267,174 +327,456 @@ impl TaskWorktree {
             )
         })?;
         let mut recorded = self.recorded();
+        recorded.limits = limits.clone();
         let base = recorded.base;
-        let inspection = self.inspect_from(base, limits)?;
-        if !inspection.rejected.is_empty() {
-            return Err(self.rejected(&inspection.rejected));
-        }
-        if inspection.changed.is_empty() {
-            recorded.snapshot = Some(base);
-            return Ok(Snapshot {
-                commit: None,
-                changed: Vec::new(),
-                ignored: inspection.ignored,
-            });
-        }
-        let exclude = format!(":(exclude){PIPELINE_FOLDER}");
-        self.checkout
-            .git_here(&["add", "-A", "--", ".", exclude.as_str()])?;
-        let message = snapshot_message(&self.sid, &self.task, &role, attempt, &inspection);
-        let (name, email) = &self.identity;
-        let user_name = format!("user.name={name}");
-        let user_email = format!("user.email={email}");
-        let author = format!("{name} <{email}>");
-        // An unattended commit cannot ask for a signing passphrase.
-        self.checkout.git_here(&[
-            "-c",
-            &user_name,
-            "-c",
-            &user_email,
-            "-c",
-            "commit.gpgSign=false",
-            "commit",
-            "--no-verify",
-            "-q",
-            "--author",
-            &author,
-            "-m",
-            &message,
-        ])?;
-        let commit = self
-            .branch_tip()?
-            .ok_or_else(|| Error::Git(format!("task branch `{}` vanished", short(&self.branch))))?;
-        let parent = self.first_parent(commit)?;
-        if parent != Some(base) {
-            return Err(Error::Git(format!(
-                "the snapshot {commit} of {} is not a child of {base}",
-                self.task
-            )));
-        }
-        recorded.base = commit;
-        recorded.snapshot = Some(commit);
-        Ok(Snapshot {
-            commit: Some(commit),
+        let Built {
+            inspection,
+            tree,
+            base_tree,
+            tip,
+        } = self.build(base, limits, true)?;
+        let mut snap = Snapshot {
+            commit: None,
             changed: inspection.changed,
             ignored: inspection.ignored,
-        })
-    }
-
-    /// Unlocks and removes the worktree, once the task branch points at the last snapshot.
-    ///
-    /// Before a snapshot, or when the branch has moved since, the worktree is kept (still
-    /// registered and locked) so that no work is lost, and the error says where it is.
-    pub fn remove(mut self) -> Result<()> {
-        let snapshot = self.recorded().snapshot;
-        let tip = match self.branch_tip() {
-            Ok(tip) => tip,
-            Err(e) => {
-                // Whether the work is recorded is unknown: keep it.
-                self.checkout.keep();
-                return Err(e);
+            left_out: inspection.left_out,
+            refused: inspection.rejected,
+            kept: None,
+        };
+        if !snap.refused.is_empty() {
+            if tree != base_tree {
+                let message = kept_message(
+                    &self.sid,
+                    &self.task,
+                    &role,
+                    attempt,
+                    "refused snapshot",
+                    REFUSED_EVENT,
+                    &snap,
+                );
+                let commit = self.write_commit(tree, base, &message)?;
+                let name = keep_run(
+                    &self.store,
+                    &self.sid,
+                    &self.task,
+                    attempt,
+                    commit,
+                    &format!("refused snapshot of {}, attempt {attempt}", self.task),
+                )?;
+                recorded.kept = Some((name.clone(), commit));
+                snap.kept = Some(Kept { name, commit });
             }
-        };
-        let refusal = match snapshot {
-            None => Some("no snapshot of it was taken".to_owned()),
-            Some(s) if tip != Some(s) => Some(format!(
-                "its branch `{}` no longer points at the snapshot {s}",
-                short(&self.branch)
-            )),
-            Some(_) => None,
-        };
-        if let Some(why) = refusal {
-            let path = self.checkout.keep();
-            return Err(Error::state(
-                format!(
-                    "the worktree of {} was not removed: {why}; it is kept at `{}`",
-                    self.task,
-                    path.display()
-                ),
-                Some(format!(
-                    "when nothing there is needed any more: git worktree unlock {0}; git worktree remove --force {0}",
-                    path.display()
-                )),
-            ));
+            return Ok(snap);
         }
-        self.checkout.teardown()
+        let tip = tip
+            .ok_or_else(|| Error::Git(format!("task branch `{}` vanished", short(&self.branch))))?;
+        if tree == base_tree {
+            // Nothing to take; commits the worker made that undo each other are dropped.
+            if tip != base {
+                self.store.update_ref(
+                    &self.branch,
+                    tip,
+                    base,
+                    &format!("git-tlv4: {} changed nothing", self.task),
+                )?;
+            }
+            recorded.kept = Some((self.branch.clone(), base));
+            snap.changed.clear();
+            return Ok(snap);
+        }
+        let message = snapshot_message(&self.sid, &self.task, &role, attempt, &snap);
+        let commit = self.write_commit(tree, base, &message)?;
+        // The worker's own commits on the branch are in the snapshot: it replaces them.
+        self.store.update_ref(
+            &self.branch,
+            tip,
+            commit,
+            &format!("git-tlv4: snapshot of {}", self.task),
+        )?;
+        // The worktree's index follows its branch (best effort: it is removed next).
+        let _ = self.checkout.git_here(&["reset", "-q"]);
+        recorded.base = commit;
+        recorded.kept = Some((self.branch.clone(), commit));
+        snap.commit = Some(commit);
+        Ok(snap)
     }
 
-    fn rejected(&self, rejected: &[Rejection]) -> Error {
-        let list: Vec<String> = rejected.iter().map(|r| format!("  {r}")).collect();
-        Error::state(
-            format!(
-                "the changes of {} in `{}` cannot be taken:\n{}",
-                self.task,
-                self.checkout.path.display(),
-                list.join("\n")
-            ),
-            Some("nothing was committed; fix or delete those paths, or discard the attempt".into()),
-        )
+    /// Removes the worktree (unlocked, its directory deleted), once what it holds is recorded:
+    /// changes made since the last snapshot (or without one) are first kept under
+    /// `refs/tlv4/runs/<SID>/<TASK>/<n>` (`<TASK>: unrecorded work (<role>)`,
+    /// `Tlv4-Event: task_work_kept`), which is returned. Only what no snapshot may take
+    /// (refused paths, `.tlv4/`, generated directories) goes with the worktree.
+    ///
+    /// When that cannot be recorded, the worktree is kept (still registered and locked) so that
+    /// no work is lost, and the error says where it is.
+    pub fn remove(mut self) -> Result<Option<Kept>> {
+        match self.keep_unrecorded() {
+            Ok(kept) => {
+                self.checkout.teardown()?;
+                Ok(kept)
+            }
+            Err(e) => {
+                let path = self.checkout.keep();
+                Err(Error::state(
+                    format!(
+                        "the worktree of {} was not removed: its work could not be recorded ({e}); it is kept at `{}`",
+                        self.task,
+                        path.display()
+                    ),
+                    Some(format!(
+                        "`git tlv4 resume` keeps its work on the task branch and removes it once this process is gone; or by hand: git worktree unlock {0}; git worktree remove --force {0}",
+                        path.display()
+                    )),
+                ))
+            }
+        }
     }
 
-    /// Puts the task branch back at `base` when the worker committed on it (its commits
-    /// become uncommitted changes), after checking `HEAD` is still on the branch.
-    fn rewind(&self, base: ObjectId) -> Result<()> {
+    /// Keeps what the worktree holds beyond what is recorded under a `refs/tlv4/runs/…` ref;
+    /// the ref, when one was written.
+    fn keep_unrecorded(&self) -> Result<Option<Kept>> {
+        let mut recorded = self.recorded();
+        let base = recorded.base;
+        let limits = recorded.limits.clone();
+        let built = self.build(base, &limits, true)?;
+        let (role, attempt) = self.run.clone().unwrap_or_else(|| ("worker".to_owned(), 0));
+        let keep = |commit: ObjectId, why: &str| {
+            keep_run(&self.store, &self.sid, &self.task, attempt, commit, why)
+        };
+        if built.tree == built.base_tree {
+            // Nothing beyond the base; the base itself stays referenced.
+            if base != self.from
+                && built.tip != Some(base)
+                && recorded.kept.as_ref().map(|k| k.1) != Some(base)
+            {
+                let name = keep(base, &format!("snapshot of {}", self.task))?;
+                recorded.kept = Some((name.clone(), base));
+                return Ok(Some(Kept { name, commit: base }));
+            }
+            return Ok(None);
+        }
+        if let Some((name, commit)) = &recorded.kept
+            && self.store.try_ref(name)? == Some(*commit)
+            && self.store.commit_tree(*commit)? == built.tree
+        {
+            return Ok(None);
+        }
+        // Kept before (by an earlier process, or an earlier call): the same tree on the same base.
+        let runs = format!("refs/tlv4/runs/{}/{}/", self.sid, self.task);
+        for (_, id) in self.store.refs_with_prefix(&runs)? {
+            let same = self.store.commit_tree(id)? == built.tree
+                && self
+                    .store
+                    .repo()
+                    .find_commit(id)
+                    .ok()
+                    .and_then(|c| c.parent_ids().next().map(|p| p.detach()))
+                    == Some(base);
+            if same {
+                return Ok(None);
+            }
+        }
+        let snap = Snapshot {
+            commit: None,
+            changed: built.inspection.changed,
+            ignored: built.inspection.ignored,
+            left_out: built.inspection.left_out,
+            refused: built.inspection.rejected,
+            kept: None,
+        };
+        let message = kept_message(
+            &self.sid,
+            &self.task,
+            &role,
+            attempt,
+            "unrecorded work",
+            KEPT_EVENT,
+            &snap,
+        );
+        let commit = self.write_commit(built.tree, base, &message)?;
+        let name = keep(commit, &format!("unrecorded work of {}", self.task))?;
+        recorded.kept = Some((name.clone(), commit));
+        Ok(Some(Kept { name, commit }))
+    }
+
+    /// Lists the worktree's changes over `base` in a private index filled from `base`, checks
+    /// them, and (when `stage`) stages those that pass and writes the tree.
+    fn build(&self, base: ObjectId, limits: &SnapshotLimits, stage: bool) -> Result<Built> {
+        check_environment()?;
+        let mut moved = Vec::new();
         let head = std::fs::read_to_string(self.checkout.admin.join("HEAD"))
             .map_err(|e| Error::io("cannot read the HEAD of the task worktree", e))?;
         let head = head.trim();
         if head.strip_prefix("ref: ") != Some(self.branch.as_str()) {
-            return Err(Error::state(
-                format!(
-                    "the worker moved `HEAD` of the worktree of {} off its branch `{}` (it is `{head}`); its changes are not taken",
-                    self.task,
-                    short(&self.branch)
-                ),
-                Some(format!(
-                    "switch `{}` back to `{}` or discard the attempt",
-                    self.checkout.path.display(),
-                    short(&self.branch)
-                )),
-            ));
+            moved.push(Rejection {
+                path: "HEAD".to_owned(),
+                rule: Rule::HeadMoved {
+                    head: head.to_owned(),
+                },
+            });
         }
-        if self.branch_tip()? != Some(base) {
-            let hex = base.to_string();
-            self.checkout.git_here(&["reset", "-q", &hex])?;
+        let tip = self.branch_tip()?;
+        let builds_on_base = match tip {
+            Some(t) if t == base => true,
+            Some(t) => self
+                .store
+                .repo()
+                .merge_base(base, t)
+                .ok()
+                .flatten()
+                .is_some_and(|b| b.detach() == base),
+            None => false,
+        };
+        if !builds_on_base {
+            moved.push(Rejection {
+                path: short(&self.branch).to_owned(),
+                rule: Rule::BranchMoved {
+                    tip: tip
+                        .map_or_else(|| "nothing (it was deleted)".to_owned(), |t| t.to_string()),
+                },
+            });
         }
-        Ok(())
+        let scratch = tempfile::tempdir()
+            .map_err(|e| Error::io("cannot make a temporary directory for an index", e))?;
+        let index = scratch.path().join("index");
+        let hex = base.to_string();
+        // A fresh index, not a copy of the worker's: its flags (`assume-unchanged`,
+        // `skip-worktree`) and stat data could hide changes. Every file's content is compared.
+        self.git_index(&index, &["read-tree", &hex])?;
+        let out = self.git_index(
+            &index,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignored=no",
+                "--no-renames",
+            ],
+        )?;
+        // `git::run` decodes output as UTF-8; NUL-separated porcelain output survives that
+        // for every UTF-8 path, and a path that is not UTF-8 comes back with U+FFFD in it,
+        // which the checks reject (git would then add a file that is not there).
+        let entries = check::parse_status(out.as_bytes())?;
+        let base_tree = self.store.commit_tree(base)?;
+        let repo = self.store.repo();
+        let root = repo
+            .find_tree(base_tree)
+            .map_err(|e| Error::git(&format!("cannot read the tree of {base}"), e))?;
+        let has_dir = |dir: &str| {
+            root.lookup_entry_by_path(dir)
+                .ok()
+                .flatten()
+                .is_some_and(|e| e.mode().is_tree())
+        };
+        let mut inspection = check::inspect(&self.checkout.path, entries, limits, &has_dir);
+        inspection.rejected.splice(0..0, moved);
+        let mut tree = base_tree;
+        if stage && !inspection.changed.is_empty() {
+            let list = scratch.path().join("paths");
+            let mut bytes = Vec::new();
+            for c in &inspection.changed {
+                bytes.extend_from_slice(c.path.as_bytes());
+                bytes.push(0);
+            }
+            std::fs::write(&list, bytes)
+                .map_err(|e| Error::io("cannot write the list of paths to take", e))?;
+            let from_file = format!("--pathspec-from-file={}", utf8(&list)?);
+            self.git_index(
+                &index,
+                &[
+                    "--literal-pathspecs",
+                    "add",
+                    "-A",
+                    &from_file,
+                    "--pathspec-file-nul",
+                ],
+            )?;
+            tree = self
+                .git_index(&index, &["write-tree"])?
+                .trim()
+                .parse()
+                .map_err(|_| Error::Git("`git write-tree` did not print a tree id".to_owned()))?;
+        }
+        Ok(Built {
+            inspection,
+            tree,
+            base_tree,
+            tip,
+        })
     }
 
-    fn status(&self) -> Result<Vec<check::StatusEntry>> {
-        let out = self.checkout.git_here_bytes(&[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignored=no",
-            "--no-renames",
-        ])?;
-        check::parse_status(&out)
+    /// Runs git in the worktree with the index at `index`.
+    fn git_index(&self, index: &Path, args: &[&str]) -> Result<String> {
+        let mut all = self.checkout.git_args()?;
+        all.extend_from_slice(args);
+        crate::git::run_with_index(&self.checkout.path, index, &all)
+    }
+
+    /// Writes a commit of `tree` on `base` with the store's identity.
+    fn write_commit(&self, tree: ObjectId, base: ObjectId, message: &str) -> Result<ObjectId> {
+        let sig = self.store.signature();
+        let commit = gix::objs::Commit {
+            tree,
+            parents: [base].into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        Ok(self
+            .store
+            .repo()
+            .write_object(&commit)
+            .map_err(|e| Error::git(&format!("cannot write the snapshot of {}", self.task), e))?
+            .detach())
     }
 
     fn branch_tip(&self) -> Result<Option<ObjectId>> {
-        let repo = self.repo.to_thread_local();
-        let found = repo
-            .try_find_reference(self.branch.as_str())
-            .map_err(|e| Error::git(&format!("cannot read `{}`", self.branch), e))?;
-        match found {
-            None => Ok(None),
-            Some(mut r) => r
-                .peel_to_id()
-                .map(|id| Some(id.detach()))
-                .map_err(|e| Error::git(&format!("cannot resolve `{}`", self.branch), e)),
+        self.store.try_ref(&self.branch)
+    }
+}
+
+impl Drop for TaskWorktree {
+    fn drop(&mut self) {
+        if !self.checkout.live {
+            return;
+        }
+        // Never delete what is not recorded: keep it under a ref first, or keep the checkout.
+        match self.keep_unrecorded() {
+            Ok(_) => {
+                let _ = self.checkout.teardown();
+            }
+            Err(_) => {
+                self.checkout.keep();
+            }
         }
     }
+}
 
-    fn first_parent(&self, commit: ObjectId) -> Result<Option<ObjectId>> {
-        let repo = self.repo.to_thread_local();
-        let c = repo
-            .find_commit(commit)
-            .map_err(|e| Error::git(&format!("cannot read commit {commit}"), e))?;
-        Ok(c.parent_ids().next().map(|id| id.detach()))
+/// Keeps the work left in `path`, the task checkout of a git-tlv4 process that is gone,
+/// under `refs/tlv4/runs/<SID>/<TASK>/<n>`: what passes the snapshot checks (`limits`),
+/// measured against the last recorded commit of the task branch (its last snapshot, or the
+/// commit it forked from), commits the agent made on the branch included — the branch is then
+/// moved back to that commit, so that no unchecked commit is ever merged. Returns the ref;
+/// `None` when there was nothing to keep or `path` is not a task checkout (a read-only view,
+/// a test checkout). The checkout itself is left for the caller to remove.
+pub fn keep_abandoned(
+    store: &Store,
+    path: &Path,
+    limits: &SnapshotLimits,
+) -> Result<Option<String>> {
+    let common_dir = std::path::absolute(store.repo().common_dir())
+        .map_err(|e| Error::io("cannot resolve the git directory", e))?;
+    let Some(admin) = admin_dir_of(&common_dir, path) else {
+        return Ok(None);
+    };
+    // The lock reason names the session and task: `git-tlv4 pid N on HOST (SID TASK)`.
+    let reason = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+    let Some((sid, task)) = reason
+        .trim()
+        .rsplit_once(" (")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|rest| rest.split_once(' '))
+        .and_then(|(s, t)| Some((s.parse::<SessionId>().ok()?, t.parse::<TaskId>().ok()?)))
+    else {
+        return Ok(None);
+    };
+    let branch = task_ref(&sid, &task);
+    let session_tip = store.tip(&sid)?;
+    let tip = store.try_ref(&branch)?;
+    let Some(tip) = tip else {
+        return Err(Error::state(
+            format!(
+                "the task branch `{}` of the checkout `{}` is gone",
+                short(&branch),
+                path.display()
+            ),
+            Some(format!(
+                "look at the checkout, then remove it: git worktree unlock {0}; git worktree remove --force {0}",
+                path.display()
+            )),
+        ));
+    };
+    let base = last_recorded(store, tip, session_tip)?;
+    let worktree = TaskWorktree {
+        checkout: Checkout {
+            common_dir,
+            admin,
+            path: path.to_path_buf(),
+            parent: None,
+            live: false,
+            on_drop: OnDrop::Keep,
+        },
+        store: Store::from_repo(store.repo().clone())?,
+        sid: sid.clone(),
+        task: task.clone(),
+        branch: branch.clone(),
+        from: base,
+        run: task_at(store, &sid, &task, session_tip).map(|t| (t.role, t.attempts)),
+        recorded: Mutex::new(Recorded {
+            base,
+            kept: None,
+            limits: limits.clone(),
+        }),
+    };
+    let kept = worktree.keep_unrecorded()?;
+    let elsewhere = store
+        .checked_out_in(&branch)
+        .into_iter()
+        .any(|dir| std::fs::canonicalize(&dir).ok() != std::fs::canonicalize(path).ok());
+    if tip != base && !elsewhere {
+        store.update_ref(
+            &branch,
+            tip,
+            base,
+            &format!("git-tlv4: unchecked commits of {task} kept under refs/tlv4/runs"),
+        )?;
     }
+    Ok(kept.map(|k| k.name))
+}
+
+/// The linked worktree admin directory (`<common>/worktrees/<name>`) whose checkout is `path`.
+fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    let want = std::fs::canonicalize(path).ok()?;
+    std::fs::read_dir(common_dir.join("worktrees"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|admin| {
+            std::fs::read_to_string(admin.join("gitdir"))
+                .ok()
+                .and_then(|g| std::fs::canonicalize(Path::new(g.trim()).parent()?).ok())
+                == Some(want.clone())
+        })
+}
+
+/// The last commit on the first-parent line of `tip` that the tool recorded: one the session
+/// at `session_tip` contains, or a snapshot commit; `tip` when there is none.
+fn last_recorded(store: &Store, tip: ObjectId, session_tip: ObjectId) -> Result<ObjectId> {
+    let repo = store.repo();
+    let mut at = tip;
+    for _ in 0..1000 {
+        let in_session = at == session_tip
+            || repo
+                .merge_base(at, session_tip)
+                .ok()
+                .flatten()
+                .is_some_and(|b| b.detach() == at);
+        let commit = repo
+            .find_commit(at)
+            .map_err(|e| Error::git(&format!("cannot read commit {at}"), e))?;
+        let message = commit.message_raw_sloppy().to_string();
+        if in_session || message.contains(&format!("\nTlv4-Event: {SNAPSHOT_EVENT}\n")) {
+            return Ok(at);
+        }
+        match commit.parent_ids().next() {
+            Some(p) => at = p.detach(),
+            None => break,
+        }
+    }
+    Ok(tip)
 }
 
 /// The tip of an existing task branch, when it may be reused: it is `from` or descends
@@ -492,34 +834,83 @@ fn task_at(store: &Store, sid: &SessionId, task: &TaskId, commit: ObjectId) -> O
     toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
+/// The `Tlv4-Event` of a refused snapshot's commit, kept under `refs/tlv4/runs/…`.
+pub const REFUSED_EVENT: &str = "task_snapshot_refused";
+
+/// The `Tlv4-Event` of the commit keeping unrecorded work when a worktree is removed.
+pub const KEPT_EVENT: &str = "task_work_kept";
+
 /// The commit message of a snapshot.
 fn snapshot_message(
     sid: &SessionId,
     task: &TaskId,
     role: &str,
     attempt: u32,
-    inspection: &Inspection,
+    snap: &Snapshot,
 ) -> String {
-    let count = |kind: ChangeKind| inspection.changed.iter().filter(|c| c.kind == kind).count();
-    let one_line = |s: &str| s.replace(['\n', '\r'], " ");
     let mut msg = format!("{task}: snapshot ({})\n\n", one_line(role));
-    msg.push_str(&format!(
+    msg.push_str(&summary_lines(snap));
+    msg.push_str(&trailers(sid, task, role, SNAPSHOT_EVENT, attempt));
+    msg
+}
+
+/// The commit message of work kept under `refs/tlv4/runs/…`: a refused snapshot or work
+/// found when the worktree was removed.
+fn kept_message(
+    sid: &SessionId,
+    task: &TaskId,
+    role: &str,
+    attempt: u32,
+    what: &str,
+    event: &str,
+    snap: &Snapshot,
+) -> String {
+    let mut msg = format!("{task}: {what} ({})\n\n", one_line(role));
+    msg.push_str(&summary_lines(snap));
+    if !snap.refused.is_empty() {
+        msg.push_str("Not taken (refused):\n");
+        for r in &snap.refused {
+            msg.push_str(&format!("  {}\n", one_line(&r.to_string())));
+        }
+    }
+    msg.push_str(&trailers(sid, task, role, event, attempt));
+    msg
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+fn summary_lines(snap: &Snapshot) -> String {
+    let count = |kind: ChangeKind| snap.changed.iter().filter(|c| c.kind == kind).count();
+    let mut msg = format!(
         "What the worker changed: {} added, {} modified, {} deleted.\n",
         count(ChangeKind::Added),
         count(ChangeKind::Modified),
         count(ChangeKind::Deleted)
-    ));
-    if !inspection.ignored.is_empty() {
+    );
+    if !snap.ignored.is_empty() {
         msg.push_str(&format!(
             "Left out: {} change(s) under {PIPELINE_FOLDER}/, which only git-tlv4 writes.\n",
-            inspection.ignored.len()
+            snap.ignored.len()
         ));
     }
-    msg.push_str(&format!(
-        "\nTlv4-Session: {sid}\nTlv4-Task: {task}\nTlv4-Role: {}\nTlv4-Event: {SNAPSHOT_EVENT}\nTlv4-Attempt: {attempt}\n",
-        one_line(role)
-    ));
+    if !snap.left_out.is_empty() {
+        let dirs: Vec<String> = snap
+            .left_out
+            .iter()
+            .map(|l| one_line(&l.to_string()))
+            .collect();
+        msg.push_str(&format!("Left out as generated: {}.\n", dirs.join(", ")));
+    }
     msg
+}
+
+fn trailers(sid: &SessionId, task: &TaskId, role: &str, event: &str, attempt: u32) -> String {
+    format!(
+        "\nTlv4-Session: {sid}\nTlv4-Task: {task}\nTlv4-Role: {}\nTlv4-Event: {event}\nTlv4-Attempt: {attempt}\n",
+        one_line(role)
+    )
 }
 
 /// A branch name without `refs/heads/`, as the git CLI takes it.
@@ -558,6 +949,7 @@ impl ReadOnlyView {
             "view",
             &reason,
             &["--detach", hex.as_str()],
+            OnDrop::Remove,
         )?;
         let view = ReadOnlyView { checkout };
         set_writable(&view.checkout.path, false)
@@ -652,8 +1044,20 @@ fn set_writable(root: &Path, writable: bool) -> std::io::Result<()> {
     walk(root, true, writable)
 }
 
-/// A linked worktree under a temporary directory, and how to run git in it. Removed when
-/// dropped unless removed or kept before.
+/// What dropping a [`Checkout`] that was neither removed nor kept does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnDrop {
+    /// Removes it: nothing in it is anyone's work (a read-only view).
+    Remove,
+    /// Leaves it in place (its owner decides, see [`TaskWorktree`]'s `Drop`).
+    Keep,
+}
+
+/// A linked worktree under a temporary directory, and how to run git in it.
+///
+/// Always a full checkout: a sparse-checkout of the user's (`git sparse-checkout`, cone or
+/// not) is turned off for it, so a worker sees every file and its changes anywhere can be
+/// taken.
 struct Checkout {
     /// The repository's common git directory, for `git worktree` commands.
     common_dir: PathBuf,
@@ -666,16 +1070,29 @@ struct Checkout {
     parent: Option<tempfile::TempDir>,
     /// Whether it still needs removing.
     live: bool,
+    /// What a drop does while it is live.
+    on_drop: OnDrop,
 }
 
+/// Options for every git command on a checkout: no sparse checkout (the checkout is full
+/// whatever the repository's worktrees use), no file-system monitor daemon.
+const CHECKOUT_CONFIG: [&str; 4] = [
+    "-c",
+    "core.sparseCheckout=false",
+    "-c",
+    "core.fsmonitor=false",
+];
+
 impl Checkout {
-    /// Runs `git worktree add --lock --reason REASON <tmp>/<name> TARGET…`.
+    /// Runs `git worktree add --lock --reason REASON <tmp>/<name> TARGET…`. When that fails,
+    /// whatever git registered of the new worktree is removed again.
     fn add(
         store: &Store,
         prefix: &str,
         name: &str,
         reason: &str,
         target: &[&str],
+        on_drop: OnDrop,
     ) -> Result<Checkout> {
         check_environment()?;
         let parent = tempfile::Builder::new()
@@ -702,50 +1119,72 @@ impl Checkout {
         let path = parent.path().join(name);
         let path_str = utf8(&path)?;
         let common = utf8(&common_dir)?;
-        let mut args = vec![
-            "--git-dir",
-            common,
-            "worktree",
-            "add",
-            "--quiet",
-            "--lock",
-            "--reason",
-            reason,
-            path_str,
-        ];
+        let mut args = vec!["--git-dir", common];
+        args.extend_from_slice(&CHECKOUT_CONFIG);
+        args.extend_from_slice(&[
+            "worktree", "add", "--quiet", "--lock", "--reason", reason, path_str,
+        ]);
         args.extend_from_slice(target);
-        add_worktree(parent.path(), &args)?;
+        if let Err(e) = add_worktree(parent.path(), &args) {
+            // A checkout that failed half-way (a filter that failed, a full disk) may be
+            // registered, and locked: nothing of anyone's is in it yet.
+            with_admin_lock(|| {
+                let run = |a: &[&str]| {
+                    crate::git::run(&common_dir, &[&["--git-dir", common], a].concat())
+                };
+                if run(&["worktree", "unlock", path_str]).is_ok() {
+                    let _ = run(&["worktree", "remove", "--force", "--force", path_str]);
+                }
+            });
+            return Err(e);
+        }
+        let mut checkout = Checkout {
+            common_dir: common_dir.clone(),
+            admin: PathBuf::new(),
+            path: path.clone(),
+            parent: Some(parent),
+            live: true,
+            on_drop: OnDrop::Remove,
+        };
         let gitfile = std::fs::read_to_string(path.join(".git"))
             .map_err(|e| Error::io("cannot read the `.git` file of a new worktree", e))?;
-        let admin = gitfile
+        checkout.admin = gitfile
             .trim()
             .strip_prefix("gitdir: ")
             .map(|g| path.join(g))
             .ok_or_else(|| Error::Git(format!("`{}/.git` is not a gitfile", path.display())))?;
-        Ok(Checkout {
-            common_dir,
-            admin,
-            path,
-            parent: Some(parent),
-            live: true,
-        })
+        // `worktree add` copies the sparse-checkout settings of the user's worktree into the
+        // new one's config: turn them off there too, for the worker's own git commands.
+        let own_config = checkout.admin.join("config.worktree");
+        if own_config.exists() {
+            let file = utf8(&own_config)?.to_owned();
+            crate::git::run(
+                &checkout.path,
+                &["config", "--file", &file, "core.sparseCheckout", "false"],
+            )?;
+        }
+        let _ = std::fs::remove_file(checkout.admin.join("info").join("sparse-checkout"));
+        checkout.on_drop = on_drop;
+        Ok(checkout)
+    }
+
+    /// The options that run git on the worktree's own git directory, in its root.
+    fn git_args(&self) -> Result<Vec<&str>> {
+        let mut all = CHECKOUT_CONFIG.to_vec();
+        all.extend_from_slice(&[
+            "--git-dir",
+            utf8(&self.admin)?,
+            "--work-tree",
+            utf8(&self.path)?,
+        ]);
+        Ok(all)
     }
 
     /// Runs git on the worktree's own git directory, in its root.
     fn git_here(&self, args: &[&str]) -> Result<String> {
-        let admin = utf8(&self.admin)?;
-        let path = utf8(&self.path)?;
-        let mut all = vec!["--git-dir", admin, "--work-tree", path];
+        let mut all = self.git_args()?;
         all.extend_from_slice(args);
         crate::git::run(&self.path, &all)
-    }
-
-    /// Like [`Checkout::git_here`], for output that must not be decoded lossily.
-    fn git_here_bytes(&self, args: &[&str]) -> Result<Vec<u8>> {
-        // `git::run` decodes output as UTF-8; NUL-separated porcelain output survives that
-        // for every UTF-8 path, and a path that is not UTF-8 comes back with U+FFFD in it,
-        // which the checks reject (git would then add a file that is not there).
-        Ok(self.git_here(args)?.into_bytes())
     }
 
     /// Unlocks, removes (discarding changes) and prunes the worktree.
@@ -790,8 +1229,18 @@ impl Checkout {
 
 impl Drop for Checkout {
     fn drop(&mut self) {
-        // Best effort: a worktree nobody removes would stay registered (and locked) forever.
-        let _ = self.teardown();
+        if !self.live {
+            return;
+        }
+        match self.on_drop {
+            // Best effort: a worktree nobody removes would stay registered (and locked) forever.
+            OnDrop::Remove => {
+                let _ = self.teardown();
+            }
+            OnDrop::Keep => {
+                self.keep();
+            }
+        }
     }
 }
 

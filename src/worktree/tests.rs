@@ -371,7 +371,7 @@ fn pipeline_folder_and_ignored_files_are_left_out_and_no_change_makes_no_commit(
 }
 
 #[test]
-fn hostile_paths_are_rejected_by_name_and_rule_and_nothing_is_committed() {
+fn hostile_paths_are_refused_by_name_and_rule_and_the_rest_is_kept_under_a_run_ref() {
     let repo = TestRepo::new();
     let wt = repo.worktree("IMPL-001");
     let p = wt.path().to_owned();
@@ -394,7 +394,10 @@ fn hostile_paths_are_rejected_by_name_and_rule_and_nothing_is_committed() {
         max_file_bytes: 4000,
         ..SnapshotLimits::default()
     };
-    let err = wt.snapshot(&limits).expect_err("rejected").to_string();
+    let snap = wt.snapshot(&limits).expect("a refused snapshot");
+    assert_eq!(snap.commit, None, "nothing on the task branch");
+    let refused: Vec<String> = snap.refused.iter().map(ToString::to_string).collect();
+    let refused = refused.join("\n");
     for expected in [
         "`escape` is a symlink to `../escape`, which resolves outside the worktree",
         "`src/deep` is a symlink to `../../../../outside`, which resolves outside",
@@ -405,16 +408,20 @@ fn hostile_paths_are_rejected_by_name_and_rule_and_nothing_is_committed() {
         "`docs/.git` is a `.git` below the root of the worktree",
         "`big.dat` is 4096 bytes, more than the limit of 4000 bytes per file",
     ] {
-        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+        assert!(
+            refused.contains(expected),
+            "missing {expected:?} in:\n{refused}"
+        );
     }
+    assert_eq!(snap.refused.len(), 8, "{refused}");
     for fine in ["src/app.py", "src/up"] {
         assert!(
-            !err.contains(&format!("`{fine}`")),
-            "{fine} is rejected: {err}"
+            !refused.contains(&format!("`{fine}`")),
+            "{fine} is refused: {refused}"
         );
     }
     let inspection = wt.inspect(&limits).expect("inspected");
-    assert_eq!(inspection.rejected.len(), 8, "{:?}", inspection.rejected);
+    assert_eq!(inspection.rejected, snap.refused);
     assert!(inspection.rejected.iter().any(|r| r.path == "etc"
         && r.rule
             == Rule::SymlinkOutside {
@@ -423,7 +430,30 @@ fn hostile_paths_are_rejected_by_name_and_rule_and_nothing_is_committed() {
     assert_eq!(
         repo.git(&["rev-parse", wt.branch()]),
         repo.tip.to_string(),
-        "nothing committed"
+        "the branch did not move"
+    );
+    // What passes the checks is kept, on the base, under the attempt's run ref; files beside
+    // a planted `.git` are not taken.
+    let kept = snap.kept.clone().expect("kept");
+    assert_eq!(kept.name, format!("refs/tlv4/runs/{}/IMPL-001/1", repo.sid));
+    let k = kept.commit.to_string();
+    assert_eq!(repo.git(&["rev-parse", &kept.name]), k);
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{k}^")]),
+        repo.tip.to_string()
+    );
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &k]),
+        "src/app.py\nsrc/up"
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &k]),
+        "IMPL-001: refused snapshot (executor)"
+    );
+    assert_eq!(repo.trailer(&k, "Tlv4-Event"), "task_snapshot_refused");
+    assert!(
+        repo.git(&["log", "-1", "--format=%b", &k])
+            .contains("`big.dat` is 4096 bytes"),
     );
     // Not even staged: the big file's content never reached the object database.
     let big = git(&p, &["hash-object", "big.dat"]);
@@ -440,17 +470,23 @@ fn hostile_paths_are_rejected_by_name_and_rule_and_nothing_is_committed() {
     std::fs::remove_dir_all(p.join("src/vendor")).unwrap();
     std::fs::remove_dir_all(p.join("lib/.git")).unwrap();
     let snap = wt.snapshot(&limits).expect("a snapshot");
+    assert!(snap.refused.is_empty());
     let c = snap.commit.expect("a commit").to_string();
     assert_eq!(
         repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &c]),
         "docs/guide.md\nlib/code.py\nsrc/app.py\nsrc/up"
     );
-    wt.remove().expect("removed");
+    assert_eq!(wt.remove().expect("removed"), None, "all recorded");
+    assert_eq!(
+        repo.git(&["rev-parse", &kept.name]),
+        k,
+        "the kept ref stays"
+    );
     repo.assert_untouched_and_sound();
 }
 
 #[test]
-fn too_many_files_are_rejected_as_a_whole() {
+fn too_many_files_refuse_the_snapshot_and_are_kept() {
     let repo = TestRepo::new();
     let wt = repo.worktree("IMPL-001");
     for i in 0..6 {
@@ -460,12 +496,21 @@ fn too_many_files_are_rejected_as_a_whole() {
         max_files: 5,
         ..SnapshotLimits::default()
     };
-    let err = wt.snapshot(&limits).expect_err("too many").to_string();
-    assert!(
-        err.contains("6 files changed, more than the limit of 5 per snapshot"),
-        "{err}"
+    let snap = wt.snapshot(&limits).expect("refused");
+    let refused: Vec<String> = snap.refused.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        refused,
+        ["6 files changed, more than the limit of 5 per snapshot"]
     );
     assert_eq!(repo.git(&["rev-parse", wt.branch()]), repo.tip.to_string());
+    let kept = snap.kept.expect("kept");
+    assert_eq!(
+        repo.git(&["ls-tree", "--name-only", &format!("{}:gen", kept.name)])
+            .lines()
+            .count(),
+        6,
+        "every file is kept under the run ref"
+    );
     let snap = wt
         .snapshot(&SnapshotLimits {
             max_files: 6,
@@ -473,9 +518,96 @@ fn too_many_files_are_rejected_as_a_whole() {
         })
         .expect("six are fine");
     assert_eq!(snap.changed.len(), 6);
+    assert!(snap.refused.is_empty() && snap.commit.is_some());
     assert_eq!(SnapshotLimits::default().max_file_bytes, 10 * 1024 * 1024);
     assert_eq!(SnapshotLimits::default().max_files, 5000);
     wt.remove().expect("removed");
+    repo.assert_untouched_and_sound();
+}
+
+#[test]
+fn generated_trees_are_left_out_unless_the_base_has_them() {
+    let repo = TestRepo::new();
+    // The project's own `dist/` is the project's: new files in it are taken.
+    let wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    write(&p, "src/app.js", "module.exports = 1;\n");
+    for i in 0..40 {
+        write(&p, &format!("node_modules/pkg{i}/index.js"), "x\n");
+    }
+    // A package with a repository of its own inside: left out, not refused.
+    git(&p.join("node_modules"), &["init", "-q", "gitdep"]);
+    write(&p, "node_modules/gitdep/a.js", "y\n");
+    write(&p, "src/__pycache__/app.cpython-312.pyc", "bytecode");
+    write(&p, "web/target/debug/out", "binary");
+    let limits = SnapshotLimits {
+        max_files: 10,
+        ..SnapshotLimits::default()
+    };
+    let snap = wt.snapshot(&limits).expect("a snapshot");
+    assert!(snap.refused.is_empty(), "{:?}", snap.refused);
+    let left: Vec<String> = snap.left_out.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        left,
+        [
+            "node_modules/ (41 files)",
+            "src/__pycache__/ (1 files)",
+            "web/target/ (1 files)"
+        ]
+    );
+    let c = snap.commit.expect("a commit").to_string();
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &c]),
+        "src/app.js"
+    );
+    assert!(
+        repo.git(&["log", "-1", "--format=%b", &c]).contains(
+            "Left out as generated: node_modules/ (41 files), src/__pycache__/ (1 files)"
+        )
+    );
+    assert_eq!(wt.remove().expect("removed"), None);
+
+    // A `target/` the base has (here: from the first snapshot) is not generated; with an
+    // empty list nothing is.
+    let wt = repo.worktree("IMPL-002").with_run("executor", 1);
+    let p = wt.path().to_owned();
+    write(&p, "target/keep.txt", "the project's own\n");
+    git(&p, &["add", "target/keep.txt"]);
+    git(&p, &["commit", "-q", "-m", "a target dir of the project's"]);
+    let left = wt.inspect(&SnapshotLimits::default()).unwrap().left_out;
+    assert_eq!(
+        left[0].dir, "target/",
+        "new to the base, even committed by the worker"
+    );
+    let none = SnapshotLimits {
+        leave_out: Vec::new(),
+        ..SnapshotLimits::default()
+    };
+    let snap = wt.snapshot(&none).unwrap();
+    assert!(snap.left_out.is_empty());
+    let first = snap.commit.expect("a commit");
+    write(&p, "target/new.txt", "x\n");
+    write(&p, "dist/bundle.js", "x\n");
+    let snap = wt.snapshot(&SnapshotLimits::default()).unwrap();
+    assert_eq!(snap.left_out.len(), 1, "{:?}", snap.left_out);
+    assert_eq!(snap.left_out[0].dir, "dist/");
+    let second = snap.commit.expect("a commit").to_string();
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{second}^")]),
+        first.to_string()
+    );
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &second]),
+        "target/new.txt"
+    );
+    let snap = wt.snapshot(&none).unwrap();
+    assert!(snap.left_out.is_empty());
+    let c = snap.commit.expect("a commit").to_string();
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &c]),
+        "dist/bundle.js"
+    );
+    wt.remove().unwrap();
     repo.assert_untouched_and_sound();
 }
 
@@ -519,38 +651,47 @@ fn commits_and_staging_by_the_worker_become_one_snapshot_without_its_tlv4_change
 }
 
 #[test]
-fn a_worker_that_leaves_its_branch_is_refused() {
+fn a_worker_that_leaves_its_branch_is_refused_and_its_work_kept() {
     let repo = TestRepo::new();
     let wt = repo.worktree("IMPL-001");
     write(wt.path(), "src/a.py", "a = 1\n");
     git(wt.path(), &["switch", "-q", "--detach"]);
-    let err = wt
-        .snapshot(&SnapshotLimits::default())
-        .expect_err("refused");
-    assert!(err.to_string().contains("off its branch"), "{err}");
+    let snap = wt.snapshot(&SnapshotLimits::default()).expect("refused");
+    let refused: Vec<String> = snap.refused.iter().map(ToString::to_string).collect();
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0].contains("`HEAD` was moved off the task branch"),
+        "{refused:?}"
+    );
     assert_eq!(repo.git(&["rev-parse", wt.branch()]), repo.tip.to_string());
+    let kept = snap.kept.expect("kept");
+    assert_eq!(repo.show(&kept.name, "src/a.py"), "a = 1");
+    let path = wt.path().to_owned();
     drop(wt);
+    assert!(!path.exists(), "recorded, so removed");
+    assert_eq!(repo.show(&kept.name, "src/a.py"), "a = 1");
     repo.assert_untouched_and_sound();
 }
 
 #[test]
-fn remove_refuses_without_a_snapshot_and_drop_removes_anyway() {
+fn remove_and_drop_keep_unrecorded_work_under_a_run_ref_first() {
     let repo = TestRepo::new();
     let branch = task_ref(&repo.sid, &id("IMPL-001"));
     let wt = repo.worktree("IMPL-001");
     let path = wt.path().to_owned();
     write(&path, "src/a.py", "precious = True\n");
-    let err = wt.remove().expect_err("no snapshot yet").to_string();
-    assert!(err.contains("no snapshot of it was taken"), "{err}");
-    assert!(err.contains(&path.display().to_string()), "{err}");
-    let record = repo.listed(&branch).expect("kept, still registered");
-    assert!(record.contains("locked git-tlv4 pid "), "{record}");
-    assert!(path.join("src/a.py").exists(), "the work is kept");
-    let p = path.to_str().unwrap();
-    repo.git(&["worktree", "unlock", p]);
-    repo.git(&["worktree", "remove", "--force", p]);
-    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    let kept = wt.remove().expect("removed").expect("kept first");
+    assert_eq!(kept.name, format!("refs/tlv4/runs/{}/IMPL-001/1", repo.sid));
+    assert_eq!(repo.show(&kept.name, "src/a.py"), "precious = True");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &kept.name]),
+        "IMPL-001: unrecorded work (executor)"
+    );
+    assert_eq!(repo.trailer(&kept.name, "Tlv4-Event"), "task_work_kept");
+    assert_eq!(repo.listed(&branch), None);
+    assert!(!path.exists());
 
+    // Dropped (an error path, a panic): the same, under the next free ref.
     let wt = repo.worktree("IMPL-001");
     let path = wt.path().to_owned();
     write(&path, "src/a.py", "dropped = True\n");
@@ -561,11 +702,32 @@ fn remove_refuses_without_a_snapshot_and_drop_removes_anyway() {
         !path.parent().unwrap().exists(),
         "and its temporary directory"
     );
+    let next = format!("refs/tlv4/runs/{}/IMPL-001/2", repo.sid);
+    assert_eq!(repo.show(&next, "src/a.py"), "dropped = True");
     assert_eq!(
         repo.git(&["rev-parse", &branch]),
         repo.tip.to_string(),
         "drop keeps the branch"
     );
+
+    // When even that cannot be recorded, the checkout stays, registered and locked.
+    let wt = repo.worktree("IMPL-001");
+    let path = wt.path().to_owned();
+    write(&path, "src/a.py", "kept in place = True\n");
+    let admin = git(&path, &["rev-parse", "--absolute-git-dir"]);
+    std::fs::write(Path::new(&admin).join("HEAD"), "garbage\n").unwrap();
+    std::fs::remove_file(Path::new(&admin).join("index")).ok();
+    // A status that cannot run (the worktree's HEAD is not a ref or commit).
+    let err = wt.remove().expect_err("kept in place").to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    let record = repo.git(&["worktree", "list", "--porcelain"]);
+    assert!(record.contains("locked git-tlv4 pid "), "{record}");
+    assert!(path.join("src/a.py").exists(), "the work is kept");
+    std::fs::write(Path::new(&admin).join("HEAD"), format!("ref: {branch}\n")).unwrap();
+    let p = path.to_str().unwrap();
+    repo.git(&["worktree", "unlock", p]);
+    repo.git(&["worktree", "remove", "--force", p]);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
     repo.assert_untouched_and_sound();
 }
 
@@ -850,5 +1012,85 @@ fn eight_worktrees_made_and_removed_at_once_all_succeed() {
     }
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    repo.assert_untouched_and_sound();
+}
+
+#[test]
+fn the_checkout_of_a_dead_process_is_kept_through_the_checks_and_its_branch_reset() {
+    let repo = TestRepo::new();
+    let branch = task_ref(&repo.sid, &id("IMPL-001"));
+    let mut wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    // The agent committed on the branch, a symlink out of the worktree among it, then wrote
+    // more and a generated tree; then its process died.
+    write(&p, "src/a.py", "a = 1\n");
+    std::os::unix::fs::symlink("/etc/passwd", p.join("leak")).unwrap();
+    git(&p, &["add", "-A"]);
+    git(&p, &["commit", "-q", "-m", "agent commit"]);
+    write(&p, "src/b.py", "b = 2\n");
+    write(&p, "node_modules/x/index.js", "x\n");
+    wt.checkout.keep();
+    drop(wt);
+    assert_ne!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
+
+    let kept = keep_abandoned(&repo.store, &p, &SnapshotLimits::default())
+        .expect("kept")
+        .expect("something to keep");
+    assert_eq!(kept, format!("refs/tlv4/runs/{}/IMPL-001/1", repo.sid));
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &kept]),
+        "src/a.py\nsrc/b.py",
+        "checked like a snapshot: no symlink out, no node_modules"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{kept}^")]),
+        repo.tip.to_string()
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &branch]),
+        repo.tip.to_string(),
+        "the unchecked commit is off the branch"
+    );
+    // Again: nothing new to keep.
+    assert_eq!(
+        keep_abandoned(&repo.store, &p, &SnapshotLimits::default()).unwrap(),
+        None,
+        "kept already"
+    );
+    crate::git::remove_worktree(repo.store.repo().common_dir(), &p).unwrap();
+
+    // A read-only view is nobody's work.
+    let mut view = ReadOnlyView::create(&repo.store, repo.tip).unwrap();
+    let vp = view.path().to_owned();
+    view.checkout.keep();
+    drop(view);
+    assert_eq!(
+        keep_abandoned(&repo.store, &vp, &SnapshotLimits::default()).unwrap(),
+        None
+    );
+    let _ = set_writable(&vp, true);
+    crate::git::remove_worktree(repo.store.repo().common_dir(), &vp).unwrap();
+    repo.assert_untouched_and_sound();
+}
+
+#[test]
+fn what_the_worker_did_to_its_index_hides_no_change() {
+    let repo = TestRepo::new();
+    let wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    // Same size, same second as the checkout: only the content tells the change.
+    write(&p, "src/app.py", "def main():\n    return 7\n");
+    write(&p, "README.md", "# app\n\nA big app.\n");
+    git(&p, &["update-index", "--assume-unchanged", "src/app.py"]);
+    git(&p, &["update-index", "--skip-worktree", "README.md"]);
+    std::fs::write(git(&p, &["rev-parse", "--git-path", "index.lock"]), "").unwrap();
+    let snap = wt.snapshot(&SnapshotLimits::default()).expect("a snapshot");
+    let c = snap.commit.expect("a commit").to_string();
+    assert_eq!(
+        repo.git(&["diff-tree", "--no-commit-id", "-r", "--name-only", &c]),
+        "README.md\nsrc/app.py"
+    );
+    let _ = std::fs::remove_file(p.join(git(&p, &["rev-parse", "--git-path", "index.lock"])));
+    wt.remove().expect("removed");
     repo.assert_untouched_and_sound();
 }

@@ -13,5 +13,6 @@ mod hooks;
 mod oddrepo;
 mod pipelines;
 mod review;
+mod snapshot;
 mod store;
 mod trust;
