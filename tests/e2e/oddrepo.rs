@@ -394,6 +394,10 @@ fn bad_configuration_files_are_user_errors_naming_file_line_and_key() {
                 std::fs::write(p, bytes).unwrap();
             }
         }
+        // Overrides run only once trusted (where trust covers them): trusting what cannot be
+        // read must fail the same way, or let `start` find it.
+        let trust = repo.tlv4(&["trust"]);
+        assert_ne!(trust.status.code(), Some(255), "{path}: trust: {trust:?}");
         let before = untouched(&repo);
         let err = repo.fails(&["start", "Add a search command"], 1);
         assert!(err.contains(says), "{path}: {err}");
