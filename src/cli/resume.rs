@@ -34,6 +34,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+        // The process that made it is gone, but a run it started may still be at work there.
+        if let Some(pid) = crate::git::live_run(&wt) {
+            ctx.ui.warn(format!(
+                "left the checkout {} in place: process {pid}, started there by a git-tlv4 that is gone, still runs; resume again once it has ended",
+                wt.display()
+            ));
+            continue;
+        }
         // A task's checkout may hold what its agent wrote before the process died.
         match keep_interrupted_work(&store, &wt) {
             Ok(Some(branch)) => ctx.ui.status(format!(
@@ -73,7 +81,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         {
             let gone = match &task.owner {
                 None => true,
-                Some(o) if o.host == host => !crate::host::process_alive(o.pid),
+                Some(o) if o.host == host => !crate::host::process_alive(o.pid, None),
                 Some(o) => {
                     if !args.force {
                         elsewhere.push(format!("{} ({}:{})", task.id, o.host, o.pid));

@@ -48,6 +48,69 @@ pub fn lock_reason() -> String {
     )
 }
 
+/// What a lock reason says before the run [`note_run`] records in it.
+const RUN_MARK: &str = " (run pid ";
+
+/// Names run `pid` (started at `start`, see [`crate::host::process_start_time`]) in the
+/// lock of the checkout `workdir` is in, when this process locked that checkout, replacing
+/// the run named before: `resume` leaves a checkout alone while that run's process group
+/// lives ([`live_run`]). Anything else (no checkout, someone else's lock) is left as it is.
+pub fn note_run(workdir: &Path, pid: u32, start: u64) {
+    let Some(lock) = lock_file(workdir) else {
+        return;
+    };
+    let Ok(reason) = std::fs::read_to_string(&lock) else {
+        return;
+    };
+    let ours = lock_reason();
+    let mine = reason
+        .strip_prefix(&ours)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\n']));
+    if !mine {
+        return;
+    }
+    let base = reason
+        .rsplit_once(RUN_MARK)
+        .map_or(reason.trim_end(), |(b, _)| b);
+    let tmp = lock.with_file_name("locked.tlv4-new");
+    // Written aside and renamed over: git never reads half a reason.
+    if std::fs::write(&tmp, format!("{base}{RUN_MARK}{pid} start {start})")).is_ok()
+        && std::fs::rename(&tmp, &lock).is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The run recorded in the lock of `checkout` by [`note_run`], if its process group still
+/// has a member that runs.
+pub fn live_run(checkout: &Path) -> Option<u32> {
+    let reason = std::fs::read_to_string(lock_file(checkout)?).ok()?;
+    let (_, run) = reason.rsplit_once(RUN_MARK)?;
+    let mut words = run.trim_end().trim_end_matches(')').split_whitespace();
+    let pid: u32 = words.next()?.parse().ok()?;
+    let start: u64 = match (words.next(), words.next()) {
+        (Some("start"), Some(t)) => t.parse().ok()?,
+        _ => return None,
+    };
+    crate::host::group_alive(pid, Some(start)).then_some(pid)
+}
+
+/// The `locked` file of the linked worktree `dir` is in: `<dir>/.git` is a file naming the
+/// worktree's administrative directory. `None` for the main working tree or no worktree.
+fn lock_file(dir: &Path) -> Option<std::path::PathBuf> {
+    for d in dir.ancestors() {
+        let dot_git = d.join(".git");
+        if dot_git.is_dir() {
+            return None;
+        }
+        if let Ok(text) = std::fs::read_to_string(&dot_git) {
+            let admin = text.strip_prefix("gitdir:")?.trim();
+            return Some(d.join(admin).join("locked"));
+        }
+    }
+    None
+}
+
 /// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.
 pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
     let Ok(out) = Command::new("git")
@@ -72,7 +135,7 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
             let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
             let on_host = parts.nth(1).is_some_and(|h| h == host);
             if let (Some(pid), true, Some(p)) = (pid, on_host, path.as_ref())
-                && !crate::host::process_alive(pid)
+                && !crate::host::process_alive(pid, None)
             {
                 stale.push(p.clone());
             }
