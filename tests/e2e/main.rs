@@ -11,5 +11,6 @@ mod conformance;
 mod crash;
 mod hooks;
 mod pipelines;
+mod process;
 mod review;
 mod store;
