@@ -11,6 +11,8 @@ use crate::model::{Session, Task};
 
 use crate::testutil::git;
 
+mod outcome;
+
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (path, content) in files {
         let full = dir.join(path);

@@ -203,3 +203,142 @@ pub fn jest_json(json: &str) -> Option<(Counts, Vec<Failure>)> {
     }
     Some((counts, failures))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shape pytest 8 writes with `--junitxml` (xunit2): a failure, an error in setup, a
+    /// skip, an xfail (a skip too) and a pass, with escaped text.
+    const PYTEST_JUNIT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
+<testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="1" skipped="2" tests="5" time="0.05" timestamp="2026-12-01T12:00:00" hostname="h">
+<testcase classname="tests.test_calc" name="test_add" time="0.001" />
+<testcase classname="tests.test_calc" name="test_wrong" time="0.001"><failure message="assert 3 == 4&#10; +  where 3 = add(1, 2)">def test_wrong():
+&gt;       assert add(1, 2) == 4
+E       assert 3 == 4
+E        +  where 3 = add(1, 2)
+
+tests/test_calc.py:9: AssertionError</failure></testcase>
+<testcase classname="tests.test_calc" name="test_db" time="0.000"><error message="failed on setup with &quot;NameError: name 'conn' is not defined&quot;">@pytest.fixture
+def db():
+&gt;       return conn
+E       NameError: name 'conn' is not defined</error></testcase>
+<testcase classname="tests.test_calc" name="test_later" time="0.000"><skipped type="pytest.skip" message="not yet">tests/test_calc.py:20: not yet</skipped></testcase>
+<testcase classname="tests.test_calc" name="test_known" time="0.000"><skipped type="pytest.xfail" message="known bug" /></testcase>
+</testsuite></testsuites>"#;
+
+    #[test]
+    fn junit_counts_cases_and_names_failures() {
+        let (counts, failures) = junit(PYTEST_JUNIT).unwrap();
+        assert_eq!(
+            counts,
+            Counts {
+                passed: 1,
+                failed: 2,
+                skipped: 2
+            }
+        );
+        let names: Vec<&str> = failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["tests.test_calc::test_wrong", "tests.test_calc::test_db"]
+        );
+        assert_eq!(failures[0].severity, Severity::High);
+        assert!(failures[0].detail.contains("E       assert 3 == 4"), "{}", failures[0].detail);
+        assert!(failures[0].detail.contains("> "), "entities decoded: {}", failures[0].detail);
+        assert_eq!(failures[1].severity, Severity::Critical);
+        assert!(failures[1].detail.contains("NameError: name 'conn' is not defined"));
+        assert!(failures.iter().all(|f| f.counted));
+    }
+
+    #[test]
+    fn junit_of_no_case_is_zero_tests_and_other_xml_is_not_junit() {
+        let empty = r#"<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="0" errors="0" failures="0" skipped="0"></testsuite></testsuites>"#;
+        assert_eq!(junit(empty), Some((Counts::default(), Vec::new())));
+        // A bare <testsuite> root (other runners), with CDATA.
+        let bare = "<testsuite><testcase name=\"t\"><failure><![CDATA[x < y]]></failure></testcase></testsuite>";
+        let (c, f) = junit(bare).unwrap();
+        assert_eq!((c.failed, f[0].name.as_str(), f[0].detail.as_str()), (1, "t", "x < y"));
+        assert_eq!(junit("<html><body/></html>"), None);
+        assert_eq!(junit("not xml at all <"), None);
+    }
+
+    #[test]
+    fn go_json_events_are_counted_with_their_output() {
+        let events = [
+            r#"{"Action":"start","Package":"example.com/calc"}"#,
+            r#"{"Action":"run","Package":"example.com/calc","Test":"TestAdd"}"#,
+            r#"{"Action":"output","Package":"example.com/calc","Test":"TestAdd","Output":"=== RUN   TestAdd\n"}"#,
+            r#"{"Action":"pass","Package":"example.com/calc","Test":"TestAdd","Elapsed":0}"#,
+            r#"{"Action":"run","Package":"example.com/calc","Test":"TestWrong"}"#,
+            r#"{"Action":"output","Package":"example.com/calc","Test":"TestWrong","Output":"=== RUN   TestWrong\n"}"#,
+            r#"{"Action":"output","Package":"example.com/calc","Test":"TestWrong","Output":"    calc_test.go:12: Add(1, 2) = 3; expected 4\n"}"#,
+            r#"{"Action":"output","Package":"example.com/calc","Test":"TestWrong","Output":"--- FAIL: TestWrong (0.00s)\n"}"#,
+            r#"{"Action":"fail","Package":"example.com/calc","Test":"TestWrong","Elapsed":0}"#,
+            r#"{"Action":"skip","Package":"example.com/calc","Test":"TestLater","Elapsed":0}"#,
+            r#"{"Action":"output","Package":"example.com/calc","Output":"FAIL\n"}"#,
+            r#"{"Action":"fail","Package":"example.com/calc","Elapsed":0.01}"#,
+            // A package that does not build: stderr text, then its failure.
+            "# example.com/broken",
+            "broken/b.go:3:2: undefined: nope",
+            r#"{"Action":"output","Package":"example.com/broken","Output":"FAIL\texample.com/broken [build failed]\n"}"#,
+            r#"{"Action":"fail","Package":"example.com/broken","Elapsed":0}"#,
+        ]
+        .join("\n");
+        let (counts, failures, text) = go_json(&events).unwrap();
+        assert_eq!(
+            counts,
+            Counts {
+                passed: 1,
+                failed: 1,
+                skipped: 1
+            }
+        );
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert_eq!(failures[0].name, "TestWrong");
+        assert_eq!(failures[0].detail, "calc_test.go:12: Add(1, 2) = 3; expected 4");
+        assert!(failures[0].counted);
+        assert_eq!(failures[1].name, "package example.com/broken failed");
+        assert_eq!(failures[1].severity, Severity::Critical);
+        assert!(!failures[1].counted);
+        assert!(text.contains("undefined: nope") && text.contains("--- FAIL: TestWrong"));
+        assert_eq!(go_json("ok  \texample.com/calc\t0.01s\n"), None);
+    }
+
+    #[test]
+    fn jest_json_report_is_counted_and_a_broken_file_is_a_failure() {
+        let report = r#"{
+  "numFailedTests": 1, "numPassedTests": 1, "numPendingTests": 1, "numTotalTests": 3,
+  "testResults": [
+    {"name": "/w/src/sum.test.js", "status": "failed", "message": "",
+     "assertionResults": [
+       {"ancestorTitles": ["sum"], "fullName": "sum adds", "title": "adds", "status": "passed", "failureMessages": []},
+       {"ancestorTitles": ["sum"], "fullName": "sum is wrong", "title": "is wrong", "status": "failed",
+        "failureMessages": ["Error: expect(received).toBe(expected)\n\nExpected: 4\nReceived: 3\n    at Object.<anonymous> (/w/src/sum.test.js:9:20)"]},
+       {"fullName": "sum later", "title": "later", "status": "pending", "failureMessages": []}
+     ]},
+    {"name": "/w/src/broken.test.js", "status": "failed", "assertionResults": [],
+     "message": "Test suite failed to run\n\n    SyntaxError: Unexpected token (3:4)"}
+  ]
+}"#;
+        let (counts, failures) = jest_json(report).unwrap();
+        assert_eq!(
+            counts,
+            Counts {
+                passed: 1,
+                failed: 1,
+                skipped: 1
+            }
+        );
+        assert_eq!(failures[0].name, "sum is wrong");
+        assert_eq!(failures[0].severity, Severity::High);
+        assert!(failures[0].detail.contains("Received: 3"));
+        assert_eq!(
+            failures[1].name,
+            "test file failed to run: /w/src/broken.test.js"
+        );
+        assert_eq!(failures[1].severity, Severity::Critical);
+        assert!(!failures[1].counted);
+        assert_eq!(jest_json("{\"other\": 1}"), None);
+    }
+}
