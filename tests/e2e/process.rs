@@ -338,3 +338,53 @@ fn ctrl_c_stops_a_test_run_and_removes_its_checkout() {
 fn sigterm_stops_a_test_run_and_removes_its_checkout() {
     interrupt_a_test_run(libc::SIGTERM, 143);
 }
+
+#[test]
+fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
+    let repo = slow_tests_repo(&std::env::temp_dir().join("unused.pids"));
+    repo.git(&["rm", "-q", "test_slow.py"]);
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a crate"]);
+    // cargo here is rustup's proxy: with an empty RUSTUP_HOME it has no toolchain to run.
+    let rustup_home = tempfile::tempdir().unwrap();
+    let probe = crate::common::hermetic("cargo", repo.path(), repo.home.path())
+        .env("RUSTUP_HOME", rustup_home.path())
+        .arg("--version")
+        .output();
+    let no_toolchain = probe.as_ref().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stderr).contains("rustup could not choose a version")
+    });
+    if !no_toolchain {
+        eprintln!("skipped: `cargo` is not rustup's proxy here ({probe:?})");
+        return;
+    }
+    let out = repo
+        .tlv4_cmd(&["start", "--pipeline", "tests", "--yes", "--completion", "keep", "crate"])
+        .env("RUSTUP_HOME", rustup_home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = only_session(&repo);
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "failed", "{test}\n{stderr}");
+    let shown = format!("{test}\n{stderr}");
+    assert!(
+        shown.contains("environment error: the test command `cargo test --no-fail-fast` could not start"),
+        "{shown}"
+    );
+    assert!(shown.contains("rustup could not choose a version of cargo"), "{shown}");
+    let status = repo.json(&["status", "--json"]);
+    let ids: Vec<&str> = status["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["TEST-001"], "no fix task: {status}");
+    no_checkout_left(&repo);
+    repo.fsck();
+}
