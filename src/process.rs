@@ -214,7 +214,8 @@ static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
 fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
     // A panic while holding the lock leaves a plain list behind, still valid.
-    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A registration in [`LIVE`] (and with the watchdog) for as long as a run lasts.
@@ -296,7 +297,14 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
         cmd.pre_exec(move || {
             // See the module comment: SIGTERM when the thread waiting for this run ends,
             // which is when the tool dies.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             // The tool died between fork and prctl: nobody would stop this run.
@@ -882,11 +890,11 @@ mod watchdog {
                 if word > 0 && n < MAX_GROUPS {
                     groups[n] = word;
                     n += 1;
-                } else if word < 0 {
-                    if let Some(i) = groups[..n].iter().position(|g| *g == -word) {
-                        groups[i] = groups[n - 1];
-                        n -= 1;
-                    }
+                } else if word < 0
+                    && let Some(i) = groups[..n].iter().position(|g| *g == -word)
+                {
+                    groups[i] = groups[n - 1];
+                    n -= 1;
                 }
             }
             // The tool is gone.

@@ -574,7 +574,11 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let root = worktree.path().to_path_buf();
     let reports = match tempfile::Builder::new().prefix("tlv4-results-").tempdir() {
         Ok(d) => d,
-        Err(e) => return Ok(failed(format!("cannot make a directory for test results: {e}"))),
+        Err(e) => {
+            return Ok(failed(format!(
+                "cannot make a directory for test results: {e}"
+            )));
+        }
     };
     let run = |dir: &std::path::Path, cmd: &str, kind: Kind| {
         let (command, extra, file) = machine_readable(kind, cmd, reports.path());
@@ -595,7 +599,13 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         if let Some(why) = unavailable(&ran) {
             return Ok(environment_error(&ran, &why));
         }
-        runs.push(evaluate(kind, Scope::Affected, ran, timeout, report.as_ref()));
+        runs.push(evaluate(
+            kind,
+            Scope::Affected,
+            ran,
+            timeout,
+            report.as_ref(),
+        ));
     }
     // The whole suite once the affected tests pass, or when they ran none.
     if runs

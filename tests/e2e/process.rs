@@ -109,7 +109,11 @@ fn open_pty() -> Pty {
     // SAFETY: plain calls on a descriptor we own; ptsname_r writes into the buffer given.
     unsafe {
         let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        assert!(master >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        assert!(
+            master >= 0,
+            "posix_openpt: {}",
+            std::io::Error::last_os_error()
+        );
         assert_eq!(libc::grantpt(master), 0);
         assert_eq!(libc::unlockpt(master), 0);
         let mut buf = [0 as libc::c_char; 256];
@@ -148,7 +152,9 @@ fn spawn_on_terminal(mut cmd: std::process::Command, pty: &Pty) -> std::process:
 
 /// Reads the terminal's output until told to stop, then closes the master side: the
 /// terminal window goes away, and the kernel hangs up its session (SIGHUP).
-fn terminal_reader(master: libc::c_int) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<String>) {
+fn terminal_reader(
+    master: libc::c_int,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<String>) {
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let handle = std::thread::spawn(move || {
         let mut seen = Vec::new();
@@ -199,7 +205,11 @@ fn closing_the_terminal_stops_the_agent_and_returns_its_task() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let seen = reader.join().unwrap();
-    assert_eq!(status.code(), Some(129), "{status:?}; the terminal showed:\n{seen}");
+    assert_eq!(
+        status.code(),
+        Some(129),
+        "{status:?}; the terminal showed:\n{seen}"
+    );
     // The child of the agent ignores SIGTERM; it goes all the same, within the grace period.
     assert!(
         all_gone_within(&pids, Duration::from_secs(30)),
@@ -216,7 +226,7 @@ fn sigterm_stops_the_agent_and_returns_its_task() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("agent.pids");
     let repo = hanging_agent_repo(&pidfile);
-    let mut child = repo
+    let child = repo
         .tlv4_cmd(&start_args())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -307,8 +317,16 @@ fn interrupt_a_test_run(signal: libc::c_int, code: i32) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("tests.pids");
     let repo = slow_tests_repo(&pidfile);
-    let mut child = repo
-        .tlv4_cmd(&["start", "--pipeline", "tests", "--yes", "--completion", "keep", "slow"])
+    let child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "tests",
+            "--yes",
+            "--completion",
+            "keep",
+            "slow",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -363,7 +381,15 @@ fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
         return;
     }
     let out = repo
-        .tlv4_cmd(&["start", "--pipeline", "tests", "--yes", "--completion", "keep", "crate"])
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "tests",
+            "--yes",
+            "--completion",
+            "keep",
+            "crate",
+        ])
         .env("RUSTUP_HOME", rustup_home.path())
         .output()
         .unwrap();
@@ -373,10 +399,15 @@ fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
     assert_eq!(test["status"], "failed", "{test}\n{stderr}");
     let shown = format!("{test}\n{stderr}");
     assert!(
-        shown.contains("environment error: the test command `cargo test --no-fail-fast` could not start"),
+        shown.contains(
+            "environment error: the test command `cargo test --no-fail-fast` could not start"
+        ),
         "{shown}"
     );
-    assert!(shown.contains("rustup could not choose a version of cargo"), "{shown}");
+    assert!(
+        shown.contains("rustup could not choose a version of cargo"),
+        "{shown}"
+    );
     let status = repo.json(&["status", "--json"]);
     let ids: Vec<&str> = status["tasks"]
         .as_array()

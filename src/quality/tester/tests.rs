@@ -476,7 +476,13 @@ fn commands_time_out_and_take_their_children_along() {
         start.elapsed()
     );
     assert_eq!(ran.output, "started\n");
-    let r = evaluate(Kind::Unittest, Scope::Full, ran, Duration::from_secs(600), None);
+    let r = evaluate(
+        Kind::Unittest,
+        Scope::Full,
+        ran,
+        Duration::from_secs(600),
+        None,
+    );
     assert_eq!(r.pass_rate, Some(0.0));
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].severity, Severity::Medium);

@@ -244,10 +244,22 @@ E       NameError: name 'conn' is not defined</error></testcase>
             ["tests.test_calc::test_wrong", "tests.test_calc::test_db"]
         );
         assert_eq!(failures[0].severity, Severity::High);
-        assert!(failures[0].detail.contains("E       assert 3 == 4"), "{}", failures[0].detail);
-        assert!(failures[0].detail.contains("> "), "entities decoded: {}", failures[0].detail);
+        assert!(
+            failures[0].detail.contains("E       assert 3 == 4"),
+            "{}",
+            failures[0].detail
+        );
+        assert!(
+            failures[0].detail.contains("> "),
+            "entities decoded: {}",
+            failures[0].detail
+        );
         assert_eq!(failures[1].severity, Severity::Critical);
-        assert!(failures[1].detail.contains("NameError: name 'conn' is not defined"));
+        assert!(
+            failures[1]
+                .detail
+                .contains("NameError: name 'conn' is not defined")
+        );
         assert!(failures.iter().all(|f| f.counted));
     }
 
@@ -258,7 +270,10 @@ E       NameError: name 'conn' is not defined</error></testcase>
         // A bare <testsuite> root (other runners), with CDATA.
         let bare = "<testsuite><testcase name=\"t\"><failure><![CDATA[x < y]]></failure></testcase></testsuite>";
         let (c, f) = junit(bare).unwrap();
-        assert_eq!((c.failed, f[0].name.as_str(), f[0].detail.as_str()), (1, "t", "x < y"));
+        assert_eq!(
+            (c.failed, f[0].name.as_str(), f[0].detail.as_str()),
+            (1, "t", "x < y")
+        );
         assert_eq!(junit("<html><body/></html>"), None);
         assert_eq!(junit("not xml at all <"), None);
     }
@@ -296,7 +311,10 @@ E       NameError: name 'conn' is not defined</error></testcase>
         );
         assert_eq!(failures.len(), 2, "{failures:?}");
         assert_eq!(failures[0].name, "TestWrong");
-        assert_eq!(failures[0].detail, "calc_test.go:12: Add(1, 2) = 3; expected 4");
+        assert_eq!(
+            failures[0].detail,
+            "calc_test.go:12: Add(1, 2) = 3; expected 4"
+        );
         assert!(failures[0].counted);
         assert_eq!(failures[1].name, "package example.com/broken failed");
         assert_eq!(failures[1].severity, Severity::Critical);

@@ -20,7 +20,11 @@ fn zero_tests_are_no_tests_never_a_pass() {
     let go = evaluate(
         Kind::Go,
         Scope::Full,
-        ran("go test -v ./...", 0, "?   \texample.com/calc\t[no test files]\n"),
+        ran(
+            "go test -v ./...",
+            0,
+            "?   \texample.com/calc\t[no test files]\n",
+        ),
         T,
         None,
     );
@@ -40,10 +44,22 @@ fn zero_tests_are_no_tests_never_a_pass() {
     );
     assert_eq!((jest.pass_rate, jest.failures.len()), (None, 0));
     // pytest printed nothing countable and exited 0.
-    let py = evaluate(Kind::Pytest, Scope::Full, ran("python3 -m pytest", 0, ""), T, None);
+    let py = evaluate(
+        Kind::Pytest,
+        Scope::Full,
+        ran("python3 -m pytest", 0, ""),
+        T,
+        None,
+    );
     assert_eq!(py.pass_rate, None);
     // A custom command says only its exit status: that is all there is to go by.
-    let custom = evaluate(Kind::Custom, Scope::Full, ran("make check", 0, "ok\n"), T, None);
+    let custom = evaluate(
+        Kind::Custom,
+        Scope::Full,
+        ran("make check", 0, "ok\n"),
+        T,
+        None,
+    );
     assert_eq!(custom.pass_rate, Some(100.0));
 
     let r = repo(&[("go.mod", "module example.com/calc\n")], &[]);
@@ -53,7 +69,8 @@ fn zero_tests_are_no_tests_never_a_pass() {
     let v = result.verdict.clone().unwrap();
     assert_eq!((v.verdict.as_str(), v.score), ("no_tests", None));
     assert!(
-        v.summary.starts_with("no tests ran: `go test -v ./...` ran no test")
+        v.summary
+            .starts_with("no tests ran: `go test -v ./...` ran no test")
             && v.summary.contains("not a pass"),
         "{}",
         v.summary
@@ -63,7 +80,15 @@ fn zero_tests_are_no_tests_never_a_pass() {
     let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
     assert_eq!((rec.verdict.as_str(), rec.pass_rate), ("no_tests", None));
     // And the custom command's pass says how it was judged.
-    let result = conclude(&inp, 1, &setup, Kind::Custom, vec![custom], Vec::new(), Vec::new());
+    let result = conclude(
+        &inp,
+        1,
+        &setup,
+        Kind::Custom,
+        vec![custom],
+        Vec::new(),
+        Vec::new(),
+    );
     let v = result.verdict.unwrap();
     assert_eq!(v.verdict, "pass");
     assert!(v.summary.contains("by exit status"), "{}", v.summary);
@@ -88,10 +113,16 @@ fn a_command_that_cannot_start_is_an_environment_error() {
         ),
         "{reason}"
     );
-    assert!(reason.contains("its output:\nerror: rustup could not choose"), "{reason}");
+    assert!(
+        reason.contains("its output:\nerror: rustup could not choose"),
+        "{reason}"
+    );
     assert!(result.fix.is_none());
     for (code, output) in [
-        (1, "error: toolchain 'nightly-x86_64-unknown-linux-gnu' is not installed\n"),
+        (
+            1,
+            "error: toolchain 'nightly-x86_64-unknown-linux-gnu' is not installed\n",
+        ),
         (126, "sh: 1: ./run-tests: Permission denied\n"),
         (1, "npm error Missing script: \"test\"\n"),
     ] {
@@ -121,7 +152,10 @@ fn runners_are_asked_for_machine_readable_results() {
     assert_eq!(path, dir.join("results"));
     assert_eq!(form("<x/>".into()), parse::Report::JUnit("<x/>".into()));
     let (cmd, _, file) = machine_readable(Kind::Go, "go test -v ./...", dir);
-    assert_eq!((cmd.as_str(), file.is_none()), ("go test -json -v ./...", true));
+    assert_eq!(
+        (cmd.as_str(), file.is_none()),
+        ("go test -json -v ./...", true)
+    );
     let (cmd, _, file) = machine_readable(Kind::Jest, "npx --no -- jest --ci --no-coverage", dir);
     assert_eq!(
         cmd,
@@ -129,7 +163,10 @@ fn runners_are_asked_for_machine_readable_results() {
     );
     assert!(file.is_some());
     let (cmd, env, file) = machine_readable(Kind::Unittest, "python3 -m unittest -v", dir);
-    assert_eq!((cmd.as_str(), env.len(), file.is_none()), ("python3 -m unittest -v", 0, true));
+    assert_eq!(
+        (cmd.as_str(), env.len(), file.is_none()),
+        ("python3 -m unittest -v", 0, true)
+    );
 }
 
 #[test]
