@@ -310,7 +310,14 @@ fn slow_tests_repo(pidfile: &Path) -> TestRepo {
          [task.TEST-001]\nrole = \"tester\"\nphase = \"validation\"\npriority = \"P0\"\npurpose = \"p\"\nsuccess = \"s\"\nsteps = []\nexpected = \"e\"\nconstraints = \"c\"\n\
          [pipeline.tests]\nsummary = \"tests\"\ntasks = [{ id = \"TEST-001\" }]\n",
     );
+    trust(&repo);
     repo
+}
+
+/// Trusts what the repository supplies (its pipelines, its tests), where trust covers them;
+/// a build in which nothing of it needs trust refuses the command, which changes nothing.
+fn trust(repo: &TestRepo) {
+    let _ = repo.tlv4(&["trust"]);
 }
 
 fn interrupt_a_test_run(signal: libc::c_int, code: i32) {
@@ -367,6 +374,7 @@ fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "a crate"]);
+    trust(&repo);
     // cargo here is rustup's proxy: with an empty RUSTUP_HOME it has no toolchain to run.
     let rustup_home = tempfile::tempdir().unwrap();
     let probe = crate::common::hermetic("cargo", repo.path(), repo.home.path())
