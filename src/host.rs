@@ -12,41 +12,85 @@ pub fn name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Whether process `pid` runs on this machine: it exists, is not a zombie (which runs no
-/// code), and when `start_time` is given, started then (so a reused pid is not taken for the
-/// process recorded earlier). `start_time` is [`process_start_time`]'s value.
+/// Whether process `pid` is alive on this machine: it exists, is not a zombie (`/proc/<pid>/stat`
+/// state `Z` or `X`: dead, waiting to be reaped), and — when `start_time` is given — started at
+/// that time (field 22 of `/proc/<pid>/stat`, in clock ticks since boot), so a pid reused by
+/// another process does not count. Without `/proc` only existence can be checked.
 pub fn process_alive(pid: u32, start_time: Option<u64>) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
         return false;
     };
-    if pid <= 0 {
+    if raw <= 0 {
         return false;
+    }
+    if let Some(stat) = read_stat(pid) {
+        if matches!(stat.state, 'Z' | 'X' | 'x') {
+            return false;
+        }
+        return start_time.is_none_or(|t| t == stat.start_time);
+    }
+    if std::path::Path::new("/proc/self/stat").exists() {
+        return false; // /proc works, and has no entry for this pid
     }
     // SAFETY: signal 0 only checks for existence and permission; nothing is sent.
-    let rc = unsafe { libc::kill(pid, 0) };
-    if !(rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)) {
-        return false;
-    }
-    match stat_fields(pid as u32) {
-        // No /proc (or it went in between): existence is all we know.
-        None => true,
-        Some(f) => {
-            let state = f.first().map_or("", String::as_str);
-            let started = f.get(19).and_then(|s| s.parse::<u64>().ok());
-            !matches!(state, "Z" | "X") && start_time.is_none_or(|t| started == Some(t))
-        }
-    }
+    let rc = unsafe { libc::kill(raw, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// When process `pid` started, in clock ticks after boot (`/proc/<pid>/stat` field 22):
-/// with the pid, it names one process for good.
+/// When process `pid` started (field 22 of `/proc/<pid>/stat`), to tell it from a later
+/// process that reuses its pid; `None` without `/proc`.
 pub fn process_start_time(pid: u32) -> Option<u64> {
-    stat_fields(pid)?.get(19)?.parse().ok()
+    read_stat(pid).map(|s| s.start_time)
 }
 
-/// Whether process group `pgid` still has a member, for a group whose leader started at
-/// `leader_start`: a group outlives its leader, but once the leader's pid names a process
-/// that started at another time, that is someone else's group.
+/// The start time of this process, recorded in the owner of a task it claims.
+pub fn own_start_time() -> Option<u64> {
+    process_start_time(std::process::id())
+}
+
+/// The fields of `/proc/<pid>/stat` that ownership needs.
+struct Stat {
+    state: char,
+    ppid: u32,
+    start_time: u64,
+}
+
+/// Parses `/proc/<pid>/stat`: the fields after the parenthesised command name (which may hold
+/// spaces and parentheses itself, hence the last `)`), counted from field 3 (state).
+fn read_stat(pid: u32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        // Field 22 overall is the 20th after the name (fields 3.. are at index 0..).
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// The process that ran this command: the parent, or the grandparent when the parent is the
+/// short-lived `git` process of `git tlv4 …`.
+pub fn parent_pid() -> u32 {
+    // SAFETY: getppid cannot fail.
+    let ppid = u32::try_from(unsafe { libc::getppid() }).unwrap_or(0);
+    let comm = std::fs::read_to_string(format!("/proc/{ppid}/comm")).unwrap_or_default();
+    if comm.trim() == "git"
+        && let Some(grand) = stat_ppid(ppid)
+    {
+        return grand;
+    }
+    ppid
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn stat_ppid(pid: u32) -> Option<u32> {
+    read_stat(pid).map(|s| s.ppid)
+}
+
+/// Whether process group `pgid` still has a member that runs, for a group whose leader
+/// started at `leader_start`: a group outlives its leader, but once the leader's pid names a
+/// process that started at another time, that is someone else's group.
 pub fn group_alive(pgid: u32, leader_start: Option<u64>) -> bool {
     let Ok(pg) = libc::pid_t::try_from(pgid) else {
         return false;
@@ -74,35 +118,63 @@ pub fn group_alive(pgid: u32, leader_start: Option<u64>) -> bool {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .any(|pid| {
-            stat_fields(pid).is_some_and(|f| {
-                f.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
-                    && !matches!(f[0].as_str(), "Z" | "X")
-            })
+            // The fields after the name: state first, the group third (field 5).
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = &stat[stat.rfind(')')? + 1..];
+                    let f: Vec<&str> = after.split_whitespace().collect();
+                    let group = f.get(2)?.parse::<u32>().ok()?;
+                    Some(group == pgid && !matches!(*f.first()?, "Z" | "X"))
+                })
+                .unwrap_or(false)
         })
 }
 
-/// The fields of `/proc/<pid>/stat` after the parenthesised name: state first (field 3).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    Some(after.split_whitespace().map(str::to_owned).collect())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The process that ran this command: the parent, or the grandparent when the parent is the
-/// short-lived `git` process of `git tlv4 …`.
-pub fn parent_pid() -> u32 {
-    // SAFETY: getppid cannot fail.
-    let ppid = u32::try_from(unsafe { libc::getppid() }).unwrap_or(0);
-    let comm = std::fs::read_to_string(format!("/proc/{ppid}/comm")).unwrap_or_default();
-    if comm.trim() == "git"
-        && let Some(grand) = stat_ppid(ppid)
-    {
-        return grand;
+    #[test]
+    fn this_process_is_alive_with_its_start_time_only() {
+        let me = std::process::id();
+        let start = own_start_time();
+        assert!(process_alive(me, None));
+        assert!(process_alive(me, start));
+        if let Some(t) = start {
+            assert!(
+                !process_alive(me, Some(t + 1)),
+                "a reused pid is not the owner"
+            );
+        }
     }
-    ppid
-}
 
-/// The parent of `pid`, from `/proc/<pid>/stat` (the field after the state).
-fn stat_ppid(pid: u32) -> Option<u32> {
-    stat_fields(pid)?.get(1)?.parse().ok()
+    #[test]
+    fn a_zombie_is_not_alive() {
+        // A child that exited and was not reaped yet is a zombie: its pid still exists.
+        let child = std::process::Command::new("true")
+            .spawn()
+            .expect("`true` runs");
+        let pid = child.id();
+        let start = process_start_time(pid);
+        for _ in 0..500 {
+            if read_stat(pid).is_some_and(|s| s.state == 'Z') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            read_stat(pid).is_some_and(|s| s.state == 'Z'),
+            "the child is a zombie"
+        );
+        assert!(!process_alive(pid, None));
+        assert!(!process_alive(pid, start));
+        drop(child);
+    }
+
+    #[test]
+    fn no_such_process() {
+        assert!(!process_alive(0, None));
+        assert!(!process_alive(u32::MAX, None));
+    }
 }

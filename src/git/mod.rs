@@ -164,3 +164,63 @@ pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::git;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_run_named_in_our_lock_keeps_the_checkout_while_its_group_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let ours = dir.path().join("ours");
+        let theirs = dir.path().join("theirs");
+        let reason = format!("{} (S T)", lock_reason());
+        for (path, why) in [(&ours, reason.as_str()), (&theirs, "someone else's")] {
+            let p = path.to_str().unwrap();
+            git(
+                &repo,
+                &[
+                    "worktree", "add", "-q", "--detach", "--lock", "--reason", why, p,
+                ],
+            );
+        }
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = crate::host::process_start_time(pid).unwrap();
+        // Named from a subdirectory too, as the tester runs there.
+        std::fs::create_dir(ours.join("sub")).unwrap();
+        note_run(&ours.join("sub"), pid, start);
+        note_run(&theirs, pid, start);
+        let list = git(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(
+            list.contains(&format!("locked {reason} (run pid {pid} start {start})")),
+            "{list}"
+        );
+        assert!(list.contains("locked someone else's\n"), "{list}");
+        assert_eq!(live_run(&ours), Some(pid));
+        assert_eq!(live_run(&theirs), None);
+        // A later run replaces the one named before.
+        note_run(&ours, pid, start + 1);
+        assert_eq!(
+            live_run(&ours),
+            None,
+            "another start time is another process"
+        );
+        note_run(&ours, pid, start);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(live_run(&ours), None);
+        let list = git(&repo, &["worktree", "list", "--porcelain"]);
+        assert_eq!(list.matches("(run pid").count(), 1, "{list}");
+    }
+}
