@@ -64,7 +64,14 @@ fn zero_tests_are_no_tests_never_a_pass() {
 
     let r = repo(&[("go.mod", "module example.com/calc\n")], &[]);
     let inp = input("TEST-001", r.code.clone(), &[]);
-    let setup = setup(&inp).expect("go is detected");
+    let setup = Setup {
+        kind: Kind::Go,
+        dir: String::new(),
+        evidence: "go.mod".into(),
+        full: "go test -v ./...".into(),
+        source: "the code tree (detected)".into(),
+        fallback: None,
+    };
     let result = conclude(&inp, 1, &setup, Kind::Go, vec![go], Vec::new(), Vec::new());
     let v = result.verdict.clone().unwrap();
     assert_eq!((v.verdict.as_str(), v.score), ("no_tests", None));
