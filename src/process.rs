@@ -859,6 +859,8 @@ mod watchdog {
                     libc::dup2(null, fd);
                 }
             }
+            // Nor its working directory.
+            libc::chdir(c"/".as_ptr());
             let keep = read;
             if libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32) != 0
                 || libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) != 0

@@ -49,12 +49,14 @@ pub fn lock_reason() -> String {
 }
 
 /// What a lock reason says before the run [`note_run`] records in it.
-const RUN_MARK: &str = " (run pid ";
+const RUN_MARK: &str = " run pid ";
 
 /// Names run `pid` (started at `start`, see [`crate::host::process_start_time`]) in the
 /// lock of the checkout `workdir` is in, when this process locked that checkout, replacing
-/// the run named before: `resume` leaves a checkout alone while that run's process group
-/// lives ([`live_run`]). Anything else (no checkout, someone else's lock) is left as it is.
+/// the run named before: `git-tlv4 pid N on HOST run pid PID start START`, then what the
+/// reason said after `HOST` (` (SID TASK)` for a task). `resume` leaves a checkout alone
+/// while that run's process group lives ([`live_run`]). Anything else (no checkout,
+/// someone else's lock) is left as it is.
 pub fn note_run(workdir: &Path, pid: u32, start: u64) {
     let Some(lock) = lock_file(workdir) else {
         return;
@@ -63,20 +65,27 @@ pub fn note_run(workdir: &Path, pid: u32, start: u64) {
         return;
     };
     let ours = lock_reason();
-    let mine = reason
+    let Some(rest) = reason
         .strip_prefix(&ours)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\n']));
-    if !mine {
+        .filter(|rest| rest.is_empty() || rest.starts_with([' ', '\n']))
+    else {
         return;
-    }
-    let base = reason
-        .rsplit_once(RUN_MARK)
-        .map_or(reason.trim_end(), |(b, _)| b);
+    };
+    // Drop the run named before: ` run pid M start T`.
+    let rest = match rest.strip_prefix(RUN_MARK) {
+        Some(run) => {
+            let words: Vec<&str> = run.splitn(4, ' ').collect();
+            match words.as_slice() {
+                [_, "start", _, after] => format!(" {after}"),
+                _ => String::new(),
+            }
+        }
+        None => rest.to_owned(),
+    };
+    let text = format!("{ours}{RUN_MARK}{pid} start {start}{}", rest.trim_end());
     let tmp = lock.with_file_name("locked.tlv4-new");
     // Written aside and renamed over: git never reads half a reason.
-    if std::fs::write(&tmp, format!("{base}{RUN_MARK}{pid} start {start})")).is_ok()
-        && std::fs::rename(&tmp, &lock).is_err()
-    {
+    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &lock).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
@@ -85,8 +94,8 @@ pub fn note_run(workdir: &Path, pid: u32, start: u64) {
 /// has a member that runs.
 pub fn live_run(checkout: &Path) -> Option<u32> {
     let reason = std::fs::read_to_string(lock_file(checkout)?).ok()?;
-    let (_, run) = reason.rsplit_once(RUN_MARK)?;
-    let mut words = run.trim_end().trim_end_matches(')').split_whitespace();
+    let (_, run) = reason.split_once(RUN_MARK)?;
+    let mut words = run.split_whitespace();
     let pid: u32 = words.next()?.parse().ok()?;
     let start: u64 = match (words.next(), words.next()) {
         (Some("start"), Some(t)) => t.parse().ok()?,
@@ -203,7 +212,10 @@ mod tests {
         note_run(&theirs, pid, start);
         let list = git(&repo, &["worktree", "list", "--porcelain"]);
         assert!(
-            list.contains(&format!("locked {reason} (run pid {pid} start {start})")),
+            list.contains(&format!(
+                "locked {} run pid {pid} start {start} (S T)\n",
+                lock_reason()
+            )),
             "{list}"
         );
         assert!(list.contains("locked someone else's\n"), "{list}");
@@ -221,6 +233,7 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(live_run(&ours), None);
         let list = git(&repo, &["worktree", "list", "--porcelain"]);
-        assert_eq!(list.matches("(run pid").count(), 1, "{list}");
+        assert_eq!(list.matches("run pid").count(), 1, "{list}");
+        assert!(list.contains(" (S T)\n"), "{list}");
     }
 }
