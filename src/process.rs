@@ -291,10 +291,18 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
     }
     // SAFETY: getpid cannot fail.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl, getppid
-    // and _exit, which are async-signal-safe.
+    // SAFETY: the closure runs in the forked child before exec and calls only sigemptyset,
+    // pthread_sigmask, prctl, getppid and _exit, which are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
+            // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads (see [`signals`]), and
+            // a child inherits the mask: the program must start with none blocked, or it could
+            // not be stopped (nor get its death signal).
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             // See the module comment: SIGTERM when the thread waiting for this run ends,
             // which is when the tool dies.
             if libc::prctl(
@@ -927,8 +935,9 @@ mod watchdog {
 /// pending and ends; the tool exits with 128 + the signal's number (130, 143, 129).
 ///
 /// [`install`](signals::install) blocks the three signals in the calling thread — call it
-/// first thing in `main`, so every thread inherits the mask (processes started later get a
-/// clean one from `std::process::Command`) — and waits for them on a thread of its own.
+/// first thing in `main`, so every thread inherits the mask — and waits for them on a thread
+/// of its own. Programs started by [`run`] start with no signal blocked; other children (the
+/// short `git` commands) inherit the mask and finish what they do.
 /// When nothing subscribes (a command outside the loop), a signal stops the runs and exits
 /// at once. A second signal while the first is handled kills the runs and exits at once.
 pub mod signals {

@@ -264,29 +264,86 @@ fn the_agent_dies_with_a_killed_tool_and_resume_waits_for_it() {
     let pids = wait_for_pids(&pidfile, 2);
     child.kill().unwrap();
     child.wait().unwrap();
-    // At once, while the agent's child (which ignores SIGTERM) is still within its grace
-    // period: resume must not remove the checkout it works in.
+    // At once, while the agent's child (which ignores SIGTERM) may be within its grace
+    // period: resume waits for it rather than remove the checkout under it.
     let out = repo.tlv4(&["resume", "--no-run"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    if !gone(pids[1]) {
-        // Alive after resume returned, so alive when resume looked.
-        assert!(stderr.contains("left the checkout"), "{stderr}");
-        let list = repo.git(&["worktree", "list", "--porcelain"]);
-        assert_eq!(list.matches("worktree ").count(), 2, "{list}");
-    } else {
-        eprintln!("the agent's child was gone before resume looked; nothing to check there");
-    }
-    // Nobody stops the agent but the dead tool's own arrangements.
+    // Nobody stopped the agent but the dead tool's own arrangements.
     assert!(
         all_gone_within(&pids, Duration::from_secs(30)),
         "agent processes {pids:?} outlived the killed git-tlv4"
     );
-    // Now the checkout is free to go.
     repo.ok(&["resume", "--no-run"]);
     no_checkout_left(&repo);
     let sid = only_session(&repo);
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    repo.fsck();
+}
+
+/// The children of `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let after = s[s.rfind(')')? + 1..].to_owned();
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn resume_never_removes_a_checkout_whose_agent_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("agent.pids");
+    let repo = hanging_agent_repo(&pidfile);
+    let mut child = repo
+        .tlv4_cmd(&start_args())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_pids(&pidfile, 2);
+    // Take the watchdog down first (the tool's only child that is not the agent), then the
+    // tool: the agent's leader still gets its death signal, but its child ignores SIGTERM and
+    // nobody sends SIGKILL: an agent that outlived the tool.
+    let tool = child.id();
+    for c in children(tool) {
+        if c as i32 != pids[0] {
+            // SAFETY: signalling a process of this test's child.
+            unsafe { libc::kill(c as i32, libc::SIGKILL) };
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        all_gone_within(&pids[..1], Duration::from_secs(30)),
+        "the leader got no death signal"
+    );
+    assert!(!gone(pids[1]));
+    let out = repo.tlv4(&["resume", "--no-run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("left the checkout"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("process {} ", pids[0])),
+        "{stderr}"
+    );
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 2, "{list}");
+    // Once it has ended, the checkout goes.
+    // SAFETY: signalling the process group this test's child started.
+    unsafe { libc::kill(-pids[0], libc::SIGKILL) };
+    assert!(all_gone_within(&pids, Duration::from_secs(30)));
+    repo.ok(&["resume", "--no-run"]);
+    no_checkout_left(&repo);
     repo.fsck();
 }
 
