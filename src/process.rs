@@ -1152,6 +1152,32 @@ mod tests {
     }
 
     #[test]
+    fn programs_start_with_no_signal_blocked() {
+        // As in the tool, whose threads block the signals its signal thread waits for.
+        let blocked = std::thread::spawn(|| {
+            // SAFETY: a sigset on the stack, filled before use; this thread's mask only.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGTERM);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            }
+            let mut inv = Invocation::new("/bin/cat", "/");
+            inv.args = vec!["/proc/self/status".into()];
+            run(&inv).unwrap()
+        })
+        .join()
+        .unwrap();
+        let line = blocked
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("SigBlk:"))
+            .unwrap()
+            .to_owned();
+        assert_eq!(line, "SigBlk:\t0000000000000000");
+    }
+
+    #[test]
     fn giant_output_is_bounded_head_and_tail() {
         let dir = tempfile::tempdir().unwrap();
         let mut inv = Invocation::new("/bin/sh", dir.path());
