@@ -130,9 +130,14 @@ pub enum Error {
         /// The parse error.
         message: String,
     },
-    /// Ctrl-C stopped the run.
-    #[error("interrupted; {0}")]
-    Interrupted(String),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: exit code 128 + its number.
+    #[error("interrupted by {}; {message}", crate::process::signals::name(*signal))]
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+        /// What was done about the running tasks.
+        message: String,
+    },
     /// A git operation failed.
     #[error("{0}")]
     Git(String),
@@ -170,8 +175,17 @@ pub mod exit {
     pub const CONFLICT: i32 = 3;
     /// Interrupted by Ctrl-C (128 + SIGINT), as shells report it.
     pub const INTERRUPTED: i32 = 130;
+    /// Stopped by SIGHUP, the terminal was closed (128 + 1).
+    pub const HANGUP: i32 = 129;
+    /// Stopped by SIGTERM (128 + 15).
+    pub const TERMINATED: i32 = 143;
     /// A bug or an unexpected failure of git or the file system.
     pub const INTERNAL: i32 = 255;
+
+    /// The code for a run stopped by signal `sig`: 128 + its number, as shells report it.
+    pub fn for_signal(sig: i32) -> i32 {
+        128 + sig
+    }
 }
 
 impl Error {
@@ -217,7 +231,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Conflict { .. } => exit::CONFLICT,
-            Error::Interrupted(_) => exit::INTERRUPTED,
+            Error::Interrupted { signal, .. } => exit::for_signal(*signal),
             Error::Git(_) | Error::Io { .. } => exit::INTERNAL,
             _ => exit::ERROR,
         }
@@ -290,7 +304,7 @@ impl Error {
                 "it is locked: run `git worktree unlock {}` and `git worktree prune`, then re-run",
                 worktree.display()
             )],
-            Error::Interrupted(_) => vec!["continue with `git tlv4 resume`".into()],
+            Error::Interrupted { .. } => vec!["continue with `git tlv4 resume`".into()],
             Error::Locked { lock, .. } => vec![format!(
                 "if no other git process is running, run `git tlv4 resume` to clear it, or remove `{}`",
                 lock.display()

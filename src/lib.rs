@@ -13,6 +13,7 @@ pub mod git;
 pub mod hooks;
 pub mod host;
 pub mod model;
+pub mod process;
 pub mod quality;
 pub mod specdoc;
 pub mod store;

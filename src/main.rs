@@ -6,6 +6,8 @@ use git_tlv4::error::exit;
 use git_tlv4::ui::Ui;
 
 fn main() {
+    // First, before any thread starts: every thread inherits the blocked signals.
+    git_tlv4::process::signals::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -36,27 +36,33 @@ impl Ui {
     /// A status line on stderr (suppressed by `--quiet`).
     pub fn status(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("{}", text.as_ref());
+            err_line(text.as_ref());
         }
     }
 
     /// A warning on stderr.
     pub fn warn(&self, text: impl AsRef<str>) {
-        eprintln!("warning: {}", text.as_ref());
+        err_line(&format!("warning: {}", text.as_ref()));
     }
 
     /// A hint on stderr.
     pub fn hint(&self, text: impl AsRef<str>) {
         for line in text.as_ref().lines() {
-            eprintln!("hint: {line}");
+            err_line(&format!("hint: {line}"));
         }
     }
 
     /// An error on stderr, git style, with its hints.
     pub fn error(&self, err: &crate::Error) {
-        eprintln!("error: {err}");
+        err_line(&format!("error: {err}"));
         for h in err.hints() {
             self.hint(h);
         }
     }
+}
+
+/// One line on stderr. A failed write is dropped: after a hang-up the terminal is gone, and
+/// the exit code must still say what happened (`eprintln!` would panic).
+fn err_line(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }

@@ -10,7 +10,7 @@ pub mod command;
 pub mod config;
 pub mod openai;
 pub mod presets;
-pub mod process;
+pub use crate::process;
 pub mod prompt;
 pub mod replay;
 pub mod result;

@@ -183,13 +183,16 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             ctx.ui.status(format!("session {sid} is aborted"));
             Ok(())
         }
-        RunEnd::Interrupted(ids) => {
+        RunEnd::Interrupted(signal, ids) => {
             let list: Vec<&str> = ids.iter().map(|t| t.as_str()).collect();
-            Err(Error::Interrupted(if list.is_empty() {
-                "nothing was running".into()
-            } else {
-                format!("returned to pending: {}", list.join(", "))
-            }))
+            Err(Error::Interrupted {
+                signal,
+                message: if list.is_empty() {
+                    "nothing was running".into()
+                } else {
+                    format!("returned to pending: {}", list.join(", "))
+                },
+            })
         }
     }
 }

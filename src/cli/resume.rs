@@ -11,6 +11,9 @@ use super::Ctx;
 /// and give up waiting for one after 3 seconds.
 const STALE_LOCK_AGE: Duration = Duration::from_secs(5);
 
+/// How much longer than the grace period a dead tool's run may take to end.
+const RUN_END_SLACK: Duration = Duration::from_secs(2);
+
 /// Arguments of `resume`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,6 +41,26 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+        // The process that made it is gone, but a run it started may still be at work there.
+        // A dead tool's runs end within the grace period (their death signal and its
+        // watchdog see to it): wait that long, and never remove a checkout under a live run.
+        if let Some(pid) = crate::git::live_run(&wt) {
+            ctx.ui.status(format!(
+                "waiting for process {pid} in {}, started by a git-tlv4 that is gone, to end",
+                wt.display()
+            ));
+            let deadline = std::time::Instant::now() + crate::process::KILL_GRACE + RUN_END_SLACK;
+            while crate::git::live_run(&wt).is_some() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if let Some(pid) = crate::git::live_run(&wt) {
+                ctx.ui.warn(format!(
+                    "left the checkout {} in place: process {pid}, started there by a git-tlv4 that is gone, still runs; resume again once it has ended",
+                    wt.display()
+                ));
+                continue;
+            }
+        }
         // A task's checkout may hold what its agent wrote before the process died.
         match keep_interrupted_work(&store, &wt) {
             Ok(Some(kept)) => ctx.ui.status(format!(
@@ -77,7 +100,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         {
             let gone = match &task.owner {
                 None => true,
-                Some(o) if o.host == host => !crate::host::process_alive(o.pid),
+                Some(o) if o.host == host => !crate::host::process_alive(o.pid, None),
                 Some(o) => {
                     if !args.force {
                         elsewhere.push(format!("{} ({}:{})", task.id, o.host, o.pid));

@@ -1,5 +1,5 @@
 //! The scheduling loop: run every ready task, up to `max_parallel` at once, record each result
-//! as one event, and stop at a pause, at completion, or on Ctrl-C.
+//! as one event, and stop at a pause, at completion, or on a signal (Ctrl-C, SIGTERM, SIGHUP).
 //!
 //! The loop is the only writer of the session branch while it runs. It owns the store on one
 //! thread (a current-thread tokio runtime); agents run on the blocking pool. Everything a
@@ -24,6 +24,10 @@ use crate::model::{
 use crate::quality::QualityContext;
 use crate::store::{Store, Txn, session_dir};
 use crate::worktree::{self, MergeOutcome};
+
+/// How long an interrupted loop waits for its workers to clean up after their processes
+/// were stopped.
+const WORKERS_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What the loop reports while it runs.
 #[derive(Debug, Clone)]
@@ -66,8 +70,9 @@ pub enum RunEnd {
     Paused(Pause),
     /// The user aborted the session.
     Aborted,
-    /// Ctrl-C: these running tasks were returned to pending.
-    Interrupted(Vec<TaskId>),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP; its number first): these running tasks were
+    /// returned to pending.
+    Interrupted(i32, Vec<TaskId>),
 }
 
 /// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
@@ -143,8 +148,7 @@ impl Runner<'_> {
         let mut running: tokio::task::JoinSet<(TaskId, Result<WorkResult>, f64)> =
             tokio::task::JoinSet::new();
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
-        let ctrl_c = tokio::signal::ctrl_c();
-        tokio::pin!(ctrl_c);
+        let mut signals = crate::process::signals::subscribe();
         loop {
             let state = match self.latest.take() {
                 Some(s) => s,
@@ -191,12 +195,18 @@ impl Runner<'_> {
                     let role = roles.remove(&id).unwrap_or_default();
                     self.record(&id, &role, result, seconds)?;
                 }
-                _ = &mut ctrl_c => {
-                    // Agent programs run in process groups of their own: stop them too.
-                    crate::agents::process::stop_all(std::time::Duration::from_secs(2));
+                sig = signals.received() => {
+                    // The signal's handler stops every process group of ours (agents, the
+                    // tester's commands); their tasks go back to pending.
                     let ids: Vec<TaskId> = roles.keys().cloned().collect();
                     self.interrupt(&ids)?;
-                    return Ok(RunEnd::Interrupted(ids));
+                    // Their workers end once their processes are gone; wait for them, so each
+                    // removes its checkout. Their results are not recorded.
+                    let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
+                        while running.join_next().await.is_some() {}
+                    })
+                    .await;
+                    return Ok(RunEnd::Interrupted(sig, ids));
                 }
             }
         }

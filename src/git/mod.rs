@@ -77,6 +77,78 @@ pub fn lock_reason() -> String {
     )
 }
 
+/// What a lock reason says before the run [`note_run`] records in it.
+const RUN_MARK: &str = " run pid ";
+
+/// Names run `pid` (started at `start`, see [`crate::host::process_start_time`]) in the
+/// lock of the checkout `workdir` is in, when this process locked that checkout, replacing
+/// the run named before: `git-tlv4 pid N on HOST run pid PID start START`, then what the
+/// reason said after `HOST` (` (SID TASK)` for a task). `resume` leaves a checkout alone
+/// while that run's process group lives ([`live_run`]). Anything else (no checkout,
+/// someone else's lock) is left as it is.
+pub fn note_run(workdir: &Path, pid: u32, start: u64) {
+    let Some(lock) = lock_file(workdir) else {
+        return;
+    };
+    let Ok(reason) = std::fs::read_to_string(&lock) else {
+        return;
+    };
+    let ours = lock_reason();
+    let Some(rest) = reason
+        .strip_prefix(&ours)
+        .filter(|rest| rest.is_empty() || rest.starts_with([' ', '\n']))
+    else {
+        return;
+    };
+    // Drop the run named before: ` run pid M start T`.
+    let rest = match rest.strip_prefix(RUN_MARK) {
+        Some(run) => {
+            let words: Vec<&str> = run.splitn(4, ' ').collect();
+            match words.as_slice() {
+                [_, "start", _, after] => format!(" {after}"),
+                _ => String::new(),
+            }
+        }
+        None => rest.to_owned(),
+    };
+    let text = format!("{ours}{RUN_MARK}{pid} start {start}{}", rest.trim_end());
+    let tmp = lock.with_file_name("locked.tlv4-new");
+    // Written aside and renamed over: git never reads half a reason.
+    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &lock).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The run recorded in the lock of `checkout` by [`note_run`], if its process group still
+/// has a member that runs.
+pub fn live_run(checkout: &Path) -> Option<u32> {
+    let reason = std::fs::read_to_string(lock_file(checkout)?).ok()?;
+    let (_, run) = reason.split_once(RUN_MARK)?;
+    let mut words = run.split_whitespace();
+    let pid: u32 = words.next()?.parse().ok()?;
+    let start: u64 = match (words.next(), words.next()) {
+        (Some("start"), Some(t)) => t.parse().ok()?,
+        _ => return None,
+    };
+    crate::host::group_alive(pid, Some(start)).then_some(pid)
+}
+
+/// The `locked` file of the linked worktree `dir` is in: `<dir>/.git` is a file naming the
+/// worktree's administrative directory. `None` for the main working tree or no worktree.
+fn lock_file(dir: &Path) -> Option<std::path::PathBuf> {
+    for d in dir.ancestors() {
+        let dot_git = d.join(".git");
+        if dot_git.is_dir() {
+            return None;
+        }
+        if let Ok(text) = std::fs::read_to_string(&dot_git) {
+            let admin = text.strip_prefix("gitdir:")?.trim();
+            return Some(d.join(admin).join("locked"));
+        }
+    }
+    None
+}
+
 /// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.
 pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
     let Ok(out) = git()
@@ -113,7 +185,7 @@ pub fn stale_lock(reason: &str, host: &str) -> bool {
     let mut parts = rest.split_whitespace();
     let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
     let on_host = parts.nth(1).is_some_and(|h| h == host);
-    matches!(pid, Some(pid) if on_host && !crate::host::process_alive(pid))
+    matches!(pid, Some(pid) if on_host && !crate::host::process_alive(pid, None))
 }
 
 /// Unlocks and removes a worktree git-tlv4 left behind.
@@ -141,7 +213,7 @@ pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
 /// sees them (`sha1`/`sha256`, `files`/`reftable`); `None` when git finds no repository there, or is
 /// too old to say (before 2.45).
 pub fn repository_format(dir: &Path) -> Option<(std::path::PathBuf, String, String)> {
-    let out = Command::new("git")
+    let out = git()
         .current_dir(dir)
         .args([
             "rev-parse",
@@ -162,4 +234,68 @@ pub fn repository_format(dir: &Path) -> Option<(std::path::PathBuf, String, Stri
         lines.next()?.to_lowercase(),
         lines.next()?.to_lowercase(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::git;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_run_named_in_our_lock_keeps_the_checkout_while_its_group_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let ours = dir.path().join("ours");
+        let theirs = dir.path().join("theirs");
+        let reason = format!("{} (S T)", lock_reason());
+        for (path, why) in [(&ours, reason.as_str()), (&theirs, "someone else's")] {
+            let p = path.to_str().unwrap();
+            git(
+                &repo,
+                &[
+                    "worktree", "add", "-q", "--detach", "--lock", "--reason", why, p,
+                ],
+            );
+        }
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = crate::host::process_start_time(pid).unwrap();
+        // Named from a subdirectory too, as the tester runs there.
+        std::fs::create_dir(ours.join("sub")).unwrap();
+        note_run(&ours.join("sub"), pid, start);
+        note_run(&theirs, pid, start);
+        let list = git(&repo, &["worktree", "list", "--porcelain"]);
+        assert!(
+            list.contains(&format!(
+                "locked {} run pid {pid} start {start} (S T)\n",
+                lock_reason()
+            )),
+            "{list}"
+        );
+        assert!(list.contains("locked someone else's\n"), "{list}");
+        assert_eq!(live_run(&ours), Some(pid));
+        assert_eq!(live_run(&theirs), None);
+        // A later run replaces the one named before.
+        note_run(&ours, pid, start + 1);
+        assert_eq!(
+            live_run(&ours),
+            None,
+            "another start time is another process"
+        );
+        note_run(&ours, pid, start);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(live_run(&ours), None);
+        let list = git(&repo, &["worktree", "list", "--porcelain"]);
+        assert_eq!(list.matches("run pid").count(), 1, "{list}");
+        assert!(list.contains(" (S T)\n"), "{list}");
+    }
 }

@@ -205,6 +205,8 @@ struct RunResult {
     warnings: Vec<String>,
     /// `None` when no test ran.
     pass_rate: Option<f64>,
+    /// Where the counts were read.
+    source: parse::Source,
 }
 
 impl RunResult {
@@ -215,16 +217,25 @@ impl RunResult {
             .count()
     }
 
+    /// At the target. A run of no test is not: it shows nothing.
     fn meets_target(&self) -> bool {
         self.pass_rate
-            .is_none_or(|r| r >= PASS_RATE_TARGET && self.critical() == 0)
+            .is_some_and(|r| r >= PASS_RATE_TARGET && self.critical() == 0)
     }
 }
 
-/// Reads a finished command: counts, failures (a timeout and an unexplained non-zero exit
-/// become failures too) and the pass rate.
-fn evaluate(kind: Kind, scope: Scope, ran: exec::Ran, timeout: Duration) -> RunResult {
-    let parsed = parse::parse(kind, &ran.output);
+/// Reads a finished command: counts (from the machine-readable `report` it wrote, if any,
+/// else from its output), failures (a timeout and an unexplained non-zero exit become
+/// failures too) and the pass rate — `None` when no test ran: a run that says it found no
+/// test, counted none, or (for a framework that prints counts) printed no count at all.
+fn evaluate(
+    kind: Kind,
+    scope: Scope,
+    ran: exec::Ran,
+    timeout: Duration,
+    report: Option<&parse::Report>,
+) -> RunResult {
+    let (parsed, source) = parse::parse_run(kind, &ran.output, report);
     let mut failures = parsed.failures;
     let tail = || exec::trim_middle(&parse::normalize(&ran.output), 1500);
     if ran.timed_out {
@@ -254,13 +265,16 @@ fn evaluate(kind: Kind, scope: Scope, ran: exec::Ran, timeout: Duration) -> RunR
     let exit_ok = ran.exit_code == Some(0);
     // pytest and unittest (3.12+) exit 5 when no test was collected.
     let no_tests_exit = ran.exit_code == Some(5) && matches!(kind, Kind::Pytest | Kind::Unittest);
+    let says_none = !ran.timed_out && parse::says_no_tests(&ran.output);
     let pass_rate = if counts.passed + counts.failed > 0 {
         Some(counts.passed as f64 * 100.0 / (counts.passed + counts.failed) as f64)
-    } else if no_tests_exit || (counted && exit_ok) {
+    } else if no_tests_exit || says_none || (counted && exit_ok) {
         None
     } else if !counted && exit_ok {
-        // No summary to read, but the command says it passed.
-        Some(100.0)
+        // No count to read. A command of our own framework list always prints one, so
+        // none means no test ran; a custom command (or an npm script) may print anything,
+        // and its exit status is all it says.
+        matches!(kind, Kind::Custom | Kind::NpmScript).then_some(100.0)
     } else {
         let f = Failure {
             name: format!(
@@ -305,10 +319,13 @@ fn evaluate(kind: Kind, scope: Scope, ran: exec::Ran, timeout: Duration) -> RunR
         failures,
         warnings: parsed.warnings,
         pass_rate,
+        source,
     }
 }
 
-/// Why a command could not run at all (its program is missing), if so.
+/// Why a command could not start at all, if so: it could not be spawned, the shell could
+/// not find or execute its program (126, 127), or its output says the tool, its toolchain
+/// or the test runner is missing. That is the environment's fault, not the code's.
 fn unavailable(ran: &exec::Ran) -> Option<String> {
     if let Some(e) = &ran.spawn_error {
         return Some(e.clone());
@@ -321,14 +338,27 @@ fn unavailable(ran: &exec::Ran) -> Option<String> {
         .unwrap_or("")
         .trim()
         .to_owned();
-    if ran.exit_code == Some(127) {
-        return Some(format!("command not found ({last})"));
+    match ran.exit_code {
+        Some(127) => return Some(format!("command not found ({last})")),
+        Some(126) => return Some(format!("command not executable ({last})")),
+        _ => {}
+    }
+    if ran.exit_code == Some(0) {
+        return None;
     }
     let missing = [
         "npx canceled due to missing packages",
         "could not determine executable to run",
         "No module named pytest",
         "No module named unittest",
+        "rustup could not choose a version of",
+        "no default toolchain configured",
+        "toolchain not available",
+        "error: toolchain '",
+        "Missing script: \"test\"",
+        "missing script: test",
+        "go: cannot find main module",
+        "go.mod requires go >=",
     ];
     missing.iter().find(|m| text.contains(*m)).map(|m| {
         text.lines()
@@ -337,6 +367,67 @@ fn unavailable(ran: &exec::Ran) -> Option<String> {
             .trim()
             .to_owned()
     })
+}
+
+/// A test command that could not start: an environment error (no fix iteration can help),
+/// so the task fails with the command, the reason and the end of its output.
+fn environment_error(ran: &exec::Ran, why: &str) -> QualityResult {
+    let output = exec::trim_middle(parse::normalize(&ran.output).trim(), 1500);
+    let mut reason = format!(
+        "environment error: the test command `{}` could not start: {why}",
+        ran.command
+    );
+    if !output.is_empty() {
+        reason.push_str(&format!("\nits output:\n{output}"));
+    }
+    reason.push_str("\ninstall or fix what it needs, then run `git tlv4 resume --retry`");
+    failed(reason)
+}
+
+/// The command as run, variables to add, and the machine-readable report it writes (a
+/// file in `dir`, and how to read it), for the frameworks that write one: pytest writes
+/// JUnit XML (`--junitxml` through `PYTEST_ADDOPTS`, so the command stays as it is, and a
+/// command that runs pytest underneath writes it too), Jest its JSON report (`--json
+/// --outputFile`), `go test` JSON events on stdout (`-json`). Anything else runs as given.
+type ReportFile = (std::path::PathBuf, fn(String) -> parse::Report);
+fn machine_readable(
+    kind: Kind,
+    command: &str,
+    dir: &std::path::Path,
+) -> (String, Vec<(String, String)>, Option<ReportFile>) {
+    let file = dir.join("results");
+    let path = file.to_string_lossy().into_owned();
+    match kind {
+        Kind::Pytest => {
+            let mut opts = std::env::var("PYTEST_ADDOPTS").unwrap_or_default();
+            if !opts.is_empty() {
+                opts.push(' ');
+            }
+            opts.push_str(&format!("--junitxml={}", detect::quote(&path)));
+            (
+                command.to_owned(),
+                vec![("PYTEST_ADDOPTS".into(), opts)],
+                Some((file, parse::Report::JUnit)),
+            )
+        }
+        Kind::Jest
+            if Kind::of_command(command) == Some(Kind::Jest)
+                && !command.contains("--json")
+                && !command.contains("--outputFile") =>
+        {
+            (
+                format!("{command} --json --outputFile={}", detect::quote(&path)),
+                Vec::new(),
+                Some((file, parse::Report::JestJson)),
+            )
+        }
+        Kind::Go if command.starts_with("go test ") && !command.contains("-json") => (
+            format!("go test -json {}", &command["go test ".len()..]),
+            Vec::new(),
+            None,
+        ),
+        _ => (command.to_owned(), Vec::new(), None),
+    }
 }
 
 /// The command to run, where it came from, and what to fall back to.
@@ -535,46 +626,73 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     prepare(ctx, &setup, &cwd, &mut env, &mut decisions);
 
     let root = worktree.path().to_path_buf();
-    let run =
-        |dir: &std::path::Path, cmd: &str| relative(exec::run(dir, cmd, timeout, &env), &root);
+    let reports = match tempfile::Builder::new().prefix("tlv4-results-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            return Ok(failed(format!(
+                "cannot make a directory for test results: {e}"
+            )));
+        }
+    };
+    let run = |dir: &std::path::Path, cmd: &str, kind: Kind| {
+        let (command, extra, file) = machine_readable(kind, cmd, reports.path());
+        let mut env = env.clone();
+        env.extend(extra);
+        let ran = relative(exec::run(dir, &command, timeout, &env), &root);
+        let report = file.and_then(|(path, form)| {
+            let text = std::fs::read_to_string(&path).ok();
+            let _ = std::fs::remove_file(&path);
+            text.map(form)
+        });
+        (ran, report)
+    };
     let mut runs: Vec<RunResult> = Vec::new();
     let mut kind = setup.kind;
     if let Some(cmd) = &affected_cmd {
-        let ran = run(&cwd, cmd);
+        let (ran, report) = run(&cwd, cmd, kind);
         if let Some(why) = unavailable(&ran) {
-            return Ok(failed(format!(
-                "the test command `{cmd}` could not run: {why}"
-            )));
+            return Ok(environment_error(&ran, &why));
         }
-        runs.push(evaluate(kind, Scope::Affected, ran, timeout));
+        runs.push(evaluate(
+            kind,
+            Scope::Affected,
+            ran,
+            timeout,
+            report.as_ref(),
+        ));
     }
-    if runs.iter().all(RunResult::meets_target) {
-        let mut ran = run(&cwd, &setup.full);
+    // The whole suite once the affected tests pass, or when they ran none.
+    if runs
+        .iter()
+        .all(|r| r.meets_target() || r.pass_rate.is_none())
+    {
+        let (mut ran, mut report) = run(&cwd, &setup.full, kind);
         if let Some(why) = unavailable(&ran) {
             let Some(fb) = &setup.fallback else {
-                return Ok(failed(format!(
-                    "the test command `{}` could not run: {why}",
-                    setup.full
-                )));
+                return Ok(environment_error(&ran, &why));
             };
             decisions.push(format!(
                 "`{}` could not run ({why}); ran the detected `{}` instead",
                 setup.full, fb.full
             ));
             let fb_cwd = worktree.path().join(&fb.dir);
-            ran = run(&fb_cwd, &fb.full);
+            (ran, report) = run(&fb_cwd, &fb.full, fb.kind);
             if let Some(why) = unavailable(&ran) {
-                return Ok(failed(format!(
-                    "the test command `{}` could not run: {why}",
-                    fb.full
-                )));
+                return Ok(environment_error(&ran, &why));
             }
             kind = fb.kind;
         }
-        runs.push(evaluate(kind, Scope::Full, ran, timeout));
+        runs.push(evaluate(kind, Scope::Full, ran, timeout, report.as_ref()));
     } else {
         decisions.push(format!(
             "full suite not run: the affected tests are below {PASS_RATE_TARGET}% (it runs once they pass)"
+        ));
+    }
+    for r in &runs {
+        decisions.push(format!(
+            "{} run: results read from the {}",
+            r.scope.as_str(),
+            r.source.name()
         ));
     }
     // Removed now, before the report is built; also removed on every early return above.
@@ -693,6 +811,16 @@ fn conclude(
     );
     let mut warnings = Vec::new();
     let (verdict, score, summary, fix) = match decision {
+        Decision::Pass if !last.counted => (
+            "pass",
+            rate,
+            format!(
+                "tests pass by exit status: `{}` exited 0 and printed no test count ({})",
+                last.ran.command,
+                kind.name()
+            ),
+            None,
+        ),
         Decision::Pass => (
             "pass",
             rate,
@@ -711,7 +839,11 @@ fn conclude(
             (
                 "no_tests",
                 None,
-                format!("no test ran ({})", kind.name()),
+                format!(
+                    "no tests ran: `{}` ran no test ({}); not a pass, the implementation is untested",
+                    last.ran.command,
+                    kind.name()
+                ),
                 None,
             )
         }
@@ -784,6 +916,7 @@ fn conclude(
             failed: r.counts.failed,
             skipped: r.counts.skipped,
             counted: r.counted,
+            results_from: r.source.name().into(),
             pass_rate: r.pass_rate.map(|p| (p * 10.0).round() / 10.0),
             log,
         });

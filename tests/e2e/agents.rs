@@ -773,7 +773,7 @@ fn an_openai_compatible_server_writes_code_and_documents() {
 
 #[test]
 fn document_roles_on_an_agent_hand_back_documents() {
-    let (server, repo) = model_server_repo("m", "");
+    let (_server, repo) = model_server_repo("m", "");
     // Every role on the server: its documents are not what the analyst must write, so the
     // discuss round after it diverges, one revision is tried, then the session waits.
     let out = repo.ok(&[
@@ -1142,7 +1142,7 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
 
 #[test]
 fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
-    let (server, repo) = model_server_repo("reviewer-model", "[roles]\nreviewer = \"local\"\n");
+    let (_server, repo) = model_server_repo("reviewer-model", "[roles]\nreviewer = \"local\"\n");
     let out = repo.ok(&[
         "start",
         "--pipeline",

@@ -12,6 +12,7 @@ mod crash;
 mod hooks;
 mod oddrepo;
 mod pipelines;
+mod process;
 mod review;
 mod snapshot;
 mod store;

@@ -12,6 +12,10 @@ use regex::Regex;
 
 use super::detect::Kind;
 
+pub mod structured;
+
+pub use structured::Source;
+
 /// How bad a failure is, most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,6 +119,56 @@ pub fn parse(kind: Kind, output: &str) -> Parsed {
         failures,
         warnings: warnings(&text),
     }
+}
+
+/// A machine-readable report a run wrote beside its console output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// JUnit XML.
+    JUnit(String),
+    /// A Jest (or Vitest) JSON report.
+    JestJson(String),
+}
+
+/// Reads one run: its machine-readable results where there are some that read (a `report`
+/// it wrote, or `go test -json` events in its output), else its console output
+/// ([`parse`]). Warnings always come from the console text.
+pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, Source) {
+    let text = normalize(output);
+    let read = match report {
+        Some(Report::JUnit(xml)) => structured::junit(xml).map(|r| (r, Source::JUnit, None)),
+        Some(Report::JestJson(json)) => {
+            structured::jest_json(json).map(|r| (r, Source::JestJson, None))
+        }
+        None if kind == Kind::Go => structured::go_json(&text)
+            .map(|(c, f, console)| ((c, f), Source::GoJson, Some(console))),
+        None => None,
+    };
+    match read {
+        Some(((counts, failures), source, console)) => {
+            let console = console.unwrap_or(text);
+            (
+                Parsed {
+                    counts: Some(counts),
+                    failures,
+                    warnings: warnings(&console),
+                },
+                source,
+            )
+        }
+        None => (parse(kind, output), Source::Console),
+    }
+}
+
+/// Whether the output says no test was found or collected (pytest, unittest, Jest, Vitest,
+/// Go, and npm's placeholder `test` script).
+pub fn says_no_tests(output: &str) -> bool {
+    static NONE: LazyLock<Regex> = LazyLock::new(|| {
+        re(
+            r"(?m)collected 0 items|no tests ran|NO TESTS RAN|^Ran 0 tests|No tests found|No test files found|\[no test files\]|Error: no test specified",
+        )
+    });
+    NONE.is_match(&normalize(output))
 }
 
 fn parse_as(kind: Kind, text: &str) -> (Option<Counts>, Vec<Failure>) {

@@ -57,6 +57,9 @@ pub struct RunRecord {
     pub skipped: u64,
     /// Whether the framework printed counts (else the exit status decided).
     pub counted: bool,
+    /// Where the counts were read: `JUnit XML`, `go test -json`, `Jest JSON report` or
+    /// `console output` (empty in records written before this field).
+    pub results_from: String,
     /// Pass rate, percent.
     pub pass_rate: Option<f64>,
     /// The stored output, relative to the pipeline folder.

@@ -11,6 +11,8 @@ use crate::model::{Session, Task};
 
 use crate::testutil::git;
 
+mod outcome;
+
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (path, content) in files {
         let full = dir.join(path);
@@ -476,7 +478,13 @@ fn commands_time_out_and_take_their_children_along() {
         start.elapsed()
     );
     assert_eq!(ran.output, "started\n");
-    let r = evaluate(Kind::Unittest, Scope::Full, ran, Duration::from_secs(600));
+    let r = evaluate(
+        Kind::Unittest,
+        Scope::Full,
+        ran,
+        Duration::from_secs(600),
+        None,
+    );
     assert_eq!(r.pass_rate, Some(0.0));
     assert_eq!(r.failures.len(), 1);
     assert_eq!(r.failures[0].severity, Severity::Medium);
@@ -512,21 +520,21 @@ fn exit_status_fills_in_when_counts_are_missing() {
     };
     let t = Duration::from_secs(600);
     assert_eq!(
-        evaluate(Kind::Custom, Scope::Full, ran(0, "all good\n"), t).pass_rate,
+        evaluate(Kind::Custom, Scope::Full, ran(0, "all good\n"), t, None).pass_rate,
         Some(100.0)
     );
-    let bad = evaluate(Kind::Custom, Scope::Full, ran(2, "boom\n"), t);
+    let bad = evaluate(Kind::Custom, Scope::Full, ran(2, "boom\n"), t, None);
     assert_eq!(bad.pass_rate, Some(0.0));
     assert_eq!(bad.counts.failed, 1);
     // unittest found nothing to run.
     let none = "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n";
     assert_eq!(
-        evaluate(Kind::Unittest, Scope::Full, ran(0, none), t).pass_rate,
+        evaluate(Kind::Unittest, Scope::Full, ran(0, none), t, None).pass_rate,
         None
     );
     // Counts say all passed, the command failed: one more failure.
     let odd = "Ran 3 tests in 0.001s\n\nOK\nSegmentation fault\n";
-    let r = evaluate(Kind::Unittest, Scope::Full, ran(139, odd), t);
+    let r = evaluate(Kind::Unittest, Scope::Full, ran(139, odd), t, None);
     assert_eq!((r.counts.passed, r.counts.failed), (3, 1));
     assert_eq!(r.pass_rate, Some(75.0));
 }

@@ -1,16 +1,33 @@
-//! Running an agent program: argv (never a shell string), the prompt on stdin, a working
-//! directory, an isolated home, its own process group and a wall-clock limit.
+//! The one process runner of the tool: agent programs, hooks and the tester's commands all
+//! run through [`run`] — argv (never a shell string, unless the caller runs `sh -c` itself),
+//! stdin, a working directory, its own process group, a wall-clock limit and bounded output.
 //!
-//! Agent CLIs are long-running programs that start helpers of their own (shells, language
-//! servers, test runners), and some of them never give up on a dead endpoint. So every run
-//! gets a process group of its own: when the limit is reached the whole group gets SIGTERM,
-//! then SIGKILL after a grace period, and once the leader has exited whatever it left behind
-//! in its group is killed too. The leader is waited for with `WNOWAIT` first, so its group id
-//! cannot be reused by an unrelated process before the group is cleaned up.
+//! Agent CLIs and test suites are long-running programs that start helpers of their own
+//! (shells, language servers, servers under test), and some never give up on a dead endpoint.
+//! So every run gets a process group of its own: when the limit is reached the whole group
+//! gets SIGTERM, then SIGKILL after a grace period, and once the leader has exited whatever it
+//! left behind in its group is killed too. The leader is waited for with `WNOWAIT` first, so
+//! its group id cannot be reused by an unrelated process before the group is cleaned up.
 //!
-//! Output is captured in bounded buffers (the first and the last megabyte of each stream), so
-//! a program that prints without end cannot exhaust memory; the final result of an agent is
-//! at the end of its output, which is kept.
+//! Output is captured in bounded buffers (the first and the last part of each stream), so a
+//! program that prints without end cannot exhaust memory; the final result of an agent is at
+//! the end of its output, which is kept.
+//!
+//! **Nothing outlives the tool.** Every group in progress is registered, so a signal (Ctrl-C,
+//! SIGTERM, SIGHUP: see [`signals`]) stops them all. When the tool itself dies without a word
+//! (SIGKILL, a crash), two things take its runs down:
+//! - each leader is started with `PR_SET_PDEATHSIG` (SIGTERM). The kernel sends it when the
+//!   *thread* that forked the leader ends, not the process; that thread is the one that waits
+//!   for the run in [`run`], so it lives at least as long as the run and the signal comes
+//!   only when the tool dies;
+//! - a watchdog, a small process forked once (before the first run) that holds the read end
+//!   of a pipe the tool writes each group's id to: when the tool dies the pipe reaches its
+//!   end, and the watchdog sends SIGTERM to every group still registered, then SIGKILL after
+//!   [`KILL_GRACE`]. It covers the leader's children, which the death signal does not reach.
+//!
+//! A run whose working directory is a checkout this process locked is named in that lock
+//! (pid and start time, see [`crate::git::note_run`]), so `resume` never removes a checkout
+//! whose run is still alive.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -46,7 +63,18 @@ const GIT_LOCATION_VARS: &[&str] = &[
     "GIT_COMMON_DIR",
     "GIT_OBJECT_DIRECTORY",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
 ];
+
+/// Where standard error goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    /// stdout and stderr are captured apart.
+    Separate,
+    /// stderr goes into the same pipe as stdout, interleaved as written
+    /// ([`Output::stdout`] holds both, [`Output::stderr`] is empty).
+    Together,
+}
 
 /// One program run.
 #[derive(Debug, Clone)]
@@ -67,6 +95,8 @@ pub struct Invocation {
     pub kill_grace: Duration,
     /// Bytes kept from each end of each stream.
     pub capture_limit: usize,
+    /// Whether stderr is captured apart from stdout.
+    pub streams: Streams,
 }
 
 impl Invocation {
@@ -81,6 +111,7 @@ impl Invocation {
             timeout: DEFAULT_TIMEOUT,
             kill_grace: KILL_GRACE,
             capture_limit: CAPTURE_LIMIT,
+            streams: Streams::Separate,
         }
     }
 
@@ -177,61 +208,61 @@ impl Default for RetryPolicy {
     }
 }
 
-/// The process groups of the agent runs in progress, so an interrupted coordinator can take
-/// them down: they are not in the terminal's foreground group and get no Ctrl-C of their own.
+/// The process groups of the runs in progress, so an interrupted tool can take them down:
+/// they are not in the terminal's foreground group and get no Ctrl-C of their own.
 static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
-/// A registration in [`LIVE`] for as long as a run lasts.
+fn live() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    // A panic while holding the lock leaves a plain list behind, still valid.
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A registration in [`LIVE`] (and with the watchdog) for as long as a run lasts.
 struct Live(u32);
 
 impl Live {
     fn register(pid: u32) -> Live {
-        LIVE.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(pid);
+        live().push(pid);
+        watchdog::watch(pid);
         Live(pid)
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        LIVE.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|p| *p != self.0);
+        watchdog::forget(self.0);
+        live().retain(|p| *p != self.0);
     }
 }
 
-/// Stops every agent run in progress: SIGTERM to each process group, then SIGKILL to those
-/// still there after `grace`. Returns how many groups there were.
+/// Stops every run in progress: SIGTERM to each process group, then SIGKILL to those still
+/// there after `grace`. Returns how many groups there were.
 pub fn stop_all(grace: Duration) -> usize {
-    let pids: Vec<u32> = LIVE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let pids: Vec<u32> = live().clone();
     for &pid in &pids {
         kill_group(pid, libc::SIGTERM);
     }
     let deadline = Instant::now() + grace;
-    while Instant::now() < deadline
-        && !LIVE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_empty()
-    {
+    while Instant::now() < deadline && !live().is_empty() {
         std::thread::sleep(Duration::from_millis(20));
     }
-    for &pid in LIVE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-    {
+    for &pid in live().iter() {
         kill_group(pid, libc::SIGKILL);
     }
     pids.len()
 }
 
-/// Runs `inv` once. Spawn errors come back as they are; everything else is in [`Output`].
+/// Runs `inv` once. Spawn errors come back as they are (an interrupted tool starts nothing
+/// new: `ErrorKind::Interrupted`); everything else is in [`Output`].
 pub fn run(inv: &Invocation) -> std::io::Result<Output> {
+    if let Some(sig) = signals::received() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            format!("not started: git-tlv4 is stopping ({})", signals::name(sig)),
+        ));
+    }
+    watchdog::start();
     let mut cmd = std::process::Command::new(&inv.program);
     cmd.args(&inv.args)
         .current_dir(&inv.workdir)
@@ -240,19 +271,73 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
         } else {
             Stdio::null()
         })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .process_group(0);
+    let mut merged = None;
+    match inv.streams {
+        Streams::Separate => {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        Streams::Together => {
+            let (reader, writer) = std::io::pipe()?;
+            cmd.stdout(writer.try_clone()?).stderr(writer);
+            merged = Some(reader);
+        }
+    }
     for var in GIT_LOCATION_VARS {
         cmd.env_remove(var);
     }
     for (k, v) in &inv.env {
         cmd.env(k, v);
     }
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and calls only sigemptyset,
+    // pthread_sigmask, prctl, getppid and _exit, which are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads (see [`signals`]), and
+            // a child inherits the mask: the program must start with none blocked, or it could
+            // not be stopped (nor get its death signal).
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // See the module comment: SIGTERM when the thread waiting for this run ends,
+            // which is when the tool dies.
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The tool died between fork and prctl: nobody would stop this run.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     let started = Instant::now();
-    let mut child = cmd.spawn()?;
+    let spawned = cmd.spawn();
+    // The command holds our copies of a merged pipe's write end: drop them, or the reader
+    // never sees the end of the output.
+    drop(cmd);
+    let mut child = spawned?;
     let pid = child.id();
     let _live = Live::register(pid);
+    // A signal that came between the check above and the registration: this run is one of
+    // those to stop.
+    if signals::received().is_some() {
+        kill_group(pid, libc::SIGTERM);
+    }
+    if let Some(start) = crate::host::process_start_time(pid) {
+        crate::git::note_run(&inv.workdir, pid, start);
+    }
 
     // Feed stdin from a thread: a large prompt must not block us while the program has not
     // read it yet. A program that exits without reading gives a broken pipe, which is fine.
@@ -272,7 +357,8 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
         child
             .stdout
             .take()
-            .map(|s| reader(s, out.clone(), done_tx.clone())),
+            .map(|s| reader(s, out.clone(), done_tx.clone()))
+            .or_else(|| merged.map(|s| reader(s, out.clone(), done_tx.clone()))),
         child
             .stderr
             .take()
@@ -346,6 +432,12 @@ pub fn run_with_retries(
         match run(inv) {
             Ok(out) if !last && !out.timed_out && transient(&out) => {}
             Ok(out) => return Ok((out, n)),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                return Err(Error::io(
+                    format!("cannot run `{}`", inv.program.display()),
+                    e,
+                ));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::io(
                     format!(
@@ -685,6 +777,287 @@ fn snapshot(capture: &Arc<Mutex<Capture>>) -> (String, u64) {
     capture.lock().unwrap_or_else(|p| p.into_inner()).text()
 }
 
+/// The watchdog that takes the tool's process groups down when the tool dies without
+/// stopping them (see the module comment).
+mod watchdog {
+    use std::sync::OnceLock;
+
+    use super::KILL_GRACE;
+
+    /// The write end of the pipe to the watchdog (close-on-exec, so no run inherits it);
+    /// `None` when it could not be started (the death signal still covers each leader).
+    static PIPE: OnceLock<Option<libc::c_int>> = OnceLock::new();
+
+    /// Most groups the watchdog keeps track of at once.
+    const MAX_GROUPS: usize = 1024;
+
+    /// Starts the watchdog once per process.
+    pub(super) fn start() {
+        PIPE.get_or_init(spawn);
+    }
+
+    /// Registers group `pgid`.
+    pub(super) fn watch(pgid: u32) {
+        send(pgid as i32);
+    }
+
+    /// Unregisters group `pgid`: it is gone.
+    pub(super) fn forget(pgid: u32) {
+        send(-(pgid as i32));
+    }
+
+    fn send(word: i32) {
+        if let Some(Some(fd)) = PIPE.get() {
+            let bytes = word.to_ne_bytes();
+            // SAFETY: writes 4 bytes from a live buffer; a pipe write under PIPE_BUF is atomic,
+            // so words from several threads never interleave. A dead watchdog gives EPIPE
+            // (SIGPIPE is ignored by the Rust runtime), which changes nothing here.
+            unsafe {
+                libc::write(*fd, bytes.as_ptr().cast(), bytes.len());
+            }
+        }
+    }
+
+    fn spawn() -> Option<libc::c_int> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into the array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return None;
+        }
+        let [read, write] = fds;
+        // SAFETY: the child runs only async-signal-safe calls (`watch_loop`) and never
+        // returns; the parent closes its copy of the read end.
+        match unsafe { libc::fork() } {
+            -1 => {
+                // SAFETY: closing the descriptors we just made.
+                unsafe {
+                    libc::close(read);
+                    libc::close(write);
+                }
+                None
+            }
+            0 => watch_loop(read),
+            _ => {
+                // SAFETY: the read end is the watchdog's now.
+                unsafe { libc::close(read) };
+                Some(write)
+            }
+        }
+    }
+
+    /// The watchdog: reads group ids (negative: forget) until the pipe ends, then stops the
+    /// groups left. Only async-signal-safe calls, no allocation: it runs in a fork of a
+    /// threaded process.
+    fn watch_loop(read: libc::c_int) -> ! {
+        // SAFETY (whole function): plain system calls on descriptors and stack buffers.
+        unsafe {
+            // Its own group, out of the terminal's reach (Ctrl-C and a hang-up go to the
+            // tool, which stops its runs itself); all signals unblocked.
+            libc::setpgid(0, 0);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            // Hold nothing of the tool's open: not its output (a caller waits for the end
+            // of it), not the write end of our own pipe, not the pipes of its runs.
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            if null >= 0 {
+                for fd in 0..3 {
+                    libc::dup2(null, fd);
+                }
+            }
+            // Nor its working directory.
+            libc::chdir(c"/".as_ptr());
+            let keep = read;
+            if libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32) != 0
+                || libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) != 0
+            {
+                for fd in 3..4096 {
+                    if fd != keep {
+                        libc::close(fd);
+                    }
+                }
+            }
+            let mut groups = [0 as libc::pid_t; MAX_GROUPS];
+            let mut n = 0usize;
+            let mut buf = [0u8; 4];
+            let mut have = 0usize;
+            loop {
+                let r = libc::read(keep, buf.as_mut_ptr().add(have).cast(), 4 - have);
+                if r < 0 && *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                if r <= 0 {
+                    break;
+                }
+                have += r as usize;
+                if have < 4 {
+                    continue;
+                }
+                have = 0;
+                let word = i32::from_ne_bytes(buf);
+                if word > 0 && n < MAX_GROUPS {
+                    groups[n] = word;
+                    n += 1;
+                } else if word < 0
+                    && let Some(i) = groups[..n].iter().position(|g| *g == -word)
+                {
+                    groups[i] = groups[n - 1];
+                    n -= 1;
+                }
+            }
+            // The tool is gone.
+            for g in &groups[..n] {
+                libc::kill(-*g, libc::SIGTERM);
+            }
+            let step = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 50_000_000,
+            };
+            let steps = KILL_GRACE.as_millis() / 50;
+            for _ in 0..steps {
+                if groups[..n].iter().all(|g| libc::kill(-*g, 0) != 0) {
+                    break;
+                }
+                libc::nanosleep(&step, std::ptr::null_mut());
+            }
+            for g in &groups[..n] {
+                libc::kill(-*g, libc::SIGKILL);
+            }
+            libc::_exit(0)
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP, handled alike: every run in progress is stopped, and the
+/// scheduling loop (which [`subscribe`](signals::subscribe)s) returns its running tasks to
+/// pending and ends; the tool exits with 128 + the signal's number (130, 143, 129).
+///
+/// [`install`](signals::install) blocks the three signals in the calling thread — call it
+/// first thing in `main`, so every thread inherits the mask — and waits for them on a thread
+/// of its own. Programs started by [`run`] start with no signal blocked; other children (the
+/// short `git` commands) inherit the mask and finish what they do.
+/// When nothing subscribes (a command outside the loop), a signal stops the runs and exits
+/// at once. A second signal while the first is handled kills the runs and exits at once.
+pub mod signals {
+    use std::sync::LazyLock;
+    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// The first signal received, 0 before one.
+    static RECEIVED: AtomicI32 = AtomicI32::new(0);
+    /// How many subscriptions are alive.
+    static SUBSCRIBERS: AtomicUsize = AtomicUsize::new(0);
+    /// Wakes the subscribers.
+    static CHANNEL: LazyLock<tokio::sync::watch::Sender<i32>> =
+        LazyLock::new(|| tokio::sync::watch::Sender::new(0));
+
+    /// How long runs get between SIGTERM and SIGKILL when the tool is stopped by a signal.
+    pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+    const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    /// Blocks SIGINT, SIGTERM and SIGHUP in this thread and handles them on a new one.
+    pub fn install() {
+        // SAFETY: a sigset on the stack, filled by sigemptyset/sigaddset before use.
+        let set = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in HANDLED {
+                libc::sigaddset(&mut set, s);
+            }
+            if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+                return;
+            }
+            set
+        };
+        let spawned = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                loop {
+                    let mut sig: libc::c_int = 0;
+                    // SAFETY: waits for one of the blocked signals; writes only `sig`.
+                    if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                        continue;
+                    }
+                    handle(sig);
+                }
+            });
+        if spawned.is_err() {
+            // Nobody would wait for them: let them act as they do by default.
+            // SAFETY: as above.
+            unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+        }
+    }
+
+    fn handle(sig: libc::c_int) {
+        let first = RECEIVED
+            .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if first && SUBSCRIBERS.load(Ordering::SeqCst) > 0 {
+            CHANNEL.send_replace(sig);
+            super::stop_all(STOP_GRACE);
+            return;
+        }
+        if first {
+            super::stop_all(STOP_GRACE);
+        } else {
+            super::stop_all(Duration::ZERO);
+        }
+        std::process::exit(crate::error::exit::for_signal(sig));
+    }
+
+    /// The signal that stops the tool, once one came.
+    pub fn received() -> Option<i32> {
+        match RECEIVED.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    /// `SIGINT (Ctrl-C)`, `SIGTERM`, `SIGHUP (the terminal closed)`.
+    pub fn name(sig: i32) -> &'static str {
+        match sig {
+            libc::SIGINT => "SIGINT (Ctrl-C)",
+            libc::SIGTERM => "SIGTERM",
+            libc::SIGHUP => "SIGHUP (the terminal was closed)",
+            _ => "a signal",
+        }
+    }
+
+    /// Says that the caller handles the signals while this lives: they wake
+    /// [`Subscription::received`] instead of ending the process.
+    pub fn subscribe() -> Subscription {
+        SUBSCRIBERS.fetch_add(1, Ordering::SeqCst);
+        Subscription {
+            rx: CHANNEL.subscribe(),
+        }
+    }
+
+    /// See [`subscribe`].
+    pub struct Subscription {
+        rx: tokio::sync::watch::Receiver<i32>,
+    }
+
+    impl Subscription {
+        /// Resolves with the signal once one came (at once if it came before).
+        pub async fn received(&mut self) -> i32 {
+            match self.rx.wait_for(|s| *s != 0).await {
+                Ok(s) => *s,
+                // The sender is a static that is never dropped.
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+
+    impl Drop for Subscription {
+        fn drop(&mut self) {
+            SUBSCRIBERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -776,6 +1149,32 @@ mod tests {
         for p in pids {
             assert!(gone(p), "process {p} survived the timeout");
         }
+    }
+
+    #[test]
+    fn programs_start_with_no_signal_blocked() {
+        // As in the tool, whose threads block the signals its signal thread waits for.
+        let blocked = std::thread::spawn(|| {
+            // SAFETY: a sigset on the stack, filled before use; this thread's mask only.
+            unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGTERM);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            }
+            let mut inv = Invocation::new("/bin/cat", "/");
+            inv.args = vec!["/proc/self/status".into()];
+            run(&inv).unwrap()
+        })
+        .join()
+        .unwrap();
+        let line = blocked
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("SigBlk:"))
+            .unwrap()
+            .to_owned();
+        assert_eq!(line, "SigBlk:\t0000000000000000");
     }
 
     #[test]
