@@ -12,17 +12,61 @@ pub fn name() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// Whether process `pid` exists on this machine.
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
+/// Whether process `pid` is alive on this machine: it exists, is not a zombie (`/proc/<pid>/stat`
+/// state `Z` or `X`: dead, waiting to be reaped), and — when `start_time` is given — started at
+/// that time (field 22 of `/proc/<pid>/stat`, in clock ticks since boot), so a pid reused by
+/// another process does not count. Without `/proc` only existence can be checked.
+pub fn process_alive(pid: u32, start_time: Option<u64>) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
         return false;
     };
-    if pid <= 0 {
+    if raw <= 0 {
         return false;
     }
+    if let Some(stat) = read_stat(pid) {
+        if matches!(stat.state, 'Z' | 'X' | 'x') {
+            return false;
+        }
+        return start_time.is_none_or(|t| t == stat.start_time);
+    }
+    if std::path::Path::new("/proc/self/stat").exists() {
+        return false; // /proc works, and has no entry for this pid
+    }
     // SAFETY: signal 0 only checks for existence and permission; nothing is sent.
-    let rc = unsafe { libc::kill(pid, 0) };
+    let rc = unsafe { libc::kill(raw, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// When process `pid` started (field 22 of `/proc/<pid>/stat`), to tell it from a later
+/// process that reuses its pid; `None` without `/proc`.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    read_stat(pid).map(|s| s.start_time)
+}
+
+/// The start time of this process, recorded in the owner of a task it claims.
+pub fn own_start_time() -> Option<u64> {
+    process_start_time(std::process::id())
+}
+
+/// The fields of `/proc/<pid>/stat` that ownership needs.
+struct Stat {
+    state: char,
+    ppid: u32,
+    start_time: u64,
+}
+
+/// Parses `/proc/<pid>/stat`: the fields after the parenthesised command name (which may hold
+/// spaces and parentheses itself, hence the last `)`), counted from field 3 (state).
+fn read_stat(pid: u32) -> Option<Stat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        // Field 22 overall is the 20th after the name (fields 3.. are at index 0..).
+        start_time: fields.get(19)?.parse().ok()?,
+    })
 }
 
 /// The process that ran this command: the parent, or the grandparent when the parent is the
@@ -39,9 +83,49 @@ pub fn parent_pid() -> u32 {
     ppid
 }
 
-/// The parent of `pid`, from `/proc/<pid>/stat` (the field after the parenthesised name).
+/// The parent of `pid`, from `/proc/<pid>/stat`.
 fn stat_ppid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    read_stat(pid).map(|s| s.ppid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_with_its_start_time_only() {
+        let me = std::process::id();
+        let start = own_start_time();
+        assert!(process_alive(me, None));
+        assert!(process_alive(me, start));
+        if let Some(t) = start {
+            assert!(!process_alive(me, Some(t + 1)), "a reused pid is not the owner");
+        }
+    }
+
+    #[test]
+    fn a_zombie_is_not_alive() {
+        // A child that exited and was not reaped yet is a zombie: its pid still exists.
+        let child = std::process::Command::new("true")
+            .spawn()
+            .expect("`true` runs");
+        let pid = child.id();
+        let start = process_start_time(pid);
+        for _ in 0..500 {
+            if read_stat(pid).is_some_and(|s| s.state == 'Z') {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(read_stat(pid).is_some_and(|s| s.state == 'Z'), "the child is a zombie");
+        assert!(!process_alive(pid, None));
+        assert!(!process_alive(pid, start));
+        drop(child);
+    }
+
+    #[test]
+    fn no_such_process() {
+        assert!(!process_alive(0, None));
+        assert!(!process_alive(u32::MAX, None));
+    }
 }

@@ -73,7 +73,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         {
             let gone = match &task.owner {
                 None => true,
-                Some(o) if o.host == host => !crate::host::process_alive(o.pid),
+                Some(o) if o.host == host => !o.alive_here(&host),
                 Some(o) => {
                     if !args.force {
                         elsewhere.push(format!("{} ({}:{})", task.id, o.host, o.pid));

@@ -223,6 +223,7 @@ impl Runner<'_> {
                 host: host.clone(),
                 pid: std::process::id(),
                 started_at: crate::clock::now_rfc3339(),
+                start_time: crate::host::own_start_time(),
             });
             let summary = format!(
                 "Claimed by the coordinator ({host}:{}), attempt {}",

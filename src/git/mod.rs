@@ -72,7 +72,7 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
             let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
             let on_host = parts.nth(1).is_some_and(|h| h == host);
             if let (Some(pid), true, Some(p)) = (pid, on_host, path.as_ref())
-                && !crate::host::process_alive(pid)
+                && !crate::host::process_alive(pid, None)
             {
                 stale.push(p.clone());
             }

@@ -45,6 +45,9 @@ pub fn archive_ref(sid: &SessionId) -> String {
     format!("{ARCHIVE_REF_PREFIX}{sid}")
 }
 
+/// Where unmerged work of a session's task attempts is kept: `<prefix><SID>/<TASK>/<n>`.
+pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
+
 /// The full ref name of a session's message notes.
 pub fn notes_ref(sid: &SessionId) -> String {
     format!("{NOTES_REF_PREFIX}{sid}")
@@ -241,6 +244,57 @@ impl Store {
             ));
         }
         self.tip(sid)
+    }
+
+    /// Whether id `sid` is taken for a new session whose first tree is `tree`: by a live
+    /// session, an archived one, a message bus, task branches or unmerged runs left under
+    /// the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged or
+    /// exported session, whose `runs/`, plan and reports the new one would otherwise read).
+    pub fn id_taken(&self, sid: &SessionId, tree: gix::ObjectId) -> Result<bool> {
+        if self.try_ref(&session_ref(sid))?.is_some()
+            || self.try_ref(&archive_ref(sid))?.is_some()
+            || self.try_ref(&notes_ref(sid))?.is_some()
+        {
+            return Ok(true);
+        }
+        let task_branch = format!("{}.", session_ref(sid));
+        if self
+            .refs_with_prefix(SESSION_REF_PREFIX)?
+            .iter()
+            .any(|(n, _)| n.starts_with(&task_branch))
+            || !self
+                .refs_with_prefix(&format!("{RUNS_REF_PREFIX}{sid}/"))?
+                .is_empty()
+        {
+            return Ok(true);
+        }
+        let root = self
+            .repo
+            .find_tree(tree)
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        Ok(root
+            .lookup_entry_by_path(session_dir(sid))
+            .map_err(|e| Error::git("cannot read tree", e))?
+            .is_some())
+    }
+
+    /// The first free id `SessionId::from_text(text, date, n)` for `n = from, from + 1, …`
+    /// (see [`Store::id_taken`]).
+    pub fn free_id(
+        &self,
+        text: &str,
+        date: &str,
+        from: u32,
+        tree: gix::ObjectId,
+    ) -> Result<(SessionId, u32)> {
+        let mut n = from.max(1);
+        loop {
+            let sid = SessionId::from_text(text, date, n);
+            if !self.id_taken(&sid, tree)? {
+                return Ok((sid, n));
+            }
+            n += 1;
+        }
     }
 
     /// The object a ref points to, if the ref exists.

@@ -13,3 +13,4 @@ mod hooks;
 mod pipelines;
 mod review;
 mod store;
+mod stuck;
