@@ -146,6 +146,30 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             None => ctx.ui.status("no failed task to retry"),
         }
     }
+    // A stall is a fact about the state, not a decision: when its cause is gone (a task that
+    // ran elsewhere finished, a failed one was retried, an orphan recovered) the pause goes.
+    let written = store.transact(&sid, |txn| {
+        if !crate::coordinator::run::stall_cleared(&txn.state) {
+            return Ok(None);
+        }
+        let was = txn
+            .state
+            .control
+            .pause
+            .take()
+            .map_or(String::new(), |p| p.reason);
+        txn.state.session.status = SessionStatus::Active;
+        Ok(Some(
+            Event::session(
+                EventKind::UserDecision,
+                format!("resume: the stall is over, the session is active again (it was: {was})"),
+            )
+            .with("Decision", "resume"),
+        ))
+    })?;
+    if let Some(w) = written {
+        ctx.ui.status(w.event.summary);
+    }
     let (_, state) = store.read_state(&sid)?;
     match state.session.status {
         SessionStatus::Active => super::drive::drive(ctx, &store, &sid, &args.run),

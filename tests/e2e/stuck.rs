@@ -118,3 +118,105 @@ fn forking_an_archived_session_takes_a_new_id_and_an_empty_bus() {
     assert!(err.contains("taken"), "{err}");
     repo.fsck();
 }
+
+/// Events of the session branch, newest first.
+fn events(repo: &TestRepo, sid: &str) -> Vec<String> {
+    repo.trailers(&format!("tlv4/{sid}"), "Tlv4-Event")
+}
+
+#[test]
+fn a_task_running_under_a_live_owner_is_not_a_stall() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "busy elsewhere");
+    // Another process owns the task and is alive.
+    let mut owner = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = owner.id().to_string();
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", &pid]);
+    let before = events(&repo, &sid).len();
+
+    for args in [&["resume"][..], &["resume", "--retry"][..]] {
+        let err = repo.fails(args, 3);
+        assert!(err.contains("in progress elsewhere") && err.contains("IMPL-001"), "{err}");
+        assert!(err.contains(&format!(":{pid}")), "the owner is named: {err}");
+    }
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["status"], "active", "no pause is written");
+    assert_eq!(events(&repo, &sid).len(), before, "nothing is written at all");
+
+    // The owner finishes: the next resume completes the session.
+    repo.ok(&["task", "complete", "IMPL-001", "--summary", "done elsewhere"]);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    repo.ok(&["resume"]);
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["status"], "completed");
+    repo.fsck();
+}
+
+#[test]
+fn resume_clears_a_stall_whose_cause_is_gone() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "stall then recover");
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
+    repo.ok(&["task", "fail", "IMPL-001"]);
+    // Nothing can run: a real stall, written as a pause.
+    repo.ok(&["resume"]);
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["status"], "paused");
+    assert_eq!(s["control"]["pause"]["kind"], "stalled", "{s}");
+    // The failed task is then done by hand: the stall's cause is gone.
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
+    repo.ok(&["task", "complete", "IMPL-001", "--summary", "fixed by hand"]);
+    let err = repo.tlv4(&["approve"]);
+    let said = String::from_utf8_lossy(&err.stderr);
+    assert!(!said.contains("stuck on failed tasks"), "no task failed: {said}");
+    let s = repo.json(&["status", "--json"]);
+    if s["session"]["status"] != "completed" {
+        repo.ok(&["resume"]);
+    }
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["status"], "completed", "{s}");
+    assert!(events(&repo, &sid).contains(&"session_completed".to_owned()));
+    repo.fsck();
+}
+
+#[test]
+fn resume_clears_a_stall_on_resume_alone() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.start("wide", "stall then resume");
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
+    repo.ok(&["task", "fail", "IMPL-001"]);
+    repo.ok(&["resume"]);
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
+    repo.ok(&["task", "complete", "IMPL-001", "--summary", "fixed by hand"]);
+    let said = String::from_utf8_lossy(&repo.tlv4(&["resume"]).stderr).into_owned();
+    assert!(said.contains("the stall is over"), "{said}");
+    let s = repo.json(&["status", "--json"]);
+    assert_eq!(s["session"]["status"], "completed", "{said}");
+    repo.fsck();
+}
+
+#[test]
+fn a_zombie_owner_is_gone() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "zombie owner");
+    // A child that exits and is not reaped stays a zombie: its pid exists, it runs nothing.
+    let zombie = std::process::Command::new("true").spawn().unwrap();
+    let pid = zombie.id();
+    for _ in 0..500 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", &pid.to_string()]);
+    let said = String::from_utf8_lossy(&repo.tlv4(&["resume", "--no-run"]).stderr).into_owned();
+    assert!(said.contains("IMPL-001 (was "), "the zombie's task is recovered: {said}");
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    drop(zombie);
+}
