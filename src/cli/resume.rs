@@ -27,13 +27,25 @@ pub struct Args {
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
-    for lock in store.stale_locks(&sid, STALE_LOCK_AGE) {
+    for lock in store.stale_locks(STALE_LOCK_AGE) {
         std::fs::remove_file(&lock)
             .map_err(|e| crate::Error::io(format!("cannot remove {}", lock.display()), e))?;
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+        // Its owner is gone: a lock in its admin folder (the index, mostly) is a leftover
+        // that would make keeping its work fail.
+        for lock in admin_locks(store.repo().common_dir(), &wt) {
+            match std::fs::remove_file(&lock) {
+                Ok(()) => ctx
+                    .ui
+                    .status(format!("removed stale lock {}", lock.display())),
+                Err(e) => ctx
+                    .ui
+                    .warn(format!("cannot remove stale lock {}: {e}", lock.display())),
+            }
+        }
         // A task's checkout may hold what its agent wrote before the process died.
         match keep_interrupted_work(&store, &wt) {
             Ok(Some(branch)) => ctx.ui.status(format!(
@@ -219,10 +231,6 @@ fn keep_interrupted_work(
     else {
         return Ok(None);
     };
-    // The process that owned the checkout is gone: a lock of its index is a leftover.
-    if let Ok(admin) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let _ = std::fs::remove_file(std::path::Path::new(admin.trim()).join("index.lock"));
-    }
     if git(&["status", "--porcelain", "--", ".", ":(exclude).tlv4"])?
         .trim()
         .is_empty()
@@ -248,4 +256,34 @@ fn keep_interrupted_work(
         &format!("{task}: interrupted work, kept by resume"),
     ])?;
     Ok(Some(format!("tlv4/{branch}")))
+}
+
+/// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
+/// `.git/worktrees/<name>/` of the checkout `wt`, found by its `gitdir` file, so that a
+/// checkout whose directory is gone is found too.
+fn admin_locks(common: &std::path::Path, wt: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+        return Vec::new();
+    };
+    let same = |a: &std::path::Path| {
+        a == wt || a.canonicalize().ok() == wt.canonicalize().ok() && a.exists()
+    };
+    let mut out = Vec::new();
+    for admin in entries.flatten().map(|e| e.path()) {
+        let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
+            continue;
+        };
+        let checkout = std::path::Path::new(gitdir.trim());
+        if !checkout.parent().is_some_and(same) {
+            continue;
+        }
+        for entry in std::fs::read_dir(&admin).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "lock") && path.is_file() {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }

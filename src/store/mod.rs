@@ -45,6 +45,17 @@ pub fn archive_ref(sid: &SessionId) -> String {
     format!("{ARCHIVE_REF_PREFIX}{sid}")
 }
 
+/// The notes ref of review scores.
+pub const REVIEW_NOTES_REF: &str = "refs/notes/tlv4-review";
+
+/// Every ref namespace the tool writes under (the review notes ref aside).
+const OUR_REF_PREFIXES: [&str; 4] = [
+    SESSION_REF_PREFIX,
+    NOTES_REF_PREFIX,
+    "refs/heads/tlv4-export/",
+    "refs/tlv4/",
+];
+
 /// Where unmerged work of a session's task attempts is kept: `<prefix><SID>/<TASK>/<n>`.
 pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
 
@@ -364,23 +375,55 @@ impl Store {
         }
     }
 
-    /// Lock files of session refs older than `min_age`, which no live writer holds: a writer
-    /// holds a ref lock for microseconds, so an old one was left by a process that died.
-    pub fn stale_locks(&self, sid: &SessionId, min_age: std::time::Duration) -> Vec<PathBuf> {
+    /// Lock files of our refs older than `min_age`, which no live writer holds: a writer holds
+    /// a ref lock for microseconds (and gives up waiting after 3 seconds), so an old one was
+    /// left by a process that died. Ours are the locks of every ref the tool writes (sessions,
+    /// task branches, message buses, the review notes, archives, exports, kept runs) and of
+    /// `packed-refs`, which deleting a ref (archive) locks.
+    pub fn stale_locks(&self, min_age: std::time::Duration) -> Vec<PathBuf> {
         let common = self.repo.common_dir();
-        let candidates = [
-            common.join(format!("{}.lock", session_ref(sid))),
-            common.join(format!("{}.lock", notes_ref(sid))),
-        ];
-        candidates
-            .into_iter()
-            .filter(|p| {
-                std::fs::metadata(p)
-                    .and_then(|m| m.modified())
+        let old = |p: &Path| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= min_age)
+        };
+        let mut found = Vec::new();
+        let packed = common.join("packed-refs.lock");
+        if old(&packed) {
+            found.push(packed);
+        }
+        // `refs/notes/tlv4-review.lock` sits beside `refs/notes/tlv4/`, so each namespace is
+        // matched by name: a lock file's ref is its path without `.lock`.
+        let ours = |name: &str| {
+            OUR_REF_PREFIXES.iter().any(|p| name.starts_with(p)) || name == REVIEW_NOTES_REF
+        };
+        let mut stack = vec![common.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(path);
+                    continue;
+                }
+                let Some(name) = path
+                    .strip_prefix(common)
                     .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age >= min_age)
-            })
-            .collect()
+                    .and_then(|r| r.to_str())
+                    .and_then(|r| r.strip_suffix(".lock"))
+                else {
+                    continue;
+                };
+                if ours(name) && old(&path) {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        found
     }
 }

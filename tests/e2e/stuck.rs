@@ -220,3 +220,77 @@ fn a_zombie_owner_is_gone() {
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
     drop(zombie);
 }
+
+/// Makes `path` look a minute old.
+fn age(path: &std::path::Path) {
+    let out = std::process::Command::new("touch")
+        .args(["-d", "1 minute ago"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn resume_clears_every_stale_lock_of_ours_and_names_it() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "locks everywhere");
+    let git = repo.path().join(".git");
+    let ours = [
+        "refs/notes/tlv4-review.lock".to_owned(),
+        format!("refs/notes/tlv4/{sid}.lock"),
+        format!("refs/heads/tlv4/{sid}.lock"),
+        format!("refs/heads/tlv4/{sid}.IMPL-001.lock"),
+        format!("refs/tlv4/runs/{sid}/IMPL-001/1.lock"),
+        format!("refs/tlv4/archive/{sid}.lock"),
+        format!("refs/heads/tlv4-export/{sid}.lock"),
+        "packed-refs.lock".to_owned(),
+    ];
+    for rel in &ours {
+        let p = git.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "").unwrap();
+        age(&p);
+    }
+    // Not ours: a lock of the user's branch; and a fresh lock may belong to a live writer.
+    let user = git.join("refs/heads/main.lock");
+    std::fs::write(&user, "").unwrap();
+    age(&user);
+    let fresh = git.join(format!("refs/notes/tlv4/{sid}-2.lock"));
+    std::fs::write(&fresh, "").unwrap();
+
+    // A task checkout of a process that is gone, with its index locked.
+    let host = String::from_utf8(std::process::Command::new("hostname").output().unwrap().stdout)
+        .unwrap();
+    let wt = repo.path().parent().unwrap().join(format!(
+        "{}-checkout",
+        repo.path().file_name().unwrap().to_str().unwrap()
+    ));
+    let reason = format!(
+        "git-tlv4 pid {} on {} ({sid} IMPL-001)",
+        crate::common::dead_pid(),
+        host.trim()
+    );
+    repo.git(&["worktree", "add", "-q", "--detach", "--lock", "--reason", &reason, wt.to_str().unwrap()]);
+    let admin = std::path::PathBuf::from(
+        repo.git(&["-C", wt.to_str().unwrap(), "rev-parse", "--absolute-git-dir"]).trim(),
+    );
+    let index_lock = admin.join("index.lock");
+    std::fs::write(&index_lock, "").unwrap();
+
+    let out = repo.tlv4(&["resume", "--no-run"]);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{said}");
+    for rel in &ours {
+        assert!(!git.join(rel).exists(), "{rel} is cleared: {said}");
+        assert!(said.contains(rel.as_str()), "the message names {rel}: {said}");
+    }
+    assert!(!index_lock.exists(), "{said}");
+    assert!(said.contains("index.lock"), "{said}");
+    assert!(user.exists(), "a lock of the user's own ref is left alone");
+    assert!(fresh.exists(), "a fresh lock may be a live writer's");
+    std::fs::remove_file(&user).unwrap();
+    std::fs::remove_file(&fresh).unwrap();
+    repo.fsck();
+}
