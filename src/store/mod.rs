@@ -11,7 +11,7 @@ mod notes;
 mod read;
 mod write;
 
-pub use log::LoggedEvent;
+pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use write::{Txn, Written, validate_pipeline_path};
 

@@ -294,3 +294,45 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     std::fs::remove_file(&fresh).unwrap();
     repo.fsck();
 }
+
+#[test]
+fn a_user_commit_on_the_session_branch_does_not_cut_its_history() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "user commits too");
+    let branch = format!("tlv4/{sid}");
+    repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
+    let claimed = repo.git(&["rev-parse", &branch]).trim().to_owned();
+    // The user commits on the session branch by hand, then goes back to main.
+    repo.git(&["checkout", "-q", &branch]);
+    repo.write("notes.txt", "mine\n");
+    repo.git(&["add", "notes.txt"]);
+    repo.git(&["commit", "-q", "-m", "my own change"]);
+    let mine = repo.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    repo.git(&["checkout", "-q", "main"]);
+
+    let log = repo.ok(&["--session", &sid, "log"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 4, "three events and the user's commit: {log}");
+    assert!(lines[0].contains("my own change") && lines[0].contains("[not an event]"), "{log}");
+    assert!(lines[3].contains("session: started"), "the walk reaches the first event: {log}");
+    let json = repo.json(&["--session", &sid, "log", "--json"]);
+    assert_eq!(json[0]["commit"], mine.as_str());
+    assert_eq!(json[0]["event"], serde_json::Value::Null);
+    assert_eq!(json[1]["event"], "task_claimed");
+
+    // Writes go on top of the user's commit: it stays in the history and its file in the tree.
+    repo.ok(&["--session", &sid, "task", "fail", "IMPL-001"]);
+    assert_eq!(repo.git(&["rev-parse", &format!("{branch}~1")]).trim(), mine);
+    assert_eq!(repo.git(&["show", &format!("{branch}:notes.txt")]), "mine\n");
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "failed");
+
+    // Events before the user's commit are still events of the session.
+    repo.ok(&["--session", &sid, "rollback", "--to", &claimed]);
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
+    repo.ok(&["--session", &sid, "undo"]);
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "failed");
+    let fork = repo.ok(&["--session", &sid, "fork", "--at", &claimed]);
+    assert!(fork.trim().starts_with("TLV4-"), "{fork}");
+    repo.fsck();
+}
