@@ -99,7 +99,10 @@ mod tests {
         assert!(process_alive(me, None));
         assert!(process_alive(me, start));
         if let Some(t) = start {
-            assert!(!process_alive(me, Some(t + 1)), "a reused pid is not the owner");
+            assert!(
+                !process_alive(me, Some(t + 1)),
+                "a reused pid is not the owner"
+            );
         }
     }
 
@@ -117,7 +120,10 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(read_stat(pid).is_some_and(|s| s.state == 'Z'), "the child is a zombie");
+        assert!(
+            read_stat(pid).is_some_and(|s| s.state == 'Z'),
+            "the child is a zombie"
+        );
         assert!(!process_alive(pid, None));
         assert!(!process_alive(pid, start));
         drop(child);

@@ -164,7 +164,11 @@ pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Er
     let list: Vec<String> = tasks
         .iter()
         .map(|t| {
-            let how = if t.alive { "running" } else { "left by a process that is gone" };
+            let how = if t.alive {
+                "running"
+            } else {
+                "left by a process that is gone"
+            };
             format!("{} ({how}, {})", t.task, t.owner)
         })
         .collect();
@@ -175,7 +179,9 @@ pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Er
             list.join(", ")
         ),
         Some(if orphaned {
-            format!("`git tlv4 resume --session {sid}` returns tasks of processes that are gone to pending")
+            format!(
+                "`git tlv4 resume --session {sid}` returns tasks of processes that are gone to pending"
+            )
         } else {
             format!("wait for it to finish, or run `git tlv4 resume --session {sid}` once it has")
         }),

@@ -106,9 +106,10 @@ pub fn in_progress(state: &State) -> Vec<Elsewhere> {
 /// ready to run, and not every task done. Only such a state is a stall; a pause `stalled`
 /// written for a state that is no longer one has lost its cause.
 pub fn stalled(state: &State) -> bool {
-    let done = state.tasks.values().all(|t| {
-        t.status == TaskStatus::Completed || followup::is_revised(state, &t.id)
-    });
+    let done = state
+        .tasks
+        .values()
+        .all(|t| t.status == TaskStatus::Completed || followup::is_revised(state, &t.id));
     !done
         && !state
             .tasks

@@ -53,11 +53,11 @@ const OUR_REF_PREFIXES: [&str; 4] = [
     SESSION_REF_PREFIX,
     NOTES_REF_PREFIX,
     "refs/heads/tlv4-export/",
-    "refs/tlv4/",
+    TOOL_REF_PREFIX,
 ];
 
-/// Where unmerged work of a session's task attempts is kept: `<prefix><SID>/<TASK>/<n>`.
-pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
+/// The namespace of the tool's own refs outside branches and notes (archives, kept runs).
+pub const TOOL_REF_PREFIX: &str = "refs/tlv4/";
 
 /// The full ref name of a session's message notes.
 pub fn notes_ref(sid: &SessionId) -> String {
@@ -258,8 +258,8 @@ impl Store {
     }
 
     /// Whether id `sid` is taken for a new session whose first tree is `tree`: by a live
-    /// session, an archived one, a message bus, task branches or unmerged runs left under
-    /// the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged or
+    /// session, an archived one, a message bus, task branches or refs kept under
+    /// `refs/tlv4/` for the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged or
     /// exported session, whose `runs/`, plan and reports the new one would otherwise read).
     pub fn id_taken(&self, sid: &SessionId, tree: gix::ObjectId) -> Result<bool> {
         if self.try_ref(&session_ref(sid))?.is_some()
@@ -268,14 +268,17 @@ impl Store {
         {
             return Ok(true);
         }
+        // Task branches `tlv4/<SID>.<TASK>`, and anything kept under `refs/tlv4/<what>/<SID>`
+        // (`runs/<SID>/…` and whatever else the tool keeps per session there).
         let task_branch = format!("{}.", session_ref(sid));
         if self
             .refs_with_prefix(SESSION_REF_PREFIX)?
             .iter()
             .any(|(n, _)| n.starts_with(&task_branch))
-            || !self
-                .refs_with_prefix(&format!("{RUNS_REF_PREFIX}{sid}/"))?
-                .is_empty()
+            || self
+                .refs_with_prefix(TOOL_REF_PREFIX)?
+                .iter()
+                .any(|(n, _)| n.split('/').any(|part| part == sid.as_str()))
         {
             return Ok(true);
         }

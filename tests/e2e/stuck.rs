@@ -9,11 +9,15 @@ use crate::common::TestRepo;
 
 /// Ids of every session branch (task branches `tlv4/<SID>.<TASK>` left out).
 fn session_branches(repo: &TestRepo) -> Vec<String> {
-    repo.git(&["for-each-ref", "--format=%(refname:strip=3)", "refs/heads/tlv4/"])
-        .lines()
-        .filter(|l| !l.contains('.'))
-        .map(str::to_owned)
-        .collect()
+    repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:strip=3)",
+        "refs/heads/tlv4/",
+    ])
+    .lines()
+    .filter(|l| !l.contains('.'))
+    .map(str::to_owned)
+    .collect()
 }
 
 #[test]
@@ -68,9 +72,20 @@ fn a_new_session_never_takes_an_id_whose_folder_is_in_the_base_tree() {
     let old = repo.start("wide", "merge me later");
     repo.ok(&["--session", &old, "task", "claim", "IMPL-001", "--pid", "1"]);
     // The session is merged into main and its branch deleted: main's tree now holds its folder.
-    repo.git(&["merge", "-q", "--no-ff", "-m", "merge the session", &format!("tlv4/{old}")]);
+    repo.git(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "merge the session",
+        &format!("tlv4/{old}"),
+    ]);
     repo.git(&["branch", "-D", &format!("tlv4/{old}")]);
-    assert!(repo.path().join(format!(".tlv4/sessions/{old}/session.toml")).exists());
+    assert!(
+        repo.path()
+            .join(format!(".tlv4/sessions/{old}/session.toml"))
+            .exists()
+    );
 
     let new = repo.start("wide", "merge me later");
     assert_ne!(new, old, "the id of a folder in the base tree is taken");
@@ -85,15 +100,39 @@ fn forking_an_archived_session_takes_a_new_id_and_an_empty_bus() {
     let repo = TestRepo::new();
     repo.wide_pipeline(1);
     let sid = repo.start("wide", "Fix the note counter");
-    repo.ok(&["--session", &sid, "msg", "send", "--from", "executor", "--type", "note", "old news"]);
+    repo.ok(&[
+        "--session",
+        &sid,
+        "msg",
+        "send",
+        "--from",
+        "executor",
+        "--type",
+        "note",
+        "old news",
+    ]);
     // Archive it the way the completion action leaves it: the branch moves under refs/tlv4/archive.
     let tip = repo.git(&["rev-parse", &format!("refs/heads/tlv4/{sid}")]);
-    repo.git(&["update-ref", &format!("refs/tlv4/archive/{sid}"), tip.trim()]);
+    repo.git(&[
+        "update-ref",
+        &format!("refs/tlv4/archive/{sid}"),
+        tip.trim(),
+    ]);
     repo.git(&["update-ref", "-d", &format!("refs/heads/tlv4/{sid}")]);
 
     // Writes to the archived session are refused, the bus included.
     let err = repo.fails(
-        &["--session", &sid, "msg", "send", "--from", "executor", "--type", "note", "late"],
+        &[
+            "--session",
+            &sid,
+            "msg",
+            "send",
+            "--from",
+            "executor",
+            "--type",
+            "note",
+            "late",
+        ],
         1,
     );
     assert!(err.contains("archived and read-only"), "{err}");
@@ -107,14 +146,29 @@ fn forking_an_archived_session_takes_a_new_id_and_an_empty_bus() {
     assert_ne!(fork, sid, "the archived id is not reused");
     assert_eq!(fork, format!("{sid}-2"));
     let listed = repo.json(&["--session", &fork, "msg", "list", "--json"]);
-    assert_eq!(listed, serde_json::json!([]), "the fork does not inherit the bus");
+    assert_eq!(
+        listed,
+        serde_json::json!([]),
+        "the fork does not inherit the bus"
+    );
     assert_eq!(
         repo.git(&["rev-parse", &format!("refs/notes/tlv4/{sid}")]),
         bus,
         "the archived bus is untouched"
     );
     // An explicit id that is taken (by the archive) is refused too.
-    let err = repo.fails(&["--session", &sid, "fork", "--at", tip.trim(), "--name", &sid], 1);
+    let err = repo.fails(
+        &[
+            "--session",
+            &sid,
+            "fork",
+            "--at",
+            tip.trim(),
+            "--name",
+            &sid,
+        ],
+        1,
+    );
     assert!(err.contains("taken"), "{err}");
     repo.fsck();
 }
@@ -130,22 +184,41 @@ fn a_task_running_under_a_live_owner_is_not_a_stall() {
     repo.wide_pipeline(1);
     let sid = repo.start("wide", "busy elsewhere");
     // Another process owns the task and is alive.
-    let mut owner = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let mut owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
     let pid = owner.id().to_string();
     repo.ok(&["task", "claim", "IMPL-001", "--pid", &pid]);
     let before = events(&repo, &sid).len();
 
     for args in [&["resume"][..], &["resume", "--retry"][..]] {
         let err = repo.fails(args, 3);
-        assert!(err.contains("in progress elsewhere") && err.contains("IMPL-001"), "{err}");
-        assert!(err.contains(&format!(":{pid}")), "the owner is named: {err}");
+        assert!(
+            err.contains("in progress elsewhere") && err.contains("IMPL-001"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(":{pid}")),
+            "the owner is named: {err}"
+        );
     }
     let s = repo.json(&["status", "--json"]);
     assert_eq!(s["session"]["status"], "active", "no pause is written");
-    assert_eq!(events(&repo, &sid).len(), before, "nothing is written at all");
+    assert_eq!(
+        events(&repo, &sid).len(),
+        before,
+        "nothing is written at all"
+    );
 
     // The owner finishes: the next resume completes the session.
-    repo.ok(&["task", "complete", "IMPL-001", "--summary", "done elsewhere"]);
+    repo.ok(&[
+        "task",
+        "complete",
+        "IMPL-001",
+        "--summary",
+        "done elsewhere",
+    ]);
     owner.kill().unwrap();
     owner.wait().unwrap();
     repo.ok(&["resume"]);
@@ -171,7 +244,10 @@ fn resume_clears_a_stall_whose_cause_is_gone() {
     repo.ok(&["task", "complete", "IMPL-001", "--summary", "fixed by hand"]);
     let err = repo.tlv4(&["approve"]);
     let said = String::from_utf8_lossy(&err.stderr);
-    assert!(!said.contains("stuck on failed tasks"), "no task failed: {said}");
+    assert!(
+        !said.contains("stuck on failed tasks"),
+        "no task failed: {said}"
+    );
     let s = repo.json(&["status", "--json"]);
     if s["session"]["status"] != "completed" {
         repo.ok(&["resume"]);
@@ -209,14 +285,21 @@ fn a_zombie_owner_is_gone() {
     let pid = zombie.id();
     for _ in 0..500 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')) {
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'))
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     repo.ok(&["task", "claim", "IMPL-001", "--pid", &pid.to_string()]);
     let said = String::from_utf8_lossy(&repo.tlv4(&["resume", "--no-run"]).stderr).into_owned();
-    assert!(said.contains("IMPL-001 (was "), "the zombie's task is recovered: {said}");
+    assert!(
+        said.contains("IMPL-001 (was "),
+        "the zombie's task is recovered: {said}"
+    );
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
     drop(zombie);
 }
@@ -261,8 +344,13 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     std::fs::write(&fresh, "").unwrap();
 
     // A task checkout of a process that is gone, with its index locked.
-    let host = String::from_utf8(std::process::Command::new("hostname").output().unwrap().stdout)
-        .unwrap();
+    let host = String::from_utf8(
+        std::process::Command::new("hostname")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     let wt = repo.path().parent().unwrap().join(format!(
         "{}-checkout",
         repo.path().file_name().unwrap().to_str().unwrap()
@@ -272,9 +360,24 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
         crate::common::dead_pid(),
         host.trim()
     );
-    repo.git(&["worktree", "add", "-q", "--detach", "--lock", "--reason", &reason, wt.to_str().unwrap()]);
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        "--lock",
+        "--reason",
+        &reason,
+        wt.to_str().unwrap(),
+    ]);
     let admin = std::path::PathBuf::from(
-        repo.git(&["-C", wt.to_str().unwrap(), "rev-parse", "--absolute-git-dir"]).trim(),
+        repo.git(&[
+            "-C",
+            wt.to_str().unwrap(),
+            "rev-parse",
+            "--absolute-git-dir",
+        ])
+        .trim(),
     );
     let index_lock = admin.join("index.lock");
     std::fs::write(&index_lock, "").unwrap();
@@ -284,7 +387,10 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     assert!(out.status.success(), "{said}");
     for rel in &ours {
         assert!(!git.join(rel).exists(), "{rel} is cleared: {said}");
-        assert!(said.contains(rel.as_str()), "the message names {rel}: {said}");
+        assert!(
+            said.contains(rel.as_str()),
+            "the message names {rel}: {said}"
+        );
     }
     assert!(!index_lock.exists(), "{said}");
     assert!(said.contains("index.lock"), "{said}");
@@ -314,8 +420,14 @@ fn a_user_commit_on_the_session_branch_does_not_cut_its_history() {
     let log = repo.ok(&["--session", &sid, "log"]);
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 4, "three events and the user's commit: {log}");
-    assert!(lines[0].contains("my own change") && lines[0].contains("[not an event]"), "{log}");
-    assert!(lines[3].contains("session: started"), "the walk reaches the first event: {log}");
+    assert!(
+        lines[0].contains("my own change") && lines[0].contains("[not an event]"),
+        "{log}"
+    );
+    assert!(
+        lines[3].contains("session: started"),
+        "the walk reaches the first event: {log}"
+    );
     let json = repo.json(&["--session", &sid, "log", "--json"]);
     assert_eq!(json[0]["commit"], mine.as_str());
     assert_eq!(json[0]["event"], serde_json::Value::Null);
@@ -323,8 +435,14 @@ fn a_user_commit_on_the_session_branch_does_not_cut_its_history() {
 
     // Writes go on top of the user's commit: it stays in the history and its file in the tree.
     repo.ok(&["--session", &sid, "task", "fail", "IMPL-001"]);
-    assert_eq!(repo.git(&["rev-parse", &format!("{branch}~1")]).trim(), mine);
-    assert_eq!(repo.git(&["show", &format!("{branch}:notes.txt")]), "mine\n");
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{branch}~1")]).trim(),
+        mine
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:notes.txt")]),
+        "mine\n"
+    );
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "failed");
 
     // Events before the user's commit are still events of the session.
