@@ -403,13 +403,20 @@ fn killed_run(
     while !tools_in(repo.path()).is_empty() && began.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    f.agents_outlived_kill += agents_outliving(pids);
-    format!(
+    let what = format!(
         "kill {} ({}{})",
         f.kills,
         ["tool", "git+tool", "git+tool racing a resume"][mode as usize],
         if slow_agents { ", slow agents" } else { "" }
-    )
+    );
+    let outlived = agents_outliving(pids);
+    if outlived > 0 {
+        f.agents_outlived_kill += outlived;
+        f.problems.push(format!(
+            "{sid}: {outlived} agent(s) outlived the tool by more than {GRACE:?} after {what}"
+        ));
+    }
+    what
 }
 
 /// Resumes `sid` until it completes (bounded); whether it did.
