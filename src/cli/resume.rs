@@ -26,13 +26,16 @@ pub struct Args {
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
-    let (store, sid) = ctx.session()?;
+    // Locks first, before a session is chosen: a lock of the review notes blocks every
+    // review, in a repository with no session too.
+    let store = ctx.store()?;
     for lock in store.stale_locks(STALE_LOCK_AGE) {
         std::fs::remove_file(&lock)
             .map_err(|e| crate::Error::io(format!("cannot remove {}", lock.display()), e))?;
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
+    let sid = store.resolve_session(ctx.session.as_deref())?;
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
         // Its owner is gone: a lock in its admin folder (the index, mostly) is a leftover
         // that would make keeping its work fail.

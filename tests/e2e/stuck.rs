@@ -454,3 +454,19 @@ fn a_user_commit_on_the_session_branch_does_not_cut_its_history() {
     assert!(fork.trim().starts_with("TLV4-"), "{fork}");
     repo.fsck();
 }
+
+#[test]
+fn resume_clears_the_review_notes_lock_without_any_session() {
+    let repo = TestRepo::new();
+    let lock = repo.path().join(".git/refs/notes/tlv4-review.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(&lock, "").unwrap();
+    age(&lock);
+    // `git tlv4 review` is possible without a session; so is clearing what blocks it.
+    let err = repo.fails(&["resume"], 1);
+    assert!(
+        err.contains("removed stale lock") && err.contains("tlv4-review.lock"),
+        "{err}"
+    );
+    assert!(!lock.exists());
+}
