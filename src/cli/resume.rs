@@ -234,6 +234,10 @@ fn keep_interrupted_work(
     else {
         return Ok(None);
     };
+    // The process that owned the checkout is gone: a lock of its index is a leftover.
+    if let Ok(admin) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let _ = std::fs::remove_file(std::path::Path::new(admin.trim()).join("index.lock"));
+    }
     if git(&["status", "--porcelain", "--", ".", ":(exclude).tlv4"])?
         .trim()
         .is_empty()
