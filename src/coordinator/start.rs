@@ -172,7 +172,7 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         match store.create_session(base, steps) {
             Ok(written) => return Ok((sid, written.state)),
             // Someone took the id between the check and the create: take the next one.
-            Err(Error::Conflict { .. }) if n < 1000 => continue,
+            Err(Error::Conflict { .. }) if n < 100 => continue,
             Err(e) => return Err(e),
         }
     }
