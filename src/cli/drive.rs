@@ -158,36 +158,6 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     }
 }
 
-/// The error of a loop that found its remaining work in progress under other owners (exit 3):
-/// it waits for nobody and pauses nothing.
-pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Error {
-    let list: Vec<String> = tasks
-        .iter()
-        .map(|t| {
-            let how = if t.alive {
-                "running"
-            } else {
-                "left by a process that is gone"
-            };
-            format!("{} ({how}, {})", t.task, t.owner)
-        })
-        .collect();
-    let orphaned = tasks.iter().any(|t| !t.alive);
-    Error::conflict(
-        format!(
-            "session {sid}: nothing left to run here; in progress elsewhere: {}",
-            list.join(", ")
-        ),
-        Some(if orphaned {
-            format!(
-                "`git tlv4 resume --session {sid}` returns tasks of processes that are gone to pending"
-            )
-        } else {
-            format!("wait for it to finish, or run `git tlv4 resume --session {sid}` once it has")
-        }),
-    )
-}
-
 /// Asks for the completion action on a terminal; keeps the session otherwise.
 fn ask_completion(ctx: &Ctx<'_>) -> String {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
@@ -294,4 +264,34 @@ impl View {
             let _ = multi.clear();
         }
     }
+}
+
+/// The error of a loop that found its remaining work in progress under other owners (exit 3):
+/// it waits for nobody and pauses nothing.
+pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Error {
+    let list: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            let how = if t.alive {
+                "running"
+            } else {
+                "left by a process that is gone"
+            };
+            format!("{} ({how}, {})", t.task, t.owner)
+        })
+        .collect();
+    let orphaned = tasks.iter().any(|t| !t.alive);
+    Error::conflict(
+        format!(
+            "session {sid}: nothing left to run here; in progress elsewhere: {}",
+            list.join(", ")
+        ),
+        Some(if orphaned {
+            format!(
+                "`git tlv4 resume --session {sid}` returns tasks of processes that are gone to pending"
+            )
+        } else {
+            format!("wait for it to finish, or run `git tlv4 resume --session {sid}` once it has")
+        }),
+    )
 }
