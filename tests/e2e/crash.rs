@@ -157,6 +157,10 @@ struct Figures {
     racing_stalls: usize,
     resumes: usize,
     fsck_failures: usize,
+    /// Failed attempts (a kill can fail one legitimately, e.g. mid-snapshot); they must
+    /// still end completed after `resume --retry`.
+    failed_attempts: usize,
+    failure_reasons: Vec<String>,
     problems: Vec<String>,
 }
 
@@ -420,7 +424,7 @@ fn killed_run(
 }
 
 /// Resumes `sid` until it completes (bounded); whether it did.
-fn finish(repo: &TestRepo, sid: &str, slow: &Path, f: &mut Figures) -> bool {
+fn finish(repo: &TestRepo, sid: &str, slow: &Path, f: &mut Figures, last: &mut String) -> bool {
     let _ = std::fs::remove_file(slow);
     let mut retry = false;
     for _ in 0..8 {
@@ -436,6 +440,7 @@ fn finish(repo: &TestRepo, sid: &str, slow: &Path, f: &mut Figures) -> bool {
             args.push("--retry");
         }
         let out = git_tlv4(repo, &args).output().unwrap();
+        *last = String::from_utf8_lossy(&out.stderr).into_owned();
         if !matches!(out.status.code(), Some(0) | Some(3)) {
             f.problems.push(format!(
                 "{sid}: resume exited {:?}: {}",
@@ -477,16 +482,43 @@ fn audit(repo: &TestRepo, sid: &str, f: &mut Figures) {
                 .push(format!("{sid}: {task} completed {n} times"));
         }
     }
-    let stalls = repo
-        .git(&[
-            "log",
-            "--format=%h",
-            "--grep=^Tlv4-Paused: stalled",
-            &format!("tlv4/{sid}"),
-        ])
-        .lines()
-        .count();
-    f.racing_stalls += stalls;
+    // A stall on a failed task is a real one; any other was written while work was left
+    // that could run (a task in progress elsewhere, the bug a racing resume used to hit).
+    let stalls = repo.git(&[
+        "log",
+        "--format=%b%x00",
+        "--grep=^Tlv4-Paused: stalled",
+        &format!("tlv4/{sid}"),
+    ]);
+    for body in stalls.split('\0').filter(|b| !b.trim().is_empty()) {
+        if !body.trim_start().starts_with("nothing can run: failed") {
+            f.racing_stalls += 1;
+            f.problems.push(format!(
+                "{sid}: a stall without a failed task: {}",
+                body.trim()
+            ));
+        }
+    }
+    for e in repo
+        .json(&["--session", sid, "log", "--json"])
+        .as_array()
+        .unwrap()
+    {
+        if e["event"] == "task_failed" {
+            f.failed_attempts += 1;
+            let why = e["summary"].as_str().unwrap_or_default();
+            let why: String = why
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(160)
+                .collect();
+            if !f.failure_reasons.contains(&why) {
+                f.failure_reasons.push(why);
+            }
+        }
+    }
 }
 
 fn lifecycle(kills: usize) {
@@ -531,12 +563,15 @@ fn lifecycle(kills: usize) {
         for _ in 0..rounds.min(kills - f.kills) {
             story.push(killed_run(&repo, &sid, &pids, &slow, &mut rng, &mut f));
         }
-        if !finish(&repo, &sid, &slow, &mut f) {
+        let mut last = String::new();
+        if !finish(&repo, &sid, &slow, &mut f, &mut last) {
             f.stuck += 1;
+            let s = status(&repo, &sid);
             f.problems.push(format!(
-                "{sid} stuck after {}: {}",
+                "{sid} stuck after {}: status {}, pause {}; the last resume said: {last}",
                 story.join(", "),
-                status(&repo, &sid)
+                s["session"]["status"],
+                s["control"]["pause"]
             ));
         }
         let left = live_agents(&pids).len();
