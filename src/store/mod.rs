@@ -258,9 +258,9 @@ impl Store {
     }
 
     /// Whether id `sid` is taken for a new session whose first tree is `tree`: by a live
-    /// session, an archived one, a message bus, task branches or refs kept under
-    /// `refs/tlv4/` for the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged or
-    /// exported session, whose `runs/`, plan and reports the new one would otherwise read).
+    /// session, an archived one, a message bus, task branches or refs kept under `refs/tlv4/`
+    /// for the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged
+    /// or exported session, whose `runs/`, plan and reports the new one would otherwise read).
     pub fn id_taken(&self, sid: &SessionId, tree: gix::ObjectId) -> Result<bool> {
         if self.try_ref(&session_ref(sid))?.is_some()
             || self.try_ref(&archive_ref(sid))?.is_some()
