@@ -135,7 +135,8 @@ fn killed_writers_leave_old_or_new_state_never_a_mix() {
 //
 // The normal suite runs a few kills; the full run is
 //     TLV4_CRASH_KILLS=200 cargo test --locked --test e2e crash::lifecycle -- --ignored --nocapture
-// (TLV4_CRASH_SEED fixes the seed; the figures are printed at the end).
+// (TLV4_CRASH_SEED fixes the seed, TLV4_CRASH_KEEP=DIR keeps the repository of a stuck session;
+// the figures are printed at the end).
 
 const TASKS: usize = 3;
 /// How long an agent may outlive a killed tool (the runner's grace period, and some).
@@ -566,6 +567,17 @@ fn lifecycle(kills: usize) {
         let mut last = String::new();
         if !finish(&repo, &sid, &slow, &mut f, &mut last) {
             f.stuck += 1;
+            // TLV4_CRASH_KEEP=DIR keeps a copy of the repository of a stuck session there.
+            if let Ok(keep) = std::env::var("TLV4_CRASH_KEEP") {
+                let to = Path::new(&keep).join(&sid);
+                let _ = Command::new("cp")
+                    .arg("-a")
+                    .arg(repo.path())
+                    .arg(&to)
+                    .status();
+                f.problems
+                    .push(format!("{sid}: its repository is kept at {}", to.display()));
+            }
             let s = status(&repo, &sid);
             f.problems.push(format!(
                 "{sid} stuck after {}: status {}, pause {}; the last resume said: {last}",
