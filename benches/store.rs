@@ -140,6 +140,7 @@ fn toggle(task: &mut Task, now: &str) -> EventKind {
             host: "bench-host".to_owned(),
             pid: 4242,
             started_at: now.to_owned(),
+            start_time: None,
         });
         EventKind::TaskClaimed
     } else {

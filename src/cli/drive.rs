@@ -183,6 +183,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             ctx.ui.status(format!("session {sid} is aborted"));
             Ok(())
         }
+        RunEnd::RunningElsewhere(tasks) => Err(running_elsewhere(sid, &tasks)),
         RunEnd::Interrupted(signal, ids) => {
             let list: Vec<&str> = ids.iter().map(|t| t.as_str()).collect();
             Err(Error::Interrupted {
@@ -349,4 +350,34 @@ impl View {
             let _ = multi.clear();
         }
     }
+}
+
+/// The error of a loop that found its remaining work in progress under other owners (exit 3):
+/// it waits for nobody and pauses nothing.
+pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Error {
+    let list: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            let how = if t.alive {
+                "running"
+            } else {
+                "left by a process that is gone"
+            };
+            format!("{} ({how}, {})", t.task, t.owner)
+        })
+        .collect();
+    let orphaned = tasks.iter().any(|t| !t.alive);
+    Error::conflict(
+        format!(
+            "session {sid}: nothing left to run here; in progress elsewhere: {}",
+            list.join(", ")
+        ),
+        Some(if orphaned {
+            format!(
+                "`git tlv4 resume --session {sid}` returns tasks of processes that are gone to pending"
+            )
+        } else {
+            format!("wait for it to finish, or run `git tlv4 resume --session {sid}` once it has")
+        }),
+    )
 }

@@ -2,7 +2,6 @@
 
 use crate::error::{Error, Result};
 use crate::model::SessionId;
-use crate::store::session_ref;
 
 use super::Ctx;
 
@@ -25,13 +24,19 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .commit
         .parse()
         .map_err(|_| Error::Git(format!("bad commit id {}", target.commit)))?;
+    // The new id must be free against refs (live, archived, the bus) and the fork point's
+    // tree, so the fork neither reuses an archived id nor inherits anyone's messages or runs.
+    let at_tree = store.commit_tree(at)?;
     let new = match &args.name {
         Some(name) if name.starts_with(SessionId::PREFIX) => {
             let id: SessionId = name
                 .parse()
                 .map_err(|e: crate::model::IdError| Error::Invalid(e.to_string()))?;
-            if store.try_ref(&session_ref(&id))?.is_some() {
-                return Err(Error::state(format!("session `{id}` already exists"), None));
+            if id == sid || store.id_taken(&id, at_tree)? {
+                return Err(Error::state(
+                    format!("session id `{id}` is taken"),
+                    Some("name the fork with another id, or a few words: --name WORDS".into()),
+                ));
             }
             id
         }
@@ -41,14 +46,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 .clone()
                 .unwrap_or_else(|| format!("{} fork", state.session.task));
             let date = crate::clock::today_compact();
-            let mut n = 1;
-            loop {
-                let id = SessionId::from_text(&text, &date, n);
-                if store.try_ref(&session_ref(&id))?.is_none() {
-                    break id;
-                }
-                n += 1;
-            }
+            store.free_id(&text, &date, 1, at_tree)?.0
         }
     };
     let w = store.fork_session(

@@ -1,6 +1,7 @@
 //! `git tlv4 log`: the event history, newest first, from commits and their trailers.
 
 use crate::error::Result;
+use crate::store::HistoryEntry;
 
 use super::Ctx;
 
@@ -17,13 +18,27 @@ pub struct Args {
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
-    let events = store.log(&sid, args.max_count)?;
+    let entries = store.history(&sid, args.max_count)?;
     if args.json {
-        ctx.ui.json(&events);
+        ctx.ui.json(&entries);
         return Ok(());
     }
     let mut out = String::new();
-    for e in &events {
+    for entry in &entries {
+        let e = match entry {
+            HistoryEntry::Event(e) => e,
+            // A commit someone made on the branch: part of the history, not an event.
+            HistoryEntry::Other(c) => {
+                out.push_str(&format!(
+                    "{} {:>4} {} {}  [not an event]\n",
+                    super::short(&c.commit),
+                    "-",
+                    c.time,
+                    c.subject
+                ));
+                continue;
+            }
+        };
         // A merge event says what it merged; a conflict, where.
         let mut extra = String::new();
         if let Some(m) = e.trailer("Merged") {

@@ -33,13 +33,16 @@ pub struct Args {
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
-    let (store, sid) = ctx.session()?;
-    for lock in store.stale_locks(&sid, STALE_LOCK_AGE) {
+    // Locks first, before a session is chosen: a lock of the review notes blocks every
+    // review, in a repository with no session too.
+    let store = ctx.store()?;
+    for lock in store.stale_locks(STALE_LOCK_AGE) {
         std::fs::remove_file(&lock)
             .map_err(|e| crate::Error::io(format!("cannot remove {}", lock.display()), e))?;
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
+    let sid = store.resolve_session(ctx.session.as_deref())?;
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
         // The process that made it is gone, but a run it started may still be at work there.
         // A dead tool's runs end within the grace period (their death signal and its
@@ -59,6 +62,18 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                     wt.display()
                 ));
                 continue;
+            }
+        }
+        // Its owner is gone: a lock in its admin folder (the index, mostly) is a leftover
+        // that would make keeping its work fail.
+        for lock in admin_locks(store.repo().common_dir(), &wt) {
+            match std::fs::remove_file(&lock) {
+                Ok(()) => ctx
+                    .ui
+                    .status(format!("removed stale lock {}", lock.display())),
+                Err(e) => ctx
+                    .ui
+                    .warn(format!("cannot remove stale lock {}: {e}", lock.display())),
             }
         }
         // A task's checkout may hold what its agent wrote before the process died.
@@ -100,7 +115,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         {
             let gone = match &task.owner {
                 None => true,
-                Some(o) if o.host == host => !crate::host::process_alive(o.pid, None),
+                Some(o) if o.host == host => !o.alive_here(&host),
                 Some(o) => {
                     if !args.force {
                         elsewhere.push(format!("{} ({}:{})", task.id, o.host, o.pid));
@@ -184,6 +199,30 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             None => ctx.ui.status("no failed task to retry"),
         }
     }
+    // A stall is a fact about the state, not a decision: when its cause is gone (a task that
+    // ran elsewhere finished, a failed one was retried, an orphan recovered) the pause goes.
+    let written = store.transact(&sid, |txn| {
+        if !crate::coordinator::run::stall_cleared(&txn.state) {
+            return Ok(None);
+        }
+        let was = txn
+            .state
+            .control
+            .pause
+            .take()
+            .map_or(String::new(), |p| p.reason);
+        txn.state.session.status = SessionStatus::Active;
+        Ok(Some(
+            Event::session(
+                EventKind::UserDecision,
+                format!("resume: the stall is over, the session is active again (it was: {was})"),
+            )
+            .with("Decision", "resume"),
+        ))
+    })?;
+    if let Some(w) = written {
+        ctx.ui.status(w.event.summary);
+    }
     let (_, state) = store.read_state(&sid)?;
     match state.session.status {
         SessionStatus::Active => super::drive::drive(ctx, &store, &sid, &args.run),
@@ -230,4 +269,34 @@ fn keep_interrupted_work(
         .and_then(|c| c.snapshot.limits())
         .unwrap_or_default();
     crate::worktree::keep_abandoned(store, wt, &limits)
+}
+
+/// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
+/// `.git/worktrees/<name>/` of the checkout `wt`, found by its `gitdir` file, so that a
+/// checkout whose directory is gone is found too.
+fn admin_locks(common: &std::path::Path, wt: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+        return Vec::new();
+    };
+    let same = |a: &std::path::Path| {
+        a == wt || a.canonicalize().ok() == wt.canonicalize().ok() && a.exists()
+    };
+    let mut out = Vec::new();
+    for admin in entries.flatten().map(|e| e.path()) {
+        let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
+            continue;
+        };
+        let checkout = std::path::Path::new(gitdir.trim());
+        if !checkout.parent().is_some_and(same) {
+            continue;
+        }
+        for entry in std::fs::read_dir(&admin).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "lock") && path.is_file() {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }

@@ -99,7 +99,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 let t = txn.state.task_mut(&task)?;
                 t.status = TaskStatus::InProgress;
                 t.attempts += 1;
-                t.owner = Some(Owner { host: crate::host::name(), pid: owner_pid, started_at: crate::clock::now_rfc3339() });
+                t.owner = Some(Owner { host: crate::host::name(), pid: owner_pid, started_at: crate::clock::now_rfc3339(), start_time: crate::host::process_start_time(owner_pid) });
                 let summary = format!("Claimed by {}:{owner_pid}, attempt {}", crate::host::name(), t.attempts);
                 Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
             })?

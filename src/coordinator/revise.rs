@@ -510,10 +510,17 @@ pub fn approve(state: &mut State) -> Result<String> {
     }
     let pause = state.control.pause.clone();
     match pause.as_ref().map(|p| p.kind.as_str()) {
+        // A stall whose cause is gone is no longer one: approving just resumes.
+        Some("stalled") if !super::run::stalled(state) => {}
         Some("stalled") => {
+            let failed = state.tasks.values().any(|t| t.status == TaskStatus::Failed);
             return Err(Error::state(
-                "the session is stuck on failed tasks, not waiting for an approval",
-                Some("`git tlv4 resume --retry` runs them again; `git tlv4 revise TASK` redoes one with feedback".into()),
+                if failed {
+                    "the session is stuck on failed tasks, not waiting for an approval"
+                } else {
+                    "the session is stalled (its pending tasks wait for tasks that cannot complete), not waiting for an approval"
+                },
+                Some("`git tlv4 resume --retry` runs failed tasks again; `git tlv4 revise TASK` redoes one with feedback; `git tlv4 status` shows what waits".into()),
             ));
         }
         Some("interrupted") | None => {}

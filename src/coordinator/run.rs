@@ -73,6 +73,66 @@ pub enum RunEnd {
     /// A signal (Ctrl-C, SIGTERM, SIGHUP; its number first): these running tasks were
     /// returned to pending.
     Interrupted(i32, Vec<TaskId>),
+    /// Nothing is left for this process, but tasks are in progress under other owners: the
+    /// session is not stalled, it waits for them (nothing is written).
+    RunningElsewhere(Vec<Elsewhere>),
+}
+
+/// A task in progress under an owner other than the loop that stopped.
+#[derive(Debug, Clone)]
+pub struct Elsewhere {
+    /// The task.
+    pub task: TaskId,
+    /// `host:pid`, or `nobody`.
+    pub owner: String,
+    /// Whether the owner still runs (always assumed on another host).
+    pub alive: bool,
+}
+
+/// The tasks of `state` in progress, with their owners and whether those still run.
+pub fn in_progress(state: &State) -> Vec<Elsewhere> {
+    let host = crate::host::name();
+    state
+        .tasks
+        .values()
+        .filter(|t| t.status == TaskStatus::InProgress)
+        .map(|t| Elsewhere {
+            task: t.id.clone(),
+            owner: t
+                .owner
+                .as_ref()
+                .map_or("nobody".into(), |o| format!("{}:{}", o.host, o.pid)),
+            alive: t.owner.as_ref().is_some_and(|o| o.alive_here(&host)),
+        })
+        .collect()
+}
+
+/// Whether nothing can run although work is left: no task in progress (under any owner), none
+/// ready to run, and not every task done. Only such a state is a stall; a pause `stalled`
+/// written for a state that is no longer one has lost its cause.
+pub fn stalled(state: &State) -> bool {
+    let done = state
+        .tasks
+        .values()
+        .all(|t| t.status == TaskStatus::Completed || followup::is_revised(state, &t.id));
+    !done
+        && !state
+            .tasks
+            .values()
+            .any(|t| t.status == TaskStatus::InProgress)
+        && schedulable(state, &BTreeMap::new()).is_empty()
+}
+
+/// Whether `state` is paused on a stall whose cause is gone (a task finished elsewhere, a
+/// failed one was retried or revised, an orphaned one recovered): `resume` clears such a pause.
+pub fn stall_cleared(state: &State) -> bool {
+    state.session.status == SessionStatus::Paused
+        && state
+            .control
+            .pause
+            .as_ref()
+            .is_some_and(|p| p.kind == "stalled")
+        && !stalled(state)
 }
 
 /// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
@@ -233,6 +293,7 @@ impl Runner<'_> {
                 host: host.clone(),
                 pid: std::process::id(),
                 started_at: crate::clock::now_rfc3339(),
+                start_time: crate::host::own_start_time(),
             });
             let summary = format!(
                 "Claimed by the coordinator ({host}:{}), attempt {}",
@@ -633,8 +694,16 @@ impl Runner<'_> {
             SessionStatus::Completed => return Ok(RunEnd::Completed),
             SessionStatus::Active => {}
         }
+        let mut elsewhere = Vec::new();
         let written = self.store.transact(&self.sid, |txn| {
+            elsewhere.clear();
             if txn.state.session.status != SessionStatus::Active {
+                return Ok(None);
+            }
+            // This loop runs nothing now: a task in progress is another process's (or one
+            // that died, which `resume` recovers). Either way nothing is stalled.
+            elsewhere = in_progress(&txn.state);
+            if !elsewhere.is_empty() {
                 return Ok(None);
             }
             if txn.state.tasks.values().all(|t| {
@@ -664,6 +733,7 @@ impl Runner<'_> {
             Some(s) => Ok(RunEnd::Paused(
                 s.control.pause.expect("a stall sets a pause"),
             )),
+            None if !elsewhere.is_empty() => Ok(RunEnd::RunningElsewhere(elsewhere)),
             None => self.finish(),
         }
     }

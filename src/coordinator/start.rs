@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::{
     Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings, State,
 };
-use crate::store::{Store, session_ref};
+use crate::store::Store;
 
 /// How to start.
 #[derive(Debug, Clone, Default)]
@@ -136,15 +136,12 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         ..Control::default()
     };
     let date = crate::clock::today_compact();
+    let base_tree = store.commit_tree(base)?;
     let mut n = 1;
     loop {
-        let sid = SessionId::from_text(text, &date, n);
-        n += 1;
-        if store.try_ref(&session_ref(&sid))?.is_some()
-            || store.try_ref(&crate::store::archive_ref(&sid))?.is_some()
-        {
-            continue;
-        }
+        // Free against refs and the base tree; the create below is the final, atomic check.
+        let (sid, taken) = store.free_id(text, &date, n, base_tree)?;
+        n = taken + 1;
         let tasks = spec.dispatch(&pipeline, supervision, &sid, text)?;
         let now = crate::clock::now_rfc3339();
         let session = Session {

@@ -86,6 +86,18 @@ pub struct Owner {
     pub pid: u32,
     /// When the claim was made (RFC 3339).
     pub started_at: String,
+    /// When the owner process started (field 22 of `/proc/<pid>/stat`), so that a later
+    /// process reusing the pid is not taken for the owner; absent where `/proc` is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<u64>,
+}
+
+impl Owner {
+    /// Whether the owner still runs: on another host it is assumed to; here its pid must be
+    /// alive, not a zombie, and (when recorded) have started when the claim says.
+    pub fn alive_here(&self, host: &str) -> bool {
+        self.host != host || crate::host::process_alive(self.pid, self.start_time)
+    }
 }
 
 /// How the last finished attempt ended.

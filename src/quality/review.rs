@@ -40,7 +40,7 @@ use crate::model::Verdict;
 use crate::store::{Store, session_dir};
 
 /// The notes ref review scores are written to.
-pub const NOTES_REF: &str = "refs/notes/tlv4-review";
+pub const NOTES_REF: &str = crate::store::REVIEW_NOTES_REF;
 /// The format of the review JSON (note and `--json`).
 pub const SCHEMA: u32 = 1;
 /// Paths never reviewed: the pipeline's own state.

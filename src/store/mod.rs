@@ -11,7 +11,7 @@ mod notes;
 mod read;
 mod write;
 
-pub use log::LoggedEvent;
+pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use write::{Txn, Written, validate_pipeline_path};
 
@@ -44,6 +44,20 @@ pub const ARCHIVE_REF_PREFIX: &str = "refs/tlv4/archive/";
 pub fn archive_ref(sid: &SessionId) -> String {
     format!("{ARCHIVE_REF_PREFIX}{sid}")
 }
+
+/// The notes ref of review scores.
+pub const REVIEW_NOTES_REF: &str = "refs/notes/tlv4-review";
+
+/// Every ref namespace the tool writes under (the review notes ref aside).
+const OUR_REF_PREFIXES: [&str; 4] = [
+    SESSION_REF_PREFIX,
+    NOTES_REF_PREFIX,
+    "refs/heads/tlv4-export/",
+    TOOL_REF_PREFIX,
+];
+
+/// The namespace of the tool's own refs outside branches and notes (archives, kept runs).
+pub const TOOL_REF_PREFIX: &str = "refs/tlv4/";
 
 /// The full ref name of a session's message notes.
 pub fn notes_ref(sid: &SessionId) -> String {
@@ -352,6 +366,60 @@ impl Store {
         self.tip(sid)
     }
 
+    /// Whether id `sid` is taken for a new session whose first tree is `tree`: by a live
+    /// session, an archived one, a message bus, task branches or refs kept under `refs/tlv4/`
+    /// for the id, or a pipeline folder `.tlv4/sessions/<SID>/` already in the tree (a merged
+    /// or exported session, whose `runs/`, plan and reports the new one would otherwise read).
+    pub fn id_taken(&self, sid: &SessionId, tree: gix::ObjectId) -> Result<bool> {
+        if self.try_ref(&session_ref(sid))?.is_some()
+            || self.try_ref(&archive_ref(sid))?.is_some()
+            || self.try_ref(&notes_ref(sid))?.is_some()
+        {
+            return Ok(true);
+        }
+        // Task branches `tlv4/<SID>.<TASK>`, and anything kept under `refs/tlv4/<what>/<SID>`
+        // (`runs/<SID>/…` and whatever else the tool keeps per session there).
+        let task_branch = format!("{}.", session_ref(sid));
+        if self
+            .refs_with_prefix(SESSION_REF_PREFIX)?
+            .iter()
+            .any(|(n, _)| n.starts_with(&task_branch))
+            || self
+                .refs_with_prefix(TOOL_REF_PREFIX)?
+                .iter()
+                .any(|(n, _)| n.split('/').any(|part| part == sid.as_str()))
+        {
+            return Ok(true);
+        }
+        let root = self
+            .repo
+            .find_tree(tree)
+            .map_err(|e| Error::git("cannot read tree", e))?;
+        Ok(root
+            .lookup_entry_by_path(session_dir(sid))
+            .map_err(|e| Error::git("cannot read tree", e))?
+            .is_some())
+    }
+
+    /// The first free id `SessionId::from_text(text, date, n)` for `n = from, from + 1, …`
+    /// (see [`Store::id_taken`]).
+    pub fn free_id(
+        &self,
+        text: &str,
+        date: &str,
+        from: u32,
+        tree: gix::ObjectId,
+    ) -> Result<(SessionId, u32)> {
+        let mut n = from.max(1);
+        loop {
+            let sid = SessionId::from_text(text, date, n);
+            if !self.id_taken(&sid, tree)? {
+                return Ok((sid, n));
+            }
+            n += 1;
+        }
+    }
+
     /// The object a ref points to, if the ref exists.
     pub(crate) fn try_ref(&self, name: &str) -> Result<Option<gix::ObjectId>> {
         let found = self
@@ -453,23 +521,55 @@ impl Store {
         }
     }
 
-    /// Lock files of session refs older than `min_age`, which no live writer holds: a writer
-    /// holds a ref lock for microseconds, so an old one was left by a process that died.
-    pub fn stale_locks(&self, sid: &SessionId, min_age: std::time::Duration) -> Vec<PathBuf> {
+    /// Lock files of our refs older than `min_age`, which no live writer holds: a writer holds
+    /// a ref lock for microseconds (and gives up waiting after 3 seconds), so an old one was
+    /// left by a process that died. Ours are the locks of every ref the tool writes (sessions,
+    /// task branches, message buses, the review notes, archives, exports, kept runs) and of
+    /// `packed-refs`, which deleting a ref (archive) locks.
+    pub fn stale_locks(&self, min_age: std::time::Duration) -> Vec<PathBuf> {
         let common = self.repo.common_dir();
-        let candidates = [
-            common.join(format!("{}.lock", session_ref(sid))),
-            common.join(format!("{}.lock", notes_ref(sid))),
-        ];
-        candidates
-            .into_iter()
-            .filter(|p| {
-                std::fs::metadata(p)
-                    .and_then(|m| m.modified())
+        let old = |p: &Path| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= min_age)
+        };
+        let mut found = Vec::new();
+        let packed = common.join("packed-refs.lock");
+        if old(&packed) {
+            found.push(packed);
+        }
+        // `refs/notes/tlv4-review.lock` sits beside `refs/notes/tlv4/`, so each namespace is
+        // matched by name: a lock file's ref is its path without `.lock`.
+        let ours = |name: &str| {
+            OUR_REF_PREFIXES.iter().any(|p| name.starts_with(p)) || name == REVIEW_NOTES_REF
+        };
+        let mut stack = vec![common.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(path);
+                    continue;
+                }
+                let Some(name) = path
+                    .strip_prefix(common)
                     .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age >= min_age)
-            })
-            .collect()
+                    .and_then(|r| r.to_str())
+                    .and_then(|r| r.strip_suffix(".lock"))
+                else {
+                    continue;
+                };
+                if ours(name) && old(&path) {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        found
     }
 }

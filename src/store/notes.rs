@@ -30,7 +30,8 @@ impl Store {
         self.edit_note(
             &notes_ref(sid),
             &format!("the message bus of `{sid}`"),
-            || self.tip(sid),
+            // An archived session is read-only, its bus too.
+            || self.writable_tip(sid),
             |old| {
                 let mut text = old.unwrap_or_default();
                 if !text.is_empty() && !text.ends_with(b"\n") {

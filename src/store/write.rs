@@ -427,6 +427,13 @@ impl Store {
             .repo
             .edit_references_as([edit], Some(sig.to_ref(&mut buf)))
         {
+            // gix lets a create "succeed" when the ref exists already with the new value (two
+            // processes that wrote byte-identical commits, such as two starts of the same text
+            // in the same second); create-only means it did not exist, which the transaction
+            // reports by filling in the value it found under the lock.
+            Ok(edits) if expected.is_none() && edits.iter().any(found_existing) => {
+                Err(CasError::Moved)
+            }
             Ok(_) => Ok(()),
             Err(e) if e.is_conflict() => Err(CasError::Moved),
             Err(e) if e.is_retryable() => Err(CasError::Locked),
@@ -494,6 +501,17 @@ impl Store {
             age_secs,
         }
     }
+}
+
+/// Whether a committed edit found its ref existing (gix fills in the value it saw).
+fn found_existing(edit: &RefEdit) -> bool {
+    matches!(
+        &edit.change,
+        gix::refs::transaction::Change::Update {
+            expected: PreviousValue::MustExistAndMatch(_),
+            ..
+        }
+    )
 }
 
 /// `subject`, a blank line, the summary, a blank line, the trailers.

@@ -16,4 +16,5 @@ mod process;
 mod review;
 mod snapshot;
 mod store;
+mod stuck;
 mod trust;

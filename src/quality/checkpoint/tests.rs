@@ -89,6 +89,7 @@ impl Harness {
                     host: "test".into(),
                     pid: 1,
                     started_at: crate::clock::now_rfc3339(),
+                    start_time: None,
                 });
                 let summary = format!("Claimed, attempt {}", t.attempts);
                 Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
