@@ -43,6 +43,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     let sid = store.resolve_session(ctx.session.as_deref())?;
+    let common = std::path::absolute(store.repo().common_dir())
+        .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
+    // Tasks whose checkout is left to a run that still goes on.
+    let mut busy = Vec::new();
     for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
         // The process that made it is gone, but a run it started may still be at work there.
         // A dead tool's runs end within the grace period (their death signal and its
@@ -61,6 +65,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                     "left the checkout {} in place: process {pid}, started there by a git-tlv4 that is gone, still runs; resume again once it has ended",
                     wt.display()
                 ));
+                // Its task stays in progress: run again now, it would meet its own checkout.
+                if let Some((s, task)) = crate::worktree::checkout_task(&common, &wt)
+                    && s == sid
+                {
+                    busy.push(task);
+                }
                 continue;
             }
         }
@@ -113,6 +123,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .values_mut()
             .filter(|t| t.status == TaskStatus::InProgress)
         {
+            if busy.contains(&task.id) {
+                continue;
+            }
             let gone = match &task.owner {
                 None => true,
                 Some(o) if o.host == host => !o.alive_here(&host),

@@ -206,6 +206,15 @@ pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
             &wt,
         ],
     )?;
+    // The temporary directory the tool made the checkout in (`tlv4-…`), now empty: a
+    // process that died never got to remove it. `remove_dir` takes only an empty one.
+    if let Some(parent) = path.parent()
+        && parent
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("tlv4-"))
+    {
+        let _ = std::fs::remove_dir(parent);
+    }
     Ok(())
 }
 

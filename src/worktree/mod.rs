@@ -655,6 +655,17 @@ impl Drop for TaskWorktree {
     }
 }
 
+/// The session and task a task checkout at `path` works for, from the reason of its lock:
+/// `git-tlv4 pid N on HOST … (SID TASK)`. `None` for any other checkout (a read-only view,
+/// a test checkout, someone else's).
+pub fn checkout_task(common_dir: &Path, path: &Path) -> Option<(SessionId, TaskId)> {
+    let admin = admin_dir_of(common_dir, path)?;
+    let reason = std::fs::read_to_string(admin.join("locked")).ok()?;
+    let (_, rest) = reason.trim().rsplit_once(" (")?;
+    let (s, t) = rest.strip_suffix(')')?.split_once(' ')?;
+    Some((s.parse().ok()?, t.parse().ok()?))
+}
+
 /// Keeps the work left in `path`, the task checkout of a git-tlv4 process that is gone,
 /// under `refs/tlv4/runs/<SID>/<TASK>/<n>`: what passes the snapshot checks (`limits`),
 /// measured against the last recorded commit of the task branch (its last snapshot, or the
@@ -669,18 +680,10 @@ pub fn keep_abandoned(
 ) -> Result<Option<String>> {
     let common_dir = std::path::absolute(store.repo().common_dir())
         .map_err(|e| Error::io("cannot resolve the git directory", e))?;
-    let Some(admin) = admin_dir_of(&common_dir, path) else {
-        return Ok(None);
-    };
-    // The lock reason names the session and task: `git-tlv4 pid N on HOST (SID TASK)`.
-    let reason = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
-    let Some((sid, task)) = reason
-        .trim()
-        .rsplit_once(" (")
-        .and_then(|(_, rest)| rest.strip_suffix(')'))
-        .and_then(|rest| rest.split_once(' '))
-        .and_then(|(s, t)| Some((s.parse::<SessionId>().ok()?, t.parse::<TaskId>().ok()?)))
-    else {
+    let (Some(admin), Some((sid, task))) = (
+        admin_dir_of(&common_dir, path),
+        checkout_task(&common_dir, path),
+    ) else {
         return Ok(None);
     };
     let branch = task_ref(&sid, &task);

@@ -338,12 +338,28 @@ fn resume_never_removes_a_checkout_whose_agent_still_runs() {
     );
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert_eq!(list.matches("worktree ").count(), 2, "{list}");
+    let checkout = list
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .nth(1)
+        .map(std::path::PathBuf::from)
+        .unwrap();
+    // Its task is not handed out again while the run goes on: a new run would meet the
+    // checkout and fail the task. The loop says it runs elsewhere (exit 3) and writes nothing.
+    let sid = only_session(&repo);
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
+    let tip = repo.git(&["rev-parse", &format!("tlv4/{sid}")]);
+    let out = repo.tlv4(&["resume"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(repo.git(&["rev-parse", &format!("tlv4/{sid}")]), tip);
     // Once it has ended, the checkout goes.
     // SAFETY: signalling the process group this test's child started.
     unsafe { libc::kill(-pids[0], libc::SIGKILL) };
     assert!(all_gone_within(&pids, Duration::from_secs(30)));
     repo.ok(&["resume", "--no-run"]);
     no_checkout_left(&repo);
+    // Nor the temporary directory the dead tool made it in.
+    assert!(!checkout.parent().unwrap().exists(), "{}", checkout.display());
     repo.fsck();
 }
 
