@@ -171,18 +171,8 @@ impl Default for SessionConfig {
     }
 }
 
-/// Reads a file of the repository's configuration as text (`.tlv4.toml`, an override under
-/// `.tlv4/specs/`): `None` when there is none. What the user put there is the user's to fix,
-/// so a file that cannot be read (a directory where a file belongs or the other way round,
-/// bytes that are not UTF-8, no permission) is an error naming it, never an internal one.
-pub fn read_text(path: &Path) -> Result<Option<String>> {
-    match read_bytes(path)? {
-        Some(bytes) => utf8(path, &bytes).map(|t| Some(t.to_owned())),
-        None => Ok(None),
-    }
-}
-
-/// [`read_text`] without the UTF-8 check: the bytes of the file, `None` when there is none.
+/// The bytes of the file at `path`, `None` when there is none; an unreadable file is a user
+/// error naming it.
 pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
@@ -245,23 +235,6 @@ pub fn file_in_the_way(path: &Path) -> Error {
 }
 
 impl Config {
-    /// The configuration of the working tree at `root`: its `.tlv4.toml` (or the defaults),
-    /// then the user's own values from git config (`tlv4.*`, see [`Config::apply_git`]),
-    /// checked: a value that is out of range names where it came from (file and line, or
-    /// the git config key).
-    pub fn load(root: &Path) -> Result<Config> {
-        let path = root.join(FILE);
-        let mut config = match read_text(&path)? {
-            Some(text) => Config::parse(&path.display().to_string(), &text)?,
-            None => Config::default(),
-        };
-        let values =
-            crate::git::run(root, &["config", "--get-regexp", r"^tlv4\."]).unwrap_or_default();
-        config.apply_git(&values)?;
-        config.validate()?;
-        Ok(config)
-    }
-
     /// An error about the value of `key` (dotted: `session.max_parallel`,
     /// `roles.executor`), naming where it was set: `FILE:LINE: [session] max_parallel = 0:
     /// MESSAGE`, or the git config key that replaced the file's value.

@@ -278,8 +278,13 @@ fn keep_interrupted_work(
     {
         let _ = std::fs::remove_file(admin.join("index.lock"));
     }
-    let limits = crate::config::Config::load(store.workdir())
-        .and_then(|c| c.snapshot.limits())
+    // The limits of the session the checkout worked for, as it was pinned.
+    let limits = std::path::absolute(store.repo().common_dir())
+        .ok()
+        .and_then(|common| crate::worktree::checkout_task(&common, wt))
+        .and_then(|(sid, _)| crate::trust::pinned(store, &sid).ok())
+        .and_then(|(files, _)| files.config(store.workdir()).ok())
+        .and_then(|c| c.snapshot.limits().ok())
         .unwrap_or_default();
     crate::worktree::keep_abandoned(store, wt, &limits)
 }

@@ -608,7 +608,9 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         )),
     }
 
-    let worktree = match exec::Worktree::add(ctx.repo.git_dir(), ctx.tip, task.as_str()) {
+    let checkout = crate::store::Store::from_repo(ctx.repo.to_thread_local())
+        .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
+    let worktree = match checkout {
         Ok(w) => w,
         Err(e) => {
             return Ok(failed(format!(

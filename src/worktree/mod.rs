@@ -971,6 +971,35 @@ impl ReadOnlyView {
     }
 }
 
+/// A writable checkout of one commit for the tester: detached, locked, full (whatever the
+/// user's sparse cone), without the user's hooks, removed after use or when dropped. What is
+/// written in it (build output, test caches) is never recorded.
+pub struct ScratchCheckout {
+    checkout: Checkout,
+}
+
+impl ScratchCheckout {
+    /// Checks out `commit` detached in a new locked worktree named `name` (the task).
+    pub fn create(store: &Store, commit: ObjectId, name: &str) -> Result<ScratchCheckout> {
+        let hex = commit.to_string();
+        let reason = format!("{} (test checkout of {hex})", crate::git::lock_reason());
+        let checkout = Checkout::add(
+            store,
+            "tlv4-test-",
+            name,
+            &reason,
+            &["--detach", hex.as_str()],
+            OnDrop::Remove,
+        )?;
+        Ok(ScratchCheckout { checkout })
+    }
+
+    /// The root of the checkout.
+    pub fn path(&self) -> &Path {
+        &self.checkout.path
+    }
+}
+
 /// Serialises this process's `git worktree add` and `remove`: git reads every registered
 /// worktree while adding one, and fails on one that another thread is half-way through
 /// creating.

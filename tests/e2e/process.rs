@@ -500,3 +500,34 @@ fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+/// The tester's checkout is full, whatever the user's sparse cone: tests outside it run.
+#[test]
+fn the_tests_of_a_sparse_checkout_run_on_every_file() {
+    let repo = TestRepo::new();
+    repo.write(
+        "tests/test_outside.py",
+        "import unittest\n\n\nclass Outside(unittest.TestCase):\n    def test_one(self):\n        self.assertTrue(True)\n\n    def test_two(self):\n        self.assertTrue(True)\n",
+    );
+    repo.write("tests/__init__.py", "");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "tests"]);
+    repo.git(&["sparse-checkout", "set", "--cone", "src"]);
+    assert!(!repo.path().join("tests/test_outside.py").exists());
+    repo.write(
+        ".tlv4/specs/pipelines.toml",
+        "schema = 1\n[role.tester]\nprefix = \"TEST\"\ninner_loop = false\nsummary = \"x\"\n\
+         [role.supervisor]\nprefix = \"CHECKPOINT\"\ninner_loop = false\ncheckpoint = true\nsummary = \"x\"\n\
+         [task.TEST-001]\nrole = \"tester\"\nphase = \"validation\"\npriority = \"P0\"\npurpose = \"p\"\nsuccess = \"s\"\nsteps = []\nexpected = \"e\"\nconstraints = \"c\"\n\
+         [pipeline.tests]\nsummary = \"tests\"\ntasks = [{ id = \"TEST-001\" }]\n",
+    );
+    trust(&repo);
+    repo.ok(&["start", "--pipeline", "tests", "--yes", "--completion", "keep", "sparse"]);
+    let sid = only_session(&repo);
+    let task = repo.task(&sid, "TEST-001");
+    assert_eq!(task["status"], "completed", "{task}");
+    let summary = task["result"]["summary"].as_str().unwrap_or_default().to_owned();
+    assert!(summary.contains("2 passed"), "{task}");
+    no_checkout_left(&repo);
+    repo.fsck();
+}

@@ -1,99 +1,11 @@
-//! Running the tests: a temporary detached worktree of the session tip, and commands with a
-//! timeout, stdin closed and stdout and stderr captured together, through the tool's one
-//! process runner.
-//!
-//! The worktree is a guard: it is removed (`git worktree remove --force --force`, and
-//! `git worktree prune` if that failed) when dropped, so also when the run fails half-way or
-//! is interrupted.
+//! Running the tests' commands with a timeout, stdin closed and stdout and stderr captured
+//! together, through the tool's one process runner. They run in a
+//! [`crate::worktree::ScratchCheckout`] of the session tip (the tool's one checkout manager),
+//! removed when dropped, so also when the run fails half-way or is interrupted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-
-/// A temporary checkout of one commit, removed on drop.
-pub struct Worktree {
-    git_dir: PathBuf,
-    path: PathBuf,
-    // Dropped after the worktree is removed (fields drop after `Drop::drop`).
-    _parent: tempfile::TempDir,
-}
-
-impl Worktree {
-    /// Checks out `commit` in a new, locked, detached worktree under a temporary directory.
-    pub fn add(git_dir: &Path, commit: gix::ObjectId, name: &str) -> Result<Worktree> {
-        let parent = tempfile::Builder::new()
-            .prefix("tlv4-test-")
-            .tempdir()
-            .map_err(|e| Error::io("cannot make a temporary directory for the tests", e))?;
-        let path = parent.path().join(name);
-        let git_dir = std::path::absolute(git_dir)
-            .map_err(|e| Error::io("cannot resolve the git directory", e))?;
-        let gd = git_dir.to_string_lossy().into_owned();
-        let wt = path.to_string_lossy().into_owned();
-        let hex = commit.to_string();
-        // The reason names this process, so `resume` can clear the checkout of one that died.
-        let reason = crate::git::lock_reason();
-        // Hooks are the user's and may be slow or interactive; a test checkout needs none.
-        crate::worktree::with_admin_lock(|| {
-            crate::git::run(
-                parent.path(),
-                &[
-                    "--git-dir",
-                    &gd,
-                    "-c",
-                    "core.hooksPath=/dev/null",
-                    "worktree",
-                    "add",
-                    "--lock",
-                    "--reason",
-                    &reason,
-                    "--detach",
-                    &wt,
-                    &hex,
-                ],
-            )
-        })?;
-        Ok(Worktree {
-            git_dir,
-            path,
-            _parent: parent,
-        })
-    }
-
-    /// The checkout.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for Worktree {
-    fn drop(&mut self) {
-        let gd = self.git_dir.to_string_lossy().into_owned();
-        let wt = self.path.to_string_lossy().into_owned();
-        let dir = self.git_dir.clone();
-        crate::worktree::with_admin_lock(|| {
-            // Twice `--force`: the worktree is locked while in use.
-            let removed = crate::git::run(
-                &dir,
-                &[
-                    "--git-dir",
-                    &gd,
-                    "worktree",
-                    "remove",
-                    "--force",
-                    "--force",
-                    &wt,
-                ],
-            );
-            // Only when that failed: a prune racing another process's `worktree add` can
-            // drop that one.
-            if removed.is_err() {
-                let _ = crate::git::run(&dir, &["--git-dir", &gd, "worktree", "prune"]);
-            }
-        });
-    }
-}
 
 /// One command's run.
 #[derive(Debug, Clone, Default)]
