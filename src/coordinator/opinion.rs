@@ -163,17 +163,17 @@ pub(crate) fn add(
             .push((REPORT_PATH.to_owned(), section.clone().into_bytes())),
     }
     output.files.push((path, bytes));
-    if let Some(v) = verdict.as_mut() {
-        if rank(&opinion.verdict) > rank(&v.verdict) {
-            v.summary = format!(
-                "{} (raised from {} by agent {name}: {} finding(s))",
-                opinion.verdict,
-                v.verdict,
-                opinion.findings.len()
-            );
-            v.verdict = opinion.verdict.clone();
-            output.summary = v.summary.clone();
-        }
+    if let Some(v) = verdict.as_mut()
+        && rank(&opinion.verdict) > rank(&v.verdict)
+    {
+        v.summary = format!(
+            "{} (raised from {} by agent {name}: {} finding(s))",
+            opinion.verdict,
+            v.verdict,
+            opinion.findings.len()
+        );
+        v.verdict = opinion.verdict.clone();
+        output.summary = v.summary.clone();
     }
     (Some(run), Vec::new())
 }

@@ -350,7 +350,12 @@ fn resume_never_removes_a_checkout_whose_agent_still_runs() {
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
     let tip = repo.git(&["rev-parse", &format!("tlv4/{sid}")]);
     let out = repo.tlv4(&["resume"]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(repo.git(&["rev-parse", &format!("tlv4/{sid}")]), tip);
     // Once it has ended, the checkout goes.
     // SAFETY: signalling the process group this test's child started.
@@ -359,7 +364,11 @@ fn resume_never_removes_a_checkout_whose_agent_still_runs() {
     repo.ok(&["resume", "--no-run"]);
     no_checkout_left(&repo);
     // Nor the temporary directory the dead tool made it in.
-    assert!(!checkout.parent().unwrap().exists(), "{}", checkout.display());
+    assert!(
+        !checkout.parent().unwrap().exists(),
+        "{}",
+        checkout.display()
+    );
     repo.fsck();
 }
 
@@ -522,11 +531,22 @@ fn the_tests_of_a_sparse_checkout_run_on_every_file() {
          [pipeline.tests]\nsummary = \"tests\"\ntasks = [{ id = \"TEST-001\" }]\n",
     );
     trust(&repo);
-    repo.ok(&["start", "--pipeline", "tests", "--yes", "--completion", "keep", "sparse"]);
+    repo.ok(&[
+        "start",
+        "--pipeline",
+        "tests",
+        "--yes",
+        "--completion",
+        "keep",
+        "sparse",
+    ]);
     let sid = only_session(&repo);
     let task = repo.task(&sid, "TEST-001");
     assert_eq!(task["status"], "completed", "{task}");
-    let summary = task["result"]["summary"].as_str().unwrap_or_default().to_owned();
+    let summary = task["result"]["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(summary.contains("2 passed"), "{task}");
     no_checkout_left(&repo);
     repo.fsck();

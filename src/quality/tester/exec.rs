@@ -6,7 +6,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-
 /// One command's run.
 #[derive(Debug, Clone, Default)]
 pub struct Ran {
