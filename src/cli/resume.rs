@@ -36,6 +36,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     // Locks first, before a session is chosen: a lock of the review notes blocks every
     // review, in a repository with no session too.
     let store = ctx.store()?;
+    // A younger lock is a live writer's (held for microseconds) or was left by a process
+    // killed a moment ago: wait until each one is gone or old enough to be stale, so that a
+    // resume right after a crash clears what the crash left.
+    let deadline = std::time::Instant::now() + STALE_LOCK_AGE + Duration::from_millis(200);
+    while store.stale_locks(Duration::ZERO).len() > store.stale_locks(STALE_LOCK_AGE).len()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     for lock in store.stale_locks(STALE_LOCK_AGE) {
         std::fs::remove_file(&lock)
             .map_err(|e| crate::Error::io(format!("cannot remove {}", lock.display()), e))?;

@@ -340,6 +340,17 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     let user = git.join("refs/heads/main.lock");
     std::fs::write(&user, "").unwrap();
     age(&user);
+    // A fresh lock: one that a live writer drops in a moment is waited for and left to it;
+    // one that stays was left by a process killed a moment ago, and is cleared once stale.
+    let live = git.join(format!("refs/notes/tlv4/{sid}-3.lock"));
+    std::fs::write(&live, "").unwrap();
+    let writer = {
+        let live = live.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::remove_file(&live).unwrap();
+        })
+    };
     let fresh = git.join(format!("refs/notes/tlv4/{sid}-2.lock"));
     std::fs::write(&fresh, "").unwrap();
 
@@ -395,9 +406,11 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     assert!(!index_lock.exists(), "{said}");
     assert!(said.contains("index.lock"), "{said}");
     assert!(user.exists(), "a lock of the user's own ref is left alone");
-    assert!(fresh.exists(), "a fresh lock may be a live writer's");
+    writer.join().unwrap();
+    assert!(!said.contains(&format!("{sid}-3.lock")), "{said}");
+    assert!(!fresh.exists(), "a lock left a moment ago is cleared: {said}");
+    assert!(said.contains(&format!("{sid}-2.lock")), "{said}");
     std::fs::remove_file(&user).unwrap();
-    std::fs::remove_file(&fresh).unwrap();
     repo.fsck();
 }
 
