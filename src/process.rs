@@ -55,7 +55,7 @@ pub const ARGV_PROMPT_LIMIT: usize = 100 * 1024;
 
 /// Variables of the caller's environment that would point the agent's git at another
 /// repository than its working directory.
-const GIT_LOCATION_VARS: &[&str] = &[
+pub const GIT_LOCATION_VARS: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

@@ -49,16 +49,6 @@ const LISTING_BUDGET: usize = 24 * 1024;
 const CODE_FILE_LIMIT: usize = 32 * 1024;
 /// How many answers may carry a diff that does not apply.
 const PATCH_TRIES: u32 = 2;
-/// Environment variables that would point git at another repository.
-const GIT_LOCATION_VARS: [&str; 7] = [
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-];
 
 /// What every prompt of this driver says about the setting.
 const CHAT_NOTE: &str = "You are answering through a chat API: you cannot read or write files, \
@@ -899,7 +889,7 @@ fn refusal(path: &str) -> Option<&'static str> {
 fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir);
-    for var in GIT_LOCATION_VARS {
+    for var in crate::process::GIT_LOCATION_VARS {
         cmd.env_remove(var);
     }
     cmd
