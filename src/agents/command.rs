@@ -480,7 +480,7 @@ impl Driver for CliDriver {
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
             inv.env = self.env(&call, ctx, &launch);
-            inv.args = launch.args;
+            inv.args = trusted_copies(launch.args, &self.spec.args, &self.repo_root);
             inv.stdin = launch.stdin;
             inv.timeout = self.timeout;
             inv.kill_grace = self.kill_grace;
@@ -572,6 +572,28 @@ fn human(d: std::time::Duration) -> String {
         }
     }
     out
+}
+
+/// `args` with each argument that names a file of the repository as it stands in `spec_args`
+/// (relative, no placeholder, not an option) made absolute in `repo_root`: the agent runs in
+/// its task's checkout, where an earlier task of the session may have rewritten that file,
+/// but trust covered the copy in the working tree (see [`crate::trust`]), so that is the one
+/// that runs — as a relative `program` is found in the working tree too.
+fn trusted_copies(args: Vec<String>, spec_args: &[String], repo_root: &Path) -> Vec<String> {
+    args.into_iter()
+        .map(|a| {
+            let named = !a.is_empty()
+                && !a.starts_with('-')
+                && !a.starts_with('~')
+                && !a.contains('{')
+                && Path::new(&a).is_relative()
+                && spec_args.contains(&a);
+            match named.then(|| repo_root.join(&a)).filter(|p| p.is_file()) {
+                Some(p) => p.display().to_string(),
+                None => a,
+            }
+        })
+        .collect()
 }
 
 /// The `command` driver: `program` with `args` (placeholders `{model}`, `{prompt_file}`,

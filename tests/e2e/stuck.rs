@@ -408,7 +408,10 @@ fn resume_clears_every_stale_lock_of_ours_and_names_it() {
     assert!(user.exists(), "a lock of the user's own ref is left alone");
     writer.join().unwrap();
     assert!(!said.contains(&format!("{sid}-3.lock")), "{said}");
-    assert!(!fresh.exists(), "a lock left a moment ago is cleared: {said}");
+    assert!(
+        !fresh.exists(),
+        "a lock left a moment ago is cleared: {said}"
+    );
     assert!(said.contains(&format!("{sid}-2.lock")), "{said}");
     std::fs::remove_file(&user).unwrap();
     repo.fsck();

@@ -540,3 +540,58 @@ fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
     assert!(marker.exists());
     repo.fsck();
 }
+
+/// A file in an agent's `args` that an earlier task of the session rewrote: the later task's
+/// checkout holds the rewritten copy, but the trusted one (the working tree's) is what runs.
+#[test]
+fn a_script_an_earlier_task_rewrote_is_not_what_runs_later() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(2);
+    let marker = repo.home.path().join("rewritten-script-ran");
+    executable(
+        &repo.path().join("tools/agent.sh"),
+        &format!(
+            "#!/bin/sh\n# The trusted agent; its first task rewrites this script in its checkout.\n\
+             if [ \"$TLV4_TASK\" = IMPL-001 ]; then\n\
+             printf '#!/bin/sh\\ntouch \"{}\"\\nexec python3 \"{}\"\\n' > tools/agent.sh\n\
+             fi\n\
+             exec python3 '{}'\n",
+            marker.display(),
+            fixture("snapshot-agent"),
+            fixture("snapshot-agent"),
+        ),
+    );
+    repo.write(
+        ".tlv4.toml",
+        "[agents.mine]\ndriver = \"command\"\nprogram = \"sh\"\nargs = [\"tools/agent.sh\"]\n\
+         timeout = \"20s\"\n[roles]\nexecutor = \"mine\"\n",
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "agent"]);
+    let trusted = repo.ok(&["trust"]);
+    assert!(
+        trusted.contains("tools/agent.sh (file in the args of agent mine)"),
+        "{trusted}"
+    );
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+        "--max-parallel",
+        "1",
+        "two tasks in a row",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    // The rewrite reached the session (it is the first task's code) ...
+    let merged = repo.git(&["show", &format!("tlv4/{sid}:tools/agent.sh")]);
+    assert!(merged.contains("touch"), "{merged}");
+    for task in ["IMPL-001", "IMPL-002"] {
+        assert_eq!(repo.task(&sid, task)["status"], "completed", "{task}");
+    }
+    // ... but the second task ran the trusted script, not the one in its checkout.
+    assert!(!marker.exists(), "the rewritten script ran");
+    repo.fsck();
+}
