@@ -280,13 +280,6 @@ fn keep_interrupted_work(
     store: &crate::store::Store,
     wt: &std::path::Path,
 ) -> Result<Option<String>> {
-    // The process that owned the checkout is gone: a lock of its index is a leftover.
-    if let Some(admin) = std::fs::read_to_string(wt.join(".git"))
-        .ok()
-        .and_then(|g| g.trim().strip_prefix("gitdir: ").map(|d| wt.join(d)))
-    {
-        let _ = std::fs::remove_file(admin.join("index.lock"));
-    }
     // The limits of the session the checkout worked for, as it was pinned.
     let limits = std::path::absolute(store.repo().common_dir())
         .ok()
@@ -299,31 +292,18 @@ fn keep_interrupted_work(
 }
 
 /// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
-/// `.git/worktrees/<name>/` of the checkout `wt`, found by its `gitdir` file, so that a
-/// checkout whose directory is gone is found too.
+/// `.git/worktrees/<name>/` of the checkout `wt` (found also when its directory is gone).
 fn admin_locks(common: &std::path::Path, wt: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(common.join("worktrees")) else {
+    let Some(admin) = crate::worktree::admin_dir_of(common, wt) else {
         return Vec::new();
     };
-    let same = |a: &std::path::Path| {
-        a == wt || a.canonicalize().ok() == wt.canonicalize().ok() && a.exists()
-    };
-    let mut out = Vec::new();
-    for admin in entries.flatten().map(|e| e.path()) {
-        let Ok(gitdir) = std::fs::read_to_string(admin.join("gitdir")) else {
-            continue;
-        };
-        let checkout = std::path::Path::new(gitdir.trim());
-        if !checkout.parent().is_some_and(same) {
-            continue;
-        }
-        for entry in std::fs::read_dir(&admin).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "lock") && path.is_file() {
-                out.push(path);
-            }
-        }
-    }
+    let mut out: Vec<_> = std::fs::read_dir(&admin)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "lock") && p.is_file())
+        .collect();
     out.sort();
     out
 }

@@ -659,7 +659,11 @@ impl Drop for TaskWorktree {
 /// `git-tlv4 pid N on HOST … (SID TASK)`. `None` for any other checkout (a read-only view,
 /// a test checkout, someone else's).
 pub fn checkout_task(common_dir: &Path, path: &Path) -> Option<(SessionId, TaskId)> {
-    let admin = admin_dir_of(common_dir, path)?;
+    admin_task(&admin_dir_of(common_dir, path)?)
+}
+
+/// [`checkout_task`] from the checkout's admin folder.
+fn admin_task(admin: &Path) -> Option<(SessionId, TaskId)> {
     let reason = std::fs::read_to_string(admin.join("locked")).ok()?;
     let (_, rest) = reason.trim().rsplit_once(" (")?;
     let (s, t) = rest.strip_suffix(')')?.split_once(' ')?;
@@ -680,10 +684,10 @@ pub fn keep_abandoned(
 ) -> Result<Option<String>> {
     let common_dir = std::path::absolute(store.repo().common_dir())
         .map_err(|e| Error::io("cannot resolve the git directory", e))?;
-    let (Some(admin), Some((sid, task))) = (
-        admin_dir_of(&common_dir, path),
-        checkout_task(&common_dir, path),
-    ) else {
+    let Some(admin) = admin_dir_of(&common_dir, path) else {
+        return Ok(None);
+    };
+    let Some((sid, task)) = admin_task(&admin) else {
         return Ok(None);
     };
     let branch = task_ref(&sid, &task);
@@ -741,17 +745,21 @@ pub fn keep_abandoned(
 }
 
 /// The linked worktree admin directory (`<common>/worktrees/<name>`) whose checkout is `path`.
-fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
-    let want = std::fs::canonicalize(path).ok()?;
+pub fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    // By name, so that a checkout whose directory is gone is found too; else canonically.
+    let want = std::fs::canonicalize(path).ok();
     std::fs::read_dir(common_dir.join("worktrees"))
         .ok()?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .find(|admin| {
-            std::fs::read_to_string(admin.join("gitdir"))
+            let Some(checkout) = std::fs::read_to_string(admin.join("gitdir"))
                 .ok()
-                .and_then(|g| std::fs::canonicalize(Path::new(g.trim()).parent()?).ok())
-                == Some(want.clone())
+                .and_then(|g| Some(Path::new(g.trim()).parent()?.to_path_buf()))
+            else {
+                return false;
+            };
+            checkout == path || want.is_some() && std::fs::canonicalize(&checkout).ok() == want
         })
 }
 
