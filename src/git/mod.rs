@@ -77,8 +77,50 @@ pub fn lock_reason() -> String {
     )
 }
 
-/// What a lock reason says before the run [`note_run`] records in it.
-const RUN_MARK: &str = " run pid ";
+/// A lock reason the tool wrote: `git-tlv4 pid N on HOST`, then the run [`note_run`]
+/// records (` run pid M start T`), then what the checkout is for (` (SID TASK)`,
+/// ` (read-only view of …)`). The one reader of that format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockReason<'a> {
+    /// The git-tlv4 process that locked the checkout.
+    pub pid: u32,
+    /// Its host.
+    pub host: &'a str,
+    /// The run it started there: pid and start time.
+    pub run: Option<(u32, u64)>,
+    /// What the checkout is for, without the parentheses.
+    pub what: Option<&'a str>,
+}
+
+impl<'a> LockReason<'a> {
+    /// The reason in `text`, `None` when the tool did not write it.
+    pub fn parse(text: &'a str) -> Option<LockReason<'a>> {
+        let rest = text.trim().strip_prefix("git-tlv4 pid ")?;
+        let (pid, rest) = rest.split_once(" on ")?;
+        let pid = pid.parse().ok()?;
+        let (host, mut rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        let mut run = None;
+        if let Some(r) = rest.strip_prefix("run pid ") {
+            let mut words = r.splitn(4, ' ');
+            let (Some(p), Some("start"), Some(t)) = (words.next(), words.next(), words.next())
+            else {
+                return None;
+            };
+            run = Some((p.parse().ok()?, t.parse().ok()?));
+            rest = words.next().unwrap_or("");
+        }
+        let what = rest
+            .trim()
+            .strip_prefix('(')
+            .and_then(|w| w.strip_suffix(')'));
+        Some(LockReason {
+            pid,
+            host,
+            run,
+            what,
+        })
+    }
+}
 
 /// Names run `pid` (started at `start`, see [`crate::host::process_start_time`]) in the
 /// lock of the checkout `workdir` is in, when this process locked that checkout, replacing
@@ -93,25 +135,13 @@ pub fn note_run(workdir: &Path, pid: u32, start: u64) {
     let Ok(reason) = std::fs::read_to_string(&lock) else {
         return;
     };
-    let ours = lock_reason();
-    let Some(rest) = reason
-        .strip_prefix(&ours)
-        .filter(|rest| rest.is_empty() || rest.starts_with([' ', '\n']))
+    let Some(old) = LockReason::parse(&reason)
+        .filter(|r| r.pid == std::process::id() && r.host == crate::host::name())
     else {
         return;
     };
-    // Drop the run named before: ` run pid M start T`.
-    let rest = match rest.strip_prefix(RUN_MARK) {
-        Some(run) => {
-            let words: Vec<&str> = run.splitn(4, ' ').collect();
-            match words.as_slice() {
-                [_, "start", _, after] => format!(" {after}"),
-                _ => String::new(),
-            }
-        }
-        None => rest.to_owned(),
-    };
-    let text = format!("{ours}{RUN_MARK}{pid} start {start}{}", rest.trim_end());
+    let what = old.what.map(|w| format!(" ({w})")).unwrap_or_default();
+    let text = format!("{} run pid {pid} start {start}{what}", lock_reason());
     let tmp = lock.with_file_name("locked.tlv4-new");
     // Written aside and renamed over: git never reads half a reason.
     if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, &lock).is_err() {
@@ -123,13 +153,7 @@ pub fn note_run(workdir: &Path, pid: u32, start: u64) {
 /// has a member that runs.
 pub fn live_run(checkout: &Path) -> Option<u32> {
     let reason = std::fs::read_to_string(lock_file(checkout)?).ok()?;
-    let (_, run) = reason.split_once(RUN_MARK)?;
-    let mut words = run.split_whitespace();
-    let pid: u32 = words.next()?.parse().ok()?;
-    let start: u64 = match (words.next(), words.next()) {
-        (Some("start"), Some(t)) => t.parse().ok()?,
-        _ => return None,
-    };
+    let (pid, start) = LockReason::parse(&reason)?.run?;
     crate::host::group_alive(pid, Some(start)).then_some(pid)
 }
 
@@ -178,14 +202,8 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// Whether a worktree lock reason is [`lock_reason`]'s, of a process of `host` that is gone.
 pub fn stale_lock(reason: &str, host: &str) -> bool {
-    let Some(rest) = reason.trim().strip_prefix("git-tlv4 pid ") else {
-        return false;
-    };
-    // `<pid> on <host>`, then maybe ` (<what>)`.
-    let mut parts = rest.split_whitespace();
-    let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
-    let on_host = parts.nth(1).is_some_and(|h| h == host);
-    matches!(pid, Some(pid) if on_host && !crate::host::process_alive(pid, None))
+    LockReason::parse(reason)
+        .is_some_and(|r| r.host == host && !crate::host::process_alive(r.pid, None))
 }
 
 /// Unlocks and removes a worktree git-tlv4 left behind.
@@ -250,6 +268,21 @@ mod tests {
     use super::*;
     use crate::testutil::git;
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn lock_reasons_read_back_as_written() {
+        let r = LockReason::parse("git-tlv4 pid 12 on box run pid 34 start 56 (S T)").unwrap();
+        assert_eq!(
+            (r.pid, r.host, r.run, r.what),
+            (12, "box", Some((34, 56)), Some("S T"))
+        );
+        let r = LockReason::parse("git-tlv4 pid 12 on box").unwrap();
+        assert_eq!((r.host, r.run, r.what), ("box", None, None));
+        let r = LockReason::parse("git-tlv4 pid 7 on h (read-only view of ab)\n").unwrap();
+        assert_eq!(r.what, Some("read-only view of ab"));
+        assert!(LockReason::parse("someone else's").is_none());
+        assert!(LockReason::parse("git-tlv4 pid x on h").is_none());
+    }
 
     #[test]
     fn a_run_named_in_our_lock_keeps_the_checkout_while_its_group_lives() {

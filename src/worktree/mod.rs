@@ -665,8 +665,9 @@ pub fn checkout_task(common_dir: &Path, path: &Path) -> Option<(SessionId, TaskI
 /// [`checkout_task`] from the checkout's admin folder.
 fn admin_task(admin: &Path) -> Option<(SessionId, TaskId)> {
     let reason = std::fs::read_to_string(admin.join("locked")).ok()?;
-    let (_, rest) = reason.trim().rsplit_once(" (")?;
-    let (s, t) = rest.strip_suffix(')')?.split_once(' ')?;
+    let (s, t) = crate::git::LockReason::parse(&reason)?
+        .what?
+        .split_once(' ')?;
     Some((s.parse().ok()?, t.parse().ok()?))
 }
 
