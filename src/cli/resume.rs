@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     // killed a moment ago: wait until each one is gone or old enough to be stale, so that a
     // resume right after a crash clears what the crash left.
     let deadline = std::time::Instant::now() + STALE_LOCK_AGE + Duration::from_millis(200);
-    while store.stale_locks(Duration::ZERO).len() > store.stale_locks(STALE_LOCK_AGE).len()
+    while store.locks().iter().any(|(_, age)| *age < STALE_LOCK_AGE)
         && std::time::Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(100));

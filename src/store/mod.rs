@@ -527,18 +527,26 @@ impl Store {
     /// task branches, message buses, the review notes, archives, exports, kept runs) and of
     /// `packed-refs`, which deleting a ref (archive) locks.
     pub fn stale_locks(&self, min_age: std::time::Duration) -> Vec<PathBuf> {
+        self.locks()
+            .into_iter()
+            .filter(|(_, age)| *age >= min_age)
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    /// Every lock file of our refs (see [`Store::stale_locks`]), with its age.
+    pub fn locks(&self) -> Vec<(PathBuf, std::time::Duration)> {
         let common = self.repo.common_dir();
-        let old = |p: &Path| {
+        let age = |p: &Path| {
             std::fs::metadata(p)
                 .and_then(|m| m.modified())
                 .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age >= min_age)
+                .map(|t| t.elapsed().unwrap_or_default())
         };
         let mut found = Vec::new();
         let packed = common.join("packed-refs.lock");
-        if old(&packed) {
-            found.push(packed);
+        if let Some(a) = age(&packed) {
+            found.push((packed, a));
         }
         // `refs/notes/tlv4-review.lock` sits beside `refs/notes/tlv4/`, so each namespace is
         // matched by name: a lock file's ref is its path without `.lock`.
@@ -564,8 +572,10 @@ impl Store {
                 else {
                     continue;
                 };
-                if ours(name) && old(&path) {
-                    found.push(path);
+                if ours(name)
+                    && let Some(a) = age(&path)
+                {
+                    found.push((path, a));
                 }
             }
         }
