@@ -98,6 +98,19 @@ fn no_checkout_left(repo: &TestRepo) {
     assert!(!list.contains("locked"), "{list}");
 }
 
+/// After a signal: every agent process gone (within the grace period, polled), the task
+/// back to pending, no checkout left, the repository sound.
+fn stopped_and_returned(repo: &TestRepo, pids: &[i32], what: &str) {
+    assert!(
+        all_gone_within(pids, Duration::from_secs(30)),
+        "agent processes {pids:?} outlived {what}"
+    );
+    let sid = only_session(repo);
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    no_checkout_left(repo);
+    repo.fsck();
+}
+
 /// A pseudo-terminal: the master side (close-on-exec: no other process may hold it, or
 /// closing it would not hang up), and the slave's path.
 struct Pty {
@@ -211,14 +224,7 @@ fn closing_the_terminal_stops_the_agent_and_returns_its_task() {
         "{status:?}; the terminal showed:\n{seen}"
     );
     // The child of the agent ignores SIGTERM; it goes all the same, within the grace period.
-    assert!(
-        all_gone_within(&pids, Duration::from_secs(30)),
-        "agent processes {pids:?} outlived the closed terminal"
-    );
-    let sid = only_session(&repo);
-    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
-    no_checkout_left(&repo);
-    repo.fsck();
+    stopped_and_returned(&repo, &pids, "the closed terminal");
 }
 
 #[test]
@@ -240,14 +246,7 @@ fn sigterm_stops_the_agent_and_returns_its_task() {
     assert_eq!(out.status.code(), Some(143), "{:?}: {stderr}", out.status);
     assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
     assert!(stderr.contains("returned to pending: IMPL-001"), "{stderr}");
-    assert!(
-        all_gone_within(&pids, Duration::from_secs(30)),
-        "agent processes {pids:?} outlived SIGTERM"
-    );
-    let sid = only_session(&repo);
-    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
-    no_checkout_left(&repo);
-    repo.fsck();
+    stopped_and_returned(&repo, &pids, "SIGTERM");
 }
 
 #[test]
