@@ -9,6 +9,7 @@
 //! with any critical finding, CONDITIONAL with high or medium ones, APPROVE otherwise — and
 //! never APPROVE for an empty change, which implements nothing.
 
+mod context;
 mod diff;
 mod imports;
 mod report;
@@ -24,7 +25,8 @@ pub use diff::{ChangeKind, DiffAlgorithm, FileDiff};
 pub use report::{markdown, note_json, text};
 pub use requirements::{Coverage, Criterion, CriterionResult, Requirements};
 pub use revision::RevisionAnalysis;
-pub use rules::{Dimension, OVERRIDE_PATH as RULES_OVERRIDE, RuleSet, Scoring, Severity};
+pub use context::Context;
+pub use rules::{Confidence, Dimension, OVERRIDE_PATH as RULES_OVERRIDE, RuleSet, Scoring, Severity};
 pub use target::{
     Target, feedback, impl_revisions, looks_like_task, previous_of, task_change, task_requirements,
 };
@@ -81,6 +83,12 @@ pub struct Finding {
     pub reason: String,
     /// The rule or check id.
     pub rule: String,
+    /// How sure the review is.
+    pub confidence: Confidence,
+    /// The kind of code it is in, when that lowered its severity (test, example, build
+    /// script, command-line program).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<Context>,
 }
 
 impl Finding {
@@ -341,6 +349,8 @@ pub fn analyze(
                 line: None,
                 reason: check.render(&[]),
                 rule: check.id.as_str().into(),
+                confidence: Confidence::High,
+                context: None,
             });
         }
     }
@@ -352,6 +362,8 @@ pub fn analyze(
             line: None,
             reason: check.render(&[]),
             rule: check.id.as_str().into(),
+            confidence: Confidence::High,
+            context: None,
         });
     }
     findings.sort_by(|a, b| {

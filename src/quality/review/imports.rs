@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::Finding;
+use super::{Confidence, Finding};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{CheckId, Resolve, RuleSet};
 use super::scan::{FileScan, dir_of, imports, normalise};
@@ -87,6 +87,8 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                 line: Some(line + 1),
                 reason: check.render(&[("cycle", &cycle.join(" → "))]),
                 rule: CheckId::CircularImport.as_str().into(),
+                confidence: Confidence::High,
+                context: None,
             });
         }
     }

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::Finding;
+use super::{Confidence, Finding};
 use super::rules::{CheckId, RuleSet};
 
 /// One acceptance criterion and where it was written.
@@ -242,6 +242,8 @@ pub fn coverage(
                     ("criterion", &format!("{} ({})", c.text, c.source)),
                 ]),
                 rule: check.id.as_str().into(),
+                confidence: Confidence::High,
+                context: None,
             });
         }
         results.push(CriterionResult {

@@ -115,6 +115,39 @@ impl Severity {
     }
 }
 
+/// How sure the review is that a finding is real. Ordered from the surest.
+///
+/// Only a critical finding of high confidence blocks; findings of low confidence are
+/// reported but move neither the verdict nor (beyond half their weight) the scores.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// The code says so unambiguously (a known token format, a call built from input).
+    #[default]
+    High,
+    /// Likely, but the review cannot see enough (where a value comes from, what a name holds).
+    Medium,
+    /// A hint worth a look.
+    Low,
+}
+
+impl Confidence {
+    /// Every confidence, surest first.
+    pub const ALL: [Confidence; 3] = [Confidence::High, Confidence::Medium, Confidence::Low];
+
+    /// The name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        }
+    }
+}
+
 /// What a finding is about; each dimension is scored 0–100.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::Finding;
+use super::{Confidence, Finding};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{Body, CheckId, RuleSet};
 
@@ -82,6 +82,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                         line: Some(line + 1),
                         reason: rule.message.clone(),
                         rule: rule.id.clone(),
+                        confidence: Confidence::High,
+                        context: None,
                     });
                 }
             }
@@ -104,6 +106,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                     ("limit", &limit.to_string()),
                 ]),
                 rule: CheckId::FileLines.as_str().into(),
+                confidence: Confidence::High,
+                context: None,
             });
         }
     }
@@ -145,6 +149,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                     ("limit", &limit.to_string()),
                 ]),
                 rule: CheckId::FunctionLines.as_str().into(),
+                confidence: Confidence::High,
+                context: None,
             });
         }
     }

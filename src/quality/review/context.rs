@@ -1,0 +1,242 @@
+//! What kind of code a file (or a part of it) is: test code, an example, a build script, a
+//! command-line program — or ordinary code. Context decides which rules apply (a debug print
+//! is how a build script talks to Cargo, a fixture's secret is not a leak) and lowers the
+//! severity of what is still reported there.
+//!
+//! Paths follow the conventions of each ecosystem; a file's syntax can add more (Rust's
+//! `#[cfg(test)]`, Python's `if __name__ == "__main__":`, Go's `package main`), found by the
+//! parser.
+
+/// The kind of code something is in, when it is not ordinary code.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Context {
+    /// Tests, fixtures, test data.
+    Test,
+    /// Examples, samples, demos and documentation code.
+    Example,
+    /// Build scripts, project tooling, benchmarks, CI.
+    Build,
+    /// A command-line program, whose job includes printing.
+    Cli,
+}
+
+impl Context {
+    /// Every context, in report order.
+    pub const ALL: [Context; 4] = [Context::Test, Context::Example, Context::Build, Context::Cli];
+
+    /// The name used in reports and in the rules file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Context::Test => "test",
+            Context::Example => "example",
+            Context::Build => "build",
+            Context::Cli => "cli",
+        }
+    }
+
+    /// The context named `s`.
+    pub fn parse(s: &str) -> Option<Context> {
+        Context::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Directory names that hold test code in some ecosystem.
+const TEST_DIRS: &[&str] = &[
+    "test",
+    "tests",
+    "testing",
+    "testsuite",
+    "testdata",
+    "test-data",
+    "test_data",
+    "spec",
+    "specs",
+    "__tests__",
+    "__mocks__",
+    "fixtures",
+    "fixture",
+    "mocks",
+    "e2e",
+    "integration-tests",
+    "unittests",
+];
+/// Directory names that hold examples and documentation code.
+const EXAMPLE_DIRS: &[&str] = &[
+    "example",
+    "examples",
+    "sample",
+    "samples",
+    "demo",
+    "demos",
+    "doc",
+    "docs",
+    "documentation",
+    "tutorial",
+    "tutorials",
+    "cookbook",
+    "playground",
+];
+/// Directory names that hold build scripts, tooling, benchmarks and CI.
+const BUILD_DIRS: &[&str] = &[
+    "scripts",
+    "script",
+    "tools",
+    "tool",
+    "tooling",
+    "ci",
+    ".github",
+    ".circleci",
+    "benches",
+    "bench",
+    "benchmark",
+    "benchmarks",
+    "xtask",
+    "build-tools",
+    "buildtools",
+    "hack",
+    "contrib",
+    "misc",
+];
+/// Directory names that hold command-line programs.
+const CLI_DIRS: &[&str] = &["bin", "cmd", "cli"];
+
+/// The context of the file at `path` from its path alone (the syntax may add more).
+pub fn of_path(path: &str) -> Option<Context> {
+    let lower = path.to_ascii_lowercase();
+    let mut parts: Vec<&str> = lower.split('/').collect();
+    let name = parts.pop().unwrap_or("");
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    let in_dir = |dirs: &[&str]| parts.iter().any(|p| dirs.contains(p));
+
+    if in_dir(TEST_DIRS) || is_test_name(stem, ext) {
+        return Some(Context::Test);
+    }
+    if in_dir(EXAMPLE_DIRS) {
+        return Some(Context::Example);
+    }
+    if in_dir(BUILD_DIRS) || is_build_name(name, stem, ext) {
+        return Some(Context::Build);
+    }
+    let rust_bin = ext == "rs"
+        && (name == "main.rs" && parts.last() == Some(&"src")
+            || parts.windows(2).any(|w| w == ["src", "bin"]));
+    if rust_bin
+        || in_dir(CLI_DIRS)
+        || stem == "__main__"
+        || stem == "cli"
+        || stem.ends_with("_cli")
+        || stem.ends_with("-cli")
+    {
+        return Some(Context::Cli);
+    }
+    None
+}
+
+/// Test files by name: `test_x.py`, `x_test.py`, `x_test.go`, `x.test.ts`, `x.spec.js`,
+/// `conftest.py`, `XTest.java`, `x_spec.rb`, `tests.rs`.
+fn is_test_name(stem: &str, ext: &str) -> bool {
+    let code = matches!(
+        ext,
+        "py" | "rs"
+            | "go"
+            | "js"
+            | "mjs"
+            | "cjs"
+            | "jsx"
+            | "ts"
+            | "tsx"
+            | "mts"
+            | "cts"
+            | "rb"
+            | "java"
+            | "kt"
+            | "cs"
+            | "php"
+            | "c"
+            | "cc"
+            | "cpp"
+    );
+    if !code {
+        return false;
+    }
+    stem == "conftest"
+        || stem == "test"
+        || stem == "tests"
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("_spec")
+        || stem.ends_with(".test")
+        || stem.ends_with(".spec")
+        || stem.ends_with(".e2e")
+        || (matches!(ext, "java" | "kt" | "cs" | "php")
+            && (stem.ends_with("test") || stem.ends_with("tests")))
+}
+
+/// Build scripts and project tooling by name.
+fn is_build_name(name: &str, stem: &str, ext: &str) -> bool {
+    matches!(
+        name,
+        "build.rs"
+            | "setup.py"
+            | "noxfile.py"
+            | "fabfile.py"
+            | "tasks.py"
+            | "dodo.py"
+            | "conanfile.py"
+            | "magefile.go"
+            | "makefile"
+            | "gnumakefile"
+            | "rakefile"
+            | "gruntfile.js"
+            | "gulpfile.js"
+            | "jakefile.js"
+    ) || (matches!(ext, "js" | "mjs" | "cjs" | "ts" | "mts" | "cts")
+        && (stem.ends_with(".config") || stem.ends_with("rc") && stem.starts_with('.')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_tell_the_context_by_the_conventions_of_each_ecosystem() {
+        let cases = [
+            ("flask/testsuite/basic.py", Some(Context::Test)),
+            ("tests/test_api.py", Some(Context::Test)),
+            ("src/app/test_views.py", Some(Context::Test)),
+            ("pkg/conftest.py", Some(Context::Test)),
+            ("server/handler_test.go", Some(Context::Test)),
+            ("lib/router.spec.js", Some(Context::Test)),
+            ("spec/helpers/util.js", Some(Context::Test)),
+            ("src/__tests__/app.tsx", Some(Context::Test)),
+            ("ui/Button.test.tsx", Some(Context::Test)),
+            ("src/test/java/AppTest.java", Some(Context::Test)),
+            ("examples/hello/index.js", Some(Context::Example)),
+            ("docs/conf.py", Some(Context::Example)),
+            ("build.rs", Some(Context::Build)),
+            ("crates/core/build.rs", Some(Context::Build)),
+            ("setup.py", Some(Context::Build)),
+            ("scripts/release.py", Some(Context::Build)),
+            ("webpack.config.js", Some(Context::Build)),
+            ("benches/parse.rs", Some(Context::Build)),
+            ("src/main.rs", Some(Context::Cli)),
+            ("src/bin/tool.rs", Some(Context::Cli)),
+            ("cmd/server/main.go", Some(Context::Cli)),
+            ("mypkg/__main__.py", Some(Context::Cli)),
+            ("bin/www", Some(Context::Cli)),
+            ("src/lib.rs", None),
+            ("flask/app.py", None),
+            ("lib/router/index.js", None),
+            ("internal/attest.go", None),
+            ("src/latest.py", None),
+            ("src/contest/main_view.py", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(of_path(path), want, "{path}");
+        }
+    }
+}
