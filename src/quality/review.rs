@@ -17,6 +17,7 @@ mod requirements;
 mod revision;
 mod rules;
 mod scan;
+mod syntax;
 mod target;
 #[cfg(test)]
 mod tests;
