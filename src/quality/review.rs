@@ -9,6 +9,7 @@
 //! with any critical finding, CONDITIONAL with high or medium ones, APPROVE otherwise — and
 //! never APPROVE for an empty change, which implements nothing.
 
+mod checks;
 mod context;
 mod diff;
 mod imports;
@@ -291,14 +292,17 @@ pub fn analyze(
     reqs: &Requirements,
     opts: &Options,
 ) -> Result<Review> {
-    let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
-    let dopts = diff_options(rules, opts);
-    let scanned = pipeline(repo, &changed, &dopts, |mut file| {
-        file.diff_lines(&dopts);
-        let scan = scan::scan_file(rules, &file);
-        Ok((file, scan))
-    })?;
-    let (files, scans): (Vec<FileDiff>, Vec<scan::FileScan>) = scanned.into_iter().unzip();
+    let mut files = diff_target(repo, target, rules, opts)?;
+    // New code is what the change added, less what it only moved or re-indented: a line
+    // whose whitespace-normalised text the change removed somewhere.
+    let moved: HashSet<u64> = files
+        .iter()
+        .flat_map(|f| f.removed_hashes.iter().copied())
+        .collect();
+    for f in &mut files {
+        f.mark_new(&moved);
+    }
+    let scans = parallel_map(&files, |f| scan::scan_file(rules, f));
     let mut findings: Vec<Finding> = scans
         .iter()
         .flat_map(|s| s.findings.iter().cloned())
@@ -308,10 +312,7 @@ pub fn analyze(
     let empty = files.is_empty();
     let mut req = RequirementsReport {
         plan_asks_tests: reqs.plan_asks_tests,
-        tests_changed: scans
-            .iter()
-            .zip(&files)
-            .any(|(s, f)| (s.test_file && f.added_lines > 0) || s.touches_tests),
+        tests_changed: scans.iter().any(|s| s.touches_tests),
         code_changed: scans.iter().any(|s| s.touches_code && !s.test_file),
         note: reqs.note.clone(),
         ..RequirementsReport::default()
@@ -381,7 +382,7 @@ pub fn analyze(
             Severity::Low => counts.low += 1,
         }
     }
-    let verdict = decide(&counts, empty);
+    let verdict = decide(&findings, empty);
     let summary = summary(verdict, &scores, &counts, files.len(), empty);
     Ok(Review {
         schema: SCHEMA,
@@ -421,7 +422,10 @@ pub fn score(scoring: &Scoring, findings: &[Finding], empty: bool) -> Scores {
         let lost: u32 = findings
             .iter()
             .filter(|f| f.dimension == d)
-            .map(|f| scoring.weight(f.severity))
+            .map(|f| match f.confidence {
+                Confidence::Low => scoring.weight(f.severity) / 2,
+                _ => scoring.weight(f.severity),
+            })
             .sum();
         100u32.saturating_sub(lost)
     };
@@ -445,12 +449,17 @@ pub fn score(scoring: &Scoring, findings: &[Finding], empty: bool) -> Scores {
     }
 }
 
-/// BLOCK with any critical finding; CONDITIONAL with high or medium ones, or when the change
-/// is empty; APPROVE otherwise.
-pub fn decide(counts: &Counts, empty: bool) -> Decision {
-    if counts.critical > 0 {
+/// BLOCK with a critical finding of high confidence; CONDITIONAL with any other critical,
+/// high or medium finding that is not of low confidence, or when the change is empty;
+/// APPROVE otherwise. Low-confidence findings are hints: they never move the verdict.
+pub fn decide(findings: &[Finding], empty: bool) -> Decision {
+    let counts = |f: &&Finding| f.confidence != Confidence::Low && f.severity != Severity::Low;
+    if findings
+        .iter()
+        .any(|f| f.severity == Severity::Critical && f.confidence == Confidence::High)
+    {
         Decision::Block
-    } else if counts.high > 0 || counts.medium > 0 || empty {
+    } else if findings.iter().any(|f| counts(&f)) || empty {
         Decision::Conditional
     } else {
         Decision::Approve
@@ -506,6 +515,39 @@ fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
         }
     }
     repo
+}
+
+/// `f` of each of `items`, on one worker thread per core, in order.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8)
+        .min(items.len());
+    if workers <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(item);
+                    results
+                        .lock()
+                        .expect("no worker panics while holding the lock")[i] = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panics while holding the lock")
+        .into_iter()
+        .map(|r| r.expect("every item was processed"))
+        .collect()
 }
 
 /// Reads the changed files in order on this thread (one repository handle, one delta-base

@@ -75,6 +75,14 @@ pub struct FileDiff {
     pub line_starts: Vec<usize>,
     /// Runs of added lines, as 0-based new-side line ranges, in order.
     pub added: Vec<Range<usize>>,
+    /// Runs of new code: added lines that are not blank and not moved or re-indented (their
+    /// text, whitespace normalised, is not among the lines the change removed), in order.
+    /// Filled by [`FileDiff::mark_new`]; until then, the added lines.
+    pub new: Vec<Range<usize>>,
+    /// Whitespace-normalised hashes of the removed lines.
+    pub removed_hashes: Vec<u64>,
+    /// Lines of the old side.
+    pub old_line_count: usize,
     /// Lines added.
     pub added_lines: usize,
     /// Lines removed.
@@ -131,6 +139,42 @@ impl FileDiff {
     pub fn touches(&self, range: &Range<usize>) -> bool {
         let at = self.added.partition_point(|r| r.end <= range.start);
         self.added.get(at).is_some_and(|r| r.start < range.end)
+    }
+
+    /// Whether new-side line `i` is new code.
+    pub fn is_new(&self, i: usize) -> bool {
+        let at = self.new.partition_point(|r| r.end <= i);
+        self.new.get(at).is_some_and(|r| r.contains(&i))
+    }
+
+    /// Whether any line of new code lies in `range`.
+    pub fn touches_new(&self, range: &Range<usize>) -> bool {
+        let at = self.new.partition_point(|r| r.end <= range.start);
+        self.new.get(at).is_some_and(|r| r.start < range.end)
+    }
+
+    /// Lines of new code.
+    pub fn new_lines(&self) -> usize {
+        self.new.iter().map(|r| r.len()).sum()
+    }
+
+    /// Keeps as new code the added lines that are not blank and whose whitespace-normalised
+    /// text is not in `moved` (the hashes of every line the change removed, in any file).
+    pub fn mark_new(&mut self, moved: &std::collections::HashSet<u64>) {
+        let mut new: Vec<Range<usize>> = Vec::new();
+        for range in &self.added {
+            for i in range.clone() {
+                let keep = normalised_hash(self.line(i)).is_some_and(|h| !moved.contains(&h));
+                if !keep {
+                    continue;
+                }
+                match new.last_mut() {
+                    Some(last) if last.end == i => last.end = i + 1,
+                    _ => new.push(i..i + 1),
+                }
+            }
+        }
+        self.new = new;
     }
 
     /// The unified diff of this file (for comparing two versions of a change).
@@ -292,6 +336,9 @@ pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -
         new_text: String::new(),
         line_starts: Vec::new(),
         added: Vec::new(),
+        new: Vec::new(),
+        removed_hashes: Vec::new(),
+        old_line_count: 0,
         added_lines: 0,
         removed_lines: 0,
         approximate: false,
@@ -335,6 +382,33 @@ pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -
 }
 
 impl FileDiff {
+    /// The line diff of two texts of the file at `path` (for tests and tools that hold the
+    /// texts already); an empty `old` makes it an added file.
+    pub fn from_texts(path: &str, old: &str, new: &str, opts: &DiffOptions) -> FileDiff {
+        let mut file = FileDiff {
+            path: path.to_owned(),
+            old_path: None,
+            kind: if old.is_empty() {
+                ChangeKind::Added
+            } else {
+                ChangeKind::Modified
+            },
+            old_text: old.to_owned(),
+            new_text: new.to_owned(),
+            line_starts: Vec::new(),
+            added: Vec::new(),
+            new: Vec::new(),
+            removed_hashes: Vec::new(),
+            old_line_count: 0,
+            added_lines: 0,
+            removed_lines: 0,
+            approximate: false,
+            skipped: None,
+        };
+        file.diff_lines(opts);
+        file
+    }
+
     /// Finds the added lines (and counts the removed ones) with the line diff of `opts`, under
     /// its deadline; a diff that ends after the deadline is marked approximate.
     pub fn diff_lines(&mut self, opts: &DiffOptions) {
@@ -354,9 +428,16 @@ impl FileDiff {
             .deadline(deadline)
             .diff_lines(old_mid, new_mid);
         self.approximate = Instant::now() > deadline;
+        self.old_line_count = count_lines(&self.old_text);
         for op in diff.ops() {
             let (tag, old, new) = op.as_tag_tuple();
             let new = new.start + shift..new.end + shift;
+            if tag != similar::DiffTag::Equal {
+                self.removed_hashes.extend(
+                    old.clone()
+                        .filter_map(|i| diff.old_slice(i).and_then(|l| normalised_hash(l))),
+                );
+            }
             match tag {
                 similar::DiffTag::Equal => continue,
                 similar::DiffTag::Delete => self.removed_lines += old.len(),
@@ -420,6 +501,28 @@ fn common_ends(a: &str, b: &str) -> (usize, usize) {
         tail -= 1;
     }
     (head, tail)
+}
+
+/// The hash of `line` with its whitespace normalised (trimmed, inner runs as one space);
+/// `None` for a blank line.
+pub fn normalised_hash(line: &str) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut any = false;
+    for word in line.split_ascii_whitespace() {
+        if any {
+            h.write_u8(b' ');
+        }
+        word.hash(&mut h);
+        any = true;
+    }
+    any.then(|| h.finish())
+}
+
+/// The number of lines of `text`.
+fn count_lines(text: &str) -> usize {
+    let breaks = text.bytes().filter(|&b| b == b'\n').count();
+    breaks + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// Byte offsets where the lines of `text` start (none for an empty text).

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use super::{Confidence, Finding};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{CheckId, Resolve, RuleSet};
-use super::scan::{FileScan, dir_of, imports, normalise};
+use super::scan::{FileScan, dir_of, normalise};
 
 /// Findings for import cycles among `files` that an added line closes.
 pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<Finding> {
@@ -34,7 +34,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
         let file = &files[i];
         let lang = scans[i].language.expect("nodes have a language");
         let language = &rules.languages[lang];
-        for import in imports(rules, lang, file) {
+        for import in &scans[i].imports {
             let targets = match language.resolve {
                 Some(Resolve::Python) => python_targets(&file.path, &import.module, &import.names),
                 Some(Resolve::Path) => {

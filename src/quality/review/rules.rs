@@ -17,6 +17,8 @@ use std::sync::OnceLock;
 use regex::bytes::{Regex, RegexBuilder};
 use toml::Spanned;
 
+use super::context::Context;
+use super::syntax::Place;
 use crate::error::{Error, Result};
 
 /// The rules file compiled into the binary.
@@ -224,6 +226,14 @@ pub struct Limits {
     pub partial: u32,
     /// Files larger than this are not diffed line by line.
     pub max_file_bytes: u64,
+    /// A file or function already over its limit is flagged when the change grows it by at
+    /// least this share of the limit, in percent.
+    #[serde(default = "default_growth")]
+    pub growth_percent: usize,
+}
+
+fn default_growth() -> usize {
+    20
 }
 
 /// How a function body is delimited.
@@ -286,10 +296,21 @@ pub struct Rule {
     pub pattern: Pattern,
     /// A match is dropped when this matches the line it starts on.
     pub unless: Option<Pattern>,
-    /// Whether the rule ignores test code.
-    pub skip_tests: bool,
+    /// The contexts the rule is silent in (test code, examples, build scripts, programs).
+    pub skip: Vec<Context>,
+    /// Where a match must start: in code, a comment or a string (anywhere when `None`).
+    pub place: Option<Place>,
+    /// How sure a match is.
+    pub confidence: Confidence,
     /// The one-line reason reported.
     pub message: String,
+}
+
+impl Rule {
+    /// Whether the rule is silent in code of `context`.
+    pub fn skips(&self, context: Option<Context>) -> bool {
+        context.is_some_and(|c| self.skip.contains(&c))
+    }
 }
 
 /// The structural checks the code knows.
@@ -311,10 +332,30 @@ pub enum CheckId {
     TestsUntouched,
     /// Nothing changed at all.
     EmptyChange,
+    /// A bare or broad `except` whose body does nothing (Python).
+    EmptyExcept,
+    /// A Python 2 `print` statement.
+    PrintStatement,
+    /// SQL text joined with values (concatenation, formatting, interpolation).
+    SqlInjection,
+    /// A shell command built from values.
+    ShellInjection,
+    /// `eval`/`exec`/`new Function` of something other than a literal.
+    CodeInjection,
+    /// Deserialising with a loader that runs code (pickle, `yaml.load`).
+    UnsafeDeserialize,
+    /// HTML built from values and injected into a page.
+    HtmlInjection,
+    /// A Rust `unsafe` block without a `// SAFETY:` comment.
+    UnsafeBlock,
+    /// Code left in comments.
+    CommentedCode,
+    /// A secret-looking value assigned to a secret-looking name.
+    HardcodedSecret,
 }
 
 impl CheckId {
-    const ALL: [(CheckId, &'static str); 8] = [
+    const ALL: [(CheckId, &'static str); 18] = [
         (CheckId::FileLines, "file-lines"),
         (CheckId::FunctionLines, "function-lines"),
         (CheckId::CircularImport, "circular-import"),
@@ -323,6 +364,16 @@ impl CheckId {
         (CheckId::TestsMissing, "tests-missing"),
         (CheckId::TestsUntouched, "tests-untouched"),
         (CheckId::EmptyChange, "empty-change"),
+        (CheckId::EmptyExcept, "empty-except"),
+        (CheckId::PrintStatement, "print-statement"),
+        (CheckId::SqlInjection, "sql-injection"),
+        (CheckId::ShellInjection, "shell-injection"),
+        (CheckId::CodeInjection, "code-injection"),
+        (CheckId::UnsafeDeserialize, "unsafe-deserialize"),
+        (CheckId::HtmlInjection, "html-injection"),
+        (CheckId::UnsafeBlock, "unsafe-block"),
+        (CheckId::CommentedCode, "commented-out-code"),
+        (CheckId::HardcodedSecret, "hardcoded-secret"),
     ];
 
     /// The id used in the rules file and in findings.
@@ -350,9 +401,16 @@ pub struct Check {
     pub severity: Severity,
     /// The message, with `{placeholders}`.
     pub message: String,
+    /// The contexts the check is silent in.
+    pub skip: Vec<Context>,
 }
 
 impl Check {
+    /// Whether the check is silent in code of `context`.
+    pub fn skips(&self, context: Option<Context>) -> bool {
+        context.is_some_and(|c| self.skip.contains(&c))
+    }
+
     /// The message with its placeholders filled.
     pub fn render(&self, values: &[(&str, &str)]) -> String {
         let mut out = self.message.clone();
@@ -434,6 +492,12 @@ struct RuleDoc {
     unless: Option<Spanned<String>>,
     #[serde(default)]
     skip_tests: bool,
+    #[serde(default)]
+    skip: Vec<Spanned<String>>,
+    #[serde(default, rename = "in")]
+    place: Option<Spanned<String>>,
+    #[serde(default)]
+    confidence: Confidence,
     message: String,
 }
 
@@ -443,6 +507,8 @@ struct CheckDoc {
     id: Spanned<String>,
     dimension: Dimension,
     severity: Severity,
+    #[serde(default)]
+    skip: Vec<Spanned<String>>,
     message: String,
 }
 
@@ -515,6 +581,25 @@ impl RuleSet {
                         )
                     }),
             }
+        };
+
+        let contexts = |names: &[Spanned<String>], what: &str| -> Result<Vec<Context>> {
+            let mut out = Vec::new();
+            for name in names {
+                let Some(c) = Context::parse(name.get_ref()) else {
+                    return Err(err(
+                        name.span().start,
+                        format!(
+                            "{what} skips unknown context `{}`; the contexts are: test, example, build, cli",
+                            name.get_ref()
+                        ),
+                    ));
+                };
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            Ok(out)
         };
 
         let mut languages = Vec::new();
@@ -621,7 +706,32 @@ impl RuleSet {
                     .as_ref()
                     .map(|p| compile(p, &format!("rule `{}` unless", r.id)))
                     .transpose()?,
-                skip_tests: r.skip_tests,
+                skip: {
+                    let mut skip = contexts(&r.skip, &format!("rule `{}`", r.id))?;
+                    if r.skip_tests && !skip.contains(&Context::Test) {
+                        skip.push(Context::Test);
+                    }
+                    skip
+                },
+                place: match r.place.as_ref() {
+                    None => None,
+                    Some(p) => match p.get_ref().as_str() {
+                        "anywhere" => None,
+                        "code" => Some(Place::Code),
+                        "comment" => Some(Place::Comment),
+                        "string" => Some(Place::String),
+                        other => {
+                            return Err(err(
+                                p.span().start,
+                                format!(
+                                    "rule `{}`: `in = \"{other}\"` is not one of code, comment, string, anywhere",
+                                    r.id
+                                ),
+                            ));
+                        }
+                    },
+                },
+                confidence: r.confidence,
                 message: r.message.clone(),
             });
         }
@@ -645,6 +755,7 @@ impl RuleSet {
                 dimension: c.dimension,
                 severity: c.severity,
                 message: c.message.clone(),
+                skip: contexts(&c.skip, &format!("check `{}`", c.id.get_ref()))?,
             };
             if checks.insert(id, check).is_some() {
                 return Err(err(

@@ -2,11 +2,15 @@
 //! size checks (long files, long functions the change touches). Imports are collected here
 //! for the cross-file circular-import check.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 
-use super::{Confidence, Finding};
+use super::checks;
+use super::context::{self, Context};
 use super::diff::{ChangeKind, FileDiff};
-use super::rules::{Body, CheckId, RuleSet};
+use super::rules::{Body, CheckId, Language, RuleSet, Severity};
+use super::syntax::{Function, Grammar, Place, Syntax};
+use super::{Confidence, Finding};
 
 /// What scanning one file found.
 #[derive(Debug, Clone, Default)]
@@ -17,44 +21,119 @@ pub struct FileScan {
     pub language: Option<usize>,
     /// The whole file is test code.
     pub test_file: bool,
-    /// Some added line is test code.
+    /// The kind of code the whole file is, if not ordinary code.
+    pub context: Option<Context>,
+    /// The change adds or removes test code here.
     pub touches_tests: bool,
-    /// Some added line is non-test code of a known language.
+    /// The change adds new code of a known language here, outside tests, examples and build
+    /// scripts.
     pub touches_code: bool,
+    /// The file's module-level imports (for the circular-import check).
+    pub imports: Vec<Import>,
+}
+
+/// Severity `s` lowered by `steps` (never below low).
+pub fn lowered(s: Severity, steps: u8) -> Severity {
+    let at = Severity::ALL.iter().position(|&x| x == s).unwrap_or(0);
+    Severity::ALL[(at + usize::from(steps)).min(Severity::ALL.len() - 1)]
+}
+
+/// How many severities a finding drops in `context`: two in test code and examples (what
+/// they do is not shipped), one in build scripts and programs.
+pub fn context_steps(context: Option<Context>) -> u8 {
+    match context {
+        None => 0,
+        Some(Context::Test | Context::Example) => 2,
+        Some(Context::Build | Context::Cli) => 1,
+    }
 }
 
 /// Scans `file` with `rules`.
 pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     let language = rules.language_of(&file.path);
-    let test_file = rules.is_test_path(language, &file.path);
+    let path_context = context::of_path(&file.path);
+    let test_file =
+        rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
     let mut scan = FileScan {
         language,
         test_file,
+        context: if test_file {
+            Some(Context::Test)
+        } else {
+            path_context
+        },
         ..FileScan::default()
     };
-    if file.skipped.is_some() || file.kind == ChangeKind::Deleted || file.added.is_empty() {
+    if file.skipped.is_some() || file.kind == ChangeKind::Deleted {
+        scan.touches_tests = test_file;
         return scan;
     }
-    // The first line of inline test code (`#[cfg(test)]` in Rust), if any.
-    let test_from = if test_file {
-        Some(0)
+    scan.touches_tests = test_file && (file.added_lines > 0 || file.removed_lines > 0);
+    let lang = language.map(|l| &rules.languages[l]);
+    let grammar = lang.and_then(|l| Grammar::of(&l.name, &file.path));
+    let wants_imports = lang.is_some_and(|l| l.resolve.is_some());
+    if file.new.is_empty() && !wants_imports {
+        return scan;
+    }
+    let syntax = grammar.and_then(|g| Syntax::parse(g, &file.new_text));
+    if let (Some(l), true) = (language, wants_imports) {
+        scan.imports = imports(rules, l, file, syntax.as_ref());
+    }
+    if file.new.is_empty() {
+        return scan;
+    }
+    if scan.context.is_none() && syntax.as_ref().is_some_and(|s| s.is_program()) {
+        scan.context = Some(Context::Cli);
+    }
+
+    // Test code inside the file: by syntax where the file is parsed, else from the language's
+    // test marker (`#[cfg(test)]`) on.
+    let test_lines: Vec<Range<usize>> = if test_file {
+        vec![0..file.new_line_count()]
+    } else if let Some(s) = syntax.as_ref().filter(|s| s.grammar == Grammar::Rust) {
+        s.test_lines()
     } else {
-        language
-            .and_then(|l| rules.languages[l].test_marker.as_ref())
+        lang.and_then(|l| l.test_marker.as_ref())
             .and_then(|m| m.regex().find(file.new_text.as_bytes()))
-            .map(|m| file.line_at(m.start()))
+            .map(|m| vec![file.line_at(m.start())..file.new_line_count()])
+            .unwrap_or_default()
     };
-    let is_test = |line: usize| test_from.is_some_and(|t| line >= t);
-    scan.touches_tests = file.added.iter().any(|r| is_test(r.end - 1));
-    scan.touches_code = language.is_some() && file.added.iter().any(|r| !is_test(r.start));
+    let in_tests = |line: usize| test_lines.iter().any(|r| r.contains(&line));
+    let file_context = scan.context;
+    let context_at = |line: usize| {
+        if in_tests(line) {
+            Some(Context::Test)
+        } else {
+            file_context
+        }
+    };
+    scan.touches_tests |= file
+        .added
+        .iter()
+        .any(|r| test_lines.iter().any(|t| t.start < r.end && r.start < t.end));
+    scan.touches_code = language.is_some()
+        && !matches!(
+            file_context,
+            Some(Context::Test | Context::Example | Context::Build)
+        )
+        && file.new.iter().any(|r| r.clone().any(|i| !in_tests(i)));
+    let place_of = |offset: usize| match &syntax {
+        Some(s) => s.place(offset),
+        None => guess_place(lang.map(|l| l.name.as_str()), file, offset),
+    };
 
     let mut seen: HashSet<(usize, usize)> = HashSet::new();
     for (index, rule) in rules.rules.iter().enumerate() {
         if !rules.applies(rule, language, &file.path) {
             continue;
         }
+        if rule.skips(file_context) && test_lines.is_empty() {
+            continue;
+        }
+        // Patterns run over each run of added lines (a pattern may span lines), and a match
+        // counts when it reaches a line of new code.
         for range in &file.added {
-            if rule.skip_tests && is_test(range.start) {
+            if !file.touches_new(range) {
                 continue;
             }
             let base = file.line_starts[range.start];
@@ -64,7 +143,15 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                 .find_iter(file.text_of(range).as_bytes())
             {
                 let line = file.line_at(base + m.start());
-                if rule.skip_tests && is_test(line) {
+                let last = file.line_at(base + m.end().max(m.start() + 1) - 1);
+                if !file.touches_new(&(line..last + 1)) {
+                    continue;
+                }
+                let context = context_at(line);
+                if rule.skips(context) {
+                    continue;
+                }
+                if rule.place.is_some_and(|p| place_of(base + m.start()) != p) {
                     continue;
                 }
                 if rule
@@ -76,91 +163,250 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                 }
                 if seen.insert((index, line)) {
                     scan.findings.push(Finding {
-                        severity: rule.severity,
+                        severity: lowered(rule.severity, context_steps(context)),
                         dimension: rule.dimension,
                         file: file.path.clone(),
                         line: Some(line + 1),
                         reason: rule.message.clone(),
                         rule: rule.id.clone(),
-                        confidence: Confidence::High,
-                        context: None,
+                        confidence: rule.confidence,
+                        context,
                     });
                 }
             }
         }
     }
 
-    let Some(lang) = language.map(|l| &rules.languages[l]) else {
+    // The checks that read the parse.
+    let mut hits = Vec::new();
+    checks::run(
+        &checks::Input {
+            file,
+            syntax: syntax.as_ref(),
+        },
+        &mut hits,
+    );
+    for hit in hits {
+        let Some(check) = rules.check(hit.check) else {
+            continue;
+        };
+        if !file.touches_new(&hit.lines) {
+            continue;
+        }
+        let context = context_at(hit.line);
+        if check.skips(context) {
+            continue;
+        }
+        let values: Vec<(&str, &str)> = hit.values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        scan.findings.push(Finding {
+            severity: lowered(check.severity, hit.lower + context_steps(context)),
+            dimension: check.dimension,
+            file: file.path.clone(),
+            line: Some(hit.line + 1),
+            reason: check.render(&values),
+            rule: check.id.as_str().into(),
+            confidence: hit.confidence,
+            context,
+        });
+    }
+
+    let Some(lang) = lang else {
         return scan;
     };
-    if let Some(check) = rules.check(CheckId::FileLines) {
+    let growth = |limit: usize| (limit * rules.limits.growth_percent).div_ceil(100).max(1);
+    // A size check fires when the change takes a file or function over its limit (medium),
+    // or grows one that was already over it by at least `growth_percent` of the limit (one
+    // severity lower); never for touching it.
+    let size_change = |old: Option<usize>, new: usize, limit: usize| -> Option<(String, u8)> {
+        match old {
+            None => Some(("new".into(), 0)),
+            Some(old) if old <= limit => Some((format!("was {old}"), 0)),
+            Some(old) if new >= old + growth(limit) => {
+                Some((format!("grew by {} from {old}", new - old), 1))
+            }
+            Some(_) => None,
+        }
+    };
+    if let Some(check) = rules.check(CheckId::FileLines)
+        && !matches!(file_context, Some(Context::Test | Context::Example))
+    {
         let limit = rules.limits.max_file_lines;
-        if file.new_line_count() > limit && !test_file {
+        let new = file.new_line_count();
+        let old = (file.kind != ChangeKind::Added).then_some(file.old_line_count);
+        if new > limit
+            && let Some((change, steps)) = size_change(old, new, limit)
+        {
+            let change = if change == "new" { "a new file".into() } else { change };
             scan.findings.push(Finding {
-                severity: check.severity,
+                severity: lowered(check.severity, steps + context_steps(file_context)),
                 dimension: check.dimension,
                 file: file.path.clone(),
-                line: Some(file.added[0].start + 1),
+                line: Some(file.new[0].start + 1),
                 reason: check.render(&[
-                    ("lines", &file.new_line_count().to_string()),
+                    ("lines", &new.to_string()),
                     ("limit", &limit.to_string()),
+                    ("change", &change),
                 ]),
                 rule: CheckId::FileLines.as_str().into(),
                 confidence: Confidence::High,
-                context: None,
+                context: file_context,
             });
         }
     }
-    if let (Some(check), Some(function)) = (rules.check(CheckId::FunctionLines), &lang.function) {
+    if let Some(check) = rules.check(CheckId::FunctionLines) {
         let limit = rules.limits.max_function_lines;
-        let function = function.regex();
-        for m in function.find_iter(file.new_text.as_bytes()) {
-            let start = file.line_at(m.start());
-            if is_test(start) {
-                continue;
-            }
-            let end = match lang.body {
-                Body::Braces => braces_end(file, m.end(), lang.name == "rust"),
-                Body::Indent => indent_end(file, start),
+        let functions = match &syntax {
+            Some(s) => s.functions(),
+            None => regex_functions(lang, &file.new_text),
+        };
+        let long: Vec<&Function> = functions
+            .iter()
+            .filter(|f| {
+                f.lines.len() > limit
+                    && file.touches_new(&f.lines)
+                    && !matches!(
+                        context_at(f.lines.start),
+                        Some(Context::Test | Context::Example)
+                    )
+            })
+            .collect();
+        // The old side's functions, by name, only when some function may have crossed.
+        let old: HashMap<String, usize> = if long.is_empty() || file.kind == ChangeKind::Added
+        {
+            HashMap::new()
+        } else {
+            let old = match grammar.and_then(|g| Syntax::parse(g, &file.old_text)) {
+                Some(s) => s.functions(),
+                None => regex_functions(lang, &file.old_text),
             };
-            let Some(end) = end else { continue };
-            let span = start..end + 1;
-            if span.len() <= limit || !file.touches(&span) {
-                continue;
+            let mut by_name = HashMap::new();
+            for f in old {
+                by_name.entry(f.name).or_insert(f.lines.len());
             }
-            let name = function
-                .captures(file.line(start).as_bytes())
-                .and_then(|c| {
-                    c.iter()
-                        .skip(1)
-                        .flatten()
-                        .next()
-                        .map(|g| String::from_utf8_lossy(g.as_bytes()).into_owned())
-                })
-                .unwrap_or_else(|| "(anonymous)".into());
+            by_name
+        };
+        for f in long {
+            let Some((change, steps)) =
+                size_change(old.get(&f.name).copied(), f.lines.len(), limit)
+            else {
+                continue;
+            };
+            let change = if change == "new" { "a new function".into() } else { change };
+            let context = context_at(f.lines.start);
             scan.findings.push(Finding {
-                severity: check.severity,
+                severity: lowered(check.severity, steps + context_steps(context)),
                 dimension: check.dimension,
                 file: file.path.clone(),
-                line: Some(start + 1),
+                line: Some(f.lines.start + 1),
                 reason: check.render(&[
-                    ("name", &name),
-                    ("lines", &span.len().to_string()),
+                    ("name", &f.name),
+                    ("lines", &f.lines.len().to_string()),
                     ("limit", &limit.to_string()),
+                    ("change", &change),
                 ]),
                 rule: CheckId::FunctionLines.as_str().into(),
                 confidence: Confidence::High,
-                context: None,
+                context,
             });
         }
     }
     scan
 }
 
+/// Where byte `offset` of a file the review does not parse is: in a comment when a comment
+/// marker of its language comes before it on its line, else in code.
+fn guess_place(language: Option<&str>, file: &FileDiff, offset: usize) -> Place {
+    let line = file.line_at(offset);
+    let before = &file.new_text[file.line_starts[line]..offset];
+    let markers: &[&str] = match language {
+        Some("ruby" | "shell") => &["#"],
+        Some("php") => &["#", "//", "/*", "* "],
+        Some(_) => &["//", "/*", "* "],
+        None => &["#", "//", ";", "--"],
+    };
+    let trimmed = before.trim_start();
+    if markers.iter().any(|m| before.contains(m))
+        || trimmed.starts_with('*') && language.is_some_and(|l| l != "ruby" && l != "shell")
+    {
+        Place::Comment
+    } else {
+        Place::Code
+    }
+}
+
+/// The functions of `text` found by the language's `function` pattern (for languages the
+/// review does not parse).
+fn regex_functions(lang: &Language, text: &str) -> Vec<Function> {
+    let Some(function) = &lang.function else {
+        return Vec::new();
+    };
+    let lines = Lines::new(text);
+    let function = function.regex();
+    let mut out = Vec::new();
+    for m in function.find_iter(text.as_bytes()) {
+        let start = lines.line_at(m.start());
+        let end = match lang.body {
+            Body::Braces => braces_end(&lines, m.end(), lang.name == "rust"),
+            Body::Indent => indent_end(&lines, start),
+        };
+        let Some(end) = end else { continue };
+        let name = function
+            .captures(lines.line(start).as_bytes())
+            .and_then(|c| {
+                c.iter()
+                    .skip(1)
+                    .flatten()
+                    .next()
+                    .map(|g| String::from_utf8_lossy(g.as_bytes()).into_owned())
+            })
+            .unwrap_or_else(|| "(anonymous)".into());
+        out.push(Function {
+            name,
+            lines: start..end + 1,
+        });
+    }
+    out
+}
+
+/// A text with its line starts.
+struct Lines<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(text: &'a str) -> Lines<'a> {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(i, b)| *b == b'\n' && i + 1 < text.len())
+                .map(|(i, _)| i + 1),
+        );
+        Lines { text, starts }
+    }
+
+    fn count(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn line_at(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i.saturating_sub(1),
+        }
+    }
+
+    fn line(&self, i: usize) -> &'a str {
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.text.len());
+        self.text[self.starts[i]..end].trim_end_matches(['\n', '\r'])
+    }
+}
+
 /// The 0-based line where the brace-delimited body that follows byte `from` closes; `None`
 /// for a declaration without a body (a `;` first) or an unclosed one.
-fn braces_end(file: &FileDiff, from: usize, rust: bool) -> Option<usize> {
-    let bytes = file.new_text.as_bytes();
+fn braces_end(file: &Lines<'_>, from: usize, rust: bool) -> Option<usize> {
+    let bytes = file.text.as_bytes();
     let mut depth = 0usize;
     let mut i = from;
     while i < bytes.len() {
@@ -226,11 +472,11 @@ fn braces_end(file: &FileDiff, from: usize, rust: bool) -> Option<usize> {
 }
 
 /// The 0-based last line of the indented body of the definition on line `start`.
-fn indent_end(file: &FileDiff, start: usize) -> Option<usize> {
+fn indent_end(file: &Lines<'_>, start: usize) -> Option<usize> {
     let indent = |line: &str| line.len() - line.trim_start().len();
     let own = indent(file.line(start));
     let mut end = start;
-    for i in start + 1..file.new_line_count() {
+    for i in start + 1..file.count() {
         let line = file.line(i);
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -255,12 +501,21 @@ pub struct Import {
     pub line: usize,
 }
 
-/// Every import statement of `file` in `language`.
-pub fn imports(rules: &RuleSet, language: usize, file: &FileDiff) -> Vec<Import> {
+/// Every import statement of `file` in `language` (with its parse, those in code only).
+pub fn imports(
+    rules: &RuleSet,
+    language: usize,
+    file: &FileDiff,
+    syntax: Option<&Syntax<'_>>,
+) -> Vec<Import> {
     let mut out = Vec::new();
     for re in &rules.languages[language].imports {
         for caps in re.regex().captures_iter(file.new_text.as_bytes()) {
             let Some(module) = caps.get(1) else { continue };
+            let at = caps.get(0).map_or(module.start(), |m| m.start());
+            if syntax.is_some_and(|s| s.place(at) != Place::Code) {
+                continue;
+            }
             let names = caps
                 .get(2)
                 .map(|n| {

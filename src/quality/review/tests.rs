@@ -95,7 +95,7 @@ fn the_builtin_rules_load() {
     RuleSet::parse("builtin", rules::BUILTIN, rules::Compile::Now).expect("all compile");
     let r = rules();
     assert!(r.rules.len() > 30);
-    assert_eq!(r.checks.len(), 8);
+    assert_eq!(r.checks.len(), 18);
     assert_eq!(r.scoring.critical, 40);
     assert!(r.language_of("a/b.py").is_some());
     assert_eq!(r.language_of("README"), None);
@@ -252,35 +252,52 @@ fn a_file_over_500_lines_is_flagged() {
 }
 
 #[test]
-fn long_functions_are_flagged_only_when_touched() {
-    let body: String = (0..60).map(|i| format!("    let v{i} = {i};\n")).collect();
-    let long = format!("pub fn long() {{\n{body}}}\n");
+fn a_function_is_flagged_when_the_change_takes_it_over_the_limit_not_for_touching_it() {
+    let lets = |n: usize, value: usize| -> String {
+        (0..n).map(|i| format!("    let v{i} = {value};\n")).collect()
+    };
+    let file = |long: &str, short: u8| {
+        format!("pub fn long() {{\n{long}}}\n\npub fn short() -> u8 {{\n    {short}\n}}\n")
+    };
     let repo = TestRepo::new();
-    repo.write(
-        "src/lib.rs",
-        &format!("{long}\npub fn short() -> u8 {{\n    1\n}}\n"),
-    );
+    repo.write("src/lib.rs", &file(&lets(40, 1), 1));
     repo.commit("base");
-    repo.write(
-        "src/lib.rs",
-        &format!("{long}\npub fn short() -> u8 {{\n    2\n}}\n"),
-    );
-    repo.commit("touch short");
-    assert!(by_rule(&review(&repo, "HEAD"), "function-lines").is_empty());
-    repo.write(
-        "src/lib.rs",
-        &format!(
-            "{}\npub fn short() -> u8 {{\n    2\n}}\n",
-            long.replace("= 7;", "= 8;")
-        ),
-    );
-    repo.commit("touch long");
+    // 40 → 62 lines: over the limit of 50 because of this change.
+    repo.write("src/lib.rs", &file(&lets(60, 1), 1));
+    repo.commit("grow long");
     let r = review(&repo, "HEAD");
     let found = by_rule(&r, "function-lines");
     assert_eq!(found.len(), 1, "{:#?}", r.findings);
     assert_eq!(found[0].line, Some(1));
-    assert!(found[0].reason.contains("`long`") && found[0].reason.contains("62 lines"));
-    // Python: by indentation.
+    assert_eq!(found[0].severity, Severity::Medium);
+    assert!(
+        found[0].reason.contains("`long`") && found[0].reason.contains("62 lines"),
+        "{}",
+        found[0].reason
+    );
+    assert!(found[0].reason.contains("was 42"), "{}", found[0].reason);
+    // Touching the long function, or the short one next to it, is not a size problem.
+    repo.write("src/lib.rs", &file(&lets(60, 2), 2));
+    repo.commit("touch both");
+    assert!(by_rule(&review(&repo, "HEAD"), "function-lines").is_empty());
+    // Growing it by less than 20% of the limit (10 lines) is not either; by 10, it is (low).
+    repo.write("src/lib.rs", &file(&lets(69, 2), 2));
+    repo.commit("grow by 9");
+    assert!(by_rule(&review(&repo, "HEAD"), "function-lines").is_empty());
+    repo.write("src/lib.rs", &file(&lets(79, 2), 2));
+    repo.commit("grow by 10");
+    let r = review(&repo, "HEAD");
+    let found = by_rule(&r, "function-lines");
+    assert_eq!(found.len(), 1, "{:#?}", r.findings);
+    assert_eq!(found[0].severity, Severity::Low);
+    assert!(found[0].reason.contains("grew by 10 from 71"), "{}", found[0].reason);
+    // Re-indenting a long function adds no new line: nothing to say.
+    let shifted = file(&lets(79, 2), 2).replace("    let", "        let");
+    repo.write("src/lib.rs", &shifted);
+    repo.commit("re-indent");
+    assert!(review(&repo, "HEAD").findings.is_empty());
+
+    // Python, by the parse: a new long function is flagged, a short one next to it is not.
     let body: String = (0..55).map(|i| format!("    v{i} = {i}\n")).collect();
     repo.write(
         "tool.py",
@@ -293,6 +310,35 @@ fn long_functions_are_flagged_only_when_touched() {
         .map(|f| f.location())
         .collect();
     assert_eq!(found, vec!["tool.py:4"]);
+}
+
+#[test]
+fn a_file_is_flagged_when_the_change_takes_it_over_the_limit_or_grows_it_by_a_fifth() {
+    let repo = TestRepo::new();
+    repo.write("big.py", &python_lines(600));
+    repo.write("small.py", &python_lines(450));
+    repo.commit("base");
+    // Touching a file that was already long says nothing; taking one over the limit does.
+    repo.write(
+        "big.py",
+        &python_lines(600).replace("value_7 = 7\n", "value_7 = 70\n"),
+    );
+    repo.write("small.py", &python_lines(520));
+    repo.commit("touch big, grow small");
+    let r = review(&repo, "HEAD");
+    let found: Vec<(String, Severity)> = by_rule(&r, "file-lines")
+        .iter()
+        .map(|f| (f.location(), f.severity))
+        .collect();
+    assert_eq!(found, vec![("small.py:451".to_owned(), Severity::Medium)]);
+    // Growing an oversized file by 100 lines (20% of 500) is reported one severity lower.
+    repo.write("big.py", &python_lines(700));
+    repo.commit("grow big");
+    let r = review(&repo, "HEAD");
+    let found = by_rule(&r, "file-lines");
+    assert_eq!(found.len(), 1, "{:#?}", r.findings);
+    assert_eq!(found[0].severity, Severity::Low);
+    assert!(found[0].reason.contains("grew by 100 from 600"), "{}", found[0].reason);
 }
 
 #[test]

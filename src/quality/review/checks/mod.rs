@@ -1,0 +1,176 @@
+//! Checks that read the parse of a file: what a pattern over lines cannot tell (a broad
+//! `except` from a narrow one, SQL built across several lines, a value from a literal, an
+//! `unsafe` block with its `SAFETY:` comment above).
+//!
+//! Each language module reports [`Hit`]s; the scan keeps those on new lines of the change,
+//! gives them the severity and message of their `[[check]]` entry in the rules file (lowered
+//! in test code, examples, build scripts and programs), and drops checks the rules file
+//! leaves out.
+
+use std::ops::Range;
+
+use super::diff::FileDiff;
+use super::rules::{CheckId, Confidence};
+use super::syntax::Syntax;
+
+mod comments;
+mod go;
+mod js;
+mod python;
+mod rust;
+mod secrets;
+
+/// One thing a check found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The check.
+    pub check: CheckId,
+    /// The 0-based line reported.
+    pub line: usize,
+    /// The 0-based lines of the code it is about (reported only if one of them is new).
+    pub lines: Range<usize>,
+    /// How sure the check is.
+    pub confidence: Confidence,
+    /// Severity steps below the configured one (0: as configured).
+    pub lower: u8,
+    /// Values for the message's placeholders.
+    pub values: Vec<(&'static str, String)>,
+}
+
+impl Hit {
+    /// A hit of `check` about `lines`, reported at their first line, of high confidence.
+    pub fn new(check: CheckId, lines: Range<usize>) -> Hit {
+        Hit {
+            check,
+            line: lines.start,
+            lines,
+            confidence: Confidence::High,
+            lower: 0,
+            values: Vec::new(),
+        }
+    }
+
+    /// With confidence `c`.
+    pub fn confidence(mut self, c: Confidence) -> Hit {
+        self.confidence = c;
+        self
+    }
+
+    /// Reported `steps` severities below the configured one.
+    pub fn lower(mut self, steps: u8) -> Hit {
+        self.lower = steps;
+        self
+    }
+
+    /// With placeholder `key` set to `value`.
+    pub fn with(mut self, key: &'static str, value: impl Into<String>) -> Hit {
+        self.values.push((key, value.into()));
+        self
+    }
+
+    /// Reported at 0-based `line`.
+    pub fn at(mut self, line: usize) -> Hit {
+        self.line = line;
+        self
+    }
+}
+
+/// What a check sees of one file.
+pub struct Input<'a> {
+    /// The changed file (new-side text, added and new lines).
+    pub file: &'a FileDiff,
+    /// Its parse, for the languages the review parses.
+    pub syntax: Option<&'a Syntax<'a>>,
+}
+
+impl Input<'_> {
+    /// Whether any line in `lines` is new code of the change.
+    pub fn is_new(&self, lines: &Range<usize>) -> bool {
+        self.file.touches_new(lines)
+    }
+}
+
+/// The 0-based lines a node spans.
+pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
+    node.start_position().row..node.end_position().row + 1
+}
+
+/// Runs every check that applies to `input`.
+pub fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
+    if let Some(syntax) = input.syntax {
+        use super::syntax::Grammar;
+        match syntax.grammar {
+            Grammar::Python => python::check(input, syntax, out),
+            Grammar::Rust => rust::check(input, syntax, out),
+            Grammar::Go => go::check(input, syntax, out),
+            g if g.is_js() => js::check(input, syntax, out),
+            _ => {}
+        }
+        comments::check(input, syntax, out);
+    }
+    secrets::check(input, out);
+}
+
+/// Reviews the change of one file from `old` to `new` (an empty `old`: a new file) with the
+/// builtin rules, as a whole review would, and gives its findings: for the tests of each
+/// language's checks.
+#[cfg(test)]
+pub fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
+    let rules = super::RuleSet::builtin().expect("the builtin rules load");
+    let opts = super::diff::DiffOptions {
+        algorithm: super::DiffAlgorithm::Myers,
+        deadline: std::time::Duration::from_secs(5),
+        max_file_bytes: rules.limits.max_file_bytes,
+    };
+    let mut file = FileDiff::from_texts(path, old, new, &opts);
+    let moved: std::collections::HashSet<u64> = file.removed_hashes.iter().copied().collect();
+    file.mark_new(&moved);
+    super::scan::scan_file(&rules, &file).findings
+}
+
+/// The `(rule, 1-based line)` of each finding of [`review_texts`] whose rule is `rule`.
+#[cfg(test)]
+pub fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize)> {
+    review_texts(path, old, new)
+        .into_iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| (f.rule, f.line.unwrap_or(0)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moved_and_reindented_lines_are_not_new_code() {
+        let old = "function f() {\n  console.log(a);\n}\n";
+        // Re-indented inside a new block: the console.log line is not new.
+        let new = "function f() {\n  if (x) {\n    console.log(a);\n  }\n}\n";
+        assert!(found("lib/a.js", old, new, "console-log").is_empty());
+        // A console.log of something else is.
+        let new = "function f() {\n  console.log(a);\n  console.log(b);\n}\n";
+        assert_eq!(found("lib/a.js", old, new, "console-log"), vec![("console-log".into(), 3)]);
+        // Not in examples, and not inside a string or a comment.
+        assert!(found("examples/a/index.js", "", new, "console-log").is_empty());
+        let new = "const s = \"console.log(x)\"; // console.log(y)\n";
+        assert!(found("lib/b.js", "", new, "console-log").is_empty());
+    }
+
+    #[test]
+    fn build_scripts_and_programs_may_print() {
+        let print = "fn main() {\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}\n";
+        assert!(found("build.rs", "", print, "println").is_empty());
+        assert!(found("src/main.rs", "", print, "println").is_empty());
+        // A library function that prints is a leftover; a `fn main` makes a file a program.
+        let lib = "pub fn f() {\n    println!(\"here\");\n}\n";
+        assert_eq!(found("src/lib.rs", "", lib, "println"), vec![("println".into(), 2)]);
+        assert!(found("src/tool.rs", "", print, "println").is_empty());
+    }
+
+    #[test]
+    fn todo_markers_count_only_in_comments() {
+        let go = "package x\n\n// TODO: retry\nfunc f() { g(context.TODO()) }\n";
+        assert_eq!(found("x.go", "", go, "todo-comment"), vec![("todo-comment".into(), 3)]);
+    }
+}
