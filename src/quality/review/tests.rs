@@ -485,6 +485,30 @@ fn requirements_fall_into_the_bands() {
 }
 
 #[test]
+fn a_change_that_only_removes_test_lines_or_a_test_file_changed_tests() {
+    let repo = TestRepo::new();
+    repo.write("src/a.py", "def f():\n    return 1\n");
+    repo.write(
+        "tests/test_a.py",
+        "def test_one():\n    assert 1\n\n\ndef test_two():\n    assert 2\n",
+    );
+    repo.write("tests/test_b.py", "def test_b():\n    assert 1\n");
+    repo.commit("base");
+    // Code changes; a test loses lines, another test file goes.
+    repo.write("src/a.py", "def f():\n    return 2\n");
+    repo.write("tests/test_a.py", "def test_one():\n    assert 1\n");
+    std::fs::remove_file(repo.path().join("tests/test_b.py")).expect("removed");
+    repo.commit("drop obsolete tests");
+    let r = review(&repo, "HEAD");
+    assert!(r.requirements.tests_changed);
+    assert!(by_rule(&r, "tests-untouched").is_empty(), "{:#?}", r.findings);
+    // Code alone does not.
+    repo.write("src/a.py", "def f():\n    return 3\n");
+    repo.commit("code only");
+    assert_eq!(by_rule(&review(&repo, "HEAD"), "tests-untouched").len(), 1);
+}
+
+#[test]
 fn tests_are_asked_for_when_the_plan_wants_them() {
     let repo = TestRepo::new();
     repo.write("README.md", "x\n");
