@@ -16,6 +16,7 @@ mod report;
 mod requirements;
 mod revision;
 mod rules;
+pub mod sarif;
 mod scan;
 mod target;
 #[cfg(test)]
