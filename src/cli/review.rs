@@ -26,10 +26,6 @@ pub enum Format {
 }
 
 /// Arguments of `review`.
-///
-/// A review of a revision range is read-only unless `--note` is given; a review of a task of
-/// the session, or with `--session`, notes its scores on the reviewed commit
-/// (`refs/notes/tlv4-review`) as the session's own review does.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Exit status: 0 when the review ran, whatever its verdict; with --exit-code, 4 when the verdict is \
@@ -54,7 +50,8 @@ pub struct Args {
     /// low); implies --exit-code
     #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
     pub fail_on: Option<Severity>,
-    /// The least confidence a finding needs to count for --fail-on (high, medium, low)
+    /// The least confidence a finding needs to count for --fail-on: high, medium (the
+    /// default) or low
     #[arg(long, value_name = "CONFIDENCE", value_parser = parse_confidence, requires = "fail_on")]
     pub fail_on_confidence: Option<Confidence>,
     /// Note the scores on the reviewed commit under refs/notes/tlv4-review (a review in a
@@ -279,4 +276,89 @@ fn trusted_rules(root: &std::path::Path, files: &crate::trust::Files) -> Result<
         )?;
     }
     RuleSet::from_files(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bar, Confidence, Decision, Review, Severity};
+    use crate::quality::review::{
+        Counts, DiffAlgorithm, Dimension, Finding, RequirementsReport, Scores,
+    };
+
+    fn review(verdict: Decision, findings: &[(Severity, Confidence)]) -> Review {
+        Review {
+            schema: 1,
+            label: "HEAD".into(),
+            old: String::new(),
+            new: String::new(),
+            algorithm: DiffAlgorithm::Myers,
+            deadline_ms: 2000,
+            rules: String::new(),
+            verdict,
+            scores: Scores {
+                quality: 100,
+                security: 100,
+                architecture: 100,
+                requirements: 100,
+                overall: 100.0,
+            },
+            counts: Counts::default(),
+            empty: false,
+            files: Vec::new(),
+            findings: findings
+                .iter()
+                .map(|&(severity, confidence)| Finding {
+                    severity,
+                    dimension: Dimension::Quality,
+                    file: "src/lib.rs".into(),
+                    line: Some(1),
+                    reason: "r".into(),
+                    rule: "r".into(),
+                    confidence,
+                    context: None,
+                })
+                .collect(),
+            requirements: RequirementsReport::default(),
+            revisions: Vec::new(),
+            summary: String::new(),
+        }
+    }
+
+    fn bar(severity: Option<Severity>, confidence: Confidence) -> Bar {
+        Bar {
+            severity,
+            confidence,
+        }
+    }
+
+    #[test]
+    fn exit_code_fails_block_only() {
+        let exit_code = bar(None, Confidence::Medium);
+        assert!(exit_code.fails(&review(Decision::Block, &[])));
+        let high = [(Severity::High, Confidence::High)];
+        assert!(!exit_code.fails(&review(Decision::Conditional, &high)));
+        assert!(!exit_code.fails(&review(Decision::Approve, &[])));
+    }
+
+    #[test]
+    fn fail_on_counts_findings_at_or_above_the_severity_with_enough_confidence() {
+        let medium = bar(Some(Severity::Medium), Confidence::Medium);
+        let of = |s, c| review(Decision::Conditional, &[(s, c)]);
+        assert!(medium.fails(&of(Severity::Medium, Confidence::High)));
+        assert!(medium.fails(&of(Severity::High, Confidence::Medium)));
+        assert!(
+            !medium.fails(&of(Severity::Low, Confidence::High)),
+            "below the severity"
+        );
+        assert!(
+            !medium.fails(&of(Severity::High, Confidence::Low)),
+            "low confidence does not count by default"
+        );
+        let low = bar(Some(Severity::Medium), Confidence::Low);
+        assert!(low.fails(&of(Severity::High, Confidence::Low)));
+        let sure = bar(Some(Severity::Low), Confidence::High);
+        assert!(!sure.fails(&of(Severity::Critical, Confidence::Medium)));
+        // --fail-on implies --exit-code: BLOCK fails whatever the findings.
+        assert!(sure.fails(&review(Decision::Block, &[])));
+    }
 }
