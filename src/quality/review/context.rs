@@ -25,12 +25,7 @@ pub enum Context {
 
 impl Context {
     /// Every context, in report order.
-    pub const ALL: [Context; 4] = [
-        Context::Test,
-        Context::Example,
-        Context::Build,
-        Context::Cli,
-    ];
+    pub const ALL: [Context; 4] = [Context::Test, Context::Example, Context::Build, Context::Cli];
 
     /// The name used in reports and in the rules file.
     pub fn as_str(self) -> &'static str {

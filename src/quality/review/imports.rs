@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
+use super::{Confidence, Finding};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{CheckId, Resolve, RuleSet};
 use super::scan::{FileScan, dir_of, imports, normalise};
-use super::{Confidence, Finding};
 
 /// Findings for import cycles among `files` that an added line closes.
 pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<Finding> {

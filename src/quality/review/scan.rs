@@ -4,9 +4,9 @@
 
 use std::collections::HashSet;
 
+use super::{Confidence, Finding};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{Body, CheckId, RuleSet};
-use super::{Confidence, Finding};
 
 /// What scanning one file found.
 #[derive(Debug, Clone, Default)]
