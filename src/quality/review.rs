@@ -18,7 +18,6 @@ mod revision;
 mod rules;
 pub mod sarif;
 mod scan;
-mod syntax;
 mod target;
 #[cfg(test)]
 mod tests;
