@@ -47,7 +47,10 @@ fn sarif_lists_each_finding_with_its_rule_level_and_place() {
     let repo = blocked();
     let log = repo.json(&["review", "HEAD", "--format", "sarif"]);
     assert_eq!(log["version"], "2.1.0", "{log:#}");
-    assert_eq!(log["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
+    assert_eq!(
+        log["$schema"],
+        "https://json.schemastore.org/sarif-2.1.0.json"
+    );
     let runs = log["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1);
     let first = &runs[0];
@@ -114,11 +117,17 @@ fn exit_code_fails_a_blocked_change_and_passes_a_clean_one() {
 
     let (code, out, err) = run(&repo, &["review", "HEAD", "--exit-code"]);
     assert_eq!(code, Some(REVIEW_FAILED), "{out}{err}");
-    assert!(!err.contains("error:"), "failing the bar is not an error: {err}");
+    assert!(
+        !err.contains("error:"),
+        "failing the bar is not an error: {err}"
+    );
     // The whole output is there before the status.
     assert!(out.contains("verdict: BLOCK"), "{out}");
     assert!(out.contains("keys/deploy.pem:3"), "{out}");
-    let (code, out, _) = run(&repo, &["review", "HEAD", "--exit-code", "--format", "sarif"]);
+    let (code, out, _) = run(
+        &repo,
+        &["review", "HEAD", "--exit-code", "--format", "sarif"],
+    );
     assert_eq!(code, Some(REVIEW_FAILED));
     let log: serde_json::Value = serde_json::from_str(&out).expect("the whole log");
     assert_eq!(log["runs"][0]["properties"]["verdict"], "BLOCK");
@@ -169,16 +178,30 @@ fn fail_on_trips_on_a_finding_at_or_above_its_severity() {
     assert_eq!(code, Some(0), "{err}");
     let (code, out, err) = run(&repo, &["review", "HEAD", "--fail-on", "medium"]);
     assert_eq!(code, Some(REVIEW_FAILED), "{out}{err}");
-    assert!(out.contains("notes.txt:2"), "the findings are printed: {out}");
+    assert!(
+        out.contains("notes.txt:2"),
+        "the findings are printed: {out}"
+    );
     let (code, _, err) = run(&repo, &["review", "HEAD", "--fail-on", "low"]);
     assert_eq!(code, Some(REVIEW_FAILED), "{err}");
     let (code, _, err) = run(&repo, &["review", "HEAD", "--fail-on", "high"]);
     assert_eq!(code, Some(0), "a medium finding is below high: {err}");
     let (code, _, err) = run(
         &repo,
-        &["review", "HEAD", "--fail-on", "medium", "--fail-on-confidence", "high"],
+        &[
+            "review",
+            "HEAD",
+            "--fail-on",
+            "medium",
+            "--fail-on-confidence",
+            "high",
+        ],
     );
-    assert_eq!(code, Some(REVIEW_FAILED), "the rule's findings are sure: {err}");
+    assert_eq!(
+        code,
+        Some(REVIEW_FAILED),
+        "the rule's findings are sure: {err}"
+    );
 
     // Usage errors: an unknown severity, a confidence without --fail-on.
     let err = repo.fails(&["review", "HEAD", "--fail-on", "severe"], 2);

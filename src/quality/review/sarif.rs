@@ -563,10 +563,10 @@ mod tests {
                 child("defaultConfiguration", "reportingConfiguration", problems);
                 bag(obj.get("properties"), &format!("{at}.properties"), problems);
             }
-            "multiformatMessageString" | "message" => {
-                if !obj.get("text").is_some_and(Value::is_string) {
-                    problems.push(format!("{at}: no text"));
-                }
+            "multiformatMessageString" | "message"
+                if !obj.get("text").is_some_and(Value::is_string) =>
+            {
+                problems.push(format!("{at}: no text"));
             }
             "reportingConfiguration" => {
                 if let Some(l) = obj.get("level")
@@ -601,19 +601,16 @@ mod tests {
                 child("artifactLocation", "artifactLocation", problems);
                 child("region", "region", problems);
             }
-            "artifactLocation" => {
-                if !obj.get("uri").is_some_and(Value::is_string) {
-                    problems.push(format!("{at}.uri is not a string"));
-                }
+            "artifactLocation" if !obj.get("uri").is_some_and(Value::is_string) => {
+                problems.push(format!("{at}.uri is not a string"));
             }
-            "region" => {
-                if !obj
+            "region"
+                if obj
                     .get("startLine")
                     .and_then(Value::as_u64)
-                    .is_some_and(|l| l >= 1)
-                {
-                    problems.push(format!("{at}.startLine is not an integer ≥ 1"));
-                }
+                    .is_none_or(|l| l < 1) =>
+            {
+                problems.push(format!("{at}.startLine is not an integer ≥ 1"));
             }
             _ => {}
         }
