@@ -231,3 +231,17 @@ fn a_standalone_review_writes_no_note_unless_asked() {
     assert_eq!(note["verdict"], "BLOCK");
     repo.fsck();
 }
+
+#[test]
+fn a_review_in_a_session_notes_its_scores_as_before() {
+    let repo = blocked();
+    repo.wide_pipeline(1);
+    let sid = repo.start("wide", "review inside a session");
+    assert_eq!(notes_ref(&repo), "", "{sid}");
+    let (code, _, err) = run(&repo, &["--session", &sid, "review", "main~1..main"]);
+    assert_eq!(code, Some(0), "{err}");
+    let note = repo.git(&["notes", "--ref=tlv4-review", "show", "main"]);
+    let note: serde_json::Value = serde_json::from_str(&note).unwrap();
+    assert_eq!(note["verdict"], "BLOCK");
+    repo.fsck();
+}
