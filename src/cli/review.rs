@@ -89,7 +89,7 @@ fn parse_confidence(s: &str) -> std::result::Result<Confidence, String> {
 pub struct Bar {
     /// Findings of this severity or worse fail it, if set.
     pub severity: Option<Severity>,
-    /// ...when they have at least this confidence.
+    /// The least confidence such a finding needs to count.
     pub confidence: Confidence,
 }
 
