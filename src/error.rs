@@ -173,6 +173,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// A concurrent update won, or the task is taken.
     pub const CONFLICT: i32 = 3;
+    /// `review --exit-code` or `--fail-on`: the review ran and the change does not pass.
+    pub const REVIEW_FAILED: i32 = 4;
     /// Interrupted by Ctrl-C (128 + SIGINT), as shells report it.
     pub const INTERRUPTED: i32 = 130;
     /// Stopped by SIGHUP, the terminal was closed (128 + 1).

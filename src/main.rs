@@ -21,8 +21,16 @@ fn main() {
         }
     };
     let ui = Ui::new(cli.quiet);
-    if let Err(err) = cli::run(cli, &ui) {
-        ui.error(&err);
-        std::process::exit(err.exit_code());
+    match cli::run(cli, &ui) {
+        Ok(exit::OK) => {}
+        Ok(code) => {
+            // What was printed goes out before the status says how it went.
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            std::process::exit(code);
+        }
+        Err(err) => {
+            ui.error(&err);
+            std::process::exit(err.exit_code());
+        }
     }
 }

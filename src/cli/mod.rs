@@ -127,8 +127,9 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
+/// Runs the parsed command line and returns the exit status of a command that ran:
+/// [`crate::error::exit::OK`], or what the command decides (`review --exit-code`).
+pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
     let cwd = std::env::current_dir()
         .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
     // `review` notes any diff, `pipelines` and `trust` read configuration, `demo` makes a
@@ -143,7 +144,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         cwd,
         sessions,
     };
-    match cli.command {
+    let done = match cli.command {
+        Command::Review(a) => return review::run(&ctx, a),
         Command::Start(a) => start::run(&ctx, a),
         Command::Status(a) => status::run(&ctx, a),
         Command::List(a) => list::run(&ctx, a),
@@ -155,7 +157,6 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Fork(a) => fork::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
-        Command::Review(a) => review::run(&ctx, a),
         Command::Approve(a) => decide::approve(&ctx, a),
         Command::Revise(a) => decide::revise(&ctx, a),
         Command::Feedback(a) => decide::feedback(&ctx, a),
@@ -166,7 +167,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<()> {
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),
         Command::Reset(a) => reset::run(&ctx, a),
-    }
+    };
+    done.map(|()| crate::error::exit::OK)
 }
 
 /// The first 7 hex digits of an object id.

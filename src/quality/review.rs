@@ -17,6 +17,7 @@ mod report;
 mod requirements;
 mod revision;
 mod rules;
+pub mod sarif;
 mod scan;
 mod syntax;
 mod target;

@@ -14,6 +14,7 @@ mod oddrepo;
 mod pipelines;
 mod process;
 mod review;
+mod review_cli;
 mod snapshot;
 mod store;
 mod stuck;

@@ -16,7 +16,7 @@ fn a_hard_coded_secret_is_blocked_at_its_line_and_a_clean_change_approved() {
         "DEBUG = False\n\n\ndef load():\n    return {}\n\n\npassword = \"Tr0ub4dor&3xyzzy\"\n",
     );
     repo.git(&["commit", "-q", "-am", "add a password"]);
-    let out = repo.json(&["review", "HEAD", "--json"]);
+    let out = repo.json(&["review", "HEAD", "--json", "--note"]);
     assert_eq!(out["verdict"], "BLOCK", "{out}");
     let findings = out["findings"].as_array().unwrap();
     let secret = findings

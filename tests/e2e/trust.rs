@@ -232,7 +232,7 @@ fn review_rules_shipped_by_the_reviewed_branch_do_not_judge_it() {
 
     // From main, the branch's own rules are the side under review: the embedded rules judge.
     repo.git(&["checkout", "-q", "main"]);
-    let out = repo.json(&["review", "main..feature", "--json"]);
+    let out = repo.json(&["review", "main..feature", "--json", "--note"]);
     assert_eq!(out["verdict"], "BLOCK", "{out}");
     let note = repo.git(&["notes", "--ref=tlv4-review", "show", "feature"]);
     let note: serde_json::Value = serde_json::from_str(&note).unwrap();
