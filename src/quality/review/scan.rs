@@ -75,7 +75,22 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     if file.new.is_empty() && !wants_imports {
         return scan;
     }
-    let syntax = grammar.and_then(|g| Syntax::parse(g, &file.new_text));
+    // Walks of the parse visit only what overlaps new code (imports are read from the
+    // module's top level, whatever the focus).
+    let focus: Vec<Range<usize>> = file
+        .new
+        .iter()
+        .map(|r| {
+            let start = file.line_starts[r.start];
+            let end = file
+                .line_starts
+                .get(r.end)
+                .copied()
+                .unwrap_or(file.new_text.len());
+            start..end
+        })
+        .collect();
+    let syntax = grammar.and_then(|g| Syntax::parse_focused(g, &file.new_text, Some(focus)));
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
     }

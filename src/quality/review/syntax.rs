@@ -95,6 +95,10 @@ pub struct Comment {
 }
 
 /// A parsed file.
+///
+/// A parse may have a *focus*: the byte ranges of the change's new code. Walks then visit only
+/// the nodes that overlap it (and so every node a finding about new code can be about), so a
+/// large file with a small change costs its parse and little more.
 pub struct Syntax<'a> {
     /// The grammar it was parsed with.
     pub grammar: Grammar,
@@ -102,9 +106,9 @@ pub struct Syntax<'a> {
     pub tree: Tree,
     /// The text it was parsed from.
     pub text: &'a str,
-    /// Comments and string literals, in order, not overlapping.
-    spans: Vec<(Range<usize>, Place)>,
-    /// Comments, in order.
+    /// Byte ranges walks are limited to, in order; `None`: the whole file.
+    focus: Option<Vec<Range<usize>>>,
+    /// Comments in the focus, in order.
     pub comments: Vec<Comment>,
 }
 
@@ -112,6 +116,15 @@ impl<'a> Syntax<'a> {
     /// Parses `text`; `None` if the parser gives up (it does not on any text, but its API
     /// allows it).
     pub fn parse(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
+        Syntax::parse_focused(grammar, text, None)
+    }
+
+    /// Parses `text`, with walks limited to the byte ranges `focus` (in order).
+    pub fn parse_focused(
+        grammar: Grammar,
+        text: &'a str,
+        focus: Option<Vec<Range<usize>>>,
+    ) -> Option<Syntax<'a>> {
         let mut parser = Parser::new();
         parser.set_language(&grammar.language()).ok()?;
         let tree = parser.parse(text, None)?;
@@ -119,11 +132,19 @@ impl<'a> Syntax<'a> {
             grammar,
             tree,
             text,
-            spans: Vec::new(),
+            focus,
             comments: Vec::new(),
         };
-        let (spans, comments) = syntax.collect_spans();
-        syntax.spans = spans;
+        let mut comments = Vec::new();
+        syntax.walk(|node| {
+            if is_comment(node.kind()) {
+                let range = node.byte_range();
+                comments.push(Comment {
+                    doc: is_doc_comment(grammar, &text[range.clone()]),
+                    bytes: range,
+                });
+            }
+        });
         syntax.comments = comments;
         Some(syntax)
     }
@@ -138,82 +159,36 @@ impl<'a> Syntax<'a> {
         &self.text[node.byte_range()]
     }
 
-    /// Every node, in document order (named and anonymous), to `visit`.
-    pub fn walk(&self, mut visit: impl FnMut(Node<'_>)) {
-        let mut cursor = self.tree.walk();
-        'outer: loop {
-            visit(cursor.node());
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'outer;
-                }
-                if !cursor.goto_parent() {
-                    break 'outer;
-                }
-            }
-        }
+    /// Whether `node` overlaps the focus (every node does without one).
+    pub fn in_focus(&self, node: Node<'_>) -> bool {
+        let Some(focus) = &self.focus else {
+            return true;
+        };
+        let (start, end) = (node.start_byte(), node.end_byte().max(node.start_byte() + 1));
+        let at = focus.partition_point(|r| r.end <= start);
+        focus.get(at).is_some_and(|r| r.start < end)
     }
 
-    /// Where byte `offset` is.
-    pub fn place(&self, offset: usize) -> Place {
-        let at = self.spans.partition_point(|(r, _)| r.end <= offset);
-        match self.spans.get(at) {
-            Some((r, place)) if r.start <= offset => *place,
-            _ => Place::Code,
-        }
+    /// Every node in the focus, in document order (named and anonymous), to `visit`; the
+    /// subtrees outside the focus are not entered.
+    pub fn walk(&self, visit: impl FnMut(Node<'_>)) {
+        self.walk_where(visit, |n| self.in_focus(n));
     }
 
-    fn collect_spans(&self) -> (Vec<(Range<usize>, Place)>, Vec<Comment>) {
-        let mut spans: Vec<(Range<usize>, Place)> = Vec::new();
-        let mut comments = Vec::new();
+    /// Every node of the file, in document order, focus or not.
+    pub fn walk_all(&self, visit: impl FnMut(Node<'_>)) {
+        self.walk_where(visit, |_| true);
+    }
+
+    fn walk_where(&self, mut visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
         let mut cursor = self.tree.walk();
         'outer: loop {
             let node = cursor.node();
-            let kind = node.kind();
-            let place = if is_comment(kind) {
-                Some(Place::Comment)
-            } else if is_string(self.grammar, kind) {
-                Some(Place::String)
-            } else {
-                None
-            };
-            let mut descend = true;
-            if let Some(place) = place {
-                let range = node.byte_range();
-                if place == Place::Comment {
-                    comments.push(Comment {
-                        doc: is_doc_comment(self.grammar, &self.text[range.clone()]),
-                        bytes: range.clone(),
-                    });
-                    descend = false;
-                    spans.push((range, place));
-                } else {
-                    // Interpolations inside a string (`f"{x}"`, `${x}`) are code.
-                    let mut from = range.start;
-                    for i in 0..node.named_child_count() {
-                        let Some(child) = node.named_child(i) else {
-                            continue;
-                        };
-                        if is_interpolation(child.kind()) {
-                            if child.start_byte() > from {
-                                spans.push((from..child.start_byte(), Place::String));
-                            }
-                            from = child.end_byte();
-                        }
-                    }
-                    if range.end > from {
-                        spans.push((from..range.end, Place::String));
-                    }
-                    // Interpolations are walked for their own strings and comments.
-                    descend = node
-                        .named_children(&mut node.walk())
-                        .any(|c| is_interpolation(c.kind()));
-                }
+            let inside = enter(node);
+            if inside {
+                visit(node);
             }
-            if descend && cursor.goto_first_child() {
+            if inside && cursor.goto_first_child() {
                 continue;
             }
             loop {
@@ -225,16 +200,33 @@ impl<'a> Syntax<'a> {
                 }
             }
         }
-        spans.sort_by_key(|(r, _)| r.start);
-        // Strings nested in interpolations lie inside an outer string's gap; drop overlaps.
-        let mut out: Vec<(Range<usize>, Place)> = Vec::with_capacity(spans.len());
-        for (r, p) in spans {
-            match out.last() {
-                Some((last, _)) if r.start < last.end => {}
-                _ => out.push((r, p)),
+    }
+
+    /// Where byte `offset` is: the innermost comment, string literal or interpolation around
+    /// it decides.
+    pub fn place(&self, offset: usize) -> Place {
+        let Some(mut node) = self
+            .root()
+            .descendant_for_byte_range(offset, offset.saturating_add(1).min(self.text.len()))
+        else {
+            return Place::Code;
+        };
+        loop {
+            let kind = node.kind();
+            if is_comment(kind) {
+                return Place::Comment;
+            }
+            if is_interpolation(kind) {
+                return Place::Code;
+            }
+            if is_string(self.grammar, kind) {
+                return Place::String;
+            }
+            match node.parent() {
+                Some(p) => node = p,
+                None => return Place::Code,
             }
         }
-        (out, comments)
     }
 
     /// Every function of the file.
@@ -312,7 +304,15 @@ impl<'a> Syntax<'a> {
         if self.grammar != Grammar::Rust {
             return out;
         }
-        self.walk(|node| {
+        // Attributes of items sit among the items: in the file, in modules, in impls. Function
+        // bodies are not entered.
+        let items = |n: Node<'_>| {
+            matches!(
+                n.kind(),
+                "source_file" | "mod_item" | "declaration_list" | "attribute_item"
+            )
+        };
+        self.walk_where(|node| {
             if node.kind() != "attribute_item" {
                 return;
             }
@@ -338,7 +338,7 @@ impl<'a> Syntax<'a> {
             if let Some(item) = next {
                 out.push(node.start_position().row..item.end_position().row + 1);
             }
-        });
+        }, items);
         out
     }
 
