@@ -15,6 +15,11 @@
 //! their ratios are printed.
 //!
 //! Run with `cargo bench --bench review`.
+//!
+//! A real range can be measured the same way: set `TLV4_BENCH_REVIEW_REPO` to a clone with a
+//! working tree and `TLV4_BENCH_REVIEW_RANGE` to `OLD..NEW` (e.g. a release-to-release range
+//! of about 30,000 changed lines); its medians and ratios are printed after the synthetic
+//! ones. The clone is only read.
 
 mod common;
 
@@ -217,6 +222,37 @@ fn main() {
             },
         ],
     );
+    report(runs, &medians);
+
+    if let (Ok(repo), Ok(range)) = (
+        std::env::var("TLV4_BENCH_REVIEW_REPO"),
+        std::env::var("TLV4_BENCH_REVIEW_RANGE"),
+    ) {
+        let dir = PathBuf::from(repo);
+        let (old, new) = range
+            .split_once("..")
+            .expect("TLV4_BENCH_REVIEW_RANGE is OLD..NEW");
+        let stat = git(&dir, &["diff", "--shortstat", "--patience", old, new]);
+        eprintln!("real range {range} in {}: {}", dir.display(), stat.trim());
+        let runs = 15;
+        let medians = interleaved(
+            runs,
+            &mut [
+                &mut || git_diff_stat(&dir, old, new),
+                &mut || {
+                    black_box(tlv4_review(&dir, &range, DiffAlgorithm::Patience));
+                },
+                &mut || {
+                    black_box(tlv4_review(&dir, &range, DiffAlgorithm::Myers));
+                },
+            ],
+        );
+        report(runs, &medians);
+    }
+}
+
+/// Prints the medians of git, the Patience review and the Myers review, with their ratios.
+fn report(runs: usize, medians: &[Duration]) {
     let (git_median, patience, myers) = (medians[0], medians[1], medians[2]);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     eprintln!("medians of {runs} interleaved rounds:");

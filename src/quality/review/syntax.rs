@@ -14,7 +14,7 @@ use std::ops::Range;
 use tree_sitter::{Node, Parser, Tree};
 
 /// A grammar the review parses with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Grammar {
     /// Python 3 (and the Python 2 statements tree-sitter still knows, such as `print x`).
     Python,
@@ -125,9 +125,38 @@ impl<'a> Syntax<'a> {
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
     ) -> Option<Syntax<'a>> {
-        let mut parser = Parser::new();
-        parser.set_language(&grammar.language()).ok()?;
-        let tree = parser.parse(text, None)?;
+        // Only the top-level items that hold the focus are parsed (a function, a class, an impl
+        // block with what is attached above it); if the parse of those windows has errors the
+        // window guess was wrong, and the whole file is parsed.
+        let windows = focus
+            .as_deref()
+            .map(|f| windows(text, f))
+            .filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
+        let tree = PARSER.with(|cell| {
+            let mut parsers = cell.borrow_mut();
+            let parser = parsers.entry(grammar).or_insert_with(|| {
+                let mut p = Parser::new();
+                p.set_language(&grammar.language())
+                    .expect("the grammars are of this tree-sitter's ABI (a unit test parses each)");
+                p
+            });
+            let whole = |parser: &mut Parser| {
+                parser.set_included_ranges(&[]).ok()?;
+                parser.parse(text, None)
+            };
+            match &windows {
+                Some(w) => {
+                    let ranges: Vec<tree_sitter::Range> =
+                        w.iter().map(|r| ts_range(text, r)).collect();
+                    parser.set_included_ranges(&ranges).ok()?;
+                    match parser.parse(text, None) {
+                        Some(tree) if !tree.root_node().has_error() => Some(tree),
+                        _ => whole(parser),
+                    }
+                }
+                None => whole(parser),
+            }
+        })?;
         let mut syntax = Syntax {
             grammar,
             tree,
@@ -345,33 +374,103 @@ impl<'a> Syntax<'a> {
     /// Whether the file is a program's entry point by syntax: Go's `package main`, a
     /// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust.
     pub fn is_program(&self) -> bool {
-        let root = self.root();
-        let mut cursor = root.walk();
-        let found = root.named_children(&mut cursor).any(|n| match self.grammar {
-            Grammar::Go => {
-                n.kind() == "package_clause"
-                    && n.named_child(0).is_some_and(|p| self.text_of(p) == "main")
-            }
-            Grammar::Python => {
-                n.kind() == "if_statement"
-                    && n.child_by_field_name("condition").is_some_and(|c| {
-                        let t: String = self
-                            .text_of(c)
-                            .chars()
-                            .filter(|c| !c.is_whitespace())
-                            .collect();
-                        t == "__name__==\"__main__\"" || t == "__name__=='__main__'"
-                    })
-            }
-            Grammar::Rust => {
-                n.kind() == "function_item"
-                    && n.child_by_field_name("name")
-                        .is_some_and(|m| self.text_of(m) == "main")
-            }
-            _ => false,
-        });
-        found
+        // Read from the text: the parse may hold only the items around the change.
+        let text = self.text;
+        match self.grammar {
+            Grammar::Go => text.lines().any(|l| {
+                l.strip_prefix("package")
+                    .is_some_and(|rest| rest.trim() == "main" || rest.trim_start().starts_with("main "))
+            }),
+            Grammar::Python => text.lines().any(|l| {
+                let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+                l.starts_with("if")
+                    && (t.starts_with("if__name__==\"__main__\":")
+                        || t.starts_with("if__name__=='__main__':"))
+            }),
+            Grammar::Rust => text
+                .lines()
+                .any(|l| l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")),
+            _ => text.starts_with("#!"),
+        }
     }
+}
+
+thread_local! {
+    /// One parser per grammar and thread, reused from file to file.
+    static PARSER: std::cell::RefCell<std::collections::HashMap<Grammar, Parser>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// `bytes` of `text` as a tree-sitter range.
+fn ts_range(text: &str, bytes: &Range<usize>) -> tree_sitter::Range {
+    let point = |at: usize| {
+        let before = &text.as_bytes()[..at];
+        let row = before.iter().filter(|&&b| b == b'\n').count();
+        let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        tree_sitter::Point { row, column }
+    };
+    tree_sitter::Range {
+        start_byte: bytes.start,
+        end_byte: bytes.end,
+        start_point: point(bytes.start),
+        end_point: point(bytes.end),
+    }
+}
+
+/// The byte ranges of the top-level items of `text` that hold the byte ranges `focus`: from
+/// the last line at or before each range that starts an item in column 0 (with the attribute,
+/// decorator and comment lines right above it) to the line before the next item starts in
+/// column 0 (closing brackets in column 0 belong to the item). Merged, in order.
+fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
+    let bytes = text.as_bytes();
+    let line_start = |at: usize| bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let next_line = |at: usize| {
+        bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| at + i + 1)
+    };
+    // A line that starts a top-level item: text in column 0 that does not close a bracket.
+    let starts_item = |at: usize| {
+        bytes
+            .get(at)
+            .is_some_and(|&b| !b.is_ascii_whitespace() && !matches!(b, b'}' | b')' | b']'))
+    };
+    // Lines attached to the item below them.
+    let attached = |at: usize| {
+        let line = &bytes[at..next_line(at)];
+        line.starts_with(b"#[")
+            || line.starts_with(b"#!")
+            || line.starts_with(b"@")
+            || line.starts_with(b"//")
+            || line.starts_with(b"/*")
+            || line.starts_with(b" *")
+            || line.starts_with(b"#")
+    };
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for r in focus {
+        let mut start = line_start(r.start.min(bytes.len()));
+        while start > 0 && !starts_item(start) {
+            start = line_start(start - 1);
+        }
+        while start > 0 {
+            let above = line_start(start - 1);
+            if attached(above) {
+                start = above;
+            } else {
+                break;
+            }
+        }
+        let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
+        while end < bytes.len() && !(starts_item(end) && !attached(end)) {
+            end = next_line(end);
+        }
+        match out.last_mut() {
+            Some(last) if start <= last.end => last.end = last.end.max(end),
+            _ => out.push(start..end),
+        }
+    }
+    out
 }
 
 fn is_comment(kind: &str) -> bool {
@@ -503,6 +602,45 @@ mod tests {
             )
             .is_program()
         );
+    }
+
+    #[test]
+    fn a_focused_parse_reads_only_the_items_around_the_focus() {
+        let py = "import os\n\n\n@decorator\ndef a():\n    return 1\n\n\ndef b():\n    x = 2\n    return x\n\n\nclass C:\n    def m(self):\n        pass\n";
+        let at = py.find("x = 2").unwrap();
+        let w = windows(py, &[at..at + 6]);
+        assert_eq!(&py[w[0].clone()], "def b():\n    x = 2\n    return x\n\n\n");
+        let s = Syntax::parse_focused(Grammar::Python, py, Some(vec![at..at + 6])).unwrap();
+        let names: Vec<String> = s.functions().into_iter().map(|f| f.name).collect();
+        assert_eq!(names, vec!["b"]);
+        // Decorators and attributes above an item are part of its window.
+        let at = py.find("return 1").unwrap();
+        assert!(py[windows(py, &[at..at + 1])[0].clone()].starts_with("@decorator\n"));
+        let rs = "use x;\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        f();\n    }\n}\n";
+        let at = rs.find("f();").unwrap();
+        let s = Syntax::parse_focused(Grammar::Rust, rs, Some(vec![at..at + 4])).unwrap();
+        assert_eq!(s.test_lines(), vec![2..9, 4..8]);
+        // A window that cuts an item (column-0 text inside a string) has parse errors: the
+        // whole file is parsed instead, and the functions are all there.
+        let py = "def a():\n    s = \"\"\"\nnot an item\n\"\"\"\n    return s\n\n\ndef b():\n    pass\n";
+        let at = py.find("return s").unwrap();
+        let s = Syntax::parse_focused(Grammar::Python, py, Some(vec![at..at + 8])).unwrap();
+        assert!(!s.root().has_error());
+        assert_eq!(s.functions().len(), 1, "only `a` holds the focus");
+    }
+
+    #[test]
+    fn every_grammar_loads_and_parses() {
+        for (g, text) in [
+            (Grammar::Python, "x = 1\n"),
+            (Grammar::Rust, "fn f() {}\n"),
+            (Grammar::JavaScript, "let x = <a/>;\n"),
+            (Grammar::TypeScript, "let x: number = 1;\n"),
+            (Grammar::Tsx, "let x = <a/>;\n"),
+            (Grammar::Go, "package x\n"),
+        ] {
+            assert!(!parse(g, text).root().has_error(), "{g:?}");
+        }
     }
 
     #[test]
