@@ -31,6 +31,7 @@ cmds = {
     "review --json (myers)": [b, "review", f"{a}..{z}", "--json"],
     "git rev-parse HEAD": ["git", "rev-parse", "HEAD"],
     "review HEAD..HEAD --json": [b, "review", "HEAD..HEAD", "--json"],
+    "review --help": [b, "review", "--help"],
 }
 env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
 times = {k: [] for k in cmds}
@@ -46,11 +47,12 @@ for k, v in med.items():
 print(f"ratio review/diff, patience: {med['review --patience --json'] / med['git diff --stat --patience']:.2f}x")
 print(f"ratio review/diff, myers:    {med['review --json (myers)'] / med['git diff --stat (myers)']:.2f}x")
 print(f"start-up: review HEAD..HEAD {med['review HEAD..HEAD --json']:.1f} ms, git rev-parse HEAD "
-      f"{med['git rev-parse HEAD']:.1f} ms, difference {med['review HEAD..HEAD --json'] - med['git rev-parse HEAD']:.1f} ms")
+      f"{med['git rev-parse HEAD']:.1f} ms, difference {med['review HEAD..HEAD --json'] - med['git rev-parse HEAD']:.1f} ms "
+      f"(process start and argument parsing alone, review --help: {med['review --help']:.1f} ms)")
 EOF
 if [ "${HYPERFINE:-0}" = 1 ] && command -v hyperfine >/dev/null; then
     hyperfine -N -w 2 -r "$RUNS" \
         "git diff --stat --patience $A $B" "$BIN review $A..$B --patience --json" \
         "git diff --stat $A $B" "$BIN review $A..$B --json" \
-        "git rev-parse HEAD" "$BIN review HEAD..HEAD --json"
+        "git rev-parse HEAD" "$BIN review HEAD..HEAD --json" "$BIN review --help"
 fi
