@@ -20,6 +20,7 @@ Usage: run.py --bin PATH [--clones /tmp/corpus] [--corpus corpus.toml] [--out re
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,17 +33,23 @@ HERE = Path(__file__).resolve().parent
 TOP_TEXT = {"label", "old", "new", "algorithm", "rules", "verdict", "summary"}
 FILE_TEXT = {"path", "old_path", "status"}
 FINDING_TEXT = {"rule", "severity", "confidence", "context", "dimension", "file", "reason"}
+IDENT = re.compile(r"[\w .:/-]{1,40}")
 
 
 def keep(obj, text_keys):
-    """The fields of a JSON object that are safe to store: listed text fields (one line)
-    and any number, boolean or null."""
+    """The fields of a JSON object that are safe to store: listed text fields (one line),
+    any number, boolean or null, and nested objects of those with short identifier-like
+    text (a future `context` or `confidence` may be an object)."""
     out = {}
     for k, v in obj.items():
         if isinstance(v, (bool, int, float)) or v is None:
             out[k] = v
         elif isinstance(v, str) and k in text_keys and "\n" not in v:
             out[k] = v
+        elif isinstance(v, dict):
+            out[k] = {n: w for n, w in v.items()
+                      if isinstance(w, (bool, int, float)) or w is None
+                      or (isinstance(w, str) and IDENT.fullmatch(w))}
     return out
 
 

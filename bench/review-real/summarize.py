@@ -107,23 +107,23 @@ def main():
     for r in ordinary:
         if r.get("verdict") != "BLOCK":
             continue
-        crit = [f for f in r["findings"] if f.get("severity") == "critical"]
+        crit = [f for f in r.get("findings", []) if f.get("severity") == "critical"]
         if not any(verdict_of(judgements, r, f) == "true" for f in crit):
             wrong_blocks.append(r)
     print(f"  BLOCKs without a true critical finding: {len(wrong_blocks)} of {verdicts['BLOCK']}")
     for r in wrong_blocks:
-        rules = sorted({f["rule"] for f in r["findings"] if f.get("severity") == "critical"})
+        rules = sorted({f["rule"] for f in r.get("findings", []) if f.get("severity") == "critical"})
         print(f"    {r['project']} {r['commit'][:10]}: {', '.join(rules)}")
     cond_rules = Counter()
     for r in ordinary:
         if r.get("verdict") == "CONDITIONAL":
-            cond_rules[tuple(sorted({f["rule"] for f in r["findings"]
+            cond_rules[tuple(sorted({f["rule"] for f in r.get("findings", [])
                                      if f.get("severity") in ("high", "medium")}))] += 1
     print("  CONDITIONAL because of: " + "; ".join(f"{'+'.join(k) or '(none)'} ×{n}"
                                                     for k, n in cond_rules.most_common(8)))
 
     n = len(ordinary) or 1
-    med = [(r, f) for r in ordinary for f in r["findings"] if f.get("severity") in MEDIUM_UP]
+    med = [(r, f) for r in ordinary for f in r.get("findings", []) if f.get("severity") in MEDIUM_UP]
     med_true = [x for x in med if verdict_of(judgements, *x) == "true"]
     print("\n## Noise on ordinary commits")
     print(f"  findings of medium or higher per ordinary commit: {len(med) / n:.2f} "
@@ -131,7 +131,7 @@ def main():
 
     print("\n## High/critical precision")
     for title, pool in (("ordinary", ordinary), ("bad", bad), ("all", ordinary + bad)):
-        hc = [(r, f) for r in pool for f in r["findings"] if f.get("severity") in ("critical", "high")]
+        hc = [(r, f) for r in pool for f in r.get("findings", []) if f.get("severity") in ("critical", "high")]
         t = sum(verdict_of(judgements, *x) == "true" for x in hc)
         u = sum(verdict_of(judgements, *x) is None for x in hc)
         share = f"{100 * t / len(hc):.0f}%" if hc else "n/a"
@@ -175,7 +175,7 @@ def main():
               f"mean {statistics.mean(secs) * 1000:.1f} ms, max {max(secs) * 1000:.1f} ms "
               f"({len(secs)} runs)")
 
-    unjudged = [(r, f) for r in ordinary + bad for f in r["findings"]
+    unjudged = [(r, f) for r in ordinary + bad for f in r.get("findings", [])
                 if verdict_of(judgements, r, f) is None]
     print(f"\n## Unjudged findings: {len(unjudged)}")
     for r, f in unjudged:
