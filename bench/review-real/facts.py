@@ -6,7 +6,9 @@ judge needs to see: the commit's subject, the finding, and
   - tests-untouched: the changed paths;
   - line rules: the diff lines around the finding (from the local clone, on the terminal
     only: nothing of it is stored).
-It also prints a judgements.toml stub for each finding, to fill in.
+It also prints a judgements.toml stub for each finding, to fill in. With --propose, the stub
+of a size finding carries the verdict that the size rule at the top of judgements.toml gives
+(check it: moved code, generated or vendored files are false whatever their size).
 
 Usage: facts.py RESULTS [--clones /tmp/corpus] [--judgements judgements.toml] [--rule R]
 """
@@ -94,6 +96,27 @@ def line_facts(clone, commit, f):
                      for i in range(lo, hi + 1))
 
 
+def propose(rule, text):
+    """The verdict of the size rule of judgements.toml for a size finding, from its facts."""
+    if rule == "file-lines":
+        m = re.search(r"file: (\d+) -> (\d+) lines \(old path (\S+)\)", text)
+        old, new, path = int(m.group(1)), int(m.group(2)), m.group(3)
+        if path == "None":
+            return "nit", f"a new file of {new} lines"
+        if old > 500 and new - old < 100:
+            return "false", f"the file was already {old} lines; the change made it {new}"
+        return "nit", f"the change took the file from {old} to {new} lines"
+    m = re.search(r"(\d+) lines now, about (-?\d+) before \(\+(\d+) -(\d+).*file (\d+) ->", text)
+    if not m:
+        return "", ""
+    now, before, added, removed, old_file = map(int, m.groups())
+    if old_file == 0 or (added == 0 and removed == 0):
+        return "nit", f"a new function of {now} lines"
+    if before > 50 and now - before < 20:
+        return "false", f"the function was already about {before} lines; the change only touched it"
+    return "nit", f"the change took the function from about {before} to {now} lines"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -101,6 +124,7 @@ def main():
     ap.add_argument("--judgements", default=str(HERE / "judgements.toml"))
     ap.add_argument("--rule")
     ap.add_argument("--all", action="store_true", help="also judged findings")
+    ap.add_argument("--propose", action="store_true", help="fill in size verdicts by the rule")
     a = ap.parse_args()
     done = judged(a.judgements)
     for line in open(a.results):
@@ -113,8 +137,12 @@ def main():
             subject = git(clone, "log", "-1", "--format=%s", r["commit"]).strip()
             print(f"### {r['project']} {r['commit'][:10]} [{r['kind']}] {subject[:80]}")
             print(f"  {f['severity']} {f['rule']} {f['file']}:{f.get('line')} — {f.get('reason')}")
+            verdict, why = "", ""
             if f["rule"] in ("file-lines", "function-lines"):
-                print("  " + size_facts(clone, r["commit"], f))
+                text = size_facts(clone, r["commit"], f)
+                print("  " + text)
+                if a.propose:
+                    verdict, why = propose(f["rule"], text)
             elif f["rule"] == "tests-untouched":
                 names = git(clone, "show", "--format=", "--name-status", r["commit"]).split("\n")
                 print("  changed: " + ", ".join(n.replace("\t", " ") for n in names if n)[:600])
@@ -122,7 +150,7 @@ def main():
                 print(line_facts(clone, r["commit"], f))
             print(f'[[judgement]]\nproject = "{r["project"]}"\ncommit = "{r["commit"]}"\n'
                   f'rule = "{f["rule"]}"\nfile = "{f["file"]}"\nline = {f.get("line") or 0}\n'
-                  f'verdict = ""\nwhy = ""\n')
+                  f'verdict = "{verdict}"\nwhy = "{why}"\n')
 
 
 if __name__ == "__main__":
