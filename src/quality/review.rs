@@ -331,9 +331,10 @@ pub fn analyze(
         findings.extend(found);
     }
     if !empty && !req.tests_changed {
+        let new_code: usize = scans.iter().map(|s| s.new_code_lines).sum();
         let check = if req.plan_asks_tests {
             rules.check(rules::CheckId::TestsMissing)
-        } else if req.code_changed {
+        } else if req.code_changed && new_code >= rules.limits.untested_lines {
             rules.check(rules::CheckId::TestsUntouched)
         } else {
             None
@@ -352,7 +353,12 @@ pub fn analyze(
                 line: None,
                 reason: check.render(&[]),
                 rule: check.id.as_str().into(),
-                confidence: Confidence::High,
+                // Code without a test change is a hint; a plan that asks for tests is not.
+                confidence: if check.id == rules::CheckId::TestsUntouched {
+                    Confidence::Low
+                } else {
+                    Confidence::High
+                },
                 context: None,
             });
         }

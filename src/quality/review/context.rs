@@ -49,6 +49,11 @@ const TEST_DIRS: &[&str] = &[
     "tests",
     "testing",
     "testsuite",
+    "testsuites",
+    "test_suite",
+    "test-suite",
+    "test_utils",
+    "testutils",
     "testdata",
     "test-data",
     "test_data",
@@ -111,7 +116,13 @@ pub fn of_path(path: &str) -> Option<Context> {
     let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
     let in_dir = |dirs: &[&str]| parts.iter().any(|p| dirs.contains(p));
 
-    if in_dir(TEST_DIRS) || is_test_name(stem, ext) {
+    // `coreTest.js`, `ParserTests.cs`: a camel-case `Test` suffix (case matters: `latest.js`).
+    let camel_test = {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let stem = name.split('.').next().unwrap_or(name);
+        stem.len() > 4 && (stem.ends_with("Test") || stem.ends_with("Tests"))
+    };
+    if in_dir(TEST_DIRS) || is_test_name(stem, ext) || (camel_test && is_code(ext)) {
         return Some(Context::Test);
     }
     if in_dir(EXAMPLE_DIRS) {
@@ -138,7 +149,26 @@ pub fn of_path(path: &str) -> Option<Context> {
 /// Test files by name: `test_x.py`, `x_test.py`, `x_test.go`, `x.test.ts`, `x.spec.js`,
 /// `conftest.py`, `XTest.java`, `x_spec.rb`, `tests.rs`.
 fn is_test_name(stem: &str, ext: &str) -> bool {
-    let code = matches!(
+    if !is_code(ext) {
+        return false;
+    }
+    stem == "conftest"
+        || stem == "test"
+        || stem == "tests"
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("_spec")
+        || stem.ends_with(".test")
+        || stem.ends_with(".spec")
+        || stem.ends_with(".e2e")
+        || (matches!(ext, "java" | "kt" | "cs" | "php")
+            && (stem.ends_with("test") || stem.ends_with("tests")))
+}
+
+/// A source file extension.
+fn is_code(ext: &str) -> bool {
+    matches!(
         ext,
         "py" | "rs"
             | "go"
@@ -158,22 +188,7 @@ fn is_test_name(stem: &str, ext: &str) -> bool {
             | "c"
             | "cc"
             | "cpp"
-    );
-    if !code {
-        return false;
-    }
-    stem == "conftest"
-        || stem == "test"
-        || stem == "tests"
-        || stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_tests")
-        || stem.ends_with("_spec")
-        || stem.ends_with(".test")
-        || stem.ends_with(".spec")
-        || stem.ends_with(".e2e")
-        || (matches!(ext, "java" | "kt" | "cs" | "php")
-            && (stem.ends_with("test") || stem.ends_with("tests")))
+    )
 }
 
 /// Build scripts and project tooling by name.
@@ -233,6 +248,10 @@ mod tests {
             ("lib/router/index.js", None),
             ("internal/attest.go", None),
             ("src/latest.py", None),
+            ("src/jquery/coreTest.js", Some(Context::Test)),
+            ("test_suite/src/regression.rs", Some(Context::Test)),
+            ("src/latest.js", None),
+            ("src/Contest.js", None),
             ("src/contest/main_view.py", None),
         ];
         for (path, want) in cases {

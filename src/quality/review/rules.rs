@@ -230,6 +230,14 @@ pub struct Limits {
     /// least this share of the limit, in percent.
     #[serde(default = "default_growth")]
     pub growth_percent: usize,
+    /// `tests-untouched` speaks only when the change adds at least this many lines of new
+    /// code (outside tests, examples and build scripts).
+    #[serde(default = "default_untested")]
+    pub untested_lines: usize,
+}
+
+fn default_untested() -> usize {
+    20
 }
 
 fn default_growth() -> usize {

@@ -28,6 +28,8 @@ pub struct FileScan {
     /// The change adds new code of a known language here, outside tests, examples and build
     /// scripts.
     pub touches_code: bool,
+    /// Lines of new code outside tests, examples and build scripts.
+    pub new_code_lines: usize,
     /// The file's module-level imports (for the circular-import check).
     pub imports: Vec<Import>,
 }
@@ -126,12 +128,19 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
         .added
         .iter()
         .any(|r| test_lines.iter().any(|t| t.start < r.end && r.start < t.end));
-    scan.touches_code = language.is_some()
+    if language.is_some()
         && !matches!(
             file_context,
             Some(Context::Test | Context::Example | Context::Build)
         )
-        && file.new.iter().any(|r| r.clone().any(|i| !in_tests(i)));
+    {
+        scan.new_code_lines = file
+            .new
+            .iter()
+            .map(|r| r.clone().filter(|&i| !in_tests(i)).count())
+            .sum();
+    }
+    scan.touches_code = scan.new_code_lines > 0;
     let place_of = |offset: usize| match &syntax {
         Some(s) => s.place(offset),
         None => guess_place(lang.map(|l| l.name.as_str()), file, offset),

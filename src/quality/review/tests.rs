@@ -503,7 +503,7 @@ fn a_change_that_only_removes_test_lines_or_a_test_file_changed_tests() {
     assert!(r.requirements.tests_changed);
     assert!(by_rule(&r, "tests-untouched").is_empty(), "{:#?}", r.findings);
     // Code alone does not.
-    repo.write("src/a.py", "def f():\n    return 3\n");
+    repo.write("src/a.py", &format!("def f():\n    return 3\n{}", python_lines(20)));
     repo.commit("code only");
     assert_eq!(by_rule(&review(&repo, "HEAD"), "tests-untouched").len(), 1);
 }
@@ -513,10 +513,16 @@ fn tests_are_asked_for_when_the_plan_wants_them() {
     let repo = TestRepo::new();
     repo.write("README.md", "x\n");
     repo.commit("base");
+    // A small change without a test says nothing; 20 lines of new code do (a hint).
     repo.write("src/a.py", "def f():\n    return 1\n");
+    repo.commit("small");
+    assert!(by_rule(&review(&repo, "HEAD"), "tests-untouched").is_empty());
+    repo.write("src/a.py", &format!("def f():\n    return 1\n{}", python_lines(20)));
     repo.commit("code only");
     let r = review(&repo, "HEAD");
-    assert_eq!(by_rule(&r, "tests-untouched").len(), 1);
+    let found = by_rule(&r, "tests-untouched");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].confidence, Confidence::Low);
     assert_eq!(
         r.verdict,
         Decision::Approve,
