@@ -423,10 +423,14 @@ impl FileDiff {
         let new_mid = &self.new_text[head..self.new_text.len() - tail];
         let shift = self.line_starts.partition_point(|&s| s < head);
         let deadline = Instant::now() + opts.deadline;
+        // Lines end at `\n` only, as `line_starts` counts them (`similar`'s own line splitting
+        // also ends a line at a lone `\r`, which would put its line numbers out of step).
+        let old_lines: Vec<&str> = old_mid.split_inclusive('\n').collect();
+        let new_lines: Vec<&str> = new_mid.split_inclusive('\n').collect();
         let diff = similar::TextDiff::configure()
             .algorithm(opts.algorithm.similar())
             .deadline(deadline)
-            .diff_lines(old_mid, new_mid);
+            .diff_slices(&old_lines, &new_lines);
         self.approximate = Instant::now() > deadline;
         self.old_line_count = count_lines(&self.old_text);
         for op in diff.ops() {

@@ -9,7 +9,7 @@ use super::checks;
 use super::context::{self, Context};
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{Body, CheckId, Language, RuleSet, Severity};
-use super::syntax::{Function, Grammar, Place, Syntax};
+use super::syntax::{self, Function, Grammar, Place, Syntax};
 use super::{Confidence, Finding};
 
 /// What scanning one file found.
@@ -92,14 +92,21 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
             start..end
         })
         .collect();
-    let syntax = grammar.and_then(|g| Syntax::parse_focused(g, &file.new_text, Some(focus)));
+    // The file is parsed only when something needs the parse: a check whose trigger words are
+    // in the new code, a pattern that must be placed in code or a comment and matches, a
+    // function that may have crossed the size limit, the imports of a module.
+    let syntax = grammar
+        .filter(|&g| {
+            wants_imports || needs_parse(rules, language, lang, g, file)
+        })
+        .and_then(|g| Syntax::parse_focused(g, &file.new_text, Some(focus)));
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
     }
     if file.new.is_empty() {
         return scan;
     }
-    if scan.context.is_none() && syntax.as_ref().is_some_and(|s| s.is_program()) {
+    if scan.context.is_none() && grammar.is_some_and(|g| syntax::is_program(g, &file.new_text)) {
         scan.context = Some(Context::Cli);
     }
 
@@ -335,6 +342,54 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
         }
     }
     scan
+}
+
+/// Whether scanning `file` needs its parse: the trigger words of a check that reads the
+/// parse are in the new code, a rule that must be placed (`in = ...`) matches new code, or a
+/// function may have crossed the size limit (by the language's function pattern, or for
+/// JavaScript and TypeScript, whose methods it does not see, the file is over the limit).
+fn needs_parse(
+    rules: &RuleSet,
+    language: Option<usize>,
+    lang: Option<&Language>,
+    grammar: Grammar,
+    file: &FileDiff,
+) -> bool {
+    let new_runs = || {
+        file.new
+            .iter()
+            .map(|r| file.text_of(&(r.start..r.end)))
+    };
+    if new_runs().any(|t| checks::triggered(grammar, t)) {
+        return true;
+    }
+    let placed = rules.rules.iter().filter(|r| {
+        r.place.is_some() && rules.applies(r, language, &file.path)
+    });
+    for rule in placed {
+        if file
+            .added
+            .iter()
+            .filter(|r| file.touches_new(r))
+            .any(|r| rule.pattern.regex().is_match(file.text_of(r).as_bytes()))
+        {
+            return true;
+        }
+    }
+    let limit = rules.limits.max_function_lines;
+    if rules.check(CheckId::FunctionLines).is_some() && file.new_line_count() > limit {
+        if grammar.is_js() {
+            return true;
+        }
+        if let Some(lang) = lang
+            && regex_functions(lang, &file.new_text)
+                .iter()
+                .any(|f| f.lines.len() > limit && file.touches_new(&f.lines))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where byte `offset` of a file the review does not parse is: in a comment when a comment

@@ -374,24 +374,29 @@ impl<'a> Syntax<'a> {
     /// Whether the file is a program's entry point by syntax: Go's `package main`, a
     /// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust.
     pub fn is_program(&self) -> bool {
-        // Read from the text: the parse may hold only the items around the change.
-        let text = self.text;
-        match self.grammar {
-            Grammar::Go => text.lines().any(|l| {
-                l.strip_prefix("package")
-                    .is_some_and(|rest| rest.trim() == "main" || rest.trim_start().starts_with("main "))
-            }),
-            Grammar::Python => text.lines().any(|l| {
-                let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
-                l.starts_with("if")
-                    && (t.starts_with("if__name__==\"__main__\":")
-                        || t.starts_with("if__name__=='__main__':"))
-            }),
-            Grammar::Rust => text
-                .lines()
-                .any(|l| l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")),
-            _ => text.starts_with("#!"),
-        }
+        is_program(self.grammar, self.text)
+    }
+}
+
+/// Whether `text` of `grammar` is a program's entry point: Go's `package main`, a
+/// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust, a `#!`
+/// line in JavaScript. Read from the text, so that no parse is needed.
+pub fn is_program(grammar: Grammar, text: &str) -> bool {
+    match grammar {
+        Grammar::Go => text.lines().any(|l| {
+            l.strip_prefix("package ")
+                .is_some_and(|rest| rest.split_whitespace().next() == Some("main"))
+        }),
+        Grammar::Python => text.lines().any(|l| {
+            let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            l.starts_with("if")
+                && (t.starts_with("if__name__==\"__main__\":")
+                    || t.starts_with("if__name__=='__main__':"))
+        }),
+        Grammar::Rust => text.lines().any(|l| {
+            l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")
+        }),
+        _ => text.starts_with("#!"),
     }
 }
 

@@ -95,6 +95,38 @@ pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
     node.start_position().row..node.end_position().row + 1
 }
 
+/// Whether the new code `text` of a file of `grammar` holds a word one of the checks on the
+/// parse looks for (so that a file without any is not parsed for them).
+pub fn triggered(grammar: super::syntax::Grammar, text: &str) -> bool {
+    use super::syntax::Grammar;
+    use std::sync::LazyLock;
+    // Line comments that are not doc comments, block comments (commented-out code), and the
+    // calls and keywords each language's checks start from.
+    static PYTHON: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?i)#|\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|os\.(?:system|popen)|pickle|marshal|yaml|shelve|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
+            .expect("the trigger pattern compiles")
+    });
+    static RUST: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?i)(?:^|[^/])//(?:[^/!]|$)|/\*[^*!]|\bunsafe\b|Command|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
+            .expect("the trigger pattern compiles")
+    });
+    static GO: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?i)//|/\*|exec\.Command|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
+            .expect("the trigger pattern compiles")
+    });
+    static JS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?i)//|/\*|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|exec|spawn|eval|Function|setTimeout|setInterval|\bvm\.|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
+            .expect("the trigger pattern compiles")
+    });
+    let re = match grammar {
+        Grammar::Python => &*PYTHON,
+        Grammar::Rust => &*RUST,
+        Grammar::Go => &*GO,
+        _ => &*JS,
+    };
+    re.is_match(text.as_bytes())
+}
+
 /// Runs every check that applies to `input`.
 pub fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
     if let Some(syntax) = input.syntax {
@@ -155,6 +187,14 @@ mod tests {
         assert!(found("examples/a/index.js", "", new, "console-log").is_empty());
         let new = "const s = \"console.log(x)\"; // console.log(y)\n";
         assert!(found("lib/b.js", "", new, "console-log").is_empty());
+    }
+
+    #[test]
+    fn a_lone_carriage_return_does_not_put_lines_out_of_step() {
+        // Old Mac line ends inside a file with Unix ones: one line to git, two to some diffs.
+        let old = "a = 1\nb = 2\rc = 3\nd = 4\ne = 5\n";
+        let new = "a = 0\nb = 2\rc = 3\nd = 4\nprint(x)\ne = 5\n";
+        assert_eq!(found("lib/m.py", old, new, "print-call"), vec![("print-call".into(), 4)]);
     }
 
     #[test]
