@@ -1,13 +1,21 @@
 //! Circular imports between the changed modules: the import graph of the changed files of
 //! languages that say how their imports resolve (Python, JavaScript, TypeScript), and every
-//! cycle that an added import line closes.
+//! cycle that a new import line closes.
+//!
+//! Only imports that run when a module is loaded make a cycle: for parsed files they come from
+//! the syntax, at module level. Imports inside functions run later, imports under
+//! `if TYPE_CHECKING:` never run, a Python `except ImportError:` handler imports only when the
+//! import before it failed, and TypeScript's `import type` is erased.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use super::{Confidence, Finding};
+use tree_sitter::Node;
+
 use super::diff::{ChangeKind, FileDiff};
 use super::rules::{CheckId, Resolve, RuleSet};
-use super::scan::{FileScan, dir_of, normalise};
+use super::scan::{FileScan, Import, dir_of, normalise};
+use super::syntax::{Grammar, Syntax};
+use super::{Confidence, Finding};
 
 /// Findings for import cycles among `files` that an added line closes.
 pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<Finding> {
@@ -35,6 +43,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
         let lang = scans[i].language.expect("nodes have a language");
         let language = &rules.languages[lang];
         for import in &scans[i].imports {
+            let relative = import.module.starts_with('.');
             let targets = match language.resolve {
                 Some(Resolve::Python) => python_targets(&file.path, &import.module, &import.names),
                 Some(Resolve::Path) => {
@@ -45,7 +54,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
             for t in targets {
                 let to = by_path.get(t.as_str()).copied().or_else(|| {
                     // Python modules may live under a source root (`src/pkg/a.py` for `pkg.a`).
-                    (language.resolve == Some(Resolve::Python))
+                    (language.resolve == Some(Resolve::Python) && !relative)
                         .then(|| {
                             nodes
                                 .iter()
@@ -57,7 +66,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                 if let Some(to) = to.filter(|&to| to != i) {
                     let list = edges.entry(i).or_default();
                     if !list.iter().any(|e| e.0 == to) {
-                        list.push((to, import.line, file.is_added(import.line)));
+                        list.push((to, import.line, file.is_new(import.line)));
                     }
                 }
             }
@@ -125,7 +134,10 @@ fn shortest_path(
     None
 }
 
-/// Candidate files for a Python import in `path`.
+/// Candidate files for a Python import in `path`: the module (`from .mod import x` is
+/// `mod.py` or `mod/__init__.py` next to `path`) and each name as a submodule of it. `from .
+/// import x` imports `x.py` or `x/__init__.py`, never the package's own `__init__.py` (which
+/// is loaded before any of its modules, so it closes no cycle of theirs).
 fn python_targets(path: &str, module: &str, names: &[String]) -> Vec<String> {
     let dots = module.chars().take_while(|&c| c == '.').count();
     let rest = module[dots..].replace('.', "/");
@@ -156,9 +168,6 @@ fn python_targets(path: &str, module: &str, names: &[String]) -> Vec<String> {
         out.push(format!("{s}.py"));
         out.push(format!("{s}/__init__.py"));
     }
-    if rest.is_empty() && !module_path.is_empty() {
-        out.push(format!("{module_path}/__init__.py"));
-    }
     out
 }
 
@@ -185,4 +194,186 @@ fn path_targets(path: &str, spec: &str, extensions: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The module-level imports of a parsed Python, JavaScript or TypeScript file (`None` for
+/// other grammars, whose imports the rules file's patterns find).
+pub fn module_level(syntax: &Syntax<'_>) -> Option<Vec<Import>> {
+    let mut out = Vec::new();
+    match syntax.grammar {
+        Grammar::Python => python_block(syntax, syntax.root(), &mut out),
+        g if g.is_js() => js_program(syntax, &mut out),
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// The imports among the statements of `block` that run when the module loads.
+fn python_block(syntax: &Syntax<'_>, block: Node<'_>, out: &mut Vec<Import>) {
+    let mut cursor = block.walk();
+    for node in block.named_children(&mut cursor) {
+        match node.kind() {
+            "import_statement" => {
+                let mut c = node.walk();
+                for name in node.children_by_field_name("name", &mut c) {
+                    out.push(Import {
+                        module: syntax.text_of(imported_name(name)).to_owned(),
+                        names: Vec::new(),
+                        line: name.start_position().row,
+                    });
+                }
+            }
+            "import_from_statement" => python_from(syntax, node, out),
+            "if_statement" | "elif_clause" => {
+                let checking = node
+                    .child_by_field_name("condition")
+                    .is_some_and(|c| is_type_checking(syntax.text_of(c)));
+                if let Some(body) = node.child_by_field_name("consequence").filter(|_| !checking) {
+                    python_block(syntax, body, out);
+                }
+                let mut c = node.walk();
+                for alternative in node.children_by_field_name("alternative", &mut c) {
+                    python_block(syntax, alternative, out);
+                }
+            }
+            "except_clause" if catches_import_error(syntax, node) => {}
+            // Bodies that run when the module loads (a class body does too).
+            "block" | "try_statement" | "except_clause" | "else_clause" | "finally_clause"
+            | "with_statement" | "for_statement" | "while_statement" | "class_definition"
+            | "decorated_definition" | "match_statement" | "case_clause" => {
+                python_block(syntax, node, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `from module import a, b` as one import per name (at the name's line, so that a name added
+/// to a long import list is what is new), or one for the module alone (`import *`).
+fn python_from(syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Import>) {
+    let Some(module) = node.child_by_field_name("module_name") else {
+        return;
+    };
+    let module = syntax.text_of(module).to_owned();
+    let mut c = node.walk();
+    let names: Vec<Node<'_>> = node.children_by_field_name("name", &mut c).collect();
+    if names.is_empty() {
+        out.push(Import {
+            module: module.clone(),
+            names: Vec::new(),
+            line: node.start_position().row,
+        });
+    }
+    for name in names {
+        out.push(Import {
+            module: module.clone(),
+            names: vec![syntax.text_of(imported_name(name)).to_owned()],
+            line: name.start_position().row,
+        });
+    }
+}
+
+/// The module of `a.b as c` (`a.b`), or the name itself.
+fn imported_name(name: Node<'_>) -> Node<'_> {
+    if name.kind() == "aliased_import" {
+        name.child_by_field_name("name").unwrap_or(name)
+    } else {
+        name
+    }
+}
+
+/// `TYPE_CHECKING` or `typing.TYPE_CHECKING` (the condition of imports for type checkers only).
+fn is_type_checking(condition: &str) -> bool {
+    let condition: String = condition.chars().filter(|c| !c.is_whitespace()).collect();
+    condition == "TYPE_CHECKING" || condition.ends_with(".TYPE_CHECKING")
+}
+
+/// An `except ImportError:` (or `ModuleNotFoundError`, alone or in a tuple): its imports are a
+/// fallback for one that failed.
+fn catches_import_error(syntax: &Syntax<'_>, clause: Node<'_>) -> bool {
+    let mut c = clause.walk();
+    clause.children_by_field_name("value", &mut c).any(|v| {
+        let v = if v.kind() == "as_pattern" {
+            v.named_child(0).unwrap_or(v)
+        } else {
+            v
+        };
+        let text = syntax.text_of(v);
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .any(|t| matches!(t, "ImportError" | "ModuleNotFoundError"))
+    })
+}
+
+/// The top-level `import`/`export … from` declarations of a JavaScript or TypeScript file
+/// (not `import type`/`export type`, which TypeScript erases) and its `require(…)` calls
+/// outside functions.
+fn js_program(syntax: &Syntax<'_>, out: &mut Vec<Import>) {
+    let root = syntax.root();
+    let mut cursor = root.walk();
+    for node in root.named_children(&mut cursor) {
+        match node.kind() {
+            "import_statement" | "export_statement" => {
+                if node.child(1).is_some_and(|t| t.kind() == "type") {
+                    continue;
+                }
+                let source = node.child_by_field_name("source").or_else(|| {
+                    let mut c = node.walk();
+                    node.named_children(&mut c)
+                        .find(|n| n.kind() == "import_require_clause")
+                        .and_then(|r| r.child_by_field_name("source"))
+                });
+                match source {
+                    Some(source) => push_js(syntax, source, out),
+                    // `export const x = require('./x')`.
+                    None => js_requires(syntax, node, out),
+                }
+            }
+            _ => js_requires(syntax, node, out),
+        }
+    }
+}
+
+/// The `require('…')` calls under `node`, not inside a function.
+fn js_requires(syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Import>) {
+    let kind = node.kind();
+    if matches!(
+        kind,
+        "function_declaration"
+            | "generator_function_declaration"
+            | "function_expression"
+            | "function"
+            | "arrow_function"
+            | "method_definition"
+            | "class_declaration"
+            | "class"
+    ) {
+        return;
+    }
+    if kind == "call_expression"
+        && node
+            .child_by_field_name("function")
+            .is_some_and(|f| syntax.text_of(f) == "require")
+        && let Some(arg) = node
+            .child_by_field_name("arguments")
+            .and_then(|a| a.named_child(0))
+            .filter(|a| a.kind() == "string")
+    {
+        push_js(syntax, arg, out);
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        js_requires(syntax, child, out);
+    }
+}
+
+/// An import of the module named by the string literal `source`.
+fn push_js(syntax: &Syntax<'_>, source: Node<'_>, out: &mut Vec<Import>) {
+    let text = syntax.text_of(source);
+    let module = text.trim_matches(|c| c == '\'' || c == '"' || c == '`');
+    out.push(Import {
+        module: module.to_owned(),
+        names: Vec::new(),
+        line: source.start_position().row,
+    });
 }
