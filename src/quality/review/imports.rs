@@ -1,6 +1,6 @@
 //! Circular imports between the changed modules: the import graph of the changed files of
 //! languages that say how their imports resolve (Python, JavaScript, TypeScript), and every
-//! cycle that a new import line closes.
+//! cycle that an added import line closes.
 //!
 //! Only imports that run when a module is loaded make a cycle: for parsed files they come from
 //! the syntax, at module level. Imports inside functions run later, imports under
@@ -63,10 +63,14 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                         })
                         .flatten()
                 });
-                if let Some(to) = to.filter(|&to| to != i) {
+                if let Some(to) =
+                    to.filter(|&to| to != i && !is_package_of(&files[to].path, &file.path))
+                {
                     let list = edges.entry(i).or_default();
                     if !list.iter().any(|e| e.0 == to) {
-                        list.push((to, import.line, file.is_new(import.line)));
+                        // Added, even if moved: moving an import out of a function or
+                        // from under `if TYPE_CHECKING:` is what makes it run at load time.
+                        list.push((to, import.line, file.is_added(import.line)));
                     }
                 }
             }
@@ -102,6 +106,13 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
         }
     }
     out
+}
+
+/// Whether `init` is the `__init__.py` of a package that holds `path`: Python loads it
+/// before any module inside it, so an import of it from there closes no cycle.
+fn is_package_of(init: &str, path: &str) -> bool {
+    init.strip_suffix("__init__.py")
+        .is_some_and(|dir| path.starts_with(dir) && path != init)
 }
 
 /// The nodes from `start` to `goal` (both included) by breadth-first search.
@@ -228,7 +239,10 @@ fn python_block(syntax: &Syntax<'_>, block: Node<'_>, out: &mut Vec<Import>) {
                 let checking = node
                     .child_by_field_name("condition")
                     .is_some_and(|c| is_type_checking(syntax.text_of(c)));
-                if let Some(body) = node.child_by_field_name("consequence").filter(|_| !checking) {
+                if let Some(body) = node
+                    .child_by_field_name("consequence")
+                    .filter(|_| !checking)
+                {
                     python_block(syntax, body, out);
                 }
                 let mut c = node.walk();
@@ -238,9 +252,18 @@ fn python_block(syntax: &Syntax<'_>, block: Node<'_>, out: &mut Vec<Import>) {
             }
             "except_clause" if catches_import_error(syntax, node) => {}
             // Bodies that run when the module loads (a class body does too).
-            "block" | "try_statement" | "except_clause" | "else_clause" | "finally_clause"
-            | "with_statement" | "for_statement" | "while_statement" | "class_definition"
-            | "decorated_definition" | "match_statement" | "case_clause" => {
+            "block"
+            | "try_statement"
+            | "except_clause"
+            | "else_clause"
+            | "finally_clause"
+            | "with_statement"
+            | "for_statement"
+            | "while_statement"
+            | "class_definition"
+            | "decorated_definition"
+            | "match_statement"
+            | "case_clause" => {
                 python_block(syntax, node, out);
             }
             _ => {}
@@ -376,4 +399,79 @@ fn push_js(syntax: &Syntax<'_>, source: Node<'_>, out: &mut Vec<Import>) {
         names: Vec::new(),
         line: source.start_position().row,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn modules(grammar: Grammar, text: &str) -> Vec<(String, Vec<String>, usize)> {
+        let syntax = Syntax::parse(grammar, text).expect("parses");
+        module_level(&syntax)
+            .expect("a parsed language")
+            .into_iter()
+            .map(|i| (i.module, i.names, i.line))
+            .collect()
+    }
+
+    #[test]
+    fn python_imports_are_those_that_run_when_the_module_loads() {
+        let py = concat!(
+            "import os.path as p, sys\n",
+            "from . import (a,\n    b as bee)\n",
+            "from __future__ import annotations\n",
+            "if TYPE_CHECKING:\n    from .types import T\n",
+            "if typing.TYPE_CHECKING:\n    import heavy\nelse:\n    import light\n",
+            "try:\n    import fast\nexcept ImportError:\n    import slow\n",
+            "def f():\n    import lazy\n",
+            "class C:\n    from .m import x\n    def g(self):\n        import later\n",
+        );
+        let got = modules(Grammar::Python, py);
+        let want: Vec<(String, Vec<String>, usize)> = vec![
+            ("os.path".into(), vec![], 0),
+            ("sys".into(), vec![], 0),
+            (".".into(), vec!["a".into()], 1),
+            (".".into(), vec!["b".into()], 2),
+            ("light".into(), vec![], 9),
+            ("fast".into(), vec![], 11),
+            (".m".into(), vec!["x".into()], 17),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn js_imports_are_top_level_and_not_type_only() {
+        let ts = concat!(
+            "import type { A } from './a';\n",
+            "import { type B, C } from './b';\n",
+            "export type { E } from './e';\n",
+            "export * from './f';\n",
+            "import './g';\n",
+            "const h = require('./h');\n",
+            "function k() { return require('./k'); }\n",
+            "const l = () => import('./l');\n",
+        );
+        let got: Vec<String> = modules(Grammar::TypeScript, ts)
+            .into_iter()
+            .map(|(m, _, line)| format!("{m}:{line}"))
+            .collect();
+        assert_eq!(got, vec!["./b:1", "./f:3", "./g:4", "./h:5"]);
+    }
+
+    #[test]
+    fn a_relative_python_import_names_modules_not_the_package() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            python_targets("pkg/a.py", ".", &names(&["x"])),
+            vec!["pkg/x.py", "pkg/x/__init__.py"]
+        );
+        assert_eq!(
+            python_targets("pkg/a.py", ".mod", &names(&["name"]))[..2],
+            ["pkg/mod.py", "pkg/mod/__init__.py"]
+        );
+        assert_eq!(
+            python_targets("pkg/sub/a.py", "..", &names(&["y"])),
+            vec!["pkg/y.py", "pkg/y/__init__.py"]
+        );
+    }
 }

@@ -177,12 +177,20 @@ fn call(syntax: &Syntax<'_>, call: Node<'_>) -> Option<Hit> {
     let args = call.child_by_field_name("arguments")?;
     match name.as_str() {
         "eval" | "exec" => code_injection(syntax, call, &name, args),
-        "os.system" | "os.popen" | "subprocess.getoutput" | "subprocess.getstatusoutput"
-        | "commands.getoutput" | "commands.getstatusoutput" => {
-            shell_command(syntax, call, positional(args, 0)?)
-        }
-        "subprocess.run" | "subprocess.call" | "subprocess.Popen" | "subprocess.check_output"
-        | "subprocess.check_call" | "Popen" | "check_output" | "check_call" => {
+        "os.system"
+        | "os.popen"
+        | "subprocess.getoutput"
+        | "subprocess.getstatusoutput"
+        | "commands.getoutput"
+        | "commands.getstatusoutput" => shell_command(syntax, call, positional(args, 0)?),
+        "subprocess.run"
+        | "subprocess.call"
+        | "subprocess.Popen"
+        | "subprocess.check_output"
+        | "subprocess.check_call"
+        | "Popen"
+        | "check_output"
+        | "check_call" => {
             let shell = keyword(syntax, args, "shell")?;
             if syntax.text_of(shell) != "True" {
                 return None;
@@ -213,10 +221,10 @@ fn shell_command(syntax: &Syntax<'_>, call: Node<'_>, command: Node<'_>) -> Opti
     let hit = Hit::new(CheckId::ShellInjection, lines_of(call));
     let how = how_built(syntax, command);
     match origin(syntax, command).confidence() {
-        Some(confidence) => Some(hit.confidence(confidence).with(
-            "how",
-            how.unwrap_or("a command that is not a literal"),
-        )),
+        Some(confidence) => Some(
+            hit.confidence(confidence)
+                .with("how", how.unwrap_or("a command that is not a literal")),
+        ),
         None => Some(
             hit.lower(2)
                 .confidence(Confidence::Low)
@@ -341,9 +349,7 @@ fn sql(syntax: &Syntax<'_>, sql_names: &[SqlName], node: Node<'_>) -> Option<Hit
         "augmented_assignment" => {
             let operator = node.child_by_field_name("operator")?;
             let left = node.child_by_field_name("left")?;
-            if operator.kind() != "+="
-                || !is_sql_name(sql_names, syntax.text_of(left), node)
-            {
+            if operator.kind() != "+=" || !is_sql_name(sql_names, syntax.text_of(left), node) {
                 return None;
             }
             let right = node.child_by_field_name("right")?;
@@ -579,10 +585,8 @@ fn is_select_list(words: &[&str]) -> bool {
 
 /// A table name as SQL writes it (`users`, `app_user`), not a word of prose such as `the`.
 fn is_table(word: &str) -> bool {
-    let identifier = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let identifier =
+        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let prose = matches!(
         word.to_ascii_lowercase().as_str(),
         "the" | "a" | "an" | "your" | "this" | "that" | "my" | "our" | "their" | "its" | "all"
@@ -683,8 +687,23 @@ impl Origin {
 
 /// Words of names that hold input.
 const INPUT_WORDS: &[&str] = &[
-    "request", "req", "body", "query", "args", "argv", "input", "user", "username", "params",
-    "param", "form", "payload", "cookie", "cookies", "headers", "untrusted",
+    "request",
+    "req",
+    "body",
+    "query",
+    "args",
+    "argv",
+    "input",
+    "user",
+    "username",
+    "params",
+    "param",
+    "form",
+    "payload",
+    "cookie",
+    "cookies",
+    "headers",
+    "untrusted",
 ];
 
 /// Calls whose result is a number (or a bool): not injectable.
@@ -703,14 +722,33 @@ fn origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
             .unwrap_or(Origin::Literal)
     };
     match node.kind() {
-        "integer" | "float" | "true" | "false" | "none" | "ellipsis" | "unary_operator"
-        | "comparison_operator" | "not_operator" | "string_start" | "string_content"
-        | "string_end" | "escape_sequence" => Origin::Literal,
-        "string" | "concatenated_string" | "interpolation" | "parenthesized_expression"
-        | "tuple" | "list" | "set" | "dictionary" | "pair" | "expression_list"
-        | "boolean_operator" | "await" | "format_specifier" | "type_conversion" => {
-            children(node)
-        }
+        "integer"
+        | "float"
+        | "true"
+        | "false"
+        | "none"
+        | "ellipsis"
+        | "unary_operator"
+        | "comparison_operator"
+        | "not_operator"
+        | "string_start"
+        | "string_content"
+        | "string_end"
+        | "escape_sequence" => Origin::Literal,
+        "string"
+        | "concatenated_string"
+        | "interpolation"
+        | "parenthesized_expression"
+        | "tuple"
+        | "list"
+        | "set"
+        | "dictionary"
+        | "pair"
+        | "expression_list"
+        | "boolean_operator"
+        | "await"
+        | "format_specifier"
+        | "type_conversion" => children(node),
         "conditional_expression" => {
             // `a if cond else b`: the condition is not part of the value.
             let mut cursor = node.walk();
@@ -762,9 +800,15 @@ fn binary_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
             .max()
             .unwrap_or(Origin::Unknown),
         "*" => {
-            let sequence = [side("left"), side("right")].into_iter().flatten().find(|n| {
-                matches!(n.kind(), "list" | "tuple" | "string" | "concatenated_string")
-            });
+            let sequence = [side("left"), side("right")]
+                .into_iter()
+                .flatten()
+                .find(|n| {
+                    matches!(
+                        n.kind(),
+                        "list" | "tuple" | "string" | "concatenated_string"
+                    )
+                });
             sequence.map_or(Origin::Literal, |s| origin(syntax, s))
         }
         _ => Origin::Literal,
@@ -778,7 +822,10 @@ fn call_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
         return Origin::Unknown;
     };
     let args = node.child_by_field_name("arguments");
-    let args_origin = || args.map(|a| origin_of_args(syntax, a)).unwrap_or(Origin::Literal);
+    let args_origin = || {
+        args.map(|a| origin_of_args(syntax, a))
+            .unwrap_or(Origin::Literal)
+    };
     let name = syntax.text_of(function);
     let last = name.rsplit('.').next().unwrap_or(name);
     if function.kind() == "identifier" && NUMERIC_CALLS.contains(&last) {
@@ -789,8 +836,7 @@ fn call_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
     }
     let object = function.child_by_field_name("object");
     // `", ".join(…)`, `"…{}".format(…)`: the literal and what it is given.
-    if let Some(object) = object.filter(|o| matches!(o.kind(), "string" | "concatenated_string"))
-    {
+    if let Some(object) = object.filter(|o| matches!(o.kind(), "string" | "concatenated_string")) {
         return origin(syntax, object).max(args_origin());
     }
     if reads_as_input(last) || last == "recv" || last == "getenv" {
@@ -863,29 +909,25 @@ fn is_parameter(syntax: &Syntax<'_>, node: Node<'_>, name: &str) -> bool {
     if matches!(name, "self" | "cls") {
         return false;
     }
-    let Some(parameters) = scope_of(node).and_then(|f| f.child_by_field_name("parameters"))
-    else {
+    let Some(parameters) = scope_of(node).and_then(|f| f.child_by_field_name("parameters")) else {
         return false;
     };
     let mut cursor = parameters.walk();
-    let found = parameters.named_children(&mut cursor).any(|p| {
+    parameters.named_children(&mut cursor).any(|p| {
         let id = match p.kind() {
             "identifier" => Some(p),
             "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
             _ => p.named_child(0).filter(|n| n.kind() == "identifier"),
         };
         id.is_some_and(|id| syntax.text_of(id) == name)
-    });
-    found
+    })
 }
 
 /// Whether a string has `{…}` interpolations (an f-string with values).
 fn has_interpolation(node: Node<'_>) -> bool {
     let mut cursor = node.walk();
-    let found = node.named_children(&mut cursor).any(|c| {
-        c.kind() == "interpolation" || c.kind() == "string" && has_interpolation(c)
-    });
-    found
+    node.named_children(&mut cursor)
+        .any(|c| c.kind() == "interpolation" || c.kind() == "string" && has_interpolation(c))
 }
 
 /// `"…".format(…)` (on a string or a name).
@@ -963,8 +1005,14 @@ mod tests {
             .into_iter()
             .map(|f| f.reason)
             .collect();
-        assert_eq!(reasons[0], "Python 2 `print` statement: a syntax error on Python 3");
-        assert_eq!(reasons[2], "Python 2 `exec` statement: a syntax error on Python 3");
+        assert_eq!(
+            reasons[0],
+            "Python 2 `print` statement: a syntax error on Python 3"
+        );
+        assert_eq!(
+            reasons[2],
+            "Python 2 `exec` statement: a syntax error on Python 3"
+        );
         // Lowered in test code, and in a file that was Python 2 already.
         let test = hits("tests/test_a.py", code, "print-statement");
         assert!(test.iter().all(|f| f.severity == Severity::Low));
@@ -983,10 +1031,14 @@ mod tests {
     #[test]
     fn print_calls_are_debugging_only_in_library_code() {
         let code = "def f(x):\n    print(x)\n    return x\n";
-        assert_eq!(found("lib/a.py", "", code, "print-call"), vec![("print-call".into(), 2)]);
+        assert_eq!(
+            found("lib/a.py", "", code, "print-call"),
+            vec![("print-call".into(), 2)]
+        );
         assert!(found("scripts/release.py", "", code, "print-call").is_empty());
         assert!(found("tests/test_a.py", "", code, "print-call").is_empty());
-        let program = "def main():\n    print(\"done\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
+        let program =
+            "def main():\n    print(\"done\")\n\n\nif __name__ == \"__main__\":\n    main()\n";
         assert!(found("lib/tool.py", "", program, "print-call").is_empty());
         let stderr = "def f(x):\n    print(x, file=sys.stderr)\n    print(x, file=out)\n";
         assert!(found("lib/a.py", "", stderr, "print-call").is_empty());
@@ -1009,12 +1061,19 @@ mod tests {
         );
         let lines: Vec<usize> = at(code, "sql-injection").iter().map(|h| h.0).collect();
         assert_eq!(lines, vec![2, 5, 6, 7, 9, 10, 11]);
-        assert!(at(code, "sql-injection").iter().all(|h| h.1 == Severity::Critical && h.2 == H));
+        assert!(
+            at(code, "sql-injection")
+                .iter()
+                .all(|h| h.1 == Severity::Critical && h.2 == H)
+        );
         let how: Vec<String> = hits("lib/a.py", code, "sql-injection")
             .into_iter()
             .map(|f| f.reason)
             .collect();
-        assert_eq!(how[0], "SQL built from values (concatenation): pass them as query parameters");
+        assert_eq!(
+            how[0],
+            "SQL built from values (concatenation): pass them as query parameters"
+        );
         assert!(how[2].contains("(an f-string)") && how[3].contains("(% formatting)"));
         assert!(how[5].contains("(.format())"));
     }
@@ -1084,7 +1143,11 @@ mod tests {
         let code = "def calc(expr):\n    x = eval(expr)\n    exec(\"y = \" + expr)\n    exec(load())\n    z = eval(\"1 + 2\")\n    exec(\"print(%d)\" % COUNT)\n    w = ast.literal_eval(expr)\n    model.eval()\n";
         assert_eq!(
             at(code, "code-injection"),
-            vec![(2, Severity::Critical, H), (3, Severity::Critical, H), (4, Severity::Critical, M)]
+            vec![
+                (2, Severity::Critical, H),
+                (3, Severity::Critical, H),
+                (4, Severity::Critical, M)
+            ]
         );
         let reason = &hits("lib/a.py", code, "code-injection")[0].reason;
         assert!(reason.starts_with("eval() of a value"), "{reason}");
@@ -1119,7 +1182,10 @@ mod tests {
             ]
         );
         let reason = &hits("lib/a.py", code, "unsafe-deserialize")[3].reason;
-        assert!(reason.starts_with("yaml.load() runs code") && reason.contains("safe_load"), "{reason}");
+        assert!(
+            reason.starts_with("yaml.load() runs code") && reason.contains("safe_load"),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -1130,7 +1196,8 @@ mod tests {
 
     #[test]
     fn only_new_lines_are_judged() {
-        let old = "def f(cursor, uid):\n    cursor.execute(\"SELECT * FROM t WHERE id = \" + uid)\n";
+        let old =
+            "def f(cursor, uid):\n    cursor.execute(\"SELECT * FROM t WHERE id = \" + uid)\n";
         let new = "def f(cursor, uid):\n    if uid:\n        cursor.execute(\"SELECT * FROM t WHERE id = \" + uid)\n";
         assert!(found("lib/a.py", old, new, "sql-injection").is_empty());
     }
