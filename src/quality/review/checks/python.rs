@@ -219,7 +219,12 @@ fn code_injection(syntax: &Syntax<'_>, call: Node<'_>, name: &str, args: Node<'_
 /// severities lower when it is a fixed string.
 fn shell_command(syntax: &Syntax<'_>, call: Node<'_>, command: Node<'_>) -> Option<Hit> {
     let hit = Hit::new(CheckId::ShellInjection, lines_of(call));
-    let how = how_built(syntax, command);
+    // `command = "…%s" % x` before the call: how it was built.
+    let how = how_built(syntax, command).or_else(|| {
+        (command.kind() == "identifier")
+            .then(|| assigned(syntax, command))
+            .and_then(|values| values.into_iter().find_map(|v| how_built(syntax, v)))
+    });
     match origin(syntax, command).confidence() {
         Some(confidence) => Some(
             hit.confidence(confidence)
@@ -872,12 +877,52 @@ fn origin_of_args(syntax: &Syntax<'_>, args: Node<'_>) -> Origin {
 fn name_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
     let name = syntax.text_of(node);
     if is_constant(name) {
-        Origin::Literal
-    } else if reads_as_input(name) || is_parameter(syntax, node, name) {
-        Origin::Input
-    } else {
-        Origin::Unknown
+        return Origin::Literal;
     }
+    if reads_as_input(name) || is_parameter(syntax, node, name) {
+        return Origin::Input;
+    }
+    // A local name is what was assigned to it before, in the same function.
+    assigned(syntax, node)
+        .into_iter()
+        .map(|value| origin(syntax, value))
+        .max()
+        .unwrap_or(Origin::Unknown)
+}
+
+/// The values assigned (`=`, `+=`) to the name `node` in its function (or at module level)
+/// by statements that end before it.
+fn assigned<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
+    let name = syntax.text_of(node);
+    let scope = scope_of(node);
+    let mut root = node;
+    while let Some(p) = root.parent() {
+        root = p;
+        if Some(p) == scope {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.start_byte() >= node.start_byte() {
+            continue;
+        }
+        if n.kind() == "function_definition" && Some(n) != scope {
+            continue;
+        }
+        if matches!(n.kind(), "assignment" | "augmented_assignment")
+            && n.end_byte() <= node.start_byte()
+            && n.child_by_field_name("left")
+                .is_some_and(|l| l.kind() == "identifier" && syntax.text_of(l) == name)
+        {
+            out.extend(n.child_by_field_name("right"));
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out
 }
 
 /// `MAX_ROWS`, `TABLE`: a constant by Python's naming convention.
@@ -1098,8 +1143,8 @@ mod tests {
             "    msg = \"Please select one item from \" + uid\n",
             "    label = \"delete from the list: %s\" % uid\n",
         );
-        // `marks` is of unknown origin to the check: the one medium finding left.
-        assert_eq!(at(code, "sql-injection"), vec![(8, Severity::Critical, M)]);
+        // `marks` is placeholders, by its assignment.
+        assert!(at(code, "sql-injection").is_empty());
     }
 
     #[test]
@@ -1115,6 +1160,11 @@ mod tests {
             "    os.system(\"echo {}\".format(name))\n",
             "    subprocess.call(\"make clean\", shell=True)\n",
             "    os.system(\"ls \" + DIR)\n",
+            "    command = 'rpcclient -U \"%s\" -c \"lsaquery\"' % path\n",
+            "    command += \" -N\"\n",
+            "    subprocess.Popen(command, shell=True)\n",
+            "    fixed = \"make all\"\n",
+            "    os.system(fixed)\n",
         );
         assert_eq!(
             at(code, "shell-injection"),
@@ -1125,11 +1175,17 @@ mod tests {
                 (6, Severity::Critical, H),
                 (8, Severity::Critical, M),
                 (9, Severity::Medium, L),
-                (10, Severity::Medium, L)
+                (10, Severity::Medium, L),
+                (13, Severity::Critical, H),
+                (15, Severity::Medium, L)
             ]
         );
-        let reason = &hits("lib/a.py", code, "shell-injection")[0].reason;
-        assert!(reason.contains("(concatenation)"), "{reason}");
+        let reasons: Vec<String> = hits("lib/a.py", code, "shell-injection")
+            .into_iter()
+            .map(|f| f.reason)
+            .collect();
+        assert!(reasons[0].contains("(concatenation)"), "{}", reasons[0]);
+        assert!(reasons[7].contains("(% formatting)"), "{}", reasons[7]);
     }
 
     #[test]
@@ -1200,5 +1256,10 @@ mod tests {
             "def f(cursor, uid):\n    cursor.execute(\"SELECT * FROM t WHERE id = \" + uid)\n";
         let new = "def f(cursor, uid):\n    if uid:\n        cursor.execute(\"SELECT * FROM t WHERE id = \" + uid)\n";
         assert!(found("lib/a.py", old, new, "sql-injection").is_empty());
+        let new = format!("{new}    cursor.execute(\"DELETE FROM t WHERE id = \" + uid)\n");
+        assert_eq!(
+            found("lib/a.py", old, &new, "sql-injection"),
+            vec![("sql-injection".into(), 4)]
+        );
     }
 }
