@@ -59,7 +59,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                             nodes
                                 .iter()
                                 .copied()
-                                .find(|&n| files[n].path.ends_with(&format!("/{t}")))
+                                .find(|&n| under_source_root(&files[n].path, &t))
                         })
                         .flatten()
                 });
@@ -106,6 +106,18 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
         }
     }
     out
+}
+
+/// Whether `path` is the module file `target` (`pkg/a.py`) under a source root: for a dotted
+/// module (`pkg.a`) under any directory, for a top-level one (`app`) only under a directory
+/// named `src`, `lib` or `python`, so that `import operator` (the standard library's) is not
+/// `mypkg/types/operator.py`.
+fn under_source_root(path: &str, target: &str) -> bool {
+    let Some(root) = path.strip_suffix(target).and_then(|p| p.strip_suffix('/')) else {
+        return false;
+    };
+    let dotted = target.trim_end_matches("/__init__.py").contains('/');
+    dotted || matches!(root.rsplit('/').next(), Some("src" | "lib" | "python"))
 }
 
 /// Whether `init` is the `__init__.py` of a package that holds `path`: Python loads it
@@ -456,6 +468,20 @@ mod tests {
             .map(|(m, _, line)| format!("{m}:{line}"))
             .collect();
         assert_eq!(got, vec!["./b:1", "./f:3", "./g:4", "./h:5"]);
+    }
+
+    #[test]
+    fn absolute_python_modules_are_found_under_source_roots() {
+        assert!(under_source_root("src/pkg/a.py", "pkg/a.py"));
+        assert!(under_source_root("packages/x/src/app.py", "app.py"));
+        assert!(under_source_root("lib/app/__init__.py", "app/__init__.py"));
+        // The standard library's `operator` is not a module deep inside a package.
+        assert!(!under_source_root("mypkg/types/operator.py", "operator.py"));
+        assert!(!under_source_root(
+            "mypkg/types/operator/__init__.py",
+            "operator/__init__.py"
+        ));
+        assert!(!under_source_root("src/xpkg/a.py", "pkg/a.py"));
     }
 
     #[test]
