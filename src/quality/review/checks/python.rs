@@ -206,7 +206,7 @@ fn call(syntax: &Syntax<'_>, call: Node<'_>) -> Option<Hit> {
 /// the reviewer to read: no finding).
 fn code_injection(syntax: &Syntax<'_>, call: Node<'_>, name: &str, args: Node<'_>) -> Option<Hit> {
     let code = positional(args, 0)?;
-    let origin = origin(syntax, code);
+    let origin = origin(syntax, 0, code);
     let confidence = origin.confidence()?;
     Some(
         Hit::new(CheckId::CodeInjection, lines_of(call))
@@ -225,7 +225,7 @@ fn shell_command(syntax: &Syntax<'_>, call: Node<'_>, command: Node<'_>) -> Opti
             .then(|| assigned(syntax, command))
             .and_then(|values| values.into_iter().find_map(|v| how_built(syntax, v)))
     });
-    match origin(syntax, command).confidence() {
+    match origin(syntax, 0, command).confidence() {
         Some(confidence) => Some(
             hit.confidence(confidence)
                 .with("how", how.unwrap_or("a command that is not a literal")),
@@ -379,7 +379,7 @@ fn sql(syntax: &Syntax<'_>, sql_names: &[SqlName], node: Node<'_>) -> Option<Hit
     let (value, how, origin) = parts
         .values
         .iter()
-        .map(|&(v, how)| (v, how, origin(syntax, v)))
+        .map(|&(v, how)| (v, how, origin(syntax, 0, v)))
         .max_by_key(|&(v, _, origin)| (origin, std::cmp::Reverse(v.start_byte())))?;
     let confidence = origin.confidence()?;
     Some(
@@ -715,14 +715,14 @@ const INPUT_WORDS: &[&str] = &[
 const NUMERIC_CALLS: &[&str] = &["int", "float", "len", "bool", "abs", "round", "ord", "hash"];
 
 /// Where the value of expression `node` comes from.
-fn origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
+fn origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     let children = |n: Node<'_>| -> Origin {
         let mut cursor = n.walk();
         let found: Vec<Node<'_>> = n.named_children(&mut cursor).collect();
         found
             .into_iter()
             .filter(|c| c.kind() != "comment")
-            .map(|c| origin(syntax, c))
+            .map(|c| origin(syntax, hops, c))
             .max()
             .unwrap_or(Origin::Literal)
     };
@@ -761,11 +761,11 @@ fn origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
             [found.first(), found.get(2)]
                 .into_iter()
                 .flatten()
-                .map(|n| origin(syntax, *n))
+                .map(|n| origin(syntax, hops, *n))
                 .max()
                 .unwrap_or(Origin::Unknown)
         }
-        "identifier" => name_origin(syntax, node),
+        "identifier" => name_origin(syntax, hops, node),
         "attribute" => {
             let text = syntax.text_of(node);
             let last = text.rsplit('.').next().unwrap_or(text);
@@ -775,33 +775,33 @@ fn origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
                 Origin::Input
             } else {
                 node.child_by_field_name("object")
-                    .map(|o| origin(syntax, o).max(Origin::Unknown))
+                    .map(|o| origin(syntax, hops, o).max(Origin::Unknown))
                     .unwrap_or(Origin::Unknown)
             }
         }
         "subscript" => node
             .child_by_field_name("value")
-            .map(|v| origin(syntax, v))
+            .map(|v| origin(syntax, hops, v))
             .unwrap_or(Origin::Unknown),
-        "binary_operator" => binary_origin(syntax, node),
-        "call" => call_origin(syntax, node),
+        "binary_operator" => binary_origin(syntax, hops, node),
+        "call" => call_origin(syntax, hops, node),
         "list_comprehension" | "generator_expression" | "set_comprehension" => node
             .child_by_field_name("body")
-            .map(|b| origin(syntax, b))
+            .map(|b| origin(syntax, hops, b))
             .unwrap_or(Origin::Unknown),
         _ => Origin::Unknown,
     }
 }
 
 /// `a + b`, `a % b`: either side; `["?"] * n`: the list; other arithmetic: a number.
-fn binary_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
+fn binary_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     let side = |f: &str| node.child_by_field_name(f);
     let operator = side("operator").map(|o| o.kind()).unwrap_or("");
     match operator {
         "+" | "%" => [side("left"), side("right")]
             .into_iter()
             .flatten()
-            .map(|n| origin(syntax, n))
+            .map(|n| origin(syntax, hops, n))
             .max()
             .unwrap_or(Origin::Unknown),
         "*" => {
@@ -814,7 +814,7 @@ fn binary_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
                         "list" | "tuple" | "string" | "concatenated_string"
                     )
                 });
-            sequence.map_or(Origin::Literal, |s| origin(syntax, s))
+            sequence.map_or(Origin::Literal, |s| origin(syntax, hops, s))
         }
         _ => Origin::Literal,
     }
@@ -822,13 +822,13 @@ fn binary_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
 
 /// A call's result: a number for `int(…)`, `len(…)`; what `str(x)`, `", ".join(x)`,
 /// `"…".format(x)` are given; input when it is called on or given input; else unknown.
-fn call_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
+fn call_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     let Some(function) = node.child_by_field_name("function") else {
         return Origin::Unknown;
     };
     let args = node.child_by_field_name("arguments");
     let args_origin = || {
-        args.map(|a| origin_of_args(syntax, a))
+        args.map(|a| origin_of_args(syntax, hops, a))
             .unwrap_or(Origin::Literal)
     };
     let name = syntax.text_of(function);
@@ -842,12 +842,12 @@ fn call_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
     let object = function.child_by_field_name("object");
     // `", ".join(…)`, `"…{}".format(…)`: the literal and what it is given.
     if let Some(object) = object.filter(|o| matches!(o.kind(), "string" | "concatenated_string")) {
-        return origin(syntax, object).max(args_origin());
+        return origin(syntax, hops, object).max(args_origin());
     }
     if reads_as_input(last) || last == "recv" || last == "getenv" {
         return Origin::Input;
     }
-    let receiver = object.map_or(Origin::Literal, |o| origin(syntax, o));
+    let receiver = object.map_or(Origin::Literal, |o| origin(syntax, hops, o));
     if receiver == Origin::Input || args_origin() == Origin::Input {
         Origin::Input
     } else {
@@ -856,7 +856,7 @@ fn call_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
 }
 
 /// The worst origin among a call's arguments.
-fn origin_of_args(syntax: &Syntax<'_>, args: Node<'_>) -> Origin {
+fn origin_of_args(syntax: &Syntax<'_>, hops: u8, args: Node<'_>) -> Origin {
     let mut cursor = args.walk();
     let found: Vec<Node<'_>> = args.named_children(&mut cursor).collect();
     found
@@ -864,9 +864,9 @@ fn origin_of_args(syntax: &Syntax<'_>, args: Node<'_>) -> Origin {
         .map(|a| match a.kind() {
             "keyword_argument" => a
                 .child_by_field_name("value")
-                .map_or(Origin::Literal, |v| origin(syntax, v)),
+                .map_or(Origin::Literal, |v| origin(syntax, hops, v)),
             "comment" => Origin::Literal,
-            _ => origin(syntax, a),
+            _ => origin(syntax, hops, a),
         })
         .max()
         .unwrap_or(Origin::Literal)
@@ -874,7 +874,7 @@ fn origin_of_args(syntax: &Syntax<'_>, args: Node<'_>) -> Origin {
 
 /// A name: a constant (ALL_CAPS), a parameter of the function around it or a name that reads
 /// as input, or unknown.
-fn name_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
+fn name_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     let name = syntax.text_of(node);
     if is_constant(name) {
         return Origin::Literal;
@@ -882,16 +882,23 @@ fn name_origin(syntax: &Syntax<'_>, node: Node<'_>) -> Origin {
     if reads_as_input(name) || is_parameter(syntax, node, name) {
         return Origin::Input;
     }
-    // A local name is what was assigned to it before, in the same function.
+    // A local name is what was assigned to it before, in the same function (followed through
+    // a few names: `a = b + c; cmd = a`).
+    if hops >= MAX_HOPS {
+        return Origin::Unknown;
+    }
     assigned(syntax, node)
         .into_iter()
-        .map(|value| origin(syntax, value))
+        .map(|value| origin(syntax, hops + 1, value))
         .max()
         .unwrap_or(Origin::Unknown)
 }
 
-/// The values assigned (`=`, `+=`) to the name `node` in its function (or at module level)
-/// by statements that end before it.
+/// How many names deep a value is followed to its assignments.
+const MAX_HOPS: u8 = 4;
+
+/// The values assigned to the name `node` in its function (or at module level) by statements
+/// that end before it: the last `=` and the `+=` after it.
 fn assigned<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
     let name = syntax.text_of(node);
     let scope = scope_of(node);
@@ -902,7 +909,7 @@ fn assigned<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
             break;
         }
     }
-    let mut out = Vec::new();
+    let mut found: Vec<(usize, bool, Node<'t>)> = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if n.start_byte() >= node.start_byte() {
@@ -916,13 +923,17 @@ fn assigned<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
             && n.child_by_field_name("left")
                 .is_some_and(|l| l.kind() == "identifier" && syntax.text_of(l) == name)
         {
-            out.extend(n.child_by_field_name("right"));
+            if let Some(right) = n.child_by_field_name("right") {
+                found.push((n.start_byte(), n.kind() == "assignment", right));
+            }
             continue;
         }
         let mut cursor = n.walk();
         stack.extend(n.named_children(&mut cursor));
     }
-    out
+    found.sort_by_key(|f| f.0);
+    let from = found.iter().rposition(|f| f.1).unwrap_or(0);
+    found.drain(from..).map(|f| f.2).collect()
 }
 
 /// `MAX_ROWS`, `TABLE`: a constant by Python's naming convention.
@@ -1248,6 +1259,21 @@ mod tests {
     fn safe_loaders_are_silent() {
         let code = "def read(text):\n    a = yaml.safe_load(text)\n    b = yaml.load(text, Loader=yaml.SafeLoader)\n    c = yaml.load(text, Loader=CSafeLoader)\n    d = yaml.load(text, yaml.BaseLoader)\n    e = json.loads(text)\n";
         assert!(at(code, "unsafe-deserialize").is_empty());
+    }
+
+    #[test]
+    fn a_name_is_judged_by_its_last_assignment() {
+        // The last `=` decides (and a long chain of them is followed only a few names deep).
+        let code = "def f(path):\n    cmd = \"rm \" + path\n    cmd = \"ls\"\n    os.system(cmd)\n";
+        assert_eq!(at(code, "shell-injection"), vec![(4, Severity::Medium, L)]);
+        let chain: String = (0..3000)
+            .map(|i| format!("    c{} = c{i} + \"x\"\n", i + 1))
+            .collect();
+        let code = format!("def f(c0):\n{chain}    os.system(c3000)\n");
+        assert_eq!(
+            at(&code, "shell-injection"),
+            vec![(3002, Severity::Critical, M)]
+        );
     }
 
     #[test]
