@@ -462,12 +462,20 @@ mod tests {
             "const h = require('./h');\n",
             "function k() { return require('./k'); }\n",
             "const l = () => import('./l');\n",
+            "import D = require('./d');\n",
+            "export const m = require('./m');\n",
+            "if (process.env.X) {\n  require('./x');\n}\n",
         );
         let got: Vec<String> = modules(Grammar::TypeScript, ts)
             .into_iter()
             .map(|(m, _, line)| format!("{m}:{line}"))
             .collect();
-        assert_eq!(got, vec!["./b:1", "./f:3", "./g:4", "./h:5"]);
+        assert_eq!(
+            got,
+            vec![
+                "./b:1", "./f:3", "./g:4", "./h:5", "./d:8", "./m:9", "./x:11"
+            ]
+        );
     }
 
     #[test]
