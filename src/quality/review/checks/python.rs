@@ -7,13 +7,14 @@
 //! that reads as input: `request`, `args`, `params`, `user`…, or a call on one), or of unknown
 //! origin. Input gives high confidence, unknown medium; literals alone are no finding.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
 use super::{Hit, Input, lines_of};
 use crate::quality::review::rules::{CheckId, Confidence};
-use crate::quality::review::syntax::Syntax;
+use crate::quality::review::syntax::{Grammar, Syntax};
 
 /// Runs the Python checks.
 pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
@@ -23,7 +24,7 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     } else {
         Vec::new()
     };
-    let py2_file = is_python2(&input.file.old_text);
+    let py2_file = OnceCell::new();
     let mut sql_lines = HashSet::new();
     syntax.walk(|node| {
         if !input.is_new(&lines_of(node)) {
@@ -31,7 +32,10 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
         }
         let hit = match node.kind() {
             "except_clause" => empty_except(syntax, node),
-            "print_statement" | "exec_statement" => Some(python2(node, py2_file)),
+            "print_statement" | "exec_statement" => Some(python2(
+                node,
+                *py2_file.get_or_init(|| is_python2(&input.file.old_text)),
+            )),
             "call" => call(syntax, node),
             _ => None,
         };
@@ -78,10 +82,10 @@ fn empty_except(syntax: &Syntax<'_>, clause: Node<'_>) -> Option<Hit> {
         return None;
     };
     let body = match only.kind() {
-        "pass_statement" => "pass",
-        "continue_statement" => "continue",
+        "pass_statement" => "`pass`",
+        "continue_statement" => "`continue`",
         "expression_statement" => match only.named_child(0).map(|n| n.kind()) {
-            Some("ellipsis") if only.named_child_count() == 1 => "...",
+            Some("ellipsis") if only.named_child_count() == 1 => "`...`",
             Some("string") if only.named_child_count() == 1 => "a string",
             _ => return None,
         },
@@ -99,7 +103,7 @@ fn empty_except(syntax: &Syntax<'_>, clause: Node<'_>) -> Option<Hit> {
         .comments
         .iter()
         .any(|c| clause.byte_range().contains(&c.bytes.start));
-    let confidence = if body == "continue" || commented {
+    let confidence = if only.kind() == "continue_statement" || commented {
         Confidence::Medium
     } else {
         Confidence::High
@@ -107,7 +111,7 @@ fn empty_except(syntax: &Syntax<'_>, clause: Node<'_>) -> Option<Hit> {
     Some(
         Hit::new(CheckId::EmptyExcept, lines_of(clause))
             .confidence(confidence)
-            .with("what", format!("`{head}` with only `{body}`")),
+            .with("what", format!("`{head}` with only {body}")),
     )
 }
 
@@ -148,20 +152,15 @@ fn python2(node: Node<'_>, py2_file: bool) -> Hit {
     }
 }
 
-/// Whether `text` (the old side of a file) has a Python 2 print statement: the project is still
-/// on Python 2 there.
-fn is_python2(text: &str) -> bool {
-    text.lines().any(|line| {
-        let rest = line.trim_start();
-        rest.strip_prefix("print").is_some_and(|after| {
-            after.starts_with(">>")
-                || after.starts_with(' ')
-                    && after
-                        .trim_start()
-                        .starts_with(|c: char| c == '"' || c == '\'' || c.is_alphabetic())
-                    && !after.trim_start().starts_with("as ")
-        })
-    })
+/// Whether `old` (the old side of a file) has a Python 2 print or exec statement: the file
+/// was Python 2 already. Parsed only for files where the check found one on the new side.
+fn is_python2(old: &str) -> bool {
+    let Some(syntax) = Syntax::parse(Grammar::Python, old) else {
+        return false;
+    };
+    let mut found = false;
+    syntax.walk(|n| found |= matches!(n.kind(), "print_statement" | "exec_statement"));
+    found
 }
 
 // --- calls: shell, eval/exec, deserialisation --------------------------------------------------
@@ -1080,6 +1079,15 @@ mod tests {
             .map(|f| (f.line.unwrap_or(0), f.severity))
             .collect();
         assert_eq!(py2, vec![(3, Severity::Medium)]);
+        // Prose in a docstring is not a print statement.
+        let old = "def f(x):\n    \"\"\"\n    print the value\n    \"\"\"\n";
+        let new = "def f(x):\n    \"\"\"\n    print the value\n    \"\"\"\n    print x\n";
+        let py3: Vec<Severity> = review_texts("lib/a.py", old, new)
+            .into_iter()
+            .filter(|f| f.rule == "print-statement")
+            .map(|f| f.severity)
+            .collect();
+        assert_eq!(py3, vec![Severity::High]);
         // Python 3 code that names print is not a statement.
         assert!(at("p = print\np(\"x\", end=\"\")\n", "print-statement").is_empty());
     }
