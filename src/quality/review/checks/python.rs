@@ -392,8 +392,11 @@ fn sql(syntax: &Syntax<'_>, sql_names: &[SqlName], node: Node<'_>) -> Option<Hit
 /// The pieces of a string expression: its literal text and the values joined into it.
 #[derive(Default)]
 struct Parts<'t> {
+    /// The literal text, pieces separated by a space.
     text: String,
+    /// A part is a name assigned SQL before.
     sql_name: bool,
+    /// The values joined in, each with how (`concatenation`, `% formatting`, …).
     values: Vec<(Node<'t>, &'static str)>,
 }
 
