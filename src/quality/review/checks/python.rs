@@ -103,12 +103,15 @@ fn empty_except(syntax: &Syntax<'_>, clause: Node<'_>) -> Option<Hit> {
             format!("except {}:", types.join(", "))
         }
     };
-    // `continue` skips an item on purpose, and a comment says why: still swallowed, less sure.
+    // `continue` skips an item on purpose (less sure); a comment in the clause says why the
+    // error is dropped (a hint).
     let commented = syntax
         .comments
         .iter()
         .any(|c| clause.byte_range().contains(&c.bytes.start));
-    let confidence = if only.kind() == "continue_statement" || commented {
+    let confidence = if commented {
+        Confidence::Low
+    } else if only.kind() == "continue_statement" {
         Confidence::Medium
     } else {
         Confidence::High
@@ -210,13 +213,37 @@ fn call(syntax: &Syntax<'_>, call: Node<'_>) -> Option<Hit> {
 /// the reviewer to read: no finding).
 fn code_injection(syntax: &Syntax<'_>, call: Node<'_>, name: &str, args: Node<'_>) -> Option<Hit> {
     let code = positional(args, 0)?;
-    let origin = origin(syntax, 0, code);
-    let confidence = origin.confidence()?;
+    let mut confidence = origin(syntax, 0, code).confidence()?;
+    // `exec(compile(f.read(), path, "exec"))`: a file the program was told to run (a config
+    // file, a startup script) is a hint, not injection.
+    if reads_a_file(syntax, code) {
+        confidence = Confidence::Low;
+    }
     Some(
         Hit::new(CheckId::CodeInjection, lines_of(call))
             .confidence(confidence)
             .with("call", format!("{name}()")),
     )
+}
+
+/// Whether `code` (or the source given to `compile(…)`) is a file's content: `f.read()`,
+/// `path.read_text()`.
+fn reads_a_file(syntax: &Syntax<'_>, code: Node<'_>) -> bool {
+    let Some(function) = code
+        .child_by_field_name("function")
+        .filter(|_| code.kind() == "call")
+    else {
+        return false;
+    };
+    let name = syntax.text_of(function);
+    if name == "compile" {
+        return code
+            .child_by_field_name("arguments")
+            .and_then(|a| positional(a, 0))
+            .is_some_and(|source| reads_a_file(syntax, source));
+    }
+    let last = name.rsplit('.').next().unwrap_or(name);
+    matches!(last, "read" | "read_text" | "read_bytes")
 }
 
 /// A command run through a shell: critical when built from values (or not a literal), two
@@ -420,9 +447,11 @@ mod tests {
     }
 
     #[test]
-    fn a_comment_in_a_broad_empty_except_makes_it_less_sure() {
+    fn a_comment_in_a_broad_empty_except_makes_it_a_hint() {
         let code = "try:\n    g()\nexcept Exception:  # best effort\n    pass\n";
-        assert_eq!(at(code, "empty-except"), vec![(3, Severity::High, M)]);
+        assert_eq!(at(code, "empty-except"), vec![(3, Severity::High, L)]);
+        let code = "try:\n    v = loads(v)\nexcept Exception:\n    # Keep the string.\n    pass\n";
+        assert_eq!(at(code, "empty-except"), vec![(3, Severity::High, L)]);
     }
 
     #[test]
@@ -606,6 +635,16 @@ mod tests {
         );
         let reason = &hits("lib/a.py", code, "code-injection")[0].reason;
         assert!(reason.starts_with("eval() of a value"), "{reason}");
+        // Running a file the program was pointed at is a hint; a compile of input is not.
+        let code = "def load(filename, source):\n    with open(filename) as f:\n        exec(compile(f.read(), filename, \"exec\"), d)\n    exec(compile(source, filename, \"exec\"))\n    exec(b64decode(source))\n";
+        assert_eq!(
+            at(code, "code-injection"),
+            vec![
+                (3, Severity::Critical, L),
+                (4, Severity::Critical, H),
+                (5, Severity::Critical, H)
+            ]
+        );
     }
 
     #[test]

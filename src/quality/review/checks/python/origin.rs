@@ -159,7 +159,7 @@ fn binary_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
 }
 
 /// A call's result: a number for `int(…)`, `len(…)`; what `str(x)`, `", ".join(x)`,
-/// `"…".format(x)` are given; input when it is called on or given input; else unknown.
+/// `"…".format(x)` are given; input when it is called on input or converts it; else unknown.
 fn call_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     let Some(function) = node.child_by_field_name("function") else {
         return Origin::Unknown;
@@ -185,8 +185,17 @@ fn call_origin(syntax: &Syntax<'_>, hops: u8, node: Node<'_>) -> Origin {
     if reads_as_input(last) || last == "recv" || last == "getenv" {
         return Origin::Input;
     }
+    // `request.get_json()`, `b64decode(data)`: called on input, or converting it (the first
+    // argument); other arguments (`compile(source, filename, mode)`) say nothing of the result.
     let receiver = object.map_or(Origin::Literal, |o| origin(syntax, hops, o));
-    if receiver == Origin::Input || args_origin() == Origin::Input {
+    let first = args
+        .and_then(|a| {
+            let mut cursor = a.walk();
+            a.named_children(&mut cursor)
+                .find(|n| !matches!(n.kind(), "keyword_argument" | "comment"))
+        })
+        .map_or(Origin::Literal, |a| origin(syntax, hops, a));
+    if receiver == Origin::Input || first == Origin::Input {
         Origin::Input
     } else {
         Origin::Unknown
