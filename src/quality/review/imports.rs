@@ -358,7 +358,7 @@ fn js_program(syntax: &Syntax<'_>, out: &mut Vec<Import>) {
                         .and_then(|r| r.child_by_field_name("source"))
                 });
                 match source {
-                    Some(source) => push_js(syntax, source, out),
+                    Some(source) => push_js(syntax, node, source, out),
                     // `export const x = require('./x')`.
                     None => js_requires(syntax, node, out),
                 }
@@ -393,7 +393,7 @@ fn js_requires(syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Import>) {
             .and_then(|a| a.named_child(0))
             .filter(|a| a.kind() == "string")
     {
-        push_js(syntax, arg, out);
+        push_js(syntax, node, arg, out);
         return;
     }
     let mut cursor = node.walk();
@@ -402,14 +402,15 @@ fn js_requires(syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Import>) {
     }
 }
 
-/// An import of the module named by the string literal `source`.
-fn push_js(syntax: &Syntax<'_>, source: Node<'_>, out: &mut Vec<Import>) {
+/// An import, at the line of `at` (the statement or the `require` call), of the module named
+/// by the string literal `source`.
+fn push_js(syntax: &Syntax<'_>, at: Node<'_>, source: Node<'_>, out: &mut Vec<Import>) {
     let text = syntax.text_of(source);
     let module = text.trim_matches(|c| c == '\'' || c == '"' || c == '`');
     out.push(Import {
         module: module.to_owned(),
         names: Vec::new(),
-        line: source.start_position().row,
+        line: at.start_position().row,
     });
 }
 
@@ -465,6 +466,7 @@ mod tests {
             "import D = require('./d');\n",
             "export const m = require('./m');\n",
             "if (process.env.X) {\n  require('./x');\n}\n",
+            "import {\n  y,\n} from './y';\n",
         );
         let got: Vec<String> = modules(Grammar::TypeScript, ts)
             .into_iter()
@@ -473,7 +475,7 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                "./b:1", "./f:3", "./g:4", "./h:5", "./d:8", "./m:9", "./x:11"
+                "./b:1", "./f:3", "./g:4", "./h:5", "./d:8", "./m:9", "./x:11", "./y:13"
             ]
         );
     }
