@@ -580,13 +580,18 @@ pub struct Import {
     pub line: usize,
 }
 
-/// Every import statement of `file` in `language` (with its parse, those in code only).
+/// The module-level imports of `file` in `language`: from its parse for the languages the
+/// review parses (see [`super::imports::module_level`]), else every match of the language's
+/// `imports` patterns.
 pub fn imports(
     rules: &RuleSet,
     language: usize,
     file: &FileDiff,
     syntax: Option<&Syntax<'_>>,
 ) -> Vec<Import> {
+    if let Some(found) = syntax.and_then(super::imports::module_level) {
+        return found;
+    }
     let mut out = Vec::new();
     for re in &rules.languages[language].imports {
         for caps in re.regex().captures_iter(file.new_text.as_bytes()) {

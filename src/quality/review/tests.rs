@@ -169,8 +169,10 @@ fn sql_built_by_concatenation_in_python_is_found() {
     );
     repo.commit("queries");
     let r = review(&repo, "HEAD");
-    let sql: Vec<Option<usize>> = by_rule(&r, "sql-concat").iter().map(|f| f.line).collect();
-    assert_eq!(sql, vec![Some(2), Some(6)], "{:#?}", r.findings);
+    let sql = by_rule(&r, "sql-injection");
+    let lines: Vec<Option<usize>> = sql.iter().map(|f| f.line).collect();
+    assert_eq!(lines, vec![Some(2), Some(6)], "{:#?}", r.findings);
+    assert!(sql.iter().all(|f| f.confidence == Confidence::High));
     assert_eq!(r.verdict, Decision::Block);
 }
 
@@ -342,7 +344,7 @@ fn a_file_is_flagged_when_the_change_takes_it_over_the_limit_or_grows_it_by_a_fi
 }
 
 #[test]
-fn an_empty_except_and_an_empty_catch_are_critical() {
+fn an_empty_broad_except_and_an_empty_catch_are_high() {
     let repo = TestRepo::new();
     repo.write("README.md", "x\n");
     repo.commit("base");
@@ -370,7 +372,9 @@ fn an_empty_except_and_an_empty_catch_are_critical() {
             .collect::<Vec<_>>(),
         vec!["b.ts:4"]
     );
-    assert_eq!(r.verdict, Decision::Block);
+    let mut swallowed = r.findings.iter().filter(|f| f.rule.starts_with("empty-"));
+    assert!(swallowed.clone().count() == 2 && swallowed.all(|f| f.severity == Severity::High));
+    assert_eq!(r.verdict, Decision::Conditional);
 }
 
 #[test]
@@ -390,7 +394,7 @@ fn deep_imports_and_circular_imports_are_architecture_findings() {
     let r = review(&repo, "HEAD");
     let cycles = by_rule(&r, "circular-import");
     assert_eq!(cycles.len(), 1, "{:#?}", r.findings);
-    assert_eq!(cycles[0].severity, Severity::Critical);
+    assert_eq!(cycles[0].severity, Severity::Medium);
     assert!(cycles[0].reason.contains("pkg/a.py") && cycles[0].reason.contains("pkg/b.py"));
     let deep = by_rule(&r, "deep-import");
     assert_eq!(deep.len(), 1);
@@ -407,6 +411,38 @@ fn deep_imports_and_circular_imports_are_architecture_findings() {
     repo.commit("js cycle");
     let r = review(&repo, "HEAD");
     assert_eq!(by_rule(&r, "circular-import").len(), 1, "{:#?}", r.findings);
+}
+
+#[test]
+fn only_imports_that_run_when_a_module_loads_close_a_cycle() {
+    let repo = TestRepo::new();
+    repo.write("pkg/__init__.py", "from . import a, b\n");
+    repo.write("pkg/a.py", "X = 1\n");
+    repo.write("pkg/b.py", "Y = 2\n");
+    repo.write("pkg/c.py", "Z = 3\n");
+    repo.commit("base");
+    // b imports a under TYPE_CHECKING, inside a function and as an ImportError fallback; c's
+    // `from . import b` is b, not the package's __init__.py (which imports c).
+    repo.write("pkg/__init__.py", "from . import a, b\nfrom . import c\n");
+    repo.write("pkg/a.py", "from pkg import b\nfrom . import c\n\nX = 1\n");
+    repo.write(
+        "pkg/b.py",
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.a import X\n\n\ndef f():\n    from . import a\n    return a.X\n\n\ntry:\n    from fast import y\nexcept ImportError:\n    from .a import X as y\n",
+    );
+    repo.write("pkg/c.py", "from . import b\n\nZ = 3\n");
+    repo.commit("imports that close no cycle");
+    let r = review(&repo, "HEAD");
+    assert!(by_rule(&r, "circular-import").is_empty(), "{:#?}", r.findings);
+    // The same import at module level does (the cycle check looks at the changed modules).
+    repo.write("pkg/a.py", "from pkg import b\nfrom . import c\n\nX = 10\n");
+    repo.write("pkg/b.py", "from pkg.a import X\n\nY = 2\n");
+    repo.commit("a real cycle");
+    let r = review(&repo, "HEAD");
+    let cycles: Vec<String> = by_rule(&r, "circular-import")
+        .iter()
+        .map(|f| f.location())
+        .collect();
+    assert_eq!(cycles, vec!["pkg/b.py:1"], "{:#?}", r.findings);
 }
 
 #[test]
