@@ -99,7 +99,13 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
         .filter(|&g| {
             wants_imports || needs_parse(rules, language, lang, g, file)
         })
-        .and_then(|g| Syntax::parse_focused(g, &file.new_text, Some(focus)));
+        .and_then(|g| {
+            if wants_imports {
+                Syntax::parse_whole(g, &file.new_text, Some(focus))
+            } else {
+                Syntax::parse_focused(g, &file.new_text, Some(focus))
+            }
+        });
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
     }

@@ -119,17 +119,38 @@ impl<'a> Syntax<'a> {
         Syntax::parse_focused(grammar, text, None)
     }
 
-    /// Parses `text`, with walks limited to the byte ranges `focus` (in order).
+    /// Parses `text`, with walks limited to the byte ranges `focus` (in order); only the
+    /// top-level items that hold the focus are parsed.
     pub fn parse_focused(
         grammar: Grammar,
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
+    ) -> Option<Syntax<'a>> {
+        Syntax::parse_in(grammar, text, focus, true)
+    }
+
+    /// Parses the whole of `text`, with walks limited to `focus` (for what reads the
+    /// module's top level as well: its imports).
+    pub fn parse_whole(
+        grammar: Grammar,
+        text: &'a str,
+        focus: Option<Vec<Range<usize>>>,
+    ) -> Option<Syntax<'a>> {
+        Syntax::parse_in(grammar, text, focus, false)
+    }
+
+    fn parse_in(
+        grammar: Grammar,
+        text: &'a str,
+        focus: Option<Vec<Range<usize>>>,
+        windowed: bool,
     ) -> Option<Syntax<'a>> {
         // Only the top-level items that hold the focus are parsed (a function, a class, an impl
         // block with what is attached above it); if the parse of those windows has errors the
         // window guess was wrong, and the whole file is parsed.
         let windows = focus
             .as_deref()
+            .filter(|_| windowed)
             .map(|f| windows(text, f))
             .filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
         let tree = PARSER.with(|cell| {
