@@ -343,7 +343,8 @@ impl<'a> Syntax<'a> {
     }
 
     /// Whether the file is a program's entry point by syntax: Go's `package main`, a
-    /// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust.
+    /// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust, a
+    /// `#!` line in JavaScript and TypeScript.
     pub fn is_program(&self) -> bool {
         let root = self.root();
         let mut cursor = root.walk();
@@ -368,7 +369,8 @@ impl<'a> Syntax<'a> {
                     && n.child_by_field_name("name")
                         .is_some_and(|m| self.text_of(m) == "main")
             }
-            _ => false,
+            // A `#!` line: a script run as a command.
+            _ => n.kind() == "hash_bang_line",
         });
         found
     }
