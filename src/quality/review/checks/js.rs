@@ -381,6 +381,8 @@ impl<'s, 'a> Js<'s, 'a> {
             | "update_expression"
             | "function_expression"
             | "function" => Origin::Fixed,
+            // JSX escapes what it renders.
+            "jsx_element" | "jsx_self_closing_element" | "jsx_fragment" => Origin::Fixed,
             "template_string" => self
                 .built(node)
                 .values
@@ -691,7 +693,7 @@ impl<'s, 'a> Js<'s, 'a> {
                 if !string {
                     return None;
                 }
-                (self.origin(first), format!("{name} with a string"))
+                (self.origin(first), name.to_owned())
             }
             _ => match self.modules.function(self.syntax, callee)? {
                 (Module::Vm, f)
@@ -956,6 +958,7 @@ mod tests {
             ),
             ("$('#out').html(userInput);", HIGH),
             ("$('#out').html(rendered);", MEDIUM),
+            ("c.html(<Page user={user} />);", None),
             ("$list.append('<li>' + item.name + '</li>');", HIGH),
             ("list.append(`<li>${item.name}</li>`);", MEDIUM),
             (
