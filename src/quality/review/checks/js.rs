@@ -59,11 +59,27 @@ impl Origin {
     }
 }
 
-/// Words of names that hold input: request data, form and DOM values, the URL, user text.
+/// Words of names that hold input anywhere in a name: request data, the URL, form and user
+/// values (`req`, `params.id`, `location.hash`, `userId`).
 const INPUT_WORDS: &[&str] = &[
-    "input", "value", "val", "query", "params", "param", "search", "hash", "location", "user",
-    "name", "comment", "message", "msg", "text", "body", "data", "req", "request", "props", "args",
+    "input", "query", "params", "param", "location", "user", "req", "request", "props", "args",
     "argv", "form", "cookie", "payload",
+];
+
+/// Words of names that hold input as a property or with another word (`input.value`,
+/// `comment.body`, `searchText`), not alone: a bare `value` or `data` is any value.
+const VALUE_WORDS: &[&str] = &[
+    "value", "val", "search", "hash", "name", "comment", "message", "msg", "text", "body", "data",
+];
+
+/// Words of names that say a value was made safe (`sanitizedHtml`, `escapedName`, `safeHtml`).
+const SAFE_WORDS: &[&str] = &[
+    "sanitized",
+    "sanitised",
+    "escaped",
+    "safe",
+    "purified",
+    "trusted",
 ];
 
 /// Words of the functions that make a value safe to render or run.
@@ -291,7 +307,8 @@ fn is_constant(name: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_' || b == b'$')
 }
 
-/// The lowercase words of a name: `userName` → `user`, `name`; `URLParams` → `url`, `params`.
+/// The lowercase words of a name: `userName` → `user`, `name`; `URLParams` → `url`, `params`;
+/// `jQuery` → `jquery`.
 fn words(name: &str) -> Vec<String> {
     let chars: Vec<char> = name.chars().collect();
     let mut out = Vec::new();
@@ -311,7 +328,10 @@ fn words(name: &str) -> Vec<String> {
                     || p.is_ascii_digit()
                     || p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase())
             });
-        if boundary && !word.is_empty() {
+        // A one-letter lowercase prefix is part of the word (`jQuery`, `iFrame`).
+        let prefix =
+            word.len() == 1 && out.is_empty() && prev.is_some_and(|p| p.is_ascii_lowercase());
+        if boundary && !word.is_empty() && !prefix {
             out.push(std::mem::take(&mut word));
         }
         word.push(c.to_ascii_lowercase());
@@ -322,12 +342,21 @@ fn words(name: &str) -> Vec<String> {
     out
 }
 
-/// Whether the name `name` says it holds input.
-fn is_input_name(name: &str) -> bool {
-    words(name).iter().any(|w| {
-        let singular = w.strip_suffix('s').unwrap_or(w);
-        INPUT_WORDS.contains(&w.as_str()) || INPUT_WORDS.contains(&singular)
-    })
+/// Whether the name `name` says it holds input; `property`: it is a member's property.
+fn is_input_name(name: &str, property: bool) -> bool {
+    let words = words(name);
+    let has = |list: &[&str]| {
+        words.iter().any(|w| {
+            let singular = w.strip_suffix('s').unwrap_or(w);
+            list.contains(&w.as_str()) || list.contains(&singular)
+        })
+    };
+    has(INPUT_WORDS) || (property || words.len() > 1) && has(VALUE_WORDS)
+}
+
+/// Whether the name `name` says its value was made safe.
+fn is_safe_name(name: &str) -> bool {
+    words(name).iter().any(|w| SAFE_WORDS.contains(&w.as_str()))
 }
 
 /// Whether a function named `name` sanitises or escapes its argument (`DOMPurify.sanitize`,
@@ -417,11 +446,13 @@ impl<'s, 'a> Js<'s, 'a> {
                 .max()
                 .unwrap_or(Origin::Fixed),
             "call_expression" => self.call_origin(node),
-            "identifier" if is_constant(self.text(node)) => Origin::Fixed,
+            "identifier" if is_constant(self.text(node)) || is_safe_name(self.text(node)) => {
+                Origin::Fixed
+            }
             "member_expression"
                 if node
                     .child_by_field_name("property")
-                    .is_some_and(|p| is_constant(self.text(p))) =>
+                    .is_some_and(|p| is_constant(self.text(p)) || is_safe_name(self.text(p))) =>
             {
                 Origin::Fixed
             }
@@ -464,7 +495,7 @@ impl<'s, 'a> Js<'s, 'a> {
                     | "property_identifier"
                     | "shorthand_property_identifier"
                     | "private_property_identifier"
-            ) && is_input_name(self.text(n))
+            ) && is_input_name(self.text(n), n.kind() == "property_identifier")
             {
                 input = true;
             }
@@ -606,23 +637,27 @@ impl<'s, 'a> Js<'s, 'a> {
                 let worst = args.iter().map(|a| self.origin(*a)).max()?;
                 (worst, "document.write")
             }
-            ("html", Some(_)) => (self.origin(first?), ".html()"),
+            ("html", Some(o)) => (self.jquery_origin(o, self.origin(first?)), ".html()"),
             ("append" | "prepend" | "after" | "before" | "replaceWith", Some(o)) => {
                 let worst = args.iter().map(|a| self.built_html(*a)).max()?;
-                // Only jQuery parses a string as HTML; other receivers may be DOM nodes.
-                let t = self.text(o);
-                let jquery = t.starts_with('$') || t.starts_with("jQuery") || t.contains(".$");
-                let origin = if jquery {
-                    worst
-                } else {
-                    worst.min(Origin::Unknown)
-                };
-                (origin, "jQuery DOM insertion")
+                (self.jquery_origin(o, worst), "jQuery DOM insertion")
             }
             ("$" | "jQuery", None) => (self.built_html(first?), "$()"),
             _ => return None,
         };
         html_hit(node, origin, sink)
+    }
+
+    /// `origin`, at most unknown unless `receiver` is visibly jQuery (`$x`, `$(...)`,
+    /// `this.$el`): other objects have `html` and `append` methods too (a DOM node's
+    /// `append` treats a string as text, a server's `c.html(body)` sends a page).
+    fn jquery_origin(&self, receiver: Node<'_>, origin: Origin) -> Origin {
+        let t = self.text(receiver);
+        if t.starts_with('$') || t.starts_with("jQuery") || t.contains(".$") {
+            origin
+        } else {
+            origin.min(Origin::Unknown)
+        }
     }
 
     /// `exec(cmd)` and `execSync(cmd)` of `child_process` with a command not fixed;
@@ -962,9 +997,13 @@ mod tests {
             ("$list.append('<li>' + item.name + '</li>');", HIGH),
             ("list.append(`<li>${item.name}</li>`);", MEDIUM),
             (
-                "$(`<div class=\"msg\">${message}</div>`).appendTo(body);",
+                "$(`<div class=\"msg\">${data.message}</div>`).appendTo(body);",
                 HIGH,
             ),
+            // A bare generic name is any value: medium.
+            ("el.innerHTML = `<p>${message}</p>`;", MEDIUM),
+            // Names that say the value was made safe.
+            ("el.innerHTML = sanitizedContent;", None),
             // Silent: literals, templates without values, sanitised or escaped values,
             // numbers, constants, elements, getters, selectors.
             ("el.innerHTML = '<b>hi</b>';", None),
@@ -1040,7 +1079,7 @@ mod tests {
         let lines = [
             "db.query(`SELECT * FROM users WHERE id = ${req.params.id}`);",
             "db.query('DELETE FROM posts WHERE id = ' + id);",
-            "db.query(`UPDATE users SET name = '${name}' WHERE id = ?`, [id]);",
+            "db.query(`UPDATE users SET name = '${form.name}' WHERE id = ?`, [id]);",
             "const q = `insert into logs (msg) values ('${line}')`;",
             // Silent: parameters, constants, placeholder lists, tags, prose.
             "db.query('SELECT * FROM users WHERE id = ?', [id]);",
