@@ -9,7 +9,7 @@
 //! as the file binds them (`require`, `import`, destructuring, `promisify`), so that
 //! `regex.exec(s)` is not a shell.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -23,14 +23,22 @@ use crate::quality::review::syntax::Syntax;
 pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     let modules = Modules::of(syntax);
     let js = Js { syntax, modules };
+    // `+` chains and template strings judged as part of a larger one, or given to a tag that
+    // gets the values apart (`sql`): not judged again.
+    let mut judged: HashSet<usize> = HashSet::new();
     syntax.walk(|node| {
+        if judged.contains(&node.id()) {
+            return;
+        }
         let hit = match node.kind() {
             "assignment_expression" | "augmented_assignment_expression" => js.html_assignment(node),
-            "call_expression" => js.call(node),
+            "call_expression" => {
+                judged.extend(js.sql_tagged(node));
+                js.call(node)
+            }
             "new_expression" => js.construction(node),
             "jsx_attribute" => js.dangerous_html(node),
-            "template_string" => js.sql_template(input, node),
-            "binary_expression" => js.sql_concatenation(input, node),
+            "template_string" | "binary_expression" => js.sql(input, node, &mut judged),
             _ => None,
         };
         out.extend(hit);
@@ -374,6 +382,8 @@ struct Built<'t> {
     text: String,
     /// The values that are not string literals, in order.
     values: Vec<Node<'t>>,
+    /// The ids of the `+` expressions and template strings it is made of.
+    parts: Vec<usize>,
 }
 
 /// The checks' view of one file.
@@ -412,16 +422,11 @@ impl<'s, 'a> Js<'s, 'a> {
             | "function" => Origin::Fixed,
             // JSX escapes what it renders.
             "jsx_element" | "jsx_self_closing_element" | "jsx_fragment" => Origin::Fixed,
-            "template_string" => self
-                .built(node)
-                .values
-                .iter()
-                .map(|v| self.origin(*v))
-                .max()
-                .unwrap_or(Origin::Fixed),
+            "template_string" => self.worst(&self.built(node).values),
+            _ if self.is_plus(node) => self.worst(&self.built(node).values),
             "binary_expression" => {
                 let op = node.child_by_field_name("operator").map(|o| self.text(o));
-                if matches!(op, Some("+" | "||" | "??" | "&&")) {
+                if matches!(op, Some("||" | "??" | "&&")) {
                     child("left").max(child("right")).unwrap_or(Origin::Fixed)
                 } else {
                     Origin::Fixed
@@ -512,56 +517,59 @@ impl<'s, 'a> Js<'s, 'a> {
         let mut b = Built {
             text: String::new(),
             values: Vec::new(),
+            parts: Vec::new(),
         };
         self.build(node, &mut b);
         b
     }
 
+    /// Adds the pieces of `node` to `b`, without recursion along a `+` chain (a long one
+    /// would overflow the stack).
     fn build<'t>(&self, node: Node<'t>, b: &mut Built<'t>) {
-        match node.kind() {
-            _ if self.is_plus(node) => {
-                for field in ["left", "right"] {
-                    if let Some(n) = node.child_by_field_name(field) {
-                        self.build(n, b);
-                    }
+        let mut stack = vec![node];
+        while let Some(node) = stack.pop() {
+            match node.kind() {
+                _ if self.is_plus(node) => {
+                    b.parts.push(node.id());
+                    // The left operand is taken first.
+                    stack.extend(node.child_by_field_name("right"));
+                    stack.extend(node.child_by_field_name("left"));
                 }
-            }
-            "parenthesized_expression" if node.named_child(0).is_some_and(|n| self.is_plus(n)) => {
-                if let Some(n) = node.named_child(0) {
-                    self.build(n, b);
+                "parenthesized_expression"
+                    if node.named_child(0).is_some_and(|n| self.is_plus(n)) =>
+                {
+                    stack.extend(node.named_child(0));
                 }
-            }
-            "string" => b.text.push_str(unquoted(self.text(node))),
-            "template_string" if !is_tagged(node) => {
-                for part in node.named_children(&mut node.walk()) {
-                    match part.kind() {
-                        "template_substitution" => {
-                            if let Some(v) = part.named_child(0) {
-                                b.text.push('x');
-                                b.values.push(v);
+                "string" => b.text.push_str(unquoted(self.text(node))),
+                "template_string" => {
+                    b.parts.push(node.id());
+                    for part in node.named_children(&mut node.walk()) {
+                        match part.kind() {
+                            "template_substitution" => {
+                                if let Some(v) = part.named_child(0) {
+                                    b.text.push('x');
+                                    b.values.push(v);
+                                }
                             }
+                            _ => b.text.push_str(self.text(part)),
                         }
-                        _ => b.text.push_str(self.text(part)),
                     }
                 }
-            }
-            _ => {
-                b.text.push('x');
-                b.values.push(node);
+                _ => {
+                    b.text.push('x');
+                    b.values.push(node);
+                }
             }
         }
     }
 
-    /// What the values of `b` are made of, and the first of them not fixed.
-    fn worst<'t>(&self, values: &[Node<'t>]) -> (Origin, Option<Node<'t>>) {
-        let mut worst = (Origin::Fixed, None);
-        for v in values {
-            let o = self.origin(*v);
-            if o > worst.0 {
-                worst = (o, worst.1.or(Some(*v)));
-            }
-        }
-        worst
+    /// What the least safe of `values` is made of.
+    fn worst(&self, values: &[Node<'_>]) -> Origin {
+        values
+            .iter()
+            .map(|v| self.origin(*v))
+            .max()
+            .unwrap_or(Origin::Fixed)
     }
 
     /// HTML built from strings and values: a `+` chain or template string whose literal
@@ -574,7 +582,7 @@ impl<'s, 'a> Js<'s, 'a> {
         if !b.text.contains('<') {
             return Origin::Fixed;
         }
-        self.worst(&b.values).0
+        self.worst(&b.values)
     }
 
     /// `x.innerHTML = v`, `x.outerHTML += v`.
@@ -720,7 +728,7 @@ impl<'s, 'a> Js<'s, 'a> {
         };
         let (origin, call) = match name {
             "eval" if global => (self.origin(*args.first()?), "eval".to_owned()),
-            "Function" if global => (self.worst(args).0, "Function".to_owned()),
+            "Function" if global => (self.worst(args), "Function".to_owned()),
             "setTimeout" | "setInterval" if global => {
                 let first = *args.first()?;
                 let string =
@@ -755,7 +763,7 @@ impl<'s, 'a> Js<'s, 'a> {
         let args = arguments_of_new(node);
         let (origin, call) =
             if constructor.kind() == "identifier" && self.text(constructor) == "Function" {
-                (self.worst(&args).0, "new Function")
+                (self.worst(&args), "new Function")
             } else if matches!(
                 self.modules.function(self.syntax, constructor),
                 Some((Module::Vm, ref f)) if f == "Script"
@@ -771,40 +779,29 @@ impl<'s, 'a> Js<'s, 'a> {
         )
     }
 
-    /// A template string with SQL and values (not one inside a `+` chain: the chain reports
-    /// it; not one a tag such as `sql` receives: the tag gets the values apart).
-    fn sql_template(&self, input: &Input<'_>, node: Node<'_>) -> Option<Hit> {
-        if node.parent().is_some_and(|p| self.is_plus(p)) {
-            return None;
-        }
-        if is_tagged(node) {
-            let tag = node.parent()?.child_by_field_name("function")?;
-            if last_name(self.syntax, tag)
-                .to_ascii_lowercase()
-                .contains("sql")
-            {
-                return None;
-            }
-        }
+    /// A template string or `+` chain with SQL and values (the outermost of them: the
+    /// parts it is made of are `judged` with it).
+    fn sql(&self, input: &Input<'_>, node: Node<'_>, judged: &mut HashSet<usize>) -> Option<Hit> {
+        let how = match node.kind() {
+            "template_string" => "a template string",
+            _ if self.is_plus(node) => "concatenation",
+            _ => return None,
+        };
         let b = self.built(node);
-        self.sql_hit(input, node, &b, "a template string")
+        judged.extend(b.parts.iter().copied());
+        self.sql_hit(input, node, &b, how)
     }
 
-    /// A `+` chain with SQL and values (the outermost `+` of the chain).
-    fn sql_concatenation(&self, input: &Input<'_>, node: Node<'_>) -> Option<Hit> {
-        if !self.is_plus(node) {
-            return None;
-        }
-        let outer = node.parent().is_some_and(|p| {
-            self.is_plus(p)
-                || p.kind() == "parenthesized_expression"
-                    && p.parent().is_some_and(|g| self.is_plus(g))
-        });
-        if outer {
-            return None;
-        }
-        let b = self.built(node);
-        self.sql_hit(input, node, &b, "concatenation")
+    /// The template string of `` sql`...` `` (`SQL`, `Prisma.sql`): the tag gets the values
+    /// apart from the text and passes them as parameters.
+    fn sql_tagged(&self, call: Node<'_>) -> Option<usize> {
+        let template = call
+            .child_by_field_name("arguments")
+            .filter(|a| a.kind() == "template_string")?;
+        let tag = last_name(self.syntax, call.child_by_field_name("function")?);
+        tag.to_ascii_lowercase()
+            .contains("sql")
+            .then_some(template.id())
     }
 
     /// Reports SQL text built with values that are not fixed nor lists of placeholders, at
@@ -891,15 +888,6 @@ fn arguments_of_new(node: Node<'_>) -> Vec<Node<'_>> {
             .collect(),
         None => Vec::new(),
     }
-}
-
-/// Whether a template string is a tag's argument (`` sql`...` ``).
-fn is_tagged(node: Node<'_>) -> bool {
-    node.parent().is_some_and(|p| {
-        p.kind() == "call_expression"
-            && p.child_by_field_name("arguments")
-                .is_some_and(|a| a.id() == node.id())
-    })
 }
 
 /// An object key without its quotes, if it has any.
@@ -1026,6 +1014,19 @@ mod tests {
         let lines: Vec<&str> = cases.iter().map(|c| c.0).collect();
         let want: Vec<Option<Confidence>> = cases.iter().map(|c| c.1).collect();
         assert_eq!(per_line("web/app.js", &lines, "html-injection"), want);
+    }
+
+    #[test]
+    fn a_very_long_concatenation_is_judged_without_overflowing_the_stack() {
+        let terms: Vec<String> = (0..30_000).map(|i| format!("'<i>' + v{i}")).collect();
+        let text = format!("el.innerHTML = {};\n", terms.join(" + "));
+        let got = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || hits("web/long.js", &text, "html-injection").len())
+            .expect("a thread starts")
+            .join()
+            .expect("no overflow");
+        assert_eq!(got, 1);
     }
 
     #[test]
