@@ -439,13 +439,15 @@ impl<'s, 'a> Js<'s, 'a> {
                 Some(body) if body.kind() != "statement_block" => self.origin(body),
                 _ => Origin::Fixed,
             },
+            // The expression, not its type (`x as string`).
             "parenthesized_expression"
             | "await_expression"
             | "as_expression"
             | "non_null_expression"
-            | "satisfies_expression"
-            | "sequence_expression"
-            | "array" => node
+            | "satisfies_expression" => node
+                .named_child(0)
+                .map_or(Origin::Fixed, |n| self.origin(n)),
+            "sequence_expression" | "array" => node
                 .named_children(&mut node.walk())
                 .map(|n| self.origin(n))
                 .max()
@@ -1014,6 +1016,9 @@ mod tests {
         let lines: Vec<&str> = cases.iter().map(|c| c.0).collect();
         let want: Vec<Option<Confidence>> = cases.iter().map(|c| c.1).collect();
         assert_eq!(per_line("web/app.js", &lines, "html-injection"), want);
+        // A TypeScript type is not a value.
+        let ts = "el.innerHTML = (BANNER as string) + ('<hr>' satisfies string) + COUNT!;\n";
+        assert!(hits("web/app.ts", ts, "html-injection").is_empty());
     }
 
     #[test]
