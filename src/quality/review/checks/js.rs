@@ -189,12 +189,15 @@ impl Modules {
         }
     }
 
-    /// `import cp from "m"`, `import * as cp from "m"`, `import { a, b as c } from "m"`.
+    /// `import cp from "m"`, `import * as cp from "m"`, `import { a, b as c } from "m"`,
+    /// TypeScript's `import cp = require("m")`.
     fn import(&mut self, syntax: &Syntax<'_>, node: Node<'_>) {
-        let Some(module) = node
-            .child_by_field_name("source")
-            .and_then(|s| Module::named(unquoted(syntax.text_of(s))))
-        else {
+        let source = node.child_by_field_name("source").or_else(|| {
+            node.named_children(&mut node.walk())
+                .find(|c| c.kind() == "import_require_clause")
+                .and_then(|c| c.child_by_field_name("source"))
+        });
+        let Some(module) = source.and_then(|s| Module::named(unquoted(syntax.text_of(s)))) else {
             return;
         };
         for clause in node.named_children(&mut node.walk()) {
@@ -1075,6 +1078,11 @@ mod tests {
         assert_eq!(
             hits("lib/x.mjs", esm, "shell-injection"),
             vec![(4, Severity::Critical, Confidence::High)]
+        );
+        let ts = "import cp = require('child_process');\ncp.execSync(`kill ${pid}`);\n";
+        assert_eq!(
+            hits("lib/k.ts", ts, "shell-injection"),
+            vec![(2, Severity::Critical, Confidence::Medium)]
         );
         // Without a binding to child_process, `exec` is someone else's.
         assert!(hits("lib/y.js", "exec('ls ' + dir);\n", "shell-injection").is_empty());
