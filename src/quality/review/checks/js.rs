@@ -637,7 +637,8 @@ impl<'s, 'a> Js<'s, 'a> {
 
     /// `insertAdjacentHTML(pos, v)`, `document.write(v)`, jQuery's `.html(v)` (any value
     /// not fixed), `.append(v)` and its kin and `$(v)` (HTML built from strings only: they
-    /// take elements too, and the DOM's own `append` treats a string as text).
+    /// take elements too, and the DOM's own `append` treats a string as text); a server's
+    /// `res.send(v)`, `res.write(v)`, `res.end(v)` of HTML built from strings.
     fn html_call(&self, node: Node<'_>, callee: Node<'_>, args: &[Node<'_>]) -> Option<Hit> {
         let name = last_name(self.syntax, callee);
         let object = callee.child_by_field_name("object");
@@ -656,6 +657,11 @@ impl<'s, 'a> Js<'s, 'a> {
                 (self.jquery_origin(o, worst), "jQuery DOM insertion")
             }
             ("$" | "jQuery", None) => (self.built_html(first?), "$()"),
+            ("send" | "write" | "end", Some(o))
+                if matches!(self.text(o), "res" | "response" | "reply" | "ctx.res") =>
+            {
+                (self.built_html(first?), "a response")
+            }
             _ => return None,
         };
         html_hit(node, origin, sink)
@@ -999,6 +1005,8 @@ mod tests {
             ("el.innerHTML = sanitizedContent;", None),
             // Silent: literals, templates without values, sanitised or escaped values,
             // numbers, constants, elements, getters, selectors.
+            ("res.send('<h1>' + req.query.title + '</h1>');", HIGH),
+            ("res.end(`<p>${greeting}</p>`);", MEDIUM),
             ("el.innerHTML = '<b>hi</b>';", None),
             ("el.innerHTML = `<b>hi</b>`;", None),
             ("el.innerHTML = '';", None),
@@ -1014,6 +1022,7 @@ mod tests {
             ("$('#' + id).hide();", None),
             ("document.write(BANNER);", None),
             ("el.textContent = input.value;", None),
+            ("res.send(page);", None),
             ("el.innerText = `${a}${b}`;", None),
         ];
         let lines: Vec<&str> = cases.iter().map(|c| c.0).collect();
