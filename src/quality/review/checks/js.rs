@@ -48,7 +48,8 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
 /// What a value is made of, from the safest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Origin {
-    /// Literals, ALL_CAPS constants, numbers, sanitised or escaped values.
+    /// Literals, ALL_CAPS constants, numbers (`n.toFixed()`, `a.length`), sanitised or
+    /// escaped values.
     Fixed,
     /// A value the parse cannot trace.
     Unknown,
@@ -460,9 +461,10 @@ impl<'s, 'a> Js<'s, 'a> {
                 Origin::Fixed
             }
             "member_expression"
-                if node
-                    .child_by_field_name("property")
-                    .is_some_and(|p| is_constant(self.text(p)) || is_safe_name(self.text(p))) =>
+                if node.child_by_field_name("property").is_some_and(|p| {
+                    let p = self.text(p);
+                    is_constant(p) || is_safe_name(p) || p == "length"
+                }) =>
             {
                 Origin::Fixed
             }
@@ -1016,6 +1018,7 @@ mod tests {
                 "el.innerHTML = '<i>' + count.toFixed(2) + '</i>' + SEPARATOR;",
                 None,
             ),
+            ("el.innerHTML = '<b>' + items.length + '</b>';", None),
             ("$list.append(item);", None),
             ("$list.append(document.createElement('li'));", None),
             ("const h = $('#out').html();", None),
