@@ -612,7 +612,10 @@ impl<'s, 'a> Js<'s, 'a> {
         if self.text(name) != "dangerouslySetInnerHTML" {
             return None;
         }
-        let expression = node.named_child(1)?.named_child(0)?;
+        let expression = node
+            .named_child(1)
+            .filter(|v| v.kind() == "jsx_expression")?
+            .named_child(0)?;
         let value = if expression.kind() == "object" {
             expression
                 .named_children(&mut expression.walk())
