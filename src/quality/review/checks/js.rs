@@ -136,12 +136,22 @@ struct Modules {
 }
 
 impl Modules {
-    /// The bindings of `syntax`, in any scope.
+    /// The bindings of the file of `syntax`, in any scope. They are read from a parse of the
+    /// whole file, whatever part of it `syntax` covers (the imports are seldom where the
+    /// change is), and only in a file that names one of the modules.
     fn of(syntax: &Syntax<'_>) -> Modules {
         let mut m = Modules::default();
-        syntax.walk(|node| match node.kind() {
-            "variable_declarator" => m.declarator(syntax, node),
-            "import_statement" => m.import(syntax, node),
+        let text = syntax.text;
+        let names = text.contains("child_process")
+            || ["'vm'", "\"vm\"", "'node:vm'", "\"node:vm\""]
+                .iter()
+                .any(|s| text.contains(s));
+        let Some(whole) = names.then(|| Syntax::parse(syntax.grammar, text)).flatten() else {
+            return m;
+        };
+        whole.walk(|node| match node.kind() {
+            "variable_declarator" => m.declarator(&whole, node),
+            "import_statement" => m.import(&whole, node),
             _ => {}
         });
         m
@@ -1098,6 +1108,13 @@ mod tests {
         assert_eq!(
             hits("lib/k.ts", ts, "shell-injection"),
             vec![(2, Severity::Critical, Confidence::Medium)]
+        );
+        // A change far from the import still sees it.
+        let old = "const cp = require('child_process');\n\nfunction a() {}\n";
+        let new = format!("{old}\nfunction b(d) {{\n  cp.exec('ls ' + d);\n}}\n");
+        assert_eq!(
+            found("lib/far.js", old, &new, "shell-injection"),
+            vec![("shell-injection".into(), 6)]
         );
         // Without a binding to child_process, `exec` is someone else's.
         assert!(hits("lib/y.js", "exec('ls ' + dir);\n", "shell-injection").is_empty());
