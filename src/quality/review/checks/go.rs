@@ -142,7 +142,13 @@ impl Values<'_, '_> {
     fn name_origin(&self, name: &str, at: Node<'_>) -> Origin {
         if all_caps(name) || self.consts.contains(name) {
             Origin::Literal
-        } else if input_like(name) || is_parameter(self.syntax, name, at) {
+        } else if let Some(ty) = parameter_type(self.syntax, name, at) {
+            if is_number_type(ty) {
+                Origin::Unknown
+            } else {
+                Origin::Input
+            }
+        } else if input_like(name) {
             Origin::Input
         } else {
             Origin::Unknown
@@ -150,8 +156,9 @@ impl Values<'_, '_> {
     }
 }
 
-/// Whether `name` is a parameter of the function or function literal around `at`.
-fn is_parameter(syntax: &Syntax<'_>, name: &str, at: Node<'_>) -> bool {
+/// The type of the parameter `name` of the function or function literal around `at`;
+/// `None` if it is not a parameter.
+fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&'a str> {
     let mut node = at.parent();
     while let Some(n) = node {
         if matches!(
@@ -161,18 +168,27 @@ fn is_parameter(syntax: &Syntax<'_>, name: &str, at: Node<'_>) -> bool {
         {
             let mut cursor = params.walk();
             let declared: Vec<Node<'_>> = params.named_children(&mut cursor).collect();
-            let found = declared.iter().any(|d| {
+            let found = declared.iter().find(|d| {
                 let mut cursor = d.walk();
                 d.children_by_field_name("name", &mut cursor)
                     .any(|n| syntax.text_of(n) == name)
             });
-            if found {
-                return true;
+            if let Some(d) = found {
+                return Some(d.child_by_field_name("type").map_or("", |t| syntax.text_of(t)));
             }
         }
         node = n.parent();
     }
-    false
+    None
+}
+
+/// A number or boolean type: its text cannot break out of quoting.
+fn is_number_type(ty: &str) -> bool {
+    matches!(
+        ty,
+        "int" | "int8" | "int16" | "int32" | "int64" | "uint" | "uint8" | "uint16" | "uint32"
+            | "uint64" | "uintptr" | "float32" | "float64" | "byte" | "rune" | "bool"
+    )
 }
 
 /// The verbs of a `fmt` format string, in order (`%%` is not one).

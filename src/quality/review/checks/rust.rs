@@ -79,7 +79,7 @@ fn justified(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     }
     let mut at = Some(node);
     while let Some(n) = at {
-        if safety_above(syntax, n) {
+        if safety_above(input, syntax, n) {
             return true;
         }
         let holder = n.parent().is_none_or(|p| {
@@ -96,14 +96,17 @@ fn justified(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     false
 }
 
-/// Whether the comments and attributes right above `node` (each ending on the line before
-/// the next) hold a `SAFETY:` comment.
-fn safety_above(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
+/// Whether the comments and attributes right above `node` hold a `SAFETY:` comment. Blank
+/// lines may stand between them (as for Clippy's `undocumented_unsafe_blocks`); code may
+/// not.
+fn safety_above(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     let mut row = node.start_position().row;
     let mut prev = node.prev_sibling();
     while let Some(p) = prev {
         let kind = p.kind();
-        if !(is_comment(kind) || kind == "attribute_item") || p.end_position().row + 1 < row {
+        let end = p.end_position().row;
+        let blank_between = (end + 1..row).all(|i| input.file.line(i).trim().is_empty());
+        if !(is_comment(kind) || kind == "attribute_item") || !blank_between {
             return false;
         }
         if is_comment(kind) && is_safety(syntax.text_of(p)) {
@@ -151,7 +154,7 @@ impl Origin {
 /// Words that make a name look like input.
 const INPUT_WORDS: &[&str] = &[
     "req", "request", "query", "params", "param", "input", "user", "username", "name", "args",
-    "arg", "argv", "body", "form", "payload", "search", "filter", "term", "data", "untrusted",
+    "arg", "argv", "body", "form", "payload", "search", "filter", "term", "untrusted",
 ];
 
 /// Words that make a name the name of a part of a query or command rather than data
@@ -326,7 +329,13 @@ impl Values<'_, '_> {
     fn name_origin(&self, name: &str, at: Node<'_>) -> Origin {
         if all_caps(name) || self.consts.contains(name) {
             Origin::Literal
-        } else if input_like(name) || is_parameter(self.syntax, name, at) {
+        } else if let Some(ty) = parameter_type(self.syntax, name, at) {
+            if is_number_type(ty) {
+                Origin::Unknown
+            } else {
+                Origin::Input
+            }
+        } else if input_like(name) {
             Origin::Input
         } else {
             Origin::Unknown
@@ -511,31 +520,38 @@ fn placeholders(template: &str) -> Vec<&str> {
     out
 }
 
-/// Whether `name` is a parameter of the function or closure around `at`.
-fn is_parameter(syntax: &Syntax<'_>, name: &str, at: Node<'_>) -> bool {
+/// The type of the parameter `name` of the function or closure around `at` (`""` when the
+/// closure does not say); `None` if it is not a parameter.
+fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&'a str> {
     let mut node = at.parent();
     while let Some(n) = node {
-        let params = match n.kind() {
-            "function_item" => n.child_by_field_name("parameters"),
-            "closure_expression" => n.child_by_field_name("parameters"),
-            _ => None,
-        };
-        if let Some(params) = params {
+        if matches!(n.kind(), "function_item" | "closure_expression")
+            && let Some(params) = n.child_by_field_name("parameters")
+        {
             let mut cursor = params.walk();
-            let found = params.named_children(&mut cursor).any(|p| {
-                let pattern = p.child_by_field_name("pattern").unwrap_or(p);
+            let found = params.named_children(&mut cursor).find(|p| {
+                let pattern = p.child_by_field_name("pattern").unwrap_or(*p);
                 syntax.text_of(pattern).trim_start_matches("mut ").trim() == name
             });
-            if found {
-                return true;
+            if let Some(p) = found {
+                return Some(p.child_by_field_name("type").map_or("", |t| syntax.text_of(t)));
             }
             if n.kind() == "function_item" {
-                return false;
+                return None;
             }
         }
         node = n.parent();
     }
-    false
+    None
+}
+
+/// A number or boolean type (behind references): its text cannot break out of quoting.
+fn is_number_type(ty: &str) -> bool {
+    matches!(
+        ty.trim_start_matches(['&', ' ']).trim_start_matches("mut "),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128"
+            | "usize" | "f32" | "f64" | "bool"
+    )
 }
 
 // --- SQL -----------------------------------------------------------------------------------
@@ -684,9 +700,51 @@ fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !SHELLS.contains(&program.trim_matches('"')) {
         return;
     }
-    // The arguments the chain around it passes, in order.
+    // The arguments the chain around it passes, and those passed later to the variable it
+    // is bound to (`let mut cmd = Command::new("sh"); cmd.arg("-c").arg(x);`), in order.
+    let (mut args, top) = chain_args(syntax, node);
+    if let Some(name) = bound_name(syntax, top)
+        && let Some(scope) = top.parent().and_then(|l| l.parent())
+    {
+        let mut stack = vec![scope];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "identifier"
+                && n.start_byte() > top.end_byte()
+                && syntax.text_of(n) == name
+            {
+                args.extend(chain_args(syntax, n).0);
+            }
+            stack.extend((0..n.named_child_count()).filter_map(|i| n.named_child(i)));
+        }
+        args.sort_by_key(|(a, _)| a.start_byte());
+    }
+    let flag = args.iter().position(|(a, _)| {
+        literal_text(syntax, *a).is_some_and(|t| is_command_flag(t.trim_matches('"')))
+    });
+    let Some((script, call)) = flag.and_then(|i| args.get(i + 1)) else {
+        return;
+    };
+    let Some(confidence) = values.origin(*script).confidence() else {
+        return;
+    };
+    let how = format!(
+        "`{} -c` with `{}`",
+        program.trim_matches('"'),
+        syntax.text_of(*script)
+    );
+    out.push(
+        Hit::new(CheckId::ShellInjection, lines_of(*call))
+            .at(script.start_position().row)
+            .confidence(confidence)
+            .with("how", how),
+    );
+}
+
+/// The arguments `.arg(x)` and `.args([…])` calls chained on `start` pass, each with the
+/// call chain it is in; and the top of that chain.
+fn chain_args<'t>(syntax: &Syntax<'_>, start: Node<'t>) -> (Vec<(Node<'t>, Node<'t>)>, Node<'t>) {
     let mut args = Vec::new();
-    let mut top = node;
+    let mut top = start;
     while let Some(field) = top.parent().filter(|p| p.kind() == "field_expression")
         && let Some(call) = field.parent().filter(|c| c.kind() == "call_expression")
     {
@@ -710,26 +768,15 @@ fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
         }
         top = call;
     }
-    let flag = args.iter().position(|a| {
-        literal_text(syntax, *a).is_some_and(|t| is_command_flag(t.trim_matches('"')))
-    });
-    let Some(script) = flag.and_then(|i| args.get(i + 1)) else {
-        return;
-    };
-    let Some(confidence) = values.origin(*script).confidence() else {
-        return;
-    };
-    let how = format!(
-        "`{} -c` with `{}`",
-        program.trim_matches('"'),
-        syntax.text_of(*script)
-    );
-    out.push(
-        Hit::new(CheckId::ShellInjection, lines_of(top))
-            .at(script.start_position().row)
-            .confidence(confidence)
-            .with("how", how),
-    );
+    (args.into_iter().map(|a| (a, top)).collect(), top)
+}
+
+/// The variable `let [mut] x = <node>;` binds `node` to.
+fn bound_name<'a>(syntax: &Syntax<'a>, node: Node<'_>) -> Option<&'a str> {
+    let parent = node.parent().filter(|p| p.kind() == "let_declaration")?;
+    let pattern = parent.child_by_field_name("pattern")?;
+    let name = syntax.text_of(pattern).trim_start_matches("mut ").trim();
+    (pattern.kind() == "identifier" || pattern.kind() == "mut_pattern").then_some(name)
 }
 
 #[cfg(test)]
@@ -781,6 +828,8 @@ mod tests {
             // Above the statement holding the block, with a second comment line and an
             // attribute between.
             "pub fn f(p: *const u8) -> u8 {\n    // Safety: p comes from a live Box;\n    // it outlives this call.\n    #[allow(clippy::let_and_return)]\n    let v = unsafe { *p };\n    v\n}\n",
+            // Blank lines between (as Clippy allows).
+            "pub fn f(p: *const u8) -> u8 {\n    // SAFETY: valid\n\n    unsafe { *p }\n}\n",
             // On the same line, and first inside the block.
             "pub fn f(p: *const u8) -> u8 {\n    let v = unsafe { *p }; // SAFETY: valid\n    v\n}\n",
             "pub fn f(p: *const u8) -> u8 {\n    unsafe {\n        // SAFETY: valid\n        *p\n    }\n}\n",
@@ -866,6 +915,12 @@ mod tests {
             graded("src/db.rs", local, "sql-injection"),
             vec![(Severity::Critical, Confidence::Medium)]
         );
+        // A number cannot break out of quoting: medium.
+        let number = "pub fn drop_job(db: &Db, id: i64) {\n    db.run(&format!(\"DELETE FROM jobs WHERE id = {id}\"));\n}\n";
+        assert_eq!(
+            graded("src/db.rs", number, "sql-injection"),
+            vec![(Severity::Critical, Confidence::Medium)]
+        );
         // Concatenation, across lines: one finding, where the SQL starts.
         let concat = "pub fn find(db: &Db, name: &str) -> Rows {\n    db.run(\n        &(String::from(\"SELECT * FROM users \")\n            + \"WHERE name = '\"\n            + name\n            + \"'\"),\n    )\n}\n";
         assert_eq!(lines("src/db.rs", concat, "sql-injection"), vec![3]);
@@ -912,7 +967,11 @@ mod tests {
             graded("src/run.rs", local, "shell-injection"),
             vec![(Severity::Critical, Confidence::Medium)]
         );
+        // Bound to a variable first, its arguments added later.
+        let later = "pub fn run(script: &str) {\n    let mut cmd = Command::new(\"sh\");\n    cmd.arg(\"-c\").arg(script);\n    cmd.status();\n}\n";
+        assert_eq!(lines("src/run.rs", later, "shell-injection"), vec![3]);
         let silent = [
+            "pub fn run(script: &str) {\n    let mut cmd = Command::new(\"git\");\n    cmd.arg(\"-c\").arg(script);\n}\n",
             "pub fn git(args: &[String]) {\n    Command::new(\"git\").arg(\"-c\").arg(&args[0]).status();\n}\n",
             "pub fn ls() {\n    Command::new(\"sh\").arg(\"-c\").arg(\"ls -la\").status();\n}\n",
             "const DIR: &str = \"/tmp\";\npub fn ls() {\n    Command::new(\"sh\").arg(\"-c\").arg(format!(\"ls {DIR}\")).status();\n}\n",
