@@ -12,7 +12,8 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::rust::{
-    Origin, SHELLS, all_caps, has_placeholders, input_like, is_command_flag, looks_like_sql,
+    Origin, SHELLS, all_caps, before_close, has_placeholders, input_like, is_command_flag,
+    looks_like_sql, names_position, sanitises, sql_confidence,
 };
 use super::{Hit, Input, lines_of};
 use crate::quality::review::rules::{CheckId, Confidence};
@@ -116,8 +117,9 @@ impl Values<'_, '_> {
         }
     }
 
-    /// A call's result is input, unless it formats (`fmt.Sprintf`: its values count),
-    /// converts (`string(b)`) or turns a number into text (`strconv.Itoa`: unknown at most).
+    /// A call's result: what it formats (`fmt.Sprintf`) or converts (`string(b)`); unknown
+    /// at most when it turns a number into text (`strconv.Itoa`); not raw input when it quotes
+    /// or escapes; input when its name or an argument is; else of unknown origin.
     fn call_origin(&self, node: Node<'_>) -> Origin {
         let function = node
             .child_by_field_name("function")
@@ -134,7 +136,10 @@ impl Values<'_, '_> {
             "fmt.Sprint" | "string" | "strings.TrimSpace" | "strings.ToLower"
             | "strings.ToUpper" => of_args(&args),
             f if NUMBER_TEXT.contains(&f) => of_args(&args).min(Origin::Unknown),
-            _ => Origin::Input,
+            f if sanitises(f) => Origin::Literal,
+            f if input_like(f) => Origin::Input,
+            _ if args.iter().any(|a| self.origin(*a) == Origin::Input) => Origin::Input,
+            _ => Origin::Unknown,
         }
     }
 
@@ -191,22 +196,23 @@ fn is_number_type(ty: &str) -> bool {
     )
 }
 
-/// The verbs of a `fmt` format string, in order (`%%` is not one).
-fn verbs(template: &str) -> Vec<char> {
+/// The verbs of a `fmt` format string, in order, each with the offset of its `%` (`%%` is
+/// not one).
+fn verbs(template: &str) -> Vec<(char, usize)> {
     let mut out = Vec::new();
-    let mut chars = template.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = template.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
         if c != '%' {
             continue;
         }
-        if chars.peek() == Some(&'%') {
+        if chars.peek().is_some_and(|(_, c)| *c == '%') {
             chars.next();
             continue;
         }
         // Flags, an argument index, width and precision come before the verb.
-        for v in chars.by_ref() {
+        for (_, v) in chars.by_ref() {
             if v.is_ascii_alphabetic() {
-                out.push(v);
+                out.push((v, at));
                 break;
             }
         }
@@ -242,14 +248,16 @@ fn sql_sprintf(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let worst = args[1..]
         .iter()
         .enumerate()
-        .map(|(i, a)| {
+        .filter_map(|(i, a)| {
             let origin = values.origin(*a);
-            let numeric = verbs.get(i).is_some_and(|v| is_numeric_verb(*v));
-            (if numeric { origin.min(Origin::Unknown) } else { origin }, *a)
+            let verb = verbs.get(i);
+            let numeric = verb.is_some_and(|(v, _)| is_numeric_verb(*v));
+            let name = verb.is_some_and(|(_, at)| names_position(&template[..*at]));
+            let origin = if numeric { origin.min(Origin::Unknown) } else { origin };
+            sql_confidence(origin, name).map(|c| (c, *a))
         })
-        .max_by_key(|(origin, _)| *origin);
-    let Some((origin, value)) = worst else { return };
-    let Some(mut confidence) = origin.confidence() else {
+        .min_by_key(|(c, _)| *c);
+    let Some((mut confidence, value)) = worst else {
         return;
     };
     if has_placeholders(template) {
@@ -278,13 +286,18 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !sql {
         return;
     }
+    let texts: Vec<Option<&str>> = operands.iter().map(|o| literal(syntax, *o)).collect();
     let worst = operands
         .iter()
-        .filter(|o| literal(syntax, **o).is_none())
-        .map(|o| (values.origin(*o), *o))
-        .max_by_key(|(origin, _)| *origin);
-    let Some((origin, operand)) = worst else { return };
-    let Some(confidence) = origin.confidence() else {
+        .enumerate()
+        .filter(|(i, _)| texts[*i].is_none())
+        .filter_map(|(i, o)| {
+            let before = i.checked_sub(1).and_then(|b| texts[b]).map(before_close);
+            let name = before.is_some_and(names_position);
+            sql_confidence(values.origin(*o), name).map(|c| (c, *o))
+        })
+        .min_by_key(|(c, _)| *c);
+    let Some((confidence, operand)) = worst else {
         return;
     };
     let how = format!("concatenated with `{}`", syntax.text_of(operand));
@@ -444,6 +457,15 @@ mod tests {
         }
         let sprintf = "package store\n\nfunc Find(db *sql.DB, id string) {\n\tdb.Query(fmt.Sprintf(\"SELECT * FROM t WHERE id = '%s'\", id))\n}\n";
         assert!(lines("store/db_test.go", sprintf, "sql-injection").is_empty());
+        // Where a table name goes (names cannot be parameters): a hint; a quoted name is not
+        // raw input.
+        let names = "package store\n\nfunc (m *Store) Version(db *sql.DB) {\n\tdb.QueryRow(\"SELECT version FROM `\" + m.config.MigrationsTable + \"` LIMIT 1\")\n\tdb.Exec(fmt.Sprintf(`DELETE FROM \"%s\"`, m.table()))\n}\n";
+        assert_eq!(
+            graded("store/db.go", names, "sql-injection"),
+            vec![(Severity::Critical, Confidence::Low), (Severity::Critical, Confidence::Low)]
+        );
+        let quoted = "package store\n\nfunc (m *Store) Lock(db *sql.DB) {\n\tdb.Exec(\"SELECT * FROM \" + pq.QuoteIdentifier(m.config.LockTable) + \" WHERE id = $1\", 1)\n}\n";
+        assert!(lines("store/db.go", quoted, "sql-injection").is_empty());
         // A table name formatted into SQL that binds its values: a hint only.
         let table = "package store\n\nfunc Find(db *sql.DB, table string, id int) {\n\tdb.Query(fmt.Sprintf(\"SELECT * FROM %s WHERE id = $1\", table), id)\n}\n";
         assert_eq!(

@@ -37,20 +37,50 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
 
 /// An `unsafe { … }` block without a `SAFETY:` comment. Blocks inside an `unsafe fn` are
 /// checked too: since Rust 2024 (`unsafe_op_in_unsafe_fn`) an unsafe fn's body is not an
-/// unsafe context by itself, and each block inside it states its own justification.
+/// unsafe context by itself, and each block inside it states its own justification. One
+/// that is the whole body of an `unsafe fn` (what the edition migration writes) is
+/// justified by the function's own contract.
 fn unsafe_block(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Hit>) {
-    if justified(input, syntax, node) {
+    if is_unsafe_fn_body(node) || justified(input, syntax, node) {
         return;
     }
     let row = node.start_position().row;
     out.push(Hit::new(CheckId::UnsafeBlock, row..row + 1).with("what", "`unsafe` block"));
 }
 
+/// Whether the unsafe block `node` is all there is in the body of an `unsafe fn`.
+fn is_unsafe_fn_body(node: Node<'_>) -> bool {
+    let statement = match node.parent() {
+        Some(p) if p.kind() == "expression_statement" => p,
+        _ => node,
+    };
+    let Some(body) = statement.parent().filter(|b| b.kind() == "block") else {
+        return false;
+    };
+    let mut cursor = body.walk();
+    let alone = body
+        .named_children(&mut cursor)
+        .filter(|c| !is_comment(c.kind()))
+        .all(|c| c.id() == statement.id());
+    let unsafe_fn = body
+        .parent()
+        .filter(|f| f.kind() == "function_item")
+        .and_then(|f| child_of_kind(f, "function_modifiers"))
+        .and_then(|m| child_of_kind(m, "unsafe"))
+        .is_some();
+    alone && unsafe_fn
+}
+
+/// The first child of `node` (named or not) of `kind`.
+fn child_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    (0..node.child_count())
+        .filter_map(|i| node.child(i))
+        .find(|c| c.kind() == kind)
+}
+
 /// An `unsafe impl` without a `SAFETY:` comment above it (or on its line).
 fn unsafe_impl(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Hit>) {
-    let mut cursor = node.walk();
-    let is_unsafe = node.children(&mut cursor).any(|c| c.kind() == "unsafe");
-    if !is_unsafe || justified(input, syntax, node) {
+    if child_of_kind(node, "unsafe").is_none() || justified(input, syntax, node) {
         return;
     }
     let row = node.start_position().row;
@@ -157,11 +187,11 @@ const INPUT_WORDS: &[&str] = &[
     "arg", "argv", "body", "form", "payload", "search", "filter", "term", "untrusted",
 ];
 
-/// Words that make a name the name of a part of a query or command rather than data
-/// (`table_name`, `columnName`): they win over [`INPUT_WORDS`].
+/// Words that make a name the name of a part of a query (`table_name`, `columnName`) or a
+/// setting (`config.name`) rather than data: they win over [`INPUT_WORDS`].
 const STRUCTURE_WORDS: &[&str] = &[
     "table", "tables", "column", "columns", "col", "cols", "schema", "field", "fields", "index",
-    "db", "key", "order", "sort",
+    "db", "key", "order", "sort", "config", "cfg", "conf", "settings", "options", "opts",
 ];
 
 /// Whether `name` (snake_case, camelCase or a dotted path) has an input-like word in it and
@@ -208,11 +238,60 @@ pub(super) fn looks_like_sql(text: &str) -> bool {
     SQL.is_match(text)
 }
 
+/// Whether a call named `function` quotes or escapes what it is given
+/// (`pq.QuoteIdentifier`, `escape_string`): its result is not raw input.
+pub(super) fn sanitises(function: &str) -> bool {
+    let lower = function.to_ascii_lowercase();
+    ["quote", "escape", "sanitiz", "sanitis"]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+/// Whether a value placed after the SQL text `before` stands where a name goes (a table
+/// after `FROM`, `INTO`, `UPDATE`, `JOIN`, `TABLE`, or after `schema.`), possibly in
+/// identifier quotes: names cannot be query parameters, so formatting them in is the usual
+/// way, and a finding about one is a hint.
+pub(super) fn names_position(before: &str) -> bool {
+    let t = before
+        .trim_end()
+        .trim_end_matches(['"', '`', '[', '\\'])
+        .trim_end();
+    if t.ends_with('.') {
+        return true;
+    }
+    let word: String = t
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<Vec<char>>()
+        .into_iter()
+        .rev()
+        .collect();
+    ["from", "into", "update", "join", "table"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// The confidence of a finding about a value of `origin` formatted into SQL, `name` when it
+/// stands where a table or column name goes (`None`: no finding).
+pub(super) fn sql_confidence(origin: Origin, name: bool) -> Option<Confidence> {
+    origin
+        .confidence()
+        .map(|c| if name { Confidence::Low } else { c })
+}
+
+/// The text of a string literal before its closing quote (`"…"`, `` `…` ``, `r#"…"#`).
+pub(super) fn before_close(literal: &str) -> &str {
+    let t = literal.trim_end_matches('#');
+    t.strip_suffix(['"', '`']).unwrap_or(t)
+}
+
 /// Whether SQL text also takes parameters (`?`, `$1`, `:name`): values formatted into it
 /// are then most likely table or column names.
 pub(super) fn has_placeholders(text: &str) -> bool {
     static PARAM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?:[=(,\s]\s*)(?:\?|\$\d+|:[A-Za-z_]\w*)").expect("the pattern compiles")
+        Regex::new(r"(?:[=(,\s]\s*)(?:\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*)")
+            .expect("the pattern compiles")
     });
     PARAM.is_match(text)
 }
@@ -302,11 +381,12 @@ impl Values<'_, '_> {
         }
     }
 
-    /// A call's result is input, unless it only converts its receiver or argument
-    /// (`x.to_string()`, `String::from(x)`).
+    /// A call's result: what it converts (`x.to_string()`, `String::from(x)`), not raw
+    /// input when it quotes or escapes, input when its name or an argument is, else of
+    /// unknown origin.
     fn call_origin(&self, node: Node<'_>) -> Origin {
         let Some(function) = node.child_by_field_name("function") else {
-            return Origin::Input;
+            return Origin::Unknown;
         };
         if function.kind() == "field_expression"
             && let Some(method) = function.child_by_field_name("field")
@@ -316,13 +396,22 @@ impl Values<'_, '_> {
             return self.origin(receiver);
         }
         let name = self.syntax.text_of(function);
-        if name.ends_with("::from") || name.ends_with("::new") {
-            let args = node.child_by_field_name("arguments");
-            if let Some(arg) = args.and_then(|a| a.named_child(0)) {
-                return self.origin(arg);
-            }
+        let args: Vec<Node<'_>> = node
+            .child_by_field_name("arguments")
+            .map(|a| a.named_children(&mut a.walk()).collect())
+            .unwrap_or_default();
+        if (name.ends_with("::from") || name.ends_with("::new"))
+            && let Some(arg) = args.first()
+        {
+            return self.origin(*arg);
         }
-        Origin::Input
+        if sanitises(name) {
+            Origin::Literal
+        } else if input_like(name) || args.iter().any(|a| self.origin(*a) == Origin::Input) {
+            Origin::Input
+        } else {
+            Origin::Unknown
+        }
     }
 
     /// Where the variable `name` used at `at` comes from.
@@ -364,13 +453,15 @@ impl Values<'_, '_> {
             .filter(|a| !is_named_arg(a))
             .map(Vec::as_slice)
             .collect();
-        let value = |tokens: &[Node<'_>]| Value {
-            origin: self.tokens_origin(tokens),
-            label: tokens_text(self.syntax, tokens),
-        };
         let mut values = Vec::new();
         let mut next = 0;
-        for spec in placeholders(template) {
+        for (spec, offset) in placeholders(template) {
+            let name = names_position(&template[..offset]);
+            let value = |tokens: &[Node<'_>]| Value {
+                origin: self.tokens_origin(tokens),
+                label: tokens_text(self.syntax, tokens),
+                name,
+            };
             let index = if spec.is_empty() {
                 next += 1;
                 Some(next - 1)
@@ -390,6 +481,7 @@ impl Values<'_, '_> {
                 None => Value {
                     origin: self.name_origin(spec, node),
                     label: spec.to_owned(),
+                    name,
                 },
             });
         }
@@ -427,23 +519,26 @@ impl Values<'_, '_> {
                 Origin::Unknown
             };
         }
-        // A call that does more than convert gives input.
-        for (i, t) in tokens.iter().enumerate() {
-            if t.kind() == "token_tree" && i > 0 {
-                let callee = self.syntax.text_of(tokens[i - 1]);
-                if !CONVERSIONS.contains(&callee) {
-                    return Origin::Input;
-                }
-            }
+        // A field or a call on a variable: input when the variable or a name in it is; a
+        // call that quotes or escapes is not raw input.
+        let text = tokens_text(self.syntax, &tokens);
+        let calls = tokens.iter().enumerate().any(|(i, t)| {
+            t.kind() == "token_tree"
+                && i > 0
+                && !CONVERSIONS.contains(&self.syntax.text_of(tokens[i - 1]))
+        });
+        if calls && sanitises(&text) {
+            return Origin::Literal;
         }
-        if first.kind() == "identifier" {
-            let root = self.name_origin(self.syntax.text_of(*first), *first);
-            if root == Origin::Input || input_like(&tokens_text(self.syntax, &tokens)) {
-                return Origin::Input;
-            }
-            return root.max(Origin::Unknown);
+        let root = match first.kind() {
+            "identifier" => self.name_origin(self.syntax.text_of(*first), *first),
+            _ => Origin::Unknown,
+        };
+        if root == Origin::Input || input_like(&text) {
+            Origin::Input
+        } else {
+            Origin::Unknown
         }
-        Origin::Unknown
     }
 }
 
@@ -460,6 +555,8 @@ struct Value {
     origin: Origin,
     /// How it is written (for the message).
     label: String,
+    /// It stands where a name goes (see [`names_position`]).
+    name: bool,
 }
 
 /// The arguments of a macro's token tree, split at its top-level commas.
@@ -498,8 +595,9 @@ fn tokens_text(syntax: &Syntax<'_>, tokens: &[Node<'_>]) -> String {
 }
 
 /// The argument part of each `{…}` placeholder of a format string (before any `:`): empty
-/// for the next positional argument, a number or a name. `{{` and `}}` are not placeholders.
-fn placeholders(template: &str) -> Vec<&str> {
+/// for the next positional argument, a number or a name; with the placeholder's offset.
+/// `{{` and `}}` are not placeholders.
+fn placeholders(template: &str) -> Vec<(&str, usize)> {
     let mut out = Vec::new();
     let bytes = template.as_bytes();
     let mut i = 0;
@@ -511,7 +609,7 @@ fn placeholders(template: &str) -> Vec<&str> {
                     break;
                 };
                 let inner = &template[i + 1..i + 1 + len];
-                out.push(inner.split(':').next().unwrap_or("").trim());
+                out.push((inner.split(':').next().unwrap_or("").trim(), i));
                 i += len + 2;
             }
             _ => i += 1,
@@ -566,10 +664,12 @@ fn sql_format(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !looks_like_sql(formatted.template) {
         return;
     }
-    let Some(worst) = formatted.values.iter().max_by_key(|v| v.origin) else {
-        return;
-    };
-    let Some(mut confidence) = worst.origin.confidence() else {
+    let worst = formatted
+        .values
+        .iter()
+        .filter_map(|v| sql_confidence(v.origin, v.name).map(|c| (c, v)))
+        .min_by_key(|(c, _)| *c);
+    let Some((mut confidence, worst)) = worst else {
         return;
     };
     if has_placeholders(formatted.template) {
@@ -597,15 +697,21 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !sql {
         return;
     }
+    let texts: Vec<Option<&str>> = operands
+        .iter()
+        .map(|o| literal_text(values.syntax, *o))
+        .collect();
     let worst = operands
         .iter()
-        .filter(|o| literal_text(values.syntax, **o).is_none())
-        .map(|o| (values.origin(*o), *o))
-        .max_by_key(|(origin, _)| *origin);
-    let Some((origin, operand)) = worst else {
-        return;
-    };
-    let Some(confidence) = origin.confidence() else {
+        .enumerate()
+        .filter(|(i, _)| texts[*i].is_none())
+        .filter_map(|(i, o)| {
+            let before = i.checked_sub(1).and_then(|b| texts[b]).map(before_close);
+            let name = before.is_some_and(names_position);
+            sql_confidence(values.origin(*o), name).map(|c| (c, *o))
+        })
+        .min_by_key(|(c, _)| *c);
+    let Some((confidence, operand)) = worst else {
         return;
     };
     let how = format!("concatenated with `{}`", values.syntax.text_of(operand));
@@ -812,8 +918,8 @@ mod tests {
         let apart = "pub fn f(p: *const u8) -> u8 {\n    // SAFETY: p is valid\n    let q = p;\n    unsafe { *q }\n}\n";
         assert_eq!(lines("src/lib.rs", apart, "unsafe-block"), vec![4]);
         // Inside an unsafe fn a block still states why it is sound (Rust 2024).
-        let in_unsafe_fn = "pub unsafe fn f(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n";
-        assert_eq!(lines("src/lib.rs", in_unsafe_fn, "unsafe-block"), vec![2]);
+        let in_unsafe_fn = "pub unsafe fn f(p: *const u8) -> u8 {\n    let q = p.add(1);\n    unsafe { *q }\n}\n";
+        assert_eq!(lines("src/lib.rs", in_unsafe_fn, "unsafe-block"), vec![3]);
         let imp = "struct P(*mut u8);\nunsafe impl Send for P {}\n";
         assert_eq!(lines("src/lib.rs", imp, "unsafe-block"), vec![2]);
         let reason = &review_texts("src/lib.rs", "", imp)[0].reason;
@@ -837,6 +943,9 @@ mod tests {
             "pub fn f(p: *const u8) -> u8 {\n    g(\n        1,\n        // SAFETY: valid\n        unsafe { *p },\n    )\n}\n",
             "pub fn f(p: Option<*const u8>) -> u8 {\n    match p {\n        // SAFETY: valid\n        Some(p) => unsafe { *p },\n        None => 0,\n    }\n}\n",
             "struct P(*mut u8);\n// SAFETY: P owns its buffer.\nunsafe impl Send for P {}\n",
+            // A block that is the whole body of an unsafe fn: the fn's contract covers it.
+            "/// # Safety\n/// p must be valid.\npub unsafe fn f(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n",
+            "pub unsafe fn g(p: *mut u8) {\n    unsafe {\n        *p = 0;\n    }\n}\n",
             // `unsafe fn` declarations are not findings.
             "/// # Safety\n/// p must be valid.\npub unsafe fn f(p: *const u8) -> u8 {\n    // SAFETY: the caller's contract.\n    unsafe { *p }\n}\n",
             // Test code.
@@ -946,6 +1055,20 @@ mod tests {
         for case in cases {
             assert!(lines("src/db.rs", case, "sql-injection").is_empty(), "{case}");
         }
+        // Where a table name goes (names cannot be parameters): a hint, whatever the value.
+        let table = "impl Store {\n    pub fn count(&self, who: &str) -> String {\n        format!(\"SELECT count(*) FROM \\\"{}\\\"\", self.table_for(who))\n    }\n}\n";
+        assert_eq!(
+            graded("src/db.rs", table, "sql-injection"),
+            vec![(Severity::Critical, Confidence::Low)]
+        );
+        // A setting is not input; a call that quotes is not raw.
+        let setting = "pub fn q(&self) -> String {\n    format!(\"SELECT * FROM t WHERE owner = '{}'\", self.config.owner_name)\n}\n";
+        assert_eq!(
+            graded("src/db.rs", setting, "sql-injection"),
+            vec![(Severity::Critical, Confidence::Medium)]
+        );
+        let quoted = "pub fn q(name: &str) -> String {\n    format!(\"SELECT * FROM t WHERE n = {}\", quote_literal(name))\n}\n";
+        assert!(lines("src/db.rs", quoted, "sql-injection").is_empty());
         // A table name formatted into SQL that binds its values: a hint only.
         let table = "pub fn q(table: &str) -> String {\n    format!(\"SELECT * FROM {table} WHERE id = ?\")\n}\n";
         assert_eq!(
