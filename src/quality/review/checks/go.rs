@@ -400,7 +400,12 @@ mod tests {
         // Programs, tests and examples print.
         let main = lib.replace("package store", "package main");
         assert!(lines("server.go", &main, "go-print").is_empty());
-        for path in ["store/db_test.go", "examples/basic/db.go", "cmd/tool/db.go"] {
+        for path in [
+            "store/db_test.go",
+            "examples/basic/db.go",
+            "cmd/tool/db.go",
+            "internal/testutil/db.go",
+        ] {
             assert!(lines(path, lib, "go-print").is_empty(), "{path}");
         }
         // Errors to stderr, formatting to a string, logging, strings and comments.

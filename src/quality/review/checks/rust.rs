@@ -972,7 +972,14 @@ mod tests {
         for path in ["build.rs", "crates/x/build.rs", "src/main.rs", "src/tool.rs"] {
             assert!(lines(path, cargo, "println").is_empty(), "{path}");
         }
-        for path in ["src/bin/tool.rs", "examples/demo.rs", "benches/parse.rs"] {
+        // Test helpers a crate declares `#[cfg(test)] mod testutil;` are test code too.
+        for path in [
+            "src/bin/tool.rs",
+            "examples/demo.rs",
+            "benches/parse.rs",
+            "crates/searcher/src/testutil.rs",
+            "src/test_helpers.rs",
+        ] {
             assert!(lines(path, print, "println").is_empty(), "{path}");
         }
         // Errors to stderr are legitimate; test code may print.
