@@ -469,6 +469,11 @@ mod tests {
             graded("store/db.go", names, "sql-injection"),
             vec![(Severity::Critical, Confidence::Low), (Severity::Critical, Confidence::Low)]
         );
+        let brackets = "package store\n\nfunc (m *Store) Create(db *sql.DB) {\n\tdb.Exec(\"IF OBJECT_ID(N'[\" + m.config.SchemaName + \"].[\" + m.config.Table + \"]') IS NULL SELECT 1 FROM t\")\n}\n";
+        assert_eq!(
+            graded("store/db.go", brackets, "sql-injection"),
+            vec![(Severity::Critical, Confidence::Low)]
+        );
         let quoted = "package store\n\nfunc (m *Store) Lock(db *sql.DB) {\n\tdb.Exec(\"SELECT * FROM \" + pq.QuoteIdentifier(m.config.LockTable) + \" WHERE id = $1\", 1)\n}\n";
         assert!(lines("store/db.go", quoted, "sql-injection").is_empty());
         // A table name formatted into SQL that binds its values: a hint only.

@@ -37,15 +37,40 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
 
 /// An `unsafe { … }` block without a `SAFETY:` comment. Blocks inside an `unsafe fn` are
 /// checked too: since Rust 2024 (`unsafe_op_in_unsafe_fn`) an unsafe fn's body is not an
-/// unsafe context by itself, and each block inside it states its own justification. One
-/// that is the whole body of an `unsafe fn` (what the edition migration writes) is
-/// justified by the function's own contract.
+/// unsafe context by itself, and each block inside it states its own justification; but the
+/// function's contract (its `# Safety` section) usually covers them, so they are reported
+/// one severity lower. One that is the whole body of an `unsafe fn` (what the edition
+/// migration writes) is covered by that contract.
 fn unsafe_block(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if is_unsafe_fn_body(node) || justified(input, syntax, node) {
         return;
     }
     let row = node.start_position().row;
-    out.push(Hit::new(CheckId::UnsafeBlock, row..row + 1).with("what", "`unsafe` block"));
+    let lower = u8::from(in_unsafe_fn(node));
+    out.push(
+        Hit::new(CheckId::UnsafeBlock, row..row + 1)
+            .lower(lower)
+            .with("what", "`unsafe` block"),
+    );
+}
+
+/// Whether `node` is inside an `unsafe fn`.
+fn in_unsafe_fn(node: Node<'_>) -> bool {
+    let mut at = node.parent();
+    while let Some(n) = at {
+        if n.kind() == "function_item" {
+            return is_unsafe_fn(n);
+        }
+        at = n.parent();
+    }
+    false
+}
+
+/// Whether the function item `f` is declared `unsafe`.
+fn is_unsafe_fn(f: Node<'_>) -> bool {
+    child_of_kind(f, "function_modifiers")
+        .and_then(|m| child_of_kind(m, "unsafe"))
+        .is_some()
 }
 
 /// Whether the unsafe block `node` is all there is in the body of an `unsafe fn`.
@@ -64,10 +89,7 @@ fn is_unsafe_fn_body(node: Node<'_>) -> bool {
         .all(|c| c.id() == statement.id());
     let unsafe_fn = body
         .parent()
-        .filter(|f| f.kind() == "function_item")
-        .and_then(|f| child_of_kind(f, "function_modifiers"))
-        .and_then(|m| child_of_kind(m, "unsafe"))
-        .is_some();
+        .is_some_and(|f| f.kind() == "function_item" && is_unsafe_fn(f));
     alone && unsafe_fn
 }
 
@@ -249,9 +271,13 @@ pub(super) fn sanitises(function: &str) -> bool {
 
 /// Whether a value placed after the SQL text `before` stands where a name goes (a table
 /// after `FROM`, `INTO`, `UPDATE`, `JOIN`, `TABLE`, or after `schema.`), possibly in
-/// identifier quotes: names cannot be query parameters, so formatting them in is the usual
+/// quotes, or inside identifier quotes (`[…]`, `` `…` ``): names cannot be query parameters, so formatting them in is the usual
 /// way, and a finding about one is a hint.
 pub(super) fn names_position(before: &str) -> bool {
+    // `[name]` and `` `name` `` quote only identifiers.
+    if before.ends_with(['[', '`']) {
+        return true;
+    }
     let t = before
         .trim_end()
         .trim_end_matches(['"', '`', '[', '\\'])
@@ -917,9 +943,14 @@ mod tests {
         assert_eq!(lines("src/lib.rs", other, "unsafe-block"), vec![3]);
         let apart = "pub fn f(p: *const u8) -> u8 {\n    // SAFETY: p is valid\n    let q = p;\n    unsafe { *q }\n}\n";
         assert_eq!(lines("src/lib.rs", apart, "unsafe-block"), vec![4]);
-        // Inside an unsafe fn a block still states why it is sound (Rust 2024).
+        // Inside an unsafe fn a block still states why it is sound (Rust 2024), one severity
+        // lower: the function's contract usually covers it.
         let in_unsafe_fn = "pub unsafe fn f(p: *const u8) -> u8 {\n    let q = p.add(1);\n    unsafe { *q }\n}\n";
         assert_eq!(lines("src/lib.rs", in_unsafe_fn, "unsafe-block"), vec![3]);
+        assert_eq!(
+            graded("src/lib.rs", in_unsafe_fn, "unsafe-block"),
+            vec![(Severity::Low, Confidence::High)]
+        );
         let imp = "struct P(*mut u8);\nunsafe impl Send for P {}\n";
         assert_eq!(lines("src/lib.rs", imp, "unsafe-block"), vec![2]);
         let reason = &review_texts("src/lib.rs", "", imp)[0].reason;
