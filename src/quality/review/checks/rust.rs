@@ -115,9 +115,12 @@ fn unsafe_impl(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>, out: &mut
 /// between the comment and the code).
 fn justified(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     let row = node.start_position().row;
-    let same_line = syntax.comments.iter().any(|c| {
-        input.file.line_at(c.bytes.start) == row && is_safety(&syntax.text[c.bytes.clone()])
-    });
+    // Comments are in order: those starting on the row are a run of them.
+    let from = syntax.comments.partition_point(|c| input.file.line_at(c.bytes.start) < row);
+    let same_line = syntax.comments[from..]
+        .iter()
+        .take_while(|c| input.file.line_at(c.bytes.start) == row)
+        .any(|c| is_safety(&syntax.text[c.bytes.clone()]));
     if same_line {
         return true;
     }
