@@ -1,10 +1,12 @@
 //! Checks on the parse of Rust files: `unsafe` without a `SAFETY:` justification, SQL
 //! formatted or concatenated from values, and shell commands (`sh -c`) built from values.
 //!
-//! Values are judged by where they come from: literals and constants (`ALL_CAPS`, `const`
-//! items) are not input; a parameter of the enclosing function, an input-like name
-//! (`req`, `query`, `params`, `input`, `user`, `name`…) or the result of a call is; anything
-//! else is a value of unknown origin (medium confidence).
+//! Values are judged by where they come from: literals, constants (`ALL_CAPS`, `const`
+//! items) and what a quoting call returns are not input; a parameter of the enclosing
+//! function, an input-like name (`req`, `query`, `params`, `input`, `user`, `name`…) or a
+//! call on one is; anything else is of unknown origin (medium confidence), and so are
+//! numbers. The helpers shared with the Go checks (what reads as SQL, input-like names, where
+//! a table name goes, which programs are shells) live here.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -288,14 +290,7 @@ pub(super) fn names_position(before: &str) -> bool {
     if t.ends_with('.') {
         return true;
     }
-    let word: String = t
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<Vec<char>>()
-        .into_iter()
-        .rev()
-        .collect();
+    let word = t.rsplit(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("");
     ["from", "into", "update", "join", "table"]
         .iter()
         .any(|k| word.eq_ignore_ascii_case(k))
