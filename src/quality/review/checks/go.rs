@@ -1,11 +1,12 @@
 //! Checks on the parse of Go files: SQL formatted (`fmt.Sprintf`) or concatenated from
 //! values, and shell commands (`exec.Command("sh", "-c", …)`) built from values.
 //!
-//! Values are judged as in the Rust checks: literals and constants (the file's `const`
-//! declarations, `ALL_CAPS`) are not input; a parameter of the enclosing function, an
-//! input-like name (`r.FormValue`, `os.Args`, `userID`…) or a call's result is; anything else
-//! is of unknown origin (medium confidence). Numbers formatted or converted into SQL
-//! (`%d`, `strconv.Itoa`) cannot carry quotes: medium at most.
+//! Values are judged as in the Rust checks: literals, constants (the file's `const`
+//! declarations, `ALL_CAPS`) and what a quoting call returns (`pq.QuoteIdentifier`) are not
+//! input; a parameter of the enclosing function, an input-like name (`r.FormValue`,
+//! `os.Args`, `userID`…) or a call on one is; anything else is of unknown origin (medium
+//! confidence). Numbers formatted or converted into SQL (`%d`, `int` parameters,
+//! `strconv.Itoa`) cannot carry quotes: medium at most.
 
 use std::collections::HashSet;
 
