@@ -47,17 +47,44 @@ const NUMBER_TEXT: &[&str] = &[
     "strconv.FormatBool",
 ];
 
-/// The names the file declares `const`.
+/// The names the file declares `const` (`const x = …`, and each line of a `const ( … )`
+/// block). Read from the text: the parse may cover only the code around the change, and a
+/// constant is often declared far from where it is used.
 fn const_names(syntax: &Syntax<'_>) -> HashSet<String> {
     let mut out = HashSet::new();
-    syntax.walk(|node| {
-        if node.kind() == "const_spec" {
-            let mut cursor = node.walk();
-            for name in node.children_by_field_name("name", &mut cursor) {
-                out.insert(syntax.text_of(name).to_owned());
+    let mut in_block = false;
+    for line in syntax.text.lines() {
+        let line = line.trim();
+        let spec = if in_block {
+            if line.starts_with(')') {
+                in_block = false;
+                continue;
+            }
+            line
+        } else if let Some(rest) = line.strip_prefix("const") {
+            let rest = rest.trim_start();
+            if rest.starts_with('(') {
+                in_block = true;
+                continue;
+            }
+            if rest.len() == line.len() - "const".len() {
+                // `constant := …`: not a declaration.
+                continue;
+            }
+            rest
+        } else {
+            continue;
+        };
+        // `a, b = 1, 2`, `x int = 3`, `y` (iota): the names before a type or `=`.
+        let names = spec.split(['=', '/']).next().unwrap_or("");
+        for part in names.split(',') {
+            if let Some(name) = part.split_whitespace().next()
+                && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            {
+                out.insert(name.to_owned());
             }
         }
-    });
+    }
     out
 }
 
@@ -461,6 +488,10 @@ mod tests {
         for case in cases {
             assert!(lines("store/db.go", case, "sql-injection").is_empty(), "{case}");
         }
+        // Constants declared away from the change, alone or in a block.
+        let old = "package store\n\nconst owner = \"root\"\n\nconst (\n\trole = \"admin\"\n\tlimit, offset = 10, 0\n)\n\nfunc A() {}\n";
+        let new = format!("{old}\nfunc Find(db *sql.DB) {{\n\tdb.Query(\"SELECT * FROM t WHERE o = '\" + owner + \"' AND r = '\" + role + \"' LIMIT \" + offset)\n}}\n");
+        assert!(found("store/db.go", old, &new, "sql-injection").is_empty());
         let sprintf = "package store\n\nfunc Find(db *sql.DB, id string) {\n\tdb.Query(fmt.Sprintf(\"SELECT * FROM t WHERE id = '%s'\", id))\n}\n";
         assert!(lines("store/db_test.go", sprintf, "sql-injection").is_empty());
         // Where a table name goes (names cannot be parameters): a hint; a quoted name is not

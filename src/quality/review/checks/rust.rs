@@ -983,6 +983,13 @@ mod tests {
         for case in cases {
             assert!(lines("src/lib.rs", case, "unsafe-block").is_empty(), "{case}");
         }
+        // The comment may be old and only the code new.
+        let old = "pub struct P(*mut u8);\n\n// SAFETY: P owns its buffer.\n";
+        let new = format!("{old}unsafe impl Send for P {{}}\n");
+        assert!(found("src/lib.rs", old, &new, "unsafe-block").is_empty());
+        let old = "pub fn f(p: *const u8) -> u8 {\n    // SAFETY: the caller's pointer is valid.\n    0\n}\n";
+        let new = "pub fn f(p: *const u8) -> u8 {\n    // SAFETY: the caller's pointer is valid.\n    unsafe { *p }\n}\n";
+        assert!(found("src/lib.rs", old, new, "unsafe-block").is_empty());
         // An old block is not the change's: adding a line inside it does not report it.
         let old = "pub fn f(p: *const u8) -> u8 {\n    unsafe {\n        *p\n    }\n}\n";
         let new = "pub fn f(p: *const u8) -> u8 {\n    unsafe {\n        let v = *p;\n        v\n    }\n}\n";
@@ -1091,6 +1098,10 @@ mod tests {
         for case in cases {
             assert!(lines("src/db.rs", case, "sql-injection").is_empty(), "{case}");
         }
+        // A constant declared away from the change.
+        let old = "pub const OWNER: &str = \"root\";\npub(crate) static ROLE: &str = \"admin\";\n\npub fn a() {}\n";
+        let new = format!("{old}\npub fn q() -> String {{\n    format!(\"SELECT * FROM t WHERE o = '{{}}' AND r = '{{}}'\", OWNER, ROLE)\n}}\n");
+        assert!(found("src/db.rs", old, &new, "sql-injection").is_empty());
         // Where a table name goes (names cannot be parameters): a hint, whatever the value.
         let table = "impl Store {\n    pub fn count(&self, who: &str) -> String {\n        format!(\"SELECT count(*) FROM \\\"{}\\\"\", self.table_for(who))\n    }\n}\n";
         assert_eq!(
