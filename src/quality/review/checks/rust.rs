@@ -812,67 +812,112 @@ pub(super) fn is_command_flag(flag: &str) -> bool {
             && lower.ends_with('c'))
 }
 
-/// `Command::new("sh")` with `.arg("-c").arg(x)` or `.args(["-c", x])` in the same chain,
-/// `x` not a literal or constant.
+/// `Command::new("sh")` with `.arg("-c").arg(x)` or `.args(["-c", x])`, `x` not a literal
+/// or constant: in one chain, or in a chain on the variable a `let` bound the command to
+/// (`let mut cmd = Command::new("sh"); cmd.arg("-c").arg(x);`). Looked at from the top of
+/// each chain, which holds the new code of the change when any of the chain is new.
 fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let syntax = values.syntax;
-    let Some(function) = node.child_by_field_name("function") else {
+    if node.parent().is_some_and(|p| p.kind() == "field_expression") {
         return;
+    }
+    let root = chain_root(node);
+    let (program, mut args) = match root.kind() {
+        "call_expression" => match shell_program(syntax, root) {
+            Some(program) => (program, Vec::new()),
+            None => return,
+        },
+        "identifier" => match bound_command(syntax, root) {
+            Some((program, command)) => (program, chain_args(syntax, command)),
+            None => return,
+        },
+        _ => return,
     };
-    if !syntax.text_of(function).ends_with("Command::new") {
-        return;
-    }
-    let program = node
-        .child_by_field_name("arguments")
-        .and_then(|a| a.named_child(0))
-        .and_then(|p| literal_text(syntax, p));
-    let Some(program) = program else { return };
-    if !SHELLS.contains(&program.trim_matches('"')) {
-        return;
-    }
-    // The arguments the chain around it passes, and those passed later to the variable it
-    // is bound to (`let mut cmd = Command::new("sh"); cmd.arg("-c").arg(x);`), in order.
-    let (mut args, top) = chain_args(syntax, node);
-    if let Some(name) = bound_name(syntax, top)
-        && let Some(scope) = top.parent().and_then(|l| l.parent())
-    {
-        let mut stack = vec![scope];
-        while let Some(n) = stack.pop() {
-            if n.kind() == "identifier"
-                && n.start_byte() > top.end_byte()
-                && syntax.text_of(n) == name
-            {
-                args.extend(chain_args(syntax, n).0);
-            }
-            stack.extend((0..n.named_child_count()).filter_map(|i| n.named_child(i)));
-        }
-        args.sort_by_key(|(a, _)| a.start_byte());
-    }
-    let flag = args.iter().position(|(a, _)| {
+    let own = args.len();
+    args.extend(chain_args(syntax, root));
+    let flag = args.iter().position(|a| {
         literal_text(syntax, *a).is_some_and(|t| is_command_flag(t.trim_matches('"')))
     });
-    let Some((script, call)) = flag.and_then(|i| args.get(i + 1)) else {
+    // A script passed where the command was bound is reported with that chain.
+    let Some(script) = flag.map(|i| i + 1).filter(|i| *i >= own).and_then(|i| args.get(i))
+    else {
         return;
     };
     let Some(confidence) = values.origin(*script).confidence() else {
         return;
     };
-    let how = format!(
-        "`{} -c` with `{}`",
-        program.trim_matches('"'),
-        syntax.text_of(*script)
-    );
+    let how = format!("`{program} -c` with `{}`", syntax.text_of(*script));
     out.push(
-        Hit::new(CheckId::ShellInjection, lines_of(*call))
+        Hit::new(CheckId::ShellInjection, lines_of(node))
             .at(script.start_position().row)
             .confidence(confidence)
             .with("how", how),
     );
 }
 
-/// The arguments `.arg(x)` and `.args([…])` calls chained on `start` pass, each with the
-/// call chain it is in; and the top of that chain.
-fn chain_args<'t>(syntax: &Syntax<'_>, start: Node<'t>) -> (Vec<(Node<'t>, Node<'t>)>, Node<'t>) {
+/// The receiver a method chain starts from (`Command::new("sh")` in
+/// `Command::new("sh").arg("-c")`).
+fn chain_root(top: Node<'_>) -> Node<'_> {
+    let mut root = top;
+    while root.kind() == "call_expression"
+        && let Some(function) = root
+            .child_by_field_name("function")
+            .filter(|f| f.kind() == "field_expression")
+        && let Some(value) = function.child_by_field_name("value")
+    {
+        root = value;
+    }
+    root
+}
+
+/// The shell a `Command::new("sh")` call runs, without quotes; `None` for other calls and
+/// programs.
+fn shell_program<'a>(syntax: &Syntax<'a>, call: Node<'_>) -> Option<&'a str> {
+    let function = call.child_by_field_name("function")?;
+    if !syntax.text_of(function).ends_with("Command::new") {
+        return None;
+    }
+    let program = call
+        .child_by_field_name("arguments")
+        .and_then(|a| a.named_child(0))
+        .and_then(|p| literal_text(syntax, p))?
+        .trim_matches('"');
+    SHELLS.contains(&program).then_some(program)
+}
+
+/// For a variable used at `at`: the shell and the `Command::new(…)` call of the nearest
+/// `let` above it in the blocks around that binds it to a shell command.
+fn bound_command<'a, 't>(syntax: &Syntax<'a>, at: Node<'t>) -> Option<(&'a str, Node<'t>)> {
+    let name = syntax.text_of(at);
+    let mut inner = at;
+    while let Some(parent) = inner.parent() {
+        if parent.kind() == "block" {
+            let mut cursor = parent.walk();
+            let binding = parent
+                .named_children(&mut cursor)
+                .take_while(|c| c.end_byte() <= at.start_byte())
+                .filter(|c| c.kind() == "let_declaration")
+                .filter(|l| {
+                    l.child_by_field_name("pattern").is_some_and(|p| {
+                        syntax.text_of(p).trim_start_matches("mut ").trim() == name
+                    })
+                })
+                .last();
+            if let Some(value) = binding.and_then(|l| l.child_by_field_name("value")) {
+                let command = chain_root(value);
+                return shell_program(syntax, command).map(|p| (p, command));
+            }
+        }
+        if parent.kind() == "function_item" {
+            return None;
+        }
+        inner = parent;
+    }
+    None
+}
+
+/// The arguments the `.arg(x)` and `.args([…])` calls chained on `start` pass, in order.
+fn chain_args<'t>(syntax: &Syntax<'_>, start: Node<'t>) -> Vec<Node<'t>> {
     let mut args = Vec::new();
     let mut top = start;
     while let Some(field) = top.parent().filter(|p| p.kind() == "field_expression")
@@ -898,15 +943,7 @@ fn chain_args<'t>(syntax: &Syntax<'_>, start: Node<'t>) -> (Vec<(Node<'t>, Node<
         }
         top = call;
     }
-    (args.into_iter().map(|a| (a, top)).collect(), top)
-}
-
-/// The variable `let [mut] x = <node>;` binds `node` to.
-fn bound_name<'a>(syntax: &Syntax<'a>, node: Node<'_>) -> Option<&'a str> {
-    let parent = node.parent().filter(|p| p.kind() == "let_declaration")?;
-    let pattern = parent.child_by_field_name("pattern")?;
-    let name = syntax.text_of(pattern).trim_start_matches("mut ").trim();
-    (pattern.kind() == "identifier" || pattern.kind() == "mut_pattern").then_some(name)
+    args
 }
 
 #[cfg(test)]
@@ -1140,6 +1177,12 @@ mod tests {
         // Bound to a variable first, its arguments added later.
         let later = "pub fn run(script: &str) {\n    let mut cmd = Command::new(\"sh\");\n    cmd.arg(\"-c\").arg(script);\n    cmd.status();\n}\n";
         assert_eq!(lines("src/run.rs", later, "shell-injection"), vec![3]);
+        // Only the line passing the script is new.
+        let old = "pub fn run(script: &str) {\n    Command::new(\"sh\")\n        .arg(\"-c\")\n        .status();\n}\n";
+        let new = "pub fn run(script: &str) {\n    Command::new(\"sh\")\n        .arg(\"-c\")\n        .arg(script)\n        .status();\n}\n";
+        assert_eq!(found("src/run.rs", old, new, "shell-injection").len(), 1);
+        let old = "pub fn run(script: &str) {\n    let mut cmd = Command::new(\"sh\");\n    cmd.status();\n}\n";
+        assert_eq!(found("src/run.rs", old, later, "shell-injection").len(), 1);
         let silent = [
             "pub fn run(script: &str) {\n    let mut cmd = Command::new(\"git\");\n    cmd.arg(\"-c\").arg(script);\n}\n",
             "pub fn git(args: &[String]) {\n    Command::new(\"git\").arg(\"-c\").arg(&args[0]).status();\n}\n",
