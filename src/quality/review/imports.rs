@@ -368,37 +368,44 @@ fn js_program(syntax: &Syntax<'_>, out: &mut Vec<Import>) {
     }
 }
 
-/// The `require('…')` calls under `node`, not inside a function.
+/// The `require('…')` calls under `node`, not inside a function (depth first, with a stack of
+/// its own: expressions can nest deeper than the thread's stack allows).
 fn js_requires(syntax: &Syntax<'_>, node: Node<'_>, out: &mut Vec<Import>) {
-    let kind = node.kind();
-    if matches!(
-        kind,
-        "function_declaration"
-            | "generator_function_declaration"
-            | "function_expression"
-            | "function"
-            | "arrow_function"
-            | "method_definition"
-            | "class_declaration"
-            | "class"
-    ) {
-        return;
+    let mut stack = vec![node];
+    let mut found = Vec::new();
+    while let Some(node) = stack.pop() {
+        let kind = node.kind();
+        if matches!(
+            kind,
+            "function_declaration"
+                | "generator_function_declaration"
+                | "function_expression"
+                | "function"
+                | "arrow_function"
+                | "method_definition"
+                | "class_declaration"
+                | "class"
+        ) {
+            continue;
+        }
+        if kind == "call_expression"
+            && node
+                .child_by_field_name("function")
+                .is_some_and(|f| syntax.text_of(f) == "require")
+            && let Some(arg) = node
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0))
+                .filter(|a| a.kind() == "string")
+        {
+            found.push((node, arg));
+            continue;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
     }
-    if kind == "call_expression"
-        && node
-            .child_by_field_name("function")
-            .is_some_and(|f| syntax.text_of(f) == "require")
-        && let Some(arg) = node
-            .child_by_field_name("arguments")
-            .and_then(|a| a.named_child(0))
-            .filter(|a| a.kind() == "string")
-    {
-        push_js(syntax, node, arg, out);
-        return;
-    }
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
-        js_requires(syntax, child, out);
+    for (at, arg) in found {
+        push_js(syntax, at, arg, out);
     }
 }
 

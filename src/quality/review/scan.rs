@@ -361,12 +361,15 @@ fn needs_parse(
     grammar: Grammar,
     file: &FileDiff,
 ) -> bool {
-    let new_runs = || {
-        file.new
-            .iter()
-            .map(|r| file.text_of(&(r.start..r.end)))
+    let bytes_of = |r: &Range<usize>| {
+        file.line_starts[r.start]..file.line_starts.get(r.end).copied().unwrap_or(file.new_text.len())
     };
-    if new_runs().any(|t| checks::triggered(grammar, t)) {
+    let focus: Vec<Range<usize>> = file.new.iter().map(bytes_of).collect();
+    let items = syntax::windows(&file.new_text, &focus);
+    let joined = |ranges: &[Range<usize>]| -> String {
+        ranges.iter().map(|r| &file.new_text[r.clone()]).collect()
+    };
+    if checks::triggered(grammar, &joined(&focus), &joined(&items)) {
         return true;
     }
     let placed = rules.rules.iter().filter(|r| {

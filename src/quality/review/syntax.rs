@@ -447,7 +447,7 @@ fn ts_range(text: &str, bytes: &Range<usize>) -> tree_sitter::Range {
 /// the last line at or before each range that starts an item in column 0 (with the attribute,
 /// decorator and comment lines right above it) to the line before the next item starts in
 /// column 0 (closing brackets in column 0 belong to the item). Merged, in order.
-fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
+pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let line_start = |at: usize| bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let next_line = |at: usize| {

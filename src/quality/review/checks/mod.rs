@@ -95,36 +95,41 @@ pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
     node.start_position().row..node.end_position().row + 1
 }
 
-/// Whether the new code `text` of a file of `grammar` holds a word one of the checks on the
-/// parse looks for (so that a file without any is not parsed for them).
-pub fn triggered(grammar: super::syntax::Grammar, text: &str) -> bool {
+/// Whether a file of `grammar` needs the checks on the parse: its new code (`new`, the runs of
+/// new lines) has a comment (commented-out code), or the top-level items around it (`items`)
+/// hold a word one of the checks starts from (the SQL, the command or the `unsafe` may sit on
+/// an old line of the statement a new line joins).
+pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> bool {
     use super::syntax::Grammar;
+    use regex::bytes::Regex;
     use std::sync::LazyLock;
-    // Line comments that are not doc comments, block comments (commented-out code), and the
-    // calls and keywords each language's checks start from.
-    static PYTHON: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(r"(?i)#|\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|os\.(?:system|popen)|pickle|marshal|yaml|shelve|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
-            .expect("the trigger pattern compiles")
+    fn compile(pattern: &str) -> Regex {
+        Regex::new(pattern).expect("the trigger patterns compile")
+    }
+    // Comments that are not doc comments.
+    static HASH: LazyLock<Regex> = LazyLock::new(|| compile(r"#"));
+    static SLASHES: LazyLock<Regex> =
+        LazyLock::new(|| compile(r"(?:^|[^/:])//(?:[^/!]|$)|/\*[^*!]"));
+    const SQL_AND_SECRETS: &str = r"\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential";
+    static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|\bcompile\b|subprocess|\bos\.|\bcommands\.|pickle|marshal|yaml|shelve|dill|\bexecute|\braw\b|{SQL_AND_SECRETS}"))
     });
-    static RUST: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(r"(?i)(?:^|[^/])//(?:[^/!]|$)|/\*[^*!]|\bunsafe\b|Command|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
-            .expect("the trigger pattern compiles")
+    static RUST: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(r"(?i)\bunsafe\b|Command|{SQL_AND_SECRETS}"))
     });
-    static GO: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(r"(?i)//|/\*|exec\.Command|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
-            .expect("the trigger pattern compiles")
+    static GO: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(r"(?i)exec\.Command|{SQL_AND_SECRETS}"))
     });
-    static JS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(r"(?i)//|/\*|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|exec|spawn|eval|Function|setTimeout|setInterval|\bvm\.|\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential")
-            .expect("the trigger pattern compiles")
+    static JS: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{SQL_AND_SECRETS}"))
     });
-    let re = match grammar {
-        Grammar::Python => &*PYTHON,
-        Grammar::Rust => &*RUST,
-        Grammar::Go => &*GO,
-        _ => &*JS,
+    let (comments, constructs) = match grammar {
+        Grammar::Python => (&*HASH, &*PYTHON),
+        Grammar::Rust => (&*SLASHES, &*RUST),
+        Grammar::Go => (&*SLASHES, &*GO),
+        _ => (&*SLASHES, &*JS),
     };
-    re.is_match(text.as_bytes())
+    comments.is_match(new.as_bytes()) || constructs.is_match(items.as_bytes())
 }
 
 /// Runs every check that applies to `input`.
