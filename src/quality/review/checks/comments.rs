@@ -21,9 +21,7 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     for (lines, text) in candidates(input, syntax) {
         if is_commented_out_code(syntax.grammar, &text) {
             let count = lines.len();
-            out.push(
-                Hit::new(CheckId::CommentedCode, lines).with("lines", count.to_string()),
-            );
+            out.push(Hit::new(CheckId::CommentedCode, lines).with("lines", count.to_string()));
         }
     }
 }
@@ -33,19 +31,13 @@ fn candidates(input: &Input<'_>, syntax: &Syntax<'_>) -> Vec<(Range<usize>, Stri
     let file = input.file;
     let mut out = Vec::new();
     // The run of line comments being gathered: its lines and their stripped texts.
-    let mut run: Option<(Range<usize>, Vec<&str>)> = None;
-    let mut flush = |run: &mut Option<(Range<usize>, Vec<&str>)>,
-                     out: &mut Vec<(Range<usize>, String)>| {
-        if let Some((lines, texts)) = run.take()
-            && lines.len() >= 2
-        {
-            out.push((lines, texts.join("\n")));
-        }
-    };
+    let mut run: Option<Run<'_>> = None;
     for comment in syntax.comments.iter().filter(|c| !c.doc) {
         let start = comment.bytes.start;
         let line = file.line_at(start);
-        let alone = file.new_text[file.line_starts[line]..start].trim().is_empty();
+        let alone = file.new_text[file.line_starts[line]..start]
+            .trim()
+            .is_empty();
         let text = &syntax.text[comment.bytes.clone()];
         let last = file.line_at(comment.bytes.end.saturating_sub(1).max(start));
         let block = text.starts_with("/*");
@@ -75,6 +67,18 @@ fn candidates(input: &Input<'_>, syntax: &Syntax<'_>) -> Vec<(Range<usize>, Stri
     out
 }
 
+/// A run of line comments on consecutive lines: its lines and their texts without markers.
+type Run<'a> = (Range<usize>, Vec<&'a str>);
+
+/// Ends `run`: a candidate when it has at least two lines.
+fn flush(run: &mut Option<Run<'_>>, out: &mut Vec<(Range<usize>, String)>) {
+    if let Some((lines, texts)) = run.take()
+        && lines.len() >= 2
+    {
+        out.push((lines, texts.join("\n")));
+    }
+}
+
 /// The text of a block comment without `/*`, `*/` and the `*` that starts its lines.
 fn strip_block(text: &str) -> String {
     let inner = text.trim_start_matches("/*").trim_end_matches("*/");
@@ -92,13 +96,43 @@ fn strip_block(text: &str) -> String {
 
 /// Markers of comments that are instructions to a tool, not code.
 const PRAGMAS: &[&str] = &[
-    "type:", "noqa", "pylint:", "pyright:", "mypy:", "fmt:", "isort:", "pragma", "nosec",
-    "eslint", "prettier-", "@ts-", "istanbul", "jshint", "global ", "tslint:", "go:", "+build",
-    "nolint", "#[", "!", "-*-", "vim:", "NOSONAR", "SAFETY:", "cspell:", "biome-",
+    "type:",
+    "noqa",
+    "pylint:",
+    "pyright:",
+    "mypy:",
+    "fmt:",
+    "isort:",
+    "pragma",
+    "nosec",
+    "eslint",
+    "prettier-",
+    "@ts-",
+    "istanbul",
+    "jshint",
+    "global ",
+    "tslint:",
+    "go:",
+    "+build",
+    "nolint",
+    "#[",
+    "!",
+    "-*-",
+    "vim:",
+    "NOSONAR",
+    "SAFETY:",
+    "cspell:",
+    "biome-",
 ];
 
 /// Words of license headers.
-const LICENSE_WORDS: &[&str] = &["copyright", "license", "spdx-", "licence", "all rights reserved"];
+const LICENSE_WORDS: &[&str] = &[
+    "copyright",
+    "license",
+    "spdx-",
+    "licence",
+    "all rights reserved",
+];
 
 /// Whether `text` (comment lines with their markers stripped) is code of `grammar`.
 fn is_commented_out_code(grammar: Grammar, text: &str) -> bool {
@@ -241,7 +275,10 @@ mod tests {
 
     /// The `(first line, line count)` of each commented-out block in a new file.
     fn blocks(path: &str, text: &str) -> Vec<usize> {
-        found(path, "", text, RULE).into_iter().map(|(_, l)| l).collect()
+        found(path, "", text, RULE)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect()
     }
 
     #[test]
@@ -265,18 +302,39 @@ mod tests {
     #[test]
     fn prose_doc_examples_pragmas_and_licenses_are_not_commented_out_code() {
         let cases = [
-            ("src/a.py", "# Compute the value first, then\n# return it to the caller.\nx = 1\n"),
+            (
+                "src/a.py",
+                "# Compute the value first, then\n# return it to the caller.\nx = 1\n",
+            ),
             ("src/a.py", "# type: ignore\n# noqa: E501\nx = 1\n"),
-            ("src/a.py", "# Copyright (c) 2024 Someone\n# Licensed under the MIT license (see LICENSE)\nx = 1\n"),
+            (
+                "src/a.py",
+                "# Copyright (c) 2024 Someone\n# Licensed under the MIT license (see LICENSE)\nx = 1\n",
+            ),
             ("src/a.py", "x = f(a)  # y = g(a)\ny = h(b)  # z = i(b)\n"),
             ("src/a.py", "# TODO\n# FIXME\nx = 1\n"),
             ("src/a.py", "# note: see\n# below:\nx = 1\n"),
-            ("src/lib.rs", "/// let x = f();\n/// g(&x);\npub fn a() {}\n"),
+            (
+                "src/lib.rs",
+                "/// let x = f();\n/// g(&x);\npub fn a() {}\n",
+            ),
             ("src/lib.rs", "//! let x = f();\n//! g(&x);\n"),
-            ("src/lib.rs", "// SAFETY: the pointer is valid (checked above);\n// nothing else holds it.\nfn a() {}\n"),
-            ("src/a.js", "/**\n * const x = f();\n * g(x);\n */\nfunction a() {}\n"),
-            ("src/a.js", "// eslint-disable-next-line no-console\n// eslint-disable-next-line no-alert\nf();\n"),
-            ("src/a.js", "// Call f() when ready, or wait\n// for the next tick (see g).\nf();\n"),
+            (
+                "src/lib.rs",
+                "// SAFETY: the pointer is valid (checked above);\n// nothing else holds it.\nfn a() {}\n",
+            ),
+            (
+                "src/a.js",
+                "/**\n * const x = f();\n * g(x);\n */\nfunction a() {}\n",
+            ),
+            (
+                "src/a.js",
+                "// eslint-disable-next-line no-console\n// eslint-disable-next-line no-alert\nf();\n",
+            ),
+            (
+                "src/a.js",
+                "// Call f() when ready, or wait\n// for the next tick (see g).\nf();\n",
+            ),
             ("x.go", "//go:build linux\n// +build linux\n\npackage x\n"),
             ("src/a.py", "# x = compute(y)\nz = 1\n"),
         ];

@@ -118,8 +118,8 @@ impl FileKind {
         let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
         match ext {
             "md" | "markdown" | "rst" | "txt" | "adoc" | "html" | "htm" | "ipynb" | "svg" => None,
-            "yaml" | "yml" | "toml" | "ini" | "cfg" | "conf" | "properties" | "json"
-            | "json5" | "jsonc" | "tfvars" | "npmrc" | "pypirc" | "sh" | "bash" | "zsh" => {
+            "yaml" | "yml" | "toml" | "ini" | "cfg" | "conf" | "properties" | "json" | "json5"
+            | "jsonc" | "tfvars" | "npmrc" | "pypirc" | "sh" | "bash" | "zsh" => {
                 Some(FileKind::Config)
             }
             _ => Some(FileKind::Code),
@@ -205,16 +205,91 @@ const SECRET_PAIRS: &[(&str, &str)] = &[
 /// Last words of names that are about a secret, not the secret (`TOKEN_URL`,
 /// `PASSWORD_RESET_TEMPLATE`, `SECRET_KEY_NAME`).
 const ABOUT_WORDS: &[&str] = &[
-    "url", "uri", "urls", "endpoint", "host", "path", "file", "filename", "dir", "directory",
-    "template", "name", "env", "var", "variable", "header", "field", "param", "parameter",
-    "prefix", "suffix", "length", "len", "type", "kind", "id", "count", "size", "format",
-    "pattern", "regex", "label", "message", "msg", "text", "title", "hint", "help",
-    "placeholder", "description", "expiry", "expires", "expiration", "ttl", "timeout",
-    "lifetime", "age", "mode", "scope", "scopes", "version", "route", "policy", "method",
-    "algorithm", "class", "column", "attr", "attribute", "property", "option", "flag",
-    "setting", "index", "min", "max", "required", "enabled", "form", "input", "widget",
-    "error", "location", "cookie", "backend", "provider", "service", "store", "manager",
-    "handler", "validator", "hash", "hasher", "salt", "rounds",
+    "url",
+    "uri",
+    "urls",
+    "endpoint",
+    "host",
+    "path",
+    "file",
+    "filename",
+    "dir",
+    "directory",
+    "template",
+    "name",
+    "env",
+    "var",
+    "variable",
+    "header",
+    "field",
+    "param",
+    "parameter",
+    "prefix",
+    "suffix",
+    "length",
+    "len",
+    "type",
+    "kind",
+    "id",
+    "count",
+    "size",
+    "format",
+    "pattern",
+    "regex",
+    "label",
+    "message",
+    "msg",
+    "text",
+    "title",
+    "hint",
+    "help",
+    "placeholder",
+    "description",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "timeout",
+    "lifetime",
+    "age",
+    "mode",
+    "scope",
+    "scopes",
+    "version",
+    "route",
+    "policy",
+    "method",
+    "algorithm",
+    "class",
+    "column",
+    "attr",
+    "attribute",
+    "property",
+    "option",
+    "flag",
+    "setting",
+    "index",
+    "min",
+    "max",
+    "required",
+    "enabled",
+    "form",
+    "input",
+    "widget",
+    "error",
+    "location",
+    "cookie",
+    "backend",
+    "provider",
+    "service",
+    "store",
+    "manager",
+    "handler",
+    "validator",
+    "hash",
+    "hasher",
+    "salt",
+    "rounds",
 ];
 
 /// First words of names that hold a flag about a secret (`is_token`, `has_password`).
@@ -268,6 +343,7 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
         || is_env_name(v)
         || is_path(v)
         || is_dotted_name(v)
+        || is_known_token(v)
         || words(v) == words(name.rsplit('.').next().unwrap_or(name))
     {
         return None;
@@ -278,9 +354,10 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
         .chars()
         .any(|c| !c.is_ascii_alphanumeric() && !matches!(c, '-' | '_' | '.'));
     let len = v.chars().count();
-    let mixed_case = v.chars().any(|c| c.is_ascii_uppercase())
-        && v.chars().any(|c| c.is_ascii_lowercase());
-    if (len >= 16 && entropy(v) >= 3.5 && letter && digit) || (len >= 12 && letter && digit && symbol)
+    let mixed_case =
+        v.chars().any(|c| c.is_ascii_uppercase()) && v.chars().any(|c| c.is_ascii_lowercase());
+    if (len >= 16 && entropy(v) >= 3.5 && letter && digit)
+        || (len >= 12 && letter && digit && symbol)
     {
         Some(Confidence::High)
     } else if digit || symbol || mixed_case {
@@ -288,6 +365,37 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
     } else {
         Some(Confidence::Low)
     }
+}
+
+/// Prefixes of the known token formats: the token rules of the rules file report those (a
+/// second finding on the same line would say nothing new).
+const TOKEN_PREFIXES: &[&str] = &[
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "sk_live_",
+    "rk_live_",
+    "AIza",
+    "GOCSPX-",
+    "npm_",
+    "pypi-",
+    "sk-proj-",
+    "sk-svcacct-",
+    "sk-admin-",
+    "eyJ",
+    "-----BEGIN",
+];
+
+/// A value in a known token format.
+fn is_known_token(v: &str) -> bool {
+    TOKEN_PREFIXES.iter().any(|p| v.starts_with(p))
 }
 
 /// The credential of an `Authorization` header value (`Bearer x`, `Basic x`, `token x`).
@@ -302,15 +410,52 @@ fn strip_scheme(value: &str) -> &str {
 
 /// Parts of values that mark them as placeholders or templates.
 const PLACEHOLDER_PARTS: &[&str] = &[
-    "changeme", "change_me", "change-me", "changeit", "example", "your-", "your_", "yourpass",
-    "yoursecret", "yourtoken", "yourkey", "placeholder", "xxx", "***", "...", "redacted",
-    "dummy", "fake", "mock", "sample", "replace", "<", "${", "{{", "%(", "$(", "%s", "{}",
+    "changeme",
+    "change_me",
+    "change-me",
+    "changeit",
+    "example",
+    "your-",
+    "your_",
+    "yourpass",
+    "yoursecret",
+    "yourtoken",
+    "yourkey",
+    "placeholder",
+    "xxx",
+    "***",
+    "...",
+    "redacted",
+    "dummy",
+    "fake",
+    "mock",
+    "sample",
+    "replace",
+    "<",
+    "${",
+    "{{",
+    "%(",
+    "$(",
+    "%s",
+    "{}",
 ];
 
 /// Whole values that are placeholders.
 const PLACEHOLDER_VALUES: &[&str] = &[
-    "none", "null", "nil", "undefined", "test", "secret", "password", "token", "true", "false",
-    "default", "empty", "notasecret", "not-a-secret",
+    "none",
+    "null",
+    "nil",
+    "undefined",
+    "test",
+    "secret",
+    "password",
+    "token",
+    "true",
+    "false",
+    "default",
+    "empty",
+    "notasecret",
+    "not-a-secret",
 ];
 
 /// An obvious placeholder: `changeme`, `your-token`, `<secret>`, `${VAR}`, `{{ var }}`,
@@ -337,9 +482,8 @@ fn is_env_name(v: &str) -> bool {
 /// A path or a file name: `emails/password_reset.html`, `/etc/secret`, `~/.ssh/id_rsa`,
 /// `server.key`.
 fn is_path(v: &str) -> bool {
-    static FILE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^[\w.\-]+\.[a-z][a-z0-9]{0,4}$").expect("a valid pattern")
-    });
+    static FILE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[\w.\-]+\.[a-z][a-z0-9]{0,4}$").expect("a valid pattern"));
     static PATH: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+/)+[a-z0-9_.\-]*$").expect("a valid pattern")
     });
@@ -392,7 +536,10 @@ mod tests {
 
     /// The lines `hardcoded-secret` reports in a new file `path` of `text`.
     fn lines(path: &str, text: &str) -> Vec<usize> {
-        found(path, "", text, RULE).into_iter().map(|(_, l)| l).collect()
+        found(path, "", text, RULE)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect()
     }
 
     /// The confidence of the one `hardcoded-secret` finding in a new file `path` of `text`.
@@ -425,36 +572,77 @@ mod tests {
         );
         assert_eq!(lines("x.go", &go), vec![3, 6, 7]);
         // A language the review does not parse: the quoted form still counts.
-        let java = format!("class A {{\n    String password = \"{v}\";\n    // token = \"{v}\"\n}}\n");
+        let java =
+            format!("class A {{\n    String password = \"{v}\";\n    // token = \"{v}\"\n}}\n");
         assert_eq!(lines("A.java", &java), vec![2]);
     }
 
     #[test]
     fn secrets_in_configuration_files_are_found_quoted_or_not() {
         let v = random();
-        assert_eq!(lines("deploy/values.yaml", "db:\n  user: app\n  password: hunter2-xyz\n"), vec![3]);
+        assert_eq!(
+            lines(
+                "deploy/values.yaml",
+                "db:\n  user: app\n  password: hunter2-xyz\n"
+            ),
+            vec![3]
+        );
         assert_eq!(lines(".env", &format!("DEBUG=1\nAPI_KEY={v}\n")), vec![2]);
-        assert_eq!(lines("config/prod.env", &format!("export DB_PASSWORD={v}\n")), vec![1]);
-        assert_eq!(lines("settings.toml", &format!("[db]\npassword = \"{v}\"\n")), vec![2]);
-        assert_eq!(lines("app.ini", &format!("[auth]\nclient_secret = {v}\n")), vec![2]);
-        assert_eq!(lines("app.properties", &format!("db.password={v}\n")), vec![1]);
-        assert_eq!(lines("conf.json", &format!("{{\n  \"token\": \"{v}\"\n}}\n")), vec![2]);
+        assert_eq!(
+            lines("config/prod.env", &format!("export DB_PASSWORD={v}\n")),
+            vec![1]
+        );
+        assert_eq!(
+            lines("settings.toml", &format!("[db]\npassword = \"{v}\"\n")),
+            vec![2]
+        );
+        assert_eq!(
+            lines("app.ini", &format!("[auth]\nclient_secret = {v}\n")),
+            vec![2]
+        );
+        assert_eq!(
+            lines("app.properties", &format!("db.password={v}\n")),
+            vec![1]
+        );
+        assert_eq!(
+            lines("conf.json", &format!("{{\n  \"token\": \"{v}\"\n}}\n")),
+            vec![2]
+        );
         // Comments and templates are not secrets.
-        assert!(lines("values.yaml", &format!("# password: {v}\npassword: {{{{ .Values.pw }}}}\n")).is_empty());
+        assert!(
+            lines(
+                "values.yaml",
+                &format!("# password: {v}\npassword: {{{{ .Values.pw }}}}\n")
+            )
+            .is_empty()
+        );
         assert!(lines(".env", "API_KEY=${API_KEY}\nTOKEN=\n").is_empty());
     }
 
     #[test]
     fn a_random_value_is_a_blocking_secret_a_password_a_likely_one_a_word_a_hint() {
         let v = random();
-        assert_eq!(confidence("src/a.py", &format!("password = \"{v}\"\n")), Confidence::High);
+        assert_eq!(
+            confidence("src/a.py", &format!("password = \"{v}\"\n")),
+            Confidence::High
+        );
         let pieces = format!("password = \"{}{}\"\n", "Tr0ub4dor", "&3xyzzy");
         assert_eq!(confidence("src/a.py", &pieces), Confidence::High);
-        assert_eq!(confidence("conf.yaml", "password: hunter2-xyz\n"), Confidence::Medium);
-        assert_eq!(confidence("src/a.py", "app.secret_key = 'development-key'\n"), Confidence::Low);
+        assert_eq!(
+            confidence("conf.yaml", "password: hunter2-xyz\n"),
+            Confidence::Medium
+        );
+        assert_eq!(
+            confidence("src/a.py", "app.secret_key = 'development-key'\n"),
+            Confidence::Low
+        );
         let finding = review_texts("src/a.py", "", &format!("TOKEN = '{v}'\n"));
         assert_eq!(finding[0].severity, Severity::Critical);
-        assert!(finding[0].reason.contains("`TOKEN`"), "{}", finding[0].reason);
+        assert!(
+            finding[0].reason.contains("`TOKEN`"),
+            "{}",
+            finding[0].reason
+        );
     }
 
     #[test]
@@ -500,13 +688,188 @@ log(\"password = 'Tr0ub4dor&3xyzzy'\")
 
     #[test]
     fn test_code_and_examples_may_hold_fixture_secrets() {
-        let fixture = "app.secret_key = 'development-key'\napp.config['PASSWORD'] = 'hunter2-xyz'\n";
+        let fixture =
+            "app.secret_key = 'development-key'\napp.config['PASSWORD'] = 'hunter2-xyz'\n";
         assert!(lines("flask/testsuite/basic.py", fixture).is_empty());
         assert!(lines("spec/app.spec.js", "const password = 'hunter2-xyz';\n").is_empty());
         assert!(lines("examples/app/config.yaml", "password: hunter2-xyz\n").is_empty());
-        let rs = format!("#[cfg(test)]\nmod tests {{\n    const TOKEN: &str = \"{}\";\n}}\n", random());
+        let rs = format!(
+            "#[cfg(test)]\nmod tests {{\n    const TOKEN: &str = \"{}\";\n}}\n",
+            random()
+        );
         assert!(lines("src/lib.rs", &rs).is_empty());
         // The same outside tests is found.
         assert_eq!(lines("flask/app.py", fixture), vec![1, 2]);
+    }
+
+    /// `n` characters of letters and digits, varied enough to pass for a token's body.
+    fn body(n: usize) -> String {
+        "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ"
+            .chars()
+            .cycle()
+            .take(n)
+            .collect()
+    }
+
+    /// The `(rule, line)` of the token rules' findings for `text` written to a new file.
+    fn tokens(path: &str, text: &str) -> Vec<(String, usize)> {
+        ["aws-key", "private-key", "token-literal", "jwt"]
+            .iter()
+            .flat_map(|r| found(path, "", text, r))
+            .collect()
+    }
+
+    /// Fake tokens of each known format, built from pieces at run time: this file holds no
+    /// token-shaped literal for secret scanners to flag.
+    fn fakes() -> Vec<(&'static str, String)> {
+        let b = body;
+        vec![
+            ("aws-key", format!("{}{}", "AK", "IAQ3EGUJ5NXW7ZKP4M")),
+            ("token-literal", format!("gh{}_{}", "p", b(36))),
+            (
+                "token-literal",
+                format!("github_{}_{}_{}", "pat", b(22), b(59)),
+            ),
+            ("token-literal", format!("gl{}-{}", "pat", b(20))),
+            (
+                "token-literal",
+                format!("xo{}-{}-{}", "xb", "1234567890", b(24)),
+            ),
+            (
+                "token-literal",
+                format!(
+                    "https://hooks.{}.com/services/T{}/B{}/{}",
+                    "slack",
+                    "0A1B2C3D4",
+                    "5E6F7G8H9",
+                    b(24)
+                ),
+            ),
+            ("token-literal", format!("{}_live_{}", "sk", b(24))),
+            ("token-literal", format!("{}_live_{}", "rk", b(30))),
+            ("token-literal", format!("AI{}{}", "za", b(35))),
+            ("token-literal", format!("GOC{}-{}", "SPX", b(28))),
+            ("token-literal", format!("np{}_{}", "m", b(36))),
+            (
+                "token-literal",
+                format!("py{}-AgEIcHlwaS5vcmc{}", "pi", b(60)),
+            ),
+            ("token-literal", format!("sk-{}-{}", "proj", b(48))),
+            (
+                "jwt",
+                format!(
+                    "ey{}.ey{}.{}",
+                    "JhbGciOiJIUzI1NiJ9",
+                    "JzdWIiOiIxMjM0In0",
+                    b(43)
+                ),
+            ),
+        ]
+    }
+
+    #[test]
+    fn known_token_formats_are_found_in_code_configuration_and_comments() {
+        for (rule, token) in fakes() {
+            let py = format!("x = 1\nclient = Client(\"{token}\")\n");
+            assert_eq!(
+                tokens("src/a.py", &py),
+                vec![(rule.to_owned(), 2)],
+                "{token}"
+            );
+            let yaml = format!("# {token}\n");
+            assert_eq!(
+                tokens("deploy/ci.yaml", &yaml),
+                vec![(rule.to_owned(), 1)],
+                "{token}"
+            );
+        }
+        let f = review_texts("src/a.py", "", &format!("k = \"{}\"\n", fakes()[1].1));
+        let f = f
+            .iter()
+            .find(|f| f.rule == "token-literal")
+            .expect("a finding");
+        assert_eq!(
+            (f.severity, f.confidence),
+            (Severity::Critical, Confidence::High)
+        );
+        assert!(f.reason.starts_with("GitHub"), "{}", f.reason);
+        // Assigned to a secret name, it is reported once, by its format.
+        let assigned = format!("GITHUB_TOKEN = \"{}\"\n", fakes()[1].1);
+        assert!(found("src/a.py", "", &assigned, RULE).is_empty());
+        assert_eq!(tokens("src/a.py", &assigned).len(), 1);
+        let jwt = review_texts("src/a.js", "", &format!("const t = '{}';\n", fakes()[13].1));
+        let jwt = jwt.iter().find(|f| f.rule == "jwt").expect("a finding");
+        assert_eq!(
+            (jwt.severity, jwt.confidence),
+            (Severity::High, Confidence::Medium)
+        );
+    }
+
+    #[test]
+    fn a_private_key_block_is_found_but_not_its_header_alone() {
+        let header = format!("-----BEGIN {} KEY-----", "RSA PRIVATE");
+        let pem = format!(
+            "{header}\n{}\n{}\n-----END RSA PRIVATE KEY-----\n",
+            b64(64),
+            b64(20)
+        );
+        assert_eq!(
+            tokens("certs/server.pem", &pem),
+            vec![("private-key".to_owned(), 1)]
+        );
+        let escaped = format!("KEY = \"{header}\\n\" +\n    \"{}\"\n", b64(64));
+        assert_eq!(
+            tokens("src/a.js", &escaped),
+            vec![("private-key".to_owned(), 1)]
+        );
+        let pgp = format!(
+            "-----BEGIN PGP {} BLOCK-----\nVersion: x 1\n\n{}\n",
+            "PRIVATE KEY",
+            b64(64)
+        );
+        assert_eq!(
+            tokens("keys.asc", &pgp),
+            vec![("private-key".to_owned(), 1)]
+        );
+        // A parser's header constant is not a key.
+        let parser =
+            format!("const HEADER: &str = \"{header}\";\nconst END: &str = \"-----END\";\n");
+        assert!(tokens("src/pem.rs", &parser).is_empty());
+    }
+
+    /// `n` characters of base64.
+    fn b64(n: usize) -> String {
+        "MIIEowIBAAKCAQEAx4+/Zq9".chars().cycle().take(n).collect()
+    }
+
+    #[test]
+    fn documented_examples_and_bare_prefixes_are_not_tokens_and_tests_lower_them() {
+        let silent = [
+            format!("{}{}", "AKIA", "IOSFODNN7EXAMPLE"),
+            format!(
+                "https://hooks.{}.com/services/T{}/B{}/{}",
+                "slack",
+                "0".repeat(8),
+                "0".repeat(8),
+                "X".repeat(24)
+            ),
+            "sk-".to_owned() + "abc",
+            format!("sk-{}", body(48)),
+            format!("ey{}.ey{}.", "JhbGciOiJub25lIn0", "JzdWIiOiIxMjM0In0"),
+        ];
+        for token in silent {
+            assert!(
+                tokens("src/a.py", &format!("k = '{token}'\n")).is_empty(),
+                "{token}"
+            );
+        }
+        // In test code a token still counts, two severities lower: critical becomes medium.
+        let text = format!("T = '{}'\n", fakes()[1].1);
+        let f = review_texts("tests/test_a.py", "", &text);
+        let f = f
+            .iter()
+            .find(|f| f.rule == "token-literal")
+            .expect("a finding");
+        assert_eq!(f.severity, Severity::Medium);
     }
 }
