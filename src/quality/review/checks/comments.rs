@@ -19,6 +19,9 @@ use crate::quality::review::syntax::{Grammar, Syntax};
 /// Runs the comment checks.
 pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     for (lines, text) in candidates(input, syntax) {
+        if syntax.grammar == Grammar::Go && is_go_doc(input, lines.end) {
+            continue;
+        }
         if is_commented_out_code(syntax.grammar, &text) {
             let count = lines.len();
             out.push(Hit::new(CheckId::CommentedCode, lines).with("lines", count.to_string()));
@@ -65,6 +68,21 @@ fn candidates(input: &Input<'_>, syntax: &Syntax<'_>) -> Vec<(Range<usize>, Stri
     }
     flush(&mut run, &mut out);
     out
+}
+
+/// Whether the comment lines that go on to before 0-based line `from` document the Go
+/// declaration that follows them: Go's doc comments are plain `//` comments, and show code
+/// examples as indented lines.
+fn is_go_doc(input: &Input<'_>, from: usize) -> bool {
+    let file = input.file;
+    let next = (from..file.new_line_count())
+        .map(|i| file.line(i))
+        .find(|l| !l.trim_start().starts_with("//"));
+    next.is_some_and(|l| {
+        ["func ", "type ", "var ", "const ", "package "]
+            .iter()
+            .any(|k| l.trim_start().starts_with(k))
+    })
 }
 
 /// A run of line comments on consecutive lines: its lines and their texts without markers.
@@ -336,6 +354,7 @@ mod tests {
                 "// Call f() when ready, or wait\n// for the next tick (see g).\nf();\n",
             ),
             ("x.go", "//go:build linux\n// +build linux\n\npackage x\n"),
+            ("x.go", "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n"),
             ("src/a.py", "# x = compute(y)\nz = 1\n"),
         ];
         for (path, text) in cases {
@@ -348,5 +367,12 @@ mod tests {
         let old = "def f():\n    # y = g()\n    # h(y)\n    return 1\n";
         let new = "def f():\n    # y = g()\n    # h(y)\n    return 2\n";
         assert!(found("src/a.py", old, new, RULE).is_empty());
+        // An example added to a Go doc comment is documentation, not code left behind.
+        let old = "package x\n\n// F does it:\n//\nfunc F() int { return 1 }\n";
+        let new = "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n";
+        assert!(found("x.go", old, new, RULE).is_empty());
+        // Commented-out code above a statement is found.
+        let new = "package x\n\nfunc F() int {\n\t// x := F()\n\t// g(x)\n\treturn 1\n}\n";
+        assert_eq!(found("x.go", "", new, RULE).len(), 1);
     }
 }

@@ -82,7 +82,7 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
                     continue;
                 }
                 let name = name.as_str().trim_matches(['"', '\'', '`', ']']);
-                if !is_secret_name(name) {
+                if !is_secret_name(name) || !ends_value(&text[value.end()..]) {
                     continue;
                 }
                 let Some(confidence) = secret_value(&unquote(value.as_str()), name) else {
@@ -135,6 +135,17 @@ fn is_comment_line(text: &str) -> bool {
         .any(|m| t.starts_with(m))
 }
 
+/// Whether the text after a quoted value ends it: the value is the whole expression
+/// (`password = "x";`, `f(password="x")`, `"x".to_string()`), not the start of a longer one
+/// (`'password' in options`, `"a" + b`).
+fn ends_value(rest: &str) -> bool {
+    let rest = rest.trim_start();
+    rest.is_empty()
+        || rest.starts_with([';', ',', ')', '}', ']', '.', '#'])
+        || rest.starts_with("//")
+        || rest.starts_with("/*")
+}
+
 /// Whether the parse sees the candidate as an assignment of a string literal to a name: the
 /// name is code (or a quoted key: a string whose quote is the first character), the separator
 /// code and the value a string literal that starts where the candidate's value does.
@@ -182,7 +193,6 @@ const SECRET_WORDS: &[&str] = &[
     "secret",
     "token",
     "apikey",
-    "auth",
     "authorization",
     "credential",
     "credentials",
@@ -200,6 +210,7 @@ const SECRET_PAIRS: &[(&str, &str)] = &[
     ("encryption", "key"),
     ("master", "key"),
     ("app", "key"),
+    ("auth", "key"),
 ];
 
 /// Last words of names that are about a secret, not the secret (`TOKEN_URL`,
@@ -308,7 +319,9 @@ fn is_secret_name(name: &str) -> bool {
     if ABOUT_WORDS.contains(&end.as_str()) || FLAG_WORDS.contains(&first.as_str()) {
         return false;
     }
-    words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
+    // `auth` alone holds credentials; as a prefix it names many things (`AuthProxyUserKey`).
+    words == ["auth"]
+        || words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()))
         || words
             .windows(2)
             .any(|p| SECRET_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
@@ -344,6 +357,7 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
         || is_path(v)
         || is_dotted_name(v)
         || is_known_token(v)
+        || is_pattern(v)
         || words(v) == words(name.rsplit('.').next().unwrap_or(name))
     {
         return None;
@@ -392,6 +406,14 @@ const TOKEN_PREFIXES: &[&str] = &[
     "eyJ",
     "-----BEGIN",
 ];
+
+/// A regular expression or a format (`[A-Za-z0-9._~+/-]+=*`, `^\d{6}$`): brackets and
+/// anchors that secrets do not have.
+fn is_pattern(v: &str) -> bool {
+    (v.contains('[') && v.contains(']'))
+        || (v.starts_with('^') && v.ends_with('$'))
+        || ["\\d", "\\w", "\\s", ".*", ".+"].iter().any(|p| v.contains(p))
+}
 
 /// A value in a known token format.
 fn is_known_token(v: &str) -> bool {
@@ -680,6 +702,8 @@ log(\"password = 'Tr0ub4dor&3xyzzy'\")
 # password = \"Tr0ub4dor&3xyzzy\"
 ";
         assert_eq!(lines("src/settings.py", py), Vec::<usize>::new());
+        let js = "const usernamePasswordInOptions = 'username-x1' in options && 'password-y2' in options;\nconst TOKEN_STRINGS = '[A-Za-z0-9._~+/-]+=*';\nconst AuthProxyUserKey = \"proxy_user_2\";\n";
+        assert!(lines("src/a.js", js).is_empty());
         let js = "const TOKEN_HEADER = \"X-Auth-Token-Value\";\nconst passwordField = \"user-password-input\";\n";
         assert!(lines("src/a.js", js).is_empty());
         // Documentation shows configuration to its reader.
