@@ -14,7 +14,8 @@
 //! dotted module path, an obvious placeholder (`changeme`, `<token>`, `${VAR}`, `{{ x }}`),
 //! prose, or shorter than 8 characters. Confidence follows the value: high for random-looking
 //! values (entropy of at least 3.5 bits a character over 16 or more, or letters, digits and
-//! symbols over 12 or more), medium for plausible passwords, low for words.
+//! symbols over 12 or more), medium for plausible passwords (digits, symbols or mixed case),
+//! low for joined words (`development-key`); a single lowercase word is taken for a name.
 
 use std::sync::LazyLock;
 
@@ -346,7 +347,7 @@ fn words(name: &str) -> Vec<String> {
 }
 
 /// How sure it is that `value`, assigned to `name`, is a real secret; `None` when it is not
-/// one.
+/// one (or is a single lowercase word).
 fn secret_value(value: &str, name: &str) -> Option<Confidence> {
     let v = strip_scheme(value.trim());
     if v.chars().count() < 8
@@ -376,8 +377,12 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
         Some(Confidence::High)
     } else if digit || symbol || mixed_case {
         Some(Confidence::Medium)
-    } else {
+    } else if v.contains(['-', '_', '.']) {
+        // Words joined (`development-key`): a weak secret, or an identifier.
         Some(Confidence::Low)
+    } else {
+        // One lowercase word (`identifier`) is far more often a name than a password.
+        None
     }
 }
 
@@ -692,6 +697,7 @@ password = \"\"
 password = None
 password = \"Please enter your password\"
 token = \"abc123\"
+promptToken = \"identifier\"
 private_key = \"keys/server.key\"
 AUTH_BACKEND = \"django.contrib.auth.backends.ModelBackend\"
 is_password = \"enabled-by-default\"
