@@ -356,6 +356,12 @@ mod tests {
             ("x.go", "//go:build linux\n// +build linux\n\npackage x\n"),
             ("x.go", "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n"),
             ("src/a.py", "# x = compute(y)\nz = 1\n"),
+            // Parses, but holds no statement.
+            ("src/a.py", "# (x, y)\n# (width, height)\nz = 1\n"),
+            // Parses as Python 2 prints, but reads as prose: no code punctuation.
+            ("src/a.py", "# print usage\n# print help\nz = 1\n"),
+            // A license header, even one that parses.
+            ("src/a.py", "# __license__ = \"MIT\"\n# __copyright__ = author(2024)\nz = 1\n"),
         ];
         for (path, text) in cases {
             assert!(blocks(path, text).is_empty(), "{path}: {text}");
