@@ -1,9 +1,11 @@
 //! Hard-coded secrets: a secret-looking value assigned to a secret-looking name, in code of any
 //! language and in configuration files (YAML, TOML, INI, `.env`, JSON, properties).
 //!
-//! Candidates come from one pattern over each new line: a name, `=`/`:=`/`:`/`=>` (with an
+//! Candidates come from a pattern over each new line: a name, `=`/`:=`/`:`/`=>` (with an
 //! optional type annotation such as `: &str` between), and a quoted value — or, in
-//! configuration files and shell scripts, the rest of the line (`password: hunter2-xyz`). In a
+//! configuration files and shell scripts, the rest of the line (`password: hunter2-xyz`);
+//! and a literal fallback for a variable read from the environment
+//! (`os.getenv("DB_PASSWORD", "…")`, `process.env.API_KEY || "…"`). In a
 //! parsed file a candidate counts only when the parse agrees: the name is code (or a quoted
 //! key), the separator is code, and the value is a whole string literal, so a comment or a log
 //! message that mentions `password = x` is not one.
@@ -53,12 +55,29 @@ static BARE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("a valid pattern")
 });
 
+/// A literal fallback for a secret read from the environment: `os.getenv("DB_PASSWORD",
+/// "…")`, `os.environ.get('SECRET_KEY', '…')`, `process.env.API_KEY || "…"` (the variable's
+/// name is the `name` group, the separator `sep`).
+static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?x)
+        (?:
+            (?:getenv|environ\.get|env\.get|environ\.setdefault)\(\s*
+            (?P<qname>"[\w.\-]+"|'[\w.\-]+')(?P<comma>\s*,)
+          | process\.env\.(?P<pname>\w+)(?P<or>\s*(?:\|\||\?\?))
+        )
+        \s*
+        (?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"#,
+    )
+    .expect("a valid pattern")
+});
+
 /// Runs the secret check.
 pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
     let Some(kind) = FileKind::of(&input.file.path) else {
         return;
     };
-    let pattern = if kind == FileKind::Config {
+    let assignment = if kind == FileKind::Config {
         &*BARE
     } else {
         &*QUOTED
@@ -71,10 +90,18 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
                 continue;
             }
             let base = file.line_starts[line];
-            for caps in pattern.captures_iter(text) {
-                let (Some(name), Some(sep), Some(value)) =
-                    (caps.name("name"), caps.name("sep"), caps.name("value"))
-                else {
+            let fallbacks = FALLBACK.captures_iter(text).map(|caps| {
+                (
+                    caps.name("qname").or(caps.name("pname")),
+                    caps.name("comma").or(caps.name("or")),
+                    caps.name("value"),
+                )
+            });
+            let assignments = assignment
+                .captures_iter(text)
+                .map(|caps| (caps.name("name"), caps.name("sep"), caps.name("value")));
+            for found in assignments.chain(fallbacks) {
+                let (Some(name), Some(sep), Some(value)) = found else {
                     continue;
                 };
                 if let Some(syntax) = input.syntax
@@ -89,6 +116,13 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
                 let Some(confidence) = secret_value(&unquote(value.as_str()), name) else {
                     continue;
                 };
+                // One finding a line, as for the rules.
+                if out
+                    .last()
+                    .is_some_and(|h| h.check == CheckId::HardcodedSecret && h.line == line)
+                {
+                    continue;
+                }
                 out.push(
                     Hit::new(CheckId::HardcodedSecret, line..line + 1)
                         .confidence(confidence)
@@ -109,10 +143,15 @@ enum FileKind {
 }
 
 impl FileKind {
-    /// `None` for documentation, whose secrets are examples for the reader (known token
-    /// formats are still caught there by the token rules).
+    /// `None` for documentation and configuration templates (`.env.example`,
+    /// `config.yaml.sample`), whose values are examples for the reader (known token formats
+    /// are still caught there by the token rules).
     fn of(path: &str) -> Option<FileKind> {
         let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+        let template = ["example", "sample", "template", "dist", "tpl", "tmpl"];
+        if name.split('.').skip(1).any(|part| template.contains(&part)) {
+            return None;
+        }
         if name.starts_with(".env") || name.ends_with(".env") {
             return Some(FileKind::Config);
         }
@@ -417,7 +456,9 @@ const TOKEN_PREFIXES: &[&str] = &[
 fn is_pattern(v: &str) -> bool {
     (v.contains('[') && v.contains(']'))
         || (v.starts_with('^') && v.ends_with('$'))
-        || ["\\d", "\\w", "\\s", ".*", ".+"].iter().any(|p| v.contains(p))
+        || ["\\d", "\\w", "\\s", ".*", ".+"]
+            .iter()
+            .any(|p| v.contains(p))
 }
 
 /// A value in a known token format.
@@ -590,6 +631,15 @@ mod tests {
             "const apiKey = \"{v}\";\nconst c = {{ authToken: '{v}' }};\nthis.password = `{v}`;\n"
         );
         assert_eq!(lines("src/app.js", &js), vec![1, 2, 3]);
+        // A literal fallback for a secret read from the environment is the secret.
+        let py = format!(
+            "SECRET = os.environ.get(\"SECRET_KEY\", \"{v}\")\nDB = os.getenv('DB_URL', 'sqlite://')\n"
+        );
+        assert_eq!(lines("src/settings.py", &py), vec![1]);
+        let js = format!(
+            "const key = process.env.API_KEY || '{v}';\nconst t = process.env.TOKEN ?? '';\n"
+        );
+        assert_eq!(lines("src/app.js", &js), vec![1]);
         let rs = format!(
             "const TOKEN: &str = \"{v}\";\nfn f() -> C {{\n    let secret = \"{v}\".to_string();\n    C {{ password: \"{v}\".into() }}\n}}\n"
         );
@@ -712,8 +762,10 @@ log(\"password = 'Tr0ub4dor&3xyzzy'\")
         assert!(lines("src/a.js", js).is_empty());
         let js = "const TOKEN_HEADER = \"X-Auth-Token-Value\";\nconst passwordField = \"user-password-input\";\n";
         assert!(lines("src/a.js", js).is_empty());
-        // Documentation shows configuration to its reader.
+        // Documentation and configuration templates show configuration to their reader.
         assert!(lines("README.md", "password: hunter2-xyz\n").is_empty());
+        assert!(lines(".env.example", "DB_PASSWORD=hunter2-xyz\n").is_empty());
+        assert!(lines("config.yaml.sample", "password: hunter2-xyz\n").is_empty());
     }
 
     #[test]
