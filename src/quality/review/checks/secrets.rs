@@ -109,6 +109,9 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
                 {
                     continue;
                 }
+                if !balanced_quotes(name.as_str()) {
+                    continue;
+                }
                 let name = name.as_str().trim_matches(['"', '\'', '`', ']']);
                 if !is_secret_name(name) || !ends_value(&text[value.end()..]) {
                     continue;
@@ -173,6 +176,14 @@ fn is_comment_line(text: &str) -> bool {
     ["#", ";", "//", "/*", "*", "--", "<!--"]
         .iter()
         .any(|m| t.starts_with(m))
+}
+
+/// Whether a name is quoted on both sides or on neither (`"key"`, `key`; not the end of a
+/// quoted sentence: `…email and password.": "…"`).
+fn balanced_quotes(name: &str) -> bool {
+    let name = name.trim_end_matches(']');
+    let quote = |c: char| matches!(c, '"' | '\'' | '`');
+    name.starts_with(quote) == name.ends_with(quote)
 }
 
 /// Whether the text after a quoted value ends it: the value is the whole expression
@@ -341,10 +352,44 @@ const ABOUT_WORDS: &[&str] = &[
     "hasher",
     "salt",
     "rounds",
+    "address",
+    "addr",
+    "contract",
 ];
 
-/// First words of names that hold a flag about a secret (`is_token`, `has_password`).
-const FLAG_WORDS: &[&str] = &["is", "has", "use", "enable", "show", "validate", "require"];
+/// First words of names that hold a flag about a secret (`is_token`, `has_password`) or a
+/// value for tests and examples (`testingPassword`, `example_token`), or text shown about one
+/// (`LABEL_PASSWORD`, `error_token_expired`).
+const FLAG_WORDS: &[&str] = &[
+    "is",
+    "has",
+    "use",
+    "enable",
+    "show",
+    "validate",
+    "require",
+    "test",
+    "testing",
+    "dummy",
+    "fake",
+    "mock",
+    "example",
+    "sample",
+    "label",
+    "msg",
+    "message",
+    "text",
+    "title",
+    "hint",
+    "help",
+    "placeholder",
+    "prompt",
+    "tooltip",
+    "caption",
+    "error",
+    "desc",
+    "description",
+];
 
 /// Whether `name` (the last part of a dotted name) holds a secret.
 fn is_secret_name(name: &str) -> bool {
@@ -391,6 +436,7 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
     let v = strip_scheme(value.trim());
     if v.chars().count() < 8
         || v.chars().any(char::is_whitespace)
+        || v.chars().any(|c| !c.is_ascii() && c.is_alphabetic())
         || v.contains("://")
         || is_placeholder(v)
         || is_env_name(v)
@@ -408,8 +454,9 @@ fn secret_value(value: &str, name: &str) -> Option<Confidence> {
         .chars()
         .any(|c| !c.is_ascii_alphanumeric() && !matches!(c, '-' | '_' | '.'));
     let len = v.chars().count();
-    let mixed_case =
-        v.chars().any(|c| c.is_ascii_uppercase()) && v.chars().any(|c| c.is_ascii_lowercase());
+    // An uppercase letter after the first: a capitalised word (`Passwort`) is still a word.
+    let mixed_case = v.chars().skip(1).any(|c| c.is_ascii_uppercase())
+        && v.chars().any(|c| c.is_ascii_lowercase());
     if (len >= 16 && entropy(v) >= 3.5 && letter && digit)
         || (len >= 12 && letter && digit && symbol)
     {
@@ -760,6 +807,13 @@ log(\"password = 'Tr0ub4dor&3xyzzy'\")
         assert_eq!(lines("src/settings.py", py), Vec::<usize>::new());
         let js = "const usernamePasswordInOptions = 'username-x1' in options && 'password-y2' in options;\nconst TOKEN_STRINGS = '[A-Za-z0-9._~+/-]+=*';\nconst AuthProxyUserKey = \"proxy_user_2\";\n";
         assert!(lines("src/a.js", js).is_empty());
+        let js = "const BeeTokenAddress = '0x36435796Ca9be2bf150CE0dE';\nconst testingPassword = 'IamUsedForTesting1';\n";
+        assert!(lines("src/a.js", js).is_empty());
+        // A translation file: keys are sentences, values text in another language.
+        let json = "{\n  \"Invalid email or password.\": \"メールアドレスかパスワードが正しくありません\",\n  \"password\": \"パスワードを入力してください\"\n}\n";
+        assert!(lines("i18n/ja_JP.json", json).is_empty());
+        let json = "{\n  \"LABEL_PASSWORD\": \"Wachtwoord\",\n  \"LABEL_TWO_FACTOR_AUTH_TOKEN\": \"2FA-token\"\n}\n";
+        assert!(lines("i18n/nl_NL.json", json).is_empty());
         let js = "const TOKEN_HEADER = \"X-Auth-Token-Value\";\nconst passwordField = \"user-password-input\";\n";
         assert!(lines("src/a.js", js).is_empty());
         // Documentation and configuration templates show configuration to their reader.
