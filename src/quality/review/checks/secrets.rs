@@ -146,12 +146,14 @@ enum FileKind {
 }
 
 impl FileKind {
-    /// `None` for documentation and configuration templates (`.env.example`,
-    /// `config.yaml.sample`), whose values are examples for the reader (known token formats
+    /// `None` for documentation, configuration templates and test settings (`.env.example`,
+    /// `config.yaml.sample`, `.env.test`), whose values are examples for the reader (known token formats
     /// are still caught there by the token rules).
     fn of(path: &str) -> Option<FileKind> {
         let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-        let template = ["example", "sample", "template", "dist", "tpl", "tmpl"];
+        let template = [
+            "example", "sample", "template", "dist", "tpl", "tmpl", "test", "testing",
+        ];
         if name.split('.').skip(1).any(|part| template.contains(&part)) {
             return None;
         }
@@ -820,6 +822,7 @@ log(\"password = 'Tr0ub4dor&3xyzzy'\")
         assert!(lines("README.md", "password: hunter2-xyz\n").is_empty());
         assert!(lines(".env.example", "DB_PASSWORD=hunter2-xyz\n").is_empty());
         assert!(lines("config.yaml.sample", "password: hunter2-xyz\n").is_empty());
+        assert!(lines(".env.test", "DB_PASSWORD=hunter2-xyz\n").is_empty());
     }
 
     #[test]
