@@ -11,14 +11,9 @@ fn a_hard_coded_secret_is_blocked_at_its_line_and_a_clean_change_approved() {
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "settings"]);
-    // A random-looking password (high confidence), built from pieces so that this file holds
-    // no secret itself.
     repo.write(
         "app/settings.py",
-        &format!(
-            "DEBUG = False\n\n\ndef load():\n    return {{}}\n\n\npassword = \"{}{}\"\n",
-            "Tr0ub4dor", "&3xyzzy"
-        ),
+        "DEBUG = False\n\n\ndef load():\n    return {}\n\n\npassword = \"hunter2-correct-horse\"\n",
     );
     repo.git(&["commit", "-q", "-am", "add a password"]);
     let out = repo.json(&["review", "HEAD", "--json"]);
