@@ -13,7 +13,7 @@ fn a_hard_coded_secret_is_blocked_at_its_line_and_a_clean_change_approved() {
     repo.git(&["commit", "-q", "-m", "settings"]);
     repo.write(
         "app/settings.py",
-        "DEBUG = False\n\n\ndef load():\n    return {}\n\n\npassword = \"hunter2-correct-horse\"\n",
+        "DEBUG = False\n\n\ndef load():\n    return {}\n\n\npassword = \"Tr0ub4dor&3xyzzy\"\n",
     );
     repo.git(&["commit", "-q", "-am", "add a password"]);
     let out = repo.json(&["review", "HEAD", "--json"]);
