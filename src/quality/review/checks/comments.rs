@@ -1,9 +1,384 @@
 //! Checks on comments, for every parsed language: code left in comments.
+//!
+//! A candidate is a run of at least two consecutive new lines that are each only a line
+//! comment (`#`, `//`), or a block comment (`/* */`) of at least two lines alone on its lines;
+//! documentation comments (`///`, `//!`, `/** */`, which show code on purpose), license
+//! headers and pragmas (`# type:`, `# noqa`, `// eslint-…`, `//go:build`) are not. It is
+//! commented-out code when most of its lines carry code punctuation (`(`, `=`, `;`, braces, a
+//! Python `:` at the end) and its text, with the comment markers stripped and dedented,
+//! parses in the file's own language without an error and holds a statement (a call, an
+//! assignment, a `return`, an `if`/`for`/`while`, a definition, an import). Prose rarely
+//! parses; a word that does (`// TODO`) holds no statement.
+
+use std::ops::Range;
 
 use super::{Hit, Input};
-use crate::quality::review::syntax::Syntax;
+use crate::quality::review::rules::CheckId;
+use crate::quality::review::syntax::{Grammar, Syntax};
 
 /// Runs the comment checks.
 pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
-    let _ = (input, syntax, out);
+    for (lines, text) in candidates(input, syntax) {
+        if syntax.grammar == Grammar::Go && is_go_doc(input, lines.end) {
+            continue;
+        }
+        if is_commented_out_code(syntax.grammar, &text) {
+            let count = lines.len();
+            out.push(Hit::new(CheckId::CommentedCode, lines).with("lines", count.to_string()));
+        }
+    }
+}
+
+/// The candidate comments: each with its 0-based lines and its text without comment markers.
+fn candidates(input: &Input<'_>, syntax: &Syntax<'_>) -> Vec<(Range<usize>, String)> {
+    let file = input.file;
+    let mut out = Vec::new();
+    // The run of line comments being gathered: its lines and their stripped texts.
+    let mut run: Option<Run<'_>> = None;
+    for comment in syntax.comments.iter().filter(|c| !c.doc) {
+        let start = comment.bytes.start;
+        let line = file.line_at(start);
+        let alone = file.new_text[file.line_starts[line]..start]
+            .trim()
+            .is_empty();
+        let text = &syntax.text[comment.bytes.clone()];
+        let last = file.line_at(comment.bytes.end.saturating_sub(1).max(start));
+        let block = text.starts_with("/*");
+        if !alone || !file.is_new(line) || block {
+            flush(&mut run, &mut out);
+            if alone && block && last > line && file.touches_new(&(line..last + 1)) {
+                out.push((line..last + 1, strip_block(text)));
+            }
+            continue;
+        }
+        let stripped = text
+            .strip_prefix("//")
+            .or_else(|| text.strip_prefix('#'))
+            .unwrap_or(text);
+        match &mut run {
+            Some((lines, texts)) if lines.end == line => {
+                lines.end = line + 1;
+                texts.push(stripped);
+            }
+            _ => {
+                flush(&mut run, &mut out);
+                run = Some((line..line + 1, vec![stripped]));
+            }
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// Whether the comment lines that go on to before 0-based line `from` document the Go
+/// declaration that follows them: Go's doc comments are plain `//` comments, and show code
+/// examples as indented lines.
+fn is_go_doc(input: &Input<'_>, from: usize) -> bool {
+    let file = input.file;
+    let next = (from..file.new_line_count())
+        .map(|i| file.line(i))
+        .find(|l| !l.trim_start().starts_with("//"));
+    next.is_some_and(|l| {
+        ["func ", "type ", "var ", "const ", "package "]
+            .iter()
+            .any(|k| l.trim_start().starts_with(k))
+    })
+}
+
+/// A run of line comments on consecutive lines: its lines and their texts without markers.
+type Run<'a> = (Range<usize>, Vec<&'a str>);
+
+/// Ends `run`: a candidate when it has at least two lines.
+fn flush(run: &mut Option<Run<'_>>, out: &mut Vec<(Range<usize>, String)>) {
+    if let Some((lines, texts)) = run.take()
+        && lines.len() >= 2
+    {
+        out.push((lines, texts.join("\n")));
+    }
+}
+
+/// The text of a block comment without `/*`, `*/` and the `*` that starts its lines.
+fn strip_block(text: &str) -> String {
+    let inner = text.trim_start_matches("/*").trim_end_matches("*/");
+    inner
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            t.strip_prefix("* ")
+                .or_else(|| (t == "*").then_some(""))
+                .unwrap_or(l)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Markers of comments that are instructions to a tool, not code.
+const PRAGMAS: &[&str] = &[
+    "type:",
+    "noqa",
+    "pylint:",
+    "pyright:",
+    "mypy:",
+    "fmt:",
+    "isort:",
+    "pragma",
+    "nosec",
+    "eslint",
+    "prettier-",
+    "@ts-",
+    "istanbul",
+    "jshint",
+    "global ",
+    "tslint:",
+    "go:",
+    "+build",
+    "nolint",
+    "#[",
+    "!",
+    "-*-",
+    "vim:",
+    "NOSONAR",
+    "SAFETY:",
+    "cspell:",
+    "biome-",
+];
+
+/// Words of license headers.
+const LICENSE_WORDS: &[&str] = &[
+    "copyright",
+    "license",
+    "spdx-",
+    "licence",
+    "all rights reserved",
+];
+
+/// Whether `text` (comment lines with their markers stripped) is code of `grammar`.
+fn is_commented_out_code(grammar: Grammar, text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if LICENSE_WORDS.iter().any(|w| lower.contains(w)) {
+        return false;
+    }
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < 2
+        || lines
+            .iter()
+            .any(|l| PRAGMAS.iter().any(|p| l.trim_start().starts_with(p)))
+    {
+        return false;
+    }
+    let punctuated = lines.iter().filter(|l| looks_like_code(grammar, l)).count();
+    if punctuated * 2 <= lines.len() {
+        return false;
+    }
+    let code = dedent(&lines);
+    let Some(parsed) = Syntax::parse(grammar, &code) else {
+        return false;
+    };
+    if parsed.root().has_error() {
+        return false;
+    }
+    let mut statement = false;
+    parsed.walk(|node| statement |= is_statement(grammar, node.kind()));
+    statement
+}
+
+/// Whether a comment line carries code punctuation (or starts an import).
+fn looks_like_code(grammar: Grammar, line: &str) -> bool {
+    let t = line.trim();
+    t.contains('(')
+        || t.contains('=')
+        || t.ends_with([';', '{', '}', ','])
+        || (grammar == Grammar::Python && t.ends_with(':'))
+        || ["import ", "from ", "use ", "return", "package "]
+            .iter()
+            .any(|k| t.starts_with(k))
+}
+
+/// `lines` without the indentation they all share.
+fn dedent(lines: &[&str]) -> String {
+    let indent = lines
+        .iter()
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(l.get(indent..).unwrap_or(l.trim_start()));
+        out.push('\n');
+    }
+    out
+}
+
+/// Node kinds that make a parsed comment code: calls, assignments, returns, control flow,
+/// definitions and imports.
+fn is_statement(grammar: Grammar, kind: &str) -> bool {
+    match grammar {
+        Grammar::Python => matches!(
+            kind,
+            "call"
+                | "assignment"
+                | "augmented_assignment"
+                | "return_statement"
+                | "if_statement"
+                | "for_statement"
+                | "while_statement"
+                | "with_statement"
+                | "try_statement"
+                | "raise_statement"
+                | "function_definition"
+                | "class_definition"
+                | "import_statement"
+                | "import_from_statement"
+                | "print_statement"
+        ),
+        Grammar::Rust => matches!(
+            kind,
+            "call_expression"
+                | "macro_invocation"
+                | "let_declaration"
+                | "assignment_expression"
+                | "compound_assignment_expr"
+                | "return_expression"
+                | "if_expression"
+                | "for_expression"
+                | "while_expression"
+                | "loop_expression"
+                | "match_expression"
+                | "function_item"
+                | "struct_item"
+                | "impl_item"
+                | "use_declaration"
+        ),
+        Grammar::Go => matches!(
+            kind,
+            "call_expression"
+                | "short_var_declaration"
+                | "assignment_statement"
+                | "var_declaration"
+                | "return_statement"
+                | "if_statement"
+                | "for_statement"
+                | "function_declaration"
+                | "method_declaration"
+                | "import_declaration"
+                | "defer_statement"
+                | "go_statement"
+        ),
+        _ => matches!(
+            kind,
+            "call_expression"
+                | "assignment_expression"
+                | "augmented_assignment_expression"
+                | "variable_declaration"
+                | "lexical_declaration"
+                | "return_statement"
+                | "if_statement"
+                | "for_statement"
+                | "for_in_statement"
+                | "while_statement"
+                | "function_declaration"
+                | "class_declaration"
+                | "import_statement"
+                | "export_statement"
+                | "throw_statement"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::found;
+
+    const RULE: &str = "commented-out-code";
+
+    /// The `(first line, line count)` of each commented-out block in a new file.
+    fn blocks(path: &str, text: &str) -> Vec<usize> {
+        found(path, "", text, RULE)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect()
+    }
+
+    #[test]
+    fn code_left_in_comments_is_found_in_each_parsed_language() {
+        let py = "def f(x):\n    # y = compute(x)\n    # if y:\n    #     return y\n    return x\n";
+        assert_eq!(blocks("src/a.py", py), vec![2]);
+        let js = "function f() {\n  // const y = g();\n  // h(y);\n  return 1;\n}\n";
+        assert_eq!(blocks("src/a.js", js), vec![2]);
+        let ts = "let a = 1;\n/*\n * a = compute(a);\n * log(a);\n */\n";
+        assert_eq!(blocks("src/a.ts", ts), vec![2]);
+        let rs = "fn f() {\n    // let x = g();\n    // h(&x);\n    i();\n}\n";
+        assert_eq!(blocks("src/lib.rs", rs), vec![2]);
+        let go = "package x\n\nfunc f() {\n\t// x := g()\n\t// h(x)\n\ti()\n}\n";
+        assert_eq!(blocks("x.go", go), vec![4]);
+        // The count is in the message.
+        let f = super::super::review_texts("src/a.js", "", js);
+        let f = f.iter().find(|f| f.rule == RULE).expect("a finding");
+        assert!(f.reason.starts_with("2 lines"), "{}", f.reason);
+    }
+
+    #[test]
+    fn prose_doc_examples_pragmas_and_licenses_are_not_commented_out_code() {
+        let cases = [
+            (
+                "src/a.py",
+                "# Compute the value first, then\n# return it to the caller.\nx = 1\n",
+            ),
+            ("src/a.py", "# type: ignore\n# noqa: E501\nx = 1\n"),
+            (
+                "src/a.py",
+                "# Copyright (c) 2024 Someone\n# Licensed under the MIT license (see LICENSE)\nx = 1\n",
+            ),
+            ("src/a.py", "x = f(a)  # y = g(a)\ny = h(b)  # z = i(b)\n"),
+            ("src/a.py", "# TODO\n# FIXME\nx = 1\n"),
+            ("src/a.py", "# note: see\n# below:\nx = 1\n"),
+            (
+                "src/lib.rs",
+                "/// let x = f();\n/// g(&x);\npub fn a() {}\n",
+            ),
+            ("src/lib.rs", "//! let x = f();\n//! g(&x);\n"),
+            (
+                "src/lib.rs",
+                "// SAFETY: the pointer is valid (checked above);\n// nothing else holds it.\nfn a() {}\n",
+            ),
+            (
+                "src/a.js",
+                "/**\n * const x = f();\n * g(x);\n */\nfunction a() {}\n",
+            ),
+            (
+                "src/a.js",
+                "// eslint-disable-next-line no-console\n// eslint-disable-next-line no-alert\nf();\n",
+            ),
+            (
+                "src/a.js",
+                "// Call f() when ready, or wait\n// for the next tick (see g).\nf();\n",
+            ),
+            ("x.go", "//go:build linux\n// +build linux\n\npackage x\n"),
+            ("x.go", "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n"),
+            ("src/a.py", "# x = compute(y)\nz = 1\n"),
+            // Parses, but holds no statement.
+            ("src/a.py", "# (x, y)\n# (width, height)\nz = 1\n"),
+            // Parses as Python 2 prints, but reads as prose: no code punctuation.
+            ("src/a.py", "# print usage\n# print help\nz = 1\n"),
+            // A license header, even one that parses.
+            ("src/a.py", "# __license__ = \"MIT\"\n# __copyright__ = author(2024)\nz = 1\n"),
+        ];
+        for (path, text) in cases {
+            assert!(blocks(path, text).is_empty(), "{path}: {text}");
+        }
+    }
+
+    #[test]
+    fn only_new_comment_lines_count() {
+        let old = "def f():\n    # y = g()\n    # h(y)\n    return 1\n";
+        let new = "def f():\n    # y = g()\n    # h(y)\n    return 2\n";
+        assert!(found("src/a.py", old, new, RULE).is_empty());
+        // An example added to a Go doc comment is documentation, not code left behind.
+        let old = "package x\n\n// F does it:\n//\nfunc F() int { return 1 }\n";
+        let new = "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n";
+        assert!(found("x.go", old, new, RULE).is_empty());
+        // Commented-out code above a statement is found.
+        let new = "package x\n\nfunc F() int {\n\t// x := F()\n\t// g(x)\n\treturn 1\n}\n";
+        assert_eq!(found("x.go", "", new, RULE).len(), 1);
+    }
 }
