@@ -405,14 +405,15 @@ pub fn analyze(
         empty,
         files: files
             .iter()
-            .map(|f| FileSummary {
+            .zip(&scans)
+            .map(|(f, s)| FileSummary {
                 path: f.path.clone(),
                 old_path: f.old_path.clone(),
                 status: f.kind,
                 added: f.added_lines,
                 removed: f.removed_lines,
                 approximate: f.approximate,
-                skipped: f.skipped.clone(),
+                skipped: f.skipped.clone().or_else(|| s.skipped.clone()),
             })
             .collect(),
         findings,

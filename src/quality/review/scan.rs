@@ -30,6 +30,8 @@ pub struct FileScan {
     pub touches_code: bool,
     /// Lines of new code outside tests, examples and build scripts.
     pub new_code_lines: usize,
+    /// Why the file was not scanned although it changed (vendored or generated code).
+    pub skipped: Option<String>,
     /// The file's module-level imports (for the circular-import check).
     pub imports: Vec<Import>,
 }
@@ -71,6 +73,10 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
         return scan;
     }
     scan.touches_tests = test_file && (file.added_lines > 0 || file.removed_lines > 0);
+    if context::is_not_authored(&file.path, &file.new_text) {
+        scan.skipped = Some("vendored or generated code: not reviewed".into());
+        return scan;
+    }
     let lang = language.map(|l| &rules.languages[l]);
     let grammar = lang.and_then(|l| Grammar::of(&l.name, &file.path));
     let wants_imports = lang.is_some_and(|l| l.resolve.is_some());
