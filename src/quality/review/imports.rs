@@ -100,7 +100,16 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                 line: Some(line + 1),
                 reason: check.render(&[("cycle", &cycle.join(" → "))]),
                 rule: CheckId::CircularImport.as_str().into(),
-                confidence: Confidence::High,
+                // ES modules load a cycle with live bindings, and an import whose names serve
+                // only as types is erased by TypeScript: a hint there. Python runs a cycle's
+                // module bodies half-initialised: likely a problem.
+                confidence: match scans[from]
+                    .language
+                    .and_then(|l| rules.languages[l].resolve)
+                {
+                    Some(Resolve::Path) => Confidence::Low,
+                    _ => Confidence::Medium,
+                },
                 context: None,
             });
         }
