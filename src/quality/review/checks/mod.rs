@@ -9,6 +9,8 @@
 
 use std::ops::Range;
 
+use tree_sitter::Node;
+
 use super::diff::FileDiff;
 use super::rules::{CheckId, Confidence};
 use super::syntax::Syntax;
@@ -73,6 +75,63 @@ impl Hit {
         self.line = line;
         self
     }
+}
+
+/// Where a value comes from, in increasing order of concern (the injection checks of every
+/// language grade their findings by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    /// Literals, ALL_CAPS constants, numbers: not input.
+    Literal,
+    /// A value the code does not show the origin of.
+    Unknown,
+    /// Input: a parameter, a name or attribute that reads as input, a call on input.
+    Input,
+}
+
+impl Origin {
+    /// The confidence of a finding about a value of this origin (`None`: no finding).
+    pub fn confidence(self) -> Option<Confidence> {
+        match self {
+            Origin::Literal => None,
+            Origin::Unknown => Some(Confidence::Medium),
+            Origin::Input => Some(Confidence::High),
+        }
+    }
+}
+
+/// Whether `node` is a binary `+` (Rust, Go: `binary_expression` with operator `+`).
+pub fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
+    node.kind() == "binary_expression"
+        && node
+            .child_by_field_name("operator")
+            .is_some_and(|o| syntax.text_of(o) == "+")
+}
+
+/// The operands of a chain of binary `+` (`a + b + c`, through parentheses), left to right;
+/// a node that is no `+` is its own one operand. Iterative: a generated concatenation can be
+/// deeper than the stack.
+pub fn plus_operands<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
+    let is_plus = |n: Node<'_>| is_plus(syntax, n);
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        let node = match node.kind() {
+            "parenthesized_expression" => node.named_child(0).unwrap_or(node),
+            _ => node,
+        };
+        if is_plus(node) {
+            // Right first on the stack, so that the left side comes out first.
+            for field in ["right", "left"] {
+                if let Some(side) = node.child_by_field_name(field) {
+                    stack.push(side);
+                }
+            }
+        } else {
+            out.push(node);
+        }
+    }
+    out
 }
 
 /// What a check sees of one file.
