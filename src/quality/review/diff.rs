@@ -435,7 +435,7 @@ impl FileDiff {
             if tag != similar::DiffTag::Equal {
                 self.removed_hashes.extend(
                     old.clone()
-                        .filter_map(|i| diff.old_slice(i).and_then(|l| normalised_hash(l))),
+                        .filter_map(|i| diff.old_slice(i).and_then(normalised_hash)),
                 );
             }
             match tag {

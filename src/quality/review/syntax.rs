@@ -489,7 +489,7 @@ pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
             }
         }
         let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
-        while end < bytes.len() && !(starts_item(end) && !attached(end)) {
+        while end < bytes.len() && (!starts_item(end) || attached(end)) {
             end = next_line(end);
         }
         match out.last_mut() {
@@ -551,6 +551,7 @@ fn is_function(grammar: Grammar, kind: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
