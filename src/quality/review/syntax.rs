@@ -476,6 +476,17 @@ pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     };
     let mut out: Vec<Range<usize>> = Vec::new();
     for r in focus {
+        // A range inside the last window only stretches its end.
+        if let Some(last) = out.last_mut()
+            && r.start < last.end
+        {
+            let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
+            while end < bytes.len() && (!starts_item(end) || attached(end)) {
+                end = next_line(end);
+            }
+            last.end = last.end.max(end);
+            continue;
+        }
         let mut start = line_start(r.start.min(bytes.len()));
         while start > 0 && !starts_item(start) {
             start = line_start(start - 1);

@@ -165,22 +165,27 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     fn compile(pattern: &str) -> Regex {
         Regex::new(pattern).expect("the trigger patterns compile")
     }
-    // Comments that are not doc comments.
-    static HASH: LazyLock<Regex> = LazyLock::new(|| compile(r"#"));
-    static SLASHES: LazyLock<Regex> =
-        LazyLock::new(|| compile(r"(?:^|[^/:])//(?:[^/!]|$)|/\*[^*!]"));
-    const SQL_AND_SECRETS: &str = r"\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential";
+    // Two comment lines in a row that are not doc comments and hold code punctuation (what
+    // `commented-out-code` needs before it parses them), or a block comment.
+    static HASH: LazyLock<Regex> = LazyLock::new(|| {
+        compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#")
+    });
+    static SLASHES: LazyLock<Regex> = LazyLock::new(|| {
+        compile(r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){}=][^\n]*\n[ \t]*//(?:[^/!]|$)|/\*[^*!]")
+    });
+    // SQL text in a string, a secret-looking name assigned, the calls of the checks.
+    const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]"#;
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|\bcompile\b|subprocess|\bos\.|\bcommands\.|pickle|marshal|yaml|shelve|dill|\bexecute|\braw\b|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"))
     });
     static RUST: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bunsafe\b|Command|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)\bunsafe\b|Command|{COMMON}"))
     });
     static GO: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)exec\.Command|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)exec\.Command|{COMMON}"))
     });
     static JS: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"))
     });
     let (comments, constructs) = match grammar {
         Grammar::Python => (&*HASH, &*PYTHON),
@@ -188,7 +193,9 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         Grammar::Go => (&*SLASHES, &*GO),
         _ => (&*SLASHES, &*JS),
     };
-    comments.is_match(new.as_bytes()) || constructs.is_match(items.as_bytes())
+    comments.is_match(new.as_bytes())
+        || constructs.is_match(items.as_bytes())
+        || secrets::has_candidate(new)
 }
 
 /// Runs every check that applies to `input`.
