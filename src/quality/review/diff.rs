@@ -131,26 +131,22 @@ impl FileDiff {
 
     /// Whether new-side line `i` was added.
     pub fn is_added(&self, i: usize) -> bool {
-        let at = self.added.partition_point(|r| r.end <= i);
-        self.added.get(at).is_some_and(|r| r.contains(&i))
+        overlaps(&self.added, &(i..i + 1))
     }
 
     /// Whether any added line lies in `range`.
     pub fn touches(&self, range: &Range<usize>) -> bool {
-        let at = self.added.partition_point(|r| r.end <= range.start);
-        self.added.get(at).is_some_and(|r| r.start < range.end)
+        overlaps(&self.added, range)
     }
 
     /// Whether new-side line `i` is new code.
     pub fn is_new(&self, i: usize) -> bool {
-        let at = self.new.partition_point(|r| r.end <= i);
-        self.new.get(at).is_some_and(|r| r.contains(&i))
+        overlaps(&self.new, &(i..i + 1))
     }
 
     /// Whether any line of new code lies in `range`.
     pub fn touches_new(&self, range: &Range<usize>) -> bool {
-        let at = self.new.partition_point(|r| r.end <= range.start);
-        self.new.get(at).is_some_and(|r| r.start < range.end)
+        overlaps(&self.new, range)
     }
 
     /// Lines of new code.
@@ -439,7 +435,7 @@ impl FileDiff {
             if tag != similar::DiffTag::Equal {
                 self.removed_hashes.extend(
                     old.clone()
-                        .filter_map(|i| diff.old_slice(i).and_then(|l| normalised_hash(l))),
+                        .filter_map(|i| diff.old_slice(i).and_then(normalised_hash)),
                 );
             }
             match tag {
@@ -521,6 +517,12 @@ pub fn normalised_hash(line: &str) -> Option<u64> {
         any = true;
     }
     any.then(|| h.finish())
+}
+
+/// Whether any of the ordered, disjoint `runs` overlaps `range`.
+fn overlaps(runs: &[Range<usize>], range: &Range<usize>) -> bool {
+    let at = runs.partition_point(|r| r.end <= range.start);
+    runs.get(at).is_some_and(|r| r.start < range.end)
 }
 
 /// The number of lines of `text`.

@@ -125,13 +125,21 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     // Test code inside the file: by syntax where the file is parsed, else from the language's
     // test marker (`#[cfg(test)]`) on.
     let test_lines: Vec<Range<usize>> = if test_file {
-        vec![0..file.new_line_count()]
+        vec![Range {
+            start: 0,
+            end: file.new_line_count(),
+        }]
     } else if let Some(s) = syntax.as_ref().filter(|s| s.grammar == Grammar::Rust) {
         s.test_lines()
     } else {
         lang.and_then(|l| l.test_marker.as_ref())
             .and_then(|m| m.regex().find(file.new_text.as_bytes()))
-            .map(|m| vec![file.line_at(m.start())..file.new_line_count()])
+            .map(|m| {
+                vec![Range {
+                    start: file.line_at(m.start()),
+                    end: file.new_line_count(),
+                }]
+            })
             .unwrap_or_default()
     };
     let in_tests = |line: usize| test_lines.iter().any(|r| r.contains(&line));

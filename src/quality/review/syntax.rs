@@ -225,31 +225,8 @@ impl<'a> Syntax<'a> {
         self.walk_where(visit, |n| self.in_focus(n));
     }
 
-    /// Every node of the file, in document order, focus or not.
-    pub fn walk_all(&self, visit: impl FnMut(Node<'_>)) {
-        self.walk_where(visit, |_| true);
-    }
-
-    fn walk_where(&self, mut visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
-        let mut cursor = self.tree.walk();
-        'outer: loop {
-            let node = cursor.node();
-            let inside = enter(node);
-            if inside {
-                visit(node);
-            }
-            if inside && cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'outer;
-                }
-                if !cursor.goto_parent() {
-                    break 'outer;
-                }
-            }
-        }
+    fn walk_where(&self, visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
+        walk_from(self.root(), visit, enter);
     }
 
     /// Where byte `offset` is: the innermost comment, string literal or interpolation around
@@ -392,11 +369,6 @@ impl<'a> Syntax<'a> {
         out
     }
 
-    /// Whether the file is a program's entry point by syntax: Go's `package main`, a
-    /// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust.
-    pub fn is_program(&self) -> bool {
-        is_program(self.grammar, self.text)
-    }
 }
 
 /// Whether `text` of `grammar` is a program's entry point: Go's `package main`, a
@@ -418,6 +390,35 @@ pub fn is_program(grammar: Grammar, text: &str) -> bool {
             l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")
         }),
         _ => text.starts_with("#!"),
+    }
+}
+
+/// `node` and every node under it, in document order, to `visit`.
+pub fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
+    walk_from(node, visit, |_| true);
+}
+
+/// `node` and the nodes under it, in document order, to `visit`; a node for which `enter` is
+/// false is neither visited nor entered.
+fn walk_from(node: Node<'_>, mut visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
+    let mut cursor = node.walk();
+    'outer: loop {
+        let node = cursor.node();
+        let inside = enter(node);
+        if inside {
+            visit(node);
+        }
+        if inside && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'outer;
+            }
+            if !cursor.goto_parent() {
+                break 'outer;
+            }
+        }
     }
 }
 
@@ -475,6 +476,17 @@ pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     };
     let mut out: Vec<Range<usize>> = Vec::new();
     for r in focus {
+        // A range inside the last window only stretches its end.
+        if let Some(last) = out.last_mut()
+            && r.start < last.end
+        {
+            let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
+            while end < bytes.len() && (!starts_item(end) || attached(end)) {
+                end = next_line(end);
+            }
+            last.end = last.end.max(end);
+            continue;
+        }
         let mut start = line_start(r.start.min(bytes.len()));
         while start > 0 && !starts_item(start) {
             start = line_start(start - 1);
@@ -488,7 +500,7 @@ pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
             }
         }
         let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
-        while end < bytes.len() && !(starts_item(end) && !attached(end)) {
+        while end < bytes.len() && (!starts_item(end) || attached(end)) {
             end = next_line(end);
         }
         match out.last_mut() {
@@ -550,6 +562,7 @@ fn is_function(grammar: Grammar, kind: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
@@ -617,17 +630,15 @@ mod tests {
         let rs = "fn main() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n";
         let s = parse(Grammar::Rust, rs);
         assert_eq!(s.test_lines(), vec![2..7, 4..6]);
-        assert!(s.is_program());
-        assert!(!parse(Grammar::Rust, "pub fn lib() {}\n").is_program());
-        assert!(parse(Grammar::Go, "package main\n\nfunc main() {}\n").is_program());
-        assert!(!parse(Grammar::Go, "package util\n").is_program());
-        assert!(
-            parse(
-                Grammar::Python,
-                "def f():\n    pass\n\nif __name__ == '__main__':\n    f()\n"
-            )
-            .is_program()
-        );
+        assert!(is_program(Grammar::Rust, rs));
+        assert!(!is_program(Grammar::Rust, "pub fn lib() {}\n"));
+        assert!(is_program(Grammar::Go, "package main\n\nfunc main() {}\n"));
+        assert!(!is_program(Grammar::Go, "package util\n"));
+        assert!(is_program(
+            Grammar::Python,
+            "def f():\n    pass\n\nif __name__ == '__main__':\n    f()\n"
+        ));
+        assert!(is_program(Grammar::JavaScript, "#!/usr/bin/env node\nrun();\n"));
     }
 
     #[test]

@@ -853,3 +853,25 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
     assert!(report.contains("`src/app.py:3`"), "{report}");
     assert!(!report.contains(".tlv4/sessions"), "{report}");
 }
+
+#[test]
+fn the_readme_describes_every_rule_and_check() {
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("### What the review checks")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README has a section on what the review checks");
+    let r = rules();
+    let ids = r
+        .rules
+        .iter()
+        .map(|rule| rule.id.as_str())
+        .chain(r.checks.keys().map(|c| c.as_str()));
+    for id in ids {
+        assert!(
+            section.contains(&format!("`{id}`")),
+            "README's review section does not describe `{id}`"
+        );
+    }
+}

@@ -16,7 +16,7 @@ use super::rust::{
     Origin, SHELLS, all_caps, before_close, has_placeholders, input_like, is_command_flag,
     looks_like_sql, names_position, sanitises, sql_confidence,
 };
-use super::{Hit, Input, lines_of};
+use super::{Hit, Input, is_plus, lines_of, plus_operands};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::Syntax;
 
@@ -306,8 +306,7 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !is_plus(syntax, node) || node.parent().is_some_and(|p| is_plus(syntax, p)) {
         return;
     }
-    let mut operands = Vec::new();
-    flatten_plus(syntax, node, &mut operands);
+    let operands = plus_operands(syntax, node);
     let sql = operands
         .iter()
         .any(|o| literal(syntax, *o).is_some_and(looks_like_sql));
@@ -336,28 +335,6 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     );
 }
 
-fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
-    node.kind() == "binary_expression"
-        && node
-            .child_by_field_name("operator")
-            .is_some_and(|o| syntax.text_of(o) == "+")
-}
-
-fn flatten_plus<'t>(syntax: &Syntax<'_>, node: Node<'t>, out: &mut Vec<Node<'t>>) {
-    let node = match node.kind() {
-        "parenthesized_expression" => node.named_child(0).unwrap_or(node),
-        _ => node,
-    };
-    if is_plus(syntax, node) {
-        for field in ["left", "right"] {
-            if let Some(side) = node.child_by_field_name(field) {
-                flatten_plus(syntax, side, out);
-            }
-        }
-    } else {
-        out.push(node);
-    }
-}
 
 /// `exec.Command("sh", "-c", x)` (or `exec.CommandContext(ctx, …)`) with `x` not a literal
 /// or constant. A program run without a shell (`exec.Command("git", args...)`) is not one.

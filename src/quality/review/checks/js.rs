@@ -17,7 +17,7 @@ use tree_sitter::Node;
 
 use super::{Hit, Input, lines_of};
 use crate::quality::review::rules::{CheckId, Confidence};
-use crate::quality::review::syntax::Syntax;
+use crate::quality::review::syntax::{Syntax, descendants};
 
 /// Runs the js checks.
 pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
@@ -946,24 +946,6 @@ fn short(text: &str) -> String {
     }
 }
 
-/// `node` and every node under it, in document order, to `visit`.
-fn descendants(node: Node<'_>, mut visit: impl FnMut(Node<'_>)) {
-    let mut cursor = node.walk();
-    'outer: loop {
-        visit(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                continue 'outer;
-            }
-            if !cursor.goto_parent() {
-                break 'outer;
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,8 @@
 
 use std::ops::Range;
 
+use tree_sitter::Node;
+
 use super::diff::FileDiff;
 use super::rules::{CheckId, Confidence};
 use super::syntax::Syntax;
@@ -75,6 +77,63 @@ impl Hit {
     }
 }
 
+/// Where a value comes from, in increasing order of concern (the injection checks of every
+/// language grade their findings by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    /// Literals, ALL_CAPS constants, numbers: not input.
+    Literal,
+    /// A value the code does not show the origin of.
+    Unknown,
+    /// Input: a parameter, a name or attribute that reads as input, a call on input.
+    Input,
+}
+
+impl Origin {
+    /// The confidence of a finding about a value of this origin (`None`: no finding).
+    pub fn confidence(self) -> Option<Confidence> {
+        match self {
+            Origin::Literal => None,
+            Origin::Unknown => Some(Confidence::Medium),
+            Origin::Input => Some(Confidence::High),
+        }
+    }
+}
+
+/// Whether `node` is a binary `+` (Rust, Go: `binary_expression` with operator `+`).
+pub fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
+    node.kind() == "binary_expression"
+        && node
+            .child_by_field_name("operator")
+            .is_some_and(|o| syntax.text_of(o) == "+")
+}
+
+/// The operands of a chain of binary `+` (`a + b + c`, through parentheses), left to right;
+/// a node that is no `+` is its own one operand. Iterative: a generated concatenation can be
+/// deeper than the stack.
+pub fn plus_operands<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
+    let is_plus = |n: Node<'_>| is_plus(syntax, n);
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        let node = match node.kind() {
+            "parenthesized_expression" => node.named_child(0).unwrap_or(node),
+            _ => node,
+        };
+        if is_plus(node) {
+            // Right first on the stack, so that the left side comes out first.
+            for field in ["right", "left"] {
+                if let Some(side) = node.child_by_field_name(field) {
+                    stack.push(side);
+                }
+            }
+        } else {
+            out.push(node);
+        }
+    }
+    out
+}
+
 /// What a check sees of one file.
 pub struct Input<'a> {
     /// The changed file (new-side text, added and new lines).
@@ -106,22 +165,27 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     fn compile(pattern: &str) -> Regex {
         Regex::new(pattern).expect("the trigger patterns compile")
     }
-    // Comments that are not doc comments.
-    static HASH: LazyLock<Regex> = LazyLock::new(|| compile(r"#"));
-    static SLASHES: LazyLock<Regex> =
-        LazyLock::new(|| compile(r"(?:^|[^/:])//(?:[^/!]|$)|/\*[^*!]"));
-    const SQL_AND_SECRETS: &str = r"\bselect\b|\binsert\b|\bupdate\b|\bdelete\b|passw|secret|token|api_?key|credential";
+    // Two comment lines in a row that are not doc comments and hold code punctuation (what
+    // `commented-out-code` needs before it parses them), or a block comment.
+    static HASH: LazyLock<Regex> = LazyLock::new(|| {
+        compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#")
+    });
+    static SLASHES: LazyLock<Regex> = LazyLock::new(|| {
+        compile(r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){}=][^\n]*\n[ \t]*//(?:[^/!]|$)|/\*[^*!]")
+    });
+    // SQL text in a string, a secret-looking name assigned, the calls of the checks.
+    const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]"#;
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|\bcompile\b|subprocess|\bos\.|\bcommands\.|pickle|marshal|yaml|shelve|dill|\bexecute|\braw\b|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"))
     });
     static RUST: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bunsafe\b|Command|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)\bunsafe\b|Command|{COMMON}"))
     });
     static GO: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)exec\.Command|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)exec\.Command|{COMMON}"))
     });
     static JS: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{SQL_AND_SECRETS}"))
+        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"))
     });
     let (comments, constructs) = match grammar {
         Grammar::Python => (&*HASH, &*PYTHON),
@@ -129,7 +193,9 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         Grammar::Go => (&*SLASHES, &*GO),
         _ => (&*SLASHES, &*JS),
     };
-    comments.is_match(new.as_bytes()) || constructs.is_match(items.as_bytes())
+    comments.is_match(new.as_bytes())
+        || constructs.is_match(items.as_bytes())
+        || secrets::has_candidate(new)
 }
 
 /// Runs every check that applies to `input`.

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Hit, Input, lines_of};
+use super::{Hit, Input, is_plus, lines_of, plus_operands};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::Syntax;
 
@@ -186,27 +186,7 @@ fn is_safety(comment: &str) -> bool {
 
 // --- values --------------------------------------------------------------------------------
 
-/// Where a value comes from, in increasing order of concern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Origin {
-    /// Literals and constants only.
-    Literal,
-    /// A value the code does not show the origin of.
-    Unknown,
-    /// Input: a parameter, an input-like name, a call's result.
-    Input,
-}
-
-impl Origin {
-    /// The confidence of a finding about a value of this origin (`None`: no finding).
-    pub(super) fn confidence(self) -> Option<Confidence> {
-        match self {
-            Origin::Literal => None,
-            Origin::Unknown => Some(Confidence::Medium),
-            Origin::Input => Some(Confidence::High),
-        }
-    }
-}
+pub(super) use super::Origin;
 
 /// Words that make a name look like input.
 const INPUT_WORDS: &[&str] = &[
@@ -713,8 +693,7 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     if !is_plus(values.syntax, node) || node.parent().is_some_and(|p| is_plus(values.syntax, p)) {
         return;
     }
-    let mut operands = Vec::new();
-    flatten_plus(values.syntax, node, &mut operands);
+    let operands = plus_operands(values.syntax, node);
     let sql = operands
         .iter()
         .any(|o| literal_text(values.syntax, *o).is_some_and(looks_like_sql));
@@ -744,29 +723,6 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
             .confidence(confidence)
             .with("how", how),
     );
-}
-
-fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
-    node.kind() == "binary_expression"
-        && node
-            .child_by_field_name("operator")
-            .is_some_and(|o| syntax.text_of(o) == "+")
-}
-
-fn flatten_plus<'t>(syntax: &Syntax<'_>, node: Node<'t>, out: &mut Vec<Node<'t>>) {
-    let node = match node.kind() {
-        "parenthesized_expression" => node.named_child(0).unwrap_or(node),
-        _ => node,
-    };
-    if is_plus(syntax, node) {
-        for field in ["left", "right"] {
-            if let Some(side) = node.child_by_field_name(field) {
-                flatten_plus(syntax, side, out);
-            }
-        }
-    } else {
-        out.push(node);
-    }
 }
 
 /// The text of a string literal, also behind `&`, `String::from(…)` or `.to_string()`.

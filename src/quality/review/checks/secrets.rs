@@ -72,6 +72,12 @@ static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
+/// Whether `text` holds something the check would look at (so that its parse is needed to
+/// confirm it).
+pub fn has_candidate(text: &str) -> bool {
+    QUOTED.is_match(text) || FALLBACK.is_match(text)
+}
+
 /// Runs the secret check.
 pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
     let Some(kind) = FileKind::of(&input.file.path) else {

@@ -3,30 +3,9 @@
 use tree_sitter::Node;
 
 use super::scope_of;
-use crate::quality::review::rules::Confidence;
 use crate::quality::review::syntax::Syntax;
 
-/// Where a value comes from, from the least to the most worrying.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Origin {
-    /// Literals, ALL_CAPS constants, numbers: not input.
-    Literal,
-    /// A value of unknown origin.
-    Unknown,
-    /// Input: a parameter, a name or attribute that reads as input, a call on input.
-    Input,
-}
-
-impl Origin {
-    /// The confidence of a finding about a value of this origin (`None`: no finding).
-    pub(super) fn confidence(self) -> Option<Confidence> {
-        match self {
-            Origin::Literal => None,
-            Origin::Unknown => Some(Confidence::Medium),
-            Origin::Input => Some(Confidence::High),
-        }
-    }
-}
+pub(super) use crate::quality::review::checks::Origin;
 
 /// Words of names that hold input.
 const INPUT_WORDS: &[&str] = &[
