@@ -303,7 +303,8 @@ pub fn analyze(
     for f in &mut files {
         f.mark_new(&moved);
     }
-    let scans = parallel_map(&files, |f| scan::scan_file(rules, f));
+    // The largest files first, so that one large file does not leave a core idle at the end.
+    let scans = parallel_map(&files, |f| f.new_text.len(), |f| scan::scan_file(rules, f));
     let mut findings: Vec<Finding> = scans
         .iter()
         .flat_map(|s| s.findings.iter().cloned())
@@ -525,8 +526,13 @@ fn for_blob_reads(repo: &gix::Repository) -> gix::Repository {
     repo
 }
 
-/// `f` of each of `items`, on one worker thread per core, in order.
-fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` of each of `items`, on one worker thread per core, taken by decreasing `cost`; the
+/// results in the order of `items`.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    cost: impl Fn(&T) -> usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let workers = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(8)
@@ -534,14 +540,17 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     if workers <= 1 {
         return items.iter().map(f).collect();
     }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&items[i])));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&i) = order.get(at) else { break };
+                    let item = &items[i];
                     let r = f(item);
                     results
                         .lock()

@@ -179,10 +179,10 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"))
     });
     static RUST: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bunsafe\b|Command|{COMMON}"))
+        compile(&format!(r"\bunsafe\b|Command::new|(?i:{COMMON})"))
     });
     static GO: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)exec\.Command|{COMMON}"))
+        compile(&format!(r"exec\.Command|(?i:{COMMON})"))
     });
     static JS: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"))

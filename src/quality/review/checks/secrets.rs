@@ -75,7 +75,13 @@ static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether `text` holds something the check would look at (so that its parse is needed to
 /// confirm it).
 pub fn has_candidate(text: &str) -> bool {
-    QUOTED.is_match(text) || FALLBACK.is_match(text)
+    let named = |name: Option<regex::Match<'_>>| {
+        name.is_some_and(|n| is_secret_name(n.as_str().trim_matches(['"', '\'', '`', ']'])))
+    };
+    QUOTED.captures_iter(text).any(|c| named(c.name("name")))
+        || FALLBACK
+            .captures_iter(text)
+            .any(|c| named(c.name("qname").or(c.name("pname"))))
 }
 
 /// Runs the secret check.
