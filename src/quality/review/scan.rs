@@ -101,14 +101,17 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     // The file is parsed only when something needs the parse: a check whose trigger words are
     // in the new code, a pattern that must be placed in code or a comment and matches, a
     // function that may have crossed the size limit, the imports of a module.
-    let syntax = grammar.and_then(|g| {
-        if wants_imports {
-            Syntax::parse_whole(g, &file.new_text, Some(focus))
-        } else {
-            let items = items_to_parse(rules, language, lang, g, file, &focus)?;
-            Syntax::parse_items(g, &file.new_text, focus, items)
-        }
-    });
+    let syntax = grammar
+        .filter(|&g| {
+            wants_imports || needs_parse(rules, language, lang, g, file)
+        })
+        .and_then(|g| {
+            if wants_imports {
+                Syntax::parse_whole(g, &file.new_text, Some(focus))
+            } else {
+                Syntax::parse_focused(g, &file.new_text, Some(focus))
+            }
+        });
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
     }
@@ -361,57 +364,55 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     scan
 }
 
-/// The top-level items of `file` (byte ranges) whose parse the scan needs, `None` for none:
-/// those holding new code in which the trigger words of a check on the parse are, a rule that
-/// must be placed (`in = ...`) matches, a function may have crossed the size limit (by the
-/// language's function pattern; for JavaScript and TypeScript, whose methods it does not see,
-/// any item once the file is over the limit), or Rust test code is marked.
-fn items_to_parse(
+/// Whether scanning `file` needs its parse: the trigger words of a check that reads the
+/// parse are in the new code, a rule that must be placed (`in = ...`) matches new code, or a
+/// function may have crossed the size limit (by the language's function pattern, or for
+/// JavaScript and TypeScript, whose methods it does not see, the file is over the limit).
+fn needs_parse(
     rules: &RuleSet,
     language: Option<usize>,
     lang: Option<&Language>,
     grammar: Grammar,
     file: &FileDiff,
-    focus: &[Range<usize>],
-) -> Option<Vec<Range<usize>>> {
-    let text = &file.new_text;
-    let items = syntax::windows(text, focus);
-    let placed: Vec<&super::rules::Rule> = rules
-        .rules
-        .iter()
-        .filter(|r| r.place.is_some() && rules.applies(r, language, &file.path))
-        .collect();
-    let limit = rules.limits.max_function_lines;
-    let sizes = rules.check(CheckId::FunctionLines).is_some() && file.new_line_count() > limit;
-    let long: Vec<Range<usize>> = match lang {
-        Some(lang) if sizes && !grammar.is_js() => regex_functions(lang, text)
-            .into_iter()
-            .filter(|f| f.lines.len() > limit && file.touches_new(&f.lines))
-            .map(|f| f.lines)
-            .collect(),
-        _ => Vec::new(),
+) -> bool {
+    let bytes_of = |r: &Range<usize>| {
+        file.line_starts[r.start]..file.line_starts.get(r.end).copied().unwrap_or(file.new_text.len())
     };
-    let wanted: Vec<Range<usize>> = items
-        .into_iter()
-        .filter(|item| {
-            let new: String = focus
+    let focus: Vec<Range<usize>> = file.new.iter().map(bytes_of).collect();
+    let items = syntax::windows(&file.new_text, &focus);
+    let joined = |ranges: &[Range<usize>]| -> String {
+        ranges.iter().map(|r| &file.new_text[r.clone()]).collect()
+    };
+    if checks::triggered(grammar, &joined(&focus), &joined(&items)) {
+        return true;
+    }
+    let placed = rules.rules.iter().filter(|r| {
+        r.place.is_some() && rules.applies(r, language, &file.path)
+    });
+    for rule in placed {
+        if file
+            .added
+            .iter()
+            .filter(|r| file.touches_new(r))
+            .any(|r| rule.pattern.regex().is_match(file.text_of(r).as_bytes()))
+        {
+            return true;
+        }
+    }
+    let limit = rules.limits.max_function_lines;
+    if rules.check(CheckId::FunctionLines).is_some() && file.new_line_count() > limit {
+        if grammar.is_js() {
+            return true;
+        }
+        if let Some(lang) = lang
+            && regex_functions(lang, &file.new_text)
                 .iter()
-                .filter(|r| r.start < item.end && item.start < r.end)
-                .map(|r| &text[r.start.max(item.start)..r.end.min(item.end)])
-                .collect();
-            let body = &text[item.clone()];
-            let lines = file.line_at(item.start)..file.line_at(item.end.saturating_sub(1)) + 1;
-            checks::triggered(grammar, &new, body)
-                || placed
-                    .iter()
-                    .any(|r| r.pattern.regex().is_match(new.as_bytes()))
-                || (sizes && grammar.is_js())
-                || long.iter().any(|f| f.start < lines.end && lines.start < f.end)
-                || (grammar == Grammar::Rust
-                    && (body.contains("#[cfg(test") || body.contains("#[test]")))
-        })
-        .collect();
-    (!wanted.is_empty()).then_some(wanted)
+                .any(|f| f.lines.len() > limit && file.touches_new(&f.lines))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where byte `offset` of a file the review does not parse is: in a comment when a comment

@@ -139,17 +139,6 @@ impl<'a> Syntax<'a> {
         Syntax::parse_in(grammar, text, focus, false)
     }
 
-    /// Parses only the top-level items `items` of `text` (byte ranges, in order, from
-    /// [`windows`]), with walks limited to `focus`.
-    pub fn parse_items(
-        grammar: Grammar,
-        text: &'a str,
-        focus: Vec<Range<usize>>,
-        items: Vec<Range<usize>>,
-    ) -> Option<Syntax<'a>> {
-        Syntax::parse_windows(grammar, text, Some(focus), Some(items))
-    }
-
     fn parse_in(
         grammar: Grammar,
         text: &'a str,
@@ -157,24 +146,13 @@ impl<'a> Syntax<'a> {
         windowed: bool,
     ) -> Option<Syntax<'a>> {
         // Only the top-level items that hold the focus are parsed (a function, a class, an impl
-        // block with what is attached above it).
-        let items = focus
+        // block with what is attached above it); if the parse of those windows has errors the
+        // window guess was wrong, and the whole file is parsed.
+        let windows = focus
             .as_deref()
             .filter(|_| windowed)
-            .map(|f| windows(text, f));
-        Syntax::parse_windows(grammar, text, focus, items)
-    }
-
-    fn parse_windows(
-        grammar: Grammar,
-        text: &'a str,
-        focus: Option<Vec<Range<usize>>>,
-        items: Option<Vec<Range<usize>>>,
-    ) -> Option<Syntax<'a>> {
-        // If the parse of the items has errors the guess of where items end was wrong, and the
-        // whole file is parsed; so it is when the items are most of it.
-        let windows =
-            items.filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
+            .map(|f| windows(text, f))
+            .filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
         let tree = PARSER.with(|cell| {
             let mut parsers = cell.borrow_mut();
             let parser = parsers.entry(grammar).or_insert_with(|| {
