@@ -280,6 +280,41 @@ mod tests {
     }
 
     #[test]
+    fn pattern_rules_of_the_languages_not_parsed_fire_and_stay_silent_where_they_should() {
+        // (path, new text, rule, lines expected)
+        let cases: &[(&str, &str, &str, &[usize])] = &[
+            ("app/models/user.rb", "begin\n  load!\nrescue StandardError\nend\n", "empty-rescue", &[3]),
+            ("app/models/user.rb", "begin\n  load!\nrescue StandardError\n  retry_later\nend\n", "empty-rescue", &[]),
+            (
+                "src/main/java/Users.java",
+                "class Users {\n  Rows find(String name) {\n    return db.query(\"SELECT * FROM users WHERE name = '\" + name + \"'\");\n  }\n}\n",
+                "sql-concat",
+                &[3],
+            ),
+            (
+                "src/main/java/Users.java",
+                "class Users {\n  Rows find(String name) {\n    return db.query(\"SELECT * FROM users WHERE name = ?\", name);\n  }\n}\n",
+                "sql-concat",
+                &[],
+            ),
+            ("web/index.php", "<?php\n$x = eval($_GET['code']);\n", "eval", &[2]),
+            ("web/index.php", "<?php\n// we never eval( user input\n$y = 1;\n", "eval", &[]),
+            ("pkg/a.py", "import os  # noqa: F401\n", "noqa", &[1]),
+            ("pkg/a.py", "HELP = \"add # noqa to silence\"\n", "noqa", &[]),
+            ("pkg/a.py", "x = f()  # type: ignore[attr-defined]\n", "type-ignore", &[1]),
+            ("pkg/a.py", "DOC = \"write # type: ignore\"\n", "type-ignore", &[]),
+            ("pkg/sub/deep/mod.py", "from .... import core\n", "deep-import", &[1]),
+            ("pkg/sub/mod.py", "from .. import core\n", "deep-import", &[]),
+            ("src/a/b/c.rs", "use super::super::super::x;\n", "deep-import", &[1]),
+            ("src/a/b/c.rs", "use crate::x;\n", "deep-import", &[]),
+        ];
+        for (path, text, rule, want) in cases {
+            let got: Vec<usize> = found(path, "", text, rule).into_iter().map(|(_, l)| l).collect();
+            assert_eq!(&got, want, "{rule} in {path}: {text}");
+        }
+    }
+
+    #[test]
     fn todo_markers_count_only_in_comments() {
         let go = "package x\n\n// TODO: retry\nfunc f() { g(context.TODO()) }\n";
         assert_eq!(found("x.go", "", go, "todo-comment"), vec![("todo-comment".into(), 3)]);
