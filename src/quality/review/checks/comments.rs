@@ -145,11 +145,19 @@ const PRAGMAS: &[&str] = &[
 
 /// Words of license headers.
 const LICENSE_WORDS: &[&str] = &[
-    "copyright",
-    "license",
-    "spdx-",
+    "copyright (c)",
+    "copyright ©",
+    "licensed under",
+    "license, version",
+    "the license",
+    "this license",
     "licence",
+    "spdx-license",
     "all rights reserved",
+    "permission is hereby granted",
+    "without warranty",
+    "__license__",
+    "__copyright__",
 ];
 
 /// Whether `text` (comment lines with their markers stripped) is code of `grammar`.
@@ -366,6 +374,15 @@ mod tests {
         for (path, text) in cases {
             assert!(blocks(path, text).is_empty(), "{path}: {text}");
         }
+    }
+
+    #[test]
+    fn code_about_licenses_is_still_code() {
+        // The word "license" in code left in comments is not a licence header.
+        let go = "package p\n\n//func writeLicense(license License) {\n//\tcopyright := year()\n//\tsave(license.Text, copyright)\n//}\n";
+        assert_eq!(found("p.go", "", go, "commented-out-code").len(), 1);
+        let header = "// Copyright (c) the authors. Licensed under the MIT license;\n// see LICENSE = the file.\npackage p\n";
+        assert!(found("p.go", "", header, "commented-out-code").is_empty());
     }
 
     #[test]

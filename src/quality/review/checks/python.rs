@@ -530,7 +530,7 @@ mod tests {
             "    query = \"SELECT id FROM users\"\n",
             "    query += \" WHERE x = '%s'\" % v\n",
             "    cursor.execute(\"select id, name from users where id = {}\".format(uid))\n",
-            "    cursor.execute(f\"DROP TABLE {name}\")\n",
+            "    cursor.execute(f\"SELECT * FROM t WHERE a = {name} AND b = ?\", (uid,))\n",
         );
         let lines: Vec<usize> = at(code, "sql-injection").iter().map(|h| h.0).collect();
         assert_eq!(lines, vec![2, 5, 6, 7, 9, 10, 11]);
@@ -553,8 +553,29 @@ mod tests {
 
     #[test]
     fn sql_joined_with_a_value_of_unknown_origin_is_less_sure() {
-        let code = "def report(cursor):\n    table = pick()\n    cursor.execute(\"SELECT * FROM \" + table)\n";
+        let code = "def report(cursor):\n    who = pick()\n    cursor.execute(\"SELECT * FROM t WHERE a = \" + who)\n";
         assert_eq!(at(code, "sql-injection"), vec![(3, Severity::Critical, M)]);
+    }
+
+    #[test]
+    fn a_value_where_a_table_name_goes_is_a_hint() {
+        // Names cannot be query parameters: formatting them in is how such SQL is written.
+        let code = concat!(
+            "def scan(executor, table_name):\n",
+            "    executor.execute('SELECT * FROM {}'.format(table_name))\n",
+            "    executor.execute('INSERT INTO %s ?' % table_name, [doc])\n",
+            "    executor.execute(f\"DROP TABLE {table_name}\")\n",
+            "    executor.execute('SELECT * FROM ' + table_name + ' WHERE id = ' + table_name)\n",
+        );
+        assert_eq!(
+            at(code, "sql-injection"),
+            vec![
+                (2, Severity::Medium, Confidence::Low),
+                (3, Severity::Medium, Confidence::Low),
+                (4, Severity::Medium, Confidence::Low),
+                (5, Severity::Critical, H),
+            ]
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@ use tree_sitter::Node;
 
 use super::origin::origin;
 use super::{how_built, positional, scope_of};
+use crate::quality::review::checks::rust::names_position;
 use crate::quality::review::checks::{Hit, lines_of};
-use crate::quality::review::rules::CheckId;
+use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::Syntax;
 
 /// SQL built from values: a string expression (concatenation over any number of lines, `%`
@@ -45,15 +46,25 @@ pub(super) fn sql(syntax: &Syntax<'_>, sql_names: &[SqlName], node: Node<'_>) ->
     let (value, how, origin) = parts
         .values
         .iter()
-        .map(|&(v, how)| (v, how, origin(syntax, 0, v)))
+        .map(|(v, how, _)| (*v, *how, origin(syntax, 0, *v)))
         .max_by_key(|&(v, _, origin)| (origin, std::cmp::Reverse(v.start_byte())))?;
     let confidence = origin.confidence()?;
-    Some(
-        Hit::new(CheckId::SqlInjection, lines_of(node))
-            .at(value.start_position().row)
-            .confidence(confidence)
-            .with("how", how),
-    )
+    let hit = Hit::new(CheckId::SqlInjection, lines_of(node))
+        .at(value.start_position().row)
+        .confidence(confidence)
+        .with("how", how);
+    // Where a table or column name goes (`FROM {}`, `INSERT INTO %s`), a value cannot be a
+    // query parameter: formatting it in is how such SQL is written, and the name is rarely
+    // input. A hint, two severities lower.
+    let names_only = parts
+        .values
+        .iter()
+        .all(|(_, _, before)| names_position(before));
+    Some(if names_only {
+        hit.confidence(Confidence::Low).lower(2)
+    } else {
+        hit
+    })
 }
 
 /// The pieces of a string expression: its literal text and the values joined into it.
@@ -63,8 +74,9 @@ struct Parts<'t> {
     text: String,
     /// A part is a name assigned SQL before.
     sql_name: bool,
-    /// The values joined in, each with how (`concatenation`, `% formatting`, …).
-    values: Vec<(Node<'t>, &'static str)>,
+    /// The values joined in, each with how (`concatenation`, `% formatting`, …) and the
+    /// literal text before it.
+    values: Vec<(Node<'t>, &'static str, String)>,
 }
 
 /// Splits `node` into literal text and values; `how` is how the enclosing expression joins it
@@ -91,14 +103,16 @@ fn flatten<'t>(
             }
         }
         "binary_operator" if own == Some("% formatting") => {
+            let start = parts.text.len();
             if let Some(template) = node.child_by_field_name("left") {
                 template_part(syntax, sql_names, template, parts);
             }
             if let Some(values) = node.child_by_field_name("right") {
-                format_values(values, "% formatting", parts);
+                format_values(values, "% formatting", start, parts);
             }
         }
         "call" if own == Some(".format()") => {
+            let start = parts.text.len();
             if let Some(template) = node
                 .child_by_field_name("function")
                 .and_then(|f| f.child_by_field_name("object"))
@@ -106,14 +120,19 @@ fn flatten<'t>(
                 template_part(syntax, sql_names, template, parts);
             }
             if let Some(args) = node.child_by_field_name("arguments") {
-                format_values(args, ".format()", parts);
+                format_values(args, ".format()", start, parts);
             }
         }
         "string" | "concatenated_string" => string_part(syntax, node, parts),
         "identifier" if is_sql_name(sql_names, syntax.text_of(node), node) => {
             parts.sql_name = true;
         }
-        _ => parts.values.push((node, how.unwrap_or("concatenation"))),
+        _ => {
+            let before = parts.text.trim_end_matches(' ').to_owned();
+            parts
+                .values
+                .push((node, how.unwrap_or("concatenation"), before));
+        }
     }
 }
 
@@ -136,11 +155,34 @@ fn template_part<'t>(
     }
 }
 
-/// The values of a `%` right-hand side or a `.format(…)` argument list.
-fn format_values<'t>(values: Node<'t>, how: &'static str, parts: &mut Parts<'t>) {
+/// The values of a `%` right-hand side or a `.format(…)` argument list; the template's text
+/// is `parts.text` from `template` on, and each value's text before it runs to its placeholder.
+fn format_values<'t>(values: Node<'t>, how: &'static str, template: usize, parts: &mut Parts<'t>) {
+    let text = parts.text.clone();
+    let marker = if how == ".format()" { '{' } else { '%' };
+    let before = |k: usize| -> String {
+        let mut seen = 0;
+        let bytes = text.as_bytes();
+        let mut i = template;
+        while i < bytes.len() {
+            if bytes[i] == marker as u8 {
+                if bytes.get(i + 1) == Some(&(marker as u8)) {
+                    i += 2;
+                    continue;
+                }
+                if seen == k {
+                    return text[..i].to_owned();
+                }
+                seen += 1;
+            }
+            i += 1;
+        }
+        text.clone()
+    };
     match values.kind() {
         "tuple" | "argument_list" | "dictionary" => {
             let mut cursor = values.walk();
+            let mut k = 0;
             for v in values.named_children(&mut cursor) {
                 let v = match v.kind() {
                     "keyword_argument" | "pair" => v.child_by_field_name("value"),
@@ -148,10 +190,13 @@ fn format_values<'t>(values: Node<'t>, how: &'static str, parts: &mut Parts<'t>)
                     "comment" => None,
                     _ => Some(v),
                 };
-                parts.values.extend(v.map(|v| (v, how)));
+                if let Some(v) = v {
+                    parts.values.push((v, how, before(k)));
+                    k += 1;
+                }
             }
         }
-        _ => parts.values.push((values, how)),
+        _ => parts.values.push((values, how, before(0))),
     }
 }
 
@@ -163,7 +208,7 @@ fn string_part<'t>(syntax: &Syntax<'_>, node: Node<'t>, parts: &mut Parts<'t>) {
             "string_content" => parts.text.push_str(syntax.text_of(n)),
             "interpolation" => {
                 if let Some(e) = n.child_by_field_name("expression") {
-                    parts.values.push((e, "an f-string"));
+                    parts.values.push((e, "an f-string", parts.text.clone()));
                 }
             }
             _ => {
