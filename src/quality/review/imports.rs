@@ -93,8 +93,16 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
             }
             let mut cycle: Vec<&str> = vec![files[from].path.as_str()];
             cycle.extend(path.iter().map(|&n| files[n].path.as_str()));
+            let modules = scans[from]
+                .language
+                .and_then(|l| rules.languages[l].resolve);
             out.push(Finding {
-                severity: check.severity,
+                // Between ES modules, a hint: one severity lower, low confidence.
+                severity: if modules == Some(Resolve::Path) {
+                    super::scan::lowered(check.severity, 1)
+                } else {
+                    check.severity
+                },
                 dimension: check.dimension,
                 file: files[from].path.clone(),
                 line: Some(line + 1),
@@ -103,10 +111,7 @@ pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<
                 // ES modules load a cycle with live bindings, and an import whose names serve
                 // only as types is erased by TypeScript: a hint there. Python runs a cycle's
                 // module bodies half-initialised: likely a problem.
-                confidence: match scans[from]
-                    .language
-                    .and_then(|l| rules.languages[l].resolve)
-                {
+                confidence: match modules {
                     Some(Resolve::Path) => Confidence::Low,
                     _ => Confidence::Medium,
                 },

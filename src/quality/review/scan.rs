@@ -331,15 +331,36 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
                 None => regex_functions(lang, &file.old_text),
             };
             let mut by_name = HashMap::new();
+            // By qualified name, and by bare name when only one function has it (a class or
+            // type renamed with its file keeps its methods).
+            let mut bare: HashMap<String, Option<usize>> = HashMap::new();
             for f in old {
+                let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name).to_owned();
+                bare.entry(short)
+                    .and_modify(|v| *v = None)
+                    .or_insert(Some(f.lines.len()));
                 by_name.entry(f.name).or_insert(f.lines.len());
+            }
+            for (short, len) in bare {
+                if let Some(len) = len {
+                    by_name.entry(format!("\0{short}")).or_insert(len);
+                }
             }
             by_name
         };
         for f in long {
-            let Some((change, steps)) =
-                size_change(old.get(&f.name).copied(), f.lines.len(), limit)
-            else {
+            let anonymous = f.name.ends_with("(anonymous)");
+            let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name);
+            let was = old
+                .get(&f.name)
+                .or_else(|| old.get(&format!("\0{short}")))
+                .copied();
+            // An anonymous function has no name to find its old self by: only a new file says
+            // it is new.
+            if anonymous && file.kind != ChangeKind::Added {
+                continue;
+            }
+            let Some((change, steps)) = size_change(was, f.lines.len(), limit) else {
                 continue;
             };
             let change = if change == "new" { "a new function".into() } else { change };

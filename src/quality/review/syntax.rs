@@ -372,20 +372,23 @@ impl<'a> Syntax<'a> {
 }
 
 /// Whether `text` of `grammar` is a program's entry point: Go's `package main`, a
-/// module-level `if __name__ == "__main__":` in Python, a top-level `fn main` in Rust, a `#!`
-/// line in JavaScript. Read from the text, so that no parse is needed.
+/// module-level `if __name__ == "__main__":` or a `#!` line in Python, a top-level `fn main`
+/// in Rust, a `#!` line in JavaScript. Read from the text, so that no parse is needed.
 pub fn is_program(grammar: Grammar, text: &str) -> bool {
     match grammar {
         Grammar::Go => text.lines().any(|l| {
             l.strip_prefix("package ")
                 .is_some_and(|rest| rest.split_whitespace().next() == Some("main"))
         }),
-        Grammar::Python => text.lines().any(|l| {
-            let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
-            l.starts_with("if")
-                && (t.starts_with("if__name__==\"__main__\":")
-                    || t.starts_with("if__name__=='__main__':"))
-        }),
+        Grammar::Python => {
+            text.starts_with("#!")
+                || text.lines().any(|l| {
+                    let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+                    l.starts_with("if")
+                        && (t.starts_with("if__name__==\"__main__\":")
+                            || t.starts_with("if__name__=='__main__':"))
+                })
+        }
         Grammar::Rust => text.lines().any(|l| {
             l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")
         }),
@@ -639,6 +642,8 @@ mod tests {
             "def f():\n    pass\n\nif __name__ == '__main__':\n    f()\n"
         ));
         assert!(is_program(Grammar::JavaScript, "#!/usr/bin/env node\nrun();\n"));
+        assert!(is_program(Grammar::Python, "#!/usr/bin/env python\nimport argparse\n"));
+        assert!(!is_program(Grammar::Python, "import argparse\n"));
     }
 
     #[test]

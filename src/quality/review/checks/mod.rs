@@ -315,6 +315,23 @@ mod tests {
     }
 
     #[test]
+    fn a_method_keeps_its_size_history_when_its_class_is_renamed_and_anonymous_ones_are_not_guessed()
+    {
+        let body = |n: usize| -> String { (0..n).map(|i| format!("        self.v{i} = {i}\n")).collect() };
+        // `Flask.__init__` (80 lines) becomes `App.__init__` (70): it shrank, nothing to say.
+        let old = format!("class Flask:\n    def __init__(self):\n{}", body(80));
+        let new = format!("class App:\n    def __init__(self):\n{}", body(70));
+        assert!(found("pkg/app.py", &old, &new, "function-lines").is_empty());
+        // An anonymous function that was long already and is touched: no finding.
+        let lines = |n: usize, v: usize| -> String { (0..n).map(|i| format!("  var v{i} = {v};\n")).collect() };
+        // A small anonymous function first: matched by name, the long one would seem to have
+        // grown from 1 line.
+        let old = format!("go(function () {{ x(); }});\nrun(function () {{\n{}}});\n", lines(60, 1));
+        let new = format!("go(function () {{ x(); }});\nrun(function () {{\n{}}});\n", lines(61, 1));
+        assert!(found("lib/a.js", &old, &new, "function-lines").is_empty());
+    }
+
+    #[test]
     fn todo_markers_count_only_in_comments() {
         let go = "package x\n\n// TODO: retry\nfunc f() { g(context.TODO()) }\n";
         assert_eq!(found("x.go", "", go, "todo-comment"), vec![("todo-comment".into(), 3)]);
