@@ -304,7 +304,19 @@ pub fn analyze(
         f.mark_new(&moved);
     }
     // The largest files first, so that one large file does not leave a core idle at the end.
-    let scans = parallel_map(&files, |f| f.new_text.len(), |f| scan::scan_file(rules, f));
+    // Imports are read (each such file parsed whole) only when the change adds one: a cycle
+    // is reported only where an added import closes it.
+    let imports = files.iter().any(|f| {
+        rules
+            .language_of(&f.path)
+            .is_some_and(|l| rules.languages[l].resolve.is_some())
+            && scan::adds_an_import(f)
+    });
+    let scans = parallel_map(
+        &files,
+        |f| f.new_text.len(),
+        |f| scan::scan_file(rules, f, imports),
+    );
     let mut findings: Vec<Finding> = scans
         .iter()
         .flat_map(|s| s.findings.iter().cloned())

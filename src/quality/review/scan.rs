@@ -52,8 +52,9 @@ pub fn context_steps(context: Option<Context>) -> u8 {
     }
 }
 
-/// Scans `file` with `rules`.
-pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
+/// Scans `file` with `rules`; `imports`: read the module-level imports of files whose
+/// language resolves them (for the circular-import check).
+pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> FileScan {
     let language = rules.language_of(&file.path);
     let path_context = context::of_path(&file.path);
     let test_file =
@@ -79,7 +80,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff) -> FileScan {
     }
     let lang = language.map(|l| &rules.languages[l]);
     let grammar = lang.and_then(|l| Grammar::of(&l.name, &file.path));
-    let wants_imports = lang.is_some_and(|l| l.resolve.is_some());
+    let wants_imports = imports_wanted && lang.is_some_and(|l| l.resolve.is_some());
     if file.new.is_empty() && !wants_imports {
         return scan;
     }
@@ -434,6 +435,21 @@ fn needs_parse(
         }
     }
     false
+}
+
+/// Whether the added lines of `file` have an import statement (`import`, `from … import`,
+/// `export … from`, `require(`; moved ones count: moving an import out of a function closes
+/// cycles): without one anywhere in the change, no cycle can be closed by it and no file's
+/// imports need to be read.
+pub fn adds_an_import(file: &FileDiff) -> bool {
+    use std::sync::LazyLock;
+    static IMPORT: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(r"(?m)^[ \t]*(?:import\b|from\s+\S+\s+import\b|export\b[^\n]*\bfrom\b)|\brequire\s*\(")
+            .expect("the import pattern compiles")
+    });
+    file.added
+        .iter()
+        .any(|r| IMPORT.is_match(file.text_of(r).as_bytes()))
 }
 
 /// Where byte `offset` of a file the review does not parse is: in a comment when a comment

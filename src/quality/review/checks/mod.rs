@@ -228,7 +228,7 @@ pub fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
     let mut file = FileDiff::from_texts(path, old, new, &opts);
     let moved: std::collections::HashSet<u64> = file.removed_hashes.iter().copied().collect();
     file.mark_new(&moved);
-    super::scan::scan_file(&rules, &file).findings
+    super::scan::scan_file(&rules, &file, true).findings
 }
 
 /// The `(rule, 1-based line)` of each finding of [`review_texts`] whose rule is `rule`.
