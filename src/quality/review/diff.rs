@@ -324,22 +324,7 @@ pub fn changed_files(
 /// reading, which walks delta chains best on one thread with one cache, and diffing, which
 /// runs on every core, can overlap).
 pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -> Result<FileDiff> {
-    let mut file = FileDiff {
-        path: change.path.clone(),
-        old_path: change.old_path.clone(),
-        kind: change.kind,
-        old_text: String::new(),
-        new_text: String::new(),
-        line_starts: Vec::new(),
-        added: Vec::new(),
-        new: Vec::new(),
-        removed_hashes: Vec::new(),
-        old_line_count: 0,
-        added_lines: 0,
-        removed_lines: 0,
-        approximate: false,
-        skipped: None,
-    };
+    let mut file = FileDiff::unread(&change.path, change.old_path.clone(), change.kind);
     let side = |side: Option<(ObjectId, bool)>| -> Result<Side> {
         let Some((id, regular)) = side else {
             return Ok(Side::Absent);
@@ -378,19 +363,14 @@ pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -
 }
 
 impl FileDiff {
-    /// The line diff of two texts of the file at `path` (for tests and tools that hold the
-    /// texts already); an empty `old` makes it an added file.
-    pub fn from_texts(path: &str, old: &str, new: &str, opts: &DiffOptions) -> FileDiff {
-        let mut file = FileDiff {
+    /// A changed file whose texts are not read yet.
+    fn unread(path: &str, old_path: Option<String>, kind: ChangeKind) -> FileDiff {
+        FileDiff {
             path: path.to_owned(),
-            old_path: None,
-            kind: if old.is_empty() {
-                ChangeKind::Added
-            } else {
-                ChangeKind::Modified
-            },
-            old_text: old.to_owned(),
-            new_text: new.to_owned(),
+            old_path,
+            kind,
+            old_text: String::new(),
+            new_text: String::new(),
             line_starts: Vec::new(),
             added: Vec::new(),
             new: Vec::new(),
@@ -400,7 +380,20 @@ impl FileDiff {
             removed_lines: 0,
             approximate: false,
             skipped: None,
+        }
+    }
+
+    /// The line diff of two texts of the file at `path` (for tests and tools that hold the
+    /// texts already); an empty `old` makes it an added file.
+    pub fn from_texts(path: &str, old: &str, new: &str, opts: &DiffOptions) -> FileDiff {
+        let kind = if old.is_empty() {
+            ChangeKind::Added
+        } else {
+            ChangeKind::Modified
         };
+        let mut file = FileDiff::unread(path, None, kind);
+        file.old_text = old.to_owned();
+        file.new_text = new.to_owned();
         file.diff_lines(opts);
         file
     }

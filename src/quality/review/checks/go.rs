@@ -377,22 +377,9 @@ fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::quality::review::checks::{found, review_texts};
+    use crate::quality::review::checks::{found, graded, lines};
     use crate::quality::review::rules::{Confidence, Severity};
 
-    /// The 1-based lines where `rule` fires on a new file `path` holding `new`.
-    fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
-        found(path, "", new, rule).into_iter().map(|(_, l)| l).collect()
-    }
-
-    /// The severity and confidence of each finding of `rule` on a new file.
-    fn graded(path: &str, new: &str, rule: &str) -> Vec<(Severity, Confidence)> {
-        review_texts(path, "", new)
-            .into_iter()
-            .filter(|f| f.rule == rule)
-            .map(|f| (f.severity, f.confidence))
-            .collect()
-    }
 
     #[test]
     fn prints_count_only_in_library_packages() {

@@ -241,6 +241,22 @@ pub fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize
         .collect()
 }
 
+/// The 1-based lines where `rule` fires on a new file `path` holding `new`.
+#[cfg(test)]
+pub fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
+    found(path, "", new, rule).into_iter().map(|(_, l)| l).collect()
+}
+
+/// The severity and confidence of each finding of `rule` on a new file `path` holding `new`.
+#[cfg(test)]
+pub fn graded(path: &str, new: &str, rule: &str) -> Vec<(super::Severity, Confidence)> {
+    review_texts(path, "", new)
+        .into_iter()
+        .filter(|f| f.rule == rule)
+        .map(|f| (f.severity, f.confidence))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

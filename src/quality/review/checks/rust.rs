@@ -904,22 +904,9 @@ fn chain_args<'t>(syntax: &Syntax<'_>, start: Node<'t>) -> Vec<Node<'t>> {
 
 #[cfg(test)]
 mod tests {
-    use crate::quality::review::checks::{found, review_texts};
+    use crate::quality::review::checks::{found, graded, lines, review_texts};
     use crate::quality::review::rules::{Confidence, Severity};
 
-    /// The 1-based lines where `rule` fires on a new file `path` holding `new`.
-    fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
-        found(path, "", new, rule).into_iter().map(|(_, l)| l).collect()
-    }
-
-    /// The severity and confidence of each finding of `rule` on a new file.
-    fn graded(path: &str, new: &str, rule: &str) -> Vec<(Severity, Confidence)> {
-        review_texts(path, "", new)
-            .into_iter()
-            .filter(|f| f.rule == rule)
-            .map(|f| (f.severity, f.confidence))
-            .collect()
-    }
 
     #[test]
     fn unsafe_without_a_safety_comment_is_found() {
