@@ -165,16 +165,17 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     fn compile(pattern: &str) -> Regex {
         Regex::new(pattern).expect("the trigger patterns compile")
     }
-    // Two comment lines in a row that are not doc comments and hold code punctuation (what
-    // `commented-out-code` needs before it parses them), or a block comment.
+    // Two comment lines in a row that are not doc comments and end in code punctuation (most
+    // lines of a block must look like code before `commented-out-code` parses it), or a
+    // block comment opening a line.
     static HASH: LazyLock<Regex> = LazyLock::new(|| {
         compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#")
     });
     static SLASHES: LazyLock<Regex> = LazyLock::new(|| {
-        compile(r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){}=][^\n]*\n[ \t]*//(?:[^/!]|$)|/\*[^*!]")
+        compile(r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*\n[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*$|^[ \t]*/\*[^*!]")
     });
     // SQL text in a string, a secret-looking name assigned, the calls of the checks.
-    const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]"#;
+    const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#;
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"))
     });
