@@ -24,12 +24,14 @@ mod target;
 #[cfg(test)]
 mod tests;
 
+pub use context::Context;
 pub use diff::{ChangeKind, DiffAlgorithm, FileDiff};
 pub use report::{markdown, note_json, text};
 pub use requirements::{Coverage, Criterion, CriterionResult, Requirements};
 pub use revision::RevisionAnalysis;
-pub use context::Context;
-pub use rules::{Confidence, Dimension, OVERRIDE_PATH as RULES_OVERRIDE, RuleSet, Scoring, Severity};
+pub use rules::{
+    Confidence, Dimension, OVERRIDE_PATH as RULES_OVERRIDE, RuleSet, Scoring, Severity,
+};
 pub use target::{
     Target, feedback, impl_revisions, looks_like_task, previous_of, task_change, task_requirements,
 };

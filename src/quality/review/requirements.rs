@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{Confidence, Finding};
 use super::rules::{CheckId, RuleSet};
+use super::{Confidence, Finding};
 
 /// One acceptance criterion and where it was written.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -122,7 +122,16 @@ impl Severity {
 /// Only a critical finding of high confidence blocks; findings of low confidence are
 /// reported but move neither the verdict nor (beyond half their weight) the scores.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
     serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]

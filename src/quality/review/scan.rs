@@ -57,8 +57,7 @@ pub fn context_steps(context: Option<Context>) -> u8 {
 pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> FileScan {
     let language = rules.language_of(&file.path);
     let path_context = context::of_path(&file.path);
-    let test_file =
-        rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
+    let test_file = rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
     let mut scan = FileScan {
         language,
         test_file,
@@ -103,9 +102,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     // in the new code, a pattern that must be placed in code or a comment and matches, a
     // function that may have crossed the size limit, the imports of a module.
     let syntax = grammar
-        .filter(|&g| {
-            wants_imports || needs_parse(rules, language, lang, g, file)
-        })
+        .filter(|&g| wants_imports || needs_parse(rules, language, lang, g, file))
         .and_then(|g| {
             if wants_imports {
                 Syntax::parse_whole(g, &file.new_text, Some(focus))
@@ -152,10 +149,11 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             file_context
         }
     };
-    scan.touches_tests |= file
-        .added
-        .iter()
-        .any(|r| test_lines.iter().any(|t| t.start < r.end && r.start < t.end));
+    scan.touches_tests |= file.added.iter().any(|r| {
+        test_lines
+            .iter()
+            .any(|t| t.start < r.end && r.start < t.end)
+    });
     if language.is_some()
         && !matches!(
             file_context,
@@ -288,7 +286,11 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if new > limit
             && let Some((change, steps)) = size_change(old, new, limit)
         {
-            let change = if change == "new" { "a new file".into() } else { change };
+            let change = if change == "new" {
+                "a new file".into()
+            } else {
+                change
+            };
             scan.findings.push(Finding {
                 severity: lowered(check.severity, steps + context_steps(file_context)),
                 dimension: check.dimension,
@@ -323,8 +325,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             })
             .collect();
         // The old side's functions, by name, only when some function may have crossed.
-        let old: HashMap<String, usize> = if long.is_empty() || file.kind == ChangeKind::Added
-        {
+        let old: HashMap<String, usize> = if long.is_empty() || file.kind == ChangeKind::Added {
             HashMap::new()
         } else {
             let old = match grammar.and_then(|g| Syntax::parse(g, &file.old_text)) {
@@ -336,7 +337,12 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             // type renamed with its file keeps its methods).
             let mut bare: HashMap<String, Option<usize>> = HashMap::new();
             for f in old {
-                let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name).to_owned();
+                let short = f
+                    .name
+                    .rsplit(['.', ':'])
+                    .next()
+                    .unwrap_or(&f.name)
+                    .to_owned();
                 bare.entry(short)
                     .and_modify(|v| *v = None)
                     .or_insert(Some(f.lines.len()));
@@ -364,7 +370,11 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             let Some((change, steps)) = size_change(was, f.lines.len(), limit) else {
                 continue;
             };
-            let change = if change == "new" { "a new function".into() } else { change };
+            let change = if change == "new" {
+                "a new function".into()
+            } else {
+                change
+            };
             let context = context_at(f.lines.start);
             scan.findings.push(Finding {
                 severity: lowered(check.severity, steps + context_steps(context)),
@@ -398,7 +408,12 @@ fn needs_parse(
     file: &FileDiff,
 ) -> bool {
     let bytes_of = |r: &Range<usize>| {
-        file.line_starts[r.start]..file.line_starts.get(r.end).copied().unwrap_or(file.new_text.len())
+        file.line_starts[r.start]
+            ..file
+                .line_starts
+                .get(r.end)
+                .copied()
+                .unwrap_or(file.new_text.len())
     };
     let focus: Vec<Range<usize>> = file.new.iter().map(bytes_of).collect();
     let items = syntax::windows(&file.new_text, &focus);
@@ -408,9 +423,10 @@ fn needs_parse(
     if checks::triggered(grammar, &joined(&focus), &joined(&items)) {
         return true;
     }
-    let placed = rules.rules.iter().filter(|r| {
-        r.place.is_some() && rules.applies(r, language, &file.path)
-    });
+    let placed = rules
+        .rules
+        .iter()
+        .filter(|r| r.place.is_some() && rules.applies(r, language, &file.path));
     for rule in placed {
         if file
             .added
@@ -444,8 +460,10 @@ fn needs_parse(
 pub fn adds_an_import(file: &FileDiff) -> bool {
     use std::sync::LazyLock;
     static IMPORT: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(r"(?m)^[ \t]*(?:import\b|from\s+\S+\s+import\b|export\b[^\n]*\bfrom\b)|\brequire\s*\(")
-            .expect("the import pattern compiles")
+        regex::bytes::Regex::new(
+            r"(?m)^[ \t]*(?:import\b|from\s+\S+\s+import\b|export\b[^\n]*\bfrom\b)|\brequire\s*\(",
+        )
+        .expect("the import pattern compiles")
     });
     file.added
         .iter()

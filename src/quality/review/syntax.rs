@@ -214,7 +214,10 @@ impl<'a> Syntax<'a> {
         let Some(focus) = &self.focus else {
             return true;
         };
-        let (start, end) = (node.start_byte(), node.end_byte().max(node.start_byte() + 1));
+        let (start, end) = (
+            node.start_byte(),
+            node.end_byte().max(node.start_byte() + 1),
+        );
         let at = focus.partition_point(|r| r.end <= start);
         focus.get(at).is_some_and(|r| r.start < end)
     }
@@ -261,7 +264,10 @@ impl<'a> Syntax<'a> {
         let mut out = Vec::new();
         let mut scope: Vec<(usize, String)> = Vec::new();
         self.walk(|node| {
-            while scope.last().is_some_and(|(end, _)| *end <= node.start_byte()) {
+            while scope
+                .last()
+                .is_some_and(|(end, _)| *end <= node.start_byte())
+            {
                 scope.pop();
             }
             if let Some(name) = self.scope_name(node) {
@@ -339,36 +345,38 @@ impl<'a> Syntax<'a> {
                 "source_file" | "mod_item" | "declaration_list" | "attribute_item"
             )
         };
-        self.walk_where(|node| {
-            if node.kind() != "attribute_item" {
-                return;
-            }
-            let attr = self.text_of(node);
-            let inner: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
-            let test = inner.starts_with("#[cfg(test")
-                || inner.starts_with("#[cfg(all(test")
-                || inner == "#[test]"
-                || (inner.ends_with("::test]") && !inner.contains('('));
-            if !test {
-                return;
-            }
-            // The item the attribute belongs to: the next sibling that is not an attribute
-            // or a comment.
-            let mut next = node.next_named_sibling();
-            while let Some(n) = next {
-                if n.kind() == "attribute_item" || is_comment(n.kind()) {
-                    next = n.next_named_sibling();
-                } else {
-                    break;
+        self.walk_where(
+            |node| {
+                if node.kind() != "attribute_item" {
+                    return;
                 }
-            }
-            if let Some(item) = next {
-                out.push(node.start_position().row..item.end_position().row + 1);
-            }
-        }, items);
+                let attr = self.text_of(node);
+                let inner: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
+                let test = inner.starts_with("#[cfg(test")
+                    || inner.starts_with("#[cfg(all(test")
+                    || inner == "#[test]"
+                    || (inner.ends_with("::test]") && !inner.contains('('));
+                if !test {
+                    return;
+                }
+                // The item the attribute belongs to: the next sibling that is not an attribute
+                // or a comment.
+                let mut next = node.next_named_sibling();
+                while let Some(n) = next {
+                    if n.kind() == "attribute_item" || is_comment(n.kind()) {
+                        next = n.next_named_sibling();
+                    } else {
+                        break;
+                    }
+                }
+                if let Some(item) = next {
+                    out.push(node.start_position().row..item.end_position().row + 1);
+                }
+            },
+            items,
+        );
         out
     }
-
 }
 
 /// Whether `text` of `grammar` is a program's entry point: Go's `package main`, a
@@ -390,7 +398,9 @@ pub fn is_program(grammar: Grammar, text: &str) -> bool {
                 })
         }
         Grammar::Rust => text.lines().any(|l| {
-            l.starts_with("fn main(") || l.starts_with("pub fn main(") || l.starts_with("async fn main(")
+            l.starts_with("fn main(")
+                || l.starts_with("pub fn main(")
+                || l.starts_with("async fn main(")
         }),
         _ => text.starts_with("#!"),
     }
@@ -436,7 +446,11 @@ fn ts_range(text: &str, bytes: &Range<usize>) -> tree_sitter::Range {
     let point = |at: usize| {
         let before = &text.as_bytes()[..at];
         let row = before.iter().filter(|&&b| b == b'\n').count();
-        let column = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let column = at
+            - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
         tree_sitter::Point { row, column }
     };
     tree_sitter::Range {
@@ -453,7 +467,12 @@ fn ts_range(text: &str, bytes: &Range<usize>) -> tree_sitter::Range {
 /// column 0 (closing brackets in column 0 belong to the item). Merged, in order.
 pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
-    let line_start = |at: usize| bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_start = |at: usize| {
+        bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+    };
     let next_line = |at: usize| {
         bytes[at..]
             .iter()
@@ -521,7 +540,10 @@ fn is_comment(kind: &str) -> bool {
 fn is_string(grammar: Grammar, kind: &str) -> bool {
     match grammar {
         Grammar::Python => kind == "string" || kind == "concatenated_string",
-        Grammar::Rust => matches!(kind, "string_literal" | "raw_string_literal" | "char_literal"),
+        Grammar::Rust => matches!(
+            kind,
+            "string_literal" | "raw_string_literal" | "char_literal"
+        ),
         Grammar::Go => matches!(
             kind,
             "interpreted_string_literal" | "raw_string_literal" | "rune_literal"
@@ -641,8 +663,14 @@ mod tests {
             Grammar::Python,
             "def f():\n    pass\n\nif __name__ == '__main__':\n    f()\n"
         ));
-        assert!(is_program(Grammar::JavaScript, "#!/usr/bin/env node\nrun();\n"));
-        assert!(is_program(Grammar::Python, "#!/usr/bin/env python\nimport argparse\n"));
+        assert!(is_program(
+            Grammar::JavaScript,
+            "#!/usr/bin/env node\nrun();\n"
+        ));
+        assert!(is_program(
+            Grammar::Python,
+            "#!/usr/bin/env python\nimport argparse\n"
+        ));
         assert!(!is_program(Grammar::Python, "import argparse\n"));
     }
 
@@ -664,7 +692,8 @@ mod tests {
         assert_eq!(s.test_lines(), vec![2..9, 4..8]);
         // A window that cuts an item (column-0 text inside a string) has parse errors: the
         // whole file is parsed instead, and the functions are all there.
-        let py = "def a():\n    s = \"\"\"\nnot an item\n\"\"\"\n    return s\n\n\ndef b():\n    pass\n";
+        let py =
+            "def a():\n    s = \"\"\"\nnot an item\n\"\"\"\n    return s\n\n\ndef b():\n    pass\n";
         let at = py.find("return s").unwrap();
         let s = Syntax::parse_focused(Grammar::Python, py, Some(vec![at..at + 8])).unwrap();
         assert!(!s.root().has_error());

@@ -256,7 +256,9 @@ fn a_file_over_500_lines_is_flagged() {
 #[test]
 fn a_function_is_flagged_when_the_change_takes_it_over_the_limit_not_for_touching_it() {
     let lets = |n: usize, value: usize| -> String {
-        (0..n).map(|i| format!("    let v{i} = {value};\n")).collect()
+        (0..n)
+            .map(|i| format!("    let v{i} = {value};\n"))
+            .collect()
     };
     let file = |long: &str, short: u8| {
         format!("pub fn long() {{\n{long}}}\n\npub fn short() -> u8 {{\n    {short}\n}}\n")
@@ -292,7 +294,11 @@ fn a_function_is_flagged_when_the_change_takes_it_over_the_limit_not_for_touchin
     let found = by_rule(&r, "function-lines");
     assert_eq!(found.len(), 1, "{:#?}", r.findings);
     assert_eq!(found[0].severity, Severity::Low);
-    assert!(found[0].reason.contains("grew by 10 from 71"), "{}", found[0].reason);
+    assert!(
+        found[0].reason.contains("grew by 10 from 71"),
+        "{}",
+        found[0].reason
+    );
     // Re-indenting a long function adds no new line: nothing to say.
     let shifted = file(&lets(79, 2), 2).replace("    let", "        let");
     repo.write("src/lib.rs", &shifted);
@@ -340,7 +346,11 @@ fn a_file_is_flagged_when_the_change_takes_it_over_the_limit_or_grows_it_by_a_fi
     let found = by_rule(&r, "file-lines");
     assert_eq!(found.len(), 1, "{:#?}", r.findings);
     assert_eq!(found[0].severity, Severity::Low);
-    assert!(found[0].reason.contains("grew by 100 from 600"), "{}", found[0].reason);
+    assert!(
+        found[0].reason.contains("grew by 100 from 600"),
+        "{}",
+        found[0].reason
+    );
 }
 
 #[test]
@@ -432,7 +442,11 @@ fn only_imports_that_run_when_a_module_loads_close_a_cycle() {
     repo.write("pkg/c.py", "from . import b\n\nZ = 3\n");
     repo.commit("imports that close no cycle");
     let r = review(&repo, "HEAD");
-    assert!(by_rule(&r, "circular-import").is_empty(), "{:#?}", r.findings);
+    assert!(
+        by_rule(&r, "circular-import").is_empty(),
+        "{:#?}",
+        r.findings
+    );
     // The same import at module level does (the cycle check looks at the changed modules).
     repo.write("pkg/a.py", "from pkg import b\nfrom . import c\n\nX = 10\n");
     repo.write("pkg/b.py", "from pkg.a import X\n\nY = 2\n");
@@ -537,9 +551,16 @@ fn a_change_that_only_removes_test_lines_or_a_test_file_changed_tests() {
     repo.commit("drop obsolete tests");
     let r = review(&repo, "HEAD");
     assert!(r.requirements.tests_changed);
-    assert!(by_rule(&r, "tests-untouched").is_empty(), "{:#?}", r.findings);
+    assert!(
+        by_rule(&r, "tests-untouched").is_empty(),
+        "{:#?}",
+        r.findings
+    );
     // Code alone does not.
-    repo.write("src/a.py", &format!("def f():\n    return 3\n{}", python_lines(20)));
+    repo.write(
+        "src/a.py",
+        &format!("def f():\n    return 3\n{}", python_lines(20)),
+    );
     repo.commit("code only");
     assert_eq!(by_rule(&review(&repo, "HEAD"), "tests-untouched").len(), 1);
 }
@@ -553,7 +574,10 @@ fn tests_are_asked_for_when_the_plan_wants_them() {
     repo.write("src/a.py", "def f():\n    return 1\n");
     repo.commit("small");
     assert!(by_rule(&review(&repo, "HEAD"), "tests-untouched").is_empty());
-    repo.write("src/a.py", &format!("def f():\n    return 1\n{}", python_lines(20)));
+    repo.write(
+        "src/a.py",
+        &format!("def f():\n    return 1\n{}", python_lines(20)),
+    );
     repo.commit("code only");
     let r = review(&repo, "HEAD");
     let found = by_rule(&r, "tests-untouched");

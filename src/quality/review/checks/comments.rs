@@ -362,14 +362,20 @@ mod tests {
                 "// Call f() when ready, or wait\n// for the next tick (see g).\nf();\n",
             ),
             ("x.go", "//go:build linux\n// +build linux\n\npackage x\n"),
-            ("x.go", "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n"),
+            (
+                "x.go",
+                "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n",
+            ),
             ("src/a.py", "# x = compute(y)\nz = 1\n"),
             // Parses, but holds no statement.
             ("src/a.py", "# (x, y)\n# (width, height)\nz = 1\n"),
             // Parses as Python 2 prints, but reads as prose: no code punctuation.
             ("src/a.py", "# print usage\n# print help\nz = 1\n"),
             // A license header, even one that parses.
-            ("src/a.py", "# __license__ = \"MIT\"\n# __copyright__ = author(2024)\nz = 1\n"),
+            (
+                "src/a.py",
+                "# __license__ = \"MIT\"\n# __copyright__ = author(2024)\nz = 1\n",
+            ),
         ];
         for (path, text) in cases {
             assert!(blocks(path, text).is_empty(), "{path}: {text}");
@@ -392,7 +398,8 @@ mod tests {
         assert!(found("src/a.py", old, new, RULE).is_empty());
         // An example added to a Go doc comment is documentation, not code left behind.
         let old = "package x\n\n// F does it:\n//\nfunc F() int { return 1 }\n";
-        let new = "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n";
+        let new =
+            "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n";
         assert!(found("x.go", old, new, RULE).is_empty());
         // Commented-out code above a statement is found.
         let new = "package x\n\nfunc F() int {\n\t// x := F()\n\t// g(x)\n\treturn 1\n}\n";

@@ -118,9 +118,16 @@ impl Values<'_, '_> {
     /// Where the expression `node` comes from.
     fn origin(&self, node: Node<'_>) -> Origin {
         match node.kind() {
-            "interpreted_string_literal" | "raw_string_literal" | "rune_literal"
-            | "int_literal" | "float_literal" | "imaginary_literal" | "true" | "false"
-            | "nil" | "iota" => Origin::Literal,
+            "interpreted_string_literal"
+            | "raw_string_literal"
+            | "rune_literal"
+            | "int_literal"
+            | "float_literal"
+            | "imaginary_literal"
+            | "true"
+            | "false"
+            | "nil"
+            | "iota" => Origin::Literal,
             "identifier" => self.name_origin(self.syntax.text_of(node), node),
             "selector_expression" | "index_expression" | "slice_expression" => {
                 let root = node.child_by_field_name("operand").map(|o| self.origin(o));
@@ -207,7 +214,10 @@ fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&
                     .any(|n| syntax.text_of(n) == name)
             });
             if let Some(d) = found {
-                return Some(d.child_by_field_name("type").map_or("", |t| syntax.text_of(t)));
+                return Some(
+                    d.child_by_field_name("type")
+                        .map_or("", |t| syntax.text_of(t)),
+                );
             }
         }
         node = n.parent();
@@ -219,8 +229,22 @@ fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&
 fn is_number_type(ty: &str) -> bool {
     matches!(
         ty,
-        "int" | "int8" | "int16" | "int32" | "int64" | "uint" | "uint8" | "uint16" | "uint32"
-            | "uint64" | "uintptr" | "float32" | "float64" | "byte" | "rune" | "bool"
+        "int"
+            | "int8"
+            | "int16"
+            | "int32"
+            | "int64"
+            | "uint"
+            | "uint8"
+            | "uint16"
+            | "uint32"
+            | "uint64"
+            | "uintptr"
+            | "float32"
+            | "float64"
+            | "byte"
+            | "rune"
+            | "bool"
     )
 }
 
@@ -281,7 +305,11 @@ fn sql_sprintf(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
             let verb = verbs.get(i);
             let numeric = verb.is_some_and(|(v, _)| is_numeric_verb(*v));
             let name = verb.is_some_and(|(_, at)| names_position(&template[..*at]));
-            let origin = if numeric { origin.min(Origin::Unknown) } else { origin };
+            let origin = if numeric {
+                origin.min(Origin::Unknown)
+            } else {
+                origin
+            };
             sql_confidence(origin, name).map(|c| (c, *a))
         })
         .min_by_key(|(c, _)| *c);
@@ -335,7 +363,6 @@ fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     );
 }
 
-
 /// `exec.Command("sh", "-c", x)` (or `exec.CommandContext(ctx, …)`) with `x` not a literal
 /// or constant. A program run without a shell (`exec.Command("git", args...)`) is not one.
 fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
@@ -379,7 +406,6 @@ fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
 mod tests {
     use crate::quality::review::checks::{found, graded, lines};
     use crate::quality::review::rules::{Confidence, Severity};
-
 
     #[test]
     fn prints_count_only_in_library_packages() {
@@ -450,11 +476,16 @@ mod tests {
             "package store\n\nfunc Greet(name string) string {\n\treturn fmt.Sprintf(\"hello %s\", name) + name\n}\n",
         ];
         for case in cases {
-            assert!(lines("store/db.go", case, "sql-injection").is_empty(), "{case}");
+            assert!(
+                lines("store/db.go", case, "sql-injection").is_empty(),
+                "{case}"
+            );
         }
         // Constants declared away from the change, alone or in a block.
         let old = "package store\n\nconst owner = \"root\"\n\nconst (\n\trole = \"admin\"\n\tlimit, offset = 10, 0\n)\n\nfunc A() {}\n";
-        let new = format!("{old}\nfunc Find(db *sql.DB) {{\n\tdb.Query(\"SELECT * FROM t WHERE o = '\" + owner + \"' AND r = '\" + role + \"' LIMIT \" + offset)\n}}\n");
+        let new = format!(
+            "{old}\nfunc Find(db *sql.DB) {{\n\tdb.Query(\"SELECT * FROM t WHERE o = '\" + owner + \"' AND r = '\" + role + \"' LIMIT \" + offset)\n}}\n"
+        );
         assert!(found("store/db.go", old, &new, "sql-injection").is_empty());
         let sprintf = "package store\n\nfunc Find(db *sql.DB, id string) {\n\tdb.Query(fmt.Sprintf(\"SELECT * FROM t WHERE id = '%s'\", id))\n}\n";
         assert!(lines("store/db_test.go", sprintf, "sql-injection").is_empty());
@@ -463,7 +494,10 @@ mod tests {
         let names = "package store\n\nfunc (m *Store) Version(db *sql.DB) {\n\tdb.QueryRow(\"SELECT version FROM `\" + m.config.MigrationsTable + \"` LIMIT 1\")\n\tdb.Exec(fmt.Sprintf(`DELETE FROM \"%s\"`, m.table()))\n}\n";
         assert_eq!(
             graded("store/db.go", names, "sql-injection"),
-            vec![(Severity::Critical, Confidence::Low), (Severity::Critical, Confidence::Low)]
+            vec![
+                (Severity::Critical, Confidence::Low),
+                (Severity::Critical, Confidence::Low)
+            ]
         );
         let brackets = "package store\n\nfunc (m *Store) Create(db *sql.DB) {\n\tdb.Exec(\"IF OBJECT_ID(N'[\" + m.config.SchemaName + \"].[\" + m.config.Table + \"]') IS NULL SELECT 1 FROM t\")\n}\n";
         assert_eq!(
@@ -504,7 +538,10 @@ mod tests {
             "package run\n\nconst script = \"make all\"\n\nfunc Make() {\n\texec.Command(\"sh\", \"-c\", script).Run()\n}\n",
         ];
         for case in silent {
-            assert!(lines("run/run.go", case, "shell-injection").is_empty(), "{case}");
+            assert!(
+                lines("run/run.go", case, "shell-injection").is_empty(),
+                "{case}"
+            );
         }
         assert!(lines("run/run_test.go", concat, "shell-injection").is_empty());
     }

@@ -946,7 +946,6 @@ fn short(text: &str) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::super::{found, review_texts};

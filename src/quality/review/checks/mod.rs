@@ -168,25 +168,28 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     // Two comment lines in a row that are not doc comments and end in code punctuation (most
     // lines of a block must look like code before `commented-out-code` parses it), or a
     // block comment opening a line.
-    static HASH: LazyLock<Regex> = LazyLock::new(|| {
-        compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#")
-    });
+    static HASH: LazyLock<Regex> =
+        LazyLock::new(|| compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#"));
     static SLASHES: LazyLock<Regex> = LazyLock::new(|| {
-        compile(r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*\n[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*$|^[ \t]*/\*[^*!]")
+        compile(
+            r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*\n[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*$|^[ \t]*/\*[^*!]",
+        )
     });
     // SQL text in a string, a secret-looking name assigned, the calls of the checks.
     const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#;
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"))
+        compile(&format!(
+            r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"
+        ))
     });
-    static RUST: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"\bunsafe\b|Command::new|(?i:{COMMON})"))
-    });
-    static GO: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"exec\.Command|(?i:{COMMON})"))
-    });
+    static RUST: LazyLock<Regex> =
+        LazyLock::new(|| compile(&format!(r"\bunsafe\b|Command::new|(?i:{COMMON})")));
+    static GO: LazyLock<Regex> =
+        LazyLock::new(|| compile(&format!(r"exec\.Command|(?i:{COMMON})")));
     static JS: LazyLock<Regex> = LazyLock::new(|| {
-        compile(&format!(r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"))
+        compile(&format!(
+            r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
+        ))
     });
     let (comments, constructs) = match grammar {
         Grammar::Python => (&*HASH, &*PYTHON),
@@ -245,7 +248,10 @@ pub fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize
 /// The 1-based lines where `rule` fires on a new file `path` holding `new`.
 #[cfg(test)]
 pub fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
-    found(path, "", new, rule).into_iter().map(|(_, l)| l).collect()
+    found(path, "", new, rule)
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect()
 }
 
 /// The severity and confidence of each finding of `rule` on a new file `path` holding `new`.
@@ -270,7 +276,10 @@ mod tests {
         assert!(found("lib/a.js", old, new, "console-log").is_empty());
         // A console.log of something else is.
         let new = "function f() {\n  console.log(a);\n  console.log(b);\n}\n";
-        assert_eq!(found("lib/a.js", old, new, "console-log"), vec![("console-log".into(), 3)]);
+        assert_eq!(
+            found("lib/a.js", old, new, "console-log"),
+            vec![("console-log".into(), 3)]
+        );
         // Not in examples, and not inside a string or a comment.
         assert!(found("examples/a/index.js", "", new, "console-log").is_empty());
         let new = "const s = \"console.log(x)\"; // console.log(y)\n";
@@ -282,7 +291,10 @@ mod tests {
         // Old Mac line ends inside a file with Unix ones: one line to git, two to some diffs.
         let old = "a = 1\nb = 2\rc = 3\nd = 4\ne = 5\n";
         let new = "a = 0\nb = 2\rc = 3\nd = 4\nprint(x)\ne = 5\n";
-        assert_eq!(found("lib/m.py", old, new, "print-call"), vec![("print-call".into(), 4)]);
+        assert_eq!(
+            found("lib/m.py", old, new, "print-call"),
+            vec![("print-call".into(), 4)]
+        );
     }
 
     #[test]
@@ -292,7 +304,10 @@ mod tests {
         assert!(found("src/main.rs", "", print, "println").is_empty());
         // A library function that prints is a leftover; a `fn main` makes a file a program.
         let lib = "pub fn f() {\n    println!(\"here\");\n}\n";
-        assert_eq!(found("src/lib.rs", "", lib, "println"), vec![("println".into(), 2)]);
+        assert_eq!(
+            found("src/lib.rs", "", lib, "println"),
+            vec![("println".into(), 2)]
+        );
         assert!(found("src/tool.rs", "", print, "println").is_empty());
     }
 
@@ -300,8 +315,18 @@ mod tests {
     fn pattern_rules_of_the_languages_not_parsed_fire_and_stay_silent_where_they_should() {
         // (path, new text, rule, lines expected)
         let cases: &[(&str, &str, &str, &[usize])] = &[
-            ("app/models/user.rb", "begin\n  load!\nrescue StandardError\nend\n", "empty-rescue", &[3]),
-            ("app/models/user.rb", "begin\n  load!\nrescue StandardError\n  retry_later\nend\n", "empty-rescue", &[]),
+            (
+                "app/models/user.rb",
+                "begin\n  load!\nrescue StandardError\nend\n",
+                "empty-rescue",
+                &[3],
+            ),
+            (
+                "app/models/user.rb",
+                "begin\n  load!\nrescue StandardError\n  retry_later\nend\n",
+                "empty-rescue",
+                &[],
+            ),
             (
                 "src/main/java/Users.java",
                 "class Users {\n  Rows find(String name) {\n    return db.query(\"SELECT * FROM users WHERE name = '\" + name + \"'\");\n  }\n}\n",
@@ -314,43 +339,101 @@ mod tests {
                 "sql-concat",
                 &[],
             ),
-            ("web/index.php", "<?php\n$x = eval($_GET['code']);\n", "eval", &[2]),
-            ("web/index.php", "<?php\n// we never eval( user input\n$y = 1;\n", "eval", &[]),
+            (
+                "web/index.php",
+                "<?php\n$x = eval($_GET['code']);\n",
+                "eval",
+                &[2],
+            ),
+            (
+                "web/index.php",
+                "<?php\n// we never eval( user input\n$y = 1;\n",
+                "eval",
+                &[],
+            ),
             ("pkg/a.py", "import os  # noqa: F401\n", "noqa", &[1]),
-            ("pkg/a.py", "HELP = \"add # noqa to silence\"\n", "noqa", &[]),
-            ("pkg/a.py", "x = f()  # type: ignore[attr-defined]\n", "type-ignore", &[1]),
-            ("pkg/a.py", "DOC = \"write # type: ignore\"\n", "type-ignore", &[]),
-            ("pkg/sub/deep/mod.py", "from .... import core\n", "deep-import", &[1]),
-            ("pkg/sub/mod.py", "from .. import core\n", "deep-import", &[]),
-            ("src/a/b/c.rs", "use super::super::super::x;\n", "deep-import", &[1]),
+            (
+                "pkg/a.py",
+                "HELP = \"add # noqa to silence\"\n",
+                "noqa",
+                &[],
+            ),
+            (
+                "pkg/a.py",
+                "x = f()  # type: ignore[attr-defined]\n",
+                "type-ignore",
+                &[1],
+            ),
+            (
+                "pkg/a.py",
+                "DOC = \"write # type: ignore\"\n",
+                "type-ignore",
+                &[],
+            ),
+            (
+                "pkg/sub/deep/mod.py",
+                "from .... import core\n",
+                "deep-import",
+                &[1],
+            ),
+            (
+                "pkg/sub/mod.py",
+                "from .. import core\n",
+                "deep-import",
+                &[],
+            ),
+            (
+                "src/a/b/c.rs",
+                "use super::super::super::x;\n",
+                "deep-import",
+                &[1],
+            ),
             ("src/a/b/c.rs", "use crate::x;\n", "deep-import", &[]),
         ];
         for (path, text, rule, want) in cases {
-            let got: Vec<usize> = found(path, "", text, rule).into_iter().map(|(_, l)| l).collect();
+            let got: Vec<usize> = found(path, "", text, rule)
+                .into_iter()
+                .map(|(_, l)| l)
+                .collect();
             assert_eq!(&got, want, "{rule} in {path}: {text}");
         }
     }
 
     #[test]
     fn a_method_keeps_its_size_history_when_its_class_is_renamed_and_anonymous_ones_are_not_guessed()
-    {
-        let body = |n: usize| -> String { (0..n).map(|i| format!("        self.v{i} = {i}\n")).collect() };
+     {
+        let body = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("        self.v{i} = {i}\n"))
+                .collect()
+        };
         // `Flask.__init__` (80 lines) becomes `App.__init__` (70): it shrank, nothing to say.
         let old = format!("class Flask:\n    def __init__(self):\n{}", body(80));
         let new = format!("class App:\n    def __init__(self):\n{}", body(70));
         assert!(found("pkg/app.py", &old, &new, "function-lines").is_empty());
         // An anonymous function that was long already and is touched: no finding.
-        let lines = |n: usize, v: usize| -> String { (0..n).map(|i| format!("  var v{i} = {v};\n")).collect() };
+        let lines = |n: usize, v: usize| -> String {
+            (0..n).map(|i| format!("  var v{i} = {v};\n")).collect()
+        };
         // A small anonymous function first: matched by name, the long one would seem to have
         // grown from 1 line.
-        let old = format!("go(function () {{ x(); }});\nrun(function () {{\n{}}});\n", lines(60, 1));
-        let new = format!("go(function () {{ x(); }});\nrun(function () {{\n{}}});\n", lines(61, 1));
+        let old = format!(
+            "go(function () {{ x(); }});\nrun(function () {{\n{}}});\n",
+            lines(60, 1)
+        );
+        let new = format!(
+            "go(function () {{ x(); }});\nrun(function () {{\n{}}});\n",
+            lines(61, 1)
+        );
         assert!(found("lib/a.js", &old, &new, "function-lines").is_empty());
     }
 
     #[test]
     fn todo_markers_count_only_in_comments() {
         let go = "package x\n\n// TODO: retry\nfunc f() { g(context.TODO()) }\n";
-        assert_eq!(found("x.go", "", go, "todo-comment"), vec![("todo-comment".into(), 3)]);
+        assert_eq!(
+            found("x.go", "", go, "todo-comment"),
+            vec![("todo-comment".into(), 3)]
+        );
     }
 }

@@ -118,7 +118,9 @@ fn unsafe_impl(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>, out: &mut
 fn justified(input: &Input<'_>, syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     let row = node.start_position().row;
     // Comments are in order: those starting on the row are a run of them.
-    let from = syntax.comments.partition_point(|c| input.file.line_at(c.bytes.start) < row);
+    let from = syntax
+        .comments
+        .partition_point(|c| input.file.line_at(c.bytes.start) < row);
     let same_line = syntax.comments[from..]
         .iter()
         .take_while(|c| input.file.line_at(c.bytes.start) == row)
@@ -190,8 +192,25 @@ pub(super) use super::Origin;
 
 /// Words that make a name look like input.
 const INPUT_WORDS: &[&str] = &[
-    "req", "request", "query", "params", "param", "input", "user", "username", "name", "args",
-    "arg", "argv", "body", "form", "payload", "search", "filter", "term", "untrusted",
+    "req",
+    "request",
+    "query",
+    "params",
+    "param",
+    "input",
+    "user",
+    "username",
+    "name",
+    "args",
+    "arg",
+    "argv",
+    "body",
+    "form",
+    "payload",
+    "search",
+    "filter",
+    "term",
+    "untrusted",
 ];
 
 /// Words that make a name the name of a part of a query (`table_name`, `columnName`) or a
@@ -270,7 +289,10 @@ pub(super) fn names_position(before: &str) -> bool {
     if t.ends_with('.') {
         return true;
     }
-    let word = t.rsplit(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("");
+    let word = t
+        .rsplit(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
     ["from", "into", "update", "join", "table"]
         .iter()
         .any(|k| word.eq_ignore_ascii_case(k))
@@ -446,7 +468,9 @@ impl Values<'_, '_> {
         if !matches!(name, "format" | "format_args" | "write" | "writeln") {
             return None;
         }
-        let tree = node.named_children(&mut node.walk()).find(|c| c.kind() == "token_tree")?;
+        let tree = node
+            .named_children(&mut node.walk())
+            .find(|c| c.kind() == "token_tree")?;
         let args = split_args(tree);
         let at = args.iter().position(|a| {
             a.len() == 1 && matches!(a[0].kind(), "string_literal" | "raw_string_literal")
@@ -636,7 +660,10 @@ fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&
                 syntax.text_of(pattern).trim_start_matches("mut ").trim() == name
             });
             if let Some(p) = found {
-                return Some(p.child_by_field_name("type").map_or("", |t| syntax.text_of(t)));
+                return Some(
+                    p.child_by_field_name("type")
+                        .map_or("", |t| syntax.text_of(t)),
+                );
             }
             if n.kind() == "function_item" {
                 return None;
@@ -651,8 +678,20 @@ fn parameter_type<'a>(syntax: &Syntax<'a>, name: &str, at: Node<'_>) -> Option<&
 fn is_number_type(ty: &str) -> bool {
     matches!(
         ty.trim_start_matches(['&', ' ']).trim_start_matches("mut "),
-        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128"
-            | "usize" | "f32" | "f64" | "bool"
+        "i8" | "i16"
+            | "i32"
+            | "i64"
+            | "i128"
+            | "isize"
+            | "u8"
+            | "u16"
+            | "u32"
+            | "u64"
+            | "u128"
+            | "usize"
+            | "f32"
+            | "f64"
+            | "bool"
     )
 }
 
@@ -753,8 +792,21 @@ fn literal_text<'a>(syntax: &Syntax<'a>, node: Node<'_>) -> Option<&'a str> {
 
 /// Programs that run their `-c` argument as a shell command.
 pub(super) const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ash", "ksh", "/bin/sh", "/bin/bash", "/usr/bin/sh",
-    "/usr/bin/bash", "/bin/zsh", "cmd", "cmd.exe", "powershell", "pwsh",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ash",
+    "ksh",
+    "/bin/sh",
+    "/bin/bash",
+    "/usr/bin/sh",
+    "/usr/bin/bash",
+    "/bin/zsh",
+    "cmd",
+    "cmd.exe",
+    "powershell",
+    "pwsh",
 ];
 
 /// Whether `flag` is a shell's "run this command" option (`-c`, `-lc`, `-ec`, `/C`).
@@ -774,7 +826,10 @@ pub(super) fn is_command_flag(flag: &str) -> bool {
 /// each chain, which holds the new code of the change when any of the chain is new.
 fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let syntax = values.syntax;
-    if node.parent().is_some_and(|p| p.kind() == "field_expression") {
+    if node
+        .parent()
+        .is_some_and(|p| p.kind() == "field_expression")
+    {
         return;
     }
     let root = chain_root(node);
@@ -795,7 +850,10 @@ fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
         literal_text(syntax, *a).is_some_and(|t| is_command_flag(t.trim_matches('"')))
     });
     // A script passed where the command was bound is reported with that chain.
-    let Some(script) = flag.map(|i| i + 1).filter(|i| *i >= own).and_then(|i| args.get(i))
+    let Some(script) = flag
+        .map(|i| i + 1)
+        .filter(|i| *i >= own)
+        .and_then(|i| args.get(i))
     else {
         return;
     };
@@ -907,7 +965,6 @@ mod tests {
     use crate::quality::review::checks::{found, graded, lines, review_texts};
     use crate::quality::review::rules::{Confidence, Severity};
 
-
     #[test]
     fn unsafe_without_a_safety_comment_is_found() {
         let bare = "pub fn f(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n";
@@ -923,7 +980,8 @@ mod tests {
         assert_eq!(lines("src/lib.rs", apart, "unsafe-block"), vec![4]);
         // Inside an unsafe fn a block still states why it is sound (Rust 2024), one severity
         // lower: the function's contract usually covers it.
-        let in_unsafe_fn = "pub unsafe fn f(p: *const u8) -> u8 {\n    let q = p.add(1);\n    unsafe { *q }\n}\n";
+        let in_unsafe_fn =
+            "pub unsafe fn f(p: *const u8) -> u8 {\n    let q = p.add(1);\n    unsafe { *q }\n}\n";
         assert_eq!(lines("src/lib.rs", in_unsafe_fn, "unsafe-block"), vec![3]);
         assert_eq!(
             graded("src/lib.rs", in_unsafe_fn, "unsafe-block"),
@@ -961,7 +1019,10 @@ mod tests {
             "#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        let x = 1u8;\n        assert_eq!(unsafe { *(&x as *const u8) }, 1);\n    }\n}\n",
         ];
         for case in cases {
-            assert!(lines("src/lib.rs", case, "unsafe-block").is_empty(), "{case}");
+            assert!(
+                lines("src/lib.rs", case, "unsafe-block").is_empty(),
+                "{case}"
+            );
         }
         // The comment may be old and only the code new.
         let old = "pub struct P(*mut u8);\n\n// SAFETY: P owns its buffer.\n";
@@ -985,7 +1046,12 @@ mod tests {
         );
         // How a build script talks to Cargo; programs, examples and benches print.
         let cargo = "fn main() {\n    println!(\"cargo:rerun-if-changed=build.rs\");\n}\n";
-        for path in ["build.rs", "crates/x/build.rs", "src/main.rs", "src/tool.rs"] {
+        for path in [
+            "build.rs",
+            "crates/x/build.rs",
+            "src/main.rs",
+            "src/tool.rs",
+        ] {
             assert!(lines(path, cargo, "println").is_empty(), "{path}");
         }
         // Test helpers a crate declares `#[cfg(test)] mod testutil;` are test code too.
@@ -1076,11 +1142,16 @@ mod tests {
             "#[cfg(test)]\nmod tests {\n    fn q(id: &str) -> String {\n        format!(\"SELECT * FROM t WHERE id = {id}\")\n    }\n}\n",
         ];
         for case in cases {
-            assert!(lines("src/db.rs", case, "sql-injection").is_empty(), "{case}");
+            assert!(
+                lines("src/db.rs", case, "sql-injection").is_empty(),
+                "{case}"
+            );
         }
         // A constant declared away from the change.
         let old = "pub const OWNER: &str = \"root\";\npub(crate) static ROLE: &str = \"admin\";\n\npub fn a() {}\n";
-        let new = format!("{old}\npub fn q() -> String {{\n    format!(\"SELECT * FROM t WHERE o = '{{}}' AND r = '{{}}'\", OWNER, ROLE)\n}}\n");
+        let new = format!(
+            "{old}\npub fn q() -> String {{\n    format!(\"SELECT * FROM t WHERE o = '{{}}' AND r = '{{}}'\", OWNER, ROLE)\n}}\n"
+        );
         assert!(found("src/db.rs", old, &new, "sql-injection").is_empty());
         // Where a table name goes (names cannot be parameters): a hint, whatever the value.
         let table = "impl Store {\n    pub fn count(&self, who: &str) -> String {\n        format!(\"SELECT count(*) FROM \\\"{}\\\"\", self.table_for(who))\n    }\n}\n";
@@ -1133,7 +1204,10 @@ mod tests {
             "const DIR: &str = \"/tmp\";\npub fn ls() {\n    Command::new(\"sh\").arg(\"-c\").arg(format!(\"ls {DIR}\")).status();\n}\n",
         ];
         for case in silent {
-            assert!(lines("src/run.rs", case, "shell-injection").is_empty(), "{case}");
+            assert!(
+                lines("src/run.rs", case, "shell-injection").is_empty(),
+                "{case}"
+            );
         }
     }
 
@@ -1150,10 +1224,14 @@ mod tests {
 
     #[test]
     fn sql_keywords_and_input_names() {
-        assert!(super::looks_like_sql("\"SELECT * FROM users WHERE id = {}\""));
+        assert!(super::looks_like_sql(
+            "\"SELECT * FROM users WHERE id = {}\""
+        ));
         assert!(super::looks_like_sql("\"select name from t\""));
         assert!(super::looks_like_sql("\" WHERE id = \""));
-        assert!(!super::looks_like_sql("\"please select a file; from now on\""));
+        assert!(!super::looks_like_sql(
+            "\"please select a file; from now on\""
+        ));
         assert!(super::input_like("userId") && super::input_like("req_body"));
         assert!(!super::input_like("table_name") && !super::input_like("rename"));
     }
