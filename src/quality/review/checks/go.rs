@@ -13,10 +13,10 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::rust::{
-    Origin, SHELLS, all_caps, before_close, has_placeholders, input_like, is_command_flag,
-    looks_like_sql, names_position, sanitises, sql_confidence,
+    Origin, SHELLS, all_caps, has_placeholders, input_like, is_command_flag, looks_like_sql,
+    names_position, sanitises, sql_concatenation, sql_confidence,
 };
-use super::{Hit, Input, is_plus, lines_of, plus_operands};
+use super::{Hit, Input, lines_of};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::Syntax;
 
@@ -331,36 +331,12 @@ fn sql_sprintf(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
 /// constant), reported once, for the whole chain.
 fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let syntax = values.syntax;
-    if !is_plus(syntax, node) || node.parent().is_some_and(|p| is_plus(syntax, p)) {
-        return;
-    }
-    let operands = plus_operands(syntax, node);
-    let sql = operands
-        .iter()
-        .any(|o| literal(syntax, *o).is_some_and(looks_like_sql));
-    if !sql {
-        return;
-    }
-    let texts: Vec<Option<&str>> = operands.iter().map(|o| literal(syntax, *o)).collect();
-    let worst = operands
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| texts[*i].is_none())
-        .filter_map(|(i, o)| {
-            let before = i.checked_sub(1).and_then(|b| texts[b]).map(before_close);
-            let name = before.is_some_and(names_position);
-            sql_confidence(values.origin(*o), name).map(|c| (c, *o))
-        })
-        .min_by_key(|(c, _)| *c);
-    let Some((confidence, operand)) = worst else {
-        return;
-    };
-    let how = format!("concatenated with `{}`", syntax.text_of(operand));
-    out.push(
-        Hit::new(CheckId::SqlInjection, lines_of(node))
-            .confidence(confidence)
-            .with("how", how),
-    );
+    out.extend(sql_concatenation(
+        syntax,
+        node,
+        |n| literal(syntax, n),
+        |n| values.origin(n),
+    ));
 }
 
 /// `exec.Command("sh", "-c", x)` (or `exec.CommandContext(ctx, …)`) with `x` not a literal

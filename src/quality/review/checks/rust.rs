@@ -729,39 +729,49 @@ fn sql_format(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
 /// `String::from("SELECT …") + x` (a chain of `+` holding SQL text and a value that is not
 /// a literal or constant), reported once, for the whole chain.
 fn sql_concat(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
-    if !is_plus(values.syntax, node) || node.parent().is_some_and(|p| is_plus(values.syntax, p)) {
-        return;
+    let syntax = values.syntax;
+    out.extend(sql_concatenation(
+        syntax,
+        node,
+        |n| literal_text(syntax, n),
+        |n| values.origin(n),
+    ));
+}
+
+/// A chain of `+` (Rust, Go) holding SQL text (by `literal`) and a value that is not a
+/// literal or constant, judged by the worst `origin` of its values (a value right after text
+/// that ends where a table name goes is a hint): one hit for the whole chain, at its
+/// outermost `+`.
+pub(super) fn sql_concatenation<'a>(
+    syntax: &Syntax<'a>,
+    node: Node<'_>,
+    literal: impl Fn(Node<'_>) -> Option<&'a str>,
+    origin: impl Fn(Node<'_>) -> Origin,
+) -> Option<Hit> {
+    if !is_plus(syntax, node) || node.parent().is_some_and(|p| is_plus(syntax, p)) {
+        return None;
     }
-    let operands = plus_operands(values.syntax, node);
-    let sql = operands
-        .iter()
-        .any(|o| literal_text(values.syntax, *o).is_some_and(looks_like_sql));
-    if !sql {
-        return;
+    let operands = plus_operands(syntax, node);
+    let texts: Vec<Option<&str>> = operands.iter().map(|o| literal(*o)).collect();
+    if !texts.iter().flatten().any(|t| looks_like_sql(t)) {
+        return None;
     }
-    let texts: Vec<Option<&str>> = operands
-        .iter()
-        .map(|o| literal_text(values.syntax, *o))
-        .collect();
-    let worst = operands
+    let (confidence, operand) = operands
         .iter()
         .enumerate()
         .filter(|(i, _)| texts[*i].is_none())
         .filter_map(|(i, o)| {
             let before = i.checked_sub(1).and_then(|b| texts[b]).map(before_close);
             let name = before.is_some_and(names_position);
-            sql_confidence(values.origin(*o), name).map(|c| (c, *o))
+            sql_confidence(origin(*o), name).map(|c| (c, *o))
         })
-        .min_by_key(|(c, _)| *c);
-    let Some((confidence, operand)) = worst else {
-        return;
-    };
-    let how = format!("concatenated with `{}`", values.syntax.text_of(operand));
-    out.push(
+        .min_by_key(|(c, _)| *c)?;
+    let how = format!("concatenated with `{}`", syntax.text_of(operand));
+    Some(
         Hit::new(CheckId::SqlInjection, lines_of(node))
             .confidence(confidence)
             .with("how", how),
-    );
+    )
 }
 
 /// The text of a string literal, also behind `&`, `String::from(…)` or `.to_string()`.
