@@ -329,7 +329,7 @@ pub fn analyze(
     let mut req = RequirementsReport {
         plan_asks_tests: reqs.plan_asks_tests,
         tests_changed: scans.iter().any(|s| s.touches_tests),
-        code_changed: scans.iter().any(|s| s.touches_code && !s.test_file),
+        code_changed: scans.iter().any(|s| s.new_code_lines > 0),
         note: reqs.note.clone(),
         ..RequirementsReport::default()
     };
@@ -362,7 +362,7 @@ pub fn analyze(
                 file: files
                     .iter()
                     .zip(&scans)
-                    .find(|(_, s)| s.touches_code && !s.test_file)
+                    .find(|(_, s)| s.new_code_lines > 0)
                     .or_else(|| files.iter().zip(&scans).find(|(f, _)| f.added_lines > 0))
                     .map_or_else(String::new, |(f, _)| f.path.clone()),
                 line: None,

@@ -19,15 +19,10 @@ pub struct FileScan {
     pub findings: Vec<Finding>,
     /// The file's language (index into the rule set's languages).
     pub language: Option<usize>,
-    /// The whole file is test code.
-    pub test_file: bool,
     /// The kind of code the whole file is, if not ordinary code.
     pub context: Option<Context>,
     /// The change adds or removes test code here.
     pub touches_tests: bool,
-    /// The change adds new code of a known language here, outside tests, examples and build
-    /// scripts.
-    pub touches_code: bool,
     /// Lines of new code outside tests, examples and build scripts.
     pub new_code_lines: usize,
     /// Why the file was not scanned although it changed (vendored or generated code).
@@ -60,7 +55,6 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     let test_file = rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
     let mut scan = FileScan {
         language,
-        test_file,
         context: if test_file {
             Some(Context::Test)
         } else {
@@ -166,7 +160,6 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             .map(|r| r.clone().filter(|&i| !in_tests(i)).count())
             .sum();
     }
-    scan.touches_code = scan.new_code_lines > 0;
     let place_of = |offset: usize| match &syntax {
         Some(s) => s.place(offset),
         None => guess_place(lang.map(|l| l.name.as_str()), file, offset),
