@@ -95,14 +95,12 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     // The file is parsed only when something needs the parse: a check whose trigger words are
     // in the new code, a pattern that must be placed in code or a comment and matches, a
     // function that may have crossed the size limit, the imports of a module.
+    let items = syntax::windows(&file.new_text, &focus);
     let syntax = grammar
-        .filter(|&g| wants_imports || needs_parse(rules, language, lang, g, file))
+        .filter(|&g| wants_imports || needs_parse(rules, language, lang, g, file, &focus, &items))
         .and_then(|g| {
-            if wants_imports {
-                Syntax::parse_whole(g, &file.new_text, Some(focus))
-            } else {
-                Syntax::parse_focused(g, &file.new_text, Some(focus))
-            }
+            let items = (!wants_imports).then_some(items);
+            Syntax::parse_items(g, &file.new_text, Some(focus), items)
         });
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
@@ -399,21 +397,13 @@ fn needs_parse(
     lang: Option<&Language>,
     grammar: Grammar,
     file: &FileDiff,
+    focus: &[Range<usize>],
+    items: &[Range<usize>],
 ) -> bool {
-    let bytes_of = |r: &Range<usize>| {
-        file.line_starts[r.start]
-            ..file
-                .line_starts
-                .get(r.end)
-                .copied()
-                .unwrap_or(file.new_text.len())
-    };
-    let focus: Vec<Range<usize>> = file.new.iter().map(bytes_of).collect();
-    let items = syntax::windows(&file.new_text, &focus);
     let joined = |ranges: &[Range<usize>]| -> String {
         ranges.iter().map(|r| &file.new_text[r.clone()]).collect()
     };
-    if checks::triggered(grammar, &joined(&focus), &joined(&items)) {
+    if checks::triggered(grammar, &joined(focus), &joined(items)) {
         return true;
     }
     let placed = rules

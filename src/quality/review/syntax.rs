@@ -126,33 +126,25 @@ impl<'a> Syntax<'a> {
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
     ) -> Option<Syntax<'a>> {
-        Syntax::parse_in(grammar, text, focus, true)
+        let items = focus.as_deref().map(|f| windows(text, f));
+        Syntax::parse_items(grammar, text, focus, items)
     }
 
-    /// Parses the whole of `text`, with walks limited to `focus` (for what reads the
-    /// module's top level as well: its imports).
-    pub fn parse_whole(
+    /// Parses the top-level items `items` of `text` (byte ranges from [`windows`]; `None`:
+    /// the whole file, for what reads the module's top level too, such as its imports), with
+    /// walks limited to `focus`.
+    pub fn parse_items(
         grammar: Grammar,
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
+        items: Option<Vec<Range<usize>>>,
     ) -> Option<Syntax<'a>> {
-        Syntax::parse_in(grammar, text, focus, false)
-    }
-
-    fn parse_in(
-        grammar: Grammar,
-        text: &'a str,
-        focus: Option<Vec<Range<usize>>>,
-        windowed: bool,
-    ) -> Option<Syntax<'a>> {
-        // Only the top-level items that hold the focus are parsed (a function, a class, an impl
-        // block with what is attached above it); if the parse of those windows has errors the
-        // window guess was wrong, and the whole file is parsed.
-        let windows = focus
-            .as_deref()
-            .filter(|_| windowed)
-            .map(|f| windows(text, f))
-            .filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
+        // Only the items that hold the focus are parsed (a function, a class, an impl block
+        // with what is attached above it); if the parse of those has errors the guess of
+        // where items end was wrong, and the whole file is parsed; so it is when the items
+        // are most of it.
+        let windows =
+            items.filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
         let tree = PARSER.with(|cell| {
             let mut parsers = cell.borrow_mut();
             let parser = parsers.entry(grammar).or_insert_with(|| {
