@@ -722,6 +722,17 @@ fn rules_files_are_checked_with_file_and_line() {
     assert!(message.contains("unknown check `nope`"), "{message}");
     let (_, line, _) = bad(&format!("{head}[[rule]]\nid = \"x\"\nseverity = \"bad\"\n"));
     assert_eq!(line, 15);
+    // Where a match must be, and the contexts a rule or check skips, are named exactly.
+    let (_, line, message) = bad(&format!(
+        "{head}[[rule]]\nid = \"x\"\ndimension = \"quality\"\nseverity = \"low\"\nin = \"docstring\"\npattern = 'x'\nmessage = \"m\"\n"
+    ));
+    assert_eq!(line, 17);
+    assert!(message.contains("`in = \"docstring\"`"), "{message}");
+    let (_, line, message) = bad(&format!(
+        "{head}[[check]]\nid = \"file-lines\"\ndimension = \"quality\"\nseverity = \"low\"\nskip = [\"vendor\"]\nmessage = \"m\"\n"
+    ));
+    assert_eq!(line, 17, "the line of `skip`");
+    assert!(message.contains("unknown context `vendor`"), "{message}");
     // A repository's override replaces the builtin: here, with no rules and no checks.
     let repo = TestRepo::new();
     repo.write(".tlv4/specs/review-rules.toml", head);
