@@ -302,6 +302,9 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         let limit = rules.limits.max_function_lines;
         let functions = match &syntax {
             Some(s) => s.functions(),
+            // A parsed language left unparsed: `needs_parse` found no function that may have
+            // crossed the limit.
+            None if grammar.is_some() => Vec::new(),
             None => regex_functions(lang, &file.new_text),
         };
         let long: Vec<&Function> = functions
