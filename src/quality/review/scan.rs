@@ -95,32 +95,55 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     // The file is parsed only when something needs the parse: a check whose trigger words are
     // in the new code, a pattern that must be placed in code or a comment and matches, a
     // function that may have crossed the size limit, the imports of a module.
-    let items = syntax::windows(&file.new_text, &focus);
-    let syntax = grammar
-        .filter(|&g| wants_imports || needs_parse(rules, language, lang, g, file, &focus, &items))
-        .and_then(|g| {
-            let items = (!wants_imports).then_some(items);
-            Syntax::parse_items(g, &file.new_text, Some(focus), items)
-        });
+    if !file.new.is_empty()
+        && scan.context.is_none()
+        && grammar.is_some_and(|g| syntax::is_program(g, &file.new_text))
+    {
+        scan.context = Some(Context::Cli);
+    }
+    // Only the items that need it are parsed.
+    let items = grammar
+        .map(|g| syntax::windows(g, &file.new_text, &focus))
+        .unwrap_or_default();
+    let mut unparsed = Vec::new();
+    let syntax = grammar.and_then(|g| {
+        if wants_imports {
+            return Syntax::parse_items(g, &file.new_text, Some(focus), None);
+        }
+        let wanted = parse_windows(rules, scan.context, lang, g, file, &focus, &items);
+        unparsed = items
+            .iter()
+            .filter(|w| !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            return None;
+        }
+        Syntax::parse_items(g, &file.new_text, Some(focus), Some(wanted))
+    });
     if let (Some(l), true) = (language, wants_imports) {
         scan.imports = imports(rules, l, file, syntax.as_ref());
     }
     if file.new.is_empty() {
         return scan;
     }
-    if scan.context.is_none() && grammar.is_some_and(|g| syntax::is_program(g, &file.new_text)) {
-        scan.context = Some(Context::Cli);
-    }
 
-    // Test code inside the file: by syntax where the file is parsed, else from the language's
-    // test marker (`#[cfg(test)]`) on.
+    // Test code inside the file: by syntax where the file is parsed (an item left unparsed by
+    // the test attribute above it), else from the language's test marker (`#[cfg(test)]`) on.
     let test_lines: Vec<Range<usize>> = if test_file {
         vec![Range {
             start: 0,
             end: file.new_line_count(),
         }]
     } else if let Some(s) = syntax.as_ref().filter(|s| s.grammar == Grammar::Rust) {
-        s.test_lines()
+        let mut lines = s.test_lines();
+        lines.extend(
+            unparsed
+                .iter()
+                .filter(|w| syntax::is_test_item(&file.new_text[(*w).clone()]))
+                .map(|w| file.line_at(w.start)..file.line_at(w.end.saturating_sub(1)) + 1),
+        );
+        lines
     } else {
         lang.and_then(|l| l.test_marker.as_ref())
             .and_then(|m| m.regex().find(file.new_text.as_bytes()))
@@ -322,9 +345,26 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         let old: HashMap<String, usize> = if long.is_empty() || file.kind == ChangeKind::Added {
             HashMap::new()
         } else {
-            let old = match grammar.and_then(|g| Syntax::parse(g, &file.old_text)) {
+            // Only the old items where the names of the long functions appear are parsed.
+            let names: Vec<&str> = long
+                .iter()
+                .filter(|f| !f.name.ends_with("(anonymous)"))
+                .map(|f| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
+                .collect();
+            let old_text = &file.old_text;
+            let mut at: Vec<Range<usize>> = names
+                .iter()
+                .flat_map(|name| word_positions(old_text, name))
+                .collect();
+            at.sort_by_key(|r| r.start);
+            let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {
+                let items = syntax::windows(g, old_text, &at);
+                Syntax::parse_items(g, old_text, None, Some(items))
+            });
+            let old = match parsed {
                 Some(s) => s.functions(),
-                None => regex_functions(lang, &file.old_text),
+                None if grammar.is_some() => Vec::new(),
+                None => regex_functions(lang, old_text),
             };
             let mut by_name = HashMap::new();
             // By qualified name, and by bare name when only one function has it (a class or
@@ -390,53 +430,132 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     scan
 }
 
-/// Whether scanning `file` needs its parse: the trigger words of a check that reads the
-/// parse are in the new code, a rule that must be placed (`in = ...`) matches new code, or a
-/// function may have crossed the size limit (by the language's function pattern, or for
-/// JavaScript and TypeScript, whose methods it does not see, the file is over the limit).
-fn needs_parse(
+/// The top-level items of `items` that scanning `file` needs parsed: those where the trigger
+/// words of a check that reads the parse are, where a rule that must be placed (`in = ...`)
+/// matches new code in a context it does not skip, and where a function may have crossed the
+/// size limit (by the language's function pattern, or for JavaScript and TypeScript, whose
+/// methods it does not see, an item over the limit). `context` is the file's.
+fn parse_windows(
     rules: &RuleSet,
-    language: Option<usize>,
+    context: Option<Context>,
     lang: Option<&Language>,
     grammar: Grammar,
     file: &FileDiff,
     focus: &[Range<usize>],
     items: &[Range<usize>],
-) -> bool {
-    let joined = |ranges: &[Range<usize>]| -> String {
-        ranges.iter().map(|r| &file.new_text[r.clone()]).collect()
+) -> Vec<Range<usize>> {
+    let text = &file.new_text;
+    let language = rules.language_of(&file.path);
+    let mut wanted = vec![false; items.len()];
+    let window_of = |at: usize| items.iter().position(|w| w.contains(&at));
+    // An item's context: test code by the attribute above it (Rust), else the file's.
+    let tests: Vec<bool> = items
+        .iter()
+        .map(|w| grammar == Grammar::Rust && syntax::is_test_item(&text[w.clone()]))
+        .collect();
+    let context_of = |i: usize| {
+        if tests[i] {
+            Some(Context::Test)
+        } else {
+            context
+        }
     };
-    if checks::triggered(grammar, &joined(focus), &joined(items)) {
-        return true;
+    // The checks: their trigger words in the item, a comment or secret in its new code.
+    for (i, w) in items.iter().enumerate() {
+        let new: String = focus
+            .iter()
+            .filter(|f| f.start < w.end && w.start < f.end)
+            .map(|f| &text[f.start.max(w.start)..f.end.min(w.end)])
+            .collect();
+        wanted[i] = checks::triggered(grammar, &new, &text[w.clone()]);
     }
-    let placed = rules
+    // The patterns that must be placed in code or a comment, where they match.
+    let placed: Vec<_> = rules
         .rules
         .iter()
-        .filter(|r| r.place.is_some() && rules.applies(r, language, &file.path));
-    for rule in placed {
-        if file
-            .added
-            .iter()
-            .filter(|r| file.touches_new(r))
-            .any(|r| rule.pattern.regex().is_match(file.text_of(r).as_bytes()))
-        {
-            return true;
+        .filter(|r| r.place.is_some() && rules.applies(r, language, &file.path))
+        .collect();
+    if !placed.is_empty() {
+        for run in file.added.iter().filter(|r| file.touches_new(r)) {
+            let base = file.line_starts[run.start];
+            let run_text = file.text_of(run);
+            for rule in &placed {
+                for m in rule.pattern.regex().find_iter(run_text.as_bytes()) {
+                    let Some(i) = window_of(base + m.start()).filter(|&i| !wanted[i]) else {
+                        continue;
+                    };
+                    let line = file.line_at(base + m.start());
+                    let last = file.line_at(base + m.end().max(m.start() + 1) - 1);
+                    wanted[i] = file.touches_new(&(line..last + 1))
+                        && !rule.skips(context_of(i))
+                        && !rule
+                            .unless
+                            .as_ref()
+                            .is_some_and(|u| u.regex().is_match(file.line(line).as_bytes()));
+                }
+            }
         }
     }
+    // The functions that may have crossed the size limit: by the language's function
+    // pattern, or for JavaScript and TypeScript, whose methods it does not see, an item over
+    // the limit.
     let limit = rules.limits.max_function_lines;
+    let mut extra = Vec::new();
     if rules.check(CheckId::FunctionLines).is_some() && file.new_line_count() > limit {
+        let mut long = Vec::new();
         if grammar.is_js() {
-            return true;
+            // An item over the limit: where its end is guessed right.
+            for (i, w) in items.iter().enumerate() {
+                let first = file.line_at(w.start);
+                wanted[i] |= file.line_at(w.end.saturating_sub(1)) + 1 - first > limit
+                    && !matches!(context_of(i), Some(Context::Test | Context::Example));
+            }
+        } else if let Some(lang) = lang {
+            // Functions are found in the whole file: the start of one that holds new code
+            // may be in an item without any (lines of a string in column 0 cut items).
+            long = regex_functions(lang, text)
+                .into_iter()
+                .filter(|f| f.lines.len() > limit && file.touches_new(&f.lines))
+                .filter(|f| {
+                    let at = file.line_starts[f.lines.start];
+                    window_of(at).is_none_or(|i| {
+                        !matches!(context_of(i), Some(Context::Test | Context::Example))
+                    })
+                })
+                .collect();
         }
-        if let Some(lang) = lang
-            && regex_functions(lang, &file.new_text)
-                .iter()
-                .any(|f| f.lines.len() > limit && file.touches_new(&f.lines))
-        {
-            return true;
+        // The whole function is parsed, with the items it reaches into: lines of a string in
+        // column 0 may have cut it into items, and items that hold no new code are not ones
+        // of `items`.
+        for f in long {
+            let bytes = file.line_starts[f.lines.start]
+                ..file
+                    .line_starts
+                    .get(f.lines.end)
+                    .copied()
+                    .unwrap_or(text.len());
+            for (i, w) in items.iter().enumerate() {
+                wanted[i] |= w.start < bytes.end && bytes.start < w.end;
+            }
+            extra.push(bytes);
         }
     }
-    false
+    let mut out: Vec<Range<usize>> = items
+        .iter()
+        .zip(wanted)
+        .filter(|(_, w)| *w)
+        .map(|(r, _)| r.clone())
+        .chain(extra)
+        .collect();
+    out.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for r in out {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 /// Whether the added lines of `file` have an import statement (`import`, `from … import`,
@@ -477,20 +596,41 @@ fn guess_place(language: Option<&str>, file: &FileDiff, offset: usize) -> Place 
     }
 }
 
+/// Where `word` appears in `text` as a whole word (not inside a longer identifier).
+fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = Range<usize>> + 'a {
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let bytes = text.as_bytes();
+    text.match_indices(word)
+        .map(|(at, _)| at..at + word.len())
+        .filter(move |r| {
+            !word.is_empty()
+                && !(r.start > 0 && is_word(bytes[r.start - 1]))
+                && !bytes.get(r.end).is_some_and(|&c| is_word(c))
+        })
+}
+
 /// The functions of `text` found by the language's `function` pattern (for languages the
 /// review does not parse).
 fn regex_functions(lang: &Language, text: &str) -> Vec<Function> {
+    functions_in(lang, &Lines::new(text), 0..text.len())
+}
+
+/// The functions of a text (with its line starts) that the language's `function` pattern
+/// finds starting in the byte range `within`; their bodies may go on past it.
+fn functions_in(lang: &Language, lines: &Lines<'_>, within: Range<usize>) -> Vec<Function> {
     let Some(function) = &lang.function else {
         return Vec::new();
     };
-    let lines = Lines::new(text);
+    let text = lines.text;
     let function = function.regex();
     let mut out = Vec::new();
-    for m in function.find_iter(text.as_bytes()) {
-        let start = lines.line_at(m.start());
+    let base = within.start;
+    for m in function.find_iter(&text.as_bytes()[within]) {
+        let (at, after) = (base + m.start(), base + m.end());
+        let start = lines.line_at(at);
         let end = match lang.body {
-            Body::Braces => braces_end(&lines, m.end(), lang.name == "rust"),
-            Body::Indent => indent_end(&lines, start),
+            Body::Braces => braces_end(lines, after, lang.name == "rust"),
+            Body::Indent => indent_end(lines, start),
         };
         let Some(end) = end else { continue };
         let name = function

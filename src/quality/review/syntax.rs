@@ -126,7 +126,7 @@ impl<'a> Syntax<'a> {
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
     ) -> Option<Syntax<'a>> {
-        let items = focus.as_deref().map(|f| windows(text, f));
+        let items = focus.as_deref().map(|f| windows(grammar, text, f));
         Syntax::parse_items(grammar, text, focus, items)
     }
 
@@ -159,8 +159,7 @@ impl<'a> Syntax<'a> {
             };
             match &windows {
                 Some(w) => {
-                    let ranges: Vec<tree_sitter::Range> =
-                        w.iter().map(|r| ts_range(text, r)).collect();
+                    let ranges = ts_ranges(text, w);
                     parser.set_included_ranges(&ranges).ok()?;
                     match parser.parse(text, None) {
                         Some(tree) if !tree.root_node().has_error() => Some(tree),
@@ -342,13 +341,7 @@ impl<'a> Syntax<'a> {
                 if node.kind() != "attribute_item" {
                     return;
                 }
-                let attr = self.text_of(node);
-                let inner: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
-                let test = inner.starts_with("#[cfg(test")
-                    || inner.starts_with("#[cfg(all(test")
-                    || inner == "#[test]"
-                    || (inner.ends_with("::test]") && !inner.contains('('));
-                if !test {
+                if !is_test_attribute(self.text_of(node)) {
                     return;
                 }
                 // The item the attribute belongs to: the next sibling that is not an attribute
@@ -398,6 +391,26 @@ pub fn is_program(grammar: Grammar, text: &str) -> bool {
     }
 }
 
+/// Whether a Rust attribute marks test code: `#[cfg(test)]`, `#[cfg(all(test, …))]`,
+/// `#[test]`, `#[tokio::test]`.
+fn is_test_attribute(attr: &str) -> bool {
+    let inner: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
+    inner.starts_with("#[cfg(test")
+        || inner.starts_with("#[cfg(all(test")
+        || inner == "#[test]"
+        || (inner.ends_with("::test]") && !inner.contains('('))
+}
+
+/// Whether a top-level Rust item (as [`windows`] cuts it, with the lines attached above it)
+/// is test code by an attribute above it: how [`Syntax::test_lines`] sees an item that was not
+/// parsed.
+pub fn is_test_item(item: &str) -> bool {
+    item.lines()
+        .map(str::trim)
+        .take_while(|l| l.starts_with("#[") || l.starts_with("//") || l.is_empty())
+        .any(is_test_attribute)
+}
+
 /// `node` and every node under it, in document order, to `visit`.
 pub fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
     walk_from(node, visit, |_| true);
@@ -433,96 +446,269 @@ thread_local! {
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
-/// `bytes` of `text` as a tree-sitter range.
-fn ts_range(text: &str, bytes: &Range<usize>) -> tree_sitter::Range {
-    let point = |at: usize| {
-        let before = &text.as_bytes()[..at];
-        let row = before.iter().filter(|&&b| b == b'\n').count();
-        let column = at
-            - before
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-        tree_sitter::Point { row, column }
+/// The byte ranges `ranges` of `text` (in order, not overlapping) as tree-sitter ranges, the
+/// ones that touch merged; rows and columns are counted in one pass.
+fn ts_ranges(text: &str, ranges: &[Range<usize>]) -> Vec<tree_sitter::Range> {
+    let bytes = text.as_bytes();
+    let (mut at, mut row, mut line_start) = (0usize, 0usize, 0usize);
+    let mut point = |to: usize| {
+        for (i, &b) in bytes[at..to].iter().enumerate() {
+            if b == b'\n' {
+                row += 1;
+                line_start = at + i + 1;
+            }
+        }
+        at = to;
+        tree_sitter::Point {
+            row,
+            column: to - line_start,
+        }
     };
-    tree_sitter::Range {
-        start_byte: bytes.start,
-        end_byte: bytes.end,
-        start_point: point(bytes.start),
-        end_point: point(bytes.end),
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r.clone()),
+        }
     }
+    merged
+        .into_iter()
+        .map(|r| tree_sitter::Range {
+            start_byte: r.start,
+            end_byte: r.end,
+            start_point: point(r.start),
+            end_point: point(r.end),
+        })
+        .collect()
 }
 
-/// The byte ranges of the top-level items of `text` that hold the byte ranges `focus`: from
-/// the last line at or before each range that starts an item in column 0 (with the attribute,
-/// decorator and comment lines right above it) to the line before the next item starts in
-/// column 0 (closing brackets in column 0 belong to the item). Merged, in order.
-pub fn windows(text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
-    let bytes = text.as_bytes();
-    let line_start = |at: usize| {
-        bytes[..at]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1)
-    };
-    let next_line = |at: usize| {
-        bytes[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| at + i + 1)
-    };
-    // A line that starts a top-level item: text in column 0 that does not close a bracket.
-    let starts_item = |at: usize| {
-        bytes
-            .get(at)
-            .is_some_and(|&b| !b.is_ascii_whitespace() && !matches!(b, b'}' | b')' | b']'))
-    };
-    // Lines attached to the item below them.
-    let attached = |at: usize| {
-        let line = &bytes[at..next_line(at)];
-        line.starts_with(b"#[")
-            || line.starts_with(b"#!")
-            || line.starts_with(b"@")
-            || line.starts_with(b"//")
-            || line.starts_with(b"/*")
-            || line.starts_with(b" *")
-            || line.starts_with(b"#")
-    };
+/// The byte ranges of the top-level items of `text` that hold the byte ranges `focus`, one
+/// range per item, in order (see [`item_starts`] for where an item starts). Items are cut
+/// from the layout only; a cut that is wrong shows as errors in the parse of the items.
+pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
+    let starts = item_starts(grammar, text);
+    let item = |i: usize| starts[i]..starts.get(i + 1).copied().unwrap_or(text.len());
     let mut out: Vec<Range<usize>> = Vec::new();
     for r in focus {
-        // A range inside the last window only stretches its end.
-        if let Some(last) = out.last_mut()
-            && r.start < last.end
-        {
-            let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
-            while end < bytes.len() && (!starts_item(end) || attached(end)) {
-                end = next_line(end);
+        let last = r.end.saturating_sub(1).max(r.start);
+        let mut i = match starts.binary_search(&r.start) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        loop {
+            let w = item(i);
+            if out.last().is_none_or(|l| l.start < w.start) {
+                out.push(w.clone());
             }
-            last.end = last.end.max(end);
-            continue;
-        }
-        let mut start = line_start(r.start.min(bytes.len()));
-        while start > 0 && !starts_item(start) {
-            start = line_start(start - 1);
-        }
-        while start > 0 {
-            let above = line_start(start - 1);
-            if attached(above) {
-                start = above;
-            } else {
+            if w.end > last || i + 1 == starts.len() {
                 break;
             }
-        }
-        let mut end = next_line(r.end.saturating_sub(1).max(r.start).min(bytes.len()));
-        while end < bytes.len() && (!starts_item(end) || attached(end)) {
-            end = next_line(end);
-        }
-        match out.last_mut() {
-            Some(last) if start <= last.end => last.end = last.end.max(end),
-            _ => out.push(start..end),
+            i += 1;
         }
     }
     out
+}
+
+/// Where the top-level items of `text` start, as byte offsets (the first is 0): at a line of
+/// code in column 0 that does not close a bracket (`}`, `)`, `]`), or at the attribute,
+/// decorator and comment lines (`#[`, `@`, `#`, `//`, `/*`, `*`) right above one. A comment in
+/// column 0 inside a body starts nothing, nor does a line inside a string or a block comment
+/// (see [`Lexer`]).
+fn item_starts(grammar: Grammar, text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    let mut attached: Option<usize> = None;
+    let mut lexer = Lexer::new(grammar);
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| at + i + 1);
+        let line = &bytes[at..end];
+        let (in_code, in_comment) = (
+            lexer.state == Lex::Code,
+            matches!(lexer.state, Lex::Block(_)),
+        );
+        lexer.line(line);
+        if in_comment {
+            // A block comment's lines go with it: attached above an item if it is.
+        } else if !in_code {
+            attached = None;
+        } else if line.starts_with(b"#")
+            || line.starts_with(b"@")
+            || line.starts_with(b"//")
+            || line.starts_with(b"/*")
+            || line.starts_with(b"*")
+            || line.starts_with(b" *")
+        {
+            attached.get_or_insert(at);
+        } else if line
+            .first()
+            .is_some_and(|&b| !b.is_ascii_whitespace() && !matches!(b, b'}' | b')' | b']'))
+        {
+            let start = attached.take().unwrap_or(at);
+            if start > 0 {
+                starts.push(start);
+            }
+        } else {
+            attached = None;
+        }
+        at = end;
+    }
+    starts
+}
+
+/// Where a text is between lines: in code, or inside a string or block comment that goes on
+/// to the next line. It knows each grammar's comments and strings (Rust raw strings and
+/// nested block comments, Python triple quotes, Go raw strings, JavaScript template
+/// literals, without their `${}`); what it gets wrong shows as parse errors of the items cut.
+struct Lexer {
+    grammar: Grammar,
+    state: Lex,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Lex {
+    Code,
+    /// A block comment, nested this deep.
+    Block(u32),
+    /// A string that ends at this quote (and that a backslash escapes in).
+    Str(u8),
+    /// A Rust raw string that ends at `"` and this many `#`.
+    Raw(usize),
+    /// A Python string that ends at three of this quote.
+    Triple(u8),
+}
+
+impl Lexer {
+    fn new(grammar: Grammar) -> Lexer {
+        Lexer {
+            grammar,
+            state: Lex::Code,
+        }
+    }
+
+    /// Reads one line (with its newline).
+    fn line(&mut self, line: &[u8]) {
+        let python = self.grammar == Grammar::Python;
+        let rust = self.grammar == Grammar::Rust;
+        let mut i = 0;
+        while i < line.len() {
+            let b = line[i];
+            match self.state {
+                Lex::Code => {
+                    let next = line.get(i + 1).copied();
+                    if (python && b == b'#') || (!python && b == b'/' && next == Some(b'/')) {
+                        return;
+                    }
+                    if !python && b == b'/' && next == Some(b'*') {
+                        self.state = Lex::Block(1);
+                        i += 2;
+                        continue;
+                    }
+                    if python && (b == b'"' || b == b'\'') && line[i..].starts_with(&[b, b, b]) {
+                        self.state = Lex::Triple(b);
+                        i += 3;
+                        continue;
+                    }
+                    let word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+                    let prefix = match &line[..i] {
+                        [.., p, b'b'] => !word(p),
+                        [.., p] => !word(p),
+                        [] => true,
+                    };
+                    if rust && b == b'r' && prefix {
+                        let hashes = line[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                        if line.get(i + 1 + hashes) == Some(&b'"') {
+                            self.state = Lex::Raw(hashes);
+                            i += 2 + hashes;
+                            continue;
+                        }
+                    }
+                    if rust && b == b'\'' {
+                        // A char literal (`'x'`, `'\n'`), else a lifetime.
+                        let close = if next == Some(b'\\') {
+                            line[i + 2..]
+                                .iter()
+                                .position(|&c| c == b'\'')
+                                .map(|p| i + 3 + p)
+                        } else {
+                            let len = line[i + 1..].iter().position(|&c| c == b'\'').filter(|&p| {
+                                (1..=4).contains(&p)
+                                    && std::str::from_utf8(&line[i + 1..i + 1 + p])
+                                        .is_ok_and(|s| s.chars().count() == 1)
+                            });
+                            len.map(|p| i + 2 + p)
+                        };
+                        i = close.unwrap_or(i + 1);
+                        continue;
+                    }
+                    let backtick = matches!(self.grammar, Grammar::Go) || self.grammar.is_js();
+                    if b == b'"' || (b == b'`' && backtick) || (b == b'\'' && !rust) {
+                        self.state = Lex::Str(b);
+                    }
+                    i += 1;
+                }
+                Lex::Block(depth) => {
+                    if line[i..].starts_with(b"*/") {
+                        self.state = if depth > 1 {
+                            Lex::Block(depth - 1)
+                        } else {
+                            Lex::Code
+                        };
+                        i += 2;
+                    } else if rust && line[i..].starts_with(b"/*") {
+                        self.state = Lex::Block(depth + 1);
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+                Lex::Str(quote) => {
+                    if b == b'\\' && !(quote == b'`' && self.grammar == Grammar::Go) {
+                        i += 2;
+                        continue;
+                    }
+                    if b == quote {
+                        self.state = Lex::Code;
+                    } else if b == b'\n' && quote != b'`' && !rust {
+                        // Only Rust strings and raw strings go on past a line end.
+                        self.state = Lex::Code;
+                    }
+                    i += 1;
+                }
+                Lex::Raw(hashes) => {
+                    if b == b'"'
+                        && line[i + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|&&c| c == b'#')
+                            .count()
+                            == hashes
+                        && line.len() > i + hashes
+                    {
+                        self.state = Lex::Code;
+                        i += 1 + hashes;
+                    } else {
+                        i += 1;
+                    }
+                }
+                Lex::Triple(quote) => {
+                    if b == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if line[i..].starts_with(&[quote, quote, quote]) {
+                        self.state = Lex::Code;
+                        i += 3;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn is_comment(kind: &str) -> bool {
@@ -670,14 +856,16 @@ mod tests {
     fn a_focused_parse_reads_only_the_items_around_the_focus() {
         let py = "import os\n\n\n@decorator\ndef a():\n    return 1\n\n\ndef b():\n    x = 2\n    return x\n\n\nclass C:\n    def m(self):\n        pass\n";
         let at = py.find("x = 2").unwrap();
-        let w = windows(py, &[at..at + 6]);
+        let w = windows(Grammar::Python, py, &[at..at + 6]);
         assert_eq!(&py[w[0].clone()], "def b():\n    x = 2\n    return x\n\n\n");
         let s = Syntax::parse_focused(Grammar::Python, py, Some(vec![at..at + 6])).unwrap();
         let names: Vec<String> = s.functions().into_iter().map(|f| f.name).collect();
         assert_eq!(names, vec!["b"]);
         // Decorators and attributes above an item are part of its window.
         let at = py.find("return 1").unwrap();
-        assert!(py[windows(py, &[at..at + 1])[0].clone()].starts_with("@decorator\n"));
+        assert!(
+            py[windows(Grammar::Python, py, &[at..at + 1])[0].clone()].starts_with("@decorator\n")
+        );
         let rs = "use x;\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {\n        f();\n    }\n}\n";
         let at = rs.find("f();").unwrap();
         let s = Syntax::parse_focused(Grammar::Rust, rs, Some(vec![at..at + 4])).unwrap();
@@ -690,6 +878,61 @@ mod tests {
         let s = Syntax::parse_focused(Grammar::Python, py, Some(vec![at..at + 8])).unwrap();
         assert!(!s.root().has_error());
         assert_eq!(s.functions().len(), 1, "only `a` holds the focus");
+    }
+
+    #[test]
+    fn items_are_cut_at_code_in_column_0_not_inside_strings_or_comments() {
+        let starts = |g, text: &str| -> Vec<String> {
+            item_starts(g, text)
+                .into_iter()
+                .map(|at| text[at..].lines().next().unwrap_or("").to_owned())
+                .collect()
+        };
+        let rs = "/*!\nCrate docs\n*/\n\nuse x;\n\n/// Doc.\n#[derive(Debug)]\nstruct S;\n\nfn doc() -> &'static str {\n    r#\"\nText in column 0\n\"#\n}\n\nfn f<'a>(c: char) -> bool {\n    c == '\"'\n}\n\nconst B: &[u8] = br\"\nx\n\";\nfn g() {}\n";
+        assert_eq!(
+            starts(Grammar::Rust, rs),
+            vec![
+                "/*!",
+                "use x;",
+                "/// Doc.",
+                "fn doc() -> &'static str {",
+                "fn f<'a>(c: char) -> bool {",
+                "const B: &[u8] = br\"",
+                "fn g() {}"
+            ]
+        );
+        let py = "def a():\n    s = \"\"\"\nnot an item\n\"\"\"\n    return s\n# comment\n\n@decorator\ndef b():\n    pass\n";
+        assert_eq!(starts(Grammar::Python, py), vec!["def a():", "@decorator"]);
+        let go = "package p\n\nfunc f() string {\n\treturn `\n# not a comment\nnot an item\n`\n}\n\nfunc g() {}\n";
+        assert_eq!(
+            starts(Grammar::Go, go),
+            vec!["package p", "func f() string {", "func g() {}"]
+        );
+        let js = "const t = `\nline\n${x}\n`;\n/* a\nb */\nfunction f() {}\n";
+        assert_eq!(
+            starts(Grammar::JavaScript, js),
+            vec!["const t = `", "/* a",]
+        );
+        // One window per item the focus reaches, in order.
+        let text = "fn a() {}\n\nfn b() {\n    x();\n}\n\nfn c() {}\n";
+        let from = text.find("x();").unwrap();
+        let to = text.find("fn c").unwrap() + 3;
+        let w: Vec<&str> = windows(Grammar::Rust, text, &[from..to])
+            .into_iter()
+            .map(|r| &text[r])
+            .collect();
+        assert_eq!(w, vec!["fn b() {\n    x();\n}\n\n", "fn c() {}\n"]);
+    }
+
+    #[test]
+    fn included_ranges_are_merged_and_placed_by_row_and_column() {
+        let text = "ab\ncd\nef\n";
+        let r = ts_ranges(text, &[0..3, 3..6, 7..9]);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].start_byte, r[0].end_byte), (0, 6));
+        assert_eq!(r[0].end_point, tree_sitter::Point { row: 2, column: 0 });
+        assert_eq!(r[1].start_point, tree_sitter::Point { row: 2, column: 1 });
+        assert_eq!(r[1].end_point, tree_sitter::Point { row: 3, column: 0 });
     }
 
     #[test]

@@ -321,6 +321,27 @@ fn a_function_is_flagged_when_the_change_takes_it_over_the_limit_not_for_touchin
 }
 
 #[test]
+fn a_long_function_is_measured_whole_when_a_string_in_it_has_lines_in_column_0() {
+    // A Go function that writes a script: its lines sit in column 0 inside a raw string, so
+    // the layout alone would cut the function into items. The change edits one line of the
+    // script, deep in the function, and grows it by 20 lines.
+    let script = |n: usize, edited: &str| -> String {
+        let mut s: String = (0..n).map(|i| format!("echo line{i}\n")).collect();
+        s.push_str(edited);
+        s
+    };
+    let file = |body: &str| {
+        format!(
+            "package p\n\nimport \"io\"\n\nfunc writeScript(w io.Writer) {{\n\tio.WriteString(w, `#!/bin/sh\n{body}`)\n}}\n\nfunc other() {{}}\n"
+        )
+    };
+    let old = file(&script(60, "echo old\n"));
+    let new = file(&script(80, "echo new\n"));
+    let found = super::checks::found("gen.go", &old, &new, "function-lines");
+    assert_eq!(found, vec![("function-lines".to_owned(), 5)]);
+}
+
+#[test]
 fn a_file_is_flagged_when_the_change_takes_it_over_the_limit_or_grows_it_by_a_fifth() {
     let repo = TestRepo::new();
     repo.write("big.py", &python_lines(600));

@@ -160,6 +160,45 @@ const LICENSE_WORDS: &[&str] = &[
     "__copyright__",
 ];
 
+/// Whether the new code `new` (its lines, in order) may hold a candidate that is code: a
+/// run of at least two line comments alone on their lines, not documentation, most of them
+/// with code punctuation (what [`is_commented_out_code`] asks first), or a block comment
+/// opening a line. The check reads the parse only where this is so.
+pub fn may_hold_code(grammar: Grammar, new: &str) -> bool {
+    let marker = if grammar == Grammar::Python {
+        "#"
+    } else {
+        "//"
+    };
+    let (mut lines, mut punctuated) = (0usize, 0usize);
+    for line in new.lines() {
+        let t = line.trim_start();
+        if grammar != Grammar::Python
+            && t.starts_with("/*")
+            && !t.starts_with("/**")
+            && !t.starts_with("/*!")
+        {
+            return true;
+        }
+        let comment = t
+            .strip_prefix(marker)
+            .filter(|rest| !rest.starts_with(['/', '!']));
+        match comment {
+            // An empty comment line neither counts nor ends the run (the check drops it).
+            Some(text) if text.trim().is_empty() => {}
+            Some(text) => {
+                lines += 1;
+                punctuated += usize::from(looks_like_code(grammar, text));
+                if lines >= 2 && punctuated * 2 > lines {
+                    return true;
+                }
+            }
+            None => (lines, punctuated) = (0, 0),
+        }
+    }
+    false
+}
+
 /// Whether `text` (comment lines with their markers stripped) is code of `grammar`.
 fn is_commented_out_code(grammar: Grammar, text: &str) -> bool {
     let lower = text.to_ascii_lowercase();

@@ -155,7 +155,7 @@ pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
 }
 
 /// Whether a file of `grammar` needs the checks on the parse: its new code (`new`, the runs of
-/// new lines) has a comment (commented-out code), or the top-level items around it (`items`)
+/// new lines) has comments that may be code ([`comments::may_hold_code`]), or the top-level items around it (`items`)
 /// hold a word one of the checks starts from (the SQL, the command or the `unsafe` may sit on
 /// an old line of the statement a new line joins).
 pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> bool {
@@ -165,16 +165,6 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     fn compile(pattern: &str) -> Regex {
         Regex::new(pattern).expect("the trigger patterns compile")
     }
-    // Two comment lines in a row that are not doc comments and end in code punctuation (most
-    // lines of a block must look like code before `commented-out-code` parses it), or a
-    // block comment opening a line.
-    static HASH: LazyLock<Regex> =
-        LazyLock::new(|| compile(r"(?m)^[ \t]*#[^\n]*[(=:\[][^\n]*\n[ \t]*#"));
-    static SLASHES: LazyLock<Regex> = LazyLock::new(|| {
-        compile(
-            r"(?m)^[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*\n[ \t]*//(?:[^/!\n][^\n]*)?[;(){},][ \t]*$|^[ \t]*/\*[^*!]",
-        )
-    });
     // SQL text in a string, a secret-looking name assigned, the calls of the checks.
     const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#;
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
@@ -191,13 +181,13 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
             r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
         ))
     });
-    let (comments, constructs) = match grammar {
-        Grammar::Python => (&*HASH, &*PYTHON),
-        Grammar::Rust => (&*SLASHES, &*RUST),
-        Grammar::Go => (&*SLASHES, &*GO),
-        _ => (&*SLASHES, &*JS),
+    let constructs = match grammar {
+        Grammar::Python => &*PYTHON,
+        Grammar::Rust => &*RUST,
+        Grammar::Go => &*GO,
+        _ => &*JS,
     };
-    comments.is_match(new.as_bytes())
+    comments::may_hold_code(grammar, new)
         || constructs.is_match(items.as_bytes())
         || secrets::has_candidate(new)
 }
