@@ -603,9 +603,10 @@ fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = Rang
     text.match_indices(word)
         .map(|(at, _)| at..at + word.len())
         .filter(move |r| {
+            let before = r.start.checked_sub(1).map(|i| bytes[i]);
             !word.is_empty()
-                && !(r.start > 0 && is_word(bytes[r.start - 1]))
-                && !bytes.get(r.end).is_some_and(|&c| is_word(c))
+                && !before.is_some_and(is_word)
+                && !bytes.get(r.end).copied().is_some_and(is_word)
         })
 }
 
