@@ -273,10 +273,16 @@ pub fn diff_target(
 ) -> Result<Vec<FileDiff>> {
     let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
     let dopts = diff_options(rules, opts);
-    pipeline(repo, &changed, &dopts, |mut file| {
+    let mut files = pipeline(repo, &changed, &dopts, |mut file| {
         file.diff_lines(&dopts);
         Ok(file)
-    })
+    })?;
+    // Added and deleted files that are alike pair into renames (their diffs, whole-file
+    // ones, cheap, are made again).
+    if diff::Renames::of(repo) == diff::Renames::Similar {
+        diff::pair_renames(&mut files, &dopts);
+    }
+    Ok(files)
 }
 
 fn diff_options(rules: &RuleSet, opts: &Options) -> diff::DiffOptions {

@@ -229,7 +229,15 @@ pub fn changed_files(
     let git = |e: gix::Error| Error::git("cannot diff the trees", e);
     let old = repo.find_tree(old_tree).map_err(git)?;
     let new = repo.find_tree(new_tree).map_err(git)?;
-    let changes = repo.diff_tree_to_tree(&old, &new, None).map_err(git)?;
+    // Renames as git finds them by default are paired here (exact ones) and by
+    // [`pair_renames`] once the texts are read (similar ones); copies, which gix finds, only
+    // when `diff.renames` asks for them.
+    let renames = Renames::of(repo);
+    let options = match renames {
+        Renames::Copies => None,
+        _ => Some(gix::diff::Options::default()),
+    };
+    let changes = repo.diff_tree_to_tree(&old, &new, options).map_err(git)?;
     let excluded = |p: &str| {
         exclude
             .iter()
@@ -316,8 +324,199 @@ pub fn changed_files(
         }
         out.push(item);
     }
+    if renames == Renames::Similar {
+        pair_exact_renames(&mut out);
+    }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
+}
+
+/// How renames are found, from `diff.renames` (git's default: renames, 50% similar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renames {
+    /// Not at all (`diff.renames = false`).
+    Off,
+    /// Renames, exact or at least 50% similar (git's default).
+    Similar,
+    /// Renames and copies (`diff.renames = copies`), by gix's tracker.
+    Copies,
+}
+
+impl Renames {
+    /// The mode `repo`'s configuration asks for.
+    pub fn of(repo: &gix::Repository) -> Renames {
+        let config = repo.config_snapshot();
+        match config
+            .string("diff.renames")
+            .map(|v| v.to_str_lossy().to_ascii_lowercase())
+        {
+            Some(v) if v == "copies" || v == "copy" => Renames::Copies,
+            Some(_) if config.boolean("diff.renames") == Some(false) => Renames::Off,
+            _ => Renames::Similar,
+        }
+    }
+}
+
+/// Pairs each deleted file with an added file of the same blob (and kind) into a rename, in
+/// path order, as git pairs exact renames before it measures similarity.
+fn pair_exact_renames(changes: &mut Vec<Changed>) {
+    let mut added: std::collections::HashMap<(ObjectId, bool), Vec<usize>> =
+        std::collections::HashMap::new();
+    for (i, c) in changes.iter().enumerate() {
+        if let (ChangeKind::Added, Some(new)) = (c.kind, c.new) {
+            added.entry(new).or_default().push(i);
+        }
+    }
+    if added.is_empty() {
+        return;
+    }
+    let mut gone = vec![false; changes.len()];
+    for i in 0..changes.len() {
+        let c = &changes[i];
+        let (ChangeKind::Deleted, Some(old)) = (c.kind, c.old) else {
+            continue;
+        };
+        let Some(to) = added
+            .get_mut(&old)
+            .and_then(|v| (!v.is_empty()).then(|| v.remove(0)))
+        else {
+            continue;
+        };
+        let from = changes[i].path.clone();
+        let target = &mut changes[to];
+        target.kind = ChangeKind::Renamed;
+        target.old_path = Some(from);
+        target.old = Some(old);
+        gone[i] = true;
+    }
+    let mut i = 0;
+    changes.retain(|_| {
+        i += 1;
+        !gone[i - 1]
+    });
+}
+
+/// Pairs deleted and added files whose texts are at least 50% alike into renames, and diffs
+/// their lines, as git does by default: a text's similarity to another is the bytes of its
+/// chunks (lines, cut at 64 bytes, a `\r` before `\n` left out) that the other has too, over
+/// the larger text's bytes; the best-scoring pairs are taken first.
+pub fn pair_renames(files: &mut Vec<FileDiff>, opts: &DiffOptions) {
+    let side = |kind: ChangeKind| -> Vec<usize> {
+        files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.kind == kind && f.skipped.is_none())
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (deleted, added) = (side(ChangeKind::Deleted), side(ChangeKind::Added));
+    if deleted.is_empty() || added.is_empty() {
+        return;
+    }
+    let chunks: std::collections::HashMap<usize, Chunks> = deleted
+        .iter()
+        .map(|&i| (i, Chunks::of(&files[i].old_text)))
+        .chain(added.iter().map(|&i| (i, Chunks::of(&files[i].new_text))))
+        .collect();
+    let mut pairs: Vec<(u64, usize, usize)> = Vec::new();
+    for &d in &deleted {
+        for &a in &added {
+            let (x, y) = (&chunks[&d], &chunks[&a]);
+            let larger = x.bytes.max(y.bytes).max(1);
+            // Sizes too far apart cannot be 50% alike.
+            if x.bytes.min(y.bytes) * 2 < larger {
+                continue;
+            }
+            let score = x.common(y) * 1000 / larger;
+            if score >= 500 {
+                pairs.push((score, d, a));
+            }
+        }
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    pairs.sort_by(|p, q| q.0.cmp(&p.0).then(p.1.cmp(&q.1)).then(p.2.cmp(&q.2)));
+    let mut used = vec![false; files.len()];
+    let mut renamed = Vec::new();
+    for (_, d, a) in pairs {
+        if used[d] || used[a] {
+            continue;
+        }
+        used[d] = true;
+        used[a] = true;
+        let mut file = FileDiff::unread(
+            &files[a].path,
+            Some(files[d].path.clone()),
+            ChangeKind::Renamed,
+        );
+        file.old_text = std::mem::take(&mut files[d].old_text);
+        file.new_text = std::mem::take(&mut files[a].new_text);
+        file.diff_lines(opts);
+        renamed.push(file);
+    }
+    let mut i = 0;
+    files.retain(|_| {
+        i += 1;
+        !used[i - 1]
+    });
+    files.extend(renamed);
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
+/// The chunks of a text for rename similarity: their hashes, sorted, with their lengths.
+struct Chunks {
+    hashes: Vec<(u64, u64)>,
+    bytes: u64,
+}
+
+impl Chunks {
+    fn of(text: &str) -> Chunks {
+        // FNV-1a: chunks are short, and a collision only makes two texts look more alike.
+        const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+        let bytes = text.as_bytes();
+        let mut hashes = Vec::new();
+        let (mut hash, mut len, mut total) = (BASIS, 0u64, 0u64);
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                continue;
+            }
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            len += 1;
+            if b == b'\n' || len == 64 {
+                hashes.push((hash, len));
+                total += len;
+                (hash, len) = (BASIS, 0);
+            }
+        }
+        if len > 0 {
+            hashes.push((hash, len));
+            total += len;
+        }
+        hashes.sort_unstable();
+        Chunks {
+            hashes,
+            bytes: total,
+        }
+    }
+
+    /// The bytes of chunks both have (each chunk as often as the rarer side has it).
+    fn common(&self, other: &Chunks) -> u64 {
+        let (a, b) = (&self.hashes, &other.hashes);
+        let (mut i, mut j, mut out) = (0, 0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    out += a[i].1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Reads both sides of `change` (the line diff is left to [`FileDiff::diff_lines`], so that

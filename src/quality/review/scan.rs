@@ -106,11 +106,14 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         .map(|g| syntax::windows(g, &file.new_text, &focus))
         .unwrap_or_default();
     let mut unparsed = Vec::new();
+    // Whether a function may be over the size limit (`parse_windows` says).
+    let mut may_be_long = true;
     let syntax = grammar.and_then(|g| {
         if wants_imports {
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
-        let wanted = parse_windows(rules, scan.context, lang, g, file, &focus, &items);
+        let (wanted, long) = parse_windows(rules, scan.context, lang, g, file, &focus, &items);
+        may_be_long = long;
         unparsed = items
             .iter()
             .filter(|w| !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end))
@@ -324,9 +327,9 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     if let Some(check) = rules.check(CheckId::FunctionLines) {
         let limit = rules.limits.max_function_lines;
         let functions = match &syntax {
-            Some(s) => s.functions(),
-            // A parsed language left unparsed: `needs_parse` found no function that may have
-            // crossed the limit.
+            Some(s) if may_be_long => s.functions(),
+            // A parsed language, and no function that may have crossed the limit.
+            Some(_) => Vec::new(),
             None if grammar.is_some() => Vec::new(),
             None => regex_functions(lang, &file.new_text),
         };
@@ -434,7 +437,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
 /// words of a check that reads the parse are, where a rule that must be placed (`in = ...`)
 /// matches new code in a context it does not skip, and where a function may have crossed the
 /// size limit (by the language's function pattern, or for JavaScript and TypeScript, whose
-/// methods it does not see, an item over the limit). `context` is the file's.
+/// methods it does not see, an item over the limit), merged; and whether a function may
+/// have crossed the limit at all. `context` is the file's.
 fn parse_windows(
     rules: &RuleSet,
     context: Option<Context>,
@@ -443,9 +447,10 @@ fn parse_windows(
     file: &FileDiff,
     focus: &[Range<usize>],
     items: &[Range<usize>],
-) -> Vec<Range<usize>> {
+) -> (Vec<Range<usize>>, bool) {
     let text = &file.new_text;
     let language = rules.language_of(&file.path);
+    let mut may_be_long = false;
     let mut wanted = vec![false; items.len()];
     let window_of = |at: usize| items.iter().position(|w| w.contains(&at));
     // An item's context: test code by the attribute above it (Rust), else the file's.
@@ -507,8 +512,10 @@ fn parse_windows(
             // An item over the limit: where its end is guessed right.
             for (i, w) in items.iter().enumerate() {
                 let first = file.line_at(w.start);
-                wanted[i] |= file.line_at(w.end.saturating_sub(1)) + 1 - first > limit
+                let over = file.line_at(w.end.saturating_sub(1)) + 1 - first > limit
                     && !matches!(context_of(i), Some(Context::Test | Context::Example));
+                wanted[i] |= over;
+                may_be_long |= over;
             }
         } else if let Some(lang) = lang {
             // Functions are found in the whole file: the start of one that holds new code
@@ -527,6 +534,7 @@ fn parse_windows(
         // The whole function is parsed, with the items it reaches into: lines of a string in
         // column 0 may have cut it into items, and items that hold no new code are not ones
         // of `items`.
+        may_be_long |= !long.is_empty();
         for f in long {
             let bytes = file.line_starts[f.lines.start]
                 ..file
@@ -555,7 +563,7 @@ fn parse_windows(
             _ => merged.push(r),
         }
     }
-    merged
+    (merged, may_be_long)
 }
 
 /// Whether the added lines of `file` have an import statement (`import`, `from … import`,

@@ -510,7 +510,7 @@ pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Rang
 }
 
 /// Where the top-level items of `text` start, as byte offsets (the first is 0): at a line of
-/// code in column 0 that does not close a bracket (`}`, `)`, `]`), or at the attribute,
+/// code in column 0 that does not go on with the item above ([`continues`]), or at the attribute,
 /// decorator and comment lines (`#[`, `@`, `#`, `//`, `/*`, `*`) right above one. A comment in
 /// column 0 inside a body starts nothing, nor does a line inside a string or a block comment
 /// (see [`Lexer`]).
@@ -543,10 +543,7 @@ fn item_starts(grammar: Grammar, text: &str) -> Vec<usize> {
             || line.starts_with(b" *")
         {
             attached.get_or_insert(at);
-        } else if line
-            .first()
-            .is_some_and(|&b| !b.is_ascii_whitespace() && !matches!(b, b'}' | b')' | b']'))
-        {
+        } else if line.first().is_some_and(|b| !b.is_ascii_whitespace()) && !continues(line) {
             let start = attached.take().unwrap_or(at);
             if start > 0 {
                 starts.push(start);
@@ -557,6 +554,27 @@ fn item_starts(grammar: Grammar, text: &str) -> Vec<usize> {
         at = end;
     }
     starts
+}
+
+/// Whether a line in column 0 goes on with the item above it: it closes a bracket, opens
+/// the body of a signature (`{`, Rust's `where`), goes on with an expression (`.`, `?`, an
+/// operator), or is the next clause of a statement (`else`, `elif`, `except`, `finally`,
+/// `catch`).
+fn continues(line: &[u8]) -> bool {
+    if matches!(
+        line[0],
+        b'}' | b')' | b']' | b'{' | b'.' | b'?' | b':' | b',' | b'=' | b'&' | b'|' | b'+' | b'>'
+    ) {
+        return true;
+    }
+    ["where", "else", "elif", "except", "finally", "catch"]
+        .iter()
+        .any(|k| {
+            line.starts_with(k.as_bytes())
+                && !line
+                    .get(k.len())
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        })
 }
 
 /// Where a text is between lines: in code, or inside a string or block comment that goes on
@@ -598,6 +616,10 @@ impl Lexer {
             let b = line[i];
             match self.state {
                 Lex::Code => {
+                    if !matches!(b, b'/' | b'#' | b'"' | b'\'' | b'`' | b'r') {
+                        i += 1;
+                        continue;
+                    }
                     let next = line.get(i + 1).copied();
                     if (python && b == b'#') || (!python && b == b'/' && next == Some(b'/')) {
                         return;
@@ -613,12 +635,13 @@ impl Lexer {
                         continue;
                     }
                     let word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
-                    let prefix = match &line[..i] {
+                    let prefix = || match &line[..i] {
                         [.., p, b'b'] => !word(p),
+                        [b'b'] => true,
                         [.., p] => !word(p),
                         [] => true,
                     };
-                    if rust && b == b'r' && prefix {
+                    if rust && b == b'r' && prefix() {
                         let hashes = line[i + 1..].iter().take_while(|&&c| c == b'#').count();
                         if line.get(i + 1 + hashes) == Some(&b'"') {
                             self.state = Lex::Raw(hashes);
@@ -913,6 +936,14 @@ mod tests {
             starts(Grammar::JavaScript, js),
             vec!["const t = `", "/* a",]
         );
+        // A `where` clause, a body's brace, an `else:` in column 0 go on with the item.
+        let rs = "fn f<T>(t: T)\nwhere\n    T: Clone,\n{\n    t;\n}\nfn g() {}\n";
+        assert_eq!(
+            starts(Grammar::Rust, rs),
+            vec!["fn f<T>(t: T)", "fn g() {}"]
+        );
+        let py = "if x:\n    a()\nelse:\n    b()\ntry:\n    c()\nexcept E:\n    pass\n";
+        assert_eq!(starts(Grammar::Python, py), vec!["if x:", "try:"]);
         // One window per item the focus reaches, in order.
         let text = "fn a() {}\n\nfn b() {\n    x();\n}\n\nfn c() {}\n";
         let from = text.find("x();").unwrap();

@@ -162,8 +162,10 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
     use super::syntax::Grammar;
     use regex::bytes::Regex;
     use std::sync::LazyLock;
+    // ASCII classes (`\w`, `\s`, `\b`, case): the words are English, and the automata stay
+    // small.
     fn compile(pattern: &str) -> Regex {
-        Regex::new(pattern).expect("the trigger patterns compile")
+        Regex::new(&format!("(?-u){pattern}")).expect("the trigger patterns compile")
     }
     // SQL text in a string, a secret-looking name assigned, the calls of the checks.
     const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#;

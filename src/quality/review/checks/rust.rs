@@ -701,6 +701,17 @@ fn is_number_type(ty: &str) -> bool {
 /// constant. SQL that also takes parameters (`?`, `$1`) gets low confidence: what is
 /// formatted into it is most likely a table or column name.
 fn sql_format(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
+    // The words SQL text starts from ([`looks_like_sql`]): without one, the macro's template
+    // is not SQL, and its values are not read.
+    static SQL_WORDS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+        regex::bytes::Regex::new(
+            r"(?-u)SELECT|INSERT|UPDATE|DELETE|WHERE|AND|OR|(?i:select|insert|update|delete)",
+        )
+        .expect("the SQL words compile")
+    });
+    if !SQL_WORDS.is_match(values.syntax.text_of(node).as_bytes()) {
+        return;
+    }
     let Some(formatted) = values.format_values(node) else {
         return;
     };

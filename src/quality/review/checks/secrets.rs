@@ -72,9 +72,19 @@ static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
+/// What every secret-looking name holds (case aside): a line without any of these has no
+/// candidate, and the candidate patterns are not run on it.
+static NAME_HINT: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(r"(?i-u)pass|pwd|secret|token|key|auth|credential")
+        .expect("a valid pattern")
+});
+
 /// Whether `text` holds something the check would look at (so that its parse is needed to
 /// confirm it).
 pub fn has_candidate(text: &str) -> bool {
+    if !NAME_HINT.is_match(text.as_bytes()) {
+        return false;
+    }
     let named = |name: Option<regex::Match<'_>>| {
         name.is_some_and(|n| is_secret_name(n.as_str().trim_matches(['"', '\'', '`', ']'])))
     };
@@ -98,7 +108,9 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
     for range in &file.new {
         for line in range.clone() {
             let text = file.line(line);
-            if input.syntax.is_none() && is_comment_line(text) {
+            if !NAME_HINT.is_match(text.as_bytes())
+                || (input.syntax.is_none() && is_comment_line(text))
+            {
                 continue;
             }
             let base = file.line_starts[line];
