@@ -61,7 +61,8 @@ pub struct Args {
     /// Diff lines with the Patience algorithm instead of Myers
     #[arg(long)]
     pub patience: bool,
-    /// Stop the exact line diff of a file after MS milliseconds and mark the file approximate
+    /// With --patience, stop the exact line diff of a file after MS milliseconds and mark the
+    /// file approximate (Myers bounds its own cost, as git's does)
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub deadline_ms: u64,
 }

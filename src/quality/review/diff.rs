@@ -1,5 +1,6 @@
-//! The diff under review: gix finds the changed files between two trees, `similar` finds the
-//! added lines of each, under a deadline.
+//! The diff under review: gix finds the changed files between two trees, the pairing of renames
+//! is git's, and the line diff finds the added lines of each: Myers by imara-diff (gix's, whose
+//! heuristics bound its cost as git's xdiff does), Patience by `similar`, under a deadline.
 //!
 //! `similar`'s deadline stops the line diff of a pathological file, but when it fires the rest of
 //! the file is reported as replaced and nothing says so; a diff that ends after its deadline is
@@ -26,18 +27,19 @@ pub enum DiffAlgorithm {
 }
 
 impl DiffAlgorithm {
+    /// The algorithm of `similar` (unified diffs for revisions).
+    fn similar(self) -> similar::Algorithm {
+        match self {
+            DiffAlgorithm::Myers => similar::Algorithm::Myers,
+            DiffAlgorithm::Patience => similar::Algorithm::Patience,
+        }
+    }
+
     /// The name shown in reports.
     pub fn as_str(self) -> &'static str {
         match self {
             DiffAlgorithm::Myers => "myers",
             DiffAlgorithm::Patience => "patience",
-        }
-    }
-
-    fn similar(self) -> similar::Algorithm {
-        match self {
-            DiffAlgorithm::Myers => similar::Algorithm::Myers,
-            DiffAlgorithm::Patience => similar::Algorithm::Patience,
         }
     }
 }
@@ -597,8 +599,8 @@ impl FileDiff {
         file
     }
 
-    /// Finds the added lines (and counts the removed ones) with the line diff of `opts`, under
-    /// its deadline; a diff that ends after the deadline is marked approximate.
+    /// Finds the added lines (and counts the removed ones) with the line diff of `opts` (a
+    /// Patience diff under its deadline: one that ends after it is marked approximate).
     pub fn diff_lines(&mut self, opts: &DiffOptions) {
         if self.skipped.is_some() {
             return;
@@ -610,37 +612,59 @@ impl FileDiff {
         let old_mid = &self.old_text[head..self.old_text.len() - tail];
         let new_mid = &self.new_text[head..self.new_text.len() - tail];
         let shift = self.line_starts.partition_point(|&s| s < head);
-        let deadline = Instant::now() + opts.deadline;
         // Lines end at `\n` only, as `line_starts` counts them (`similar`'s own line splitting
         // also ends a line at a lone `\r`, which would put its line numbers out of step).
         let old_lines: Vec<&str> = old_mid.split_inclusive('\n').collect();
         let new_lines: Vec<&str> = new_mid.split_inclusive('\n').collect();
-        let diff = similar::TextDiff::configure()
-            .algorithm(opts.algorithm.similar())
-            .deadline(deadline)
-            .diff_slices(&old_lines, &new_lines);
-        self.approximate = Instant::now() > deadline;
         self.old_line_count = count_lines(&self.old_text);
-        for op in diff.ops() {
-            let (tag, old, new) = op.as_tag_tuple();
-            let new = new.start + shift..new.end + shift;
-            if tag != similar::DiffTag::Equal {
-                self.removed_hashes.extend(
-                    old.clone()
-                        .filter_map(|i| diff.old_slice(i).and_then(normalised_hash)),
+        // The changed runs: (old lines, new lines), in order.
+        let mut hunks: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+        match opts.algorithm {
+            // Myers by imara-diff (what gix diffs with): its heuristics bound the cost on any
+            // input, as git's xdiff does, so no deadline is needed.
+            DiffAlgorithm::Myers => {
+                use gix::diff::blob::{Algorithm, Diff, InternedInput};
+                let mut input: InternedInput<&str> = InternedInput::default();
+                input.update_before(old_lines.iter().copied());
+                input.update_after(new_lines.iter().copied());
+                let diff = Diff::compute(Algorithm::Myers, &input);
+                hunks.extend(diff.hunks().map(|h| {
+                    (
+                        h.before.start as usize..h.before.end as usize,
+                        h.after.start as usize..h.after.end as usize,
+                    )
+                }));
+            }
+            DiffAlgorithm::Patience => {
+                let deadline = Instant::now() + opts.deadline;
+                let diff = similar::TextDiff::configure()
+                    .algorithm(similar::Algorithm::Patience)
+                    .deadline(deadline)
+                    .diff_slices(&old_lines, &new_lines);
+                self.approximate = Instant::now() > deadline;
+                hunks.extend(
+                    diff.ops()
+                        .iter()
+                        .map(|op| op.as_tag_tuple())
+                        .filter(|(tag, _, _)| *tag != similar::DiffTag::Equal)
+                        .map(|(_, old, new)| (old, new)),
                 );
             }
-            match tag {
-                similar::DiffTag::Equal => continue,
-                similar::DiffTag::Delete => self.removed_lines += old.len(),
-                similar::DiffTag::Insert | similar::DiffTag::Replace => {
-                    self.removed_lines += old.len();
-                    self.added_lines += new.len();
-                    match self.added.last_mut() {
-                        Some(last) if last.end == new.start => last.end = new.end,
-                        _ => self.added.push(new),
-                    }
-                }
+        }
+        for (old, new) in hunks {
+            let new = new.start + shift..new.end + shift;
+            self.removed_hashes.extend(
+                old.clone()
+                    .filter_map(|i| old_lines.get(i).and_then(|l| normalised_hash(l))),
+            );
+            self.removed_lines += old.len();
+            if new.is_empty() {
+                continue;
+            }
+            self.added_lines += new.len();
+            match self.added.last_mut() {
+                Some(last) if last.end == new.start => last.end = new.end,
+                _ => self.added.push(new),
             }
         }
     }

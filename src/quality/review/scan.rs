@@ -355,9 +355,26 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                 .map(|f| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
                 .collect();
             let old_text = &file.old_text;
+            // Where a name is defined: on a line the language's function pattern matches
+            // (JavaScript's methods it does not see: wherever the name is).
+            let function = lang
+                .function
+                .as_ref()
+                .filter(|_| !grammar.is_some_and(|g| g.is_js()))
+                .map(|f| f.regex());
+            let defines = |r: &Range<usize>| {
+                function.is_none_or(|f| {
+                    let start = old_text[..r.start].rfind('\n').map_or(0, |i| i + 1);
+                    let end = old_text[r.end..]
+                        .find('\n')
+                        .map_or(old_text.len(), |i| r.end + i);
+                    f.is_match(old_text[start..end].as_bytes())
+                })
+            };
             let mut at: Vec<Range<usize>> = names
                 .iter()
                 .flat_map(|name| word_positions(old_text, name))
+                .filter(defines)
                 .collect();
             at.sort_by_key(|r| r.start);
             let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {

@@ -638,8 +638,10 @@ fn a_missed_deadline_marks_the_file_approximate() {
     let exact = review(&repo, "HEAD");
     assert!(!exact.files[0].approximate);
     assert_eq!(exact.files[0].added, 60);
+    // The deadline holds the Patience diff (Myers bounds its own cost on any input).
     let opts = Options {
         deadline: Duration::ZERO,
+        algorithm: DiffAlgorithm::Patience,
         ..Options::default()
     };
     let r = review_with(&repo, "HEAD", &Requirements::none("test"), &opts);
