@@ -315,6 +315,8 @@ pub struct Rule {
     pub unless: Option<Pattern>,
     /// The contexts the rule is silent in (test code, examples, build scripts, programs).
     pub skip: Vec<Context>,
+    /// When not empty, the only contexts the rule speaks in (silent in ordinary code too).
+    pub only: Vec<Context>,
     /// Where a match must start: in code, a comment or a string (anywhere when `None`).
     pub place: Option<Place>,
     /// How sure a match is.
@@ -324,9 +326,10 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether the rule is silent in code of `context`.
+    /// Whether the rule is silent in code of `context` (`None`: ordinary code).
     pub fn skips(&self, context: Option<Context>) -> bool {
         context.is_some_and(|c| self.skip.contains(&c))
+            || (!self.only.is_empty() && !context.is_some_and(|c| self.only.contains(&c)))
     }
 }
 
@@ -511,6 +514,8 @@ struct RuleDoc {
     skip_tests: bool,
     #[serde(default)]
     skip: Vec<Spanned<String>>,
+    #[serde(default)]
+    only: Vec<Spanned<String>>,
     #[serde(default, rename = "in")]
     place: Option<Spanned<String>>,
     #[serde(default)]
@@ -607,7 +612,7 @@ impl RuleSet {
                     return Err(err(
                         name.span().start,
                         format!(
-                            "{what} skips unknown context `{}`; the contexts are: test, example, build, cli",
+                            "{what} names unknown context `{}`; the contexts are: test, example, build, cli",
                             name.get_ref()
                         ),
                     ));
@@ -730,6 +735,7 @@ impl RuleSet {
                     }
                     skip
                 },
+                only: contexts(&r.only, &format!("rule `{}`", r.id))?,
                 place: match r.place.as_ref() {
                     None => None,
                     Some(p) => match p.get_ref().as_str() {
