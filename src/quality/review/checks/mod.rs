@@ -434,7 +434,7 @@ mod tests {
         assert!(lines("src/lib.rs", lib, "println-debug").is_empty());
         assert_eq!(lines("src/lib.rs", lib, "println"), vec![2]);
         // A Go program: a bare value or a `%+v` dump is a hint; messages are not.
-        let go = "package main\n\nfunc main() {\n\tfmt.Println(name)\n\tfmt.Printf(\"%+v\\n\", cfg)\n\tfmt.Println(\"done\")\n\tfmt.Printf(\"%d files\\n\", n)\n\tfmt.Println(strings.Join(names, \", \"))\n}\n";
+        let go = "package main\n\nfunc main() {\n\tfmt.Println(name)\n\tfmt.Printf(\"%+v\\n\", cfg)\n\tfmt.Println(err)\n\tfmt.Println(\"done\")\n\tfmt.Printf(\"%d files\\n\", n)\n\tfmt.Println(strings.Join(names, \", \"))\n}\n";
         assert_eq!(lines("cmd/fetch/main.go", go, "go-print-value"), vec![4, 5]);
         assert_eq!(
             graded("cmd/fetch/main.go", go, "go-print-value"),
