@@ -372,10 +372,13 @@ pub enum CheckId {
     CommentedCode,
     /// A secret-looking value assigned to a secret-looking name.
     HardcodedSecret,
+    /// A JavaScript call statement of `p(…)`, a name the file does not define (early Node's
+    /// inspect-and-print global).
+    DebugP,
 }
 
 impl CheckId {
-    const ALL: [(CheckId, &'static str); 18] = [
+    const ALL: [(CheckId, &'static str); 19] = [
         (CheckId::FileLines, "file-lines"),
         (CheckId::FunctionLines, "function-lines"),
         (CheckId::CircularImport, "circular-import"),
@@ -394,6 +397,7 @@ impl CheckId {
         (CheckId::UnsafeBlock, "unsafe-block"),
         (CheckId::CommentedCode, "commented-out-code"),
         (CheckId::HardcodedSecret, "hardcoded-secret"),
+        (CheckId::DebugP, "debug-p"),
     ];
 
     /// The id used in the rules file and in findings.

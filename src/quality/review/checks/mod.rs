@@ -178,7 +178,7 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         LazyLock::new(|| compile(&format!(r"exec\.Command|(?i:{COMMON})")));
     static JS: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(
-            r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
+            r"(?i)(?m:^[ \t]*p\s*\()|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
         ))
     });
     let constructs = match grammar {
