@@ -8,7 +8,14 @@
 //! Python `:` at the end) and its text, with the comment markers stripped and dedented,
 //! parses in the file's own language without an error and holds a statement (a call, an
 //! assignment, a `return`, an `if`/`for`/`while`, a definition, an import). Prose rarely
-//! parses; a word that does (`// TODO`) holds no statement.
+//! parses; a word that does (`// TODO`) holds no statement. Rust text may also parse as the
+//! fields of a struct, the variants of an enum or the items of an `impl`; comment lines among
+//! the lines (`///// doc` over `// pub field: T,`) are parsed but not counted.
+//!
+//! A single comment line is a hint (confidence low) when it is one statement: a call of a
+//! lower-case name, an assignment, a declaration with a value, a `return` with a value, an
+//! import, or a Rust field or variant with code punctuation; not a label (`// Output: f(x)`),
+//! an annotation without a value (`# Example: f(x)`), a sentence or `TODO(alice)`.
 
 use std::ops::Range;
 
@@ -138,7 +145,6 @@ const PRAGMAS: &[&str] = &[
     "!",
     "-*-",
     "vim:",
-    "coding",
     "NOSONAR",
     "SAFETY:",
     "cspell:",
