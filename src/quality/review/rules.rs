@@ -315,6 +315,8 @@ pub struct Rule {
     pub unless: Option<Pattern>,
     /// The contexts the rule is silent in (test code, examples, build scripts, programs).
     pub skip: Vec<Context>,
+    /// When not empty, the only contexts the rule speaks in (silent in ordinary code too).
+    pub only: Vec<Context>,
     /// Where a match must start: in code, a comment or a string (anywhere when `None`).
     pub place: Option<Place>,
     /// How sure a match is.
@@ -324,9 +326,10 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether the rule is silent in code of `context`.
+    /// Whether the rule is silent in code of `context` (`None`: ordinary code).
     pub fn skips(&self, context: Option<Context>) -> bool {
         context.is_some_and(|c| self.skip.contains(&c))
+            || (!self.only.is_empty() && !context.is_some_and(|c| self.only.contains(&c)))
     }
 }
 
@@ -369,10 +372,13 @@ pub enum CheckId {
     CommentedCode,
     /// A secret-looking value assigned to a secret-looking name.
     HardcodedSecret,
+    /// A JavaScript call statement of `p(…)`, a name the file does not define (early Node's
+    /// inspect-and-print global).
+    DebugP,
 }
 
 impl CheckId {
-    const ALL: [(CheckId, &'static str); 18] = [
+    const ALL: [(CheckId, &'static str); 19] = [
         (CheckId::FileLines, "file-lines"),
         (CheckId::FunctionLines, "function-lines"),
         (CheckId::CircularImport, "circular-import"),
@@ -391,6 +397,7 @@ impl CheckId {
         (CheckId::UnsafeBlock, "unsafe-block"),
         (CheckId::CommentedCode, "commented-out-code"),
         (CheckId::HardcodedSecret, "hardcoded-secret"),
+        (CheckId::DebugP, "debug-p"),
     ];
 
     /// The id used in the rules file and in findings.
@@ -511,6 +518,8 @@ struct RuleDoc {
     skip_tests: bool,
     #[serde(default)]
     skip: Vec<Spanned<String>>,
+    #[serde(default)]
+    only: Vec<Spanned<String>>,
     #[serde(default, rename = "in")]
     place: Option<Spanned<String>>,
     #[serde(default)]
@@ -607,7 +616,7 @@ impl RuleSet {
                     return Err(err(
                         name.span().start,
                         format!(
-                            "{what} skips unknown context `{}`; the contexts are: test, example, build, cli",
+                            "{what} names unknown context `{}`; the contexts are: test, example, build, cli",
                             name.get_ref()
                         ),
                     ));
@@ -730,6 +739,7 @@ impl RuleSet {
                     }
                     skip
                 },
+                only: contexts(&r.only, &format!("rule `{}`", r.id))?,
                 place: match r.place.as_ref() {
                     None => None,
                     Some(p) => match p.get_ref().as_str() {

@@ -95,7 +95,7 @@ fn the_builtin_rules_load() {
     RuleSet::parse("builtin", rules::BUILTIN, rules::Compile::Now).expect("all compile");
     let r = rules();
     assert!(r.rules.len() > 20);
-    assert_eq!(r.checks.len(), 18);
+    assert_eq!(r.checks.len(), 19);
     assert_eq!(r.scoring.critical, 40);
     assert!(r.language_of("a/b.py").is_some());
     assert_eq!(r.language_of("README"), None);

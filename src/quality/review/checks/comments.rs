@@ -8,12 +8,19 @@
 //! Python `:` at the end) and its text, with the comment markers stripped and dedented,
 //! parses in the file's own language without an error and holds a statement (a call, an
 //! assignment, a `return`, an `if`/`for`/`while`, a definition, an import). Prose rarely
-//! parses; a word that does (`// TODO`) holds no statement.
+//! parses; a word that does (`// TODO`) holds no statement. Rust text may also parse as the
+//! fields of a struct, the variants of an enum or the items of an `impl`; comment lines among
+//! the lines (`///// doc` over `// pub field: T,`) are parsed but not counted.
+//!
+//! A single comment line is a hint (confidence low) when it is one statement: a call of a
+//! lower-case name, an assignment, a declaration with a value, a `return` with a value, an
+//! import, or a Rust field or variant with code punctuation; not a label (`// Output: f(x)`),
+//! an annotation without a value (`# Example: f(x)`), a sentence or `TODO(alice)`.
 
 use std::ops::Range;
 
 use super::{Hit, Input};
-use crate::quality::review::rules::CheckId;
+use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::{Grammar, Syntax};
 
 /// Runs the comment checks.
@@ -22,9 +29,13 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
         if syntax.grammar == Grammar::Go && is_go_doc(input, lines.end) {
             continue;
         }
-        if is_commented_out_code(syntax.grammar, &text) {
+        if let Some(confidence) = commented_out_code(syntax.grammar, &text) {
             let count = lines.len();
-            out.push(Hit::new(CheckId::CommentedCode, lines).with("lines", count.to_string()));
+            out.push(
+                Hit::new(CheckId::CommentedCode, lines)
+                    .confidence(confidence)
+                    .with("lines", count.to_string()),
+            );
         }
     }
 }
@@ -88,11 +99,9 @@ fn is_go_doc(input: &Input<'_>, from: usize) -> bool {
 /// A run of line comments on consecutive lines: its lines and their texts without markers.
 type Run<'a> = (Range<usize>, Vec<&'a str>);
 
-/// Ends `run`: a candidate when it has at least two lines.
+/// Ends `run`: every run is a candidate (a single line is judged more strictly).
 fn flush(run: &mut Option<Run<'_>>, out: &mut Vec<(Range<usize>, String)>) {
-    if let Some((lines, texts)) = run.take()
-        && lines.len() >= 2
-    {
+    if let Some((lines, texts)) = run.take() {
         out.push((lines, texts.join("\n")));
     }
 }
@@ -133,7 +142,6 @@ const PRAGMAS: &[&str] = &[
     "go:",
     "+build",
     "nolint",
-    "#[",
     "!",
     "-*-",
     "vim:",
@@ -182,14 +190,19 @@ pub fn may_hold_code(grammar: Grammar, new: &str) -> bool {
         }
         let comment = t
             .strip_prefix(marker)
-            .filter(|rest| !rest.starts_with(['/', '!']));
+            // `///`, `//!`: documentation; `////…` is a plain comment.
+            .filter(|rest| !rest.starts_with(['/', '!']) || rest.starts_with("//"));
         match comment {
             // An empty comment line neither counts nor ends the run (the check drops it).
             Some(text) if text.trim().is_empty() => {}
+            // A comment inside the commented-out lines (`//// doc`) neither counts nor ends it.
+            Some(text) if is_inner_comment(grammar, text) => {}
             Some(text) => {
                 lines += 1;
                 punctuated += usize::from(looks_like_code(grammar, text));
-                if lines >= 2 && punctuated * 2 > lines {
+                if (lines >= 2 && punctuated * 2 > lines)
+                    || (lines == 1 && looks_like_one_statement(grammar, text))
+                {
                     return true;
                 }
             }
@@ -199,34 +212,202 @@ pub fn may_hold_code(grammar: Grammar, new: &str) -> bool {
     false
 }
 
-/// Whether `text` (comment lines with their markers stripped) is code of `grammar`.
-fn is_commented_out_code(grammar: Grammar, text: &str) -> bool {
+/// Whether a comment line, its marker stripped, is itself a comment: a line of the code left
+/// in comments that was a comment there (`///// Docs of the field` over `// pub field: T,`).
+fn is_inner_comment(grammar: Grammar, text: &str) -> bool {
+    let t = text.trim_start();
+    match grammar {
+        Grammar::Python => t.starts_with('#'),
+        _ => t.starts_with("//"),
+    }
+}
+
+/// Whether `text` (comment lines with their markers stripped) is code of `grammar`, and how
+/// sure that is: high for two or more lines, low (a hint) for a single line.
+fn commented_out_code(grammar: Grammar, text: &str) -> Option<Confidence> {
     let lower = text.to_ascii_lowercase();
     if LICENSE_WORDS.iter().any(|w| lower.contains(w)) {
-        return false;
+        return None;
     }
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.len() < 2
-        || lines
-            .iter()
-            .any(|l| PRAGMAS.iter().any(|p| l.trim_start().starts_with(p)))
+    if lines
+        .iter()
+        .any(|l| PRAGMAS.iter().any(|p| l.trim_start().starts_with(p)))
     {
-        return false;
+        return None;
     }
-    let punctuated = lines.iter().filter(|l| looks_like_code(grammar, l)).count();
-    if punctuated * 2 <= lines.len() {
-        return false;
+    // Comments among the lines (the doc comment of a field left out with it) are kept for
+    // the parse but are not counted.
+    let code_lines: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !is_inner_comment(grammar, l))
+        .collect();
+    match code_lines.len() {
+        0 => return None,
+        1 => {
+            return is_one_statement(grammar, code_lines[0].trim()).then_some(Confidence::Low);
+        }
+        _ => {}
+    }
+    let punctuated = code_lines
+        .iter()
+        .filter(|l| looks_like_code(grammar, l))
+        .count();
+    if punctuated * 2 <= code_lines.len() {
+        return None;
     }
     let code = dedent(&lines);
-    let Some(parsed) = Syntax::parse(grammar, &code) else {
-        return false;
-    };
-    if parsed.root().has_error() {
+    parses_with_statement(grammar, &code).then_some(Confidence::High)
+}
+
+/// Whether `code` parses without an error, alone or (Rust) as the body of an item, and holds
+/// a statement.
+fn parses_with_statement(grammar: Grammar, code: &str) -> bool {
+    wrappings(grammar).iter().any(|(open, close)| {
+        let wrapped = format!("{open}{code}{close}");
+        let Some(parsed) = Syntax::parse(grammar, &wrapped) else {
+            return false;
+        };
+        if parsed.root().has_error() {
+            return false;
+        }
+        let mut statement = false;
+        parsed.walk(|node| {
+            statement |= is_statement(grammar, node.kind())
+                || (!open.is_empty() && is_member(parsed.text_of(node), node.kind()))
+        });
+        statement
+    })
+}
+
+/// What commented-out lines are tried in: alone, and for Rust also as the fields of a struct,
+/// the variants of an enum and the items of an `impl` (code left in comments is often a
+/// field, a variant or a method).
+fn wrappings(grammar: Grammar) -> &'static [(&'static str, &'static str)] {
+    match grammar {
+        Grammar::Rust => &[
+            ("", ""),
+            ("struct S {\n", "\n}\n"),
+            ("enum E {\n", "\n}\n"),
+            ("impl S {\n", "\n}\n"),
+        ],
+        _ => &[("", "")],
+    }
+}
+
+/// Whether a Rust node found inside a wrapping is a member that is code rather than a word: a
+/// field whose type has code punctuation (`pub name: Option<T>`, `x: &'a str`) or a variant
+/// with fields (`Format(HashMap<K, V>)`).
+fn is_member(text: &str, kind: &str) -> bool {
+    match kind {
+        "field_declaration" => {
+            text.starts_with("pub ") || text.contains(['<', '&', '[']) || text.contains("::")
+        }
+        "enum_variant" => text.contains(['(', '{']),
+        _ => false,
+    }
+}
+
+/// A quick look at a single comment line (marker stripped): whether it may be one statement
+/// ([`is_one_statement`] asks the parser). It ends as statements end (`;`, `)`, and for Rust
+/// a field's or variant's `,`) or assigns, and does not end as a sentence does.
+fn looks_like_one_statement(grammar: Grammar, text: &str) -> bool {
+    let t = text.trim();
+    if t.len() < 4 || t.ends_with(['.', ':', '?', '!']) {
         return false;
     }
-    let mut statement = false;
-    parsed.walk(|node| statement |= is_statement(grammar, node.kind()));
-    statement
+    let assigns = t.contains(" = ") || t.contains(":=") || t.contains("+=");
+    let ends = match grammar {
+        Grammar::Python => t.ends_with(')'),
+        Grammar::Rust => t.ends_with([';', ')', ',']),
+        _ => t.ends_with([';', ')']),
+    };
+    (assigns || ends || t.starts_with("return ")) && t.contains(['(', '=', ';', '<', '&'])
+}
+
+/// Whether a single comment line (marker stripped, trimmed) is one statement of `grammar`: a
+/// call, an assignment, a declaration with a value, a `return` with a value, an import (or in
+/// Rust a struct field or enum variant of code). Labels (`Note: f(x)`), annotations without a
+/// value (`Example: f(x)`) and calls of ALL-CAPS words (`TODO(alice)`) are not.
+fn is_one_statement(grammar: Grammar, line: &str) -> bool {
+    if !looks_like_one_statement(grammar, line) {
+        return false;
+    }
+    for (open, close) in wrappings(grammar) {
+        let wrapped = format!("{open}{line}\n{close}");
+        let Some(parsed) = Syntax::parse(grammar, &wrapped) else {
+            continue;
+        };
+        let root = parsed.root();
+        if root.has_error() {
+            continue;
+        }
+        if open.is_empty() {
+            if root.named_child_count() == 1
+                && let Some(statement) = root.named_child(0)
+                && is_whole_statement(grammar, &parsed, statement)
+            {
+                return true;
+            }
+            continue;
+        }
+        // Inside a wrapping: one member of code.
+        let mut found = false;
+        parsed.walk(|node| found |= is_member(parsed.text_of(node), node.kind()));
+        if found {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `node`, the only top-level node of a parsed comment line, is a statement that is
+/// code (see [`is_one_statement`]).
+fn is_whole_statement(grammar: Grammar, parsed: &Syntax<'_>, node: tree_sitter::Node<'_>) -> bool {
+    let call_of_code = |call: tree_sitter::Node<'_>| {
+        let callee = call
+            .child_by_field_name("function")
+            .or_else(|| call.child_by_field_name("macro"))
+            .map(|f| parsed.text_of(f))
+            .unwrap_or("");
+        !callee.is_empty() && callee.chars().any(|c| c.is_ascii_lowercase())
+    };
+    fn inner<'t>(n: tree_sitter::Node<'t>) -> Option<tree_sitter::Node<'t>> {
+        let mut e = n.named_child(0)?;
+        if matches!(e.kind(), "await_expression" | "await") {
+            e = e.named_child(0)?;
+        }
+        Some(e)
+    }
+    match (grammar, node.kind()) {
+        (_, "expression_statement") => inner(node).is_some_and(|e| match e.kind() {
+            "call" | "call_expression" | "macro_invocation" => call_of_code(e),
+            "assignment" => e.child_by_field_name("right").is_some(),
+            "assignment_expression"
+            | "augmented_assignment"
+            | "augmented_assignment_expression"
+            | "compound_assignment_expr" => true,
+            _ => false,
+        }),
+        (Grammar::Rust, "macro_invocation") => call_of_code(node),
+        (Grammar::Rust, "let_declaration") => node.child_by_field_name("value").is_some(),
+        (Grammar::Python, "return_statement") | (_, "return_statement") => {
+            node.named_child_count() > 0
+        }
+        (
+            _,
+            "import_statement"
+            | "import_from_statement"
+            | "use_declaration"
+            | "short_var_declaration"
+            | "assignment_statement"
+            | "defer_statement"
+            | "go_statement",
+        ) => true,
+        (_, "lexical_declaration" | "variable_declaration") => parsed.text_of(node).contains('='),
+        _ => false,
+    }
 }
 
 /// Whether a comment line carries code punctuation (or starts an import).
@@ -293,7 +474,10 @@ fn is_statement(grammar: Grammar, kind: &str) -> bool {
                 | "match_expression"
                 | "function_item"
                 | "struct_item"
+                | "enum_item"
+                | "trait_item"
                 | "impl_item"
+                | "function_signature_item"
                 | "use_declaration"
         ),
         Grammar::Go => matches!(
@@ -405,7 +589,6 @@ mod tests {
                 "x.go",
                 "package x\n\n// F does it:\n//\n//\tx := F()\n//\tg(x)\nfunc F() int { return 1 }\n",
             ),
-            ("src/a.py", "# x = compute(y)\nz = 1\n"),
             // Parses, but holds no statement.
             ("src/a.py", "# (x, y)\n# (width, height)\nz = 1\n"),
             // Parses as Python 2 prints, but reads as prose: no code punctuation.
@@ -415,6 +598,102 @@ mod tests {
                 "src/a.py",
                 "# __license__ = \"MIT\"\n# __copyright__ = author(2024)\nz = 1\n",
             ),
+        ];
+        for (path, text) in cases {
+            assert!(blocks(path, text).is_empty(), "{path}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_single_line_of_code_left_in_a_comment_is_a_hint() {
+        use crate::quality::review::Confidence;
+        // (path, text, 1-based line expected)
+        let cases = [
+            ("src/a.py", "# x = compute(y)\nz = 1\n", 1),
+            (
+                "src/a.py",
+                "def f():\n    # print(state)\n    return 1\n",
+                2,
+            ),
+            (
+                "x_test.go",
+                "package x\n\nfunc TestF(t *testing.T) {\n\t//dumpNodes(root, \"\")\n\tcheck(t)\n}\n",
+                4,
+            ),
+            (
+                "src/a.ts",
+                "function f() {\n  // cache.clear();\n  return 1;\n}\n",
+                2,
+            ),
+            (
+                "src/a.js",
+                "async function f() {\n  // await reload(x)\n}\n",
+                2,
+            ),
+            // A variant and a field of Rust, the field with its doc comment left out too.
+            (
+                "src/lib.rs",
+                "pub enum Name<'a> {\n    Plain(&'a str),\n    // Mapped(Vec<&'a str>)\n    Mapped(Vec<String>),\n}\n",
+                3,
+            ),
+            (
+                "src/lib.rs",
+                "pub struct Opts {\n    pub wrap: bool,\n    ///// Paths to show\n    // pub paths: Option<Vec<&'a str>>,\n}\n",
+                3,
+            ),
+            (
+                "src/lib.rs",
+                "fn f() {\n    // let n = count(&items);\n}\n",
+                2,
+            ),
+        ];
+        for (path, text, line) in cases {
+            assert_eq!(blocks(path, text), vec![line], "{path}: {text}");
+            let f = super::super::review_texts(path, "", text);
+            let f = f.iter().find(|f| f.rule == RULE).expect("a finding");
+            assert_eq!(f.confidence, Confidence::Low, "{path}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_block_of_old_rust_items_with_attributes_and_nested_comments_is_code() {
+        let rs = "pub fn a() {}\n\n/*\ntrait Old<S> {\n    fn run(&mut self) -> S;\n}\n\n/*\nimpl Old<u8> for A {\n    #[inline]\n    fn run(&mut self) -> u8 { 1 }\n}\n*/\n*/\n\npub fn b() {}\n";
+        assert_eq!(blocks("src/lib.rs", rs), vec![3]);
+    }
+
+    #[test]
+    fn single_comment_lines_of_prose_pragmas_and_docs_stay_silent() {
+        let cases = [
+            ("src/a.py", "# Example: foo(bar)\nz = 1\n"),
+            ("src/a.py", "# -*- coding: utf-8 -*-\nz = 1\n"),
+            ("src/a.py", "# coding=utf-8\nz = 1\n"),
+            ("src/a.py", "# see parse(text) for the rules.\nz = 1\n"),
+            ("src/a.py", "# TODO(alice)\nz = 1\n"),
+            ("src/a.py", "# type: (int) -> str\nz = 1\n"),
+            ("src/a.py", "# (width, height)\nz = 1\n"),
+            ("src/a.js", "// Note: init(x) runs first\nf();\n"),
+            ("src/a.js", "// call f() once the page is ready\nf();\n"),
+            ("src/a.js", "// eslint-disable-next-line no-console\nf();\n"),
+            ("src/a.js", "// Copyright (c) 2024 Someone (MIT)\nf();\n"),
+            (
+                "x_test.go",
+                "package x\n\nfunc ExampleF() {\n\tF()\n\t// Output: f(1)\n}\n",
+            ),
+            (
+                "x.go",
+                "package x\n\n// F(x) returns x.\nfunc F(x int) int { return x }\n",
+            ),
+            ("x.go", "package x\n\n//nolint:errcheck\nfunc F() {}\n"),
+            ("src/lib.rs", "/// let x = f();\npub fn a() {}\n"),
+            (
+                "src/lib.rs",
+                "// SAFETY: checked above (len > 0);\nfn a() {}\n",
+            ),
+            (
+                "src/lib.rs",
+                "pub struct S {\n    // Example: one,\n    pub a: u8,\n}\n",
+            ),
+            ("src/lib.rs", "pub enum E {\n    // Unknown,\n    A,\n}\n"),
         ];
         for (path, text) in cases {
             assert!(blocks(path, text).is_empty(), "{path}: {text}");

@@ -34,7 +34,7 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
             "assignment_expression" | "augmented_assignment_expression" => js.html_assignment(node),
             "call_expression" => {
                 judged.extend(js.sql_tagged(node));
-                js.call(node)
+                js.call(node).or_else(|| debug_p(input, syntax, node))
             }
             "new_expression" => js.construction(node),
             "jsx_attribute" => js.dangerous_html(node),
@@ -43,6 +43,29 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
         };
         out.extend(hit);
     });
+}
+
+/// A statement `p(…)` where the file defines no `p` (no `var`/`let`/`const`/`function`/`class
+/// p`, no parameter, import, destructuring or assignment of it; a name passed as an argument
+/// counts as defined): early Node.js had a global `p()` that printed `inspect(x)`, Ruby's `p`
+/// does the same, and such a call is a debugging dump left in. Confidence low: a global `p`
+/// may come from elsewhere.
+fn debug_p(input: &Input<'_>, syntax: &Syntax<'_>, call: Node<'_>) -> Option<Hit> {
+    static DEFINED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"\b(?:var|let|const|function|class|import)\s+p\b|[(,{]\s*p\s*[,)}=:]|\bp\s*(?:=[^=]|=>)|\bas\s+p\b",
+        )
+        .expect("the pattern compiles")
+    });
+    let function = call.child_by_field_name("function")?;
+    if function.kind() != "identifier"
+        || syntax.text_of(function) != "p"
+        || call.parent()?.kind() != "expression_statement"
+        || DEFINED.is_match(&input.file.new_text)
+    {
+        return None;
+    }
+    Some(Hit::new(CheckId::DebugP, lines_of(call)).confidence(Confidence::Low))
 }
 
 /// What a value is made of, from the safest.
@@ -1272,5 +1295,34 @@ mod tests {
         for path in ["src/latest.js", "src/spectrum.ts", "lib/contest.js"] {
             assert!(!rules.is_test_path(rules.language_of(path), path), "{path}");
         }
+    }
+
+    #[test]
+    fn a_call_of_an_undefined_p_is_a_debug_dump_hint() {
+        use super::super::{found, graded};
+        use crate::quality::review::{Confidence, Severity};
+        let js = "exports.handle = function (req, res) {\n  p(req.headers)\n  res.end('ok')\n}\n";
+        assert_eq!(found("lib/server.js", "", js, "debug-p").len(), 1);
+        assert_eq!(
+            graded("lib/server.js", js, "debug-p"),
+            vec![(Severity::Medium, Confidence::Low)]
+        );
+        // Defined or bound in the file, passed on, or a method: not the global.
+        let silent = [
+            "const p = require('./print')\np(x)\n",
+            "function p(x) { return x }\np(1)\n",
+            "items.forEach(function (p) {\n  p(1)\n})\n",
+            "const run = (p) => {\n  p()\n}\n",
+            "import { p } from './log'\np(x)\n",
+            "obj.p(x)\nconst y = p\n",
+            "wait(p)\np(x)\n",
+            "const q = p(x)\n",
+        ];
+        for js in silent {
+            assert!(found("lib/a.js", "", js, "debug-p").is_empty(), "{js}");
+        }
+        // Tests may print.
+        let test = "it('a', () => {\n  p(res)\n})\n";
+        assert!(found("test/a.test.js", "", test, "debug-p").is_empty());
     }
 }

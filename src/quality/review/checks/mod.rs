@@ -180,7 +180,7 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         LazyLock::new(|| compile(&format!(r"exec\.Command|(?i:{COMMON})")));
     static JS: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(
-            r"(?i)html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
+            r"(?i)(?m:^[ \t]*p\s*\()|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
         ))
     });
     let constructs = match grammar {
@@ -418,6 +418,38 @@ mod tests {
             lines(61, 1)
         );
         assert!(found("lib/a.js", &old, &new, "function-lines").is_empty());
+    }
+
+    #[test]
+    fn debug_dumps_where_printing_is_the_job_are_hints_and_normal_output_is_silent() {
+        use crate::quality::review::Severity;
+        let hint = vec![(Severity::Low, Confidence::Low)];
+        // A Rust program: a `Debug` dump is a hint; usage text, `Display` and stderr are not.
+        let rs = "fn main() {\n    let args = parse();\n    println!(\"{:#?}\", args);\n    println!(\"{args:?}\");\n    println!(\"Usage: tool <file>\");\n    println!(\"{} files\", n);\n    eprintln!(\"error: {:?}\", e);\n}\n";
+        assert_eq!(
+            lines("src/bin/grep/app.rs", rs, "println-debug"),
+            vec![3, 4]
+        );
+        assert_eq!(graded("src/main.rs", rs, "println-debug")[0], hint[0]);
+        // Library code has `println` (medium) instead, not both.
+        let lib = "pub fn f(x: &X) {\n    println!(\"{:?}\", x);\n}\n";
+        assert!(lines("src/lib.rs", lib, "println-debug").is_empty());
+        assert_eq!(lines("src/lib.rs", lib, "println"), vec![2]);
+        // A Go program: a bare value or a `%+v` dump is a hint; messages are not.
+        let go = "package main\n\nfunc main() {\n\tfmt.Println(name)\n\tfmt.Printf(\"%+v\\n\", cfg)\n\tfmt.Println(err)\n\tfmt.Println(\"done\")\n\tfmt.Printf(\"%d files\\n\", n)\n\tfmt.Println(strings.Join(names, \", \"))\n}\n";
+        assert_eq!(lines("cmd/fetch/main.go", go, "go-print-value"), vec![4, 5]);
+        assert_eq!(
+            graded("cmd/fetch/main.go", go, "go-print-value"),
+            vec![hint[0]; 2]
+        );
+        let lib = "package util\n\nfunc F() {\n\tfmt.Println(name)\n}\n";
+        assert!(lines("util/f.go", lib, "go-print-value").is_empty());
+        // A JS test: console.log of a value is a hint; of a message it is not.
+        let js = "test('a', async () => {\n  const res = await get('/');\n  console.log(res.headers.get('x'));\n  console.log('starting');\n  console.log(`at ${n}`);\n  expect(res.status).toBe(200);\n});\n";
+        assert_eq!(lines("src/a.test.ts", js, "console-log-test"), vec![3]);
+        assert_eq!(graded("src/a.test.ts", js, "console-log-test"), hint);
+        assert!(lines("src/a.ts", js, "console-log-test").is_empty());
+        assert_eq!(lines("src/a.ts", js, "console-log"), vec![3, 4, 5]);
     }
 
     #[test]
