@@ -368,7 +368,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                     let end = old_text[r.end..]
                         .find('\n')
                         .map_or(old_text.len(), |i| r.end + i);
-                    f.is_match(old_text[start..end].as_bytes())
+                    f.is_match(&old_text.as_bytes()[start..end])
                 })
             };
             let mut at: Vec<Range<usize>> = names

@@ -642,7 +642,6 @@ fn a_missed_deadline_marks_the_file_approximate() {
     let opts = Options {
         deadline: Duration::ZERO,
         algorithm: DiffAlgorithm::Patience,
-        ..Options::default()
     };
     let r = review_with(&repo, "HEAD", &Requirements::none("test"), &opts);
     assert!(r.files[0].approximate);
