@@ -102,9 +102,10 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         scan.context = Some(Context::Cli);
     }
     // Only the items that need it are parsed.
-    let items = grammar
-        .map(|g| syntax::windows(g, &file.new_text, &focus))
+    let grouped = grammar
+        .map(|g| syntax::member_windows(g, &file.new_text, &focus))
         .unwrap_or_default();
+    let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let mut unparsed = Vec::new();
     // Whether a function may be over the size limit (`parse_windows` says).
     let mut may_be_long = true;
@@ -112,7 +113,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if wants_imports {
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
-        let (wanted, long) = parse_windows(rules, scan.context, lang, g, file, &focus, &items);
+        let (wanted, long) = parse_windows(rules, scan.context, lang, g, file, &focus, &grouped);
         may_be_long = long;
         unparsed = items
             .iter()
@@ -463,8 +464,9 @@ fn parse_windows(
     grammar: Grammar,
     file: &FileDiff,
     focus: &[Range<usize>],
-    items: &[Range<usize>],
+    grouped: &[(Range<usize>, syntax::Block)],
 ) -> (Vec<Range<usize>>, bool) {
+    let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let text = &file.new_text;
     let language = rules.language_of(&file.path);
     let mut may_be_long = false;
@@ -563,6 +565,13 @@ fn parse_windows(
                 wanted[i] |= w.start < bytes.end && bytes.start < w.end;
             }
             extra.push(bytes);
+        }
+    }
+    // A member is parsed with its block's head and tail.
+    for (i, (_, block)) in grouped.iter().enumerate() {
+        if let (true, Some((head, tail))) = (wanted[i], block) {
+            wanted[*head] = true;
+            wanted[*tail] = true;
         }
     }
     let mut out: Vec<Range<usize>> = items

@@ -486,7 +486,25 @@ fn ts_ranges(text: &str, ranges: &[Range<usize>]) -> Vec<tree_sitter::Range> {
 /// range per item, in order (see [`item_starts`] for where an item starts). Items are cut
 /// from the layout only; a cut that is wrong shows as errors in the parse of the items.
 pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
-    let starts = item_starts(grammar, text);
+    member_windows(grammar, text, focus)
+        .into_iter()
+        .map(|(w, _)| w)
+        .collect()
+}
+
+/// For a member of a block cut into members, the indices of its block's head and tail
+/// windows among [`member_windows`].
+pub type Block = Option<(usize, usize)>;
+
+/// [`windows`], each with, for a member of a block cut into members, the indices of its
+/// block's head and tail windows: a member is parsed with them, or it parses as something
+/// else (a method as a free function).
+pub fn member_windows(
+    grammar: Grammar,
+    text: &str,
+    focus: &[Range<usize>],
+) -> Vec<(Range<usize>, Block)> {
+    let starts = item_starts(grammar, text, 0..text.len(), b"");
     let item = |i: usize| starts[i]..starts.get(i + 1).copied().unwrap_or(text.len());
     let mut out: Vec<Range<usize>> = Vec::new();
     for r in focus {
@@ -506,7 +524,116 @@ pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Rang
             i += 1;
         }
     }
-    out
+    // A large item that is a block of members (an `impl`, a class, a module) is cut further:
+    // its head, the members the focus reaches, its closing line.
+    let mut refined = Vec::with_capacity(out.len());
+    for w in out {
+        match members(grammar, text, w.clone()) {
+            Some((head, starts, tail)) => {
+                let h = refined.len();
+                refined.push((head, None));
+                let member = |i: usize| starts[i]..starts.get(i + 1).copied().unwrap_or(tail.start);
+                let first = refined.len();
+                for i in 0..starts.len() {
+                    let m = member(i);
+                    if !m.is_empty() && focus.iter().any(|f| f.start < m.end && m.start < f.end) {
+                        refined.push((m, None));
+                    }
+                }
+                let t = if tail.is_empty() {
+                    h
+                } else {
+                    refined.push((tail, None));
+                    refined.len() - 1
+                };
+                for m in &mut refined[first..] {
+                    m.1 = Some((h, t));
+                }
+                refined[t].1 = None;
+            }
+            None => refined.push((w, None)),
+        }
+    }
+    refined
+}
+
+/// The parts of the item `item` of `text` when it is a block of members worth cutting (over
+/// 60 lines): its head (to the line that opens the block: ending in `{`, or `:` in Python),
+/// where its members start (lines at the indentation of the first line after the head, cut as
+/// [`item_starts`] cuts the file), and its tail (from the `}` in column 0 that closes it; empty
+/// in Python).
+fn members(
+    grammar: Grammar,
+    text: &str,
+    item: Range<usize>,
+) -> Option<(Range<usize>, Vec<usize>, Range<usize>)> {
+    let body = &text[item.clone()];
+    if body.bytes().filter(|&b| b == b'\n').count() <= 60 {
+        return None;
+    }
+    let python = grammar == Grammar::Python;
+    // Only containers of members: a function is measured whole, and its statements are no
+    // members.
+    let declaration = body
+        .lines()
+        .map(str::trim_start)
+        .find(|l| !["#", "@", "//", "/*", "*"].iter().any(|p| l.starts_with(p)))?;
+    let words: Vec<&str> = declaration
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .take(4)
+        .collect();
+    let container = match grammar {
+        Grammar::Python => &["class"][..],
+        Grammar::Rust => &["impl", "mod", "trait"][..],
+        Grammar::Go => &[][..],
+        _ => &["class", "namespace", "module", "interface"][..],
+    };
+    let modifiers = [
+        "pub", "crate", "super", "self", "in", "unsafe", "export", "default", "abstract", "declare",
+    ];
+    let kind = words.iter().find(|w| !modifiers.contains(w))?;
+    if !container.contains(kind) {
+        return None;
+    }
+    let opener: &[char] = if python { &[':'] } else { &['{'] };
+    // The head: up to the end of the first line that opens the block (a comment after it
+    // aside).
+    let mut at = item.start;
+    let head_end = loop {
+        let end = text[at..item.end]
+            .find('\n')
+            .map_or(item.end, |i| at + i + 1);
+        let line = text[at..end].trim_end();
+        let code = line.split(" //").next().unwrap_or(line).trim_end();
+        if code.ends_with(opener) {
+            break end;
+        }
+        if end >= item.end {
+            return None;
+        }
+        at = end;
+    };
+    // The members' indentation: the first line after the head that is not blank.
+    let rest = &text[head_end..item.end];
+    let first = rest.lines().find(|l| !l.trim().is_empty())?;
+    let indent = &first[..first.len() - first.trim_start().len()];
+    if indent.is_empty() {
+        return None;
+    }
+    let tail_start = if python {
+        item.end
+    } else {
+        text[head_end..item.end]
+            .rmatch_indices("\n}")
+            .next()
+            .map(|(i, _)| head_end + i + 1)?
+    };
+    let mut starts = item_starts(grammar, text, head_end..tail_start, indent.as_bytes());
+    if starts.first() != Some(&head_end) {
+        starts.insert(0, head_end);
+    }
+    Some((item.start..head_end, starts, tail_start..item.end))
 }
 
 /// Where the top-level items of `text` start, as byte offsets (the first is 0): at a line of
@@ -514,23 +641,33 @@ pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Rang
 /// decorator and comment lines (`#[`, `@`, `#`, `//`, `/*`, `*`) right above one. A comment in
 /// column 0 inside a body starts nothing, nor does a line inside a string or a block comment
 /// (see [`Lexer`]).
-fn item_starts(grammar: Grammar, text: &str) -> Vec<usize> {
-    let bytes = text.as_bytes();
-    let mut starts = vec![0];
+fn item_starts(grammar: Grammar, text: &str, range: Range<usize>, indent: &[u8]) -> Vec<usize> {
+    let bytes = &text.as_bytes()[..range.end];
+    let mut starts = vec![range.start];
     let mut attached: Option<usize> = None;
     let mut lexer = Lexer::new(grammar);
-    let mut at = 0;
+    let mut at = range.start;
     while at < bytes.len() {
         let end = bytes[at..]
             .iter()
             .position(|&b| b == b'\n')
             .map_or(bytes.len(), |i| at + i + 1);
-        let line = &bytes[at..end];
+        let full = &bytes[at..end];
+        // A line at a deeper or other indentation goes with the member above it.
+        let Some(line) = full.strip_prefix(indent) else {
+            let in_comment = matches!(lexer.state, Lex::Block(_));
+            lexer.line(full);
+            if !in_comment {
+                attached = None;
+            }
+            at = end;
+            continue;
+        };
         let (in_code, in_comment) = (
             lexer.state == Lex::Code,
             matches!(lexer.state, Lex::Block(_)),
         );
-        lexer.line(line);
+        lexer.line(full);
         if in_comment {
             // A block comment's lines go with it: attached above an item if it is.
         } else if !in_code {
@@ -545,7 +682,7 @@ fn item_starts(grammar: Grammar, text: &str) -> Vec<usize> {
             attached.get_or_insert(at);
         } else if line.first().is_some_and(|b| !b.is_ascii_whitespace()) && !continues(line) {
             let start = attached.take().unwrap_or(at);
-            if start > 0 {
+            if start > range.start {
                 starts.push(start);
             }
         } else {
@@ -906,7 +1043,7 @@ mod tests {
     #[test]
     fn items_are_cut_at_code_in_column_0_not_inside_strings_or_comments() {
         let starts = |g, text: &str| -> Vec<String> {
-            item_starts(g, text)
+            item_starts(g, text, 0..text.len(), b"")
                 .into_iter()
                 .map(|at| text[at..].lines().next().unwrap_or("").to_owned())
                 .collect()
@@ -953,6 +1090,55 @@ mod tests {
             .map(|r| &text[r])
             .collect();
         assert_eq!(w, vec!["fn b() {\n    x();\n}\n\n", "fn c() {}\n"]);
+    }
+
+    #[test]
+    fn a_large_block_of_members_is_parsed_as_its_head_the_members_reached_and_its_tail() {
+        let body: String = (0..70)
+            .map(|i| format!("        let v{i} = {i};\n"))
+            .collect();
+        let fns: String = (0..40).map(|i| format!("    fn f{i}() {{}}\n")).collect();
+        let rs = format!(
+            "use x;\n\n/// S.\nimpl S {{\n    /// New.\n    pub fn new() -> S {{\n{body}    }}\n{fns}    fn last() {{\n        y();\n    }}\n}}\n"
+        );
+        let at = rs.find("y();").unwrap();
+        let w = member_windows(Grammar::Rust, &rs, &[at..at + 4]);
+        let texts: Vec<&str> = w.iter().map(|(r, _)| &rs[r.clone()]).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "/// S.\nimpl S {\n",
+                "    fn last() {\n        y();\n    }\n",
+                "}\n"
+            ]
+        );
+        assert_eq!(w[1].1, Some((0, 2)));
+        // Parsed together they are an impl: the method keeps its qualified name.
+        let ranges: Vec<Range<usize>> = w.iter().map(|(r, _)| r.clone()).collect();
+        let s = Syntax::parse_items(Grammar::Rust, &rs, None, Some(ranges)).unwrap();
+        assert!(!s.root().has_error());
+        let names: Vec<String> = s.functions().into_iter().map(|f| f.name).collect();
+        assert_eq!(names, vec!["S::last"]);
+        // A long function is not a block of members: it stays whole.
+        let f = format!("fn long() {{\n{body}}}\n");
+        let at = f.find("v3 ").unwrap();
+        assert_eq!(windows(Grammar::Rust, &f, &[at..at + 2]), vec![0..f.len()]);
+        // A Python class: its head and the method reached (no tail).
+        let methods: String = (0..40)
+            .map(|i| format!("    def m{i}(self):\n        pass\n"))
+            .collect();
+        let py =
+            format!("class C(Base):\n    x = 1\n{methods}    def last(self):\n        return 2\n");
+        let at = py.find("return 2").unwrap();
+        let w = windows(Grammar::Python, &py, &[at..at + 8]);
+        let texts: Vec<&str> = w.iter().map(|r| &py[r.clone()]).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "class C(Base):\n",
+                "    def last(self):\n        return 2\n"
+            ]
+        );
     }
 
     #[test]

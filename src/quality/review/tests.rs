@@ -321,6 +321,32 @@ fn a_function_is_flagged_when_the_change_takes_it_over_the_limit_not_for_touchin
 }
 
 #[test]
+fn a_method_of_a_large_impl_keeps_its_qualified_name_when_only_its_part_is_parsed() {
+    // Two impls with a `new` each: only the qualified name finds the old self of the long one,
+    // which sits among many members, so its impl is parsed as head, method and tail.
+    let file = |n: usize| {
+        let body: String = (0..n)
+            .map(|i| format!("        let v{i} = {i};\n"))
+            .collect();
+        let fns: String = (0..40).map(|i| format!("    fn f{i}() {{}}\n")).collect();
+        format!(
+            "struct A;\nstruct B;\n\nimpl A {{\n    fn new() -> A {{\n        A\n    }}\n}}\n\nimpl B {{\n{fns}    fn new() -> B {{\n{body}        B\n    }}\n}}\n"
+        )
+    };
+    let found = super::checks::review_texts("src/lib.rs", &file(45), &file(60))
+        .into_iter()
+        .filter(|f| f.rule == "function-lines")
+        .map(|f| f.reason)
+        .collect::<Vec<_>>();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("`B::new`") && found[0].contains("was 48"),
+        "{}",
+        found[0]
+    );
+}
+
+#[test]
 fn a_long_function_is_measured_whole_when_a_string_in_it_has_lines_in_column_0() {
     // A Go function that writes a script: its lines sit in column 0 inside a raw string, so
     // the layout alone would cut the function into items. The change edits one line of the
