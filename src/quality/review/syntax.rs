@@ -394,6 +394,10 @@ pub fn is_program(grammar: Grammar, text: &str) -> bool {
 /// Whether a Rust attribute marks test code: `#[cfg(test)]`, `#[cfg(all(test, …))]`,
 /// `#[test]`, `#[tokio::test]`.
 fn is_test_attribute(attr: &str) -> bool {
+    // Most attributes are not about tests (`#[derive]`, `#[inline]`): no copy for them.
+    if !attr.contains("test") {
+        return false;
+    }
     let inner: String = attr.chars().filter(|c| !c.is_whitespace()).collect();
     inner.starts_with("#[cfg(test")
         || inner.starts_with("#[cfg(all(test")
@@ -753,8 +757,12 @@ impl Lexer {
             let b = line[i];
             match self.state {
                 Lex::Code => {
+                    // Skip to the next byte that can start a comment or a string.
                     if !matches!(b, b'/' | b'#' | b'"' | b'\'' | b'`' | b'r') {
-                        i += 1;
+                        i += line[i..]
+                            .iter()
+                            .position(|c| matches!(c, b'/' | b'#' | b'"' | b'\'' | b'`' | b'r'))
+                            .unwrap_or(line.len() - i);
                         continue;
                     }
                     let next = line.get(i + 1).copied();
