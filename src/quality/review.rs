@@ -271,7 +271,8 @@ pub fn diff_target(
     rules: &RuleSet,
     opts: &Options,
 ) -> Result<Vec<FileDiff>> {
-    let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE)?;
+    let renames = diff::Renames::of(repo);
+    let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE, renames)?;
     let dopts = diff_options(rules, opts);
     let mut files = pipeline(repo, &changed, &dopts, |mut file| {
         file.diff_lines(&dopts);
@@ -279,7 +280,7 @@ pub fn diff_target(
     })?;
     // Added and deleted files that are alike pair into renames (their diffs, whole-file
     // ones, cheap, are made again).
-    if diff::Renames::of(repo) == diff::Renames::Similar {
+    if renames == diff::Renames::Similar {
         diff::pair_renames(&mut files, &dopts);
     }
     Ok(files)

@@ -220,13 +220,15 @@ pub struct Changed {
     new: Option<(ObjectId, bool)>,
 }
 
-/// The changed files between two trees (renames detected as git does by default), leaving out
-/// directories, submodules and everything under one of `exclude` (path prefixes ending in `/`).
+/// The changed files between two trees (exact renames paired here when `renames` asks for
+/// renames, similar ones left to [`pair_renames`]), leaving out directories, submodules and
+/// everything under one of `exclude` (path prefixes ending in `/`).
 pub fn changed_files(
     repo: &gix::Repository,
     old_tree: ObjectId,
     new_tree: ObjectId,
     exclude: &[&str],
+    renames: Renames,
 ) -> Result<Vec<Changed>> {
     let git = |e: gix::Error| Error::git("cannot diff the trees", e);
     let old = repo.find_tree(old_tree).map_err(git)?;
@@ -234,7 +236,6 @@ pub fn changed_files(
     // Renames as git finds them by default are paired here (exact ones) and by
     // [`pair_renames`] once the texts are read (similar ones); copies, which gix finds, only
     // when `diff.renames` asks for them.
-    let renames = Renames::of(repo);
     let options = match renames {
         Renames::Copies => None,
         _ => Some(gix::diff::Options::default()),

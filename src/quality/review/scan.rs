@@ -105,7 +105,6 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     let grouped = grammar
         .map(|g| syntax::member_windows(g, &file.new_text, &focus))
         .unwrap_or_default();
-    let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let mut unparsed = Vec::new();
     // Whether a function may be over the size limit (`parse_windows` says).
     let mut may_be_long = true;
@@ -113,10 +112,12 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if wants_imports {
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
-        let (wanted, long) = parse_windows(rules, scan.context, lang, g, file, &focus, &grouped);
+        let (wanted, long) =
+            parse_windows(rules, scan.context, language, g, file, &focus, &grouped);
         may_be_long = long;
-        unparsed = items
+        unparsed = grouped
             .iter()
+            .map(|(w, _)| w)
             .filter(|w| !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end))
             .cloned()
             .collect();
@@ -460,7 +461,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
 fn parse_windows(
     rules: &RuleSet,
     context: Option<Context>,
-    lang: Option<&Language>,
+    language: Option<usize>,
     grammar: Grammar,
     file: &FileDiff,
     focus: &[Range<usize>],
@@ -468,10 +469,14 @@ fn parse_windows(
 ) -> (Vec<Range<usize>>, bool) {
     let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let text = &file.new_text;
-    let language = rules.language_of(&file.path);
+    let lang = language.map(|l| &rules.languages[l]);
     let mut may_be_long = false;
     let mut wanted = vec![false; items.len()];
-    let window_of = |at: usize| items.iter().position(|w| w.contains(&at));
+    // The items are in order and do not overlap.
+    let window_of = |at: usize| {
+        let i = items.partition_point(|w| w.end <= at);
+        items.get(i).filter(|w| w.contains(&at)).map(|_| i)
+    };
     // An item's context: test code by the attribute above it (Rust), else the file's.
     let tests: Vec<bool> = items
         .iter()

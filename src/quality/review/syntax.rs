@@ -487,8 +487,9 @@ fn ts_ranges(text: &str, ranges: &[Range<usize>]) -> Vec<tree_sitter::Range> {
 }
 
 /// The byte ranges of the top-level items of `text` that hold the byte ranges `focus`, one
-/// range per item, in order (see [`item_starts`] for where an item starts). Items are cut
-/// from the layout only; a cut that is wrong shows as errors in the parse of the items.
+/// range per item, in order (see [`item_starts`] for where an item starts); a large block of
+/// members is given as its head, the members the focus reaches and its tail ([`members`]).
+/// Items are cut from the layout only; a cut that is wrong shows as errors in the parse.
 pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     member_windows(grammar, text, focus)
         .into_iter()

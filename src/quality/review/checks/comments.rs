@@ -169,9 +169,10 @@ const LICENSE_WORDS: &[&str] = &[
 ];
 
 /// Whether the new code `new` (its lines, in order) may hold a candidate that is code: a
-/// run of at least two line comments alone on their lines, not documentation, most of them
-/// with code punctuation (what [`is_commented_out_code`] asks first), or a block comment
-/// opening a line. The check reads the parse only where this is so.
+/// run of line comments alone on their lines, not documentation, most of them with code
+/// punctuation (what [`commented_out_code`] asks first), a single one that may be a
+/// statement ([`looks_like_one_statement`]), or a block comment opening a line. The check
+/// reads the parse only where this is so.
 pub fn may_hold_code(grammar: Grammar, new: &str) -> bool {
     let marker = if grammar == Grammar::Python {
         "#"
