@@ -958,3 +958,58 @@ fn the_readme_describes_every_rule_and_check() {
         );
     }
 }
+
+#[test]
+fn renames_are_paired_as_git_pairs_them_unless_diff_renames_is_off() {
+    let repo = TestRepo::new();
+    let text: String = (0..40).map(|i| format!("line number {i}\n")).collect();
+    repo.write("old/moved.txt", &text);
+    repo.write("old/same.txt", "kept as it is\n");
+    repo.write("gone.txt", &python_lines(30));
+    repo.commit("base");
+    std::fs::remove_dir_all(repo.path().join("old")).expect("rm");
+    std::fs::remove_file(repo.path().join("gone.txt")).expect("rm");
+    // 38 of 40 lines kept: similar; one moved unchanged: exact; one deleted, one added unlike.
+    repo.write(
+        "new/moved.txt",
+        &text
+            .replace("line number 3\n", "changed 3\n")
+            .replace("line number 9\n", "changed 9\n"),
+    );
+    repo.write("new/same.txt", "kept as it is\n");
+    repo.write("fresh.txt", "nothing like the rest\n");
+    repo.commit("move");
+    let files = |r: &Review| -> Vec<(String, Option<String>, ChangeKind, usize)> {
+        r.files
+            .iter()
+            .map(|f| (f.path.clone(), f.old_path.clone(), f.status, f.added))
+            .collect()
+    };
+    let r = review(&repo, "HEAD");
+    assert_eq!(
+        files(&r),
+        vec![
+            ("fresh.txt".into(), None, ChangeKind::Added, 1),
+            ("gone.txt".into(), None, ChangeKind::Deleted, 0),
+            (
+                "new/moved.txt".into(),
+                Some("old/moved.txt".into()),
+                ChangeKind::Renamed,
+                2
+            ),
+            (
+                "new/same.txt".into(),
+                Some("old/same.txt".into()),
+                ChangeKind::Renamed,
+                0
+            ),
+        ]
+    );
+    repo.git(&["config", "diff.renames", "false"]);
+    let r = review(&repo, "HEAD");
+    assert!(
+        r.files.iter().all(|f| f.old_path.is_none()) && r.files.len() == 6,
+        "{:#?}",
+        files(&r)
+    );
+}
