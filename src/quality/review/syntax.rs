@@ -119,6 +119,26 @@ impl<'a> Syntax<'a> {
         Syntax::parse_focused(grammar, text, None)
     }
 
+    /// Parses `text` if it is code of `grammar` without a syntax error; `None` if it is not.
+    /// The parser stops at the point where every way of reading the text has met an error,
+    /// so prose (a comment that is not code) costs little: recovering from errors is what
+    /// makes a parse expensive.
+    pub fn parse_clean(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
+        // Prose is refused before the parser sees it: on prose, tree-sitter's recovery from
+        // error after error costs a millisecond for a few lines.
+        if is_prose(grammar, text) {
+            return None;
+        }
+        let tree = with_parser(grammar, |parser| {
+            parser.set_included_ranges(&[]).ok()?;
+            parse_until_error(parser, text)
+        })?;
+        if tree.root_node().has_error() {
+            return None;
+        }
+        Some(Syntax::of_tree(grammar, tree, text, None))
+    }
+
     /// Parses `text`, with walks limited to the byte ranges `focus` (in order); only the
     /// top-level items that hold the focus are parsed.
     pub fn parse_focused(
@@ -145,23 +165,18 @@ impl<'a> Syntax<'a> {
         // are most of it.
         let windows =
             items.filter(|w| w.iter().map(|r| r.len()).sum::<usize>() * 10 < text.len() * 7);
-        let tree = PARSER.with(|cell| {
-            let mut parsers = cell.borrow_mut();
-            let parser = parsers.entry(grammar).or_insert_with(|| {
-                let mut p = Parser::new();
-                p.set_language(&grammar.language())
-                    .expect("the grammars are of this tree-sitter's ABI (a unit test parses each)");
-                p
-            });
+        let tree = with_parser(grammar, |parser| {
             let whole = |parser: &mut Parser| {
                 parser.set_included_ranges(&[]).ok()?;
                 parser.parse(text, None)
             };
             match &windows {
                 Some(w) => {
+                    // A parse of the items that meets an error is given up at once: the whole
+                    // file is parsed then.
                     let ranges = ts_ranges(text, w);
                     parser.set_included_ranges(&ranges).ok()?;
-                    match parser.parse(text, None) {
+                    match parse_until_error(parser, text) {
                         Some(tree) if !tree.root_node().has_error() => Some(tree),
                         _ => whole(parser),
                     }
@@ -169,6 +184,16 @@ impl<'a> Syntax<'a> {
                 None => whole(parser),
             }
         })?;
+        Some(Syntax::of_tree(grammar, tree, text, focus))
+    }
+
+    /// The parse `tree` of `text`, with its comments found (in `focus`, if any).
+    fn of_tree(
+        grammar: Grammar,
+        tree: Tree,
+        text: &'a str,
+        focus: Option<Vec<Range<usize>>>,
+    ) -> Syntax<'a> {
         let mut syntax = Syntax {
             grammar,
             tree,
@@ -187,7 +212,7 @@ impl<'a> Syntax<'a> {
             }
         });
         syntax.comments = comments;
-        Some(syntax)
+        syntax
     }
 
     /// The root node.
@@ -448,6 +473,262 @@ thread_local! {
     /// One parser per grammar and thread, reused from file to file.
     static PARSER: std::cell::RefCell<std::collections::HashMap<Grammar, Parser>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Whether `text` cannot be code of `grammar` because a line of it has three words in a row
+/// (outside quotes), separated by single spaces, none of them a keyword of the language:
+/// `every worker thread`. No statement of these languages has that: two names side by side
+/// are at most a name and its type (`x int`, `a any`). Rust macro calls and attributes, whose
+/// bodies may be any words, are never called prose.
+pub fn is_prose(grammar: Grammar, text: &str) -> bool {
+    let any_words = match grammar {
+        Grammar::Rust => ["!(", "![", "!{", "#["].iter().any(|m| text.contains(m)),
+        // JSX text (`<p>any words</p>`), and type arguments to be safe.
+        Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx => text.contains('<'),
+        Grammar::Python | Grammar::Go => false,
+    };
+    if any_words {
+        return false;
+    }
+    let keywords = prose_keywords(grammar);
+    text.lines().any(|line| {
+        let bytes = line.as_bytes();
+        let (mut run, mut i) = (0usize, 0usize);
+        // Whether the previous word ended just before a single space.
+        let mut spaced = false;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if matches!(b, b'"' | b'\'' | b'`') {
+                // A quoted part is skipped (to the end of the line if it is not closed); it
+                // ends the run.
+                i = line[i + 1..]
+                    .find(b as char)
+                    .map_or(bytes.len(), |e| i + e + 2);
+                (run, spaced) = (0, false);
+                continue;
+            }
+            if b.is_ascii_alphabetic() || b == b'_' {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                let word = &line[start..i];
+                if keywords.contains(&word) {
+                    run = 0;
+                } else {
+                    run = if spaced || run == 0 { run + 1 } else { 1 };
+                    if run >= 3 {
+                        return true;
+                    }
+                }
+                spaced = bytes.get(i) == Some(&b' ')
+                    && bytes
+                        .get(i + 1)
+                        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+                if spaced {
+                    i += 1;
+                } else {
+                    run = 0;
+                }
+                continue;
+            }
+            (run, spaced) = (0, false);
+            i += 1;
+        }
+        false
+    })
+}
+
+/// The keywords (and contextual keywords) of `grammar` that may stand next to a name with
+/// only a space between: `pub fn f`, `from a import b`, `static async f`.
+fn prose_keywords(grammar: Grammar) -> &'static [&'static str] {
+    match grammar {
+        Grammar::Rust => &[
+            "as",
+            "async",
+            "await",
+            "auto",
+            "box",
+            "break",
+            "const",
+            "continue",
+            "crate",
+            "default",
+            "dyn",
+            "else",
+            "enum",
+            "extern",
+            "false",
+            "fn",
+            "for",
+            "gen",
+            "if",
+            "impl",
+            "in",
+            "let",
+            "loop",
+            "macro_rules",
+            "match",
+            "mod",
+            "move",
+            "mut",
+            "pub",
+            "raw",
+            "ref",
+            "return",
+            "safe",
+            "self",
+            "Self",
+            "static",
+            "struct",
+            "super",
+            "trait",
+            "true",
+            "try",
+            "type",
+            "union",
+            "unsafe",
+            "use",
+            "where",
+            "while",
+            "yield",
+        ],
+        Grammar::Python => &[
+            "False", "None", "True", "and", "as", "assert", "async", "await", "break", "case",
+            "class", "continue", "def", "del", "elif", "else", "except", "exec", "finally", "for",
+            "from", "global", "if", "import", "in", "is", "lambda", "match", "nonlocal", "not",
+            "or", "pass", "print", "raise", "return", "try", "type", "while", "with", "yield",
+        ],
+        Grammar::Go => &[
+            "break",
+            "case",
+            "chan",
+            "const",
+            "continue",
+            "default",
+            "defer",
+            "else",
+            "fallthrough",
+            "for",
+            "func",
+            "go",
+            "goto",
+            "if",
+            "import",
+            "interface",
+            "map",
+            "package",
+            "range",
+            "return",
+            "select",
+            "struct",
+            "switch",
+            "type",
+            "var",
+        ],
+        Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx => &[
+            "abstract",
+            "accessor",
+            "as",
+            "asserts",
+            "async",
+            "await",
+            "break",
+            "case",
+            "catch",
+            "class",
+            "const",
+            "continue",
+            "debugger",
+            "declare",
+            "default",
+            "delete",
+            "do",
+            "else",
+            "enum",
+            "export",
+            "extends",
+            "false",
+            "finally",
+            "for",
+            "from",
+            "function",
+            "get",
+            "if",
+            "implements",
+            "import",
+            "in",
+            "infer",
+            "instanceof",
+            "interface",
+            "is",
+            "keyof",
+            "let",
+            "module",
+            "namespace",
+            "new",
+            "null",
+            "of",
+            "override",
+            "package",
+            "private",
+            "protected",
+            "public",
+            "readonly",
+            "return",
+            "satisfies",
+            "set",
+            "static",
+            "super",
+            "switch",
+            "this",
+            "throw",
+            "true",
+            "try",
+            "type",
+            "typeof",
+            "undefined",
+            "unique",
+            "using",
+            "var",
+            "void",
+            "while",
+            "with",
+            "yield",
+        ],
+    }
+}
+
+/// Runs `f` with this thread's parser for `grammar` (made on first use).
+fn with_parser<T>(grammar: Grammar, f: impl FnOnce(&mut Parser) -> Option<T>) -> Option<T> {
+    PARSER.with(|cell| {
+        let mut parsers = cell.borrow_mut();
+        let parser = parsers.entry(grammar).or_insert_with(|| {
+            let mut p = Parser::new();
+            p.set_language(&grammar.language())
+                .expect("the grammars are of this tree-sitter's ABI (a unit test parses each)");
+            p
+        });
+        f(parser)
+    })
+}
+
+/// Parses `text` (within the parser's included ranges), giving up as soon as every version
+/// of the parse is in error: the tree would have an error then. `None` when given up.
+fn parse_until_error(parser: &mut Parser, text: &str) -> Option<Tree> {
+    let bytes = text.as_bytes();
+    let mut stop = |state: &tree_sitter::ParseState| state.has_error();
+    let options = tree_sitter::ParseOptions::new().progress_callback(&mut stop);
+    let tree = parser.parse_with_options(
+        &mut |at, _| bytes.get(at..).unwrap_or_default(),
+        None,
+        Some(options),
+    );
+    // A parse that was given up leaves the parser mid-way; the next one must start afresh.
+    if tree.is_none() {
+        parser.reset();
+    }
+    tree
 }
 
 /// The byte ranges `ranges` of `text` (in order, not overlapping) as tree-sitter ranges, the
@@ -1181,5 +1462,60 @@ mod tests {
         let s = parse(Grammar::Rust, rs);
         let docs: Vec<bool> = s.comments.iter().map(|c| c.doc).collect();
         assert_eq!(docs, vec![true, false]);
+    }
+
+    #[test]
+    fn prose_is_told_from_code_without_a_parse() {
+        let prose = "If deactivate_worker() returns 0, every worker thread\nis currently idle.\n";
+        for g in [
+            Grammar::Rust,
+            Grammar::Python,
+            Grammar::Go,
+            Grammar::JavaScript,
+        ] {
+            assert!(is_prose(g, prose), "{g:?}");
+            assert!(Syntax::parse_clean(g, prose).is_none(), "{g:?}");
+        }
+        // Names side by side with keywords between them, a name and its type, words in
+        // quotes: code.
+        for (g, code) in [
+            (
+                Grammar::Rust,
+                "pub unsafe fn f(x: &mut Self) -> impl Iterator<Item = u8> {}\n",
+            ),
+            (Grammar::Rust, "let msg = \"three words here\";\n"),
+            (Grammar::Rust, "println!(any words at all);\n"),
+            (Grammar::Rust, "#[doc(alias = x)]\nstruct S;\n"),
+            (
+                Grammar::Python,
+                "from a import b\nif x is not None: print x\n",
+            ),
+            (Grammar::Python, "return a if b else c\n"),
+            (
+                Grammar::Go,
+                "var x, y int\nfunc (s *S) F(a any, b string) {}\n",
+            ),
+            (
+                Grammar::JavaScript,
+                "export default async function f() {}\nfor (const a of b) {}\n",
+            ),
+            (Grammar::JavaScript, "const el = <p>Hello big world</p>;\n"),
+            (
+                Grammar::TypeScript,
+                "declare module foo {}\nlet x = y as unknown as Z;\n",
+            ),
+        ] {
+            assert!(!is_prose(g, code), "{g:?}: {code}");
+            assert!(Syntax::parse_clean(g, code).is_some(), "{g:?}: {code}");
+        }
+    }
+
+    #[test]
+    fn a_clean_parse_refuses_text_with_an_error() {
+        assert!(Syntax::parse_clean(Grammar::Rust, "fn f( {\n").is_none());
+        assert!(Syntax::parse_clean(Grammar::Rust, "fn f() { let x = f(1, 2); }\n").is_some());
+        assert!(Syntax::parse_clean(Grammar::Python, "x = (1,\n").is_none());
+        // The parser is usable after a parse it gave up.
+        assert!(Syntax::parse_clean(Grammar::Python, "x = f(1)\n").is_some());
     }
 }

@@ -267,12 +267,9 @@ fn commented_out_code(grammar: Grammar, text: &str) -> Option<Confidence> {
 fn parses_with_statement(grammar: Grammar, code: &str) -> bool {
     wrappings(grammar).iter().any(|(open, close)| {
         let wrapped = format!("{open}{code}{close}");
-        let Some(parsed) = Syntax::parse(grammar, &wrapped) else {
+        let Some(parsed) = Syntax::parse_clean(grammar, &wrapped) else {
             return false;
         };
-        if parsed.root().has_error() {
-            return false;
-        }
         let mut statement = false;
         parsed.walk(|node| {
             statement |= is_statement(grammar, node.kind())
@@ -337,13 +334,10 @@ fn is_one_statement(grammar: Grammar, line: &str) -> bool {
     }
     for (open, close) in wrappings(grammar) {
         let wrapped = format!("{open}{line}\n{close}");
-        let Some(parsed) = Syntax::parse(grammar, &wrapped) else {
+        let Some(parsed) = Syntax::parse_clean(grammar, &wrapped) else {
             continue;
         };
         let root = parsed.root();
-        if root.has_error() {
-            continue;
-        }
         if open.is_empty() {
             if root.named_child_count() == 1
                 && let Some(statement) = root.named_child(0)
