@@ -55,6 +55,8 @@ pub struct RunContext {
     pub run_dir: Option<PathBuf>,
     /// The attempt number of the task (1 for the first claim).
     pub attempt: u32,
+    /// Counts the tokens of the answer as they arrive, for the progress line.
+    pub meter: super::meter::Meter,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -767,6 +769,7 @@ pub(crate) mod tests {
             workdir: workdir.to_path_buf(),
             run_dir: None,
             attempt: 1,
+            meter: Default::default(),
         }
     }
 

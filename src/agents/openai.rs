@@ -23,13 +23,16 @@
 //! contract is sent back with the problem (at most [`CONTRACT_TRIES`] answers in all), and a
 //! diff that does not apply is sent back once; nothing is applied until both are right.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::command::{CONTRACT_TRIES, Driver, DriverOutput, RunContext, Usage};
+use super::meter::Meter;
 use super::config::AgentSpec;
 use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
@@ -49,6 +52,27 @@ const LISTING_BUDGET: usize = 24 * 1024;
 const CODE_FILE_LIMIT: usize = 32 * 1024;
 /// How many answers may carry a diff that does not apply.
 const PATCH_TRIES: u32 = 2;
+/// Tokens kept free in `context_tokens` for the chat template the server wraps the messages
+/// in.
+const TEMPLATE_TOKENS: u64 = 256;
+/// The smallest prompt `context_tokens` must leave room for beside `max_output_tokens`.
+const MIN_PROMPT_TOKENS: u64 = 1024;
+/// How many streamed chunks past the output bound are read before the stream is closed (a
+/// server that ignores `max_tokens`; one that honours it stops at the bound by itself).
+const BOUND_SLACK: u64 = 16;
+
+/// The output bound of a role when `max_output_tokens` is not set. Documents (a brief,
+/// requirements, an architecture, epics, a plan) and code (a diff and the result block) get
+/// the most; the analyst's research is a short context document; an opinion or a critique is
+/// a few findings.
+pub fn default_output_tokens(role: &str) -> u64 {
+    match role {
+        "writer" | "planner" | "executor" => 8192,
+        "analyst" | "supervisor" | "tester" => 4096,
+        // critics, the reviewer's opinion, specialists' reports
+        _ => 2048,
+    }
+}
 
 /// What every prompt of this driver says about the setting.
 const CHAT_NOTE: &str = "You are answering through a chat API: you cannot read or write files, \
@@ -81,6 +105,15 @@ pub struct OpenAiDriver {
     timeout: Duration,
     retry: RetryPolicy,
     http: ureq::Agent,
+    /// `max_output_tokens`, if configured.
+    max_output: Option<u64>,
+    /// `context_tokens`, if configured.
+    context_tokens: Option<u64>,
+    /// `prompt_budget` (estimated tokens), if configured.
+    prompt_budget: Option<u64>,
+    /// Whether the server wants the bound as `max_completion_tokens` (it refused
+    /// `max_tokens` once).
+    completion_field: AtomicBool,
 }
 
 impl OpenAiDriver {
@@ -156,6 +189,30 @@ impl OpenAiDriver {
             .or_else(|| env(API_KEY_ENV))
             .filter(|k| !k.trim().is_empty());
 
+        let positive = |key: &str, v: Option<u64>| match v {
+            Some(0) => Err(Error::Invalid(format!(
+                "agent `{agent}`: `{key}` must be a positive number of tokens"
+            ))),
+            v => Ok(v),
+        };
+        let max_output = positive("max_output_tokens", spec.max_output_tokens)?;
+        let context_tokens = positive("context_tokens", spec.context_tokens)?;
+        let prompt_budget = positive("prompt_budget", spec.prompt_budget)?;
+        if let (Some(ctx), Some(out)) = (context_tokens, max_output)
+            && out + MIN_PROMPT_TOKENS + TEMPLATE_TOKENS > ctx
+        {
+            return Err(Error::state(
+                format!(
+                    "agent `{agent}`: `max_output_tokens` ({out}) leaves no room for a prompt in \
+                     `context_tokens` ({ctx})"
+                ),
+                Some(format!(
+                    "under [agents.{agent}], keep `max_output_tokens` at most {} for this context",
+                    ctx.saturating_sub(MIN_PROMPT_TOKENS + TEMPLATE_TOKENS)
+                )),
+            ));
+        }
+
         let mut config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -173,7 +230,37 @@ impl OpenAiDriver {
             timeout,
             retry: RetryPolicy::default(),
             http: config.build().into(),
+            max_output,
+            context_tokens,
+            prompt_budget,
+            completion_field: AtomicBool::new(false),
         })
+    }
+
+    /// The most tokens one answer of `role` may have: `max_output_tokens`, else the role's
+    /// default ([`default_output_tokens`]), at most half of `context_tokens`.
+    pub fn output_bound(&self, role: &str) -> u64 {
+        match (self.max_output, self.context_tokens) {
+            (Some(n), _) => n,
+            (None, Some(ctx)) => default_output_tokens(role).min(ctx / 2).max(1),
+            (None, None) => default_output_tokens(role),
+        }
+    }
+
+    /// The most bytes the prompt of a `role` task may have (system and user message, the
+    /// retry's additions included): `prompt_budget`, else what `context_tokens` leaves beside
+    /// the output bound and the chat template, else [`PROMPT_LIMIT`]; tokens are taken as
+    /// [`prompt::CHARS_PER_TOKEN`] bytes each.
+    pub fn prompt_limit(&self, role: &str) -> usize {
+        let tokens = match (self.prompt_budget, self.context_tokens) {
+            (Some(b), _) => b,
+            (None, Some(ctx)) => ctx.saturating_sub(self.output_bound(role) + TEMPLATE_TOKENS),
+            (None, None) => return PROMPT_LIMIT,
+        };
+        usize::try_from(tokens)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(prompt::CHARS_PER_TOKEN)
+            .min(PROMPT_LIMIT)
     }
 
     /// The same driver with another policy for transient failures.
@@ -204,29 +291,36 @@ impl OpenAiDriver {
         }
     }
 
-    /// One question, with retries of transient failures.
-    fn chat(&self, system: &str, user: &str, answer_no: u32, log: &mut String) -> Exchange {
-        let body = json!({
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": user},
-            ],
-            "temperature": 0,
-            "stream": false,
-        })
-        .to_string();
+    /// One question, with retries of transient failures. The answer is streamed when the
+    /// server streams, read whole when it answers plain JSON.
+    fn chat(&self, q: &Question<'_>, log: &mut String) -> Exchange {
         let tries = self.retry.tries.max(1);
         let mut pause = self.retry.backoff;
         let mut seconds = 0.0;
         let mut n = 0;
+        let mut switched = false;
         loop {
             n += 1;
             let last = n >= tries;
+            let field = if self.completion_field.load(Ordering::Relaxed) {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            let body = json!({
+                "model": self.model,
+                "messages": [
+                    {"role": "system", "content": q.system},
+                    {"role": "user", "content": q.user},
+                ],
+                "temperature": 0,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                field: q.bound,
+            })
+            .to_string();
             let started = Instant::now();
-            let sent = self.post(&body);
-            let asked = sent.as_ref().ok().and_then(|(_, _, w)| *w);
-            let sent = sent.map(|(status, text, _)| (status, text));
+            let sent = self.post(&body, q);
             let took = started.elapsed().as_secs_f64();
             seconds += took;
             let after = if n > 1 {
@@ -235,14 +329,24 @@ impl OpenAiDriver {
                 String::new()
             };
             let ending = match &sent {
-                Ok((status, _)) => format!("HTTP {status}"),
+                Ok(r) => match &r.stream {
+                    Some(st) => format!(
+                        "HTTP {}, streamed: {} chunks, {}",
+                        r.status,
+                        st.chunks,
+                        st.ended.describe()
+                    ),
+                    None => format!("HTTP {}", r.status),
+                },
                 Err(e) => format!("no answer: {e}"),
             };
             log.push_str(&format!(
-                "=== answer {answer_no} (request {n}): POST {} ===\n{ending}, {took:.1}s\n\
+                "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.1}s\n\
                  --- response ---\n{}\n",
+                q.answer_no,
                 self.endpoint,
-                sent.as_ref().map(|(_, b)| b.trim_end()).unwrap_or_default()
+                q.bound,
+                sent.as_ref().map(|r| r.text.trim_end()).unwrap_or_default()
             ));
             let failed = |reason: String, body: String| Exchange {
                 reply: Err(reason),
@@ -251,22 +355,81 @@ impl OpenAiDriver {
                     seconds,
                     ..Usage::default()
                 },
+                cut: None,
             };
             match sent {
-                Ok((status, text)) if (200..300).contains(&status) => {
+                Ok(Response {
+                    status,
+                    text,
+                    stream: Some(st),
+                    ..
+                }) if (200..300).contains(&status) => {
+                    let mut usage = st.usage;
+                    usage.seconds = seconds;
+                    let cut = (st.ended == Ended::Bound
+                        || st.finish.as_deref() == Some("length"))
+                    .then(|| cut_problem(&st.answer, q.bound));
+                    let reply = match st.ended {
+                        Ended::Broke(e) => Err(format!(
+                            "the stream from {} broke off after {} chunks: {e}",
+                            self.endpoint, st.chunks
+                        )),
+                        Ended::Timeout => Err(format!(
+                            "{} did not finish its answer within {}; the stream was closed \
+                             after {} chunks",
+                            self.endpoint,
+                            human(self.timeout),
+                            st.chunks
+                        )),
+                        Ended::Error(e) => {
+                            Err(format!("the server reported an error in the stream: {e}"))
+                        }
+                        _ if st.answer.trim().is_empty() => Err(format!(
+                            "the model's answer has no text (finish_reason: {})",
+                            st.finish.as_deref().unwrap_or("not given")
+                        )),
+                        _ => Ok(st.answer.clone()),
+                    };
+                    return Exchange {
+                        reply,
+                        body: text,
+                        usage,
+                        cut,
+                    };
+                }
+                Ok(Response { status, text, .. }) if (200..300).contains(&status) => {
                     let mut ex = match completion(&text) {
-                        Ok((answer, usage)) => Exchange {
+                        Ok((answer, usage, finish)) => Exchange {
+                            cut: (finish.as_deref() == Some("length"))
+                                .then(|| cut_problem(&answer, q.bound)),
                             reply: Ok(answer),
                             body: text,
                             usage,
                         },
                         Err(reason) => failed(reason, text),
                     };
+                    q.meter.add(ex.usage.output_tokens);
                     ex.usage.seconds = seconds;
                     return ex;
                 }
-                Ok((status, _)) if !last && (status == 429 || status >= 500) => {}
-                Ok((status, text)) => {
+                Ok(Response { status, text, .. }) if status == 400 && too_long(&text) => {
+                    let reason = self.too_long_reason(q, &text);
+                    return failed(reason, text);
+                }
+                Ok(Response { status, text, .. })
+                    if status == 400
+                        && !switched
+                        && field == "max_tokens"
+                        && server_message(&text).contains("max_completion_tokens") =>
+                {
+                    // OpenAI's newer models take the bound under its newer name only.
+                    switched = true;
+                    self.completion_field.store(true, Ordering::Relaxed);
+                    n -= 1;
+                    continue;
+                }
+                Ok(Response { status, .. }) if !last && (status == 429 || status >= 500) => {}
+                Ok(Response { status, text, .. }) => {
                     let reason = format!(
                         "{} answered HTTP {status}{after}: {}",
                         self.endpoint,
@@ -289,18 +452,60 @@ impl OpenAiDriver {
                 }
             }
             // A server that says how long to wait is taken at its word.
+            let asked = match &sent {
+                Ok(r) => r.wait,
+                Err(_) => None,
+            };
             std::thread::sleep(asked.unwrap_or(pause));
             pause *= 2;
         }
     }
 
-    /// One request: the status and body, or why there is none.
-    fn post(&self, body: &str) -> std::result::Result<(u16, String, Option<Duration>), Sent> {
+    /// Why a prompt refused for its length failed the task: the server's words, the prompt's
+    /// size, the limit where the server gives it, and what to set.
+    fn too_long_reason(&self, q: &Question<'_>, body: &str) -> String {
+        let chars = q.system.chars().count() + q.user.chars().count();
+        let estimated = chars.div_ceil(prompt::CHARS_PER_TOKEN);
+        let (limit, counted) = context_numbers(body);
+        let mut reason = format!(
+            "the server refused the prompt as longer than the model's context (HTTP 400: {}); \
+             the prompt was {chars} characters, ~{estimated} tokens estimated",
+            server_message(body)
+        );
+        if let Some(c) = counted {
+            reason.push_str(&format!(" ({c} tokens as the server counted them)"));
+        }
+        match limit {
+            Some(l) => reason.push_str(&format!("; the server's limit is {l} tokens")),
+            None => reason.push_str("; the server did not say its limit"),
+        }
+        reason.push_str("; the prompt was not sent again. ");
+        let agent = &self.agent;
+        match (self.context_tokens, limit) {
+            (None, Some(l)) => reason.push_str(&format!(
+                "Set `context_tokens = {l}` under [agents.{agent}] in .tlv4.toml: prompts are \
+                 then built to fit, the largest documents summarised"
+            )),
+            (None, None) => reason.push_str(&format!(
+                "Set `context_tokens` under [agents.{agent}] in .tlv4.toml to the server's \
+                 context size: prompts are then built to fit, the largest documents summarised"
+            )),
+            (Some(c), _) => reason.push_str(&format!(
+                "`context_tokens` is {c}: lower it, `prompt_budget` or `max_output_tokens` under \
+                 [agents.{agent}], or give the server a larger context"
+            )),
+        }
+        reason
+    }
+
+    /// One request: the status and what came back (read whole, or streamed), or why nothing
+    /// did.
+    fn post(&self, body: &str, q: &Question<'_>) -> std::result::Result<Response, Sent> {
         let mut req = self
             .http
             .post(&self.endpoint)
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json");
+            .header("Accept", "text/event-stream, application/json");
         if let Some(key) = &self.api_key {
             req = req.header("Authorization", format!("Bearer {}", key.trim()));
         }
@@ -313,6 +518,27 @@ impl OpenAiDriver {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s.min(60)));
+        let streamed = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+        if streamed && (200..300).contains(&status) {
+            let reader = resp
+                .body_mut()
+                .with_config()
+                .limit(RESPONSE_LIMIT)
+                .reader();
+            let st = read_stream(reader, q.bound, q.meter);
+            // Dropping the response here closes a stream left unread.
+            drop(resp);
+            return Ok(Response {
+                status,
+                text: st.raw.clone(),
+                wait,
+                stream: Some(st),
+            });
+        }
         let text = resp
             .body_mut()
             .with_config()
@@ -320,12 +546,17 @@ impl OpenAiDriver {
             .lossy_utf8(true)
             .read_to_string()
             .map_err(Sent::from)?;
-        Ok((status, text, wait))
+        Ok(Response {
+            status,
+            text,
+            wait,
+            stream: None,
+        })
     }
 
     /// The prompt of a task: the system message (the role's instructions) and the first user
     /// message.
-    fn messages(&self, input: &TaskInput, workdir: &Path) -> (String, String) {
+    fn messages(&self, input: &TaskInput, workdir: &Path) -> Messages {
         let task = &input.task;
         let code = prompt::writes_code(&task.role);
         let system = strip_comment(&self.specs.role(&task.role))
@@ -336,17 +567,19 @@ impl OpenAiDriver {
         } else {
             None
         };
+        // The budget holds both messages and what a retry adds.
+        let limit = self.prompt_limit(&task.role);
+        let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
+        let avail = limit.saturating_sub(retry_reserve + system.len());
+        let code_budget = CODE_BUDGET.min(avail * 2 / 5);
+        let listing_budget = LISTING_BUDGET.min(avail / 10);
         let reserve = if code {
-            CODE_BUDGET + LISTING_BUDGET + HANDOVER.len() + 1024
+            code_budget + listing_budget + HANDOVER.len() + 1024
         } else {
             1024
         };
-        let base = prompt::compose(
-            input,
-            "",
-            template,
-            PROMPT_LIMIT - prompt::RETRY_RESERVE - reserve,
-        );
+        let composed = prompt::compose_within(input, "", template, avail.saturating_sub(reserve));
+        let base = &composed.text;
         // `compose` put the (here empty) role instructions under the first heading; they are
         // in the system message instead.
         let heading = format!("# Your role: {}\n\n", task.role);
@@ -358,7 +591,7 @@ impl OpenAiDriver {
             None => format!("{CHAT_NOTE}\n\n{base}"),
         };
         if code {
-            let section = code_section(input, workdir, &user);
+            let section = code_section(input, workdir, &user, code_budget, listing_budget);
             match user.rfind("\n# Result\n") {
                 Some(at) => user.insert_str(at + 1, &section),
                 None => user.push_str(&section),
@@ -366,7 +599,33 @@ impl OpenAiDriver {
             user.push('\n');
             user.push_str(HANDOVER);
         }
-        (system, user)
+        let size = system.len() + user.len();
+        let mut report = composed.report();
+        report.push_str(&format!(
+            "; with the system message {} characters (~{} tokens estimated) of a budget of {limit} \
+             bytes ({}), {retry_reserve} of them kept for a retry",
+            system.chars().count() + user.chars().count(),
+            (system.chars().count() + user.chars().count()).div_ceil(prompt::CHARS_PER_TOKEN),
+            self.budget_source()
+        ));
+        if size + retry_reserve > limit {
+            report.push_str("; OVER the budget: the parts that are never cut do not fit");
+        }
+        Messages {
+            system,
+            user,
+            report,
+            retry_reserve,
+        }
+    }
+
+    /// Where the prompt budget comes from, for the transcript.
+    fn budget_source(&self) -> String {
+        match (self.prompt_budget, self.context_tokens) {
+            (Some(b), _) => format!("prompt_budget {b} tokens"),
+            (None, Some(c)) => format!("context_tokens {c} less the output bound and {TEMPLATE_TOKENS} for the chat template"),
+            (None, None) => "the default limit".into(),
+        }
     }
 
     /// Applies the diff of a code task's answer in `workdir`. `Ok` when it applied (or no
@@ -427,7 +686,13 @@ impl Driver for OpenAiDriver {
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let deliverable = Deliverable::of(&input.task.role);
         let code = deliverable == Deliverable::Code;
-        let (system, base) = self.messages(input, &ctx.workdir);
+        let Messages {
+            system,
+            user: base,
+            report,
+            retry_reserve,
+        } = self.messages(input, &ctx.workdir);
+        let bound = self.output_bound(&input.task.role);
 
         let scratch_dir = ctx.scratch()?;
         let scratch = scratch_dir.path().to_path_buf();
@@ -436,7 +701,9 @@ impl Driver for OpenAiDriver {
             model: Some(self.model.clone()),
             ..Usage::default()
         };
-        let mut transcript = format!("=== system message ===\n{system}\n");
+        let mut transcript = format!(
+            "=== prompt: {report}; output bound {bound} tokens ===\n=== system message ===\n{system}\n"
+        );
         let mut user = base.clone();
         let mut answer_no = 0;
         let mut bad_patches = 0;
@@ -448,7 +715,14 @@ impl Driver for OpenAiDriver {
                 std::fs::write(&file, &record)
                     .map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
             }
-            let ex = self.chat(&system, &user, answer_no, &mut transcript);
+            let q = Question {
+                system: &system,
+                user: &user,
+                bound,
+                answer_no,
+                meter: &ctx.meter,
+            };
+            let ex = self.chat(&q, &mut transcript);
             usage.add(&ex.usage);
             let done = |output: TaskOutput, usage: Usage, transcript: String| {
                 if let Some(dir) = &ctx.run_dir {
@@ -466,7 +740,15 @@ impl Driver for OpenAiDriver {
                 Ok(text) => text,
                 Err(reason) => return done(self.failed(reason), usage, transcript),
             };
-            let problem = match result::parse_in(text, deliverable, Some(&ctx.workdir)) {
+            let parsed = result::parse_in(text, deliverable, Some(&ctx.workdir));
+            // An answer the bound cut short is sent back as that, whatever else is wrong.
+            let parsed = match (parsed, &ex.cut) {
+                (Err(e), Some(cut)) => Err(result::ContractError {
+                    message: format!("{cut}\n\n(What git-tlv4 found: {e})"),
+                }),
+                (p, _) => p,
+            };
+            let problem = match parsed {
                 Err(e) if code => format!(
                     "{e}\n\nNothing of this answer was applied: send the whole answer again, \
                      the ```diff block and the result block."
@@ -511,19 +793,264 @@ impl Driver for OpenAiDriver {
                 );
                 return done(self.failed(&reason), usage, transcript);
             }
-            user = prompt::retry_prompt(&base, &problem, text);
+            user = prompt::retry_prompt_within(&base, &problem, text, retry_reserve);
         }
     }
+}
+
+/// The messages of a task's first question.
+struct Messages {
+    system: String,
+    user: String,
+    /// The prompt's size, budget and what was left out, for the transcript.
+    report: String,
+    /// Bytes kept free in the budget for what a retry adds.
+    retry_reserve: usize,
 }
 
 /// What one question came to.
 struct Exchange {
     /// The answer's text, or why there is none.
     reply: std::result::Result<String, String>,
-    /// The last response body.
+    /// The last response body (a stream: what arrived of it).
     body: String,
     /// Tokens, model and time.
     usage: Usage,
+    /// The problem to send back when the answer was cut at the output bound and its result
+    /// block is not valid.
+    cut: Option<String>,
+}
+
+/// One question to the model.
+struct Question<'a> {
+    system: &'a str,
+    user: &'a str,
+    /// The output bound, in tokens.
+    bound: u64,
+    answer_no: u32,
+    /// Counts the tokens as they arrive.
+    meter: &'a Meter,
+}
+
+/// One response.
+struct Response {
+    status: u16,
+    /// The body as read; for a stream, the lines that arrived.
+    text: String,
+    /// What `Retry-After` asks for.
+    wait: Option<Duration>,
+    /// The answer assembled from a stream, if the server streamed.
+    stream: Option<Streamed>,
+}
+
+/// An answer read from a server-sent event stream.
+struct Streamed {
+    /// The text of the content deltas, joined.
+    answer: String,
+    /// The lines that arrived, as they arrived (at most [`RESPONSE_LIMIT`] bytes).
+    raw: String,
+    /// Chunks that carried text (each about one token).
+    chunks: u64,
+    /// The last `finish_reason` given.
+    finish: Option<String>,
+    /// What the server reported (`usage` of the last chunk, with `include_usage`), else the
+    /// chunks counted as output tokens.
+    usage: Usage,
+    ended: Ended,
+}
+
+/// How reading a stream ended.
+#[derive(Debug, Clone, PartialEq)]
+enum Ended {
+    /// `data: [DONE]`.
+    Done,
+    /// The server closed the stream without `[DONE]`.
+    Eof,
+    /// The result block was complete: the rest was not read.
+    Complete,
+    /// More chunks than the output bound arrived: the rest was not read.
+    Bound,
+    /// An `error` object came in the stream.
+    Error(String),
+    /// The request's time ran out while reading.
+    Timeout,
+    /// The connection failed, or more than [`RESPONSE_LIMIT`] arrived.
+    Broke(String),
+}
+
+impl Ended {
+    fn describe(&self) -> String {
+        match self {
+            Ended::Done => "ended with [DONE]".into(),
+            Ended::Eof => "closed by the server without [DONE]".into(),
+            Ended::Complete => "result block complete, the stream closed by git-tlv4".into(),
+            Ended::Bound => "past the output bound, the stream closed by git-tlv4".into(),
+            Ended::Error(e) => format!("the server reported an error: {e}"),
+            Ended::Timeout => "timed out".into(),
+            Ended::Broke(e) => format!("broke off: {e}"),
+        }
+    }
+}
+
+/// Reads a chat-completions event stream: `data: {json}` lines with `choices[0].delta`, up to
+/// `data: [DONE]`. Stops early, leaving the rest unread, once the answer's result block is
+/// complete (the contract says nothing follows it) or when more than `bound` chunks (plus
+/// [`BOUND_SLACK`]) came from a server that ignores the bound.
+fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Streamed {
+    let mut reader = BufReader::new(reader);
+    let mut st = Streamed {
+        answer: String::new(),
+        raw: String::new(),
+        chunks: 0,
+        finish: None,
+        usage: Usage::default(),
+        ended: Ended::Eof,
+    };
+    let mut reported = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                st.ended = match e.kind() {
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Ended::Timeout,
+                    _ => Ended::Broke(e.to_string()),
+                };
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        st.raw.push_str(&text);
+        let Some(data) = text.trim_end().strip_prefix("data:") else {
+            // Comments (`: ping`), `event:` and `id:` lines, blank separators.
+            continue;
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            st.ended = Ended::Done;
+            break;
+        }
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            st.ended = Ended::Error(server_message(data));
+            break;
+        }
+        if let Some(m) = chunk["model"].as_str().filter(|m| !m.is_empty()) {
+            st.usage.model = Some(m.to_owned());
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            reported = true;
+            st.usage.input_tokens = u["prompt_tokens"].as_u64().unwrap_or(0);
+            st.usage.output_tokens = u["completion_tokens"].as_u64().unwrap_or(0);
+        }
+        let choice = &chunk["choices"][0];
+        if let Some(f) = choice["finish_reason"].as_str() {
+            st.finish = Some(f.to_owned());
+        }
+        let delta = &choice["delta"];
+        let content = delta["content"].as_str().unwrap_or("");
+        // Reasoning models stream their thinking apart from the answer: it counts as tokens.
+        let thinking = delta["reasoning_content"]
+            .as_str()
+            .or(delta["reasoning"].as_str())
+            .unwrap_or("");
+        if content.is_empty() && thinking.is_empty() {
+            continue;
+        }
+        st.chunks += 1;
+        meter.add(1);
+        st.answer.push_str(content);
+        if content.contains('`') && result_complete(&st.answer) {
+            st.ended = Ended::Complete;
+            break;
+        }
+        if st.chunks >= bound.saturating_add(BOUND_SLACK) {
+            st.ended = Ended::Bound;
+            break;
+        }
+    }
+    if !reported {
+        st.usage.output_tokens = st.chunks;
+    }
+    st
+}
+
+/// Whether `text` just closed a fenced block and its result block is a complete result
+/// object (one with `summary` and `state_update`).
+fn result_complete(text: &str) -> bool {
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    if last.len() < 3 || !last.chars().all(|c| c == '`') {
+        return false;
+    }
+    result::extract(text)
+        .ok()
+        .and_then(|body| serde_json::from_str::<Value>(body).ok())
+        .is_some_and(|v| v.get("summary").is_some() && v.get("state_update").is_some())
+}
+
+/// The problem of an answer the output bound cut short, for the model.
+fn cut_problem(answer: &str, bound: u64) -> String {
+    let started = answer.contains("```json") || answer.contains("```JSON");
+    let state = if started {
+        "before its result block was closed"
+    } else {
+        "before its result block began"
+    };
+    format!(
+        "your answer reached the output bound of {bound} tokens {state}, so it was cut off. \
+         Answer again, shorter: no preamble and no repetition, the work itself and then the \
+         result block."
+    )
+}
+
+/// Whether an HTTP 400 body says the prompt is longer than the model's context (llama.cpp's
+/// `exceed_context_size_error`, OpenAI's `context_length_exceeded`, and the words servers use).
+fn too_long(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "exceed_context_size",
+        "exceeds the available context size",
+        "maximum context length",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|m| b.contains(m))
+}
+
+/// The context size and the prompt's tokens, as far as a refusal gives them: llama.cpp's
+/// `n_ctx` and `n_prompt_tokens`, or OpenAI's "maximum context length is N tokens … resulted
+/// in M tokens".
+fn context_numbers(body: &str) -> (Option<u64>, Option<u64>) {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let err = &v["error"];
+    let field = |k: &str| err[k].as_u64().or(v[k].as_u64());
+    let msg = server_message(body).to_ascii_lowercase();
+    let after = |phrase: &str| {
+        let at = msg.find(phrase)? + phrase.len();
+        let digits: String = msg[at..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u64>().ok()
+    };
+    let limit = field("n_ctx")
+        .or_else(|| after("maximum context length is"))
+        .or_else(|| after("context size of"))
+        .or_else(|| after("context length of"));
+    let counted = field("n_prompt_tokens")
+        .or_else(|| after("resulted in"))
+        .or_else(|| after("you requested"));
+    (limit, counted)
 }
 
 /// Why a request got no response.
@@ -585,7 +1112,7 @@ enum Handover {
 }
 
 /// The answer's text and usage from a chat-completions response body.
-fn completion(body: &str) -> std::result::Result<(String, Usage), String> {
+fn completion(body: &str) -> std::result::Result<(String, Usage, Option<String>), String> {
     let value: Value = serde_json::from_str(body).map_err(|e| {
         format!(
             "the server's response is not valid JSON ({e}); it begins: {}",
@@ -632,7 +1159,8 @@ fn completion(body: &str) -> std::result::Result<(String, Usage), String> {
             .map(str::to_owned),
         ..Usage::default()
     };
-    Ok((text, usage))
+    let finish = choice["finish_reason"].as_str().map(str::to_owned);
+    Ok((text, usage, finish))
 }
 
 /// The error message in an error response (`{"error": {"message": …}}`, `{"error": "…"}`,
@@ -718,7 +1246,14 @@ fn code_files(input: &TaskInput, workdir: &Path) -> Vec<String> {
 
 /// The code a code task sees: the text files `prompt` names (all of them when the repository
 /// is small), within [`CODE_BUDGET`], and a listing of the rest.
-fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
+fn code_section(
+    input: &TaskInput,
+    workdir: &Path,
+    prompt: &str,
+    code_budget: usize,
+    listing_budget: usize,
+) -> String {
+    let file_limit = CODE_FILE_LIMIT.min(code_budget);
     let files = code_files(input, workdir);
     // Regular files only: a symlink might point anywhere.
     let sizes: Vec<Option<u64>> = files
@@ -731,7 +1266,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
         })
         .collect();
     let total: u64 = sizes.iter().flatten().sum();
-    let mut order: Vec<usize> = if total as usize <= CODE_BUDGET {
+    let mut order: Vec<usize> = if total as usize <= code_budget {
         (0..files.len()).collect()
     } else {
         let mut named: Vec<(usize, usize)> = files
@@ -746,7 +1281,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
     let mut used = 0;
     let mut shown = vec![false; files.len()];
     let mut body = String::new();
-    order.retain(|&i| sizes[i].is_some_and(|s| s as usize <= CODE_FILE_LIMIT));
+    order.retain(|&i| sizes[i].is_some_and(|s| s as usize <= file_limit));
     for i in order {
         let Ok(bytes) = std::fs::read(workdir.join(&files[i])) else {
             continue;
@@ -754,7 +1289,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
-        if text.contains('\0') || used + text.len() > CODE_BUDGET {
+        if text.contains('\0') || used + text.len() > code_budget {
             continue;
         }
         used += text.len();
@@ -783,7 +1318,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
             Some(s) => format!("- {p} ({s} bytes)\n"),
             None => format!("- {p}\n"),
         };
-        if listing.len() + line.len() > LISTING_BUDGET {
+        if listing.len() + line.len() > listing_budget {
             left += 1;
         } else {
             listing.push_str(&line);
