@@ -65,7 +65,10 @@ mod tests {
 
     #[test]
     fn the_progress_line_shows_tokens_once_they_arrive() {
-        assert_eq!(progress_line("RESEARCH-001", "analyst", 0), "RESEARCH-001 (analyst)");
+        assert_eq!(
+            progress_line("RESEARCH-001", "analyst", 0),
+            "RESEARCH-001 (analyst)"
+        );
         assert_eq!(
             progress_line("RESEARCH-001", "analyst", 312),
             "RESEARCH-001 (analyst) · 312 tokens"

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::command::{CONTRACT_TRIES, Driver, DriverOutput, RunContext, Usage};
-use super::meter::Meter;
 use super::config::AgentSpec;
+use super::meter::Meter;
 use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
@@ -366,9 +366,8 @@ impl OpenAiDriver {
                 }) if (200..300).contains(&status) => {
                     let mut usage = st.usage;
                     usage.seconds = seconds;
-                    let cut = (st.ended == Ended::Bound
-                        || st.finish.as_deref() == Some("length"))
-                    .then(|| cut_problem(&st.answer, q.bound));
+                    let cut = (st.ended == Ended::Bound || st.finish.as_deref() == Some("length"))
+                        .then(|| cut_problem(&st.answer, q.bound));
                     let reply = match st.ended {
                         Ended::Broke(e) => Err(format!(
                             "the stream from {} broke off after {} chunks: {e}",
@@ -524,11 +523,7 @@ impl OpenAiDriver {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
         if streamed && (200..300).contains(&status) {
-            let reader = resp
-                .body_mut()
-                .with_config()
-                .limit(RESPONSE_LIMIT)
-                .reader();
+            let reader = resp.body_mut().with_config().limit(RESPONSE_LIMIT).reader();
             let st = read_stream(reader, q.bound, q.meter);
             // Dropping the response here closes a stream left unread.
             drop(resp);
@@ -623,7 +618,9 @@ impl OpenAiDriver {
     fn budget_source(&self) -> String {
         match (self.prompt_budget, self.context_tokens) {
             (Some(b), _) => format!("prompt_budget {b} tokens"),
-            (None, Some(c)) => format!("context_tokens {c} less the output bound and {TEMPLATE_TOKENS} for the chat template"),
+            (None, Some(c)) => format!(
+                "context_tokens {c} less the output bound and {TEMPLATE_TOKENS} for the chat template"
+            ),
             (None, None) => "the default limit".into(),
         }
     }
@@ -893,8 +890,9 @@ impl Ended {
 }
 
 /// Reads a chat-completions event stream: `data: {json}` lines with `choices[0].delta`, up to
-/// `data: [DONE]`. Stops early, leaving the rest unread, once the answer's result block is
-/// complete (the contract says nothing follows it) or when more than `bound` chunks (plus
+/// `data: [DONE]`. Stops early, leaving the rest unread, when [`BOUND_SLACK`] more chunks
+/// came after the answer's result block was complete (the contract says nothing follows it;
+/// what does is not part of the answer), or when more than `bound` chunks (plus
 /// [`BOUND_SLACK`]) came from a server that ignores the bound.
 fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Streamed {
     let mut reader = BufReader::new(reader);
@@ -907,6 +905,8 @@ fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Streamed {
         ended: Ended::Eof,
     };
     let mut reported = false;
+    // Chunks read after the result block was complete.
+    let mut after: Option<u64> = None;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -963,10 +963,20 @@ fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Streamed {
         }
         st.chunks += 1;
         meter.add(1);
+        if let Some(n) = after.as_mut() {
+            // Past the result block: a few chunks are read for the usage and `[DONE]` that a
+            // server sends right after the answer's end; a model that goes on is cut off.
+            *n += 1;
+            if *n > BOUND_SLACK {
+                st.ended = Ended::Complete;
+                break;
+            }
+            continue;
+        }
         st.answer.push_str(content);
         if content.contains('`') && result_complete(&st.answer) {
-            st.ended = Ended::Complete;
-            break;
+            after = Some(0);
+            continue;
         }
         if st.chunks >= bound.saturating_add(BOUND_SLACK) {
             st.ended = Ended::Bound;
@@ -1516,6 +1526,16 @@ mod tests {
         Hang,
         /// Reads the request and closes the connection.
         Close,
+        /// Streams these content deltas as server-sent events, then goes on as `Tail` says.
+        Sse(Vec<String>, Tail),
+    }
+
+    /// How a scripted stream goes on after its deltas.
+    enum Tail {
+        /// A last chunk with `finish_reason` and `usage`, then `data: [DONE]`.
+        Done(&'static str),
+        /// Garbage deltas until the client hangs up.
+        Forever,
     }
 
     /// One request the server read.
@@ -1552,6 +1572,8 @@ mod tests {
         addr: SocketAddr,
         seen: Arc<Mutex<Vec<Seen>>>,
         stop: Arc<AtomicBool>,
+        /// How many garbage chunks each endless stream wrote before the client hung up.
+        written: Arc<Mutex<Vec<u64>>>,
         _hold: mpsc::Sender<()>,
     }
 
@@ -1563,6 +1585,8 @@ mod tests {
             let stop = Arc::new(AtomicBool::new(false));
             let (hold, released) = mpsc::channel::<()>();
             let (seen2, stop2) = (seen.clone(), stop.clone());
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let written2 = written.clone();
             std::thread::spawn(move || {
                 for step in script {
                     let Ok((mut stream, _)) = listener.accept() else {
@@ -1597,6 +1621,42 @@ mod tests {
                             let _ = released.recv_timeout(Duration::from_secs(30));
                         }
                         Step::Close => {}
+                        Step::Sse(deltas, tail) => {
+                            let _ = write!(
+                                stream,
+                                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                                 Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+                            );
+                            let chunk = |content: &str| {
+                                let c = json!({"id": "c1", "object": "chat.completion.chunk",
+                                    "model": "streamed-model",
+                                    "choices": [{"index": 0, "delta": {"content": content},
+                                                 "finish_reason": null}]});
+                                format!("data: {c}\n\n")
+                            };
+                            let mut open = stream.write_all(b": ping\n\n").is_ok();
+                            for d in &deltas {
+                                open = open && stream.write_all(chunk(d).as_bytes()).is_ok();
+                            }
+                            match tail {
+                                Tail::Done(finish) => {
+                                    let last = json!({"id": "c1", "model": "streamed-model",
+                                        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                                        "usage": {"prompt_tokens": 77, "completion_tokens": deltas.len()}});
+                                    let _ = write!(stream, "data: {last}\n\ndata: [DONE]\n\n");
+                                }
+                                Tail::Forever => {
+                                    let mut n = 0u64;
+                                    while open && n < 10_000_000 {
+                                        n += 1;
+                                        open = stream
+                                            .write_all(chunk(&format!("GARBAGE{n} ")).as_bytes())
+                                            .is_ok();
+                                    }
+                                    written2.lock().unwrap().push(n);
+                                }
+                            }
+                        }
                     }
                 }
             });
@@ -1604,6 +1664,7 @@ mod tests {
                 addr,
                 seen,
                 stop,
+                written,
                 _hold: hold,
             }
         }
@@ -2025,6 +2086,360 @@ mod tests {
             why.contains("cannot reach") && why.contains("after 3 tries"),
             "{why}"
         );
+    }
+
+    /// `text` in pieces of `n` characters, as a server streams it.
+    fn pieces(text: &str, n: usize) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        chars.chunks(n).map(|c| c.iter().collect()).collect()
+    }
+
+    #[test]
+    fn every_request_carries_an_output_bound() {
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let bound_of = |s: &AgentSpec| {
+            let server = Server::start(vec![ok(DOCUMENT_ANSWER)]);
+            let mut s = s.clone();
+            s.url = Some(server.url());
+            let out = driver(&s, work.path())
+                .run(&input, &ctx(work.path()))
+                .unwrap();
+            assert_eq!(out.output.outcome, Outcome::Completed);
+            let body = server.seen()[0].json();
+            assert_eq!(body["stream"], true, "{body}");
+            assert_eq!(body["stream_options"]["include_usage"], true);
+            assert!(body.get("max_completion_tokens").is_none());
+            assert!(out.transcript.unwrap().contains("output bound"));
+            body["max_tokens"].clone()
+        };
+        let mut s = spec("http://127.0.0.1:9/v1", "20s", &[]);
+        assert_eq!(bound_of(&s), 8192, "a writer's default");
+        s.context_tokens = Some(4096);
+        assert_eq!(bound_of(&s), 2048, "at most half the context");
+        s.max_output_tokens = Some(300);
+        assert_eq!(bound_of(&s), 300, "configured");
+
+        // Roles: documents and code get the most, opinions the least.
+        let d = driver(&spec("http://127.0.0.1:9/v1", "20s", &[]), work.path());
+        assert_eq!(d.output_bound("planner"), 8192);
+        assert_eq!(d.output_bound("executor"), 8192);
+        assert_eq!(d.output_bound("analyst"), 4096);
+        assert_eq!(d.output_bound("critic"), 2048);
+        assert_eq!(d.output_bound("reviewer"), 2048);
+        assert_eq!(d.prompt_limit("writer"), PROMPT_LIMIT);
+
+        // A bound that leaves no room for a prompt, or a zero, is refused when the driver is made.
+        let mut bad = spec("http://127.0.0.1:9/v1", "20s", &[]);
+        bad.context_tokens = Some(2048);
+        bad.max_output_tokens = Some(2000);
+        let e = OpenAiDriver::build("local", &bad, work.path(), |_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("agent `local`: `max_output_tokens` (2000) leaves no room"),
+            "{e}"
+        );
+        bad.max_output_tokens = Some(0);
+        let e = OpenAiDriver::build("local", &bad, work.path(), |_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("`max_output_tokens` must be a positive"), "{e}");
+    }
+
+    #[test]
+    fn a_server_that_wants_max_completion_tokens_gets_it() {
+        let refusal = "{\"error\": {\"message\": \"Unsupported parameter: 'max_tokens' is not \
+            supported with this model. Use 'max_completion_tokens' instead.\", \"type\": \
+            \"invalid_request_error\", \"param\": \"max_tokens\", \"code\": \"unsupported_parameter\"}}";
+        let server = Server::start(vec![Step::Http(400, refusal.into()), ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].json()["max_tokens"], 8192);
+        assert_eq!(seen[1].json()["max_completion_tokens"], 8192);
+        assert!(seen[1].json().get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn a_streamed_answer_is_assembled_and_the_rest_left_unread() {
+        let server = Server::start(vec![
+            Step::Sse(pieces(DOCUMENT_ANSWER, 5), Tail::Forever),
+            Step::Sse(pieces(DOCUMENT_ANSWER, 3), Tail::Done("stop")),
+        ]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        // Garbage after a complete result block: not waited for.
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert_eq!(out.output.summary, "wrote the requirements");
+        assert_eq!(
+            out.output.files,
+            vec![(
+                "spec/requirements/_index.md".to_owned(),
+                b"# Requirements\n\n- REQ-001\n".to_vec()
+            )]
+        );
+        // Read: the answer, then BOUND_SLACK + 1 garbage chunks, the last of which closes it.
+        let n = pieces(DOCUMENT_ANSWER, 5).len() as u64 + BOUND_SLACK + 1;
+        assert_eq!(c.meter.read(), n, "one token a chunk, counted as they came");
+        assert_eq!(
+            out.usage.output_tokens, n,
+            "no usage came: the chunks are counted"
+        );
+        assert_eq!(out.usage.input_tokens, 0, "nothing is made up");
+        assert_eq!(out.usage.model.as_deref(), Some("streamed-model"));
+        assert_eq!(out.raw.matches("data: ").count() as u64, n, "{}", out.raw);
+        assert!(
+            out.raw.contains(&format!("GARBAGE{} ", BOUND_SLACK + 1)),
+            "{}",
+            out.raw
+        );
+        assert!(
+            !out.raw.contains(&format!("GARBAGE{} ", BOUND_SLACK + 2)),
+            "the raw record is what was read"
+        );
+        assert!(
+            out.transcript
+                .as_ref()
+                .unwrap()
+                .contains("result block complete, the stream closed by git-tlv4")
+        );
+        drop(out);
+        // The server saw its client hang up.
+        let written = loop {
+            if let Some(w) = server.written.lock().unwrap().first().copied() {
+                break w;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(written < 10_000_000, "{written}");
+
+        // A stream that ends by itself, with usage in its last chunk.
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert_eq!(out.output.files.len(), 1);
+        assert_eq!(out.usage.input_tokens, 77);
+        assert_eq!(
+            out.usage.output_tokens,
+            pieces(DOCUMENT_ANSWER, 3).len() as u64
+        );
+    }
+
+    #[test]
+    fn a_stream_that_never_ends_is_closed_at_the_bound() {
+        let forever = || Step::Sse(vec!["Let me think. ".into()], Tail::Forever);
+        let server = Server::start(vec![forever(), forever(), forever(), forever()]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.max_output_tokens = Some(50);
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        let why = failure(&out);
+        assert!(why.contains("rejected 3 times"), "{why}");
+        assert!(
+            why.contains("reached the output bound of 50 tokens before its result block began"),
+            "{why}"
+        );
+        let seen = server.seen();
+        assert_eq!(seen.len(), 3, "one request per answer, no more");
+        assert!(seen.iter().all(|r| r.json()["max_tokens"] == 50));
+        assert!(
+            seen[1].user().contains("output bound of 50 tokens"),
+            "sent back with the problem"
+        );
+        // What arrived of the last answer, up to where it was closed.
+        let chunks = 50 + BOUND_SLACK;
+        assert_eq!(
+            out.raw.matches("data: ").count() as u64,
+            chunks,
+            "{}",
+            out.raw
+        );
+        assert!(out.raw.starts_with(": ping") && out.raw.contains("Let me think."));
+        assert!(out.raw.contains(&format!("GARBAGE{} ", chunks - 1)));
+        assert_eq!(c.meter.read(), 3 * chunks);
+        assert_eq!(out.usage.output_tokens, 3 * chunks);
+        assert!(
+            out.transcript
+                .unwrap()
+                .contains("past the output bound, the stream closed by git-tlv4")
+        );
+    }
+
+    #[test]
+    fn an_answer_cut_at_the_bound_is_sent_back_as_such() {
+        let cut = Step::Http(
+            200,
+            json!({"choices": [{"message": {"content": "```json\n{\"summary\": \"x\", \"state"},
+                                "finish_reason": "length"}],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 2048}})
+            .to_string(),
+        );
+        let server = Server::start(vec![cut, ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        let retry = server.seen()[1].user();
+        assert!(
+            retry.contains(
+                "reached the output bound of 8192 tokens before its result block was closed"
+            ),
+            "{retry}"
+        );
+        assert!(
+            retry.contains("not closed"),
+            "the parser's words follow: {retry}"
+        );
+    }
+
+    #[test]
+    fn a_prompt_too_long_for_the_context_fails_at_once() {
+        let llama = "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available \
+            context size, try increasing it\",\"type\":\"exceed_context_size_error\",\
+            \"n_prompt_tokens\":8287,\"n_ctx\":8192}}";
+        let server = Server::start(vec![Step::Http(400, llama.into()), ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        let why = failure(&out);
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1, "not sent again");
+        let body = seen[0].json();
+        let chars = body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+            + body["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .count();
+        assert!(why.starts_with("agent `local` (openai): the server refused the prompt as longer than the model's context"), "{why}");
+        assert!(why.contains("exceeds the available context size"), "{why}");
+        assert!(
+            why.contains(&format!(
+                "the prompt was {chars} characters, ~{} tokens estimated (8287 tokens as the server counted them)",
+                chars.div_ceil(3)
+            )),
+            "{why}"
+        );
+        assert!(why.contains("the server's limit is 8192 tokens"), "{why}");
+        assert!(
+            why.contains("Set `context_tokens = 8192` under [agents.local]"),
+            "{why}"
+        );
+        assert_eq!(out.raw, llama);
+
+        // OpenAI's shape says it in words.
+        let openai = "{\"error\": {\"message\": \"This model's maximum context length is 16,385 \
+            tokens. However, your messages resulted in 20,017 tokens. Please reduce the length \
+            of the messages.\", \"type\": \"invalid_request_error\", \"param\": \"messages\", \
+            \"code\": \"context_length_exceeded\"}}";
+        let server = Server::start(vec![Step::Http(400, openai.into()), ok(DOCUMENT_ANSWER)]);
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.context_tokens = Some(32000);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        let why = failure(&out);
+        assert_eq!(server.seen().len(), 1);
+        assert!(
+            why.contains("(20017 tokens as the server counted them)"),
+            "{why}"
+        );
+        assert!(why.contains("the server's limit is 16385 tokens"), "{why}");
+        assert!(why.contains("`context_tokens` is 32000: lower it"), "{why}");
+    }
+
+    #[test]
+    fn prompts_fit_the_context_with_large_documents_summarised() {
+        let (_d, code) = crate::agents::prompt::tests::empty_code();
+        let huge = format!(
+            "# Requirements\n\n{}",
+            "## REQ\n\nlong requirement text\n".repeat(20_000)
+        );
+        let input = crate::agents::prompt::tests::input(
+            "DRAFT-003",
+            "writer",
+            "PURPOSE: architecture\nCONTEXT:\n  - Upstream artifacts: DRAFT-002: spec/requirements/_index.md\nEXPECTED: spec/architecture/\n",
+            &[
+                ("spec/requirements/_index.md", &huge),
+                ("wisdom/learnings.md", "# L\n\n- be brief\n"),
+            ],
+            code,
+        );
+        let server = Server::start(vec![ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.context_tokens = Some(8192);
+        let d = driver(&s, work.path());
+        let limit = d.prompt_limit("writer");
+        assert_eq!(limit, (8192 - 4096 - TEMPLATE_TOKENS as usize) * 3);
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let body = server.seen()[0].json();
+        let size = body["messages"][0]["content"].as_str().unwrap().len()
+            + body["messages"][1]["content"].as_str().unwrap().len();
+        assert!(size <= limit, "{size} > {limit}");
+        assert_eq!(body["max_tokens"], 4096);
+        let user = server.seen()[0].user();
+        assert!(user.contains("- spec/requirements/_index.md ("), "{user}");
+        assert!(user.contains("shown as a summary only"));
+        let t = out.transcript.unwrap();
+        assert!(
+            t.contains(&format!(
+                "summarised to fit (headings and first lines only): spec/requirements/_index.md ({} bytes)",
+                huge.len()
+            )),
+            "{t}"
+        );
+        assert!(t.contains("context_tokens 8192"), "{t}");
+        // An explicit budget wins.
+        let mut s2 = s.clone();
+        s2.prompt_budget = Some(3000);
+        assert_eq!(driver(&s2, work.path()).prompt_limit("writer"), 9000);
     }
 
     /// A git repository with `hello.txt` committed, inside a directory that also holds

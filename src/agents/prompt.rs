@@ -1040,7 +1040,10 @@ events = 3
         assert_eq!(c.text.matches("architecture line").count(), 8_000);
         assert!(c.text.contains("these files are shown as a summary only"));
         assert!(
-            c.text.contains(&format!("- spec/requirements/_index.md ({} bytes)", huge.len())),
+            c.text.contains(&format!(
+                "- spec/requirements/_index.md ({} bytes)",
+                huge.len()
+            )),
             "the note names the file and its size"
         );
         assert!(c.text.contains(
@@ -1048,7 +1051,10 @@ events = 3
         ));
         // The summary: the first lines, then the headings.
         assert!(c.text.contains("The first line of the requirements."));
-        assert!(c.text.contains("Headings:\n## REQ-001: a goal\n## REQ-002: a goal"));
+        assert!(
+            c.text
+                .contains("Headings:\n## REQ-001: a goal\n## REQ-002: a goal")
+        );
         assert!(c.text.matches("requirement text line").count() <= 6);
         assert!(c.report().contains(&format!(
             "summarised to fit (headings and first lines only): spec/requirements/_index.md ({} bytes)",
@@ -1081,11 +1087,21 @@ events = 3
     #[test]
     fn summaries_that_still_do_not_fit_are_cut() {
         let (_d, code) = empty_code();
-        let heads: String = (0..40).map(|i| format!("# Heading {i} {}\n", "x".repeat(60))).collect();
-        let files: Vec<(String, String)> = (0..30)
-            .map(|i| (format!("spec/epics/E-{i:02}.md"), format!("{heads}{}", "body\n".repeat(2000))))
+        let heads: String = (0..40)
+            .map(|i| format!("# Heading {i} {}\n", "x".repeat(60)))
             .collect();
-        let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        let files: Vec<(String, String)> = (0..30)
+            .map(|i| {
+                (
+                    format!("spec/epics/E-{i:02}.md"),
+                    format!("{heads}{}", "body\n".repeat(2000)),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
         let input = input("DRAFT-005", "writer", DESCRIPTION, &refs, code);
         let limit = 24 * 1024;
         let c = compose_within(&input, "Writer.", None, limit);
