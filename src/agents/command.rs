@@ -444,12 +444,17 @@ impl Driver for CliDriver {
         } else {
             None
         };
-        let base = prompt::compose(
-            input,
-            &role_spec,
-            template,
-            PROMPT_LIMIT - prompt::RETRY_RESERVE,
-        );
+        // `prompt_budget` (estimated tokens) bounds the prompt below the CLIs' own limit.
+        let limit = self
+            .spec
+            .prompt_budget
+            .and_then(|t| usize::try_from(t).ok())
+            .map_or(PROMPT_LIMIT, |t| {
+                t.saturating_mul(prompt::CHARS_PER_TOKEN).min(PROMPT_LIMIT)
+            });
+        let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
+        let composed = prompt::compose_within(input, &role_spec, template, limit - retry_reserve);
+        let base = composed.text.clone();
 
         let program = self.program()?;
         let home = Home::new(self.spec.home.as_deref(), &self.repo_root)?;
@@ -461,7 +466,7 @@ impl Driver for CliDriver {
             model: self.spec.model.clone(),
             ..Usage::default()
         };
-        let mut transcript = String::new();
+        let mut transcript = format!("=== prompt: {} ===\n", composed.report());
         let mut prompt = base.clone();
         let mut answer_no = 0;
         loop {
@@ -523,7 +528,12 @@ impl Driver for CliDriver {
                     match result::parse_in(&text, deliverable, Some(&ctx.workdir)) {
                         Ok(output) => return done(output, prompt, usage, transcript),
                         Err(e) if answer_no < CONTRACT_TRIES => {
-                            prompt = prompt::retry_prompt(&base, &e.message, &text);
+                            prompt = prompt::retry_prompt_within(
+                                &base,
+                                &e.message,
+                                &text,
+                                retry_reserve,
+                            );
                         }
                         Err(e) => {
                             let reason = format!(
