@@ -238,7 +238,15 @@ pub trait Cli: Send + Sync {
     fn transient(&self, _out: &process::Output) -> bool {
         false
     }
+    /// A reader of the CLI's stdout events for one run, returning the output tokens reported
+    /// so far whenever a line tells; `None` when the CLI's output gives none while it runs.
+    fn token_counter(&self) -> Option<TokenCounter> {
+        None
+    }
 }
+
+/// See [`Cli::token_counter`]: given each stdout line, the output tokens reported so far.
+pub type TokenCounter = Box<dyn FnMut(&str) -> Option<u64> + Send>;
 
 /// Everything a [`Cli`] needs to build one run.
 pub struct Call<'a> {
@@ -491,6 +499,20 @@ impl Driver for CliDriver {
             inv.stdin = launch.stdin;
             inv.timeout = self.timeout;
             inv.kill_grace = self.kill_grace;
+            if let Some(mut count) = self.cli.token_counter() {
+                // Adds what each event line reports beyond what was counted already.
+                let meter = ctx.meter.clone();
+                let seen = std::sync::Mutex::new(0u64);
+                let count = std::sync::Mutex::new(move |l: &str| count(l));
+                inv.on_line = Some(process::LineSink(std::sync::Arc::new(move |l: &str| {
+                    let reported = (count.lock().unwrap_or_else(|p| p.into_inner()))(l);
+                    if let Some(total) = reported {
+                        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        meter.add(total.saturating_sub(*seen));
+                        *seen = (*seen).max(total);
+                    }
+                })));
+            }
             let (out, runs) =
                 process::run_with_retries(&inv, &self.retry, &|o| self.cli.transient(o))?;
             usage.seconds += out.seconds;

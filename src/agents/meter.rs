@@ -75,4 +75,43 @@ mod tests {
         );
         assert_eq!(progress_line("X-1", "critic", 1), "X-1 (critic) · 1 token");
     }
+
+    #[test]
+    fn cli_drivers_count_the_tokens_their_events_report() {
+        use crate::agents::command::tests::{ctx, spec, writer_input};
+        use crate::agents::command::{CliDriver, Driver};
+        use crate::agents::presets::preset;
+        for (cli, tokens) in [("codex", 300), ("claude", 456)] {
+            let work = tempfile::tempdir().unwrap();
+            let log = work.path().join("log");
+            let s = spec(
+                cli,
+                &format!("fake-{cli}"),
+                &[
+                    ("FAKE_AGENT_MODE", "ok"),
+                    ("FAKE_AGENT_LOG", log.to_str().unwrap()),
+                ],
+            );
+            let driver = CliDriver::new("agent1", &s, work.path(), preset(cli).unwrap()).unwrap();
+            let (_d, input) = writer_input();
+            let mut c = ctx(work.path());
+            c.meter = Meter::new();
+            let out = driver.run(&input, &c).unwrap();
+            assert_eq!(out.usage.output_tokens, tokens, "{cli}");
+            assert_eq!(
+                c.meter.read(),
+                tokens,
+                "{cli}: counted from its stdout events"
+            );
+        }
+        // A CLI whose output tells nothing while it runs counts nothing.
+        let work = tempfile::tempdir().unwrap();
+        let s = spec("gemini", "fake-gemini", &[("FAKE_AGENT_MODE", "ok")]);
+        let driver = CliDriver::new("agent1", &s, work.path(), preset("gemini").unwrap()).unwrap();
+        let (_d, input) = writer_input();
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        driver.run(&input, &c).unwrap();
+        assert_eq!(c.meter.read(), 0);
+    }
 }
