@@ -341,7 +341,7 @@ impl OpenAiDriver {
                 Err(e) => format!("no answer: {e}"),
             };
             log.push_str(&format!(
-                "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.1}s\n\
+                "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.3}s\n\
                  --- response ---\n{}\n",
                 q.answer_no,
                 self.endpoint,
