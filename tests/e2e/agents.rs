@@ -700,10 +700,6 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
-        Server::start_with("")
-    }
-
     pub(crate) fn start_with(mode: &str) -> Server {
         use std::io::BufRead;
         let log = tempfile::NamedTempFile::new().unwrap();
