@@ -114,6 +114,8 @@ pub struct OpenAiDriver {
     /// Whether the server wants the bound as `max_completion_tokens` (it refused
     /// `max_tokens` once).
     completion_field: AtomicBool,
+    /// Whether the server refused the streaming fields once: requests ask for a plain answer.
+    plain: AtomicBool,
 }
 
 impl OpenAiDriver {
@@ -234,6 +236,7 @@ impl OpenAiDriver {
             context_tokens,
             prompt_budget,
             completion_field: AtomicBool::new(false),
+            plain: AtomicBool::new(false),
         })
     }
 
@@ -307,18 +310,21 @@ impl OpenAiDriver {
             } else {
                 "max_tokens"
             };
-            let body = json!({
+            let plain = self.plain.load(Ordering::Relaxed);
+            let mut body = json!({
                 "model": self.model,
                 "messages": [
                     {"role": "system", "content": q.system},
                     {"role": "user", "content": q.user},
                 ],
                 "temperature": 0,
-                "stream": true,
-                "stream_options": {"include_usage": true},
+                "stream": !plain,
                 field: q.bound,
-            })
-            .to_string();
+            });
+            if !plain {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            let body = body.to_string();
             let started = Instant::now();
             let sent = self.post(&body, q);
             let took = started.elapsed().as_secs_f64();
@@ -424,6 +430,15 @@ impl OpenAiDriver {
                     // OpenAI's newer models take the bound under its newer name only.
                     switched = true;
                     self.completion_field.store(true, Ordering::Relaxed);
+                    n -= 1;
+                    continue;
+                }
+                Ok(Response { status, text, .. })
+                    if status == 400 && !plain && refuses_streaming(&server_message(&text)) =>
+                {
+                    // A server that cannot stream (or does not know `stream_options`) is asked
+                    // for a plain answer, now and from then on.
+                    self.plain.store(true, Ordering::Relaxed);
                     n -= 1;
                     continue;
                 }
@@ -1015,6 +1030,21 @@ fn cut_problem(answer: &str, bound: u64) -> String {
          Answer again, shorter: no preamble and no repetition, the work itself and then the \
          result block."
     )
+}
+
+/// Whether an error message is about the streaming fields: `stream_options`, `stream`
+/// quoted, or streaming.
+fn refuses_streaming(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "stream_options",
+        "streaming",
+        "'stream'",
+        "\"stream\"",
+        "`stream`",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
 }
 
 /// Whether an HTTP 400 body says the prompt is longer than the model's context (llama.cpp's
@@ -2172,6 +2202,41 @@ mod tests {
         assert_eq!(seen[0].json()["max_tokens"], 8192);
         assert_eq!(seen[1].json()["max_completion_tokens"], 8192);
         assert!(seen[1].json().get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn a_server_that_cannot_stream_is_asked_for_a_plain_answer() {
+        let refusal = "{\"error\": {\"message\": \"Unrecognized request argument supplied: \
+            stream_options\", \"type\": \"invalid_request_error\"}}";
+        let server = Server::start(vec![
+            Step::Http(400, refusal.into()),
+            ok(DOCUMENT_ANSWER),
+            ok(DOCUMENT_ANSWER),
+        ]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let d = driver(&s, work.path());
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        let seen = server.seen();
+        assert_eq!(seen.len(), 3);
+        assert!(refuses_streaming("'stream' is not supported"));
+        assert!(!refuses_streaming("the upstream model is missing"));
+        assert_eq!(seen[0].json()["stream"], true);
+        for later in &seen[1..] {
+            let body = later.json();
+            assert_eq!(body["stream"], false, "{body}");
+            assert!(body.get("stream_options").is_none());
+            assert_eq!(body["max_tokens"], 8192, "the bound stays");
+        }
     }
 
     #[test]
