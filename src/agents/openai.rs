@@ -6,6 +6,15 @@
 //! `timeout` (per answer, default [`process::DEFAULT_TIMEOUT`]) and `env.OPENAI_API_KEY`. The
 //! key is taken from the agent's `env`, else from the process environment, else there is none
 //! (local servers need none); it is sent as `Authorization: Bearer` only when there is one.
+//! `max_output_tokens` bounds every answer (sent as `max_tokens`; the default depends on the
+//! role, see [`default_output_tokens`]); `context_tokens` and `prompt_budget` bound the
+//! prompt, whose largest documents are summarised to fit (see [`prompt::compose_within`]).
+//!
+//! Answers are streamed: the driver reads the server-sent events as they come, counts the
+//! tokens on the task's meter, and stops reading once the result block is complete or the
+//! output bound is passed, so a model that loops costs at most the bound. A server that
+//! refuses a prompt for its length fails the task at once, with the prompt's size and the
+//! server's limit.
 //!
 //! One run: the role's instructions are the system message, the prompt (built like the CLI
 //! drivers' by [`prompt::compose`], plus a note that the model has no tools) the user
