@@ -97,7 +97,22 @@ pub struct Invocation {
     pub capture_limit: usize,
     /// Whether stderr is captured apart from stdout.
     pub streams: Streams,
+    /// Called with each line of stdout as it arrives (progress from an event stream).
+    pub on_line: Option<LineSink>,
 }
+
+/// What [`Invocation::on_line`] calls: one line of stdout, without its newline.
+#[derive(Clone)]
+pub struct LineSink(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for LineSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineSink")
+    }
+}
+
+/// The longest line given to a [`LineSink`]; the rest of a longer one is not.
+const SINK_LINE_LIMIT: usize = 1 << 20;
 
 impl Invocation {
     /// A run of `program` in `workdir` with the default limits and nothing on stdin.
@@ -112,6 +127,7 @@ impl Invocation {
             kill_grace: KILL_GRACE,
             capture_limit: CAPTURE_LIMIT,
             streams: Streams::Separate,
+            on_line: None,
         }
     }
 
@@ -357,12 +373,14 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
         child
             .stdout
             .take()
-            .map(|s| reader(s, out.clone(), done_tx.clone()))
-            .or_else(|| merged.map(|s| reader(s, out.clone(), done_tx.clone()))),
+            .map(|s| reader(s, out.clone(), done_tx.clone(), inv.on_line.clone()))
+            .or_else(|| {
+                merged.map(|s| reader(s, out.clone(), done_tx.clone(), inv.on_line.clone()))
+            }),
         child
             .stderr
             .take()
-            .map(|s| reader(s, err.clone(), done_tx.clone())),
+            .map(|s| reader(s, err.clone(), done_tx.clone(), None)),
     ];
     drop(done_tx);
 
@@ -755,16 +773,31 @@ fn reader(
     mut stream: impl Read + Send + 'static,
     capture: Arc<Mutex<Capture>>,
     done: mpsc::Sender<()>,
+    sink: Option<LineSink>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
+        let mut line: Vec<u8> = Vec::new();
         loop {
             match stream.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => capture
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(&buf[..n]),
+                Ok(n) => {
+                    capture
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(&buf[..n]);
+                    if let Some(LineSink(f)) = &sink {
+                        for part in buf[..n].split_inclusive(|&b| b == b'\n') {
+                            if line.len() + part.len() <= SINK_LINE_LIMIT {
+                                line.extend_from_slice(part);
+                            }
+                            if part.ends_with(b"\n") {
+                                f(String::from_utf8_lossy(&line).trim_end());
+                                line.clear();
+                            }
+                        }
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }

@@ -55,6 +55,8 @@ pub struct RunContext {
     pub run_dir: Option<PathBuf>,
     /// The attempt number of the task (1 for the first claim).
     pub attempt: u32,
+    /// Counts the tokens of the answer as they arrive, for the progress line.
+    pub meter: super::meter::Meter,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -236,7 +238,15 @@ pub trait Cli: Send + Sync {
     fn transient(&self, _out: &process::Output) -> bool {
         false
     }
+    /// A reader of the CLI's stdout events for one run, returning the output tokens reported
+    /// so far whenever a line tells; `None` when the CLI's output gives none while it runs.
+    fn token_counter(&self) -> Option<TokenCounter> {
+        None
+    }
 }
+
+/// See [`Cli::token_counter`]: given each stdout line, the output tokens reported so far.
+pub type TokenCounter = Box<dyn FnMut(&str) -> Option<u64> + Send>;
 
 /// Everything a [`Cli`] needs to build one run.
 pub struct Call<'a> {
@@ -442,12 +452,17 @@ impl Driver for CliDriver {
         } else {
             None
         };
-        let base = prompt::compose(
-            input,
-            &role_spec,
-            template,
-            PROMPT_LIMIT - prompt::RETRY_RESERVE,
-        );
+        // `prompt_budget` (estimated tokens) bounds the prompt below the CLIs' own limit.
+        let limit = self
+            .spec
+            .prompt_budget
+            .and_then(|t| usize::try_from(t).ok())
+            .map_or(PROMPT_LIMIT, |t| {
+                t.saturating_mul(prompt::CHARS_PER_TOKEN).min(PROMPT_LIMIT)
+            });
+        let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
+        let composed = prompt::compose_within(input, &role_spec, template, limit - retry_reserve);
+        let base = composed.text.clone();
 
         let program = self.program()?;
         let home = Home::new(self.spec.home.as_deref(), &self.repo_root)?;
@@ -459,7 +474,7 @@ impl Driver for CliDriver {
             model: self.spec.model.clone(),
             ..Usage::default()
         };
-        let mut transcript = String::new();
+        let mut transcript = format!("=== prompt: {} ===\n", composed.report());
         let mut prompt = base.clone();
         let mut answer_no = 0;
         loop {
@@ -484,6 +499,20 @@ impl Driver for CliDriver {
             inv.stdin = launch.stdin;
             inv.timeout = self.timeout;
             inv.kill_grace = self.kill_grace;
+            if let Some(mut count) = self.cli.token_counter() {
+                // Adds what each event line reports beyond what was counted already.
+                let meter = ctx.meter.clone();
+                let seen = std::sync::Mutex::new(0u64);
+                let count = std::sync::Mutex::new(move |l: &str| count(l));
+                inv.on_line = Some(process::LineSink(std::sync::Arc::new(move |l: &str| {
+                    let reported = (count.lock().unwrap_or_else(|p| p.into_inner()))(l);
+                    if let Some(total) = reported {
+                        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        meter.add(total.saturating_sub(*seen));
+                        *seen = (*seen).max(total);
+                    }
+                })));
+            }
             let (out, runs) =
                 process::run_with_retries(&inv, &self.retry, &|o| self.cli.transient(o))?;
             usage.seconds += out.seconds;
@@ -521,7 +550,12 @@ impl Driver for CliDriver {
                     match result::parse_in(&text, deliverable, Some(&ctx.workdir)) {
                         Ok(output) => return done(output, prompt, usage, transcript),
                         Err(e) if answer_no < CONTRACT_TRIES => {
-                            prompt = prompt::retry_prompt(&base, &e.message, &text);
+                            prompt = prompt::retry_prompt_within(
+                                &base,
+                                &e.message,
+                                &text,
+                                retry_reserve,
+                            );
                         }
                         Err(e) => {
                             let reason = format!(
@@ -767,6 +801,7 @@ pub(crate) mod tests {
             workdir: workdir.to_path_buf(),
             run_dir: None,
             attempt: 1,
+            meter: Default::default(),
         }
     }
 

@@ -34,6 +34,18 @@ pub struct AgentSpec {
     /// The session to replay (`replay` driver).
     #[serde(default)]
     pub session: Option<String>,
+    /// The most tokens one answer may have (`openai` driver: sent as `max_tokens`); the
+    /// default depends on the role.
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    /// The model's context window in tokens (`openai` driver): prompts are built to fit in
+    /// it beside the output bound.
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+    /// The most a prompt may be, in estimated tokens (characters / 3); the default comes
+    /// from `context_tokens`, else the driver's own limit.
+    #[serde(default)]
+    pub prompt_budget: Option<u64>,
 }
 
 /// `[discuss]`.

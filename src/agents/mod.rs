@@ -8,6 +8,7 @@
 pub mod builtin;
 pub mod command;
 pub mod config;
+pub mod meter;
 pub mod openai;
 pub mod presets;
 pub use crate::process;

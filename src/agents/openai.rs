@@ -6,6 +6,15 @@
 //! `timeout` (per answer, default [`process::DEFAULT_TIMEOUT`]) and `env.OPENAI_API_KEY`. The
 //! key is taken from the agent's `env`, else from the process environment, else there is none
 //! (local servers need none); it is sent as `Authorization: Bearer` only when there is one.
+//! `max_output_tokens` bounds every answer (sent as `max_tokens`; the default depends on the
+//! role, see [`default_output_tokens`]); `context_tokens` and `prompt_budget` bound the
+//! prompt, whose largest documents are summarised to fit (see [`prompt::compose_within`]).
+//!
+//! Answers are streamed: the driver reads the server-sent events as they come, counts the
+//! tokens on the task's meter, and stops reading once the result block is complete or the
+//! output bound is passed, so a model that loops costs at most the bound. A server that
+//! refuses a prompt for its length fails the task at once, with the prompt's size and the
+//! server's limit.
 //!
 //! One run: the role's instructions are the system message, the prompt (built like the CLI
 //! drivers' by [`prompt::compose`], plus a note that the model has no tools) the user
@@ -23,14 +32,17 @@
 //! contract is sent back with the problem (at most [`CONTRACT_TRIES`] answers in all), and a
 //! diff that does not apply is sent back once; nothing is applied until both are right.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::command::{CONTRACT_TRIES, Driver, DriverOutput, RunContext, Usage};
 use super::config::AgentSpec;
+use super::meter::Meter;
 use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
@@ -49,6 +61,27 @@ const LISTING_BUDGET: usize = 24 * 1024;
 const CODE_FILE_LIMIT: usize = 32 * 1024;
 /// How many answers may carry a diff that does not apply.
 const PATCH_TRIES: u32 = 2;
+/// Tokens kept free in `context_tokens` for the chat template the server wraps the messages
+/// in.
+const TEMPLATE_TOKENS: u64 = 256;
+/// The smallest prompt `context_tokens` must leave room for beside `max_output_tokens`.
+const MIN_PROMPT_TOKENS: u64 = 1024;
+/// How many streamed chunks past the output bound are read before the stream is closed (a
+/// server that ignores `max_tokens`; one that honours it stops at the bound by itself).
+const BOUND_SLACK: u64 = 16;
+
+/// The output bound of a role when `max_output_tokens` is not set. Documents (a brief,
+/// requirements, an architecture, epics, a plan) and code (a diff and the result block) get
+/// the most; the analyst's research is a short context document; an opinion or a critique is
+/// a few findings.
+pub fn default_output_tokens(role: &str) -> u64 {
+    match role {
+        "writer" | "planner" | "executor" => 8192,
+        "analyst" | "supervisor" | "tester" => 4096,
+        // critics, the reviewer's opinion, specialists' reports
+        _ => 2048,
+    }
+}
 
 /// What every prompt of this driver says about the setting.
 const CHAT_NOTE: &str = "You are answering through a chat API: you cannot read or write files, \
@@ -81,6 +114,17 @@ pub struct OpenAiDriver {
     timeout: Duration,
     retry: RetryPolicy,
     http: ureq::Agent,
+    /// `max_output_tokens`, if configured.
+    max_output: Option<u64>,
+    /// `context_tokens`, if configured.
+    context_tokens: Option<u64>,
+    /// `prompt_budget` (estimated tokens), if configured.
+    prompt_budget: Option<u64>,
+    /// Whether the server wants the bound as `max_completion_tokens` (it refused
+    /// `max_tokens` once).
+    completion_field: AtomicBool,
+    /// Whether the server refused the streaming fields once: requests ask for a plain answer.
+    plain: AtomicBool,
 }
 
 impl OpenAiDriver {
@@ -156,6 +200,30 @@ impl OpenAiDriver {
             .or_else(|| env(API_KEY_ENV))
             .filter(|k| !k.trim().is_empty());
 
+        let positive = |key: &str, v: Option<u64>| match v {
+            Some(0) => Err(Error::Invalid(format!(
+                "agent `{agent}`: `{key}` must be a positive number of tokens"
+            ))),
+            v => Ok(v),
+        };
+        let max_output = positive("max_output_tokens", spec.max_output_tokens)?;
+        let context_tokens = positive("context_tokens", spec.context_tokens)?;
+        let prompt_budget = positive("prompt_budget", spec.prompt_budget)?;
+        if let (Some(ctx), Some(out)) = (context_tokens, max_output)
+            && out + MIN_PROMPT_TOKENS + TEMPLATE_TOKENS > ctx
+        {
+            return Err(Error::state(
+                format!(
+                    "agent `{agent}`: `max_output_tokens` ({out}) leaves no room for a prompt in \
+                     `context_tokens` ({ctx})"
+                ),
+                Some(format!(
+                    "under [agents.{agent}], keep `max_output_tokens` at most {} for this context",
+                    ctx.saturating_sub(MIN_PROMPT_TOKENS + TEMPLATE_TOKENS)
+                )),
+            ));
+        }
+
         let mut config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
@@ -173,7 +241,38 @@ impl OpenAiDriver {
             timeout,
             retry: RetryPolicy::default(),
             http: config.build().into(),
+            max_output,
+            context_tokens,
+            prompt_budget,
+            completion_field: AtomicBool::new(false),
+            plain: AtomicBool::new(false),
         })
+    }
+
+    /// The most tokens one answer of `role` may have: `max_output_tokens`, else the role's
+    /// default ([`default_output_tokens`]), at most half of `context_tokens`.
+    pub fn output_bound(&self, role: &str) -> u64 {
+        match (self.max_output, self.context_tokens) {
+            (Some(n), _) => n,
+            (None, Some(ctx)) => default_output_tokens(role).min(ctx / 2).max(1),
+            (None, None) => default_output_tokens(role),
+        }
+    }
+
+    /// The most bytes the prompt of a `role` task may have (system and user message, the
+    /// retry's additions included): `prompt_budget`, else what `context_tokens` leaves beside
+    /// the output bound and the chat template, else [`PROMPT_LIMIT`]; tokens are taken as
+    /// [`prompt::CHARS_PER_TOKEN`] bytes each.
+    pub fn prompt_limit(&self, role: &str) -> usize {
+        let tokens = match (self.prompt_budget, self.context_tokens) {
+            (Some(b), _) => b,
+            (None, Some(ctx)) => ctx.saturating_sub(self.output_bound(role) + TEMPLATE_TOKENS),
+            (None, None) => return PROMPT_LIMIT,
+        };
+        usize::try_from(tokens)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(prompt::CHARS_PER_TOKEN)
+            .min(PROMPT_LIMIT)
     }
 
     /// The same driver with another policy for transient failures.
@@ -204,29 +303,39 @@ impl OpenAiDriver {
         }
     }
 
-    /// One question, with retries of transient failures.
-    fn chat(&self, system: &str, user: &str, answer_no: u32, log: &mut String) -> Exchange {
-        let body = json!({
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": user},
-            ],
-            "temperature": 0,
-            "stream": false,
-        })
-        .to_string();
+    /// One question, with retries of transient failures. The answer is streamed when the
+    /// server streams, read whole when it answers plain JSON.
+    fn chat(&self, q: &Question<'_>, log: &mut String) -> Exchange {
         let tries = self.retry.tries.max(1);
         let mut pause = self.retry.backoff;
         let mut seconds = 0.0;
         let mut n = 0;
+        let mut switched = false;
         loop {
             n += 1;
             let last = n >= tries;
+            let field = if self.completion_field.load(Ordering::Relaxed) {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
+            let plain = self.plain.load(Ordering::Relaxed);
+            let mut body = json!({
+                "model": self.model,
+                "messages": [
+                    {"role": "system", "content": q.system},
+                    {"role": "user", "content": q.user},
+                ],
+                "temperature": 0,
+                "stream": !plain,
+                field: q.bound,
+            });
+            if !plain {
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            let body = body.to_string();
             let started = Instant::now();
-            let sent = self.post(&body);
-            let asked = sent.as_ref().ok().and_then(|(_, _, w)| *w);
-            let sent = sent.map(|(status, text, _)| (status, text));
+            let sent = self.post(&body, q);
             let took = started.elapsed().as_secs_f64();
             seconds += took;
             let after = if n > 1 {
@@ -235,14 +344,24 @@ impl OpenAiDriver {
                 String::new()
             };
             let ending = match &sent {
-                Ok((status, _)) => format!("HTTP {status}"),
+                Ok(r) => match &r.stream {
+                    Some(st) => format!(
+                        "HTTP {}, streamed: {} chunks, {}",
+                        r.status,
+                        st.chunks,
+                        st.ended.describe()
+                    ),
+                    None => format!("HTTP {}", r.status),
+                },
                 Err(e) => format!("no answer: {e}"),
             };
             log.push_str(&format!(
-                "=== answer {answer_no} (request {n}): POST {} ===\n{ending}, {took:.1}s\n\
+                "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.3}s\n\
                  --- response ---\n{}\n",
+                q.answer_no,
                 self.endpoint,
-                sent.as_ref().map(|(_, b)| b.trim_end()).unwrap_or_default()
+                q.bound,
+                sent.as_ref().map(|r| r.text.trim_end()).unwrap_or_default()
             ));
             let failed = |reason: String, body: String| Exchange {
                 reply: Err(reason),
@@ -251,22 +370,89 @@ impl OpenAiDriver {
                     seconds,
                     ..Usage::default()
                 },
+                cut: None,
             };
             match sent {
-                Ok((status, text)) if (200..300).contains(&status) => {
+                Ok(Response {
+                    status,
+                    text,
+                    stream: Some(st),
+                    ..
+                }) if (200..300).contains(&status) => {
+                    let mut usage = st.usage;
+                    usage.seconds = seconds;
+                    let cut = (st.ended == Ended::Bound || st.finish.as_deref() == Some("length"))
+                        .then(|| cut_problem(&st.answer, q.bound));
+                    let reply = match st.ended {
+                        Ended::Broke(e) => Err(format!(
+                            "the stream from {} broke off after {} chunks: {e}",
+                            self.endpoint, st.chunks
+                        )),
+                        Ended::Timeout => Err(format!(
+                            "{} did not finish its answer within {}; the stream was closed \
+                             after {} chunks",
+                            self.endpoint,
+                            human(self.timeout),
+                            st.chunks
+                        )),
+                        Ended::Error(e) => {
+                            Err(format!("the server reported an error in the stream: {e}"))
+                        }
+                        _ if st.answer.trim().is_empty() => Err(format!(
+                            "the model's answer has no text (finish_reason: {})",
+                            st.finish.as_deref().unwrap_or("not given")
+                        )),
+                        _ => Ok(st.answer.clone()),
+                    };
+                    return Exchange {
+                        reply,
+                        body: text,
+                        usage,
+                        cut,
+                    };
+                }
+                Ok(Response { status, text, .. }) if (200..300).contains(&status) => {
                     let mut ex = match completion(&text) {
-                        Ok((answer, usage)) => Exchange {
+                        Ok((answer, usage, finish)) => Exchange {
+                            cut: (finish.as_deref() == Some("length"))
+                                .then(|| cut_problem(&answer, q.bound)),
                             reply: Ok(answer),
                             body: text,
                             usage,
                         },
                         Err(reason) => failed(reason, text),
                     };
+                    q.meter.add(ex.usage.output_tokens);
                     ex.usage.seconds = seconds;
                     return ex;
                 }
-                Ok((status, _)) if !last && (status == 429 || status >= 500) => {}
-                Ok((status, text)) => {
+                Ok(Response { status, text, .. }) if status == 400 && too_long(&text) => {
+                    let reason = self.too_long_reason(q, &text);
+                    return failed(reason, text);
+                }
+                Ok(Response { status, text, .. })
+                    if status == 400
+                        && !switched
+                        && field == "max_tokens"
+                        && server_message(&text).contains("max_completion_tokens") =>
+                {
+                    // OpenAI's newer models take the bound under its newer name only.
+                    switched = true;
+                    self.completion_field.store(true, Ordering::Relaxed);
+                    n -= 1;
+                    continue;
+                }
+                Ok(Response { status, text, .. })
+                    if status == 400 && !plain && refuses_streaming(&server_message(&text)) =>
+                {
+                    // A server that cannot stream (or does not know `stream_options`) is asked
+                    // for a plain answer, now and from then on.
+                    self.plain.store(true, Ordering::Relaxed);
+                    n -= 1;
+                    continue;
+                }
+                Ok(Response { status, .. }) if !last && (status == 429 || status >= 500) => {}
+                Ok(Response { status, text, .. }) => {
                     let reason = format!(
                         "{} answered HTTP {status}{after}: {}",
                         self.endpoint,
@@ -289,18 +475,60 @@ impl OpenAiDriver {
                 }
             }
             // A server that says how long to wait is taken at its word.
+            let asked = match &sent {
+                Ok(r) => r.wait,
+                Err(_) => None,
+            };
             std::thread::sleep(asked.unwrap_or(pause));
             pause *= 2;
         }
     }
 
-    /// One request: the status and body, or why there is none.
-    fn post(&self, body: &str) -> std::result::Result<(u16, String, Option<Duration>), Sent> {
+    /// Why a prompt refused for its length failed the task: the server's words, the prompt's
+    /// size, the limit where the server gives it, and what to set.
+    fn too_long_reason(&self, q: &Question<'_>, body: &str) -> String {
+        let chars = q.system.chars().count() + q.user.chars().count();
+        let estimated = chars.div_ceil(prompt::CHARS_PER_TOKEN);
+        let (limit, counted) = context_numbers(body);
+        let mut reason = format!(
+            "the server refused the prompt as longer than the model's context (HTTP 400: {}); \
+             the prompt was {chars} characters, ~{estimated} tokens estimated",
+            server_message(body)
+        );
+        if let Some(c) = counted {
+            reason.push_str(&format!(" ({c} tokens as the server counted them)"));
+        }
+        match limit {
+            Some(l) => reason.push_str(&format!("; the server's limit is {l} tokens")),
+            None => reason.push_str("; the server did not say its limit"),
+        }
+        reason.push_str("; the prompt was not sent again. ");
+        let agent = &self.agent;
+        match (self.context_tokens, limit) {
+            (None, Some(l)) => reason.push_str(&format!(
+                "Set `context_tokens = {l}` under [agents.{agent}] in .tlv4.toml: prompts are \
+                 then built to fit, the largest documents summarised"
+            )),
+            (None, None) => reason.push_str(&format!(
+                "Set `context_tokens` under [agents.{agent}] in .tlv4.toml to the server's \
+                 context size: prompts are then built to fit, the largest documents summarised"
+            )),
+            (Some(c), _) => reason.push_str(&format!(
+                "`context_tokens` is {c}: lower it, `prompt_budget` or `max_output_tokens` under \
+                 [agents.{agent}], or give the server a larger context"
+            )),
+        }
+        reason
+    }
+
+    /// One request: the status and what came back (read whole, or streamed), or why nothing
+    /// did.
+    fn post(&self, body: &str, q: &Question<'_>) -> std::result::Result<Response, Sent> {
         let mut req = self
             .http
             .post(&self.endpoint)
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json");
+            .header("Accept", "text/event-stream, application/json");
         if let Some(key) = &self.api_key {
             req = req.header("Authorization", format!("Bearer {}", key.trim()));
         }
@@ -313,6 +541,23 @@ impl OpenAiDriver {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s.min(60)));
+        let streamed = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+        if streamed && (200..300).contains(&status) {
+            let reader = resp.body_mut().with_config().limit(RESPONSE_LIMIT).reader();
+            let st = read_stream(reader, q.bound, q.meter);
+            // Dropping the response here closes a stream left unread.
+            drop(resp);
+            return Ok(Response {
+                status,
+                text: st.raw.clone(),
+                wait,
+                stream: Some(st),
+            });
+        }
         let text = resp
             .body_mut()
             .with_config()
@@ -320,12 +565,17 @@ impl OpenAiDriver {
             .lossy_utf8(true)
             .read_to_string()
             .map_err(Sent::from)?;
-        Ok((status, text, wait))
+        Ok(Response {
+            status,
+            text,
+            wait,
+            stream: None,
+        })
     }
 
     /// The prompt of a task: the system message (the role's instructions) and the first user
     /// message.
-    fn messages(&self, input: &TaskInput, workdir: &Path) -> (String, String) {
+    fn messages(&self, input: &TaskInput, workdir: &Path) -> Messages {
         let task = &input.task;
         let code = prompt::writes_code(&task.role);
         let system = strip_comment(&self.specs.role(&task.role))
@@ -336,17 +586,19 @@ impl OpenAiDriver {
         } else {
             None
         };
+        // The budget holds both messages and what a retry adds.
+        let limit = self.prompt_limit(&task.role);
+        let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
+        let avail = limit.saturating_sub(retry_reserve + system.len());
+        let code_budget = CODE_BUDGET.min(avail * 2 / 5);
+        let listing_budget = LISTING_BUDGET.min(avail / 10);
         let reserve = if code {
-            CODE_BUDGET + LISTING_BUDGET + HANDOVER.len() + 1024
+            code_budget + listing_budget + HANDOVER.len() + 1024
         } else {
             1024
         };
-        let base = prompt::compose(
-            input,
-            "",
-            template,
-            PROMPT_LIMIT - prompt::RETRY_RESERVE - reserve,
-        );
+        let composed = prompt::compose_within(input, "", template, avail.saturating_sub(reserve));
+        let base = &composed.text;
         // `compose` put the (here empty) role instructions under the first heading; they are
         // in the system message instead.
         let heading = format!("# Your role: {}\n\n", task.role);
@@ -358,7 +610,7 @@ impl OpenAiDriver {
             None => format!("{CHAT_NOTE}\n\n{base}"),
         };
         if code {
-            let section = code_section(input, workdir, &user);
+            let section = code_section(input, workdir, &user, code_budget, listing_budget);
             match user.rfind("\n# Result\n") {
                 Some(at) => user.insert_str(at + 1, &section),
                 None => user.push_str(&section),
@@ -366,7 +618,35 @@ impl OpenAiDriver {
             user.push('\n');
             user.push_str(HANDOVER);
         }
-        (system, user)
+        let size = system.len() + user.len();
+        let mut report = composed.report();
+        report.push_str(&format!(
+            "; with the system message {} characters (~{} tokens estimated) of a budget of {limit} \
+             bytes ({}), {retry_reserve} of them kept for a retry",
+            system.chars().count() + user.chars().count(),
+            (system.chars().count() + user.chars().count()).div_ceil(prompt::CHARS_PER_TOKEN),
+            self.budget_source()
+        ));
+        if size + retry_reserve > limit {
+            report.push_str("; OVER the budget: the parts that are never cut do not fit");
+        }
+        Messages {
+            system,
+            user,
+            report,
+            retry_reserve,
+        }
+    }
+
+    /// Where the prompt budget comes from, for the transcript.
+    fn budget_source(&self) -> String {
+        match (self.prompt_budget, self.context_tokens) {
+            (Some(b), _) => format!("prompt_budget {b} tokens"),
+            (None, Some(c)) => format!(
+                "context_tokens {c} less the output bound and {TEMPLATE_TOKENS} for the chat template"
+            ),
+            (None, None) => "the default limit".into(),
+        }
     }
 
     /// Applies the diff of a code task's answer in `workdir`. `Ok` when it applied (or no
@@ -427,7 +707,13 @@ impl Driver for OpenAiDriver {
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let deliverable = Deliverable::of(&input.task.role);
         let code = deliverable == Deliverable::Code;
-        let (system, base) = self.messages(input, &ctx.workdir);
+        let Messages {
+            system,
+            user: base,
+            report,
+            retry_reserve,
+        } = self.messages(input, &ctx.workdir);
+        let bound = self.output_bound(&input.task.role);
 
         let scratch_dir = ctx.scratch()?;
         let scratch = scratch_dir.path().to_path_buf();
@@ -436,7 +722,9 @@ impl Driver for OpenAiDriver {
             model: Some(self.model.clone()),
             ..Usage::default()
         };
-        let mut transcript = format!("=== system message ===\n{system}\n");
+        let mut transcript = format!(
+            "=== prompt: {report}; output bound {bound} tokens ===\n=== system message ===\n{system}\n"
+        );
         let mut user = base.clone();
         let mut answer_no = 0;
         let mut bad_patches = 0;
@@ -448,7 +736,14 @@ impl Driver for OpenAiDriver {
                 std::fs::write(&file, &record)
                     .map_err(|e| Error::io(format!("cannot write {}", file.display()), e))?;
             }
-            let ex = self.chat(&system, &user, answer_no, &mut transcript);
+            let q = Question {
+                system: &system,
+                user: &user,
+                bound,
+                answer_no,
+                meter: &ctx.meter,
+            };
+            let ex = self.chat(&q, &mut transcript);
             usage.add(&ex.usage);
             let done = |output: TaskOutput, usage: Usage, transcript: String| {
                 if let Some(dir) = &ctx.run_dir {
@@ -466,7 +761,15 @@ impl Driver for OpenAiDriver {
                 Ok(text) => text,
                 Err(reason) => return done(self.failed(reason), usage, transcript),
             };
-            let problem = match result::parse_in(text, deliverable, Some(&ctx.workdir)) {
+            let parsed = result::parse_in(text, deliverable, Some(&ctx.workdir));
+            // An answer the bound cut short is sent back as that, whatever else is wrong.
+            let parsed = match (parsed, &ex.cut) {
+                (Err(e), Some(cut)) => Err(result::ContractError {
+                    message: format!("{cut}\n\n(What git-tlv4 found: {e})"),
+                }),
+                (p, _) => p,
+            };
+            let problem = match parsed {
                 Err(e) if code => format!(
                     "{e}\n\nNothing of this answer was applied: send the whole answer again, \
                      the ```diff block and the result block."
@@ -511,19 +814,292 @@ impl Driver for OpenAiDriver {
                 );
                 return done(self.failed(&reason), usage, transcript);
             }
-            user = prompt::retry_prompt(&base, &problem, text);
+            user = prompt::retry_prompt_within(&base, &problem, text, retry_reserve);
         }
     }
+}
+
+/// The messages of a task's first question.
+struct Messages {
+    system: String,
+    user: String,
+    /// The prompt's size, budget and what was left out, for the transcript.
+    report: String,
+    /// Bytes kept free in the budget for what a retry adds.
+    retry_reserve: usize,
 }
 
 /// What one question came to.
 struct Exchange {
     /// The answer's text, or why there is none.
     reply: std::result::Result<String, String>,
-    /// The last response body.
+    /// The last response body (a stream: what arrived of it).
     body: String,
     /// Tokens, model and time.
     usage: Usage,
+    /// The problem to send back when the answer was cut at the output bound and its result
+    /// block is not valid.
+    cut: Option<String>,
+}
+
+/// One question to the model.
+struct Question<'a> {
+    system: &'a str,
+    user: &'a str,
+    /// The output bound, in tokens.
+    bound: u64,
+    answer_no: u32,
+    /// Counts the tokens as they arrive.
+    meter: &'a Meter,
+}
+
+/// One response.
+struct Response {
+    status: u16,
+    /// The body as read; for a stream, the lines that arrived.
+    text: String,
+    /// What `Retry-After` asks for.
+    wait: Option<Duration>,
+    /// The answer assembled from a stream, if the server streamed.
+    stream: Option<Streamed>,
+}
+
+/// An answer read from a server-sent event stream.
+struct Streamed {
+    /// The text of the content deltas, joined.
+    answer: String,
+    /// The lines that arrived, as they arrived (at most [`RESPONSE_LIMIT`] bytes).
+    raw: String,
+    /// Chunks that carried text (each about one token).
+    chunks: u64,
+    /// The last `finish_reason` given.
+    finish: Option<String>,
+    /// What the server reported (`usage` of the last chunk, with `include_usage`), else the
+    /// chunks counted as output tokens.
+    usage: Usage,
+    ended: Ended,
+}
+
+/// How reading a stream ended.
+#[derive(Debug, Clone, PartialEq)]
+enum Ended {
+    /// `data: [DONE]`.
+    Done,
+    /// The server closed the stream without `[DONE]`.
+    Eof,
+    /// The result block was complete: the rest was not read.
+    Complete,
+    /// More chunks than the output bound arrived: the rest was not read.
+    Bound,
+    /// An `error` object came in the stream.
+    Error(String),
+    /// The request's time ran out while reading.
+    Timeout,
+    /// The connection failed, or more than [`RESPONSE_LIMIT`] arrived.
+    Broke(String),
+}
+
+impl Ended {
+    fn describe(&self) -> String {
+        match self {
+            Ended::Done => "ended with [DONE]".into(),
+            Ended::Eof => "closed by the server without [DONE]".into(),
+            Ended::Complete => "result block complete, the stream closed by git-tlv4".into(),
+            Ended::Bound => "past the output bound, the stream closed by git-tlv4".into(),
+            Ended::Error(e) => format!("the server reported an error: {e}"),
+            Ended::Timeout => "timed out".into(),
+            Ended::Broke(e) => format!("broke off: {e}"),
+        }
+    }
+}
+
+/// Reads a chat-completions event stream: `data: {json}` lines with `choices[0].delta`, up to
+/// `data: [DONE]`. Stops early, leaving the rest unread, when [`BOUND_SLACK`] more chunks
+/// came after the answer's result block was complete (the contract says nothing follows it;
+/// what does is not part of the answer), or when more than `bound` chunks (plus
+/// [`BOUND_SLACK`]) came from a server that ignores the bound.
+fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Streamed {
+    let mut reader = BufReader::new(reader);
+    let mut st = Streamed {
+        answer: String::new(),
+        raw: String::new(),
+        chunks: 0,
+        finish: None,
+        usage: Usage::default(),
+        ended: Ended::Eof,
+    };
+    let mut reported = false;
+    // Chunks read after the result block was complete.
+    let mut after: Option<u64> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                st.ended = match e.kind() {
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Ended::Timeout,
+                    _ => Ended::Broke(e.to_string()),
+                };
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        st.raw.push_str(&text);
+        let Some(data) = text.trim_end().strip_prefix("data:") else {
+            // Comments (`: ping`), `event:` and `id:` lines, blank separators.
+            continue;
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            st.ended = Ended::Done;
+            break;
+        }
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if chunk.get("error").is_some_and(|e| !e.is_null()) {
+            st.ended = Ended::Error(server_message(data));
+            break;
+        }
+        if let Some(m) = chunk["model"].as_str().filter(|m| !m.is_empty()) {
+            st.usage.model = Some(m.to_owned());
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            reported = true;
+            st.usage.input_tokens = u["prompt_tokens"].as_u64().unwrap_or(0);
+            st.usage.output_tokens = u["completion_tokens"].as_u64().unwrap_or(0);
+        }
+        let choice = &chunk["choices"][0];
+        if let Some(f) = choice["finish_reason"].as_str() {
+            st.finish = Some(f.to_owned());
+        }
+        let delta = &choice["delta"];
+        let content = delta["content"].as_str().unwrap_or("");
+        // Reasoning models stream their thinking apart from the answer: it counts as tokens.
+        let thinking = delta["reasoning_content"]
+            .as_str()
+            .or(delta["reasoning"].as_str())
+            .unwrap_or("");
+        if content.is_empty() && thinking.is_empty() {
+            continue;
+        }
+        st.chunks += 1;
+        meter.add(1);
+        if let Some(n) = after.as_mut() {
+            // Past the result block: a few chunks are read for the usage and `[DONE]` that a
+            // server sends right after the answer's end; a model that goes on is cut off.
+            *n += 1;
+            if *n > BOUND_SLACK {
+                st.ended = Ended::Complete;
+                break;
+            }
+            continue;
+        }
+        st.answer.push_str(content);
+        if content.contains('`') && result_complete(&st.answer) {
+            after = Some(0);
+            continue;
+        }
+        if st.chunks >= bound.saturating_add(BOUND_SLACK) {
+            st.ended = Ended::Bound;
+            break;
+        }
+    }
+    if !reported {
+        st.usage.output_tokens = st.chunks;
+    }
+    st
+}
+
+/// Whether `text` just closed a fenced block and its result block is a complete result
+/// object (one with `summary` and `state_update`).
+fn result_complete(text: &str) -> bool {
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    if last.len() < 3 || !last.chars().all(|c| c == '`') {
+        return false;
+    }
+    result::extract(text)
+        .ok()
+        .and_then(|body| serde_json::from_str::<Value>(body).ok())
+        .is_some_and(|v| v.get("summary").is_some() && v.get("state_update").is_some())
+}
+
+/// The problem of an answer the output bound cut short, for the model.
+fn cut_problem(answer: &str, bound: u64) -> String {
+    let started = answer.contains("```json") || answer.contains("```JSON");
+    let state = if started {
+        "before its result block was closed"
+    } else {
+        "before its result block began"
+    };
+    format!(
+        "your answer reached the output bound of {bound} tokens {state}, so it was cut off. \
+         Answer again, shorter: no preamble and no repetition, the work itself and then the \
+         result block."
+    )
+}
+
+/// Whether an error message is about the streaming fields: `stream_options`, `stream`
+/// quoted, or streaming.
+fn refuses_streaming(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "stream_options",
+        "streaming",
+        "'stream'",
+        "\"stream\"",
+        "`stream`",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
+}
+
+/// Whether an HTTP 400 body says the prompt is longer than the model's context (llama.cpp's
+/// `exceed_context_size_error`, OpenAI's `context_length_exceeded`, and the words servers use).
+fn too_long(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "exceed_context_size",
+        "exceeds the available context size",
+        "maximum context length",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|m| b.contains(m))
+}
+
+/// The context size and the prompt's tokens, as far as a refusal gives them: llama.cpp's
+/// `n_ctx` and `n_prompt_tokens`, or OpenAI's "maximum context length is N tokens … resulted
+/// in M tokens".
+fn context_numbers(body: &str) -> (Option<u64>, Option<u64>) {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let err = &v["error"];
+    let field = |k: &str| err[k].as_u64().or(v[k].as_u64());
+    let msg = server_message(body).to_ascii_lowercase();
+    let after = |phrase: &str| {
+        let at = msg.find(phrase)? + phrase.len();
+        let digits: String = msg[at..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse::<u64>().ok()
+    };
+    let limit = field("n_ctx")
+        .or_else(|| after("maximum context length is"))
+        .or_else(|| after("context size of"))
+        .or_else(|| after("context length of"));
+    let counted = field("n_prompt_tokens")
+        .or_else(|| after("resulted in"))
+        .or_else(|| after("you requested"));
+    (limit, counted)
 }
 
 /// Why a request got no response.
@@ -585,7 +1161,7 @@ enum Handover {
 }
 
 /// The answer's text and usage from a chat-completions response body.
-fn completion(body: &str) -> std::result::Result<(String, Usage), String> {
+fn completion(body: &str) -> std::result::Result<(String, Usage, Option<String>), String> {
     let value: Value = serde_json::from_str(body).map_err(|e| {
         format!(
             "the server's response is not valid JSON ({e}); it begins: {}",
@@ -632,7 +1208,8 @@ fn completion(body: &str) -> std::result::Result<(String, Usage), String> {
             .map(str::to_owned),
         ..Usage::default()
     };
-    Ok((text, usage))
+    let finish = choice["finish_reason"].as_str().map(str::to_owned);
+    Ok((text, usage, finish))
 }
 
 /// The error message in an error response (`{"error": {"message": …}}`, `{"error": "…"}`,
@@ -718,7 +1295,14 @@ fn code_files(input: &TaskInput, workdir: &Path) -> Vec<String> {
 
 /// The code a code task sees: the text files `prompt` names (all of them when the repository
 /// is small), within [`CODE_BUDGET`], and a listing of the rest.
-fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
+fn code_section(
+    input: &TaskInput,
+    workdir: &Path,
+    prompt: &str,
+    code_budget: usize,
+    listing_budget: usize,
+) -> String {
+    let file_limit = CODE_FILE_LIMIT.min(code_budget);
     let files = code_files(input, workdir);
     // Regular files only: a symlink might point anywhere.
     let sizes: Vec<Option<u64>> = files
@@ -731,7 +1315,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
         })
         .collect();
     let total: u64 = sizes.iter().flatten().sum();
-    let mut order: Vec<usize> = if total as usize <= CODE_BUDGET {
+    let mut order: Vec<usize> = if total as usize <= code_budget {
         (0..files.len()).collect()
     } else {
         let mut named: Vec<(usize, usize)> = files
@@ -746,7 +1330,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
     let mut used = 0;
     let mut shown = vec![false; files.len()];
     let mut body = String::new();
-    order.retain(|&i| sizes[i].is_some_and(|s| s as usize <= CODE_FILE_LIMIT));
+    order.retain(|&i| sizes[i].is_some_and(|s| s as usize <= file_limit));
     for i in order {
         let Ok(bytes) = std::fs::read(workdir.join(&files[i])) else {
             continue;
@@ -754,7 +1338,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
         let Ok(text) = String::from_utf8(bytes) else {
             continue;
         };
-        if text.contains('\0') || used + text.len() > CODE_BUDGET {
+        if text.contains('\0') || used + text.len() > code_budget {
             continue;
         }
         used += text.len();
@@ -783,7 +1367,7 @@ fn code_section(input: &TaskInput, workdir: &Path, prompt: &str) -> String {
             Some(s) => format!("- {p} ({s} bytes)\n"),
             None => format!("- {p}\n"),
         };
-        if listing.len() + line.len() > LISTING_BUDGET {
+        if listing.len() + line.len() > listing_budget {
             left += 1;
         } else {
             listing.push_str(&line);
@@ -981,6 +1565,16 @@ mod tests {
         Hang,
         /// Reads the request and closes the connection.
         Close,
+        /// Streams these content deltas as server-sent events, then goes on as `Tail` says.
+        Sse(Vec<String>, Tail),
+    }
+
+    /// How a scripted stream goes on after its deltas.
+    enum Tail {
+        /// A last chunk with `finish_reason` and `usage`, then `data: [DONE]`.
+        Done(&'static str),
+        /// Garbage deltas until the client hangs up.
+        Forever,
     }
 
     /// One request the server read.
@@ -1017,6 +1611,8 @@ mod tests {
         addr: SocketAddr,
         seen: Arc<Mutex<Vec<Seen>>>,
         stop: Arc<AtomicBool>,
+        /// How many garbage chunks each endless stream wrote before the client hung up.
+        written: Arc<Mutex<Vec<u64>>>,
         _hold: mpsc::Sender<()>,
     }
 
@@ -1028,6 +1624,8 @@ mod tests {
             let stop = Arc::new(AtomicBool::new(false));
             let (hold, released) = mpsc::channel::<()>();
             let (seen2, stop2) = (seen.clone(), stop.clone());
+            let written = Arc::new(Mutex::new(Vec::new()));
+            let written2 = written.clone();
             std::thread::spawn(move || {
                 for step in script {
                     let Ok((mut stream, _)) = listener.accept() else {
@@ -1062,6 +1660,42 @@ mod tests {
                             let _ = released.recv_timeout(Duration::from_secs(30));
                         }
                         Step::Close => {}
+                        Step::Sse(deltas, tail) => {
+                            let _ = write!(
+                                stream,
+                                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                                 Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+                            );
+                            let chunk = |content: &str| {
+                                let c = json!({"id": "c1", "object": "chat.completion.chunk",
+                                    "model": "streamed-model",
+                                    "choices": [{"index": 0, "delta": {"content": content},
+                                                 "finish_reason": null}]});
+                                format!("data: {c}\n\n")
+                            };
+                            let mut open = stream.write_all(b": ping\n\n").is_ok();
+                            for d in &deltas {
+                                open = open && stream.write_all(chunk(d).as_bytes()).is_ok();
+                            }
+                            match tail {
+                                Tail::Done(finish) => {
+                                    let last = json!({"id": "c1", "model": "streamed-model",
+                                        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                                        "usage": {"prompt_tokens": 77, "completion_tokens": deltas.len()}});
+                                    let _ = write!(stream, "data: {last}\n\ndata: [DONE]\n\n");
+                                }
+                                Tail::Forever => {
+                                    let mut n = 0u64;
+                                    while open && n < 10_000_000 {
+                                        n += 1;
+                                        open = stream
+                                            .write_all(chunk(&format!("GARBAGE{n} ")).as_bytes())
+                                            .is_ok();
+                                    }
+                                    written2.lock().unwrap().push(n);
+                                }
+                            }
+                        }
                     }
                 }
             });
@@ -1069,6 +1703,7 @@ mod tests {
                 addr,
                 seen,
                 stop,
+                written,
                 _hold: hold,
             }
         }
@@ -1490,6 +2125,395 @@ mod tests {
             why.contains("cannot reach") && why.contains("after 3 tries"),
             "{why}"
         );
+    }
+
+    /// `text` in pieces of `n` characters, as a server streams it.
+    fn pieces(text: &str, n: usize) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        chars.chunks(n).map(|c| c.iter().collect()).collect()
+    }
+
+    #[test]
+    fn every_request_carries_an_output_bound() {
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let bound_of = |s: &AgentSpec| {
+            let server = Server::start(vec![ok(DOCUMENT_ANSWER)]);
+            let mut s = s.clone();
+            s.url = Some(server.url());
+            let out = driver(&s, work.path())
+                .run(&input, &ctx(work.path()))
+                .unwrap();
+            assert_eq!(out.output.outcome, Outcome::Completed);
+            let body = server.seen()[0].json();
+            assert_eq!(body["stream"], true, "{body}");
+            assert_eq!(body["stream_options"]["include_usage"], true);
+            assert!(body.get("max_completion_tokens").is_none());
+            assert!(out.transcript.unwrap().contains("output bound"));
+            body["max_tokens"].clone()
+        };
+        let mut s = spec("http://127.0.0.1:9/v1", "20s", &[]);
+        assert_eq!(bound_of(&s), 8192, "a writer's default");
+        s.context_tokens = Some(4096);
+        assert_eq!(bound_of(&s), 2048, "at most half the context");
+        s.max_output_tokens = Some(300);
+        assert_eq!(bound_of(&s), 300, "configured");
+
+        // Roles: documents and code get the most, opinions the least.
+        let d = driver(&spec("http://127.0.0.1:9/v1", "20s", &[]), work.path());
+        assert_eq!(d.output_bound("planner"), 8192);
+        assert_eq!(d.output_bound("executor"), 8192);
+        assert_eq!(d.output_bound("analyst"), 4096);
+        assert_eq!(d.output_bound("critic"), 2048);
+        assert_eq!(d.output_bound("reviewer"), 2048);
+        assert_eq!(d.prompt_limit("writer"), PROMPT_LIMIT);
+
+        // A bound that leaves no room for a prompt, or a zero, is refused when the driver is made.
+        let mut bad = spec("http://127.0.0.1:9/v1", "20s", &[]);
+        bad.context_tokens = Some(2048);
+        bad.max_output_tokens = Some(2000);
+        let e = OpenAiDriver::build("local", &bad, work.path(), |_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("agent `local`: `max_output_tokens` (2000) leaves no room"),
+            "{e}"
+        );
+        bad.max_output_tokens = Some(0);
+        let e = OpenAiDriver::build("local", &bad, work.path(), |_| None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("`max_output_tokens` must be a positive"), "{e}");
+    }
+
+    #[test]
+    fn a_server_that_wants_max_completion_tokens_gets_it() {
+        let refusal = "{\"error\": {\"message\": \"Unsupported parameter: 'max_tokens' is not \
+            supported with this model. Use 'max_completion_tokens' instead.\", \"type\": \
+            \"invalid_request_error\", \"param\": \"max_tokens\", \"code\": \"unsupported_parameter\"}}";
+        let server = Server::start(vec![Step::Http(400, refusal.into()), ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].json()["max_tokens"], 8192);
+        assert_eq!(seen[1].json()["max_completion_tokens"], 8192);
+        assert!(seen[1].json().get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn a_server_that_cannot_stream_is_asked_for_a_plain_answer() {
+        let refusal = "{\"error\": {\"message\": \"Unrecognized request argument supplied: \
+            stream_options\", \"type\": \"invalid_request_error\"}}";
+        let server = Server::start(vec![
+            Step::Http(400, refusal.into()),
+            ok(DOCUMENT_ANSWER),
+            ok(DOCUMENT_ANSWER),
+        ]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let d = driver(&s, work.path());
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        let seen = server.seen();
+        assert_eq!(seen.len(), 3);
+        assert!(refuses_streaming("'stream' is not supported"));
+        assert!(!refuses_streaming("the upstream model is missing"));
+        assert_eq!(seen[0].json()["stream"], true);
+        for later in &seen[1..] {
+            let body = later.json();
+            assert_eq!(body["stream"], false, "{body}");
+            assert!(body.get("stream_options").is_none());
+            assert_eq!(body["max_tokens"], 8192, "the bound stays");
+        }
+    }
+
+    #[test]
+    fn a_streamed_answer_is_assembled_and_the_rest_left_unread() {
+        let server = Server::start(vec![
+            Step::Sse(pieces(DOCUMENT_ANSWER, 5), Tail::Forever),
+            Step::Sse(pieces(DOCUMENT_ANSWER, 3), Tail::Done("stop")),
+        ]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        // Garbage after a complete result block: not waited for.
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert_eq!(out.output.summary, "wrote the requirements");
+        assert_eq!(
+            out.output.files,
+            vec![(
+                "spec/requirements/_index.md".to_owned(),
+                b"# Requirements\n\n- REQ-001\n".to_vec()
+            )]
+        );
+        // Read: the answer, then BOUND_SLACK + 1 garbage chunks, the last of which closes it.
+        let n = pieces(DOCUMENT_ANSWER, 5).len() as u64 + BOUND_SLACK + 1;
+        assert_eq!(c.meter.read(), n, "one token a chunk, counted as they came");
+        assert_eq!(
+            out.usage.output_tokens, n,
+            "no usage came: the chunks are counted"
+        );
+        assert_eq!(out.usage.input_tokens, 0, "nothing is made up");
+        assert_eq!(out.usage.model.as_deref(), Some("streamed-model"));
+        assert_eq!(out.raw.matches("data: ").count() as u64, n, "{}", out.raw);
+        assert!(
+            out.raw.contains(&format!("GARBAGE{} ", BOUND_SLACK + 1)),
+            "{}",
+            out.raw
+        );
+        assert!(
+            !out.raw.contains(&format!("GARBAGE{} ", BOUND_SLACK + 2)),
+            "the raw record is what was read"
+        );
+        assert!(
+            out.transcript
+                .as_ref()
+                .unwrap()
+                .contains("result block complete, the stream closed by git-tlv4")
+        );
+        drop(out);
+        // The server saw its client hang up.
+        let written = loop {
+            if let Some(w) = server.written.lock().unwrap().first().copied() {
+                break w;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(written < 10_000_000, "{written}");
+
+        // A stream that ends by itself, with usage in its last chunk.
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        assert_eq!(out.output.files.len(), 1);
+        assert_eq!(out.usage.input_tokens, 77);
+        assert_eq!(
+            out.usage.output_tokens,
+            pieces(DOCUMENT_ANSWER, 3).len() as u64
+        );
+    }
+
+    #[test]
+    fn a_stream_that_never_ends_is_closed_at_the_bound() {
+        let forever = || Step::Sse(vec!["Let me think. ".into()], Tail::Forever);
+        let server = Server::start(vec![forever(), forever(), forever(), forever()]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.max_output_tokens = Some(50);
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        let out = driver(&s, work.path()).run(&input, &c).unwrap();
+        let why = failure(&out);
+        assert!(why.contains("rejected 3 times"), "{why}");
+        assert!(
+            why.contains("reached the output bound of 50 tokens before its result block began"),
+            "{why}"
+        );
+        let seen = server.seen();
+        assert_eq!(seen.len(), 3, "one request per answer, no more");
+        assert!(seen.iter().all(|r| r.json()["max_tokens"] == 50));
+        assert!(
+            seen[1].user().contains("output bound of 50 tokens"),
+            "sent back with the problem"
+        );
+        // What arrived of the last answer, up to where it was closed.
+        let chunks = 50 + BOUND_SLACK;
+        assert_eq!(
+            out.raw.matches("data: ").count() as u64,
+            chunks,
+            "{}",
+            out.raw
+        );
+        assert!(out.raw.starts_with(": ping") && out.raw.contains("Let me think."));
+        assert!(out.raw.contains(&format!("GARBAGE{} ", chunks - 1)));
+        assert_eq!(c.meter.read(), 3 * chunks);
+        assert_eq!(out.usage.output_tokens, 3 * chunks);
+        assert!(
+            out.transcript
+                .unwrap()
+                .contains("past the output bound, the stream closed by git-tlv4")
+        );
+    }
+
+    #[test]
+    fn an_answer_cut_at_the_bound_is_sent_back_as_such() {
+        let cut = Step::Http(
+            200,
+            json!({"choices": [{"message": {"content": "```json\n{\"summary\": \"x\", \"state"},
+                                "finish_reason": "length"}],
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 2048}})
+            .to_string(),
+        );
+        let server = Server::start(vec![cut, ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        assert_eq!(out.output.outcome, Outcome::Completed);
+        let retry = server.seen()[1].user();
+        assert!(
+            retry.contains(
+                "reached the output bound of 8192 tokens before its result block was closed"
+            ),
+            "{retry}"
+        );
+        assert!(
+            retry.contains("not closed"),
+            "the parser's words follow: {retry}"
+        );
+    }
+
+    #[test]
+    fn a_prompt_too_long_for_the_context_fails_at_once() {
+        let llama = "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available \
+            context size, try increasing it\",\"type\":\"exceed_context_size_error\",\
+            \"n_prompt_tokens\":8287,\"n_ctx\":8192}}";
+        let server = Server::start(vec![Step::Http(400, llama.into()), ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let s = spec(&server.url(), "20s", &[]);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        let why = failure(&out);
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1, "not sent again");
+        let body = seen[0].json();
+        let chars = body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+            + body["messages"][1]["content"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .count();
+        assert!(why.starts_with("agent `local` (openai): the server refused the prompt as longer than the model's context"), "{why}");
+        assert!(why.contains("exceeds the available context size"), "{why}");
+        assert!(
+            why.contains(&format!(
+                "the prompt was {chars} characters, ~{} tokens estimated (8287 tokens as the server counted them)",
+                chars.div_ceil(3)
+            )),
+            "{why}"
+        );
+        assert!(why.contains("the server's limit is 8192 tokens"), "{why}");
+        assert!(
+            why.contains("Set `context_tokens = 8192` under [agents.local]"),
+            "{why}"
+        );
+        assert_eq!(out.raw, llama);
+
+        // OpenAI's shape says it in words.
+        let openai = "{\"error\": {\"message\": \"This model's maximum context length is 16,385 \
+            tokens. However, your messages resulted in 20,017 tokens. Please reduce the length \
+            of the messages.\", \"type\": \"invalid_request_error\", \"param\": \"messages\", \
+            \"code\": \"context_length_exceeded\"}}";
+        let server = Server::start(vec![Step::Http(400, openai.into()), ok(DOCUMENT_ANSWER)]);
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.context_tokens = Some(32000);
+        let out = driver(&s, work.path())
+            .run(&input, &ctx(work.path()))
+            .unwrap();
+        let why = failure(&out);
+        assert_eq!(server.seen().len(), 1);
+        assert!(
+            why.contains("(20017 tokens as the server counted them)"),
+            "{why}"
+        );
+        assert!(why.contains("the server's limit is 16385 tokens"), "{why}");
+        assert!(why.contains("`context_tokens` is 32000: lower it"), "{why}");
+    }
+
+    #[test]
+    fn prompts_fit_the_context_with_large_documents_summarised() {
+        let (_d, code) = crate::agents::prompt::tests::empty_code();
+        let huge = format!(
+            "# Requirements\n\n{}",
+            "## REQ\n\nlong requirement text\n".repeat(20_000)
+        );
+        let input = crate::agents::prompt::tests::input(
+            "DRAFT-003",
+            "writer",
+            "PURPOSE: architecture\nCONTEXT:\n  - Upstream artifacts: DRAFT-002: spec/requirements/_index.md\nEXPECTED: spec/architecture/\n",
+            &[
+                ("spec/requirements/_index.md", &huge),
+                ("wisdom/learnings.md", "# L\n\n- be brief\n"),
+            ],
+            code,
+        );
+        let server = Server::start(vec![ok(DOCUMENT_ANSWER)]);
+        let work = tempfile::tempdir().unwrap();
+        let mut s = spec(&server.url(), "20s", &[]);
+        s.context_tokens = Some(8192);
+        let d = driver(&s, work.path());
+        let limit = d.prompt_limit("writer");
+        assert_eq!(limit, (8192 - 4096 - TEMPLATE_TOKENS as usize) * 3);
+        let out = d.run(&input, &ctx(work.path())).unwrap();
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        let body = server.seen()[0].json();
+        let size = body["messages"][0]["content"].as_str().unwrap().len()
+            + body["messages"][1]["content"].as_str().unwrap().len();
+        assert!(size <= limit, "{size} > {limit}");
+        assert_eq!(body["max_tokens"], 4096);
+        let user = server.seen()[0].user();
+        assert!(user.contains("- spec/requirements/_index.md ("), "{user}");
+        assert!(user.contains("shown as a summary only"));
+        let t = out.transcript.unwrap();
+        assert!(
+            t.contains(&format!(
+                "summarised to fit (headings and first lines only): spec/requirements/_index.md ({} bytes)",
+                huge.len()
+            )),
+            "{t}"
+        );
+        assert!(t.contains("context_tokens 8192"), "{t}");
+        // An explicit budget wins.
+        let mut s2 = s.clone();
+        s2.prompt_budget = Some(3000);
+        assert_eq!(driver(&s2, work.path()).prompt_limit("writer"), 9000);
     }
 
     /// A git repository with `hello.txt` committed, inside a directory that also holds

@@ -210,6 +210,73 @@ pub fn build_prompt(input: &TaskInput, role_spec: &str) -> String {
 /// The prompt for `input` with the role's instructions, the template of the document to
 /// write (if any), within `limit` bytes.
 pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit: usize) -> String {
+    compose_within(input, role_spec, template, limit).text
+}
+
+/// A prompt, and what was left out of it to keep it within its budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Composed {
+    /// The prompt.
+    pub text: String,
+    /// The budget it was built within, in bytes.
+    pub limit: usize,
+    /// Documents shown as a summary (their headings and first lines) instead of whole, with
+    /// their sizes in bytes, largest first.
+    pub summarised: Vec<(String, usize)>,
+    /// Summaries that were cut as well, because even the summaries did not fit.
+    pub cut: Vec<String>,
+}
+
+impl Composed {
+    /// One line for the transcript: the prompt's size, its budget and what was left out.
+    pub fn report(&self) -> String {
+        let mut line = format!(
+            "{} characters (~{} tokens estimated at {CHARS_PER_TOKEN} characters a token), budget \
+             {} bytes",
+            self.text.chars().count(),
+            estimate_tokens(&self.text),
+            self.limit
+        );
+        if self.text.len() > self.limit {
+            line.push_str(" (over it: the parts that are never cut do not fit)");
+        }
+        if self.summarised.is_empty() {
+            line.push_str("; nothing left out");
+        } else {
+            let list: Vec<String> = self
+                .summarised
+                .iter()
+                .map(|(p, n)| format!("{p} ({n} bytes)"))
+                .collect();
+            line.push_str(&format!(
+                "; summarised to fit (headings and first lines only): {}",
+                list.join(", ")
+            ));
+        }
+        if !self.cut.is_empty() {
+            line.push_str(&format!("; summaries cut too: {}", self.cut.join(", ")));
+        }
+        line
+    }
+}
+
+/// How many characters a token is taken to be when a prompt's size is estimated. English
+/// prose runs near 4 characters a token with the usual tokenizers, code and JSON nearer 3;
+/// the lower figure keeps the estimate from falling short of what a server counts.
+pub const CHARS_PER_TOKEN: usize = 3;
+
+/// The estimated number of tokens of `text`.
+pub fn estimate_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(CHARS_PER_TOKEN)
+}
+
+/// [`compose`], saying what was left out.
+pub fn compose_within(
+    input: &TaskInput,
+    role_spec: &str,
+    template: Option<&str>,
+    limit: usize,
+) -> Composed {
     let task = &input.task;
     let code = writes_code(&task.role);
     let sid = input.session.id.as_str();
@@ -306,15 +373,35 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
     }
     let contract = contract(code);
 
-    // What is left is for the documents; cut the largest first when they do not fit.
+    // What is left is for the documents: when they do not fit, the largest are replaced by
+    // a summary (headings and first lines, with the path of the whole file) until the rest
+    // fits; if even the summaries do not fit, they are cut like any text.
     let shown: Vec<&(Section, String)> = selection.shown.iter().collect();
-    let overhead: usize = shown.iter().map(|(_, p)| 2 * p.len() + 320).sum::<usize>() + 1200;
+    let overhead: usize = shown.iter().map(|(_, p)| 3 * p.len() + 480).sum::<usize>() + 1600;
     let fixed = head.len() + listing.len() + upstream.len() + contract.len() + overhead;
     let budget = limit.saturating_sub(fixed);
-    let texts: Vec<Cow<'_, str>> = shown
+    let mut texts: Vec<Cow<'_, str>> = shown
         .iter()
         .map(|(_, p)| String::from_utf8_lossy(&input.folder[p]))
         .collect();
+    let mut summarised: Vec<(String, usize)> = Vec::new();
+    let mut total: usize = texts.iter().map(|t| t.len()).sum();
+    let mut by_size: Vec<usize> = (0..texts.len()).collect();
+    by_size.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+    for i in by_size {
+        if total <= budget {
+            break;
+        }
+        let path = &shown[i].1;
+        let whole = texts[i].len();
+        let summary = summary(&texts[i], whole, &format!("{folder_dir}{path}"));
+        if summary.len() >= whole {
+            continue;
+        }
+        total = total - whole + summary.len();
+        texts[i] = Cow::Owned(summary);
+        summarised.push((path.clone(), whole));
+    }
     let sizes: Vec<usize> = texts.iter().map(|t| t.len()).collect();
     let caps = water_fill(&sizes, budget);
 
@@ -323,6 +410,18 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
          session's wisdom (lessons, decisions, conventions and known issues, newest last), then \
          the exploration cache.\n\n",
     );
+    if !summarised.is_empty() {
+        let list: Vec<String> = summarised
+            .iter()
+            .map(|(p, n)| format!("- {p} ({n} bytes)"))
+            .collect();
+        context.push_str(&format!(
+            "Note: to keep this prompt within its budget of {limit} bytes, these files are shown \
+             as a summary only (their headings and first lines), largest first; the whole files \
+             are under `{folder_dir}`:\n{}\n\n",
+            list.join("\n")
+        ));
+    }
     let cut: Vec<String> = shown
         .iter()
         .zip(&sizes)
@@ -332,11 +431,18 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
         .collect();
     if !cut.is_empty() {
         context.push_str(&format!(
-            "Note: to keep this prompt under {limit} bytes, the largest files were cut \
-             (largest first); read the whole files under `{folder_dir}`:\n{}\n\n",
+            "Note: even so, the largest were cut to keep this prompt under {limit} bytes; read \
+             the whole files under `{folder_dir}`:\n{}\n\n",
             cut.join("\n")
         ));
     }
+    let cut: Vec<String> = shown
+        .iter()
+        .zip(&sizes)
+        .zip(&caps)
+        .filter(|((_, s), c)| c < s)
+        .map(|(((_, p), _), _)| p.clone())
+        .collect();
     context.push_str(&upstream);
     let mut section = None;
     for (((sec, path), text), c) in shown.iter().zip(&texts).zip(&caps) {
@@ -364,7 +470,9 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
         } else {
             text.to_string()
         };
-        let lang = if path.ends_with(".json") {
+        let lang = if summarised.iter().any(|(p, _)| p == path) {
+            "text"
+        } else if path.ends_with(".json") {
             "json"
         } else if path.ends_with(".md") {
             "markdown"
@@ -379,20 +487,80 @@ pub fn compose(input: &TaskInput, role_spec: &str, template: Option<&str>, limit
     let mut prompt = head;
     prompt.push_str(&context);
     prompt.push_str(&contract);
-    prompt
+    Composed {
+        text: prompt,
+        limit,
+        summarised,
+        cut,
+    }
+}
+
+/// Lines of a summary: the first lines of the text, then its headings.
+const SUMMARY_FIRST_LINES: usize = 6;
+const SUMMARY_HEADINGS: usize = 40;
+/// The most a summary may be, in bytes.
+const SUMMARY_CAP: usize = 2 * 1024;
+
+/// What stands for a document left out of a prompt: its size, where the whole file is, its
+/// first lines and its markdown headings (lines under 200 bytes; at most [`SUMMARY_CAP`]).
+fn summary(text: &str, size: usize, path: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = format!(
+        "[summary by git-tlv4: {size} bytes, {} lines; the whole file is `{path}`]\n",
+        lines.len()
+    );
+    let first: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim_end())
+        .filter(|l| !l.trim().is_empty())
+        .take(SUMMARY_FIRST_LINES)
+        .collect();
+    let headings: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim_end())
+        .filter(|l| l.starts_with('#') && l.len() < 200)
+        .filter(|l| !first.contains(l))
+        .take(SUMMARY_HEADINGS)
+        .collect();
+    out.push_str("First lines:\n");
+    for l in &first {
+        out.push_str(&format!("{}\n", cap(l, 200, "line")));
+    }
+    if !headings.is_empty() {
+        out.push_str("Headings:\n");
+        for h in headings {
+            out.push_str(h);
+            out.push('\n');
+        }
+    }
+    if out.len() > SUMMARY_CAP {
+        let end = floor_char_boundary(&out, SUMMARY_CAP);
+        let end = out[..end].rfind('\n').map_or(end, |nl| nl + 1);
+        out.truncate(end);
+        out.push_str("[… more headings]\n");
+    }
+    out
 }
 
 /// `prompt` again, with what was wrong with the previous answer and how that answer ended,
 /// for a bounded retry.
 pub fn retry_prompt(prompt: &str, problem: &str, previous: &str) -> String {
-    const TAIL: usize = 16 * 1024;
-    let problem = cap(problem, 2 * 1024, "problem");
-    let start = previous.len().saturating_sub(TAIL);
+    retry_prompt_within(prompt, problem, previous, RETRY_RESERVE)
+}
+
+/// [`retry_prompt`], adding at most about `reserve` bytes to `prompt`: the problem gets up to
+/// 2 KiB (a third of the reserve when that is less), the previous answer's ending the rest,
+/// up to 16 KiB.
+pub fn retry_prompt_within(prompt: &str, problem: &str, previous: &str, reserve: usize) -> String {
+    const WORDS: usize = 512;
+    let problem = cap(problem, (2 * 1024).min(reserve / 3), "problem");
+    let tail = (16 * 1024).min(reserve.saturating_sub(problem.len() + WORDS));
+    let start = previous.len().saturating_sub(tail);
     let mut start_at = start;
     while !previous.is_char_boundary(start_at) {
         start_at += 1;
     }
-    let ending = &previous[start_at..];
+    let ending = if tail == 0 { "" } else { &previous[start_at..] };
     format!(
         "{prompt}\n{RETRY_HEADING}\n\n{problem}\n\nWhatever you already changed or wrote is \
          still there: do not start over. Answer again, ending with the result block described \
@@ -840,9 +1008,13 @@ events = 3
     }
 
     #[test]
-    fn prompt_respects_the_size_bound_by_cutting_the_largest_first() {
+    fn documents_past_the_budget_are_summarised_largest_first() {
         let (_d, code) = empty_code();
-        let huge = "requirement text line\n".repeat(50_000);
+        let mut huge = String::from("# Requirements\n\nThe first line of the requirements.\n");
+        for i in 0..400 {
+            huge.push_str(&format!("\n## REQ-{i:03}: a goal\n\n"));
+            huge.push_str(&"requirement text line\n".repeat(120));
+        }
         let big = "architecture line\n".repeat(8_000);
         let input = input(
             "DRAFT-004",
@@ -856,23 +1028,88 @@ events = 3
             ],
             code,
         );
+        // Only the largest needs to go: the other stays whole.
+        let limit = 200 * 1024;
+        let c = compose_within(&input, "Writer.", None, limit);
+        assert!(c.text.len() <= limit, "{} > {limit}", c.text.len());
+        assert_eq!(
+            c.summarised,
+            vec![("spec/requirements/_index.md".to_owned(), huge.len())]
+        );
+        assert!(c.cut.is_empty());
+        assert_eq!(c.text.matches("architecture line").count(), 8_000);
+        assert!(c.text.contains("these files are shown as a summary only"));
+        assert!(
+            c.text.contains(&format!(
+                "- spec/requirements/_index.md ({} bytes)",
+                huge.len()
+            )),
+            "the note names the file and its size"
+        );
+        assert!(c.text.contains(
+            "the whole file is `.tlv4/sessions/TLV4-demo-20260101/spec/requirements/_index.md`"
+        ));
+        // The summary: the first lines, then the headings.
+        assert!(c.text.contains("The first line of the requirements."));
+        assert!(
+            c.text
+                .contains("Headings:\n## REQ-001: a goal\n## REQ-002: a goal")
+        );
+        assert!(c.text.matches("requirement text line").count() <= 6);
+        assert!(c.report().contains(&format!(
+            "summarised to fit (headings and first lines only): spec/requirements/_index.md ({} bytes)",
+            huge.len()
+        )));
+        assert!(c.text.contains("{\"small\": true}") && c.text.contains("- keep it small"));
+        assert!(c.text.trim_end().ends_with("at most twice."));
+
+        // A smaller budget: the next largest goes too; the small ones stay whole.
         let limit = 64 * 1024;
-        let prompt = compose(&input, "Writer.", None, limit);
-        assert!(prompt.len() <= limit, "{} > {limit}", prompt.len());
-        assert!(prompt.contains("{\"small\": true}"));
-        assert!(prompt.contains("- keep it small"));
-        assert!(prompt.contains("the largest files were cut"));
-        assert!(prompt.contains("- spec/requirements/_index.md: the first"));
-        assert!(prompt.contains(&format!("of {} bytes", huge.len())));
-        assert!(prompt.contains("cut here by git-tlv4"));
-        assert!(prompt.trim_end().ends_with("at most twice."));
-        // The bigger file loses more than the smaller one; both keep their beginning.
-        let shown = |marker: &str| prompt.matches(marker).count();
-        assert!(shown("requirement text line") >= shown("architecture line") / 2);
-        assert!(shown("architecture line") > 100);
+        let c = compose_within(&input, "Writer.", None, limit);
+        assert!(c.text.len() <= limit, "{} > {limit}", c.text.len());
+        let names: Vec<&str> = c.summarised.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            names,
+            ["spec/requirements/_index.md", "spec/architecture/_index.md"]
+        );
+        assert!(c.text.contains("{\"small\": true}") && c.text.contains("- keep it small"));
+        assert!(!c.text.contains("cut here"));
+
+        // Everything fits: nothing left out.
+        let c = compose_within(&input, "Writer.", None, 4 << 20);
+        assert!(c.summarised.is_empty());
+        assert!(c.report().contains("nothing left out"));
         // The default bound holds too.
         let prompt = build_prompt(&input, "Writer.");
         assert!(prompt.len() <= PROMPT_LIMIT);
+    }
+
+    #[test]
+    fn summaries_that_still_do_not_fit_are_cut() {
+        let (_d, code) = empty_code();
+        let heads: String = (0..40)
+            .map(|i| format!("# Heading {i} {}\n", "x".repeat(60)))
+            .collect();
+        let files: Vec<(String, String)> = (0..30)
+            .map(|i| {
+                (
+                    format!("spec/epics/E-{i:02}.md"),
+                    format!("{heads}{}", "body\n".repeat(2000)),
+                )
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+            .collect();
+        let input = input("DRAFT-005", "writer", DESCRIPTION, &refs, code);
+        let limit = 24 * 1024;
+        let c = compose_within(&input, "Writer.", None, limit);
+        assert!(c.text.len() <= limit, "{} > {limit}", c.text.len());
+        assert_eq!(c.summarised.len(), 30);
+        assert!(!c.cut.is_empty());
+        assert!(c.text.contains("even so, the largest were cut"));
+        assert!(c.report().contains("summaries cut too: spec/epics/"));
     }
 
     #[test]

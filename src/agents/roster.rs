@@ -57,6 +57,16 @@ impl Roster {
         }
     }
 
+    /// `driver` for every role (tests bring their own).
+    pub fn of_driver(driver: Arc<dyn Driver>) -> Roster {
+        Roster {
+            default: driver,
+            roles: BTreeMap::new(),
+            perspectives: BTreeMap::new(),
+            configured: Vec::new(),
+        }
+    }
+
     /// The roster `config` describes, changed by `overrides`; `repo_root` is where relative
     /// programs and role overrides are looked up.
     pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {

@@ -304,7 +304,7 @@ impl View {
                     if ok { "completed" } else { "FAILED" }
                 )),
                 Progress::Note(n) => ctx.ui.status(n),
-                Progress::Count { .. } => {}
+                Progress::Count { .. } | Progress::Tokens { .. } => {}
             }
             return;
         };
@@ -316,7 +316,7 @@ impl View {
                         .expect("a valid template"),
                 );
                 bar.enable_steady_tick(Duration::from_millis(120));
-                bar.set_message(format!("{task} ({role})"));
+                bar.set_message(crate::agents::meter::progress_line(task.as_str(), &role, 0));
                 running.insert(task.to_string(), bar);
             }
             Progress::Finished {
@@ -330,6 +330,15 @@ impl View {
                     "{} {task}: {summary}",
                     if ok { "done" } else { "FAILED" }
                 ));
+            }
+            Progress::Tokens { task, role, tokens } => {
+                if let Some(bar) = running.get(task.as_str()) {
+                    bar.set_message(crate::agents::meter::progress_line(
+                        task.as_str(),
+                        &role,
+                        tokens,
+                    ));
+                }
             }
             Progress::Note(n) => {
                 let _ = multi.println(n);

@@ -79,6 +79,7 @@ pub(crate) fn add(
                 workdir: std::env::temp_dir(),
                 run_dir: None,
                 attempt: input.task.attempts,
+                meter: Default::default(),
             };
             return driver.run(&asked, &ctx);
         }
@@ -88,6 +89,7 @@ pub(crate) fn add(
             workdir: view.path().to_path_buf(),
             run_dir: None,
             attempt: input.task.attempts,
+            meter: Default::default(),
         };
         let out = driver.run(&asked, &ctx);
         let _ = view.remove();

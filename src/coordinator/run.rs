@@ -28,6 +28,8 @@ use crate::worktree::{self, MergeOutcome};
 /// How long an interrupted loop waits for its workers to clean up after their processes
 /// were stopped.
 const WORKERS_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(20);
+/// How often the token counts of running tasks are looked at for the progress line.
+const METER_TICK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the loop reports while it runs.
 #[derive(Debug, Clone)]
@@ -49,6 +51,16 @@ pub enum Progress {
         summary: String,
         /// How long it ran.
         seconds: f64,
+    },
+    /// Tokens of a running task's answer have arrived (sent about once a second while the
+    /// count grows).
+    Tokens {
+        /// The task.
+        task: TaskId,
+        /// Its role.
+        role: String,
+        /// The tokens counted so far over the task's answers.
+        tokens: u64,
     },
     /// Something worth a line (tasks dispatched, a specialist injected, a pause).
     Note(String),
@@ -208,6 +220,10 @@ impl Runner<'_> {
         let mut running: tokio::task::JoinSet<(TaskId, Result<WorkResult>, f64)> =
             tokio::task::JoinSet::new();
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
+        // Each running task's token meter, and the count last shown.
+        let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64)> = BTreeMap::new();
+        let mut tick = tokio::time::interval(METER_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut signals = crate::process::signals::subscribe();
         loop {
             let state = match self.latest.take() {
@@ -236,10 +252,12 @@ impl Runner<'_> {
                     let roster = Arc::clone(&self.roster);
                     let limits = self.limits.clone();
                     let hooks = Arc::clone(&self.hooks);
+                    let meter = crate::agents::meter::Meter::new();
+                    meters.insert(task.id.clone(), (meter.clone(), 0));
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&roster, &input, &qctx, &limits, &hooks);
+                        let result = work(&roster, &input, &qctx, &limits, &hooks, &meter);
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;
@@ -253,7 +271,18 @@ impl Runner<'_> {
                     let Some(joined) = joined else { continue };
                     let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
                     let role = roles.remove(&id).unwrap_or_default();
+                    meters.remove(&id);
                     self.record(&id, &role, result, seconds)?;
+                }
+                _ = tick.tick() => {
+                    for (id, (meter, shown)) in &mut meters {
+                        let tokens = meter.read();
+                        if tokens != *shown {
+                            *shown = tokens;
+                            let role = roles.get(id).cloned().unwrap_or_default();
+                            (self.on)(Progress::Tokens { task: id.clone(), role, tokens });
+                        }
+                    }
                 }
                 sig = signals.received() => {
                     // The signal's handler stops every process group of ours (agents, the

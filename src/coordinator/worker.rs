@@ -8,6 +8,7 @@
 use gix::ObjectId;
 
 use crate::agents::command::{DriverOutput, RunContext, Usage};
+use crate::agents::meter::Meter;
 use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
@@ -85,6 +86,7 @@ pub(crate) fn work(
     qctx: &QualityContext,
     limits: &SnapshotLimits,
     hooks: &Hooks,
+    meter: &Meter,
 ) -> Result<WorkResult> {
     let quality_role = quality::ROLES.contains(&input.task.role.as_str());
     let task = &input.task;
@@ -130,7 +132,7 @@ pub(crate) fn work(
             notes: Vec::new(),
         }
     } else {
-        run_agent(roster, input, qctx, limits, hooks)?
+        run_agent(roster, input, qctx, limits, hooks, meter)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
@@ -146,6 +148,7 @@ fn run_agent(
     qctx: &QualityContext,
     limits: &SnapshotLimits,
     hooks: &Hooks,
+    meter: &Meter,
 ) -> Result<WorkResult> {
     let driver = roster.for_role(&input.task.role);
     let name = driver.name().to_owned();
@@ -159,6 +162,7 @@ fn run_agent(
             workdir: std::env::temp_dir(),
             run_dir: None,
             attempt: task.attempts,
+            meter: meter.clone(),
         };
         driver.run(input, &ctx)
     } else {
@@ -177,6 +181,7 @@ fn run_agent(
                 workdir: wt.path().to_path_buf(),
                 run_dir: None,
                 attempt: task.attempts,
+                meter: meter.clone(),
             };
             let mut ran = driver.run(input, &ctx);
             let from = wt.from();
@@ -256,6 +261,7 @@ fn run_agent(
                 workdir: view.path().to_path_buf(),
                 run_dir: None,
                 attempt: task.attempts,
+                meter: meter.clone(),
             };
             let ran = driver.run(input, &ctx);
             if let Err(e) = view.remove() {

@@ -674,7 +674,12 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
 /// The scripted server and a trusted repository whose agent `local` is an `openai` driver on
 /// it with `model`, plus the `.tlv4.toml` text `rest`.
 fn model_server_repo(model: &str, rest: &str) -> (Server, TestRepo) {
-    let server = Server::start();
+    model_server_repo_with("", model, rest)
+}
+
+/// [`model_server_repo`] with the server in `mode` (see the server's own description).
+pub(crate) fn model_server_repo_with(mode: &str, model: &str, rest: &str) -> (Server, TestRepo) {
+    let server = Server::start_with(mode);
     let repo = TestRepo::new();
     repo.write(
         ".tlv4.toml",
@@ -688,14 +693,14 @@ fn model_server_repo(model: &str, rest: &str) -> (Server, TestRepo) {
 }
 
 /// The scripted OpenAI-compatible server on 127.0.0.1, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
     log: tempfile::NamedTempFile,
 }
 
 impl Server {
-    fn start() -> Server {
+    pub(crate) fn start_with(mode: &str) -> Server {
         use std::io::BufRead;
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut child = std::process::Command::new("python3")
@@ -705,6 +710,7 @@ impl Server {
             )
             .arg("0")
             .arg(log.path())
+            .arg(mode)
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -716,11 +722,23 @@ impl Server {
         Server { child, port, log }
     }
 
-    fn requests(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn requests(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.log.path())
             .unwrap()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Server {
+    /// How many garbage chunks each endless stream wrote before its client hung up.
+    pub(crate) fn garbage_written(&self) -> Vec<u64> {
+        let path = format!("{}.garbage", self.log.path().display());
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
             .collect()
     }
 }

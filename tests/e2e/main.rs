@@ -13,6 +13,7 @@ mod hooks;
 mod oddrepo;
 mod pipelines;
 mod process;
+mod real_model_bounds;
 mod review;
 mod review_cli;
 mod snapshot;

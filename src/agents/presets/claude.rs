@@ -199,6 +199,27 @@ impl Cli for Claude {
         }
     }
 
+    fn token_counter(&self) -> Option<crate::agents::command::TokenCounter> {
+        // With `stream-json`, every `assistant` event carries its message's usage (the same
+        // message may come in several events); the `result` object has the total.
+        let mut by_message: std::collections::BTreeMap<String, u64> = Default::default();
+        Some(Box::new(move |line: &str| {
+            let v: Value = serde_json::from_str(line).ok()?;
+            match str_at(&v, "type")? {
+                "assistant" => {
+                    let m = &v["message"];
+                    let id = str_at(m, "id").unwrap_or("").to_owned();
+                    let n = u64_at(&m["usage"], &["output_tokens"]);
+                    let e = by_message.entry(id).or_default();
+                    *e = (*e).max(n);
+                    Some(by_message.values().sum())
+                }
+                "result" => Some(u64_at(&v["usage"], &["output_tokens"])),
+                _ => None,
+            }
+        }))
+    }
+
     fn transient(&self, out: &Output) -> bool {
         result_object(&out.stdout).is_some_and(|r| {
             r.get("is_error").and_then(Value::as_bool) == Some(true)

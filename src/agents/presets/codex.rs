@@ -235,6 +235,18 @@ impl Cli for Codex {
         }
     }
 
+    fn token_counter(&self) -> Option<crate::agents::command::TokenCounter> {
+        // Each `turn.completed` event reports the tokens of its turn.
+        let mut total = 0;
+        Some(Box::new(move |line: &str| {
+            let v: serde_json::Value = serde_json::from_str(line).ok()?;
+            (str_at(&v, "type") == Some("turn.completed")).then(|| {
+                total += u64_at(&v["usage"], &["output_tokens"]);
+                total
+            })
+        }))
+    }
+
     fn transient(&self, out: &Output) -> bool {
         events(&out.stdout).failed.is_some_and(|m| {
             let m = m.to_ascii_lowercase();

@@ -75,6 +75,7 @@ impl AgentCritic {
             workdir: dir.path().to_path_buf(),
             run_dir: None,
             attempt: 1,
+            meter: Default::default(),
         };
         let ran = self.driver.run(&input, &ctx).map_err(|e| e.to_string())?;
         *self

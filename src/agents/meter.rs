@@ -1,0 +1,198 @@
+//! Token meters: how many tokens a running agent has produced so far, for the progress line
+//! of its task. The coordinator gives each task's run a [`Meter`] in its
+//! [`RunContext`](super::command::RunContext) and reads it while the task runs; the driver
+//! adds to it as tokens arrive (the `openai` driver per streamed chunk, CLI drivers where
+//! their event stream reports usage). A meter nobody reads costs one atomic add.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A shared count of tokens; clones count into the same total. The default meter counts
+/// nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct Meter(Option<Arc<AtomicU64>>);
+
+impl Meter {
+    /// A meter at zero.
+    pub fn new() -> Meter {
+        Meter(Some(Arc::new(AtomicU64::new(0))))
+    }
+
+    /// Counts `n` more tokens.
+    pub fn add(&self, n: u64) {
+        if let Some(c) = &self.0 {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The tokens counted so far.
+    pub fn read(&self) -> u64 {
+        self.0.as_ref().map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+}
+
+/// The progress line of a running task: `RESEARCH-001 (analyst)`, then ` · 312 tokens` once
+/// tokens arrive.
+pub fn progress_line(task: &str, role: &str, tokens: u64) -> String {
+    match tokens {
+        0 => format!("{task} ({role})"),
+        1 => format!("{task} ({role}) · 1 token"),
+        n => format!("{task} ({role}) · {n} tokens"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_count_into_one_total_and_the_default_counts_nowhere() {
+        let m = Meter::new();
+        let worker = m.clone();
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let w = worker.clone();
+                std::thread::spawn(move || (0..250).for_each(|_| w.add(1)))
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        worker.add(12);
+        assert_eq!(m.read(), 1012);
+        let none = Meter::default();
+        none.add(5);
+        assert_eq!(none.read(), 0);
+    }
+
+    #[test]
+    fn the_progress_line_shows_tokens_once_they_arrive() {
+        assert_eq!(
+            progress_line("RESEARCH-001", "analyst", 0),
+            "RESEARCH-001 (analyst)"
+        );
+        assert_eq!(
+            progress_line("RESEARCH-001", "analyst", 312),
+            "RESEARCH-001 (analyst) · 312 tokens"
+        );
+        assert_eq!(progress_line("X-1", "critic", 1), "X-1 (critic) · 1 token");
+    }
+
+    #[test]
+    fn cli_drivers_count_the_tokens_their_events_report() {
+        use crate::agents::command::tests::{ctx, spec, writer_input};
+        use crate::agents::command::{CliDriver, Driver};
+        use crate::agents::presets::preset;
+        for (cli, tokens) in [("codex", 300), ("claude", 456)] {
+            let work = tempfile::tempdir().unwrap();
+            let log = work.path().join("log");
+            let s = spec(
+                cli,
+                &format!("fake-{cli}"),
+                &[
+                    ("FAKE_AGENT_MODE", "ok"),
+                    ("FAKE_AGENT_LOG", log.to_str().unwrap()),
+                ],
+            );
+            let driver = CliDriver::new("agent1", &s, work.path(), preset(cli).unwrap()).unwrap();
+            let (_d, input) = writer_input();
+            let mut c = ctx(work.path());
+            c.meter = Meter::new();
+            let out = driver.run(&input, &c).unwrap();
+            assert_eq!(out.usage.output_tokens, tokens, "{cli}");
+            assert_eq!(
+                c.meter.read(),
+                tokens,
+                "{cli}: counted from its stdout events"
+            );
+        }
+        // A CLI whose output tells nothing while it runs counts nothing.
+        let work = tempfile::tempdir().unwrap();
+        let s = spec("gemini", "fake-gemini", &[("FAKE_AGENT_MODE", "ok")]);
+        let driver = CliDriver::new("agent1", &s, work.path(), preset("gemini").unwrap()).unwrap();
+        let (_d, input) = writer_input();
+        let mut c = ctx(work.path());
+        c.meter = Meter::new();
+        driver.run(&input, &c).unwrap();
+        assert_eq!(c.meter.read(), 0);
+    }
+
+    /// A driver that reports 312 tokens, then waits until the loop has shown them.
+    struct Counting(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+
+    impl crate::agents::command::Driver for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn checkout(&self) -> bool {
+            false
+        }
+        fn run(
+            &self,
+            _input: &crate::agents::TaskInput,
+            ctx: &crate::agents::command::RunContext,
+        ) -> crate::Result<crate::agents::command::DriverOutput> {
+            ctx.meter.add(312);
+            let shown = self
+                .0
+                .lock()
+                .unwrap()
+                .recv_timeout(std::time::Duration::from_secs(60));
+            Ok(crate::agents::command::DriverOutput {
+                output: crate::agents::TaskOutput {
+                    outcome: crate::agents::Outcome::Completed,
+                    summary: format!("tokens shown: {}", shown.is_ok()),
+                    files: Vec::new(),
+                    state_update: Default::default(),
+                },
+                prompt: String::new(),
+                raw: String::new(),
+                transcript: None,
+                usage: Default::default(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_loop_shows_the_tokens_of_a_running_task() {
+        use crate::coordinator::run::{self, Progress, RunEnd};
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| crate::testutil::git(dir.path(), args);
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("README.md"), "x\n").unwrap();
+        git(&["add", "README.md"]);
+        git(&["commit", "-q", "-m", "init"]);
+        std::fs::create_dir_all(dir.path().join(".tlv4/specs")).unwrap();
+        std::fs::write(
+            dir.path().join(".tlv4/specs/pipelines.toml"),
+            "schema = 1\n[role.executor]\nprefix = \"IMPL\"\ninner_loop = false\nsummary = \"x\"\n\
+             [task.IMPL-001]\nrole = \"executor\"\nphase = \"implementation\"\npriority = \"P0\"\n\
+             purpose = \"p\"\nsuccess = \"s\"\nsteps = []\nexpected = \"e\"\nconstraints = \"c\"\n\
+             [pipeline.one]\nsummary = \"one\"\ntasks = [{ id = \"IMPL-001\" }]\n",
+        )
+        .unwrap();
+        let store = crate::store::Store::discover(dir.path()).unwrap();
+        let opts = crate::coordinator::StartOptions {
+            pipeline: Some("one".into()),
+            completion: Some("keep".into()),
+            ..Default::default()
+        };
+        let (sid, _) = crate::coordinator::start(&store, "count tokens", &opts).unwrap();
+        let (go, wait) = std::sync::mpsc::channel();
+        let roster = crate::agents::roster::Roster::of_driver(std::sync::Arc::new(Counting(
+            std::sync::Mutex::new(wait),
+        )));
+        let mut lines = Vec::new();
+        let mut summary = String::new();
+        let end = run::run(&store, &sid, roster, &mut |p| match p {
+            Progress::Tokens { task, role, tokens } => {
+                lines.push(progress_line(task.as_str(), &role, tokens));
+                let _ = go.send(());
+            }
+            Progress::Finished { summary: s, .. } => summary = s,
+            _ => {}
+        })
+        .unwrap();
+        assert!(matches!(end, RunEnd::Completed), "{end:?}");
+        assert_eq!(lines, ["IMPL-001 (executor) · 312 tokens"]);
+        assert_eq!(summary, "tokens shown: true");
+    }
+}
