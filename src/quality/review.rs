@@ -305,7 +305,7 @@ pub fn analyze(
     let mut files = diff_target(repo, target, rules, opts)?;
     // New code is what the change added, less what it only moved or re-indented: a line
     // whose whitespace-normalised text the change removed somewhere.
-    let moved: HashSet<u64> = files
+    let moved: diff::Moved = files
         .iter()
         .flat_map(|f| f.removed_hashes.iter().copied())
         .collect();

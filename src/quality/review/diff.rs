@@ -83,6 +83,9 @@ pub struct FileDiff {
     pub new: Vec<Range<usize>>,
     /// Whitespace-normalised hashes of the removed lines.
     pub removed_hashes: Vec<u64>,
+    /// Whitespace-normalised hashes of the added lines, in the order of `added` (`None`: a
+    /// blank line).
+    pub added_hashes: Vec<Option<u64>>,
     /// Lines of the old side.
     pub old_line_count: usize,
     /// Lines added.
@@ -158,18 +161,16 @@ impl FileDiff {
 
     /// Keeps as new code the added lines that are not blank and whose whitespace-normalised
     /// text is not in `moved` (the hashes of every line the change removed, in any file).
-    pub fn mark_new(&mut self, moved: &std::collections::HashSet<u64>) {
+    pub fn mark_new(&mut self, moved: &Moved) {
         let mut new: Vec<Range<usize>> = Vec::new();
-        for range in &self.added {
-            for i in range.clone() {
-                let keep = normalised_hash(self.line(i)).is_some_and(|h| !moved.contains(&h));
-                if !keep {
-                    continue;
-                }
-                match new.last_mut() {
-                    Some(last) if last.end == i => last.end = i + 1,
-                    _ => new.push(i..i + 1),
-                }
+        let lines = self.added.iter().flat_map(|r| r.clone());
+        for (i, hash) in lines.zip(&self.added_hashes) {
+            if !hash.is_some_and(|h| !moved.contains(&h)) {
+                continue;
+            }
+            match new.last_mut() {
+                Some(last) if last.end == i => last.end = i + 1,
+                _ => new.push(i..i + 1),
             }
         }
         self.new = new;
@@ -416,15 +417,17 @@ pub fn pair_renames(files: &mut Vec<FileDiff>, opts: &DiffOptions) {
     if deleted.is_empty() || added.is_empty() {
         return;
     }
-    let chunks: std::collections::HashMap<usize, Chunks> = deleted
+    let old_chunks: Vec<Chunks> = deleted
         .iter()
-        .map(|&i| (i, Chunks::of(&files[i].old_text)))
-        .chain(added.iter().map(|&i| (i, Chunks::of(&files[i].new_text))))
+        .map(|&i| Chunks::of(&files[i].old_text))
+        .collect();
+    let new_chunks: Vec<Chunks> = added
+        .iter()
+        .map(|&i| Chunks::of(&files[i].new_text))
         .collect();
     let mut pairs: Vec<(u64, usize, usize)> = Vec::new();
-    for &d in &deleted {
-        for &a in &added {
-            let (x, y) = (&chunks[&d], &chunks[&a]);
+    for (&d, x) in deleted.iter().zip(&old_chunks) {
+        for (&a, y) in added.iter().zip(&new_chunks) {
             let larger = x.bytes.max(y.bytes).max(1);
             // Sizes too far apart cannot be 50% alike.
             if x.bytes.min(y.bytes) * 2 < larger {
@@ -577,6 +580,7 @@ impl FileDiff {
             added: Vec::new(),
             new: Vec::new(),
             removed_hashes: Vec::new(),
+            added_hashes: Vec::new(),
             old_line_count: 0,
             added_lines: 0,
             removed_lines: 0,
@@ -663,6 +667,10 @@ impl FileDiff {
                 continue;
             }
             self.added_lines += new.len();
+            self.added_hashes.extend(
+                new.clone()
+                    .map(|i| new_lines.get(i - shift).and_then(|l| normalised_hash(l))),
+            );
             match self.added.last_mut() {
                 Some(last) if last.end == new.start => last.end = new.end,
                 _ => self.added.push(new),
@@ -723,8 +731,8 @@ fn common_ends(a: &str, b: &str) -> (usize, usize) {
 /// The hash of `line` with its whitespace normalised (trimmed, inner runs as one space);
 /// `None` for a blank line.
 pub fn normalised_hash(line: &str) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
     let mut any = false;
     for word in line.split_ascii_whitespace() {
         if any {
@@ -735,6 +743,9 @@ pub fn normalised_hash(line: &str) -> Option<u64> {
     }
     any.then(|| h.finish())
 }
+
+/// The hashes of lines a change removed ([`normalised_hash`]).
+pub type Moved = std::collections::HashSet<u64, foldhash::fast::RandomState>;
 
 /// Whether any of the ordered, disjoint `runs` overlaps `range`.
 fn overlaps(runs: &[Range<usize>], range: &Range<usize>) -> bool {

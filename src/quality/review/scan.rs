@@ -544,9 +544,9 @@ fn parse_windows(
         } else if let Some(lang) = lang {
             // Functions are found in the whole file: the start of one that holds new code
             // may be in an item without any (lines of a string in column 0 cut items).
-            long = regex_functions(lang, text)
+            let over = |lines: &Range<usize>| lines.len() > limit && file.touches_new(lines);
+            long = functions_in(lang, &Lines::new(text), 0..text.len(), over)
                 .into_iter()
-                .filter(|f| f.lines.len() > limit && file.touches_new(&f.lines))
                 .filter(|f| {
                     let at = file.line_starts[f.lines.start];
                     window_of(at).is_none_or(|i| {
@@ -652,12 +652,17 @@ fn word_positions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = Rang
 /// The functions of `text` found by the language's `function` pattern (for languages the
 /// review does not parse).
 fn regex_functions(lang: &Language, text: &str) -> Vec<Function> {
-    functions_in(lang, &Lines::new(text), 0..text.len())
+    functions_in(lang, &Lines::new(text), 0..text.len(), |_| true)
 }
 
 /// The functions of a text (with its line starts) that the language's `function` pattern
 /// finds starting in the byte range `within`; their bodies may go on past it.
-fn functions_in(lang: &Language, lines: &Lines<'_>, within: Range<usize>) -> Vec<Function> {
+fn functions_in(
+    lang: &Language,
+    lines: &Lines<'_>,
+    within: Range<usize>,
+    keep: impl Fn(&Range<usize>) -> bool,
+) -> Vec<Function> {
     let Some(function) = &lang.function else {
         return Vec::new();
     };
@@ -673,6 +678,9 @@ fn functions_in(lang: &Language, lines: &Lines<'_>, within: Range<usize>) -> Vec
             Body::Indent => indent_end(lines, start),
         };
         let Some(end) = end else { continue };
+        if !keep(&(start..end + 1)) {
+            continue;
+        }
         let name = function
             .captures(lines.line(start).as_bytes())
             .and_then(|c| {

@@ -222,7 +222,7 @@ pub fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
         max_file_bytes: rules.limits.max_file_bytes,
     };
     let mut file = FileDiff::from_texts(path, old, new, &opts);
-    let moved: std::collections::HashSet<u64> = file.removed_hashes.iter().copied().collect();
+    let moved: super::diff::Moved = file.removed_hashes.iter().copied().collect();
     file.mark_new(&moved);
     super::scan::scan_file(&rules, &file, true).findings
 }
