@@ -274,9 +274,15 @@ pub fn diff_target(
     let renames = diff::Renames::of(repo);
     let changed = diff::changed_files(repo, target.old_tree, target.new_tree, EXCLUDE, renames)?;
     let dopts = diff_options(rules, opts);
-    let mut files = pipeline(repo, &changed, &dopts, |mut file| {
-        file.diff_lines(&dopts);
-        Ok(file)
+    // The scan's expressions are compiled while the files are read and diffed.
+    let mut files = std::thread::scope(|s| {
+        if !changed.is_empty() {
+            s.spawn(|| scan::prepare(rules, changed.iter().map(|c| c.path())));
+        }
+        pipeline(repo, &changed, &dopts, |mut file| {
+            file.diff_lines(&dopts);
+            Ok(file)
+        })
     })?;
     // Added and deleted files that are alike pair into renames (their diffs, whole-file
     // ones, cheap, are made again).

@@ -221,6 +221,13 @@ pub struct Changed {
     new: Option<(ObjectId, bool)>,
 }
 
+impl Changed {
+    /// The new-side path (the old one for a deletion).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
 /// The changed files between two trees (exact renames paired here when `renames` asks for
 /// renames, similar ones left to [`pair_renames`]), leaving out directories, submodules and
 /// everything under one of `exclude` (path prefixes ending in `/`).

@@ -194,6 +194,15 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
         || secrets::has_candidate(new)
 }
 
+/// Compiles ahead of their first use the expressions the checks run on files of `grammar`
+/// (and on every file: the secrets).
+pub fn prepare(grammar: Option<super::syntax::Grammar>) {
+    if let Some(g) = grammar {
+        triggered(g, "", "");
+    }
+    secrets::prepare();
+}
+
 /// Runs every check that applies to `input`.
 pub fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
     if let Some(syntax) = input.syntax {

@@ -45,6 +45,14 @@ const CANDIDATE: &str = r#"(?x)
       {bare}
     )"#;
 
+/// Compiles the expressions of this check ahead of its first use.
+pub fn prepare() {
+    for regex in [&QUOTED, &BARE, &FALLBACK] {
+        LazyLock::force(regex);
+    }
+    LazyLock::force(&NAME_HINT);
+}
+
 /// Candidates with quoted values (code).
 static QUOTED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&CANDIDATE.replace("{bare}", "")).expect("a valid pattern"));
