@@ -11,22 +11,26 @@ Serves, on 127.0.0.1 only:
                       `write`, Aider no tools and its edit-format system prompt)
   HEAD /              404 (Claude Code probes it)
 
-Every conversation gets the same two-step script, decided from the request alone (the
-server keeps no state):
-  1. no tool result yet  -> one tool call that creates `conformance-<cli>-<TASK>.txt` in the
-     agent's working directory (Claude: `Write`, Gemini and Qwen: `write_file`, OpenCode:
-     `write`, each with an absolute path taken from the system prompt or the first user
-     message; Codex: the freeform `apply_patch` tool when offered, else `exec_command`);
-  2. a tool result       -> the final answer, ending with git-tlv4's ```json result block.
-Aider calls no tools: its one coder request gets the file as a SEARCH/REPLACE block (the
-format git-tlv4's preset asks for), or as a "whole" file listing when its system prompt
+Every conversation is decided from the request alone (the server keeps no state), by the
+role git-tlv4's prompt names (play.py says what each role answers):
+  - a document role (analyst, writer, planner, critic, reviewer): at once the final answer,
+    its documents in the result block's `files`;
+  - the executor: one tool call per file to write (`conformance-<cli>-<TASK>.txt`, or the
+    files of the plan tasks its description names), in the CLI's dialect (Claude: `Write`,
+    Gemini and Qwen: `write_file`, OpenCode: `write`, each with an absolute path taken from
+    the system prompt or the first user message; Codex: the freeform `apply_patch` tool when
+    offered, else `exec_command`), then the final answer ending with the result block.
+Aider calls no tools: its one coder request gets the files as SEARCH/REPLACE blocks (the
+format git-tlv4's preset asks for), or as "whole" file listings when its system prompt
 asks for that, and the result block in the same answer. Requests that offer no tools
 (titles, quota probes, Aider's history summaries) get a short text, or a small JSON object
 when they ask for JSON (as Gemini's model router does when run without -m).
 
 Usage: mock_model.py [PORT] [--log FILE] [--port-file FILE] [--fail-first N [--fail-how 500|drop]]
+                     [--contract once|always]
 --fail-first fails the first N turns of the agent (requests offering tools, or Aider's
-coder request), not its titles, router calls or summaries.
+coder request), not its titles, router calls or summaries. --contract makes the executor's
+final answer break the result contract: on its first answer (once) or on every one (always).
 Prints the port it listens on (PORT 0 or none: any free port) as its first line.
 Every request and reply is appended to the log as JSON lines.
 """

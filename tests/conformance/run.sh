@@ -8,15 +8,25 @@
 # `lo`), so no model traffic can leave 127.0.0.1. The npm registry and PyPI are the only
 # network used, and only to install.
 #
-# Each CLI runs a few times (see `scenarios` below: the plain script; its first turn's
-# stream cut short; for Codex also a model outside its catalog), each time in a fresh
-# repository with a one-task pipeline and a fresh mock. Per run it checks with git: the
-# session completed with the summary of the model's result block, the file the model asked
-# the CLI to write is in the session tip's tree and in the task snapshot, the snapshot
-# changes nothing else (no history or cache files of the CLI), the user's checkout is
-# untouched, the task's completion is a merge commit (2 parents, the second the snapshot),
-# and `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason.
-# The summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
+# Each CLI runs a few times (see `all_scenarios` below), each time in a fresh repository
+# with a fresh mock:
+#   - plain, reconnect (its first turn's stream cut short), and for Codex exec (a model
+#     outside its catalog): a one-task pipeline. Checked with git: the session completed
+#     with the summary of the model's result block, the file the model asked the CLI to
+#     write is in the session tip's tree and in the task snapshot, the snapshot changes
+#     nothing else (no history or cache files of the CLI), the user's checkout is untouched,
+#     the task's completion is a merge commit (2 parents, the second the snapshot);
+#   - contract-once / contract-always: the executor's result block breaks the contract on
+#     its first answer (it must be sent back with the problem and the second answer
+#     completes the task) or on every answer (the task fails after three, the run record
+#     keeps the raw answer, the session pauses naming the task);
+#   - full-lifecycle: every agent role on the CLI (analyst, writer, planner, executor, the
+#     reviewer's opinion, every discuss critic), the mock playing each role from the prompt
+#     (play.py); check_full.py checks each role with git and reports it with its seconds and
+#     tokens (the mock's usage figures, as the CLI reported them).
+# Every run ends with `git fsck --strict`. A CLI whose install fails is a FAIL with the
+# reason. The summary says PASS/FAIL per CLI (with its version, install time and size), per
+# run, and per role of the full-lifecycle run.
 #
 # Environment:
 #   TLV4_REAL_AGENTS=1          run at all (otherwise: print "skipped", exit 0)
@@ -24,6 +34,8 @@
 #                               ~/.cache/git-tlv4-conformance; reused when present)
 #   TLV4_CONFORMANCE_CLIS       which CLIs to run (default all six: "claude codex gemini qwen
 #                               opencode aider")
+#   TLV4_CONFORMANCE_SCENARIOS  which runs (default all: "plain reconnect exec contract-once
+#                               contract-always full-lifecycle")
 #   TLV4_CONFORMANCE_KEEP=1     keep the work directory (repositories, mock logs) on success
 #                               (it is always kept on failure)
 #   TLV4_CONFORMANCE_PYTHON     the Python of Aider's venv (default python3.11, else python3)
