@@ -7,8 +7,8 @@ Serves, on 127.0.0.1 only:
   POST /v1beta/models/{model}:streamGenerateContent (SSE), :generateContent, :countTokens
                       Gemini API                                       -> Gemini CLI
   POST /v1/chat/completions  OpenAI Chat Completions, streamed or not  -> Qwen Code, OpenCode,
-                      Aider (told apart by what they send: Qwen offers `write_file`, OpenCode
-                      `write`, Aider no tools and its edit-format system prompt)
+                      Aider (told apart by what they send: Qwen offers `write_file` or `read_file`, OpenCode
+                      `write` or `read`, Aider no tools and its edit-format system prompt)
   HEAD /              404 (Claude Code probes it)
 
 Every conversation is decided from the request alone (the server keeps no state), by the
@@ -455,9 +455,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = tool_msgs[-1].get("content")
             out = out if isinstance(out, str) else " ".join(texts(out))
         content, call = None, None
-        if "write_file" in names:
+        # Qwen's tools are snake_case (`write_file`, `read_file`), OpenCode's single words
+        # (`write`, `read`); a document task is offered no write tool at all.
+        if {"write_file", "read_file", "list_directory"} & set(names):
             cli, tool, path_key = "qwen", "write_file", "file_path"
-        elif "write" in names:
+        elif {"write", "read"} & set(names):
             cli, tool, path_key = "opencode", "write", "filePath"
         elif system:
             cli, tool, path_key = "aider", None, None
@@ -468,10 +470,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             content = self.aider_answer(prompt, system)
         elif wants_json:
             content = json.dumps(UTILITY_JSON)
-        elif not tool:
+        elif cli == "chat":
             content = "Conformance run"
         elif step[0] == "final":
             content = step[1]
+        elif tool not in names:
+            raise RuntimeError("%s offered no %s tool: %s" % (cli, tool, names))
         else:
             cwd = agent_cwd([m for m in messages if m.get("role") in ("system", "user")])
             if not cwd:

@@ -283,9 +283,11 @@ SHORT = {
     "architecture": "[COMP-001]", "generated_at": "2026-01-01T00:00:00Z",
     "metric": "time per call", "target": "under 1 ms", "method": "a unittest timing loop",
     "style": "a module of plain functions", "role": "Developer", "name": "Developer",
+    "traces": "REQ-001, NFR-P-001",
 }
 
-# Table rows, by placeholder name, as lists of cells (padded or cut to the table's width).
+# Table rows, by placeholder name (or phase and name), as lists of cells (padded or cut to
+# the table's width).
 ROWS = {
     "goal_rows": ["G-001", "Offer subtract(a, b)", "Must", "tests passing", "100%"],
     "state_rows": ["subtraction", "written by hand", "app.subtract.subtract", "one tested helper"],
@@ -293,13 +295,16 @@ ROWS = {
     "functional_rows": ["REQ-001", "Subtract two numbers", "Must", "G-001"],
     "non_functional_rows": ["NFR-P-001", "performance", "Constant time", "Should", "under 1 ms"],
     "traceability_rows": ["G-001", "REQ-001", "NFR-P-001"],
-    "component_rows": ["COMP-001", "app.subtract", "computes a - b", "REQ-001, NFR-P-001"],
+    "component_rows": ["COMP-001", "app.subtract", "computes a - b", "Python", "none",
+                       "REQ-001, NFR-P-001"],
     "adr_rows": ["ADR-001", "A module of its own", "Accepted", "REQ-001"],
     "alternative_rows": ["A module of its own (chosen)", "small and testable", "one more file"],
-    "quality_rows": ["NFR-P-001", "a plain function", "unittest"],
-    "risk_rows": ["a wrong sign", "Low", "a unit test"],
-    "epic_rows": ["EPIC-001", "Subtract", "Must", "true", "S", "REQ-001"],
-    "estimation_rows": ["EPIC-001", "1", "S"],
+    "quality_rows": ["NFR-P-001", "under 1 ms", "a unittest timing loop", "REQ-001"],
+    "risk_rows": ["a wrong sign", "Low", "Low", "a unit test of subtract(5, 3)"],
+    "epic_rows": ["EPIC-001", "Subtract", "Must", "true", "1", "S"],
+    "estimation_rows": ["S", "under a day", "EPIC-001"],
+    ("epics", "traceability_rows"): ["REQ-001", "EPIC-001", "STORY-001-001", "COMP-001"],
+    ("epics", "risk_rows"): ["a wrong sign", "EPIC-001", "a unit test of subtract(5, 3)"],
 }
 
 
@@ -330,9 +335,10 @@ def fill(body, parts, cli, prompt, ident, title):
         m = re.fullmatch(r"\s*\{\{(\w+)\}\}\s*", line)
         if m:
             name = m.group(1)
-            if name in ROWS:
-                width = header.count("|") - 1 if header else len(ROWS[name])
-                cells = (ROWS[name] + ["-"] * width)[:width]
+            row = ROWS.get((prompt.phase, name)) or ROWS.get(name)
+            if row:
+                width = header.count("|") - 1 if header else len(row)
+                cells = (row + ["-"] * width)[:width]
                 out.append("| " + " | ".join(cells) + " |")
             elif name == "users" and "persona" in parts:
                 out.append(fill(parts["persona"], parts, cli, prompt, "Developer", title).strip())
