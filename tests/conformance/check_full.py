@@ -146,9 +146,11 @@ def main():
             readiness = doc("spec/readiness-report.md") or ""
             if not q:
                 problems.append("QUALITY-001 gave no verdict")
-            elif "Readiness Report: Subtract function" not in readiness \
-                    or '"Subtract two numbers"' not in readiness:
-                # The titles the scripted writer gave its brief and REQ-001.
+            elif "# Readiness Report: Subtract function" not in readiness or any(
+                    "| `spec/%s/_index.md` | %d |" % (d, n) not in readiness
+                    for d, n in (("requirements", 3), ("architecture", 2), ("epics", 2))):
+                # The brief's title and the number of files of each document are the
+                # scripted writer's.
                 problems.append("the readiness report does not grade the agent's documents")
             else:
                 problems_note = "gate %s %.1f" % (q["verdict"], q["score"])

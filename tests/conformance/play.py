@@ -45,8 +45,12 @@ class Prompt:
     """What git-tlv4's prompt says, read from the texts of a request."""
 
     def __init__(self, text):
+        # OpenCode's `run` hands its message argument to the model wrapped in double quotes,
+        # with every quote inside escaped (`"# Your role: …\\"unknown\\"…"`).
+        if re.search(r'^"# Your role: ', text, re.M):
+            text = text.replace('\\"', '"')
         self.text = text
-        self.role = field(r"^# Your role: (\S+)", text)
+        self.role = field(r'^"?# Your role: (\S+)', text)
         self.task = field(r"^- Task: (\S+)", text) or field(r"# The task: (\S+)", text)
         self.phase = field(r"^- Phase: (\S+)", text)
         self.session = field(r"^- Session: (\S+)", text)
