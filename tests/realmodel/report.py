@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The report of a real-model run (tests/realmodel/run.sh), read from git.
 
-Usage: report.py SESSIONS_TSV SERVER_LOG
+Usage: report.py SESSIONS_TSV
+
+SESSIONS_TSV and the pauses.tsv beside it are written by run.sh.
 
 SESSIONS_TSV has one line per session: pipeline, repository, session id, seconds. For each
 session it prints every run of an agent on the model (the tasks', the critics', the
@@ -19,6 +21,7 @@ It fails (exit 1) when a design rule does not hold:
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +59,9 @@ def calls(transcript):
 
 def main():
     sessions = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
+    # The pauses run.sh met, one a line: pipeline, kind, reason.
+    pause_file = os.path.join(os.path.dirname(sys.argv[1]), "pauses.tsv")
+    pause_lines = open(pause_file).readlines() if os.path.exists(pause_file) else []
     problems = []
     totals = defaultdict(lambda: defaultdict(float))
     all_calls = []
@@ -72,8 +78,8 @@ def main():
         tree = (git(repo, "ls-tree", "-r", "--name-only", tip) or "").split("\n")
         runs = sorted({f[:f.rindex("/")] for f in tree
                        if f.startswith(folder + "runs/") and f.endswith("/usage.json")})
-        pauses = [line.split("\t") for line in open(sys.argv[1].replace("sessions.tsv", "pauses.tsv"))
-                  if line.startswith(pipeline + "\t")] if tree else []
+        pauses = [line.rstrip("\n").split("\t") for line in pause_lines
+                  if line.startswith(pipeline + "\t")]
         for run in runs:
             def show(name):
                 return git(repo, "show", "%s:%s/%s" % (tip, run, name))
@@ -90,19 +96,20 @@ def main():
             cs = calls(transcript)
             all_calls += cs
             role = usage.get("role") or "?"
-            outcome = result.get("outcome") or ("completed" if "critic-" in rel else "?")
+            # `completed`, or `failed: <reason>` (the reason is printed at the end of the line).
+            outcome = (result.get("outcome") or "?").split(":", 1)[0]
             if "/critic-" in rel:
                 outcome = "critique recorded" if answer is not None else "no critique"
             why = ""
             task = tasks.get(task_id, {})
             if "/critic-" not in rel and usage.get("agent") == "local":
-                if result.get("outcome") == "failed" or task.get("status") == "failed":
-                    why = (task.get("result") or {}).get("summary") or result.get("summary") or ""
+                if outcome == "failed" or task.get("status") == "failed":
+                    why = (result.get("outcome") or "").split(":", 1)[-1]
                     if answer is None:
                         problems.append("%s %s: failed with no answer kept" % (pipeline, rel))
                     if not any(task_id in p[2] for p in pauses):
                         problems.append("%s %s: failed without a pause naming it" % (pipeline, rel))
-                elif result.get("outcome") == "completed":
+                elif outcome == "completed":
                     for path, blob in (result.get("files") or {}).items():
                         content = git(repo, "cat-file", "-p", blob) or ""
                         if answer is None or (content.strip() not in answer
