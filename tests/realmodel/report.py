@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The report of a real-model run (tests/realmodel/run.sh), read from git.
 
-Usage: report.py SESSIONS_TSV
+Usage: report.py SESSIONS_TSV [SERVER_LOG]
 
 SESSIONS_TSV and the pauses.tsv beside it are written by run.sh.
 
@@ -99,7 +99,9 @@ def main():
             # `completed`, or `failed: <reason>` (the reason is printed at the end of the line).
             outcome = (result.get("outcome") or "?").split(":", 1)[0]
             if "/critic-" in rel:
-                outcome = "critique recorded" if answer is not None else "no critique"
+                # A critic's run keeps its usage only; whether its critique counted is in
+                # the discussion (`agent local: rating R, …` or `agent local: no critique`).
+                outcome = "see round"
             why = ""
             task = tasks.get(task_id, {})
             if "/critic-" not in rel and usage.get("agent") == "local":
@@ -121,7 +123,7 @@ def main():
             http = sum(c[0] for c in cs)
             t = totals[role]
             t["runs"] += 1
-            t["ok"] += 1 if outcome in ("completed", "critique recorded") else 0
+            t["ok"] += 1 if outcome == "completed" else 0
             t["in"] += tin
             t["out"] += tout
             t["seconds"] += secs
@@ -131,6 +133,16 @@ def main():
                   "%6.1fs (HTTP %.1fs, server %.1fs, git-tlv4 overhead %.2fs)%s" % (
                       rel, role, outcome, answers, len(cs), tin, tout, secs, http, server,
                       max(0.0, secs - server), (": " + " ".join(why.split())[:160]) if why else ""))
+        for f in tree:
+            if f.startswith(folder + "discussions/") and f.endswith("-discussion.md"):
+                text = git(repo, "show", "%s:%s" % (tip, f)) or ""
+                got = len(re.findall(r"agent local: rating", text))
+                missed = re.findall(r"agent local: no critique \((.{0,140})", text)
+                t = totals["critic"]
+                t["ok"] += got
+                print("    %s: %d critique(s) of the model counted, %d not%s" % (
+                    f[len(folder):], got, len(missed),
+                    (" (first: %s…)" % missed[0]) if missed else ""))
         for p in pauses:
             print("    paused (%s): %s" % (p[1], p[2][:240]))
         fsck = subprocess.run(["git", "-C", repo, "fsck", "--strict", "--no-progress"],
@@ -140,7 +152,7 @@ def main():
         dirty = git(repo, "status", "--porcelain", "--untracked-files=all")
         if dirty:
             problems.append("%s: the checkout changed: %s" % (pipeline, " ".join(dirty.split())))
-    print("  per role (runs on the model; passed = a completed task or a recorded critique):")
+    print("  per role (runs on the model; passed = a completed task, or a critique that counted):")
     for role, t in sorted(totals.items()):
         print("    %-9s %d/%d passed, %d calls, %d in / %d out tokens, %.1fs (server %.1fs; "
               "%.1fs per call)" % (role, t["ok"], t["runs"], t["calls"], t["in"], t["out"],
@@ -153,6 +165,18 @@ def main():
               "(transcript seconds have one decimal); predicted tokens per call: max %s" % (
                   len(timed), sum(over) / len(over), max(over),
                   max((c[3] or 0) for c in timed)))
+    if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+        # llama-server's own log: one `prompt eval time = X ms / N tokens` and one
+        # `eval time = Y ms / M tokens` per request it served.
+        log = open(sys.argv[2], errors="replace").read()
+        pe = [float(x) for x in re.findall(r"prompt eval time =\s*([\d.]+) ms", log)]
+        ev = [float(x) for x in re.findall(r"(?<!prompt )eval time =\s*([\d.]+) ms", log)]
+        spent = sum(t["seconds"] for t in totals.values())
+        served = (sum(pe) + sum(ev)) / 1000.0
+        print("  llama-server's log: %d requests, %.1fs of prompt evaluation and generation; the "
+              "model's runs took %.1fs in git-tlv4 (%.1fs more, %.2fs per request)" % (
+                  len(pe), served, spent, spent - served,
+                  (spent - served) / len(pe) if pe else 0))
     for p in problems:
         print("  PROBLEM: %s" % p)
     return 1 if problems else 0

@@ -225,7 +225,7 @@ for pipeline in ${TLV4_REALMODEL_PIPELINES:-spec-only impl-only}; do
   run_pipeline "$pipeline" || overall=1
 done
 stop_server
-python3 "$HERE/report.py" "$WORK/sessions.tsv" || overall=1
+python3 "$HERE/report.py" "$WORK/sessions.tsv" "$WORK/server.log" || overall=1
 if [[ $overall -eq 0 && "${TLV4_REALMODEL_KEEP:-}" != "1" ]]; then
   rm -rf "$WORK"
 else
