@@ -34,7 +34,7 @@
 #   TLV4_REALMODEL_PREDICT       the server's own output limit per request, `-n` (default
 #                                512; the server stops a looping model there)
 #   TLV4_REALMODEL_TIMEOUT       the agent's `timeout` per request (default 10m)
-#   TLV4_REALMODEL_TEMPLATE      the server's chat template (default `gemma`: the model file
+#   TLV4_REALMODEL_TEMPLATE      the server's built-in chat template (default `gemma`; the model file
 #                                carries none, and llama-server's fallback, ChatML, makes
 #                                Gemma answer `<|im_end|>user` over and over)
 #   TLV4_REALMODEL_KEEP=1        keep the work directory (it is always kept on failure)
@@ -142,7 +142,7 @@ PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); 
 say "llama-server on 127.0.0.1:$PORT (context ${TLV4_REALMODEL_CTX:-8192}, -n ${TLV4_REALMODEL_PREDICT:-512}); log: $WORK/server.log"
 "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c "${TLV4_REALMODEL_CTX:-8192}" \
   -n "${TLV4_REALMODEL_PREDICT:-512}" -t 2 --parallel 1 --alias gemma-3-270m \
-  --chat-template "${TLV4_REALMODEL_TEMPLATE:-gemma}" \
+  --no-jinja --chat-template "${TLV4_REALMODEL_TEMPLATE:-gemma}" \
   >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 600); do
