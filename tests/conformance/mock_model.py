@@ -7,26 +7,30 @@ Serves, on 127.0.0.1 only:
   POST /v1beta/models/{model}:streamGenerateContent (SSE), :generateContent, :countTokens
                       Gemini API                                       -> Gemini CLI
   POST /v1/chat/completions  OpenAI Chat Completions, streamed or not  -> Qwen Code, OpenCode,
-                      Aider (told apart by what they send: Qwen offers `write_file`, OpenCode
-                      `write`, Aider no tools and its edit-format system prompt)
+                      Aider (told apart by what they send: Qwen offers `write_file` or `read_file`, OpenCode
+                      `write` or `read`, Aider no tools and its edit-format system prompt)
   HEAD /              404 (Claude Code probes it)
 
-Every conversation gets the same two-step script, decided from the request alone (the
-server keeps no state):
-  1. no tool result yet  -> one tool call that creates `conformance-<cli>-<TASK>.txt` in the
-     agent's working directory (Claude: `Write`, Gemini and Qwen: `write_file`, OpenCode:
-     `write`, each with an absolute path taken from the system prompt or the first user
-     message; Codex: the freeform `apply_patch` tool when offered, else `exec_command`);
-  2. a tool result       -> the final answer, ending with git-tlv4's ```json result block.
-Aider calls no tools: its one coder request gets the file as a SEARCH/REPLACE block (the
-format git-tlv4's preset asks for), or as a "whole" file listing when its system prompt
+Every conversation is decided from the request alone (the server keeps no state), by the
+role git-tlv4's prompt names (play.py says what each role answers):
+  - a document role (analyst, writer, planner, critic, reviewer): at once the final answer,
+    its documents in the result block's `files`;
+  - the executor: one tool call per file to write (`conformance-<cli>-<TASK>.txt`, or the
+    files of the plan tasks its description names), in the CLI's dialect (Claude: `Write`,
+    Gemini and Qwen: `write_file`, OpenCode: `write`, each with an absolute path taken from
+    the system prompt or the first user message; Codex: the freeform `apply_patch` tool when
+    offered, else `exec_command`), then the final answer ending with the result block.
+Aider calls no tools: its one coder request gets the files as SEARCH/REPLACE blocks (the
+format git-tlv4's preset asks for), or as "whole" file listings when its system prompt
 asks for that, and the result block in the same answer. Requests that offer no tools
 (titles, quota probes, Aider's history summaries) get a short text, or a small JSON object
 when they ask for JSON (as Gemini's model router does when run without -m).
 
 Usage: mock_model.py [PORT] [--log FILE] [--port-file FILE] [--fail-first N [--fail-how 500|drop]]
+                     [--contract once|always]
 --fail-first fails the first N turns of the agent (requests offering tools, or Aider's
-coder request), not its titles, router calls or summaries.
+coder request), not its titles, router calls or summaries. --contract makes the executor's
+final answer break the result contract: on its first answer (once) or on every one (always).
 Prints the port it listens on (PORT 0 or none: any free port) as its first line.
 Every request and reply is appended to the log as JSON lines.
 """
@@ -41,6 +45,8 @@ import sys
 import threading
 import time
 
+import play
+
 LOCK = threading.Lock()
 LOG_PATH = None
 COUNTER = [0]
@@ -48,6 +54,8 @@ COUNTER = [0]
 FAILURES_LEFT = [0]
 # How they fail: "500" (an HTTP error) or "drop" (a stream cut short).
 FAIL_HOW = ["500"]
+# Which executor answers break the result contract (--contract): "", "once" or "always".
+CONTRACT = [""]
 
 
 def log(kind, **fields):
@@ -84,37 +92,18 @@ def texts(value):
                 yield from texts(v)
 
 
-def task_id(*parts):
-    """The task id from git-tlv4's prompt (`- Task: IMPL-001`)."""
-    for text in parts:
-        for t in texts(text):
-            m = re.search(r"^- Task: (\S+)", t, re.M) or re.search(r"# The task: (\S+)", t)
-            if m:
-                return re.sub(r"[^A-Za-z0-9._-]", "_", m.group(1))
-    return "task"
-
-
-def file_name(cli, task):
-    return "conformance-%s-%s.txt" % (cli, task)
-
-
-def file_content(cli, task):
-    return "%s was here: written by %s through the scripted model\n" % (task, cli)
-
-
-def final_answer(cli, task, tool_output):
-    name = file_name(cli, task)
-    result = {
-        "summary": "Created %s with one line naming the task" % name,
-        "state_update": {
-            "key_findings": ["The working directory accepted a new file"],
-            "decisions": ["Wrote a single small text file, as scripted"],
-            "files_modified": [name],
-            "verification": "The %s tool reported success: %s"
-            % (cli, " ".join(str(tool_output).split())[:120]),
-        },
-    }
-    return "I created `%s`.\n\n```json\n%s\n```\n" % (name, json.dumps(result, indent=2))
+def decide(cli, prompt_texts, done, last_output):
+    """What the agent does next: ("write", path, content) for a file its tool is to write,
+    or ("final", text). `done`: how many tool results the conversation holds."""
+    prompt = play.Prompt("\n".join(texts(prompt_texts)))
+    if prompt.role and prompt.role != "executor":
+        return ("final", play.document_answer(cli, prompt)), prompt
+    files = play.executor_files(cli, prompt)
+    if done < len(files):
+        return ("write",) + files[done], prompt
+    if play.breaks_contract(CONTRACT[0], prompt):
+        return ("final", play.out_of_contract(cli, prompt)), prompt
+    return ("final", play.executor_final(cli, prompt, files, last_output)), prompt
 
 
 CWD_PATTERNS = [
@@ -280,37 +269,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
         model = body.get("model") or "mock"
         messages = body.get("messages") or []
         tools = body.get("tools") or []
-        task = task_id(messages)
-        last_user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
-        content = last_user.get("content")
+        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         results = [
-            b for b in (content if isinstance(content, list) else [])
+            b for m in users for b in (m.get("content") if isinstance(m.get("content"), list) else [])
             if isinstance(b, dict) and b.get("type") == "tool_result"
         ]
         tool_names = [t.get("name") for t in tools if isinstance(t, dict)]
-        if not tools:
-            block = {"type": "text", "text": "Conformance run"}
-            stop = "end_turn"
-        elif results:
+        out = ""
+        if results:
             out = results[-1].get("content")
             out = " ".join(texts(out)) if not isinstance(out, str) else out
             if results[-1].get("is_error"):
                 out = "ERROR: " + out
-            block = {"type": "text", "text": final_answer("claude", task, out)}
+        step, prompt = decide("claude", [m.get("content") for m in users], len(results), out)
+        if not tools:
+            block = {"type": "text", "text": "Conformance run"}
+            stop = "end_turn"
+        elif step[0] == "final":
+            block = {"type": "text", "text": step[1]}
             stop = "end_turn"
         elif "Write" in tool_names:
             cwd = claude_cwd(body)
             if not cwd:
                 raise RuntimeError("no working directory found in Claude's system prompt")
-            args = {
-                "file_path": os.path.join(cwd, file_name("claude", task)),
-                "content": file_content("claude", task),
-            }
+            args = {"file_path": os.path.join(cwd, step[1]), "content": step[2]}
             block = {"type": "tool_use", "id": next_id("toolu_"), "name": "Write", "input": args}
             stop = "tool_use"
         else:
             raise RuntimeError("Claude offered no Write tool: %s" % tool_names)
-        log("script", cli="claude", task=task, step=stop, block=block)
+        log("script", cli="claude", task=prompt.task, role=prompt.role, step=stop, block=block)
 
         usage = {"input_tokens": 100, "output_tokens": 20}
         msg_id = next_id("msg_")
@@ -350,29 +337,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
             items = [{"type": "message", "role": "user", "content": items}]
         tools = body.get("tools") or []
         prompt_items = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
-        task = task_id(prompt_items)
         outputs = [
             i for i in items
             if isinstance(i, dict) and str(i.get("type", "")).endswith("_call_output")
         ]
         names = [t.get("name") for t in tools if isinstance(t, dict)]
-        name = file_name("codex", task)
+        out = ""
+        if outputs:
+            out = outputs[-1].get("output")
+            out = out if isinstance(out, str) else json.dumps(out)
+        step, prompt = decide("codex", [i.get("content") for i in prompt_items], len(outputs), out)
+        task = prompt.task
         if not tools:
             item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
                     "content": [{"type": "output_text", "text": "Conformance run"}]}
-        elif outputs:
-            out = outputs[-1].get("output")
-            out = out if isinstance(out, str) else json.dumps(out)
+        elif step[0] == "final":
             item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
-                    "content": [{"type": "output_text",
-                                 "text": final_answer("codex", task, out)}]}
+                    "content": [{"type": "output_text", "text": step[1]}]}
         elif "apply_patch" in names:
-            patch = "*** Begin Patch\n*** Add File: %s\n+%s*** End Patch\n" % (
-                name, file_content("codex", task))
+            name, text = step[1], step[2]
+            added = "".join("+" + line + "\n" for line in text.rstrip("\n").split("\n"))
+            patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (name, added)
             item = {"type": "custom_tool_call", "id": next_id("ctc_"), "status": "completed",
                     "name": "apply_patch", "call_id": next_id("call_"), "input": patch}
         elif "exec_command" in names or "shell" in names:
-            text = file_content("codex", task).replace("'", "")
+            name, text = step[1], step[2].replace("'", "")
             cmd = "printf '%%s' '%s' > %s" % (text, name)
             tool = "exec_command" if "exec_command" in names else "shell"
             args = {"cmd": cmd} if tool == "exec_command" else {"command": ["bash", "-lc", cmd]}
@@ -380,7 +369,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "name": tool, "call_id": next_id("call_"), "arguments": json.dumps(args)}
         else:
             raise RuntimeError("Codex offered neither apply_patch nor exec_command: %s" % names)
-        log("script", cli="codex", task=task, item=item)
+        log("script", cli="codex", task=task, role=prompt.role, item=item)
         rid = next_id("resp_")
         usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
                  "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
@@ -409,30 +398,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         gen = body.get("generationConfig") or {}
         wants_json = gen.get("responseMimeType") == "application/json" or any(
             k in gen for k in ("responseSchema", "responseJsonSchema"))
-        task = task_id(contents)
-        last = contents[-1] if contents and isinstance(contents[-1], dict) else {}
         answers = [
-            p["functionResponse"] for p in last.get("parts") or []
+            p["functionResponse"] for c in contents if isinstance(c, dict)
+            for p in c.get("parts") or []
             if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
         ]
+        out = ""
+        if answers:
+            out = answers[-1].get("response")
+            out = out if isinstance(out, str) else " ".join(texts(out)) or json.dumps(out)
+        users = [c for c in contents if isinstance(c, dict) and c.get("role") == "user"]
+        step, prompt = decide("gemini", users, len(answers), out)
         if wants_json:
             part = {"text": json.dumps(UTILITY_JSON)}
         elif not names:
             part = {"text": "Conformance run"}
-        elif answers:
-            out = answers[-1].get("response")
-            out = out if isinstance(out, str) else " ".join(texts(out)) or json.dumps(out)
-            part = {"text": final_answer("gemini", task, out)}
+        elif step[0] == "final":
+            part = {"text": step[1]}
         elif "write_file" in names:
             cwd = agent_cwd(body.get("systemInstruction"), contents)
             if not cwd:
                 raise RuntimeError("no working directory found in Gemini's request")
             part = {"functionCall": {"name": "write_file", "args": {
-                "file_path": os.path.join(cwd, file_name("gemini", task)),
-                "content": file_content("gemini", task)}}}
+                "file_path": os.path.join(cwd, step[1]), "content": step[2]}}}
         else:
             raise RuntimeError("Gemini offered no write_file tool: %s" % names)
-        log("script", cli="gemini", task=task, part=part)
+        log("script", cli="gemini", task=prompt.task, role=prompt.role, part=part)
         reply = {
             "candidates": [{"content": {"role": "model", "parts": [part]},
                             "finishReason": "STOP", "index": 0}],
@@ -456,37 +447,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
         ]
         fmt = body.get("response_format") or {}
         wants_json = isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
-        task = task_id([m for m in messages if m.get("role") == "user"])
+        users = [m for m in messages if m.get("role") == "user"]
         system = aider_system(messages)
-        last = messages[-1] if messages else {}
+        tool_msgs = [m for m in messages if m.get("role") == "tool"]
+        out = ""
+        if tool_msgs:
+            out = tool_msgs[-1].get("content")
+            out = out if isinstance(out, str) else " ".join(texts(out))
         content, call = None, None
-        if "write_file" in names:
+        # Qwen's tools are snake_case (`write_file`, `read_file`), OpenCode's single words
+        # (`write`, `read`); a document task is offered no write tool at all.
+        if {"write_file", "read_file", "list_directory"} & set(names):
             cli, tool, path_key = "qwen", "write_file", "file_path"
-        elif "write" in names:
+        elif {"write", "read"} & set(names):
             cli, tool, path_key = "opencode", "write", "filePath"
         elif system:
             cli, tool, path_key = "aider", None, None
         else:
             cli, tool, path_key = "chat", None, None
+        step, prompt = decide(cli, [m.get("content") for m in users], len(tool_msgs), out)
         if cli == "aider":
-            content = self.aider_answer(task, system)
+            content = self.aider_answer(prompt, system)
         elif wants_json:
             content = json.dumps(UTILITY_JSON)
-        elif not tool:
+        elif cli == "chat":
             content = "Conformance run"
-        elif last.get("role") == "tool":
-            out = last.get("content")
-            out = out if isinstance(out, str) else " ".join(texts(out))
-            content = final_answer(cli, task, out)
+        elif step[0] == "final":
+            content = step[1]
+        elif tool not in names:
+            raise RuntimeError("%s offered no %s tool: %s" % (cli, tool, names))
         else:
             cwd = agent_cwd([m for m in messages if m.get("role") in ("system", "user")])
             if not cwd:
                 raise RuntimeError("no working directory found in %s's request" % cli)
-            args = {path_key: os.path.join(cwd, file_name(cli, task)),
-                    "content": file_content(cli, task)}
+            args = {path_key: os.path.join(cwd, step[1]), "content": step[2]}
             call = {"id": next_id("call_"), "type": "function",
                     "function": {"name": tool, "arguments": json.dumps(args)}}
-        log("script", cli=cli, task=task, content=content, tool_call=call)
+        log("script", cli=cli, task=prompt.task, role=prompt.role, content=content, tool_call=call)
 
         cid = next_id("chatcmpl-")
         created = int(time.time())
@@ -526,18 +523,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "usage": usage}))
         self.reply_sse(events, done=True)
 
-    def aider_answer(self, task, system):
-        """Aider's one answer: the file in its edit format, then the result block."""
-        name = file_name("aider", task)
-        text = file_content("aider", task)
-        if "SEARCH/REPLACE" in system and "*file listing*" not in system:
-            # A SEARCH/REPLACE block with an empty SEARCH part creates the file.
-            edit = "%s\n```\n<<<<<<< SEARCH\n=======\n%s>>>>>>> REPLACE\n```\n" % (name, text)
+    def aider_answer(self, prompt, system):
+        """Aider's one answer: a document role's answer as it is; an executor's files in
+        Aider's edit format, then the result block."""
+        if prompt.role and prompt.role != "executor":
+            return play.document_answer("aider", prompt)
+        files = play.executor_files("aider", prompt)
+        edits = []
+        for name, text in files:
+            if "SEARCH/REPLACE" in system and "*file listing*" not in system:
+                # A SEARCH/REPLACE block with an empty SEARCH part creates the file.
+                edits.append("%s\n```\n<<<<<<< SEARCH\n=======\n%s>>>>>>> REPLACE\n```\n"
+                             % (name, text))
+            else:
+                edits.append("%s\n```\n%s```\n" % (name, text))
+        if play.breaks_contract(CONTRACT[0], prompt):
+            final = play.out_of_contract("aider", prompt)
         else:
-            edit = "%s\n```\n%s```\n" % (name, text)
-        return "I will create `%s`.\n\n%s\n%s" % (
-            name, edit, final_answer("aider", task, "Aider applies the edit")
-            .split("\n\n", 1)[1])
+            final = play.executor_final("aider", prompt, files, "Aider applies the edit")
+        return "I will create %s.\n\n%s\n%s" % (
+            ", ".join("`%s`" % n for n, _ in files), "\n".join(edits), final.split("\n\n", 1)[1])
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -555,7 +560,11 @@ def main():
                     help="fail the first N turns of the agent (CLIs retry them)")
     ap.add_argument("--fail-how", choices=["500", "drop"], default="500",
                     help="how --fail-first fails: an HTTP 500, or a stream cut short")
+    ap.add_argument("--contract", choices=["once", "always"], default="",
+                    help="an executor's final answer breaks the result contract on its first "
+                    "answer (once) or on every answer (always)")
     a = ap.parse_args()
+    CONTRACT[0] = a.contract
     LOG_PATH = a.log
     FAIL_HOW[0] = a.fail_how
     FAILURES_LEFT[0] = a.fail_first

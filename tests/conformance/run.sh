@@ -8,15 +8,25 @@
 # `lo`), so no model traffic can leave 127.0.0.1. The npm registry and PyPI are the only
 # network used, and only to install.
 #
-# Each CLI runs a few times (see `scenarios` below: the plain script; its first turn's
-# stream cut short; for Codex also a model outside its catalog), each time in a fresh
-# repository with a one-task pipeline and a fresh mock. Per run it checks with git: the
-# session completed with the summary of the model's result block, the file the model asked
-# the CLI to write is in the session tip's tree and in the task snapshot, the snapshot
-# changes nothing else (no history or cache files of the CLI), the user's checkout is
-# untouched, the task's completion is a merge commit (2 parents, the second the snapshot),
-# and `git fsck --strict` is clean. A CLI whose install fails is a FAIL with the reason.
-# The summary says PASS/FAIL per CLI (with its version, install time and size) and per run.
+# Each CLI runs a few times (see `all_scenarios` below), each time in a fresh repository
+# with a fresh mock:
+#   - plain, reconnect (its first turn's stream cut short), and for Codex exec (a model
+#     outside its catalog): a one-task pipeline. Checked with git: the session completed
+#     with the summary of the model's result block, the file the model asked the CLI to
+#     write is in the session tip's tree and in the task snapshot, the snapshot changes
+#     nothing else (no history or cache files of the CLI), the user's checkout is untouched,
+#     the task's completion is a merge commit (2 parents, the second the snapshot);
+#   - contract-once / contract-always: the executor's result block breaks the contract on
+#     its first answer (it must be sent back with the problem and the second answer
+#     completes the task) or on every answer (the task fails after three, the run record
+#     keeps the raw answer, the session pauses naming the task);
+#   - full-lifecycle: every agent role on the CLI (analyst, writer, planner, executor, the
+#     reviewer's opinion, every discuss critic), the mock playing each role from the prompt
+#     (play.py); check_full.py checks each role with git and reports it with its seconds and
+#     tokens (the mock's usage figures, as the CLI reported them).
+# Every run ends with `git fsck --strict`. A CLI whose install fails is a FAIL with the
+# reason. The summary says PASS/FAIL per CLI (with its version, install time and size), per
+# run, and per role of the full-lifecycle run.
 #
 # Environment:
 #   TLV4_REAL_AGENTS=1          run at all (otherwise: print "skipped", exit 0)
@@ -24,6 +34,8 @@
 #                               ~/.cache/git-tlv4-conformance; reused when present)
 #   TLV4_CONFORMANCE_CLIS       which CLIs to run (default all six: "claude codex gemini qwen
 #                               opencode aider")
+#   TLV4_CONFORMANCE_SCENARIOS  which runs (default all: "plain reconnect exec contract-once
+#                               contract-always full-lifecycle")
 #   TLV4_CONFORMANCE_KEEP=1     keep the work directory (repositories, mock logs) on success
 #                               (it is always kept on failure)
 #   TLV4_CONFORMANCE_PYTHON     the Python of Aider's venv (default python3.11, else python3)
@@ -414,44 +426,208 @@ print(next((t.get("result") or {}).get("summary", "") for t in json.load(sys.std
   return 0
 }
 
+# A fresh repository with a small Python project (a function and its unittest).
+new_repo() {
+  local repo=$1
+  git init -q -b main "$repo" || return 1
+  git -C "$repo" config user.name "Conformance Test" || return 1
+  git -C "$repo" config user.email "conformance@example.com" || return 1
+  git -C "$repo" config gc.autoDetach false || return 1
+  printf '# conformance\n' >"$repo/README.md"
+  mkdir -p "$repo/app" "$repo/tests"
+  : >"$repo/app/__init__.py"
+  : >"$repo/tests/__init__.py"
+  printf 'def add(a, b):\n    return a + b\n' >"$repo/app/calc.py"
+  printf 'import unittest\n\nfrom app.calc import add\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n' \
+    >"$repo/tests/test_calc.py"
+}
+
+commit_and_trust() {
+  local repo=$1
+  git -C "$repo" add -A && git -C "$repo" commit -q -m initial || return 1
+  (cd "$repo" && git tlv4 trust) >"$repo.trust.out" 2>&1
+}
+
+# A session of the one-task pipeline whose executor answers out of contract (the mock's
+# --contract): `contract-once` must be sent back with the problem and completed on the
+# second answer; `contract-always` must fail the task after three answers with the raw
+# answer kept, record no result of it, and pause the session naming the task.
+run_contract() {
+  local cli=$1 scenario=$2 model=$3
+  shift 3
+  local name="$cli-$scenario" repo="$WORK/$cli-$scenario" sid="" rc=0 t0=$SECONDS
+  fail() {
+    say "FAIL [$name]: $*"
+    diagnose "$repo" "$sid"
+    return 1
+  }
+  start_mock "$name" "$@" || return 1
+  new_repo "$repo" || { fail "cannot make the repository"; return 1; }
+  write_pipeline "$repo"
+  agent_config "$cli" "$model" >"$repo/.tlv4.toml"
+  commit_and_trust "$repo" || { fail "initial commit or trust: $(cat "$repo.trust.out")"; return 1; }
+  say "[$name] model $model, mock on 127.0.0.1:$PORT: git tlv4 start --pipeline wide ..."
+  (cd "$repo" && timeout 900 git tlv4 start --pipeline wide --yes --completion keep \
+    "Conformance: create the file the model asks for") >"$repo.start.out" 2>"$repo.start.err" || rc=$?
+  sid="$(cat "$repo.start.out" "$repo.start.err" | grep -o -m1 'TLV4-[A-Za-z0-9-]*' || true)"
+  say "[$name] start exited $rc after $((SECONDS - t0))s, session ${sid:-?}"
+  [[ -n "$sid" ]] || { fail "no session id in the output of git tlv4 start"; return 1; }
+  local status runs answers prompt
+  status="$(cd "$repo" && git tlv4 --session "$sid" status --json)" || { fail "status --json"; return 1; }
+  runs=".tlv4/sessions/$sid/runs/IMPL-001/1"
+  answers="$(git -C "$repo" show "tlv4/$sid:$runs/transcript.txt" 2>/dev/null | grep -c '^=== answer ' || true)"
+  prompt="$(git -C "$repo" show "tlv4/$sid:$runs/prompt.md" 2>/dev/null || true)"
+  # The last prompt sent the problem back.
+  grep -q '^# Your previous answer was not accepted' <<<"$prompt" \
+    || { fail "the kept prompt is not a retry prompt"; return 1; }
+  grep -q 'status_text' <<<"$prompt" \
+    || { fail "the retry prompt does not name the problem (the unknown key status_text)"; return 1; }
+  if [[ "$scenario" == contract-once ]]; then
+    [[ $rc -eq 0 ]] || { fail "git tlv4 start exited $rc"; return 1; }
+    printf '%s' "$status" | python3 -c 'import json,sys
+s=json.load(sys.stdin); t=[t for t in s["tasks"] if t["id"]=="IMPL-001"][0]
+sys.exit(0 if s["session"]["status"]=="completed" and t["status"]=="completed" else 1)' \
+      || { fail "the session or IMPL-001 did not complete after the corrected answer"; return 1; }
+    [[ "$answers" -eq 2 ]] || { fail "the transcript has $answers answers, not 2"; return 1; }
+    git -C "$repo" ls-tree -r --name-only "tlv4/$sid" | grep -qx -- "conformance-$cli-IMPL-001.txt" \
+      || { fail "the corrected task's file is not in the session tip"; return 1; }
+  else
+    printf '%s' "$status" | python3 -c 'import json,sys
+s=json.load(sys.stdin); t=[t for t in s["tasks"] if t["id"]=="IMPL-001"][0]
+pause=json.dumps(s["control"].get("pause") or {})
+ok = s["session"]["status"]=="paused" and t["status"]=="failed" and "IMPL-001" in pause \
+  and "rejected 3 times" in json.dumps(t) and "OUT-OF-CONTRACT" not in json.dumps(t)
+sys.exit(0 if ok else 1)' \
+      || { fail "IMPL-001 did not fail with 'rejected 3 times' (keeping no result of it) and pause the session: $(printf '%s' "$status" | head -c 2000)"; return 1; }
+    [[ "$answers" -eq 3 ]] || { fail "the transcript has $answers answers, not 3"; return 1; }
+    git -C "$repo" show "tlv4/$sid:$runs/answer.txt" 2>/dev/null | grep -q 'OUT-OF-CONTRACT-ANSWER' \
+      || { fail "the run record does not keep the raw out-of-contract answer"; return 1; }
+  fi
+  local fsck
+  fsck="$(git -C "$repo" fsck --strict --no-progress 2>&1)" || { fail "git fsck --strict: $fsck"; return 1; }
+  stop_mock
+  say "[$name] ok ($answers answers)"
+  return 0
+}
+
+# The `full-lifecycle` pipeline with every agent role on `cli`: the analyst, the writer, the
+# planner and the executor (`[roles] default`), the reviewer's opinion (`[roles] reviewer`)
+# and every discuss perspective's critic (`[discuss.perspectives]`). The session is driven to
+# its end as a user would: each pause (the readiness gate, a checkpoint, a review) is noted
+# and approved. check_full.py then checks each role with git.
+run_full() {
+  local cli=$1 scenario=$2 model=$3
+  shift 3
+  local name="$cli-$scenario" repo="$WORK/$cli-$scenario" sid="" rc=0 t0=$SECONDS
+  fail() {
+    say "FAIL [$name]: $*"
+    diagnose "$repo" "$sid"
+    return 1
+  }
+  start_mock "$name" "$@" || return 1
+  new_repo "$repo" || { fail "cannot make the repository"; return 1; }
+  {
+    agent_config "$cli" "$model" | sed "s/^executor = \"$cli\"\$/default = \"$cli\"/"
+    printf 'reviewer = "%s"\n[discuss.perspectives]\n' "$cli"
+    local p
+    for p in product technical quality risk coverage; do
+      printf '%s = "%s"\n' "$p" "$cli"
+    done
+  } >"$repo/.tlv4.toml"
+  commit_and_trust "$repo" || { fail "initial commit or trust: $(cat "$repo.trust.out")"; return 1; }
+  say "[$name] model $model, mock on 127.0.0.1:$PORT: git tlv4 start --pipeline full-lifecycle ..."
+  (cd "$repo" && timeout 1800 git tlv4 start --pipeline full-lifecycle --yes --completion keep \
+    "Add a subtract function next to add in app/calc.py, with a unit test") \
+    >"$repo.start.out" 2>"$repo.start.err" || rc=$?
+  sid="$(cat "$repo.start.out" "$repo.start.err" | grep -o -m1 'TLV4-[A-Za-z0-9-]*' || true)"
+  say "[$name] start exited $rc after $((SECONDS - t0))s, session ${sid:-?}"
+  [[ -n "$sid" ]] || { fail "no session id in the output of git tlv4 start"; return 1; }
+  local state kind reason _i
+  for _i in $(seq 8); do
+    IFS=$'\t' read -r state kind reason < <(cd "$repo" && git tlv4 --session "$sid" status --json \
+      | python3 -c 'import json,sys
+s=json.load(sys.stdin); p=s["control"].get("pause") or {}
+print("\t".join([s["session"]["status"], p.get("kind") or "-", " ".join(str(p.get("reason") or "").split())[:300]]))')
+    [[ "$state" == completed ]] && break
+    case "$state" in
+      paused)
+        say "[$name] paused ($kind): $reason; approving"
+        FULL_NOTES+=("      $cli/full-lifecycle paused ($kind): $reason -- approved")
+        [[ "$kind" != stalled ]] || { fail "the session stalled: $reason"; return 1; }
+        (cd "$repo" && timeout 1800 git tlv4 --session "$sid" approve --completion keep) \
+          >>"$repo.start.out" 2>>"$repo.start.err" || true
+        ;;
+      active)
+        (cd "$repo" && timeout 1800 git tlv4 --session "$sid" resume --completion keep) \
+          >>"$repo.start.out" 2>>"$repo.start.err" || true
+        ;;
+      *) fail "the session is '$state'"; return 1 ;;
+    esac
+  done
+  say "[$name] session $state after $((SECONDS - t0))s"
+  local report crc=0 line
+  report="$(python3 "$HERE/check_full.py" "$repo" "$sid" "$cli" "$cli" 2>&1)" || crc=$?
+  while IFS= read -r line; do
+    FULL_ROWS+=("      $cli/full-lifecycle $line")
+  done <<<"$report"
+  [[ $crc -eq 0 ]] || { fail "roles failed:"$'\n'"$report"; return 1; }
+  local dirty fsck
+  dirty="$(git -C "$repo" status --porcelain --untracked-files=all)"
+  [[ -z "$dirty" ]] || { fail "the checkout of the repository was changed: $(echo $dirty)"; return 1; }
+  fsck="$(git -C "$repo" fsck --strict --no-progress 2>&1)" || { fail "git fsck --strict: $fsck"; return 1; }
+  stop_mock
+  say "[$name] ok: every role ran on $cli in $((SECONDS - t0))s"
+  return 0
+}
+
 # The runs of each CLI, one a line: "scenario model [mock_model.py options]".
 #   plain      the script as it is
 #   reconnect  the first turn's reply is cut short (Aider: a non-streamed reply, so a broken
 #              one); the CLI retries, and git-tlv4 must not fail a run that then completed
 #   exec       (Codex) a model outside Codex's catalog: the file is written by exec_command
 #              in Codex's sandbox rather than by apply_patch
+#   contract-once / contract-always
+#              the executor's answer is out of contract on the first answer / on every one
+#   full-lifecycle
+#              every agent role on the CLI (run_full)
+# TLV4_CONFORMANCE_SCENARIOS picks some of them (default: all).
 scenarios() {
+  local m
+  all_scenarios "$1" | while read -r scenario m; do
+    if [[ -z "${TLV4_CONFORMANCE_SCENARIOS:-}" || " $TLV4_CONFORMANCE_SCENARIOS " == *" $scenario "* ]]; then
+      echo "$scenario $m"
+    fi
+  done
+}
+
+# The model of `cli`'s plain runs.
+model_of() {
   case "$1" in
-    claude)
-      echo "plain ${CLAUDE_MODEL:-claude-sonnet-4-5}"
-      echo "reconnect ${CLAUDE_MODEL:-claude-sonnet-4-5} --fail-first 1 --fail-how drop"
-      ;;
-    codex)
-      echo "plain ${CODEX_MODEL:-gpt-5.5}"
-      echo "reconnect ${CODEX_MODEL:-gpt-5.5} --fail-first 1 --fail-how drop"
-      echo "exec mock-model"
-      ;;
-    gemini)
-      echo "plain ${GEMINI_MODEL:-gemini-2.5-pro}"
-      echo "reconnect ${GEMINI_MODEL:-gemini-2.5-pro} --fail-first 1 --fail-how drop"
-      ;;
-    qwen)
-      echo "plain ${QWEN_MODEL:-qwen3-coder-plus}"
-      echo "reconnect ${QWEN_MODEL:-qwen3-coder-plus} --fail-first 1 --fail-how drop"
-      ;;
-    opencode)
-      echo "plain ${OPENCODE_MODEL:-mock-model}"
-      echo "reconnect ${OPENCODE_MODEL:-mock-model} --fail-first 1 --fail-how drop"
-      ;;
-    aider)
-      echo "plain ${AIDER_MODEL:-mock-model}"
-      echo "reconnect ${AIDER_MODEL:-mock-model} --fail-first 1 --fail-how drop"
-      ;;
+    claude) echo "${CLAUDE_MODEL:-claude-sonnet-4-5}" ;;
+    codex) echo "${CODEX_MODEL:-gpt-5.5}" ;;
+    gemini) echo "${GEMINI_MODEL:-gemini-2.5-pro}" ;;
+    qwen) echo "${QWEN_MODEL:-qwen3-coder-plus}" ;;
+    opencode) echo "${OPENCODE_MODEL:-mock-model}" ;;
+    aider) echo "${AIDER_MODEL:-mock-model}" ;;
   esac
+}
+
+all_scenarios() {
+  local model
+  model="$(model_of "$1")"
+  echo "plain $model"
+  echo "reconnect $model --fail-first 1 --fail-how drop"
+  # Codex: a model outside its catalog gets exec_command instead of apply_patch.
+  [[ "$1" != codex ]] || echo "exec mock-model"
+  echo "contract-once $model --contract once"
+  echo "contract-always $model --contract always"
+  echo "full-lifecycle $model"
 }
 
 declare -A RESULT
 SUMMARY=()
+FULL_ROWS=()
+FULL_NOTES=()
 overall=0
 for cli in $CLIS; do
   RESULT[$cli]=PASS
@@ -463,11 +639,17 @@ for cli in $CLIS; do
     continue
   fi
   while read -r scenario model mock_args; do
+    runner=run_one
+    case "$scenario" in
+      full-lifecycle) runner=run_full ;;
+      contract-*) runner=run_contract ;;
+    esac
+    t0=$SECONDS
     # shellcheck disable=SC2086 # the mock options are words
-    if run_one "$cli" "$scenario" "$model" $mock_args </dev/null; then
-      SUMMARY+=("    PASS  $cli/$scenario (model $model)")
+    if "$runner" "$cli" "$scenario" "$model" $mock_args </dev/null; then
+      SUMMARY+=("    PASS  $cli/$scenario (model $model, $((SECONDS - t0))s)")
     else
-      SUMMARY+=("    FAIL  $cli/$scenario (model $model)")
+      SUMMARY+=("    FAIL  $cli/$scenario (model $model, $((SECONDS - t0))s)")
       RESULT[$cli]=FAIL
       overall=1
     fi
@@ -483,6 +665,9 @@ for cli in $CLIS; do
     echo "  ${RESULT[$cli]}  $cli ($(cli_var VERSION "$cli"); $(cli_var INSTALL "$cli"))"
   fi
   for line in "${SUMMARY[@]}"; do
+    if [[ "$line" == *" $cli/"* ]]; then echo "$line"; fi
+  done
+  for line in "${FULL_ROWS[@]}" "${FULL_NOTES[@]}"; do
     if [[ "$line" == *" $cli/"* ]]; then echo "$line"; fi
   done
 done
