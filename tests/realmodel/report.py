@@ -37,7 +37,9 @@ def calls(transcript):
     """(seconds by git-tlv4, server ms or None, prompt tokens, predicted tokens, status) per
     HTTP request of a transcript."""
     out = []
-    parts = re.split(r"^=== answer \d+ \(request \d+\): POST \S+ ===\n", transcript, flags=re.M)
+    # The header names the output bound since the driver sends one: `POST URL (max_tokens N)`.
+    parts = re.split(r"^=== answer \d+ \(request \d+\): POST \S+(?: \([^)\n]*\))? ===\n",
+                     transcript, flags=re.M)
     for part in parts[1:]:
         m = re.match(r"(.*?), ([\d.]+)s\n--- response ---\n(.*)", part, re.S)
         if not m:
@@ -45,14 +47,27 @@ def calls(transcript):
         status, took, body = m.group(1), float(m.group(2)), m.group(3)
         body = body.split("\n=== ", 1)[0].split("\n--- ", 1)[0].strip()
         server = pt = pn = None
-        try:
-            obj = json.loads(body)
-            t = obj.get("timings") or {}
+        # A plain answer is one JSON body; a streamed one is SSE `data:` lines, the last
+        # chunks of which carry llama-server's `timings`.
+        objs = []
+        if body.startswith("data:"):
+            for line in body.splitlines():
+                data = line[5:].strip() if line.startswith("data:") else ""
+                if data and data != "[DONE]":
+                    try:
+                        objs.append(json.loads(data))
+                    except ValueError:
+                        pass
+        else:
+            try:
+                objs.append(json.loads(body))
+            except ValueError:
+                pass
+        for obj in objs:
+            t = obj.get("timings") if isinstance(obj, dict) else None
             if t:
                 server = (t.get("prompt_ms") or 0) + (t.get("predicted_ms") or 0)
                 pt, pn = t.get("prompt_n"), t.get("predicted_n")
-        except ValueError:
-            pass
         out.append((took, server, pt, pn, status))
     return out
 

@@ -180,6 +180,8 @@ driver = "openai"
 url = "http://127.0.0.1:$PORT/v1"
 model = "gemma-3-270m"
 timeout = "${TLV4_REALMODEL_TIMEOUT:-10m}"
+# The server's context (-c): prompts are fitted to it, and the output bound leaves it room.
+context_tokens = ${TLV4_REALMODEL_CTX:-8192}
 
 [roles]
 default = "local"
