@@ -26,6 +26,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     for name in &pulled.merged_notes {
         ctx.ui.status(format!("merged notes {name}"));
     }
+    for sid in &pulled.archived {
+        ctx.ui.status(format!(
+            "archived {sid} (as `{}` did; its events are under refs/tlv4/archive/{sid})",
+            remote.name
+        ));
+    }
     for name in &pulled.ahead {
         ctx.ui.status(format!(
             "{name} is ahead of `{}`; `git tlv4 push {}` sends it",
@@ -63,7 +69,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             )),
         ));
     }
-    if pulled.created.is_empty() && pulled.forwarded.is_empty() && pulled.merged_notes.is_empty() {
+    if pulled.created.is_empty()
+        && pulled.forwarded.is_empty()
+        && pulled.merged_notes.is_empty()
+        && pulled.archived.is_empty()
+    {
         ctx.ui.status(format!("up to date with `{}`", remote.name));
     }
     Ok(())

@@ -174,6 +174,8 @@ pub struct Pulled {
     pub ahead: Vec<String>,
     /// Refs left as they are, with why; the remote's value stays under the mirror.
     pub kept: Vec<(String, String)>,
+    /// Sessions the remote archived whose local branch went (the archive holds it all).
+    pub archived: Vec<SessionId>,
     /// Sessions whose branch has events on both sides: `(sid, local tip, remote tip)`.
     pub diverged: Vec<(SessionId, ObjectId, ObjectId)>,
 }
@@ -231,10 +233,10 @@ impl Store {
             match classify(name) {
                 Some((Kind::Task, Some(sid))) => *tasks.entry(sid).or_default() += 1,
                 Some((Kind::Session, Some(sid))) => out.push((sid, "live", *id)),
-                Some((Kind::CreateOnly, Some(sid))) if *name == archive_ref(&sid) => {
-                    if !refs.contains_key(&session_ref(&sid)) {
-                        out.push((sid, "archived", *id));
-                    }
+                Some((Kind::CreateOnly, Some(sid)))
+                    if *name == archive_ref(&sid) && !refs.contains_key(&session_ref(&sid)) =>
+                {
+                    out.push((sid, "archived", *id));
                 }
                 _ => {}
             }
@@ -276,6 +278,17 @@ impl Store {
     /// push (exit 3): pull first.
     pub fn push_sessions(&self, remote: &Remote, sessions: &[SessionId]) -> Result<Pushed> {
         let theirs = self.remote_refs(remote)?;
+        self.push_over(remote, sessions, &theirs)
+    }
+
+    /// [`Store::push_sessions`] over `theirs`, what the remote was seen to hold: each update
+    /// leases that value, so a remote that moved since refuses the push.
+    fn push_over(
+        &self,
+        remote: &Remote,
+        sessions: &[SessionId],
+        theirs: &BTreeMap<String, ObjectId>,
+    ) -> Result<Pushed> {
         let ours = self.shared_local(sessions)?;
         let mut pushed = Pushed::default();
         let mut behind = Vec::new();
@@ -286,6 +299,14 @@ impl Store {
             let remote_value = theirs.get(name).copied();
             match remote_value {
                 Some(r) if r == local => pushed.unchanged += 1,
+                // The remote archived the session: its branch must not come back there.
+                None if kind == Kind::Session
+                    && classify(name)
+                        .and_then(|(_, sid)| sid)
+                        .is_some_and(|sid| theirs.contains_key(&archive_ref(&sid))) =>
+                {
+                    behind.push(name.clone())
+                }
                 None => updates.push((name.clone(), None, Some(local))),
                 Some(r) => {
                     let seen = self.repo.has_object(r);
@@ -497,6 +518,34 @@ impl Store {
                 Kind::CreateOnly => unreachable!("handled above"),
             }
         }
+        // A session the remote archived is archived here too, when the archive holds every
+        // event of the local branch (as the local archive action does, the branch goes).
+        for (name, &archive) in &fetched {
+            let Some((Kind::CreateOnly, Some(sid))) = classify(name) else {
+                continue;
+            };
+            let branch = session_ref(&sid);
+            if *name != archive_ref(&sid) || self.try_ref(name)? != Some(archive) {
+                continue;
+            }
+            let Some(local) = self.try_ref(&branch)? else {
+                continue;
+            };
+            if !self.is_ancestor(local, archive)? {
+                pulled.kept.push((
+                    branch,
+                    format!(
+                        "`{}` archived the session, but this branch has events it lacks",
+                        remote.name
+                    ),
+                ));
+            } else if let Err(e) = self.ensure_not_checked_out(&branch) {
+                pulled.kept.push((branch, e.to_string()));
+            } else {
+                self.delete_ref(&branch, local)?;
+                pulled.archived.push(sid);
+            }
+        }
         Ok(pulled)
     }
 
@@ -622,6 +671,202 @@ mod tests {
         assert_eq!(classify(&format!("refs/tlv4/pinned/{sid}")), None);
         assert_eq!(classify("refs/heads/tlv4/not-a-session"), None);
         assert_eq!(classify("refs/notes/tlv4-reviewed"), None);
+    }
+
+    use crate::testutil::git;
+
+    /// A bare remote and a repository with one commit on `main` pushed to it as `origin`.
+    fn setup() -> (tempfile::TempDir, std::path::PathBuf, Store, Remote) {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("remote.git");
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        );
+        let work = dir.path().join("work");
+        git(
+            dir.path(),
+            &["init", "-q", "-b", "main", work.to_str().unwrap()],
+        );
+        git(&work, &["config", "user.name", "t"]);
+        git(&work, &["config", "user.email", "t@t"]);
+        git(&work, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let url = format!("file://{}", bare.display());
+        git(&work, &["remote", "add", "origin", &url]);
+        git(&work, &["push", "-q", "origin", "main"]);
+        let store = Store::discover(&work).unwrap();
+        (dir, bare, store, Remote::new("origin").unwrap())
+    }
+
+    fn rev(dir: &std::path::Path, what: &str) -> ObjectId {
+        ObjectId::from_hex(git(dir, &["rev-parse", what]).trim().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_push_whose_lease_is_stale_changes_nothing_on_the_remote() {
+        let (_dir, bare, store, remote) = setup();
+        let work = store.workdir().to_owned();
+        git(
+            &work,
+            &[
+                "notes",
+                "--ref=tlv4-review",
+                "add",
+                "-m",
+                "{\"a\":1}",
+                "HEAD",
+            ],
+        );
+        store.push_sessions(&remote, &[]).unwrap();
+        let seen = store.remote_refs(&remote).unwrap();
+        // Ours moves on; the remote moves too, to something this clone never saw.
+        git(&work, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        git(
+            &work,
+            &[
+                "notes",
+                "--ref=tlv4-review",
+                "add",
+                "-m",
+                "{\"b\":1}",
+                "HEAD",
+            ],
+        );
+        let main = rev(&bare, "main");
+        git(&bare, &["update-ref", REVIEW_NOTES_REF, &main.to_string()]);
+        let err = store.push_over(&remote, &[], &seen).unwrap_err();
+        assert!(matches!(err, Error::Conflict { .. }), "{err}");
+        assert!(err.to_string().contains("moved while pushing"), "{err}");
+        assert_eq!(
+            rev(&bare, REVIEW_NOTES_REF),
+            main,
+            "the lease kept the remote's value"
+        );
+        // Seen afresh, the remote's value is not in our history: refused before pushing.
+        let err = store.push_sessions(&remote, &[]).unwrap_err();
+        assert!(err.to_string().contains("has not seen"), "{err}");
+        assert_eq!(rev(&bare, REVIEW_NOTES_REF), main);
+    }
+
+    #[test]
+    fn a_task_branch_is_overwritten_only_where_this_clone_saw_it() {
+        let (_dir, bare, store, remote) = setup();
+        let work = store.workdir().to_owned();
+        let sid: SessionId = "TLV4-a-20261129".parse().unwrap();
+        let task = format!("{}.IMPL-001", session_ref(&sid));
+        // A commit on `main` that is not on any other: attempt `n` of the task.
+        let attempt = |n: u32| {
+            let id = git(
+                &work,
+                &[
+                    "commit-tree",
+                    "-p",
+                    "main",
+                    "-m",
+                    &format!("attempt {n}"),
+                    "main^{tree}",
+                ],
+            );
+            ObjectId::from_hex(id.trim().as_bytes()).unwrap()
+        };
+        let first = attempt(1);
+        git(&work, &["update-ref", &task, &first.to_string()]);
+        store
+            .push_sessions(&remote, std::slice::from_ref(&sid))
+            .unwrap();
+        // A new attempt rewinds the task branch here: the remote still has what we pushed.
+        let second = attempt(2);
+        git(&work, &["update-ref", &task, &second.to_string()]);
+        store
+            .push_sessions(&remote, std::slice::from_ref(&sid))
+            .unwrap();
+        assert_eq!(rev(&bare, &task), second);
+        // Someone else moves it on the remote to a commit we have but never saw there.
+        let other = attempt(3);
+        git(
+            &work,
+            &["push", "-q", "origin", &format!("{other}:refs/heads/other")],
+        );
+        git(&bare, &["update-ref", &task, &other.to_string()]);
+        let fourth = attempt(4);
+        git(&work, &["update-ref", &task, &fourth.to_string()]);
+        let err = store
+            .push_sessions(&remote, std::slice::from_ref(&sid))
+            .unwrap_err();
+        assert!(err.to_string().contains("has not seen"), "{err}");
+        assert_eq!(rev(&bare, &task), other);
+    }
+
+    #[test]
+    fn notes_merge_by_union_of_lines_keeping_order() {
+        let (_dir, _bare, store, remote) = setup();
+        let work = store.workdir().to_owned();
+        git(&work, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        let (one, two) = (rev(&work, "HEAD~1"), rev(&work, "HEAD"));
+        // The remote's notes: two lines on `one`, one on `two`.
+        git(
+            &work,
+            &[
+                "notes",
+                "--ref=tlv4-review",
+                "add",
+                "-m",
+                "{\"r\":1}\n{\"s\":1}",
+                &one.to_string(),
+            ],
+        );
+        git(
+            &work,
+            &[
+                "notes",
+                "--ref=tlv4-review",
+                "add",
+                "-m",
+                "{\"r\":2}",
+                &two.to_string(),
+            ],
+        );
+        store.push_sessions(&remote, &[]).unwrap();
+        // Ours, written without them: a line of our own and one of theirs, on `one` only.
+        let theirs = rev(&work, REVIEW_NOTES_REF);
+        git(&work, &["update-ref", "-d", REVIEW_NOTES_REF]);
+        git(
+            &work,
+            &[
+                "notes",
+                "--ref=tlv4-review",
+                "add",
+                "-m",
+                "{\"l\":1}\n{\"s\":1}",
+                &one.to_string(),
+            ],
+        );
+        let ours = rev(&work, REVIEW_NOTES_REF);
+        let pulled = store.pull_sessions(&remote).unwrap();
+        assert_eq!(pulled.merged_notes, [REVIEW_NOTES_REF]);
+        let show = |c: ObjectId| {
+            git(
+                &work,
+                &["notes", "--ref=tlv4-review", "show", &c.to_string()],
+            )
+        };
+        assert_eq!(show(one), "{\"l\":1}\n{\"s\":1}\n{\"r\":1}\n");
+        assert_eq!(show(two), "{\"r\":2}\n");
+        let merge = rev(&work, REVIEW_NOTES_REF);
+        assert_eq!(
+            git(&work, &["rev-list", "--parents", "-n1", &merge.to_string()]).trim(),
+            format!("{merge} {ours} {theirs}")
+        );
+        git(&work, &["fsck", "--strict", "--no-progress"]);
+        // Pulling again changes nothing; the merge goes back cleanly.
+        assert!(
+            store
+                .pull_sessions(&remote)
+                .unwrap()
+                .ahead
+                .contains(&REVIEW_NOTES_REF.to_owned())
+        );
+        store.push_sessions(&remote, &[]).unwrap();
     }
 
     #[test]

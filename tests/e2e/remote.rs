@@ -73,7 +73,11 @@ fn clone(url: &str, name: &str) -> TestRepo {
         .args(["clone", "-q", url, "."])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     repo.git(&["config", "user.name", name]);
     repo.git(&["config", "user.email", &format!("{name}@example.com")]);
     repo
@@ -130,7 +134,9 @@ fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
     assert!(second.ok(&["log"]).contains("session"));
     // The mirror of the remote is private: not a branch, not a remote-tracking branch.
     assert_eq!(
-        second.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4-remote/"]).trim(),
+        second
+            .git(&["for-each-ref", "--format=%(refname)", "refs/tlv4-remote/"])
+            .trim(),
         format!("refs/tlv4-remote/origin/heads/tlv4/{sid}")
     );
 
@@ -269,7 +275,14 @@ fn a_pull_never_drops_a_local_note() {
     let tip = first.git(&["rev-parse", &format!("tlv4/{sid}")]);
     let tip = tip.trim();
     // Review notes on the same commit, written on both sides (JSON Lines).
-    first.git(&["notes", "--ref=tlv4-review", "add", "-m", "{\"remote\":1}", tip]);
+    first.git(&[
+        "notes",
+        "--ref=tlv4-review",
+        "add",
+        "-m",
+        "{\"remote\":1}",
+        tip,
+    ]);
     first.ok(&["push"]);
     second.git(&[
         "notes",
@@ -302,14 +315,67 @@ fn events_on_both_sides_are_refused_and_both_tips_kept() {
     second.ok(&["task", "claim", "RESEARCH-001"]);
     let ours = second.git(&["rev-parse", &format!("tlv4/{sid}")]);
     let err = second.fails(&["pull"], 3);
-    assert!(err.contains("both this clone and `origin` added events"), "{err}");
+    assert!(
+        err.contains("both this clone and `origin` added events"),
+        "{err}"
+    );
     assert_eq!(second.git(&["rev-parse", &format!("tlv4/{sid}")]), ours);
     assert_eq!(
-        second.git(&["rev-parse", &format!("refs/tlv4-remote/origin/heads/tlv4/{sid}")]),
+        second.git(&[
+            "rev-parse",
+            &format!("refs/tlv4-remote/origin/heads/tlv4/{sid}")
+        ]),
         first.git(&["rev-parse", &format!("tlv4/{sid}")])
     );
     let err = second.fails(&["push"], 3);
     assert!(err.contains("git tlv4 pull origin"), "{err}");
     second.fsck();
     bare.fsck();
+}
+
+#[test]
+fn a_session_archived_on_one_side_is_archived_on_the_other_after_pull() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--no-run",
+            "--yes",
+            "--pipeline",
+            "spec-only",
+            "--completion",
+            "archive",
+            "Write requirements for search",
+        ])
+        .trim()
+        .to_owned();
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    // The first clone runs it to the end (the builtin agent), which archives it, and pushes.
+    first.ok(&["resume"]);
+    assert_eq!(first.json(&["list", "--json"]), serde_json::json!([]));
+    first.ok(&["push", "--session", &sid]);
+    let remote = first.json(&["list", "--remote", "origin", "--json"]);
+    assert_eq!(remote[0]["state"], "archived", "{remote}");
+    assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
+
+    // The second clone has the live branch, behind the archive: it cannot push it back,
+    // and pulling archives it here.
+    let err = second.fails(&["push"], 3);
+    assert!(err.contains(&format!("refs/heads/tlv4/{sid}")), "{err}");
+    second.ok(&["pull"]);
+    assert_eq!(second.json(&["list", "--json"]), serde_json::json!([]));
+    assert_eq!(
+        second.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")]),
+        first.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")])
+    );
+    // Pushing from there cannot bring the branch back on the remote.
+    second.ok(&["push", "--all"]);
+    assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
+    bare.fsck();
+    second.fsck();
 }
