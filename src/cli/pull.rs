@@ -41,13 +41,20 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     for (name, why) in &pulled.kept {
         ctx.ui.warn(format!("kept {name} as it is: {why}"));
     }
-    if let Some((sid, _, _)) = pulled.diverged.first() {
+    for (sid, commit) in &pulled.merged {
+        ctx.ui.status(format!(
+            "merged the events of `{}` into {sid} ({})",
+            remote.name,
+            super::short(&commit.to_string())
+        ));
+    }
+    if let Some((sid, _, _, _)) = pulled.diverged.first() {
         let list: Vec<String> = pulled
             .diverged
             .iter()
-            .map(|(sid, ours, theirs)| {
+            .map(|(sid, ours, theirs, why)| {
                 format!(
-                    "`{sid}` (here {}, on `{}` {})",
+                    "`{sid}` (here {}, on `{}` {}): {why}",
                     super::short(&ours.to_string()),
                     remote.name,
                     super::short(&theirs.to_string())
@@ -56,16 +63,16 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .collect();
         return Err(Error::conflict(
             format!(
-                "both this clone and `{}` added events to {} since they last met; the local \
+                "both this clone and `{}` added events that do not merge, to {}; the local \
                  branch is unchanged and the remote's tip is kept under {}",
                 remote.name,
-                list.join(", "),
+                list.join("; "),
                 remote.mirror(&crate::store::session_ref(sid))
             ),
             Some(format!(
-                "reconciling is not automatic yet: keep one side, e.g. `git tlv4 fork --session \
-                 {sid} --at EVENT` to continue from here, or move `refs/heads/tlv4/{sid}` to the \
-                 remote's tip with `git update-ref` to take theirs"
+                "to take theirs, undo your events since the last pull (`git tlv4 log` shows \
+                 them; `git tlv4 undo -n N` appends, nothing is lost) and pull again; to keep \
+                 yours, continue them in a new session: `git tlv4 fork --session {sid} --at EVENT`"
             )),
         ));
     }
@@ -73,6 +80,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         && pulled.forwarded.is_empty()
         && pulled.merged_notes.is_empty()
         && pulled.archived.is_empty()
+        && pulled.merged.is_empty()
     {
         ctx.ui.status(format!("up to date with `{}`", remote.name));
     }

@@ -176,8 +176,11 @@ pub struct Pulled {
     pub kept: Vec<(String, String)>,
     /// Sessions the remote archived whose local branch went (the archive holds it all).
     pub archived: Vec<SessionId>,
-    /// Sessions whose branch has events on both sides: `(sid, local tip, remote tip)`.
-    pub diverged: Vec<(SessionId, ObjectId, ObjectId)>,
+    /// Sessions whose branch had events on both sides, reconciled by a merge event.
+    pub merged: Vec<(SessionId, ObjectId)>,
+    /// Sessions whose branch has events on both sides that do not merge: `(sid, local tip,
+    /// remote tip, why)`.
+    pub diverged: Vec<(SessionId, ObjectId, ObjectId, String)>,
 }
 
 impl Store {
@@ -504,9 +507,11 @@ impl Store {
                     pulled.merged_notes.push(name.clone());
                 }
                 Kind::Session => {
-                    pulled
-                        .diverged
-                        .push((sid.expect("a session branch has a session"), l, r))
+                    let sid = sid.expect("a session branch has a session");
+                    match self.reconcile(&sid, l, r, remote)? {
+                        Reconciled::Merged(commit) => pulled.merged.push((sid, commit)),
+                        Reconciled::Refused(why) => pulled.diverged.push((sid, l, r, why)),
+                    }
                 }
                 Kind::Task => pulled.kept.push((
                     name.clone(),
@@ -547,6 +552,167 @@ impl Store {
             }
         }
         Ok(pulled)
+    }
+
+    /// Reconciles session `sid` whose branch is at `ours` here and at `theirs` on the remote,
+    /// both with events since their merge base: git's merge of the two trees, with the state
+    /// files decided per file (a task changed on one side only takes that side; changed on
+    /// both, it is a real conflict), and `session.toml` by rule (the events of both sides
+    /// counted, the status of the side that changed it). The result is one `session_merged`
+    /// event with both tips as parents; a conflict writes nothing and says why.
+    fn reconcile(
+        &self,
+        sid: &SessionId,
+        ours: ObjectId,
+        theirs: ObjectId,
+        remote: &Remote,
+    ) -> Result<Reconciled> {
+        let branch = session_ref(sid);
+        if let Err(e) = self.ensure_not_checked_out(&branch) {
+            return Ok(Reconciled::Refused(e.to_string()));
+        }
+        let base = self
+            .repo
+            .merge_base(ours, theirs)
+            .map_err(|e| Error::git(&format!("cannot compare {ours} with {theirs}"), e))?
+            .map(|b| b.detach());
+        let Some(base) = base else {
+            return Ok(Reconciled::Refused(
+                "the two branches share no history".to_owned(),
+            ));
+        };
+        let Ok((b, _)) = self.read_state_at(sid, base) else {
+            return Ok(Reconciled::Refused(
+                "their common ancestor is not an event of the session".to_owned(),
+            ));
+        };
+        let (o, _) = self.read_state_at(sid, ours)?;
+        let (t, _) = self.read_state_at(sid, theirs)?;
+        // git's own merge of everything (code, run records, reports, state files).
+        let (ours_hex, theirs_hex) = (ours.to_string(), theirs.to_string());
+        let out = crate::git::output(
+            self.workdir(),
+            &[
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+                &ours_hex,
+                &theirs_hex,
+            ],
+        )?;
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            return Err(Error::Git(format!(
+                "`git merge-tree` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut fields = stdout.split('\0').filter(|f| !f.is_empty());
+        let tree = fields
+            .next()
+            .and_then(|t| ObjectId::from_hex(t.trim().as_bytes()).ok())
+            .ok_or_else(|| Error::Git("`git merge-tree` wrote no tree".to_owned()))?;
+        let dir = super::session_dir(sid);
+        let state_file = |p: &str| {
+            p == format!("{dir}/session.toml")
+                || p == format!("{dir}/control.toml")
+                || (p.starts_with(&format!("{dir}/tasks/")) && p.ends_with(".toml"))
+        };
+        let other: BTreeSet<&str> = fields.filter(|p| !state_file(p)).collect();
+
+        // The state, decided per task: a side that changed it wins; both changed it: conflict.
+        let mut merged = o.clone();
+        let mut both = Vec::new();
+        let ids: BTreeSet<_> = b
+            .tasks
+            .keys()
+            .chain(o.tasks.keys())
+            .chain(t.tasks.keys())
+            .collect();
+        for id in ids {
+            let (bt, ot, tt) = (b.tasks.get(id), o.tasks.get(id), t.tasks.get(id));
+            if ot == tt || tt == bt {
+                continue;
+            }
+            if ot == bt {
+                match tt {
+                    Some(task) => merged.tasks.insert(id.clone(), task.clone()),
+                    None => merged.tasks.remove(id),
+                };
+            } else {
+                both.push(id.to_string());
+            }
+        }
+        let mut refused = Vec::new();
+        if !both.is_empty() {
+            refused.push(format!(
+                "{} changed on both sides (claimed, completed or failed on each)",
+                both.join(", ")
+            ));
+        }
+        if o.control != t.control && t.control != b.control {
+            if o.control == b.control {
+                merged.control = t.control.clone();
+            } else {
+                refused.push(
+                    "the coordinator's record (control.toml) changed on both sides".to_owned(),
+                );
+            }
+        }
+        let status = (o.session.status, t.session.status, b.session.status);
+        if status.0 != status.1 && status.1 != status.2 {
+            if status.0 == status.2 {
+                merged.session.status = status.1;
+            } else {
+                refused.push(format!(
+                    "the session became {} here and {} there",
+                    status.0.as_str(),
+                    status.1.as_str()
+                ));
+            }
+        }
+        if !other.is_empty() {
+            refused.push(format!(
+                "files conflict: {}",
+                other.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !refused.is_empty() {
+            return Ok(Reconciled::Refused(refused.join("; ")));
+        }
+        // Every event of both sides counts; the merge event adds one.
+        let (mine, yours) = (
+            o.session.events.saturating_sub(b.session.events),
+            t.session.events.saturating_sub(b.session.events),
+        );
+        merged.session.events = o.session.events + yours;
+        let summary = format!(
+            "Merged {yours} event(s) from {} ({}) with {mine} event(s) here",
+            remote.name,
+            &theirs_hex[..7],
+        );
+        let written = self.transact(sid, |txn| {
+            if txn.tip != ours {
+                return Err(Error::conflict(
+                    format!("session `{sid}` moved while it was being reconciled"),
+                    Some(format!("run `git tlv4 pull {}` again", remote.name)),
+                ));
+            }
+            txn.state = merged.clone();
+            txn.merge(theirs, tree);
+            Ok(Some(
+                crate::model::Event::session(
+                    crate::model::EventKind::SessionMerged,
+                    summary.clone(),
+                )
+                .with("Merged", theirs_hex.clone()),
+            ))
+        })?;
+        Ok(Reconciled::Merged(
+            written.expect("the change always records").commit,
+        ))
     }
 
     /// Merges notes commit `theirs` into the local notes ref `name` (at `ours`): one commit
@@ -631,6 +797,14 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// How a session with events on both sides came out of `pull`.
+enum Reconciled {
+    /// One merge event, this commit.
+    Merged(ObjectId),
+    /// Not merged, for this reason; nothing was written.
+    Refused(String),
 }
 
 /// The error for a remote git could not talk to.

@@ -305,20 +305,23 @@ fn a_pull_never_drops_a_local_note() {
 }
 
 #[test]
-fn events_on_both_sides_are_refused_and_both_tips_kept() {
+fn the_same_task_claimed_on_both_sides_is_refused_and_both_tips_kept() {
     let (bare, first, sid) = origin_with_session();
     first.ok(&["push"]);
     let second = clone(&bare.url(), "second");
     second.ok(&["pull"]);
     first.ok(&["task", "claim", "RESEARCH-001"]);
     first.ok(&["push"]);
-    second.ok(&["task", "claim", "RESEARCH-001"]);
+    // Another owner claims the same task here (the same owner twice would merge).
+    second.ok(&["task", "claim", "RESEARCH-001", "--pid", "1"]);
     let ours = second.git(&["rev-parse", &format!("tlv4/{sid}")]);
     let err = second.fails(&["pull"], 3);
+    assert!(err.contains("added events that do not merge"), "{err}");
     assert!(
-        err.contains("both this clone and `origin` added events"),
-        "{err}"
+        err.contains("RESEARCH-001 changed on both sides"),
+        "the task is named: {err}"
     );
+    assert!(err.contains("hint: to take theirs"), "{err}");
     assert_eq!(second.git(&["rev-parse", &format!("tlv4/{sid}")]), ours);
     assert_eq!(
         second.git(&[
@@ -377,5 +380,59 @@ fn a_session_archived_on_one_side_is_archived_on_the_other_after_pull() {
     second.ok(&["push", "--all"]);
     assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
     bare.fsck();
+    second.fsck();
+}
+
+#[test]
+fn events_on_different_tasks_merge_into_one_event_with_both_parents() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.wide_pipeline(3);
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first.start("wide", "many hands");
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    let branch = format!("tlv4/{sid}");
+    let seq = |repo: &TestRepo| {
+        repo.trailers(&branch, "Tlv4-Seq")[0]
+            .parse::<u64>()
+            .unwrap()
+    };
+    let met = seq(&first);
+
+    // Offline on both sides: the first completes IMPL-001, the second claims IMPL-002.
+    first.ok(&["task", "claim", "IMPL-001"]);
+    first.ok(&["task", "complete", "IMPL-001", "--summary", "done there"]);
+    first.ok(&["push"]);
+    second.ok(&["task", "claim", "IMPL-002"]);
+    let ours = second.git(&["rev-parse", &branch]).trim().to_owned();
+    let theirs = first.git(&["rev-parse", &branch]).trim().to_owned();
+
+    second.ok(&["pull"]);
+    let tip = second.git(&["rev-parse", &branch]).trim().to_owned();
+    assert_eq!(
+        second.git(&["rev-list", "--parents", "-n1", &tip]).trim(),
+        format!("{tip} {ours} {theirs}"),
+        "one merge event, first parent ours"
+    );
+    assert_eq!(second.trailers(&branch, "Tlv4-Event")[0], "session_merged");
+    assert_eq!(second.trailers(&branch, "Tlv4-Merged")[0], theirs);
+    // Three events since they met (two there, one here) and the merge itself.
+    assert_eq!(seq(&second), met + 4);
+    let status = second.json(&["status", "--json"]);
+    assert_eq!(status["session"]["events"], met + 4);
+    assert_eq!(second.task(&sid, "IMPL-001")["status"], "completed");
+    assert_eq!(second.task(&sid, "IMPL-002")["status"], "in_progress");
+    assert_eq!(second.task(&sid, "IMPL-003")["status"], "pending");
+
+    second.ok(&["push"]);
+    first.ok(&["pull"]);
+    assert_eq!(first.git(&["rev-parse", &branch]).trim(), tip);
+    bare.fsck();
+    first.fsck();
     second.fsck();
 }
