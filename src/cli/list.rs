@@ -10,6 +10,9 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    /// List the sessions a remote holds (read with `git ls-remote`; nothing is fetched)
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -26,6 +29,9 @@ struct Row {
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
+    if let Some(remote) = &args.remote {
+        return remote_list(ctx, &store, remote, args.json);
+    }
     let mut rows = Vec::new();
     for sid in store.sessions()? {
         let (tip, state) = match store.read_state(&sid) {
@@ -79,6 +85,36 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .collect();
     ctx.ui.out(
         super::status::table(&["SESSION", "STATUS", "PIPELINE", "DONE", "BASE"], &table).trim_end(),
+    );
+    Ok(())
+}
+
+/// `list --remote`: what the remote's refs say; the state inside is not fetched.
+fn remote_list(ctx: &Ctx<'_>, store: &crate::store::Store, remote: &str, json: bool) -> Result<()> {
+    let remote = crate::store::Remote::new(remote)?;
+    let sessions = store.remote_sessions(&remote)?;
+    if json {
+        ctx.ui.json(&sessions);
+        return Ok(());
+    }
+    if sessions.is_empty() {
+        ctx.ui
+            .status(format!("`{}` holds no sessions", remote.name));
+        return Ok(());
+    }
+    let table: Vec<[String; 4]> = sessions
+        .iter()
+        .map(|s| {
+            [
+                s.id.clone(),
+                s.state.to_owned(),
+                super::short(&s.tip).to_owned(),
+                s.task_branches.to_string(),
+            ]
+        })
+        .collect();
+    ctx.ui.out(
+        super::status::table(&["SESSION", "STATE", "TIP", "TASK BRANCHES"], &table).trim_end(),
     );
     Ok(())
 }

@@ -9,6 +9,8 @@ mod list;
 mod log;
 mod msg;
 mod pipelines;
+mod pull;
+mod push;
 mod reset;
 mod resume;
 mod review;
@@ -95,6 +97,10 @@ pub enum Command {
     Demo(demo::Args),
     /// Allow the agent programs named in this repository's .tlv4.toml to run
     Trust(trust::Args),
+    /// Send sessions to a remote; refused when the remote has events this clone has not seen
+    Push(push::Args),
+    /// Fetch a remote's sessions and bring the local ones up to them; notes merge by union
+    Pull(pull::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -167,6 +173,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),
         Command::Reset(a) => reset::run(&ctx, a),
+        Command::Push(a) => push::run(&ctx, a),
+        Command::Pull(a) => pull::run(&ctx, a),
     };
     done.map(|()| crate::error::exit::OK)
 }

@@ -48,6 +48,16 @@ pub fn run_with_index(dir: &Path, index: &Path, args: &[&str]) -> crate::Result<
     run_with(dir, args, Some(index))
 }
 
+/// Runs `git ARGS` in `dir` and returns its whole output, whatever its exit status: for
+/// callers that read git's report of a failure (`push --porcelain`).
+pub fn output(dir: &Path, args: &[&str]) -> crate::Result<std::process::Output> {
+    git()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .map_err(|e| crate::Error::io("cannot run git", e))
+}
+
 fn run_with(dir: &Path, args: &[&str], index: Option<&Path>) -> crate::Result<String> {
     let mut cmd = git();
     cmd.current_dir(dir);

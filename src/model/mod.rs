@@ -153,11 +153,13 @@ pub enum EventKind {
     TaskReset,
     /// Commits a user made on a task branch were merged as a manual revision.
     TaskAdopted,
+    /// Events added elsewhere (another clone, pulled) were merged with this branch's.
+    SessionMerged,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 16] = [
+    pub const ALL: [EventKind; 17] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -174,6 +176,7 @@ impl EventKind {
         EventKind::CompletionAction,
         EventKind::TaskReset,
         EventKind::TaskAdopted,
+        EventKind::SessionMerged,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -195,6 +198,7 @@ impl EventKind {
             EventKind::CompletionAction => "completion_action",
             EventKind::TaskReset => "task_reset",
             EventKind::TaskAdopted => "task_adopted",
+            EventKind::SessionMerged => "session_merged",
         }
     }
 
@@ -217,6 +221,7 @@ impl EventKind {
             EventKind::CompletionAction => "completion action",
             EventKind::TaskReset => "reset",
             EventKind::TaskAdopted => "manual revision adopted",
+            EventKind::SessionMerged => "merged",
         }
     }
 }

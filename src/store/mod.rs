@@ -9,10 +9,12 @@
 mod log;
 mod notes;
 mod read;
+mod remote;
 mod write;
 
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
+pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession};
 pub use write::{Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};

@@ -14,6 +14,7 @@ mod oddrepo;
 mod pipelines;
 mod process;
 mod real_model_bounds;
+mod remote;
 mod review;
 mod review_cli;
 mod snapshot;

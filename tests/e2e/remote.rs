@@ -1,0 +1,438 @@
+//! Sessions shared through a bare remote, over `file://` and over `git daemon` on loopback:
+//! `push`, `pull`, `list --remote`, checked with git itself.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use crate::common::{TestRepo, hermetic};
+
+/// A bare repository in a temporary directory.
+struct Bare {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Bare {
+    fn new() -> Bare {
+        let bare = Bare {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        bare.git(&["init", "-q", "--bare", "-b", "main", "remote.git"]);
+        bare
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("remote.git")
+    }
+
+    fn url(&self) -> String {
+        format!("file://{}", self.path().display())
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let out = hermetic("git", self.dir.path(), self.home.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn refs(&self) -> String {
+        self.git(&[
+            "--git-dir",
+            self.path().to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+        ])
+    }
+
+    fn fsck(&self) {
+        self.git(&[
+            "--git-dir",
+            self.path().to_str().unwrap(),
+            "fsck",
+            "--strict",
+            "--no-progress",
+        ]);
+    }
+}
+
+/// A clone of `url` with an identity of its own.
+fn clone(url: &str, name: &str) -> TestRepo {
+    let repo = TestRepo {
+        dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    let out = hermetic("git", repo.path(), repo.home.path())
+        .args(["clone", "-q", url, "."])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo.git(&["config", "user.name", name]);
+    repo.git(&["config", "user.email", &format!("{name}@example.com")]);
+    repo
+}
+
+/// A repository with one commit, pushed to a new bare remote as `origin`, and a session.
+fn origin_with_session() -> (Bare, TestRepo, String) {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first.start("spec-only", "Write requirements for search");
+    (bare, first, sid)
+}
+
+fn send(repo: &TestRepo, from: &str, text: &str) {
+    repo.ok(&["msg", "send", "--from", from, "--type", "note", text]);
+}
+
+fn messages(repo: &TestRepo) -> Vec<String> {
+    repo.json(&["msg", "list", "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["summary"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
+    let (bare, first, sid) = origin_with_session();
+    first.ok(&["push"]);
+    let listed = first.ok(&["list", "--remote", "origin"]);
+    assert!(listed.contains(&sid) && listed.contains("live"), "{listed}");
+
+    let second = clone(&bare.url(), "second");
+    let before = second.git(&["for-each-ref", "--format=%(refname)"]);
+    // `list --remote` reads the remote's refs and fetches nothing.
+    let remote = second.json(&["list", "--remote", "origin", "--json"]);
+    assert_eq!(remote[0]["id"], sid.as_str());
+    assert_eq!(remote[0]["state"], "live");
+    assert_eq!(second.git(&["for-each-ref", "--format=%(refname)"]), before);
+    // A clone sees `origin/tlv4/…` but has no session until it pulls.
+    assert_eq!(second.json(&["list", "--json"]), serde_json::json!([]));
+
+    second.ok(&["pull"]);
+    let list = second.json(&["list", "--json"]);
+    assert_eq!(list[0]["id"], sid.as_str());
+    assert_eq!(
+        second.git(&["rev-parse", &format!("tlv4/{sid}")]),
+        first.git(&["rev-parse", &format!("tlv4/{sid}")])
+    );
+    assert!(second.ok(&["status"]).contains(&sid));
+    assert!(second.ok(&["log"]).contains("session"));
+    // The mirror of the remote is private: not a branch, not a remote-tracking branch.
+    assert_eq!(
+        second
+            .git(&["for-each-ref", "--format=%(refname)", "refs/tlv4-remote/"])
+            .trim(),
+        format!("refs/tlv4-remote/origin/heads/tlv4/{sid}")
+    );
+
+    // The clone runs the session on (the builtin agent) and sends it back.
+    second.ok(&["resume"]);
+    let tip = second.git(&["rev-parse", &format!("tlv4/{sid}")]);
+    assert_ne!(tip, first.git(&["rev-parse", &format!("tlv4/{sid}")]));
+    second.ok(&["push"]);
+    first.ok(&["pull"]);
+    assert_eq!(first.git(&["rev-parse", &format!("tlv4/{sid}")]), tip);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+/// `git daemon` serving `base` on a free loopback port; killed when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path, home: &Path) -> Option<Daemon> {
+        let probe = Command::new("git")
+            .args(["daemon", "--help"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        let exec_path = Command::new("git").arg("--exec-path").output().ok()?;
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout).trim().to_owned();
+        if !probe.success() && !Path::new(&exec_path).join("git-daemon").exists() {
+            return None;
+        }
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let child = hermetic("git", base, home)
+            .args([
+                "daemon",
+                "--enable=receive-pack",
+                "--export-all",
+                "--reuseaddr",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", base.display()),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let daemon = Daemon { child, port };
+        // Ready when it answers (bounded by tries, not by a clock).
+        for _ in 0..200 {
+            let ok = hermetic("git", base, home)
+                .args(["ls-remote", &daemon.url()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return Some(daemon);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("git daemon did not answer on port {port}");
+    }
+
+    fn url(&self) -> String {
+        format!("git://127.0.0.1:{}/remote.git", self.port)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two clones, one behind: its push is refused and changes nothing; after `pull` it goes.
+fn behind_push_is_refused_until_pull(url: &str, bare: &Bare, first: &TestRepo, sid: &str) {
+    first.ok(&["push", url]);
+    let second = clone(url, "second");
+    second.ok(&["pull", url]);
+
+    // The first clone moves on and publishes; the second wrote a message meanwhile.
+    first.ok(&["task", "claim", "RESEARCH-001"]);
+    send(first, "analyst", "from the first");
+    first.ok(&["push", url]);
+    send(&second, "writer", "from the second");
+    let remote_before = bare.refs();
+    let err = second.fails(&["push", url], 3);
+    assert!(err.contains("has changes this clone has not seen"), "{err}");
+    assert!(err.contains(&format!("git tlv4 pull {url}")), "{err}");
+    assert_eq!(bare.refs(), remote_before, "a refused push changes nothing");
+
+    second.ok(&["pull", url]);
+    // The session branch fast-forwarded, the notes merged: both messages are here.
+    assert_eq!(
+        second.git(&["rev-parse", &format!("tlv4/{sid}")]),
+        first.git(&["rev-parse", &format!("tlv4/{sid}")])
+    );
+    assert_eq!(messages(&second), ["from the first", "from the second"]);
+    second.ok(&["push", url]);
+    first.ok(&["pull", url]);
+    assert_eq!(messages(first), ["from the first", "from the second"]);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+#[test]
+fn a_push_from_behind_is_refused_over_file_url() {
+    let (bare, first, sid) = origin_with_session();
+    behind_push_is_refused_until_pull(&bare.url(), &bare, &first, &sid);
+}
+
+#[test]
+fn a_push_from_behind_is_refused_over_git_daemon() {
+    let (bare, first, sid) = origin_with_session();
+    let Some(daemon) = Daemon::start(bare.dir.path(), bare.home.path()) else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    behind_push_is_refused_until_pull(&daemon.url(), &bare, &first, &sid);
+}
+
+#[test]
+fn a_pull_never_drops_a_local_note() {
+    let (bare, first, sid) = origin_with_session();
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    let tip = first.git(&["rev-parse", &format!("tlv4/{sid}")]);
+    let tip = tip.trim();
+    // Review notes on the same commit, written on both sides (JSON Lines).
+    first.git(&[
+        "notes",
+        "--ref=tlv4-review",
+        "add",
+        "-m",
+        "{\"remote\":1}",
+        tip,
+    ]);
+    first.ok(&["push"]);
+    second.git(&[
+        "notes",
+        "--ref=tlv4-review",
+        "add",
+        "-m",
+        "{\"local\":1}\n{\"remote\":1}",
+        tip,
+    ]);
+    second.ok(&["pull"]);
+    let note = second.git(&["notes", "--ref=tlv4-review", "show", tip]);
+    // Ours first, then theirs that we lack; the shared line once.
+    assert_eq!(note, "{\"local\":1}\n{\"remote\":1}\n");
+    // Both notes commits stay reachable: the merge has both parents.
+    let parents = second.git(&["rev-list", "--parents", "-n1", "refs/notes/tlv4-review"]);
+    assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+    second.ok(&["push"]);
+    bare.fsck();
+    second.fsck();
+}
+
+#[test]
+fn the_same_task_claimed_on_both_sides_is_refused_and_both_tips_kept() {
+    let (bare, first, sid) = origin_with_session();
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    first.ok(&["task", "claim", "RESEARCH-001"]);
+    first.ok(&["push"]);
+    // Another owner claims the same task here (the same owner twice would merge).
+    second.ok(&["task", "claim", "RESEARCH-001", "--pid", "1"]);
+    let ours = second.git(&["rev-parse", &format!("tlv4/{sid}")]);
+    let err = second.fails(&["pull"], 3);
+    assert!(err.contains("added events that do not merge"), "{err}");
+    assert!(
+        err.contains("RESEARCH-001 changed on both sides"),
+        "the task is named: {err}"
+    );
+    assert!(err.contains("hint: to take theirs"), "{err}");
+    assert_eq!(second.git(&["rev-parse", &format!("tlv4/{sid}")]), ours);
+    assert_eq!(
+        second.git(&[
+            "rev-parse",
+            &format!("refs/tlv4-remote/origin/heads/tlv4/{sid}")
+        ]),
+        first.git(&["rev-parse", &format!("tlv4/{sid}")])
+    );
+    let err = second.fails(&["push"], 3);
+    assert!(err.contains("git tlv4 pull origin"), "{err}");
+    second.fsck();
+    bare.fsck();
+}
+
+#[test]
+fn a_session_archived_on_one_side_is_archived_on_the_other_after_pull() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--no-run",
+            "--yes",
+            "--pipeline",
+            "spec-only",
+            "--completion",
+            "archive",
+            "Write requirements for search",
+        ])
+        .trim()
+        .to_owned();
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    // The first clone runs it to the end (the builtin agent), which archives it, and pushes.
+    first.ok(&["resume"]);
+    assert_eq!(first.json(&["list", "--json"]), serde_json::json!([]));
+    first.ok(&["push", "--session", &sid]);
+    let remote = first.json(&["list", "--remote", "origin", "--json"]);
+    assert_eq!(remote[0]["state"], "archived", "{remote}");
+    assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
+
+    // The second clone has the live branch, behind the archive: it cannot push it back,
+    // and pulling archives it here.
+    let err = second.fails(&["push"], 3);
+    assert!(err.contains(&format!("refs/heads/tlv4/{sid}")), "{err}");
+    second.ok(&["pull"]);
+    assert_eq!(second.json(&["list", "--json"]), serde_json::json!([]));
+    assert_eq!(
+        second.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")]),
+        first.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")])
+    );
+    // Pushing from there cannot bring the branch back on the remote.
+    second.ok(&["push", "--all"]);
+    assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
+    bare.fsck();
+    second.fsck();
+}
+
+#[test]
+fn events_on_different_tasks_merge_into_one_event_with_both_parents() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.wide_pipeline(3);
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first.start("wide", "many hands");
+    first.ok(&["push"]);
+    let second = clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    let branch = format!("tlv4/{sid}");
+    let seq = |repo: &TestRepo| {
+        repo.trailers(&branch, "Tlv4-Seq")[0]
+            .parse::<u64>()
+            .unwrap()
+    };
+    let met = seq(&first);
+
+    // Offline on both sides: the first completes IMPL-001, the second claims IMPL-002.
+    first.ok(&["task", "claim", "IMPL-001"]);
+    first.ok(&["task", "complete", "IMPL-001", "--summary", "done there"]);
+    first.ok(&["push"]);
+    second.ok(&["task", "claim", "IMPL-002"]);
+    let ours = second.git(&["rev-parse", &branch]).trim().to_owned();
+    let theirs = first.git(&["rev-parse", &branch]).trim().to_owned();
+
+    second.ok(&["pull"]);
+    let tip = second.git(&["rev-parse", &branch]).trim().to_owned();
+    assert_eq!(
+        second.git(&["rev-list", "--parents", "-n1", &tip]).trim(),
+        format!("{tip} {ours} {theirs}"),
+        "one merge event, first parent ours"
+    );
+    assert_eq!(second.trailers(&branch, "Tlv4-Event")[0], "session_merged");
+    assert_eq!(second.trailers(&branch, "Tlv4-Merged")[0], theirs);
+    // Three events since they met (two there, one here) and the merge itself.
+    assert_eq!(seq(&second), met + 4);
+    let status = second.json(&["status", "--json"]);
+    assert_eq!(status["session"]["events"], met + 4);
+    assert_eq!(second.task(&sid, "IMPL-001")["status"], "completed");
+    assert_eq!(second.task(&sid, "IMPL-002")["status"], "in_progress");
+    assert_eq!(second.task(&sid, "IMPL-003")["status"], "pending");
+
+    second.ok(&["push"]);
+    first.ok(&["pull"]);
+    assert_eq!(first.git(&["rev-parse", &branch]).trim(), tip);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
