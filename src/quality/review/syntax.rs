@@ -120,9 +120,6 @@ impl<'a> Syntax<'a> {
     }
 
     /// Parses `text` if it is code of `grammar` without a syntax error; `None` if it is not.
-    /// The parser stops at the point where every way of reading the text has met an error,
-    /// so prose (a comment that is not code) costs little: recovering from errors is what
-    /// makes a parse expensive.
     pub fn parse_clean(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
         // Prose is refused before the parser sees it: on prose, tree-sitter's recovery from
         // error after error costs a millisecond for a few lines.
@@ -131,7 +128,7 @@ impl<'a> Syntax<'a> {
         }
         let tree = with_parser(grammar, |parser| {
             parser.set_included_ranges(&[]).ok()?;
-            parse_until_error(parser, text)
+            parser.parse(text, None)
         })?;
         if tree.root_node().has_error() {
             return None;
@@ -172,11 +169,9 @@ impl<'a> Syntax<'a> {
             };
             match &windows {
                 Some(w) => {
-                    // A parse of the items that meets an error is given up at once: the whole
-                    // file is parsed then.
                     let ranges = ts_ranges(text, w);
                     parser.set_included_ranges(&ranges).ok()?;
-                    match parse_until_error(parser, text) {
+                    match parser.parse(text, None) {
                         Some(tree) if !tree.root_node().has_error() => Some(tree),
                         _ => whole(parser),
                     }
@@ -711,24 +706,6 @@ fn with_parser<T>(grammar: Grammar, f: impl FnOnce(&mut Parser) -> Option<T>) ->
         });
         f(parser)
     })
-}
-
-/// Parses `text` (within the parser's included ranges), giving up as soon as every version
-/// of the parse is in error: the tree would have an error then. `None` when given up.
-fn parse_until_error(parser: &mut Parser, text: &str) -> Option<Tree> {
-    let bytes = text.as_bytes();
-    let mut stop = |state: &tree_sitter::ParseState| state.has_error();
-    let options = tree_sitter::ParseOptions::new().progress_callback(&mut stop);
-    let tree = parser.parse_with_options(
-        &mut |at, _| bytes.get(at..).unwrap_or_default(),
-        None,
-        Some(options),
-    );
-    // A parse that was given up leaves the parser mid-way; the next one must start afresh.
-    if tree.is_none() {
-        parser.reset();
-    }
-    tree
 }
 
 /// The byte ranges `ranges` of `text` (in order, not overlapping) as tree-sitter ranges, the
@@ -1515,7 +1492,7 @@ mod tests {
         assert!(Syntax::parse_clean(Grammar::Rust, "fn f( {\n").is_none());
         assert!(Syntax::parse_clean(Grammar::Rust, "fn f() { let x = f(1, 2); }\n").is_some());
         assert!(Syntax::parse_clean(Grammar::Python, "x = (1,\n").is_none());
-        // The parser is usable after a parse it gave up.
+        // The parser is usable again after a text with an error.
         assert!(Syntax::parse_clean(Grammar::Python, "x = f(1)\n").is_some());
     }
 }
