@@ -80,7 +80,7 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     }
     let (_, state) = store.read_state(sid)?;
     for (name, id) in task_branches {
-        if !contains(store, tip, id)? {
+        if !store.is_ancestor(id, tip)? {
             let Ok(task) = name[task_prefix.len()..].parse::<TaskId>() else {
                 continue; // not a branch this tool names: left as it is
             };
@@ -98,18 +98,6 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     }
     store.delete_ref(&session_ref(sid), tip)?;
     Ok(Done::Archived(target))
-}
-
-/// Whether `commit` is reachable from `tip`.
-fn contains(store: &Store, tip: gix::ObjectId, commit: gix::ObjectId) -> Result<bool> {
-    if tip == commit {
-        return Ok(true);
-    }
-    let base = store
-        .repo()
-        .merge_base(tip, commit)
-        .map_err(|e| Error::git(&format!("cannot compare {commit} with {tip}"), e))?;
-    Ok(base.map(|b| b.detach()) == Some(commit))
 }
 
 /// A branch `tlv4-export/<SID>` with one commit on the base: the session's code without its

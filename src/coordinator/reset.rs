@@ -127,14 +127,14 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
             TaskStatus::Failed => !super::followup::is_revised(&state, &task),
             _ => false,
         };
-        if !adoptable || is_ancestor(store, branch_tip, tip)? {
+        if !adoptable || store.is_ancestor(branch_tip, tip)? {
             continue;
         }
         // Only commits on top of the task's last snapshot are a revision; a branch left by
         // an earlier attempt is not.
         let merged = last_snapshot(store, tip, sid, &task, t.attempts)?;
         let Some(merged) = merged else { continue };
-        if branch_tip == merged || !is_ancestor(store, merged, branch_tip)? {
+        if branch_tip == merged || !store.is_ancestor(merged, branch_tip)? {
             continue;
         }
         let touched = crate::git::run(
@@ -300,7 +300,7 @@ fn revert_code(
             continue;
         };
         let (commit, parent) = snapshot;
-        if !is_ancestor(store, commit, txn.tip)? {
+        if !store.is_ancestor(commit, txn.tip)? {
             continue;
         }
         let repo = store.repo();
@@ -380,17 +380,6 @@ fn last_snapshot(
     );
     let bytes = store.read_blob_at(store.commit_tree(tip)?, &path)?;
     Ok(bytes.as_deref().and_then(record_snapshot).map(|(c, _)| c))
-}
-
-fn is_ancestor(store: &Store, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
-    if ancestor == of {
-        return Ok(true);
-    }
-    let base = store
-        .repo()
-        .merge_base(ancestor, of)
-        .map_err(|e| Error::git(&format!("cannot compare {ancestor} with {of}"), e))?;
-    Ok(base.map(|b| b.detach()) == Some(ancestor))
 }
 
 fn count_commits(store: &Store, from: ObjectId, to: ObjectId) -> Result<usize> {

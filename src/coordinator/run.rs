@@ -266,36 +266,41 @@ impl Runner<'_> {
             if running.is_empty() {
                 return self.finish();
             }
-            tokio::select! {
-                joined = running.join_next() => {
-                    let Some(joined) = joined else { continue };
-                    let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
-                    let role = roles.remove(&id).unwrap_or_default();
-                    meters.remove(&id);
-                    self.record(&id, &role, result, seconds)?;
-                }
-                _ = tick.tick() => {
-                    for (id, (meter, shown)) in &mut meters {
-                        let tokens = meter.read();
-                        if tokens != *shown {
-                            *shown = tokens;
-                            let role = roles.get(id).cloned().unwrap_or_default();
-                            (self.on)(Progress::Tokens { task: id.clone(), role, tokens });
+            // The meters' tick shows progress and waits on; only a finished task or a signal
+            // goes back to the schedule (and reads the state again).
+            loop {
+                tokio::select! {
+                    joined = running.join_next() => {
+                        let Some(joined) = joined else { break };
+                        let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
+                        let role = roles.remove(&id).unwrap_or_default();
+                        meters.remove(&id);
+                        self.record(&id, &role, result, seconds)?;
+                        break;
+                    }
+                    _ = tick.tick() => {
+                        for (id, (meter, shown)) in &mut meters {
+                            let tokens = meter.read();
+                            if tokens != *shown {
+                                *shown = tokens;
+                                let role = roles.get(id).cloned().unwrap_or_default();
+                                (self.on)(Progress::Tokens { task: id.clone(), role, tokens });
+                            }
                         }
                     }
-                }
-                sig = signals.received() => {
-                    // The signal's handler stops every process group of ours (agents, the
-                    // tester's commands); their tasks go back to pending.
-                    let ids: Vec<TaskId> = roles.keys().cloned().collect();
-                    self.interrupt(&ids)?;
-                    // Their workers end once their processes are gone; wait for them, so each
-                    // removes its checkout. Their results are not recorded.
-                    let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
-                        while running.join_next().await.is_some() {}
-                    })
-                    .await;
-                    return Ok(RunEnd::Interrupted(sig, ids));
+                    sig = signals.received() => {
+                        // The signal's handler stops every process group of ours (agents, the
+                        // tester's commands); their tasks go back to pending.
+                        let ids: Vec<TaskId> = roles.keys().cloned().collect();
+                        self.interrupt(&ids)?;
+                        // Their workers end once their processes are gone; wait for them, so each
+                        // removes its checkout. Their results are not recorded.
+                        let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
+                            while running.join_next().await.is_some() {}
+                        })
+                        .await;
+                        return Ok(RunEnd::Interrupted(sig, ids));
+                    }
                 }
             }
         }

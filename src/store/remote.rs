@@ -157,8 +157,6 @@ pub struct Pushed {
     pub updated: Vec<(String, ObjectId)>,
     /// Refs deleted on the remote (the session branch of a session archived here).
     pub deleted: Vec<String>,
-    /// Refs that were already up to date.
-    pub unchanged: usize,
 }
 
 /// What `pull` did to the local refs.
@@ -301,7 +299,7 @@ impl Store {
             let (kind, _) = classify(name).expect("shared refs are classified");
             let remote_value = theirs.get(name).copied();
             match remote_value {
-                Some(r) if r == local => pushed.unchanged += 1,
+                Some(r) if r == local => {}
                 // The remote archived the session: its branch must not come back there.
                 None if kind == Kind::Session
                     && classify(name)
@@ -717,7 +715,8 @@ impl Store {
 
     /// Merges notes commit `theirs` into the local notes ref `name` (at `ours`): one commit
     /// with both as parents whose notes are, per annotated object, our lines followed by
-    /// their lines we do not have (JSON Lines, so a union loses nothing and repeats nothing).
+    /// their lines we do not have (JSON Lines, so a union loses nothing and repeats none of
+    /// our lines).
     fn merge_notes(
         &self,
         name: &str,

@@ -204,6 +204,10 @@ impl Cli for Claude {
         // message may come in several events); the `result` object has the total.
         let mut by_message: std::collections::BTreeMap<String, u64> = Default::default();
         Some(Box::new(move |line: &str| {
+            // A line without a token count adds nothing: it is not parsed.
+            if !line.contains("\"output_tokens\"") {
+                return None;
+            }
             let v: Value = serde_json::from_str(line).ok()?;
             match str_at(&v, "type")? {
                 "assistant" => {

@@ -239,6 +239,10 @@ impl Cli for Codex {
         // Each `turn.completed` event reports the tokens of its turn.
         let mut total = 0;
         Some(Box::new(move |line: &str| {
+            // Only a turn's end counts: other events are not parsed.
+            if !line.contains("turn.completed") {
+                return None;
+            }
             let v: serde_json::Value = serde_json::from_str(line).ok()?;
             (str_at(&v, "type") == Some("turn.completed")).then(|| {
                 total += u64_at(&v["usage"], &["output_tokens"]);
