@@ -424,22 +424,46 @@ pub fn pair_renames(files: &mut Vec<FileDiff>, opts: &DiffOptions) {
     if deleted.is_empty() || added.is_empty() {
         return;
     }
-    let old_chunks: Vec<Chunks> = deleted
+    // Sizes too far apart cannot be 50% alike: only files with a partner of a size within
+    // that are hashed.
+    let old_sizes: Vec<u64> = deleted
         .iter()
-        .map(|&i| Chunks::of(&files[i].old_text))
+        .map(|&i| Chunks::size(&files[i].old_text))
         .collect();
-    let new_chunks: Vec<Chunks> = added
+    let new_sizes: Vec<u64> = added
         .iter()
-        .map(|&i| Chunks::of(&files[i].new_text))
+        .map(|&i| Chunks::size(&files[i].new_text))
+        .collect();
+    let alike = |x: u64, y: u64| x.min(y) * 2 >= x.max(y).max(1);
+    let old_chunks: Vec<Option<Chunks>> = deleted
+        .iter()
+        .zip(&old_sizes)
+        .map(|(&i, &x)| {
+            new_sizes
+                .iter()
+                .any(|&y| alike(x, y))
+                .then(|| Chunks::of(&files[i].old_text))
+        })
+        .collect();
+    let new_chunks: Vec<Option<Chunks>> = added
+        .iter()
+        .zip(&new_sizes)
+        .map(|(&i, &y)| {
+            old_sizes
+                .iter()
+                .any(|&x| alike(x, y))
+                .then(|| Chunks::of(&files[i].new_text))
+        })
         .collect();
     let mut pairs: Vec<(u64, usize, usize)> = Vec::new();
     for (&d, x) in deleted.iter().zip(&old_chunks) {
+        let Some(x) = x else { continue };
         for (&a, y) in added.iter().zip(&new_chunks) {
-            let larger = x.bytes.max(y.bytes).max(1);
-            // Sizes too far apart cannot be 50% alike.
-            if x.bytes.min(y.bytes) * 2 < larger {
+            let Some(y) = y else { continue };
+            if !alike(x.bytes, y.bytes) {
                 continue;
             }
+            let larger = x.bytes.max(y.bytes).max(1);
             let score = x.common(y) * 1000 / larger;
             if score >= 500 {
                 pairs.push((score, d, a));
@@ -484,27 +508,52 @@ struct Chunks {
 }
 
 impl Chunks {
+    /// The bytes a text's chunks hold: its length less the `\r` of each `\r\n`.
+    fn size(text: &str) -> u64 {
+        (text.len() - memchr::memmem::find_iter(text.as_bytes(), b"\r\n").count()) as u64
+    }
+
+    /// A text's chunks: each line (`\r\n` taken as `\n`) cut into pieces of 64 bytes.
     fn of(text: &str) -> Chunks {
-        // FNV-1a: chunks are short, and a collision only makes two texts look more alike.
-        const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+        use std::hash::BuildHasher;
+        // A collision only makes two texts look more alike.
+        let hasher = foldhash::fast::FixedState::default();
         let bytes = text.as_bytes();
-        let mut hashes = Vec::new();
-        let (mut hash, mut len, mut total) = (BASIS, 0u64, 0u64);
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                continue;
+        let mut hashes = Vec::with_capacity(bytes.len() / 32 + 1);
+        let mut total = 0u64;
+        let mut push = |piece: &[u8]| {
+            hashes.push((hasher.hash_one(piece), piece.len() as u64));
+            total += piece.len() as u64;
+        };
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', bytes)
+            .chain((bytes.last() != Some(&b'\n') && !bytes.is_empty()).then(|| bytes.len() - 1));
+        for end in ends {
+            let line = &bytes[start..=end];
+            start = end + 1;
+            match line.strip_suffix(b"\r\n") {
+                Some(body) => {
+                    // The last piece with its `\n`, without the `\r`.
+                    let mut pieces = body.chunks(64).peekable();
+                    let mut last = [0u8; 65];
+                    if body.is_empty() {
+                        push(b"\n");
+                    }
+                    while let Some(piece) = pieces.next() {
+                        if pieces.peek().is_some() || piece.len() == 64 {
+                            push(piece);
+                            if pieces.peek().is_none() {
+                                push(b"\n");
+                            }
+                        } else {
+                            last[..piece.len()].copy_from_slice(piece);
+                            last[piece.len()] = b'\n';
+                            push(&last[..=piece.len()]);
+                        }
+                    }
+                }
+                None => line.chunks(64).for_each(&mut push),
             }
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-            len += 1;
-            if b == b'\n' || len == 64 {
-                hashes.push((hash, len));
-                total += len;
-                (hash, len) = (BASIS, 0);
-            }
-        }
-        if len > 0 {
-            hashes.push((hash, len));
-            total += len;
         }
         hashes.sort_unstable();
         Chunks {
@@ -780,4 +829,57 @@ fn line_starts(text: &str) -> Vec<usize> {
             .map(|(i, _)| i + 1),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Chunks;
+
+    /// The chunks as the rule says, byte by byte: a piece ends after a `\n` or at 64 bytes;
+    /// the `\r` of a `\r\n` is not part of it.
+    fn pieces(text: &str) -> Vec<Vec<u8>> {
+        let bytes = text.as_bytes();
+        let (mut out, mut piece) = (Vec::new(), Vec::new());
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                continue;
+            }
+            piece.push(b);
+            if b == b'\n' || piece.len() == 64 {
+                out.push(std::mem::take(&mut piece));
+            }
+        }
+        if !piece.is_empty() {
+            out.push(piece);
+        }
+        out
+    }
+
+    #[test]
+    fn chunks_are_lines_cut_at_64_bytes_with_crlf_as_lf() {
+        use std::hash::BuildHasher;
+        let long = "x".repeat(64);
+        let longer = "y".repeat(130);
+        let texts = [
+            String::new(),
+            "a\nb\n".into(),
+            "no newline at the end".into(),
+            "a\r\nb\r\n\r\n".into(),
+            format!("{long}\n{long}\r\n{longer}\n{longer}\r\nlast\r"),
+            "lone \r inside\r\r\nend".into(),
+        ];
+        let hasher = foldhash::fast::FixedState::default();
+        for text in &texts {
+            let want = pieces(text);
+            let mut hashes: Vec<(u64, u64)> = want
+                .iter()
+                .map(|p| (hasher.hash_one(p.as_slice()), p.len() as u64))
+                .collect();
+            hashes.sort_unstable();
+            let got = Chunks::of(text);
+            assert_eq!(got.hashes, hashes, "{text:?}");
+            assert_eq!(got.bytes, Chunks::size(text), "{text:?}");
+            assert_eq!(got.bytes, want.iter().map(|p| p.len() as u64).sum::<u64>());
+        }
+    }
 }

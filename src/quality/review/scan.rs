@@ -545,7 +545,7 @@ fn parse_windows(
             // Functions are found in the whole file: the start of one that holds new code
             // may be in an item without any (lines of a string in column 0 cut items).
             let over = |lines: &Range<usize>| lines.len() > limit && file.touches_new(lines);
-            long = functions_in(lang, &Lines::new(text), 0..text.len(), over)
+            long = functions_in(lang, &Lines::of_new(file), 0..text.len(), over)
                 .into_iter()
                 .filter(|f| {
                     let at = file.line_starts[f.lines.start];
@@ -732,7 +732,7 @@ fn functions_in(
 /// A text with its line starts.
 struct Lines<'a> {
     text: &'a str,
-    starts: Vec<usize>,
+    starts: std::borrow::Cow<'a, [usize]>,
 }
 
 impl<'a> Lines<'a> {
@@ -744,7 +744,21 @@ impl<'a> Lines<'a> {
                 .filter(|(i, b)| *b == b'\n' && i + 1 < text.len())
                 .map(|(i, _)| i + 1),
         );
-        Lines { text, starts }
+        Lines {
+            text,
+            starts: starts.into(),
+        }
+    }
+
+    /// The new text of `file`, with the line starts its diff found.
+    fn of_new(file: &'a FileDiff) -> Lines<'a> {
+        if file.line_starts.is_empty() {
+            return Lines::new(&file.new_text);
+        }
+        Lines {
+            text: &file.new_text,
+            starts: file.line_starts.as_slice().into(),
+        }
     }
 
     fn count(&self) -> usize {

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Hit, Input, lines_of};
+use super::{Hit, Input, ascii, lines_of};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::{Syntax, descendants};
 
@@ -952,9 +952,9 @@ fn unquoted_key(key: &str) -> &str {
 /// or writes rows.
 fn is_sql(text: &str) -> bool {
     static SQL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
+        Regex::new(&ascii(
             r#"(?s)\bSELECT\b.+?\bFROM\b|(?i)^\s*select\s.*?\sfrom\s|(?i)\binsert\s+(?:or\s+\w+\s+)?into\s+[\w."`\[]|(?i)\bdelete\s+from\s+[\w."`\[]|(?i)\bupdate\s+[\w."`\[\]]+\s+set\s+[\w."`\[\]]+\s*="#,
-        )
+        ))
         .expect("the SQL pattern compiles")
     });
     SQL.is_match(text)

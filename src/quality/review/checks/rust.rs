@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Hit, Input, is_plus, lines_of, plus_operands};
+use super::{Hit, Input, ascii, is_plus, lines_of, plus_operands};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::Syntax;
 
@@ -256,9 +256,9 @@ pub(super) fn all_caps(name: &str) -> bool {
 /// keywords in capitals, or a lowercase statement from its start.
 pub(super) fn looks_like_sql(text: &str) -> bool {
     static SQL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
+        Regex::new(&ascii(
             r#"\bSELECT\s[\s\S]*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\S+\s+SET\b|\bDELETE\s+FROM\b|\b(?:WHERE|AND|OR)\s+[\w.]+\s*(?:=|<|>|!=|\bLIKE\b|\bIN\b)|(?i:^(?:r#*)?["'`]?[\s(]*(?:select\s[\s\S]*?\bfrom\b|insert\s+into\b|update\s+\S+\s+set\b|delete\s+from\b))"#,
-        )
+        ))
         .expect("the SQL pattern compiles")
     });
     SQL.is_match(text)
@@ -316,8 +316,10 @@ pub(super) fn before_close(literal: &str) -> &str {
 /// are then most likely table or column names.
 pub(super) fn has_placeholders(text: &str) -> bool {
     static PARAM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?:[=(,\s]\s*)(?:\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*)")
-            .expect("the pattern compiles")
+        Regex::new(&ascii(
+            r"(?:[=(,\s]\s*)(?:\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*)",
+        ))
+        .expect("the pattern compiles")
     });
     PARAM.is_match(text)
 }
@@ -847,6 +849,11 @@ pub(super) fn is_command_flag(flag: &str) -> bool {
 /// each chain, which holds the new code of the change when any of the chain is new.
 fn shell_command(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let syntax = values.syntax;
+    // A script is passed with `.arg` or `.args` somewhere in the chain the call ends; most
+    // calls have neither, and asking a node for its parent walks down from the root.
+    if !syntax.text_of(node).contains("arg") {
+        return;
+    }
     if node
         .parent()
         .is_some_and(|p| p.kind() == "field_expression")

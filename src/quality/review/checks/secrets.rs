@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Hit, Input};
+use super::{Hit, Input, ascii};
 use crate::quality::review::rules::{CheckId, Confidence};
 use crate::quality::review::syntax::{Place, Syntax};
 
@@ -54,20 +54,23 @@ pub fn prepare() {
 }
 
 /// Candidates with quoted values (code).
-static QUOTED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(&CANDIDATE.replace("{bare}", "")).expect("a valid pattern"));
+static QUOTED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&ascii(&CANDIDATE.replace("{bare}", ""))).expect("a valid pattern")
+});
 
 /// Candidates with quoted or bare values (configuration files, shell scripts).
 static BARE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(&CANDIDATE.replace("{bare}", r#"| [^\s"'`=,;\#\[\{\(|>&*!][^\n]*"#))
-        .expect("a valid pattern")
+    Regex::new(&ascii(
+        &CANDIDATE.replace("{bare}", r#"| [^\s"'`=,;\#\[\{\(|>&*!][^\n]*"#),
+    ))
+    .expect("a valid pattern")
 });
 
 /// A literal fallback for a secret read from the environment: `os.getenv("DB_PASSWORD",
 /// "…")`, `os.environ.get('SECRET_KEY', '…')`, `process.env.API_KEY || "…"` (the variable's
 /// name is the `name` group, the separator `sep`).
 static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    Regex::new(&ascii(
         r#"(?x)
         (?:
             (?:getenv|environ\.get|env\.get|environ\.setdefault)\(\s*
@@ -76,7 +79,7 @@ static FALLBACK: LazyLock<Regex> = LazyLock::new(|| {
         )
         \s*
         (?P<value>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')"#,
-    )
+    ))
     .expect("a valid pattern")
 });
 
@@ -114,11 +117,27 @@ pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
     };
     let file = input.file;
     for range in &file.new {
-        for line in range.clone() {
+        if range.is_empty() {
+            continue;
+        }
+        // The lines of the range with a name hint, found in one search over all of them.
+        let start = file.line_starts[range.start];
+        let mut hinted = Vec::new();
+        let mut next = 0;
+        for m in NAME_HINT.find_iter(file.text_of(range).as_bytes()) {
+            if m.start() < next {
+                continue;
+            }
+            let line = file.line_at(start + m.start());
+            hinted.push(line);
+            next = file
+                .line_starts
+                .get(line + 1)
+                .map_or(usize::MAX, |&s| s - start);
+        }
+        for line in hinted {
             let text = file.line(line);
-            if !NAME_HINT.is_match(text.as_bytes())
-                || (input.syntax.is_none() && is_comment_line(text))
-            {
+            if input.syntax.is_none() && is_comment_line(text) {
                 continue;
             }
             let base = file.line_starts[line];
@@ -631,8 +650,9 @@ fn is_env_name(v: &str) -> bool {
 /// A path or a file name: `emails/password_reset.html`, `/etc/secret`, `~/.ssh/id_rsa`,
 /// `server.key`.
 fn is_path(v: &str) -> bool {
-    static FILE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^[\w.\-]+\.[a-z][a-z0-9]{0,4}$").expect("a valid pattern"));
+    static FILE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(&ascii(r"^[\w.\-]+\.[a-z][a-z0-9]{0,4}$")).expect("a valid pattern")
+    });
     static PATH: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^(?:~|\.{1,2})?/?(?:[a-z0-9_.\-]+/)+[a-z0-9_.\-]*$").expect("a valid pattern")
     });
