@@ -92,6 +92,8 @@ pub struct FileDiff {
     pub added_lines: usize,
     /// Lines removed.
     pub removed_lines: usize,
+    /// The changed runs of lines, in order: (old-side lines, new-side lines), 0-based.
+    pub hunks: Vec<(Range<usize>, Range<usize>)>,
     /// The line diff hit its deadline: added lines may include unchanged ones.
     pub approximate: bool,
     /// Why the file was not diffed line by line (binary, too large, not a regular file).
@@ -124,6 +126,23 @@ impl FileDiff {
             .copied()
             .unwrap_or(self.new_text.len());
         self.new_text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// The old-side line that new-side line `line` is, when the diff kept it (`None` for an
+    /// added line).
+    pub fn old_line(&self, line: usize) -> Option<usize> {
+        let i = self.hunks.partition_point(|(_, new)| new.end <= line);
+        if self
+            .hunks
+            .get(i)
+            .is_some_and(|(_, new)| new.contains(&line))
+        {
+            return None;
+        }
+        Some(match i.checked_sub(1).map(|i| &self.hunks[i]) {
+            Some((old, new)) => old.end + (line - new.end),
+            None => line,
+        })
     }
 
     /// The 0-based new-side line holding byte `offset`.
@@ -637,6 +656,7 @@ impl FileDiff {
             new: Vec::new(),
             removed_hashes: Vec::new(),
             added_hashes: Vec::new(),
+            hunks: Vec::new(),
             old_line_count: 0,
             added_lines: 0,
             removed_lines: 0,
@@ -714,6 +734,8 @@ impl FileDiff {
         }
         for (old, new) in hunks {
             let new = new.start + shift..new.end + shift;
+            self.hunks
+                .push((old.start + shift..old.end + shift, new.clone()));
             self.removed_hashes.extend(
                 old.clone()
                     .filter_map(|i| old_lines.get(i).and_then(|l| normalised_hash(l))),

@@ -346,78 +346,92 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                     )
             })
             .collect();
+        // A function whose first and last lines the change kept was as long as the lines
+        // they were in the old text; the others are looked for by name in the old text.
+        let kept: Vec<Option<usize>> = long
+            .iter()
+            .map(|f| {
+                let first = file.old_line(f.lines.start)?;
+                let last = file.old_line(f.lines.end.checked_sub(1)?)?;
+                (last >= first).then(|| last + 1 - first)
+            })
+            .collect();
         // The old side's functions, by name, only when some function may have crossed.
-        let old: HashMap<String, usize> = if long.is_empty() || file.kind == ChangeKind::Added {
-            HashMap::new()
-        } else {
-            // Only the old items where the names of the long functions appear are parsed.
-            let names: Vec<&str> = long
-                .iter()
-                .filter(|f| !f.name.ends_with("(anonymous)"))
-                .map(|f| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
-                .collect();
-            let old_text = &file.old_text;
-            // Where a name is defined: on a line the language's function pattern matches
-            // (JavaScript's methods it does not see: wherever the name is).
-            let function = lang
-                .function
-                .as_ref()
-                .filter(|_| !grammar.is_some_and(|g| g.is_js()))
-                .map(|f| f.regex());
-            let defines = |r: &Range<usize>| {
-                function.is_none_or(|f| {
-                    let start = old_text[..r.start].rfind('\n').map_or(0, |i| i + 1);
-                    let end = old_text[r.end..]
-                        .find('\n')
-                        .map_or(old_text.len(), |i| r.end + i);
-                    f.is_match(&old_text.as_bytes()[start..end])
-                })
-            };
-            let mut at: Vec<Range<usize>> = names
-                .iter()
-                .flat_map(|name| word_positions(old_text, name))
-                .filter(defines)
-                .collect();
-            at.sort_by_key(|r| r.start);
-            let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {
-                let items = syntax::windows(g, old_text, &at);
-                Syntax::parse_items(g, old_text, None, Some(items))
-            });
-            let old = match parsed {
-                Some(s) => s.functions(),
-                None if grammar.is_some() => Vec::new(),
-                None => regex_functions(lang, old_text),
-            };
-            let mut by_name = HashMap::new();
-            // By qualified name, and by bare name when only one function has it (a class or
-            // type renamed with its file keeps its methods).
-            let mut bare: HashMap<String, Option<usize>> = HashMap::new();
-            for f in old {
-                let short = f
-                    .name
-                    .rsplit(['.', ':'])
-                    .next()
-                    .unwrap_or(&f.name)
-                    .to_owned();
-                bare.entry(short)
-                    .and_modify(|v| *v = None)
-                    .or_insert(Some(f.lines.len()));
-                by_name.entry(f.name).or_insert(f.lines.len());
-            }
-            for (short, len) in bare {
-                if let Some(len) = len {
-                    by_name.entry(format!("\0{short}")).or_insert(len);
+        let old: HashMap<String, usize> =
+            if kept.iter().all(Option::is_some) || file.kind == ChangeKind::Added {
+                HashMap::new()
+            } else {
+                // Only the old items where the names of the long functions appear are parsed.
+                let names: Vec<&str> = long
+                    .iter()
+                    .zip(&kept)
+                    .filter(|(f, kept)| kept.is_none() && !f.name.ends_with("(anonymous)"))
+                    .map(|(f, _)| f)
+                    .map(|f| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
+                    .collect();
+                let old_text = &file.old_text;
+                // Where a name is defined: on a line the language's function pattern matches
+                // (JavaScript's methods it does not see: wherever the name is).
+                let function = lang
+                    .function
+                    .as_ref()
+                    .filter(|_| !grammar.is_some_and(|g| g.is_js()))
+                    .map(|f| f.regex());
+                let defines = |r: &Range<usize>| {
+                    function.is_none_or(|f| {
+                        let start = old_text[..r.start].rfind('\n').map_or(0, |i| i + 1);
+                        let end = old_text[r.end..]
+                            .find('\n')
+                            .map_or(old_text.len(), |i| r.end + i);
+                        f.is_match(&old_text.as_bytes()[start..end])
+                    })
+                };
+                let mut at: Vec<Range<usize>> = names
+                    .iter()
+                    .flat_map(|name| word_positions(old_text, name))
+                    .filter(defines)
+                    .collect();
+                at.sort_by_key(|r| r.start);
+                let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {
+                    let items = syntax::windows(g, old_text, &at);
+                    Syntax::parse_items(g, old_text, None, Some(items))
+                });
+                let old = match parsed {
+                    Some(s) => s.functions(),
+                    None if grammar.is_some() => Vec::new(),
+                    None => regex_functions(lang, old_text),
+                };
+                let mut by_name = HashMap::new();
+                // By qualified name, and by bare name when only one function has it (a class or
+                // type renamed with its file keeps its methods).
+                let mut bare: HashMap<String, Option<usize>> = HashMap::new();
+                for f in old {
+                    let short = f
+                        .name
+                        .rsplit(['.', ':'])
+                        .next()
+                        .unwrap_or(&f.name)
+                        .to_owned();
+                    bare.entry(short)
+                        .and_modify(|v| *v = None)
+                        .or_insert(Some(f.lines.len()));
+                    by_name.entry(f.name).or_insert(f.lines.len());
                 }
-            }
-            by_name
-        };
-        for f in long {
+                for (short, len) in bare {
+                    if let Some(len) = len {
+                        by_name.entry(format!("\0{short}")).or_insert(len);
+                    }
+                }
+                by_name
+            };
+        for (f, kept) in long.into_iter().zip(kept) {
             let anonymous = f.name.ends_with("(anonymous)");
             let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name);
-            let was = old
-                .get(&f.name)
-                .or_else(|| old.get(&format!("\0{short}")))
-                .copied();
+            let was = kept.or_else(|| {
+                old.get(&f.name)
+                    .or_else(|| old.get(&format!("\0{short}")))
+                    .copied()
+            });
             // An anonymous function has no name to find its old self by: only a new file says
             // it is new.
             if anonymous && file.kind != ChangeKind::Added {
@@ -490,10 +504,13 @@ fn parse_windows(
         }
     };
     // The checks: their trigger words in the item, a comment or secret in its new code.
+    // The focus is in order too: each item looks only at the ranges from the first one that
+    // ends inside or after it.
     for (i, w) in items.iter().enumerate() {
-        let new: String = focus
+        let first = focus.partition_point(|f| f.end <= w.start);
+        let new: String = focus[first..]
             .iter()
-            .filter(|f| f.start < w.end && w.start < f.end)
+            .take_while(|f| f.start < w.end)
             .map(|f| &text[f.start.max(w.start)..f.end.min(w.end)])
             .collect();
         wanted[i] = checks::triggered(grammar, &new, &text[w.clone()]);
