@@ -91,10 +91,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     };
     if !args.all {
         let sid = match &ctx.session {
-            Some(name) => name.parse::<SessionId>().map_err(|_| Error::UnknownSession {
-                name: name.clone(),
-                known: Vec::new(),
-            })?,
+            Some(name) => name
+                .parse::<SessionId>()
+                .map_err(|_| Error::UnknownSession {
+                    name: name.clone(),
+                    known: Vec::new(),
+                })?,
             None => only_live_session(&store, &remote)?,
         };
         serve(ctx, &store, &sid, &flags, opts).map(|_| ())

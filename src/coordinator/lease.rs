@@ -97,10 +97,7 @@ impl RemoteMode {
 
     /// Whether `lease` has run out by this machine's clock, with the skew margin.
     pub fn expired(&self, lease: &Lease) -> bool {
-        lease.expired(
-            crate::store::now_ms(),
-            super::run::millis(self.opts.skew),
-        )
+        lease.expired(crate::store::now_ms(), super::run::millis(self.opts.skew))
     }
 
     /// A new lease on attempt `attempt` of `task`, held by this worker from now.

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::lease::{Held, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
-use super::lease::{Held, RemoteMode, WorkerOptions};
 use super::{followup, revise};
 use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, Outcome, TaskInput};
@@ -573,9 +573,10 @@ impl Runner<'_> {
                     !h.lost
                         && on_remote == Some(h.commit)
                         && h.lease.attempt == task.attempts
-                        && task.owner.as_ref().is_some_and(|o| {
-                            format!("{}:{}", o.host, o.pid) == h.lease.holder
-                        })
+                        && task
+                            .owner
+                            .as_ref()
+                            .is_some_and(|o| format!("{}:{}", o.host, o.pid) == h.lease.holder)
                 });
                 let Some(ours) = ours else {
                     lost = true;
@@ -862,7 +863,9 @@ impl Runner<'_> {
     ) -> Result<Option<crate::store::Written>> {
         match &self.remote {
             None => self.store.transact(&self.sid, change),
-            Some(r) => self.store.transact_remote(&r.opts.remote, &self.sid, change),
+            Some(r) => self
+                .store
+                .transact_remote(&r.opts.remote, &self.sid, change),
         }
     }
 
@@ -890,20 +893,21 @@ impl Runner<'_> {
         };
         let sid = self.sid.clone();
         let leases = self.store.remote_leases(&r.opts.remote, &sid)?;
-        let overdue = |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, crate::store::Lease)>| {
-            leases
-                .iter()
-                .filter(|(id, (c, l))| {
-                    r.expired(l)
-                        && r.held.get(*id).is_none_or(|h| h.commit != *c || h.lost)
-                        && state
-                            .tasks
-                            .get(*id)
-                            .is_some_and(|t| t.status == TaskStatus::InProgress)
-                })
-                .map(|(id, (c, l))| (id.clone(), *c, l.clone()))
-                .collect::<Vec<_>>()
-        };
+        let overdue =
+            |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, crate::store::Lease)>| {
+                leases
+                    .iter()
+                    .filter(|(id, (c, l))| {
+                        r.expired(l)
+                            && r.held.get(*id).is_none_or(|h| h.commit != *c || h.lost)
+                            && state
+                                .tasks
+                                .get(*id)
+                                .is_some_and(|t| t.status == TaskStatus::InProgress)
+                    })
+                    .map(|(id, (c, l))| (id.clone(), *c, l.clone()))
+                    .collect::<Vec<_>>()
+            };
         if overdue(state, &leases).is_empty() {
             return Ok(None);
         }
@@ -937,7 +941,13 @@ impl Runner<'_> {
                         back.join("\n")
                     ),
                 )
-                .with("Expired", back.iter().map(|b| b.split(' ').next().unwrap_or(b)).collect::<Vec<_>>().join(",")),
+                .with(
+                    "Expired",
+                    back.iter()
+                        .map(|b| b.split(' ').next().unwrap_or(b))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
             ))
         })?;
         Ok(written.map(|w| {
@@ -979,12 +989,7 @@ impl Runner<'_> {
     /// Keeps the result of a task whose lease this worker lost under
     /// `refs/tlv4/runs/<SID>/<TASK>/<n>` on the remote (its snapshot; a task without code
     /// has only its summary, which is reported).
-    fn keep_late(
-        &mut self,
-        id: &TaskId,
-        held: Option<Held>,
-        result: &WorkResult,
-    ) -> Result<()> {
+    fn keep_late(&mut self, id: &TaskId, held: Option<Held>, result: &WorkResult) -> Result<()> {
         let Some(r) = &self.remote else {
             return Ok(());
         };
@@ -999,7 +1004,9 @@ impl Runner<'_> {
                     snap.commit,
                     &format!("late work of {id}, attempt {attempt}: its lease had run out"),
                 )?;
-                format!("{id}: the lease ran out before the result came; not recorded, its work is kept at {kept}")
+                format!(
+                    "{id}: the lease ran out before the result came; not recorded, its work is kept at {kept}"
+                )
             }
             None => format!(
                 "{id}: the lease ran out before the result came; not recorded ({})",

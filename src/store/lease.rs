@@ -389,7 +389,10 @@ impl Store {
                 "the messages of session `{sid}` on `{}` kept moving",
                 remote.name
             ),
-            Some(format!("run `git tlv4 pull {0}` and `git tlv4 push {0}`", remote.name)),
+            Some(format!(
+                "run `git tlv4 pull {0}` and `git tlv4 push {0}`",
+                remote.name
+            )),
         ))
     }
 }
@@ -407,7 +410,10 @@ fn remote_backoff(attempt: u32) {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
+    use crate::model::{EventKind, TaskStatus};
     use crate::testutil::git;
 
     #[test]
@@ -425,6 +431,284 @@ mod tests {
         // The skew margin: expiry is judged only that long after the holder's deadline.
         assert!(!lease.expired(lease.expires_ms + 500, 1000));
         assert!(lease.expired(lease.expires_ms + 1001, 1000));
-        let _ = git;
+    }
+
+    /// A bare remote holding a session started in clone `a`, and a second clone `b` of it.
+    struct Two {
+        _dir: tempfile::TempDir,
+        bare: std::path::PathBuf,
+        a: Store,
+        b: Store,
+        remote: Remote,
+        sid: SessionId,
+    }
+
+    fn two() -> Two {
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("remote.git");
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+        );
+        let url = format!("file://{}", bare.display());
+        let a = dir.path().join("a");
+        git(
+            dir.path(),
+            &["init", "-q", "-b", "main", a.to_str().unwrap()],
+        );
+        git(&a, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        git(&a, &["remote", "add", "origin", &url]);
+        git(&a, &["push", "-q", "origin", "main"]);
+        let a = Store::discover(&a).unwrap();
+        let (sid, _) = crate::coordinator::start(
+            &a,
+            "Write requirements for search",
+            &crate::coordinator::StartOptions {
+                pipeline: Some("spec-only".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let remote = Remote::new("origin").unwrap();
+        a.push_sessions(&remote, std::slice::from_ref(&sid))
+            .unwrap();
+        let b = dir.path().join("b");
+        git(dir.path(), &["clone", "-q", &url, b.to_str().unwrap()]);
+        let b = Store::discover(&b).unwrap();
+        Two {
+            _dir: dir,
+            bare,
+            a,
+            b,
+            remote,
+            sid,
+        }
+    }
+
+    impl Two {
+        fn remote_ref(&self, name: &str) -> Option<String> {
+            let out = std::process::Command::new("git")
+                .args([
+                    "--git-dir",
+                    self.bare.to_str().unwrap(),
+                    "rev-parse",
+                    "-q",
+                    "--verify",
+                    name,
+                ])
+                .output()
+                .unwrap();
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        }
+
+        fn fsck(&self) {
+            git(&self.bare, &["fsck", "--strict", "--no-progress"]);
+            git(self.a.workdir(), &["fsck", "--strict", "--no-progress"]);
+            git(self.b.workdir(), &["fsck", "--strict", "--no-progress"]);
+        }
+    }
+
+    fn task() -> TaskId {
+        "RESEARCH-001".parse().unwrap()
+    }
+
+    /// Claims RESEARCH-001 for `holder` with a lease ending at `expires_ms`, through the
+    /// remote, the way the run loop of a worker does; the lease commit when it won.
+    fn claim(store: &Store, t: &Two, holder: &str, expires_ms: u64) -> Option<ObjectId> {
+        let mut lease_commit = None;
+        store
+            .transact_remote(&t.remote, &t.sid, |txn| {
+                let id = task();
+                if txn.state.task(&id)?.status != TaskStatus::Pending {
+                    return Ok(None);
+                }
+                if txn.store().remote_lease(&t.remote, &t.sid, &id)?.is_some() {
+                    return Ok(None);
+                }
+                let task = txn.state.task_mut(&id)?;
+                task.status = TaskStatus::InProgress;
+                task.attempts += 1;
+                let event = Event::task(EventKind::TaskClaimed, task, format!("by {holder}"));
+                let lease = Lease {
+                    session: t.sid.clone(),
+                    task: id.clone(),
+                    attempt: 1,
+                    holder: holder.into(),
+                    expires_ms,
+                };
+                let commit = txn.store().write_lease(&lease, None)?;
+                txn.also_push(RemoteEdit {
+                    name: lease_ref(&t.sid, &id),
+                    expected: None,
+                    new: Some(commit),
+                });
+                lease_commit = Some(commit);
+                Ok(Some(event))
+            })
+            .unwrap()
+            .map(|_| lease_commit.expect("set by the winning change"))
+    }
+
+    #[test]
+    fn a_claim_and_its_lease_are_one_push_and_a_stale_one_changes_nothing() {
+        let t = two();
+        let before = t.b.fetch_session(&t.remote, &t.sid).unwrap();
+        let lease = claim(&t.a, &t, "a:1", now_ms() + 60_000).expect("the first claim wins");
+        let branch = session_ref(&t.sid);
+        let tip = t.remote_ref(&branch).unwrap();
+        assert_eq!(
+            t.remote_ref(&lease_ref(&t.sid, &task())),
+            Some(lease.to_string())
+        );
+        assert_eq!(
+            t.a.try_ref(&branch).unwrap().unwrap().to_string(),
+            tip,
+            "fast-forwarded here"
+        );
+
+        // The other clone, from the tip it saw before: its event and its lease are refused
+        // together, whichever lease is stale.
+        let other =
+            t.b.write_lease(
+                &Lease {
+                    session: t.sid.clone(),
+                    task: task(),
+                    attempt: 1,
+                    holder: "b:2".into(),
+                    expires_ms: now_ms() + 60_000,
+                },
+                None,
+            )
+            .unwrap();
+        let stale_tip = t.b.push_leased(
+            &t.remote,
+            &[
+                RemoteEdit {
+                    name: branch.clone(),
+                    expected: Some(before),
+                    new: Some(other),
+                },
+                RemoteEdit {
+                    name: lease_ref(&t.sid, &task()),
+                    expected: None,
+                    new: Some(other),
+                },
+            ],
+        );
+        assert!(
+            matches!(stale_tip, Ok(Err(ref refused)) if !refused.is_empty()),
+            "{stale_tip:?}"
+        );
+        // Leasing the right tip but creating a lease that exists: refused as a whole too.
+        let current: ObjectId = tip.parse().unwrap();
+        t.b.fetch_session(&t.remote, &t.sid).unwrap();
+        let taken = t.b.push_leased(
+            &t.remote,
+            &[
+                RemoteEdit {
+                    name: branch.clone(),
+                    expected: Some(current),
+                    new: Some(other),
+                },
+                RemoteEdit {
+                    name: lease_ref(&t.sid, &task()),
+                    expected: None,
+                    new: Some(other),
+                },
+            ],
+        );
+        assert!(matches!(taken, Ok(Err(_))), "{taken:?}");
+        assert_eq!(t.remote_ref(&branch), Some(tip));
+        assert_eq!(
+            t.remote_ref(&lease_ref(&t.sid, &task())),
+            Some(lease.to_string())
+        );
+        // Through the protocol the second claim sees the task taken and writes nothing.
+        assert_eq!(claim(&t.b, &t, "b:2", now_ms() + 60_000), None);
+        t.fsck();
+    }
+
+    #[test]
+    fn a_change_is_reapplied_on_the_tip_the_remote_moved_to() {
+        let t = two();
+        let calls = Cell::new(0);
+        let written =
+            t.b.transact_remote(&t.remote, &t.sid, |txn| {
+                calls.set(calls.get() + 1);
+                if calls.get() == 1 {
+                    // Another worker wins the race between this read and this push.
+                    assert!(claim(&t.a, &t, "a:1", now_ms() + 60_000).is_some());
+                }
+                let seen = txn.state.task(&task())?.status;
+                Ok(Some(Event::session(
+                    EventKind::TasksRecovered,
+                    format!("saw {}", seen.as_str()),
+                )))
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(calls.get(), 2, "applied again to the new tip, not replayed");
+        assert_eq!(written.event.summary, "saw in_progress");
+        let branch = session_ref(&t.sid);
+        let a_tip = t.a.try_ref(&branch).unwrap().unwrap();
+        let parents = git(
+            t.b.workdir(),
+            &["rev-list", "--parents", "-n1", &written.commit.to_string()],
+        );
+        assert_eq!(parents.trim(), format!("{} {a_tip}", written.commit));
+        assert_eq!(t.remote_ref(&branch), Some(written.commit.to_string()));
+        assert_eq!(t.b.try_ref(&branch).unwrap(), Some(written.commit));
+        t.fsck();
+    }
+
+    #[test]
+    fn a_renewal_wins_over_an_expiry_judged_on_the_old_lease() {
+        let t = two();
+        let first = claim(&t.a, &t, "a:1", now_ms() + 100).unwrap();
+        let lease = t.a.read_lease(first).unwrap();
+        let branch = session_ref(&t.sid);
+        let claimed_tip = t.remote_ref(&branch).unwrap();
+        let calls = Cell::new(0);
+        let mut renewed = None;
+        let written =
+            t.b.transact_remote(&t.remote, &t.sid, |txn| {
+                calls.set(calls.get() + 1);
+                let Some((commit, seen)) = txn.store().remote_lease(&t.remote, &t.sid, &task())?
+                else {
+                    return Ok(None);
+                };
+                // Judged run out (a clock far ahead); the holder renews before the push.
+                if !seen.expired(now_ms() + 10_000, 0) {
+                    return Ok(None);
+                }
+                if calls.get() == 1 {
+                    let mut next = lease.clone();
+                    next.expires_ms = now_ms() + 3_600_000;
+                    renewed = t.a.renew_lease(&t.remote, first, &next).unwrap();
+                }
+                let id = task();
+                let task = txn.state.task_mut(&id)?;
+                task.status = TaskStatus::Pending;
+                txn.also_push(RemoteEdit {
+                    name: lease_ref(&t.sid, &id),
+                    expected: Some(commit),
+                    new: None,
+                });
+                Ok(Some(Event::session(EventKind::TasksRecovered, "expired")))
+            })
+            .unwrap();
+        assert!(written.is_none(), "the renewed lease is not run out");
+        assert_eq!(calls.get(), 2);
+        let renewed = renewed.expect("the renewal was taken");
+        assert_eq!(
+            t.remote_ref(&lease_ref(&t.sid, &task())),
+            Some(renewed.to_string())
+        );
+        assert_eq!(t.remote_ref(&branch), Some(claimed_tip), "no expiry event");
+        // A renewal on a value the remote no longer holds is refused.
+        assert_eq!(t.a.renew_lease(&t.remote, first, &lease).unwrap(), None);
+        t.fsck();
     }
 }
