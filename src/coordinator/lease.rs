@@ -90,6 +90,29 @@ impl RemoteMode {
         }
     }
 
+    /// Reorders `ready` (in priority order) so that workers looking at the same ready set
+    /// try different tasks first: within each priority, the list is rotated by an offset of
+    /// this worker's own. Fewer workers then race for the same claim.
+    pub fn spread(&self, ready: &mut [crate::model::Task]) {
+        let seed = self
+            .holder
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        let mut start = 0;
+        while start < ready.len() {
+            let priority = ready[start].priority;
+            let len = ready[start..]
+                .iter()
+                .take_while(|t| t.priority == priority)
+                .count();
+            let by = usize::try_from(seed % len as u64).unwrap_or(0);
+            ready[start..start + len].rotate_left(by);
+            start += len;
+        }
+    }
+
     /// Whether this worker takes tasks of `role`.
     pub fn takes(&self, role: &str) -> bool {
         self.opts.roles.is_empty() || self.opts.roles.iter().any(|r| r == role)

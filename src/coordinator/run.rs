@@ -273,7 +273,11 @@ impl Runner<'_> {
                     .unwrap_or(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;
-                for task in schedulable(&state, &roles) {
+                let mut ready = schedulable(&state, &roles);
+                if let Some(r) = &self.remote {
+                    r.spread(&mut ready);
+                }
+                for task in ready {
                     if taken >= slots {
                         break;
                     }

@@ -147,12 +147,15 @@ impl Store {
             format!("+{branch}*:{}*", remote.mirror(&branch)),
             format!("+{leases}*:{}*", remote.mirror(&leases)),
         ];
+        // A worker fetches often: git's maintenance after each fetch would cost more than the
+        // fetch (the user's own fetches and `pull` still run it).
         let mut args = vec![
             "fetch",
             "--no-tags",
             "--prune",
             "--quiet",
             "--no-write-fetch-head",
+            "--no-auto-maintenance",
             "--",
             remote.name.as_str(),
         ];
@@ -257,7 +260,16 @@ impl Store {
     ) -> Result<Option<Written>> {
         let branch = session_ref(sid);
         for attempt in 0..REMOTE_ATTEMPTS {
-            let tip = self.fetch_session(remote, sid)?;
+            // The first try starts from the mirror when it has the session (the loop fetched a
+            // moment ago): a stale one costs only a refused push, and the retry fetches.
+            let mirrored = match attempt {
+                0 => self.remote_value(remote, &branch)?,
+                _ => None,
+            };
+            let tip = match mirrored {
+                Some(tip) => tip,
+                None => self.fetch_session(remote, sid)?,
+            };
             self.forward_local(sid, tip)?;
             let Some((publish, pushes)) = self.prepare_event(sid, tip, &mut change)? else {
                 return Ok(None);
