@@ -2,6 +2,7 @@
 //! and the leases it holds on the tasks it claimed (the protocol: `crate::store`'s lease
 //! module, `specs/state-format.md` §18.6–§18.9).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -35,8 +36,11 @@ pub struct WorkerOptions {
 pub(crate) struct RemoteMode {
     /// The options.
     pub opts: WorkerOptions,
-    /// The leases this worker holds, by task.
-    pub held: BTreeMap<TaskId, Held>,
+    /// The leases this worker holds, by task (renewed from inside a write's retries too,
+    /// hence the cell).
+    pub held: RefCell<BTreeMap<TaskId, Held>>,
+    /// Lines for the progress display that renewals made.
+    pub notes: RefCell<Vec<String>>,
     /// When the remote was last fetched.
     last_poll: Instant,
     /// `<host>:<pid>` of this worker, as in the owner of the tasks it claims.
@@ -84,7 +88,8 @@ impl RemoteMode {
     pub fn new(opts: WorkerOptions) -> RemoteMode {
         RemoteMode {
             opts,
-            held: BTreeMap::new(),
+            held: RefCell::new(BTreeMap::new()),
+            notes: RefCell::new(Vec::new()),
             last_poll: Instant::now(),
             holder: format!("{}:{}", crate::host::name(), std::process::id()),
         }
@@ -94,12 +99,9 @@ impl RemoteMode {
     /// try different tasks first: within each priority, the list is rotated by an offset of
     /// this worker's own. Fewer workers then race for the same claim.
     pub fn spread(&self, ready: &mut [crate::model::Task]) {
-        let seed = self
-            .holder
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
+        let seed = self.holder.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
         let mut start = 0;
         while start < ready.len() {
             let priority = ready[start].priority;

@@ -339,6 +339,7 @@ impl Runner<'_> {
                     }
                     _ = tick.tick() => {
                         self.renew_leases();
+                        self.show_notes();
                         // A worker with a free slot looks for work other workers made.
                         if let Some(r) = &mut self.remote {
                             let max = r.opts.max_parallel.unwrap_or(u32::MAX) as usize;
@@ -453,7 +454,9 @@ impl Runner<'_> {
             return Ok(None);
         };
         if let (Some(r), Some((commit, lease))) = (&mut self.remote, leased) {
-            r.held.insert(id.clone(), Held::new(commit, lease));
+            r.held
+                .borrow_mut()
+                .insert(id.clone(), Held::new(commit, lease));
         }
         self.latest = Some(written.state.clone());
         let tree = self.store.commit_tree(written.commit)?;
@@ -555,7 +558,6 @@ impl Runner<'_> {
         let roles_lock = &self.roles_lock;
         let sid = self.sid.clone();
         let remote = self.remote.as_ref();
-        let held = remote.and_then(|r| r.held.get(id).cloned());
         // A worker whose lease was taken back: the result is not this worker's to record.
         let mut lost = false;
         let written = self.transact(|txn| {
@@ -573,6 +575,8 @@ impl Runner<'_> {
                     .store()
                     .remote_lease(&r.opts.remote, &sid, id)?
                     .map(|(c, _)| c);
+                // Read afresh on each try: a renewal between two tries moves it.
+                let held = r.held.borrow().get(id).cloned();
                 let ours = held.as_ref().filter(|h| {
                     !h.lost
                         && on_remote == Some(h.commit)
@@ -767,7 +771,10 @@ impl Runner<'_> {
             event.extra = extra;
             Ok(Some(event))
         })?;
-        let held = self.remote.as_mut().and_then(|r| r.held.remove(id));
+        let held = self
+            .remote
+            .as_ref()
+            .and_then(|r| r.held.borrow_mut().remove(id));
         let Some(written) = written else {
             if lost {
                 self.keep_late(id, held, &result)?;
@@ -869,7 +876,7 @@ impl Runner<'_> {
             None => self.store.transact(&self.sid, change),
             Some(r) => self
                 .store
-                .transact_remote(&r.opts.remote, &self.sid, change),
+                .transact_remote_with(&r.opts.remote, &self.sid, change, || self.renew_leases()),
         }
     }
 
@@ -903,7 +910,10 @@ impl Runner<'_> {
                     .iter()
                     .filter(|(id, (c, l))| {
                         r.expired(l)
-                            && r.held.get(*id).is_none_or(|h| h.commit != *c || h.lost)
+                            && r.held
+                                .borrow()
+                                .get(*id)
+                                .is_none_or(|h| h.commit != *c || h.lost)
                             && state
                                 .tasks
                                 .get(*id)
@@ -963,17 +973,21 @@ impl Runner<'_> {
     /// A worker renews the leases it holds that are due (a third of the lease has passed
     /// since the last renewal). A renewal the remote refuses means the lease was taken back:
     /// the task's result will be kept aside, not recorded.
-    fn renew_leases(&mut self) {
-        let store = self.store;
-        let Some(r) = &mut self.remote else {
+    fn renew_leases(&self) {
+        let Some(r) = &self.remote else {
             return;
         };
-        let mut notes = Vec::new();
-        let (remote, length) = (r.opts.remote.clone(), r.opts.lease);
-        for (id, h) in r.held.iter_mut().filter(|(_, h)| h.due(length)) {
+        let length = r.opts.lease;
+        let mut notes = r.notes.borrow_mut();
+        for (id, h) in r
+            .held
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(_, h)| h.due(length))
+        {
             let mut lease = h.lease.clone();
             lease.expires_ms = crate::store::now_ms() + millis(length);
-            match store.renew_lease(&remote, h.commit, &lease) {
+            match self.store.renew_lease(&r.opts.remote, h.commit, &lease) {
                 Ok(Some(commit)) => h.renewed(commit, lease),
                 Ok(None) => {
                     h.lost = true;
@@ -985,6 +999,14 @@ impl Runner<'_> {
                 Err(e) => notes.push(format!("cannot renew the lease of {id}: {e}")),
             }
         }
+    }
+
+    /// Shows what renewals had to say.
+    fn show_notes(&mut self) {
+        let notes = match &self.remote {
+            Some(r) => std::mem::take(&mut *r.notes.borrow_mut()),
+            None => return,
+        };
         for n in notes {
             (self.on)(Progress::Note(n));
         }
@@ -1036,7 +1058,8 @@ impl Runner<'_> {
                         .store()
                         .remote_lease(&r.opts.remote, &sid, id)?
                         .map(|(c, _)| c);
-                    match r.held.get(id) {
+                    let held = r.held.borrow().get(id).cloned();
+                    match held {
                         Some(h) if on_remote == Some(h.commit) => {
                             txn.also_push(crate::store::RemoteEdit {
                                 name: crate::store::lease_ref(&sid, id),

@@ -256,7 +256,19 @@ impl Store {
         &self,
         remote: &Remote,
         sid: &SessionId,
+        change: impl FnMut(&mut super::Txn<'_>) -> Result<Option<Event>>,
+    ) -> Result<Option<Written>> {
+        self.transact_remote_with(remote, sid, change, || {})
+    }
+
+    /// [`Store::transact_remote`], calling `between` after each refused push, before the
+    /// next try (a worker renews its leases there, so a long race does not cost them).
+    pub fn transact_remote_with(
+        &self,
+        remote: &Remote,
+        sid: &SessionId,
         mut change: impl FnMut(&mut super::Txn<'_>) -> Result<Option<Event>>,
+        mut between: impl FnMut(),
     ) -> Result<Option<Written>> {
         let branch = session_ref(sid);
         for attempt in 0..REMOTE_ATTEMPTS {
@@ -285,7 +297,10 @@ impl Store {
                     self.forward_local(sid, publish.new)?;
                     return Ok(Some(publish.value));
                 }
-                Err(_) => remote_backoff(attempt),
+                Err(_) => {
+                    remote_backoff(attempt);
+                    between();
+                }
             }
         }
         Err(Error::conflict(
