@@ -1020,25 +1020,30 @@ impl Runner<'_> {
             return Ok(());
         };
         let attempt = held.map_or(0, |h| h.lease.attempt);
-        let note = match &result.snapshot {
-            Some(snap) => {
-                let kept = self.store.keep_run_remote(
-                    &r.opts.remote,
+        let why = format!("late work of {id}, attempt {attempt}: its lease had run out");
+        // A code task's snapshot holds its work; a document task's files are put in a commit
+        // on the session's tip, beside which they are kept.
+        let commit = match &result.snapshot {
+            Some(snap) => snap.commit,
+            None => {
+                let tip = self.store.fetch_session(&r.opts.remote, &self.sid)?;
+                let (state, _) = self.store.read_state_at(&self.sid, tip)?;
+                let mut task = state.task(id)?.clone();
+                task.attempts = attempt;
+                self.store.write_late_result(
                     &self.sid,
-                    id,
-                    attempt,
-                    snap.commit,
-                    &format!("late work of {id}, attempt {attempt}: its lease had run out"),
-                )?;
-                format!(
-                    "{id}: the lease ran out before the result came; not recorded, its work is kept at {kept}"
-                )
+                    &task,
+                    &result.output.files,
+                    &result.output.summary,
+                    tip,
+                )?
             }
-            None => format!(
-                "{id}: the lease ran out before the result came; not recorded ({})",
-                result.output.summary.lines().next().unwrap_or_default()
-            ),
         };
+        let kept =
+            self.store
+                .keep_run_remote(&r.opts.remote, &self.sid, id, attempt, commit, &why)?;
+        let note =
+            format!("{id}: the lease ran out before the result came; not recorded, kept at {kept}");
         (self.on)(Progress::Note(note));
         Ok(())
     }

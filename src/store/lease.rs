@@ -366,6 +366,60 @@ impl Store {
         ))
     }
 
+    /// A commit holding a result that came too late to be recorded (its lease was taken back):
+    /// `files` under the session's folder, on `parent`'s tree (the session tip it is kept
+    /// beside), message `<TASK>: late result (<role>)` with the summary and trailers. For
+    /// [`Store::keep_run_remote`].
+    pub fn write_late_result(
+        &self,
+        sid: &SessionId,
+        task: &crate::model::Task,
+        files: &[(String, Vec<u8>)],
+        summary: &str,
+        parent: ObjectId,
+    ) -> Result<ObjectId> {
+        let git = |e: gix::Error| Error::git("cannot keep a late result", e);
+        let mut editor = self
+            .repo
+            .edit_tree(self.commit_tree(parent)?)
+            .map_err(git)?;
+        for (path, bytes) in files {
+            // What the loop would have refused is not kept either.
+            if super::validate_pipeline_path(path).is_err() {
+                continue;
+            }
+            let blob = self.repo.write_blob(bytes).map_err(git)?.detach();
+            editor
+                .upsert(
+                    format!("{}/{path}", super::session_dir(sid)).as_str(),
+                    gix::object::tree::EntryKind::Blob,
+                    blob,
+                )
+                .map_err(git)?;
+        }
+        let tree = editor.write().map_err(git)?.detach();
+        let sig = self.signature();
+        let message = format!(
+            "{}: late result ({})\n\n{}\n\nTlv4-Session: {sid}\nTlv4-Task: {}\nTlv4-Role: {}\nTlv4-Event: task_result_late\nTlv4-Attempt: {}\n",
+            task.id,
+            task.role,
+            summary.trim(),
+            task.id,
+            task.role,
+            task.attempts
+        );
+        let commit = gix::objs::Commit {
+            tree,
+            parents: [parent].into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        Ok(self.repo.write_object(&commit).map_err(git)?.detach())
+    }
+
     /// Sends the message bus of session `sid` to `remote`: merged by union with the remote's
     /// first when both have notes the other lacks, then pushed with a lease (bounded retries).
     pub fn sync_notes(&self, remote: &Remote, sid: &SessionId) -> Result<()> {

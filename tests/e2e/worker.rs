@@ -349,3 +349,114 @@ fn a_worker_refuses_agents_not_trusted_on_its_machine_and_claims_nothing() {
     );
     all_done_once(&bare, &sid, 3, &[&untrusted]);
 }
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn a_result_after_the_lease_was_taken_back_is_kept_aside_not_merged() {
+    let (bare, _first, sid) = shared_session(1);
+    let url = bare.url();
+    let late = trusted_clone(&url, "late");
+    let other = trusted_clone(&url, "other");
+    let lease = ["--lease", "1", "--skew", "0.2"];
+    let mut slow = spawn_worker(&late, &url, &sid, "2", &lease);
+    let pid = slow.id();
+    for _ in 0..600 {
+        if leases(&bare)
+            .iter()
+            .any(|(_, h)| h.ends_with(&format!(":{pid}")))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Frozen mid-task: it cannot renew, so its lease runs out and the other worker takes the
+    // task and completes it.
+    signal(pid, "STOP");
+    let mut fast = spawn_worker(&other, &url, &sid, "0.1", &lease);
+    let done = wait(&mut fast, &other);
+    signal(pid, "CONT");
+    assert!(done, "{}", log_of(&other));
+    // Thawed, the first finds its lease gone: its result is kept under runs/, not recorded.
+    assert!(wait(&mut slow, &late), "{}", log_of(&late));
+    let log = log_of(&late);
+    assert!(
+        log.contains("the lease ran out before the result came"),
+        "{log}"
+    );
+    all_done_once(&bare, &sid, 1, &[&late, &other]);
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
+    let kept_subject = bare.git(&["--git-dir", gd, "log", "-1", "--format=%s", &kept]);
+    assert!(kept_subject.contains("snapshot"), "{kept_subject}");
+    // Its commit is not merged: the session's history does not contain it.
+    let merged = hermetic_git(
+        &bare,
+        &[
+            "merge-base",
+            "--is-ancestor",
+            &kept,
+            &format!("refs/heads/tlv4/{sid}"),
+        ],
+    );
+    assert!(!merged, "a late result is not merged");
+    let toml = remote_file(
+        &bare,
+        &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/IMPL-001.toml"),
+    );
+    assert!(toml.contains("attempts = 2"), "{toml}");
+}
+
+/// Whether git succeeds in the bare repository.
+fn hermetic_git(bare: &Bare, args: &[&str]) -> bool {
+    let gd = bare.path();
+    crate::common::hermetic("git", bare.dir.path(), bare.home.path())
+        .arg("--git-dir")
+        .arg(gd)
+        .args(args)
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn a_worker_with_all_serves_every_live_session_of_the_remote() {
+    let (bare, first, one) = shared_session(2);
+    let two = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "more hands",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let worker = trusted_clone(&url, "any");
+    let out = worker
+        .tlv4_cmd(&["worker", "--remote", &url, "--all", "--once"])
+        .env("SCRIPTED_SLEEP", "0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    all_done_once(&bare, &one, 2, &[&worker]);
+    all_done_once(&bare, &two, 2, &[&worker]);
+}
