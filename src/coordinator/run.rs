@@ -611,7 +611,6 @@ impl Runner<'_> {
                     }
                 }
             }
-            let task = task.clone();
             let mut output = output.clone();
             let mut extra: Vec<(String, String)> = Vec::new();
             // A code task's change joins the session as a merge; one that conflicts fails the

@@ -299,7 +299,7 @@ fn three_workers_share_thirty_tasks_over_git_daemon_and_one_killed_loses_nothing
 
 #[test]
 fn workers_over_file_url_complete_every_task_once() {
-    const N: usize = 12;
+    const N: usize = 6;
     let (bare, _first, sid) = shared_session(N);
     let url = bare.url();
     let clones: Vec<TestRepo> = (1..=3)
@@ -459,4 +459,80 @@ fn a_worker_with_all_serves_every_live_session_of_the_remote() {
     );
     all_done_once(&bare, &one, 2, &[&worker]);
     all_done_once(&bare, &two, 2, &[&worker]);
+}
+
+#[test]
+fn a_stopped_worker_gives_its_tasks_and_leases_back() {
+    let (bare, _first, sid) = shared_session(2);
+    let url = bare.url();
+    let repo = trusted_clone(&url, "stopped");
+    let mut worker = spawn_worker(&repo, &url, &sid, "30", &[]);
+    let pid = worker.id();
+    for _ in 0..600 {
+        if leases(&bare).len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(leases(&bare).len(), 2, "{}", log_of(&repo));
+    signal(pid, "TERM");
+    let status = loop {
+        if let Some(s) = worker.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    // Both tasks are pending again, in one event, and their leases are gone with it.
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    let events = events(&bare, &sid);
+    assert_eq!(events.last().unwrap().1, "tasks_interrupted", "{events:?}");
+    for task in ["IMPL-001", "IMPL-002"] {
+        let toml = remote_file(
+            &bare,
+            &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/{task}.toml"),
+        );
+        assert!(toml.contains("status = \"pending\""), "{task}: {toml}");
+    }
+    bare.fsck();
+    repo.fsck();
+}
+
+#[test]
+fn start_with_remote_pushes_the_session_and_works_it() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.wide_pipeline(2);
+    first.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ SCRIPTED_MODE = \"sleep\", SCRIPTED_SLEEP = \"0.1\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "many hands",
+        ])
+        .trim()
+        .to_owned();
+    all_done_once(&bare, &sid, 2, &[&first]);
+    // Its local branch is the remote's: nothing here to push.
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let gd = bare.path();
+    assert_eq!(
+        first.git(&["rev-parse", &branch]),
+        bare.git(&["--git-dir", gd.to_str().unwrap(), "rev-parse", &branch])
+    );
 }
