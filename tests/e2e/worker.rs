@@ -251,9 +251,19 @@ fn three_workers_share_thirty_tasks_over_git_daemon_and_one_killed_loses_nothing
         "the first worker claimed nothing:\n{}",
         log_of(&clones[0])
     );
+    // The others hold their leases longer: on a loaded machine a short one of theirs could run
+    // out too, and this test is about the killed worker's.
     let mut others: Vec<Child> = clones[1..]
         .iter()
-        .map(|c| spawn_worker(c, &url, &sid, "0.1-0.5", &["--lease", "2", "--skew", "0.5"]))
+        .map(|c| {
+            spawn_worker(
+                c,
+                &url,
+                &sid,
+                "0.1-0.5",
+                &["--lease", "10", "--skew", "0.5"],
+            )
+        })
         .collect();
     // SIGKILL, mid-task: nothing of it runs again, its leases stop being renewed.
     doomed.kill().unwrap();
@@ -380,7 +390,13 @@ fn a_result_after_the_lease_was_taken_back_is_kept_aside_not_merged() {
     // Frozen mid-task: it cannot renew, so its lease runs out and the other worker takes the
     // task and completes it.
     signal(pid, "STOP");
-    let mut fast = spawn_worker(&other, &url, &sid, "0.1", &lease);
+    let mut fast = spawn_worker(
+        &other,
+        &url,
+        &sid,
+        "0.1",
+        &["--lease", "10", "--skew", "0.2"],
+    );
     let done = wait(&mut fast, &other);
     signal(pid, "CONT");
     assert!(done, "{}", log_of(&other));
