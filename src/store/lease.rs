@@ -792,4 +792,53 @@ mod tests {
         assert_eq!(t.a.renew_lease(&t.remote, first, &lease).unwrap(), None);
         t.fsck();
     }
+
+    #[test]
+    fn a_local_branch_with_events_the_remote_lacks_is_neither_moved_nor_written_over() {
+        let t = two();
+        let branch = session_ref(&t.sid);
+        t.b.fetch_session(&t.remote, &t.sid).unwrap();
+        let tip = t.b.remote_value(&t.remote, &branch).unwrap().unwrap();
+        t.b.forward_local(&t.sid, tip).unwrap();
+        // An event written here only (a local command), and one on the remote.
+        t.b.transact(&t.sid, |_| {
+            Ok(Some(Event::session(EventKind::TasksRecovered, "here")))
+        })
+        .unwrap();
+        let local = t.b.try_ref(&branch).unwrap().unwrap();
+        assert!(claim(&t.a, &t, "a:1", now_ms() + 60_000).is_some());
+        let remote_tip = t.remote_ref(&branch).unwrap();
+        let err =
+            t.b.transact_remote(&t.remote, &t.sid, |_| {
+                Ok(Some(Event::session(EventKind::TasksRecovered, "there")))
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::Conflict { .. }), "{err}");
+        assert!(err.to_string().contains("does not have"), "{err}");
+        assert_eq!(t.b.try_ref(&branch).unwrap(), Some(local), "not moved");
+        assert_eq!(t.remote_ref(&branch), Some(remote_tip), "not written over");
+    }
+
+    #[test]
+    fn late_work_is_kept_under_the_first_run_number_free_on_the_remote() {
+        let t = two();
+        let head = t.a.head_commit().unwrap();
+        let other = t.b.head_commit().unwrap();
+        assert_eq!(head, other, "both clones have the same first commit");
+        let id = task();
+        // The remote has attempt 1 kept already, from another clone.
+        let first =
+            t.a.keep_run_remote(&t.remote, &t.sid, &id, 1, head, "first")
+                .unwrap();
+        assert_eq!(first, format!("refs/tlv4/runs/{}/{id}/1", t.sid));
+        let tip = t.b.fetch_session(&t.remote, &t.sid).unwrap();
+        let kept =
+            t.b.keep_run_remote(&t.remote, &t.sid, &id, 1, tip, "late")
+                .unwrap();
+        assert_eq!(kept, format!("refs/tlv4/runs/{}/{id}/2", t.sid));
+        assert_eq!(t.remote_ref(&first), Some(head.to_string()), "create-only");
+        assert_eq!(t.remote_ref(&kept), Some(tip.to_string()));
+        assert_eq!(t.b.try_ref(&kept).unwrap(), Some(tip));
+        t.fsck();
+    }
 }
