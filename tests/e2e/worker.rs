@@ -552,3 +552,69 @@ fn start_with_remote_pushes_the_session_and_works_it() {
         bare.git(&["--git-dir", gd.to_str().unwrap(), "rev-parse", &branch])
     );
 }
+
+#[test]
+fn workers_advance_a_whole_pipeline_dispatching_from_the_plan() {
+    // The builtin agents: nothing to trust. Checkpoints, the gate (`--yes`), the plan's IMPL
+    // dispatch and the review are all computed by whichever worker records the task.
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "full-lifecycle",
+            "--yes",
+            "--completion",
+            "keep",
+            "Add a search endpoint with pagination",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let clones: Vec<TestRepo> = (1..=2).map(|i| clone(&url, &format!("w{i}"))).collect();
+    let mut workers: Vec<Child> = clones
+        .iter()
+        .map(|c| spawn_worker(c, &url, &sid, "0", &[]))
+        .collect();
+    for (c, w) in clones.iter().zip(&mut workers) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    let dispatched = bare.git(&[
+        "--git-dir",
+        gd,
+        "log",
+        "--first-parent",
+        "--format=%(trailers:key=Tlv4-Dispatched,valueonly,separator=)",
+        &branch,
+    ]);
+    assert!(dispatched.contains("IMPL-001"), "{dispatched}");
+    let session = remote_file(
+        &bare,
+        &format!("{branch}:.tlv4/sessions/{sid}/session.toml"),
+    );
+    assert!(session.contains("status = \"completed\""), "{session}");
+    let events = events(&bare, &sid);
+    let mut completed: Vec<&str> = events
+        .iter()
+        .filter(|(_, e)| e == "task_completed")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    let all = completed.len();
+    completed.sort();
+    completed.dedup();
+    assert_eq!(completed.len(), all, "no task completed twice: {events:?}");
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    bare.fsck();
+    for c in &clones {
+        c.fsck();
+    }
+}
