@@ -63,6 +63,18 @@ fn trusted_clone(url: &str, name: &str) -> TestRepo {
 
 /// A worker process in `repo` on `url`, its agents sleeping `sleep` seconds per task.
 fn spawn_worker(repo: &TestRepo, url: &str, sid: &str, sleep: &str, extra: &[&str]) -> Child {
+    spawn_worker_with(repo, url, sid, &[("SCRIPTED_SLEEP", sleep)], extra)
+}
+
+/// A worker process in `repo` on `url` with `env` for its agents; its stderr goes to
+/// `worker.log` in the clone's home.
+fn spawn_worker_with(
+    repo: &TestRepo,
+    url: &str,
+    sid: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Child {
     let mut args = vec![
         "--session",
         sid,
@@ -74,12 +86,11 @@ fn spawn_worker(repo: &TestRepo, url: &str, sid: &str, sleep: &str, extra: &[&st
     ];
     args.extend_from_slice(extra);
     let log = std::fs::File::create(repo.home.path().join("worker.log")).unwrap();
-    repo.tlv4_cmd(&args)
-        .env("SCRIPTED_SLEEP", sleep)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+    let mut cmd = repo.tlv4_cmd(&args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
 }
 
 fn log_of(repo: &TestRepo) -> String {
@@ -612,6 +623,69 @@ fn workers_advance_a_whole_pipeline_dispatching_from_the_plan() {
     completed.sort();
     completed.dedup();
     assert_eq!(completed.len(), all, "no task completed twice: {events:?}");
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    bare.fsck();
+    for c in &clones {
+        c.fsck();
+    }
+}
+
+#[test]
+fn a_change_that_conflicts_becomes_a_revision_any_worker_runs() {
+    let (bare, _first, sid) = shared_session(2);
+    let url = bare.url();
+    let clones: Vec<TestRepo> = (1..=2)
+        .map(|i| trusted_clone(&url, &format!("w{i}")))
+        .collect();
+    // Both tasks write the same file, each in its own clone, at the same time.
+    let env = [("SCRIPTED_SLEEP", "0.5"), ("SCRIPTED_FILE", "shared.txt")];
+    let mut workers: Vec<Child> = clones
+        .iter()
+        .map(|c| spawn_worker_with(c, &url, &sid, &env, &[]))
+        .collect();
+    for (c, w) in clones.iter().zip(&mut workers) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let session = remote_file(
+        &bare,
+        &format!("{branch}:.tlv4/sessions/{sid}/session.toml"),
+    );
+    assert!(session.contains("status = \"completed\""), "{session}");
+    let events = events(&bare, &sid);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter(|(_, e)| e == "task_failed")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    // Unless one worker happened to run both one after the other, one change conflicted:
+    // its task failed, its revision (made in that same event) ran and merged.
+    eprintln!("conflicting tasks: {failed:?}");
+    if let [original] = failed.as_slice() {
+        let revision = format!("{original}-R1");
+        assert!(
+            events
+                .iter()
+                .any(|(t, e)| *t == revision && e == "task_completed"),
+            "{events:?}"
+        );
+        let gd = bare.path();
+        let kept = bare.git(&[
+            "--git-dir",
+            gd.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/tlv4/runs/{sid}/{original}/"),
+        ]);
+        assert!(
+            !kept.trim().is_empty(),
+            "the conflicting work is kept on the remote"
+        );
+    } else {
+        assert!(failed.is_empty(), "{events:?}");
+    }
+    let shared = remote_file(&bare, &format!("{branch}:shared.txt"));
+    assert!(shared.contains("was here"), "{shared}");
     assert_eq!(leases(&bare), Vec::<(String, String)>::new());
     bare.fsck();
     for c in &clones {
