@@ -64,51 +64,8 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
         ));
         return Ok(());
     }
-    // The agents chosen on the command line when the session started hold for its later
-    // runs, unless this run chooses its own.
-    let mut flags = flags.clone();
-    if flags.agent.is_empty() && flags.replay.is_none() {
-        let (_, state) = store.read_state(sid)?;
-        let recorded = state.control.settings.agents.clone();
-        // The session's settings travel with its branch; only a choice made here (kept in
-        // the local pinned record) is the user's own.
-        if !recorded.is_empty()
-            && crate::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
-        {
-            return Err(Error::state(
-                format!(
-                    "session {sid} records the agents chosen when it started (--agent {}), and it was not started in this repository",
-                    recorded.join(" --agent ")
-                ),
-                Some(
-                    "choose this run's agents on the command line: `--agent NAME` (or `--agent builtin`)"
-                        .into(),
-                ),
-            ));
-        }
-        flags.agent = recorded;
-        flags.replay = state.control.settings.replay.clone();
-    }
-    // The session runs with the configuration it started with, whatever the working tree
-    // holds now.
-    let (files, changed) = crate::trust::pinned(store, sid)?;
-    if !changed.is_empty() {
-        ctx.ui.warn(format!(
-            "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
-            changed.join(", "),
-            crate::trust::LOCK
-        ));
-    }
-    let roster = roster(store, &files, &flags)?;
+    let (roster, files, flags) = session_roster(ctx, store, sid, flags)?;
     offer_trust_for_tests(ctx, store, sid)?;
-    if !roster.is_builtin() {
-        let who: Vec<String> = roster
-            .describe()
-            .into_iter()
-            .map(|(role, name)| format!("{role}={name}"))
-            .collect();
-        ctx.ui.status(format!("agents: {}", who.join(", ")));
-    }
     let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
     let end = run::run(store, sid, roster, &mut |p| view.show(ctx, p))?;
     view.clear();
@@ -184,6 +141,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             Ok(())
         }
         RunEnd::RunningElsewhere(tasks) => Err(running_elsewhere(sid, &tasks)),
+        RunEnd::Waiting(ready) => Err(waiting_for_others(sid, &ready)),
         RunEnd::Interrupted(signal, ids) => {
             let list: Vec<&str> = ids.iter().map(|t| t.as_str()).collect();
             Err(Error::Interrupted {
@@ -196,6 +154,62 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             })
         }
     }
+}
+
+/// The agents session `sid` runs with here: the ones its start chose (when it started in
+/// this repository) unless `flags` choose, with its pinned configuration, every one of them
+/// trusted on this machine. Also returns that configuration and the flags in effect.
+pub(crate) fn session_roster(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    flags: &RunFlags,
+) -> Result<(Roster, crate::trust::Files, RunFlags)> {
+    // The agents chosen on the command line when the session started hold for its later
+    // runs, unless this run chooses its own.
+    let mut flags = flags.clone();
+    if flags.agent.is_empty() && flags.replay.is_none() {
+        let (_, state) = store.read_state(sid)?;
+        let recorded = state.control.settings.agents.clone();
+        // The session's settings travel with its branch; only a choice made here (kept in
+        // the local pinned record) is the user's own.
+        if !recorded.is_empty()
+            && crate::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
+        {
+            return Err(Error::state(
+                format!(
+                    "session {sid} records the agents chosen when it started (--agent {}), and it was not started in this repository",
+                    recorded.join(" --agent ")
+                ),
+                Some(
+                    "choose this run's agents on the command line: `--agent NAME` (or `--agent builtin`)"
+                        .into(),
+                ),
+            ));
+        }
+        flags.agent = recorded;
+        flags.replay = state.control.settings.replay.clone();
+    }
+    // The session runs with the configuration it started with, whatever the working tree
+    // holds now.
+    let (files, changed) = crate::trust::pinned(store, sid)?;
+    if !changed.is_empty() {
+        ctx.ui.warn(format!(
+            "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
+            changed.join(", "),
+            crate::trust::LOCK
+        ));
+    }
+    let roster = roster(store, &files, &flags)?;
+    if !roster.is_builtin() {
+        let who: Vec<String> = roster
+            .describe()
+            .into_iter()
+            .map(|(role, name)| format!("{role}={name}"))
+            .collect();
+        ctx.ui.status(format!("agents: {}", who.join(", ")));
+    }
+    Ok((roster, files, flags))
 }
 
 /// Before a run whose tester would run the repository's own test command in a repository
@@ -263,7 +277,7 @@ fn ask_completion(ctx: &Ctx<'_>) -> String {
 }
 
 /// Progress: bars on a terminal, one plain line per change otherwise.
-struct View {
+pub(crate) struct View {
     bars: Option<(
         indicatif::MultiProgress,
         indicatif::ProgressBar,
@@ -272,7 +286,7 @@ struct View {
 }
 
 impl View {
-    fn new(fancy: bool) -> View {
+    pub(crate) fn new(fancy: bool) -> View {
         if !fancy {
             return View { bars: None };
         }
@@ -288,7 +302,7 @@ impl View {
         }
     }
 
-    fn show(&mut self, ctx: &Ctx<'_>, p: Progress) {
+    pub(crate) fn show(&mut self, ctx: &Ctx<'_>, p: Progress) {
         let Some((multi, overall, running)) = &mut self.bars else {
             match p {
                 Progress::Started { task, role } => {
@@ -350,7 +364,7 @@ impl View {
         }
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         if let Some((multi, overall, running)) = &mut self.bars {
             for bar in running.values() {
                 bar.finish_and_clear();
@@ -388,5 +402,17 @@ pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Er
         } else {
             format!("wait for it to finish, or run `git tlv4 resume --session {sid}` once it has")
         }),
+    )
+}
+
+/// The error of a worker that found ready tasks only of roles it does not take (exit 3).
+pub(crate) fn waiting_for_others(sid: &SessionId, ready: &[crate::model::TaskId]) -> Error {
+    let list: Vec<&str> = ready.iter().map(|t| t.as_str()).collect();
+    Error::conflict(
+        format!(
+            "session {sid}: nothing left for this worker's roles; ready for other roles: {}",
+            list.join(", ")
+        ),
+        Some("run a worker that takes their roles (`git tlv4 worker --role ROLE`)".into()),
     )
 }

@@ -20,6 +20,7 @@ mod status;
 mod task;
 mod trust;
 mod undo;
+mod worker;
 
 pub use status::{StatusJson, to_json};
 
@@ -101,6 +102,8 @@ pub enum Command {
     Push(push::Args),
     /// Fetch a remote's sessions and bring the local ones up to them; notes merge by union
     Pull(pull::Args),
+    /// Run a shared session's tasks from this clone, claiming each through the remote
+    Worker(worker::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -175,6 +178,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Reset(a) => reset::run(&ctx, a),
         Command::Push(a) => push::run(&ctx, a),
         Command::Pull(a) => pull::run(&ctx, a),
+        Command::Worker(a) => worker::run(&ctx, a),
     };
     done.map(|()| crate::error::exit::OK)
 }

@@ -21,6 +21,10 @@ pub struct Args {
     /// Run at most N tasks at once (default: session.max_parallel)
     #[arg(long, value_name = "N")]
     pub max_parallel: Option<u32>,
+    /// Share the session through this remote (a configured remote or a URL): push it there,
+    /// then run it as a worker of that remote, so workers on other clones share the work
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
     /// Loop options
     #[command(flatten)]
     pub run: RunFlags,
@@ -31,6 +35,11 @@ pub struct Args {
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
+    let remote = args
+        .remote
+        .as_deref()
+        .map(crate::store::Remote::new)
+        .transpose()?;
     let opts = StartOptions {
         pipeline: args.pipeline.clone(),
         no_supervision: args.no_supervision,
@@ -76,5 +85,27 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.warn("the working tree has uncommitted changes; the session forks from the last commit and does not see them");
     }
     ctx.ui.out(sid.as_str());
-    drive(ctx, &store, &sid, &args.run)
+    let Some(remote) = remote else {
+        return drive(ctx, &store, &sid, &args.run);
+    };
+    // Shared from its first event: from now on its events go through the remote.
+    store.push_sessions(&remote, std::slice::from_ref(&sid))?;
+    ctx.ui
+        .status(format!("pushed session {sid} to `{}`", remote.name));
+    if args.run.no_run {
+        ctx.ui.status(format!(
+            "workers run it with `git tlv4 worker --remote {} --session {sid}`",
+            remote.name
+        ));
+        return Ok(());
+    }
+    let opts = crate::coordinator::lease::WorkerOptions {
+        remote,
+        roles: Vec::new(),
+        max_parallel: args.max_parallel,
+        once: false,
+        lease: super::worker::DEFAULT_LEASE,
+        skew: super::worker::DEFAULT_SKEW,
+    };
+    super::worker::serve(ctx, &store, &sid, &args.run, opts).map(|_| ())
 }

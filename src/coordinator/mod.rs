@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod complete;
 pub mod followup;
+pub mod lease;
 mod opinion;
 pub mod pipeline;
 pub mod reset;

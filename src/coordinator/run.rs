@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::lease::{Held, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
 use super::{followup, revise};
@@ -88,6 +89,8 @@ pub enum RunEnd {
     /// Nothing is left for this process, but tasks are in progress under other owners: the
     /// session is not stalled, it waits for them (nothing is written).
     RunningElsewhere(Vec<Elsewhere>),
+    /// A worker (`git tlv4 worker --once`) found ready tasks only of roles it does not take.
+    Waiting(Vec<TaskId>),
 }
 
 /// A task in progress under an owner other than the loop that stopped.
@@ -154,6 +157,29 @@ pub fn run(
     roster: Roster,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
+    run_with(store, sid, roster, None, on)
+}
+
+/// Runs session `sid` as a worker of the remote `opts` names: every event is written through
+/// the remote, every claim carries a lease (`super::lease`), and the loop waits for the
+/// tasks of other workers instead of stopping (unless `opts.once`).
+pub fn run_worker(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    opts: WorkerOptions,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    run_with(store, sid, roster, Some(RemoteMode::new(opts)), on)
+}
+
+fn run_with(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    remote: Option<RemoteMode>,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -176,6 +202,7 @@ pub fn run(
         )),
         code: None,
         latest: None,
+        remote,
         on,
     };
     // The session pins what its prompts were built from; say so when that changed since.
@@ -212,6 +239,8 @@ struct Runner<'a> {
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
     latest: Option<State>,
+    /// Set when the loop is a worker writing through a remote.
+    remote: Option<RemoteMode>,
     on: &'a mut dyn FnMut(Progress),
 }
 
@@ -222,23 +251,40 @@ impl Runner<'_> {
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
         // Each running task's token meter, and the count last shown.
         let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64)> = BTreeMap::new();
-        let mut tick = tokio::time::interval(METER_TICK);
+        // A worker's tick also renews its leases, a few times per lease.
+        let tick_every = match &self.remote {
+            Some(r) => METER_TICK.min(r.opts.lease / 4),
+            None => METER_TICK,
+        };
+        let mut tick = tokio::time::interval(tick_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut signals = crate::process::signals::subscribe();
         loop {
             let state = match self.latest.take() {
                 Some(s) => s,
-                None => self.store.read_state(&self.sid)?.1,
+                None => self.current_state()?,
             };
+            let state = self.expire_leases(&state)?.unwrap_or(state);
             if state.session.status == SessionStatus::Active {
-                let slots =
-                    (state.control.settings.max_parallel as usize).saturating_sub(running.len());
+                let max = self
+                    .remote
+                    .as_ref()
+                    .and_then(|r| r.opts.max_parallel)
+                    .unwrap_or(state.control.settings.max_parallel);
+                let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;
-                for task in schedulable(&state, &roles) {
+                let mut ready = schedulable(&state, &roles);
+                if let Some(r) = &self.remote {
+                    r.spread(&mut ready);
+                }
+                for task in ready {
                     if taken >= slots {
                         break;
                     }
                     if task.inner_loop && roles.values().any(|r| *r == task.role) {
+                        continue;
+                    }
+                    if self.remote.as_ref().is_some_and(|r| !r.takes(&task.role)) {
                         continue;
                     }
                     let Some((input, qctx)) = self.claim(&task.id)? else {
@@ -264,7 +310,20 @@ impl Runner<'_> {
                 }
             }
             if running.is_empty() {
-                return self.finish();
+                let end = self.finish()?;
+                let wait = matches!(end, RunEnd::RunningElsewhere(_) | RunEnd::Waiting(_))
+                    && self.remote.as_ref().is_some_and(|r| !r.opts.once);
+                if !wait {
+                    return Ok(end);
+                }
+                // Other workers hold the rest: look again in a moment (their completions,
+                // or their leases running out, make work for this one).
+                let poll = self.remote.as_ref().map_or(METER_TICK, RemoteMode::poll);
+                tokio::select! {
+                    _ = tokio::time::sleep(poll) => {}
+                    sig = signals.received() => return Ok(RunEnd::Interrupted(sig, Vec::new())),
+                }
+                continue;
             }
             // The meters' tick shows progress and waits on; only a finished task or a signal
             // goes back to the schedule (and reads the state again).
@@ -279,6 +338,16 @@ impl Runner<'_> {
                         break;
                     }
                     _ = tick.tick() => {
+                        self.renew_leases();
+                        self.show_notes();
+                        // A worker with a free slot looks for work other workers made.
+                        if let Some(r) = &mut self.remote {
+                            let max = r.opts.max_parallel.unwrap_or(u32::MAX) as usize;
+                            if running.len() < max && r.poll_due() {
+                                self.latest = None;
+                                break;
+                            }
+                        }
                         for (id, (meter, shown)) in &mut meters {
                             let tokens = meter.read();
                             if tokens != *shown {
@@ -309,7 +378,11 @@ impl Runner<'_> {
     /// Claims `id` for this process and builds the worker's input from the new tip.
     fn claim(&mut self, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
         let host = crate::host::name();
-        let written = self.store.transact(&self.sid, |txn| {
+        let sid = self.sid.clone();
+        let remote = self.remote.as_ref();
+        let mut leased = None;
+        let written = self.transact(|txn| {
+            leased = None;
             let state = &txn.state;
             let Ok(task) = state.task(id) else {
                 return Ok(None);
@@ -320,6 +393,28 @@ impl Runner<'_> {
             {
                 return Ok(None);
             }
+            // A worker's claim: the task's lease is created in the same push, and replaces
+            // only one that has run out (judged with the skew margin).
+            let lease = match remote {
+                None => None,
+                Some(r) => {
+                    // An inner loop runs its tasks one at a time, whichever worker runs them.
+                    if task.inner_loop
+                        && state.tasks.values().any(|o| {
+                            o.id != task.id
+                                && o.role == task.role
+                                && o.status == TaskStatus::InProgress
+                        })
+                    {
+                        return Ok(None);
+                    }
+                    let current = txn.store().remote_lease(&r.opts.remote, &sid, id)?;
+                    if current.as_ref().is_some_and(|(_, l)| !r.expired(l)) {
+                        return Ok(None);
+                    }
+                    Some(current.map(|(c, _)| c))
+                }
+            };
             let t = txn.state.task_mut(id)?;
             t.status = TaskStatus::InProgress;
             t.attempts += 1;
@@ -329,16 +424,40 @@ impl Runner<'_> {
                 started_at: crate::clock::now_rfc3339(),
                 start_time: crate::host::own_start_time(),
             });
-            let summary = format!(
+            let mut summary = format!(
                 "Claimed by the coordinator ({host}:{}), attempt {}",
                 std::process::id(),
                 t.attempts
             );
-            Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
+            let mut event = Event::task(EventKind::TaskClaimed, t, String::new());
+            if let (Some(r), Some(previous)) = (remote, lease) {
+                let held = r.lease_for(&sid, id, event.attempt.unwrap_or(1));
+                let commit = txn.store().write_lease(&held, previous)?;
+                txn.also_push(crate::store::RemoteEdit {
+                    name: crate::store::lease_ref(&sid, id),
+                    expected: previous,
+                    new: Some(commit),
+                });
+                summary = format!(
+                    "Claimed by worker {}, attempt {}, leased until {}",
+                    held.holder,
+                    held.attempt,
+                    rfc3339_ms(held.expires_ms)
+                );
+                event = event.with("Lease", commit.to_string());
+                leased = Some((commit, held));
+            }
+            event.summary = summary;
+            Ok(Some(event))
         })?;
         let Some(written) = written else {
             return Ok(None);
         };
+        if let (Some(r), Some((commit, lease))) = (&mut self.remote, leased) {
+            r.held
+                .borrow_mut()
+                .insert(id.clone(), Held::new(commit, lease));
+        }
         self.latest = Some(written.state.clone());
         let tree = self.store.commit_tree(written.commit)?;
         let folder = self
@@ -438,15 +557,60 @@ impl Runner<'_> {
         let spec = &self.spec;
         let roles_lock = &self.roles_lock;
         let sid = self.sid.clone();
-        let written = self.store.transact(&sid, |txn| {
+        let remote = self.remote.as_ref();
+        // A worker whose lease was taken back: the result is not this worker's to record.
+        let mut lost = false;
+        let written = self.transact(|txn| {
             notes.clear();
             let Ok(task) = txn.state.task(id) else {
                 return Ok(None);
             };
             if task.status != TaskStatus::InProgress {
+                lost = remote.is_some();
                 return Ok(None);
             }
             let task = task.clone();
+            if let Some(r) = remote {
+                let on_remote = txn
+                    .store()
+                    .remote_lease(&r.opts.remote, &sid, id)?
+                    .map(|(c, _)| c);
+                // Read afresh on each try: a renewal between two tries moves it.
+                let held = r.held.borrow().get(id).cloned();
+                let ours = held.as_ref().filter(|h| {
+                    !h.lost
+                        && on_remote == Some(h.commit)
+                        && h.lease.attempt == task.attempts
+                        && task
+                            .owner
+                            .as_ref()
+                            .is_some_and(|o| format!("{}:{}", o.host, o.pid) == h.lease.holder)
+                });
+                let Some(ours) = ours else {
+                    lost = true;
+                    return Ok(None);
+                };
+                lost = false;
+                // The lease goes with the result; the task branch travels with it.
+                txn.also_push(crate::store::RemoteEdit {
+                    name: crate::store::lease_ref(&sid, id),
+                    expected: Some(ours.commit),
+                    new: None,
+                });
+                if result.snapshot.is_some() {
+                    let branch = worktree::task_ref(&sid, id);
+                    if let Some(local) = txn.store().try_ref(&branch)? {
+                        let expected = txn.store().remote_value(&r.opts.remote, &branch)?;
+                        if expected != Some(local) {
+                            txn.also_push(crate::store::RemoteEdit {
+                                name: branch,
+                                expected,
+                                new: Some(local),
+                            });
+                        }
+                    }
+                }
+            }
             let mut output = output.clone();
             let mut extra: Vec<(String, String)> = Vec::new();
             // A code task's change joins the session as a merge; one that conflicts fails the
@@ -606,7 +770,14 @@ impl Runner<'_> {
             event.extra = extra;
             Ok(Some(event))
         })?;
+        let held = self
+            .remote
+            .as_ref()
+            .and_then(|r| r.held.borrow_mut().remove(id));
         let Some(written) = written else {
+            if lost {
+                self.keep_late(id, held, &result)?;
+            }
             return Ok(());
         };
         self.latest = Some(written.state.clone());
@@ -616,12 +787,24 @@ impl Runner<'_> {
         if let Some(snap) = &result.snapshot
             && task.status != TaskStatus::Completed
         {
-            let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
-            self.store.create_ref(
-                &keep,
-                snap.commit,
-                &format!("git-tlv4: unmerged work of {id}, attempt {}", task.attempts),
-            )?;
+            let why = format!("unmerged work of {id}, attempt {}", task.attempts);
+            match &self.remote {
+                None => {
+                    let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
+                    self.store
+                        .create_ref(&keep, snap.commit, &format!("git-tlv4: {why}"))?;
+                }
+                Some(r) => {
+                    self.store.keep_run_remote(
+                        &r.opts.remote,
+                        &self.sid,
+                        id,
+                        task.attempts,
+                        snap.commit,
+                        &why,
+                    )?;
+                }
+            }
         }
         let ok = task.status == TaskStatus::Completed;
         (self.on)(Progress::Finished {
@@ -683,14 +866,214 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// Writes one event: on the session branch here, or — a worker — through the remote.
+    fn transact(
+        &self,
+        change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
+    ) -> Result<Option<crate::store::Written>> {
+        match &self.remote {
+            None => self.store.transact(&self.sid, change),
+            Some(r) => self
+                .store
+                .transact_remote_with(&r.opts.remote, &self.sid, change, || self.renew_leases()),
+        }
+    }
+
+    /// The session's state now: at the local tip, or — a worker — at the remote's, fetched
+    /// (with the leases) and fast-forwarded to.
+    fn current_state(&mut self) -> Result<State> {
+        match &mut self.remote {
+            None => Ok(self.store.read_state(&self.sid)?.1),
+            Some(r) => {
+                let tip = self.store.fetch_session(&r.opts.remote, &self.sid)?;
+                self.store.forward_local(&self.sid, tip)?;
+                r.polled();
+                Ok(self.store.read_state_at(&self.sid, tip)?.0)
+            }
+        }
+    }
+
+    /// A worker returns to pending the tasks whose lease ran out (other workers', or one it
+    /// lost), with one event that deletes those leases in the same push, each with a lease on
+    /// the value judged: a holder that renewed meanwhile keeps its task. The new state, when
+    /// something was written.
+    fn expire_leases(&mut self, state: &State) -> Result<Option<State>> {
+        let Some(r) = &self.remote else {
+            return Ok(None);
+        };
+        let sid = self.sid.clone();
+        let leases = self.store.remote_leases(&r.opts.remote, &sid)?;
+        let overdue =
+            |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, crate::store::Lease)>| {
+                leases
+                    .iter()
+                    .filter(|(id, (c, l))| {
+                        r.expired(l)
+                            && r.held
+                                .borrow()
+                                .get(*id)
+                                .is_none_or(|h| h.commit != *c || h.lost)
+                            && state
+                                .tasks
+                                .get(*id)
+                                .is_some_and(|t| t.status == TaskStatus::InProgress)
+                    })
+                    .map(|(id, (c, l))| (id.clone(), *c, l.clone()))
+                    .collect::<Vec<_>>()
+            };
+        if overdue(state, &leases).is_empty() {
+            return Ok(None);
+        }
+        let written = self.transact(|txn| {
+            let leases = txn.store().remote_leases(&r.opts.remote, &sid)?;
+            let mut back = Vec::new();
+            for (id, commit, lease) in overdue(&txn.state, &leases) {
+                let t = txn.state.task_mut(&id)?;
+                t.status = TaskStatus::Pending;
+                t.owner = None;
+                back.push(format!(
+                    "{id} (was {}, attempt {}, leased until {})",
+                    lease.holder,
+                    lease.attempt,
+                    rfc3339_ms(lease.expires_ms)
+                ));
+                txn.also_push(crate::store::RemoteEdit {
+                    name: crate::store::lease_ref(&sid, &id),
+                    expected: Some(commit),
+                    new: None,
+                });
+            }
+            if back.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(
+                Event::session(
+                    EventKind::TasksRecovered,
+                    format!(
+                        "Returned to pending, their leases expired:\n{}",
+                        back.join("\n")
+                    ),
+                )
+                .with(
+                    "Expired",
+                    back.iter()
+                        .map(|b| b.split(' ').next().unwrap_or(b))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+            ))
+        })?;
+        Ok(written.map(|w| {
+            (self.on)(Progress::Note(w.event.summary.replace('\n', "\n  ")));
+            w.state
+        }))
+    }
+
+    /// A worker renews the leases it holds that are due (a third of the lease has passed
+    /// since the last renewal). A renewal the remote refuses means the lease was taken back:
+    /// the task's result will be kept aside, not recorded.
+    fn renew_leases(&self) {
+        let Some(r) = &self.remote else {
+            return;
+        };
+        let length = r.opts.lease;
+        let mut notes = r.notes.borrow_mut();
+        for (id, h) in r
+            .held
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(_, h)| h.due(length))
+        {
+            let mut lease = h.lease.clone();
+            lease.expires_ms = crate::store::now_ms() + millis(length);
+            match self.store.renew_lease(&r.opts.remote, h.commit, &lease) {
+                Ok(Some(commit)) => h.renewed(commit, lease),
+                Ok(None) => {
+                    h.lost = true;
+                    notes.push(format!(
+                        "the lease of {id} was taken back (it ran out); its result will be kept aside"
+                    ));
+                }
+                // The remote may be out of reach for a moment: the next tick tries again.
+                Err(e) => notes.push(format!("cannot renew the lease of {id}: {e}")),
+            }
+        }
+    }
+
+    /// Shows what renewals had to say.
+    fn show_notes(&mut self) {
+        let notes = match &self.remote {
+            Some(r) => std::mem::take(&mut *r.notes.borrow_mut()),
+            None => return,
+        };
+        for n in notes {
+            (self.on)(Progress::Note(n));
+        }
+    }
+
+    /// Keeps the result of a task whose lease this worker lost under
+    /// `refs/tlv4/runs/<SID>/<TASK>/<n>` on the remote (its snapshot; a task without code
+    /// has only its summary, which is reported).
+    fn keep_late(&mut self, id: &TaskId, held: Option<Held>, result: &WorkResult) -> Result<()> {
+        let Some(r) = &self.remote else {
+            return Ok(());
+        };
+        let attempt = held.map_or(0, |h| h.lease.attempt);
+        let why = format!("late work of {id}, attempt {attempt}: its lease had run out");
+        // A code task's snapshot holds its work; a document task's files are put in a commit
+        // on the session's tip, beside which they are kept.
+        let commit = match &result.snapshot {
+            Some(snap) => snap.commit,
+            None => {
+                let tip = self.store.fetch_session(&r.opts.remote, &self.sid)?;
+                let (state, _) = self.store.read_state_at(&self.sid, tip)?;
+                let mut task = state.task(id)?.clone();
+                task.attempts = attempt;
+                self.store.write_late_result(
+                    &self.sid,
+                    &task,
+                    &result.output.files,
+                    &result.output.summary,
+                    tip,
+                )?
+            }
+        };
+        let kept =
+            self.store
+                .keep_run_remote(&r.opts.remote, &self.sid, id, attempt, commit, &why)?;
+        let note =
+            format!("{id}: the lease ran out before the result came; not recorded, kept at {kept}");
+        (self.on)(Progress::Note(note));
+        Ok(())
+    }
+
     /// Returns the running tasks to pending after Ctrl-C.
     fn interrupt(&mut self, ids: &[TaskId]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        self.store.transact(&self.sid, |txn| {
+        let (sid, remote) = (self.sid.clone(), self.remote.as_ref());
+        self.transact(|txn| {
             let mut back = Vec::new();
             for id in ids {
+                // A worker gives back only what it still holds, and its lease with it.
+                if let Some(r) = remote {
+                    let on_remote = txn
+                        .store()
+                        .remote_lease(&r.opts.remote, &sid, id)?
+                        .map(|(c, _)| c);
+                    let held = r.held.borrow().get(id).cloned();
+                    match held {
+                        Some(h) if on_remote == Some(h.commit) => {
+                            txn.also_push(crate::store::RemoteEdit {
+                                name: crate::store::lease_ref(&sid, id),
+                                expected: Some(h.commit),
+                                new: None,
+                            });
+                        }
+                        _ => continue,
+                    }
+                }
                 if let Some(t) = txn.state.tasks.get_mut(id)
                     && t.status == TaskStatus::InProgress
                 {
@@ -712,7 +1095,7 @@ impl Runner<'_> {
 
     /// Nothing runs any more: the session is done, paused, aborted, or stuck.
     fn finish(&mut self) -> Result<RunEnd> {
-        let (_, state) = self.store.read_state(&self.sid)?;
+        let state = self.current_state()?;
         match state.session.status {
             SessionStatus::Paused => {
                 return Ok(RunEnd::Paused(state.control.pause.clone().unwrap_or(
@@ -729,10 +1112,23 @@ impl Runner<'_> {
             SessionStatus::Active => {}
         }
         let mut elsewhere = Vec::new();
-        let written = self.store.transact(&self.sid, |txn| {
+        let mut others = Vec::new();
+        let worker = self.remote.is_some();
+        let written = self.transact(|txn| {
             elsewhere.clear();
+            others.clear();
             if txn.state.session.status != SessionStatus::Active {
                 return Ok(None);
+            }
+            // A worker that does not take every role leaves ready tasks to other workers.
+            if worker {
+                others = schedulable(&txn.state, &BTreeMap::new())
+                    .into_iter()
+                    .map(|t| t.id)
+                    .collect();
+                if !others.is_empty() {
+                    return Ok(None);
+                }
             }
             // This loop runs nothing now: a task in progress is another process's (or one
             // that died, which `resume` recovers). Either way nothing is stalled.
@@ -768,7 +1164,11 @@ impl Runner<'_> {
                 s.control.pause.expect("a stall sets a pause"),
             )),
             None if !elsewhere.is_empty() => Ok(RunEnd::RunningElsewhere(elsewhere)),
-            None => self.finish(),
+            None if !others.is_empty() => Ok(RunEnd::Waiting(others)),
+            None => {
+                self.latest = None;
+                self.finish()
+            }
         }
     }
 }
@@ -969,4 +1369,16 @@ fn pretty(value: &serde_json::Value) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).expect("a JSON value serialises");
     out.push(b'\n');
     out
+}
+
+/// `ms` milliseconds since the epoch, RFC 3339 in UTC with milliseconds.
+fn rfc3339_ms(ms: u64) -> String {
+    jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX))
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_default()
+}
+
+/// `d` in whole milliseconds.
+pub(crate) fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

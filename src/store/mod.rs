@@ -6,16 +6,18 @@
 //! compare-and-swap of the ref: a crash leaves the old state or the new one, never a mix, and
 //! concurrent writers re-apply their change on the new tip instead of overwriting each other.
 
+mod lease;
 mod log;
 mod notes;
 mod read;
 mod remote;
 mod write;
 
+pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession};
-pub use write::{Txn, Written, validate_pipeline_path};
+pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};
 

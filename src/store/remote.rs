@@ -19,6 +19,7 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::note::plumbing::State as NotesTree;
 
+use super::write::RemoteEdit;
 use super::{
     ARCHIVE_REF_PREFIX, NOTES_REF_PREFIX, REVIEW_NOTES_REF, SESSION_REF_PREFIX, Store,
     TOOL_REF_PREFIX, archive_ref, session_ref,
@@ -356,19 +357,61 @@ impl Store {
         if updates.is_empty() {
             return Ok(pushed);
         }
+        let edits: Vec<RemoteEdit> = updates
+            .into_iter()
+            .map(|(name, expected, new)| RemoteEdit {
+                name,
+                expected,
+                new,
+            })
+            .collect();
+        if let Err(rejected) = self.push_leased(remote, &edits)? {
+            return Err(Error::conflict(
+                format!(
+                    "`{}` moved while pushing ({}); nothing was pushed",
+                    remote.name,
+                    rejected.join(", ")
+                ),
+                Some(format!(
+                    "run `git tlv4 pull {0}`, then `git tlv4 push {0}` again",
+                    remote.name
+                )),
+            ));
+        }
+        for edit in edits {
+            match edit.new {
+                Some(new) => pushed.updated.push((edit.name, new)),
+                None => pushed.deleted.push(edit.name),
+            }
+        }
+        Ok(pushed)
+    }
+
+    /// Sends `edits` to `remote` in one atomic push, each with a lease on the value it expects
+    /// there (`--force-with-lease=<ref>:<expected>`, empty for a ref that must not exist).
+    /// `Ok(Err(refs))` when the remote refused it (a lease was stale: nothing changed there);
+    /// on success the mirror is set to what was pushed.
+    pub(crate) fn push_leased(
+        &self,
+        remote: &Remote,
+        edits: &[RemoteEdit],
+    ) -> Result<std::result::Result<(), Vec<String>>> {
+        if edits.is_empty() {
+            return Ok(Ok(()));
+        }
         let mut args: Vec<String> = ["push", "--atomic", "--porcelain", "--no-verify", "--quiet"]
             .map(str::to_owned)
             .to_vec();
-        for (name, expected, _) in &updates {
-            let expected = expected.map(|e| e.to_string()).unwrap_or_default();
-            args.push(format!("--force-with-lease={name}:{expected}"));
+        for e in edits {
+            let expected = e.expected.map(|e| e.to_string()).unwrap_or_default();
+            args.push(format!("--force-with-lease={}:{expected}", e.name));
         }
         args.push("--".to_owned());
         args.push(remote.name.clone());
-        for (name, _, new) in &updates {
-            args.push(match new {
-                Some(new) => format!("{new}:{name}"),
-                None => format!(":{name}"),
+        for e in edits {
+            args.push(match e.new {
+                Some(new) => format!("{new}:{}", e.name),
+                None => format!(":{}", e.name),
             });
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -387,36 +430,30 @@ impl Store {
                     Error::Git(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
                 ));
             }
-            return Err(Error::conflict(
-                format!(
-                    "`{}` moved while pushing ({}); nothing was pushed",
-                    remote.name,
-                    rejected.join(", ")
-                ),
-                Some(format!(
-                    "run `git tlv4 pull {0}`, then `git tlv4 push {0}` again",
-                    remote.name
-                )),
-            ));
+            return Ok(Err(rejected));
         }
         // The remote has what was pushed: remember it as seen.
-        for (name, _, new) in updates {
-            let mirror = remote.mirror(&name);
-            let current = self.try_ref(&mirror)?;
-            match (new, current) {
-                (Some(new), Some(old)) => self.update_ref(&mirror, old, new, "pushed")?,
-                (Some(new), None) => {
-                    self.create_ref(&mirror, new, "pushed")?;
-                }
-                (None, Some(old)) => self.delete_ref(&mirror, old)?,
-                (None, None) => {}
-            }
-            match new {
-                Some(new) => pushed.updated.push((name, new)),
-                None => pushed.deleted.push(name),
-            }
+        for e in edits {
+            self.set_mirror(remote, &e.name, e.new)?;
         }
-        Ok(pushed)
+        Ok(Ok(()))
+    }
+
+    /// Sets the mirror of `name` (a ref of `remote`) to `value` (`None`: gone there).
+    pub(crate) fn set_mirror(
+        &self,
+        remote: &Remote,
+        name: &str,
+        value: Option<ObjectId>,
+    ) -> Result<()> {
+        let mirror = remote.mirror(name);
+        match (value, self.try_ref(&mirror)?) {
+            (Some(new), Some(old)) if new == old => Ok(()),
+            (Some(new), Some(old)) => self.update_ref(&mirror, old, new, "pushed"),
+            (Some(new), None) => self.create_ref(&mirror, new, "pushed").map(|_| ()),
+            (None, Some(old)) => self.delete_ref(&mirror, old),
+            (None, None) => Ok(()),
+        }
     }
 
     /// Fetches every shared ref of `remote` into its mirror `refs/tlv4-remote/<remote>/…`,
@@ -717,7 +754,7 @@ impl Store {
     /// with both as parents whose notes are, per annotated object, our lines followed by
     /// their lines we do not have (JSON Lines, so a union loses nothing and repeats none of
     /// our lines).
-    fn merge_notes(
+    pub(super) fn merge_notes(
         &self,
         name: &str,
         ours: ObjectId,
@@ -807,7 +844,7 @@ enum Reconciled {
 }
 
 /// The error for a remote git could not talk to.
-fn unreachable(remote: &Remote, e: Error) -> Error {
+pub(super) fn unreachable(remote: &Remote, e: Error) -> Error {
     Error::state(
         format!("cannot reach the remote `{}`: {e}", remote.name),
         Some(

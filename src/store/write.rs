@@ -30,7 +30,20 @@ pub struct Txn<'s> {
     files: BTreeMap<String, Vec<u8>>,
     restore: Option<(ObjectId, StoredBytes)>,
     merge: Option<(Option<ObjectId>, ObjectId)>,
+    pushes: Vec<RemoteEdit>,
     store: &'s Store,
+}
+
+/// A ref of a remote that a change written through that remote also moves, in the same
+/// atomic push as the session branch (the leases of workers, `specs/state-format.md` §18.6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteEdit {
+    /// The full ref name on the remote.
+    pub name: String,
+    /// The value the remote must have (`None`: the ref must not exist).
+    pub expected: Option<ObjectId>,
+    /// The new value (`None`: delete the ref).
+    pub new: Option<ObjectId>,
 }
 
 impl<'s> Txn<'s> {
@@ -81,6 +94,13 @@ impl<'s> Txn<'s> {
         };
         self.store
             .read_blob_at(tree, &format!("{}/{rel}", session_dir(sid)))
+    }
+
+    /// Moves `edit` on the remote in the same atomic push as the event. Only a change written
+    /// through a remote ([`Store::transact_remote`]) may do so; a local write refuses it.
+    pub fn also_push(&mut self, edit: RemoteEdit) {
+        self.pushes.retain(|e| e.name != edit.name);
+        self.pushes.push(edit);
     }
 
     /// Makes the event a merge commit: `commit` (a task branch tip) becomes the second parent
@@ -191,48 +211,15 @@ impl Store {
         let name = session_ref(sid);
         let written = self.publish(&name, &format!("session `{sid}`"), || {
             let tip = self.writable_tip(sid)?;
-            let (state, stored) = self.read_state_at(sid, tip)?;
-            let mut txn = Txn {
-                state,
-                tip,
-                files: BTreeMap::new(),
-                restore: None,
-                merge: None,
-                store: self,
-            };
-            let Some(event) = change(&mut txn)? else {
+            let Some((publish, pushes)) = self.prepare_event(sid, tip, &mut change)? else {
                 return Ok(None);
             };
-            // Moving a branch checked out somewhere would change files under the user's feet.
-            self.ensure_not_checked_out(&name)?;
-            let Txn {
-                mut state,
-                files,
-                restore,
-                merge,
-                ..
-            } = txn;
-            let (base_tree, before) = match (restore, merge) {
-                (Some((tree, bytes)), _) => (tree, bytes),
-                (None, Some((_, tree))) => (tree, stored),
-                (None, None) => (self.commit_tree(tip)?, stored),
-            };
-            let parents: Vec<ObjectId> = std::iter::once(tip)
-                .chain(merge.and_then(|(c, _)| c))
-                .collect();
-            let commit = self.write_event(
-                sid, &parents, base_tree, &before, &mut state, &files, &event,
-            )?;
-            Ok(Some(Publish {
-                expected: Some(tip),
-                new: commit,
-                reflog: event.subject(),
-                value: Written {
-                    commit,
-                    state,
-                    event,
-                },
-            }))
+            if !pushes.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "a change of session `{sid}` moves refs of a remote; it is written only through that remote"
+                )));
+            }
+            Ok(Some(publish))
         });
         let written = written?;
         if let Some(w) = &written
@@ -241,6 +228,65 @@ impl Store {
             crate::git::auto_maintenance(self.repo.git_dir());
         }
         Ok(written)
+    }
+
+    /// Applies `change` to the state at `tip` (a commit of session `sid`) and writes the event
+    /// commit's objects; the ref is not moved. Returns the update to publish and the remote
+    /// refs the change also moves, or `None` when the change has nothing to record.
+    pub(crate) fn prepare_event(
+        &self,
+        sid: &SessionId,
+        tip: ObjectId,
+        change: &mut impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
+    ) -> Result<Option<(Publish<Written>, Vec<RemoteEdit>)>> {
+        let name = session_ref(sid);
+        let (state, stored) = self.read_state_at(sid, tip)?;
+        let mut txn = Txn {
+            state,
+            tip,
+            files: BTreeMap::new(),
+            restore: None,
+            merge: None,
+            pushes: Vec::new(),
+            store: self,
+        };
+        let Some(event) = change(&mut txn)? else {
+            return Ok(None);
+        };
+        // Moving a branch checked out somewhere would change files under the user's feet.
+        self.ensure_not_checked_out(&name)?;
+        let Txn {
+            mut state,
+            files,
+            restore,
+            merge,
+            pushes,
+            ..
+        } = txn;
+        let (base_tree, before) = match (restore, merge) {
+            (Some((tree, bytes)), _) => (tree, bytes),
+            (None, Some((_, tree))) => (tree, stored),
+            (None, None) => (self.commit_tree(tip)?, stored),
+        };
+        let parents: Vec<ObjectId> = std::iter::once(tip)
+            .chain(merge.and_then(|(c, _)| c))
+            .collect();
+        let commit = self.write_event(
+            sid, &parents, base_tree, &before, &mut state, &files, &event,
+        )?;
+        Ok(Some((
+            Publish {
+                expected: Some(tip),
+                new: commit,
+                reflog: event.subject(),
+                value: Written {
+                    commit,
+                    state,
+                    event,
+                },
+            },
+            pushes,
+        )))
     }
 
     /// Runs `prepare` and moves ref `name` to the commit it wrote, retrying on lost races

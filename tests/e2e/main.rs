@@ -21,3 +21,4 @@ mod snapshot;
 mod store;
 mod stuck;
 mod trust;
+mod worker;

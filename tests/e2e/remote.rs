@@ -7,13 +7,13 @@ use std::process::{Child, Command, Stdio};
 use crate::common::{TestRepo, hermetic};
 
 /// A bare repository in a temporary directory.
-struct Bare {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
+pub(crate) struct Bare {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) home: tempfile::TempDir,
 }
 
 impl Bare {
-    fn new() -> Bare {
+    pub(crate) fn new() -> Bare {
         let bare = Bare {
             dir: tempfile::tempdir().unwrap(),
             home: tempfile::tempdir().unwrap(),
@@ -22,15 +22,15 @@ impl Bare {
         bare
     }
 
-    fn path(&self) -> std::path::PathBuf {
+    pub(crate) fn path(&self) -> std::path::PathBuf {
         self.dir.path().join("remote.git")
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("file://{}", self.path().display())
     }
 
-    fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let out = hermetic("git", self.dir.path(), self.home.path())
             .args(args)
             .output()
@@ -43,7 +43,7 @@ impl Bare {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn refs(&self) -> String {
+    pub(crate) fn refs(&self) -> String {
         self.git(&[
             "--git-dir",
             self.path().to_str().unwrap(),
@@ -52,7 +52,7 @@ impl Bare {
         ])
     }
 
-    fn fsck(&self) {
+    pub(crate) fn fsck(&self) {
         self.git(&[
             "--git-dir",
             self.path().to_str().unwrap(),
@@ -64,7 +64,7 @@ impl Bare {
 }
 
 /// A clone of `url` with an identity of its own.
-fn clone(url: &str, name: &str) -> TestRepo {
+pub(crate) fn clone(url: &str, name: &str) -> TestRepo {
     let repo = TestRepo {
         dir: tempfile::tempdir().unwrap(),
         home: tempfile::tempdir().unwrap(),
@@ -153,13 +153,13 @@ fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
 }
 
 /// `git daemon` serving `base` on a free loopback port; killed when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     port: u16,
 }
 
 impl Daemon {
-    fn start(base: &Path, home: &Path) -> Option<Daemon> {
+    pub(crate) fn start(base: &Path, home: &Path) -> Option<Daemon> {
         let probe = Command::new("git")
             .args(["daemon", "--help"])
             .stdout(Stdio::null())
@@ -206,7 +206,7 @@ impl Daemon {
         panic!("git daemon did not answer on port {port}");
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("git://127.0.0.1:{}/remote.git", self.port)
     }
 }

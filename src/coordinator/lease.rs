@@ -1,0 +1,157 @@
+//! What the run loop keeps when it is a worker on a remote (`git tlv4 worker`): its options,
+//! and the leases it holds on the tasks it claimed (the protocol: `crate::store`'s lease
+//! module, `specs/state-format.md` §18.6–§18.9).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use gix::ObjectId;
+
+use crate::model::{SessionId, TaskId};
+use crate::store::{Lease, Remote};
+
+/// How often a waiting worker looks at the remote again.
+const POLL: Duration = Duration::from_millis(300);
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The remote every event goes through.
+    pub remote: Remote,
+    /// The roles it takes tasks of (empty: every role).
+    pub roles: Vec<String>,
+    /// At most this many tasks at once (default: the session's `max_parallel`).
+    pub max_parallel: Option<u32>,
+    /// Stop once nothing is ready for it, instead of waiting for other workers' tasks.
+    pub once: bool,
+    /// How long a claim holds a task without renewal.
+    pub lease: Duration,
+    /// How far apart the clocks of two workers may be: a lease is judged run out only this
+    /// long after its end.
+    pub skew: Duration,
+}
+
+/// The run loop's worker state.
+pub(crate) struct RemoteMode {
+    /// The options.
+    pub opts: WorkerOptions,
+    /// The leases this worker holds, by task (renewed from inside a write's retries too,
+    /// hence the cell).
+    pub held: RefCell<BTreeMap<TaskId, Held>>,
+    /// Lines for the progress display that renewals made.
+    pub notes: RefCell<Vec<String>>,
+    /// When the remote was last fetched.
+    last_poll: Instant,
+    /// `<host>:<pid>` of this worker, as in the owner of the tasks it claims.
+    holder: String,
+}
+
+/// A lease held: its commit on the remote, and what it says.
+#[derive(Debug, Clone)]
+pub(crate) struct Held {
+    /// The lease commit the remote holds (as this worker last pushed it).
+    pub commit: ObjectId,
+    /// Its content.
+    pub lease: Lease,
+    /// When it was last pushed.
+    pushed: Instant,
+    /// The remote refused a renewal: the lease was taken back.
+    pub lost: bool,
+}
+
+impl Held {
+    /// A lease just created by a claim.
+    pub fn new(commit: ObjectId, lease: Lease) -> Held {
+        Held {
+            commit,
+            lease,
+            pushed: Instant::now(),
+            lost: false,
+        }
+    }
+
+    /// Whether a renewal is due: a third of a lease of `length` has passed since the last push.
+    pub fn due(&self, length: Duration) -> bool {
+        !self.lost && self.pushed.elapsed() >= length / 3
+    }
+
+    /// The remote took the renewal `commit` carrying `lease`.
+    pub fn renewed(&mut self, commit: ObjectId, lease: Lease) {
+        self.commit = commit;
+        self.lease = lease;
+        self.pushed = Instant::now();
+    }
+}
+
+impl RemoteMode {
+    pub fn new(opts: WorkerOptions) -> RemoteMode {
+        RemoteMode {
+            opts,
+            held: RefCell::new(BTreeMap::new()),
+            notes: RefCell::new(Vec::new()),
+            last_poll: Instant::now(),
+            holder: format!("{}:{}", crate::host::name(), std::process::id()),
+        }
+    }
+
+    /// Reorders `ready` (in priority order) so that workers looking at the same ready set
+    /// try different tasks first: within each priority, the list is rotated by an offset of
+    /// this worker's own. Fewer workers then race for the same claim.
+    pub fn spread(&self, ready: &mut [crate::model::Task]) {
+        let seed = self.holder.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        let mut start = 0;
+        while start < ready.len() {
+            let priority = ready[start].priority;
+            let len = ready[start..]
+                .iter()
+                .take_while(|t| t.priority == priority)
+                .count();
+            let by = usize::try_from(seed % len as u64).unwrap_or(0);
+            ready[start..start + len].rotate_left(by);
+            start += len;
+        }
+    }
+
+    /// Whether this worker takes tasks of `role`.
+    pub fn takes(&self, role: &str) -> bool {
+        self.opts.roles.is_empty() || self.opts.roles.iter().any(|r| r == role)
+    }
+
+    /// Whether `lease` has run out by this machine's clock, with the skew margin.
+    pub fn expired(&self, lease: &Lease) -> bool {
+        lease.expired(crate::store::now_ms(), super::run::millis(self.opts.skew))
+    }
+
+    /// A new lease on attempt `attempt` of `task`, held by this worker from now.
+    pub fn lease_for(&self, sid: &SessionId, task: &TaskId, attempt: u32) -> Lease {
+        Lease {
+            session: sid.clone(),
+            task: task.clone(),
+            attempt,
+            holder: self.holder.clone(),
+            expires_ms: crate::store::now_ms() + super::run::millis(self.opts.lease),
+        }
+    }
+
+    /// How long a waiting worker sleeps before looking again: [`POLL`], up to half of it
+    /// more (jittered, so workers do not knock in step).
+    pub fn poll(&self) -> Duration {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        POLL + Duration::from_millis(u64::from(nanos % 150))
+    }
+
+    /// Whether it is time to fetch again while tasks run.
+    pub fn poll_due(&self) -> bool {
+        self.last_poll.elapsed() >= POLL
+    }
+
+    /// The remote was just fetched.
+    pub fn polled(&mut self) {
+        self.last_poll = Instant::now();
+    }
+}

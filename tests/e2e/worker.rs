@@ -1,0 +1,694 @@
+//! `git tlv4 worker --remote`: worker processes in separate clones share one session through
+//! a bare remote (over `git daemon` on loopback, and `file://`), claiming each task with a
+//! compare-and-swap push and a lease; checked on the remote and every clone with git itself.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::TestRepo;
+use crate::remote::{Bare, Daemon, clone};
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/agents")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
+/// scripted agent (sleeping `SCRIPTED_SLEEP` from the worker's environment), committed and
+/// pushed to a new bare remote `origin`, and a session started there with `start --remote`.
+fn shared_session(n: usize) -> (Bare, TestRepo, String) {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.wide_pipeline(n);
+    first.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ SCRIPTED_MODE = \"sleep\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "many hands",
+        ])
+        .trim()
+        .to_owned();
+    (bare, first, sid)
+}
+
+/// A clone of `url` whose user trusted the repository's configuration.
+fn trusted_clone(url: &str, name: &str) -> TestRepo {
+    let repo = clone(url, name);
+    repo.ok(&["trust"]);
+    repo
+}
+
+/// A worker process in `repo` on `url`, its agents sleeping `sleep` seconds per task.
+fn spawn_worker(repo: &TestRepo, url: &str, sid: &str, sleep: &str, extra: &[&str]) -> Child {
+    spawn_worker_with(repo, url, sid, &[("SCRIPTED_SLEEP", sleep)], extra)
+}
+
+/// A worker process in `repo` on `url` with `env` for its agents; its stderr goes to
+/// `worker.log` in the clone's home.
+fn spawn_worker_with(
+    repo: &TestRepo,
+    url: &str,
+    sid: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> Child {
+    let mut args = vec![
+        "--session",
+        sid,
+        "worker",
+        "--remote",
+        url,
+        "--max-parallel",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    let log = std::fs::File::create(repo.home.path().join("worker.log")).unwrap();
+    let mut cmd = repo.tlv4_cmd(&args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+}
+
+fn log_of(repo: &TestRepo) -> String {
+    std::fs::read_to_string(repo.home.path().join("worker.log")).unwrap_or_default()
+}
+
+/// Waits for `child` to exit (a bound on tries so a hung worker fails the test instead of
+/// hanging it) and returns whether it succeeded.
+fn wait(child: &mut Child, repo: &TestRepo) -> bool {
+    for _ in 0..2400 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("a worker did not finish:\n{}", log_of(repo));
+}
+
+/// `(task, holder)` of every lease on the remote.
+fn leases(bare: &Bare) -> Vec<(String, String)> {
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    bare.git(&[
+        "--git-dir",
+        gd,
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/tlv4/leases/",
+    ])
+    .lines()
+    .map(|name| {
+        let holder = bare.git(&[
+            "--git-dir",
+            gd,
+            "log",
+            "-1",
+            "--format=%(trailers:key=Tlv4-Holder,valueonly)",
+            name,
+        ]);
+        (
+            name.rsplit('/').next().unwrap().to_owned(),
+            holder.trim().to_owned(),
+        )
+    })
+    .collect()
+}
+
+/// What the remote's session says: `(task, event)` of every event, oldest first.
+fn events(bare: &Bare, sid: &str) -> Vec<(String, String)> {
+    let gd = bare.path();
+    bare.git(&[
+        "--git-dir",
+        gd.to_str().unwrap(),
+        "log",
+        "--first-parent",
+        "--reverse",
+        "--format=%(trailers:key=Tlv4-Task,valueonly,separator=)|%(trailers:key=Tlv4-Event,valueonly,separator=)",
+        &format!("refs/heads/tlv4/{sid}"),
+    ])
+    .lines()
+    .filter_map(|l| l.split_once('|'))
+    .map(|(t, e)| (t.to_owned(), e.to_owned()))
+    .collect()
+}
+
+fn remote_file(bare: &Bare, rev: &str) -> String {
+    let gd = bare.path();
+    bare.git(&["--git-dir", gd.to_str().unwrap(), "show", rev])
+}
+
+/// Every task completed exactly once, its code merged into the remote's session, no lease
+/// left, no clone's session branch off the remote's history, and fsck clean everywhere.
+fn all_done_once(bare: &Bare, sid: &str, n: usize, clones: &[&TestRepo]) {
+    let events = events(bare, sid);
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let session = remote_file(bare, &format!("{branch}:.tlv4/sessions/{sid}/session.toml"));
+    assert!(session.contains("status = \"completed\""), "{session}");
+    let gd = bare.path();
+    let files = bare.git(&[
+        "--git-dir",
+        gd.to_str().unwrap(),
+        "ls-tree",
+        "--name-only",
+        &branch,
+    ]);
+    for i in 1..=n {
+        let task = format!("IMPL-{i:03}");
+        let completed = events
+            .iter()
+            .filter(|(t, e)| *t == task && e == "task_completed")
+            .count();
+        assert_eq!(
+            completed, 1,
+            "{task} completed {completed} times: {events:?}"
+        );
+        assert!(
+            files.contains(&format!("scripted-{task}.txt")),
+            "the change of {task} is merged: {files}"
+        );
+    }
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, e)| e == "session_completed")
+            .count(),
+        1
+    );
+    assert_eq!(
+        leases(bare),
+        Vec::<(String, String)>::new(),
+        "no lease is left"
+    );
+    let tip = bare.git(&["--git-dir", gd.to_str().unwrap(), "rev-parse", &branch]);
+    bare.fsck();
+    for c in clones {
+        // Nothing moved backwards: every clone's branch is in the remote's history.
+        let local = c.git(&["rev-parse", &branch]);
+        let fetched = c.git_cmd(&["cat-file", "-e", tip.trim()]).status().unwrap();
+        if fetched.success() {
+            let ok = c
+                .git_cmd(&["merge-base", "--is-ancestor", local.trim(), tip.trim()])
+                .status()
+                .unwrap();
+            assert!(
+                ok.success(),
+                "a clone's branch is not in the remote's history"
+            );
+        }
+        c.fsck();
+    }
+}
+
+#[test]
+fn three_workers_share_thirty_tasks_over_git_daemon_and_one_killed_loses_nothing() {
+    const N: usize = 30;
+    let (bare, first, sid) = shared_session(N);
+    let Some(daemon) = Daemon::start(bare.dir.path(), bare.home.path()) else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let clones: Vec<TestRepo> = (1..=3)
+        .map(|i| trusted_clone(&url, &format!("w{i}")))
+        .collect();
+    // The first worker's agents sleep long: whatever it holds when it is killed is mid-task.
+    let mut doomed = spawn_worker(
+        &clones[0],
+        &url,
+        &sid,
+        "30",
+        &["--lease", "2", "--skew", "0.5"],
+    );
+    let pid = doomed.id();
+    let mut held = Vec::new();
+    for _ in 0..600 {
+        held = leases(&bare)
+            .into_iter()
+            .filter(|(_, h)| h.ends_with(&format!(":{pid}")))
+            .map(|(t, _)| t)
+            .collect();
+        if !held.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !held.is_empty(),
+        "the first worker claimed nothing:\n{}",
+        log_of(&clones[0])
+    );
+    // The others hold their leases longer: on a loaded machine a short one of theirs could run
+    // out too, and this test is about the killed worker's.
+    let mut others: Vec<Child> = clones[1..]
+        .iter()
+        .map(|c| {
+            spawn_worker(
+                c,
+                &url,
+                &sid,
+                "0.1-0.5",
+                &["--lease", "10", "--skew", "0.5"],
+            )
+        })
+        .collect();
+    // SIGKILL, mid-task: nothing of it runs again, its leases stop being renewed.
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let started = Instant::now();
+    for (c, w) in clones[1..].iter().zip(&mut others) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    eprintln!(
+        "{N} tasks, 3 workers (one killed) over git daemon: the two others took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    all_done_once(&bare, &sid, N, &clones.iter().collect::<Vec<_>>());
+    // The killed worker's tasks went back to pending when their leases ran out (one event
+    // naming them), and ran again as attempt 2 elsewhere.
+    let events = events(&bare, &sid);
+    let recovered = events
+        .iter()
+        .filter(|(t, e)| t.is_empty() && e == "tasks_recovered")
+        .count();
+    assert!(recovered >= 1, "{events:?}");
+    for task in &held {
+        let toml = remote_file(
+            &bare,
+            &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/{task}.toml"),
+        );
+        assert!(toml.contains("attempts = 2"), "{task}: {toml}");
+        let claims = events
+            .iter()
+            .filter(|(t, e)| t == task && e == "task_claimed")
+            .count();
+        assert_eq!(
+            claims, 2,
+            "{task} claimed by the killed worker, then once more"
+        );
+    }
+    // The messages of the workers' tasks merged on the remote by union: one per task.
+    first.ok(&["pull"]);
+    let messages = first.json(&["--session", &sid, "msg", "list", "--json"]);
+    assert_eq!(messages.as_array().unwrap().len(), N, "{messages}");
+    first.fsck();
+}
+
+#[test]
+fn workers_over_file_url_complete_every_task_once() {
+    const N: usize = 6;
+    let (bare, _first, sid) = shared_session(N);
+    let url = bare.url();
+    let clones: Vec<TestRepo> = (1..=3)
+        .map(|i| trusted_clone(&url, &format!("w{i}")))
+        .collect();
+    let mut workers: Vec<Child> = clones
+        .iter()
+        .map(|c| spawn_worker(c, &url, &sid, "0.1-0.5", &[]))
+        .collect();
+    for (c, w) in clones.iter().zip(&mut workers) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    all_done_once(&bare, &sid, N, &clones.iter().collect::<Vec<_>>());
+    // Each worker says what it did; together they did every task.
+    let started: usize = clones
+        .iter()
+        .map(|c| log_of(c).matches(" started (executor)").count())
+        .sum();
+    assert_eq!(started, N);
+}
+
+#[test]
+fn a_worker_refuses_agents_not_trusted_on_its_machine_and_claims_nothing() {
+    let (bare, _first, sid) = shared_session(3);
+    let url = bare.url();
+    let untrusted = clone(&url, "stranger");
+    let before = bare.refs();
+    let err = untrusted.fails(
+        &["--session", &sid, "worker", "--remote", &url, "--once"],
+        1,
+    );
+    assert!(err.contains("not trusted yet"), "{err}");
+    assert!(err.contains("git tlv4 trust"), "{err}");
+    assert_eq!(bare.refs(), before, "nothing was claimed");
+    untrusted.fsck();
+    // Once trusted there, the same worker runs the session to its end.
+    untrusted.ok(&["trust"]);
+    let out = untrusted
+        .tlv4_cmd(&["--session", &sid, "worker", "--remote", &url, "--once"])
+        .env("SCRIPTED_SLEEP", "0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    all_done_once(&bare, &sid, 3, &[&untrusted]);
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn a_result_after_the_lease_was_taken_back_is_kept_aside_not_merged() {
+    let (bare, _first, sid) = shared_session(1);
+    let url = bare.url();
+    let late = trusted_clone(&url, "late");
+    let other = trusted_clone(&url, "other");
+    let lease = ["--lease", "1", "--skew", "0.2"];
+    let mut slow = spawn_worker(&late, &url, &sid, "2", &lease);
+    let pid = slow.id();
+    for _ in 0..600 {
+        if leases(&bare)
+            .iter()
+            .any(|(_, h)| h.ends_with(&format!(":{pid}")))
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Frozen mid-task: it cannot renew, so its lease runs out and the other worker takes the
+    // task and completes it.
+    signal(pid, "STOP");
+    let mut fast = spawn_worker(
+        &other,
+        &url,
+        &sid,
+        "0.1",
+        &["--lease", "10", "--skew", "0.2"],
+    );
+    let done = wait(&mut fast, &other);
+    signal(pid, "CONT");
+    assert!(done, "{}", log_of(&other));
+    // Thawed, the first finds its lease gone: its result is kept under runs/, not recorded.
+    assert!(wait(&mut slow, &late), "{}", log_of(&late));
+    let log = log_of(&late);
+    assert!(
+        log.contains("the lease ran out before the result came"),
+        "{log}"
+    );
+    all_done_once(&bare, &sid, 1, &[&late, &other]);
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
+    let kept_subject = bare.git(&["--git-dir", gd, "log", "-1", "--format=%s", &kept]);
+    assert!(kept_subject.contains("snapshot"), "{kept_subject}");
+    // Its commit is not merged: the session's history does not contain it.
+    let merged = hermetic_git(
+        &bare,
+        &[
+            "merge-base",
+            "--is-ancestor",
+            &kept,
+            &format!("refs/heads/tlv4/{sid}"),
+        ],
+    );
+    assert!(!merged, "a late result is not merged");
+    let toml = remote_file(
+        &bare,
+        &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/IMPL-001.toml"),
+    );
+    assert!(toml.contains("attempts = 2"), "{toml}");
+}
+
+/// Whether git succeeds in the bare repository.
+fn hermetic_git(bare: &Bare, args: &[&str]) -> bool {
+    let gd = bare.path();
+    crate::common::hermetic("git", bare.dir.path(), bare.home.path())
+        .arg("--git-dir")
+        .arg(gd)
+        .args(args)
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn a_worker_with_all_serves_every_live_session_of_the_remote() {
+    let (bare, first, one) = shared_session(2);
+    let two = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "more hands",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let worker = trusted_clone(&url, "any");
+    let out = worker
+        .tlv4_cmd(&["worker", "--remote", &url, "--all", "--once"])
+        .env("SCRIPTED_SLEEP", "0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    all_done_once(&bare, &one, 2, &[&worker]);
+    all_done_once(&bare, &two, 2, &[&worker]);
+}
+
+#[test]
+fn a_stopped_worker_gives_its_tasks_and_leases_back() {
+    let (bare, _first, sid) = shared_session(2);
+    let url = bare.url();
+    let repo = trusted_clone(&url, "stopped");
+    let mut worker = spawn_worker(&repo, &url, &sid, "30", &[]);
+    let pid = worker.id();
+    for _ in 0..600 {
+        if leases(&bare).len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(leases(&bare).len(), 2, "{}", log_of(&repo));
+    signal(pid, "TERM");
+    let status = loop {
+        if let Some(s) = worker.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    // Both tasks are pending again, in one event, and their leases are gone with it.
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    let events = events(&bare, &sid);
+    assert_eq!(events.last().unwrap().1, "tasks_interrupted", "{events:?}");
+    for task in ["IMPL-001", "IMPL-002"] {
+        let toml = remote_file(
+            &bare,
+            &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/{task}.toml"),
+        );
+        assert!(toml.contains("status = \"pending\""), "{task}: {toml}");
+    }
+    bare.fsck();
+    repo.fsck();
+}
+
+#[test]
+fn start_with_remote_pushes_the_session_and_works_it() {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.wide_pipeline(2);
+    first.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ SCRIPTED_MODE = \"sleep\", SCRIPTED_SLEEP = \"0.1\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "many hands",
+        ])
+        .trim()
+        .to_owned();
+    all_done_once(&bare, &sid, 2, &[&first]);
+    // Its local branch is the remote's: nothing here to push.
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let gd = bare.path();
+    assert_eq!(
+        first.git(&["rev-parse", &branch]),
+        bare.git(&["--git-dir", gd.to_str().unwrap(), "rev-parse", &branch])
+    );
+}
+
+#[test]
+fn workers_advance_a_whole_pipeline_dispatching_from_the_plan() {
+    // The builtin agents: nothing to trust. Checkpoints, the gate (`--yes`), the plan's IMPL
+    // dispatch and the review are all computed by whichever worker records the task.
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "full-lifecycle",
+            "--yes",
+            "--completion",
+            "keep",
+            "Add a search endpoint with pagination",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let clones: Vec<TestRepo> = (1..=2).map(|i| clone(&url, &format!("w{i}"))).collect();
+    let mut workers: Vec<Child> = clones
+        .iter()
+        .map(|c| spawn_worker(c, &url, &sid, "0", &[]))
+        .collect();
+    for (c, w) in clones.iter().zip(&mut workers) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    let dispatched = bare.git(&[
+        "--git-dir",
+        gd,
+        "log",
+        "--first-parent",
+        "--format=%(trailers:key=Tlv4-Dispatched,valueonly,separator=)",
+        &branch,
+    ]);
+    assert!(dispatched.contains("IMPL-001"), "{dispatched}");
+    let session = remote_file(
+        &bare,
+        &format!("{branch}:.tlv4/sessions/{sid}/session.toml"),
+    );
+    assert!(session.contains("status = \"completed\""), "{session}");
+    let events = events(&bare, &sid);
+    let mut completed: Vec<&str> = events
+        .iter()
+        .filter(|(_, e)| e == "task_completed")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    let all = completed.len();
+    completed.sort();
+    completed.dedup();
+    assert_eq!(completed.len(), all, "no task completed twice: {events:?}");
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    bare.fsck();
+    for c in &clones {
+        c.fsck();
+    }
+}
+
+#[test]
+fn a_change_that_conflicts_becomes_a_revision_any_worker_runs() {
+    let (bare, _first, sid) = shared_session(2);
+    let url = bare.url();
+    let clones: Vec<TestRepo> = (1..=2)
+        .map(|i| trusted_clone(&url, &format!("w{i}")))
+        .collect();
+    // Both tasks write the same file, each in its own clone, at the same time.
+    let env = [("SCRIPTED_SLEEP", "0.5"), ("SCRIPTED_FILE", "shared.txt")];
+    let mut workers: Vec<Child> = clones
+        .iter()
+        .map(|c| spawn_worker_with(c, &url, &sid, &env, &[]))
+        .collect();
+    for (c, w) in clones.iter().zip(&mut workers) {
+        assert!(wait(w, c), "a worker failed:\n{}", log_of(c));
+    }
+    let branch = format!("refs/heads/tlv4/{sid}");
+    let session = remote_file(
+        &bare,
+        &format!("{branch}:.tlv4/sessions/{sid}/session.toml"),
+    );
+    assert!(session.contains("status = \"completed\""), "{session}");
+    let events = events(&bare, &sid);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter(|(_, e)| e == "task_failed")
+        .map(|(t, _)| t.as_str())
+        .collect();
+    // Unless one worker happened to run both one after the other, one change conflicted:
+    // its task failed, its revision (made in that same event) ran and merged.
+    eprintln!("conflicting tasks: {failed:?}");
+    if let [original] = failed.as_slice() {
+        let revision = format!("{original}-R1");
+        assert!(
+            events
+                .iter()
+                .any(|(t, e)| *t == revision && e == "task_completed"),
+            "{events:?}"
+        );
+        let gd = bare.path();
+        let kept = bare.git(&[
+            "--git-dir",
+            gd.to_str().unwrap(),
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/tlv4/runs/{sid}/{original}/"),
+        ]);
+        assert!(
+            !kept.trim().is_empty(),
+            "the conflicting work is kept on the remote"
+        );
+    } else {
+        assert!(failed.is_empty(), "{events:?}");
+    }
+    let shared = remote_file(&bare, &format!("{branch}:shared.txt"));
+    assert!(shared.contains("was here"), "{shared}");
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    bare.fsck();
+    for c in &clones {
+        c.fsck();
+    }
+}
