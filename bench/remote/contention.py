@@ -32,19 +32,24 @@ Parts (each is run unless `--parts` names a subset):
   history     fetch cost of the session ref as its history grows (100/1000/5000 events):
               a full fetch into an empty clone, a --depth=1 fetch, an incremental fetch of
               one new event, and ls-remote.
+  refs        design B's view of the claims: ls-remote of R claim refs, and the fetch of the
+              session ref with R claim refs on the remote (R = 0/100/1000/5000).
   real        (only with --tlv4 BIN or TLV4_BIN) the real `git tlv4 worker --remote` with
               1, 3, 8 workers and the builtin (no-op) agent: tasks/s. Written against the
               command line `worker --remote REMOTE [--session SID] [--max-parallel N]
-              [--once]`; UNTESTED until that command is merged.
+              [--once]`; UNTESTED until that command is merged (its set-up ran against
+              main at 3b8f93a, which has no `worker` command).
 
 Everything runs under a temporary directory with a hermetic git environment (no user or
 system config, gc.auto=0 so no maintenance runs in the middle of a measurement). Nothing
 leaves 127.0.0.1. Results: JSON Lines in --out (default bench/remote/results/<date>.jsonl)
 and a Markdown summary printed at the end (and written next to it as .md).
 
-Usage: contention.py [--parts contention,roundtrip,history,real] [--plan 1:40,3:20,...]
-                     [--cap SECS] [--designs A,B,B4] [--transports daemon,file]
-                     [--think-ms MS] [--tlv4 BIN] [--out FILE] [--quick]
+Usage: contention.py [--parts contention,roundtrip,history,refs,real] [--plan 1:40,3:20,...]
+                     [--cap SECS] [--designs A,B,B4] [--file-designs A,B]
+                     [--transports daemon,file] [--think-ms MS] [--backoff-ms MS]
+                     [--tlv4 BIN] [--out FILE] [--quick]
+With the defaults the whole run (all parts but `real`) takes under 10 minutes on 2 cores.
 """
 
 import argparse
@@ -726,6 +731,52 @@ def history(git, root, transport, sizes, reps):
     return recs
 
 
+def many_refs(git, root, transport, counts, reps):
+    """Design B's cost of seeing the claims: `ls-remote` of the claim refs, and the fetch of
+    the session ref, when the remote holds R claim refs."""
+    recs = []
+    for count in counts:
+        base = tempfile.mkdtemp(dir=root, prefix=f"r-{transport}-{count}-")
+        server = make_server(git, base, "server.git")
+        tip = read_ref(server, SESSION_REF) or git.run(
+            ["rev-parse", SESSION_REF], gitdir=server
+        ).stdout.decode().strip()
+        lines = "".join(f"create {CLAIM_NS}/IMPL-{i:05d} {tip}\n" for i in range(count))
+        git.run(["update-ref", "--stdin"], gitdir=server, stdin=lines.encode())
+        git.run(["pack-refs", "--all"], gitdir=server)
+        daemon = Daemon(git, base) if transport == "daemon" else None
+        url = daemon.url("server.git") if daemon else f"file://{server}"
+        try:
+            c = Clone(git, os.path.join(base, "w.git"), url)
+            c.fetch_tip()
+            lsr, fetch = [], []
+            for _ in range(reps):
+                t = time.monotonic()
+                seen = c.ls_remote(f"{CLAIM_NS}/*")
+                lsr.append(time.monotonic() - t)
+                assert len(seen) == count, len(seen)
+                t = time.monotonic()
+                c.fetch_tip()
+                fetch.append(time.monotonic() - t)
+            med = statistics.median
+            recs.append(
+                {
+                    "part": "refs",
+                    "transport": transport,
+                    "claim_refs": count,
+                    "reps": reps,
+                    "ls_remote_claims_ms": round(1000 * med(lsr), 1),
+                    "fetch_session_ms": round(1000 * med(fetch), 1),
+                    "load": loadavg(),
+                }
+            )
+        finally:
+            if daemon:
+                daemon.stop()
+            shutil.rmtree(base, ignore_errors=True)
+    return recs
+
+
 # ---------------------------------------------------------------------------------------------
 # the real worker (UNTESTED until `git tlv4 worker --remote` is merged)
 
@@ -835,6 +886,8 @@ def real_workers(git, root, tlv4, counts, ntasks, timeout):
                 git.run(["rev-list", "--count", f"refs/heads/tlv4/{sid}"], gitdir=server)
                 .stdout.decode()
             )
+            if all(o[0] == 2 and "unrecognized subcommand" in o[2] for o in outs):
+                print(f"real: {tlv4} has no `worker` command; nothing measured", file=sys.stderr)
             recs.append(
                 {
                     "part": "real",
@@ -875,7 +928,8 @@ def summary(recs, meta):
         "",
         f"git {meta['git']}, python {meta['python']}, {meta['cpus']} CPUs, "
         f"load average at start {meta['load_start']}, at end {meta['load_end']}, "
-        f"total {meta['total_s']} s. Simulated with plain git, not git-tlv4.",
+        f"total {meta['total_s']} s. The contention, roundtrip, history and refs parts are "
+        "simulated with plain git, not git-tlv4; only the real part runs git-tlv4.",
         "",
     ]
     c = [r for r in recs if r["part"] == "contention"]
@@ -957,6 +1011,22 @@ def summary(recs, meta):
             ),
             "",
         ]
+    rf = [r for r in recs if r["part"] == "refs"]
+    if rf:
+        out += [
+            "## Seeing the claims: R claim refs on the remote (medians)",
+            "",
+            table(
+                rf,
+                [
+                    ("transport", "transport"),
+                    ("claim refs", "claim_refs"),
+                    ("ls-remote of the claims ms", "ls_remote_claims_ms"),
+                    ("fetch of the session ref ms", "fetch_session_ms"),
+                ],
+            ),
+            "",
+        ]
     rl = [r for r in recs if r["part"] == "real"]
     if rl:
         out += [
@@ -977,10 +1047,47 @@ def summary(recs, meta):
     return "\n".join(out)
 
 
+def compact(paths):
+    """The tables of specs/remote.md §5 from results files: fewer columns than summary()."""
+    recs = [json.loads(line) for p in paths for line in open(p)]
+    out = []
+    c = [r for r in recs if r["part"] == "contention"]
+    if c:
+        out.append(
+            table(
+                c,
+                [
+                    ("transport", "transport"),
+                    ("design", "design"),
+                    ("N", "workers"),
+                    ("tasks done", lambda r: f"{r['tasks_done']}/{r['tasks_total']}"),
+                    ("tasks/s", "tasks_per_s"),
+                    ("session events/s", "session_events_per_s"),
+                    ("rejections / event", "rejections_per_event"),
+                    ("event p50 / p95 ms", lambda r: f"{r['event_p50_ms']} / {r['event_p95_ms']}"),
+                    ("claim p50 / p95 ms", lambda r: f"{r['claim_p50_ms']} / {r['claim_p95_ms']}"),
+                    ("claim collisions", "claim_collisions"),
+                    ("abandoned", "workers_abandoned"),
+                    ("transport errors", "errors"),
+                    ("load 1 min after", lambda r: r["load_after"][0]),
+                ],
+            )
+        )
+    for part in ("roundtrip", "history", "refs"):
+        rows = [r for r in recs if r["part"] == part]
+        if rows:
+            out.append(summary(rows, {k: "" for k in META_KEYS}).split("\n\n", 2)[2])
+    return "\n\n".join(out)
+
+
+META_KEYS = ("started", "git", "python", "cpus", "load_start", "load_end", "total_s")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--parts", default="contention,roundtrip,history,real")
+    ap.add_argument("--parts", default="contention,roundtrip,history,refs,real")
+    ap.add_argument("--refs", default="0,100,1000,5000", help="claim refs on the remote, for part refs")
     ap.add_argument("--plan", default="1:40,3:20,8:10,32:4,100:2", help="N:K,...")
     ap.add_argument("--designs", default="A,B,B4", help="designs over git daemon")
     ap.add_argument("--file-designs", default="A,B", help="designs over file://")
@@ -996,9 +1103,14 @@ def main():
     ap.add_argument("--real-timeout", type=float, default=300.0)
     ap.add_argument("--quick", action="store_true", help="a small plan, to check the script")
     ap.add_argument("--out")
+    ap.add_argument("--tables", nargs="+", metavar="JSONL", help="print the compact tables of results files, run nothing")
     a = ap.parse_args()
+    if a.tables:
+        print(compact(a.tables))
+        return
     if a.quick:
         a.plan, a.cap, a.rt_reps, a.history, a.history_reps = "1:6,3:4", 5.0, 5, "100", 2
+        a.refs = "100"
     parts = set(a.parts.split(","))
     started = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
     out = a.out or os.path.join(here, "results", f"{started}.jsonl")
@@ -1043,6 +1155,11 @@ def main():
             sizes = [int(x) for x in a.history.split(",")]
             for transport in a.transports.split(","):
                 for rec in history(git, root, transport, sizes, a.history_reps):
+                    emit(rec)
+        if "refs" in parts:
+            counts = [int(x) for x in a.refs.split(",")]
+            for transport in a.transports.split(","):
+                for rec in many_refs(git, root, transport, counts, a.history_reps):
                     emit(rec)
         if "real" in parts:
             if a.tlv4:
