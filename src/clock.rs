@@ -14,6 +14,17 @@ pub fn fixed() -> Option<i64> {
     gix::date::parse(&value, None).ok().map(|t| t.seconds)
 }
 
+/// A duration from zero to `max`, different from one call (and one process) to the next:
+/// the jitter racers sleep so that they spread out.
+pub fn jitter(max: std::time::Duration) -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seed = u64::from(nanos ^ std::process::id().wrapping_mul(2_654_435_761));
+    let max = u64::try_from(max.as_micros()).unwrap_or(u64::MAX);
+    std::time::Duration::from_micros(seed % max.saturating_add(1))
+}
+
 /// Now, RFC 3339 in UTC with seconds precision.
 pub fn now_rfc3339() -> String {
     rfc3339(now_seconds())

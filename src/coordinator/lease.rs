@@ -99,9 +99,8 @@ impl RemoteMode {
     /// try different tasks first: within each priority, the list is rotated by an offset of
     /// this worker's own. Fewer workers then race for the same claim.
     pub fn spread(&self, ready: &mut [crate::model::Task]) {
-        let seed = self.holder.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        use std::hash::BuildHasher;
+        let seed = foldhash::fast::FixedState::default().hash_one(&self.holder);
         let mut start = 0;
         while start < ready.len() {
             let priority = ready[start].priority;
@@ -113,6 +112,20 @@ impl RemoteMode {
             ready[start..start + len].rotate_left(by);
             start += len;
         }
+    }
+
+    /// The lease of `task` this worker holds, when the remote (as last fetched) still holds
+    /// it as this worker last pushed it.
+    pub fn still_held(
+        &self,
+        store: &crate::store::Store,
+        sid: &SessionId,
+        task: &TaskId,
+    ) -> crate::error::Result<Option<Held>> {
+        let on_remote =
+            store.remote_value(&self.opts.remote, &crate::store::lease_ref(sid, task))?;
+        let held = self.held.borrow().get(task).cloned();
+        Ok(held.filter(|h| !h.lost && on_remote == Some(h.commit)))
     }
 
     /// Whether this worker takes tasks of `role`.
@@ -139,10 +152,7 @@ impl RemoteMode {
     /// How long a waiting worker sleeps before looking again: [`POLL`], up to half of it
     /// more (jittered, so workers do not knock in step).
     pub fn poll(&self) -> Duration {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        POLL + Duration::from_millis(u64::from(nanos % 150))
+        POLL + crate::clock::jitter(POLL / 2)
     }
 
     /// Whether it is time to fetch again while tasks run.

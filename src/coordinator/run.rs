@@ -571,16 +571,9 @@ impl Runner<'_> {
             }
             let task = task.clone();
             if let Some(r) = remote {
-                let on_remote = txn
-                    .store()
-                    .remote_lease(&r.opts.remote, &sid, id)?
-                    .map(|(c, _)| c);
                 // Read afresh on each try: a renewal between two tries moves it.
-                let held = r.held.borrow().get(id).cloned();
-                let ours = held.as_ref().filter(|h| {
-                    !h.lost
-                        && on_remote == Some(h.commit)
-                        && h.lease.attempt == task.attempts
+                let ours = r.still_held(txn.store(), &sid, id)?.filter(|h| {
+                    h.lease.attempt == task.attempts
                         && task
                             .owner
                             .as_ref()
@@ -592,11 +585,7 @@ impl Runner<'_> {
                 };
                 lost = false;
                 // The lease goes with the result; the task branch travels with it.
-                txn.also_push(crate::store::RemoteEdit {
-                    name: crate::store::lease_ref(&sid, id),
-                    expected: Some(ours.commit),
-                    new: None,
-                });
+                release(txn, &sid, id, ours.commit);
                 if result.snapshot.is_some() {
                     let branch = worktree::task_ref(&sid, id);
                     if let Some(local) = txn.store().try_ref(&branch)? {
@@ -926,7 +915,7 @@ impl Runner<'_> {
         }
         let written = self.transact(|txn| {
             let leases = txn.store().remote_leases(&r.opts.remote, &sid)?;
-            let mut back = Vec::new();
+            let (mut back, mut ids) = (Vec::new(), Vec::new());
             for (id, commit, lease) in overdue(&txn.state, &leases) {
                 let t = txn.state.task_mut(&id)?;
                 t.status = TaskStatus::Pending;
@@ -937,11 +926,8 @@ impl Runner<'_> {
                     lease.attempt,
                     rfc3339_ms(lease.expires_ms)
                 ));
-                txn.also_push(crate::store::RemoteEdit {
-                    name: crate::store::lease_ref(&sid, &id),
-                    expected: Some(commit),
-                    new: None,
-                });
+                release(txn, &sid, &id, commit);
+                ids.push(id.to_string());
             }
             if back.is_empty() {
                 return Ok(None);
@@ -954,13 +940,7 @@ impl Runner<'_> {
                         back.join("\n")
                     ),
                 )
-                .with(
-                    "Expired",
-                    back.iter()
-                        .map(|b| b.split(' ').next().unwrap_or(b))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
+                .with("Expired", ids.join(",")),
             ))
         })?;
         Ok(written.map(|w| {
@@ -1058,20 +1038,9 @@ impl Runner<'_> {
             for id in ids {
                 // A worker gives back only what it still holds, and its lease with it.
                 if let Some(r) = remote {
-                    let on_remote = txn
-                        .store()
-                        .remote_lease(&r.opts.remote, &sid, id)?
-                        .map(|(c, _)| c);
-                    let held = r.held.borrow().get(id).cloned();
-                    match held {
-                        Some(h) if on_remote == Some(h.commit) => {
-                            txn.also_push(crate::store::RemoteEdit {
-                                name: crate::store::lease_ref(&sid, id),
-                                expected: Some(h.commit),
-                                new: None,
-                            });
-                        }
-                        _ => continue,
+                    match r.still_held(txn.store(), &sid, id)? {
+                        Some(h) => release(txn, &sid, id, h.commit),
+                        None => continue,
                     }
                 }
                 if let Some(t) = txn.state.tasks.get_mut(id)
@@ -1171,6 +1140,16 @@ impl Runner<'_> {
             }
         }
     }
+}
+
+/// Adds to `txn`'s push the deletion of the lease of `task` on the remote, with a lease on
+/// `commit`, the value this worker judged: one that moved meanwhile fails the whole push.
+fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit: gix::ObjectId) {
+    txn.also_push(crate::store::RemoteEdit {
+        name: crate::store::lease_ref(sid, task),
+        expected: Some(commit),
+        new: None,
+    });
 }
 
 /// Ready tasks not yet running, by priority then dependency order.

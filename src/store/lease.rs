@@ -22,7 +22,7 @@ use gix::ObjectId;
 
 use super::remote::Remote;
 use super::write::{RemoteEdit, Written};
-use super::{Store, TOOL_REF_PREFIX, notes_ref, session_ref};
+use super::{Store, notes_ref, session_ref};
 use crate::error::{Error, Result};
 use crate::model::{Event, SessionId, TaskId};
 
@@ -143,25 +143,11 @@ impl Store {
         // Patterns, not names: a name the remote lacks would fail the fetch. The branch's
         // pattern also takes the task branches `<SID>.<TASK>` (and ids extending this one,
         // which the mirror may as well follow).
-        let specs = [
-            format!("+{branch}*:{}*", remote.mirror(&branch)),
-            format!("+{leases}*:{}*", remote.mirror(&leases)),
-        ];
-        // A worker fetches often: git's maintenance after each fetch would cost more than the
-        // fetch (the user's own fetches and `pull` still run it).
-        let mut args = vec![
-            "fetch",
-            "--no-tags",
-            "--prune",
-            "--quiet",
-            "--no-write-fetch-head",
-            "--no-auto-maintenance",
-            "--",
-            remote.name.as_str(),
-        ];
-        args.extend(specs.iter().map(String::as_str));
-        crate::git::run(self.workdir(), &args)
-            .map_err(|e| super::remote::unreachable(remote, e))?;
+        self.fetch_mirror(
+            remote,
+            &[remote.mirror_spec(&branch), remote.mirror_spec(&leases)],
+            true,
+        )?;
         self.remote_value(remote, &branch)?.ok_or_else(|| {
             Error::state(
                 format!("`{}` has no live session `{sid}`", remote.name),
@@ -344,7 +330,7 @@ impl Store {
     ) -> Result<String> {
         let first = attempt.max(1);
         for n in first..first.saturating_add(100) {
-            let name = format!("{TOOL_REF_PREFIX}runs/{sid}/{task}/{n}");
+            let name = crate::worktree::attempt_ref(sid, task, n);
             if self.try_ref(&name)?.is_some_and(|c| c != commit) {
                 continue;
             }
@@ -425,20 +411,7 @@ impl Store {
     pub fn sync_notes(&self, remote: &Remote, sid: &SessionId) -> Result<()> {
         let name = notes_ref(sid);
         for attempt in 0..20 {
-            let spec = format!("+{name}*:{}*", remote.mirror(&name));
-            crate::git::run(
-                self.workdir(),
-                &[
-                    "fetch",
-                    "--no-tags",
-                    "--quiet",
-                    "--no-write-fetch-head",
-                    "--",
-                    &remote.name,
-                    &spec,
-                ],
-            )
-            .map_err(|e| super::remote::unreachable(remote, e))?;
+            self.fetch_mirror(remote, &[remote.mirror_spec(&name)], true)?;
             let Some(local) = self.try_ref(&name)? else {
                 return Ok(());
             };
@@ -481,12 +454,8 @@ impl Store {
 /// Sleeps before another try against a remote: up to 20 ms times 2^attempt (at most 400 ms),
 /// jittered so workers that lost the same race spread out.
 fn remote_backoff(attempt: u32) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let seed = u64::from(nanos ^ std::process::id().wrapping_mul(2_654_435_761));
     let ceiling = (20u64 << attempt.min(5)).min(400);
-    std::thread::sleep(Duration::from_millis(seed % (ceiling + 1)));
+    std::thread::sleep(crate::clock::jitter(Duration::from_millis(ceiling)));
 }
 
 #[cfg(test)]

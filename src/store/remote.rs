@@ -121,6 +121,12 @@ impl Remote {
         })
     }
 
+    /// The refspec that fetches the refs named `prefix*` into the mirror: forced, but only
+    /// into the mirror, which follows the remote as it is.
+    pub fn mirror_spec(&self, prefix: &str) -> String {
+        format!("+{prefix}*:{}*", self.mirror(prefix))
+    }
+
     /// Where `local` (a full ref name) of the remote is mirrored here.
     pub fn mirror(&self, local: &str) -> String {
         format!(
@@ -456,27 +462,38 @@ impl Store {
         }
     }
 
+    /// Fetches `specs` (from [`Remote::mirror_spec`]) of `remote` into its mirror, without
+    /// tags or `FETCH_HEAD`; mirror refs the remote no longer has go. `frequent` (a worker
+    /// fetches every few hundred milliseconds) skips git's maintenance after the fetch,
+    /// which would cost more than the fetch; the user's own fetches and `pull` still run it.
+    pub(crate) fn fetch_mirror(
+        &self,
+        remote: &Remote,
+        specs: &[String],
+        frequent: bool,
+    ) -> Result<()> {
+        let mut args = vec![
+            "fetch",
+            "--no-tags",
+            "--prune",
+            "--quiet",
+            "--no-write-fetch-head",
+        ];
+        if frequent {
+            args.push("--no-auto-maintenance");
+        }
+        args.extend(["--", remote.name.as_str()]);
+        args.extend(specs.iter().map(String::as_str));
+        crate::git::run(self.workdir(), &args).map_err(|e| unreachable(remote, e))?;
+        Ok(())
+    }
+
     /// Fetches every shared ref of `remote` into its mirror `refs/tlv4-remote/<remote>/…`,
     /// then brings the local refs up to it: creates missing ones, fast-forwards those the
     /// remote is ahead on, merges notes by union; leaves everything else as it is and says so.
     pub fn pull_sessions(&self, remote: &Remote) -> Result<Pulled> {
-        let mut args = vec![
-            "fetch".to_owned(),
-            "--no-tags".to_owned(),
-            "--prune".to_owned(),
-            "--quiet".to_owned(),
-            "--no-write-fetch-head".to_owned(),
-            "--".to_owned(),
-            remote.name.clone(),
-        ];
-        for prefix in SHARED {
-            // Forced, but only into the mirror: it follows the remote as it is.
-            let src = format!("{prefix}*");
-            let dst = format!("{}*", remote.mirror(prefix));
-            args.push(format!("+{src}:{dst}"));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        crate::git::run(self.workdir(), &args).map_err(|e| unreachable(remote, e))?;
+        let specs: Vec<String> = SHARED.iter().map(|p| remote.mirror_spec(p)).collect();
+        self.fetch_mirror(remote, &specs, false)?;
 
         let mirror_prefix = format!("{REMOTE_MIRROR_PREFIX}{}/", remote.key);
         let mut fetched: BTreeMap<String, ObjectId> = BTreeMap::new();

@@ -595,12 +595,9 @@ fn commit_message(sid: &SessionId, seq: u64, event: &Event) -> String {
 
 /// Sleeps a little, more after each lost race, with jitter so racers spread out.
 fn backoff(attempt: u32) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let jitter = (nanos ^ std::process::id().wrapping_mul(2_654_435_761)) % 1000;
-    let ceiling = 1u64 << attempt.min(5);
-    std::thread::sleep(Duration::from_micros(u64::from(jitter) * ceiling));
+    std::thread::sleep(crate::clock::jitter(Duration::from_micros(
+        999 << attempt.min(5),
+    )));
 }
 
 impl Store {

@@ -4,15 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::TestRepo;
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/agents")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::common::{TestRepo, fixture};
 
 /// A repository whose executor is the scripted agent with `env`, trusted, and a pipeline
 /// `wide` of `n` independent IMPL tasks.

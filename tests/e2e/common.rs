@@ -7,6 +7,15 @@ use std::process::{Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
 
+/// The path of the fake agent program `name` of `tests/fixtures/agents`.
+pub fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/agents")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 /// A temporary repository with one commit, and an empty home directory.
 pub struct TestRepo {
     pub dir: tempfile::TempDir,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::TestRepo;
+use crate::common::{TestRepo, fixture};
 
 /// A small deterministic pseudo-random sequence (the seed is printed on failure).
 struct Lcg(u64);
@@ -163,14 +163,6 @@ struct Figures {
     failed_attempts: usize,
     failure_reasons: Vec<String>,
     problems: Vec<String>,
-}
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/agents")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 /// A repository whose executor is the crash agent (recording pids in `pids`), trusted.

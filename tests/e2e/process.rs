@@ -6,15 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::TestRepo;
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/agents")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::common::{TestRepo, fixture};
 
 /// Whether `pid` is gone (or a zombie nobody reaped yet, which runs no code).
 fn gone(pid: i32) -> bool {

@@ -2,32 +2,23 @@
 //! a bare remote (over `git daemon` on loopback, and `file://`), claiming each task with a
 //! compare-and-swap push and a lease; checked on the remote and every clone with git itself.
 
-use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::TestRepo;
+use crate::common::{TestRepo, fixture};
 use crate::remote::{Bare, Daemon, clone};
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/agents")
-        .join(name)
-        .display()
-        .to_string()
-}
-
 /// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
-/// scripted agent (sleeping `SCRIPTED_SLEEP` from the worker's environment), committed and
-/// pushed to a new bare remote `origin`, and a session started there with `start --remote`.
-fn shared_session(n: usize) -> (Bare, TestRepo, String) {
+/// scripted agent with `env` (TOML inline-table entries), committed, trusted and pushed to
+/// a new bare remote `origin`.
+fn shared_repo(n: usize, env: &str) -> (Bare, TestRepo) {
     let bare = Bare::new();
     let first = TestRepo::new();
     first.wide_pipeline(n);
     first.write(
         ".tlv4.toml",
         &format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ SCRIPTED_MODE = \"sleep\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
             fixture("scripted-agent")
         ),
     );
@@ -36,6 +27,14 @@ fn shared_session(n: usize) -> (Bare, TestRepo, String) {
     first.ok(&["trust"]);
     first.git(&["remote", "add", "origin", &bare.url()]);
     first.git(&["push", "-q", "origin", "main"]);
+    (bare, first)
+}
+
+/// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
+/// scripted agent (sleeping `SCRIPTED_SLEEP` from the worker's environment), committed and
+/// pushed to a new bare remote `origin`, and a session started there with `start --remote`.
+fn shared_session(n: usize) -> (Bare, TestRepo, String) {
+    let (bare, first) = shared_repo(n, "SCRIPTED_MODE = \"sleep\"");
     let sid = first
         .ok(&[
             "start",
@@ -527,21 +526,7 @@ fn a_stopped_worker_gives_its_tasks_and_leases_back() {
 
 #[test]
 fn start_with_remote_pushes_the_session_and_works_it() {
-    let bare = Bare::new();
-    let first = TestRepo::new();
-    first.wide_pipeline(2);
-    first.write(
-        ".tlv4.toml",
-        &format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ SCRIPTED_MODE = \"sleep\", SCRIPTED_SLEEP = \"0.1\" }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
-        ),
-    );
-    first.git(&["add", "-A"]);
-    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
-    first.ok(&["trust"]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
+    let (bare, first) = shared_repo(2, "SCRIPTED_MODE = \"sleep\", SCRIPTED_SLEEP = \"0.1\"");
     let sid = first
         .ok(&[
             "start",

@@ -544,32 +544,19 @@ impl Chunks {
             hashes.push((hasher.hash_one(piece), piece.len() as u64));
             total += piece.len() as u64;
         };
-        let mut start = 0;
+        let (mut start, mut lf) = (0, Vec::new());
         let ends = memchr::memchr_iter(b'\n', bytes)
             .chain((bytes.last() != Some(&b'\n') && !bytes.is_empty()).then(|| bytes.len() - 1));
         for end in ends {
             let line = &bytes[start..=end];
             start = end + 1;
             match line.strip_suffix(b"\r\n") {
+                // The line as if it ended in `\n` alone.
                 Some(body) => {
-                    // The last piece with its `\n`, without the `\r`.
-                    let mut pieces = body.chunks(64).peekable();
-                    let mut last = [0u8; 65];
-                    if body.is_empty() {
-                        push(b"\n");
-                    }
-                    while let Some(piece) = pieces.next() {
-                        if pieces.peek().is_some() || piece.len() == 64 {
-                            push(piece);
-                            if pieces.peek().is_none() {
-                                push(b"\n");
-                            }
-                        } else {
-                            last[..piece.len()].copy_from_slice(piece);
-                            last[piece.len()] = b'\n';
-                            push(&last[..=piece.len()]);
-                        }
-                    }
+                    lf.clear();
+                    lf.extend_from_slice(body);
+                    lf.push(b'\n');
+                    lf.chunks(64).for_each(&mut push);
                 }
                 None => line.chunks(64).for_each(&mut push),
             }
@@ -875,6 +862,24 @@ mod tests {
             out.push(piece);
         }
         out
+    }
+
+    #[test]
+    fn an_old_line_is_found_through_the_hunks_and_an_added_one_has_none() {
+        use super::{DiffAlgorithm, DiffOptions, FileDiff};
+        let opts = DiffOptions {
+            algorithm: DiffAlgorithm::Myers,
+            deadline: std::time::Duration::from_secs(5),
+            max_file_bytes: 1 << 20,
+        };
+        let old = "a\nb\nc\nd\ne\n";
+        // b removed, x and y added after c, e changed to z.
+        let new = "a\nc\nx\ny\nd\nz\n";
+        let file = FileDiff::from_texts("f.txt", old, new, &opts);
+        let got: Vec<Option<usize>> = (0..6).map(|l| file.old_line(l)).collect();
+        assert_eq!(got, [Some(0), Some(2), None, None, Some(3), None]);
+        let same = FileDiff::from_texts("f.txt", old, old, &opts);
+        assert_eq!(same.old_line(4), Some(4));
     }
 
     #[test]

@@ -356,73 +356,18 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                 (last >= first).then(|| last + 1 - first)
             })
             .collect();
-        // The old side's functions, by name, only when some function may have crossed.
+        // The old side's functions, by name, only for those the diff does not place.
         let old: HashMap<String, usize> =
             if kept.iter().all(Option::is_some) || file.kind == ChangeKind::Added {
                 HashMap::new()
             } else {
-                // Only the old items where the names of the long functions appear are parsed.
                 let names: Vec<&str> = long
                     .iter()
                     .zip(&kept)
                     .filter(|(f, kept)| kept.is_none() && !f.name.ends_with("(anonymous)"))
-                    .map(|(f, _)| f)
-                    .map(|f| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
+                    .map(|(f, _)| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
                     .collect();
-                let old_text = &file.old_text;
-                // Where a name is defined: on a line the language's function pattern matches
-                // (JavaScript's methods it does not see: wherever the name is).
-                let function = lang
-                    .function
-                    .as_ref()
-                    .filter(|_| !grammar.is_some_and(|g| g.is_js()))
-                    .map(|f| f.regex());
-                let defines = |r: &Range<usize>| {
-                    function.is_none_or(|f| {
-                        let start = old_text[..r.start].rfind('\n').map_or(0, |i| i + 1);
-                        let end = old_text[r.end..]
-                            .find('\n')
-                            .map_or(old_text.len(), |i| r.end + i);
-                        f.is_match(&old_text.as_bytes()[start..end])
-                    })
-                };
-                let mut at: Vec<Range<usize>> = names
-                    .iter()
-                    .flat_map(|name| word_positions(old_text, name))
-                    .filter(defines)
-                    .collect();
-                at.sort_by_key(|r| r.start);
-                let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {
-                    let items = syntax::windows(g, old_text, &at);
-                    Syntax::parse_items(g, old_text, None, Some(items))
-                });
-                let old = match parsed {
-                    Some(s) => s.functions(),
-                    None if grammar.is_some() => Vec::new(),
-                    None => regex_functions(lang, old_text),
-                };
-                let mut by_name = HashMap::new();
-                // By qualified name, and by bare name when only one function has it (a class or
-                // type renamed with its file keeps its methods).
-                let mut bare: HashMap<String, Option<usize>> = HashMap::new();
-                for f in old {
-                    let short = f
-                        .name
-                        .rsplit(['.', ':'])
-                        .next()
-                        .unwrap_or(&f.name)
-                        .to_owned();
-                    bare.entry(short)
-                        .and_modify(|v| *v = None)
-                        .or_insert(Some(f.lines.len()));
-                    by_name.entry(f.name).or_insert(f.lines.len());
-                }
-                for (short, len) in bare {
-                    if let Some(len) = len {
-                        by_name.entry(format!("\0{short}")).or_insert(len);
-                    }
-                }
-                by_name
+                old_lengths(lang, grammar, &file.old_text, &names)
             };
         for (f, kept) in long.into_iter().zip(kept) {
             let anonymous = f.name.ends_with("(anonymous)");
@@ -464,6 +409,69 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         }
     }
     scan
+}
+
+/// The lengths of the functions of `old_text` (the old side of a file in `lang`), by
+/// qualified name, and by bare name (`"\0name"`) when only one function has it (a class or
+/// type renamed with its file keeps its methods). Only the old items where `names` are
+/// defined are parsed.
+fn old_lengths(
+    lang: &Language,
+    grammar: Option<Grammar>,
+    old_text: &str,
+    names: &[&str],
+) -> HashMap<String, usize> {
+    // Where a name is defined: on a line the language's function pattern matches
+    // (JavaScript's methods it does not see: wherever the name is).
+    let function = lang
+        .function
+        .as_ref()
+        .filter(|_| !grammar.is_some_and(|g| g.is_js()))
+        .map(|f| f.regex());
+    let defines = |r: &Range<usize>| {
+        function.is_none_or(|f| {
+            let start = old_text[..r.start].rfind('\n').map_or(0, |i| i + 1);
+            let end = old_text[r.end..]
+                .find('\n')
+                .map_or(old_text.len(), |i| r.end + i);
+            f.is_match(&old_text.as_bytes()[start..end])
+        })
+    };
+    let mut at: Vec<Range<usize>> = names
+        .iter()
+        .flat_map(|name| word_positions(old_text, name))
+        .filter(defines)
+        .collect();
+    at.sort_by_key(|r| r.start);
+    let parsed = grammar.filter(|_| !at.is_empty()).and_then(|g| {
+        let items = syntax::windows(g, old_text, &at);
+        Syntax::parse_items(g, old_text, None, Some(items))
+    });
+    let old = match parsed {
+        Some(s) => s.functions(),
+        None if grammar.is_some() => Vec::new(),
+        None => regex_functions(lang, old_text),
+    };
+    let mut by_name = HashMap::new();
+    let mut bare: HashMap<String, Option<usize>> = HashMap::new();
+    for f in old {
+        let short = f
+            .name
+            .rsplit(['.', ':'])
+            .next()
+            .unwrap_or(&f.name)
+            .to_owned();
+        bare.entry(short)
+            .and_modify(|v| *v = None)
+            .or_insert(Some(f.lines.len()));
+        by_name.entry(f.name).or_insert(f.lines.len());
+    }
+    for (short, len) in bare {
+        if let Some(len) = len {
+            by_name.entry(format!("\0{short}")).or_insert(len);
+        }
+    }
+    by_name
 }
 
 /// The top-level items of `items` that scanning `file` needs parsed: those where the trigger
