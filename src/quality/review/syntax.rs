@@ -102,15 +102,27 @@ pub struct Comment {
 pub struct Syntax<'a> {
     /// The grammar it was parsed with.
     pub grammar: Grammar,
-    /// The tree.
-    pub tree: Tree,
+    /// The tree and the nodes of the focus.
+    parsed: Parsed,
     /// The text it was parsed from.
     pub text: &'a str,
-    /// Byte ranges walks are limited to, in order; `None`: the whole file.
-    focus: Option<Vec<Range<usize>>>,
     /// Comments in the focus, in order.
     pub comments: Vec<Comment>,
 }
+
+self_cell::self_cell!(
+    /// A parse tree and the nodes a walk visits, found once: the checks walk a file's
+    /// focus several times, and going through a list costs a fraction of moving a cursor
+    /// over the tree again.
+    struct Parsed {
+        owner: Tree,
+        #[covariant]
+        dependent: Nodes,
+    }
+);
+
+/// Nodes in document order, each with its kind.
+type Nodes<'t> = Vec<(Node<'t>, &'static str)>;
 
 impl<'a> Syntax<'a> {
     /// Parses `text`; `None` if the parser gives up (it does not on any text, but its API
@@ -189,30 +201,38 @@ impl<'a> Syntax<'a> {
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
     ) -> Syntax<'a> {
-        let mut syntax = Syntax {
-            grammar,
-            tree,
-            text,
-            focus,
-            comments: Vec::new(),
-        };
-        let mut comments = Vec::new();
-        syntax.walk(|node| {
-            if is_comment(node.kind()) {
+        let parsed = Parsed::new(tree, |tree| {
+            let mut nodes = Vec::new();
+            walk_from(
+                tree.root_node(),
+                |node| nodes.push((node, node.kind())),
+                |node| overlaps(focus.as_deref(), node),
+            );
+            nodes
+        });
+        let comments = parsed
+            .borrow_dependent()
+            .iter()
+            .filter(|(_, kind)| is_comment(kind))
+            .map(|(node, _)| {
                 let range = node.byte_range();
-                comments.push(Comment {
+                Comment {
                     doc: is_doc_comment(grammar, &text[range.clone()]),
                     bytes: range,
-                });
-            }
-        });
-        syntax.comments = comments;
-        syntax
+                }
+            })
+            .collect();
+        Syntax {
+            grammar,
+            parsed,
+            text,
+            comments,
+        }
     }
 
     /// The root node.
     pub fn root(&self) -> Node<'_> {
-        self.tree.root_node()
+        self.parsed.borrow_owner().root_node()
     }
 
     /// The source text of `node`.
@@ -220,23 +240,12 @@ impl<'a> Syntax<'a> {
         &self.text[node.byte_range()]
     }
 
-    /// Whether `node` overlaps the focus (every node does without one).
-    pub fn in_focus(&self, node: Node<'_>) -> bool {
-        let Some(focus) = &self.focus else {
-            return true;
-        };
-        let (start, end) = (
-            node.start_byte(),
-            node.end_byte().max(node.start_byte() + 1),
-        );
-        let at = focus.partition_point(|r| r.end <= start);
-        focus.get(at).is_some_and(|r| r.start < end)
-    }
-
-    /// Every node in the focus, in document order (named and anonymous), to `visit`; the
-    /// subtrees outside the focus are not entered.
-    pub fn walk(&self, visit: impl FnMut(Node<'_>)) {
-        self.walk_where(visit, |n| self.in_focus(n));
+    /// Every node in the focus, in document order (named and anonymous), with its kind, to
+    /// `visit`; the subtrees outside the focus are not entered.
+    pub fn walk(&self, mut visit: impl FnMut(Node<'_>, &'static str)) {
+        for &(node, kind) in self.parsed.borrow_dependent() {
+            visit(node, kind);
+        }
     }
 
     fn walk_where(&self, visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
@@ -274,17 +283,17 @@ impl<'a> Syntax<'a> {
     pub fn functions(&self) -> Vec<Function> {
         let mut out = Vec::new();
         let mut scope: Vec<(usize, String)> = Vec::new();
-        self.walk(|node| {
+        self.walk(|node, kind| {
             while scope
                 .last()
                 .is_some_and(|(end, _)| *end <= node.start_byte())
             {
                 scope.pop();
             }
-            if let Some(name) = self.scope_name(node) {
+            if let Some(name) = self.scope_name(node, kind) {
                 scope.push((node.end_byte(), name));
             }
-            if !is_function(self.grammar, node.kind()) {
+            if !is_function(self.grammar, kind) {
                 return;
             }
             let own = self.function_name(node);
@@ -310,8 +319,7 @@ impl<'a> Syntax<'a> {
     }
 
     /// The name a class, impl, trait or module gives the functions inside it.
-    fn scope_name(&self, node: Node<'_>) -> Option<String> {
-        let kind = node.kind();
+    fn scope_name(&self, node: Node<'_>, kind: &str) -> Option<String> {
         let field = match (self.grammar, kind) {
             (Grammar::Python, "class_definition") => "name",
             (Grammar::Rust, "impl_item") => "type",
@@ -435,6 +443,19 @@ pub fn is_test_item(item: &str) -> bool {
         .any(is_test_attribute)
 }
 
+/// Whether `node` overlaps the byte ranges `focus` (in order; every node does without them).
+fn overlaps(focus: Option<&[Range<usize>]>, node: Node<'_>) -> bool {
+    let Some(focus) = focus else {
+        return true;
+    };
+    let (start, end) = (
+        node.start_byte(),
+        node.end_byte().max(node.start_byte() + 1),
+    );
+    let at = focus.partition_point(|r| r.end <= start);
+    focus.get(at).is_some_and(|r| r.start < end)
+}
+
 /// `node` and every node under it, in document order, to `visit`.
 pub fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
     walk_from(node, visit, |_| true);
@@ -442,7 +463,11 @@ pub fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
 
 /// `node` and the nodes under it, in document order, to `visit`; a node for which `enter` is
 /// false is neither visited nor entered.
-fn walk_from(node: Node<'_>, mut visit: impl FnMut(Node<'_>), enter: impl Fn(Node<'_>) -> bool) {
+fn walk_from<'t>(
+    node: Node<'t>,
+    mut visit: impl FnMut(Node<'t>),
+    enter: impl Fn(Node<'t>) -> bool,
+) {
     let mut cursor = node.walk();
     'outer: loop {
         let node = cursor.node();
@@ -911,10 +936,7 @@ fn item_starts(grammar: Grammar, text: &str, range: Range<usize>, indent: &[u8])
     let mut lexer = Lexer::new(grammar);
     let mut at = range.start;
     while at < bytes.len() {
-        let end = bytes[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| at + i + 1);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
         let full = &bytes[at..end];
         // A line at a deeper or other indentation goes with the member above it.
         let Some(line) = full.strip_prefix(indent) else {
@@ -1007,23 +1029,32 @@ impl Lexer {
         }
     }
 
+    /// The next byte of `line` from `i` on that can start a comment or a string in code.
+    fn next_stop(&self, line: &[u8], i: usize) -> usize {
+        let rest = &line[i..];
+        let found = match self.grammar {
+            Grammar::Python => memchr::memchr3(b'#', b'"', b'\'', rest),
+            Grammar::Rust => memchr::memchr3(b'/', b'"', b'\'', rest),
+            // Go and JavaScript quote with backticks too.
+            _ => {
+                let quotes = memchr::memchr3(b'/', b'"', b'\'', rest);
+                let tick = memchr::memchr(b'`', &rest[..quotes.unwrap_or(rest.len())]);
+                tick.or(quotes)
+            }
+        };
+        found.map_or(line.len(), |p| i + p)
+    }
+
     /// Reads one line (with its newline).
     fn line(&mut self, line: &[u8]) {
         let python = self.grammar == Grammar::Python;
         let rust = self.grammar == Grammar::Rust;
         let mut i = 0;
         while i < line.len() {
-            let b = line[i];
             match self.state {
                 Lex::Code => {
-                    // Skip to the next byte that can start a comment or a string.
-                    if !matches!(b, b'/' | b'#' | b'"' | b'\'' | b'`' | b'r') {
-                        i += line[i..]
-                            .iter()
-                            .position(|c| matches!(c, b'/' | b'#' | b'"' | b'\'' | b'`' | b'r'))
-                            .unwrap_or(line.len() - i);
-                        continue;
-                    }
+                    i = self.next_stop(line, i);
+                    let Some(&b) = line.get(i) else { break };
                     let next = line.get(i + 1).copied();
                     if (python && b == b'#') || (!python && b == b'/' && next == Some(b'/')) {
                         return;
@@ -1038,18 +1069,13 @@ impl Lexer {
                         i += 3;
                         continue;
                     }
-                    let word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
-                    let prefix = || match &line[..i] {
-                        [.., p, b'b'] => !word(p),
-                        [b'b'] => true,
-                        [.., p] => !word(p),
-                        [] => true,
-                    };
-                    if rust && b == b'r' && prefix() {
-                        let hashes = line[i + 1..].iter().take_while(|&&c| c == b'#').count();
-                        if line.get(i + 1 + hashes) == Some(&b'"') {
+                    if rust && b == b'"' {
+                        // A raw string: `r"`, `r#"`, `br##"`, the `r` a word of its own.
+                        let hashes = line[..i].iter().rev().take_while(|&&c| c == b'#').count();
+                        let r = i - hashes;
+                        if r > 0 && line[r - 1] == b'r' && raw_prefix(&line[..r - 1]) {
                             self.state = Lex::Raw(hashes);
-                            i += 2 + hashes;
+                            i += 1;
                             continue;
                         }
                     }
@@ -1078,6 +1104,10 @@ impl Lexer {
                     i += 1;
                 }
                 Lex::Block(depth) => {
+                    let Some(p) = memchr::memchr2(b'*', b'/', &line[i..]) else {
+                        break;
+                    };
+                    i += p;
                     if line[i..].starts_with(b"*/") {
                         self.state = if depth > 1 {
                             Lex::Block(depth - 1)
@@ -1093,6 +1123,11 @@ impl Lexer {
                     }
                 }
                 Lex::Str(quote) => {
+                    let Some(p) = memchr::memchr3(quote, b'\\', b'\n', &line[i..]) else {
+                        break;
+                    };
+                    i += p;
+                    let b = line[i];
                     if b == b'\\' && !(quote == b'`' && self.grammar == Grammar::Go) {
                         i += 2;
                         continue;
@@ -1106,13 +1141,16 @@ impl Lexer {
                     i += 1;
                 }
                 Lex::Raw(hashes) => {
-                    if b == b'"'
-                        && line[i + 1..]
-                            .iter()
-                            .take(hashes)
-                            .filter(|&&c| c == b'#')
-                            .count()
-                            == hashes
+                    let Some(p) = memchr::memchr(b'"', &line[i..]) else {
+                        break;
+                    };
+                    i += p;
+                    if line[i + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&c| c == b'#')
+                        .count()
+                        == hashes
                         && line.len() > i + hashes
                     {
                         self.state = Lex::Code;
@@ -1122,7 +1160,11 @@ impl Lexer {
                     }
                 }
                 Lex::Triple(quote) => {
-                    if b == b'\\' {
+                    let Some(p) = memchr::memchr2(quote, b'\\', &line[i..]) else {
+                        break;
+                    };
+                    i += p;
+                    if line[i] == b'\\' {
                         i += 2;
                         continue;
                     }
@@ -1135,6 +1177,18 @@ impl Lexer {
                 }
             }
         }
+    }
+}
+
+/// Whether a Rust raw string's `r` that follows `before` starts a literal: it is a word of
+/// its own, or the `r` of `br`.
+fn raw_prefix(before: &[u8]) -> bool {
+    let word = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+    match before {
+        [.., p, b'b'] => !word(p),
+        [b'b'] => true,
+        [.., p] => !word(p),
+        [] => true,
     }
 }
 

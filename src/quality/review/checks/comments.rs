@@ -271,9 +271,9 @@ fn parses_with_statement(grammar: Grammar, code: &str) -> bool {
             return false;
         };
         let mut statement = false;
-        parsed.walk(|node| {
-            statement |= is_statement(grammar, node.kind())
-                || (!open.is_empty() && is_member(parsed.text_of(node), node.kind()))
+        parsed.walk(|node, kind| {
+            statement |= is_statement(grammar, kind)
+                || (!open.is_empty() && is_member(parsed.text_of(node), kind))
         });
         statement
     })
@@ -349,7 +349,7 @@ fn is_one_statement(grammar: Grammar, line: &str) -> bool {
         }
         // Inside a wrapping: one member of code.
         let mut found = false;
-        parsed.walk(|node| found |= is_member(parsed.text_of(node), node.kind()));
+        parsed.walk(|node, kind| found |= is_member(parsed.text_of(node), kind));
         if found {
             return true;
         }

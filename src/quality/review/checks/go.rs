@@ -28,7 +28,7 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
         syntax,
         consts: &consts,
     };
-    syntax.walk(|node| match node.kind() {
+    syntax.walk(|node, kind| match kind {
         "call_expression" => {
             sql_sprintf(&values, node, out);
             shell_command(&values, node, out);

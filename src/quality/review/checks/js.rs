@@ -26,11 +26,11 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     // `+` chains and template strings judged as part of a larger one, or given to a tag that
     // gets the values apart (`sql`): not judged again.
     let mut judged: HashSet<usize> = HashSet::new();
-    syntax.walk(|node| {
+    syntax.walk(|node, kind| {
         if judged.contains(&node.id()) {
             return;
         }
-        let hit = match node.kind() {
+        let hit = match kind {
             "assignment_expression" | "augmented_assignment_expression" => js.html_assignment(node),
             "call_expression" => {
                 judged.extend(js.sql_tagged(node));
@@ -172,7 +172,7 @@ impl Modules {
         let Some(whole) = names.then(|| Syntax::parse(syntax.grammar, text)).flatten() else {
             return m;
         };
-        whole.walk(|node| match node.kind() {
+        whole.walk(|node, kind| match kind {
             "variable_declarator" => m.declarator(&whole, node),
             "import_statement" => m.import(&whole, node),
             _ => {}

@@ -183,14 +183,29 @@ pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> boo
             r"(?i)(?m:^[ \t]*p\s*\()|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
         ))
     });
-    let constructs = match grammar {
-        Grammar::Python => &*PYTHON,
-        Grammar::Rust => &*RUST,
-        Grammar::Go => &*GO,
-        _ => &*JS,
+    // The words every match of a pattern holds, case aside: a search for them alone is a
+    // fast literal search, and most items have none. JavaScript's patterns include one that
+    // starts from a single letter, so its items go to the pattern directly.
+    const COMMON_WORDS: &str =
+        r"select|insert|update|delete|passw|secret|token|api|credential|private";
+    static PYTHON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(
+            r"(?i)except|print|exec|eval|subprocess|os\.system|os\.popen|getoutput|pickle|marshal|yaml|shelve|dill|\.raw\(|{COMMON_WORDS}"
+        ))
+    });
+    static RUST_WORDS: LazyLock<Regex> =
+        LazyLock::new(|| compile(&format!(r"(?i)unsafe|command::new|{COMMON_WORDS}")));
+    static GO_WORDS: LazyLock<Regex> =
+        LazyLock::new(|| compile(&format!(r"(?i)exec\.command|{COMMON_WORDS}")));
+    let (words, constructs) = match grammar {
+        Grammar::Python => (Some(&*PYTHON_WORDS), &*PYTHON),
+        Grammar::Rust => (Some(&*RUST_WORDS), &*RUST),
+        Grammar::Go => (Some(&*GO_WORDS), &*GO),
+        _ => (None, &*JS),
     };
+    let items = items.as_bytes();
     comments::may_hold_code(grammar, new)
-        || constructs.is_match(items.as_bytes())
+        || (words.is_none_or(|w| w.is_match(items)) && constructs.is_match(items))
         || secrets::has_candidate(new)
 }
 
@@ -309,6 +324,58 @@ pub fn graded(path: &str, new: &str, rule: &str) -> Vec<(super::Severity, Confid
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_trigger_of_the_checks_passes_the_word_search() {
+        use crate::quality::review::syntax::Grammar;
+        // One item per alternative of each grammar's pattern, in the cases the pattern
+        // allows: each must trigger the checks although its new code is plain.
+        let common = [
+            "let q = \"SELECT a FROM t\";",
+            "let q = 'Insert  Into t';",
+            "x = \"update t set a = 1\"",
+            "q = `delete from t`",
+            "PASSWORD = \"x\"",
+            "client_secret: 'x'",
+            "auth_token = \"x\"",
+            "API_KEY = 'x'",
+            "apikey: \"x\"",
+            "credentials = \"x\"",
+            "PRIVATE_KEY = 'x'",
+        ];
+        let python = [
+            "try:\n    f()\nexcept:\n    pass",
+            "print(x)",
+            "exec(code)",
+            "eval(code)",
+            "import subprocess",
+            "os.system(cmd)",
+            "os.popen(cmd)",
+            "getoutput(cmd)",
+            "pickle.loads(b)",
+            "marshal.loads(b)",
+            "yaml.load(s)",
+            "shelve.open(p)",
+            "dill.loads(b)",
+            "cursor.execute(q)",
+            "Model.objects.raw(q)",
+        ];
+        let rust = ["unsafe { f() }", "Command::new(\"sh\")"];
+        let go = ["exec.Command(\"sh\")"];
+        for (grammar, own) in [
+            (Grammar::Python, &python[..]),
+            (Grammar::Rust, &rust[..]),
+            (Grammar::Go, &go[..]),
+        ] {
+            for item in own.iter().chain(&common) {
+                assert!(triggered(grammar, "", item), "{grammar:?}: {item}");
+            }
+            assert!(
+                !triggered(grammar, "", "let total = count + 1;"),
+                "{grammar:?}"
+            );
+        }
+    }
 
     #[test]
     fn moved_and_reindented_lines_are_not_new_code() {

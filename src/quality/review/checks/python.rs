@@ -31,11 +31,11 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     };
     let py2_file = OnceCell::new();
     let mut sql_lines = HashSet::new();
-    syntax.walk(|node| {
+    syntax.walk(|node, kind| {
         if !input.is_new(&lines_of(node)) {
             return;
         }
-        let hit = match node.kind() {
+        let hit = match kind {
             "except_clause" => empty_except(syntax, node),
             "print_statement" | "exec_statement" => Some(python2(
                 node,
@@ -167,7 +167,7 @@ fn is_python2(old: &str) -> bool {
         return false;
     };
     let mut found = false;
-    syntax.walk(|n| found |= matches!(n.kind(), "print_statement" | "exec_statement"));
+    syntax.walk(|_, kind| found |= matches!(kind, "print_statement" | "exec_statement"));
     found
 }
 

@@ -25,7 +25,7 @@ pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
         syntax,
         consts: &consts,
     };
-    syntax.walk(|node| match node.kind() {
+    syntax.walk(|node, kind| match kind {
         "unsafe_block" => unsafe_block(input, syntax, node, out),
         "impl_item" => unsafe_impl(input, syntax, node, out),
         "macro_invocation" => sql_format(&values, node, out),
@@ -341,8 +341,8 @@ const CONVERSIONS: &[&str] = &[
 /// The names of the file's `const` and `static` items.
 fn const_names(syntax: &Syntax<'_>) -> HashSet<String> {
     let mut out = HashSet::new();
-    syntax.walk(|node| {
-        if matches!(node.kind(), "const_item" | "static_item")
+    syntax.walk(|node, kind| {
+        if matches!(kind, "const_item" | "static_item")
             && let Some(name) = node.child_by_field_name("name")
         {
             out.insert(syntax.text_of(name).to_owned());

@@ -334,8 +334,8 @@ pub(super) struct SqlName {
 /// The names assigned SQL text (`query = "SELECT * FROM t "`) anywhere in the file.
 pub(super) fn sql_names(syntax: &Syntax<'_>) -> Vec<SqlName> {
     let mut out = Vec::new();
-    syntax.walk(|node| {
-        if node.kind() != "assignment" {
+    syntax.walk(|node, kind| {
+        if kind != "assignment" {
             return;
         }
         let (Some(left), Some(right)) = (
