@@ -682,8 +682,8 @@ impl FileDiff {
         let shift = self.line_starts.partition_point(|&s| s < head);
         // Lines end at `\n` only, as `line_starts` counts them (`similar`'s own line splitting
         // also ends a line at a lone `\r`, which would put its line numbers out of step).
-        let old_lines: Vec<&str> = old_mid.split_inclusive('\n').collect();
-        let new_lines: Vec<&str> = new_mid.split_inclusive('\n').collect();
+        let old_lines = lines_of(old_mid);
+        let new_lines = lines_of(new_mid);
         self.old_line_count = count_lines(&self.old_text);
         // The changed runs: (old lines, new lines), in order.
         let mut hunks: Vec<(Range<usize>, Range<usize>)> = Vec::new();
@@ -818,9 +818,24 @@ fn overlaps(runs: &[Range<usize>], range: &Range<usize>) -> bool {
     runs.get(at).is_some_and(|r| r.start < range.end)
 }
 
+/// The lines of `text`, each with its `\n` (the last one may have none): what
+/// `split_inclusive('\n')` gives, found a word at a time.
+fn lines_of(text: &str) -> Vec<&str> {
+    let mut out = Vec::with_capacity(text.len() / 32);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        out.push(&text[start..=end]);
+        start = end + 1;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
 /// The number of lines of `text`.
 fn count_lines(text: &str) -> usize {
-    let breaks = text.bytes().filter(|&b| b == b'\n').count();
+    let breaks = memchr::memchr_iter(b'\n', text.as_bytes()).count();
     breaks + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
@@ -843,6 +858,15 @@ fn line_starts(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::Chunks;
+
+    #[test]
+    fn lines_are_split_as_split_inclusive_splits_them() {
+        for text in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\n\n", "\n\nx\ry\n"] {
+            let want: Vec<&str> = text.split_inclusive('\n').collect();
+            assert_eq!(super::lines_of(text), want, "{text:?}");
+            assert_eq!(super::count_lines(text), want.len(), "{text:?}");
+        }
+    }
 
     /// The chunks as the rule says, byte by byte: a piece ends after a `\n` or at 64 bytes;
     /// the `\r` of a `\r\n` is not part of it.

@@ -856,7 +856,7 @@ fn members(
     item: Range<usize>,
 ) -> Option<(Range<usize>, Vec<usize>, Range<usize>)> {
     let body = &text[item.clone()];
-    if body.bytes().filter(|&b| b == b'\n').count() <= 60 {
+    if memchr::memchr_iter(b'\n', body.as_bytes()).count() <= 60 {
         return None;
     }
     let python = grammar == Grammar::Python;
