@@ -105,7 +105,9 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     let grouped = grammar
         .map(|g| syntax::member_windows(g, &file.new_text, &focus))
         .unwrap_or_default();
-    let mut unparsed = Vec::new();
+    // The windows left unparsed that are test code by the attribute above them or above
+    // their block (`#[cfg(test)] mod tests { … }`).
+    let mut unparsed_tests = Vec::new();
     // Whether a function may be over the size limit (`parse_windows` says).
     let mut may_be_long = true;
     let syntax = grammar.and_then(|g| {
@@ -115,11 +117,14 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         let (wanted, long) =
             parse_windows(rules, scan.context, language, g, file, &focus, &grouped);
         may_be_long = long;
-        unparsed = grouped
+        let tests = test_windows(g, &file.new_text, &grouped);
+        unparsed_tests = grouped
             .iter()
-            .map(|(w, _)| w)
-            .filter(|w| !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end))
-            .cloned()
+            .zip(tests)
+            .filter(|((w, _), test)| {
+                *test && !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end)
+            })
+            .map(|((w, _), _)| w.clone())
             .collect();
         if wanted.is_empty() {
             return None;
@@ -143,9 +148,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
     } else if let Some(s) = syntax.as_ref().filter(|s| s.grammar == Grammar::Rust) {
         let mut lines = s.test_lines();
         lines.extend(
-            unparsed
+            unparsed_tests
                 .iter()
-                .filter(|w| syntax::is_test_item(&file.new_text[(*w).clone()]))
                 .map(|w| file.line_at(w.start)..file.line_at(w.end.saturating_sub(1)) + 1),
         );
         lines
@@ -474,6 +478,27 @@ fn old_lengths(
     by_name
 }
 
+/// Which of the windows `grouped` of `text` are test code by their attributes (Rust): an item
+/// under a test attribute, and each member of a block that is one (`#[cfg(test)] mod tests`).
+fn test_windows(
+    grammar: Grammar,
+    text: &str,
+    grouped: &[(Range<usize>, syntax::Block)],
+) -> Vec<bool> {
+    if grammar != Grammar::Rust {
+        return vec![false; grouped.len()];
+    }
+    let own: Vec<bool> = grouped
+        .iter()
+        .map(|(w, _)| syntax::is_test_item(&text[w.clone()]))
+        .collect();
+    grouped
+        .iter()
+        .enumerate()
+        .map(|(i, (_, block))| own[i] || block.is_some_and(|(head, _)| own[head]))
+        .collect()
+}
+
 /// The top-level items of `items` that scanning `file` needs parsed: those where the trigger
 /// words of a check that reads the parse are, where a rule that must be placed (`in = ...`)
 /// matches new code in a context it does not skip, and where a function may have crossed the
@@ -499,11 +524,9 @@ fn parse_windows(
         let i = items.partition_point(|w| w.end <= at);
         items.get(i).filter(|w| w.contains(&at)).map(|_| i)
     };
-    // An item's context: test code by the attribute above it (Rust), else the file's.
-    let tests: Vec<bool> = items
-        .iter()
-        .map(|w| grammar == Grammar::Rust && syntax::is_test_item(&text[w.clone()]))
-        .collect();
+    // An item's context: test code by the attribute above it or its block (Rust), else the
+    // file's.
+    let tests = test_windows(grammar, text, grouped);
     let context_of = |i: usize| {
         if tests[i] {
             Some(Context::Test)
