@@ -478,6 +478,42 @@ fn old_lengths(
     by_name
 }
 
+/// The byte ranges to parse for the long function `f` of `lines` instead of the item it is in
+/// (`at`, among `items`): the item from its start to the end of the line with the `{` that
+/// opens the body, and from the closing line to the item's end. `None` unless the item holds
+/// the function alone (above it only attributes, comments and blank lines; below it only
+/// blank lines) and its body is found where the function pattern put it.
+fn outline(
+    lines: &Lines<'_>,
+    grammar: Grammar,
+    items: &[Range<usize>],
+    at: Option<usize>,
+    f: &Function,
+) -> Option<[Range<usize>; 2]> {
+    if !matches!(grammar, Grammar::Rust | Grammar::Go) {
+        return None;
+    }
+    let w = items.get(at?)?;
+    let text = lines.text;
+    let start = lines.starts[f.lines.start];
+    let last = lines.starts[f.lines.end - 1];
+    let end = lines.starts.get(f.lines.end).copied().unwrap_or(text.len());
+    let (open, close) = braces(lines, start, grammar == Grammar::Rust)?;
+    let open_end =
+        memchr::memchr(b'\n', &text.as_bytes()[open..]).map_or(text.len(), |i| open + i + 1);
+    let above = text[w.start..start]
+        .lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || ["#[", "//", "/*", "*"].iter().any(|p| l.starts_with(p)));
+    let alone = w.start <= start
+        && end <= w.end
+        && above
+        && text[end..w.end].trim().is_empty()
+        && close == f.lines.end - 1
+        && open_end <= last;
+    alone.then(|| [w.start..open_end, last..w.end])
+}
+
 /// Which of the windows `grouped` of `text` are test code by their attributes (Rust): an item
 /// under a test attribute, and each member of a block that is one (`#[cfg(test)] mod tests`).
 fn test_windows(
@@ -607,6 +643,7 @@ fn parse_windows(
         // column 0 may have cut it into items, and items that hold no new code are not ones
         // of `items`.
         may_be_long |= !long.is_empty();
+        let lines = Lines::of_new(file);
         for f in long {
             let bytes = file.line_starts[f.lines.start]
                 ..file
@@ -614,6 +651,17 @@ fn parse_windows(
                     .get(f.lines.end)
                     .copied()
                     .unwrap_or(text.len());
+            // A function that is its item (or member) whole needs only its outline parsed:
+            // what is above it, its signature to the `{` that opens the body, and its closing
+            // line; the parse gives it the same lines and name.
+            if let Some(parts) = outline(&lines, grammar, &items, window_of(bytes.start), &f) {
+                if let Some((head, tail)) = window_of(bytes.start).and_then(|i| grouped[i].1) {
+                    wanted[head] = true;
+                    wanted[tail] = true;
+                }
+                extra.extend(parts);
+                continue;
+            }
             for (i, w) in items.iter().enumerate() {
                 wanted[i] |= w.start < bytes.end && bytes.start < w.end;
             }
@@ -829,7 +877,13 @@ impl<'a> Lines<'a> {
 /// The 0-based line where the brace-delimited body that follows byte `from` closes; `None`
 /// for a declaration without a body (a `;` first) or an unclosed one.
 fn braces_end(file: &Lines<'_>, from: usize, rust: bool) -> Option<usize> {
+    braces(file, from, rust).map(|(_, end)| end)
+}
+
+/// [`braces_end`], with the byte offset of the `{` that opens the body.
+fn braces(file: &Lines<'_>, from: usize, rust: bool) -> Option<(usize, usize)> {
     let bytes = file.text.as_bytes();
+    let mut open = None;
     let mut depth = 0usize;
     let mut i = from;
     while i < bytes.len() {
@@ -880,11 +934,14 @@ fn braces_end(file: &Lines<'_>, from: usize, rust: bool) -> Option<usize> {
                 }
             }
             b';' if depth == 0 => return None,
-            b'{' => depth += 1,
+            b'{' => {
+                open.get_or_insert(i);
+                depth += 1;
+            }
             b'}' => {
                 depth = depth.checked_sub(1)?;
                 if depth == 0 {
-                    return Some(file.line_at(i));
+                    return Some((open?, file.line_at(i)));
                 }
             }
             _ => {}
@@ -982,4 +1039,90 @@ pub fn normalise(path: &str) -> Option<String> {
 /// The directory of `path` (`""` at the root).
 pub fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Rust file: an impl with a short method and a long one, and a free function that has
+    /// code above it in its item (a `const` on the same top-level item is not possible, so a
+    /// statement-like macro line is used).
+    fn sample(body_lines: usize) -> String {
+        let body: String = (0..body_lines)
+            .map(|i| format!("        let v{i} = {i};\n"))
+            .collect();
+        format!(
+            "use std::fmt;\n\nimpl Thing {{\n    fn short(&self) -> u8 {{\n        1\n    }}\n\n    \
+             /// Docs.\n    #[inline]\n    pub fn long(&self, a: u8,\n        b: u8) -> u8 {{\n{body}        a + b\n    }}\n\n    \
+             fn after(&self) {{}}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn the_outline_of_a_long_function_parses_to_its_lines_and_name() {
+        let text = sample(80);
+        let lines = Lines::new(&text);
+        let rust = RuleSet::builtin().expect("the builtin rules load");
+        let lang = &rust.languages[rust.language_of("a.rs").expect("rust is known")];
+        let found = functions_in(lang, &lines, 0..text.len(), |l| l.len() > 60);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let long = &found[0];
+        let focus = vec![0..text.len()];
+        let grouped = syntax::member_windows(Grammar::Rust, &text, &focus);
+        let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
+        let at = items
+            .iter()
+            .position(|w| w.contains(&lines.starts[long.lines.start]));
+        let parts = outline(&lines, Grammar::Rust, &items, at, long).expect("an outline");
+        // The outline is a small part of the function.
+        let outlined: usize = parts.iter().map(|r| r.len()).sum();
+        assert!(outlined * 10 < text.len(), "{parts:?}");
+        // Parsed with its block's head and tail, it is the function the whole parse finds.
+        let (head, tail) = grouped[at.unwrap()].1.expect("a member of the impl");
+        let mut windows = vec![items[head].clone(), items[tail].clone()];
+        windows.extend(parts);
+        windows.sort_by_key(|r| r.start);
+        let whole = Syntax::parse(Grammar::Rust, &text).unwrap().functions();
+        let part = Syntax::parse_items(Grammar::Rust, &text, Some(focus), Some(windows)).unwrap();
+        // The outline parsed as it is (a parse error would have parsed the whole file).
+        let mut lets = 0;
+        part.walk(|_, kind| lets += usize::from(kind == "let_declaration"));
+        assert_eq!(lets, 0);
+        let part = part.functions();
+        let of = |fs: &[Function]| {
+            fs.iter()
+                .find(|f| f.name.ends_with("long"))
+                .map(|f| (f.name.clone(), f.lines.clone()))
+        };
+        assert_eq!(of(&part), of(&whole));
+        assert_eq!(of(&whole), Some(("Thing::long".into(), long.lines.clone())));
+    }
+
+    #[test]
+    fn a_function_that_does_not_fill_its_item_has_no_outline() {
+        // Code above the function in its item: a nested function.
+        let body: String = (0..80).map(|i| format!("    let v{i} = {i};\n")).collect();
+        let text = format!("fn outer() {{\n    let x = 1;\n    fn inner() {{\n{body}    }}\n}}\n");
+        let lines = Lines::new(&text);
+        let rules = RuleSet::builtin().expect("the builtin rules load");
+        let lang = &rules.languages[rules.language_of("a.rs").expect("rust is known")];
+        let found = functions_in(lang, &lines, 0..text.len(), |l| l.len() > 60);
+        let inner = found
+            .iter()
+            .find(|f| f.name == "inner")
+            .expect("inner is long");
+        let items = vec![0..text.len()];
+        assert_eq!(outline(&lines, Grammar::Rust, &items, Some(0), inner), None);
+        let outer = found
+            .iter()
+            .find(|f| f.name == "outer")
+            .expect("outer is long");
+        assert!(outline(&lines, Grammar::Rust, &items, Some(0), outer).is_some());
+        // Nor in Python, whose bodies are not braces.
+        assert_eq!(
+            outline(&lines, Grammar::Python, &items, Some(0), outer),
+            None
+        );
+    }
 }
