@@ -114,10 +114,18 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if wants_imports {
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
-        let (wanted, long) =
-            parse_windows(rules, scan.context, language, g, file, &focus, &grouped);
-        may_be_long = long;
         let tests = test_windows(g, &file.new_text, &grouped);
+        let (wanted, long) = parse_windows(
+            rules,
+            scan.context,
+            language,
+            g,
+            file,
+            &focus,
+            &grouped,
+            &tests,
+        );
+        may_be_long = long;
         unparsed_tests = grouped
             .iter()
             .zip(tests)
@@ -549,6 +557,7 @@ fn parse_windows(
     file: &FileDiff,
     focus: &[Range<usize>],
     grouped: &[(Range<usize>, syntax::Block)],
+    tests: &[bool],
 ) -> (Vec<Range<usize>>, bool) {
     let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let text = &file.new_text;
@@ -562,7 +571,6 @@ fn parse_windows(
     };
     // An item's context: test code by the attribute above it or its block (Rust), else the
     // file's.
-    let tests = test_windows(grammar, text, grouped);
     let context_of = |i: usize| {
         if tests[i] {
             Some(Context::Test)

@@ -397,26 +397,39 @@ impl<'a> Syntax<'a> {
 /// in Rust, a `#!` line in JavaScript. Read from the text, so that no parse is needed.
 pub fn is_program(grammar: Grammar, text: &str) -> bool {
     match grammar {
-        Grammar::Go => text.lines().any(|l| {
+        Grammar::Go => lines_with(text, "package ").any(|(_, l)| {
             l.strip_prefix("package ")
                 .is_some_and(|rest| rest.split_whitespace().next() == Some("main"))
         }),
         Grammar::Python => {
             text.starts_with("#!")
-                || text.lines().any(|l| {
+                || lines_with(text, "__main__").any(|(_, l)| {
                     let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
                     l.starts_with("if")
                         && (t.starts_with("if__name__==\"__main__\":")
                             || t.starts_with("if__name__=='__main__':"))
                 })
         }
-        Grammar::Rust => text.lines().any(|l| {
-            l.starts_with("fn main(")
-                || l.starts_with("pub fn main(")
-                || l.starts_with("async fn main(")
+        Grammar::Rust => lines_with(text, "fn main(").any(|(at, l)| {
+            matches!(&l[..at], "" | "pub " | "async ") && l[at..].starts_with("fn main(")
         }),
         _ => text.starts_with("#!"),
     }
+}
+
+/// The lines of `text` that hold `needle`, each with where in it the needle first is: found by
+/// a search for the needle, not line by line.
+fn lines_with<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
+    let mut next_line = 0;
+    memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()).filter_map(move |at| {
+        if at < next_line {
+            return None;
+        }
+        let start = memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |i| i + 1);
+        let end = memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |i| at + i);
+        next_line = end + 1;
+        Some((at - start, &text[start..end]))
+    })
 }
 
 /// Whether a Rust attribute marks test code: `#[cfg(test)]`, `#[cfg(all(test, …))]`,
@@ -1331,6 +1344,28 @@ mod tests {
             "#!/usr/bin/env python\nimport argparse\n"
         ));
         assert!(!is_program(Grammar::Python, "import argparse\n"));
+        // Found anywhere in the file, at the start of a line only.
+        let late = "use std::io;\r\n// calls fn main(\r\nstruct S;\r\nasync fn main() {}\r\n";
+        assert!(is_program(Grammar::Rust, late));
+        assert!(is_program(Grammar::Rust, "mod a;\npub fn main() {}\n"));
+        assert!(!is_program(
+            Grammar::Rust,
+            "// fn main() {}\n    fn main() {}\n"
+        ));
+        assert!(!is_program(Grammar::Rust, "pub(crate) fn main() {}\n"));
+        assert!(is_program(Grammar::Go, "// x\npackage main\r\n"));
+        assert!(!is_program(
+            Grammar::Go,
+            "// package main\npackage mainly\n"
+        ));
+        assert!(is_program(
+            Grammar::Python,
+            "x = '__main__'\nif __name__ == \"__main__\":\n    f()\n"
+        ));
+        assert!(!is_program(
+            Grammar::Python,
+            "    if __name__ == '__main__':\n"
+        ));
     }
 
     #[test]
