@@ -41,6 +41,8 @@ pub(crate) struct RemoteMode {
     pub held: RefCell<BTreeMap<TaskId, Held>>,
     /// Lines for the progress display that renewals made.
     pub notes: RefCell<Vec<String>>,
+    /// Tasks that finished here but whose result the remote did not take (it was out of reach).
+    pub unrecorded: Vec<TaskId>,
     /// When the remote was last fetched.
     last_poll: Instant,
     /// `<host>:<pid>` of this worker, as in the owner of the tasks it claims.
@@ -90,6 +92,7 @@ impl RemoteMode {
             opts,
             held: RefCell::new(BTreeMap::new()),
             notes: RefCell::new(Vec::new()),
+            unrecorded: Vec::new(),
             last_poll: Instant::now(),
             holder: format!("{}:{}", crate::host::name(), std::process::id()),
         }

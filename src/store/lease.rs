@@ -280,10 +280,12 @@ impl Store {
             edits.extend(pushes);
             match self.push_leased(remote, &edits)? {
                 Ok(()) => {
+                    self.count(|s| s.events += 1);
                     self.forward_local(sid, publish.new)?;
                     return Ok(Some(publish.value));
                 }
                 Err(_) => {
+                    self.count(|s| s.retries += 1);
                     remote_backoff(attempt);
                     between();
                 }
