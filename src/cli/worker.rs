@@ -39,11 +39,11 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
     /// How long a claim holds its task without renewal, in seconds (renewed every third of it)
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs_f64(), allow_negative_numbers = true)]
     pub lease: f64,
     /// How far the clocks of two workers may differ, in seconds: a lease counts as run out
     /// only this long after its end
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SKEW.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SKEW.as_secs_f64(), allow_negative_numbers = true)]
     pub skew: f64,
     /// The agent for every role (NAME), or for one role (ROLE=NAME), as for `start`
     #[arg(long, value_name = "[ROLE=]NAME")]
@@ -105,7 +105,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     };
     // What it cost on the wire, said whether the run ended well or not.
     let tasks = served.as_ref().ok().copied();
-    ctx.ui.status(stats_line(&remote, tasks, &store.remote_stats()));
+    ctx.ui
+        .status(stats_line(&remote, tasks, &store.remote_stats()));
     served.map(|_| ())
 }
 

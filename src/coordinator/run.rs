@@ -362,6 +362,11 @@ impl Runner<'_> {
                     _ = tick.tick() => {
                         self.renew_leases();
                         self.show_notes();
+                        // Renewals that cannot reach the remote for long: stop (the caller
+                        // stops what runs and says what became of it).
+                        if let Some(e) = self.remote.as_ref().and_then(RemoteMode::given_up) {
+                            return Err(e);
+                        }
                         // A worker with a free slot looks for work other workers made.
                         if let Some(r) = &mut self.remote {
                             let max = r.opts.max_parallel.unwrap_or(u32::MAX) as usize;
@@ -1009,12 +1014,33 @@ impl Runner<'_> {
                     .map(|(id, (c, l))| (id.clone(), *c, l.clone()))
                     .collect::<Vec<_>>()
             };
-        if overdue(state, &leases).is_empty() {
+        let unleased = r.unleased_overdue(state, &leases);
+        if overdue(state, &leases).is_empty() && unleased.is_empty() {
             return Ok(None);
         }
         let written = self.transact(|txn| {
             let leases = txn.store().remote_leases(&r.opts.remote, &sid)?;
             let (mut back, mut ids) = (Vec::new(), Vec::new());
+            // Claimed by a run that was not a worker, and still without a lease: the session
+            // ref's lease on this event's push makes sure none was made since.
+            for id in &unleased {
+                let Some(t) = txn.state.tasks.get_mut(id) else {
+                    continue;
+                };
+                if t.status != TaskStatus::InProgress || leases.contains_key(id) {
+                    continue;
+                }
+                let owner = t.owner.take().map_or("no owner".to_owned(), |o| {
+                    format!("was {}:{}", o.host, o.pid)
+                });
+                t.status = TaskStatus::Pending;
+                back.push(format!(
+                    "{id} ({owner}, attempt {}, claimed without a lease, none for {:.1}s)",
+                    t.attempts,
+                    (r.opts.lease + r.opts.skew).as_secs_f64()
+                ));
+                ids.push(id.to_string());
+            }
             for (id, commit, lease) in overdue(&txn.state, &leases) {
                 let t = txn.state.task_mut(&id)?;
                 t.status = TaskStatus::Pending;
@@ -1065,7 +1091,17 @@ impl Runner<'_> {
         {
             let mut lease = h.lease.clone();
             lease.expires_ms = crate::store::now_ms() + millis(length);
-            match self.store.renew_lease(&r.opts.remote, h.commit, &lease) {
+            let renewed = self.store.renew_lease(&r.opts.remote, h.commit, &lease);
+            match &renewed {
+                Err(Error::Unreachable { remote, detail }) => {
+                    let mut gone = r.out_of_reach.borrow_mut();
+                    let since = gone.as_ref().map_or_else(Instant::now, |g| g.0);
+                    *gone = Some((since, remote.clone(), detail.clone()));
+                }
+                Ok(_) => *r.out_of_reach.borrow_mut() = None,
+                Err(_) => {}
+            }
+            match renewed {
                 Ok(Some(commit)) => h.renewed(commit, lease),
                 Ok(None) => {
                     h.lost = true;
