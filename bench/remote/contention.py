@@ -973,7 +973,7 @@ def table(rows, cols):
     return "\n".join(lines)
 
 
-def summary(recs, meta):
+def summary(recs, meta, with_ratios=True):
     out = [
         f"# remote contention run {meta['started']}",
         "",
@@ -1104,6 +1104,90 @@ def summary(recs, meta):
             ),
             "",
         ]
+    r = ratios(recs) if with_ratios else ""
+    if r:
+        out.append(r)
+    return "\n".join(out)
+
+
+def ratios(recs):
+    """The real worker against the simulation of design A at the same transport and N, and
+    its event round trip at N = 1 against a plain push (from the same records)."""
+    real = [r for r in recs if r["part"] == "real"]
+    sim = {
+        (r["transport"], r["workers"]): r
+        for r in recs
+        if r["part"] == "contention" and r["design"] == "A"
+    }
+    plain = {r["transport"]: r for r in recs if r["part"] == "roundtrip"}
+    rows = []
+    for r in real:
+        a = sim.get((r["transport"], r["workers"]))
+        rows.append(
+            {
+                "transport": r["transport"],
+                "workers": r["workers"],
+                "real": r["tasks_per_s"],
+                "sim": a and a["tasks_per_s"],
+                "ratio": a and round(r["tasks_per_s"] / a["tasks_per_s"], 2),
+                "real_rej": r["rejections_per_event"],
+                "sim_rej": a and a["rejections_per_event"],
+            }
+        )
+    out = []
+    if rows:
+        out += [
+            "## Real worker / simulated design A (same transport, N, tasks)",
+            "",
+            table(
+                rows,
+                [
+                    ("transport", "transport"),
+                    ("N", "workers"),
+                    ("real tasks/s", "real"),
+                    ("design A tasks/s", "sim"),
+                    ("real / A", "ratio"),
+                    ("real rejections/event", "real_rej"),
+                    ("A rejections/event", "sim_rej"),
+                ],
+            ),
+            "",
+        ]
+    rt = []
+    for r in real:
+        p = plain.get(r["transport"])
+        if r["workers"] != 1 or not p:
+            continue
+        per_event = 1000 * r["wall_s"] / max(1, r["events_written"])
+        rt.append(
+            {
+                "transport": r["transport"],
+                "plain": p["plain_push_p50_ms"],
+                "sim_claim": p["claim_rt_p50_ms"],
+                "push": r["push_ms_mean"],
+                "event": round(per_event, 1),
+                "push_ratio": round(r["push_ms_mean"] / p["plain_push_p50_ms"], 2),
+                "event_ratio": round(per_event / p["plain_push_p50_ms"], 2),
+            }
+        )
+    if rt:
+        out += [
+            "## Real claim round trip / plain push (N = 1)",
+            "",
+            table(
+                rt,
+                [
+                    ("transport", "transport"),
+                    ("plain push p50 ms", "plain"),
+                    ("simulated claim p50 ms", "sim_claim"),
+                    ("real push mean ms", "push"),
+                    ("real event ms (wall / events)", "event"),
+                    ("real push / plain", "push_ratio"),
+                    ("real event / plain", "event_ratio"),
+                ],
+            ),
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -1133,10 +1217,15 @@ def compact(paths):
                 ],
             )
         )
-    for part in ("roundtrip", "history", "refs"):
+    for part in ("roundtrip", "history", "refs", "real"):
         rows = [r for r in recs if r["part"] == part]
         if rows:
-            out.append(summary(rows, {k: "" for k in META_KEYS}).split("\n\n", 2)[2])
+            out.append(
+                summary(rows, {k: "" for k in META_KEYS}, with_ratios=False).split("\n\n", 2)[2]
+            )
+    r = ratios(recs)
+    if r:
+        out.append(r)
     return "\n\n".join(out)
 
 
