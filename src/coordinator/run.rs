@@ -973,7 +973,10 @@ impl Runner<'_> {
                 let give_up = Instant::now() + r.opts.lease / 2;
                 let tip = loop {
                     match self.store.fetch_session(&r.opts.remote, &self.sid) {
-                        Err(Error::Unreachable { .. }) if Instant::now() < give_up => {
+                        Err(Error::Unreachable { .. })
+                            if Instant::now() < give_up
+                                && crate::process::signals::received().is_none() =>
+                        {
                             std::thread::sleep(r.poll());
                         }
                         fetched => break fetched?,
