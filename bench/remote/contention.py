@@ -1132,18 +1132,20 @@ def ratios(recs):
                 "ratio": a and round(r["tasks_per_s"] / a["tasks_per_s"], 2),
                 "real_rej": r["rejections_per_event"],
                 "sim_rej": a and a["rejections_per_event"],
+                "tasks": f"{r['tasks_done']}/{a['tasks_done'] if a else '–'}",
             }
         )
     out = []
     if rows:
         out += [
-            "## Real worker / simulated design A (same transport, N, tasks)",
+            "## Real worker / simulated design A (same transport and N)",
             "",
             table(
                 rows,
                 [
                     ("transport", "transport"),
                     ("N", "workers"),
+                    ("tasks real/A", "tasks"),
                     ("real tasks/s", "real"),
                     ("design A tasks/s", "sim"),
                     ("real / A", "ratio"),
