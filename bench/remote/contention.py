@@ -1253,6 +1253,11 @@ def main():
     ap.add_argument("--real-tasks", type=int, default=24)
     ap.add_argument("--real-workers", default="1,3,8", help="worker counts of the real part")
     ap.add_argument("--real-timeout", type=float, default=300.0)
+    ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="with --tlv4: design A and the real worker in turn at each N:K of --plan (then the roundtrip part if asked)",
+    )
     ap.add_argument("--quick", action="store_true", help="a small plan, to check the script")
     ap.add_argument("--out")
     ap.add_argument("--tables", nargs="+", metavar="JSONL", help="print the compact tables of results files, run nothing")
@@ -1287,6 +1292,18 @@ def main():
         print(json.dumps(rec), flush=True)
 
     try:
+        if a.paired:
+            # Design A and the real worker one right after the other at each N, so that both
+            # see the same load on a shared machine.
+            plan = [tuple(int(x) for x in p.split(":")) for p in a.plan.split(",")]
+            for transport in a.transports.split(","):
+                for n, k in plan:
+                    emit(contention_run(git, root, transport, "A", n, k, a.cap, 0.0, 0.0))
+                    for rec in real_workers(
+                        git, root, a.tlv4, [transport], [n], a.real_tasks, a.real_timeout
+                    ):
+                        emit(rec)
+            parts = {"roundtrip"} & parts
         if "contention" in parts:
             plan = [tuple(int(x) for x in p.split(":")) for p in a.plan.split(",")]
             for transport in a.transports.split(","):
