@@ -64,6 +64,14 @@ pub enum Error {
     /// Input that is malformed (a path, JSON, an id).
     #[error("{0}")]
     Invalid(String),
+    /// A remote git could not talk to (refused, reset, no such host): exit code 1.
+    #[error("cannot reach the remote `{remote}`: {detail}")]
+    Unreachable {
+        /// The remote's name or URL, as given.
+        remote: String,
+        /// What git said.
+        detail: String,
+    },
     /// A session written by a newer format.
     #[error(
         "session `{session}` uses state format {found}, but this git-tlv4 reads format {supported} and older"
@@ -282,6 +290,9 @@ impl Error {
             | Error::UserFile { hint: Some(h), .. } => {
                 vec![h.clone()]
             }
+            Error::Unreachable { .. } => vec![
+                "check the remote's name or URL (`git remote -v`) and that it is reachable".into(),
+            ],
             Error::Schema { .. } => vec!["upgrade git-tlv4 to read this session".into()],
             Error::CheckedOut { gone: None, .. } => {
                 vec!["switch that working tree to another branch (`git switch -` or `git switch --detach`), then re-run".into()]

@@ -34,11 +34,16 @@ Parts (each is run unless `--parts` names a subset):
               one new event, and ls-remote.
   refs        design B's view of the claims: ls-remote of R claim refs, and the fetch of the
               session ref with R claim refs on the remote (R = 0/100/1000/5000).
-  real        (only with --tlv4 BIN or TLV4_BIN) the real `git tlv4 worker --remote` with
-              1, 3, 8 workers and the builtin (no-op) agent: tasks/s. Written against the
-              command line `worker --remote REMOTE [--session SID] [--max-parallel N]
-              [--once]`; UNTESTED until that command is merged (its set-up ran against
-              main at 3b8f93a, which has no `worker` command).
+  real        (only with --tlv4 BIN or TLV4_BIN) the real `git tlv4 worker --remote`: a session
+              of --real-tasks (24) independent code tasks run by the builtin agent (no agent
+              time, nothing untrusted runs), started with `start --remote`, worked to its end
+              by 1, 3 and 8 workers (--real-workers) in separate clones, each
+              `--max-parallel 1`, for each transport. Figures: tasks/s, session events/s,
+              and what the workers' closing lines count (src/cli/worker.rs): CAS rejections
+              (refused event pushes) per event, fetches per event, mean fetch and push time;
+              checked: every task completed once, the session completed, fsck --strict.
+              Compare with design A of `contention` at the same N and task count
+              (`--plan 1:48,3:16,8:6`: 24 tasks each).
 
 Everything runs under a temporary directory with a hermetic git environment (no user or
 system config, gc.auto=0 so no maintenance runs in the middle of a measurement). Nothing
@@ -49,13 +54,15 @@ Usage: contention.py [--parts contention,roundtrip,history,refs,real] [--plan 1:
                      [--cap SECS] [--designs A,B,B4] [--file-designs A,B]
                      [--transports daemon,file] [--think-ms MS] [--backoff-ms MS]
                      [--tlv4 BIN] [--out FILE] [--quick]
-With the defaults the whole run (all parts but `real`) takes under 10 minutes on 2 cores.
+With the defaults the whole run (all parts but `real`) takes under 10 minutes on 2 cores;
+the `real` part adds about 2 minutes.
 """
 
 import argparse
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -778,7 +785,7 @@ def many_refs(git, root, transport, counts, reps):
 
 
 # ---------------------------------------------------------------------------------------------
-# the real worker (UNTESTED until `git tlv4 worker --remote` is merged)
+# the real worker
 
 
 def wide_pipeline(n):
@@ -801,109 +808,153 @@ def wide_pipeline(n):
     return text
 
 
-def real_workers(git, root, tlv4, counts, ntasks, timeout):
-    """Drives `git tlv4 worker --remote` with the builtin agent (no agent program: nothing
-    untrusted runs). Extra worker arguments: TLV4_WORKER_ARGS (default `--once`, run again
-    while the session has pending tasks)."""
-    extra = os.environ.get("TLV4_WORKER_ARGS", "--once").split()
+# The closing line of `git tlv4 worker` (src/cli/worker.rs, stats_line).
+STATS = re.compile(
+    r"worker \S+: (?:(?P<tasks>\d+) task\(s\) run, )?(?P<events>\d+) event\(s\) written "
+    r"through `[^`]*`, (?P<retries>\d+) refused because the remote had moved and retried "
+    r"\([0-9.]+ per event\); (?P<fetches>\d+) fetch\(es\) in (?P<fetch_s>[0-9.]+)s, "
+    r"(?P<pushes>\d+) push\(es\) in (?P<push_s>[0-9.]+)s \((?P<refused>\d+) refused in all\)"
+)
+
+
+def worker_stats(stderr):
+    """The counts of a worker's closing line, or None when it has none."""
+    m = STATS.search(stderr)
+    if not m:
+        return None
+    return {
+        k: (float(v) if k.endswith("_s") else int(v))
+        for k, v in m.groupdict().items()
+        if v is not None
+    }
+
+
+def real_workers(git, root, tlv4, transports, counts, ntasks, timeout):
+    """Runs `git tlv4 worker --remote` in N separate clones of one bare remote on one session
+    of `ntasks` independent code tasks, with the builtin agent (no agent program: nothing
+    untrusted runs, and a task costs no agent time), over each transport. Each worker runs
+    until the session completes (`--max-parallel 1`, so N workers are N tasks at once).
+    Figures: wall time from the workers' start to the last one's exit, tasks/s, session
+    events, and what the workers' closing lines count: events written, refused pushes (the
+    CAS rejections), fetches, pushes, time waiting for git. Extra worker arguments:
+    TLV4_WORKER_ARGS."""
+    extra = os.environ.get("TLV4_WORKER_ARGS", "").split()
+    tlv4 = os.path.abspath(tlv4)
     recs = []
-    for n in counts:
-        base = tempfile.mkdtemp(dir=root, prefix=f"real-{n}-")
-        origin = os.path.join(base, "origin")
-        os.makedirs(origin)
-        git.run(["init", "-q", "-b", "main"], cwd=origin)
-        os.makedirs(os.path.join(origin, ".tlv4/specs"))
-        with open(os.path.join(origin, ".tlv4/specs/pipelines.toml"), "w") as f:
-            f.write(wide_pipeline(ntasks))
-        with open(os.path.join(origin, "README.md"), "w") as f:
-            f.write("bench\n")
-        git.run(["add", "-A"], cwd=origin)
-        git.run(["commit", "-q", "-m", "initial"], cwd=origin)
+    for transport in transports:
+        for n in counts:
+            base = tempfile.mkdtemp(dir=root, prefix=f"real-{transport}-{n}-")
+            server = os.path.join(base, "server.git")
+            git.run(["init", "-q", "--bare", "-b", "main", server])
+            daemon = Daemon(git, base) if transport == "daemon" else None
+            url = daemon.url("server.git") if daemon else f"file://{server}"
 
-        def tlv4_run(args, cwd, check=True):
-            p = subprocess.run(
-                [tlv4] + args, cwd=cwd, env=git.env, capture_output=True, timeout=timeout
-            )
-            if check and p.returncode != 0:
-                raise RuntimeError(f"git-tlv4 {args}: {p.stderr.decode(errors='replace')}")
-            return p
-
-        tlv4_run(["trust"], origin)
-        sid = (
-            tlv4_run(["start", "--no-run", "--pipeline", "wide", "bench"], origin)
-            .stdout.decode()
-            .split()[0]
-        )
-        server = os.path.join(base, "server.git")
-        git.run(["init", "-q", "--bare", "-b", "main", server])
-        daemon = Daemon(git, base)
-        url = daemon.url("server.git")
-        try:
-            git.run(["push", "-q", url, "main"], cwd=origin)
-            tlv4_run(["push", url, "--session", sid], origin)
-            clones = []
-            for i in range(n):
-                c = os.path.join(base, f"w{i}")
-                git.run(["clone", "-q", url, c])
-                tlv4_run(["trust"], c)
-                clones.append(c)
-
-            def pending(c):
-                tlv4_run(["pull", "origin"], c, check=False)
-                st = json.loads(tlv4_run(["--session", sid, "status", "--json"], c).stdout)
-                return sum(t["status"] in ("pending", "in_progress") for t in st["tasks"])
-
-            def body(c, out):
-                end = time.monotonic() + timeout
-                runs = 0
-                while time.monotonic() < end:
-                    p = tlv4_run(
-                        ["worker", "--remote", "origin", "--session", sid, "--max-parallel", "1"]
-                        + extra,
-                        c,
-                        check=False,
+            def tlv4_run(args, cwd, check=True):
+                p = subprocess.run(
+                    [tlv4] + args, cwd=cwd, env=git.env, capture_output=True, timeout=timeout
+                )
+                if check and p.returncode != 0:
+                    raise RuntimeError(
+                        f"git-tlv4 {' '.join(args)} exited {p.returncode}: "
+                        f"{p.stderr.decode(errors='replace')}"
                     )
-                    runs += 1
-                    if p.returncode != 0 or "--once" not in extra or pending(c) == 0:
-                        out.append((p.returncode, runs, p.stderr.decode(errors="replace")[-300:]))
-                        return
-                out.append(("timeout", runs, ""))
+                return p
 
-            outs = []
-            threads = [threading.Thread(target=body, args=(c, outs)) for c in clones]
-            t0 = time.monotonic()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall = time.monotonic() - t0
-            check = os.path.join(base, "check")
-            git.run(["clone", "-q", url, check])
-            tlv4_run(["pull", "origin"], check, check=False)
-            st = json.loads(tlv4_run(["--session", sid, "status", "--json"], check).stdout)
-            done = sum(t["status"] == "completed" for t in st["tasks"])
-            events = int(
-                git.run(["rev-list", "--count", f"refs/heads/tlv4/{sid}"], gitdir=server)
-                .stdout.decode()
-            )
-            if all(o[0] == 2 and "unrecognized subcommand" in o[2] for o in outs):
-                print(f"real: {tlv4} has no `worker` command; nothing measured", file=sys.stderr)
-            recs.append(
-                {
-                    "part": "real",
-                    "workers": n,
-                    "tasks_total": ntasks,
-                    "tasks_done": done,
-                    "wall_s": round(wall, 3),
-                    "tasks_per_s": round(done / wall, 2),
-                    "session_commits": events,
-                    "worker_exits": outs,
-                    "load": loadavg(),
+            try:
+                origin = os.path.join(base, "origin")
+                git.run(["init", "-q", "-b", "main", origin])
+                os.makedirs(os.path.join(origin, ".tlv4/specs"))
+                with open(os.path.join(origin, ".tlv4/specs/pipelines.toml"), "w") as f:
+                    f.write(wide_pipeline(ntasks))
+                with open(os.path.join(origin, "README.md"), "w") as f:
+                    f.write("bench\n")
+                git.run(["add", "-A"], cwd=origin)
+                git.run(["commit", "-q", "-m", "initial"], cwd=origin)
+                git.run(["remote", "add", "origin", url], cwd=origin)
+                git.run(["push", "-q", "origin", "main"], cwd=origin)
+                # The pipeline file overrides the builtin ones: the user trusts it.
+                tlv4_run(["trust"], origin)
+                start = [
+                    "start", "--remote", "origin", "--no-run", "--pipeline", "wide", "--yes",
+                    "--completion", "keep", "bench",
+                ]
+                sid = tlv4_run(start, origin).stdout.decode().strip()
+                clones = []
+                for i in range(n):
+                    c = os.path.join(base, f"w{i}")
+                    git.run(["clone", "-q", url, c])
+                    tlv4_run(["trust"], c)
+                    clones.append(c)
+                cmd = [tlv4, "--session", sid, "worker", "--remote", "origin", "--max-parallel", "1"]
+                t0 = time.monotonic()
+                procs = [
+                    subprocess.Popen(
+                        cmd + extra, cwd=c, env=git.env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                    )
+                    for c in clones
+                ]
+                outs = []
+                for p in procs:
+                    try:
+                        _, err = p.communicate(timeout=max(1.0, t0 + timeout - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        _, err = p.communicate()
+                    outs.append((p.returncode, err.decode(errors="replace")))
+                wall = time.monotonic() - t0
+                branch = f"refs/heads/tlv4/{sid}"
+                log = git.run(
+                    ["log", "--first-parent", "--format=%(trailers:key=Tlv4-Task,valueonly,separator=)"
+                     "|%(trailers:key=Tlv4-Event,valueonly,separator=)", branch],
+                    gitdir=server,
+                ).stdout.decode()
+                completed = [l.split("|")[0] for l in log.splitlines() if l.endswith("|task_completed")]
+                done = len(set(completed))
+                status = git.run(
+                    ["show", f"{branch}:.tlv4/sessions/{sid}/session.toml"], gitdir=server
+                ).stdout.decode()
+                fsck = git.run(["fsck", "--strict", "--no-progress"], gitdir=server, check=False)
+                stats = [worker_stats(err) for _, err in outs]
+                total = {
+                    k: round(sum(s[k] for s in stats if s), 3)
+                    for k in ("events", "retries", "fetches", "pushes", "refused", "fetch_s", "push_s")
                 }
-            )
-        finally:
-            daemon.stop()
-            shutil.rmtree(base, ignore_errors=True)
+                recs.append(
+                    {
+                        "part": "real",
+                        "transport": transport,
+                        "workers": n,
+                        "tasks_total": ntasks,
+                        "tasks_done": done,
+                        "completed_twice": len(completed) - done,
+                        "session_completed": 'status = "completed"' in status,
+                        "wall_s": round(wall, 3),
+                        "tasks_per_s": round(done / wall, 2),
+                        "session_commits": len(log.splitlines()),
+                        "events_written": total["events"],
+                        "session_events_per_s": round(total["events"] / wall, 2),
+                        "cas_rejections": total["retries"],
+                        "rejections_per_event": round(total["retries"] / max(1, total["events"]), 3),
+                        "fetches": total["fetches"],
+                        "pushes": total["pushes"],
+                        "refused_all": total["refused"],
+                        "fetch_s": total["fetch_s"],
+                        "push_s": total["push_s"],
+                        "push_ms_mean": round(1000 * total["push_s"] / max(1, total["pushes"]), 1),
+                        "fetch_ms_mean": round(1000 * total["fetch_s"] / max(1, total["fetches"]), 1),
+                        "fetches_per_event": round(total["fetches"] / max(1, total["events"]), 2),
+                        "worker_exit_codes": [rc for rc, _ in outs],
+                        "worker_stats": stats,
+                        "worker_errors": [err[-400:] for rc, err in outs if rc != 0],
+                        "server_fsck_ok": fsck.returncode == 0,
+                        "load_after": loadavg(),
+                    }
+                )
+            finally:
+                if daemon:
+                    daemon.stop()
+                shutil.rmtree(base, ignore_errors=True)
     return recs
 
 
@@ -922,7 +973,7 @@ def table(rows, cols):
     return "\n".join(lines)
 
 
-def summary(recs, meta):
+def summary(recs, meta, with_ratios=True):
     out = [
         f"# remote contention run {meta['started']}",
         "",
@@ -1035,11 +1086,106 @@ def summary(recs, meta):
             table(
                 rl,
                 [
+                    ("transport", "transport"),
                     ("N", "workers"),
                     ("tasks", lambda r: f"{r['tasks_done']}/{r['tasks_total']}"),
                     ("wall s", "wall_s"),
                     ("tasks/s", "tasks_per_s"),
-                    ("session commits", "session_commits"),
+                    ("events", "events_written"),
+                    ("session events/s", "session_events_per_s"),
+                    ("CAS rejections", "cas_rejections"),
+                    ("rejections/event", "rejections_per_event"),
+                    ("fetches/event", "fetches_per_event"),
+                    ("fetch ms (mean)", "fetch_ms_mean"),
+                    ("push ms (mean)", "push_ms_mean"),
+                    ("exit codes", lambda r: ",".join(str(c) for c in r["worker_exit_codes"])),
+                    ("history ok", lambda r: "yes" if r["server_fsck_ok"] and r["session_completed"] and not r["completed_twice"] else "NO"),
+                ],
+            ),
+            "",
+        ]
+    r = ratios(recs) if with_ratios else ""
+    if r:
+        out.append(r)
+    return "\n".join(out)
+
+
+def ratios(recs):
+    """The real worker against the simulation of design A at the same transport and N, and
+    its event round trip at N = 1 against a plain push (from the same records)."""
+    real = [r for r in recs if r["part"] == "real"]
+    sim = {
+        (r["transport"], r["workers"]): r
+        for r in recs
+        if r["part"] == "contention" and r["design"] == "A"
+    }
+    plain = {r["transport"]: r for r in recs if r["part"] == "roundtrip"}
+    rows = []
+    for r in real:
+        a = sim.get((r["transport"], r["workers"]))
+        rows.append(
+            {
+                "transport": r["transport"],
+                "workers": r["workers"],
+                "real": r["tasks_per_s"],
+                "sim": a and a["tasks_per_s"],
+                "ratio": a and round(r["tasks_per_s"] / a["tasks_per_s"], 2),
+                "real_rej": r["rejections_per_event"],
+                "sim_rej": a and a["rejections_per_event"],
+                "tasks": f"{r['tasks_done']}/{a['tasks_done'] if a else '–'}",
+            }
+        )
+    out = []
+    if rows:
+        out += [
+            "## Real worker / simulated design A (same transport and N)",
+            "",
+            table(
+                rows,
+                [
+                    ("transport", "transport"),
+                    ("N", "workers"),
+                    ("tasks real/A", "tasks"),
+                    ("real tasks/s", "real"),
+                    ("design A tasks/s", "sim"),
+                    ("real / A", "ratio"),
+                    ("real rejections/event", "real_rej"),
+                    ("A rejections/event", "sim_rej"),
+                ],
+            ),
+            "",
+        ]
+    rt = []
+    for r in real:
+        p = plain.get(r["transport"])
+        if r["workers"] != 1 or not p:
+            continue
+        per_event = 1000 * r["wall_s"] / max(1, r["events_written"])
+        rt.append(
+            {
+                "transport": r["transport"],
+                "plain": p["plain_push_p50_ms"],
+                "sim_claim": p["claim_rt_p50_ms"],
+                "push": r["push_ms_mean"],
+                "event": round(per_event, 1),
+                "push_ratio": round(r["push_ms_mean"] / p["plain_push_p50_ms"], 2),
+                "event_ratio": round(per_event / p["plain_push_p50_ms"], 2),
+            }
+        )
+    if rt:
+        out += [
+            "## Real claim round trip / plain push (N = 1)",
+            "",
+            table(
+                rt,
+                [
+                    ("transport", "transport"),
+                    ("plain push p50 ms", "plain"),
+                    ("simulated claim p50 ms", "sim_claim"),
+                    ("real push mean ms", "push"),
+                    ("real event ms (wall / events)", "event"),
+                    ("real push / plain", "push_ratio"),
+                    ("real event / plain", "event_ratio"),
                 ],
             ),
             "",
@@ -1073,10 +1219,15 @@ def compact(paths):
                 ],
             )
         )
-    for part in ("roundtrip", "history", "refs"):
+    for part in ("roundtrip", "history", "refs", "real"):
         rows = [r for r in recs if r["part"] == part]
         if rows:
-            out.append(summary(rows, {k: "" for k in META_KEYS}).split("\n\n", 2)[2])
+            out.append(
+                summary(rows, {k: "" for k in META_KEYS}, with_ratios=False).split("\n\n", 2)[2]
+            )
+    r = ratios(recs)
+    if r:
+        out.append(r)
     return "\n\n".join(out)
 
 
@@ -1099,8 +1250,14 @@ def main():
     ap.add_argument("--history", default="100,1000,5000")
     ap.add_argument("--history-reps", type=int, default=5)
     ap.add_argument("--tlv4", default=os.environ.get("TLV4_BIN"), help="git-tlv4 binary for the real part")
-    ap.add_argument("--real-tasks", type=int, default=12)
+    ap.add_argument("--real-tasks", type=int, default=24)
+    ap.add_argument("--real-workers", default="1,3,8", help="worker counts of the real part")
     ap.add_argument("--real-timeout", type=float, default=300.0)
+    ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="with --tlv4: design A and the real worker in turn at each N:K of --plan (then the roundtrip part if asked)",
+    )
     ap.add_argument("--quick", action="store_true", help="a small plan, to check the script")
     ap.add_argument("--out")
     ap.add_argument("--tables", nargs="+", metavar="JSONL", help="print the compact tables of results files, run nothing")
@@ -1135,6 +1292,18 @@ def main():
         print(json.dumps(rec), flush=True)
 
     try:
+        if a.paired:
+            # Design A and the real worker one right after the other at each N, so that both
+            # see the same load on a shared machine.
+            plan = [tuple(int(x) for x in p.split(":")) for p in a.plan.split(",")]
+            for transport in a.transports.split(","):
+                for n, k in plan:
+                    emit(contention_run(git, root, transport, "A", n, k, a.cap, 0.0, 0.0))
+                    for rec in real_workers(
+                        git, root, a.tlv4, [transport], [n], a.real_tasks, a.real_timeout
+                    ):
+                        emit(rec)
+            parts = {"roundtrip"} & parts
         if "contention" in parts:
             plan = [tuple(int(x) for x in p.split(":")) for p in a.plan.split(",")]
             for transport in a.transports.split(","):
@@ -1163,7 +1332,11 @@ def main():
                     emit(rec)
         if "real" in parts:
             if a.tlv4:
-                for rec in real_workers(git, root, a.tlv4, [1, 3, 8], a.real_tasks, a.real_timeout):
+                counts = [int(x) for x in a.real_workers.split(",")]
+                for rec in real_workers(
+                    git, root, a.tlv4, a.transports.split(","), counts, a.real_tasks,
+                    a.real_timeout,
+                ):
                     emit(rec)
             else:
                 print("real: skipped (no --tlv4 BIN / TLV4_BIN)", file=sys.stderr)

@@ -39,11 +39,11 @@ pub struct Args {
     #[arg(long)]
     pub once: bool,
     /// How long a claim holds its task without renewal, in seconds (renewed every third of it)
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_LEASE.as_secs_f64(), allow_negative_numbers = true)]
     pub lease: f64,
     /// How far the clocks of two workers may differ, in seconds: a lease counts as run out
     /// only this long after its end
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SKEW.as_secs_f64())]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SKEW.as_secs_f64(), allow_negative_numbers = true)]
     pub skew: f64,
     /// The agent for every role (NAME), or for one role (ROLE=NAME), as for `start`
     #[arg(long, value_name = "[ROLE=]NAME")]
@@ -89,7 +89,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         agent: args.agent.clone(),
         ..RunFlags::default()
     };
-    if !args.all {
+    let served = if !args.all {
         let sid = match &ctx.session {
             Some(name) => name
                 .parse::<SessionId>()
@@ -99,10 +99,37 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 })?,
             None => only_live_session(&store, &remote)?,
         };
-        serve(ctx, &store, &sid, &flags, opts).map(|_| ())
+        serve(ctx, &store, &sid, &flags, opts).map(|(_, started)| started)
     } else {
         serve_all(ctx, &store, &remote, &flags, opts)
-    }
+    };
+    // What it cost on the wire, said whether the run ended well or not.
+    let tasks = served.as_ref().ok().copied();
+    ctx.ui
+        .status(stats_line(&remote, tasks, &store.remote_stats()));
+    served.map(|_| ())
+}
+
+/// The worker's closing line: what it did through the remote (`specs/state-format.md` §18.6).
+fn stats_line(remote: &Remote, tasks: Option<usize>, s: &crate::store::RemoteStats) -> String {
+    let tasks = match tasks {
+        Some(n) => format!("{n} task(s) run, "),
+        None => String::new(),
+    };
+    format!(
+        "worker {}:{}: {tasks}{} event(s) written through `{}`, {} refused because the remote had moved and retried ({:.2} per event); {} fetch(es) in {:.2}s, {} push(es) in {:.2}s ({} refused in all)",
+        crate::host::name(),
+        std::process::id(),
+        s.events,
+        remote.name,
+        s.retries,
+        s.retries_per_event(),
+        s.fetches,
+        s.fetch_ms as f64 / 1000.0,
+        s.pushes + s.refused,
+        s.push_ms as f64 / 1000.0,
+        s.refused,
+    )
 }
 
 /// The only live session of `remote`.
@@ -148,7 +175,8 @@ fn serve_all(
     remote: &Remote,
     flags: &RunFlags,
     opts: WorkerOptions,
-) -> Result<()> {
+) -> Result<usize> {
+    let mut total = 0;
     loop {
         let mut open = 0;
         let mut ran = 0;
@@ -163,8 +191,9 @@ fn serve_all(
                 open += 1;
             }
         }
+        total += ran;
         if opts.once || open == 0 {
-            return Ok(());
+            return Ok(total);
         }
         if ran == 0 {
             std::thread::sleep(Duration::from_millis(500));

@@ -41,6 +41,14 @@ pub(crate) struct RemoteMode {
     pub held: RefCell<BTreeMap<TaskId, Held>>,
     /// Lines for the progress display that renewals made.
     pub notes: RefCell<Vec<String>>,
+    /// Tasks that finished here but whose result the remote did not take (it was out of reach).
+    pub unrecorded: Vec<TaskId>,
+    /// Since when renewals have failed because the remote was out of reach, and the last
+    /// such error's remote and detail; `None` while they go through.
+    pub out_of_reach: RefCell<Option<(Instant, String, String)>>,
+    /// Tasks seen in progress with no lease on the remote, with when this worker first saw
+    /// each so (by its own monotonic clock).
+    unleased: RefCell<BTreeMap<TaskId, Instant>>,
     /// When the remote was last fetched.
     last_poll: Instant,
     /// `<host>:<pid>` of this worker, as in the owner of the tasks it claims.
@@ -90,6 +98,9 @@ impl RemoteMode {
             opts,
             held: RefCell::new(BTreeMap::new()),
             notes: RefCell::new(Vec::new()),
+            unrecorded: Vec::new(),
+            out_of_reach: RefCell::new(None),
+            unleased: RefCell::new(BTreeMap::new()),
             last_poll: Instant::now(),
             holder: format!("{}:{}", crate::host::name(), std::process::id()),
         }
@@ -126,6 +137,54 @@ impl RemoteMode {
             store.remote_value(&self.opts.remote, &crate::store::lease_ref(sid, task))?;
         let held = self.held.borrow().get(task).cloned();
         Ok(held.filter(|h| !h.lost && on_remote == Some(h.commit)))
+    }
+
+    /// The tasks of `state` in progress with no lease in `leases` (the remote's, as fetched)
+    /// that this worker has seen so for a whole lease and skew of its own time. A worker's
+    /// claim always creates its lease in the same push, so such a task was claimed by a run
+    /// that was not a worker (a local run, crashed or not, whose session was then pushed):
+    /// nothing renews it, and it is taken back like an expired lease (§18.9). Judged by this
+    /// worker's monotonic clock, not the claim's time stamp, so no clock skew enters; a new
+    /// worker waits that long before it takes such a task back.
+    pub fn unleased_overdue(
+        &self,
+        state: &crate::model::State,
+        leases: &BTreeMap<TaskId, (ObjectId, Lease)>,
+    ) -> Vec<TaskId> {
+        let held = self.held.borrow();
+        let without: Vec<&TaskId> = state
+            .tasks
+            .values()
+            .filter(|t| {
+                t.status == crate::model::TaskStatus::InProgress
+                    && !leases.contains_key(&t.id)
+                    && !held.contains_key(&t.id)
+            })
+            .map(|t| &t.id)
+            .collect();
+        let mut seen = self.unleased.borrow_mut();
+        seen.retain(|id, _| without.contains(&id));
+        let now = Instant::now();
+        for id in without {
+            seen.entry(id.clone()).or_insert(now);
+        }
+        let wait = self.opts.lease + self.opts.skew;
+        seen.iter()
+            .filter(|(_, since)| now.duration_since(**since) >= wait)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The error to stop with when renewals have failed for half a lease because the remote
+    /// is out of reach (as long as a worker's fetch is retried): the leases it holds are
+    /// running out, so its tasks are others' to take soon.
+    pub fn given_up(&self) -> Option<crate::error::Error> {
+        let gone = self.out_of_reach.borrow();
+        let (since, remote, detail) = gone.as_ref()?;
+        (since.elapsed() >= self.opts.lease / 2).then(|| crate::error::Error::Unreachable {
+            remote: remote.clone(),
+            detail: detail.clone(),
+        })
     }
 
     /// Whether this worker takes tasks of `role`.

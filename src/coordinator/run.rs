@@ -244,11 +244,28 @@ struct Runner<'a> {
     on: &'a mut dyn FnMut(Progress),
 }
 
+/// The tasks running on the blocking pool, each with its id, result and seconds.
+type Running = tokio::task::JoinSet<(TaskId, Result<WorkResult>, f64)>;
+
 impl Runner<'_> {
     async fn run_loop(&mut self) -> Result<RunEnd> {
-        let mut running: tokio::task::JoinSet<(TaskId, Result<WorkResult>, f64)> =
-            tokio::task::JoinSet::new();
+        let mut running: Running = tokio::task::JoinSet::new();
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
+        match self.schedule(&mut running, &mut roles).await {
+            Err(Error::Unreachable { remote, detail }) if self.remote.is_some() => {
+                Err(self.lost_remote(remote, detail, &mut running, &roles).await)
+            }
+            end => end,
+        }
+    }
+
+    /// The loop itself; `running` and `roles` (the role of each running task) are the
+    /// caller's, so that it can stop what runs when the loop fails.
+    async fn schedule(
+        &mut self,
+        running: &mut Running,
+        roles: &mut BTreeMap<TaskId, String>,
+    ) -> Result<RunEnd> {
         // Each running task's token meter, and the count last shown.
         let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64)> = BTreeMap::new();
         // A worker's tick also renews its leases, a few times per lease.
@@ -273,7 +290,7 @@ impl Runner<'_> {
                     .unwrap_or(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;
-                let mut ready = schedulable(&state, &roles);
+                let mut ready = schedulable(&state, roles);
                 if let Some(r) = &self.remote {
                     r.spread(&mut ready);
                 }
@@ -334,12 +351,22 @@ impl Runner<'_> {
                         let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
                         let role = roles.remove(&id).unwrap_or_default();
                         meters.remove(&id);
-                        self.record(&id, &role, result, seconds)?;
+                        if let Err(e) = self.record(&id, &role, result, seconds) {
+                            if let Some(r) = &mut self.remote {
+                                r.unrecorded.push(id);
+                            }
+                            return Err(e);
+                        }
                         break;
                     }
                     _ = tick.tick() => {
                         self.renew_leases();
                         self.show_notes();
+                        // Renewals that cannot reach the remote for long: stop (the caller
+                        // stops what runs and says what became of it).
+                        if let Some(e) = self.remote.as_ref().and_then(RemoteMode::given_up) {
+                            return Err(e);
+                        }
                         // A worker with a free slot looks for work other workers made.
                         if let Some(r) = &mut self.remote {
                             let max = r.opts.max_parallel.unwrap_or(u32::MAX) as usize;
@@ -372,6 +399,73 @@ impl Runner<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// A worker lost its remote (`remote`, git said `detail`) while tasks ran: their agents are
+    /// stopped and their checkouts removed; what it still holds is given back if the remote
+    /// answers again, and otherwise its leases run out. The error says what became of each
+    /// task; nothing here is lost (a finished task's work stays on its local task branch).
+    async fn lost_remote(
+        &mut self,
+        remote: String,
+        detail: String,
+        running: &mut Running,
+        roles: &BTreeMap<TaskId, String>,
+    ) -> Error {
+        let ids: Vec<TaskId> = roles.keys().cloned().collect();
+        let Some(r) = &self.remote else {
+            return Error::Unreachable { remote, detail };
+        };
+        let mut said = vec![detail];
+        let unrecorded = r.unrecorded.clone();
+        let skew = millis(r.opts.skew);
+        let until = r
+            .held
+            .borrow()
+            .iter()
+            .filter(|(id, _)| ids.contains(id) || unrecorded.contains(id))
+            .map(|(_, h)| h.lease.expires_ms.saturating_add(skew))
+            .max();
+        if !ids.is_empty() {
+            crate::process::stop_all(crate::process::signals::STOP_GRACE);
+            let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
+                while running.join_next().await.is_some() {}
+            })
+            .await;
+        }
+        let names = |ids: &[TaskId]| {
+            ids.iter()
+                .map(TaskId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut back = ids.clone();
+        back.extend(unrecorded.iter().cloned());
+        let given = !back.is_empty() && self.interrupt(&back).is_ok();
+        if !ids.is_empty() {
+            said.push(format!("stopped the tasks running here: {}", names(&ids)));
+        }
+        for id in &unrecorded {
+            said.push(format!(
+                "{id} finished but its result could not be recorded; its work stays on the local branch {}",
+                worktree::task_ref(&self.sid, id)
+            ));
+        }
+        if given {
+            said.push(format!(
+                "returned to pending on `{remote}`: {}",
+                names(&back)
+            ));
+        } else if !back.is_empty() {
+            let when = until.map_or_else(String::new, |ms| format!(" by {}", rfc3339_ms(ms)));
+            said.push(format!(
+                "their leases on `{remote}` run out{when}; then any worker runs them again"
+            ));
+        }
+        Error::Unreachable {
+            remote,
+            detail: said.join("; "),
         }
     }
 
@@ -874,7 +968,20 @@ impl Runner<'_> {
         match &mut self.remote {
             None => Ok(self.store.read_state(&self.sid)?.1),
             Some(r) => {
-                let tip = self.store.fetch_session(&r.opts.remote, &self.sid)?;
+                // A remote out of reach is tried again for half a lease: longer, and the
+                // leases this worker holds would run out unrenewed anyway.
+                let give_up = Instant::now() + r.opts.lease / 2;
+                let tip = loop {
+                    match self.store.fetch_session(&r.opts.remote, &self.sid) {
+                        Err(Error::Unreachable { .. })
+                            if Instant::now() < give_up
+                                && crate::process::signals::received().is_none() =>
+                        {
+                            std::thread::sleep(r.poll());
+                        }
+                        fetched => break fetched?,
+                    }
+                };
                 self.store.forward_local(&self.sid, tip)?;
                 r.polled();
                 Ok(self.store.read_state_at(&self.sid, tip)?.0)
@@ -910,12 +1017,33 @@ impl Runner<'_> {
                     .map(|(id, (c, l))| (id.clone(), *c, l.clone()))
                     .collect::<Vec<_>>()
             };
-        if overdue(state, &leases).is_empty() {
+        let unleased = r.unleased_overdue(state, &leases);
+        if overdue(state, &leases).is_empty() && unleased.is_empty() {
             return Ok(None);
         }
         let written = self.transact(|txn| {
             let leases = txn.store().remote_leases(&r.opts.remote, &sid)?;
             let (mut back, mut ids) = (Vec::new(), Vec::new());
+            // Claimed by a run that was not a worker, and still without a lease: the session
+            // ref's lease on this event's push makes sure none was made since.
+            for id in &unleased {
+                let Some(t) = txn.state.tasks.get_mut(id) else {
+                    continue;
+                };
+                if t.status != TaskStatus::InProgress || leases.contains_key(id) {
+                    continue;
+                }
+                let owner = t.owner.take().map_or("no owner".to_owned(), |o| {
+                    format!("was {}:{}", o.host, o.pid)
+                });
+                t.status = TaskStatus::Pending;
+                back.push(format!(
+                    "{id} ({owner}, attempt {}, claimed without a lease, none for {:.1}s)",
+                    t.attempts,
+                    (r.opts.lease + r.opts.skew).as_secs_f64()
+                ));
+                ids.push(id.to_string());
+            }
             for (id, commit, lease) in overdue(&txn.state, &leases) {
                 let t = txn.state.task_mut(&id)?;
                 t.status = TaskStatus::Pending;
@@ -966,7 +1094,17 @@ impl Runner<'_> {
         {
             let mut lease = h.lease.clone();
             lease.expires_ms = crate::store::now_ms() + millis(length);
-            match self.store.renew_lease(&r.opts.remote, h.commit, &lease) {
+            let renewed = self.store.renew_lease(&r.opts.remote, h.commit, &lease);
+            match &renewed {
+                Err(Error::Unreachable { remote, detail }) => {
+                    let mut gone = r.out_of_reach.borrow_mut();
+                    let since = gone.as_ref().map_or_else(Instant::now, |g| g.0);
+                    *gone = Some((since, remote.clone(), detail.clone()));
+                }
+                Ok(_) => *r.out_of_reach.borrow_mut() = None,
+                Err(_) => {}
+            }
+            match renewed {
                 Ok(Some(commit)) => h.renewed(commit, lease),
                 Ok(None) => {
                     h.lost = true;

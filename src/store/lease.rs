@@ -280,10 +280,12 @@ impl Store {
             edits.extend(pushes);
             match self.push_leased(remote, &edits)? {
                 Ok(()) => {
+                    self.count(|s| s.events += 1);
                     self.forward_local(sid, publish.new)?;
                     return Ok(Some(publish.value));
                 }
                 Err(_) => {
+                    self.count(|s| s.retries += 1);
                     remote_backoff(attempt);
                     between();
                 }
@@ -599,6 +601,56 @@ mod tests {
             })
             .unwrap()
             .map(|_| lease_commit.expect("set by the winning change"))
+    }
+
+    #[test]
+    fn the_remote_counts_say_what_went_through_it() {
+        let t = two();
+        // b has seen the session's first tip; then a claims the task.
+        t.b.fetch_session(&t.remote, &t.sid).unwrap();
+        let (a0, b0) = (t.a.remote_stats(), t.b.remote_stats());
+        claim(&t.a, &t, "a:1", now_ms() + 60_000).expect("the first claim wins");
+        let a1 = t.a.remote_stats();
+        assert_eq!(
+            (
+                a1.events - a0.events,
+                a1.pushes - a0.pushes,
+                a1.retries,
+                a1.refused
+            ),
+            (1, 1, a0.retries, a0.refused),
+            "one event, one push taken, nothing refused"
+        );
+        // b's claim starts from its stale mirror: refused once, fetched, and then finds the
+        // task taken, writing nothing.
+        assert_eq!(claim(&t.b, &t, "b:2", now_ms() + 60_000), None);
+        let b1 = t.b.remote_stats();
+        assert_eq!(b1.retries - b0.retries, 1);
+        assert_eq!(b1.refused - b0.refused, 1);
+        assert_eq!(b1.events - b0.events, 0);
+        assert_eq!(b1.fetches - b0.fetches, 1);
+        let ratio = super::super::RemoteStats {
+            events: 4,
+            retries: 6,
+            ..Default::default()
+        };
+        assert_eq!(ratio.retries_per_event(), 1.5);
+        assert_eq!(
+            super::super::RemoteStats::default().retries_per_event(),
+            0.0
+        );
+        // A renewal through a remote that cannot be reached is that error, typed.
+        let gone = Remote::new(&format!("file://{}/gone.git", t.bare.display())).unwrap();
+        let lease =
+            t.a.remote_lease(&t.remote, &t.sid, &task())
+                .unwrap()
+                .unwrap();
+        let renewed = t.a.renew_lease(&gone, lease.0, &lease.1);
+        assert!(
+            matches!(renewed, Err(Error::Unreachable { ref remote, .. }) if *remote == gone.name),
+            "{renewed:?}"
+        );
+        t.fsck();
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod write;
 pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
-pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession};
+pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession, RemoteStats};
 pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};
@@ -118,6 +118,8 @@ pub struct Store {
     /// Parsed task files by blob id, with their bytes.
     task_cache:
         std::cell::RefCell<std::collections::HashMap<gix::ObjectId, (crate::model::Task, Vec<u8>)>>,
+    /// What this store did through remotes.
+    remote_stats: std::cell::Cell<RemoteStats>,
 }
 
 impl Store {
@@ -166,6 +168,7 @@ impl Store {
             identity,
             fixed_time,
             task_cache: Default::default(),
+            remote_stats: Default::default(),
         })
     }
 

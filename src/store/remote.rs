@@ -41,6 +41,37 @@ const SHARED: [&str; 6] = [
     "refs/tlv4/runs/",
 ];
 
+/// What a store did through remotes, counted as it goes: a worker's closing line says it
+/// (`git tlv4 worker`, `specs/state-format.md` §18.6), and `bench/remote` reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteStats {
+    /// Fetches and `ls-remote`s.
+    pub fetches: u64,
+    /// Pushes the remote took.
+    pub pushes: u64,
+    /// Milliseconds spent in fetches and `ls-remote`s.
+    pub fetch_ms: u64,
+    /// Milliseconds spent in pushes, taken or refused.
+    pub push_ms: u64,
+    /// Pushes the remote refused because a ref had moved (a lease was stale).
+    pub refused: u64,
+    /// Session events written through a remote.
+    pub events: u64,
+    /// Of the refused pushes, those of a session event, each re-applied to the new tip.
+    pub retries: u64,
+}
+
+impl RemoteStats {
+    /// Refused event pushes per session event written.
+    pub fn retries_per_event(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.retries as f64 / self.events as f64
+        }
+    }
+}
+
 /// How a shared ref may move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -215,7 +246,9 @@ impl Store {
             })
             .collect();
         args.extend(patterns.iter().map(String::as_str));
-        let out = crate::git::run(self.workdir(), &args).map_err(|e| unreachable(remote, e))?;
+        let out = self
+            .counted(false, || crate::git::run(self.workdir(), &args))
+            .map_err(|e| unreachable(remote, e))?;
         let mut refs = BTreeMap::new();
         for line in out.lines() {
             let Some((id, name)) = line.split_once('\t') else {
@@ -421,7 +454,7 @@ impl Store {
             });
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = crate::git::output(self.workdir(), &args)?;
+        let out = self.counted(true, || crate::git::output(self.workdir(), &args))?;
         if !out.status.success() {
             let stdout = String::from_utf8_lossy(&out.stdout);
             let rejected: Vec<String> = stdout
@@ -436,8 +469,10 @@ impl Store {
                     Error::Git(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
                 ));
             }
+            self.count(|s| s.refused += 1);
             return Ok(Err(rejected));
         }
+        self.count(|s| s.pushes += 1);
         // The remote has what was pushed: remember it as seen.
         for e in edits {
             self.set_mirror(remote, &e.name, e.new)?;
@@ -484,8 +519,37 @@ impl Store {
         }
         args.extend(["--", remote.name.as_str()]);
         args.extend(specs.iter().map(String::as_str));
-        crate::git::run(self.workdir(), &args).map_err(|e| unreachable(remote, e))?;
+        self.counted(false, || crate::git::run(self.workdir(), &args))
+            .map_err(|e| unreachable(remote, e))?;
         Ok(())
+    }
+
+    /// What this store did through remotes so far.
+    pub fn remote_stats(&self) -> RemoteStats {
+        self.remote_stats.get()
+    }
+
+    /// Updates the counts of [`Store::remote_stats`].
+    pub(super) fn count(&self, f: impl FnOnce(&mut RemoteStats)) {
+        let mut s = self.remote_stats.get();
+        f(&mut s);
+        self.remote_stats.set(s);
+    }
+
+    /// Runs `git`, a push (`push`) or a fetch, counting it and the time it took.
+    fn counted<T>(&self, push: bool, git: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = git();
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.count(|s| {
+            if push {
+                s.push_ms = s.push_ms.saturating_add(ms);
+            } else {
+                s.fetches += 1;
+                s.fetch_ms = s.fetch_ms.saturating_add(ms);
+            }
+        });
+        out
     }
 
     /// Fetches every shared ref of `remote` into its mirror `refs/tlv4-remote/<remote>/…`,
@@ -862,12 +926,13 @@ enum Reconciled {
 
 /// The error for a remote git could not talk to.
 pub(super) fn unreachable(remote: &Remote, e: Error) -> Error {
-    Error::state(
-        format!("cannot reach the remote `{}`: {e}", remote.name),
-        Some(
-            "check the remote's name or URL (`git remote -v`) and that it is reachable".to_owned(),
-        ),
-    )
+    match e {
+        Error::Unreachable { .. } => e,
+        e => Error::Unreachable {
+            remote: remote.name.clone(),
+            detail: e.to_string(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -156,6 +156,9 @@ fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
 pub(crate) struct Daemon {
     child: Child,
     port: u16,
+    /// Where the daemon writes its pid: `git daemon` runs `git-daemon` as a child, which
+    /// killing `child` alone leaves serving.
+    pid_file: std::path::PathBuf,
 }
 
 impl Daemon {
@@ -175,9 +178,11 @@ impl Daemon {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
+        let pid_file = home.join(format!("daemon-{port}.pid"));
         let child = hermetic("git", base, home)
             .args([
                 "daemon",
+                &format!("--pid-file={}", pid_file.display()),
                 "--enable=receive-pack",
                 "--export-all",
                 "--reuseaddr",
@@ -189,7 +194,11 @@ impl Daemon {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let daemon = Daemon { child, port };
+        let daemon = Daemon {
+            child,
+            port,
+            pid_file,
+        };
         // Ready when it answers (bounded by tries, not by a clock).
         for _ in 0..200 {
             let ok = hermetic("git", base, home)
@@ -213,6 +222,13 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            // SAFETY: a signal to the daemon this helper started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -5,7 +5,7 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{TestRepo, fixture};
+use crate::common::{TestRepo, dead_pid, fixture};
 use crate::remote::{Bare, Daemon, clone};
 
 /// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
@@ -676,4 +676,239 @@ fn a_change_that_conflicts_becomes_a_revision_any_worker_runs() {
     for c in &clones {
         c.fsck();
     }
+}
+
+/// Every ref of `repo`, with its value.
+fn all_refs(repo: &TestRepo) -> String {
+    repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+#[test]
+fn worker_arguments_out_of_range_are_refused_before_anything_is_fetched() {
+    let (bare, _first, sid) = shared_session(1);
+    let url = bare.url();
+    let repo = trusted_clone(&url, "picky");
+    let before = (bare.refs(), all_refs(&repo));
+    let worker = |extra: &[&str]| {
+        let mut args = vec![
+            "--session",
+            sid.as_str(),
+            "worker",
+            "--remote",
+            url.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        repo.fails(&args, 1)
+    };
+    for (extra, says) in [
+        (
+            &["--lease", "0"][..],
+            "--lease 0: give seconds from 0.5 to 86400",
+        ),
+        (
+            &["--lease", "-1"],
+            "--lease -1: give seconds from 0.5 to 86400",
+        ),
+        (&["--lease", "NaN"], "--lease NaN: give seconds"),
+        (&["--lease", "100000"], "--lease 100000: give seconds"),
+        (
+            &["--skew", "-0.5"],
+            "--skew -0.5: give seconds from 0 to 86400",
+        ),
+        (
+            &["--max-parallel", "0"],
+            "--max-parallel must be at least 1",
+        ),
+        (
+            &["--all"],
+            "`--all` and `--session` cannot be used together",
+        ),
+    ] {
+        let err = worker(extra);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    // Not one fetch: no mirror of the remote here, nothing changed there.
+    assert_eq!((bare.refs(), all_refs(&repo)), before);
+    // A skew longer than the lease only delays taking back a dead worker's tasks: accepted.
+    let out = repo
+        .tlv4_cmd(&[
+            "--session",
+            &sid,
+            "worker",
+            "--remote",
+            &url,
+            "--once",
+            "--lease",
+            "1",
+            "--skew",
+            "5",
+        ])
+        .env("SCRIPTED_SLEEP", "0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    all_done_once(&bare, &sid, 1, &[&repo]);
+}
+
+#[test]
+fn a_worker_that_cannot_reach_its_remote_says_so_and_changes_nothing() {
+    let (bare, _first, sid) = shared_session(1);
+    let repo = trusted_clone(&bare.url(), "offline");
+    // A loopback port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let gone = format!("git://127.0.0.1:{port}/remote.git");
+    let before = all_refs(&repo);
+    let err = repo.fails(
+        &["--session", &sid, "worker", "--remote", &gone, "--once"],
+        1,
+    );
+    assert!(
+        err.contains(&format!("error: cannot reach the remote `{gone}`")),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: check the remote's name or URL"),
+        "{err}"
+    );
+    // Its closing line says what went through the remote: nothing.
+    assert!(err.contains("0 event(s) written through"), "{err}");
+    assert_eq!(all_refs(&repo), before, "nothing changed here");
+    repo.fsck();
+}
+
+#[test]
+fn a_worker_that_loses_its_remote_mid_run_stops_and_a_later_worker_finishes() {
+    const N: usize = 3;
+    let (bare, _first, sid) = shared_session(N);
+    let Some(daemon) = Daemon::start(bare.dir.path(), bare.home.path()) else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let repo = trusted_clone(&url, "cut-off");
+    // Its agents sleep long: the remote goes while both of its tasks run.
+    let mut worker = spawn_worker(&repo, &url, &sid, "30", &["--lease", "3", "--skew", "0.5"]);
+    let pid = worker.id();
+    let mine = |bare: &Bare| {
+        leases(bare)
+            .into_iter()
+            .filter(|(_, h)| h.ends_with(&format!(":{pid}")))
+            .map(|(t, _)| t)
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..600 {
+        if mine(&bare).len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let held = mine(&bare);
+    assert_eq!(held.len(), 2, "{}", log_of(&repo));
+    drop(daemon);
+    let status = loop {
+        if let Some(s) = worker.try_wait().unwrap() {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log = log_of(&repo);
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains(&format!("error: cannot reach the remote `{url}`")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "stopped the tasks running here: {}",
+            held.join(", ")
+        )),
+        "{log}"
+    );
+    assert!(log.contains("run out by"), "{log}");
+    // Its agents were stopped and their checkouts removed (an agent still asleep would have
+    // kept its worktree past the worker's exit).
+    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    repo.fsck();
+    bare.fsck();
+    // The remote is back (at another port): the same clone's next worker finds the leases run
+    // out, takes the tasks again and completes the session; nothing was lost or done twice.
+    let daemon = Daemon::start(bare.dir.path(), bare.home.path()).unwrap();
+    let url = daemon.url();
+    let mut again = spawn_worker(
+        &repo,
+        &url,
+        &sid,
+        "0.1",
+        &["--lease", "10", "--skew", "0.5"],
+    );
+    assert!(wait(&mut again, &repo), "{}", log_of(&repo));
+    all_done_once(&bare, &sid, N, &[&repo]);
+    for task in &held {
+        let toml = remote_file(
+            &bare,
+            &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/{task}.toml"),
+        );
+        assert!(toml.contains("attempts = 2"), "{task}: {toml}");
+    }
+}
+
+#[test]
+fn a_task_claimed_without_a_lease_by_a_dead_local_run_is_taken_back_by_a_worker() {
+    let (bare, first) = shared_repo(2, "SCRIPTED_MODE = \"sleep\"");
+    // A local session (not through the remote) whose run claimed IMPL-001 and died; then the
+    // session was pushed. Its claim has no lease on the remote.
+    let sid = first
+        .ok(&[
+            "start",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "left behind",
+        ])
+        .trim()
+        .to_owned();
+    let pid = dead_pid().to_string();
+    first.ok(&[
+        "--session",
+        &sid,
+        "task",
+        "claim",
+        "IMPL-001",
+        "--pid",
+        &pid,
+    ]);
+    first.ok(&["push", "origin", "--session", &sid]);
+    assert_eq!(leases(&bare), Vec::<(String, String)>::new());
+    let url = bare.url();
+    let repo = trusted_clone(&url, "rescuer");
+    let mut worker = spawn_worker(&repo, &url, &sid, "0.1", &["--lease", "1", "--skew", "0.2"]);
+    assert!(wait(&mut worker, &repo), "{}", log_of(&repo));
+    all_done_once(&bare, &sid, 2, &[&repo]);
+    let events = events(&bare, &sid);
+    assert!(
+        events
+            .iter()
+            .any(|(t, e)| t.is_empty() && e == "tasks_recovered"),
+        "{events:?}"
+    );
+    let log = log_of(&repo);
+    assert!(log.contains("IMPL-001 (was "), "{log}");
+    assert!(log.contains("claimed without a lease"), "{log}");
+    let toml = remote_file(
+        &bare,
+        &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/IMPL-001.toml"),
+    );
+    assert!(toml.contains("attempts = 2"), "{toml}");
 }
