@@ -55,4 +55,8 @@ pub struct DiscussConfig {
     /// Agent per discuss perspective (`product = "mine"`).
     #[serde(default)]
     pub perspectives: BTreeMap<String, String>,
+    /// Agent per discussion seat (`git tlv4 discuss`): a topic member's role, `devil` (the
+    /// devil's advocate), `moderator`, or `default` for every seat not named.
+    #[serde(default)]
+    pub members: BTreeMap<String, String>,
 }

@@ -2,6 +2,7 @@
 //! scheduling loop that runs them.
 
 pub mod analysis;
+pub mod discussion;
 pub mod complete;
 pub mod followup;
 pub mod lease;
