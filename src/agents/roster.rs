@@ -260,6 +260,11 @@ impl Roster {
                 .iter()
                 .map(|(r, d)| (r.clone(), d.name().to_owned())),
         );
+        out.extend(
+            self.members
+                .iter()
+                .map(|(r, d)| (format!("discuss.{r}"), d.name().to_owned())),
+        );
         out
     }
 

@@ -52,6 +52,10 @@ pub struct Args {
     /// Record only; run no round
     #[arg(long)]
     pub no_run: bool,
+    /// When the discussion ends: keep (default), archive, or export (a branch
+    /// tlv4-export/<SID> carrying the output document)
+    #[arg(long, value_name = "ACTION")]
+    pub completion: Option<String>,
     /// Replay the recorded agent runs of discussion session SID instead of calling agents
     #[arg(long, value_name = "SID")]
     pub replay: Option<String>,
@@ -60,10 +64,10 @@ pub struct Args {
     pub topic: Option<String>,
 }
 
-fn flags(replay: Option<String>) -> RunFlags {
+fn flags(replay: Option<String>, completion: Option<String>) -> RunFlags {
     RunFlags {
         no_run: false,
-        completion: None,
+        completion,
         agent: Vec::new(),
         replay,
     }
@@ -77,18 +81,21 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             DecideArg::Challenge => Decision::Challenge,
         };
         let d = discussion::decide(&store, &sid, decision)?;
-        ctx.ui.status(format!("recorded the decision: {}", match decision {
-            Decision::Adopt => "adopt the consensus",
-            Decision::Challenge => "challenge more",
-        }));
+        ctx.ui.status(format!(
+            "recorded the decision: {}",
+            match decision {
+                Decision::Adopt => "adopt the consensus",
+                Decision::Challenge => "challenge more",
+            }
+        ));
         if d.status == Status::Running && !args.no_run {
-            return go(ctx, &store, &sid, &flags(args.replay));
+            return go(ctx, &store, &sid, &flags(args.replay, args.completion));
         }
         return report(ctx, &store, &sid);
     }
     if args.resume {
         let (store, sid) = ctx.session()?;
-        return go(ctx, &store, &sid, &flags(args.replay));
+        return go(ctx, &store, &sid, &flags(args.replay, args.completion));
     }
     let Some(topic) = args.topic.clone() else {
         return Err(Error::Invalid(
@@ -121,7 +128,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         Preset::Default
     };
     let files = crate::trust::Files::read(store.workdir())?;
-    let roster = super::drive::roster(&store, &files, &flags(args.replay.clone()))?;
+    let roster = super::drive::roster(&store, &files, &flags(args.replay.clone(), None))?;
     let opts = DiscussOptions {
         topic,
         preset,
@@ -149,7 +156,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
         return Ok(());
     }
-    go(ctx, &store, &sid, &flags(args.replay))
+    go(ctx, &store, &sid, &flags(args.replay, args.completion))
 }
 
 /// Runs the discussion of `sid` on with its pinned configuration, then reports.
@@ -159,8 +166,19 @@ pub(crate) fn go(
     sid: &crate::model::SessionId,
     flags: &RunFlags,
 ) -> Result<()> {
-    let (roster, _, _) = super::drive::session_roster(ctx, store, sid, flags)?;
-    discussion::advance(store, sid, &roster, &mut |p| match p {
+    if let Some(a) = &flags.completion
+        && !["keep", "archive", "export"].contains(&a.as_str())
+    {
+        return Err(Error::Invalid(format!(
+            "unknown completion action `{a}`; use keep, archive or export"
+        )));
+    }
+    let ended_before = matches!(
+        discussion::read(store, sid, store.tip(sid)?)?.status,
+        Status::Ended(_)
+    );
+    let (roster, files, _) = super::drive::session_roster(ctx, store, sid, flags)?;
+    let d = discussion::advance(store, sid, &roster, &mut |p| match p {
         Progress::Round(r) => ctx.ui.status(format!(
             "round {} ({}): {}{}",
             r.number,
@@ -172,7 +190,21 @@ pub(crate) fn go(
                 .collect::<String>()
         )),
     })?;
-    report(ctx, store, sid)
+    report(ctx, store, sid)?;
+    if matches!(d.status, Status::Ended(_)) && !ended_before {
+        let action = flags.completion.as_deref().unwrap_or("keep");
+        let export_spec = files.config(store.workdir())?.session.export_spec;
+        match crate::coordinator::complete::apply(store, sid, action, export_spec)? {
+            crate::coordinator::complete::Done::Kept => {}
+            crate::coordinator::complete::Done::Archived(r) => {
+                ctx.ui.status(format!("archived to {r}"))
+            }
+            crate::coordinator::complete::Done::Exported(r) => {
+                ctx.ui.status(format!("exported to {r}"))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Prints where the discussion stands and where its record is.

@@ -13,8 +13,8 @@ use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, Outcome, TaskInput};
 use crate::error::{Error, Result};
 use crate::model::{
-    Control, Event, EventKind, Pause, SCHEMA_VERSION, Session, SessionId, SessionStatus,
-    Settings, State, Task,
+    Control, Event, EventKind, Pause, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings,
+    State, Task,
 };
 use crate::quality::protocol::{
     self, Cast, Decision, Discussion, End, Limits, Material, Member, MemberError, Moderator,
@@ -58,10 +58,16 @@ fn plan_path(slug: &str) -> String {
 
 /// Creates the discussion session and returns its id; nothing runs yet. The agents of the
 /// seats are named by `roster` (`None` for the builtin ones).
-pub fn start(store: &Store, opts: &DiscussOptions, roster: &Roster) -> Result<(SessionId, Discussion)> {
+pub fn start(
+    store: &Store,
+    opts: &DiscussOptions,
+    roster: &Roster,
+) -> Result<(SessionId, Discussion)> {
     let topic = opts.topic.trim();
     if topic.is_empty() {
-        return Err(Error::Invalid("the topic is empty; say what to discuss".into()));
+        return Err(Error::Invalid(
+            "the topic is empty; say what to discuss".into(),
+        ));
     }
     let base = store.head_commit()?;
     let base_tree = store.commit_tree(base)?;
@@ -79,7 +85,11 @@ pub fn start(store: &Store, opts: &DiscussOptions, roster: &Roster) -> Result<(S
         })?;
         material.push(rel.to_owned());
     }
-    let agent_of = |seat: &str| roster.member(seat).map_or("builtin".into(), |d| d.name().to_owned());
+    let agent_of = |seat: &str| {
+        roster
+            .member(seat)
+            .map_or("builtin".into(), |d| d.name().to_owned())
+    };
     let discussion = Discussion::new(
         topic,
         opts.preset,
@@ -128,7 +138,10 @@ pub fn start(store: &Store, opts: &DiscussOptions, roster: &Roster) -> Result<(S
             },
         };
         let mut files = BTreeMap::new();
-        files.insert(crate::trust::LOCK.into(), crate::trust::lock_text(&pinned).into_bytes());
+        files.insert(
+            crate::trust::LOCK.into(),
+            crate::trust::lock_text(&pinned).into_bytes(),
+        );
         let (p, b) = record::state_file(&discussion);
         files.insert(p, b);
         files.insert(plan_path(&discussion.slug), json(&plan));
@@ -189,13 +202,20 @@ pub fn read(store: &Store, sid: &SessionId, tip: gix::ObjectId) -> Result<Discus
     let tree = store.commit_tree(tip)?;
     let path = format!("{}/{}", session_dir(sid), record::state_path(&slug));
     let bytes = store.read_blob_at(tree, &path)?.ok_or_else(|| {
-        Error::state(format!("session {sid} is not a discussion: it has no {path}"), None)
+        Error::state(
+            format!("session {sid} is not a discussion: it has no {path}"),
+            None,
+        )
     })?;
-    let d: Discussion = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
+    let d: Discussion =
+        serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
     if d.schema > protocol::SCHEMA {
         return Err(Error::state(
-            format!("{path} has format {}; this build reads up to {}", d.schema, protocol::SCHEMA),
+            format!(
+                "{path} has format {}; this build reads up to {}",
+                d.schema,
+                protocol::SCHEMA
+            ),
             Some("upgrade git-tlv4".into()),
         ));
     }
@@ -217,14 +237,25 @@ struct Runs(Arc<Mutex<Vec<RunLog>>>);
 
 impl Runs {
     fn push(&self, r: RunLog) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(r);
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(r);
     }
     fn drain(&self) -> Vec<RunLog> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
     /// The next attempt number of `task`.
     fn attempt(&self, task: &str) -> u32 {
-        let runs = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let runs = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         runs.iter().filter(|r| r.task == task).count() as u32 + 1
     }
 }
@@ -241,7 +272,13 @@ struct Seated {
 impl Seated {
     /// Runs the agent as `role` on `description` for task `task`; the text of `file` in
     /// its result.
-    fn ask(&self, task: &str, role: &str, description: String, file: &'static str) -> std::result::Result<String, MemberError> {
+    fn ask(
+        &self,
+        task: &str,
+        role: &str,
+        description: String,
+        file: &'static str,
+    ) -> std::result::Result<String, MemberError> {
         let id = task
             .parse()
             .map_err(|e| MemberError::Failed(format!("bad task id {task}: {e}")))?;
@@ -270,7 +307,9 @@ impl Seated {
         let dir = tempfile::Builder::new()
             .prefix("tlv4-discuss-")
             .tempdir()
-            .map_err(|e| MemberError::Failed(format!("cannot make a directory for the agent: {e}")))?;
+            .map_err(|e| {
+                MemberError::Failed(format!("cannot make a directory for the agent: {e}"))
+            })?;
         let ctx = RunContext {
             workdir: dir.path().to_path_buf(),
             run_dir: None,
@@ -339,7 +378,10 @@ impl Moderator for SeatModerator {
         self.0.driver.name()
     }
     fn rate(&self, input: &RatingInput<'_>) -> std::result::Result<Rating, MemberError> {
-        let number = *self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let number = *self
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let text = self.0.ask(
             &turn_task(number, "moderator"),
             "moderator",
@@ -351,7 +393,14 @@ impl Moderator for SeatModerator {
 }
 
 /// The cast of `d`: each seat's agent from `roster`, or the builtin member.
-fn cast(d: &Discussion, roster: &Roster, session: &Session, code: &CodeTree, runs: &Runs, number: u32) -> Cast {
+fn cast(
+    d: &Discussion,
+    roster: &Roster,
+    session: &Session,
+    code: &CodeTree,
+    runs: &Runs,
+    number: u32,
+) -> Cast {
     let roles: Vec<String> = d.seats.iter().map(|s| s.role.clone()).collect();
     let seated = |driver: Arc<dyn Driver>| Seated {
         driver,
@@ -365,7 +414,9 @@ fn cast(d: &Discussion, roster: &Roster, session: &Session, code: &CodeTree, run
         .map(|s| {
             let m: Arc<dyn Member> = match roster.member(&s.role) {
                 Some(driver) => Arc::new(SeatMember(seated(driver))),
-                None => Arc::new(builtin::BuiltinMember::new(&d.topic, &roles, &s.role, s.devil)),
+                None => Arc::new(builtin::BuiltinMember::new(
+                    &d.topic, &roles, &s.role, s.devil,
+                )),
             };
             (s.role.clone(), m)
         })
@@ -395,7 +446,10 @@ pub fn advance(
         let tip = store.tip(sid)?;
         let (state, _) = store.read_state_at(sid, tip)?;
         if !is_discussion(&state) {
-            return Err(Error::state(format!("session {sid} is not a discussion"), None));
+            return Err(Error::state(
+                format!("session {sid} is not a discussion"),
+                None,
+            ));
         }
         let mut d = read(store, sid, tip)?;
         if d.status != Status::Running {
@@ -429,9 +483,16 @@ pub fn advance(
 }
 
 /// Writes the round `d` ran after `before` rounds (or its end) as one event.
-fn record_round(store: &Store, sid: &SessionId, before: usize, d: &Discussion, logs: &[RunLog]) -> Result<()> {
+fn record_round(
+    store: &Store,
+    sid: &SessionId,
+    before: usize,
+    d: &Discussion,
+    logs: &[RunLog],
+) -> Result<()> {
     let rec = d.rounds.get(before);
-    let mut files: Vec<(String, Vec<u8>)> = rec.map(|r| record::round_files(d, r)).unwrap_or_default();
+    let mut files: Vec<(String, Vec<u8>)> =
+        rec.map(|r| record::round_files(d, r)).unwrap_or_default();
     files.push(record::state_file(d));
     for log in logs {
         let dir = format!("runs/{}/{}", log.task, log.attempt);
@@ -444,7 +505,12 @@ fn record_round(store: &Store, sid: &SessionId, before: usize, d: &Discussion, l
             .map(|(_, b)| b.clone());
         let files_json: serde_json::Map<String, serde_json::Value> = text
             .iter()
-            .map(|b| (log.file.to_owned(), serde_json::Value::String(crate::trust::blob_id(b))))
+            .map(|b| {
+                (
+                    log.file.to_owned(),
+                    serde_json::Value::String(crate::trust::blob_id(b)),
+                )
+            })
             .collect();
         let u = &log.output.usage;
         let outcome = match &log.output.output.outcome {
@@ -467,7 +533,10 @@ fn record_round(store: &Store, sid: &SessionId, before: usize, d: &Discussion, l
         if let Some(b) = text {
             files.push((format!("{dir}/{}", log.file), b));
         }
-        for (name, t) in [("prompt.md", &log.output.prompt), ("answer.txt", &log.output.raw)] {
+        for (name, t) in [
+            ("prompt.md", &log.output.prompt),
+            ("answer.txt", &log.output.raw),
+        ] {
             if !t.is_empty() {
                 files.push((format!("{dir}/{name}"), t.clone().into_bytes()));
             }
@@ -476,7 +545,9 @@ fn record_round(store: &Store, sid: &SessionId, before: usize, d: &Discussion, l
     let plan: Plan = {
         let tree = store.commit_tree(store.tip(sid)?)?;
         let path = format!("{}/{}", session_dir(sid), plan_path(&d.slug));
-        let bytes = store.read_blob_at(tree, &path)?.ok_or_else(|| Error::Invalid(format!("{path} is missing")))?;
+        let bytes = store
+            .read_blob_at(tree, &path)?
+            .ok_or_else(|| Error::Invalid(format!("{path} is missing")))?;
         serde_json::from_slice(&bytes).map_err(|e| Error::Invalid(format!("{path}: {e}")))?
     };
     let document = record::document(d);
@@ -485,13 +556,22 @@ fn record_round(store: &Store, sid: &SessionId, before: usize, d: &Discussion, l
             EventKind::DiscussRound,
             round_summary(d, r),
             vec![
-                ("Round".to_owned(), format!("{} {}", r.number, r.kind.as_str())),
-                ("State".to_owned(), r.state.map_or("none", |s| s.as_str()).to_owned()),
+                (
+                    "Round".to_owned(),
+                    format!("{} {}", r.number, r.kind.as_str()),
+                ),
+                (
+                    "State".to_owned(),
+                    r.state.map_or("none", |s| s.as_str()).to_owned(),
+                ),
             ],
         ),
         None => (
             EventKind::DiscussRound,
-            format!("No round ran: {}", d.notes.last().cloned().unwrap_or_default()),
+            format!(
+                "No round ran: {}",
+                d.notes.last().cloned().unwrap_or_default()
+            ),
             vec![],
         ),
     };
@@ -564,7 +644,12 @@ fn agent_name(d: &Discussion, role: &str, task: &str) -> String {
 }
 
 /// `tree` with `bytes` at `path` (outside the pipeline folder).
-fn put_document(store: &Store, tree: gix::ObjectId, path: &str, bytes: &[u8]) -> Result<gix::ObjectId> {
+fn put_document(
+    store: &Store,
+    tree: gix::ObjectId,
+    path: &str,
+    bytes: &[u8],
+) -> Result<gix::ObjectId> {
     let git = |e: gix::Error| Error::git("cannot write the discussion document", e);
     let repo = store.repo();
     let blob = repo.write_blob(bytes).map_err(git)?.detach();
@@ -582,7 +667,8 @@ fn round_summary(d: &Discussion, r: &protocol::RoundRecord) -> String {
         r.number,
         r.kind.title(),
         d.topic,
-        r.state.map_or("not rated".into(), |x| x.as_str().to_owned())
+        r.state
+            .map_or("not rated".into(), |x| x.as_str().to_owned())
     );
     s.push_str(&format!(
         "; next: {}",
@@ -617,7 +703,10 @@ pub fn decide(store: &Store, sid: &SessionId, decision: Decision) -> Result<Disc
     let tip = store.tip(sid)?;
     let mut d = read(store, sid, tip)?;
     d.decide(decision).map_err(|e| {
-        Error::state(format!("session {sid}: {e}"), Some("`git tlv4 status` shows where it stands".into()))
+        Error::state(
+            format!("session {sid}: {e}"),
+            Some("`git tlv4 status` shows where it stands".into()),
+        )
     })?;
     let (path, bytes) = record::state_file(&d);
     let plan: Plan = {
@@ -646,7 +735,9 @@ pub fn decide(store: &Store, sid: &SessionId, decision: Decision) -> Result<Disc
                 EventKind::UserDecision,
                 match decision {
                     Decision::Adopt => "discussion: the user adopted the consensus".to_owned(),
-                    Decision::Challenge => "discussion: the user asked for more challenge".to_owned(),
+                    Decision::Challenge => {
+                        "discussion: the user asked for more challenge".to_owned()
+                    }
                 },
             )
             .with("Decision", word.to_owned())

@@ -2,8 +2,8 @@
 //! scheduling loop that runs them.
 
 pub mod analysis;
-pub mod discussion;
 pub mod complete;
+pub mod discussion;
 pub mod followup;
 pub mod lease;
 mod opinion;

@@ -9,6 +9,7 @@ mod commands;
 mod concurrency;
 mod conformance;
 mod crash;
+mod discuss;
 mod hooks;
 mod oddrepo;
 mod pipelines;
