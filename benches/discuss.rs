@@ -34,7 +34,14 @@ fn git(dir: &Path, args: &[&str]) {
 }
 
 fn members(n: usize) -> Vec<String> {
-    ["advocate", "skeptic", "pragmatist", "operator", "user", "security"][..n]
+    [
+        "advocate",
+        "skeptic",
+        "pragmatist",
+        "operator",
+        "user",
+        "security",
+    ][..n]
         .iter()
         .map(|s| (*s).to_owned())
         .collect()

@@ -59,4 +59,13 @@ pub struct DiscussConfig {
     /// devil's advocate), `moderator`, or `default` for every seat not named.
     #[serde(default)]
     pub members: BTreeMap<String, String>,
+    /// The round set of the pipelines: `current` (three rounds, the default) or `early`
+    /// (the six rounds of seed 000).
+    #[serde(default)]
+    pub rounds: Option<String>,
+    /// How a round runs, by round (`DISCUSS-002 = "protocol"`): `critique` (the default),
+    /// or the discussion protocol with its preset (`protocol`, `protocol-quick`,
+    /// `protocol-deep`).
+    #[serde(default)]
+    pub mode: BTreeMap<String, String>,
 }

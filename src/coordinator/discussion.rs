@@ -8,17 +8,18 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::agents::command::{Driver, DriverOutput, RunContext};
+use crate::agents::command::Driver;
 use crate::agents::roster::Roster;
-use crate::agents::{CodeTree, Outcome, TaskInput};
+use crate::agents::{CodeTree, Outcome};
 use crate::error::{Error, Result};
 use crate::model::{
     Control, Event, EventKind, Pause, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings,
-    State, Task,
+    State,
 };
+use crate::quality::protocol::agent::{RunLog, Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
-    self, Cast, Decision, Discussion, End, Limits, Material, Member, MemberError, Moderator,
-    Preset, Rating, RatingInput, Status, Turn, builtin, record,
+    self, Cast, Decision, Discussion, End, Limits, Material, Member, Moderator, Preset, Status,
+    builtin, record,
 };
 use crate::store::{Store, session_dir};
 
@@ -222,176 +223,6 @@ pub fn read(store: &Store, sid: &SessionId, tip: gix::ObjectId) -> Result<Discus
     Ok(d)
 }
 
-/// One agent run of a discussion, for `runs/<TASK>/<attempt>/`.
-struct RunLog {
-    task: String,
-    role: String,
-    attempt: u32,
-    output: DriverOutput,
-    file: &'static str,
-}
-
-/// The runs of agents during one round, drained after it.
-#[derive(Default, Clone)]
-struct Runs(Arc<Mutex<Vec<RunLog>>>);
-
-impl Runs {
-    fn push(&self, r: RunLog) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(r);
-    }
-    fn drain(&self) -> Vec<RunLog> {
-        std::mem::take(
-            &mut *self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-    /// The next attempt number of `task`.
-    fn attempt(&self, task: &str) -> u32 {
-        let runs = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        runs.iter().filter(|r| r.task == task).count() as u32 + 1
-    }
-}
-
-/// What an agent run of a seat needs.
-#[derive(Clone)]
-struct Seated {
-    driver: Arc<dyn Driver>,
-    session: Session,
-    code: CodeTree,
-    runs: Runs,
-}
-
-impl Seated {
-    /// Runs the agent as `role` on `description` for task `task`; the text of `file` in
-    /// its result.
-    fn ask(
-        &self,
-        task: &str,
-        role: &str,
-        description: String,
-        file: &'static str,
-    ) -> std::result::Result<String, MemberError> {
-        let id = task
-            .parse()
-            .map_err(|e| MemberError::Failed(format!("bad task id {task}: {e}")))?;
-        let attempt = self.runs.attempt(task);
-        let input = TaskInput {
-            session: self.session.clone(),
-            task: Task {
-                id,
-                role: role.into(),
-                status: crate::model::TaskStatus::InProgress,
-                blocked_by: Vec::new(),
-                phase: PIPELINE.into(),
-                priority: crate::model::Priority::P1,
-                discuss: None,
-                inner_loop: false,
-                attempts: attempt,
-                description,
-                owner: None,
-                result: None,
-            },
-            // Everything the member may see is in the prompt: a Position turn cannot read
-            // another member's output from the folder.
-            folder: BTreeMap::new(),
-            code: self.code.clone(),
-        };
-        let dir = tempfile::Builder::new()
-            .prefix("tlv4-discuss-")
-            .tempdir()
-            .map_err(|e| {
-                MemberError::Failed(format!("cannot make a directory for the agent: {e}"))
-            })?;
-        let ctx = RunContext {
-            workdir: dir.path().to_path_buf(),
-            run_dir: None,
-            attempt,
-            meter: Default::default(),
-        };
-        let out = self
-            .driver
-            .run(&input, &ctx)
-            .map_err(|e| MemberError::Api(e.to_string()))?;
-        let result = match &out.output.outcome {
-            Outcome::Failed(why) => Err(MemberError::Failed(why.clone())),
-            Outcome::Completed => out
-                .output
-                .files
-                .iter()
-                .find(|(p, _)| p == file)
-                .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
-                .ok_or_else(|| MemberError::Failed(format!("the answer has no file {file}"))),
-        };
-        self.runs.push(RunLog {
-            task: task.to_owned(),
-            role: role.to_owned(),
-            attempt,
-            output: out,
-            file,
-        });
-        result
-    }
-}
-
-/// The task id of seat `role`'s turn in round `number`.
-fn turn_task(number: u32, role: &str) -> String {
-    format!("DISCUSS-R{number:02}-{}", role.to_ascii_uppercase())
-}
-
-struct SeatMember(Seated);
-
-impl Member for SeatMember {
-    fn agent(&self) -> &str {
-        self.0.driver.name()
-    }
-    fn speak(&self, turn: &Turn) -> std::result::Result<String, MemberError> {
-        let description = format!(
-            "{}\nEXPECTED: {} in `files`, holding the JSON object above.\n",
-            turn.prompt,
-            protocol::agent::CONTRIBUTION_FILE
-        );
-        match self.0.ask(
-            &turn_task(turn.number, &turn.role),
-            "member",
-            description,
-            protocol::agent::CONTRIBUTION_FILE,
-        ) {
-            // No file is an answer out of contract: sent back like one.
-            Err(MemberError::Failed(why)) if why.starts_with("the answer has no file") => Ok(why),
-            other => other,
-        }
-    }
-}
-
-struct SeatModerator(Seated, Mutex<u32>);
-
-impl Moderator for SeatModerator {
-    fn agent(&self) -> &str {
-        self.0.driver.name()
-    }
-    fn rate(&self, input: &RatingInput<'_>) -> std::result::Result<Rating, MemberError> {
-        let number = *self
-            .1
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let text = self.0.ask(
-            &turn_task(number, "moderator"),
-            "moderator",
-            protocol::agent::moderator_prompt(input),
-            protocol::agent::RATING_FILE,
-        )?;
-        protocol::agent::parse_rating(&text)
-    }
-}
-
 /// The cast of `d`: each seat's agent from `roster`, or the builtin member.
 fn cast(
     d: &Discussion,
@@ -407,6 +238,7 @@ fn cast(
         session: session.clone(),
         code: code.clone(),
         runs: runs.clone(),
+        prefix: "DISCUSS-R".into(),
     };
     let members = d
         .seats

@@ -503,3 +503,131 @@ fn member_agents_need_trust() {
     assert!(err.contains("not trusted"), "{err}");
     assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
 }
+
+/// The rounds a pipeline session's events name in `Tlv4-Discuss`, oldest first.
+fn pipeline_rounds(repo: &TestRepo, sid: &str) -> Vec<String> {
+    repo.git(&[
+        "log",
+        "--reverse",
+        "--format=%(trailers:key=Tlv4-Discuss,valueonly,separator=)",
+        &format!("tlv4/{sid}"),
+    ])
+    .lines()
+    .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+    .collect()
+}
+
+// (g) The six rounds of seed 000 in a full lifecycle, offline, one of them as the protocol;
+// then again with one perspective's seat played by a scripted model on 127.0.0.1.
+#[test]
+fn the_six_round_set_runs_in_a_full_lifecycle_with_a_protocol_round() {
+    let start = [
+        "start",
+        "--yes",
+        "--pipeline",
+        "full-lifecycle",
+        "--completion",
+        "keep",
+        "Add search to the notes app",
+    ];
+    let repo = crate::pipelines::sample();
+    repo.write(
+        ".tlv4.toml",
+        "[discuss]\nrounds = \"early\"\n[discuss.mode]\nDISCUSS-004 = \"protocol\"\n",
+    );
+    repo.ok(&["trust"]);
+    let sid = crate::pipelines::run_to_end(&repo, &start);
+    let mut expect: Vec<String> = (1..=6)
+        .map(|n| format!("discussions/DISCUSS-00{n}-discussion.md"))
+        .collect();
+    expect.push("discussions/DISCUSS-004-protocol.md".into());
+    let expect: Vec<&str> = expect.iter().map(String::as_str).collect();
+    crate::pipelines::check_done(&repo, &sid, &expect);
+    let rounds = pipeline_rounds(&repo, &sid);
+    assert_eq!(
+        rounds,
+        [
+            "early/DISCUSS-001",
+            "early/DISCUSS-002",
+            "early/DISCUSS-003",
+            "early/DISCUSS-004+protocol",
+            "early/DISCUSS-005",
+            "early/DISCUSS-006"
+        ]
+    );
+    let brief = show(
+        &repo,
+        &sid,
+        &format!("{}/discussions/DISCUSS-002-discussion.md", dir(&sid)),
+    );
+    assert!(
+        brief.contains("spec/product-brief.md") && brief.contains("technical"),
+        "{brief}"
+    );
+    let protocol = show(
+        &repo,
+        &sid,
+        &format!("{}/discussions/DISCUSS-004-protocol.md", dir(&sid)),
+    );
+    assert!(
+        protocol.contains("argue from the rules' critique"),
+        "{protocol}"
+    );
+    let position = show(
+        &repo,
+        &sid,
+        &format!(
+            "{}/discussions/DISCUSS-004-protocol/01-position/technical.json",
+            dir(&sid)
+        ),
+    );
+    assert!(position.contains("\"agent\": \"builtin\""), "{position}");
+
+    // One seat on a scripted model.
+    let server = crate::agents::Server::start_with("");
+    let repo = crate::pipelines::sample();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"member-model\"\n\
+             [discuss]\nrounds = \"early\"\n[discuss.mode]\nDISCUSS-004 = \"protocol\"\n[discuss.perspectives]\ntechnical = \"local\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = crate::pipelines::run_to_end(&repo, &start);
+    crate::pipelines::check_done(&repo, &sid, &expect);
+    let position = show(
+        &repo,
+        &sid,
+        &format!(
+            "{}/discussions/DISCUSS-004-protocol/01-position/technical.json",
+            dir(&sid)
+        ),
+    );
+    assert!(
+        position.contains("\"agent\": \"local\"")
+            && position.contains("The served model speaks for technical"),
+        "{position}"
+    );
+    let prompt = show(
+        &repo,
+        &sid,
+        &format!(
+            "{}/discussions/DISCUSS-004-protocol/01-position/prompts/technical.md",
+            dir(&sid)
+        ),
+    );
+    assert!(
+        !prompt.contains("### risk"),
+        "the Position prompt shows no other seat: {prompt}"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r["body"]["messages"].to_string().contains("- Role: member")),
+        "the model was asked as a member"
+    );
+    repo.fsck();
+}

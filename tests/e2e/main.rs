@@ -3,7 +3,7 @@
 
 mod common;
 
-mod agents;
+pub(crate) mod agents;
 mod bad_input;
 mod commands;
 mod concurrency;
@@ -12,7 +12,7 @@ mod crash;
 mod discuss;
 mod hooks;
 mod oddrepo;
-mod pipelines;
+pub(crate) mod pipelines;
 mod process;
 mod real_model_bounds;
 mod remote;

@@ -49,6 +49,7 @@ pub struct BuiltinMember {
     roles: Vec<String>,
     index: usize,
     devil: bool,
+    issue: String,
 }
 
 impl BuiltinMember {
@@ -59,7 +60,14 @@ impl BuiltinMember {
             roles: roles.to_vec(),
             index: roles.iter().position(|r| r == role).unwrap_or(0),
             devil,
+            issue: ISSUE.into(),
         }
+    }
+
+    /// The same member speaking to `issue` instead of [`ISSUE`].
+    pub fn on_issue(mut self, issue: &str) -> BuiltinMember {
+        self.issue = issue.to_owned();
+        self
     }
 
     fn option_of(&self, index: usize) -> String {
@@ -70,7 +78,7 @@ impl BuiltinMember {
     fn position(&self, role: &str, index: usize) -> Stance {
         let opt = self.option_of(index);
         Stance {
-            issue: ISSUE.into(),
+            issue: self.issue.clone(),
             stance: opt.clone(),
             reason: format!(
                 "seen from the {role} seat, {opt} is the option whose cost and benefit are the easiest to state for this topic"
@@ -102,7 +110,7 @@ impl BuiltinMember {
                 self.topic
             );
             c.positions = vec![Stance {
-                issue: ISSUE.into(),
+                issue: self.issue.clone(),
                 stance: "none of the options as framed".into(),
                 reason: "the options were listed before the problem they solve was stated".into(),
             }];
