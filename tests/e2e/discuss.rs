@@ -631,3 +631,35 @@ fn the_six_round_set_runs_in_a_full_lifecycle_with_a_protocol_round() {
     );
     repo.fsck();
 }
+
+// A round set or a mode the build does not know is an error naming the file, line and key;
+// nothing is written.
+#[test]
+fn unknown_round_sets_and_modes_are_refused_by_line_and_key() {
+    let repo = TestRepo::new();
+    for (toml, key, words) in [
+        (
+            "[discuss]\nrounds = \"late\"\n",
+            "rounds",
+            "unknown round set `late`; sets: current, early",
+        ),
+        (
+            "[discuss]\nrounds = \"early\"\n[discuss.mode]\nDISCUSS-009 = \"protocol\"\n",
+            "DISCUSS-009",
+            "not a round of the `early` set",
+        ),
+        (
+            "[discuss.mode]\nDISCUSS-001 = \"debate\"\n",
+            "DISCUSS-001",
+            "unknown mode `debate`",
+        ),
+    ] {
+        repo.write(".tlv4.toml", toml);
+        let err = repo.fails(&["start", "--no-run", "--pipeline", "spec-only", "text"], 1);
+        assert!(
+            err.contains(".tlv4.toml:") && err.contains(key) && err.contains(words),
+            "{err}"
+        );
+    }
+    assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
+}
