@@ -21,9 +21,11 @@ pub fn options(topic: &str) -> Vec<String> {
         t,
         |(head, rest)| if rest.trim().is_empty() { head } else { rest },
     );
-    let re = regex::Regex::new(r"(?i)\s+(?:or|vs\.?|versus)\s+|\s*,\s*(?:or\s+)?")
-        .expect("a valid regex");
-    let parts: Vec<String> = re
+    static SEPARATOR: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\s+(?:or|vs\.?|versus)\s+|\s*,\s*(?:or\s+)?")
+            .expect("a valid regex")
+    });
+    let parts: Vec<String> = SEPARATOR
         .split(t)
         .map(|p| p.trim().to_owned())
         .filter(|p| !p.is_empty())
