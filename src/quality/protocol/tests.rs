@@ -754,3 +754,55 @@ fn options_and_slugs() {
         "sqlite-or-postgres-notes"
     );
 }
+
+#[test]
+fn the_overall_limit_counts_the_time_of_earlier_runs() {
+    let stance =
+        |s: &'static str| fake(move |t, _| Ok(answer(t, s, &format!("{s} suits us"), false)));
+    let (c, fakes) = cast(vec![
+        ("a", stance("SQLite")),
+        ("b", stance("Postgres")),
+        ("c", stance("files")),
+        (DEVIL, devil()),
+    ]);
+    let mut d = discussion(Preset::Default, 5_000);
+    assert!(step(&mut d, &c, &Vec::new()).is_some());
+    // As a resumed discussion would find it: the time already spent is kept.
+    d.spent_ms = d.limits.overall_ms;
+    assert!(step(&mut d, &c, &Vec::new()).is_none());
+    assert_eq!(d.status, Status::Ended(End::TimedOut));
+    assert_eq!(d.rounds.len(), 1);
+    assert!(
+        d.notes.iter().any(|n| n.contains("overall time limit")),
+        "{:?}",
+        d.notes
+    );
+    assert_eq!(fakes["a"].calls.load(Ordering::SeqCst), 1);
+    // A round gets no more than what is left of the overall limit.
+    let slow = || {
+        fake(|t, _| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            Ok(answer(t, "late", "late", false))
+        })
+    };
+    let (c, _) = cast(vec![
+        ("a", slow()),
+        ("b", slow()),
+        ("c", slow()),
+        (DEVIL, devil()),
+    ]);
+    let mut d = discussion(Preset::Default, 60_000);
+    d.limits.overall_ms = 300;
+    run(&mut d, &c, &Vec::new());
+    // They would have answered within the turn limit, not within what was left overall.
+    assert_eq!(d.status, Status::Ended(End::FellBack));
+    assert!(
+        d.rounds[0].turns[0]
+            .unresponsive
+            .as_ref()
+            .unwrap()
+            .contains("0.3 s"),
+        "{:?}",
+        d.rounds[0].turns[0]
+    );
+}
