@@ -122,11 +122,10 @@ fn a_false_consensus_is_rebutted_and_waits_for_the_user() {
     let rebuttal: serde_json::Value =
         serde_json::from_str(&round_file(&repo, &sid, "02-rebuttal", "devil.json")).unwrap();
     assert!(
-        rebuttal["contribution"]["critiques"]
+        !rebuttal["contribution"]["critiques"]
             .as_array()
             .unwrap()
-            .len()
-            >= 1
+            .is_empty()
     );
     assert!(document(&repo, &sid).contains("--decide adopt"));
     repo.ok(&["--session", &sid, "discuss", "--decide", "adopt"]);

@@ -226,7 +226,7 @@ pub fn check(c: &Contribution, round: RoundKind, who: &Speaker<'_>) -> Result<()
                 problems.push(format!(
                     "critiques[{i}] criticises yourself; criticise the others"
                 ));
-            } else if !who.others.iter().any(|o| *o == k.target) {
+            } else if !who.others.contains(&k.target) {
                 problems.push(format!(
                     "critiques[{i}] names `{}`, who is not in the discussion; members: {}",
                     k.target,
