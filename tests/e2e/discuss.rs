@@ -662,3 +662,44 @@ fn unknown_round_sets_and_modes_are_refused_by_line_and_key() {
     }
     assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
 }
+
+// An agent moderator rates the rounds; one whose rating says who is right is refused and
+// the builtin moderator rates instead, as the record says.
+#[test]
+fn an_agent_moderator_rates_and_one_that_takes_sides_is_replaced() {
+    for (verdict, rated_by) in [("", "fake"), ("verdict", "builtin")] {
+        let repo = members("split", &[("DISCUSS_MODERATOR", verdict)]);
+        let toml = std::fs::read_to_string(repo.path().join(".tlv4.toml")).unwrap();
+        repo.write(".tlv4.toml", &format!("{toml}moderator = \"fake\"\n"));
+        repo.ok(&["trust"]);
+        let sid = discuss(&repo, &[TOPIC]);
+        let m: serde_json::Value =
+            serde_json::from_str(&round_file(&repo, &sid, "01-position", "moderator.json"))
+                .unwrap();
+        assert_eq!(m["moderator"], rated_by, "{m}");
+        assert_eq!(m["state"], "DIVERGENT", "{m}");
+        if rated_by == "fake" {
+            assert_eq!(
+                m["rating"]["note"], "Which evidence supports each option?",
+                "{m}"
+            );
+            let usage = show(
+                &repo,
+                &sid,
+                &format!("{}/runs/DISCUSS-R01-MODERATOR/1/usage.json", dir(&sid)),
+            );
+            assert!(usage.contains("\"role\": \"moderator\""), "{usage}");
+        } else {
+            assert!(
+                m["notes"]
+                    .to_string()
+                    .contains("the builtin moderator rated instead"),
+                "{m}"
+            );
+            assert!(
+                m["notes"].to_string().contains("unknown field `winner`"),
+                "{m}"
+            );
+        }
+    }
+}
