@@ -72,7 +72,8 @@ pub struct Item {
 }
 
 /// The agents the configuration defines or names that need trust: `[agents.*]` tables with
-/// such a driver, and driver names in `[roles]` or `[discuss.perspectives]` without a table
+/// such a driver, and driver names in `[roles]`, `[discuss.perspectives]` or
+/// `[discuss.members]` without a table
 /// (`default = "claude"`), with the spec each runs with.
 pub fn configured_agents(config: &Config) -> Vec<(String, AgentSpec)> {
     let mut out: BTreeMap<String, AgentSpec> = config
@@ -85,6 +86,7 @@ pub fn configured_agents(config: &Config) -> Vec<(String, AgentSpec)> {
         .roles
         .values()
         .chain(config.discuss.perspectives.values())
+        .chain(config.discuss.members.values())
     {
         if !config.agents.contains_key(name) && name != "builtin" && !name.starts_with("replay") {
             out.insert(

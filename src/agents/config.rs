@@ -55,4 +55,17 @@ pub struct DiscussConfig {
     /// Agent per discuss perspective (`product = "mine"`).
     #[serde(default)]
     pub perspectives: BTreeMap<String, String>,
+    /// Agent per discussion seat (`git tlv4 discuss`): a topic member's role, `devil` (the
+    /// devil's advocate), `moderator`, or `default` for every seat not named.
+    #[serde(default)]
+    pub members: BTreeMap<String, String>,
+    /// The round set of the pipelines: `current` (three rounds, the default) or `early`
+    /// (the six rounds of seed 000).
+    #[serde(default)]
+    pub rounds: Option<String>,
+    /// How a round runs, by round (`DISCUSS-002 = "protocol"`): `critique` (the default),
+    /// or the discussion protocol with its preset (`protocol`, `protocol-quick`,
+    /// `protocol-deep`).
+    #[serde(default)]
+    pub mode: BTreeMap<String, String>,
 }

@@ -47,9 +47,11 @@ pub const ROLES: [&str; 7] = [
     "supervisor",
 ];
 
-const BUILTIN_ROLES: [(&str, &str); 8] = [
+const BUILTIN_ROLES: [(&str, &str); 10] = [
     ("analyst", include_str!("../../specs/roles/analyst.md")),
     ("critic", include_str!("../../specs/roles/critic.md")),
+    ("member", include_str!("../../specs/roles/member.md")),
+    ("moderator", include_str!("../../specs/roles/moderator.md")),
     ("writer", include_str!("../../specs/roles/writer.md")),
     ("planner", include_str!("../../specs/roles/planner.md")),
     ("executor", include_str!("../../specs/roles/executor.md")),

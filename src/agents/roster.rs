@@ -24,6 +24,8 @@ pub struct Roster {
     default: Arc<dyn Driver>,
     roles: BTreeMap<String, Arc<dyn Driver>>,
     perspectives: crate::quality::discuss::Perspectives,
+    /// Agents of discussion seats (`[discuss.members]`), by seat.
+    members: BTreeMap<String, Arc<dyn Driver>>,
     configured: Vec<(String, AgentSpec)>,
 }
 
@@ -43,6 +45,7 @@ impl Roster {
             default: Arc::new(BuiltinDriver),
             roles: BTreeMap::new(),
             perspectives: BTreeMap::new(),
+            members: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -53,6 +56,7 @@ impl Roster {
             default: Arc::new(AgentDriver(agent)),
             roles: BTreeMap::new(),
             perspectives: BTreeMap::new(),
+            members: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -63,6 +67,7 @@ impl Roster {
             default: driver,
             roles: BTreeMap::new(),
             perspectives: BTreeMap::new(),
+            members: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -191,10 +196,21 @@ impl Roster {
                 }
             }
         }
+        let mut members = BTreeMap::new();
+        for (seat, name) in &config.discuss.members {
+            let name = match &overrides.replay {
+                Some(sid) if name != "builtin" => format!("replay:{sid}"),
+                _ => name.clone(),
+            };
+            if name != "builtin" {
+                members.insert(seat.clone(), driver(&name, true)?);
+            }
+        }
         Ok(Roster {
             default,
             roles,
             perspectives,
+            members,
             configured: configured.into_iter().collect(),
         })
     }
@@ -204,12 +220,22 @@ impl Roster {
         std::iter::once(&self.default)
             .chain(self.roles.values())
             .chain(self.perspectives.values())
+            .chain(self.members.values())
             .try_for_each(|d| d.preflight())
     }
 
     /// The agents that add their opinion to discuss perspectives.
     pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
         &self.perspectives
+    }
+
+    /// The agent of discussion seat `seat` (`[discuss.members]`, else its `default`), or
+    /// `None` for the builtin member.
+    pub fn member(&self, seat: &str) -> Option<Arc<dyn Driver>> {
+        self.members
+            .get(seat)
+            .or_else(|| self.members.get("default").filter(|_| seat != "moderator"))
+            .cloned()
     }
 
     /// The agent whose opinion is added to quality role `role`'s rules (only when `[roles]`
@@ -234,6 +260,11 @@ impl Roster {
                 .iter()
                 .map(|(r, d)| (r.clone(), d.name().to_owned())),
         );
+        out.extend(
+            self.members
+                .iter()
+                .map(|(r, d)| (format!("discuss.{r}"), d.name().to_owned())),
+        );
         out
     }
 
@@ -256,6 +287,7 @@ impl Roster {
         !self.default.checkout()
             && self.roles.values().all(|d| !d.checkout())
             && self.perspectives.is_empty()
+            && self.members.is_empty()
     }
 }
 

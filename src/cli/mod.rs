@@ -3,6 +3,7 @@
 mod cost;
 mod decide;
 mod demo;
+mod discuss;
 mod drive;
 mod fork;
 mod list;
@@ -104,6 +105,8 @@ pub enum Command {
     Pull(pull::Args),
     /// Run a shared session's tasks from this clone, claiming each through the remote
     Worker(worker::Args),
+    /// Discuss a topic between agents: Position, Challenge, Synthesis, with a devil's advocate
+    Discuss(discuss::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -179,6 +182,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Push(a) => push::run(&ctx, a),
         Command::Pull(a) => pull::run(&ctx, a),
         Command::Worker(a) => worker::run(&ctx, a),
+        Command::Discuss(a) => discuss::run(&ctx, a),
     };
     done.map(|()| crate::error::exit::OK)
 }

@@ -52,6 +52,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     let sid = store.resolve_session(ctx.session.as_deref())?;
+    // A discussion resumes at its next round; it has no tasks to recover.
+    if crate::coordinator::discussion::is_discussion(&store.read_state(&sid)?.1) {
+        return super::discuss::go(ctx, &store, &sid, &args.run);
+    }
     let common = std::path::absolute(store.repo().common_dir())
         .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
     // Tasks whose checkout is left to a run that still goes on.

@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod complete;
+pub mod discussion;
 pub mod followup;
 pub mod lease;
 mod opinion;

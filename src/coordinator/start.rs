@@ -142,7 +142,14 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         // Free against refs and the base tree; the create below is the final, atomic check.
         let (sid, taken) = store.free_id(text, &date, n, base_tree)?;
         n = taken + 1;
-        let tasks = spec.dispatch(&pipeline, supervision, &sid, text)?;
+        let mut tasks = spec.dispatch(&pipeline, supervision, &sid, text)?;
+        // The discuss round set and each round's mode, as the configuration chooses them.
+        crate::quality::discuss::assign_rounds(
+            &mut tasks,
+            config.discuss.rounds.as_deref().unwrap_or("current"),
+            &config.discuss.mode,
+        )
+        .map_err(|(key, message)| config.value_error(&key, message))?;
         let now = crate::clock::now_rfc3339();
         let session = Session {
             schema: SCHEMA_VERSION,

@@ -155,11 +155,13 @@ pub enum EventKind {
     TaskAdopted,
     /// Events added elsewhere (another clone, pulled) were merged with this branch's.
     SessionMerged,
+    /// A round of a discussion (`git tlv4 discuss`) was recorded.
+    DiscussRound,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 17] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -177,6 +179,7 @@ impl EventKind {
         EventKind::TaskReset,
         EventKind::TaskAdopted,
         EventKind::SessionMerged,
+        EventKind::DiscussRound,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -199,6 +202,7 @@ impl EventKind {
             EventKind::TaskReset => "task_reset",
             EventKind::TaskAdopted => "task_adopted",
             EventKind::SessionMerged => "session_merged",
+            EventKind::DiscussRound => "discuss_round",
         }
     }
 
@@ -222,6 +226,7 @@ impl EventKind {
             EventKind::TaskReset => "reset",
             EventKind::TaskAdopted => "manual revision adopted",
             EventKind::SessionMerged => "merged",
+            EventKind::DiscussRound => "discussion round",
         }
     }
 }

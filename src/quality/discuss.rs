@@ -16,6 +16,7 @@
 mod agent;
 mod config;
 mod metrics;
+mod protocol_round;
 mod record;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,8 +122,9 @@ pub struct BuiltinCritic {
 }
 
 impl BuiltinCritic {
-    /// The builtin critic of `perspective` in `round`.
+    /// The builtin critic of `perspective` in `round` (its key in `specs/discuss.toml`).
     fn new(config: &Config, round: &str, perspective: &str) -> BuiltinCritic {
+        let spec = config.round.get(round);
         BuiltinCritic {
             perspective: perspective.to_owned(),
             persona: config
@@ -133,7 +135,10 @@ impl BuiltinCritic {
             rules: config
                 .rule
                 .iter()
-                .filter(|r| r.perspective == perspective && r.rounds.iter().any(|x| x == round))
+                .filter(|r| {
+                    r.perspective == perspective
+                        && spec.map_or(r.rounds.iter().any(|x| x == round), |s| s.applies(round, r))
+                })
                 .cloned()
                 .collect(),
         }
@@ -435,18 +440,104 @@ fn run_critics(critics: &[Box<dyn Critic>], subject: &Subject<'_>) -> (Vec<Criti
     (ok, failed)
 }
 
-/// Runs discuss round `round` on what `produced` wrote; `None` for a round this build does
-/// not know.
+/// The suffix of a task's `discuss` value that runs the round as the discussion protocol.
+const PROTOCOL: &str = "+protocol";
+
+/// Sets the `discuss` round of each of `tasks` for round set `set` and the modes `modes`
+/// (round name → `critique`, `protocol`, `protocol-quick`, `protocol-deep`). In the current
+/// set the rounds stay as `pipelines.toml` attached them; another set attaches its rounds
+/// to the tasks their `after` names (`early/DISCUSS-004` after `DRAFT-003`). A round run as
+/// the protocol gets `+protocol[-PRESET]` appended. The error names the problem in words for
+/// a configuration error: (key, message).
+pub fn assign_rounds(
+    tasks: &mut [crate::model::Task],
+    set: &str,
+    modes: &BTreeMap<String, String>,
+) -> std::result::Result<(), (String, String)> {
+    let config = Config::builtin().map_err(|e| ("discuss.rounds".to_owned(), e.to_string()))?;
+    let sets = config.sets();
+    if !sets.iter().any(|s| s == set) {
+        return Err((
+            "discuss.rounds".into(),
+            format!("unknown round set `{set}`; sets: {}", sets.join(", ")),
+        ));
+    }
+    let rounds = config.set(set);
+    for (name, mode) in modes {
+        if !rounds.iter().any(|(n, _)| n == name) {
+            let known: Vec<&str> = rounds.iter().map(|(n, _)| *n).collect();
+            return Err((
+                format!("discuss.mode.{name}"),
+                format!(
+                    "`{name}` is not a round of the `{set}` set; rounds: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+        if ![
+            "critique",
+            "protocol",
+            "protocol-quick",
+            "protocol-deep",
+            "protocol-default",
+        ]
+        .contains(&mode.as_str())
+        {
+            return Err((
+                format!("discuss.mode.{name}"),
+                format!(
+                    "unknown mode `{mode}`; use critique, protocol, protocol-quick or protocol-deep"
+                ),
+            ));
+        }
+    }
+    for t in tasks.iter_mut() {
+        if set != "current" {
+            t.discuss = rounds
+                .iter()
+                .find(|(_, r)| r.after.as_deref() == Some(t.id.as_str()))
+                .map(|(name, _)| format!("{set}/{name}"));
+        }
+        let Some(d) = t.discuss.clone() else { continue };
+        let name = d.rsplit('/').next().unwrap_or(&d).to_owned();
+        match modes.get(&name).map(String::as_str) {
+            Some("protocol") | Some("protocol-default") => {
+                t.discuss = Some(format!("{d}{PROTOCOL}"))
+            }
+            Some(m) if m.starts_with("protocol-") => {
+                t.discuss = Some(format!("{d}{PROTOCOL}-{}", &m["protocol-".len()..]))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs discuss round `spec` (a round of `specs/discuss.toml`, `set/ROUND` for a set other
+/// than the current one, with `+protocol[-PRESET]` to run it as the discussion protocol) on
+/// what `produced` wrote; `None` for a round this build does not know.
 pub fn run_round(
-    round: &str,
+    spec: &str,
     input: &TaskInput,
     produced: &TaskOutput,
     agents: &Perspectives,
 ) -> Result<Option<DiscussOutcome>> {
     let config = Config::builtin()?;
-    let Some(r) = config.round.get(round) else {
+    let (key, preset) = match spec.split_once(PROTOCOL) {
+        None => (spec, None),
+        Some((key, rest)) => {
+            let preset = match rest.trim_start_matches('-') {
+                "quick" => crate::quality::protocol::Preset::Quick,
+                "deep" => crate::quality::protocol::Preset::Deep,
+                _ => crate::quality::protocol::Preset::Default,
+            };
+            (key, Some(preset))
+        }
+    };
+    let Some(r) = config.round.get(key) else {
         return Ok(None);
     };
+    let round = key;
     let critics: Vec<Box<dyn Critic>> = r
         .perspectives
         .iter()
@@ -474,17 +565,32 @@ pub fn run_round(
             }
         })
         .collect();
-    discuss(config, round, input, produced, &critics).map(Some)
+    let (mut outcome, critiques) = discuss(config, round, input, produced, &critics)?;
+    if let Some(preset) = preset {
+        protocol_round::run(
+            &protocol_round::Round {
+                config,
+                round,
+                preset,
+                input,
+                produced,
+                agents,
+                critiques: &critiques,
+            },
+            &mut outcome,
+        )?;
+    }
+    Ok(Some(outcome))
 }
 
-/// Runs `round` with `critics`.
+/// Runs `round` with `critics`; the outcome, and what each perspective said.
 fn discuss(
     config: &Config,
     round: &str,
     input: &TaskInput,
     produced: &TaskOutput,
     critics: &[Box<dyn Critic>],
-) -> Result<DiscussOutcome> {
+) -> Result<(DiscussOutcome, Vec<Critique>)> {
     let r = &config.round[round];
     let mut folder = input.folder.clone();
     for (p, b) in &produced.files {
@@ -543,8 +649,9 @@ fn discuss(
         level.as_str(),
         ratings.join(", ")
     );
+    let name = round.rsplit('/').next().unwrap_or(round);
     let text = record::render(&record::Record {
-        round,
+        round: name,
         task: input.task.id.as_str(),
         artifact: artifact
             .map(str::to_owned)
@@ -559,14 +666,14 @@ fn discuss(
         actions: &actions,
         last: r.last,
     });
-    Ok(DiscussOutcome {
+    let outcome = DiscussOutcome {
         verdict: Verdict {
             verdict: level.as_str().to_owned(),
             score: Some((avg * 100.0).round() / 100.0),
             summary: one_line(&summary, 300),
         },
         files: vec![(
-            format!("discussions/{round}-discussion.md"),
+            format!("discussions/{name}-discussion.md"),
             text.into_bytes(),
         )],
         action_items: actions,
@@ -577,7 +684,8 @@ fn discuss(
                     .map(|(agent, u)| (c.perspective().to_owned(), agent, u))
             })
             .collect(),
-    })
+    };
+    Ok((outcome, critiques))
 }
 
 fn one_line(text: &str, max: usize) -> String {

@@ -5,6 +5,7 @@
 pub mod checkpoint;
 pub mod discuss;
 pub mod gate;
+pub mod protocol;
 pub mod review;
 pub mod tester;
 

@@ -3,15 +3,16 @@
 
 mod common;
 
-mod agents;
+pub(crate) mod agents;
 mod bad_input;
 mod commands;
 mod concurrency;
 mod conformance;
 mod crash;
+mod discuss;
 mod hooks;
 mod oddrepo;
-mod pipelines;
+pub(crate) mod pipelines;
 mod process;
 mod real_model_bounds;
 mod remote;

@@ -7,7 +7,7 @@ use crate::common::TestRepo;
 
 /// A small Python project with tests, SQL built from strings and password handling, so the
 /// analyst has signals to find and the tester has a suite to run.
-fn sample() -> TestRepo {
+pub(crate) fn sample() -> TestRepo {
     let repo = TestRepo::new();
     repo.write("app/__init__.py", "");
     repo.write(
@@ -35,14 +35,14 @@ fn sample() -> TestRepo {
 }
 
 /// Runs a session to completion, approving each pause that asks for an approval.
-fn run_to_end(repo: &TestRepo, start: &[&str]) -> String {
+pub(crate) fn run_to_end(repo: &TestRepo, start: &[&str]) -> String {
     let out = repo.ok(start);
     let sid = out.lines().next().unwrap().trim().to_owned();
     run_to_end_from(repo, &sid)
 }
 
 /// Every task completed exactly once, every expected artifact present, and git healthy.
-fn check_done(repo: &TestRepo, sid: &str, expect: &[&str]) -> serde_json::Value {
+pub(crate) fn check_done(repo: &TestRepo, sid: &str, expect: &[&str]) -> serde_json::Value {
     let s = repo.json(&["--session", sid, "status", "--json"]);
     for t in s["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "completed", "{t}");

@@ -62,6 +62,22 @@ pub struct Round {
     /// Whether it is the last round (a HIGH divergence escalates to the user).
     #[serde(default, rename = "final")]
     pub last: bool,
+    /// The task it follows (rounds of a set other than the current one, which
+    /// `pipelines.toml` attaches).
+    #[serde(default)]
+    pub after: Option<String>,
+    /// Rounds whose rules (for this round's perspectives) apply here too.
+    #[serde(default)]
+    pub rules_from: Vec<String>,
+}
+
+impl Round {
+    /// Whether `rule` applies in round `name`.
+    pub fn applies(&self, name: &str, rule: &Rule) -> bool {
+        rule.rounds
+            .iter()
+            .any(|x| x == name || self.rules_from.contains(x))
+    }
 }
 
 /// What a missed rule means besides a lower rating.
@@ -160,10 +176,17 @@ impl Config {
                 if !config
                     .rule
                     .iter()
-                    .any(|x| x.perspective == *p && x.rounds.contains(name))
+                    .any(|x| x.perspective == *p && r.applies(name, x))
                 {
                     return Err(bad(format!("round {name}: perspective `{p}` has no rule")));
                 }
+            }
+        }
+        for (name, r) in &config.round {
+            if let Some(x) = r.rules_from.iter().find(|x| !config.round.contains_key(*x)) {
+                return Err(bad(format!(
+                    "round {name}: rules_from names unknown round `{x}`"
+                )));
             }
         }
         for (i, r) in config.rule.iter().enumerate() {
@@ -185,6 +208,32 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// The rounds of set `set` (`current`, or a prefix such as `early`), with their names
+    /// in the set.
+    pub fn set(&self, set: &str) -> Vec<(&str, &Round)> {
+        self.round
+            .iter()
+            .filter_map(|(k, r)| match (set, k.split_once('/')) {
+                ("current", None) => Some((k.as_str(), r)),
+                (s, Some((p, name))) if s == p => Some((name, r)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The round sets the file defines.
+    pub fn sets(&self) -> Vec<String> {
+        let mut out = vec!["current".to_owned()];
+        for k in self.round.keys() {
+            if let Some((p, _)) = k.split_once('/')
+                && !out.iter().any(|x| x == p)
+            {
+                out.push(p.to_owned());
+            }
+        }
+        out
     }
 
     /// The builtin file, parsed once.

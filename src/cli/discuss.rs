@@ -1,0 +1,242 @@
+//! `git tlv4 discuss`: a structured discussion between agents (Position → Challenge →
+//! Synthesis, with a devil's advocate and a moderator) run as a session of its own.
+
+use crate::coordinator::discussion::{self, DiscussOptions, Progress};
+use crate::error::{Error, Result};
+use crate::quality::protocol::{self, Decision, Limits, Preset, Status};
+
+use super::Ctx;
+use super::drive::RunFlags;
+
+/// The user's decision at a surface consensus.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum DecideArg {
+    /// Take the consensus as it is
+    Adopt,
+    /// Run another Challenge and Synthesis
+    Challenge,
+}
+
+/// Arguments of `discuss`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Two rounds: Position, then Synthesis
+    #[arg(long, conflicts_with = "deep")]
+    pub quick: bool,
+    /// Up to five rounds, with the Challenge forced even on a consensus
+    #[arg(long)]
+    pub deep: bool,
+    /// The topic members' roles (default: advocate,skeptic,pragmatist); the devil's advocate
+    /// and the moderator are always there
+    #[arg(long, value_name = "ROLE,ROLE,ROLE", value_delimiter = ',')]
+    pub members: Vec<String>,
+    /// A document of the commit HEAD is on that every member reads (repeatable)
+    #[arg(long = "artifact", value_name = "PATH", num_args = 1..)]
+    pub artifacts: Vec<String>,
+    /// The time limit of the whole discussion, e.g. 10m (default 10m)
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// The time limit of one member's turn, e.g. 3m (default 3m)
+    #[arg(long, value_name = "DURATION")]
+    pub turn_timeout: Option<String>,
+    /// The `{feature}` of docs/specs/{feature}-discussion-{topic}.md (default: the session's
+    /// slug)
+    #[arg(long, value_name = "NAME")]
+    pub feature: Option<String>,
+    /// Decide at a surface consensus (with --session or the only waiting discussion)
+    #[arg(long, value_enum, value_name = "DECISION", conflicts_with_all = ["topic", "resume"])]
+    pub decide: Option<DecideArg>,
+    /// Continue a discussion that was interrupted (with --session)
+    #[arg(long, conflicts_with = "topic")]
+    pub resume: bool,
+    /// Record only; run no round
+    #[arg(long)]
+    pub no_run: bool,
+    /// When the discussion ends: keep (default), archive, or export (a branch
+    /// tlv4-export/<SID> carrying the output document)
+    #[arg(long, value_name = "ACTION")]
+    pub completion: Option<String>,
+    /// Replay the recorded agent runs of discussion session SID instead of calling agents
+    #[arg(long, value_name = "SID")]
+    pub replay: Option<String>,
+    /// What to discuss
+    #[arg(value_name = "TOPIC", required_unless_present_any = ["resume", "decide"])]
+    pub topic: Option<String>,
+}
+
+fn flags(replay: Option<String>, completion: Option<String>) -> RunFlags {
+    RunFlags {
+        no_run: false,
+        completion,
+        agent: Vec::new(),
+        replay,
+    }
+}
+
+pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
+    if let Some(d) = args.decide {
+        let (store, sid) = ctx.session()?;
+        let decision = match d {
+            DecideArg::Adopt => Decision::Adopt,
+            DecideArg::Challenge => Decision::Challenge,
+        };
+        let d = discussion::decide(&store, &sid, decision)?;
+        ctx.ui.status(format!(
+            "recorded the decision: {}",
+            match decision {
+                Decision::Adopt => "adopt the consensus",
+                Decision::Challenge => "challenge more",
+            }
+        ));
+        if d.status == Status::Running && !args.no_run {
+            return go(ctx, &store, &sid, &flags(args.replay, args.completion));
+        }
+        return report(ctx, &store, &sid);
+    }
+    if args.resume {
+        let (store, sid) = ctx.session()?;
+        return go(ctx, &store, &sid, &flags(args.replay, args.completion));
+    }
+    let Some(topic) = args.topic.clone() else {
+        return Err(Error::Invalid(
+            "give the TOPIC to discuss (or --resume, or --decide adopt|challenge)".into(),
+        ));
+    };
+    let store = ctx.store()?;
+    let duration = |v: &Option<String>, default: std::time::Duration, flag: &str| -> Result<u64> {
+        match v {
+            Some(t) => crate::process::parse_duration(t)
+                .map(|d| d.as_millis() as u64)
+                .map_err(|e| Error::Invalid(format!("--{flag} {t}: {e}"))),
+            None => Ok(default.as_millis() as u64),
+        }
+    };
+    let limits = Limits {
+        turn_ms: duration(&args.turn_timeout, protocol::TURN_LIMIT, "turn-timeout")?,
+        overall_ms: duration(&args.timeout, protocol::OVERALL_LIMIT, "timeout")?,
+    };
+    let members = if args.members.is_empty() {
+        protocol::DEFAULT_MEMBERS.map(String::from).to_vec()
+    } else {
+        args.members.iter().map(|m| m.trim().to_owned()).collect()
+    };
+    let preset = if args.quick {
+        Preset::Quick
+    } else if args.deep {
+        Preset::Deep
+    } else {
+        Preset::Default
+    };
+    let files = crate::trust::Files::read(store.workdir())?;
+    let roster = super::drive::roster(&store, &files, &flags(args.replay.clone(), None))?;
+    let opts = DiscussOptions {
+        topic,
+        preset,
+        members,
+        artifacts: args.artifacts.clone(),
+        limits,
+        feature: args.feature.clone(),
+        replay: args.replay.clone(),
+    };
+    let (sid, d) = discussion::start(&store, &opts, &roster)?;
+    ctx.ui.status(format!(
+        "started discussion {sid}: preset {}, members {}, moderator {}",
+        preset.as_str(),
+        d.seats
+            .iter()
+            .map(|s| format!("{} ({})", s.role, s.agent))
+            .collect::<Vec<_>>()
+            .join(", "),
+        d.moderator
+    ));
+    ctx.ui.out(sid.as_str());
+    if args.no_run {
+        ctx.ui.status(format!(
+            "stopped after recording; continue with `git tlv4 discuss --resume --session {sid}`"
+        ));
+        return Ok(());
+    }
+    go(ctx, &store, &sid, &flags(args.replay, args.completion))
+}
+
+/// Runs the discussion of `sid` on with its pinned configuration, then reports.
+pub(crate) fn go(
+    ctx: &Ctx<'_>,
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+    flags: &RunFlags,
+) -> Result<()> {
+    if let Some(a) = &flags.completion
+        && !["keep", "archive", "export"].contains(&a.as_str())
+    {
+        return Err(Error::Invalid(format!(
+            "unknown completion action `{a}`; use keep, archive or export"
+        )));
+    }
+    let ended_before = matches!(
+        discussion::read(store, sid, store.tip(sid)?)?.status,
+        Status::Ended(_)
+    );
+    let (roster, files, _) = super::drive::session_roster(ctx, store, sid, flags)?;
+    let d = discussion::advance(store, sid, &roster, &mut |p| match p {
+        Progress::Round(r) => ctx.ui.status(format!(
+            "round {} ({}): {}{}",
+            r.number,
+            r.kind.as_str(),
+            r.state.map_or("not rated", |s| s.as_str()),
+            r.notes
+                .iter()
+                .map(|n| format!("\n  {n}"))
+                .collect::<String>()
+        )),
+    })?;
+    report(ctx, store, sid)?;
+    if matches!(d.status, Status::Ended(_)) && !ended_before {
+        let action = flags.completion.as_deref().unwrap_or("keep");
+        let export_spec = files.config(store.workdir())?.session.export_spec;
+        match crate::coordinator::complete::apply(store, sid, action, export_spec)? {
+            crate::coordinator::complete::Done::Kept => {}
+            crate::coordinator::complete::Done::Archived(r) => {
+                ctx.ui.status(format!("archived to {r}"))
+            }
+            crate::coordinator::complete::Done::Exported(r) => {
+                ctx.ui.status(format!("exported to {r}"))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prints where the discussion stands and where its record is.
+fn report(ctx: &Ctx<'_>, store: &crate::store::Store, sid: &crate::model::SessionId) -> Result<()> {
+    let tip = store.tip(sid)?;
+    let d = discussion::read(store, sid, tip)?;
+    let path = discussion::document_path(store, sid)?;
+    let state = d.rounds.iter().rev().find_map(|r| r.state);
+    let how = match d.status {
+        Status::Running => "stopped before its end".to_owned(),
+        Status::AwaitingDecision => "waits for your decision".to_owned(),
+        Status::Ended(e) => format!("ended: {}", e.as_str().replace('_', " ")),
+    };
+    ctx.ui.status(format!(
+        "discussion {sid} {how} after {} rounds (last state {})",
+        d.rounds.len(),
+        state.map_or("none", |s| s.as_str())
+    ));
+    if let Status::Ended(e) = d.status
+        && discussion::troubled(e)
+    {
+        for n in d.rounds.iter().flat_map(|r| &r.notes).chain(&d.notes) {
+            if n.starts_with("Circuit breaker") || n.starts_with("The overall time limit") {
+                ctx.ui.warn(n);
+            }
+        }
+    }
+    if d.status == Status::AwaitingDecision {
+        ctx.ui.status(format!(
+            "unanimous agreement for much the same reasons: check the reasoning, then\n  git tlv4 discuss --session {sid} --decide adopt\n  git tlv4 discuss --session {sid} --decide challenge"
+        ));
+    }
+    ctx.ui.out(format!("record: tlv4/{sid}:{path}"));
+    Ok(())
+}
