@@ -114,17 +114,8 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if wants_imports {
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
-        let tests = test_windows(g, &file.new_text, &grouped);
-        let (wanted, long) = parse_windows(
-            rules,
-            scan.context,
-            language,
-            g,
-            file,
-            &focus,
-            &grouped,
-            &tests,
-        );
+        let (wanted, long, tests) =
+            parse_windows(rules, scan.context, language, g, file, &focus, &grouped);
         may_be_long = long;
         unparsed_tests = grouped
             .iter()
@@ -519,7 +510,7 @@ fn outline(
         && text[end..w.end].trim().is_empty()
         && close == f.lines.end - 1
         && open_end <= last;
-    alone.then(|| [w.start..open_end, last..w.end])
+    alone.then_some([w.start..open_end, last..w.end])
 }
 
 /// Which of the windows `grouped` of `text` are test code by their attributes (Rust): an item
@@ -548,7 +539,8 @@ fn test_windows(
 /// matches new code in a context it does not skip, and where a function may have crossed the
 /// size limit (by the language's function pattern, or for JavaScript and TypeScript, whose
 /// methods it does not see, an item over the limit), merged; and whether a function may
-/// have crossed the limit at all. `context` is the file's.
+/// have crossed the limit at all, and which items are test code ([`test_windows`]).
+/// `context` is the file's.
 fn parse_windows(
     rules: &RuleSet,
     context: Option<Context>,
@@ -557,11 +549,11 @@ fn parse_windows(
     file: &FileDiff,
     focus: &[Range<usize>],
     grouped: &[(Range<usize>, syntax::Block)],
-    tests: &[bool],
-) -> (Vec<Range<usize>>, bool) {
+) -> (Vec<Range<usize>>, bool, Vec<bool>) {
     let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let text = &file.new_text;
     let lang = language.map(|l| &rules.languages[l]);
+    let tests = test_windows(grammar, text, grouped);
     let mut may_be_long = false;
     let mut wanted = vec![false; items.len()];
     // The items are in order and do not overlap.
@@ -698,7 +690,7 @@ fn parse_windows(
             _ => merged.push(r),
         }
     }
-    (merged, may_be_long)
+    (merged, may_be_long, tests)
 }
 
 /// Compiles ahead of the scan what scanning the files at `paths` will use: the patterns of
@@ -1050,6 +1042,7 @@ pub fn dir_of(path: &str) -> &str {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
