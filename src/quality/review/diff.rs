@@ -1,10 +1,12 @@
 //! The diff under review: gix finds the changed files between two trees, the pairing of renames
 //! is git's, and the line diff finds the added lines of each: Myers by imara-diff (gix's, whose
-//! heuristics bound its cost as git's xdiff does), Patience by `similar`, under a deadline.
+//! heuristics bound its cost as git's xdiff does), Patience as git's xpatience does it (unique
+//! lines matched, the runs between them diffed again, Myers where a run has none), under a
+//! deadline.
 //!
-//! `similar`'s deadline stops the line diff of a pathological file, but when it fires the rest of
-//! the file is reported as replaced and nothing says so; a diff that ends after its deadline is
-//! therefore marked *approximate*, and the report says so next to that file.
+//! The deadline stops the line diff of a pathological file: what is left when it fires is
+//! reported as replaced, so a diff that ends after its deadline is marked *approximate*, and the
+//! report says so next to that file.
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -705,18 +707,7 @@ impl FileDiff {
             }
             DiffAlgorithm::Patience => {
                 let deadline = Instant::now() + opts.deadline;
-                let diff = similar::TextDiff::configure()
-                    .algorithm(similar::Algorithm::Patience)
-                    .deadline(deadline)
-                    .diff_slices(&old_lines, &new_lines);
-                self.approximate = Instant::now() > deadline;
-                hunks.extend(
-                    diff.ops()
-                        .iter()
-                        .map(|op| op.as_tag_tuple())
-                        .filter(|(tag, _, _)| *tag != similar::DiffTag::Equal)
-                        .map(|(_, old, new)| (old, new)),
-                );
+                self.approximate = !patience(&old_lines, &new_lines, deadline, &mut hunks);
             }
         }
         for (old, new) in hunks {
@@ -742,6 +733,140 @@ impl FileDiff {
             }
         }
     }
+}
+
+/// The changed runs (old lines, new lines), in order, of a Patience diff of `old` and `new`,
+/// into `out`, as git's xpatience makes them: the lines each side holds once and in the same
+/// order are matched (the longest such sequence), the runs between them are diffed the same
+/// way, and a run without such lines is diffed by Myers (imara-diff's, as the Myers
+/// algorithm). `false` if `deadline` passed: what was left is one replaced run.
+fn patience<'t>(
+    old: &[&'t str],
+    new: &[&'t str],
+    deadline: Instant,
+    out: &mut Vec<(Range<usize>, Range<usize>)>,
+) -> bool {
+    // Lines as numbers: equal lines, equal numbers.
+    let mut ids: std::collections::HashMap<&'t str, u32, foldhash::fast::RandomState> =
+        std::collections::HashMap::with_capacity_and_hasher(old.len(), Default::default());
+    let mut intern = |l: &'t str| {
+        let next = ids.len() as u32;
+        *ids.entry(l).or_insert(next)
+    };
+    let a: Vec<u32> = old.iter().map(|&l| intern(l)).collect();
+    let b: Vec<u32> = new.iter().map(|&l| intern(l)).collect();
+    let mut exact = true;
+    patience_run(&a, &b, 0, 0, deadline, &mut exact, out);
+    exact
+}
+
+fn patience_run(
+    a: &[u32],
+    b: &[u32],
+    at_a: usize,
+    at_b: usize,
+    deadline: Instant,
+    exact: &mut bool,
+    out: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    let head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[head..], &b[head..]);
+    let tail = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (a, b) = (&a[..a.len() - tail], &b[..b.len() - tail]);
+    let (at_a, at_b) = (at_a + head, at_b + head);
+    if a.is_empty() && b.is_empty() {
+        return;
+    }
+    if a.is_empty() || b.is_empty() || Instant::now() > deadline {
+        *exact &= a.is_empty() || b.is_empty();
+        out.push((at_a..at_a + a.len(), at_b..at_b + b.len()));
+        return;
+    }
+    // The lines found once on each side: (where in `a`, where in `b`), in `a`'s order.
+    let mut count: std::collections::HashMap<
+        u32,
+        (u32, usize, u32, usize),
+        foldhash::fast::RandomState,
+    > = std::collections::HashMap::with_capacity_and_hasher(a.len(), Default::default());
+    for (i, &t) in a.iter().enumerate() {
+        let e = count.entry(t).or_insert((0, i, 0, 0));
+        e.0 += 1;
+    }
+    for (j, &t) in b.iter().enumerate() {
+        if let Some(e) = count.get_mut(&t) {
+            e.2 += 1;
+            e.3 = j;
+        }
+    }
+    let unique: Vec<(usize, usize)> = a
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let &(ca, ia, cb, jb) = count.get(t)?;
+            (ca == 1 && cb == 1 && ia == i).then_some((i, jb))
+        })
+        .collect();
+    if unique.is_empty() {
+        use gix::diff::blob::{Algorithm, Diff, InternedInput};
+        let mut input: InternedInput<u32> = InternedInput::default();
+        input.update_before(a.iter().copied());
+        input.update_after(b.iter().copied());
+        let diff = Diff::compute(Algorithm::Myers, &input);
+        out.extend(diff.hunks().map(|h| {
+            (
+                at_a + h.before.start as usize..at_a + h.before.end as usize,
+                at_b + h.after.start as usize..at_b + h.after.end as usize,
+            )
+        }));
+        return;
+    }
+    // The longest run of them in `b`'s order too (patience sorting: each pile's top, and for
+    // each line the top of the pile before it when it was laid).
+    let mut tops: Vec<usize> = Vec::new();
+    let mut before: Vec<Option<usize>> = vec![None; unique.len()];
+    for (k, &(_, j)) in unique.iter().enumerate() {
+        let pile = tops.partition_point(|&t| unique[t].1 < j);
+        before[k] = pile.checked_sub(1).map(|p| tops[p]);
+        if pile == tops.len() {
+            tops.push(k);
+        } else {
+            tops[pile] = k;
+        }
+    }
+    let mut chain = Vec::with_capacity(tops.len());
+    let mut at = tops.last().copied();
+    while let Some(k) = at {
+        chain.push(unique[k]);
+        at = before[k];
+    }
+    chain.reverse();
+    let (mut from_a, mut from_b) = (0, 0);
+    for (i, j) in chain {
+        patience_run(
+            &a[from_a..i],
+            &b[from_b..j],
+            at_a + from_a,
+            at_b + from_b,
+            deadline,
+            exact,
+            out,
+        );
+        (from_a, from_b) = (i + 1, j + 1);
+    }
+    patience_run(
+        &a[from_a..],
+        &b[from_b..],
+        at_a + from_a,
+        at_b + from_b,
+        deadline,
+        exact,
+        out,
+    );
 }
 
 enum Side {
@@ -858,6 +983,87 @@ fn line_starts(text: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::Chunks;
+    use std::ops::Range;
+
+    /// Whether `hunks` turn `old` into `new`: in order, and the lines between them equal.
+    fn turns_into(old: &[&str], new: &[&str], hunks: &[(Range<usize>, Range<usize>)]) -> bool {
+        let (mut i, mut j) = (0, 0);
+        for (o, n) in hunks {
+            if o.start < i || n.start < j || o.start - i != n.start - j {
+                return false;
+            }
+            if old[i..o.start] != new[j..n.start] {
+                return false;
+            }
+            (i, j) = (o.end, n.end);
+        }
+        old.len() - i == new.len() - j && old[i..] == new[j..]
+    }
+
+    #[test]
+    fn patience_matches_unique_lines_and_turns_old_into_new() {
+        use std::time::{Duration, Instant};
+        let later = Instant::now() + Duration::from_secs(60);
+        // A function added above another: Myers may match the first one's closing brace with
+        // the second's; the unique lines hold the old function in place.
+        let old = ["fn b() {", "    two();", "}"];
+        let new = [
+            "fn a() {",
+            "    one();",
+            "}",
+            "",
+            "fn b() {",
+            "    two();",
+            "}",
+        ];
+        let mut hunks = Vec::new();
+        assert!(super::patience(&old, &new, later, &mut hunks));
+        assert_eq!(hunks, vec![(0..0, 0..4)]);
+        // A line found once on each side holds, where Myers keeps the longer run of repeats.
+        let mut hunks = Vec::new();
+        assert!(super::patience(
+            &["u", "c", "c"],
+            &["c", "c", "u"],
+            later,
+            &mut hunks
+        ));
+        assert_eq!(hunks, vec![(0..0, 0..2), (1..3, 3..3)]);
+        // Pseudo-random texts over a few distinct lines (many repeats: Myers runs inside).
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let words = [
+            "a", "b", "c", "d", "}", "", "x1", "x2", "x3", "x4", "x5", "x6",
+        ];
+        for _ in 0..300 {
+            let old: Vec<&str> = (0..next() % 40)
+                .map(|_| words[next() % words.len()])
+                .collect();
+            let new: Vec<&str> = (0..next() % 40)
+                .map(|_| words[next() % words.len()])
+                .collect();
+            let mut hunks = Vec::new();
+            assert!(super::patience(&old, &new, later, &mut hunks));
+            assert!(
+                turns_into(&old, &new, &hunks),
+                "{old:?} -> {new:?}: {hunks:?}"
+            );
+        }
+        // Past the deadline, what is left is one replaced run.
+        let mut hunks = Vec::new();
+        let past = Instant::now() - Duration::from_millis(1);
+        assert!(!super::patience(
+            &["a", "b"],
+            &["c", "b", "d"],
+            past,
+            &mut hunks
+        ));
+        assert_eq!(hunks, vec![(0..2, 0..3)]);
+    }
 
     #[test]
     fn lines_are_split_as_split_inclusive_splits_them() {
