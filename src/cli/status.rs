@@ -25,6 +25,70 @@ pub struct StatusJson<'a> {
     pub control: &'a crate::model::Control,
     /// Every task, in dependency order.
     pub tasks: Vec<TaskJson<'a>>,
+    /// For a discussion session: where the discussion stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discussion: Option<DiscussionJson>,
+}
+
+/// Where a discussion stands, in [`StatusJson`].
+#[derive(Debug, serde::Serialize)]
+pub struct DiscussionJson {
+    /// `quick`, `default` or `deep`.
+    pub preset: &'static str,
+    /// The rounds run so far.
+    pub rounds: usize,
+    /// The kind of the last round run (`position`, `challenge`, …), if any.
+    pub last: Option<&'static str>,
+    /// The state of agreement the last rated round left (`DIVERGENT` … `CONSENSUS`).
+    pub state: Option<&'static str>,
+    /// `running` (with `next`), `awaiting_decision`, or `ended`.
+    pub status: &'static str,
+    /// The round that runs next, while running.
+    pub next: Option<&'static str>,
+    /// How it ended (`consensus`, `split`, …), once over.
+    pub end: Option<&'static str>,
+}
+
+impl DiscussionJson {
+    fn of(d: &crate::quality::protocol::Discussion) -> DiscussionJson {
+        use crate::quality::protocol::Status;
+        let (status, next, end) = match d.status {
+            Status::Running => ("running", Some(d.next.as_str()), None),
+            Status::AwaitingDecision => ("awaiting_decision", None, None),
+            Status::Ended(e) => ("ended", None, Some(e.as_str())),
+        };
+        DiscussionJson {
+            preset: d.preset.as_str(),
+            rounds: d.rounds.len(),
+            last: d.rounds.last().map(|r| r.kind.as_str()),
+            state: d
+                .rounds
+                .iter()
+                .rev()
+                .find_map(|r| r.state)
+                .map(|c| c.as_str()),
+            status,
+            next,
+            end,
+        }
+    }
+
+    /// The line `status` prints.
+    fn line(&self) -> String {
+        let mut out = format!("preset {}, {} round(s)", self.preset, self.rounds);
+        if let Some(last) = self.last {
+            out.push_str(&format!(", last {last}"));
+        }
+        if let Some(state) = self.state {
+            out.push_str(&format!(" ({state})"));
+        }
+        match (self.next, self.end) {
+            (Some(next), _) => out.push_str(&format!("; next {next}")),
+            (None, Some(end)) => out.push_str(&format!("; ended: {end}")),
+            (None, None) => out.push_str("; waiting for your decision (--decide adopt|challenge)"),
+        }
+        out
+    }
 }
 
 /// The session part of [`StatusJson`].
@@ -67,14 +131,34 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
                 state: state.display_status(t),
             })
             .collect(),
+        discussion: None,
     }
+}
+
+/// Where the discussion of a discussion session stands at `tip`; `None` for other sessions
+/// (and for a discussion whose record cannot be read: `status` still shows the session).
+fn discussion_of(
+    store: &crate::store::Store,
+    state: &State,
+    tip: gix::ObjectId,
+) -> Option<DiscussionJson> {
+    use crate::coordinator::discussion;
+    if !discussion::is_discussion(state) {
+        return None;
+    }
+    discussion::read(store, &state.session.id, tip)
+        .ok()
+        .map(|d| DiscussionJson::of(&d))
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let (tip, state) = store.read_state(&sid)?;
+    let discussion = discussion_of(&store, &state, tip);
     if args.json {
-        ctx.ui.json(&to_json(&state, &tip.to_string()));
+        let mut json = to_json(&state, &tip.to_string());
+        json.discussion = discussion;
+        ctx.ui.json(&json);
         return Ok(());
     }
     let s = &state.session;
@@ -86,6 +170,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         if s.supervision { "on" } else { "off" }
     ));
     out.push_str(&format!("  task      {}\n", s.task));
+    if let Some(d) = &discussion {
+        out.push_str(&format!("  discussion {}\n", d.line()));
+    }
     out.push_str(&format!(
         "  base      {}   tip {}   events {}\n",
         super::short(&s.base),

@@ -115,6 +115,23 @@ fn a_false_consensus_is_rebutted_and_waits_for_the_user() {
     let s = repo.json(&["--session", &sid, "status", "--json"]);
     assert_eq!(s["session"]["status"], "paused", "{s}");
     assert_eq!(s["control"]["pause"]["kind"], "discuss", "{s}");
+    // `status` says where the discussion stands.
+    let d = &s["discussion"];
+    assert_eq!(
+        (&d["status"], &d["rounds"], &d["last"], &d["state"]),
+        (
+            &serde_json::json!("awaiting_decision"),
+            &serde_json::json!(2),
+            &serde_json::json!("rebuttal"),
+            &serde_json::json!("CONSENSUS")
+        ),
+        "{s}"
+    );
+    let text = repo.ok(&["--session", &sid, "status"]);
+    assert!(
+        text.contains("  discussion preset default, 2 round(s), last rebuttal (CONSENSUS); waiting for your decision"),
+        "{text}"
+    );
     let moderator: serde_json::Value =
         serde_json::from_str(&round_file(&repo, &sid, "01-position", "moderator.json")).unwrap();
     assert_eq!(moderator["state"], "CONSENSUS");
