@@ -7,7 +7,8 @@
 //! time each run means the 8 ran side by side.
 
 use std::path::Path;
-use std::process::Command;
+mod common;
+use common::git;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,18 +34,6 @@ impl Agent for Idle {
             state_update: StateUpdate::default(),
         })
     }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args(args)
-        .status()
-        .expect("git runs")
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 /// Sleeps a second, then completes with nothing to show.

@@ -8,8 +8,8 @@
 //! divided by its 3 rounds). `recorded/4 seats`: `coordinator::discussion::advance` on a real
 //! repository, divided by its rounds. The seed's budget is about 5 s per round.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+use common::git;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,18 +20,6 @@ use git_tlv4::quality::protocol::{self, Cast, Discussion, Limits, Member, Preset
 use git_tlv4::store::Store;
 
 const TOPIC: &str = "SQLite or Postgres or plain files for the notes store";
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args(args)
-        .status()
-        .expect("git runs")
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 fn members(n: usize) -> Vec<String> {
     [

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::Command;
 
 /// Makes git (the CLI and gix alike) ignore the machine's and the user's configuration and any
 /// repository the benchmark happens to be started from.
@@ -47,4 +48,18 @@ pub fn temp_root(prefix: &str) -> tempfile::TempDir {
     builder
         .tempdir()
         .expect("cannot create a temporary directory")
+}
+
+/// Runs `git args` in `dir`, without the machine's or the user's configuration; panics if it
+/// fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(args)
+        .status()
+        .expect("git runs")
+        .success();
+    assert!(ok, "git {args:?}");
 }

@@ -122,36 +122,23 @@ impl BuiltinMember {
                 "that the team has the skills and time each option needs".into(),
             ];
             if matches!(turn.round, RoundKind::Challenge | RoundKind::Rebuttal) {
+                let critique = |target: &String, i: usize| Critique {
+                    target: target.clone(),
+                    weakness: format!("{} is argued without its running cost", self.option_of(i)),
+                    failure: "the load or the team changes and the choice no longer fits".into(),
+                    alternative: "decide after a time-boxed spike that measures both options"
+                        .into(),
+                };
                 c.critiques = topic_roles
                     .iter()
                     .filter(|(_, r)| turn.prompt.contains(&format!("### {r}\n")))
                     .take(2)
-                    .map(|(i, r)| Critique {
-                        target: (*r).clone(),
-                        weakness: format!(
-                            "{} is argued without its running cost",
-                            self.option_of(*i)
-                        ),
-                        failure: "the load or the team changes and the choice no longer fits"
-                            .into(),
-                        alternative: "decide after a time-boxed spike that measures both options"
-                            .into(),
-                    })
+                    .map(|(i, r)| critique(r, *i))
                     .collect();
                 if c.critiques.is_empty()
                     && let Some((i, r)) = topic_roles.first()
                 {
-                    c.critiques.push(Critique {
-                        target: (*r).clone(),
-                        weakness: format!(
-                            "{} is argued without its running cost",
-                            self.option_of(*i)
-                        ),
-                        failure: "the load or the team changes and the choice no longer fits"
-                            .into(),
-                        alternative: "decide after a time-boxed spike that measures both options"
-                            .into(),
-                    });
+                    c.critiques.push(critique(r, *i));
                 }
             }
             if turn.round == RoundKind::Synthesis {

@@ -615,6 +615,7 @@ fn parse_windows(
     let limit = rules.limits.max_function_lines;
     let mut extra = Vec::new();
     if rules.check(CheckId::FunctionLines).is_some() && file.new_line_count() > limit {
+        let lines = Lines::of_new(file);
         let mut long = Vec::new();
         if grammar.is_js() {
             // An item over the limit: where its end is guessed right.
@@ -629,7 +630,7 @@ fn parse_windows(
             // Functions are found in the whole file: the start of one that holds new code
             // may be in an item without any (lines of a string in column 0 cut items).
             let over = |lines: &Range<usize>| lines.len() > limit && file.touches_new(lines);
-            long = functions_in(lang, &Lines::of_new(file), 0..text.len(), over)
+            long = functions_in(lang, &lines, 0..text.len(), over)
                 .into_iter()
                 .filter(|f| {
                     let at = file.line_starts[f.lines.start];
@@ -643,7 +644,6 @@ fn parse_windows(
         // column 0 may have cut it into items, and items that hold no new code are not ones
         // of `items`.
         may_be_long |= !long.is_empty();
-        let lines = Lines::of_new(file);
         for f in long {
             let bytes = file.line_starts[f.lines.start]
                 ..file
