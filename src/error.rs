@@ -183,6 +183,11 @@ pub mod exit {
     pub const CONFLICT: i32 = 3;
     /// `review --exit-code` or `--fail-on`: the review ran and the change does not pass.
     pub const REVIEW_FAILED: i32 = 4;
+    /// The session stopped and waits for you: a gate, a checkpoint or review that blocks, a
+    /// discussion, a fix cycle that ended below the pass target (`approve`, `revise`, …).
+    pub const WAITING: i32 = 5;
+    /// The session stalled: nothing can run because tasks failed (`revise`, `resume --retry`).
+    pub const STALLED: i32 = 6;
     /// Interrupted by Ctrl-C (128 + SIGINT), as shells report it.
     pub const INTERRUPTED: i32 = 130;
     /// Stopped by SIGHUP, the terminal was closed (128 + 1).
@@ -195,6 +200,12 @@ pub mod exit {
     /// The code for a run stopped by signal `sig`: 128 + its number, as shells report it.
     pub fn for_signal(sig: i32) -> i32 {
         128 + sig
+    }
+
+    /// The code for a session that paused with a pause of `kind`: [`STALLED`] when nothing
+    /// can run, [`WAITING`] for every pause that asks for a decision.
+    pub fn for_pause(kind: &str) -> i32 {
+        if kind == "stalled" { STALLED } else { WAITING }
     }
 }
 

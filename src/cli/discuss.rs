@@ -191,6 +191,9 @@ pub(crate) fn go(
         )),
     })?;
     report(ctx, store, sid)?;
+    if d.status == Status::AwaitingDecision {
+        ctx.exit.set(crate::error::exit::WAITING);
+    }
     if matches!(d.status, Status::Ended(_)) && !ended_before {
         let action = flags.completion.as_deref().unwrap_or("keep");
         let export_spec = files.config(store.workdir())?.session.export_spec;

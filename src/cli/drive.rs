@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::agents::roster::{Overrides, Roster};
 use crate::coordinator::complete::{self, Done};
 use crate::coordinator::run::{self, Progress, RunEnd};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, exit};
 use crate::model::SessionId;
 use crate::store::Store;
 
@@ -69,6 +69,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
     let end = run::run(store, sid, roster, &mut |p| view.show(ctx, p))?;
     view.clear();
+    ctx.exit.set(exit_code(&end));
     match end {
         RunEnd::Completed => {
             let (_, state) = store.read_state(sid)?;
@@ -153,6 +154,19 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
                 },
             })
         }
+    }
+}
+
+/// The exit status of a run that ended with `end`, when it ended without an error: 0 when
+/// every task is done, [`exit::WAITING`] or [`exit::STALLED`] when it paused, 1 when the
+/// session was aborted under it.
+pub(crate) fn exit_code(end: &RunEnd) -> i32 {
+    match end {
+        RunEnd::Completed => exit::OK,
+        RunEnd::Paused(p) => exit::for_pause(&p.kind),
+        RunEnd::Aborted => exit::ERROR,
+        RunEnd::RunningElsewhere(_) | RunEnd::Waiting(_) => exit::CONFLICT,
+        RunEnd::Interrupted(signal, _) => exit::for_signal(*signal),
     }
 }
 

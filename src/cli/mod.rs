@@ -119,6 +119,9 @@ pub struct Ctx<'a> {
     pub cwd: PathBuf,
     /// Whether the command works on sessions, so needs git-tlv4's ref namespaces free.
     pub sessions: bool,
+    /// The exit status of a command that ran without error: set by the commands that run a
+    /// session's pipeline to say how it stopped ([`crate::error::exit`]).
+    pub exit: std::cell::Cell<i32>,
 }
 
 impl Ctx<'_> {
@@ -140,7 +143,8 @@ impl Ctx<'_> {
 }
 
 /// Runs the parsed command line and returns the exit status of a command that ran:
-/// [`crate::error::exit::OK`], or what the command decides (`review --exit-code`).
+/// [`crate::error::exit::OK`], or what the command decides (`review --exit-code`, how a run
+/// of the pipeline stopped).
 pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
     let cwd = std::env::current_dir()
         .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
@@ -155,6 +159,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         session: cli.session,
         cwd,
         sessions,
+        exit: std::cell::Cell::new(crate::error::exit::OK),
     };
     let done = match cli.command {
         Command::Review(a) => return review::run(&ctx, a),
@@ -184,7 +189,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Worker(a) => worker::run(&ctx, a),
         Command::Discuss(a) => discuss::run(&ctx, a),
     };
-    done.map(|()| crate::error::exit::OK)
+    done.map(|()| ctx.exit.get())
 }
 
 /// The first 7 hex digits of an object id.

@@ -258,6 +258,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 .as_ref()
                 .map_or(String::new(), |p| format!(" ({}): {}", p.kind, p.reason));
             ctx.ui.status(format!("session {sid} is paused{why}"));
+            ctx.exit.set(crate::error::exit::for_pause(
+                pause.as_ref().map_or("paused", |p| p.kind.as_str()),
+            ));
             if let Some(p) = pause {
                 ctx.ui.status("next:");
                 for n in &p.next {

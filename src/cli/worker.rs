@@ -99,7 +99,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 })?,
             None => only_live_session(&store, &remote)?,
         };
-        serve(ctx, &store, &sid, &flags, opts).map(|(_, started)| started)
+        serve(ctx, &store, &sid, &flags, opts).map(|(end, started)| {
+            // A worker that leaves work to others did what it could: that is no failure.
+            if !matches!(end, RunEnd::RunningElsewhere(_) | RunEnd::Waiting(_)) {
+                ctx.exit.set(super::drive::exit_code(&end));
+            }
+            started
+        })
     } else {
         serve_all(ctx, &store, &remote, &flags, opts)
     };
