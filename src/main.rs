@@ -1,6 +1,6 @@
 //! `git-tlv4`: parse the command line, run the command, print the error, exit.
 
-use clap::Parser;
+use clap::FromArgMatches;
 use git_tlv4::cli::{self, Cli};
 use git_tlv4::error::exit;
 use git_tlv4::ui::Ui;
@@ -8,7 +8,10 @@ use git_tlv4::ui::Ui;
 fn main() {
     // First, before any thread starts: every thread inherits the blocked signals.
     git_tlv4::process::signals::install();
-    let cli = match Cli::try_parse() {
+    let cli = match cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -20,7 +23,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let ui = Ui::new(cli.quiet);
+    let ui = Ui::new(cli.quiet).with_no_pager(cli.no_pager);
     match cli::run(cli, &ui) {
         Ok(exit::OK) => {}
         Ok(code) => {

@@ -1,17 +1,79 @@
 //! All output goes through here: data to stdout, status, warnings and hints to stderr.
+//!
+//! Long reports (`log`, `status`) go through the user's pager on a terminal, chosen as git
+//! chooses it, so that `git tlv4 log` behaves as `git log`. Run as `git tlv4`, git has done
+//! most of it already: `pager.tlv4 = true` (or `git -p`) makes git start the pager and set
+//! `GIT_PAGER_IN_USE`, and `git -P` or `pager.tlv4 = false` set `GIT_PAGER=cat`. What is
+//! left here: `git var GIT_PAGER` (`GIT_PAGER`, `core.pager`, `PAGER`, then `less`), no
+//! pager when it is `cat` or empty, when one already runs, off a terminal, with
+//! `--no-pager`, and with `pager.tlv4 = false` when run as `git-tlv4` directly.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 
 /// The terminal, as the commands see it.
 #[derive(Debug, Default)]
 pub struct Ui {
     quiet: bool,
+    no_pager: bool,
 }
 
 impl Ui {
     /// A Ui that prints status lines unless `quiet`.
     pub fn new(quiet: bool) -> Ui {
-        Ui { quiet }
+        Ui {
+            quiet,
+            no_pager: false,
+        }
+    }
+
+    /// This Ui, never starting a pager when `no_pager` (`--no-pager`).
+    pub fn with_no_pager(mut self, no_pager: bool) -> Ui {
+        self.no_pager = no_pager;
+        self
+    }
+
+    /// A long report on stdout, through the user's pager when stdout is a terminal (see the
+    /// module comment); the repository at `cwd` gives git's configuration. A pager that
+    /// cannot start leaves the text printed as it is.
+    pub fn page(&self, cwd: &Path, text: impl AsRef<str>) {
+        let text = text.as_ref();
+        let pager = if self.no_pager || !std::io::stdout().is_terminal() {
+            None
+        } else {
+            pager(cwd)
+        };
+        let Some(pager) = pager else {
+            return self.out(text);
+        };
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", &pager])
+            .current_dir(cwd)
+            .env("GIT_PAGER_IN_USE", "true")
+            .env("LESS", std::env::var("LESS").unwrap_or("FRX".into()))
+            .env("LV", std::env::var("LV").unwrap_or("-c".into()))
+            .stdin(std::process::Stdio::piped());
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // sigemptyset and pthread_sigmask, which are async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads and a child
+                // inherits the mask: the pager must get them (a closed terminal ends it).
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        let child = cmd.spawn();
+        let Ok(mut child) = child else {
+            return self.out(text);
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            // The user may quit the pager before reading it all: that is no error.
+            let _ = writeln!(stdin, "{text}");
+        }
+        let _ = child.wait();
     }
 
     /// Whether status lines are suppressed.
@@ -59,6 +121,27 @@ impl Ui {
             self.hint(h);
         }
     }
+}
+
+/// The pager command for a report, as git would choose it for `git tlv4`, or `None`.
+fn pager(cwd: &Path) -> Option<String> {
+    if std::env::var_os("GIT_PAGER_IN_USE").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    // `pager.tlv4`: git applies it before running `git-tlv4`; run directly, this does.
+    let configured = crate::git::output(cwd, &["config", "--get", "pager.tlv4"])
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let command = match configured.as_deref() {
+        Some("false" | "no" | "off" | "0") => return None,
+        Some("true" | "yes" | "on" | "1") | None => {
+            let out = crate::git::output(cwd, &["var", "GIT_PAGER"]).ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        }
+        Some(other) => other.to_owned(),
+    };
+    (!command.is_empty() && command != "cat").then_some(command)
 }
 
 /// One line on stderr. A failed write is dropped: after a hang-up the terminal is gone, and

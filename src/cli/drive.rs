@@ -66,7 +66,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     }
     let (roster, files, flags) = session_roster(ctx, store, sid, flags)?;
     offer_trust_for_tests(ctx, store, sid)?;
-    let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
+    let mut view = View::new(View::fancy(ctx));
     let end = run::run(store, sid, roster, &mut |p| view.show(ctx, p))?;
     view.clear();
     ctx.exit.set(exit_code(&end));
@@ -300,6 +300,16 @@ pub(crate) struct View {
 }
 
 impl View {
+    /// Whether progress is drawn as bars: on a terminal that can redraw lines. A dumb one
+    /// (`TERM=dumb`: Emacs shells, some CI logs) gets the plain lines, since indicatif draws
+    /// nothing there, not even what it is asked to print above the bars.
+    pub(crate) fn fancy(ctx: &Ctx<'_>) -> bool {
+        !ctx.ui.is_quiet()
+            && std::io::stderr().is_terminal()
+            && std::env::var_os("TERM").is_some_and(|t| !t.is_empty() && t != "dumb")
+            && !indicatif::ProgressDrawTarget::stderr().is_hidden()
+    }
+
     pub(crate) fn new(fancy: bool) -> View {
         if !fancy {
             return View { bars: None };

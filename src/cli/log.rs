@@ -54,6 +54,6 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             e.subject
         ));
     }
-    ctx.ui.out(out.trim_end());
+    ctx.ui.page(&ctx.cwd, out.trim_end());
     Ok(())
 }

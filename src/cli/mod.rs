@@ -1,5 +1,6 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
+mod completions;
 mod cost;
 mod decide;
 mod demo;
@@ -8,6 +9,7 @@ mod drive;
 mod fork;
 mod list;
 mod log;
+mod manpages;
 mod msg;
 mod pipelines;
 mod pull;
@@ -34,12 +36,7 @@ use crate::ui::Ui;
 
 /// Drive a team of AI coding agents through a development pipeline, with all state in git
 #[derive(Debug, clap::Parser)]
-#[command(
-    name = "git-tlv4",
-    bin_name = "git tlv4",
-    version,
-    max_term_width = 100
-)]
+#[command(name = "git-tlv4", bin_name = "git tlv4", max_term_width = 100)]
 pub struct Cli {
     /// Act on this session (default: the one checked out, or the only one)
     #[arg(long, global = true, value_name = "SID")]
@@ -47,6 +44,9 @@ pub struct Cli {
     /// Print no status lines on stderr
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Do not pipe long output (`log`, `status`) into a pager
+    #[arg(long, global = true)]
+    pub no_pager: bool,
     /// The command
     #[command(subcommand)]
     pub command: Command,
@@ -107,6 +107,32 @@ pub enum Command {
     Worker(worker::Args),
     /// Discuss a topic between agents: Position, Challenge, Synthesis, with a devil's advocate
     Discuss(discuss::Args),
+    /// Print a shell completion script (bash includes git's `git tlv4` completion)
+    Completions(completions::Args),
+    /// Install the man pages, so that `git tlv4 --help` and `git help tlv4` open them
+    InstallManPages(manpages::Args),
+    /// List session or task ids for completion scripts (reads refs only, never fails)
+    #[command(name = "__complete", hide = true)]
+    Complete(completions::CompleteArgs),
+}
+
+/// `git tlv4 --version`: the version, the commit it was built from (`unknown` when built
+/// outside a git checkout) and the state format it reads and writes.
+pub fn version() -> &'static str {
+    static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{} (commit {}, state format {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("TLV4_BUILD_COMMIT"),
+            crate::model::SCHEMA_VERSION
+        )
+    });
+    &VERSION
+}
+
+/// The command line's definition, as parsing, the man pages and the completions use it.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().version(version())
 }
 
 /// What every command gets besides its own arguments.
@@ -149,10 +175,17 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
     let cwd = std::env::current_dir()
         .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
     // `review` notes any diff, `pipelines` and `trust` read configuration, `demo` makes a
-    // repository of its own: none of them needs the session refs.
+    // repository of its own, the completions and man pages need no repository (and
+    // `__complete` must not fail on one): none of them needs the session refs.
     let sessions = !matches!(
         cli.command,
-        Command::Review(_) | Command::Pipelines(_) | Command::Trust(_) | Command::Demo(_)
+        Command::Review(_)
+            | Command::Pipelines(_)
+            | Command::Trust(_)
+            | Command::Demo(_)
+            | Command::Completions(_)
+            | Command::InstallManPages(_)
+            | Command::Complete(_)
     );
     let ctx = Ctx {
         ui,
@@ -188,6 +221,9 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Pull(a) => pull::run(&ctx, a),
         Command::Worker(a) => worker::run(&ctx, a),
         Command::Discuss(a) => discuss::run(&ctx, a),
+        Command::Completions(a) => completions::run(&ctx, a),
+        Command::InstallManPages(a) => manpages::run(&ctx, a),
+        Command::Complete(a) => completions::complete(&ctx, a),
     };
     done.map(|()| ctx.exit.get())
 }

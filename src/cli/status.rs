@@ -258,7 +258,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         &["TASK", "ROLE", "STATUS", "BLOCKED BY", "OWNER", "ATTEMPTS"],
         &rows,
     ));
-    ctx.ui.out(out.trim_end());
+    ctx.ui.page(&ctx.cwd, out.trim_end());
     Ok(())
 }
 

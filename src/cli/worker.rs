@@ -2,7 +2,6 @@
 //! shared remote: each claim and each result is pushed with compare-and-swap, each claim
 //! carries a lease the worker renews while it works (`specs/state-format.md` §18.6).
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use crate::coordinator::lease::WorkerOptions;
@@ -230,7 +229,7 @@ pub(crate) fn serve(
         opts.lease.as_secs_f64()
     ));
     let once = opts.once;
-    let mut view = View::new(!ctx.ui.is_quiet() && std::io::stderr().is_terminal());
+    let mut view = View::new(View::fancy(ctx));
     let mut started = 0;
     let end = run::run_worker(store, sid, roster, opts, &mut |p| {
         if matches!(p, Progress::Started { .. }) {

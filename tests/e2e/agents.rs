@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{TestRepo, fixture};
+use crate::common::{STALLED, TestRepo, WAITING, fixture};
 
 /// A repository whose executor is the scripted agent with `env`, trusted, and a pipeline
 /// `wide` of `n` independent IMPL tasks.
@@ -38,7 +38,7 @@ fn start(repo: &TestRepo, text: &str, extra: &[&str]) -> String {
         args.extend_from_slice(&["--max-parallel", "4"]);
     }
     args.push(text);
-    repo.ok(&args).lines().next().unwrap().trim().to_owned()
+    repo.runs(&args).lines().next().unwrap().trim().to_owned()
 }
 
 fn status(repo: &TestRepo, sid: &str) -> serde_json::Value {
@@ -786,17 +786,20 @@ fn document_roles_on_an_agent_hand_back_documents() {
     let (_server, repo) = model_server_repo("m", "");
     // Every role on the server: its documents are not what the analyst must write, so the
     // discuss round after it diverges, one revision is tried, then the session waits.
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "spec-only",
-        "--no-supervision",
-        "--agent",
-        "local",
-        "--completion",
-        "keep",
-        "a spec from a model",
-    ]);
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--no-supervision",
+            "--agent",
+            "local",
+            "--completion",
+            "keep",
+            "a spec from a model",
+        ],
+        WAITING,
+    );
     let sid = out.lines().next().unwrap().trim().to_owned();
     let s = status(&repo, &sid);
     assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
@@ -871,16 +874,19 @@ fn a_discuss_perspective_agent_adds_its_critique_and_its_cost() {
         "critic-model",
         "[discuss.perspectives]\nproduct = \"local\"\n",
     );
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "spec-only",
-        "--no-supervision",
-        "--yes",
-        "--completion",
-        "keep",
-        "notes with tags",
-    ]);
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--no-supervision",
+            "--yes",
+            "--completion",
+            "keep",
+            "notes with tags",
+        ],
+        WAITING,
+    );
     let sid = out.lines().next().unwrap().trim().to_owned();
     let discussion = repo.git(&[
         "show",
@@ -921,14 +927,17 @@ fn a_task_branch_checked_out_by_the_user_is_not_moved() {
     let branch = format!("tlv4/{sid}.IMPL-001");
     repo.git(&["worktree", "add", "-q", wt_path.to_str().unwrap(), &branch]);
     let before = repo.git(&["rev-parse", &branch]);
-    repo.ok(&[
-        "--session",
-        &sid,
-        "reset",
-        "IMPL-001",
-        "--completion",
-        "keep",
-    ]);
+    repo.stops(
+        &[
+            "--session",
+            &sid,
+            "reset",
+            "IMPL-001",
+            "--completion",
+            "keep",
+        ],
+        STALLED,
+    );
     let s = status(&repo, &sid);
     assert_eq!(s["session"]["status"], "paused", "{}", s["control"]);
     let reason = repo.task(&sid, "IMPL-001")["result"]["reason"].to_string();
@@ -1098,7 +1107,7 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
     };
     let run = |a: Vec<String>| {
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
-        repo.ok(&refs).lines().next().unwrap().trim().to_owned()
+        repo.runs(&refs).lines().next().unwrap().trim().to_owned()
     };
     // Each pause is approved; B's approvals replay too (the session keeps its --replay).
     let finish = |sid: &str| {
@@ -1106,7 +1115,7 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
             if status_of(&repo, sid) != "paused" {
                 break;
             }
-            repo.ok(&["--session", sid, "approve", "--completion", "keep"]);
+            repo.runs(&["--session", sid, "approve", "--completion", "keep"]);
         }
         assert_eq!(status_of(&repo, sid), "completed");
     };
@@ -1153,16 +1162,19 @@ fn replay_of_a_spec_session_gives_the_same_documents() {
 #[test]
 fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
     let (_server, repo) = model_server_repo("reviewer-model", "[roles]\nreviewer = \"local\"\n");
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "impl-only",
-        "--no-supervision",
-        "--yes",
-        "--completion",
-        "keep",
-        "add a health check",
-    ]);
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "impl-only",
+            "--no-supervision",
+            "--yes",
+            "--completion",
+            "keep",
+            "add a health check",
+        ],
+        WAITING,
+    );
     let sid = out.lines().next().unwrap().trim().to_owned();
     let s = status(&repo, &sid);
     // The rules alone say CONDITIONAL (the builtin executor writes no code); the agent's

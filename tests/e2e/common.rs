@@ -7,6 +7,11 @@ use std::process::{Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
 
+/// The exit code of a run that stopped to wait for the user (`git_tlv4::error::exit`).
+pub const WAITING: i32 = git_tlv4::error::exit::WAITING;
+/// The exit code of a run that stalled on failed tasks.
+pub const STALLED: i32 = git_tlv4::error::exit::STALLED;
+
 /// The path of the fake agent program `name` of `tests/fixtures/agents`.
 pub fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -110,6 +115,33 @@ impl TestRepo {
         let out = self.tlv4(args);
         assert!(
             out.status.success(),
+            "git tlv4 {args:?} failed ({:?}):\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs a command that runs the pipeline and asserts it stopped with exit `code`
+    /// ([`WAITING`] at a pause for the user, [`STALLED`] on failed tasks); returns stdout.
+    pub fn stops(&self, args: &[&str], code: i32) -> String {
+        let out = self.tlv4(args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "git tlv4 {args:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs a command that runs the pipeline and asserts it stopped the way a run stops
+    /// without an error: completed (0), waiting for the user ([`WAITING`]) or stalled
+    /// ([`STALLED`]). For helpers shared by tests that then check the session themselves.
+    pub fn runs(&self, args: &[&str]) -> String {
+        let out = self.tlv4(args);
+        assert!(
+            matches!(out.status.code(), Some(0 | WAITING | STALLED)),
             "git tlv4 {args:?} failed ({:?}):\n{}",
             out.status.code(),
             String::from_utf8_lossy(&out.stderr)

@@ -370,7 +370,7 @@ fn killed_run(
             .output()
             .unwrap();
         let code = second.status.code();
-        if !matches!(code, Some(0) | Some(3)) {
+        if !matches!(code, Some(0 | 3 | 6)) {
             f.problems.push(format!(
                 "{sid}: a racing resume exited {code:?}: {}",
                 String::from_utf8_lossy(&second.stderr)
@@ -434,7 +434,7 @@ fn finish(repo: &TestRepo, sid: &str, slow: &Path, f: &mut Figures, last: &mut S
         }
         let out = git_tlv4(repo, &args).output().unwrap();
         *last = String::from_utf8_lossy(&out.stderr).into_owned();
-        if !matches!(out.status.code(), Some(0) | Some(3)) {
+        if !matches!(out.status.code(), Some(0 | 3 | 6)) {
             f.problems.push(format!(
                 "{sid}: resume exited {:?}: {}",
                 out.status.code(),

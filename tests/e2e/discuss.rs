@@ -32,7 +32,7 @@ fn members(mode: &str, env: &[(&str, &str)]) -> TestRepo {
 fn discuss(repo: &TestRepo, args: &[&str]) -> String {
     let mut all = vec!["discuss"];
     all.extend_from_slice(args);
-    repo.ok(&all).lines().next().unwrap().trim().to_owned()
+    repo.runs(&all).lines().next().unwrap().trim().to_owned()
 }
 
 fn dir(sid: &str) -> String {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::TestRepo;
+use crate::common::{STALLED, TestRepo};
 
 fn hook(dir: &Path, event: &str, script: &str) {
     use std::os::unix::fs::PermissionsExt;
@@ -43,7 +43,7 @@ fn hooks_hear_every_task_and_a_before_task_hook_can_say_no() {
         "keep",
         "hooked",
     ]);
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(STALLED), "IMPL-002 was refused");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("after-task hook: heard after-task IMPL-001"),
@@ -121,15 +121,18 @@ fn a_before_merge_hook_keeps_a_change_out_of_the_session() {
         "before-merge",
         "#!/bin/sh\ntest -f scripted-IMPL-001.txt || exit 9\ncase \"$(cat)\" in *'\"changed\":[\"scripted-IMPL-001.txt\"]'*) echo 'no text files today' >&2; exit 2;; esac\n",
     );
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "wide",
-        "--yes",
-        "--completion",
-        "keep",
-        "vetoed merge",
-    ]);
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "vetoed merge",
+        ],
+        STALLED,
+    );
     let sid = out.lines().next().unwrap().trim().to_owned();
     let t = repo.task(&sid, "IMPL-001");
     assert_eq!(t["status"], "failed");

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::common::TestRepo;
+use crate::common::{TestRepo, WAITING};
 
 /// A small Python project with tests, SQL built from strings and password handling, so the
 /// analyst has signals to find and the tester has a suite to run.
@@ -36,7 +36,7 @@ pub(crate) fn sample() -> TestRepo {
 
 /// Runs a session to completion, approving each pause that asks for an approval.
 pub(crate) fn run_to_end(repo: &TestRepo, start: &[&str]) -> String {
-    let out = repo.ok(start);
+    let out = repo.runs(start);
     let sid = out.lines().next().unwrap().trim().to_owned();
     run_to_end_from(repo, &sid)
 }
@@ -87,14 +87,17 @@ pub(crate) fn check_done(repo: &TestRepo, sid: &str, expect: &[&str]) -> serde_j
 #[test]
 fn spec_only_pauses_at_the_gate_then_completes_on_approve() {
     let repo = sample();
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "spec-only",
-        "--completion",
-        "keep",
-        "Write the requirements for note search",
-    ]);
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "--completion",
+            "keep",
+            "Write the requirements for note search",
+        ],
+        WAITING,
+    );
     let sid = out.trim().to_owned();
     let s = repo.json(&["status", "--json"]);
     assert_eq!(
@@ -133,11 +136,11 @@ fn run_to_end_from(repo: &TestRepo, sid: &str) -> String {
         match s["session"]["status"].as_str().unwrap() {
             "completed" => return sid.to_owned(),
             "active" => {
-                repo.ok(&["--session", sid, "resume", "--completion", "keep"]);
+                repo.runs(&["--session", sid, "resume", "--completion", "keep"]);
             }
             "paused" => {
                 assert_ne!(s["control"]["pause"]["kind"], "stalled", "{}", s["control"]);
-                repo.ok(&["--session", sid, "approve", "--completion", "keep"]);
+                repo.runs(&["--session", sid, "approve", "--completion", "keep"]);
             }
             other => panic!("session is {other}"),
         }
@@ -306,13 +309,16 @@ fn revise_at_the_gate_creates_revision_tasks() {
         ])
         .trim()
         .to_owned();
-    repo.ok(&[
-        "revise",
-        "DRAFT-002",
-        "--feedback",
-        "add a performance requirement",
-        "--no-run",
-    ]);
+    repo.stops(
+        &[
+            "revise",
+            "DRAFT-002",
+            "--feedback",
+            "add a performance requirement",
+            "--no-run",
+        ],
+        WAITING,
+    );
     let s = repo.json(&["status", "--json"]);
     let ids: Vec<&str> = s["tasks"]
         .as_array()
@@ -346,12 +352,15 @@ fn revise_at_the_gate_creates_revision_tasks() {
 #[test]
 fn abort_stops_a_paused_session() {
     let repo = sample();
-    repo.ok(&[
-        "start",
-        "--pipeline",
-        "spec-only",
-        "Write the requirements for note search",
-    ]);
+    repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "Write the requirements for note search",
+        ],
+        WAITING,
+    );
     repo.ok(&["abort"]);
     let s = repo.json(&["status", "--json"]);
     assert_eq!(s["session"]["status"], "aborted");

@@ -6,7 +6,7 @@ use crate::common::TestRepo;
 
 /// Starts `pipeline` with every role on agent `local`; the session id.
 fn start(repo: &TestRepo, pipeline: &str) -> String {
-    let out = repo.ok(&[
+    let out = repo.runs(&[
         "start",
         "--pipeline",
         pipeline,

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{TestRepo, hermetic};
+use crate::common::{TestRepo, WAITING, hermetic};
 
 /// A bare repository in a temporary directory.
 pub(crate) struct Bare {
@@ -141,7 +141,7 @@ fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
     );
 
     // The clone runs the session on (the builtin agent) and sends it back.
-    second.ok(&["resume"]);
+    second.stops(&["resume"], WAITING);
     let tip = second.git(&["rev-parse", &format!("tlv4/{sid}")]);
     assert_ne!(tip, first.git(&["rev-parse", &format!("tlv4/{sid}")]));
     second.ok(&["push"]);

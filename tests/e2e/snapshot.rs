@@ -32,7 +32,7 @@ fn repo_with(mode: &str, snapshot: &str) -> TestRepo {
 }
 
 fn run(repo: &TestRepo) -> String {
-    repo.ok(&[
+    repo.runs(&[
         "start",
         "--pipeline",
         "wide",

@@ -5,7 +5,7 @@
 
 use std::process::Stdio;
 
-use crate::common::TestRepo;
+use crate::common::{STALLED, TestRepo};
 
 /// Ids of every session branch (task branches `tlv4/<SID>.<TASK>` left out).
 fn session_branches(repo: &TestRepo) -> Vec<String> {
@@ -235,7 +235,7 @@ fn resume_clears_a_stall_whose_cause_is_gone() {
     repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
     repo.ok(&["task", "fail", "IMPL-001"]);
     // Nothing can run: a real stall, written as a pause.
-    repo.ok(&["resume"]);
+    repo.stops(&["resume"], STALLED);
     let s = repo.json(&["status", "--json"]);
     assert_eq!(s["session"]["status"], "paused");
     assert_eq!(s["control"]["pause"]["kind"], "stalled", "{s}");
@@ -250,7 +250,7 @@ fn resume_clears_a_stall_whose_cause_is_gone() {
     );
     let s = repo.json(&["status", "--json"]);
     if s["session"]["status"] != "completed" {
-        repo.ok(&["resume"]);
+        repo.runs(&["resume"]);
     }
     let s = repo.json(&["status", "--json"]);
     assert_eq!(s["session"]["status"], "completed", "{s}");
@@ -265,7 +265,7 @@ fn resume_clears_a_stall_on_resume_alone() {
     repo.start("wide", "stall then resume");
     repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
     repo.ok(&["task", "fail", "IMPL-001"]);
-    repo.ok(&["resume"]);
+    repo.stops(&["resume"], STALLED);
     repo.ok(&["task", "claim", "IMPL-001", "--pid", "1"]);
     repo.ok(&["task", "complete", "IMPL-001", "--summary", "fixed by hand"]);
     let said = String::from_utf8_lossy(&repo.tlv4(&["resume"]).stderr).into_owned();

@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::{TestRepo, fixture};
+use crate::common::{STALLED, TestRepo, fixture};
 
 fn executable(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -244,15 +244,18 @@ fn review_rules_shipped_by_the_reviewed_branch_do_not_judge_it() {
 fn an_untrusted_repository_pauses_at_its_tests_then_trust_lets_them_run() {
     let repo = python_sample();
     let sid = repo
-        .ok(&[
-            "start",
-            "--pipeline",
-            "impl-only",
-            "--yes",
-            "--completion",
-            "keep",
-            "fix it",
-        ])
+        .stops(
+            &[
+                "start",
+                "--pipeline",
+                "impl-only",
+                "--yes",
+                "--completion",
+                "keep",
+                "fix it",
+            ],
+            STALLED,
+        )
         .lines()
         .next()
         .unwrap()
