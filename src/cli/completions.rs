@@ -15,6 +15,11 @@ use crate::store::Store;
 
 use super::Ctx;
 
+/// The name clap_complete's bash script is made for, renamed to `git-tlv4` after.
+const BASH_NAME: &str = "gittlv4";
+/// The name of clap_complete's bash function, which `git-tlv4 <TAB>` calls.
+const BASH_FN: &str = "_git_tlv4_words";
+
 /// Arguments of `completions`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -52,12 +57,28 @@ pub enum Values {
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
-    let mut cmd = super::command();
+    let mut cmd = super::definition();
     let mut out = Vec::new();
     match args.shell {
         Shell::Bash => {
-            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "git-tlv4", &mut out);
-            out.extend_from_slice(git_bash(&super::command()).as_bytes());
+            // clap_complete's bash names its cases from the binary's name, and mixes them up
+            // when that name has a `-` (`_git__tlv4` walks to cases spelled for
+            // `git__subcmd__tlv4`): it generates for a name without one, renamed after.
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, BASH_NAME, &mut out);
+            let script = String::from_utf8(out).expect("clap_complete writes text");
+            let script = script
+                .replace(&format!("_{BASH_NAME}() {{"), &format!("{BASH_FN}() {{"))
+                .replace(
+                    &format!("-F _{BASH_NAME} -o nosort -o bashdefault -o default {BASH_NAME}"),
+                    &format!("-F {BASH_FN} -o nosort -o bashdefault -o default git-tlv4"),
+                )
+                .replace(
+                    &format!("-F _{BASH_NAME} -o bashdefault -o default {BASH_NAME}"),
+                    &format!("-F {BASH_FN} -o bashdefault -o default git-tlv4"),
+                );
+            // The hidden `__complete` is for the scripts, not for the user to be offered.
+            out = script.replace(" __complete ", " ").into_bytes();
+            out.extend_from_slice(git_bash(&super::definition()).as_bytes());
         }
         Shell::Zsh => {
             clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, "git-tlv4", &mut out)
@@ -199,7 +220,7 @@ _git_tlv4() {{
     fi
     local COMP_WORDS=( git-tlv4 "${{words[@]:first:cword-first+1}}" )
     local COMP_CWORD=$(( cword - first + 1 ))
-    _git__tlv4 git-tlv4 "$cur" "$prev"
+    _git_tlv4_words git-tlv4 "$cur" "$prev"
 }}
 "#
     )

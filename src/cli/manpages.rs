@@ -106,10 +106,11 @@ pub fn pages() -> Vec<(String, String)> {
         if top {
             text.extend_from_slice(exit_status().as_bytes());
         }
-        out.push((
-            man.get_filename(),
-            String::from_utf8(text).expect("roff is text"),
-        ));
+        // An ellipsis in the help text: groff without a UTF-8 locale has no glyph for it.
+        let text = String::from_utf8(text)
+            .expect("roff is text")
+            .replace('…', "...");
+        out.push((man.get_filename(), text));
     }
     let mut cmd = super::command().disable_help_subcommand(true);
     cmd.build();

@@ -130,8 +130,13 @@ pub fn version() -> &'static str {
     &VERSION
 }
 
-/// The command line's definition, as parsing, the man pages and the completions use it.
+/// The command line's definition, as parsing and the man pages use it: run as `git tlv4`.
 pub fn command() -> clap::Command {
+    definition().bin_name("git tlv4")
+}
+
+/// The definition without the name it is run by (the completion scripts name `git-tlv4`).
+fn definition() -> clap::Command {
     <Cli as clap::CommandFactory>::command().version(version())
 }
 

@@ -44,6 +44,21 @@ pub fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
     cmd
 }
 
+/// Lets `cmd` find the Rust toolchain where rustup keeps it for the user running the tests,
+/// which the empty home of [`hermetic`] hides (`cargo` then cannot choose a toolchain).
+pub fn toolchain(cmd: &mut Command) -> &mut Command {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for (var, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+        let found = std::env::var_os(var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(dir)).filter(|p| p.is_dir()));
+        if let Some(path) = found {
+            cmd.env(var, path);
+        }
+    }
+    cmd
+}
+
 impl TestRepo {
     /// A repository with `user.name`/`user.email` set and one commit on `main`.
     pub fn new() -> TestRepo {

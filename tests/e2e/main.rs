@@ -5,6 +5,7 @@ mod common;
 
 pub(crate) mod agents;
 mod bad_input;
+mod citizen;
 mod commands;
 mod concurrency;
 mod conformance;

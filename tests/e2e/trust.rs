@@ -466,10 +466,14 @@ fn the_demo_trusts_its_own_sample() {
     let dir = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let target: PathBuf = dir.path().join("demo");
-    let out = crate::common::hermetic(crate::common::BIN, dir.path(), home.path())
-        .args(["demo", "--dir", target.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = crate::common::toolchain(&mut crate::common::hermetic(
+        crate::common::BIN,
+        dir.path(),
+        home.path(),
+    ))
+    .args(["demo", "--dir", target.to_str().unwrap()])
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("trusted the sample repository"),
