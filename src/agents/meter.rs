@@ -1,43 +1,76 @@
-//! Token meters: how many tokens a running agent has produced so far, for the progress line
-//! of its task. The coordinator gives each task's run a [`Meter`] in its
-//! [`RunContext`](super::command::RunContext) and reads it while the task runs; the driver
-//! adds to it as tokens arrive (the `openai` driver per streamed chunk, CLI drivers where
-//! their event stream reports usage). A meter nobody reads costs one atomic add.
+//! Token meters: how many tokens a running agent has produced so far, and which step its
+//! task is at, for the progress line of the task. The coordinator gives each task's run a
+//! [`Meter`] in its [`RunContext`](super::command::RunContext) and reads it while the task
+//! runs; the driver adds to it as tokens arrive (the `openai` driver per streamed chunk, CLI
+//! drivers where their event stream reports usage), and the worker names each step as it
+//! starts it (the agent running, the snapshot, the tests, the review…). A meter nobody reads
+//! costs one atomic add.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// A shared count of tokens; clones count into the same total. The default meter counts
-/// nowhere.
+/// A shared count of tokens and the current step; clones count into the same total. The
+/// default meter counts nowhere.
 #[derive(Debug, Clone, Default)]
-pub struct Meter(Option<Arc<AtomicU64>>);
+pub struct Meter(Option<Arc<Counts>>);
+
+#[derive(Debug, Default)]
+struct Counts {
+    tokens: AtomicU64,
+    step: Mutex<String>,
+}
 
 impl Meter {
     /// A meter at zero.
     pub fn new() -> Meter {
-        Meter(Some(Arc::new(AtomicU64::new(0))))
+        Meter(Some(Arc::default()))
     }
 
     /// Counts `n` more tokens.
     pub fn add(&self, n: u64) {
         if let Some(c) = &self.0 {
-            c.fetch_add(n, Ordering::Relaxed);
+            c.tokens.fetch_add(n, Ordering::Relaxed);
         }
     }
 
     /// The tokens counted so far.
     pub fn read(&self) -> u64 {
-        self.0.as_ref().map_or(0, |c| c.load(Ordering::Relaxed))
+        self.0
+            .as_ref()
+            .map_or(0, |c| c.tokens.load(Ordering::Relaxed))
+    }
+
+    /// Names the step the task has started (`agent claude running`, `running the tests`).
+    pub fn step(&self, step: impl Into<String>) {
+        if let Some(c) = &self.0
+            && let Ok(mut s) = c.step.lock()
+        {
+            *s = step.into();
+        }
+    }
+
+    /// The step last named, or an empty string.
+    pub fn current_step(&self) -> String {
+        self.0
+            .as_ref()
+            .and_then(|c| c.step.lock().ok().map(|s| s.clone()))
+            .unwrap_or_default()
     }
 }
 
-/// The progress line of a running task: `RESEARCH-001 (analyst)`, then ` · 312 tokens` once
-/// tokens arrive.
-pub fn progress_line(task: &str, role: &str, tokens: u64) -> String {
+/// The progress line of a running task: `RESEARCH-001 (analyst)`, then its step once one is
+/// named (`RESEARCH-001 (analyst): agent builtin running`), then ` · 312 tokens` once tokens
+/// arrive.
+pub fn progress_line(task: &str, role: &str, step: &str, tokens: u64) -> String {
+    let step = if step.is_empty() {
+        String::new()
+    } else {
+        format!(": {step}")
+    };
     match tokens {
-        0 => format!("{task} ({role})"),
-        1 => format!("{task} ({role}) · 1 token"),
-        n => format!("{task} ({role}) · {n} tokens"),
+        0 => format!("{task} ({role}){step}"),
+        1 => format!("{task} ({role}){step} · 1 token"),
+        n => format!("{task} ({role}){step} · {n} tokens"),
     }
 }
 
@@ -66,14 +99,25 @@ mod tests {
     #[test]
     fn the_progress_line_shows_tokens_once_they_arrive() {
         assert_eq!(
-            progress_line("RESEARCH-001", "analyst", 0),
+            progress_line("RESEARCH-001", "analyst", "", 0),
             "RESEARCH-001 (analyst)"
         );
         assert_eq!(
-            progress_line("RESEARCH-001", "analyst", 312),
+            progress_line("RESEARCH-001", "analyst", "", 312),
             "RESEARCH-001 (analyst) · 312 tokens"
         );
-        assert_eq!(progress_line("X-1", "critic", 1), "X-1 (critic) · 1 token");
+        assert_eq!(
+            progress_line("X-1", "critic", "", 1),
+            "X-1 (critic) · 1 token"
+        );
+        assert_eq!(
+            progress_line("TEST-001", "tester", "running the tests", 0),
+            "TEST-001 (tester): running the tests"
+        );
+        assert_eq!(
+            progress_line("IMPL-001", "executor", "agent claude running", 9),
+            "IMPL-001 (executor): agent claude running · 9 tokens"
+        );
     }
 
     #[test]
@@ -183,16 +227,27 @@ mod tests {
         let mut lines = Vec::new();
         let mut summary = String::new();
         let end = run::run(&store, &sid, roster, &mut |p| match p {
-            Progress::Tokens { task, role, tokens } => {
-                lines.push(progress_line(task.as_str(), &role, tokens));
-                let _ = go.send(());
+            Progress::Tokens {
+                task,
+                role,
+                tokens,
+                step,
+            } => {
+                lines.push(progress_line(task.as_str(), &role, &step, tokens));
+                if tokens > 0 {
+                    let _ = go.send(());
+                }
             }
             Progress::Finished { summary: s, .. } => summary = s,
             _ => {}
         })
         .unwrap();
         assert!(matches!(end, RunEnd::Completed), "{end:?}");
-        assert_eq!(lines, ["IMPL-001 (executor) · 312 tokens"]);
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("IMPL-001 (executor): agent counting running · 312 tokens"),
+            "{lines:?}"
+        );
         assert_eq!(summary, "tokens shown: true");
     }
 }

@@ -354,7 +354,12 @@ impl View {
                         .expect("a valid template"),
                 );
                 bar.enable_steady_tick(Duration::from_millis(120));
-                bar.set_message(crate::agents::meter::progress_line(task.as_str(), &role, 0));
+                bar.set_message(crate::agents::meter::progress_line(
+                    task.as_str(),
+                    &role,
+                    "",
+                    0,
+                ));
                 running.insert(task.to_string(), bar);
             }
             Progress::Finished {
@@ -369,11 +374,17 @@ impl View {
                     if ok { "done" } else { "FAILED" }
                 ));
             }
-            Progress::Tokens { task, role, tokens } => {
+            Progress::Tokens {
+                task,
+                role,
+                tokens,
+                step,
+            } => {
                 if let Some(bar) = running.get(task.as_str()) {
                     bar.set_message(crate::agents::meter::progress_line(
                         task.as_str(),
                         &role,
+                        &step,
                         tokens,
                     ));
                 }

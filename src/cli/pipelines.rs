@@ -12,6 +12,32 @@ pub struct Args {
     /// Also show each pipeline's tasks and edges
     #[arg(short, long)]
     pub verbose: bool,
+    /// Print JSON: every pipeline with its tasks and edges
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The JSON of `pipelines --json`.
+#[derive(Debug, serde::Serialize)]
+struct PipelinesJson {
+    /// The version of this document's shape.
+    schema: u32,
+    pipelines: Vec<PipelineJson>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct PipelineJson {
+    name: String,
+    summary: String,
+    /// The tasks a session of it starts with (supervision on), in display order.
+    tasks: Vec<TaskJson>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct TaskJson {
+    id: String,
+    role: String,
+    blocked_by: Vec<String>,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
@@ -20,6 +46,30 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         Err(_) => PipelineSpec::builtin()?,
     };
     let sid: SessionId = "TLV4-example-00000000".parse().expect("a valid id");
+    if args.json {
+        let mut pipelines = Vec::new();
+        for (name, summary) in spec.pipelines() {
+            let tasks = spec
+                .dispatch(name, Supervision::On, &sid, "")?
+                .into_iter()
+                .map(|t| TaskJson {
+                    id: t.id.to_string(),
+                    role: t.role.clone(),
+                    blocked_by: t.blocked_by.iter().map(ToString::to_string).collect(),
+                })
+                .collect();
+            pipelines.push(PipelineJson {
+                name: name.to_string(),
+                summary: summary.to_string(),
+                tasks,
+            });
+        }
+        ctx.ui.json(&PipelinesJson {
+            schema: 1,
+            pipelines,
+        });
+        return Ok(());
+    }
     let mut out = String::new();
     for (name, summary) in spec.pipelines() {
         out.push_str(&format!("{name:<18} {summary}\n"));

@@ -17,6 +17,9 @@ pub struct Args {
     /// Only show what trust covers and whether it is trusted
     #[arg(long)]
     pub show: bool,
+    /// With --show: print JSON
+    #[arg(long, requires = "show")]
+    pub json: bool,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
@@ -36,12 +39,18 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     if args.show {
         let judged = crate::trust::judge(root, &items);
         let all = judged.iter().all(|(_, s)| s.is_none());
-        let state = match crate::trust::stored(root) {
-            crate::trust::Stored::Record(_) if all => "is trusted",
-            crate::trust::Stored::Record(_) => "is trusted, but NOT what it holds now",
-            crate::trust::Stored::Old => "was trusted by an older git-tlv4 (trust it again)",
-            crate::trust::Stored::None => "is NOT trusted",
+        let (key, state) = match crate::trust::stored(root) {
+            crate::trust::Stored::Record(_) if all => ("trusted", "is trusted"),
+            crate::trust::Stored::Record(_) => ("changed", "is trusted, but NOT what it holds now"),
+            crate::trust::Stored::Old => {
+                ("old", "was trusted by an older git-tlv4 (trust it again)")
+            }
+            crate::trust::Stored::None => ("untrusted", "is NOT trusted"),
         };
+        if args.json {
+            ctx.ui.json(&show_json(&store, &config, key, &judged));
+            return Ok(());
+        }
         ctx.ui
             .out(format!("the repository at {} {state}", root.display()));
         describe(ctx, &store, &config, &items, Some(&judged));
@@ -54,6 +63,91 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     ));
     describe(ctx, &store, &config, &items, None);
     Ok(())
+}
+
+/// The roles and perspectives that use agent `name`.
+fn used_by(config: &Config, name: &str) -> Vec<String> {
+    let mut used: Vec<String> = config
+        .roles
+        .iter()
+        .filter(|(_, n)| *n == name)
+        .map(|(r, _)| r.clone())
+        .collect();
+    used.extend(
+        config
+            .discuss
+            .perspectives
+            .iter()
+            .filter(|(_, n)| *n == name)
+            .map(|(p, _)| format!("perspective {p}")),
+    );
+    used
+}
+
+/// `trust --show --json`: what `--show` prints, as one document. `state` is `trusted`,
+/// `changed` (trusted, but not what the repository holds now), `old` or `untrusted`.
+fn show_json(
+    store: &crate::store::Store,
+    config: &Config,
+    state: &str,
+    judged: &[(&Item, Option<&'static str>)],
+) -> serde_json::Value {
+    let agents: Vec<serde_json::Value> = crate::trust::configured_agents(config)
+        .iter()
+        .map(|(name, a)| {
+            let env: std::collections::BTreeMap<&String, &str> = a
+                .env
+                .iter()
+                .map(|(k, v)| {
+                    let v = if crate::trust::looks_secret(k) {
+                        "***"
+                    } else {
+                        v.as_str()
+                    };
+                    (k, v)
+                })
+                .collect();
+            serde_json::json!({
+                "name": name, "driver": a.driver, "used_by": used_by(config, name),
+                "program": a.program, "args": a.args, "env": env, "url": a.url,
+                "model": a.model, "home": a.home,
+            })
+        })
+        .collect();
+    let files: Vec<serde_json::Value> = judged
+        .iter()
+        .map(|(i, why)| {
+            serde_json::json!({
+                "path": i.path, "id": i.id, "what": i.why, "trusted": why.is_none(),
+                "problem": why,
+            })
+        })
+        .collect();
+    let tests = match &config.tests.command {
+        Some(c) => serde_json::json!({ "command": c, "from": "[tests] command of .tlv4.toml" }),
+        None => match detected_tests(store) {
+            Some((cmd, evidence)) => serde_json::json!({ "command": cmd, "from": evidence }),
+            None => serde_json::Value::Null,
+        },
+    };
+    serde_json::json!({
+        "schema": 1,
+        "repository": store.workdir(),
+        "state": state,
+        "agents": agents,
+        "files": files,
+        "tests": tests,
+    })
+}
+
+/// The test command detected in the code at `HEAD`, with the file that shows it.
+fn detected_tests(store: &crate::store::Store) -> Option<(String, String)> {
+    store
+        .head_commit()
+        .and_then(|c| store.commit_tree(c))
+        .and_then(|t| crate::agents::CodeTree::from_tree(store.repo(), t))
+        .ok()
+        .and_then(|code| crate::quality::tester::detected_command(&code))
 }
 
 /// Prints everything a user needs to judge the trust: each agent with its program, args,
@@ -74,20 +168,7 @@ fn describe(
         ctx.ui.out("agents:");
     }
     for (name, a) in &agents {
-        let mut used: Vec<String> = config
-            .roles
-            .iter()
-            .filter(|(_, n)| *n == name)
-            .map(|(r, _)| r.clone())
-            .collect();
-        used.extend(
-            config
-                .discuss
-                .perspectives
-                .iter()
-                .filter(|(_, n)| *n == name)
-                .map(|(p, _)| format!("perspective {p}")),
-        );
+        let used = used_by(config, name);
         let used = if used.is_empty() {
             "named by no role (only with --agent)".to_owned()
         } else {
@@ -158,13 +239,7 @@ fn describe(
             .out(format!("tests: `{c}` ([tests] command of .tlv4.toml)"));
         return;
     }
-    let tests = store
-        .head_commit()
-        .and_then(|c| store.commit_tree(c))
-        .and_then(|t| crate::agents::CodeTree::from_tree(store.repo(), t))
-        .ok()
-        .and_then(|code| crate::quality::tester::detected_command(&code));
-    match tests {
+    match detected_tests(store) {
         Some((cmd, evidence)) => ctx.ui.out(format!(
             "tests: the repository's own test command, now `{cmd}` (from {evidence}), as detected in each session's code"
         )),

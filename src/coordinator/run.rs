@@ -53,8 +53,8 @@ pub enum Progress {
         /// How long it ran.
         seconds: f64,
     },
-    /// Tokens of a running task's answer have arrived (sent about once a second while the
-    /// count grows).
+    /// Tokens of a running task's answer have arrived, or it started a step (sent about
+    /// once a second while either changes).
     Tokens {
         /// The task.
         task: TaskId,
@@ -62,6 +62,8 @@ pub enum Progress {
         role: String,
         /// The tokens counted so far over the task's answers.
         tokens: u64,
+        /// The step it is at (`agent builtin running`, `running the tests`), or empty.
+        step: String,
     },
     /// Something worth a line (tasks dispatched, a specialist injected, a pause).
     Note(String),
@@ -267,7 +269,8 @@ impl Runner<'_> {
         roles: &mut BTreeMap<TaskId, String>,
     ) -> Result<RunEnd> {
         // Each running task's token meter, and the count last shown.
-        let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64)> = BTreeMap::new();
+        let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64, String)> =
+            BTreeMap::new();
         // A worker's tick also renews its leases, a few times per lease.
         let tick_every = match &self.remote {
             Some(r) => METER_TICK.min(r.opts.lease / 4),
@@ -316,7 +319,7 @@ impl Runner<'_> {
                     let limits = self.limits.clone();
                     let hooks = Arc::clone(&self.hooks);
                     let meter = crate::agents::meter::Meter::new();
-                    meters.insert(task.id.clone(), (meter.clone(), 0));
+                    meters.insert(task.id.clone(), (meter.clone(), 0, String::new()));
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
@@ -375,12 +378,14 @@ impl Runner<'_> {
                                 break;
                             }
                         }
-                        for (id, (meter, shown)) in &mut meters {
+                        for (id, (meter, shown, shown_step)) in &mut meters {
                             let tokens = meter.read();
-                            if tokens != *shown {
+                            let step = meter.current_step();
+                            if tokens != *shown || step != *shown_step {
                                 *shown = tokens;
+                                shown_step.clone_from(&step);
                                 let role = roles.get(id).cloned().unwrap_or_default();
-                                (self.on)(Progress::Tokens { task: id.clone(), role, tokens });
+                                (self.on)(Progress::Tokens { task: id.clone(), role, tokens, step });
                             }
                         }
                     }

@@ -105,6 +105,13 @@ pub(crate) fn work(
         return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
     }
     let mut result = if quality_role {
+        meter.step(match task.id.prefix() {
+            "TEST" => "running the tests",
+            "REVIEW" => "reviewing the change",
+            "QUALITY" => "scoring the spec",
+            "CHECKPOINT" => "checking the work so far",
+            _ => "checking",
+        });
         let q = quality::run(input, qctx)?;
         let (mut output, mut verdict, mut warnings) = (q.output, q.verdict, q.warnings);
         let mut agent = "quality".to_owned();
@@ -113,6 +120,7 @@ pub(crate) fn work(
         if task.id.prefix() == "REVIEW"
             && let Some(driver) = roster.opinion(&task.role)
         {
+            meter.step(format!("asking agent {} for its review", driver.name()));
             let (ran, said) = super::opinion::add(&*driver, input, qctx, &mut output, &mut verdict);
             warnings.extend(said);
             if ran.is_some() {
@@ -135,6 +143,7 @@ pub(crate) fn work(
         run_agent(roster, input, qctx, limits, hooks, meter)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
+        meter.step(format!("discuss round {round}"));
         result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
             .map(|d| (round.clone(), d));
     }
@@ -164,6 +173,7 @@ fn run_agent(
             attempt: task.attempts,
             meter: meter.clone(),
         };
+        meter.step(format!("agent {name} running"));
         driver.run(input, &ctx)
     } else {
         let store = Store::from_repo(qctx.repo.to_thread_local())?;
@@ -176,6 +186,7 @@ fn run_agent(
                     task.id
                 ));
             }
+            meter.step("making its checkout");
             let wt = TaskWorktree::create(&store, sid, &task.id, qctx.tip)?;
             let ctx = RunContext {
                 workdir: wt.path().to_path_buf(),
@@ -183,8 +194,10 @@ fn run_agent(
                 attempt: task.attempts,
                 meter: meter.clone(),
             };
+            meter.step(format!("agent {name} running"));
             let mut ran = driver.run(input, &ctx);
             let from = wt.from();
+            meter.step("taking the snapshot of its checkout");
             match wt.snapshot(limits) {
                 Ok(snap) => {
                     let data = |commit| SnapshotData {
@@ -198,6 +211,7 @@ fn run_agent(
                     if let Some(commit) = snap.commit {
                         let data = data(commit);
                         if let Ok(out) = &mut ran {
+                            meter.step("before-merge hook");
                             before_merge(hooks, input, &data, wt.path(), &mut out.output);
                         }
                         snapshot = Some(data);
@@ -263,6 +277,7 @@ fn run_agent(
                 attempt: task.attempts,
                 meter: meter.clone(),
             };
+            meter.step(format!("agent {name} running"));
             let ran = driver.run(input, &ctx);
             if let Err(e) = view.remove() {
                 notes.push(e.to_string());

@@ -381,3 +381,41 @@ fn log_and_status_go_through_the_users_pager_on_a_terminal() {
     let shown = on_a_terminal(&repo, "git -c pager.tlv4=true tlv4 log", &[]).unwrap();
     assert_eq!(shown.matches("PAGER-START").count(), 1, "{shown}");
 }
+
+#[test]
+fn pipelines_and_trust_show_speak_json_with_a_schema() {
+    let repo = TestRepo::new();
+    let p = repo.json(&["pipelines", "--json"]);
+    assert_eq!(p["schema"], 1);
+    let spec = p["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "spec-only")
+        .unwrap()
+        .clone();
+    let tasks: Vec<&str> = spec["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tasks.first(), Some(&"RESEARCH-001"), "{spec}");
+    assert_eq!(
+        spec["tasks"][1]["blocked_by"],
+        serde_json::json!(["RESEARCH-001"])
+    );
+
+    repo.wide_pipeline(1);
+    let t = repo.json(&["trust", "--show", "--json"]);
+    assert_eq!(t["schema"], 1);
+    assert_eq!(t["state"], "trusted", "{t}");
+    let file = &t["files"][0];
+    assert_eq!(file["path"], ".tlv4/specs/pipelines.toml", "{t}");
+    assert_eq!(file["trusted"], true, "{t}");
+    repo.write(".tlv4/specs/pipelines.toml", "schema = 1\n");
+    let t = repo.json(&["trust", "--show", "--json"]);
+    assert_eq!(t["state"], "changed", "{t}");
+    assert_eq!(t["files"][0]["trusted"], false, "{t}");
+    assert!(t["files"][0]["problem"].is_string(), "{t}");
+}

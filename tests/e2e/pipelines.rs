@@ -299,26 +299,26 @@ fn signals_inject_a_security_specialist() {
 fn revise_at_the_gate_creates_revision_tasks() {
     let repo = sample();
     let sid = repo
-        .ok(&[
-            "start",
-            "--pipeline",
-            "spec-only",
-            "--completion",
-            "keep",
-            "Write the requirements for note search",
-        ])
+        .stops(
+            &[
+                "start",
+                "--pipeline",
+                "spec-only",
+                "--completion",
+                "keep",
+                "Write the requirements for note search",
+            ],
+            WAITING,
+        )
         .trim()
         .to_owned();
-    repo.stops(
-        &[
-            "revise",
-            "DRAFT-002",
-            "--feedback",
-            "add a performance requirement",
-            "--no-run",
-        ],
-        WAITING,
-    );
+    repo.ok(&[
+        "revise",
+        "DRAFT-002",
+        "--feedback",
+        "add a performance requirement",
+        "--no-run",
+    ]);
     let s = repo.json(&["status", "--json"]);
     let ids: Vec<&str> = s["tasks"]
         .as_array()
