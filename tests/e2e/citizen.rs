@@ -274,7 +274,7 @@ fn bash_completion_of_git_tlv4_offers_commands_sessions_and_tasks() {
     );
     assert_eq!(
         complete(&repo, git_completion, &["git", "tlv4", "--session", ""]),
-        [sid.clone()]
+        [sid]
     );
     assert_eq!(
         complete(&repo, git_completion, &["git", "tlv4", "revise", "IMPL-00"]),
