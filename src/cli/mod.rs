@@ -1,5 +1,6 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
+mod address;
 mod cost;
 mod decide;
 mod demo;
@@ -23,6 +24,7 @@ mod trust;
 mod undo;
 mod worker;
 
+pub use address::with_session;
 pub use status::{StatusJson, to_json};
 
 use std::path::PathBuf;
@@ -41,7 +43,9 @@ use crate::ui::Ui;
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Act on this session (default: the one checked out, or the only one)
+    /// Act on this session: its id or a unique prefix of it, its branch `tlv4/SID` or a task
+    /// branch `tlv4/SID.TASK`, or `@` for the one updated last (default: the one whose branch
+    /// or task branch is checked out, else the only one)
     #[arg(long, global = true, value_name = "SID")]
     pub session: Option<String>,
     /// Print no status lines on stderr
@@ -135,7 +139,16 @@ impl Ctx<'_> {
     pub fn session(&self) -> Result<(Store, SessionId)> {
         let store = self.store()?;
         let sid = store.resolve_session(self.session.as_deref())?;
+        self.address(&store, &sid);
         Ok((store, sid))
+    }
+
+    /// Makes the hints printed from now on name `sid` when a command without `--session`
+    /// would not act on it (see [`address::with_session`]).
+    pub fn address(&self, store: &Store, sid: &SessionId) {
+        if store.resolve_session(None).ok().as_ref() != Some(sid) {
+            self.ui.address_session(sid.as_str());
+        }
     }
 }
 

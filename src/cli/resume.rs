@@ -52,6 +52,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     let sid = store.resolve_session(ctx.session.as_deref())?;
+    ctx.address(&store, &sid);
     // A discussion resumes at its next round; it has no tasks to recover.
     if crate::coordinator::discussion::is_discussion(&store.read_state(&sid)?.1) {
         return super::discuss::go(ctx, &store, &sid, &args.run);

@@ -55,6 +55,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         super::drive::roster(&store, &files, &args.run)?;
     }
     let (sid, state) = start(&store, &args.text, &opts)?;
+    ctx.address(&store, &sid);
     let head = store.head_branch();
     ctx.ui.status(format!(
         "started session {sid}: pipeline {}{}, {} tasks, from {} {}",

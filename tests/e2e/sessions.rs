@@ -1,0 +1,136 @@
+//! Addressing sessions as people do, hints that can be pasted, starting twice, `delete`,
+//! `gc`, `list --all` and the outcome in `status`.
+
+use crate::common::TestRepo;
+
+/// The `next:` lines a command printed on stderr.
+fn next_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .skip_while(|l| *l != "next:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim().to_owned())
+        .collect()
+}
+
+/// A hint line as a person pastes it: the words after `git tlv4`, the comment in
+/// parentheses left out and the placeholders filled in.
+fn pasted(line: &str) -> Vec<String> {
+    let command = line.split("   (").next().unwrap().trim();
+    let words = command
+        .strip_prefix("git tlv4 ")
+        .unwrap_or_else(|| panic!("not a command: {line}"));
+    words
+        .split_whitespace()
+        .map(|w| match w {
+            "TEXT" => "cover the problem".to_owned(),
+            other => other.to_owned(),
+        })
+        .collect()
+}
+
+/// Two sessions paused on a discussion; returns them and the second start's stderr.
+fn two_paused(repo: &TestRepo) -> (String, String, String) {
+    let a = repo.ok(&["start", "--pipeline", "spec-only", "Add search to notes"]);
+    let out = repo.tlv4(&["start", "--pipeline", "spec-only", "Add tags to notes"]);
+    assert!(out.status.success());
+    let b = String::from_utf8(out.stdout).unwrap();
+    (
+        a.trim().to_owned(),
+        b.trim().to_owned(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn every_next_line_with_two_sessions_can_be_pasted() {
+    let probe = TestRepo::new();
+    let (_, b, stderr) = two_paused(&probe);
+    let hints = next_lines(&stderr);
+    assert!(hints.len() >= 2, "no next: lines in\n{stderr}");
+    for (i, hint) in hints.iter().enumerate() {
+        assert!(hint.contains(&format!("--session {b}")), "{hint}");
+        // Each hint, pasted in a repository of its own in the same state, runs and acts
+        // on the second session only.
+        let repo = TestRepo::new();
+        let (a, b2, _) = two_paused(&repo);
+        assert_eq!(b2, b);
+        let before_a = repo.git(&["rev-parse", &format!("tlv4/{a}")]);
+        let before_b = repo.git(&["rev-parse", &format!("tlv4/{b}")]);
+        let words = pasted(&hints[i]);
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        repo.ok(&args);
+        assert_eq!(repo.git(&["rev-parse", &format!("tlv4/{a}")]), before_a);
+        assert_ne!(repo.git(&["rev-parse", &format!("tlv4/{b}")]), before_b);
+        repo.fsck();
+    }
+    // A hint of an error names the session as well.
+    let err = probe.fails(&["--session", &b, "task", "claim", "NOPE-001"], 1);
+    for line in err.lines().filter(|l| l.contains("git tlv4 status")) {
+        assert!(line.contains("--session"), "{line}");
+    }
+}
+
+#[test]
+fn sessions_answer_to_prefixes_branches_checkouts_and_at() {
+    let repo = TestRepo::new();
+    let a = repo.start("spec-only", "Add search to notes");
+    let mut later = repo.tlv4_cmd(&["start", "--no-run", "--pipeline", "spec-only", "Add tags"]);
+    later.env("GIT_COMMITTER_DATE", "2026-11-29T13:00:00Z");
+    let out = later.output().unwrap();
+    assert!(out.status.success());
+    let b = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let id_of = |args: &[&str]| -> String {
+        let mut all = vec!["status", "--json"];
+        all.splice(0..0, args.iter().copied());
+        repo.json(&all)["session"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // A unique prefix, with or without `TLV4-`, in any case.
+    assert_eq!(id_of(&["--session", "add-s"]), a);
+    assert_eq!(id_of(&["--session", "TLV4-ADD-T"]), b);
+    // Branch names: the session's and a task branch of it.
+    assert_eq!(id_of(&["--session", &format!("tlv4/{a}")]), a);
+    assert_eq!(id_of(&["--session", &format!("refs/heads/tlv4/{b}")]), b);
+    assert_eq!(id_of(&["--session", &format!("tlv4/{a}.RESEARCH-001")]), a);
+    // `@`: the session updated last.
+    assert_eq!(id_of(&["--session", "@"]), b);
+    // An ambiguous prefix names the candidates and changes nothing.
+    let before = repo.snapshot();
+    let err = repo.fails(&["--session", "add", "status"], 1);
+    assert!(
+        err.contains("`add` is the beginning of 2 sessions"),
+        "{err}"
+    );
+    assert!(err.contains(&a) && err.contains(&b), "{err}");
+    let err = repo.fails(&["--session", "nothing-like-it", "status"], 1);
+    assert!(err.contains("no session `nothing-like-it`"), "{err}");
+    assert_eq!(repo.snapshot(), before);
+    // In a checkout of a task branch of `a`, commands act on `a` without `--session`.
+    repo.git(&[
+        "branch",
+        &format!("tlv4/{a}.IMPL-009"),
+        &format!("tlv4/{a}"),
+    ]);
+    let wt = repo.path().join("../wt-task");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt.to_str().unwrap(),
+        &format!("tlv4/{a}.IMPL-009"),
+    ]);
+    let status: serde_json::Value = serde_json::from_slice(
+        &repo
+            .tlv4_cmd_in(&wt, &["status", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(status["session"]["id"], a.as_str());
+    repo.git(&["worktree", "remove", "--force", wt.to_str().unwrap()]);
+}
