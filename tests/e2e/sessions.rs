@@ -134,3 +134,54 @@ fn sessions_answer_to_prefixes_branches_checkouts_and_at() {
     assert_eq!(status["session"]["id"], a.as_str());
     repo.git(&["worktree", "remove", "--force", wt.to_str().unwrap()]);
 }
+
+#[test]
+fn starting_the_same_text_twice_offers_resume_or_new() {
+    let repo = TestRepo::new();
+    let a = repo.start("spec-only", "Add search to notes");
+    let before = repo.snapshot();
+    let err = repo.fails(
+        &[
+            "start",
+            "--no-run",
+            "--pipeline",
+            "spec-only",
+            "Add search to notes",
+        ],
+        1,
+    );
+    assert!(
+        err.contains(&format!("session {a} (active) already works on this text")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("git tlv4 resume --session {a}")),
+        "{err}"
+    );
+    assert!(
+        err.contains("git tlv4 start --new \"Add search to notes\""),
+        "{err}"
+    );
+    assert_eq!(repo.snapshot(), before, "nothing was started");
+    // Other words are another session, even with the same id stem; `--new` starts one with
+    // the same words.
+    let other = repo.start("spec-only", "Add search to notes please");
+    assert_eq!(other, format!("{a}-2"));
+    let b = repo
+        .ok(&[
+            "start",
+            "--no-run",
+            "--new",
+            "--pipeline",
+            "spec-only",
+            "Add search to notes",
+        ])
+        .trim()
+        .to_owned();
+    assert_eq!(b, format!("{a}-3"));
+    // Once the first is aborted, the text is free again.
+    repo.ok(&["--session", &a, "abort"]);
+    repo.ok(&["--session", &b, "abort"]);
+    repo.start("spec-only", "Add search to notes");
+    repo.fsck();
+}
