@@ -11,12 +11,14 @@ mod log;
 mod notes;
 mod read;
 mod remote;
+mod summary;
 mod write;
 
 pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession, RemoteStats};
+pub use summary::Summary;
 pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};

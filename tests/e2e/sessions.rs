@@ -185,3 +185,58 @@ fn starting_the_same_text_twice_offers_resume_or_new() {
     repo.start("spec-only", "Add search to notes");
     repo.fsck();
 }
+
+#[test]
+fn list_follows_the_tips_through_its_cache_and_all_shows_archived() {
+    let repo = TestRepo::new();
+    let a = repo.start("spec-only", "first thing");
+    let b = repo.start("spec-only", "second thing");
+    let status_of = |args: &[&str], sid: &str| -> Option<serde_json::Value> {
+        repo.json(args)
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == sid)
+            .cloned()
+    };
+    assert_eq!(
+        status_of(&["list", "--json"], &a).unwrap()["status"],
+        "active"
+    );
+    let cache = repo.path().join(".git/tlv4/list-cache.json");
+    assert!(cache.exists(), "list keeps its rows");
+    // A new event moves the tip: the row is read again.
+    repo.ok(&["--session", &a, "abort"]);
+    assert_eq!(
+        status_of(&["list", "--json"], &a).unwrap()["status"],
+        "aborted"
+    );
+    // A cache that is garbage, or that lies about a tip, is not believed blindly: garbage is
+    // dropped, and a row is only taken for the session it was read from.
+    std::fs::write(&cache, b"{not json").unwrap();
+    assert_eq!(
+        status_of(&["list", "--json"], &b).unwrap()["status"],
+        "active"
+    );
+    // Archived sessions: only with --all, marked.
+    repo.ok(&["--session", &b, "abort"]);
+    repo.git(&[
+        "update-ref",
+        &format!("refs/tlv4/archive/{b}"),
+        &format!("refs/heads/tlv4/{b}"),
+    ]);
+    repo.git(&["update-ref", "-d", &format!("refs/heads/tlv4/{b}")]);
+    assert!(status_of(&["list", "--json"], &b).is_none());
+    let row = status_of(&["list", "--all", "--json"], &b).unwrap();
+    assert_eq!(row["archived"], true);
+    let table = repo.ok(&["list", "--all"]);
+    assert!(table.contains("aborted, archived"), "{table}");
+    // ...and it answers to --session for reading, not for writing.
+    assert_eq!(
+        repo.json(&["--session", &b, "status", "--json"])["session"]["id"],
+        b.as_str()
+    );
+    let err = repo.fails(&["--session", &b, "feedback", "more"], 1);
+    assert!(err.contains("archived and read-only"), "{err}");
+    repo.fsck();
+}
