@@ -71,12 +71,25 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     view.clear();
     match end {
         RunEnd::Completed => {
-            let (_, state) = store.read_state(sid)?;
+            let (tip, state) = store.read_state(sid)?;
             let p = state.progress();
+            // Every task done is not the whole story: say what did not pass.
+            let concerns = super::outcome::of(store, &state, tip)
+                .map(|o| o.concerns)
+                .unwrap_or_default();
             ctx.ui.status(format!(
-                "session {sid} completed: {}/{} tasks",
-                p.completed, p.total
+                "session {sid} completed: {}/{} tasks{}",
+                p.completed,
+                p.total,
+                if concerns.is_empty() {
+                    String::new()
+                } else {
+                    ", but not everything passed (`git tlv4 status` has the outcome):".to_owned()
+                }
             ));
+            for c in &concerns {
+                ctx.ui.status(format!("  {c}"));
+            }
             let action = flags
                 .completion
                 .clone()

@@ -6,10 +6,12 @@ mod decide;
 mod demo;
 mod discuss;
 mod drive;
+mod export;
 mod fork;
 mod list;
 mod log;
 mod msg;
+mod outcome;
 mod pipelines;
 mod pull;
 mod push;
@@ -77,6 +79,8 @@ pub enum Command {
     Undo(undo::Args),
     /// Restore the state of an earlier event or task completion (appends an event)
     Rollback(rollback::Args),
+    /// Put a completed session's code on a clean branch tlv4-export/SID, ready to merge
+    Export(export::Args),
     /// Start a new session branch from an earlier event
     Fork(fork::Args),
     /// Recover tasks left running by a process that is gone
@@ -180,6 +184,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Undo(a) => undo::run(&ctx, a),
         Command::Rollback(a) => rollback::run(&ctx, a),
         Command::Fork(a) => fork::run(&ctx, a),
+        Command::Export(a) => export::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
         Command::Approve(a) => decide::approve(&ctx, a),

@@ -240,3 +240,101 @@ fn list_follows_the_tips_through_its_cache_and_all_shows_archived() {
     assert!(err.contains("archived and read-only"), "{err}");
     repo.fsck();
 }
+
+#[test]
+fn status_of_a_completed_session_says_its_outcome_and_how_to_land_it() {
+    let repo = TestRepo::new();
+    // No test framework: the tester completes with `no_tests`, which is no pass.
+    let out = repo.tlv4(&[
+        "start",
+        "--yes",
+        "--completion",
+        "keep",
+        "--pipeline",
+        "full-lifecycle",
+        "Add a search command",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let sid = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    // The builtin executor writes no code: completed, but the review says so.
+    assert!(stderr.contains("but not everything passed"), "{stderr}");
+    let json = repo.json(&["status", "--json"]);
+    let outcome = &json["outcome"];
+    assert_eq!(outcome["state"], "attention", "{outcome}");
+    let kinds: Vec<&str> = outcome["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["gate", "review", "tests"]);
+    let review = &outcome["verdicts"][1];
+    assert_eq!(review["verdict"], "CONDITIONAL");
+    assert!(
+        outcome["concerns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().starts_with("review REVIEW-")),
+        "{outcome}"
+    );
+    assert_eq!(
+        outcome["changed"]["files"], 0,
+        "the pipeline folder is not code"
+    );
+    assert_eq!(
+        outcome["land"],
+        serde_json::json!([
+            format!("git tlv4 export --session {sid}"),
+            format!("git merge tlv4-export/{sid}")
+        ])
+    );
+    let text = repo.ok(&["status"]);
+    assert!(text.contains("outcome   needs attention"), "{text}");
+    assert!(text.contains("review REVIEW-001: CONDITIONAL"), "{text}");
+    assert!(
+        text.contains("! tests TEST-001: no test framework"),
+        "{text}"
+    );
+    // Code committed on the session branch counts; `.tlv4/` never does.
+    let wt = repo.path().join("../wt-session");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt.to_str().unwrap(),
+        &format!("tlv4/{sid}"),
+    ]);
+    std::fs::write(wt.join("src/search.rs"), "pub fn search() {}\n").unwrap();
+    std::fs::write(wt.join(".tlv4/notes.md"), "not code\n").unwrap();
+    for args in [&["add", "-A"][..], &["commit", "-q", "-m", "search"]] {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&wt)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    repo.git(&["worktree", "remove", wt.to_str().unwrap()]);
+    let outcome = repo.json(&["status", "--json"])["outcome"].clone();
+    assert_eq!(outcome["changed"]["files"], 1, "{outcome}");
+    assert_eq!(outcome["changed"]["stat"][0], "src/search.rs +1 -0");
+    // Pasting the commands lands it.
+    let branch = repo.ok(&["--session", &sid, "export"]).trim().to_owned();
+    assert_eq!(branch, format!("tlv4-export/{sid}"));
+    assert_eq!(
+        repo.json(&["status", "--json"])["outcome"]["land"],
+        serde_json::json!([format!("git merge tlv4-export/{sid}")])
+    );
+    repo.git(&["merge", "-q", "--no-edit", &branch]);
+    let outcome = repo.json(&["status", "--json"])["outcome"].clone();
+    assert_eq!(outcome["landed"], true, "{outcome}");
+    assert!(repo.path().join("src/search.rs").exists());
+    repo.fsck();
+}
