@@ -3,11 +3,13 @@
 mod address;
 mod cost;
 mod decide;
+mod delete;
 mod demo;
 mod discuss;
 mod drive;
 mod export;
 mod fork;
+mod gc;
 mod list;
 mod log;
 mod msg;
@@ -79,6 +81,10 @@ pub enum Command {
     Undo(undo::Args),
     /// Restore the state of an earlier event or task completion (appends an event)
     Rollback(rollback::Args),
+    /// Delete a session's refs; refused while it holds work that exists nowhere else
+    Delete(delete::Args),
+    /// Remove merged task branches and the checkouts of dead runs (their work kept first)
+    Gc(gc::Args),
     /// Put a completed session's code on a clean branch tlv4-export/SID, ready to merge
     Export(export::Args),
     /// Start a new session branch from an earlier event
@@ -185,6 +191,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Rollback(a) => rollback::run(&ctx, a),
         Command::Fork(a) => fork::run(&ctx, a),
         Command::Export(a) => export::run(&ctx, a),
+        Command::Delete(a) => delete::run(&ctx, a),
+        Command::Gc(a) => gc::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
         Command::Approve(a) => decide::approve(&ctx, a),

@@ -281,7 +281,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 /// `refs/tlv4/runs/<SID>/<TASK>/<n>`, through the snapshot checks, so that removing the
 /// checkout loses nothing and nothing unchecked reaches the session. Returns the ref when
 /// there was something to keep.
-fn keep_interrupted_work(
+pub(crate) fn keep_interrupted_work(
     store: &crate::store::Store,
     wt: &std::path::Path,
 ) -> Result<Option<String>> {
@@ -298,7 +298,10 @@ fn keep_interrupted_work(
 
 /// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
 /// `.git/worktrees/<name>/` of the checkout `wt` (found also when its directory is gone).
-fn admin_locks(common: &std::path::Path, wt: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn admin_locks(
+    common: &std::path::Path,
+    wt: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
     let Some(admin) = crate::worktree::admin_dir_of(common, wt) else {
         return Vec::new();
     };

@@ -338,3 +338,227 @@ fn status_of_a_completed_session_says_its_outcome_and_how_to_land_it() {
     assert!(repo.path().join("src/search.rs").exists());
     repo.fsck();
 }
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// A commit on top of `rev` that changes `path`, made with plumbing; returns its id.
+fn commit_on(repo: &TestRepo, rev: &str, path: &str, text: &str) -> String {
+    let blob = {
+        let mut c = repo.git_cmd(&["hash-object", "-w", "--stdin"]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let index = repo.path().join("../tmp-index");
+    let with_index = |args: &[&str]| {
+        let out = repo
+            .git_cmd(args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    with_index(&["read-tree", rev]);
+    with_index(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{blob},{path}"),
+    ]);
+    let tree = with_index(&["write-tree"]);
+    let _ = std::fs::remove_file(&index);
+    repo.git(&[
+        "commit-tree",
+        &tree,
+        "-p",
+        rev,
+        "-m",
+        &format!("change {path}"),
+    ])
+    .trim()
+    .to_owned()
+}
+
+#[test]
+fn gc_removes_merged_task_branches_and_dead_checkouts_keeps_unmerged_work() {
+    let repo = TestRepo::new();
+    let a = repo.start("spec-only", "Add search to notes");
+    let tip = repo
+        .git(&["rev-parse", &format!("tlv4/{a}")])
+        .trim()
+        .to_owned();
+    let branch = |task: &str| format!("tlv4/{a}.{task}");
+    // Merged (at the tip), unmerged (a commit of its own), a dead run's checkout, and a
+    // checkout of someone's own.
+    repo.git(&["branch", &branch("RESEARCH-001"), &tip]);
+    let side = commit_on(&repo, &tip, "src/side.rs", "fn side() {}\n");
+    repo.git(&["branch", &branch("DRAFT-001"), &side]);
+    repo.git(&["branch", &branch("DRAFT-002"), &tip]);
+    repo.git(&["branch", &branch("DRAFT-003"), &tip]);
+    let dead = repo.path().join("../dead-run");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        dead.to_str().unwrap(),
+        &branch("DRAFT-002"),
+    ]);
+    let reason = format!(
+        "git-tlv4 pid {} on {} ({a} DRAFT-002)",
+        crate::common::dead_pid(),
+        host()
+    );
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        &reason,
+        dead.to_str().unwrap(),
+    ]);
+    let mine = repo.path().join("../my-checkout");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        mine.to_str().unwrap(),
+        &branch("DRAFT-003"),
+    ]);
+
+    let before = repo.snapshot();
+    let err = String::from_utf8(repo.tlv4(&["gc", "--dry-run"]).stderr).unwrap();
+    assert!(
+        err.contains(&format!("would remove {} (merged)", branch("RESEARCH-001"))),
+        "{err}"
+    );
+    assert!(err.contains("dead-run"), "{err}");
+    assert_eq!(repo.snapshot(), before, "--dry-run changes nothing");
+    assert!(dead.exists());
+
+    let err = String::from_utf8(repo.tlv4(&["gc"]).stderr).unwrap();
+    let branches = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        "refs/heads/tlv4/",
+    ]);
+    assert!(
+        !branches.contains(&branch("RESEARCH-001")),
+        "{branches}\n{err}"
+    );
+    assert!(
+        !branches.contains(&branch("DRAFT-002")),
+        "{branches}\n{err}"
+    );
+    assert!(
+        branches.contains(&branch("DRAFT-001")),
+        "unmerged work stays: {err}"
+    );
+    assert!(
+        branches.contains(&branch("DRAFT-003")),
+        "a checked-out branch stays: {err}"
+    );
+    assert!(
+        err.contains("kept") && err.contains("never merged"),
+        "{err}"
+    );
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("dead-run"), "{list}");
+    assert!(!dead.exists());
+    assert!(list.contains("my-checkout"), "{list}");
+    assert!(!list.contains("prunable"), "{list}");
+    repo.git(&["worktree", "remove", mine.to_str().unwrap()]);
+    repo.fsck();
+}
+
+#[test]
+fn delete_refuses_unique_work_archives_on_request_and_deletes_what_is_elsewhere() {
+    let repo = TestRepo::new();
+    let a = repo.start("spec-only", "Add search to notes");
+    let b = repo.start("spec-only", "Add tags to notes");
+    let c = repo.start("spec-only", "Add sync to notes");
+    // `a` has a task branch with work it never merged.
+    let tip = repo
+        .git(&["rev-parse", &format!("tlv4/{a}")])
+        .trim()
+        .to_owned();
+    let side = commit_on(&repo, &tip, "src/side.rs", "fn side() {}\n");
+    repo.git(&["branch", &format!("tlv4/{a}.DRAFT-001"), &side]);
+    let before = repo.snapshot();
+    let err = repo.fails(&["--session", &a, "delete"], 1);
+    assert!(err.contains("holds work that exists nowhere else"), "{err}");
+    assert!(
+        err.contains(&format!("tlv4/{a}.DRAFT-001 holds 1 commit(s)")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("git tlv4 delete --archive --session {a}")),
+        "{err}"
+    );
+    repo.ok(&["--session", &a, "delete", "--archive", "--dry-run"]);
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "refused and dry runs change nothing"
+    );
+    // Archived: every branch gone, every commit still reachable.
+    repo.ok(&["--session", &a, "delete", "--archive"]);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    assert!(!refs.contains(&format!("refs/heads/tlv4/{a}")), "{refs}");
+    assert!(refs.contains(&format!("refs/tlv4/archive/{a}")), "{refs}");
+    assert!(
+        refs.contains(&format!("refs/tlv4/runs/{a}/DRAFT-001/")),
+        "{refs}"
+    );
+    assert!(refs.contains(&side), "{refs}");
+    let all = repo.json(&["list", "--all", "--json"]);
+    assert!(
+        all.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == a.as_str() && r["archived"] == true)
+    );
+    // The archive still holds the only copy: deleting it is refused too.
+    let err = repo.fails(&["--session", &a, "delete"], 1);
+    assert!(err.contains("holds work that exists nowhere else"), "{err}");
+
+    // `b` holds nothing of its own (the builtin agent wrote no code): it goes, whole.
+    repo.ok(&["--session", &b, "delete"]);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains(&b), "{refs}");
+
+    // `c` changed the code: refused until that code is elsewhere (merged into main).
+    let ctip = repo
+        .git(&["rev-parse", &format!("tlv4/{c}")])
+        .trim()
+        .to_owned();
+    let code = commit_on(&repo, &ctip, "src/sync.rs", "pub fn sync() {}\n");
+    repo.git(&["update-ref", &format!("refs/heads/tlv4/{c}"), &code, &ctip]);
+    let err = repo.fails(&["--session", &c, "delete"], 1);
+    assert!(err.contains("its code differs from the base"), "{err}");
+    repo.git(&["merge", "-q", "--no-edit", &format!("tlv4/{c}")]);
+    repo.ok(&["--session", &c, "delete"]);
+    let refs = repo.git(&["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains(&c), "{refs}");
+    assert!(repo.path().join("src/sync.rs").exists());
+    repo.fsck();
+}
