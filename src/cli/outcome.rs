@@ -70,8 +70,7 @@ pub fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJso
             .control
             .verdicts
             .iter()
-            .filter(|(id, _)| id.starts_with(prefix))
-            .next_back()
+            .rfind(|(id, _)| id.starts_with(prefix))
         else {
             continue;
         };
