@@ -115,7 +115,7 @@ fn sessions_answer_to_prefixes_branches_checkouts_and_at() {
         &format!("tlv4/{a}.IMPL-009"),
         &format!("tlv4/{a}"),
     ]);
-    let wt = repo.path().join("../wt-task");
+    let wt = repo.home.path().join("wt-task");
     repo.git(&[
         "worktree",
         "add",
@@ -298,7 +298,7 @@ fn status_of_a_completed_session_says_its_outcome_and_how_to_land_it() {
         "{text}"
     );
     // Code committed on the session branch counts; `.tlv4/` never does.
-    let wt = repo.path().join("../wt-session");
+    let wt = repo.home.path().join("wt-session");
     repo.git(&[
         "worktree",
         "add",
@@ -365,7 +365,7 @@ fn commit_on(repo: &TestRepo, rev: &str, path: &str, text: &str) -> String {
             .trim()
             .to_owned()
     };
-    let index = repo.path().join("../tmp-index");
+    let index = repo.home.path().join("tmp-index");
     let with_index = |args: &[&str]| {
         let out = repo
             .git_cmd(args)
@@ -416,7 +416,7 @@ fn gc_removes_merged_task_branches_and_dead_checkouts_keeps_unmerged_work() {
     repo.git(&["branch", &branch("DRAFT-001"), &side]);
     repo.git(&["branch", &branch("DRAFT-002"), &tip]);
     repo.git(&["branch", &branch("DRAFT-003"), &tip]);
-    let dead = repo.path().join("../dead-run");
+    let dead = repo.home.path().join("dead-run");
     repo.git(&[
         "worktree",
         "add",
@@ -436,7 +436,7 @@ fn gc_removes_merged_task_branches_and_dead_checkouts_keeps_unmerged_work() {
         &reason,
         dead.to_str().unwrap(),
     ]);
-    let mine = repo.path().join("../my-checkout");
+    let mine = repo.home.path().join("my-checkout");
     repo.git(&[
         "worktree",
         "add",
