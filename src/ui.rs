@@ -16,6 +16,9 @@ use std::path::Path;
 pub struct Ui {
     quiet: bool,
     no_pager: bool,
+    /// The session that commands in status lines and hints must name (see
+    /// [`crate::cli::with_session`]), once a command knows it.
+    session: std::sync::Mutex<Option<String>>,
 }
 
 impl Ui {
@@ -24,6 +27,7 @@ impl Ui {
         Ui {
             quiet,
             no_pager: false,
+            session: Default::default(),
         }
     }
 
@@ -76,6 +80,27 @@ impl Ui {
         let _ = child.wait();
     }
 
+    /// From now on, the commands in status lines and hints name session `sid`.
+    pub fn address_session(&self, sid: &str) {
+        if let Ok(mut s) = self.session.lock() {
+            *s = Some(sid.to_owned());
+        }
+    }
+
+    /// `text` with its commands naming the session set by [`Ui::address_session`].
+    fn addressed(&self, text: &str) -> String {
+        match self
+            .session
+            .lock()
+            .ok()
+            .as_deref()
+            .and_then(Option::as_deref)
+        {
+            Some(sid) => crate::cli::with_session(text, sid),
+            None => text.to_owned(),
+        }
+    }
+
     /// Whether status lines are suppressed.
     pub fn is_quiet(&self) -> bool {
         self.quiet
@@ -98,19 +123,19 @@ impl Ui {
     /// A status line on stderr (suppressed by `--quiet`).
     pub fn status(&self, text: impl AsRef<str>) {
         if !self.quiet {
-            err_line(text.as_ref());
+            err_line(&self.addressed(text.as_ref()));
         }
     }
 
     /// A warning on stderr.
     pub fn warn(&self, text: impl AsRef<str>) {
-        err_line(&format!("warning: {}", text.as_ref()));
+        err_line(&format!("warning: {}", self.addressed(text.as_ref())));
     }
 
     /// A hint on stderr.
     pub fn hint(&self, text: impl AsRef<str>) {
         for line in text.as_ref().lines() {
-            err_line(&format!("hint: {line}"));
+            err_line(&format!("hint: {}", self.addressed(line)));
         }
     }
 

@@ -139,6 +139,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         replay: args.replay.clone(),
     };
     let (sid, d) = discussion::start(&store, &opts, &roster)?;
+    ctx.address(&store, &sid);
     ctx.ui.status(format!(
         "started discussion {sid}: preset {}, members {}, moderator {}",
         preset.as_str(),

@@ -72,17 +72,33 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
     ctx.exit.set(exit_code(&end));
     match end {
         RunEnd::Completed => {
-            let (_, state) = store.read_state(sid)?;
+            let (tip, state) = store.read_state(sid)?;
             let p = state.progress();
+            // Every task done is not the whole story: say what did not pass.
+            let concerns = super::outcome::of(store, &state, tip)
+                .map(|o| o.concerns)
+                .unwrap_or_default();
             ctx.ui.status(format!(
-                "session {sid} completed: {}/{} tasks",
-                p.completed, p.total
+                "session {sid} completed: {}/{} tasks{}",
+                p.completed,
+                p.total,
+                if concerns.is_empty() {
+                    String::new()
+                } else {
+                    ", but not everything passed (`git tlv4 status` has the outcome):".to_owned()
+                }
             ));
+            for c in &concerns {
+                ctx.ui.status(format!("  {c}"));
+            }
             let action = flags
                 .completion
                 .clone()
                 .unwrap_or(state.control.settings.completion.clone());
-            let action = if action == "interactive" {
+            // `--yes` runs unattended to the end: nothing is asked, the session is kept.
+            let action = if action == "interactive" && state.control.settings.auto_approve {
+                "keep".to_owned()
+            } else if action == "interactive" {
                 ask_completion(ctx)
             } else {
                 action
@@ -228,7 +244,8 @@ pub(crate) fn session_roster(
 
 /// Before a run whose tester would run the repository's own test command in a repository
 /// that is not trusted: on a terminal, show what would run and offer to trust it. Off a
-/// terminal nothing is asked; the tester then fails its task saying why.
+/// terminal, or in a session started with `--yes` (which never stops at a question), nothing
+/// is asked; the tester then fails its task saying why.
 fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
     let root = store.workdir();
     if crate::trust::repository_trusted(root)
@@ -237,6 +254,9 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
         return Ok(());
     }
     let (tip, state) = store.read_state(sid)?;
+    if state.control.settings.auto_approve {
+        return Ok(());
+    }
     let testing = state
         .tasks
         .values()

@@ -1,4 +1,5 @@
-//! `git tlv4 list`: every session with its status, pipeline, progress and base.
+//! `git tlv4 list`: every session with its status, pipeline, progress and base, read through
+//! the store's cache of rows by tip (see [`crate::store::Summary`]).
 
 use crate::error::Result;
 
@@ -10,21 +11,12 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    /// List archived sessions too (marked `archived`)
+    #[arg(long)]
+    pub all: bool,
     /// List the sessions a remote holds (read with `git ls-remote`; nothing is fetched)
     #[arg(long, value_name = "REMOTE")]
     pub remote: Option<String>,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct Row {
-    id: String,
-    status: String,
-    pipeline: String,
-    progress: crate::model::Progress,
-    base: String,
-    tip: String,
-    updated_at: String,
-    task: String,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
@@ -32,36 +24,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     if let Some(remote) = &args.remote {
         return remote_list(ctx, &store, remote, args.json);
     }
-    let mut rows = Vec::new();
-    for sid in store.sessions()? {
-        let (tip, state) = match store.read_state(&sid) {
-            Ok(found) => found,
-            Err(e) => {
-                // One unreadable session must not hide the others.
-                rows.push(Row {
-                    id: sid.to_string(),
-                    status: format!("unreadable: {e}"),
-                    pipeline: String::new(),
-                    progress: Default::default(),
-                    base: String::new(),
-                    tip: String::new(),
-                    updated_at: String::new(),
-                    task: String::new(),
-                });
-                continue;
-            }
-        };
-        rows.push(Row {
-            id: sid.to_string(),
-            status: state.session.status.as_str().to_owned(),
-            pipeline: state.session.pipeline.clone(),
-            progress: state.progress(),
-            base: state.session.base.clone(),
-            tip: tip.to_string(),
-            updated_at: state.session.updated_at.clone(),
-            task: state.session.task.clone(),
-        });
-    }
+    let rows = store.summaries(args.all)?;
     if args.json {
         ctx.ui.json(&rows);
         return Ok(());
@@ -76,7 +39,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .map(|r| {
             [
                 r.id.clone(),
-                r.status.clone(),
+                if r.archived {
+                    format!("{}, archived", r.status)
+                } else {
+                    r.status.clone()
+                },
                 r.pipeline.clone(),
                 format!("{}/{}", r.progress.completed, r.progress.total),
                 super::short(&r.base).to_owned(),

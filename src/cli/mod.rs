@@ -1,16 +1,21 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
 mod completions;
+mod address;
 mod cost;
 mod decide;
+mod delete;
 mod demo;
 mod discuss;
 mod drive;
+mod export;
 mod fork;
+mod gc;
 mod list;
 mod log;
 mod manpages;
 mod msg;
+mod outcome;
 mod pipelines;
 mod pull;
 mod push;
@@ -25,6 +30,7 @@ mod trust;
 mod undo;
 mod worker;
 
+pub use address::with_session;
 pub use status::{StatusJson, to_json};
 
 use std::path::PathBuf;
@@ -38,7 +44,9 @@ use crate::ui::Ui;
 #[derive(Debug, clap::Parser)]
 #[command(name = "git-tlv4", bin_name = "git tlv4", max_term_width = 100)]
 pub struct Cli {
-    /// Act on this session (default: the one checked out, or the only one)
+    /// Act on this session: its id or a unique prefix of it, its branch `tlv4/SID` or a task
+    /// branch `tlv4/SID.TASK`, or `@` for the one updated last (default: the one whose branch
+    /// or task branch is checked out, else the only one)
     #[arg(long, global = true, value_name = "SID")]
     pub session: Option<String>,
     /// Print no status lines on stderr
@@ -73,6 +81,12 @@ pub enum Command {
     Undo(undo::Args),
     /// Restore the state of an earlier event or task completion (appends an event)
     Rollback(rollback::Args),
+    /// Delete a session's refs; refused while it holds work that exists nowhere else
+    Delete(delete::Args),
+    /// Remove merged task branches and the checkouts of dead runs (their work kept first)
+    Gc(gc::Args),
+    /// Put a completed session's code on a clean branch tlv4-export/SID, ready to merge
+    Export(export::Args),
     /// Start a new session branch from an earlier event
     Fork(fork::Args),
     /// Recover tasks left running by a process that is gone
@@ -169,7 +183,16 @@ impl Ctx<'_> {
     pub fn session(&self) -> Result<(Store, SessionId)> {
         let store = self.store()?;
         let sid = store.resolve_session(self.session.as_deref())?;
+        self.address(&store, &sid);
         Ok((store, sid))
+    }
+
+    /// Makes the hints printed from now on name `sid` when a command without `--session`
+    /// would not act on it (see [`address::with_session`]).
+    pub fn address(&self, store: &Store, sid: &SessionId) {
+        if store.resolve_session(None).ok().as_ref() != Some(sid) {
+            self.ui.address_session(sid.as_str());
+        }
     }
 }
 
@@ -210,6 +233,9 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Undo(a) => undo::run(&ctx, a),
         Command::Rollback(a) => rollback::run(&ctx, a),
         Command::Fork(a) => fork::run(&ctx, a),
+        Command::Export(a) => export::run(&ctx, a),
+        Command::Delete(a) => delete::run(&ctx, a),
+        Command::Gc(a) => gc::run(&ctx, a),
         Command::Resume(a) => resume::run(&ctx, a),
         Command::Pipelines(a) => pipelines::run(&ctx, a),
         Command::Approve(a) => decide::approve(&ctx, a),

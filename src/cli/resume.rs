@@ -52,6 +52,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .status(format!("removed stale lock {}", lock.display()));
     }
     let sid = store.resolve_session(ctx.session.as_deref())?;
+    ctx.address(&store, &sid);
     // A discussion resumes at its next round; it has no tasks to recover.
     if crate::coordinator::discussion::is_discussion(&store.read_state(&sid)?.1) {
         return super::discuss::go(ctx, &store, &sid, &args.run);
@@ -283,7 +284,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 /// `refs/tlv4/runs/<SID>/<TASK>/<n>`, through the snapshot checks, so that removing the
 /// checkout loses nothing and nothing unchecked reaches the session. Returns the ref when
 /// there was something to keep.
-fn keep_interrupted_work(
+pub(crate) fn keep_interrupted_work(
     store: &crate::store::Store,
     wt: &std::path::Path,
 ) -> Result<Option<String>> {
@@ -300,7 +301,10 @@ fn keep_interrupted_work(
 
 /// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
 /// `.git/worktrees/<name>/` of the checkout `wt` (found also when its directory is gone).
-fn admin_locks(common: &std::path::Path, wt: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn admin_locks(
+    common: &std::path::Path,
+    wt: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
     let Some(admin) = crate::worktree::admin_dir_of(common, wt) else {
         return Vec::new();
     };

@@ -25,6 +25,9 @@ pub struct Args {
     /// then run it as a worker of that remote, so workers on other clones share the work
     #[arg(long, value_name = "REMOTE")]
     pub remote: Option<String>,
+    /// Start a new session even when an active or paused one has the same text
+    #[arg(long)]
+    pub new: bool,
     /// Loop options
     #[command(flatten)]
     pub run: RunFlags,
@@ -49,12 +52,24 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),
     };
+    if !args.new
+        && let Some((sid, status)) = same_text(&store, &args.text)?
+    {
+        return Err(crate::Error::state(
+            format!("session {sid} ({status}) already works on this text; nothing was started"),
+            Some(format!(
+                "go on with it: `git tlv4 resume --session {sid}`; or start another: `git tlv4 start --new \"{}\"`",
+                args.text.replace('"', "\\\"")
+            )),
+        ));
+    }
     if !args.run.no_run {
         // An agent that cannot run is found before the session exists.
         let files = crate::trust::Files::read(store.workdir())?;
         super::drive::roster(&store, &files, &args.run)?;
     }
     let (sid, state) = start(&store, &args.text, &opts)?;
+    ctx.address(&store, &sid);
     let head = store.head_branch();
     ctx.ui.status(format!(
         "started session {sid}: pipeline {}{}, {} tasks, from {} {}",
@@ -108,4 +123,35 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         skew: super::worker::DEFAULT_SKEW,
     };
     super::worker::serve(ctx, &store, &sid, &args.run, opts).map(|_| ())
+}
+
+/// A live session that is not done (active or paused) and was started with `text`, with its
+/// status. Only sessions whose id was made from the same words are read.
+fn same_text(
+    store: &crate::store::Store,
+    text: &str,
+) -> Result<Option<(crate::model::SessionId, &'static str)>> {
+    use crate::model::{SessionId, SessionStatus};
+    // `TLV4-<slug>-<date>[-n]`: the slug is what `text` makes.
+    let probe = SessionId::from_text(text, "", 1);
+    let stem = probe.as_str().trim_end_matches('-');
+    for sid in store.sessions()? {
+        let Some(rest) = sid.as_str().strip_prefix(stem) else {
+            continue;
+        };
+        // The rest is `-<date>` or `-<date>-<n>`: digits and dashes only.
+        if !rest.starts_with('-') || !rest.chars().all(|c| c == '-' || c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok((_, state)) = store.read_state(&sid) else {
+            continue;
+        };
+        let status = state.session.status;
+        if state.session.task == text
+            && matches!(status, SessionStatus::Active | SessionStatus::Paused)
+        {
+            return Ok(Some((sid, status.as_str())));
+        }
+    }
+    Ok(None)
 }

@@ -25,6 +25,9 @@ pub struct StatusJson<'a> {
     pub control: &'a crate::model::Control,
     /// Every task, in dependency order.
     pub tasks: Vec<TaskJson<'a>>,
+    /// For a completed session: its verdicts, what it changed and how to land it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<super::outcome::OutcomeJson>,
     /// For a discussion session: where the discussion stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discussion: Option<DiscussionJson>,
@@ -132,6 +135,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
             })
             .collect(),
         discussion: None,
+        outcome: None,
     }
 }
 
@@ -155,9 +159,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let (tip, state) = store.read_state(&sid)?;
     let discussion = discussion_of(&store, &state, tip);
+    let outcome = (state.session.status == crate::model::SessionStatus::Completed
+        && discussion.is_none())
+    .then(|| super::outcome::of(&store, &state, tip))
+    .transpose()?;
     if args.json {
         let mut json = to_json(&state, &tip.to_string());
         json.discussion = discussion;
+        json.outcome = outcome;
         ctx.ui.json(&json);
         return Ok(());
     }
@@ -230,9 +239,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         }
     }
     out.push_str(&format!(
-        "  progress  {}/{} completed, {} running, {} failed\n\n",
+        "  progress  {}/{} completed, {} running, {} failed\n",
         p.completed, p.total, p.in_progress, p.failed
     ));
+    if let Some(o) = &outcome {
+        out.push_str(&o.lines());
+    }
+    out.push('\n');
     let rows: Vec<[String; 6]> = state
         .ordered()
         .into_iter()

@@ -62,19 +62,41 @@ fn record(store: &Store, sid: &SessionId, action: &str, summary: &str) -> Result
 /// kept under `refs/tlv4/runs/<SID>/<TASK>/<n>` first.
 fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     let target = archive_ref(sid);
-    // Task branches `tlv4/<SID>.<TASK>` (gix refuses a prefix ending in `.`, so filter here).
+    archive_with(store, sid, || {
+        record(store, sid, "archive", &format!("Archived to {target}"))
+    })
+}
+
+/// The task branches `tlv4/<SID>.<TASK>` of a session, with their tips.
+pub fn task_branches(store: &Store, sid: &SessionId) -> Result<Vec<(String, gix::ObjectId)>> {
+    // gix refuses a prefix ending in `.`, so filter here.
     let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
-    let task_branches: Vec<(String, gix::ObjectId)> = store
+    Ok(store
         .refs_with_prefix(SESSION_REF_PREFIX)?
         .into_iter()
         .filter(|(n, _)| n.starts_with(&task_prefix))
-        .collect();
+        .collect())
+}
+
+/// Archives session `sid` (see [`archive`]) whatever its status, once `event` has recorded
+/// why on its branch (returning the new tip).
+pub fn archive_with(
+    store: &Store,
+    sid: &SessionId,
+    event: impl FnOnce() -> Result<gix::ObjectId>,
+) -> Result<Done> {
+    let target = archive_ref(sid);
+    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
+    let task_branches = task_branches(store, sid)?;
     // Nothing is changed while any of them is checked out somewhere.
     for (name, _) in &task_branches {
         store.ensure_not_checked_out(name)?;
     }
     store.ensure_not_checked_out(&session_ref(sid))?;
-    let tip = record(store, sid, "archive", &format!("Archived to {target}"))?;
+    if store.try_ref(&target)?.is_some() {
+        return Err(Error::conflict(format!("`{target}` already exists"), None));
+    }
+    let tip = event()?;
     if !store.create_ref(&target, tip, "tlv4: archive")? {
         return Err(Error::conflict(format!("`{target}` already exists"), None));
     }

@@ -37,11 +37,14 @@ pub fn route_discuss(
                         "{round} on {} diverged (HIGH): {}",
                         task.id, d.verdict.summary
                     ),
-                    next: vec![
-                        "git tlv4 approve   (accept as it is)".into(),
-                        format!("git tlv4 revise {} --feedback TEXT", task.id),
-                        "git tlv4 abort".into(),
-                    ],
+                    // A task gets one revision: `revise` is offered only while it has none.
+                    next: std::iter::once("git tlv4 approve   (accept as it is)".to_owned())
+                        .chain(
+                            (!is_revised(state, &base) && base == task.id)
+                                .then(|| format!("git tlv4 revise {} --feedback TEXT", task.id)),
+                        )
+                        .chain(std::iter::once("git tlv4 abort".to_owned()))
+                        .collect(),
                 });
                 return Ok(DiscussRoute::Continue);
             }

@@ -29,7 +29,7 @@ pub struct State {
 }
 
 /// How far a session has come, counted over its tasks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     /// Tasks in the session.
     pub total: usize,

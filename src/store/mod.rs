@@ -11,12 +11,14 @@ mod log;
 mod notes;
 mod read;
 mod remote;
+mod summary;
 mod write;
 
 pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession, RemoteStats};
+pub use summary::Summary;
 pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};
@@ -34,6 +36,24 @@ pub const NOTES_REF_PREFIX: &str = "refs/notes/tlv4/";
 pub const FALLBACK_IDENTITY: (&str, &str) = ("git-tlv4", "git-tlv4@localhost");
 /// How many events a session takes between two runs of git's own auto-maintenance.
 pub const MAINTENANCE_EVERY: u64 = 100;
+
+/// What `--session` takes for "the live session updated last".
+pub const MOST_RECENT: &str = "@";
+
+/// The session of a branch name below `refs/heads/tlv4/`: `<SID>` or a task branch
+/// `<SID>.<TASK>`, if it is one of `known` (the longest that fits, should an id hold a `.`).
+fn session_of_branch(short: &str, known: &[SessionId]) -> Option<SessionId> {
+    known
+        .iter()
+        .filter(|k| {
+            short == k.as_str()
+                || short
+                    .strip_prefix(k.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .max_by_key(|k| k.as_str().len())
+        .cloned()
+}
 
 /// The full ref name of a session branch.
 pub fn session_ref(sid: &SessionId) -> String {
@@ -315,31 +335,129 @@ impl Store {
             .collect())
     }
 
-    /// The session a command acts on: `explicit` if given; else the one whose branch or task
-    /// branch is checked out; else the only one.
+    /// The session a command acts on: `explicit` if given (see [`Store::find_session`]); else
+    /// the one whose branch or task branch is checked out (here or in the linked working tree
+    /// the command runs in); else the only one.
     pub fn resolve_session(&self, explicit: Option<&str>) -> Result<SessionId> {
-        let known = self.sessions()?;
         if let Some(name) = explicit {
-            return match name.parse::<SessionId>() {
-                Ok(sid) if known.contains(&sid) || self.archived()?.contains(&sid) => Ok(sid),
-                _ => Err(Error::UnknownSession {
-                    name: name.to_owned(),
-                    known,
-                }),
-            };
+            return self.find_session(name);
         }
-        if let Some(branch) = self.head_branch()
-            && let Some(short) = branch.strip_prefix(SESSION_REF_PREFIX)
-        {
-            let sid = short.split('.').next().unwrap_or(short);
-            if let Some(sid) = known.iter().find(|k| k.as_str() == sid) {
-                return Ok(sid.clone());
-            }
+        let known = self.sessions()?;
+        if let Some(sid) = self.checked_out_session(&known) {
+            return Ok(sid);
         }
         match known.len() {
             0 => Err(Error::NoSession),
             1 => Ok(known.into_iter().next().expect("one element")),
             _ => Err(Error::AmbiguousSession(known)),
+        }
+    }
+
+    /// The live session whose branch, or one of whose task branches, `HEAD` is on.
+    fn checked_out_session(&self, known: &[SessionId]) -> Option<SessionId> {
+        let branch = self.head_branch()?;
+        let short = branch.strip_prefix(SESSION_REF_PREFIX)?;
+        session_of_branch(short, known)
+    }
+
+    /// The session `name` names, as people write it: its id, a unique prefix of the id (with
+    /// or without `TLV4-`, in any case), its branch (`tlv4/<SID>`, `refs/heads/tlv4/<SID>`) or
+    /// one of its task branches (`tlv4/<SID>.<TASK>`), or [`MOST_RECENT`] for the live session
+    /// updated last. Archived sessions answer too (by id, prefix or archive ref); writing to
+    /// one is refused where it is written ([`Store::writable_tip`]).
+    pub fn find_session(&self, name: &str) -> Result<SessionId> {
+        let live = self.sessions()?;
+        if name == MOST_RECENT {
+            return self.most_recent(&live);
+        }
+        let archived = self.archived()?;
+        let unknown = || Error::UnknownSession {
+            name: name.to_owned(),
+            known: live.clone(),
+        };
+        let all: Vec<&SessionId> = live.iter().chain(archived.iter()).collect();
+        if let Some(sid) = all.iter().find(|s| s.as_str() == name) {
+            return Ok((*sid).clone());
+        }
+        // A branch or ref name: the session it belongs to.
+        let short = name
+            .strip_prefix(SESSION_REF_PREFIX)
+            .or_else(|| name.strip_prefix("heads/tlv4/"))
+            .or_else(|| name.strip_prefix("tlv4/"))
+            .or_else(|| name.strip_prefix(ARCHIVE_REF_PREFIX));
+        if let Some(short) = short {
+            let owned: Vec<SessionId> = all.iter().map(|s| (*s).clone()).collect();
+            return session_of_branch(short, &owned).ok_or_else(unknown);
+        }
+        let wanted = name.to_ascii_lowercase();
+        let mut matches: Vec<SessionId> = all
+            .iter()
+            .filter(|s| {
+                let id = s.as_str().to_ascii_lowercase();
+                id.starts_with(&wanted)
+                    || id
+                        .strip_prefix(&SessionId::PREFIX.to_ascii_lowercase())
+                        .is_some_and(|rest| rest.starts_with(&wanted))
+            })
+            .map(|s| (*s).clone())
+            .collect();
+        matches.dedup();
+        match matches.len() {
+            0 => Err(unknown()),
+            1 => Ok(matches.remove(0)),
+            _ => Err(Error::state(
+                format!(
+                    "`{name}` is the beginning of {} sessions; say which one",
+                    matches.len()
+                ),
+                Some(format!(
+                    "pass --session with one of:\n{}",
+                    matches
+                        .iter()
+                        .map(|s| format!("  {s}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )),
+            )),
+        }
+    }
+
+    /// The live session whose tip was committed last; a tie to the second is refused rather
+    /// than guessed.
+    fn most_recent(&self, live: &[SessionId]) -> Result<SessionId> {
+        let mut newest: Vec<(i64, &SessionId)> = Vec::new();
+        for sid in live {
+            let Some(tip) = self.try_ref(&session_ref(sid))? else {
+                continue;
+            };
+            let time = self
+                .repo
+                .find_commit(tip)
+                .ok()
+                .and_then(|c| c.time().ok())
+                .map_or(0, |t| t.seconds);
+            match newest.first() {
+                Some((t, _)) if *t > time => {}
+                Some((t, _)) if *t == time => newest.push((time, sid)),
+                _ => newest = vec![(time, sid)],
+            }
+        }
+        match newest.as_slice() {
+            [] => Err(Error::NoSession),
+            [(_, one)] => Ok((*one).clone()),
+            tied => Err(Error::state(
+                format!(
+                    "`{MOST_RECENT}` is ambiguous: {} sessions were last updated in the same second",
+                    tied.len()
+                ),
+                Some(format!(
+                    "pass --session with one of:\n{}",
+                    tied.iter()
+                        .map(|(_, s)| format!("  {s}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )),
+            )),
         }
     }
 

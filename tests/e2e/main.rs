@@ -19,6 +19,7 @@ mod real_model_bounds;
 mod remote;
 mod review;
 mod review_cli;
+mod sessions;
 mod snapshot;
 mod store;
 mod stuck;

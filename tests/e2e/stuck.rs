@@ -28,11 +28,18 @@ fn concurrent_starts_of_the_same_text_get_distinct_sessions() {
     // create-only ref update.
     let children: Vec<_> = (0..4)
         .map(|_| {
-            repo.tlv4_cmd(&["start", "--no-run", "--pipeline", "wide", "same text"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            repo.tlv4_cmd(&[
+                "start",
+                "--no-run",
+                "--new",
+                "--pipeline",
+                "wide",
+                "same text",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
         })
         .collect();
     let mut ids = Vec::new();
