@@ -6,12 +6,14 @@ mod demo;
 mod discuss;
 mod drive;
 mod fork;
+mod graph;
 mod list;
 mod log;
 mod msg;
 mod pipelines;
 mod pull;
 mod push;
+mod report;
 mod reset;
 mod resume;
 mod review;
@@ -65,6 +67,10 @@ pub enum Command {
     Log(log::Args),
     /// What the agents of a session cost: runs, time, tokens, dollars
     Cost(cost::Args),
+    /// Draw a session's task graph as it stands: text, Mermaid or Graphviz DOT
+    Graph(graph::Args),
+    /// Write one self-contained HTML page about a session: events, graph, verdicts, cost
+    Report(report::Args),
     /// Claim, complete or fail a task (plumbing for workers and people)
     Task(task::Args),
     /// Send and list messages on the team message bus
@@ -178,6 +184,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),
+        Command::Graph(a) => graph::run(&ctx, a),
+        Command::Report(a) => report::run(&ctx, a),
         Command::Reset(a) => reset::run(&ctx, a),
         Command::Push(a) => push::run(&ctx, a),
         Command::Pull(a) => pull::run(&ctx, a),
