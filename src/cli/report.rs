@@ -169,6 +169,10 @@ pub fn render(store: &Store, sid: &crate::model::SessionId) -> Result<String> {
         "session": state.session,
         "tip": tip.to_string(),
         "progress": state.progress(),
+        "tasks": state.ordered().into_iter().map(|t| serde_json::json!({
+            "task": t,
+            "state": state.display_status(t),
+        })).collect::<Vec<_>>(),
         "pause": state.control.pause,
         "graph": svg_layout(&graph),
         "legend": super::graph::STATUSES.iter().map(|s| {
