@@ -123,13 +123,16 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     Ok(())
 }
 
+/// Sums per value of each grouping key (`role`, `agent`, …).
+pub(crate) type Tables<'k> = BTreeMap<&'k str, BTreeMap<String, Total>>;
+
 /// The sums of session `sid`'s run records at its tip: over all runs, and per value of each
 /// key in `groups`.
 pub(crate) fn totals<'k>(
     store: &crate::store::Store,
     sid: &crate::model::SessionId,
     groups: &[&'k str],
-) -> Result<(Total, BTreeMap<&'k str, BTreeMap<String, Total>>)> {
+) -> Result<(Total, Tables<'k>)> {
     let tip = store.tip(sid)?;
     let tree = store.commit_tree(tip)?;
     let records = store.read_folder(tree, &format!("{}/runs", session_dir(sid)), &[])?;

@@ -51,22 +51,42 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, so that a failed write leaves
-/// an earlier report whole.
+/// Writes `bytes` to `path`. A new or regular file is written through a temporary file beside
+/// it, so that a failed write leaves an earlier report whole; anything else (`/dev/stdout`, a
+/// FIFO, a symbolic link) is written into, never replaced.
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    // A path that cannot take the page is bad input (exit 1), not an internal failure.
+    let what = |e: std::io::Error| {
+        Error::Invalid(format!(
+            "cannot write the report to `{}`: {e}",
+            path.display()
+        ))
+    };
+    let replaceable = match std::fs::symlink_metadata(path) {
+        Ok(m) => m.file_type().is_file(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(what(e)),
+    };
+    if !replaceable {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(what)?;
+        return f.write_all(bytes).and_then(|()| f.flush()).map_err(what);
+    }
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
-    let what = format!("cannot write the report to `{}`", path.display());
     // Made like any file the user writes: 0666 less the umask (a temporary file is 0600).
     let mut tmp = tempfile::Builder::new()
         .prefix(".tlv4-report")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)
-        .map_err(|e| Error::io(&what, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(&what, e))?;
-    tmp.persist(path).map_err(|e| Error::io(&what, e.error))?;
+        .map_err(what)?;
+    tmp.write_all(bytes).map_err(what)?;
+    tmp.persist(path).map_err(|e| what(e.error))?;
     Ok(())
 }
 

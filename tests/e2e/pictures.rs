@@ -198,10 +198,8 @@ fn dot_renders_with_graphviz_and_fills_by_status() {
     for l in out.lines() {
         if let Some(c) = node.captures(l) {
             nodes.insert(c[1].to_owned(), (c[3].to_owned(), c[2].to_owned()));
-        } else if let Some(c) = edge.captures(l) {
-            if c.get(3).is_none() {
-                deps.insert((c[1].to_owned(), c[2].to_owned()));
-            }
+        } else if let Some(c) = edge.captures(l).filter(|c| c.get(3).is_none()) {
+            deps.insert((c[1].to_owned(), c[2].to_owned()));
         }
     }
     let expected = tasks(&repo, &sid);
@@ -549,4 +547,59 @@ fn report_escapes_agent_text_in_titles_and_findings() {
         "the browser made a script"
     );
     assert!(dom.contains("Add a &lt;script&gt;alert(1)&lt;/script&gt; search"));
+}
+
+#[test]
+fn report_writes_into_what_it_must_not_replace() {
+    use std::os::unix::fs::FileTypeExt;
+    let (repo, sid) = pictured();
+    let expected = repo.ok(&["--session", &sid, "report", "-o", "-"]);
+    // A FIFO (as /dev/stdout or /dev/null would be a device): written into, still a FIFO.
+    let fifo = repo.path().join("page.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let mut reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    repo.ok(&["--session", &sid, "report", "-o", "page.fifo"]);
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    if !kind.is_fifo() {
+        // Replaced: nobody will ever write to the FIFO `cat` waits on.
+        reader.kill().unwrap();
+        reader.wait().unwrap();
+        panic!("the FIFO was replaced: {kind:?}");
+    }
+    let read = reader.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(read.stdout).unwrap(), expected);
+    // A symbolic link: its target gets the page, the link stays.
+    repo.write("pages/old.html", "old\n");
+    std::os::unix::fs::symlink("pages/old.html", repo.path().join("link.html")).unwrap();
+    repo.ok(&["--session", &sid, "report", "-o", "link.html"]);
+    let link = std::fs::symlink_metadata(repo.path().join("link.html")).unwrap();
+    assert!(link.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("pages/old.html")).unwrap(),
+        expected
+    );
+    // A regular file is replaced whole, readable like any file the user writes.
+    repo.ok(&["--session", &sid, "report"]);
+    let default = repo.path().join(format!("{sid}.html"));
+    assert_eq!(std::fs::read_to_string(&default).unwrap(), expected);
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&default).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o044, 0o044, "mode {mode:o}");
+    // A directory is bad input: exit 1, nothing written.
+    let err = repo.fails(&["--session", &sid, "report", "-o", "pages"], 1);
+    assert!(
+        err.starts_with("error: cannot write the report to `"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(repo.path().join("pages"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }
