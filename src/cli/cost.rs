@@ -90,27 +90,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         }
     };
     let (store, sid) = ctx.session()?;
-    let tip = store.tip(&sid)?;
-    let tree = store.commit_tree(tip)?;
-    let records = store.read_folder(tree, &format!("{}/runs", session_dir(&sid)), &[])?;
-    let mut runs = Vec::new();
-    for (path, bytes) in records.iter().filter(|(p, _)| p.ends_with("/usage.json")) {
-        let run: Run = serde_json::from_slice(bytes).map_err(|e| {
-            Error::Invalid(format!(
-                "runs/{path} of session `{sid}` is not readable: {e}"
-            ))
-        })?;
-        runs.push(run);
-    }
-    let mut total = Total::default();
-    runs.iter().for_each(|r| total.add(r));
-    let mut tables: BTreeMap<&str, BTreeMap<String, Total>> = BTreeMap::new();
-    for by in &groups {
-        let table = tables.entry(by).or_default();
-        for r in &runs {
-            table.entry(key(r, by)).or_default().add(r);
-        }
-    }
+    let (total, tables) = totals(&store, &sid, &groups)?;
     if args.json {
         ctx.ui
             .json(&serde_json::json!({ "session": sid, "total": total, "by": tables }));
@@ -141,6 +121,40 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     ctx.ui.out(out.trim_end());
     Ok(())
+}
+
+/// Sums per value of each grouping key (`role`, `agent`, …).
+pub(crate) type Tables<'k> = BTreeMap<&'k str, BTreeMap<String, Total>>;
+
+/// The sums of session `sid`'s run records at its tip: over all runs, and per value of each
+/// key in `groups`.
+pub(crate) fn totals<'k>(
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+    groups: &[&'k str],
+) -> Result<(Total, Tables<'k>)> {
+    let tip = store.tip(sid)?;
+    let tree = store.commit_tree(tip)?;
+    let records = store.read_folder(tree, &format!("{}/runs", session_dir(sid)), &[])?;
+    let mut runs = Vec::new();
+    for (path, bytes) in records.iter().filter(|(p, _)| p.ends_with("/usage.json")) {
+        let run: Run = serde_json::from_slice(bytes).map_err(|e| {
+            Error::Invalid(format!(
+                "runs/{path} of session `{sid}` is not readable: {e}"
+            ))
+        })?;
+        runs.push(run);
+    }
+    let mut total = Total::default();
+    runs.iter().for_each(|r| total.add(r));
+    let mut tables: BTreeMap<&str, BTreeMap<String, Total>> = BTreeMap::new();
+    for by in groups {
+        let table = tables.entry(by).or_default();
+        for r in &runs {
+            table.entry(key(r, by)).or_default().add(r);
+        }
+    }
+    Ok((total, tables))
 }
 
 fn line(name: &str, t: &Total) -> String {

@@ -11,6 +11,7 @@ mod drive;
 mod export;
 mod fork;
 mod gc;
+mod graph;
 mod list;
 mod log;
 mod manpages;
@@ -19,6 +20,7 @@ mod outcome;
 mod pipelines;
 mod pull;
 mod push;
+mod report;
 mod reset;
 mod resume;
 mod review;
@@ -73,6 +75,10 @@ pub enum Command {
     Log(log::Args),
     /// What the agents of a session cost: runs, time, tokens, dollars
     Cost(cost::Args),
+    /// Draw a session's task graph as it stands: text, Mermaid or Graphviz DOT
+    Graph(graph::Args),
+    /// Write one self-contained HTML page about a session: events, graph, verdicts, cost
+    Report(report::Args),
     /// Claim, complete or fail a task (plumbing for workers and people)
     Task(task::Args),
     /// Send and list messages on the team message bus
@@ -247,6 +253,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),
+        Command::Graph(a) => graph::run(&ctx, a),
+        Command::Report(a) => report::run(&ctx, a),
         Command::Reset(a) => reset::run(&ctx, a),
         Command::Push(a) => push::run(&ctx, a),
         Command::Pull(a) => pull::run(&ctx, a),

@@ -13,6 +13,7 @@ mod crash;
 mod discuss;
 mod hooks;
 mod oddrepo;
+mod pictures;
 pub(crate) mod pipelines;
 mod process;
 mod real_model_bounds;
