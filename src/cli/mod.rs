@@ -1,7 +1,7 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
-mod completions;
 mod address;
+mod completions;
 mod cost;
 mod decide;
 mod delete;

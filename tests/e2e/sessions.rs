@@ -1,7 +1,7 @@
 //! Addressing sessions as people do, hints that can be pasted, starting twice, `delete`,
 //! `gc`, `list --all` and the outcome in `status`.
 
-use crate::common::TestRepo;
+use crate::common::{TestRepo, WAITING};
 
 /// The `next:` lines a command printed on stderr.
 fn next_lines(stderr: &str) -> Vec<String> {
@@ -32,9 +32,12 @@ fn pasted(line: &str) -> Vec<String> {
 
 /// Two sessions paused on a discussion; returns them and the second start's stderr.
 fn two_paused(repo: &TestRepo) -> (String, String, String) {
-    let a = repo.ok(&["start", "--pipeline", "spec-only", "Add search to notes"]);
+    let a = repo.stops(
+        &["start", "--pipeline", "spec-only", "Add search to notes"],
+        WAITING,
+    );
     let out = repo.tlv4(&["start", "--pipeline", "spec-only", "Add tags to notes"]);
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(WAITING));
     let b = String::from_utf8(out.stdout).unwrap();
     (
         a.trim().to_owned(),
@@ -60,7 +63,7 @@ fn every_next_line_with_two_sessions_can_be_pasted() {
         let before_b = repo.git(&["rev-parse", &format!("tlv4/{b}")]);
         let words = pasted(&hints[i]);
         let args: Vec<&str> = words.iter().map(String::as_str).collect();
-        repo.ok(&args);
+        repo.runs(&args);
         assert_eq!(repo.git(&["rev-parse", &format!("tlv4/{a}")]), before_a);
         assert_ne!(repo.git(&["rev-parse", &format!("tlv4/{b}")]), before_b);
         repo.fsck();
