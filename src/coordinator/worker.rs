@@ -135,7 +135,7 @@ pub(crate) fn work(
         run_agent(roster, input, qctx, limits, hooks, meter)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
-        result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
+        result.discuss = quality::discuss(round, input, &result.output, &roster.discuss_agents())?
             .map(|d| (round.clone(), d));
     }
     Ok(result)
