@@ -101,6 +101,7 @@ fn engine(c: &mut Criterion) {
                     limits: Limits::default(),
                     feature: None,
                     replay: None,
+                    agents: Vec::new(),
                 };
                 let (sid, _) = discussion::start(&store, &opts, &roster).expect("started");
                 let t = Instant::now();

@@ -29,10 +29,16 @@ pub struct Roster {
     configured: Vec<(String, AgentSpec)>,
 }
 
+/// The prefix of an `--agent` value that gives a discussion seat its agent
+/// (`discuss.skeptic=claude`, `discuss.devil=codex`, `discuss.moderator=…`,
+/// `discuss.default=…` for every seat but the moderator), as `[discuss.members]` does.
+pub const SEAT_PREFIX: &str = "discuss.";
+
 /// How the command line changes the configured roster.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// `--agent NAME` (every role) or `--agent ROLE=NAME`, in order.
+    /// `--agent NAME` (every role), `--agent ROLE=NAME` or `--agent discuss.SEAT=NAME`, in
+    /// order.
     pub agents: Vec<String>,
     /// `--replay SID`: every agent role replays that session's recorded runs.
     pub replay: Option<String>,
@@ -93,8 +99,23 @@ impl Roster {
             .iter()
             .map(|(r, n)| (r.clone(), (n.clone(), true)))
             .collect();
+        // Discussion seats the user gave agents (`--agent discuss.SEAT=NAME`).
+        let mut seat_choices: BTreeMap<String, String> = BTreeMap::new();
         // The user's own choice (git config tlv4.agent), then this run's (--agent).
         for a in config.user_agents.iter().chain(&overrides.agents) {
+            if let Some(choice) = a.strip_prefix(SEAT_PREFIX) {
+                match choice.split_once('=') {
+                    Some((seat, name)) if !seat.is_empty() && !name.is_empty() => {
+                        seat_choices.insert(seat.to_owned(), name.to_owned());
+                    }
+                    _ => {
+                        return Err(Error::Invalid(format!(
+                            "--agent `{a}`: expected {SEAT_PREFIX}SEAT=NAME"
+                        )));
+                    }
+                }
+                continue;
+            }
             match a.split_once('=') {
                 Some((role, name)) if !role.is_empty() && !name.is_empty() => {
                     assignment.insert(role.to_owned(), (name.to_owned(), false));
@@ -197,13 +218,21 @@ impl Roster {
             }
         }
         let mut members = BTreeMap::new();
-        for (seat, name) in &config.discuss.members {
+        // The file's choices, then the user's (which need no trust).
+        let chosen = config
+            .discuss
+            .members
+            .iter()
+            .filter(|(seat, _)| !seat_choices.contains_key(*seat))
+            .map(|(seat, name)| (seat, name, true))
+            .chain(seat_choices.iter().map(|(seat, name)| (seat, name, false)));
+        for (seat, name, from_file) in chosen {
             let name = match &overrides.replay {
                 Some(sid) if name != "builtin" => format!("replay:{sid}"),
                 _ => name.clone(),
             };
             if name != "builtin" {
-                members.insert(seat.clone(), driver(&name, true)?);
+                members.insert(seat.clone(), driver(&name, from_file)?);
             }
         }
         Ok(Roster {
@@ -227,6 +256,23 @@ impl Roster {
     /// The agents that add their opinion to discuss perspectives.
     pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
         &self.perspectives
+    }
+
+    /// The agents of a pipeline's discuss rounds: those of the perspectives, and the devil's
+    /// advocate and moderator of a round run as the protocol where `[discuss.members]` names
+    /// them (`devil`, `moderator`; its `default` is for the topic members of `git tlv4
+    /// discuss`, which a pipeline round does not have).
+    pub fn discuss_agents(&self) -> crate::quality::discuss::Perspectives {
+        let mut out = self.perspectives.clone();
+        for seat in [
+            crate::quality::protocol::DEVIL,
+            crate::quality::discuss::MODERATOR,
+        ] {
+            if let Some(d) = self.members.get(seat) {
+                out.insert(seat.to_owned(), Arc::clone(d));
+            }
+        }
+        out
     }
 
     /// The agent of discussion seat `seat` (`[discuss.members]`, else its `default`), or

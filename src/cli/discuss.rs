@@ -56,6 +56,11 @@ pub struct Args {
     /// tlv4-export/<SID> carrying the output document)
     #[arg(long, value_name = "ACTION")]
     pub completion: Option<String>,
+    /// The agent of a seat: SEAT=NAME, SEAT a member's role, `devil` or `moderator`; NAME
+    /// alone for every seat but the moderator (repeatable; over `[discuss.members]`; later
+    /// runs of the discussion keep them)
+    #[arg(long = "agent", value_name = "SEAT=NAME")]
+    pub agents: Vec<String>,
     /// Replay the recorded agent runs of discussion session SID instead of calling agents
     #[arg(long, value_name = "SID")]
     pub replay: Option<String>,
@@ -127,8 +132,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     } else {
         Preset::Default
     };
+    let agents = seat_agents(&args.agents, &members)?;
     let files = crate::trust::Files::read(store.workdir())?;
-    let roster = super::drive::roster(&store, &files, &flags(args.replay.clone(), None))?;
+    let mut start_flags = flags(args.replay.clone(), None);
+    start_flags.agent = agents.clone();
+    let roster = super::drive::roster(&store, &files, &start_flags)?;
     let opts = DiscussOptions {
         topic,
         preset,
@@ -137,6 +145,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         limits,
         feature: args.feature.clone(),
         replay: args.replay.clone(),
+        agents,
     };
     let (sid, d) = discussion::start(&store, &opts, &roster)?;
     ctx.address(&store, &sid);
@@ -158,6 +167,38 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         return Ok(());
     }
     go(ctx, &store, &sid, &flags(args.replay, args.completion))
+}
+
+/// `--agent` values of `discuss` as the roster reads them (`discuss.SEAT=NAME`), each seat
+/// one of the discussion's.
+fn seat_agents(given: &[String], members: &[String]) -> Result<Vec<String>> {
+    let seats = || {
+        members
+            .iter()
+            .map(String::as_str)
+            .chain([protocol::DEVIL, "moderator"])
+    };
+    given
+        .iter()
+        .map(|a| match a.split_once('=') {
+            None if !a.is_empty() => {
+                Ok(format!("{}default={a}", crate::agents::roster::SEAT_PREFIX))
+            }
+            Some((seat, name)) if !name.is_empty() && seats().any(|s| s == seat) => Ok(format!(
+                "{}{seat}={name}",
+                crate::agents::roster::SEAT_PREFIX
+            )),
+            Some((seat, name)) if !name.is_empty() && !seat.is_empty() => {
+                Err(Error::Invalid(format!(
+                    "--agent {a}: `{seat}` is not a seat of this discussion; seats: {}",
+                    seats().collect::<Vec<_>>().join(", ")
+                )))
+            }
+            _ => Err(Error::Invalid(format!(
+                "--agent `{a}`: expected SEAT=NAME or NAME"
+            ))),
+        })
+        .collect()
 }
 
 /// Runs the discussion of `sid` on with its pinned configuration, then reports.

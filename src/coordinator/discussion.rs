@@ -6,7 +6,7 @@
 //! round that was recorded is never run again.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::agents::command::Driver;
 use crate::agents::roster::Roster;
@@ -43,6 +43,8 @@ pub struct DiscussOptions {
     pub feature: Option<String>,
     /// `--replay SID`, kept for the session's later runs.
     pub replay: Option<String>,
+    /// The `--agent` values (`discuss.SEAT=NAME`) the seats got, kept for later runs.
+    pub agents: Vec<String>,
 }
 
 /// What a discussion session keeps besides `discussion.json`: where its document goes.
@@ -132,7 +134,7 @@ pub fn start(
                     max_parallel: 1,
                     auto_approve: false,
                     completion: "keep".into(),
-                    agents: Vec::new(),
+                    agents: opts.agents.clone(),
                     replay: opts.replay.clone(),
                 },
                 ..Control::default()
@@ -165,7 +167,7 @@ pub fn start(
         .with("Base", base.to_string());
         match store.create_session(base, vec![(state, files, event)]) {
             Ok(_) => {
-                crate::trust::pin(store, &sid, &pinned, &[])?;
+                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
                 return Ok((sid, discussion));
             }
             Err(Error::Conflict { .. }) if n < 100 => continue,
@@ -224,14 +226,7 @@ pub fn read(store: &Store, sid: &SessionId, tip: gix::ObjectId) -> Result<Discus
 }
 
 /// The cast of `d`: each seat's agent from `roster`, or the builtin member.
-fn cast(
-    d: &Discussion,
-    roster: &Roster,
-    session: &Session,
-    code: &CodeTree,
-    runs: &Runs,
-    number: u32,
-) -> Cast {
+fn cast(d: &Discussion, roster: &Roster, session: &Session, code: &CodeTree, runs: &Runs) -> Cast {
     let roles: Vec<String> = d.seats.iter().map(|s| s.role.clone()).collect();
     let seated = |driver: Arc<dyn Driver>| Seated {
         driver,
@@ -254,7 +249,7 @@ fn cast(
         })
         .collect();
     let moderator: Arc<dyn Moderator> = match roster.member("moderator") {
-        Some(driver) => Arc::new(SeatModerator(seated(driver), Mutex::new(number))),
+        Some(driver) => Arc::new(SeatModerator(seated(driver))),
         None => Arc::new(builtin::BuiltinModerator),
     };
     Cast { members, moderator }
@@ -302,8 +297,7 @@ pub fn advance(
         }
         let code = CodeTree::from_tree(store.repo(), tree)?;
         let runs = Runs::default();
-        let number = d.rounds.len() as u32 + 1;
-        let c = cast(&d, roster, &state.session, &code, &runs, number);
+        let c = cast(&d, roster, &state.session, &code, &runs);
         let before = d.rounds.len();
         protocol::step(&mut d, &c, &material);
         let logs = runs.drain();

@@ -24,6 +24,41 @@ pub fn route_discuss(
     round: &str,
     d: &DiscussOutcome,
 ) -> Result<DiscussRoute> {
+    // A surface consensus asks the user, as a standalone discussion does, unless the session
+    // approves by itself (--yes): then it is adopted, and the warning says so. (A HIGH
+    // divergence of the rules is routed as such: the document is revised anyway.)
+    if d.surface_consensus
+        && d.verdict.verdict != "HIGH"
+        && state.session.status != SessionStatus::Paused
+    {
+        if state.control.settings.auto_approve {
+            return Ok(DiscussRoute::Warn(
+                std::iter::once(format!(
+                    "{round}: surface consensus adopted without asking (--yes): {}",
+                    d.verdict.summary
+                ))
+                .chain(d.action_items.iter().cloned())
+                .collect(),
+            ));
+        }
+        state.session.status = SessionStatus::Paused;
+        state.control.pause = Some(Pause {
+            kind: "discuss".into(),
+            task: Some(task.id.clone()),
+            reason: format!(
+                "{round} on {}: every seat agrees, for much the same reasons; check the diversity of the reasoning before building on it",
+                task.id
+            ),
+            next: vec![
+                "git tlv4 approve   (adopt the consensus)".into(),
+                format!(
+                    "git tlv4 revise {} --feedback TEXT   (challenge it: revised, then discussed again)",
+                    task.id
+                ),
+                "git tlv4 abort".into(),
+            ],
+        });
+    }
     match d.verdict.verdict.as_str() {
         "HIGH" => {
             let final_round = task.id.prefix() == "QUALITY";

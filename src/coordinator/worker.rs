@@ -144,7 +144,7 @@ pub(crate) fn work(
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         meter.step(format!("discuss round {round}"));
-        result.discuss = quality::discuss(round, input, &result.output, roster.perspectives())?
+        result.discuss = quality::discuss(round, input, &result.output, &roster.discuss_agents())?
             .map(|d| (round.clone(), d));
     }
     Ok(result)

@@ -92,8 +92,12 @@ pub struct Critique {
     pub measured: Vec<String>,
 }
 
-/// The agents that add their opinion to a perspective, by perspective name.
+/// The agents that add their opinion to a perspective, by perspective name; in a round run as
+/// the protocol also those of the [`crate::quality::protocol::DEVIL`] and [`MODERATOR`] seats.
 pub type Perspectives = BTreeMap<String, std::sync::Arc<dyn crate::agents::command::Driver>>;
+
+/// The key of the moderator's agent in [`Perspectives`].
+pub const MODERATOR: &str = "moderator";
 
 /// The perspectives the builtin rules know.
 pub fn perspective_names() -> Vec<String> {
@@ -677,6 +681,7 @@ fn discuss(
             text.into_bytes(),
         )],
         action_items: actions,
+        surface_consensus: false,
         usage: critics
             .iter()
             .filter_map(|c| {

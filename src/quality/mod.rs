@@ -100,6 +100,9 @@ pub struct DiscussOutcome {
     pub action_items: Vec<String>,
     /// What the agent critics cost: perspective, agent name, usage.
     pub usage: Vec<(String, String, crate::agents::command::Usage)>,
+    /// The round ran as the protocol and ended at a surface consensus: every seat agrees for
+    /// much the same reasons, which the user is asked to adopt or challenge.
+    pub surface_consensus: bool,
 }
 
 /// Runs discuss round `round` on what `produced` wrote; `None` when no round was run.

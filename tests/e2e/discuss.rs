@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{TestRepo, fixture};
+use crate::common::{TestRepo, WAITING, fixture};
 
 const TOPIC: &str = "SQLite or Postgres for the notes store";
 
@@ -719,4 +719,167 @@ fn an_agent_moderator_rates_and_one_that_takes_sides_is_replaced() {
             );
         }
     }
+}
+
+// `--agent SEAT=NAME` gives one seat its agent without `[discuss.members]`; the others stay
+// builtin; a later run of the discussion keeps the choice; a seat the discussion does not
+// have is refused before anything is written.
+#[test]
+fn seat_agents_from_the_command_line_hold_for_later_runs() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.fake]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nenv = {{ DISCUSS_MODE = \"split\" }}\n",
+            fixture("discuss-agent")
+        ),
+    );
+    repo.git(&["add", ".tlv4.toml"]);
+    repo.git(&["commit", "-q", "-m", "an agent"]);
+    repo.ok(&["trust"]);
+    let err = repo.fails(&["discuss", "--agent", "judge=fake", TOPIC], 1);
+    assert!(
+        err.contains("`judge` is not a seat of this discussion")
+            && err.contains("advocate, skeptic, pragmatist, devil, moderator"),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
+    let sid = discuss(
+        &repo,
+        &[
+            "--agent",
+            "skeptic=fake",
+            "--agent",
+            "devil=fake",
+            "--no-run",
+            TOPIC,
+        ],
+    );
+    // The resumed run asks the agent for the seats the start chose.
+    repo.runs(&["discuss", "--resume", "--session", &sid]);
+    let s = state(&repo, &sid);
+    let agents: Vec<(String, String)> = s["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["role"].as_str().unwrap().to_owned(),
+                x["agent"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            ("advocate".to_owned(), "builtin".to_owned()),
+            ("skeptic".to_owned(), "fake".to_owned()),
+            ("pragmatist".to_owned(), "builtin".to_owned()),
+            ("devil".to_owned(), "fake".to_owned()),
+        ],
+        "{s}"
+    );
+    let skeptic: serde_json::Value =
+        serde_json::from_str(&round_file(&repo, &sid, "01-position", "skeptic.json")).unwrap();
+    assert_eq!(skeptic["agent"], "fake", "{skeptic}");
+    assert!(
+        skeptic
+            .to_string()
+            .contains("Postgres is what the skeptic seat"),
+        "{skeptic}"
+    );
+    let advocate: serde_json::Value =
+        serde_json::from_str(&round_file(&repo, &sid, "01-position", "advocate.json")).unwrap();
+    assert_eq!(advocate["agent"], "builtin", "{advocate}");
+    repo.fsck();
+}
+
+/// A spec pipeline whose DISCUSS-001 runs as the protocol, every seat of it (the
+/// perspectives, the devil's advocate, the moderator) the fake discuss agent in `mode`.
+fn protocol_pipeline(mode: &str) -> TestRepo {
+    let repo = crate::pipelines::sample();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.fake]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nenv = {{ DISCUSS_MODE = \"{mode}\" }}\n\
+             [discuss.mode]\nDISCUSS-001 = \"protocol\"\n\
+             [discuss.perspectives]\nproduct = \"fake\"\nrisk = \"fake\"\ncoverage = \"fake\"\n\
+             [discuss.members]\ndevil = \"fake\"\nmoderator = \"fake\"\n",
+            fixture("discuss-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    repo
+}
+
+// Inside a pipeline, the devil's advocate and the moderator of a protocol round are the
+// agents `[discuss.members]` names, and a surface consensus pauses the session after the task
+// (approve adopts it) — unless the session approves by itself (--yes), which adopts it and
+// says so in wisdom/issues.md.
+#[test]
+fn a_pipeline_protocol_round_seats_agents_and_pauses_on_surface_consensus() {
+    let repo = protocol_pipeline("same");
+    let out = repo.stops(
+        &[
+            "start",
+            "--pipeline",
+            "spec-only",
+            "Add search to the notes app",
+        ],
+        WAITING,
+    );
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    let s = repo.json(&["--session", &sid, "status", "--json"]);
+    assert_eq!(s["session"]["status"], "paused", "{s}");
+    let pause = &s["control"]["pause"];
+    assert_eq!(pause["kind"], "discuss", "{s}");
+    assert_eq!(pause["task"], "RESEARCH-001", "{s}");
+    assert!(
+        pause["reason"]
+            .as_str()
+            .unwrap()
+            .contains("much the same reasons")
+            && pause["next"].to_string().contains("git tlv4 approve"),
+        "{pause}"
+    );
+    let base = format!("{}/discussions/DISCUSS-001-protocol", dir(&sid));
+    let devil = show(&repo, &sid, &format!("{base}/01-position/devil.json"));
+    assert!(
+        devil.contains("\"agent\": \"fake\"") && devil.contains("no audit is needed"),
+        "{devil}"
+    );
+    let record = show(&repo, &sid, &format!("{base}/discussion.json"));
+    let d: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(d["moderator"], "fake", "{d}");
+    assert_eq!(d["status"], "awaiting_decision", "{d}");
+    let rated = show(&repo, &sid, &format!("{base}/01-position/moderator.json"));
+    assert!(rated.contains("\"moderator\": \"fake\""), "{rated}");
+    repo.runs(&["--session", &sid, "approve"]);
+    let s = repo.json(&["--session", &sid, "status", "--json"]);
+    assert!(
+        s["control"]["approved"]
+            .to_string()
+            .contains("RESEARCH-001"),
+        "{s}"
+    );
+    assert_ne!(s["control"]["pause"]["kind"], "discuss", "{s}");
+    repo.fsck();
+
+    let repo = protocol_pipeline("same");
+    let sid = crate::pipelines::run_to_end(
+        &repo,
+        &[
+            "start",
+            "--yes",
+            "--pipeline",
+            "spec-only",
+            "Add search to the notes app",
+        ],
+    );
+    let issues = show(&repo, &sid, &format!("{}/wisdom/issues.md", dir(&sid)));
+    assert!(
+        issues.contains("surface consensus adopted without asking (--yes)"),
+        "{issues}"
+    );
+    repo.fsck();
 }

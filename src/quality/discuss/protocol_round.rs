@@ -19,7 +19,7 @@ use super::{Critique, Perspectives, RiskLevel};
 use crate::agents::{TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::quality::DiscussOutcome;
-use crate::quality::protocol::agent::{Runs, SeatMember, Seated};
+use crate::quality::protocol::agent::{Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
     self, Cast, Contribution, Discussion, End, Limits, Member, MemberError, Preset, RoundKind,
     Stance, Status, Turn, builtin, record,
@@ -202,7 +202,7 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
         r.preset,
         &seats,
         agent_of,
-        "builtin",
+        &agent_of(super::MODERATOR),
         artifact.cloned().into_iter().collect(),
         Limits::default(),
     )
@@ -214,9 +214,22 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
         .iter_mut()
         .filter(|n| n.contains("builtin members take their places"))
     {
-        *n = "The perspectives without an agent argue from the rules' critique (build on it, or revise it first, with the rules' strengths or weaknesses as reasons); the devil's advocate is the builtin one, a template.".into();
+        *n = format!(
+            "The perspectives without an agent argue from the rules' critique (build on it, or revise it first, with the rules' strengths or weaknesses as reasons); {}.",
+            match r.agents.contains_key(protocol::DEVIL) {
+                true => "the devil's advocate is an agent",
+                false => "the devil's advocate is the builtin one, a template",
+            }
+        );
     }
     let runs = Runs::default();
+    let seated = |driver: &Arc<dyn crate::agents::command::Driver>| Seated {
+        driver: Arc::clone(driver),
+        session: r.input.session.clone(),
+        code: r.input.code.clone(),
+        runs: runs.clone(),
+        prefix: format!("{}-D", r.input.task.id),
+    };
     let all: BTreeMap<String, Critique> = r
         .critiques
         .iter()
@@ -228,13 +241,7 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
         .iter()
         .map(|s| {
             let m: Arc<dyn Member> = match (r.agents.get(&s.role), all.get(&s.role)) {
-                (Some(driver), _) => Arc::new(SeatMember(Seated {
-                    driver: Arc::clone(driver),
-                    session: r.input.session.clone(),
-                    code: r.input.code.clone(),
-                    runs: runs.clone(),
-                    prefix: format!("{}-D", r.input.task.id),
-                })),
+                (Some(driver), _) => Arc::new(SeatMember(seated(driver))),
                 (None, Some(c)) => Arc::new(CriticMember {
                     mine: c.clone(),
                     all: all.clone(),
@@ -248,12 +255,15 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
         .collect();
     let cast = Cast {
         members,
-        moderator: Arc::new(builtin::BuiltinModerator),
+        moderator: match r.agents.get(super::MODERATOR) {
+            Some(driver) => Arc::new(SeatModerator(seated(driver))),
+            None => Arc::new(builtin::BuiltinModerator),
+        },
     };
     protocol::run(&mut d, &cast, &material);
     if d.status == Status::AwaitingDecision {
         d.notes.push(
-            "Inside a pipeline nobody is asked in the middle of a task: the surface consensus is reported as a MEDIUM divergence instead of a pause."
+            "Inside a pipeline the session pauses after the task: `git tlv4 approve` adopts the consensus, `git tlv4 revise TASK --feedback TEXT` challenges it (the document is revised and discussed again); a session started with --yes adopts it and says so in wisdom/issues.md."
                 .into(),
         );
     }
@@ -279,6 +289,7 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
         state.map_or("not rated", |s| s.as_str())
     );
     let surface = d.status == Status::AwaitingDecision;
+    outcome.surface_consensus = surface;
     if (surface || d.status == Status::Ended(End::FellBack)) && outcome.verdict.verdict == "LOW" {
         outcome.verdict.verdict = "MEDIUM".into();
     }
@@ -310,11 +321,14 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let agent = d
-            .seats
-            .iter()
-            .find(|s| s.role == seat)
-            .map_or_else(String::new, |s| s.agent.clone());
+        let agent = if seat == super::MODERATOR {
+            d.moderator.clone()
+        } else {
+            d.seats
+                .iter()
+                .find(|s| s.role == seat)
+                .map_or_else(String::new, |s| s.agent.clone())
+        };
         let e = spent
             .entry(format!("{seat}-member"))
             .or_insert((agent, Default::default()));

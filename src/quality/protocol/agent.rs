@@ -218,19 +218,15 @@ impl Member for SeatMember {
 }
 
 /// A moderator played by an agent; the number is the round it rates.
-pub struct SeatModerator(pub Seated, pub Mutex<u32>);
+pub struct SeatModerator(pub Seated);
 
 impl Moderator for SeatModerator {
     fn agent(&self) -> &str {
         self.0.driver.name()
     }
     fn rate(&self, input: &RatingInput<'_>) -> std::result::Result<Rating, MemberError> {
-        let number = *self
-            .1
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let text = self.0.ask(
-            &turn_task(&self.0.prefix, number, "moderator"),
+            &turn_task(&self.0.prefix, input.number, "moderator"),
             "moderator",
             moderator_prompt(input),
             RATING_FILE,

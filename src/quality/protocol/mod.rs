@@ -261,6 +261,8 @@ pub struct RatingInput<'a> {
     pub topic: &'a str,
     /// The round just run.
     pub round: RoundKind,
+    /// Its number, from 1.
+    pub number: u32,
     /// The contributions of that round, by role (the devil's advocate included).
     pub contributions: &'a BTreeMap<String, Contribution>,
 }
@@ -1109,6 +1111,7 @@ pub fn step<'d>(
     let input = RatingInput {
         topic: &d.topic,
         round,
+        number,
         contributions: &contributions,
     };
     let rated = Instant::now();
