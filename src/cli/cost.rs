@@ -93,7 +93,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (total, tables) = totals(&store, &sid, &groups)?;
     if args.json {
         ctx.ui
-            .json(&serde_json::json!({ "session": sid, "total": total, "by": tables }));
+            .json(&serde_json::json!({ "schema": super::JSON_SCHEMA, "session": sid, "total": total, "by": tables }));
         return Ok(());
     }
     let mut out = String::new();

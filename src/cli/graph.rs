@@ -218,7 +218,7 @@ impl Graph {
             }
         }
         Graph {
-            schema: 1,
+            schema: super::JSON_SCHEMA,
             session: state.session.id.clone(),
             status: state.session.status.as_str(),
             pipeline: state.session.pipeline.clone(),

@@ -26,7 +26,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     let rows = store.summaries(args.all)?;
     if args.json {
-        ctx.ui.json(&rows);
+        ctx.ui.json(&super::listing("sessions", &rows));
         return Ok(());
     }
     if rows.is_empty() {
@@ -61,7 +61,7 @@ fn remote_list(ctx: &Ctx<'_>, store: &crate::store::Store, remote: &str, json: b
     let remote = crate::store::Remote::new(remote)?;
     let sessions = store.remote_sessions(&remote)?;
     if json {
-        ctx.ui.json(&sessions);
+        ctx.ui.json(&super::listing("sessions", &sessions));
         return Ok(());
     }
     if sessions.is_empty() {

@@ -20,7 +20,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let entries = store.history(&sid, args.max_count)?;
     if args.json {
-        ctx.ui.json(&entries);
+        ctx.ui.json(&super::listing("events", &entries));
         return Ok(());
     }
     let mut out = String::new();

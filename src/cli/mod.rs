@@ -268,6 +268,22 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
 }
 
 /// The first 7 hex digits of an object id.
+/// The version of the shape of every `--json` document the read commands print, in its
+/// `schema` field. It changes when a field goes or changes meaning, not when one is added.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// A `--json` document that is a list: `{"schema": JSON_SCHEMA, key: rows}`, so that it can
+/// carry its schema and grow fields without breaking who reads the rows.
+pub(crate) fn listing(key: &str, rows: impl serde::Serialize) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    doc.insert("schema".into(), JSON_SCHEMA.into());
+    doc.insert(
+        key.into(),
+        serde_json::to_value(rows).unwrap_or(serde_json::Value::Null),
+    );
+    doc.into()
+}
+
 pub(crate) fn short(id: &str) -> &str {
     &id[..id.len().min(7)]
 }

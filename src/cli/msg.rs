@@ -98,7 +98,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 ));
             }
             if json {
-                ctx.ui.json(&messages);
+                ctx.ui.json(&super::listing("messages", &messages));
                 return Ok(());
             }
             let mut out = String::new();

@@ -65,7 +65,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             });
         }
         ctx.ui.json(&PipelinesJson {
-            schema: 1,
+            schema: super::JSON_SCHEMA,
             pipelines,
         });
         return Ok(());

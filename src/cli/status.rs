@@ -17,6 +17,8 @@ pub struct Args {
 /// The JSON shape of `status --json`.
 #[derive(Debug, serde::Serialize)]
 pub struct StatusJson<'a> {
+    /// The shape of this document: [`super::JSON_SCHEMA`].
+    pub schema: u32,
     /// `session.toml` fields plus the branch and tip.
     pub session: SessionJson<'a>,
     /// Task counts.
@@ -119,6 +121,7 @@ pub struct TaskJson<'a> {
 /// Builds the JSON value of a state.
 pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
     StatusJson {
+        schema: super::JSON_SCHEMA,
         session: SessionJson {
             session: &state.session,
             branch: session_ref(&state.session.id),

@@ -131,7 +131,7 @@ fn show_json(
         },
     };
     serde_json::json!({
-        "schema": 1,
+        "schema": super::JSON_SCHEMA,
         "repository": store.workdir(),
         "state": state,
         "agents": agents,

@@ -526,7 +526,7 @@ fn ctrl_c_stops_the_agent_programs_too() {
     // SAFETY: probing a pid; 0 sends nothing.
     let alive = unsafe { libc::kill(agent, 0) } == 0;
     assert!(!alive, "the agent {agent} outlived the interrupted run");
-    let sid = repo.json(&["list", "--json"])[0]["id"]
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -615,7 +615,7 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     child.wait().unwrap();
     // SAFETY: signalling a process group this test started.
     unsafe { libc::kill(-agent, libc::SIGKILL) };
-    let sid = repo.json(&["list", "--json"])[0]["id"]
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();

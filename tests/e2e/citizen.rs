@@ -419,3 +419,35 @@ fn pipelines_and_trust_show_speak_json_with_a_schema() {
     assert_eq!(t["files"][0]["trusted"], false, "{t}");
     assert!(t["files"][0]["problem"].is_string(), "{t}");
 }
+
+// Every read command's `--json` is an object with the shape's `schema`; lists hold their rows
+// under one key, so they can grow fields without breaking who reads the rows.
+#[test]
+fn every_read_commands_json_carries_its_schema() {
+    let repo = TestRepo::new();
+    let sid = repo.start("spec-only", "Add search to notes");
+    repo.ok(&[
+        "msg", "send", "--from", "writer", "--type", "note", "a word",
+    ]);
+    for (args, rows) in [
+        (&["list", "--json"][..], Some("sessions")),
+        (&["list", "--all", "--json"], Some("sessions")),
+        (&["log", "--json"], Some("events")),
+        (&["msg", "list", "--json"], Some("messages")),
+        (&["status", "--json"], None),
+        (&["cost", "--json"], None),
+        (&["graph", "--json"], None),
+        (&["pipelines", "--json"], None),
+        (&["trust", "--show", "--json"], None),
+    ] {
+        let doc = repo.json(args);
+        assert_eq!(doc["schema"], 1, "{args:?}: {doc}");
+        if let Some(key) = rows {
+            let rows = doc[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{args:?}: {doc}"));
+            assert!(!rows.is_empty(), "{args:?}: {doc}");
+        }
+    }
+    assert_eq!(repo.rows(&["list", "--json"], "sessions")[0]["id"], sid);
+}

@@ -235,9 +235,12 @@ fn messages_are_notes_readable_by_git() {
     assert_eq!(lines[0]["type"], "research_ready");
     assert_eq!(lines[0]["data"]["signals"][0], "auth_detected");
     assert_eq!(lines[1]["to"], "writer");
-    let all = repo.json(&["msg", "list", "--json"]);
+    let all = repo.rows(&["msg", "list", "--json"], "messages");
     assert_eq!(all.as_array().unwrap().len(), 2);
-    let only = repo.json(&["msg", "list", "--type", "state_update", "--json"]);
+    let only = repo.rows(
+        &["msg", "list", "--type", "state_update", "--json"],
+        "messages",
+    );
     assert_eq!(only.as_array().unwrap().len(), 1);
     assert_eq!(only[0]["summary"], "go ahead");
     // Messages do not move the session branch.
@@ -251,7 +254,7 @@ fn log_lists_events_newest_first() {
     let sid = repo.start("spec-only", "write a spec");
     repo.ok(&["task", "claim", "RESEARCH-001"]);
     repo.ok(&["task", "complete", "RESEARCH-001"]);
-    let log = repo.json(&["log", "--json"]);
+    let log = repo.rows(&["log", "--json"], "events");
     let events: Vec<&str> = log
         .as_array()
         .unwrap()
@@ -282,7 +285,7 @@ fn log_lists_events_newest_first() {
     assert_eq!(log[0]["seq"], 4);
     assert_eq!(log[0]["task"], "RESEARCH-001");
     assert_eq!(
-        repo.json(&["log", "--json", "-n", "1"])
+        repo.rows(&["log", "--json", "-n", "1"], "events")
             .as_array()
             .unwrap()
             .len(),
@@ -303,7 +306,7 @@ fn list_shows_every_session() {
     let repo = TestRepo::new();
     let a = repo.start("spec-only", "first thing");
     let b = repo.start("impl-only", "second thing");
-    let list = repo.json(&["list", "--json"]);
+    let list = repo.rows(&["list", "--json"], "sessions");
     let rows = list.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     let row_b = rows.iter().find(|r| r["id"] == b.as_str()).unwrap();
@@ -405,7 +408,7 @@ fn fork_starts_a_new_session_from_an_event() {
         .clone();
     assert_eq!(t["status"], "pending");
     assert_eq!(
-        repo.json(&["--session", &new, "log", "--json"])
+        repo.rows(&["--session", &new, "log", "--json"], "events")
             .as_array()
             .unwrap()
             .len(),

@@ -181,6 +181,14 @@ impl TestRepo {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
+    /// Runs a read command whose `--json` is a list (`list`, `log`, `msg list`): checks its
+    /// `schema` and returns the rows under `key`.
+    pub fn rows(&self, args: &[&str], key: &str) -> serde_json::Value {
+        let doc = self.json(args);
+        assert_eq!(doc["schema"], 1, "git tlv4 {args:?}: {doc}");
+        doc[key].clone()
+    }
+
     /// Starts a session and returns its id.
     pub fn start(&self, pipeline: &str, text: &str) -> String {
         self.ok(&["start", "--no-run", "--pipeline", pipeline, text])

@@ -57,7 +57,7 @@ fn eight_writers_lose_nothing_and_duplicate_nothing() {
         "event numbers are contiguous and unique"
     );
     // Each (task, event, attempt) happened exactly once.
-    let log = repo.json(&["log", "--json"]);
+    let log = repo.rows(&["log", "--json"], "events");
     let mut seen = BTreeSet::new();
     for e in log
         .as_array()
@@ -78,7 +78,7 @@ fn eight_writers_lose_nothing_and_duplicate_nothing() {
         assert_eq!(t["attempts"], ROUNDS, "{t}");
         assert_eq!(t["status"], "failed");
     }
-    let messages = repo.json(&["msg", "list", "--json"]);
+    let messages = repo.rows(&["msg", "list", "--json"], "messages");
     let ids: BTreeSet<String> = messages
         .as_array()
         .unwrap()

@@ -450,7 +450,7 @@ fn audit(repo: &TestRepo, sid: &str, f: &mut Figures) {
     let files = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
     let mut completions: BTreeMap<String, i64> = BTreeMap::new();
     for e in repo
-        .json(&["--session", sid, "log", "--json"])
+        .rows(&["--session", sid, "log", "--json"], "events")
         .as_array()
         .unwrap()
     {
@@ -493,7 +493,7 @@ fn audit(repo: &TestRepo, sid: &str, f: &mut Figures) {
         }
     }
     for e in repo
-        .json(&["--session", sid, "log", "--json"])
+        .rows(&["--session", sid, "log", "--json"], "events")
         .as_array()
         .unwrap()
     {

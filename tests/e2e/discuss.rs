@@ -410,7 +410,7 @@ fn a_crash_mid_discussion_resumes_without_redoing_finished_rounds() {
     child.wait().unwrap();
     let sid = repo.ok(&["list", "--json"]);
     let sid: serde_json::Value = serde_json::from_str(&sid).unwrap();
-    let sid = sid[0]["id"]
+    let sid = sid["sessions"][0]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{sid}"))
         .to_owned();

@@ -47,7 +47,7 @@ pub(crate) fn check_done(repo: &TestRepo, sid: &str, expect: &[&str]) -> serde_j
     for t in s["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "completed", "{t}");
     }
-    let log = repo.json(&["--session", sid, "log", "--json"]);
+    let log = repo.rows(&["--session", sid, "log", "--json"], "events");
     let mut completions: BTreeMap<String, usize> = BTreeMap::new();
     for e in log
         .as_array()
@@ -390,7 +390,7 @@ fn a_killed_run_resumes_to_completion_without_redoing_work() {
     child.kill().unwrap();
     child.wait().unwrap();
     repo.fsck();
-    let sid = repo.json(&["list", "--json"])[0]["id"]
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -520,7 +520,7 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
         "{status:?}"
     );
     repo.fsck();
-    let sid = repo.json(&["list", "--json"])[0]["id"]
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();

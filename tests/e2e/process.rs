@@ -77,7 +77,7 @@ fn start_args() -> Vec<&'static str> {
 }
 
 fn only_session(repo: &TestRepo) -> String {
-    repo.json(&["list", "--json"])[0]["id"]
+    repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
         .to_owned()

@@ -98,7 +98,7 @@ fn send(repo: &TestRepo, from: &str, text: &str) {
 }
 
 fn messages(repo: &TestRepo) -> Vec<String> {
-    repo.json(&["msg", "list", "--json"])
+    repo.rows(&["msg", "list", "--json"], "messages")
         .as_array()
         .unwrap()
         .iter()
@@ -116,15 +116,18 @@ fn a_fresh_clone_sees_the_session_after_pull_and_can_resume_it() {
     let second = clone(&bare.url(), "second");
     let before = second.git(&["for-each-ref", "--format=%(refname)"]);
     // `list --remote` reads the remote's refs and fetches nothing.
-    let remote = second.json(&["list", "--remote", "origin", "--json"]);
+    let remote = second.rows(&["list", "--remote", "origin", "--json"], "sessions");
     assert_eq!(remote[0]["id"], sid.as_str());
     assert_eq!(remote[0]["state"], "live");
     assert_eq!(second.git(&["for-each-ref", "--format=%(refname)"]), before);
     // A clone sees `origin/tlv4/…` but has no session until it pulls.
-    assert_eq!(second.json(&["list", "--json"]), serde_json::json!([]));
+    assert_eq!(
+        second.rows(&["list", "--json"], "sessions"),
+        serde_json::json!([])
+    );
 
     second.ok(&["pull"]);
-    let list = second.json(&["list", "--json"]);
+    let list = second.rows(&["list", "--json"], "sessions");
     assert_eq!(list[0]["id"], sid.as_str());
     assert_eq!(
         second.git(&["rev-parse", &format!("tlv4/{sid}")]),
@@ -376,9 +379,12 @@ fn a_session_archived_on_one_side_is_archived_on_the_other_after_pull() {
     second.ok(&["pull"]);
     // The first clone runs it to the end (the builtin agent), which archives it, and pushes.
     first.ok(&["resume"]);
-    assert_eq!(first.json(&["list", "--json"]), serde_json::json!([]));
+    assert_eq!(
+        first.rows(&["list", "--json"], "sessions"),
+        serde_json::json!([])
+    );
     first.ok(&["push", "--session", &sid]);
-    let remote = first.json(&["list", "--remote", "origin", "--json"]);
+    let remote = first.rows(&["list", "--remote", "origin", "--json"], "sessions");
     assert_eq!(remote[0]["state"], "archived", "{remote}");
     assert!(!bare.refs().contains(&format!("refs/heads/tlv4/{sid} ")));
 
@@ -387,7 +393,10 @@ fn a_session_archived_on_one_side_is_archived_on_the_other_after_pull() {
     let err = second.fails(&["push"], 3);
     assert!(err.contains(&format!("refs/heads/tlv4/{sid}")), "{err}");
     second.ok(&["pull"]);
-    assert_eq!(second.json(&["list", "--json"]), serde_json::json!([]));
+    assert_eq!(
+        second.rows(&["list", "--json"], "sessions"),
+        serde_json::json!([])
+    );
     assert_eq!(
         second.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")]),
         first.git(&["rev-parse", &format!("refs/tlv4/archive/{sid}")])

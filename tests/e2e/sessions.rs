@@ -195,7 +195,7 @@ fn list_follows_the_tips_through_its_cache_and_all_shows_archived() {
     let a = repo.start("spec-only", "first thing");
     let b = repo.start("spec-only", "second thing");
     let status_of = |args: &[&str], sid: &str| -> Option<serde_json::Value> {
-        repo.json(args)
+        repo.rows(args, "sessions")
             .as_array()
             .unwrap()
             .iter()
@@ -533,7 +533,7 @@ fn delete_refuses_unique_work_archives_on_request_and_deletes_what_is_elsewhere(
         "{refs}"
     );
     assert!(refs.contains(&side), "{refs}");
-    let all = repo.json(&["list", "--all", "--json"]);
+    let all = repo.rows(&["list", "--all", "--json"], "sessions");
     assert!(
         all.as_array()
             .unwrap()

@@ -152,7 +152,7 @@ fn forking_an_archived_session_takes_a_new_id_and_an_empty_bus() {
         .to_owned();
     assert_ne!(fork, sid, "the archived id is not reused");
     assert_eq!(fork, format!("{sid}-2"));
-    let listed = repo.json(&["--session", &fork, "msg", "list", "--json"]);
+    let listed = repo.rows(&["--session", &fork, "msg", "list", "--json"], "messages");
     assert_eq!(
         listed,
         serde_json::json!([]),
@@ -451,7 +451,7 @@ fn a_user_commit_on_the_session_branch_does_not_cut_its_history() {
         lines[3].contains("session: started"),
         "the walk reaches the first event: {log}"
     );
-    let json = repo.json(&["--session", &sid, "log", "--json"]);
+    let json = repo.rows(&["--session", &sid, "log", "--json"], "events");
     assert_eq!(json[0]["commit"], mine.as_str());
     assert_eq!(json[0]["event"], serde_json::Value::Null);
     assert_eq!(json[1]["event"], "task_claimed");

@@ -312,7 +312,7 @@ fn three_workers_share_thirty_tasks_over_git_daemon_and_one_killed_loses_nothing
     }
     // The messages of the workers' tasks merged on the remote by union: one per task.
     first.ok(&["pull"]);
-    let messages = first.json(&["--session", &sid, "msg", "list", "--json"]);
+    let messages = first.rows(&["--session", &sid, "msg", "list", "--json"], "messages");
     assert_eq!(messages.as_array().unwrap().len(), N, "{messages}");
     first.fsck();
 }
