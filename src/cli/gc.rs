@@ -7,7 +7,14 @@
 //!   `refs/tlv4/runs/<SID>/<TASK>/<n>` first, as `resume` does; a checkout whose work cannot
 //!   be kept stays.
 //!
-//! Unmerged task branches, kept runs, archives and exports are never touched.
+//! * Run transcripts of old archived sessions: an archive whose tip is older than
+//!   `--compact-after` days (90 unless told) has its history written again without what its
+//!   agents were told and said (`prompt.md`, `answer.txt`, `transcript.txt` under `runs/`), and
+//!   a `session_compacted` event on top names the tip it replaced. Every event, state file and
+//!   result record stays. An archive that another ref still holds (a fork, a pushed mirror, a
+//!   branch made from it) is left whole: rewriting it would free nothing.
+//!
+//! Unmerged task branches, kept runs and exports are never touched.
 
 use crate::error::Result;
 use crate::model::TaskStatus;
@@ -21,6 +28,9 @@ pub struct Args {
     /// Say what would be removed, and change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Compact archived sessions archived at least this many days ago (0: every archive)
+    #[arg(long, value_name = "DAYS", default_value_t = 90)]
+    pub compact_after: u64,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
@@ -112,8 +122,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             removed += 1;
         }
     }
+    let compacted = compact_archives(ctx, &store, &args)?;
     ctx.ui.status(format!(
-        "gc: {} {removed}, kept {kept}",
+        "gc: {} {removed}, kept {kept}{compacted}",
         if args.dry_run {
             "would remove"
         } else {
@@ -121,4 +132,54 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         }
     ));
     Ok(())
+}
+
+/// Compacts the archives older than `--compact-after` days; the words the summary line ends
+/// with (`, compacted 2 archives (3.1 MiB of transcripts)`), empty when none was.
+fn compact_archives(ctx: &Ctx<'_>, store: &crate::store::Store, args: &Args) -> Result<String> {
+    use crate::store::{Compaction, human_bytes};
+    let min_age = args.compact_after.saturating_mul(86_400);
+    let (mut archives, mut total) = (0usize, 0u64);
+    for sid in store.archived()? {
+        let verb = if args.dry_run {
+            "would compact"
+        } else {
+            "compacted"
+        };
+        match store.compact_archive(&sid, min_age, args.dry_run) {
+            Ok(Compaction::Done {
+                commits,
+                files,
+                bytes,
+                ..
+            }) => {
+                ctx.ui.status(format!(
+                    "{verb} archived session {sid}: {files} run records ({}) out of {commits} commits",
+                    human_bytes(bytes)
+                ));
+                archives += 1;
+                total += bytes;
+            }
+            Ok(Compaction::HeldBy(name)) => ctx.ui.status(format!(
+                "kept archived session {sid} whole: {name} holds its history, so compacting it would free nothing"
+            )),
+            Ok(Compaction::TooYoung | Compaction::AlreadyCompacted | Compaction::NothingToRemove) => {}
+            Err(e) => ctx
+                .ui
+                .warn(format!("kept archived session {sid} whole: {e}")),
+        }
+    }
+    if archives == 0 {
+        return Ok(String::new());
+    }
+    Ok(format!(
+        ", {} {archives} archive{} ({} of transcripts)",
+        if args.dry_run {
+            "would compact"
+        } else {
+            "compacted"
+        },
+        if archives == 1 { "" } else { "s" },
+        human_bytes(total)
+    ))
 }

@@ -38,6 +38,57 @@ pub fn auto_maintenance(git_dir: &Path) {
         .status();
 }
 
+/// Runs `git --git-dir GIT_DIR ARGS` with `input` on its standard input and returns its
+/// stdout; an error carries its stderr. For plumbing that reads its arguments from stdin
+/// (`rev-list --stdin`), where a command line could grow past the system's limit.
+pub fn run_with_input(git_dir: &Path, args: &[&str], input: &str) -> crate::Result<String> {
+    use std::io::Write;
+    let mut child = git()
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| crate::Error::io("cannot run git", e))?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = input.to_owned();
+    // Written from another thread: git may answer before it has read everything.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| crate::Error::io("cannot run git", e))?;
+    let written = writer.join().unwrap_or(Ok(()));
+    if !out.status.success() {
+        return Err(crate::Error::Git(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    written.map_err(|e| crate::Error::io("cannot write to git", e))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Forgets every reflog entry of ref `name` (`git reflog expire --expire=now`). Best
+/// effort: a reflog left only delays what git's `gc` frees.
+pub fn expire_reflog(git_dir: &Path, name: &str) {
+    let _ = git()
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args([
+            "reflog",
+            "expire",
+            "--expire=now",
+            "--expire-unreachable=now",
+        ])
+        .arg(name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
 /// Runs `git ARGS` in `dir` and returns its stdout; an error carries its stderr.
 pub fn run(dir: &Path, args: &[&str]) -> crate::Result<String> {
     run_with(dir, args, None)

@@ -157,11 +157,13 @@ pub enum EventKind {
     SessionMerged,
     /// A round of a discussion (`git tlv4 discuss`) was recorded.
     DiscussRound,
+    /// `gc` wrote an archived session's history again without its run transcripts.
+    SessionCompacted,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 19] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -180,6 +182,7 @@ impl EventKind {
         EventKind::TaskAdopted,
         EventKind::SessionMerged,
         EventKind::DiscussRound,
+        EventKind::SessionCompacted,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -203,6 +206,7 @@ impl EventKind {
             EventKind::TaskAdopted => "task_adopted",
             EventKind::SessionMerged => "session_merged",
             EventKind::DiscussRound => "discuss_round",
+            EventKind::SessionCompacted => "session_compacted",
         }
     }
 
@@ -227,6 +231,7 @@ impl EventKind {
             EventKind::TaskAdopted => "manual revision adopted",
             EventKind::SessionMerged => "merged",
             EventKind::DiscussRound => "discussion round",
+            EventKind::SessionCompacted => "compacted",
         }
     }
 }

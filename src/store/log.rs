@@ -79,6 +79,16 @@ pub enum HistoryEntry {
     Other(OtherCommit),
 }
 
+impl HistoryEntry {
+    /// The commit, in hex.
+    pub fn commit(&self) -> &str {
+        match self {
+            HistoryEntry::Event(e) => &e.commit,
+            HistoryEntry::Other(o) => &o.commit,
+        }
+    }
+}
+
 /// The event kinds that begin a session's history.
 const FIRST_EVENTS: [&str; 2] = ["session_started", "session_forked"];
 
@@ -125,7 +135,7 @@ impl Store {
 
     /// Walks the history of `sid` from `tip` (see the module comment), handing each commit to
     /// `each` until it returns `false`.
-    fn walk(
+    pub(super) fn walk(
         &self,
         sid: &SessionId,
         tip: ObjectId,

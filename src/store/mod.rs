@@ -6,6 +6,7 @@
 //! compare-and-swap of the ref: a crash leaves the old state or the new one, never a mix, and
 //! concurrent writers re-apply their change on the new tip instead of overwriting each other.
 
+mod compact;
 mod lease;
 mod log;
 mod notes;
@@ -14,6 +15,7 @@ mod remote;
 mod summary;
 mod write;
 
+pub use compact::{COMPACTED_FILES, Compaction, human_bytes};
 pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;

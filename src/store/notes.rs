@@ -116,6 +116,62 @@ impl Store {
         Ok(written.expect("prepare always publishes"))
     }
 
+    /// Moves each note under `notes_ref` that annotates a key of `map` to the commit it maps
+    /// to, its text passed through `text`, as one notes commit published with
+    /// compare-and-swap. Returns how many notes moved (none: nothing is written).
+    pub(crate) fn move_notes(
+        &self,
+        notes_ref: &str,
+        map: &std::collections::HashMap<ObjectId, ObjectId>,
+        text: impl Fn(Vec<u8>) -> Vec<u8>,
+        message: &str,
+    ) -> Result<usize> {
+        let git = |e: gix::Error| Error::git("cannot move the notes", e);
+        let moved = self.publish(notes_ref, &format!("`{notes_ref}`"), || {
+            let Some(old) = self.try_ref(notes_ref)? else {
+                return Ok(None);
+            };
+            let mut tree =
+                NotesTree::new(self.commit_tree(old)?, &self.repo.objects).map_err(&git)?;
+            let mut moved = 0;
+            for (from, to) in map {
+                if from == to {
+                    continue;
+                }
+                let Some(blob) = tree.get(from, &self.repo.objects).map_err(&git)? else {
+                    continue;
+                };
+                let data = self.repo.find_blob(blob).map_err(git)?.data.clone();
+                let blob = self.repo.write_blob(text(data)).map_err(git)?.detach();
+                tree.edit(*from, None, &self.repo.objects).map_err(&git)?;
+                tree.edit(*to, Some(blob), &self.repo.objects)
+                    .map_err(&git)?;
+                moved += 1;
+            }
+            if moved == 0 {
+                return Ok(None);
+            }
+            let sig = self.signature();
+            let commit = gix::objs::Commit {
+                tree: tree.write(&self.repo.objects).map_err(&git)?,
+                parents: std::iter::once(old).collect(),
+                author: sig.clone(),
+                committer: sig,
+                encoding: None,
+                message: format!("{message}\n").into(),
+                extra_headers: Vec::new(),
+            };
+            let commit = self.repo.write_object(&commit).map_err(git)?.detach();
+            Ok(Some(Publish {
+                expected: Some(old),
+                new: commit,
+                reflog: message.to_owned(),
+                value: moved,
+            }))
+        })?;
+        Ok(moved.unwrap_or(0))
+    }
+
     /// The note of `commit` under `notes_ref`, if any.
     pub fn note(&self, notes_ref: &str, commit: ObjectId) -> Result<Option<Vec<u8>>> {
         let git = |e: gix::Error| Error::git("cannot read notes", e);

@@ -385,7 +385,7 @@ impl Store {
     /// Writes the objects of one event commit on top of `parent`, whose state files are
     /// `before` and whose tree is `tree`. Bumps the event counter and `updated_at`.
     #[allow(clippy::too_many_arguments)]
-    fn write_event(
+    pub(super) fn write_event(
         &self,
         sid: &SessionId,
         parents: &[ObjectId],

@@ -54,9 +54,12 @@ pub fn task_ref(sid: &SessionId, task: &TaskId) -> String {
     format!("{SESSION_REF_PREFIX}{sid}.{task}")
 }
 
+/// Where unmerged work is kept: `refs/tlv4/runs/<SID>/<TASK>/<n>`.
+pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
+
 /// The ref that keeps the unmerged work of attempt `attempt` of `task`.
 pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
-    format!("refs/tlv4/runs/{sid}/{task}/{attempt}")
+    format!("{RUNS_REF_PREFIX}{sid}/{task}/{attempt}")
 }
 
 /// Keeps `commit`, work of attempt `attempt` of `task`, under the first free

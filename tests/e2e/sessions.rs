@@ -565,3 +565,229 @@ fn delete_refuses_unique_work_archives_on_request_and_deletes_what_is_elsewhere(
     assert!(repo.path().join("src/sync.rs").exists());
     repo.fsck();
 }
+
+/// The size of the repository's objects once git's own gc has pruned everything unreachable.
+fn packed_bytes(repo: &TestRepo) -> u64 {
+    repo.git(&["gc", "-q", "--prune=now"]);
+    let counts = repo.git(&["count-objects", "-v"]);
+    counts
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(": ")?;
+            matches!(k, "size" | "size-pack").then(|| v.trim().parse::<u64>().unwrap() * 1024)
+        })
+        .sum()
+}
+
+#[test]
+fn gc_compacts_old_archives_without_losing_an_event_or_a_result() {
+    let repo = TestRepo::new();
+    // Every ref keeps a reflog, the archive's too: those entries must not keep the old
+    // commits alive.
+    repo.git(&["config", "core.logAllRefUpdates", "always"]);
+    repo.wide_pipeline(3);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10s\"\n[roles]\nexecutor = \"scripted\"\n",
+            crate::common::fixture("scripted-agent"),
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = repo
+        .runs(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "archive",
+            "Three code tasks",
+        ])
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let archive = format!("refs/tlv4/archive/{sid}");
+    let runs = format!(".tlv4/sessions/{sid}/runs");
+    let records = |rev: &str| -> Vec<String> {
+        repo.git(&["ls-tree", "-r", "--name-only", rev, "--", &runs])
+            .lines()
+            .map(|l| l.rsplit('/').next().unwrap().to_owned())
+            .collect()
+    };
+    let before_records = records(&archive);
+    assert!(
+        before_records.iter().any(|n| n == "prompt.md"),
+        "{before_records:?}"
+    );
+    let events_before = repo.rows(&["--session", &sid, "log", "--json"], "events");
+    let status_before = repo.json(&["--session", &sid, "status", "--json"]);
+    let cost_before = repo.json(&["--session", &sid, "cost", "--json"]);
+    let tip_before = repo.git(&["rev-parse", &archive]).trim().to_owned();
+    // Unmerged work kept from a run grows out of the history, and a review is noted on one
+    // of its commits: both follow the commits written again.
+    let reviewed = repo
+        .git(&["rev-parse", &format!("{tip_before}~1")])
+        .trim()
+        .to_owned();
+    let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
+    let kept_commit = repo
+        .git(&[
+            "commit-tree",
+            &format!("{tip_before}~2^{{tree}}"),
+            "-p",
+            &format!("{tip_before}~2"),
+            "-m",
+            "IMPL-001: unrecorded work (executor)",
+        ])
+        .trim()
+        .to_owned();
+    repo.git(&["update-ref", &kept, &kept_commit]);
+    let note =
+        format!(r#"{{"old":"{reviewed}","new":"{reviewed}","verdict":"PASS","findings":[]}}"#);
+    repo.git(&["notes", "--ref=tlv4-review", "add", "-m", &note, &reviewed]);
+    let messages_before = repo.rows(&["--session", &sid, "msg", "list", "--json"], "messages");
+    let size_before = packed_bytes(&repo);
+
+    // Young archives are left alone; a ref that holds the tip keeps it whole.
+    let err = String::from_utf8(repo.tlv4(&["gc"]).stderr).unwrap();
+    assert!(!err.contains("compact"), "{err}");
+    repo.git(&["branch", "keep-it", &archive]);
+    let err = String::from_utf8(repo.tlv4(&["gc", "--compact-after", "0"]).stderr).unwrap();
+    assert!(
+        err.contains("refs/heads/keep-it holds its history"),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["rev-parse", &archive]).trim(), tip_before);
+    repo.git(&["branch", "-D", "keep-it"]);
+
+    let other_refs = || {
+        repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
+            .lines()
+            .filter(|l| {
+                !l.starts_with(&archive) && !l.starts_with(&kept) && !l.starts_with("refs/notes/")
+            })
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let refs_before = other_refs();
+    let err = String::from_utf8(
+        repo.tlv4(&["gc", "--compact-after", "0", "--dry-run"])
+            .stderr,
+    )
+    .unwrap();
+    assert!(
+        err.contains(&format!("would compact archived session {sid}")),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["rev-parse", &archive]).trim(), tip_before);
+
+    let err = String::from_utf8(repo.tlv4(&["gc", "--compact-after", "0"]).stderr).unwrap();
+    assert!(
+        err.contains(&format!("compacted archived session {sid}")),
+        "{err}"
+    );
+    assert_eq!(
+        other_refs(),
+        refs_before,
+        "only the session's own refs move"
+    );
+    let tip = repo.git(&["rev-parse", &archive]).trim().to_owned();
+    assert_ne!(tip, tip_before);
+    assert_eq!(
+        repo.trailers(&archive, "Tlv4-Compacted"),
+        vec![tip_before.clone()]
+    );
+    // No prompt, answer or transcript is left anywhere in the history; results stay.
+    for rev in repo
+        .git(&["rev-list", "--first-parent", &archive])
+        .lines()
+        .take(events_before.as_array().unwrap().len() + 1)
+    {
+        let names = records(rev);
+        assert!(
+            !names
+                .iter()
+                .any(|n| ["prompt.md", "answer.txt", "transcript.txt"].contains(&n.as_str())),
+            "{rev}: {names:?}"
+        );
+    }
+    let after_records = records(&archive);
+    assert!(after_records.iter().any(|n| n == "result.json"));
+    assert!(after_records.iter().any(|n| n == "usage.json"));
+
+    // Every event is still there, same order, same trailers, plus the compaction.
+    let events = repo.rows(&["--session", &sid, "log", "--json"], "events");
+    let events = events.as_array().unwrap();
+    let before = events_before.as_array().unwrap();
+    assert_eq!(events.len(), before.len() + 1);
+    assert_eq!(events[0]["event"], "session_compacted");
+    for (a, b) in events[1..].iter().zip(before) {
+        assert_eq!(a["subject"], b["subject"]);
+        assert_eq!(a["trailers"], b["trailers"]);
+        assert_eq!(a["time"], b["time"]);
+    }
+    let status = repo.json(&["--session", &sid, "status", "--json"]);
+    assert_eq!(status["tasks"], status_before["tasks"]);
+    assert_eq!(
+        status["session"]["status"],
+        status_before["session"]["status"]
+    );
+    let cost = repo.json(&["--session", &sid, "cost", "--json"]);
+    assert_eq!(cost["total"], cost_before["total"], "{cost}");
+    // The code the session made is the same tree.
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{archive}:src")]),
+        repo.git(&["rev-parse", &format!("{tip_before}:src")])
+    );
+
+    // The kept run sits on the commit written again for its base, its code unchanged.
+    let kept_now = repo.git(&["rev-parse", &kept]).trim().to_owned();
+    assert_ne!(kept_now, kept_commit);
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{kept}^")]).trim(),
+        repo.git(&["rev-parse", &format!("{archive}~3")]).trim()
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{kept}:src")]),
+        repo.git(&["rev-parse", &format!("{kept_commit}:src")])
+    );
+    assert!(
+        records(&kept).iter().all(|n| n.ends_with(".json")),
+        "{:?}",
+        records(&kept)
+    );
+    // The review is noted on the new commit and names it.
+    let rewritten = repo
+        .git(&["rev-parse", &format!("{archive}~2")])
+        .trim()
+        .to_owned();
+    let note: serde_json::Value =
+        serde_json::from_str(&repo.git(&["notes", "--ref=tlv4-review", "show", &rewritten]))
+            .unwrap();
+    assert_eq!(note["new"], rewritten.as_str(), "{note}");
+    assert_eq!(note["verdict"], "PASS");
+    let messages = repo.rows(&["--session", &sid, "msg", "list", "--json"], "messages");
+    assert_eq!(messages, messages_before);
+
+    // The replaced commits go with git's own gc.
+    let size_after = packed_bytes(&repo);
+    assert!(
+        repo.git_cmd(&["cat-file", "-e", &tip_before])
+            .output()
+            .unwrap()
+            .status
+            .code()
+            != Some(0),
+        "the replaced tip is pruned"
+    );
+    assert!(size_after < size_before, "{size_after} < {size_before}");
+    repo.fsck();
+
+    // Compacted once: a second gc leaves it as it is.
+    let err = String::from_utf8(repo.tlv4(&["gc", "--compact-after", "0"]).stderr).unwrap();
+    assert!(!err.contains("compacted archived"), "{err}");
+    assert_eq!(repo.git(&["rev-parse", &archive]).trim(), tip);
+}
