@@ -102,9 +102,10 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         scan.context = Some(Context::Cli);
     }
     // Only the items that need it are parsed.
-    let grouped = grammar
-        .map(|g| syntax::member_windows(g, &file.new_text, &focus))
+    let layout = grammar
+        .map(|g| syntax::layout(g, &file.new_text, &focus))
         .unwrap_or_default();
+    let grouped = &layout.windows;
     // The windows left unparsed that are test code by the attribute above them or above
     // their block (`#[cfg(test)] mod tests { … }`).
     let mut unparsed_tests = Vec::new();
@@ -115,7 +116,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             return Syntax::parse_items(g, &file.new_text, Some(focus), None);
         }
         let (wanted, long, tests) =
-            parse_windows(rules, scan.context, language, g, file, &focus, &grouped);
+            parse_windows(rules, scan.context, language, g, file, &focus, &layout);
         may_be_long = long;
         unparsed_tests = grouped
             .iter()
@@ -548,8 +549,9 @@ fn parse_windows(
     grammar: Grammar,
     file: &FileDiff,
     focus: &[Range<usize>],
-    grouped: &[(Range<usize>, syntax::Block)],
+    layout: &syntax::Layout,
 ) -> (Vec<Range<usize>>, bool, Vec<bool>) {
+    let grouped = &layout.windows[..];
     let items: Vec<Range<usize>> = grouped.iter().map(|(w, _)| w.clone()).collect();
     let text = &file.new_text;
     let lang = language.map(|l| &rules.languages[l]);
@@ -630,13 +632,17 @@ fn parse_windows(
             // Functions are found in the whole file: the start of one that holds new code
             // may be in an item without any (lines of a string in column 0 cut items).
             let over = |lines: &Range<usize>| lines.len() > limit && file.touches_new(lines);
-            long = functions_in(lang, &lines, 0..text.len(), over)
+            // A function that starts after the last new line holds none.
+            let last_new = focus.last().map_or(0, |f| f.end);
+            long = functions_in(lang, &lines, 0..last_new, over)
                 .into_iter()
                 .filter(|f| {
                     let at = file.line_starts[f.lines.start];
-                    window_of(at).is_none_or(|i| {
-                        !matches!(context_of(i), Some(Context::Test | Context::Example))
-                    })
+                    // A definition in a string (code as test data) is none.
+                    !layout.is_quoted(at)
+                        && window_of(at).is_none_or(|i| {
+                            !matches!(context_of(i), Some(Context::Test | Context::Example))
+                        })
                 })
                 .collect();
         }
@@ -795,9 +801,14 @@ fn functions_in(
     let text = lines.text;
     let function = function.regex();
     let mut out = Vec::new();
+    // The expression runs on to the end of the text (a match is found as in the whole text)
+    // and the walk stops at the first one that starts past `within`.
     let base = within.start;
-    for m in function.find_iter(&text.as_bytes()[within]) {
+    for m in function.find_iter(&text.as_bytes()[base..]) {
         let (at, after) = (base + m.start(), base + m.end());
+        if at >= within.end {
+            break;
+        }
         let start = lines.line_at(at);
         let end = match lang.body {
             Body::Braces => braces_end(lines, after, lang.name == "rust"),
@@ -1125,5 +1136,62 @@ mod tests {
             outline(&lines, Grammar::Python, &items, Some(0), outer),
             None
         );
+    }
+
+    #[test]
+    fn a_definition_inside_a_string_is_no_function_and_widens_no_parse() {
+        use super::super::diff::{DiffAlgorithm, DiffOptions, Moved};
+        // A test module that holds code in a string (with escaped quotes, which throw a brace
+        // count off), and whose last test is new.
+        let tests: String = (0..12)
+            .map(|i| {
+                format!("    #[test]\n    fn t{i}() {{\n        assert_eq!({i}, {i});\n    }}\n\n")
+            })
+            .collect();
+        let head = format!(
+            "#[cfg(test)]\nmod tests {{\n    const CODE: &str = \"\\\nfn main() {{\n    \
+             run().expect(\\\"failed\\\");\n}}\n\";\n\n{tests}"
+        );
+        let added =
+            "    #[test]\n    fn last() {\n        let v = 1;\n        assert_eq!(v, 1);\n    }\n";
+        let old = format!("{head}}}\n");
+        let new = format!("{head}{added}}}\n");
+        let opts = DiffOptions {
+            algorithm: DiffAlgorithm::Myers,
+            deadline: std::time::Duration::from_secs(5),
+            max_file_bytes: 1 << 20,
+        };
+        let mut file = FileDiff::from_texts("src/glue.rs", &old, &new, &opts);
+        file.mark_new(&Moved::default());
+        assert!(!file.new.is_empty());
+        let mut rules = RuleSet::builtin().expect("the builtin rules load");
+        rules.limits.max_function_lines = 20;
+        let language = rules.language_of("src/glue.rs");
+        let focus: Vec<Range<usize>> = file
+            .new
+            .iter()
+            .map(|r| {
+                file.line_starts[r.start]..file.line_starts.get(r.end).copied().unwrap_or(new.len())
+            })
+            .collect();
+        let layout = syntax::layout(Grammar::Rust, &new, &focus);
+        let main_at = new.find("fn main").expect("the string holds a main");
+        let line_start = new[..main_at].rfind('\n').map_or(0, |i| i + 1);
+        assert!(layout.is_quoted(line_start), "{:?}", layout.quoted);
+        assert!(!layout.is_quoted(0));
+        let (wanted, may_be_long, _) = parse_windows(
+            &rules,
+            None,
+            language,
+            Grammar::Rust,
+            &file,
+            &focus,
+            &layout,
+        );
+        // The `main` in the string, whose brace count runs to the end of the file, is not
+        // taken for a long function that holds the new test: no function may be long.
+        assert!(!may_be_long, "{wanted:?}");
+        let parsed: usize = wanted.iter().map(|r| r.len()).sum();
+        assert!(parsed * 2 < new.len(), "{wanted:?} of {}", new.len());
     }
 }

@@ -805,7 +805,45 @@ pub fn member_windows(
     text: &str,
     focus: &[Range<usize>],
 ) -> Vec<(Range<usize>, Block)> {
-    let starts = item_starts(grammar, text, 0..text.len(), b"");
+    layout(grammar, text, focus).windows
+}
+
+/// The layout of a file as its lexer sees it, line by line.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// [`member_windows`].
+    pub windows: Vec<(Range<usize>, Block)>,
+    /// The byte ranges of the runs of lines that begin inside a string or a block comment
+    /// (in order): what a pattern finds there is not code.
+    pub quoted: Vec<Range<usize>>,
+}
+
+impl Layout {
+    /// Whether the line that starts at byte `at` begins inside a string or a comment.
+    pub fn is_quoted(&self, at: usize) -> bool {
+        let i = self.quoted.partition_point(|r| r.end <= at);
+        self.quoted.get(i).is_some_and(|r| r.contains(&at))
+    }
+}
+
+/// [`member_windows`], with the lines that begin inside strings and comments, from the one
+/// pass of the lexer over the file.
+pub fn layout(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Layout {
+    let mut quoted = Vec::new();
+    let starts = item_starts_noting(grammar, text, 0..text.len(), b"", Some(&mut quoted));
+    Layout {
+        windows: windows_of(grammar, text, focus, &starts),
+        quoted,
+    }
+}
+
+/// [`member_windows`] of the file whose top-level items start at `starts`.
+fn windows_of(
+    grammar: Grammar,
+    text: &str,
+    focus: &[Range<usize>],
+    starts: &[usize],
+) -> Vec<(Range<usize>, Block)> {
     let item = |i: usize| starts[i]..starts.get(i + 1).copied().unwrap_or(text.len());
     let mut out: Vec<Range<usize>> = Vec::new();
     for r in focus {
@@ -943,6 +981,18 @@ fn members(
 /// column 0 inside a body starts nothing, nor does a line inside a string or a block comment
 /// (see [`Lexer`]).
 fn item_starts(grammar: Grammar, text: &str, range: Range<usize>, indent: &[u8]) -> Vec<usize> {
+    item_starts_noting(grammar, text, range, indent, None)
+}
+
+/// [`item_starts`]; with `quoted`, the runs of lines that begin inside a string or a block
+/// comment are added to it.
+fn item_starts_noting(
+    grammar: Grammar,
+    text: &str,
+    range: Range<usize>,
+    indent: &[u8],
+    mut quoted: Option<&mut Vec<Range<usize>>>,
+) -> Vec<usize> {
     let bytes = &text.as_bytes()[..range.end];
     let mut starts = vec![range.start];
     let mut attached: Option<usize> = None;
@@ -951,6 +1001,14 @@ fn item_starts(grammar: Grammar, text: &str, range: Range<usize>, indent: &[u8])
     while at < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
         let full = &bytes[at..end];
+        if let Some(quoted) = quoted.as_deref_mut()
+            && lexer.state != Lex::Code
+        {
+            match quoted.last_mut() {
+                Some(last) if last.end == at => last.end = end,
+                _ => quoted.push(at..end),
+            }
+        }
         // A line at a deeper or other indentation goes with the member above it.
         let Some(line) = full.strip_prefix(indent) else {
             let in_comment = matches!(lexer.state, Lex::Block(_));
