@@ -830,7 +830,10 @@ impl Layout {
 /// pass of the lexer over the file.
 pub fn layout(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Layout {
     let mut quoted = Vec::new();
-    let starts = item_starts_noting(grammar, text, 0..text.len(), b"", Some(&mut quoted));
+    // The items after the one that holds the end of the focus are not needed: the lexer
+    // stops at the start of the next.
+    let last = focus.last().map_or(0, |f| f.end);
+    let starts = item_starts_noting(grammar, text, 0..text.len(), b"", Some((&mut quoted, last)));
     Layout {
         windows: windows_of(grammar, text, focus, &starts),
         quoted,
@@ -984,14 +987,15 @@ fn item_starts(grammar: Grammar, text: &str, range: Range<usize>, indent: &[u8])
     item_starts_noting(grammar, text, range, indent, None)
 }
 
-/// [`item_starts`]; with `quoted`, the runs of lines that begin inside a string or a block
-/// comment are added to it.
+/// [`item_starts`]; with `noting` (`quoted`, `until`), the runs of lines that begin inside a
+/// string or a block comment are added to `quoted`, and the starts end with the first one
+/// after byte `until` (the rest of the text is not read).
 fn item_starts_noting(
     grammar: Grammar,
     text: &str,
     range: Range<usize>,
     indent: &[u8],
-    mut quoted: Option<&mut Vec<Range<usize>>>,
+    mut noting: Option<(&mut Vec<Range<usize>>, usize)>,
 ) -> Vec<usize> {
     let bytes = &text.as_bytes()[..range.end];
     let mut starts = vec![range.start];
@@ -1001,12 +1005,15 @@ fn item_starts_noting(
     while at < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
         let full = &bytes[at..end];
-        if let Some(quoted) = quoted.as_deref_mut()
-            && lexer.state != Lex::Code
-        {
-            match quoted.last_mut() {
-                Some(last) if last.end == at => last.end = end,
-                _ => quoted.push(at..end),
+        if let Some((quoted, until)) = noting.as_mut() {
+            if starts.last().is_some_and(|&s| s > *until) {
+                break;
+            }
+            if lexer.state != Lex::Code {
+                match quoted.last_mut() {
+                    Some(last) if last.end == at => last.end = end,
+                    _ => quoted.push(at..end),
+                }
             }
         }
         // A line at a deeper or other indentation goes with the member above it.
