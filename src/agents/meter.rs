@@ -3,7 +3,10 @@
 //! [`Meter`] in its [`RunContext`](super::command::RunContext) and reads it while the task
 //! runs; the driver adds to it as tokens arrive (the `openai` driver per streamed chunk, CLI
 //! drivers where their event stream reports usage), and the worker names each step as it
-//! starts it (the agent running, the snapshot, the tests, the review…). A meter nobody reads
+//! starts it (the agent running, the snapshot, the tests, the review…). A driver whose
+//! service failed (an HTTP API that answers 5xx, refuses the credentials or cannot be reached)
+//! says so on the meter, so that a caller with a circuit breaker for API errors (the
+//! discussion protocol) can tell them from an agent that answered badly. A meter nobody reads
 //! costs one atomic add.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +21,7 @@ pub struct Meter(Option<Arc<Counts>>);
 struct Counts {
     tokens: AtomicU64,
     step: Mutex<String>,
+    api_error: Mutex<Option<String>>,
 }
 
 impl Meter {
@@ -47,6 +51,22 @@ impl Meter {
         {
             *s = step.into();
         }
+    }
+
+    /// Says that the agent's service failed, and why (the run then ends failed).
+    pub fn api_error(&self, why: impl Into<String>) {
+        if let Some(c) = &self.0
+            && let Ok(mut e) = c.api_error.lock()
+        {
+            *e = Some(why.into());
+        }
+    }
+
+    /// Why the agent's service failed, if its driver said it did.
+    pub fn api_failure(&self) -> Option<String> {
+        self.0
+            .as_ref()
+            .and_then(|c| c.api_error.lock().ok().and_then(|e| e.clone()))
     }
 
     /// The step last named, or an empty string.

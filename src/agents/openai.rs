@@ -458,6 +458,11 @@ impl OpenAiDriver {
                         self.endpoint,
                         server_message(&text)
                     );
+                    // The service is down, overloaded or refuses the credentials: an API
+                    // error, not a bad answer.
+                    if matches!(status, 401 | 403 | 429) || status >= 500 {
+                        q.meter.api_error(&reason);
+                    }
                     return failed(reason, text);
                 }
                 Err(Sent::Timeout) => {
@@ -471,6 +476,7 @@ impl OpenAiDriver {
                 Err(Sent::Transient(_)) if !last => {}
                 Err(Sent::Transient(e) | Sent::Other(e)) => {
                     let reason = format!("cannot reach {}{after}: {e}", self.endpoint);
+                    q.meter.api_error(&reason);
                     return failed(reason, String::new());
                 }
             }

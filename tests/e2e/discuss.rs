@@ -282,6 +282,48 @@ fn members_that_time_out_are_left_out_then_the_discussion_falls_back() {
     repo.fsck();
 }
 
+// An API error is a breaker of its own: a member whose model server answers HTTP 500 (after
+// the driver's retries) stops the protocol for the session, and the record says so; a member
+// that answers badly only leaves.
+#[test]
+fn a_model_server_that_fails_stops_the_protocol_for_the_session() {
+    let server = crate::agents::Server::start_with("fail=500");
+    let repo = members("split", &[]);
+    let toml = std::fs::read_to_string(repo.path().join(".tlv4.toml")).unwrap();
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.local]\ndriver = \"openai\"\nurl = \"http://127.0.0.1:{}/v1\"\nmodel = \"member-model\"\n{toml}pragmatist = \"local\"\n",
+            server.port
+        ),
+    );
+    repo.ok(&["trust"]);
+    let sid = discuss(&repo, &[TOPIC]);
+    // The driver asked three times (its retries), then the breaker stopped the protocol
+    // after the Position round.
+    assert_eq!(server.requests().len(), 3, "{:?}", server.requests());
+    assert_eq!(rounds(&repo, &sid), ["1 position"]);
+    let s = state(&repo, &sid);
+    assert_eq!(s["end"], "api_error", "{s}");
+    let turn: serde_json::Value =
+        serde_json::from_str(&round_file(&repo, &sid, "01-position", "pragmatist.json")).unwrap();
+    assert!(
+        turn["unresponsive"]
+            .as_str()
+            .unwrap()
+            .contains("API error: agent `local` (openai): http://127.0.0.1"),
+        "{turn}"
+    );
+    let body = repo.git(&["log", "--format=%B", &format!("tlv4/{sid}")]);
+    assert!(
+        body.contains("reported an API error") && body.contains("HTTP 500"),
+        "{body}"
+    );
+    let doc = document(&repo, &sid);
+    assert!(doc.contains("an agent reported an API error"), "{doc}");
+    repo.fsck();
+}
+
 // (d) An over-long Challenge and an agreement-only one are sent back with the problem, then
 // their members count as unresponsive.
 #[test]

@@ -160,14 +160,18 @@ impl Seated {
             workdir: dir.path().to_path_buf(),
             run_dir: None,
             attempt,
-            meter: Default::default(),
+            // The driver says on it when the agent's service failed.
+            meter: crate::agents::meter::Meter::new(),
         };
         let out = self
             .driver
             .run(&input, &ctx)
             .map_err(|e| MemberError::Api(e.to_string()))?;
         let result = match &out.output.outcome {
-            Outcome::Failed(why) => Err(MemberError::Failed(why.clone())),
+            Outcome::Failed(why) => Err(match ctx.meter.api_failure() {
+                Some(_) => MemberError::Api(why.clone()),
+                None => MemberError::Failed(why.clone()),
+            }),
             Outcome::Completed => out
                 .output
                 .files
