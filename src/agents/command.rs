@@ -57,6 +57,9 @@ pub struct RunContext {
     pub attempt: u32,
     /// Counts the tokens of the answer as they arrive, for the progress line.
     pub meter: super::meter::Meter,
+    /// When the run must be over at the latest, whatever the agent's own `timeout` (a
+    /// discussion turn's limit); `None`: the agent's timeout alone.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -74,6 +77,15 @@ impl Scratch {
 }
 
 impl RunContext {
+    /// The time a run with the agent's `timeout` may take from now: the timeout, cut short at
+    /// the deadline.
+    pub fn within(&self, timeout: std::time::Duration) -> std::time::Duration {
+        match self.deadline {
+            Some(d) => timeout.min(d.saturating_duration_since(std::time::Instant::now())),
+            None => timeout,
+        }
+    }
+
     /// The directory for this run's files (prompt file, scratch files).
     pub fn scratch(&self) -> Result<Scratch> {
         match &self.run_dir {
@@ -497,7 +509,7 @@ impl Driver for CliDriver {
             inv.env = self.env(&call, ctx, &launch);
             inv.args = trusted_copies(launch.args, &self.spec.args, &self.repo_root);
             inv.stdin = launch.stdin;
-            inv.timeout = self.timeout;
+            inv.timeout = ctx.within(self.timeout);
             inv.kill_grace = self.kill_grace;
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
@@ -532,7 +544,7 @@ impl Driver for CliDriver {
             if out.timed_out {
                 let reason = format!(
                     "did not finish within {}; its process group was killed{}",
-                    human(self.timeout),
+                    human(inv.timeout),
                     match out.tail(3) {
                         t if t.is_empty() => String::new(),
                         t => format!(". Last output:\n{t}"),
@@ -802,6 +814,7 @@ pub(crate) mod tests {
             run_dir: None,
             attempt: 1,
             meter: Default::default(),
+            deadline: None,
         }
     }
 
@@ -947,6 +960,27 @@ pub(crate) mod tests {
             vec!["fake-IMPL-001.txt"]
         );
         assert!(work.path().join("fake-IMPL-001.txt").exists());
+    }
+
+    #[test]
+    fn a_deadline_stops_a_run_its_timeout_would_let_go_on() {
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = writer_input();
+        let mut spec = spec("command", "fake-command", &[("FAKE_AGENT_MODE", "hang")]);
+        spec.timeout = Some("10m".into());
+        let mut ctx = ctx(work.path());
+        ctx.deadline = Some(std::time::Instant::now() + std::time::Duration::from_secs(1));
+        let out = driver_for("mine", &spec, work.path())
+            .unwrap()
+            .run(&input, &ctx)
+            .unwrap();
+        // Stopped at the deadline (what was left of its second), not at ten minutes.
+        let why = failure(&out);
+        assert!(
+            why.contains("did not finish within") && why.contains("ms;"),
+            "{why}"
+        );
+        assert!(why.contains("process group was killed"), "{why}");
     }
 
     #[test]

@@ -538,6 +538,13 @@ impl OpenAiDriver {
         if let Some(key) = &self.api_key {
             req = req.header("Authorization", format!("Bearer {}", key.trim()));
         }
+        if let Some(deadline) = q.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            req = req
+                .config()
+                .timeout_global(Some(self.timeout.min(left)))
+                .build();
+        }
         let mut resp = req.send(body.as_bytes()).map_err(Sent::from)?;
         let status = resp.status().as_u16();
         // How long a server asks to be left alone (a rate limit), up to a minute.
@@ -748,6 +755,7 @@ impl Driver for OpenAiDriver {
                 bound,
                 answer_no,
                 meter: &ctx.meter,
+                deadline: ctx.deadline,
             };
             let ex = self.chat(&q, &mut transcript);
             usage.add(&ex.usage);
@@ -857,6 +865,8 @@ struct Question<'a> {
     answer_no: u32,
     /// Counts the tokens as they arrive.
     meter: &'a Meter,
+    /// When the run must be over (a discussion turn's limit), if sooner than the timeout.
+    deadline: Option<Instant>,
 }
 
 /// One response.

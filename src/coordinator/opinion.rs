@@ -80,6 +80,7 @@ pub(crate) fn add(
                 run_dir: None,
                 attempt: input.task.attempts,
                 meter: Default::default(),
+                deadline: None,
             };
             return driver.run(&asked, &ctx);
         }
@@ -90,6 +91,7 @@ pub(crate) fn add(
             run_dir: None,
             attempt: input.task.attempts,
             meter: Default::default(),
+            deadline: None,
         };
         let out = driver.run(&asked, &ctx);
         let _ = view.remove();

@@ -172,6 +172,7 @@ fn run_agent(
             run_dir: None,
             attempt: task.attempts,
             meter: meter.clone(),
+            deadline: None,
         };
         meter.step(format!("agent {name} running"));
         driver.run(input, &ctx)
@@ -193,6 +194,7 @@ fn run_agent(
                 run_dir: None,
                 attempt: task.attempts,
                 meter: meter.clone(),
+                deadline: None,
             };
             meter.step(format!("agent {name} running"));
             let mut ran = driver.run(input, &ctx);
@@ -276,6 +278,7 @@ fn run_agent(
                 run_dir: None,
                 attempt: task.attempts,
                 meter: meter.clone(),
+                deadline: None,
             };
             meter.step(format!("agent {name} running"));
             let ran = driver.run(input, &ctx);

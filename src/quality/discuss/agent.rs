@@ -76,6 +76,7 @@ impl AgentCritic {
             run_dir: None,
             attempt: 1,
             meter: Default::default(),
+            deadline: None,
         };
         let ran = self.driver.run(&input, &ctx).map_err(|e| e.to_string())?;
         *self

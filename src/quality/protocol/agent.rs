@@ -124,6 +124,7 @@ impl Seated {
         role: &str,
         description: String,
         file: &'static str,
+        deadline: Option<std::time::Instant>,
     ) -> std::result::Result<String, MemberError> {
         let id = task
             .parse()
@@ -162,6 +163,7 @@ impl Seated {
             attempt,
             // The driver says on it when the agent's service failed.
             meter: crate::agents::meter::Meter::new(),
+            deadline,
         };
         let out = self
             .driver
@@ -213,6 +215,7 @@ impl Member for SeatMember {
             "member",
             description,
             CONTRIBUTION_FILE,
+            turn.deadline,
         ) {
             // No file is an answer out of contract: sent back like one.
             Err(MemberError::Failed(why)) if why.starts_with("the answer has no file") => Ok(why),
@@ -234,6 +237,7 @@ impl Moderator for SeatModerator {
             "moderator",
             moderator_prompt(input),
             RATING_FILE,
+            None,
         )?;
         parse_rating(&text)
     }

@@ -244,6 +244,8 @@ pub struct Turn {
     pub devil: bool,
     /// The prompt: the whole of what the member sees.
     pub prompt: String,
+    /// When the turn's time is up: an agent still running then is stopped.
+    pub deadline: Option<Instant>,
 }
 
 /// A member of the discussion: returns its answer (which must hold the contribution's JSON
@@ -992,6 +994,7 @@ pub fn step<'d>(
             role: seat.role.clone(),
             devil: seat.devil,
             prompt: prompt(d, seat, round, number, material),
+            deadline: Some(deadline),
         };
         let others: Vec<String> = d
             .seats
@@ -1000,8 +1003,8 @@ pub fn step<'d>(
             .map(|s| s.role.clone())
             .collect();
         let tx = tx.clone();
-        // Detached: a member that overruns its turn is left to finish (its driver has its
-        // own limit) and its late answer is dropped.
+        // Not waited for past the deadline: a member's agent still running then is stopped
+        // by its driver (the turn's deadline bounds the run), and a late answer is dropped.
         std::thread::spawn(move || {
             let _ = tx.send(take_turn(member.as_ref(), turn, others, deadline));
         });
