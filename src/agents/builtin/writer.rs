@@ -78,6 +78,12 @@ impl Moscow {
     }
 }
 
+impl serde::Serialize for Moscow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// The four documents, in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
@@ -212,32 +218,44 @@ impl<'a> Ctx<'a> {
         ]
     }
 
+    /// What every document's template is given, for the document at `path`.
+    fn shared(&self, path: &str) -> Step<Common> {
+        Ok(Common {
+            session_id: self.session_id.clone(),
+            generated_at: self.generated_at.clone(),
+            version: self.version(path),
+            revision_notes: self.revision_notes()?,
+        })
+    }
+
     /// The `dependencies` of an index document: the discovery context when present, then
     /// the documents of earlier phases.
-    fn dependencies(&self, earlier: &[&str]) -> String {
+    fn dependency_paths(&self, earlier: &[&str]) -> Vec<String> {
         let mut deps = Vec::new();
         if self.discovery.availability == Availability::Present {
             deps.push(spec::DISCOVERY.to_owned());
         }
         deps.extend(earlier.iter().map(|s| (*s).to_owned()));
-        text::yaml_list(&deps)
+        deps
+    }
+
+    /// [`Ctx::dependency_paths`] as an inline YAML list.
+    fn dependencies(&self, earlier: &[&str]) -> String {
+        text::yaml_list(&self.dependency_paths(earlier))
     }
 
     /// The Revision Notes section, empty when the task carries no feedback.
-    fn revision_notes(&self) -> String {
-        if self.feedback.is_empty() {
-            return String::new();
+    fn revision_notes(&self) -> Step<String> {
+        #[derive(serde::Serialize)]
+        struct Notes<'a> {
+            task_id: String,
+            feedback: &'a [String],
         }
-        let quoted: Vec<String> = self.feedback.iter().map(|f| format!("> {f}")).collect();
-        format!(
-            "## Revision Notes\n\nThis version was written by {} in answer to this feedback:\n\n{}\n\n\
-             The builtin writer rebuilds the document by its fixed rules from the request, the \
-             discovery context, the code and the earlier documents; it cannot act on free text by \
-             itself. The feedback is repeated under Open Questions so that the next review can \
-             confirm whether this version answers it, or hand it to an agent that can.\n",
-            self.input.task.id,
-            quoted.join("\n>\n"),
-        )
+        let notes = Notes {
+            task_id: self.input.task.id.to_string(),
+            feedback: &self.feedback,
+        };
+        template::fill("revision-notes.md", &notes)
     }
 
     /// Open questions every document carries: unusable discovery context and feedback.
@@ -280,6 +298,19 @@ impl<'a> Ctx<'a> {
                 )
             })
     }
+}
+
+/// What every document's template is given besides its own data.
+#[derive(serde::Serialize)]
+struct Common {
+    /// The session id.
+    session_id: String,
+    /// See [`Ctx::generated_at`].
+    generated_at: String,
+    /// See [`Ctx::version`].
+    version: String,
+    /// The Revision Notes section, empty when the task carries no feedback.
+    revision_notes: String,
 }
 
 /// The result of a step: a failure is a reason for the task's outcome.

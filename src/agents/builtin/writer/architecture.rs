@@ -1238,7 +1238,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ("codebase_integration", codebase_integration),
         ("quality_rows", quality_rows.join("\n")),
         ("risk_rows", risk_rows.join("\n")),
-        ("revision_notes", ctx.revision_notes()),
+        ("revision_notes", ctx.revision_notes()?),
         ("open_questions", text::checkboxes(&questions)),
         ("references", text::bullets(&references, "")),
     ]);

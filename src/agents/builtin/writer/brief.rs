@@ -599,7 +599,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
             text::bullets(&dependency_list, "No build manifest was found."),
         ),
         ("perspectives", text::bullets(&perspectives, "")),
-        ("revision_notes", ctx.revision_notes()),
+        ("revision_notes", ctx.revision_notes()?),
         ("open_questions", text::checkboxes(&questions)),
         ("references", text::bullets(&references, "")),
     ]);

@@ -853,7 +853,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ("constraints", text::bullets(&constraints, "")),
         ("priority_rationale", priority_rationale),
         ("traceability_rows", traceability_rows.join("\n")),
-        ("revision_notes", ctx.revision_notes()),
+        ("revision_notes", ctx.revision_notes()?),
         ("open_questions", text::checkboxes(&questions)),
         ("references", text::bullets(&references, "")),
     ]);

@@ -1,7 +1,82 @@
-//! The template files: parts marked `<!-- part: NAME -->`, `{{name}}` placeholders, and the
-//! list of headings a part requires.
+//! The templates: the writer's own, which hold the text of every document it writes, and the
+//! spec templates, which say what a document must contain.
+//!
+//! The writer's templates (`specs/templates/builtin/`) are minijinja templates rendered over
+//! plain data: the code decides what a document says (ids, lists, counts, choices) and the
+//! template says it. The spec templates (`specs/templates/*.md`, parts marked
+//! `<!-- part: NAME -->`) are the contract that agents and the readiness gate read too; the
+//! writer checks its output against the headings they require.
 
+use std::sync::LazyLock;
+
+use minijinja::Environment;
+
+use super::text;
 use crate::specdoc::md::WRITER;
+
+/// The writer's templates, by name.
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "revision-notes.md",
+        include_str!("../../../../specs/templates/builtin/revision-notes.md"),
+    ),
+    (
+        "epics-index.md",
+        include_str!("../../../../specs/templates/builtin/epics-index.md"),
+    ),
+    (
+        "epic.md",
+        include_str!("../../../../specs/templates/builtin/epic.md"),
+    ),
+];
+
+/// The environment holding [`TEMPLATES`] and the filters they use, or why a template does
+/// not compile. A value a template asks for and the data lacks is an error: either means
+/// template and writer disagree.
+static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)
+            .map_err(|e| format!("the template `{name}` does not compile: {e:#}"))?;
+    }
+    env.add_filter("and_list", |items: Vec<String>| text::and_list(&items));
+    env.add_filter("series", |items: Vec<String>| text::series(&items));
+    env.add_filter("lower_first", |t: String| text::lower_first(&t));
+    env.add_filter("upper_first", |t: String| text::upper_first(&t));
+    env.add_filter("article", |t: String| text::article(&t));
+    env.add_filter("cell", |t: String| text::cell(&t));
+    env.add_filter("mermaid_label", |t: String| text::mermaid_label(&t));
+    env.add_filter("shorten", |t: String, max: usize| text::shorten(&t, max));
+    env.add_filter("yaml_list", |items: Vec<String>| text::yaml_list(&items));
+    env.add_filter("count", |n: usize, thing: String| {
+        super::brief::count(n, &thing)
+    });
+    env.add_filter("quoted", |items: Vec<String>| {
+        items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>()
+    });
+    env.add_filter("node", |id: String| id.replace('-', ""));
+    Ok(env)
+});
+
+/// Renders the writer's template `name` over `data`, then folds runs of blank lines into one
+/// and ends the text with exactly one newline, so that templates may leave blank lines where
+/// an optional part is empty.
+pub fn fill(name: &str, data: &impl serde::Serialize) -> Result<String, String> {
+    let env = ENV.as_ref().map_err(Clone::clone)?;
+    env.get_template(name)
+        .and_then(|t| t.render(minijinja::value::Serde(data)))
+        .map(|text| tidy(&text))
+        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))
+}
 
 /// The text of part `name` of `template`, without its marker line.
 pub fn part<'t>(template: &'t str, name: &str) -> Result<&'t str, String> {
@@ -97,6 +172,21 @@ pub fn required_headings(part: &str) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_writers_templates_compile() {
+        if let Err(e) = &*ENV {
+            panic!("{e}");
+        }
+        let none = serde_json::json!({"feedback": []});
+        assert_eq!(fill("revision-notes.md", &none).unwrap(), "");
+        // A value the template needs and the data lacks is an error.
+        assert!(fill("revision-notes.md", &serde_json::json!({"feedback": ["a"]})).is_err());
+        let notes = serde_json::json!({"task_id": "DRAFT-001-R1", "feedback": ["a", "b"]});
+        let text = fill("revision-notes.md", &notes).unwrap();
+        assert!(text.starts_with("## Revision Notes\n\nThis version was written by DRAFT-001-R1"));
+        assert!(text.contains("\n> a\n>\n> b\n\n"));
+    }
 
     #[test]
     fn parts_and_placeholders() {
