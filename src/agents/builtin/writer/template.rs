@@ -21,6 +21,14 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../../specs/templates/builtin/revision-notes.md"),
     ),
     (
+        "adr.md",
+        include_str!("../../../../specs/templates/builtin/adr.md"),
+    ),
+    (
+        "architecture-index.md",
+        include_str!("../../../../specs/templates/builtin/architecture-index.md"),
+    ),
+    (
         "epics-index.md",
         include_str!("../../../../specs/templates/builtin/epics-index.md"),
     ),
@@ -63,6 +71,10 @@ static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
     env.add_filter("quoted", |items: Vec<String>| {
         items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>()
     });
+    env.add_filter("backticked", |items: Vec<String>| {
+        items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>()
+    });
+    env.add_filter("whole", |n: f64| format!("{n:.0}"));
     env.add_filter("node", |id: String| id.replace('-', ""));
     Ok(env)
 });
@@ -156,6 +168,26 @@ fn tidy(text: &str) -> String {
         out.pop();
     }
     out
+}
+
+/// Like [`fill`], and also returns the text the template set as `var`: what a document says
+/// that another one quotes.
+pub fn fill_and_read(
+    name: &str,
+    data: &impl serde::Serialize,
+    var: &str,
+) -> Result<(String, String), String> {
+    let env = ENV.as_ref().map_err(Clone::clone)?;
+    let captured = env
+        .get_template(name)
+        .and_then(|t| t.render_captured(minijinja::value::Serde(data)))
+        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))?;
+    let value = captured
+        .state()
+        .lookup(var)
+        .filter(|v| !v.is_undefined())
+        .ok_or_else(|| format!("the template `{name}` sets no `{var}`"))?;
+    Ok((tidy(captured.output()), value.to_string()))
 }
 
 /// The headings a part writes out literally (those holding no placeholder), in order, as
