@@ -29,6 +29,18 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../../../specs/templates/builtin/architecture-index.md"),
     ),
     (
+        "requirement.md",
+        include_str!("../../../../specs/templates/builtin/requirement.md"),
+    ),
+    (
+        "nfr.md",
+        include_str!("../../../../specs/templates/builtin/nfr.md"),
+    ),
+    (
+        "requirements-index.md",
+        include_str!("../../../../specs/templates/builtin/requirements-index.md"),
+    ),
+    (
         "epics-index.md",
         include_str!("../../../../specs/templates/builtin/epics-index.md"),
     ),
@@ -75,6 +87,9 @@ static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
         items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>()
     });
     env.add_filter("whole", |n: f64| format!("{n:.0}"));
+    env.add_filter("trim_end", |t: String, chars: String| {
+        t.trim_end_matches(|c| chars.contains(c)).to_owned()
+    });
     env.add_filter("node", |id: String| id.replace('-', ""));
     Ok(env)
 });

@@ -515,7 +515,8 @@ pub fn decompose(goal: &str) -> Vec<String> {
 }
 
 /// What a piece of text is about, by keyword. Several may apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Topic {
     /// Access control, secrets, cryptography.
     Security,
