@@ -209,15 +209,6 @@ impl<'a> Ctx<'a> {
         previous.map_or(1, |v| v + 1).to_string()
     }
 
-    /// The frontmatter values shared by every document at `path`.
-    fn common(&self, path: &str) -> Vec<(&'static str, String)> {
-        vec![
-            ("session_id", self.session_id.clone()),
-            ("generated_at", self.generated_at.clone()),
-            ("version", self.version(path)),
-        ]
-    }
-
     /// What every document's template is given, for the document at `path`.
     fn shared(&self, path: &str) -> Step<Common> {
         Ok(Common {
@@ -237,11 +228,6 @@ impl<'a> Ctx<'a> {
         }
         deps.extend(earlier.iter().map(|s| (*s).to_owned()));
         deps
-    }
-
-    /// [`Ctx::dependency_paths`] as an inline YAML list.
-    fn dependencies(&self, earlier: &[&str]) -> String {
-        text::yaml_list(&self.dependency_paths(earlier))
     }
 
     /// The Revision Notes section, empty when the task carries no feedback.

@@ -17,6 +17,10 @@ use crate::specdoc::md::WRITER;
 /// The writer's templates, by name.
 const TEMPLATES: &[(&str, &str)] = &[
     (
+        "product-brief.md",
+        include_str!("../../../../specs/templates/builtin/product-brief.md"),
+    ),
+    (
         "revision-notes.md",
         include_str!("../../../../specs/templates/builtin/revision-notes.md"),
     ),
@@ -90,6 +94,8 @@ static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
     env.add_filter("trim_end", |t: String, chars: String| {
         t.trim_end_matches(|c| chars.contains(c)).to_owned()
     });
+    env.add_filter("plural", |t: String| super::brief::plural(&t));
+    env.add_filter("inline", |t: String| crate::specdoc::md::inline(&t));
     env.add_filter("node", |id: String| id.replace('-', ""));
     Ok(env)
 });
@@ -127,39 +133,6 @@ fn line_start_find(hay: &str, needle: &str) -> Option<usize> {
         from = at + needle.len();
     }
     None
-}
-
-/// Fills the `{{name}}` placeholders of `part` with `values`. A placeholder without a value,
-/// or a value that no placeholder asks for, is an error: either means template and writer
-/// disagree. Values are inserted verbatim and never scanned again. Runs of blank lines left
-/// by empty values are folded into one, and the result ends with exactly one newline.
-pub fn render(part: &str, values: &[(&str, String)]) -> Result<String, String> {
-    let mut out = String::with_capacity(part.len() * 2);
-    let mut used = vec![false; values.len()];
-    let mut rest = part;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| "the template has an unclosed `{{`".to_owned())?;
-        let key = after[..close].trim();
-        let index = values
-            .iter()
-            .position(|(k, _)| *k == key)
-            .ok_or_else(|| format!("the template asks for `{{{{{key}}}}}`, which has no value"))?;
-        used[index] = true;
-        out.push_str(&values[index].1);
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    if let Some(unused) = used.iter().position(|u| !u) {
-        return Err(format!(
-            "the value `{}` is not used by the template",
-            values[unused].0
-        ));
-    }
-    Ok(tidy(&out))
 }
 
 /// Folds runs of blank lines into one and ends the text with one newline.
@@ -233,6 +206,13 @@ mod tests {
         let text = fill("revision-notes.md", &notes).unwrap();
         assert!(text.starts_with("## Revision Notes\n\nThis version was written by DRAFT-001-R1"));
         assert!(text.contains("\n> a\n>\n> b\n\n"));
+        // Values are inserted verbatim and never rendered again.
+        let braces = serde_json::json!({"task_id": "T", "feedback": ["{{ z }}"]});
+        assert!(
+            fill("revision-notes.md", &braces)
+                .unwrap()
+                .contains("\n> {{ z }}\n")
+        );
     }
 
     #[test]
@@ -242,14 +222,10 @@ mod tests {
         assert_eq!(a, "# {{t}}\n\n## Fixed\n\n{{x}}\n\n\n{{y}}\n");
         assert_eq!(part(template, "b").unwrap(), "B {{t}}\n");
         assert!(part(template, "c").is_err());
-        let out = render(
-            a,
-            &[("t", "T {{z}}".into()), ("x", "X".into()), ("y", "".into())],
-        )
-        .unwrap();
-        assert_eq!(out, "# T {{z}}\n\n## Fixed\n\nX\n");
-        assert!(render(a, &[("t", String::new())]).is_err());
-        assert!(render("{{t}}", &[("t", String::new()), ("unused", String::new())]).is_err());
+        assert_eq!(
+            tidy("# T\n\n\n## Fixed  \n\nX\n\n"),
+            "# T\n\n## Fixed\n\nX\n"
+        );
         assert_eq!(required_headings(a), vec![(2, "Fixed".to_owned())]);
     }
 }

@@ -845,27 +845,6 @@ pub fn article(word: &str) -> &'static str {
     }
 }
 
-/// A markdown bullet list, or `empty` as a sentence when there are no items.
-pub fn bullets(items: &[String], empty: &str) -> String {
-    if items.is_empty() {
-        return empty.to_owned();
-    }
-    items
-        .iter()
-        .map(|i| format!("- {i}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A markdown checkbox list.
-pub fn checkboxes(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| format!("- [ ] {i}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// An inline YAML list: `[a, b]`. Items are ids and paths, which need no quoting.
 pub fn yaml_list(items: &[String]) -> String {
     format!("[{}]", items.join(", "))
