@@ -612,7 +612,7 @@ fn approach(d: &Draft, from: &str, creates: &[&str]) -> String {
     if !creates.is_empty() {
         parts.push(format!(
             "create {} because no existing file matched its keywords",
-            quoted(&creates)
+            quoted(creates)
         ));
     }
     approach.push_str(&parts.join("; "));
