@@ -3,8 +3,9 @@
 //! stated constraints.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::brief::count;
 use super::context::{self, Discovery};
@@ -14,7 +15,7 @@ use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
 use crate::specdoc::spec;
 
 /// The category of a non-functional requirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 pub enum Category {
     /// `NFR-P-NNN`.
     Performance,
@@ -78,209 +79,103 @@ struct NfrSpec {
     source: String,
 }
 
-/// A non-functional requirement an analyst signal calls for.
-struct SignalNfr {
-    /// Any of these signals calls for it.
-    signals: &'static [&'static str],
-    category: Category,
-    title: &'static str,
-    requirement: &'static str,
-    metric: &'static str,
-    target: &'static str,
-    method: &'static str,
+/// The words of one non-functional requirement.
+#[derive(Deserialize)]
+struct Entry {
+    title: String,
+    requirement: String,
+    metric: String,
+    target: String,
+    method: String,
 }
 
-/// NFRs the analyst's signals call for.
-const SIGNAL_NFRS: &[SignalNfr] = &[
-    SignalNfr {
-        signals: &["auth_detected"],
-        category: Category::Security,
-        title: "Protect credentials and sessions",
-        requirement: "Passwords, tokens and session identifiers are never logged or stored in clear text, \
-         and every protected operation checks who is calling.",
-        metric: "Protected operations reached without valid credentials",
-        target: "0 in the negative tests",
-        method: "Negative tests in CI and a security review of the diff",
-    },
-    SignalNfr {
-        signals: &["crypto_usage"],
-        category: Category::Security,
-        title: "Use vetted cryptography",
-        requirement: "Cryptography goes through maintained library primitives with their current defaults: \
-         no home-made algorithms and no keys in the source.",
-        metric: "Hand-written cryptographic routines or hard-coded keys in the diff",
-        target: "0",
-        method: "Review of the diff and a secret scan",
-    },
-    SignalNfr {
-        signals: &["sql_detected", "injection_risk"],
-        category: Category::Security,
-        title: "Keep queries safe from injection",
-        requirement: "Queries receive outside input only as bound parameters, never as text pasted into \
-         the query.",
-        metric: "Queries assembled from unescaped input",
-        target: "0",
-        method: "Review of the diff and injection test cases",
-    },
-    SignalNfr {
-        signals: &["eval_usage"],
-        category: Category::Security,
-        title: "Never evaluate untrusted input",
-        requirement: "No input from outside reaches a code-evaluation call.",
-        metric: "Evaluation calls reachable from outside input",
-        target: "0",
-        method: "Review of the diff",
-    },
-    SignalNfr {
-        signals: &["perf_sensitive"],
-        category: Category::Performance,
-        title: "Keep hot paths fast",
-        requirement: "Operations the change touches on performance-sensitive code stay as fast as before.",
-        metric: "p95 duration of the touched operations",
-        target: "at most 10% above the baseline (baseline to confirm)",
-        method: "Benchmark before and after the change",
-    },
-    SignalNfr {
-        signals: &["realtime_detected"],
-        category: Category::Performance,
-        title: "Bound the delay of real-time updates",
-        requirement: "Updates reach subscribers within a bounded delay.",
-        metric: "Delay from event to delivery, p95",
-        target: "under 1 s (figure to confirm)",
-        method: "Timed integration test",
-    },
-    SignalNfr {
-        signals: &["scaling_concern"],
-        category: Category::Scalability,
-        title: "Scale with the expected load",
-        requirement: "The new code paths keep working at the expected peak load without redesign.",
-        metric: "Operations handled at peak load without errors",
-        target: "expected peak (figure to confirm)",
-        method: "Load test",
-    },
-    SignalNfr {
-        signals: &["concurrency_issue"],
-        category: Category::Scalability,
-        title: "Stay correct under concurrent use",
-        requirement: "Simultaneous use gives the same results as the same requests one after another.",
-        metric: "Failures in a concurrent stress test",
-        target: "0",
-        method: "Stress test with parallel clients",
-    },
-    SignalNfr {
-        signals: &["frontend_framework"],
-        category: Category::Usability,
-        title: "Keep the interface accessible",
-        requirement: "New screens and controls work with a keyboard alone and with a screen reader.",
-        metric: "Serious accessibility violations in automated checks",
-        target: "0 (WCAG 2.1 AA)",
-        method: "Automated accessibility check in CI",
-    },
-];
+/// A non-functional requirement an analyst signal calls for.
+#[derive(Deserialize)]
+struct SignalNfr {
+    /// Any of these signals calls for it.
+    signals: Vec<String>,
+    category: Category,
+    #[serde(flatten)]
+    entry: Entry,
+}
 
-/// NFRs the goals' topics call for when no signal gave one of that category.
-fn topic_nfr(category: Category) -> NfrSpec {
-    let (title, requirement, metric, target, method) = match category {
-        Category::Security => (
-            "Restrict new features to the people allowed to use them",
-            "Every operation the goals add checks the caller's rights before acting.",
-            "Operations reachable without the needed rights",
-            "0 in the negative tests",
-            "Negative tests in CI",
-        ),
-        Category::Performance => (
-            "Meet a response-time budget",
-            "The operations the goals add or speed up answer within an agreed time.",
-            "p95 duration of those operations",
-            "within the budget (figure to confirm)",
-            "Benchmark in CI",
-        ),
-        Category::Scalability => (
-            "Handle growth without redesign",
-            "The goals' features keep working when use grows to the expected peak.",
-            "Operations handled at peak load without errors",
-            "expected peak (figure to confirm)",
-            "Load test",
-        ),
-        Category::Usability => (
-            "Keep the new flow easy to use",
-            "A first-time user completes the new flow without help.",
-            "First-time users completing the flow unaided",
-            "most test users (figure to confirm)",
-            "Scripted walkthrough or usability test",
-        ),
-    };
-    NfrSpec {
-        category,
-        title: title.into(),
-        requirement: requirement.into(),
-        metric: metric.into(),
-        target: target.into(),
-        method: method.into(),
-        priority: if category == Category::Security {
-            Moscow::Must
-        } else {
-            Moscow::Should
-        },
-        source: "the goals of the brief".into(),
+/// How a constraint of one category is measured.
+#[derive(Deserialize)]
+struct Measure {
+    metric: String,
+    method: String,
+}
+
+/// The non-functional requirements the writer knows; see `nfr-catalogue.toml`.
+#[derive(Deserialize)]
+struct Catalogue {
+    signal: Vec<SignalNfr>,
+    topic: BTreeMap<Category, Entry>,
+    constraint: BTreeMap<Category, Measure>,
+    baseline: Entry,
+}
+
+/// [`Catalogue`], read once, or why it cannot be read.
+static CATALOGUE: LazyLock<Result<Catalogue, String>> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/nfr-catalogue.toml"
+    ))
+    .map_err(|e| format!("the NFR catalogue does not parse: {e}"))
+});
+
+impl NfrSpec {
+    fn new(category: Category, e: &Entry, priority: Moscow, source: String) -> NfrSpec {
+        NfrSpec {
+            category,
+            title: e.title.clone(),
+            requirement: e.requirement.clone(),
+            metric: e.metric.clone(),
+            target: e.target.clone(),
+            method: e.method.clone(),
+            priority,
+            source,
+        }
+    }
+}
+
+/// Security NFRs are Must, the others Should.
+fn default_priority(category: Category) -> Moscow {
+    if category == Category::Security {
+        Moscow::Must
+    } else {
+        Moscow::Should
     }
 }
 
 /// The NFRs: from signals, then constraints, then goal topics, then a baseline for security.
-fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
+fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> Step<(Vec<NfrSpec>, Vec<String>)> {
+    let catalogue = CATALOGUE.as_ref().map_err(Clone::clone)?;
     let mut specs: Vec<NfrSpec> = Vec::new();
-    for n in SIGNAL_NFRS {
+    for n in &catalogue.signal {
         let Some(signal) = n.signals.iter().find(|s| d.has_signal(s)) else {
             continue;
         };
-        specs.push(NfrSpec {
-            category: n.category,
-            title: n.title.into(),
-            requirement: n.requirement.into(),
-            metric: n.metric.into(),
-            target: n.target.into(),
-            method: n.method.into(),
-            priority: if n.category == Category::Security {
-                Moscow::Must
-            } else {
-                Moscow::Should
-            },
-            source: format!("signal `{signal}` ({})", d.evidence_of(signal)),
-        });
+        specs.push(NfrSpec::new(
+            n.category,
+            &n.entry,
+            default_priority(n.category),
+            format!("signal `{signal}` ({})", d.evidence_of(signal)),
+        ));
     }
     let mut unclassified = Vec::new();
     for c in &d.constraints {
-        match text::topics(c).into_iter().find_map(Category::of_topic) {
-            Some(category) => {
-                let (metric, method) = match category {
-                    Category::Performance => (
-                        "Duration of the operations the constraint names",
-                        "Benchmark in CI",
-                    ),
-                    Category::Security => (
-                        "Violations of the constraint found in tests or review",
-                        "Negative tests and review of the diff",
-                    ),
-                    Category::Scalability => ("Load handled as the constraint names", "Load test"),
-                    Category::Usability => (
-                        "Users completing the flow as the constraint names",
-                        "Scripted walkthrough",
-                    ),
-                };
-                specs.push(NfrSpec {
-                    category,
-                    title: text::shorten(c, 60),
-                    requirement: format!(
-                        "The stated constraint holds: {}.",
-                        c.trim_end_matches('.')
-                    ),
-                    metric: metric.into(),
-                    target: format!("as stated: {}", c.trim_end_matches('.')),
-                    method: method.into(),
-                    priority: Moscow::Must,
-                    source: "a constraint of the discovery context".into(),
-                })
-            }
+        let category = text::topics(c).into_iter().find_map(Category::of_topic);
+        match category.and_then(|k| Some((k, catalogue.constraint.get(&k)?))) {
+            Some((category, measure)) => specs.push(NfrSpec {
+                category,
+                title: text::shorten(c, 60),
+                requirement: format!("The stated constraint holds: {}.", c.trim_end_matches('.')),
+                metric: measure.metric.clone(),
+                target: format!("as stated: {}", c.trim_end_matches('.')),
+                method: measure.method.clone(),
+                priority: Moscow::Must,
+                source: "a constraint of the discovery context".into(),
+            }),
             None => unclassified.push(c.clone()),
         }
     }
@@ -293,26 +188,26 @@ fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
         let category = Category::of_topic(topic).expect("each of these topics has a category");
         if goals.iter().any(|g| text::topics(&g.text).contains(&topic))
             && !specs.iter().any(|s| s.category == category)
+            && let Some(entry) = catalogue.topic.get(&category)
         {
-            specs.push(topic_nfr(category));
+            specs.push(NfrSpec::new(
+                category,
+                entry,
+                default_priority(category),
+                "the goals of the brief".into(),
+            ));
         }
     }
     if !specs.iter().any(|s| s.category == Category::Security) {
-        specs.push(NfrSpec {
-            category: Category::Security,
-            title: "Handle input and secrets safely".into(),
-            requirement: "Input from outside is validated where it enters, and no secret (key, \
-                          password, token) is committed to the repository."
-                .into(),
-            metric: "Secrets in the diff; unvalidated external inputs".into(),
-            target: "0 and 0".into(),
-            method: "Secret scan and review of the diff".into(),
-            priority: Moscow::Must,
-            source: "the baseline every change meets".into(),
-        });
+        specs.push(NfrSpec::new(
+            Category::Security,
+            &catalogue.baseline,
+            Moscow::Must,
+            "the baseline every change meets".into(),
+        ));
     }
     specs.sort_by_key(|s| s.category);
-    (specs, unclassified)
+    Ok((specs, unclassified))
 }
 
 /// External systems a request may name: (word, system, protocol, data format).
@@ -524,7 +419,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             });
         }
     }
-    let (specs, unclassified) = nfr_specs(d, &goals);
+    let (specs, unclassified) = nfr_specs(d, &goals)?;
     let nfrs = number(&specs, &goals);
     let ids_of = |category: &str| -> Vec<String> {
         nfrs.iter()
@@ -769,5 +664,28 @@ fn draft(
              security NFR is always written because every change handles input"
                 .into(),
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogue_knows_every_category() {
+        let catalogue = CATALOGUE.as_ref().unwrap();
+        for c in [
+            Category::Performance,
+            Category::Security,
+            Category::Scalability,
+            Category::Usability,
+        ] {
+            assert!(catalogue.topic.contains_key(&c), "{c:?} has no topic NFR");
+            assert!(
+                catalogue.constraint.contains_key(&c),
+                "{c:?} has no measure"
+            );
+        }
+        assert!(catalogue.signal.iter().all(|s| !s.signals.is_empty()));
     }
 }
