@@ -1,6 +1,10 @@
-//! The builtin writer: fills the four spec templates (product brief, requirements,
+//! The builtin writer: writes the four spec documents (product brief, requirements,
 //! architecture, epics) from the task text, the analyst's discovery context, the paths of the
 //! code tree and the documents of earlier phases.
+//!
+//! Each phase's module decides what its documents say, as plain data (ids, lists, counts,
+//! which case applies); the words are in the minijinja templates of
+//! `specs/templates/builtin/`, rendered over that data by [`template::fill`].
 //!
 //! Everything follows fixed rules, so the same input gives byte-identical documents, and what
 //! cannot be known offline is written down as an open question instead of being guessed.
@@ -25,6 +29,9 @@ use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
+
+// The spec templates: what each document must contain (their literal headings), the same
+// contract agents and the readiness gate read. The writer checks its output against them.
 
 /// The product brief template.
 const BRIEF_TEMPLATE: &str = include_str!("../../../specs/templates/product-brief.md");

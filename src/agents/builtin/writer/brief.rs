@@ -2,8 +2,9 @@
 //! constraints and the state of the code from the discovery context and the code's paths.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::context::{self, Availability, Discovery, Language, Manifest, TestFramework};
 use super::text::{self, Topic};
@@ -25,42 +26,48 @@ struct Goal {
     module: Option<String>,
 }
 
+/// A goal's success metric and its target.
+#[derive(Deserialize)]
+struct Metric {
+    metric: String,
+    target: String,
+}
+
+/// The [`Metric`] of each main topic a goal may have; see `goal-metrics.toml`.
+#[derive(Deserialize)]
+struct Metrics {
+    security: Metric,
+    performance: Metric,
+    scale: Metric,
+    usability: Metric,
+    data: Metric,
+    testing: Metric,
+    docs: Metric,
+    /// For a goal of no particular topic.
+    none: Metric,
+}
+
+/// [`Metrics`], read once, or why they cannot be read.
+static METRICS: LazyLock<Result<Metrics, String>> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/goal-metrics.toml"
+    ))
+    .map_err(|e| format!("the goal metrics do not parse: {e}"))
+});
+
 /// A success metric and its target for a goal, by its main topic.
-fn metric_for(goal: &str) -> (&'static str, &'static str) {
-    match text::topics(goal).first() {
-        Some(Topic::Security) => (
-            "Negative tests for unauthorised or malformed access",
-            "all refused; no open high-severity review finding",
-        ),
-        Some(Topic::Performance) => (
-            "p95 time of the affected operation, measured by a benchmark",
-            "at or below the baseline measured before the change (figure to confirm)",
-        ),
-        Some(Topic::Scale) => (
-            "Operations handled at the expected peak load",
-            "peak load handled without errors (figure to confirm)",
-        ),
-        Some(Topic::Usability) => (
-            "Scripted end-to-end run of the user flow",
-            "completes without manual help; passes in CI",
-        ),
-        Some(Topic::Data) => (
-            "Round-trip tests: data written, then read back",
-            "every case reads back unchanged",
-        ),
-        Some(Topic::Testing) => (
-            "Test coverage of the touched modules",
-            "not lower than before the change",
-        ),
-        Some(Topic::Docs) => (
-            "Behaviours documented with an example",
-            "every new command, option or endpoint",
-        ),
-        None => (
-            "Acceptance criteria of the requirements tracing to this goal",
-            "all pass in CI",
-        ),
-    }
+fn metric_for(goal: &str) -> Step<&'static Metric> {
+    let m = METRICS.as_ref().map_err(Clone::clone)?;
+    Ok(match text::topics(goal).first() {
+        Some(Topic::Security) => &m.security,
+        Some(Topic::Performance) => &m.performance,
+        Some(Topic::Scale) => &m.scale,
+        Some(Topic::Usability) => &m.usability,
+        Some(Topic::Data) => &m.data,
+        Some(Topic::Testing) => &m.testing,
+        Some(Topic::Docs) => &m.docs,
+        None => &m.none,
+    })
 }
 
 /// Role words of the request and the user group each names.
@@ -208,14 +215,14 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
                 .unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should });
             goal(format!("G-{:03}", i + 1), c.text.clone(), priority)
         })
-        .collect();
+        .collect::<Step<_>>()?;
     let named_none = goals.is_empty();
     if named_none {
         goals.push(goal(
             "G-001".into(),
             "Deliver the change the request describes".into(),
             Moscow::Must,
-        ));
+        )?);
     }
     for g in &mut goals {
         g.module = context::matching_module(ctx.input.code.files(), &text::key_words(&g.text))
@@ -302,16 +309,16 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
 }
 
 /// A goal with the metric of its main topic.
-fn goal(id: String, text: String, priority: Moscow) -> Goal {
-    let (metric, target) = metric_for(&text);
-    Goal {
+fn goal(id: String, text: String, priority: Moscow) -> Step<Goal> {
+    let m = metric_for(&text)?;
+    Ok(Goal {
         id,
         text,
         priority,
-        metric: metric.to_owned(),
-        target: target.to_owned(),
+        metric: m.metric.clone(),
+        target: m.target.clone(),
         module: None,
-    }
+    })
 }
 
 /// A user group needs the goals that name it, or all of them.
