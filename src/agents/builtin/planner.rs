@@ -127,20 +127,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let mut notes = Vec::new();
     let discovery = spec::discovery(input, &mut notes);
     let (items, origin) = spec::items(input, &mut notes);
-    decisions.push(match origin {
-        Origin::Epics => format!(
-            "planned from {} in dependency order: the epics are the most detailed spec",
-            origin.describe(items.len())
-        ),
-        Origin::Requirements => format!(
-            "planned from {}: there are no epics",
-            origin.describe(items.len())
-        ),
-        Origin::TaskText => format!(
-            "planned from {}: there is no spec",
-            origin.describe(items.len())
-        ),
-    });
+    decisions.push(planned_from(origin, items.len()));
     decisions.append(&mut notes);
 
     let keywords: Vec<String> = items.iter().flat_map(|i| i.keywords.clone()).collect();
@@ -181,14 +168,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let complexity = Complexity::of(modules.len());
     let deps = shape::dependencies(&drafts, complexity);
 
-    let mut planned: Vec<shape::PlannedFile> = Vec::new();
-    for d in &drafts {
-        for f in &d.files {
-            if !planned.iter().any(|p| p.path == f.path) {
-                planned.push(f.clone());
-            }
-        }
-    }
+    let planned = planned_files(&drafts);
     let findings = signals::scan(&planned, &code);
     let modified = planned
         .iter()
@@ -205,56 +185,13 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         return Ok(rejected(reason));
     }
 
-    let module_word = |n: usize| if n == 1 { "module" } else { "modules" };
-    let mut reasons = vec![
-        format!(
-            "{} {} touched: {}",
-            modules.len(),
-            module_word(modules.len()),
-            modules.join(", ")
-        ),
-        format!("{} is {}", complexity.as_str(), complexity.range()),
-    ];
-    if !left_out.is_empty() {
-        reasons.push(format!(
-            "test files are not counted as modules: {}",
-            left_out.join(", ")
-        ));
-    }
-    reasons.push(format!("{modified} files to modify, {created} to create"));
-    let execution = match complexity {
-        Complexity::Low => "the tasks run one after another",
-        Complexity::Medium => "the tasks run in parallel, ordered only where they share a file",
-        Complexity::High => {
-            "the tasks follow the work items' dependencies and shared files as a DAG"
-        }
-    };
+    let execution = execution(complexity);
+    let reasons = reasons(&modules, complexity, &left_out, modified, created);
     let approach = format!(
         "Work from {}; each task changes the files whose paths and contents best match its keywords, and creates a file where nothing matches; {execution}.",
         origin.describe(items.len())
     );
-    decisions.push(format!(
-        "complexity {}: {} {} ({}) and {} is {}",
-        complexity.as_str(),
-        modules.len(),
-        module_word(modules.len()),
-        modules.join(", "),
-        complexity.as_str(),
-        complexity.range()
-    ));
-    decisions.push(format!("execution {}: {execution}", complexity.execution()));
-    if complexity == Complexity::Medium && drafts.iter().any(|d| !d.after.is_empty()) {
-        decisions.push(
-            "the work items' own dependencies are not followed in a Medium plan: its tasks run in parallel unless they share a file"
-                .to_owned(),
-        );
-    }
-    if created > 0 {
-        decisions.push(
-            "declaring a new file in its module is a step of its task, not a planned change, so tasks that each add a file stay parallel"
-                .to_owned(),
-        );
-    }
+    complexity_decisions(complexity, &modules, &drafts, created, &mut decisions);
 
     let plan = Plan {
         session_id: input.session.id.to_string(),
@@ -269,16 +206,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         complexity_reasons: reasons,
         modules: modules.clone(),
         approach,
-        tasks: tasks
-            .iter()
-            .map(|t| TaskRef {
-                id: t.id.clone(),
-                title: t.title.clone(),
-                files: t.files.clone(),
-                depends_on: t.depends_on.clone(),
-                requirements: t.requirements.clone(),
-            })
-            .collect(),
+        tasks: tasks.iter().map(TaskRef::of).collect(),
         recommended_execution: complexity.execution(),
         test_command: discovery.test_command.clone(),
     };
@@ -293,40 +221,23 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     files.extend(written);
 
     let tech_profile = tech_profile(&findings, discovery.upstream.as_ref(), &mut decisions);
-    let signal_names: Vec<&str> = {
-        let mut s: Vec<&str> = findings.iter().map(|f| f.signal).collect();
-        s.dedup();
-        s
-    };
-    let mut key_findings = vec![
-        format!(
-            "{} tasks from {}; complexity {} ({} {})",
-            tasks.len(),
-            origin.describe(items.len()),
-            complexity.as_str(),
-            modules.len(),
-            module_word(modules.len())
-        ),
-        format!(
-            "{modified} files to modify, {created} to create; execution {}",
-            complexity.execution()
-        ),
-        match &cache.hit {
-            Some(hit) => format!("Reused the cached `{angle}` exploration ({})", hit.file),
-            None => format!(
-                "Explored `{angle}` and cached it in {}",
-                explore::path(angle)
-            ),
-        },
-    ];
-    if !signal_names.is_empty() {
-        key_findings.push(format!("Signals: {}", signal_names.join(", ")));
-    }
-    key_findings.push(match &discovery.test_command {
-        Some(c) => format!("Test command: `{c}`"),
-        None => "No test command known from the discovery context".to_owned(),
-    });
-    let key_findings = key_findings.iter().map(|f| text::truncate(f, 99)).collect();
+    let headline = format!(
+        "{} tasks from {}; complexity {} ({} {})",
+        tasks.len(),
+        origin.describe(items.len()),
+        complexity.as_str(),
+        modules.len(),
+        module_word(modules.len())
+    );
+    let key_findings = key_findings(
+        headline,
+        complexity,
+        (modified, created),
+        &findings,
+        &cache,
+        angle,
+        discovery.test_command.as_deref(),
+    );
     let state_update = StateUpdate {
         key_findings,
         decisions,
@@ -353,6 +264,163 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         files,
         state_update,
     })
+}
+
+/// Every file the drafts plan to change, once, in the order they first name it.
+fn planned_files(drafts: &[Draft]) -> Vec<shape::PlannedFile> {
+    let mut planned: Vec<shape::PlannedFile> = Vec::new();
+    for f in drafts.iter().flat_map(|d| &d.files) {
+        if !planned.iter().any(|p| p.path == f.path) {
+            planned.push(f.clone());
+        }
+    }
+    planned
+}
+
+impl TaskRef {
+    /// The plan's entry for task `t`.
+    fn of(t: &TaskFile) -> TaskRef {
+        TaskRef {
+            id: t.id.clone(),
+            title: t.title.clone(),
+            files: t.files.clone(),
+            depends_on: t.depends_on.clone(),
+            requirements: t.requirements.clone(),
+        }
+    }
+}
+
+/// Where the plan comes from, and why from there.
+fn planned_from(origin: Origin, items: usize) -> String {
+    match origin {
+        Origin::Epics => format!(
+            "planned from {} in dependency order: the epics are the most detailed spec",
+            origin.describe(items)
+        ),
+        Origin::Requirements => format!(
+            "planned from {}: there are no epics",
+            origin.describe(items)
+        ),
+        Origin::TaskText => format!("planned from {}: there is no spec", origin.describe(items)),
+    }
+}
+
+/// `module` or `modules`.
+fn module_word(n: usize) -> &'static str {
+    if n == 1 { "module" } else { "modules" }
+}
+
+/// How the tasks of a plan of `complexity` run.
+fn execution(complexity: Complexity) -> &'static str {
+    match complexity {
+        Complexity::Low => "the tasks run one after another",
+        Complexity::Medium => "the tasks run in parallel, ordered only where they share a file",
+        Complexity::High => {
+            "the tasks follow the work items' dependencies and shared files as a DAG"
+        }
+    }
+}
+
+/// Why the plan has its complexity.
+fn reasons(
+    modules: &[String],
+    complexity: Complexity,
+    left_out: &[String],
+    modified: usize,
+    created: usize,
+) -> Vec<String> {
+    let mut reasons = vec![
+        format!(
+            "{} {} touched: {}",
+            modules.len(),
+            module_word(modules.len()),
+            modules.join(", ")
+        ),
+        format!("{} is {}", complexity.as_str(), complexity.range()),
+    ];
+    if !left_out.is_empty() {
+        reasons.push(format!(
+            "test files are not counted as modules: {}",
+            left_out.join(", ")
+        ));
+    }
+    reasons.push(format!("{modified} files to modify, {created} to create"));
+    reasons
+}
+
+/// The decisions about complexity and execution.
+fn complexity_decisions(
+    complexity: Complexity,
+    modules: &[String],
+    drafts: &[Draft],
+    created: usize,
+    decisions: &mut Vec<String>,
+) {
+    decisions.push(format!(
+        "complexity {}: {} {} ({}) and {} is {}",
+        complexity.as_str(),
+        modules.len(),
+        module_word(modules.len()),
+        modules.join(", "),
+        complexity.as_str(),
+        complexity.range()
+    ));
+    decisions.push(format!(
+        "execution {}: {}",
+        complexity.execution(),
+        execution(complexity)
+    ));
+    if complexity == Complexity::Medium && drafts.iter().any(|d| !d.after.is_empty()) {
+        decisions.push(
+            "the work items' own dependencies are not followed in a Medium plan: its tasks run in parallel unless they share a file"
+                .to_owned(),
+        );
+    }
+    if created > 0 {
+        decisions.push(
+            "declaring a new file in its module is a step of its task, not a planned change, so tasks that each add a file stay parallel"
+                .to_owned(),
+        );
+    }
+}
+
+/// The key findings of a plan, each under 100 characters, after the one that sums it up.
+fn key_findings(
+    headline: String,
+    complexity: Complexity,
+    (modified, created): (usize, usize),
+    findings: &[Finding],
+    cache: &explore::Cache,
+    angle: &str,
+    test_command: Option<&str>,
+) -> Vec<String> {
+    let signal_names: Vec<&str> = {
+        let mut s: Vec<&str> = findings.iter().map(|f| f.signal).collect();
+        s.dedup();
+        s
+    };
+    let mut key_findings = vec![
+        headline,
+        format!(
+            "{modified} files to modify, {created} to create; execution {}",
+            complexity.execution()
+        ),
+        match &cache.hit {
+            Some(hit) => format!("Reused the cached `{angle}` exploration ({})", hit.file),
+            None => format!(
+                "Explored `{angle}` and cached it in {}",
+                explore::path(angle)
+            ),
+        },
+    ];
+    if !signal_names.is_empty() {
+        key_findings.push(format!("Signals: {}", signal_names.join(", ")));
+    }
+    key_findings.push(match test_command {
+        Some(c) => format!("Test command: `{c}`"),
+        None => "No test command known from the discovery context".to_owned(),
+    });
+    key_findings.iter().map(|f| text::truncate(f, 99)).collect()
 }
 
 fn json(e: serde_json::Error) -> Error {
@@ -391,25 +459,57 @@ fn task_file(
         .filter(|f| f.change == Change::Create)
         .map(|f| f.path.as_str())
         .collect();
-    let modifies: Vec<&str> = d
-        .files
-        .iter()
-        .filter(|f| f.change == Change::Modify)
-        .map(|f| f.path.as_str())
-        .collect();
-    let quoted = |paths: &[&str]| {
-        paths
-            .iter()
-            .map(|p| format!("`{p}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let from = if d.sources.iter().all(|s| s.starts_with("clause")) {
         "the task text".to_owned()
     } else {
         d.sources.join(", ")
     };
+    let (implementation, pre_analysis) = steps(d, code, discovery);
+    let criteria = criteria(d, &creates, discovery);
+    let approach = approach(d, &from, &creates);
+    let risks = risks(i, d, drafts, deps, findings, code, &creates);
+    let description = description(d, &from);
+    TaskFile {
+        id: task_id(i),
+        title: text::truncate(&d.title, 120),
+        description,
+        files: d
+            .files
+            .iter()
+            .map(|f| FileChange {
+                path: f.path.clone(),
+                change: f.change.as_str(),
+            })
+            .collect(),
+        implementation,
+        convergence: Convergence { criteria },
+        depends_on: deps.iter().map(|&j| task_id(j)).collect(),
+        requirements: d.requirements.clone(),
+        pre_analysis,
+        reference: Reference {
+            files: d.reference.clone(),
+        },
+        rationale: Rationale {
+            chosen_approach: approach,
+        },
+        risks,
+        meta: Meta {
+            execution_config: ExecutionConfig { method: "agent" },
+        },
+    }
+}
 
+/// Paths as inline code, joined with commas.
+fn quoted(paths: &[&str]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The implementation steps of a task and the reading it starts with.
+fn steps(d: &Draft, code: &Code, discovery: &spec::Discovery) -> (Vec<String>, Vec<PreStep>) {
     let mut implementation = Vec::new();
     let mut pre_analysis = Vec::new();
     for f in &d.files {
@@ -466,11 +566,16 @@ fn task_file(
         None => "Run the project's tests and fix what fails".to_owned(),
     });
 
+    (implementation, pre_analysis)
+}
+
+/// The convergence criteria of a task: its item's, the files it creates, the test suite.
+fn criteria(d: &Draft, creates: &[&str], discovery: &spec::Discovery) -> Vec<String> {
     let mut criteria: Vec<String> = d.criteria.iter().take(CRITERIA).cloned().collect();
     if criteria.is_empty() {
         criteria.push(format!("A test exercises \"{}\" and passes", d.title));
     }
-    for p in &creates {
+    for p in creates {
         criteria.push(format!("`{p}` exists and is part of the build"));
     }
     criteria.push(match &discovery.test_command {
@@ -479,6 +584,17 @@ fn task_file(
     });
     shape::dedup(&mut criteria);
 
+    criteria
+}
+
+/// Why a task changes the files it does.
+fn approach(d: &Draft, from: &str, creates: &[&str]) -> String {
+    let modifies: Vec<&str> = d
+        .files
+        .iter()
+        .filter(|f| f.change == Change::Modify)
+        .map(|f| f.path.as_str())
+        .collect();
     let mut approach = format!("From {from}: ");
     let mut parts = Vec::new();
     if !modifies.is_empty() {
@@ -496,13 +612,26 @@ fn task_file(
     if !creates.is_empty() {
         parts.push(format!(
             "create {} because no existing file matched its keywords",
-            quoted(&creates)
+            quoted(creates)
         ));
     }
     approach.push_str(&parts.join("; "));
 
+    approach
+}
+
+/// The risks of task `i`: proposed files, files shared with other tasks, signals.
+fn risks(
+    i: usize,
+    d: &Draft,
+    drafts: &[Draft],
+    deps: &BTreeSet<usize>,
+    findings: &[Finding],
+    code: &Code,
+    creates: &[&str],
+) -> Vec<String> {
     let mut risks = Vec::new();
-    for p in &creates {
+    for p in creates {
         risks.push(format!(
             "`{p}` is a proposal: no existing file matched; move it if the code has a better place"
         ));
@@ -540,7 +669,12 @@ fn task_file(
         });
     }
 
-    let description = if d.description.trim().is_empty() {
+    risks
+}
+
+/// The task's description: its item's, with where it comes from.
+fn description(d: &Draft, from: &str) -> String {
+    if d.description.trim().is_empty() {
         format!("{} (from {from}).", d.title)
     } else {
         let text = d.description.trim();
@@ -550,34 +684,6 @@ fn task_file(
             "."
         };
         format!("{text}{stop}\n\nFrom {from}.")
-    };
-    TaskFile {
-        id: task_id(i),
-        title: text::truncate(&d.title, 120),
-        description,
-        files: d
-            .files
-            .iter()
-            .map(|f| FileChange {
-                path: f.path.clone(),
-                change: f.change.as_str(),
-            })
-            .collect(),
-        implementation,
-        convergence: Convergence { criteria },
-        depends_on: deps.iter().map(|&j| task_id(j)).collect(),
-        requirements: d.requirements.clone(),
-        pre_analysis,
-        reference: Reference {
-            files: d.reference.clone(),
-        },
-        rationale: Rationale {
-            chosen_approach: approach,
-        },
-        risks,
-        meta: Meta {
-            execution_config: ExecutionConfig { method: "agent" },
-        },
     }
 }
 

@@ -1,6 +1,10 @@
-//! The builtin writer: fills the four spec templates (product brief, requirements,
+//! The builtin writer: writes the four spec documents (product brief, requirements,
 //! architecture, epics) from the task text, the analyst's discovery context, the paths of the
 //! code tree and the documents of earlier phases.
+//!
+//! Each phase's module decides what its documents say, as plain data (ids, lists, counts,
+//! which case applies); the words are in the minijinja templates of
+//! `specs/templates/builtin/`, rendered over that data by [`template::fill`].
 //!
 //! Everything follows fixed rules, so the same input gives byte-identical documents, and what
 //! cannot be known offline is written down as an open question instead of being guessed.
@@ -25,6 +29,9 @@ use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
+
+// The spec templates: what each document must contain (their literal headings), the same
+// contract agents and the readiness gate read. The writer checks its output against them.
 
 /// The product brief template.
 const BRIEF_TEMPLATE: &str = include_str!("../../../specs/templates/product-brief.md");
@@ -75,6 +82,12 @@ impl Moscow {
             "won't" | "wont" | "will not" => Some(Moscow::Wont),
             _ => None,
         }
+    }
+}
+
+impl serde::Serialize for Moscow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -203,41 +216,39 @@ impl<'a> Ctx<'a> {
         previous.map_or(1, |v| v + 1).to_string()
     }
 
-    /// The frontmatter values shared by every document at `path`.
-    fn common(&self, path: &str) -> Vec<(&'static str, String)> {
-        vec![
-            ("session_id", self.session_id.clone()),
-            ("generated_at", self.generated_at.clone()),
-            ("version", self.version(path)),
-        ]
+    /// What every document's template is given, for the document at `path`.
+    fn shared(&self, path: &str) -> Step<Common> {
+        Ok(Common {
+            session_id: self.session_id.clone(),
+            generated_at: self.generated_at.clone(),
+            version: self.version(path),
+            revision_notes: self.revision_notes()?,
+        })
     }
 
     /// The `dependencies` of an index document: the discovery context when present, then
     /// the documents of earlier phases.
-    fn dependencies(&self, earlier: &[&str]) -> String {
+    fn dependency_paths(&self, earlier: &[&str]) -> Vec<String> {
         let mut deps = Vec::new();
         if self.discovery.availability == Availability::Present {
             deps.push(spec::DISCOVERY.to_owned());
         }
         deps.extend(earlier.iter().map(|s| (*s).to_owned()));
-        text::yaml_list(&deps)
+        deps
     }
 
     /// The Revision Notes section, empty when the task carries no feedback.
-    fn revision_notes(&self) -> String {
-        if self.feedback.is_empty() {
-            return String::new();
+    fn revision_notes(&self) -> Step<String> {
+        #[derive(serde::Serialize)]
+        struct Notes<'a> {
+            task_id: String,
+            feedback: &'a [String],
         }
-        let quoted: Vec<String> = self.feedback.iter().map(|f| format!("> {f}")).collect();
-        format!(
-            "## Revision Notes\n\nThis version was written by {} in answer to this feedback:\n\n{}\n\n\
-             The builtin writer rebuilds the document by its fixed rules from the request, the \
-             discovery context, the code and the earlier documents; it cannot act on free text by \
-             itself. The feedback is repeated under Open Questions so that the next review can \
-             confirm whether this version answers it, or hand it to an agent that can.\n",
-            self.input.task.id,
-            quoted.join("\n>\n"),
-        )
+        let notes = Notes {
+            task_id: self.input.task.id.to_string(),
+            feedback: &self.feedback,
+        };
+        template::fill("revision-notes.md", &notes)
     }
 
     /// Open questions every document carries: unusable discovery context and feedback.
@@ -280,6 +291,19 @@ impl<'a> Ctx<'a> {
                 )
             })
     }
+}
+
+/// What every document's template is given besides its own data.
+#[derive(serde::Serialize)]
+struct Common {
+    /// The session id.
+    session_id: String,
+    /// See [`Ctx::generated_at`].
+    generated_at: String,
+    /// See [`Ctx::version`].
+    version: String,
+    /// The Revision Notes section, empty when the task carries no feedback.
+    revision_notes: String,
 }
 
 /// The result of a step: a failure is a reason for the task's outcome.

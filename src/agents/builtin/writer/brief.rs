@@ -1,59 +1,73 @@
 //! Phase 2: the product brief. Goals come from the clauses of the request; users,
 //! constraints and the state of the code from the discovery context and the code's paths.
 
-use super::context::{self, Availability, Discovery};
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::context::{self, Availability, Discovery, Language, Manifest, TestFramework};
 use super::text::{self, Topic};
-use super::{BRIEF_TEMPLATE, Ctx, Draft, Moscow, Step, template};
+use super::{Common, Ctx, Draft, Moscow, Step, template};
 use crate::specdoc::{md, spec};
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;
 
 /// One goal of the brief.
+#[derive(Serialize)]
 struct Goal {
     id: String,
     text: String,
     priority: Moscow,
     metric: String,
     target: String,
+    /// The existing path its key words match.
+    module: Option<String>,
 }
 
+/// A goal's success metric and its target.
+#[derive(Deserialize)]
+struct Metric {
+    metric: String,
+    target: String,
+}
+
+/// The [`Metric`] of each main topic a goal may have; see `goal-metrics.toml`.
+#[derive(Deserialize)]
+struct Metrics {
+    security: Metric,
+    performance: Metric,
+    scale: Metric,
+    usability: Metric,
+    data: Metric,
+    testing: Metric,
+    docs: Metric,
+    /// For a goal of no particular topic.
+    none: Metric,
+}
+
+/// [`Metrics`], read once, or why they cannot be read.
+static METRICS: LazyLock<Result<Metrics, String>> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/goal-metrics.toml"
+    ))
+    .map_err(|e| format!("the goal metrics do not parse: {e}"))
+});
+
 /// A success metric and its target for a goal, by its main topic.
-fn metric_for(goal: &str) -> (&'static str, &'static str) {
-    match text::topics(goal).first() {
-        Some(Topic::Security) => (
-            "Negative tests for unauthorised or malformed access",
-            "all refused; no open high-severity review finding",
-        ),
-        Some(Topic::Performance) => (
-            "p95 time of the affected operation, measured by a benchmark",
-            "at or below the baseline measured before the change (figure to confirm)",
-        ),
-        Some(Topic::Scale) => (
-            "Operations handled at the expected peak load",
-            "peak load handled without errors (figure to confirm)",
-        ),
-        Some(Topic::Usability) => (
-            "Scripted end-to-end run of the user flow",
-            "completes without manual help; passes in CI",
-        ),
-        Some(Topic::Data) => (
-            "Round-trip tests: data written, then read back",
-            "every case reads back unchanged",
-        ),
-        Some(Topic::Testing) => (
-            "Test coverage of the touched modules",
-            "not lower than before the change",
-        ),
-        Some(Topic::Docs) => (
-            "Behaviours documented with an example",
-            "every new command, option or endpoint",
-        ),
-        None => (
-            "Acceptance criteria of the requirements tracing to this goal",
-            "all pass in CI",
-        ),
-    }
+fn metric_for(goal: &str) -> Step<&'static Metric> {
+    let m = METRICS.as_ref().map_err(Clone::clone)?;
+    Ok(match text::topics(goal).first() {
+        Some(Topic::Security) => &m.security,
+        Some(Topic::Performance) => &m.performance,
+        Some(Topic::Scale) => &m.scale,
+        Some(Topic::Usability) => &m.usability,
+        Some(Topic::Data) => &m.data,
+        Some(Topic::Testing) => &m.testing,
+        Some(Topic::Docs) => &m.docs,
+        None => &m.none,
+    })
 }
 
 /// Role words of the request and the user group each names.
@@ -89,7 +103,8 @@ const ROLES: &[(&str, &str)] = &[
 ];
 
 /// Where the user groups came from.
-#[derive(PartialEq)]
+#[derive(PartialEq, Clone, Copy, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum UserSource {
     Discovery,
     Request,
@@ -132,54 +147,86 @@ fn is_business(constraint: &str) -> bool {
     BUSINESS.iter().any(|b| lower.contains(b))
 }
 
+/// The data of the brief.
+#[derive(Serialize)]
+struct BriefDoc<'a> {
+    #[serde(flatten)]
+    common: Common,
+    dependencies: Vec<String>,
+    title: &'a str,
+    request: &'a str,
+    problem: &'a str,
+    goals: &'a [Goal],
+    users: &'a [String],
+    user_source: UserSource,
+    personas: Vec<Persona>,
+    /// Goals whose key words match an existing path, and those that match none.
+    matched: Vec<&'a Goal>,
+    unmatched: Vec<String>,
+    must: usize,
+    ruled_out: Vec<String>,
+    technical: Vec<String>,
+    business: Vec<String>,
+    domain: &'a str,
+    signals: &'a [String],
+    recommendations: &'a [String],
+    code: CodeDoc<'a>,
+    /// Whether the discovery context was `read`, `missing` or `unreadable`.
+    discovery: &'static str,
+    questions: &'a [String],
+    paths: BTreeMap<&'static str, &'static str>,
+}
+
+/// A user group and the goals it needs.
+#[derive(Serialize)]
+struct Persona {
+    role: String,
+    needs: Vec<String>,
+}
+
+/// The facts of the scan the brief quotes.
+#[derive(Serialize)]
+struct CodeDoc<'a> {
+    lang: Option<&'a str>,
+    share: f64,
+    file_count: u64,
+    source: &'a str,
+    stack: Option<String>,
+    languages: &'a [Language],
+    frameworks: &'a [String],
+    test_framework: Option<&'a TestFramework>,
+    manifests: &'a [Manifest],
+    ci: &'a [String],
+}
+
 /// Writes `spec/product-brief.md`.
 pub fn write(ctx: &Ctx) -> Step<Draft> {
     let d = &ctx.discovery;
     let code = &d.code;
     let clauses = text::clauses(&ctx.task_text);
-    let negatives: Vec<String> = clauses
-        .iter()
-        .filter(|c| c.negative)
-        .map(|c| c.text.clone())
-        .collect();
     let positives: Vec<&text::Clause> = clauses.iter().filter(|c| !c.negative).collect();
-    let overflow: Vec<String> = positives
-        .iter()
-        .skip(MAX_GOALS)
-        .map(|c| c.text.clone())
-        .collect();
     let mut goals: Vec<Goal> = positives
         .iter()
         .take(MAX_GOALS)
         .enumerate()
         .map(|(i, c)| {
-            let (metric, target) = metric_for(&c.text);
-            Goal {
-                id: format!("G-{:03}", i + 1),
-                text: c.text.clone(),
-                priority: c
-                    .priority
-                    .unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should }),
-                metric: metric.to_owned(),
-                target: target.to_owned(),
-            }
+            let priority = c
+                .priority
+                .unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should });
+            goal(format!("G-{:03}", i + 1), c.text.clone(), priority)
         })
-        .collect();
-    let mut questions = ctx.common_questions();
-    if goals.is_empty() {
-        let (metric, target) = metric_for("");
-        goals.push(Goal {
-            id: "G-001".into(),
-            text: "Deliver the change the request describes".into(),
-            priority: Moscow::Must,
-            metric: metric.into(),
-            target: target.into(),
-        });
-        questions.push(
-            "The request names no goal that could be read offline; what should the change \
-             achieve?"
-                .into(),
-        );
+        .collect::<Step<_>>()?;
+    let named_none = goals.is_empty();
+    if named_none {
+        goals.push(goal(
+            "G-001".into(),
+            "Deliver the change the request describes".into(),
+            Moscow::Must,
+        )?);
+    }
+    for g in &mut goals {
+        g.module = context::matching_module(ctx.input.code.files(), &text::key_words(&g.text))
+            .map(|(m, _)| m);
     }
     // A problem statement that only repeats the request adds nothing.
     let problem = if text::one_line(&d.problem_statement)
@@ -191,6 +238,131 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         d.problem_statement.as_str()
     };
     let (users, user_source) = users(&ctx.task_text, d);
+    let overflow: Vec<String> = positives
+        .iter()
+        .skip(MAX_GOALS)
+        .map(|c| c.text.clone())
+        .collect();
+    let questions = questions(ctx, &goals, named_none, &users, user_source, &overflow);
+    let doc = BriefDoc {
+        common: ctx.shared(spec::BRIEF)?,
+        dependencies: ctx.dependency_paths(&[]),
+        title: &ctx.title,
+        request: &ctx.task_text,
+        problem,
+        personas: users.iter().map(|u| persona(u, &goals)).collect(),
+        goals: &goals,
+        users: &users,
+        user_source,
+        matched: goals.iter().filter(|g| g.module.is_some()).collect(),
+        unmatched: goals
+            .iter()
+            .filter(|g| g.module.is_none())
+            .map(|g| g.id.clone())
+            .collect(),
+        must: goals.iter().filter(|g| g.priority == Moscow::Must).count(),
+        ruled_out: clauses
+            .iter()
+            .filter(|c| c.negative)
+            .map(|c| c.text.clone())
+            .collect(),
+        technical: d
+            .constraints
+            .iter()
+            .filter(|c| !is_business(c))
+            .cloned()
+            .collect(),
+        business: d
+            .constraints
+            .iter()
+            .filter(|c| is_business(c))
+            .cloned()
+            .collect(),
+        domain: &d.domain,
+        signals: &d.signals,
+        recommendations: &d.recommendations,
+        code: CodeDoc {
+            lang: code.primary_language(),
+            share: code.languages.first().map_or(0.0, |l| l.share),
+            file_count: code.file_count,
+            source: &code.source,
+            stack: code.stack_phrase(),
+            languages: &code.languages[..code.languages.len().min(3)],
+            frameworks: &code.frameworks,
+            test_framework: code.test_framework.as_ref(),
+            manifests: &code.manifests,
+            ci: &code.ci,
+        },
+        discovery: match d.availability {
+            Availability::Present => "read",
+            Availability::Missing => "missing",
+            Availability::Unreadable(_) => "unreadable",
+        },
+        questions: &questions,
+        paths: BTreeMap::from([
+            ("discovery", spec::DISCOVERY),
+            ("requirements", spec::REQUIREMENTS_INDEX),
+        ]),
+    };
+    let text = template::fill("product-brief.md", &doc)?;
+    Ok(draft(&goals, &users, user_source, d, text, questions.len()))
+}
+
+/// A goal with the metric of its main topic.
+fn goal(id: String, text: String, priority: Moscow) -> Step<Goal> {
+    let m = metric_for(&text)?;
+    Ok(Goal {
+        id,
+        text,
+        priority,
+        metric: m.metric.clone(),
+        target: m.target.clone(),
+        module: None,
+    })
+}
+
+/// A user group needs the goals that name it, or all of them.
+fn persona(user: &str, goals: &[Goal]) -> Persona {
+    let words = text::words(user);
+    let mine: Vec<String> = goals
+        .iter()
+        .filter(|g| {
+            let gw = text::words(&g.text);
+            words.iter().any(|w| {
+                gw.iter()
+                    .any(|x| x.trim_end_matches('s') == w.trim_end_matches('s'))
+            })
+        })
+        .map(|g| g.id.clone())
+        .collect();
+    Persona {
+        role: user.to_owned(),
+        needs: if mine.is_empty() {
+            goals.iter().map(|g| g.id.clone()).collect()
+        } else {
+            mine
+        },
+    }
+}
+
+/// The open questions of the brief.
+fn questions(
+    ctx: &Ctx,
+    goals: &[Goal],
+    named_none: bool,
+    users: &[String],
+    user_source: UserSource,
+    overflow: &[String],
+) -> Vec<String> {
+    let d = &ctx.discovery;
+    let mut questions = ctx.common_questions();
+    if named_none {
+        questions.push(
+            "The request names no goal that could be read offline; what should the change \
+             achieve?"
+                .into(),
+        );
+    }
     match user_source {
         UserSource::Discovery => {}
         UserSource::Request => questions.push(format!(
@@ -216,16 +388,10 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
                 .into(),
         );
     }
-    let business: Vec<String> = d
-        .constraints
-        .iter()
-        .filter(|c| is_business(c))
-        .cloned()
-        .collect();
-    if business.is_empty() {
+    if !d.constraints.iter().any(|c| is_business(c)) {
         questions.push("Which deadline, budget or sign-off applies to this change?".into());
     }
-    if code.test_framework.is_none() {
+    if d.code.test_framework.is_none() {
         questions
             .push("No test framework was found: how will the success metrics be checked?".into());
     }
@@ -242,369 +408,18 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     }
     questions.extend(d.open_questions.iter().cloned());
     questions.push("Are the goals complete, and is their order of priority right?".into());
+    questions
+}
 
-    let files = ctx.input.code.files();
-    let related: Vec<Option<String>> = goals
-        .iter()
-        .map(|g| context::matching_module(files, &text::key_words(&g.text)).map(|(m, _)| m))
-        .collect();
-    let goal_list: Vec<String> = goals.iter().map(|g| text::lower_first(&g.text)).collect();
-    let goal_series = text::series(&goal_list);
-    let user_phrase = text::and_list(&users.iter().map(|u| plural(u)).collect::<Vec<_>>());
-
-    let summary = format!(
-        "This brief turns the request \"{}\" into {} for {}. Each goal has a success metric \
-         with a target, and {} what could not be settled offline.",
-        md::inline(&text::shorten(&ctx.task_text, 120)),
-        count(goals.len(), "goal"),
-        user_phrase.to_lowercase(),
-        if questions.len() == 1 {
-            "one open question lists".to_owned()
-        } else {
-            format!("{} open questions list", questions.len())
-        }
-    );
-    let vision = format!(
-        "When this work is done, {} can count on the following: {}. Each result is judged by \
-         the metric beside its goal, so \"done\" can be checked rather than argued.",
-        user_phrase.to_lowercase(),
-        goal_series
-    );
-    let mut situation = Vec::new();
-    if !problem.is_empty() {
-        situation.push(format!("The analyst states the problem as: {}", problem));
-    } else {
-        situation.push(format!(
-            "The request reads: \"{}\". No separate problem statement was given.",
-            md::inline(&ctx.task_text)
-        ));
-    }
-    match code.primary_language() {
-        Some(lang) => situation.push(format!(
-            "The repository holds {} files, mostly {lang} ({:.0}% of the code), according to \
-             {}.",
-            code.file_count, code.languages[0].share, code.source
-        )),
-        None => situation.push(format!(
-            "No source code was found in the repository ({} files).",
-            code.file_count
-        )),
-    }
-    let mut matched = Vec::new();
-    let mut unmatched = Vec::new();
-    for (g, m) in goals.iter().zip(&related) {
-        match m {
-            Some(m) => matched.push(format!("`{m}` ({})", g.id)),
-            None => unmatched.push(g.id.clone()),
-        }
-    }
-    if !matched.is_empty() {
-        situation.push(format!(
-            "Code whose paths match the goals: {}.",
-            text::and_list(&matched)
-        ));
-    }
-    if !unmatched.is_empty() {
-        situation.push(format!(
-            "No existing path matches {}; that part is likely new code.",
-            text::and_list(&unmatched)
-        ));
-    }
-    let mut impact = vec![format!(
-        "Until the change lands, {} go without: {}.",
-        user_phrase.to_lowercase(),
-        goal_series
-    )];
-    if !d.domain.is_empty() {
-        impact.push(format!("Domain: {}.", d.domain));
-    }
-    if !d.signals.is_empty() {
-        impact.push(format!(
-            "The analyst flagged {} in the code base; a change here has to respect them.",
-            d.signals
-                .iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-
-    let persona = template::part(BRIEF_TEMPLATE, "persona")?;
-    let mut persona_blocks = Vec::new();
-    for user in &users {
-        let words = text::words(user);
-        let mine: Vec<String> = goals
-            .iter()
-            .filter(|g| {
-                let gw = text::words(&g.text);
-                words.iter().any(|w| {
-                    gw.iter()
-                        .any(|x| x.trim_end_matches('s') == w.trim_end_matches('s'))
-                })
-            })
-            .map(|g| g.id.clone())
-            .collect();
-        let needs = if mine.is_empty() {
-            goals.iter().map(|g| g.id.clone()).collect::<Vec<_>>()
-        } else {
-            mine
-        };
-        persona_blocks.push(template::render(
-            persona,
-            &[
-                ("role", user.clone()),
-                ("needs", format!("the goals {}", needs.join(", "))),
-                (
-                    "pain_points",
-                    if problem.is_empty() {
-                        "not stated in the request; see Open Questions".to_owned()
-                    } else {
-                        text::shorten(problem, 200)
-                    },
-                ),
-                (
-                    "success",
-                    "the metrics of those goals reach their targets".to_owned(),
-                ),
-                (
-                    "source",
-                    match user_source {
-                        UserSource::Discovery => "the discovery context",
-                        UserSource::Request => "role words of the request",
-                        UserSource::Assumed => "an assumption (see Open Questions)",
-                    }
-                    .to_owned(),
-                ),
-            ],
-        )?);
-    }
-
-    let goal_rows: Vec<String> = goals
-        .iter()
-        .map(|g| {
-            format!(
-                "| {} | {} | {} | {} | {} |",
-                g.id,
-                text::cell(&g.text),
-                g.priority.as_str(),
-                text::cell(&g.metric),
-                text::cell(&g.target)
-            )
-        })
-        .collect();
-    let in_scope: Vec<String> = goals
-        .iter()
-        .map(|g| format!("{}: {}", g.id, g.text))
-        .collect();
-    let mut out_of_scope: Vec<String> = negatives
-        .iter()
-        .map(|n| match n.strip_prefix("Without ") {
-            Some(rest) => format!("{} (ruled out by the request)", text::upper_first(rest)),
-            None => format!("{n} (stated in the request)"),
-        })
-        .collect();
-    out_of_scope.push("Work no goal above needs, even where it touches the same code".into());
-    out_of_scope.push(
-        "Changes to the build, release or deployment set-up, unless a goal requires them".into(),
-    );
-    let mut assumptions = Vec::new();
-    if let Some(stack) = code.stack_phrase() {
-        assumptions.push(format!(
-            "The change is built in this repository, on its current stack: {stack}"
-        ));
-    }
-    if let Some(t) = &code.test_framework {
-        assumptions.push(format!(
-            "Changes are verified with {}{}",
-            t.name,
-            if t.command.is_empty() {
-                String::new()
-            } else {
-                format!(" (`{}`)", t.command)
-            }
-        ));
-    }
-    if user_source != UserSource::Discovery {
-        assumptions.push(format!(
-            "The users named above ({}) are the ones the request means",
-            users.join(", ")
-        ));
-    }
-    assumptions.push("Goals listed later in the table matter less than earlier ones".into());
-    let state_rows: Vec<String> = goals
-        .iter()
-        .zip(&related)
-        .map(|(g, m)| {
-            format!(
-                "| {} | {} | {} | {} |",
-                g.id,
-                match m {
-                    Some(m) => format!("Related code exists in `{m}`"),
-                    None => "No existing path matches".to_owned(),
-                },
-                text::cell(&g.text),
-                text::cell(&format!("{}: {}", g.metric, g.target))
-            )
-        })
-        .collect();
-
-    let mut technical: Vec<String> = d
-        .constraints
-        .iter()
-        .filter(|c| !is_business(c))
-        .cloned()
-        .collect();
-    technical.extend(
-        negatives
-            .iter()
-            .map(|n| format!("From the request: {}", text::lower_first(n))),
-    );
-    for (i, l) in code.languages.iter().take(3).enumerate() {
-        technical.push(format!(
-            "{} language: {} ({:.0}% of the code, {})",
-            if i == 0 { "Main" } else { "Other" },
-            l.name,
-            l.share,
-            count(l.files as usize, "file")
-        ));
-    }
-    if !code.frameworks.is_empty() {
-        technical.push(format!("Frameworks in use: {}", code.frameworks.join(", ")));
-    }
-    match &code.test_framework {
-        Some(t) => technical.push(format!(
-            "Tests run with {}{}{}",
-            t.name,
-            if t.command.is_empty() {
-                String::new()
-            } else {
-                format!(" (`{}`)", t.command)
-            },
-            if t.evidence.is_empty() {
-                String::new()
-            } else {
-                format!("; evidence: {}", t.evidence)
-            }
-        )),
-        None => technical.push("No test framework was found".into()),
-    }
-    let dependency_list: Vec<String> = code
-        .manifests
-        .iter()
-        .map(|m| {
-            format!(
-                "`{}` ({}): {}",
-                m.path,
-                if m.kind.is_empty() {
-                    "manifest"
-                } else {
-                    &m.kind
-                },
-                if m.dependencies.is_empty() {
-                    "dependencies not listed".to_owned()
-                } else {
-                    format!("{} declared dependencies", m.dependencies.len())
-                }
-            )
-        })
-        .chain(
-            code.ci
-                .iter()
-                .map(|c| format!("Continuous integration: `{c}`")),
-        )
-        .collect();
-
-    let must = goals.iter().filter(|g| g.priority == Moscow::Must).count();
-    let perspectives = [
-        format!(
-            "**Product:** {} goals, {} of them Must; the first is {} ({}).",
-            goals.len(),
-            must,
-            goals[0].id,
-            goals[0].text
-        ),
-        format!(
-            "**Technical:** stack {}; risk signals: {}.{}",
-            code.stack_phrase().unwrap_or_else(|| "not known".into()),
-            if d.signals.is_empty() {
-                "none reported".to_owned()
-            } else {
-                d.signals.join(", ")
-            },
-            d.recommendations
-                .iter()
-                .take(2)
-                .map(|r| format!(" Analyst advice: {}.", r.trim_end_matches('.')))
-                .collect::<String>()
-        ),
-        format!(
-            "**User:** {user_phrase} are served by every goal; the pain they report: {}.",
-            if problem.is_empty() {
-                "not stated (see Open Questions)".to_owned()
-            } else {
-                text::lower_first(problem.trim_end_matches('.'))
-            }
-        ),
-        format!(
-            "**Where they meet and differ:** every goal has a metric a test can check. {}",
-            if goals.iter().any(|g| g.priority != Moscow::Must) {
-                "Goals below Must are the first to drop if time runs short."
-            } else {
-                "No conflict is visible from the request alone."
-            }
-        ),
-    ];
-    let references = [
-        format!(
-            "Discovery context: `{}` ({})",
-            spec::DISCOVERY,
-            match d.availability {
-                Availability::Present => "read",
-                Availability::Missing => "missing",
-                Availability::Unreadable(_) => "unreadable",
-            }
-        ),
-        "Request: the task text of the session".to_owned(),
-        format!(
-            "Next: the requirements, `{}` (DRAFT-002)",
-            spec::REQUIREMENTS_INDEX
-        ),
-    ];
-
-    let path = spec::BRIEF;
-    let mut values = ctx.common(path);
-    values.extend([
-        ("dependencies", ctx.dependencies(&[])),
-        ("title", ctx.title.clone()),
-        ("summary", summary),
-        ("vision", vision),
-        ("current_situation", situation.join(" ")),
-        ("impact", impact.join(" ")),
-        ("users", persona_blocks.join("\n")),
-        ("goal_rows", goal_rows.join("\n")),
-        ("in_scope", text::bullets(&in_scope, "")),
-        ("out_of_scope", text::bullets(&out_of_scope, "")),
-        ("assumptions", text::bullets(&assumptions, "")),
-        ("state_rows", state_rows.join("\n")),
-        ("technical_constraints", text::bullets(&technical, "")),
-        (
-            "business_constraints",
-            text::bullets(
-                &business,
-                "None stated in the request or found by the analyst; see Open Questions.",
-            ),
-        ),
-        (
-            "dependency_list",
-            text::bullets(&dependency_list, "No build manifest was found."),
-        ),
-        ("perspectives", text::bullets(&perspectives, "")),
-        ("revision_notes", ctx.revision_notes()),
-        ("open_questions", text::checkboxes(&questions)),
-        ("references", text::bullets(&references, "")),
-    ]);
-    let doc = template::render(template::part(BRIEF_TEMPLATE, "brief")?, &values)?;
-
+/// The phase's summary, findings and decisions.
+fn draft(
+    goals: &[Goal],
+    users: &[String],
+    user_source: UserSource,
+    d: &Discovery,
+    doc: String,
+    questions: usize,
+) -> Draft {
     let mut findings = vec![format!(
         "{} from the request: {}",
         count(goals.len(), "goal"),
@@ -626,15 +441,14 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     if d.availability != Availability::Present {
         findings.push("Discovery context unusable: code facts from file names only".into());
     }
-    findings.push(format!("{} open questions need answers", questions.len()));
-    Ok(Draft {
+    findings.push(format!("{questions} open questions need answers"));
+    Draft {
         summary: format!(
-            "product-brief: {}, {}, {} open questions",
+            "product-brief: {}, {}, {questions} open questions",
             count(goals.len(), "goal"),
             count(users.len(), "user group"),
-            questions.len()
         ),
-        files: vec![(path.to_owned(), doc)],
+        files: vec![(spec::BRIEF.to_owned(), doc)],
         findings,
         decisions: vec![
             "Goals are the request's clauses, split at sentence ends, ';', and at 'and' or commas \
@@ -644,7 +458,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
              are Must and later ones Should, following the order the user wrote them in"
                 .into(),
         ],
-    })
+    }
 }
 
 /// `n thing` or `n things` (`story` → `stories`).
@@ -659,7 +473,7 @@ pub fn count(n: usize, thing: &str) -> String {
 }
 
 /// The plural of a user group (`Developer` → `Developers`).
-fn plural(group: &str) -> String {
+pub fn plural(group: &str) -> String {
     if group.ends_with('s') {
         group.to_owned()
     } else {

@@ -71,7 +71,7 @@ pub struct CodeFacts {
 }
 
 /// One language of the code base.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Language {
     /// Its name.
     pub name: String,
@@ -82,7 +82,7 @@ pub struct Language {
 }
 
 /// One build manifest.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Manifest {
     /// Its path.
     pub path: String,
@@ -95,7 +95,7 @@ pub struct Manifest {
 }
 
 /// The test framework and how to run it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct TestFramework {
     /// Its name.
     pub name: String,

@@ -1,36 +1,162 @@
 //! Phase 5: epics and stories. One epic per component, one story per requirement it
 //! implements plus one that tests and documents the whole; one more epic for the
 //! non-functional requirements.
+//!
+//! This module decides what the epics are; the text is in the templates `epic.md` and
+//! `epics-index.md` of `specs/templates/builtin/`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
 
 use super::brief::count;
-use super::parse::{self, ComponentRow, ReqRow};
-use super::text;
-use super::{Ctx, Draft, EPICS_TEMPLATE, Folder, Moscow, Phase, Step, template};
+use super::parse::{self, Architecture, ComponentRow, GoalRow, ReqRow, Requirements};
+use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
 use crate::specdoc::spec;
 
-struct Story {
-    id: String,
-    title: String,
-    user_story: String,
-    criteria: Vec<String>,
-    size: &'static str,
-    traces: Vec<String>,
-    component: String,
+/// What kind of work a story is; its text follows from it.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum StoryKind {
+    /// Delivers one functional requirement.
+    Feature,
+    /// Tests and documents a whole epic end to end.
+    Whole,
+    /// Meets one non-functional requirement.
+    Quality,
 }
 
+#[derive(Serialize)]
+struct Story {
+    id: String,
+    kind: StoryKind,
+    /// The requirement's title (unused by `whole` stories, whose title names their epic).
+    title: String,
+    /// The requirement's own user story, when it has one (`feature`).
+    story: Option<String>,
+    /// The requirement's own acceptance criteria (`feature`); none gives two general ones.
+    criteria: Vec<String>,
+    /// Goals whose success metric this story checks first (`feature`).
+    metrics: Vec<GoalRow>,
+    /// What a `quality` story measures, and its target (empty: as the requirement states).
+    measure: String,
+    target: String,
+    size: &'static str,
+    traces: Vec<String>,
+}
+
+/// What kind of epic; its description follows from it.
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum EpicKind {
+    /// Builds one component.
+    Component,
+    /// Requirements no component implements.
+    Orphans,
+    /// The non-functional requirements.
+    Quality,
+}
+
+/// A document named with a link to it from `spec/epics/`, when it has a file.
+#[derive(Serialize)]
+struct Linked {
+    id: String,
+    link: Option<String>,
+    /// The priority of a requirement, the status of a decision.
+    label: String,
+    title: String,
+}
+
+#[derive(Serialize)]
 struct Epic {
     id: String,
+    kind: EpicKind,
     title: String,
-    description: String,
     priority: Moscow,
     mvp: bool,
+    size: &'static str,
     reqs: Vec<String>,
     adrs: Vec<String>,
     deps: Vec<String>,
     component: Option<ComponentRow>,
+    /// The goals the epic's requirements serve, and the text of those the brief has.
+    goals: Vec<String>,
+    goal_texts: Vec<String>,
     stories: Vec<Story>,
+    /// The file name, in `spec/epics/`.
+    file: String,
+}
+
+/// The data of one epic file.
+#[derive(Serialize)]
+struct EpicDoc<'a> {
+    #[serde(flatten)]
+    common: Common,
+    #[serde(flatten)]
+    epic: &'a Epic,
+    requirements: Vec<Linked>,
+    decisions: Vec<Linked>,
+    user: &'a str,
+    test_command: Option<&'a str>,
+}
+
+/// One row of the traceability matrix.
+#[derive(Serialize)]
+struct TraceRow {
+    id: String,
+    epics: Vec<String>,
+    stories: Vec<String>,
+    adrs: Vec<String>,
+}
+
+/// The data of the index.
+#[derive(Serialize)]
+struct IndexDoc<'a> {
+    #[serde(flatten)]
+    common: Common,
+    dependencies: Vec<String>,
+    title: &'a str,
+    epics: &'a [Epic],
+    order: Vec<&'a Epic>,
+    mvp: Vec<&'a Epic>,
+    mvp_fallback: bool,
+    story_count: usize,
+    must_reqs: Vec<String>,
+    goals: Vec<String>,
+    test_command: Option<&'a str>,
+    traces: Vec<TraceRow>,
+    by_size: BTreeMap<&'static str, Vec<String>>,
+    big: Vec<String>,
+    waiting: Vec<String>,
+    proposed: Vec<String>,
+    touched: Vec<String>,
+    questions: &'a [String],
+    paths: BTreeMap<&'static str, &'static str>,
+}
+
+/// What the epics are cut from.
+struct Inputs<'a> {
+    goals: Vec<GoalRow>,
+    reqs: Requirements,
+    arch: Architecture,
+    test_command: Option<String>,
+    ctx: &'a Ctx<'a>,
+}
+
+impl Inputs<'_> {
+    fn req(&self, id: &str) -> Option<&ReqRow> {
+        self.reqs.all().find(|r| r.id == id)
+    }
+
+    /// The decisions that trace to any of `ids`.
+    fn adrs_for(&self, ids: &[String]) -> Vec<String> {
+        self.arch
+            .adrs
+            .iter()
+            .filter(|a| a.traces.iter().any(|t| ids.contains(t)))
+            .map(|a| a.id.clone())
+            .collect()
+    }
 }
 
 fn points(size: &str) -> u32 {
@@ -59,54 +185,110 @@ fn story_size(criteria: usize) -> &'static str {
     }
 }
 
+/// `spec/…` paths as links from `spec/epics/`.
+fn link(path: Option<&str>) -> Option<String> {
+    path.and_then(|p| p.strip_prefix("spec/"))
+        .map(|p| format!("../{p}"))
+}
+
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let brief = ctx.require(folder, spec::BRIEF, Phase::Epics)?;
     ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Epics)?;
     ctx.require(folder, spec::ARCHITECTURE_INDEX, Phase::Epics)?;
-    let goals = parse::goals(brief);
-    let users = parse::users(brief);
-    let reqs = parse::requirements(folder);
-    let arch = parse::architecture(folder);
-    if reqs.functional.is_empty() {
+    let inputs = Inputs {
+        goals: parse::goals(brief),
+        reqs: parse::requirements(folder),
+        arch: parse::architecture(folder),
+        test_command: ctx
+            .discovery
+            .code
+            .test_framework
+            .as_ref()
+            .filter(|t| !t.command.is_empty())
+            .map(|t| t.command.clone()),
+        ctx,
+    };
+    if inputs.reqs.functional.is_empty() {
         return Err(format!(
             "cannot write the epics: `{}` lists no REQ-NNN requirement",
             spec::REQUIREMENTS_INDEX
         ));
     }
-    if arch.components.is_empty() {
+    if inputs.arch.components.is_empty() {
         return Err(format!(
             "cannot write the epics: `{}` lists no COMP-NNN component",
             spec::ARCHITECTURE_INDEX
         ));
     }
-    let user = users.first().cloned().unwrap_or_else(|| "Developer".into());
-    let actor = format!("{} {}", text::article(&user), user.to_lowercase());
-    let test_command = ctx
-        .discovery
-        .code
-        .test_framework
-        .as_ref()
-        .filter(|t| !t.command.is_empty())
-        .map(|t| t.command.clone());
-    let req = |id: &str| reqs.all().find(|r| r.id == id);
-    let adrs_for = |ids: &[String]| -> Vec<String> {
-        arch.adrs
-            .iter()
-            .filter(|a| a.traces.iter().any(|t| ids.contains(t)))
-            .map(|a| a.id.clone())
-            .collect()
-    };
+    let users = parse::users(brief);
+    let user = users.first().map_or("Developer", String::as_str);
+    let mut epics = feature_epics(&inputs);
+    if let Some(quality) = quality_epic(&inputs, &epics) {
+        epics.push(quality);
+    }
+    let mvp_fallback = !epics.iter().any(|e| e.mvp);
+    if mvp_fallback {
+        epics[0].mvp = true;
+    }
 
-    // Feature epics: one per component; requirements no component implements get their own.
-    let mut groups: Vec<(Option<ComponentRow>, Vec<String>)> = arch
+    let mut files = Vec::new();
+    for e in &epics {
+        let path = format!("spec/epics/{}", e.file);
+        let doc = EpicDoc {
+            common: ctx.shared(&path)?,
+            epic: e,
+            requirements: e
+                .reqs
+                .iter()
+                .filter_map(|id| inputs.req(id))
+                .map(|r| Linked {
+                    id: r.id.clone(),
+                    link: link(r.path.as_deref()),
+                    label: r.priority.as_str().to_owned(),
+                    title: r.title.clone(),
+                })
+                .collect(),
+            decisions: e
+                .adrs
+                .iter()
+                .filter_map(|id| inputs.arch.adrs.iter().find(|a| a.id == *id))
+                .map(|a| Linked {
+                    id: a.id.clone(),
+                    link: link(a.path.as_deref()),
+                    label: a.status.clone(),
+                    title: a.title.clone(),
+                })
+                .collect(),
+            user,
+            test_command: inputs.test_command.as_deref(),
+        };
+        files.push((path, template::fill("epic.md", &doc)?));
+    }
+    let questions = questions(ctx, &epics);
+    let index = index(&inputs, &epics, mvp_fallback, &questions)?;
+    files.insert(
+        0,
+        (
+            spec::EPICS_INDEX.to_owned(),
+            template::fill("epics-index.md", &index)?,
+        ),
+    );
+    Ok(draft(&inputs, &epics, files, questions.len()))
+}
+
+/// One epic per component that implements a known requirement, then one for the
+/// requirements no component implements; their dependencies follow the components'.
+fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
+    let mut groups: Vec<(Option<ComponentRow>, Vec<String>)> = inputs
+        .arch
         .components
         .iter()
         .map(|c| {
             let known: Vec<String> = c
                 .implements
                 .iter()
-                .filter(|r| req(r).is_some())
+                .filter(|r| inputs.req(r).is_some())
                 .cloned()
                 .collect();
             (Some(c.clone()), known)
@@ -114,7 +296,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         .filter(|(_, rs)| !rs.is_empty())
         .collect();
     let covered: BTreeSet<String> = groups.iter().flat_map(|(_, rs)| rs.clone()).collect();
-    let orphans: Vec<String> = reqs
+    let orphans: Vec<String> = inputs
+        .reqs
         .functional
         .iter()
         .filter(|r| !covered.contains(&r.id))
@@ -127,135 +310,88 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let mut epics: Vec<Epic> = Vec::new();
     for (component, ids) in groups {
         let n = epics.len() + 1;
-        let epic_id = format!("EPIC-{n:03}");
-        let rows: Vec<&ReqRow> = ids.iter().filter_map(|i| req(i)).collect();
-        let comp_label = component
-            .as_ref()
-            .map(|c| format!("{} {}", c.id, c.name))
-            .unwrap_or_else(|| "no component yet".into());
+        let rows: Vec<&ReqRow> = ids.iter().filter_map(|i| inputs.req(i)).collect();
         let mut stories = Vec::new();
         for r in &rows {
-            let mut criteria = r.criteria.clone();
-            if criteria.is_empty() {
-                criteria.push(format!(
-                    "Given the change is in place, when {actor} uses it, then this holds: {}",
-                    text::lower_first(&r.title)
-                ));
-                criteria.push(
-                    "Given invalid input, when it is used, then it is refused with a clear \
-                     message"
-                        .into(),
-                );
-            }
-            for g in r
+            let metrics: Vec<GoalRow> = r
                 .traces
                 .iter()
-                .filter_map(|t| goals.iter().find(|g| g.id == *t))
-            {
-                if !g.metric.is_empty() && metric_done.insert(g.id.clone()) {
-                    criteria.push(format!(
-                        "The success metric of {} holds: {} ({})",
-                        g.id,
-                        text::lower_first(&g.metric),
-                        g.target
-                    ));
-                }
-            }
-            let user_story = if r.story.starts_with("As ") {
-                r.story.clone()
+                .filter_map(|t| inputs.goals.iter().find(|g| g.id == *t))
+                .filter(|g| !g.metric.is_empty() && metric_done.insert(g.id.clone()))
+                .cloned()
+                .collect();
+            // Without criteria of its own the story gets two general ones.
+            let criteria = if r.criteria.is_empty() {
+                2
             } else {
-                format!(
-                    "As {actor}, I want this to hold: {}, so that the requirement {} is met.",
-                    text::lower_first(&r.title),
-                    r.id
-                )
+                r.criteria.len()
             };
             stories.push(Story {
                 id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
+                kind: StoryKind::Feature,
                 title: r.title.clone(),
-                user_story,
-                size: story_size(criteria.len()),
-                criteria,
+                story: r.story.starts_with("As ").then(|| r.story.clone()),
+                size: story_size(criteria + metrics.len()),
+                criteria: r.criteria.clone(),
+                metrics,
+                measure: String::new(),
+                target: String::new(),
                 traces: vec![r.id.clone()],
-                component: comp_label.clone(),
             });
-        }
-        let name = component
-            .as_ref()
-            .map(|c| c.name.clone())
-            .unwrap_or_else(|| "Remaining requirements".into());
-        let mut criteria = vec![
-            format!(
-                "An end-to-end test exercises {} together and passes",
-                text::and_list(&ids)
-            ),
-            "The new behaviour is described where users look for it (help text, README or \
-             docs), with an example"
-                .to_owned(),
-        ];
-        if let Some(cmd) = &test_command {
-            criteria.push(format!("`{cmd}` passes with every test of this epic"));
         }
         stories.push(Story {
             id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
-            title: format!("Test and document {} end to end", text::lower_first(&name)),
-            user_story: format!(
-                "As a maintainer, I want {} checked together and documented, so that the part \
-                 keeps working as a whole after later changes.",
-                text::and_list(&ids)
-            ),
+            kind: StoryKind::Whole,
+            title: String::new(),
+            story: None,
+            criteria: Vec::new(),
+            metrics: Vec::new(),
+            measure: String::new(),
+            target: String::new(),
             size: "S",
-            criteria,
             traces: ids.clone(),
-            component: comp_label.clone(),
         });
         let priority = rows
             .iter()
             .map(|r| r.priority)
             .min()
             .unwrap_or(Moscow::Should);
-        let goal_ids: Vec<String> = rows
+        let goals: Vec<String> = rows
             .iter()
             .flat_map(|r| r.traces.clone())
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let description = match &component {
-            Some(c) => format!(
-                "Builds {} ({}), which serves {}: {}. It holds {}, one per requirement plus one \
-                 that tests and documents the whole.",
-                c.id,
-                c.name,
-                goal_ids.join(", "),
-                text::and_list(
-                    &goal_ids
-                        .iter()
-                        .filter_map(|g| goals.iter().find(|x| x.id == *g))
-                        .map(|g| format!("\"{}\"", g.text))
-                        .collect::<Vec<_>>()
-                ),
-                count(stories.len(), "story")
-            ),
-            None => format!(
-                "Covers requirements that no component of the architecture implements yet ({}); \
-                 the architecture should give them a home.",
-                ids.join(", ")
-            ),
-        };
+        let goal_texts = goals
+            .iter()
+            .filter_map(|g| inputs.goals.iter().find(|x| x.id == *g))
+            .map(|g| g.text.clone())
+            .collect();
+        let title = component
+            .as_ref()
+            .map_or_else(|| "Remaining requirements".into(), |c| c.name.clone());
+        let id = format!("EPIC-{n:03}");
         epics.push(Epic {
-            id: epic_id,
-            title: name,
-            description,
+            file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
+            id,
+            kind: if component.is_some() {
+                EpicKind::Component
+            } else {
+                EpicKind::Orphans
+            },
+            title,
             priority,
             mvp: priority == Moscow::Must,
-            adrs: adrs_for(&ids),
+            size: epic_size(&stories),
+            adrs: inputs.adrs_for(&ids),
             reqs: ids,
             deps: Vec::new(),
             component,
+            goals,
+            goal_texts,
             stories,
         });
     }
-    // Dependencies follow the components'.
     for i in 0..epics.len() {
         let deps: Vec<String> = epics[i]
             .component
@@ -275,251 +411,111 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             .unwrap_or_default();
         epics[i].deps = deps;
     }
-    if !reqs.non_functional.is_empty() {
-        let n = epics.len() + 1;
-        let ids: Vec<String> = reqs.non_functional.iter().map(|r| r.id.clone()).collect();
-        let stories: Vec<Story> = reqs
-            .non_functional
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let mut criteria = vec![format!(
-                    "Given the finished change, when it is measured by \"{}\", then the result \
-                     meets the target: {}",
-                    if r.metric.is_empty() {
-                        text::lower_first(&r.title)
-                    } else {
-                        text::lower_first(&r.metric)
-                    },
-                    if r.target.is_empty() {
-                        "as stated in the requirement"
-                    } else {
-                        &r.target
-                    }
-                )];
-                criteria.push(
-                    "The measurement or check is recorded in the test or review report".into(),
-                );
-                Story {
-                    id: format!("STORY-{n:03}-{:03}", i + 1),
-                    title: r.title.clone(),
-                    user_story: format!(
-                        "As {actor}, I want the change to meet {} ({}), so that it can be \
-                         trusted in daily use.",
-                        r.id,
-                        text::lower_first(&r.title)
-                    ),
-                    size: "M",
-                    criteria,
-                    traces: vec![r.id.clone()],
-                    component: "all components".into(),
-                }
-            })
-            .collect();
-        let priority = reqs
-            .non_functional
-            .iter()
-            .map(|r| r.priority)
-            .min()
-            .unwrap_or(Moscow::Should);
-        let categories: Vec<String> = reqs
-            .non_functional
-            .iter()
-            .map(|r| r.category.to_lowercase())
-            .filter(|c| !c.is_empty())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        epics.push(Epic {
-            id: format!("EPIC-{n:03}"),
-            title: format!(
-                "Cross-cutting quality: {}",
-                if categories.is_empty() {
-                    "non-functional requirements".to_owned()
-                } else {
-                    text::and_list(&categories)
-                }
-            ),
-            description: format!(
-                "Makes the whole change meet its non-functional requirements ({}). It comes \
-                 after the feature epics it checks, because most of its criteria measure them.",
-                ids.join(", ")
-            ),
-            priority,
-            mvp: priority == Moscow::Must,
-            adrs: adrs_for(&ids),
-            deps: epics
-                .iter()
-                .filter(|e| e.mvp || priority != Moscow::Must)
-                .map(|e| e.id.clone())
-                .collect(),
-            reqs: ids,
-            component: None,
-            stories,
-        });
-    }
-    let mut mvp_note = String::new();
-    if !epics.iter().any(|e| e.mvp) {
-        epics[0].mvp = true;
-        mvp_note = format!(
-            " No epic is Must, so {} is taken as the MVP: it comes first in the request.",
-            epics[0].id
-        );
-    }
+    epics
+}
 
-    // Files.
-    let dir = "spec/epics";
-    let epic_part = template::part(EPICS_TEMPLATE, "epic")?;
-    let story_part = template::part(EPICS_TEMPLATE, "story")?;
-    let mut files = Vec::new();
-    let mut epic_files = Vec::new();
-    for e in &epics {
-        let file = format!("{}-{}.md", e.id, text::slug(&e.title, "epic"));
-        let path = format!("{dir}/{file}");
-        let mut blocks = Vec::new();
-        for s in &e.stories {
-            blocks.push(template::render(
-                story_part,
-                &[
-                    ("id", s.id.clone()),
-                    ("title", s.title.clone()),
-                    ("user_story", s.user_story.clone()),
-                    ("acceptance_criteria", text::checkboxes(&s.criteria)),
-                    ("size", s.size.to_owned()),
-                    ("traces", s.traces.join(", ")),
-                    ("component", s.component.clone()),
-                ],
-            )?);
-        }
-        let requirement_list: Vec<String> = e
-            .reqs
-            .iter()
-            .filter_map(|id| req(id))
-            .map(|r| {
-                let id = match r.path.as_deref().and_then(|p| p.strip_prefix("spec/")) {
-                    Some(p) => format!("[{}](../{p})", r.id),
-                    None => r.id.clone(),
-                };
-                format!("{id} ({}): {}", r.priority.as_str(), r.title)
-            })
-            .collect();
-        let mut architecture_list: Vec<String> = e
-            .adrs
-            .iter()
-            .filter_map(|id| arch.adrs.iter().find(|a| a.id == *id))
-            .map(|a| {
-                let id = match a.path.as_deref().and_then(|p| p.strip_prefix("spec/")) {
-                    Some(p) => format!("[{}](../{p})", a.id),
-                    None => a.id.clone(),
-                };
-                format!("{id} ({}): {}", a.status, a.title)
-            })
-            .collect();
-        architecture_list.push(match &e.component {
-            Some(c) => format!("Component: {} {}", c.id, c.name),
-            None => "Component: all components (cross-cutting)".into(),
-        });
-        let dependency_list: Vec<String> = e
-            .deps
-            .iter()
-            .map(|d| {
-                let why = if e.component.is_some() {
-                    "it builds a component this epic uses"
-                } else {
-                    "its features are what this epic measures"
-                };
-                format!("{d}: blocking — {why}")
-            })
-            .collect();
-        let mut values = ctx.common(&path);
-        values.extend([
-            ("id", e.id.clone()),
-            ("priority", e.priority.as_str().to_owned()),
-            ("mvp", e.mvp.to_string()),
-            ("size", epic_size(&e.stories).to_owned()),
-            ("requirements", text::yaml_list(&e.reqs)),
-            ("architecture", text::yaml_list(&e.adrs)),
-            ("dependencies", text::yaml_list(&e.deps)),
-            ("title", e.title.clone()),
-            (
-                "summary",
-                format!(
-                    "A {} epic with {}, size {}{}. {}",
-                    e.priority.as_str(),
-                    count(e.stories.len(), "story"),
-                    epic_size(&e.stories),
-                    if e.mvp { ", part of the MVP" } else { "" },
-                    if e.deps.is_empty() {
-                        "It can start at once.".to_owned()
-                    } else {
-                        format!("It starts after {}.", text::and_list(&e.deps))
-                    }
-                ),
-            ),
-            ("description", e.description.clone()),
-            ("requirement_list", text::bullets(&requirement_list, "")),
-            ("architecture_list", text::bullets(&architecture_list, "")),
-            (
-                "dependency_list",
-                text::bullets(&dependency_list, "None: this epic can start at once."),
-            ),
-            ("stories", blocks.join("\n")),
-        ]);
-        files.push((path, template::render(epic_part, &values)?));
-        epic_files.push(file);
+/// The epic of the non-functional requirements, after the feature epics it measures.
+fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
+    let nfrs = &inputs.reqs.non_functional;
+    if nfrs.is_empty() {
+        return None;
     }
-
-    // The index.
-    let story_count: usize = epics.iter().map(|e| e.stories.len()).sum();
-    let epic_rows: Vec<String> = epics
+    let n = features.len() + 1;
+    let ids: Vec<String> = nfrs.iter().map(|r| r.id.clone()).collect();
+    let stories: Vec<Story> = nfrs
         .iter()
-        .zip(&epic_files)
-        .map(|(e, file)| {
-            format!(
-                "| [{}]({file}) | {} | {} | {} | {} | {} |",
-                e.id,
-                text::cell(&e.title),
-                e.priority.as_str(),
-                if e.mvp { "yes" } else { "no" },
-                e.stories.len(),
-                epic_size(&e.stories)
-            )
+        .enumerate()
+        .map(|(i, r)| Story {
+            id: format!("STORY-{n:03}-{:03}", i + 1),
+            kind: StoryKind::Quality,
+            title: r.title.clone(),
+            story: None,
+            criteria: Vec::new(),
+            metrics: Vec::new(),
+            measure: if r.metric.is_empty() {
+                r.title.clone()
+            } else {
+                r.metric.clone()
+            },
+            target: r.target.clone(),
+            size: "M",
+            traces: vec![r.id.clone()],
         })
         .collect();
-    let node = |id: &str| id.replace('-', "");
-    let mut diagram = vec!["```mermaid".to_owned(), "graph LR".to_owned()];
-    for e in &epics {
-        diagram.push(format!(
-            "  {}[\"{}: {}\"]",
-            node(&e.id),
-            e.id,
-            text::mermaid_label(&text::shorten(&e.title, 40))
+    let priority = nfrs
+        .iter()
+        .map(|r| r.priority)
+        .min()
+        .unwrap_or(Moscow::Should);
+    let categories: Vec<String> = nfrs
+        .iter()
+        .map(|r| r.category.to_lowercase())
+        .filter(|c| !c.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let title = format!(
+        "Cross-cutting quality: {}",
+        if categories.is_empty() {
+            "non-functional requirements".to_owned()
+        } else {
+            super::text::and_list(&categories)
+        }
+    );
+    let id = format!("EPIC-{n:03}");
+    Some(Epic {
+        file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
+        id,
+        kind: EpicKind::Quality,
+        title,
+        priority,
+        mvp: priority == Moscow::Must,
+        size: epic_size(&stories),
+        adrs: inputs.adrs_for(&ids),
+        deps: features
+            .iter()
+            .filter(|e| e.mvp || priority != Moscow::Must)
+            .map(|e| e.id.clone())
+            .collect(),
+        reqs: ids,
+        component: None,
+        goals: Vec::new(),
+        goal_texts: Vec::new(),
+        stories,
+    })
+}
+
+/// The epics that are L or XL.
+fn big(epics: &[Epic]) -> Vec<String> {
+    epics
+        .iter()
+        .filter(|e| matches!(e.size, "L" | "XL"))
+        .map(|e| e.id.clone())
+        .collect()
+}
+
+/// The open questions of the index.
+fn questions(ctx: &Ctx, epics: &[Epic]) -> Vec<String> {
+    let mut questions = ctx.common_questions();
+    let big = big(epics);
+    if !big.is_empty() {
+        questions.push(format!(
+            "How should {} be split?",
+            super::text::and_list(&big)
         ));
     }
-    for e in &epics {
-        for d in &e.deps {
-            diagram.push(format!("  {} --> {}", node(d), node(&e.id)));
-        }
-    }
-    diagram.push("```".into());
-    let notes: Vec<String> = epics
-        .iter()
-        .filter(|e| !e.deps.is_empty())
-        .map(|e| match &e.component {
-            Some(c) => format!(
-                "{} waits for {}: its component {} depends on {} in the architecture.",
-                e.id,
-                text::and_list(&e.deps),
-                c.id,
-                text::and_list(&c.depends_on)
-            ),
-            None => format!(
-                "{} waits for {}: it measures what they build.",
-                e.id,
-                text::and_list(&e.deps)
-            ),
-        })
-        .collect();
+    questions.push("Are the story sizes right for the team that will do the work?".into());
+    questions.push("Is the MVP the smallest set of epics worth releasing?".into());
+    questions
+}
+
+/// The data of the index: order, MVP, traceability, sizes and risks.
+fn index<'a>(
+    inputs: &'a Inputs,
+    epics: &'a [Epic],
+    mvp_fallback: bool,
+    questions: &'a [String],
+) -> Step<IndexDoc<'a>> {
     // Execution order: dependencies first, then by id.
     let mut order: Vec<&Epic> = Vec::new();
     while order.len() < epics.len() {
@@ -533,245 +529,106 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             None => break,
         }
     }
-    let execution: Vec<String> = order
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            format!(
-                "{}. {}: {}{}",
-                i + 1,
-                e.id,
-                e.title,
-                if e.mvp { " (MVP)" } else { "" }
-            )
-        })
-        .collect();
-    let mvp: Vec<&Epic> = epics.iter().filter(|e| e.mvp).collect();
-    let must_reqs: Vec<String> = reqs
-        .all()
-        .filter(|r| r.priority == Moscow::Must)
-        .map(|r| r.id.clone())
-        .collect();
-    let mvp_scope = format!(
-        "MVP epics: {}. Together they deliver {}.{mvp_note}",
-        mvp.iter()
-            .map(|e| format!("{} ({})", e.id, e.title))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if must_reqs.is_empty() {
-            "the first goal of the brief".to_owned()
-        } else {
-            format!("every Must requirement: {}", must_reqs.join(", "))
-        }
-    );
-    let mut done = vec!["Every acceptance criterion of the MVP stories passes".to_owned()];
-    let metric_goals: Vec<String> = goals.iter().map(|g| g.id.clone()).collect();
-    if !metric_goals.is_empty() {
-        done.push(format!(
-            "The success metrics of {} are measured and meet their targets",
-            metric_goals.join(", ")
-        ));
-    }
-    done.push(match &test_command {
-        Some(cmd) => format!("`{cmd}` passes and the review verdict is approve"),
-        None => "The tests pass and the review verdict is approve".to_owned(),
-    });
-    done.push("Open questions that block an MVP story are answered".into());
-    let traceability_rows: Vec<String> = reqs
+    let traces = inputs
+        .reqs
         .all()
         .map(|r| {
-            let mut in_epics = Vec::new();
-            let mut stories = Vec::new();
-            for e in &epics {
-                for s in &e.stories {
-                    if s.traces.contains(&r.id) {
-                        stories.push(s.id.clone());
-                        if !in_epics.contains(&e.id) {
-                            in_epics.push(e.id.clone());
-                        }
+            let mut row = TraceRow {
+                id: r.id.clone(),
+                epics: Vec::new(),
+                stories: Vec::new(),
+                adrs: inputs.adrs_for(std::slice::from_ref(&r.id)),
+            };
+            for e in epics {
+                for s in e.stories.iter().filter(|s| s.traces.contains(&r.id)) {
+                    row.stories.push(s.id.clone());
+                    if !row.epics.contains(&e.id) {
+                        row.epics.push(e.id.clone());
                     }
                 }
             }
-            let adrs: Vec<String> = arch
-                .adrs
-                .iter()
-                .filter(|a| a.traces.contains(&r.id))
-                .map(|a| a.id.clone())
-                .collect();
-            format!(
-                "| {} | {} | {} | {} |",
-                r.id,
-                in_epics.join(", "),
-                stories.join(", "),
-                if adrs.is_empty() {
-                    "—".to_owned()
-                } else {
-                    adrs.join(", ")
-                }
-            )
+            row
         })
         .collect();
-    let by_size = |size: &str| -> String {
-        let ids: Vec<String> = epics
+    let ids = |keep: &dyn Fn(&Epic) -> bool| -> Vec<String> {
+        epics
             .iter()
-            .filter(|e| epic_size(&e.stories) == size)
+            .filter(|e| keep(e))
             .map(|e| e.id.clone())
-            .collect();
-        if ids.is_empty() {
-            "—".into()
-        } else {
-            format!("{} ({})", ids.len(), ids.join(", "))
-        }
+            .collect()
     };
-    let estimation_rows = [
-        format!("| S | small: a few days | {} |", by_size("S")),
-        format!("| M | medium: about a week | {} |", by_size("M")),
-        format!("| L | large: consider splitting | {} |", by_size("L")),
-        format!("| XL | too large: must be split | {} |", by_size("XL")),
-    ];
-    let mut risk_rows = Vec::new();
-    let big: Vec<String> = epics
-        .iter()
-        .filter(|e| matches!(epic_size(&e.stories), "L" | "XL"))
-        .map(|e| e.id.clone())
-        .collect();
-    if !big.is_empty() {
-        risk_rows.push(format!(
-            "| Large epics are hard to finish in one go | {} | split them before planning |",
-            big.join(", ")
-        ));
-    }
-    let waiting: Vec<String> = epics
-        .iter()
-        .filter(|e| !e.deps.is_empty())
-        .map(|e| e.id.clone())
-        .collect();
-    if !waiting.is_empty() {
-        risk_rows.push(format!(
-            "| A late epic delays the ones that wait for it | {} | start blocking epics first, \
-             in the order above |",
-            waiting.join(", ")
-        ));
-    }
-    let proposed: Vec<String> = arch
+    let proposed: Vec<String> = inputs
+        .arch
         .adrs
         .iter()
         .filter(|a| a.status != "Accepted")
         .map(|a| a.id.clone())
         .collect();
-    if !proposed.is_empty() {
-        let touched: Vec<String> = epics
-            .iter()
-            .filter(|e| e.adrs.iter().any(|a| proposed.contains(a)))
-            .map(|e| e.id.clone())
-            .collect();
-        risk_rows.push(format!(
-            "| Proposed decisions ({}) may still change | {} | confirm them before these \
-             epics start |",
-            proposed.join(", "),
-            if touched.is_empty() {
-                "—".to_owned()
-            } else {
-                touched.join(", ")
-            }
-        ));
-    }
-    risk_rows.push(format!(
-        "| Stories were cut offline by fixed rules | {} | review sizes and criteria at the \
-         readiness gate |",
-        epics
-            .iter()
-            .map(|e| e.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    let mut questions = ctx.common_questions();
-    if !big.is_empty() {
-        questions.push(format!("How should {} be split?", text::and_list(&big)));
-    }
-    questions.push("Are the story sizes right for the team that will do the work?".into());
-    questions.push("Is the MVP the smallest set of epics worth releasing?".into());
-    let references = [
-        format!("Product brief: `{}`", spec::BRIEF),
-        format!("Requirements: `{}`", spec::REQUIREMENTS_INDEX),
-        format!("Architecture: `{}`", spec::ARCHITECTURE_INDEX),
-        "Next: the readiness gate (QUALITY-001), then planning (PLAN-001, `plan/plan.json`)"
-            .to_owned(),
-    ];
-    let summary = format!(
-        "{} with {} cut the work into pieces that can be planned; {} form the MVP. Every \
-         requirement is covered by at least one story, and every story has acceptance \
-         criteria, a size and its traces.",
-        count(epics.len(), "epic"),
-        count(story_count, "story"),
-        count(mvp.len(), "epic"),
-    );
-    let index_path = spec::EPICS_INDEX;
-    let mut values = ctx.common(index_path);
-    values.extend([
-        (
-            "dependencies",
-            ctx.dependencies(&[
-                spec::BRIEF,
-                spec::REQUIREMENTS_INDEX,
-                spec::ARCHITECTURE_INDEX,
-            ]),
-        ),
-        ("title", ctx.title.clone()),
-        ("summary", summary),
-        ("epic_rows", epic_rows.join("\n")),
-        ("dependency_diagram", diagram.join("\n")),
-        (
-            "dependency_notes",
-            text::bullets(
-                &notes,
-                "No epic waits for another; all can start in parallel.",
-            ),
-        ),
-        ("execution_order", execution.join("\n")),
-        ("mvp_scope", mvp_scope),
-        ("definition_of_done", text::checkboxes(&done)),
-        ("traceability_rows", traceability_rows.join("\n")),
-        ("estimation_rows", estimation_rows.join("\n")),
-        ("risk_rows", risk_rows.join("\n")),
-        ("revision_notes", ctx.revision_notes()),
-        ("open_questions", text::checkboxes(&questions)),
-        ("references", text::bullets(&references, "")),
-    ]);
-    let index = template::render(template::part(EPICS_TEMPLATE, "index")?, &values)?;
-    files.insert(0, (index_path.to_owned(), index));
+    let ctx = inputs.ctx;
+    Ok(IndexDoc {
+        common: ctx.shared(spec::EPICS_INDEX)?,
+        dependencies: ctx.dependency_paths(&[
+            spec::BRIEF,
+            spec::REQUIREMENTS_INDEX,
+            spec::ARCHITECTURE_INDEX,
+        ]),
+        title: &ctx.title,
+        epics,
+        order,
+        mvp: epics.iter().filter(|e| e.mvp).collect(),
+        mvp_fallback,
+        story_count: epics.iter().map(|e| e.stories.len()).sum(),
+        must_reqs: inputs
+            .reqs
+            .all()
+            .filter(|r| r.priority == Moscow::Must)
+            .map(|r| r.id.clone())
+            .collect(),
+        goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
+        test_command: inputs.test_command.as_deref(),
+        traces,
+        by_size: ["S", "M", "L", "XL"]
+            .into_iter()
+            .map(|s| (s, ids(&|e| e.size == s)))
+            .collect(),
+        big: big(epics),
+        waiting: ids(&|e| !e.deps.is_empty()),
+        touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
+        proposed,
+        questions,
+        paths: BTreeMap::from([
+            ("brief", spec::BRIEF),
+            ("requirements", spec::REQUIREMENTS_INDEX),
+            ("architecture", spec::ARCHITECTURE_INDEX),
+        ]),
+    })
+}
 
+/// The phase's summary, findings and decisions.
+fn draft(inputs: &Inputs, epics: &[Epic], files: Vec<(String, String)>, questions: usize) -> Draft {
+    let story_count: usize = epics.iter().map(|e| e.stories.len()).sum();
+    let mvp = epics.iter().filter(|e| e.mvp).count();
     let sizes: Vec<String> = ["S", "M", "L", "XL"]
         .iter()
-        .map(|s| {
-            format!(
-                "{} {s}",
-                epics.iter().filter(|e| epic_size(&e.stories) == *s).count()
-            )
-        })
+        .map(|s| format!("{} {s}", epics.iter().filter(|e| e.size == *s).count()))
         .collect();
-    Ok(Draft {
+    let functional = inputs.reqs.functional.len();
+    Draft {
         summary: format!(
-            "epics: {} ({} MVP), {}, all {} REQ covered",
+            "epics: {} ({mvp} MVP), {}, all {functional} REQ covered",
             count(epics.len(), "epic"),
-            mvp.len(),
             count(story_count, "story"),
-            reqs.functional.len()
         ),
         files,
         findings: vec![
             format!(
-                "{}, {} MVP; {}",
+                "{}, {mvp} MVP; {}",
                 count(epics.len(), "epic"),
-                mvp.len(),
                 count(story_count, "story")
             ),
-            format!(
-                "All {} covered by stories",
-                count(reqs.functional.len(), "REQ")
-            ),
+            format!("All {} covered by stories", count(functional, "REQ")),
             format!("Epic sizes: {}", sizes.join(", ")),
-            format!("{} open questions on the epics", questions.len()),
+            format!("{questions} open questions on the epics"),
         ],
         decisions: vec![
             "One epic per component, one story per requirement plus one end-to-end story: \
@@ -779,5 +636,5 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .into(),
             "Non-functional requirements get their own epic after the features it measures".into(),
         ],
-    })
+    }
 }

@@ -13,7 +13,7 @@ use crate::specdoc::spec::{
 use super::{Folder, Moscow};
 
 /// One goal of the product brief.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct GoalRow {
     /// `G-NNN`.
     pub id: String,
@@ -69,7 +69,7 @@ pub fn users(brief: &str) -> Vec<String> {
 }
 
 /// One requirement, functional or not.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ReqRow {
     /// `REQ-NNN` or `NFR-<cat>-NNN`.
     pub id: String,
@@ -219,7 +219,7 @@ pub fn requirements(folder: &Folder) -> Requirements {
 }
 
 /// One component of the architecture.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ComponentRow {
     /// `COMP-NNN`.
     pub id: String,
@@ -232,7 +232,7 @@ pub struct ComponentRow {
 }
 
 /// One architecture decision.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct AdrRow {
     /// `ADR-NNN`.
     pub id: String,

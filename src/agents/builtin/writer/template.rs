@@ -1,7 +1,115 @@
-//! The template files: parts marked `<!-- part: NAME -->`, `{{name}}` placeholders, and the
-//! list of headings a part requires.
+//! The templates: the writer's own, which hold the text of every document it writes, and the
+//! spec templates, which say what a document must contain.
+//!
+//! The writer's templates (`specs/templates/builtin/`) are minijinja templates rendered over
+//! plain data: the code decides what a document says (ids, lists, counts, choices) and the
+//! template says it. The spec templates (`specs/templates/*.md`, parts marked
+//! `<!-- part: NAME -->`) are the contract that agents and the readiness gate read too; the
+//! writer checks its output against the headings they require.
 
+use std::sync::LazyLock;
+
+use minijinja::Environment;
+
+use super::text;
 use crate::specdoc::md::WRITER;
+
+/// The writer's templates, by name.
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "product-brief.md",
+        include_str!("../../../../specs/templates/builtin/product-brief.md"),
+    ),
+    (
+        "revision-notes.md",
+        include_str!("../../../../specs/templates/builtin/revision-notes.md"),
+    ),
+    (
+        "adr.md",
+        include_str!("../../../../specs/templates/builtin/adr.md"),
+    ),
+    (
+        "architecture-index.md",
+        include_str!("../../../../specs/templates/builtin/architecture-index.md"),
+    ),
+    (
+        "requirement.md",
+        include_str!("../../../../specs/templates/builtin/requirement.md"),
+    ),
+    (
+        "nfr.md",
+        include_str!("../../../../specs/templates/builtin/nfr.md"),
+    ),
+    (
+        "requirements-index.md",
+        include_str!("../../../../specs/templates/builtin/requirements-index.md"),
+    ),
+    (
+        "epics-index.md",
+        include_str!("../../../../specs/templates/builtin/epics-index.md"),
+    ),
+    (
+        "epic.md",
+        include_str!("../../../../specs/templates/builtin/epic.md"),
+    ),
+];
+
+/// The environment holding [`TEMPLATES`] and the filters they use, or why a template does
+/// not compile. A value a template asks for and the data lacks is an error: either means
+/// template and writer disagree.
+static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)
+            .map_err(|e| format!("the template `{name}` does not compile: {e:#}"))?;
+    }
+    env.add_filter("and_list", |items: Vec<String>| text::and_list(&items));
+    env.add_filter("series", |items: Vec<String>| text::series(&items));
+    env.add_filter("lower_first", |t: String| text::lower_first(&t));
+    env.add_filter("upper_first", |t: String| text::upper_first(&t));
+    env.add_filter("article", |t: String| text::article(&t));
+    env.add_filter("cell", |t: String| text::cell(&t));
+    env.add_filter("mermaid_label", |t: String| text::mermaid_label(&t));
+    env.add_filter("shorten", |t: String, max: usize| text::shorten(&t, max));
+    env.add_filter("yaml_list", |items: Vec<String>| text::yaml_list(&items));
+    env.add_filter("count", |n: usize, thing: String| {
+        super::brief::count(n, &thing)
+    });
+    env.add_filter("quoted", |items: Vec<String>| {
+        items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>()
+    });
+    env.add_filter("backticked", |items: Vec<String>| {
+        items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>()
+    });
+    env.add_filter("whole", |n: f64| format!("{n:.0}"));
+    env.add_filter("trim_end", |t: String, chars: String| {
+        t.trim_end_matches(|c| chars.contains(c)).to_owned()
+    });
+    env.add_filter("plural", |t: String| super::brief::plural(&t));
+    env.add_filter("inline", |t: String| crate::specdoc::md::inline(&t));
+    env.add_filter("node", |id: String| id.replace('-', ""));
+    Ok(env)
+});
+
+/// Renders the writer's template `name` over `data`, then folds runs of blank lines into one
+/// and ends the text with exactly one newline, so that templates may leave blank lines where
+/// an optional part is empty.
+pub fn fill(name: &str, data: &impl serde::Serialize) -> Result<String, String> {
+    let env = ENV.as_ref().map_err(Clone::clone)?;
+    env.get_template(name)
+        .and_then(|t| t.render(minijinja::value::Serde(data)))
+        .map(|text| tidy(&text))
+        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))
+}
 
 /// The text of part `name` of `template`, without its marker line.
 pub fn part<'t>(template: &'t str, name: &str) -> Result<&'t str, String> {
@@ -27,39 +135,6 @@ fn line_start_find(hay: &str, needle: &str) -> Option<usize> {
     None
 }
 
-/// Fills the `{{name}}` placeholders of `part` with `values`. A placeholder without a value,
-/// or a value that no placeholder asks for, is an error: either means template and writer
-/// disagree. Values are inserted verbatim and never scanned again. Runs of blank lines left
-/// by empty values are folded into one, and the result ends with exactly one newline.
-pub fn render(part: &str, values: &[(&str, String)]) -> Result<String, String> {
-    let mut out = String::with_capacity(part.len() * 2);
-    let mut used = vec![false; values.len()];
-    let mut rest = part;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| "the template has an unclosed `{{`".to_owned())?;
-        let key = after[..close].trim();
-        let index = values
-            .iter()
-            .position(|(k, _)| *k == key)
-            .ok_or_else(|| format!("the template asks for `{{{{{key}}}}}`, which has no value"))?;
-        used[index] = true;
-        out.push_str(&values[index].1);
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    if let Some(unused) = used.iter().position(|u| !u) {
-        return Err(format!(
-            "the value `{}` is not used by the template",
-            values[unused].0
-        ));
-    }
-    Ok(tidy(&out))
-}
-
 /// Folds runs of blank lines into one and ends the text with one newline.
 fn tidy(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -83,6 +158,26 @@ fn tidy(text: &str) -> String {
     out
 }
 
+/// Like [`fill`], and also returns the text the template set as `var`: what a document says
+/// that another one quotes.
+pub fn fill_and_read(
+    name: &str,
+    data: &impl serde::Serialize,
+    var: &str,
+) -> Result<(String, String), String> {
+    let env = ENV.as_ref().map_err(Clone::clone)?;
+    let captured = env
+        .get_template(name)
+        .and_then(|t| t.render_captured(minijinja::value::Serde(data)))
+        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))?;
+    let value = captured
+        .state()
+        .lookup(var)
+        .filter(|v| !v.is_undefined())
+        .ok_or_else(|| format!("the template `{name}` sets no `{var}`"))?;
+    Ok((tidy(captured.output()), value.to_string()))
+}
+
 /// The headings a part writes out literally (those holding no placeholder), in order, as
 /// `(level, text)`. The frontmatter and placeholder headings are not counted.
 pub fn required_headings(part: &str) -> Vec<(usize, String)> {
@@ -99,20 +194,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_writers_templates_compile() {
+        if let Err(e) = &*ENV {
+            panic!("{e}");
+        }
+        let none = serde_json::json!({"feedback": []});
+        assert_eq!(fill("revision-notes.md", &none).unwrap(), "");
+        // A value the template needs and the data lacks is an error.
+        assert!(fill("revision-notes.md", &serde_json::json!({"feedback": ["a"]})).is_err());
+        let notes = serde_json::json!({"task_id": "DRAFT-001-R1", "feedback": ["a", "b"]});
+        let text = fill("revision-notes.md", &notes).unwrap();
+        assert!(text.starts_with("## Revision Notes\n\nThis version was written by DRAFT-001-R1"));
+        assert!(text.contains("\n> a\n>\n> b\n\n"));
+        // Values are inserted verbatim and never rendered again.
+        let braces = serde_json::json!({"task_id": "T", "feedback": ["{{ z }}"]});
+        assert!(
+            fill("revision-notes.md", &braces)
+                .unwrap()
+                .contains("\n> {{ z }}\n")
+        );
+    }
+
+    #[test]
     fn parts_and_placeholders() {
         let template = "<!-- header `part: x` -->\n<!-- part: a -->\n# {{t}}\n\n## Fixed\n\n{{x}}\n\n\n{{y}}\n<!-- part: b -->\nB {{t}}\n";
         let a = part(template, "a").unwrap();
         assert_eq!(a, "# {{t}}\n\n## Fixed\n\n{{x}}\n\n\n{{y}}\n");
         assert_eq!(part(template, "b").unwrap(), "B {{t}}\n");
         assert!(part(template, "c").is_err());
-        let out = render(
-            a,
-            &[("t", "T {{z}}".into()), ("x", "X".into()), ("y", "".into())],
-        )
-        .unwrap();
-        assert_eq!(out, "# T {{z}}\n\n## Fixed\n\nX\n");
-        assert!(render(a, &[("t", String::new())]).is_err());
-        assert!(render("{{t}}", &[("t", String::new()), ("unused", String::new())]).is_err());
+        assert_eq!(
+            tidy("# T\n\n\n## Fixed  \n\nX\n\n"),
+            "# T\n\n## Fixed\n\nX\n"
+        );
         assert_eq!(required_headings(a), vec![(2, "Fixed".to_owned())]);
     }
 }

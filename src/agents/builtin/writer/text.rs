@@ -515,7 +515,8 @@ pub fn decompose(goal: &str) -> Vec<String> {
 }
 
 /// What a piece of text is about, by keyword. Several may apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Topic {
     /// Access control, secrets, cryptography.
     Security,
@@ -842,27 +843,6 @@ pub fn article(word: &str) -> &'static str {
         Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
         _ => "a",
     }
-}
-
-/// A markdown bullet list, or `empty` as a sentence when there are no items.
-pub fn bullets(items: &[String], empty: &str) -> String {
-    if items.is_empty() {
-        return empty.to_owned();
-    }
-    items
-        .iter()
-        .map(|i| format!("- {i}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A markdown checkbox list.
-pub fn checkboxes(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|i| format!("- [ ] {i}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// An inline YAML list: `[a, b]`. Items are ids and paths, which need no quoting.

@@ -162,37 +162,99 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
     for (path, doc) in &draft.files {
         sections += document(phase, path, doc, &mut problems)?;
     }
-
-    // The ids each phase defines, up to this one.
-    let text = |p: &str| folder.get(p).and_then(|b| std::str::from_utf8(b).ok());
-    let goals = text(spec::BRIEF).map(parse::goals).unwrap_or_default();
-    let mut defined: BTreeSet<String> = goals.iter().map(|g| g.id.clone()).collect();
-    let reqs = if phase >= Phase::Requirements {
-        parse::requirements(folder)
+    let written = Written::read(phase, folder);
+    let references = references(ctx, draft, folder, &written, &mut problems);
+    let trace = trace(phase, &written, &mut problems);
+    if problems.is_empty() {
+        Ok(format!(
+            "self-validated {} {}: frontmatter, {sections} template sections, {references} id \
+             references resolved, {trace}",
+            draft.files.len(),
+            if draft.files.len() == 1 {
+                "document"
+            } else {
+                "documents"
+            }
+        ))
     } else {
-        parse::Requirements::default()
-    };
-    defined.extend(reqs.all().map(|r| r.id.clone()));
-    let arch = if phase >= Phase::Architecture {
-        parse::architecture(folder)
-    } else {
-        parse::Architecture::default()
-    };
-    defined.extend(arch.components.iter().map(|c| c.id.clone()));
-    defined.extend(arch.adrs.iter().map(|a| a.id.clone()));
-    let epics = if phase >= Phase::Epics {
-        parse::epics(folder)
-    } else {
-        Vec::new()
-    };
-    for e in &epics {
-        defined.insert(e.id.clone());
-        defined.extend(e.stories.iter().map(|s| s.id.clone()));
+        let total = problems.len();
+        problems.truncate(5);
+        Err(format!(
+            "{}{}",
+            problems.join("; "),
+            if total > 5 {
+                format!(" (and {} more)", total - 5)
+            } else {
+                String::new()
+            }
+        ))
     }
+}
+
+/// What the documents of each phase up to the one checked define.
+struct Written {
+    goals: Vec<parse::GoalRow>,
+    reqs: parse::Requirements,
+    arch: parse::Architecture,
+    epics: Vec<parse::EpicRow>,
+}
+
+impl Written {
+    fn read(phase: Phase, folder: &Folder) -> Written {
+        let brief = folder
+            .get(spec::BRIEF)
+            .and_then(|b| std::str::from_utf8(b).ok());
+        Written {
+            goals: brief.map(parse::goals).unwrap_or_default(),
+            reqs: if phase >= Phase::Requirements {
+                parse::requirements(folder)
+            } else {
+                parse::Requirements::default()
+            },
+            arch: if phase >= Phase::Architecture {
+                parse::architecture(folder)
+            } else {
+                parse::Architecture::default()
+            },
+            epics: if phase >= Phase::Epics {
+                parse::epics(folder)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Every id these documents define.
+    fn ids(&self) -> BTreeSet<String> {
+        let mut defined: BTreeSet<String> = self.goals.iter().map(|g| g.id.clone()).collect();
+        defined.extend(self.reqs.all().map(|r| r.id.clone()));
+        defined.extend(self.arch.components.iter().map(|c| c.id.clone()));
+        defined.extend(self.arch.adrs.iter().map(|a| a.id.clone()));
+        for e in &self.epics {
+            defined.insert(e.id.clone());
+            defined.extend(e.stories.iter().map(|s| s.id.clone()));
+        }
+        defined
+    }
+}
+
+/// Checks that every id the draft names is defined by a document or quoted from the user or
+/// the analyst. Returns the number of ids named.
+fn references(
+    ctx: &Ctx,
+    draft: &Draft,
+    folder: &Folder,
+    written: &Written,
+    problems: &mut Vec<String>,
+) -> usize {
+    let defined = written.ids();
     // Ids the user or the analyst wrote are quoted, not defined.
     let mut quoted: BTreeSet<String> = MD.ids(&ctx.task_text).into_iter().collect();
     quoted.extend(ctx.feedback.iter().flat_map(|f| MD.ids(f)));
-    if let Some(d) = text(spec::DISCOVERY) {
+    if let Some(d) = folder
+        .get(spec::DISCOVERY)
+        .and_then(|b| std::str::from_utf8(b).ok())
+    {
         quoted.extend(MD.ids(d));
     }
     let mut references = 0;
@@ -211,9 +273,13 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
             unknown.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
+    references
+}
 
-    // Traceability.
-    let trace = match phase {
+/// Checks the traceability rules of `phase`. Returns what was traced, for `verification`.
+fn trace(phase: Phase, w: &Written, problems: &mut Vec<String>) -> String {
+    let (goals, reqs, arch) = (&w.goals, &w.reqs, &w.arch);
+    match phase {
         Phase::Brief => {
             if goals.is_empty() {
                 problems.push("the brief has no goal".into());
@@ -224,7 +290,7 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
             if reqs.functional.is_empty() {
                 problems.push("no REQ was written".into());
             }
-            for g in &goals {
+            for g in goals {
                 if !reqs.functional.iter().any(|r| r.traces.contains(&g.id)) {
                     problems.push(format!("{} is traced by no REQ", g.id));
                 }
@@ -263,7 +329,7 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
         }
         Phase::Epics => {
             let stories: Vec<&parse::StoryRow> =
-                epics.iter().flat_map(|e| e.stories.iter()).collect();
+                w.epics.iter().flat_map(|e| e.stories.iter()).collect();
             for r in &reqs.functional {
                 if !stories.iter().any(|s| s.traces.contains(&r.id)) {
                     problems.push(format!("{} is covered by no story", r.id));
@@ -277,7 +343,7 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
                     problems.push(format!("{} has no story", c.id));
                 }
             }
-            for e in &epics {
+            for e in &w.epics {
                 if e.stories.is_empty() {
                     problems.push(format!("{} (`{}`) has no story", e.id, e.path));
                 }
@@ -293,29 +359,5 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
                 stories.len()
             )
         }
-    };
-    if problems.is_empty() {
-        Ok(format!(
-            "self-validated {} {}: frontmatter, {sections} template sections, {references} id \
-             references resolved, {trace}",
-            draft.files.len(),
-            if draft.files.len() == 1 {
-                "document"
-            } else {
-                "documents"
-            }
-        ))
-    } else {
-        let total = problems.len();
-        problems.truncate(5);
-        Err(format!(
-            "{}{}",
-            problems.join("; "),
-            if total > 5 {
-                format!(" (and {} more)", total - 5)
-            } else {
-                String::new()
-            }
-        ))
     }
 }
