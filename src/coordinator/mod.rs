@@ -8,6 +8,7 @@ pub mod followup;
 pub mod lease;
 mod opinion;
 pub mod pipeline;
+mod record;
 pub mod reset;
 pub mod revise;
 pub mod run;
