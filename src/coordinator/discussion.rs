@@ -334,7 +334,7 @@ fn record_round(
             .map(|b| {
                 (
                     log.file.to_owned(),
-                    serde_json::Value::String(crate::trust::blob_id(b)),
+                    serde_json::Value::String(crate::git::blob_hex(store.repo().object_hash(), b)),
                 )
             })
             .collect();

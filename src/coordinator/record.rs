@@ -203,11 +203,8 @@ pub(super) fn write_run_record(
 ) -> Result<()> {
     let (task, output) = (&rec.task, &rec.output);
     let dir = format!("runs/{id}/{}", task.attempts);
-    let blob = |bytes: &[u8]| {
-        gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-            .map(|id| id.to_string())
-            .unwrap_or_default()
-    };
+    let hash = txn.store().repo().object_hash();
+    let blob = |bytes: &[u8]| crate::git::blob_hex(hash, bytes);
     let files: serde_json::Map<String, serde_json::Value> = output
         .files
         .iter()

@@ -195,6 +195,7 @@ fn run_with(
         spec,
         roles_lock: crate::agents::prompt::roles_lock(
             &crate::agents::prompt::RoleSpecs::from_files(&pinned)?,
+            store.repo().object_hash(),
         ),
         limits: pinned.config(store.workdir())?.snapshot.limits()?,
         hooks: Arc::new(crate::hooks::Hooks::load(

@@ -26,6 +26,26 @@ fn git() -> Command {
     cmd
 }
 
+/// The object format git-tlv4 works with: the store opens no repository of another
+/// ([`crate::store::Store::from_repo`]), so ids computed where no repository is at hand (the
+/// trust record, which is read from a working tree path) are in this one.
+pub const OBJECT_FORMAT: gix::hash::Kind = gix::hash::Kind::Sha1;
+
+/// The id git gives a blob of `bytes` in a repository whose object format is `kind`: what
+/// `git hash-object` prints there. The one place object ids are computed from bytes; pass
+/// the repository's own format (`repo.object_hash()`).
+pub fn blob_id(kind: gix::hash::Kind, bytes: &[u8]) -> Option<gix::ObjectId> {
+    gix::objs::compute_hash(kind, gix::objs::Kind::Blob, bytes).ok()
+}
+
+/// [`blob_id`] in hexadecimal, empty in the one case it has none (SHA-1 collision
+/// detection refused the bytes).
+pub fn blob_hex(kind: gix::hash::Kind, bytes: &[u8]) -> String {
+    blob_id(kind, bytes)
+        .map(|id| id.to_string())
+        .unwrap_or_default()
+}
+
 /// Runs git's own auto-maintenance (`git maintenance run --auto`), which packs loose objects
 /// once there are enough of them. Failures are ignored: maintenance is an optimisation.
 pub fn auto_maintenance(git_dir: &Path) {
@@ -328,7 +348,22 @@ pub fn repository_format(dir: &Path) -> Option<(std::path::PathBuf, String, Stri
 mod tests {
     use super::*;
     use crate::testutil::git;
+
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn blob_ids_are_gits_own() {
+        // `printf 'hello\n' | git hash-object --stdin`. (The gix built here knows SHA-1 only;
+        // a repository of another format is refused when the store opens it.)
+        assert_eq!(
+            blob_hex(gix::hash::Kind::Sha1, b"hello\n"),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        assert_eq!(
+            crate::trust::blob_id(b"hello\n"),
+            blob_hex(OBJECT_FORMAT, b"hello\n")
+        );
+    }
 
     #[test]
     fn lock_reasons_read_back_as_written() {
