@@ -133,7 +133,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
                     .status(format!("kept: the session stays on branch tlv4/{sid}")),
                 Ok(Done::Exported(b)) => ctx.ui.status(format!(
                     "exported: {} holds the result without the run records",
-                    b.trim_start_matches("refs/heads/")
+                    crate::store::refs::short_branch(&b)
                 )),
                 // The reference's rule: if the completion action fails, keep the session.
                 Err(e) => {

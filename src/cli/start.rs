@@ -84,7 +84,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         head.as_deref()
             .map_or("(detached HEAD)".to_owned(), |h| format!(
                 "({})",
-                h.trim_start_matches("refs/heads/")
+                crate::store::refs::short_branch(h)
             )),
     ));
     if let Some(a) = &state.control.analysis {

@@ -1,5 +1,8 @@
 //! The one place that runs the `git` binary, for what gix does not do (checkouts, staging
-//! with the user's filters, maintenance).
+//! with the user's filters, maintenance, pushes and fetches), and the object-id helper
+//! ([`blob_id`]). Every other module that needs git's CLI goes through here: [`run`],
+//! [`output`], [`run_with_input`], or [`command`] for a caller that reads git's answer
+//! itself. (Agents' own programs may run git in their checkouts; that is theirs, not ours.)
 //!
 //! The user's git hooks (`.git/hooks`, `core.hooksPath`) are for the user's own commands:
 //! every command the tool runs here turns them off ([`NO_HOOKS`]), so that a failing
@@ -44,6 +47,31 @@ pub fn blob_hex(kind: gix::hash::Kind, bytes: &[u8]) -> String {
     blob_id(kind, bytes)
         .map(|id| id.to_string())
         .unwrap_or_default()
+}
+
+/// Variables of the caller's environment that would point the agent's git at another
+/// repository than its working directory.
+pub const GIT_LOCATION_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+];
+
+/// `git` in `dir` for a caller that reads git's output itself (the drivers that list, diff
+/// and apply in an agent's checkout): the user's hooks off, stdin closed unless the caller
+/// pipes it, and none of [`GIT_LOCATION_VARS`] inherited.
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = git();
+    cmd.current_dir(dir);
+    for var in GIT_LOCATION_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 /// Runs git's own auto-maintenance (`git maintenance run --auto`), which packs loose objects

@@ -226,7 +226,7 @@ impl Store {
         for r in platform.all().map_err(git)? {
             let Ok(mut r) = r else { continue };
             let name = r.name().as_bstr().to_str_lossy().into_owned();
-            if name.starts_with("refs/notes/") {
+            if name.starts_with(super::refs::NOTES_PREFIX) {
                 continue;
             }
             let Ok(id) = r.peel_to_id() else { continue };

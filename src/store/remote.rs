@@ -19,6 +19,7 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::note::plumbing::State as NotesTree;
 
+use super::refs::{self, REMOTE_MIRROR_PREFIX};
 use super::write::RemoteEdit;
 use super::{
     ARCHIVE_REF_PREFIX, NOTES_REF_PREFIX, REVIEW_NOTES_REF, SESSION_REF_PREFIX, Store,
@@ -27,18 +28,15 @@ use super::{
 use crate::error::{Error, Result};
 use crate::model::SessionId;
 
-/// Where the refs fetched from a remote are kept: `refs/tlv4-remote/<remote>/<ref without refs/>`.
-pub const REMOTE_MIRROR_PREFIX: &str = "refs/tlv4-remote/";
-
 /// The ref namespaces a session travels in (source side of every refspec). The pinned
 /// configuration `refs/tlv4/pinned/` stays local: it may hold secrets.
 const SHARED: [&str; 6] = [
-    "refs/heads/tlv4/",
-    "refs/heads/tlv4-export/",
-    "refs/notes/tlv4/",
-    "refs/notes/tlv4-review",
-    "refs/tlv4/archive/",
-    "refs/tlv4/runs/",
+    refs::SESSION_REF_PREFIX,
+    refs::EXPORT_REF_PREFIX,
+    refs::NOTES_REF_PREFIX,
+    refs::REVIEW_NOTES_REF,
+    refs::ARCHIVE_REF_PREFIX,
+    refs::RUNS_REF_PREFIX,
 ];
 
 /// What a store did through remotes, counted as it goes: a worker's closing line says it
@@ -101,7 +99,7 @@ fn classify(name: &str) -> Option<(Kind, Option<SessionId>)> {
     if let Some(rest) = name.strip_prefix(NOTES_REF_PREFIX) {
         return Some((Kind::Notes, Some(rest.parse().ok()?)));
     }
-    for prefix in ["refs/heads/tlv4-export/", ARCHIVE_REF_PREFIX] {
+    for prefix in [refs::EXPORT_REF_PREFIX, ARCHIVE_REF_PREFIX] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return Some((Kind::CreateOnly, Some(rest.parse().ok()?)));
         }

@@ -8,9 +8,7 @@ use super::Files;
 use crate::error::{Error, Result};
 
 /// The local ref keeping the configuration session `sid` started with.
-pub fn pinned_ref(sid: &crate::model::SessionId) -> String {
-    format!("refs/tlv4/pinned/{sid}")
-}
+pub use crate::store::refs::pinned_ref;
 
 /// The file in the pipeline folder listing the pinned configuration's blob ids.
 pub const LOCK: &str = "config.lock";
