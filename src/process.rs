@@ -1040,12 +1040,7 @@ pub mod signals {
 
     /// `SIGINT (Ctrl-C)`, `SIGTERM`, `SIGHUP (the terminal closed)`.
     pub fn name(sig: i32) -> &'static str {
-        match sig {
-            libc::SIGINT => "SIGINT (Ctrl-C)",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGHUP => "SIGHUP (the terminal was closed)",
-            _ => "a signal",
-        }
+        crate::error::signal_name(sig)
     }
 
     /// Says that the caller handles the signals while this lives: they wake

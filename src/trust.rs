@@ -34,7 +34,7 @@ pub use pin::{LOCK, lock_text, pin, pinned, pinned_agents, pinned_ref, repin};
 
 use files::walk;
 
-use crate::agents::config::AgentSpec;
+use crate::config::agents::AgentSpec;
 use crate::config::{Config, FILE};
 use crate::error::{Error, Result};
 
@@ -183,7 +183,7 @@ fn agent_files(root: &Path, name: &str, spec: &AgentSpec) -> Result<Vec<Item>> {
         }
         Ok(())
     };
-    let expand = |p: &str| crate::agents::process::expand_home(p, root);
+    let expand = |p: &str| crate::process::expand_home(p, root);
     if let Some(program) = spec.program.as_deref().filter(|p| p.contains('/')) {
         add(
             expand(program),

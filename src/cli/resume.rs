@@ -196,7 +196,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
     }
     if args.reconfigure {
-        match crate::trust::repin(&store, &sid)? {
+        let current = crate::trust::Files::read(store.workdir())?;
+        // A configuration that does not load would stop the session: check it first.
+        current.config(store.workdir())?;
+        crate::coordinator::pipeline::PipelineSpec::from_files(&current)?;
+        crate::quality::review::RuleSet::from_files(&current)?;
+        crate::agents::prompt::RoleSpecs::from_files(&current)?;
+        match crate::trust::repin(&store, &sid, &current)? {
             Some(changed) => ctx.ui.status(format!(
                 "session {sid} runs with the working tree's configuration from now on (changed: {})",
                 changed.join(", ")

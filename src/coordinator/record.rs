@@ -562,8 +562,8 @@ fn bounded(text: &str) -> Vec<u8> {
         return text.as_bytes().to_vec();
     }
     let half = RECORD_TEXT_LIMIT / 2;
-    let head = crate::agents::process::floor_char_boundary(text, half);
-    let tail = crate::agents::process::floor_char_boundary(text, text.len() - half);
+    let head = crate::process::floor_char_boundary(text, half);
+    let tail = crate::process::floor_char_boundary(text, text.len() - half);
     format!(
         "{}\n[… git-tlv4 left out {} bytes of this record …]\n{}",
         &text[..head],

@@ -30,7 +30,7 @@ pub struct StartOptions {
 }
 
 /// The completion actions.
-pub const COMPLETIONS: [&str; 4] = ["interactive", "archive", "keep", "export"];
+pub use crate::config::COMPLETIONS;
 
 /// Files every session starts with, relative to its folder.
 fn initial_files() -> BTreeMap<String, Vec<u8>> {

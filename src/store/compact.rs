@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
+use super::refs::RUNS_REF_PREFIX;
 use super::{REVIEW_NOTES_REF, Store, archive_ref, notes_ref, session_dir};
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, SessionId};
-use crate::worktree::RUNS_REF_PREFIX;
 
 /// The run records compaction removes: what an agent was told and said.
 pub const COMPACTED_FILES: [&str; 3] = ["prompt.md", "answer.txt", "transcript.txt"];

@@ -325,7 +325,7 @@ impl Store {
     ) -> Result<String> {
         let first = attempt.max(1);
         for n in first..first.saturating_add(100) {
-            let name = crate::worktree::attempt_ref(sid, task, n);
+            let name = super::refs::attempt_ref(sid, task, n);
             if self.try_ref(&name)?.is_some_and(|c| c != commit) {
                 continue;
             }

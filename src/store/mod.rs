@@ -67,6 +67,10 @@ const OUR_REF_PREFIXES: [&str; 4] = [
     TOOL_REF_PREFIX,
 ];
 
+/// The file in the pipeline folder listing the blob ids of the configuration the session
+/// was pinned to (written by [`crate::trust`], reserved in the tree layout here).
+pub const CONFIG_LOCK: &str = "config.lock";
+
 /// The folder of a session inside the branch tree.
 pub fn session_dir(sid: &SessionId) -> String {
     format!(".tlv4/sessions/{sid}")
