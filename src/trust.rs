@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 mod files;
 mod pin;
 
-pub use files::Files;
+pub use files::{Configuration, Files};
 pub use pin::{LOCK, lock_text, pin, pinned, pinned_agents, pinned_ref, repin};
 
 use files::walk;

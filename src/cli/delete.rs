@@ -96,7 +96,7 @@ pub(crate) fn unique_work(
     .status
     .success();
     let exported = store
-        .try_ref(&crate::store::refs::export_ref(&sid))?
+        .try_ref(&crate::store::refs::export_ref(sid))?
         .is_some();
     if code_changed && !exported && unique_commits(store, &[tip], &[], refs)? > 0 {
         found.push(format!(
@@ -112,7 +112,7 @@ pub(crate) fn unique_work(
             if n > 0 {
                 found.push(format!(
                     "{} holds {n} commit(s) the session never merged",
-                    crate::store::refs::short_branch(&name)
+                    crate::store::refs::short_branch(name)
                 ));
             }
         }

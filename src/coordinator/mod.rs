@@ -19,4 +19,4 @@ mod worker;
 mod tests;
 
 pub use pipeline::{PipelineSpec, Supervision};
-pub use start::{StartOptions, start};
+pub use start::{StartOptions, start, start_with};

@@ -23,6 +23,7 @@ use crate::model::{
 };
 use crate::quality::QualityContext;
 use crate::store::{Store, Txn, Written, session_dir};
+use crate::trust::Configuration;
 use crate::worktree;
 
 /// How long an interrupted loop waits for its workers to clean up after their processes
@@ -151,14 +152,33 @@ pub fn stall_cleared(state: &State) -> bool {
         && !stalled(state)
 }
 
-/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
+/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted, with the
+/// configuration the session started with.
 pub fn run(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
-    run_with(store, sid, roster, None, on)
+    let conf = pinned(store, sid)?;
+    run_with(store, sid, roster, &conf, None, on)
+}
+
+/// [`run`] with `conf`, the session's pinned configuration, already read by the caller.
+pub fn run_configured(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    conf: &Configuration,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    run_with(store, sid, roster, conf, None, on)
+}
+
+/// The configuration session `sid` started with, not the working tree's.
+fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
+    let (files, _) = crate::trust::pinned(store, sid)?;
+    Configuration::of(files, store.workdir())
 }
 
 /// Runs session `sid` as a worker of the remote `opts` names: every event is written through
@@ -171,13 +191,28 @@ pub fn run_worker(
     opts: WorkerOptions,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
-    run_with(store, sid, roster, Some(RemoteMode::new(opts)), on)
+    let conf = pinned(store, sid)?;
+    run_with(store, sid, roster, &conf, Some(RemoteMode::new(opts)), on)
+}
+
+/// [`run_worker`] with `conf`, the session's pinned configuration, already read by the
+/// caller.
+pub fn run_worker_configured(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    conf: &Configuration,
+    opts: WorkerOptions,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    run_with(store, sid, roster, conf, Some(RemoteMode::new(opts)), on)
 }
 
 fn run_with(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
+    conf: &Configuration,
     remote: Option<RemoteMode>,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
@@ -185,19 +220,17 @@ fn run_with(
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the runtime", e))?;
-    // The configuration the session started with, not the working tree's.
-    let (pinned, _) = crate::trust::pinned(store, sid)?;
-    let spec = PipelineSpec::from_files(&pinned)?;
+    let spec = PipelineSpec::from_files(&conf.files)?;
     let mut runner = Runner {
         store,
         sid: sid.clone(),
         roster: Arc::new(roster),
         spec,
         roles_lock: crate::agents::prompt::roles_lock(
-            &crate::agents::prompt::RoleSpecs::from_files(&pinned)?,
+            &crate::agents::prompt::RoleSpecs::from_files(&conf.files)?,
             store.repo().object_hash(),
         ),
-        limits: pinned.config(store.workdir())?.snapshot.limits()?,
+        limits: conf.config.snapshot.limits()?,
         hooks: Arc::new(crate::hooks::Hooks::load(
             store.repo().common_dir(),
             store.workdir(),

@@ -55,6 +55,17 @@ fn initial_files() -> BTreeMap<String, Vec<u8>> {
 
 /// Creates the session for `text` and returns its id and first state.
 pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionId, State)> {
+    start_with(store, text, opts, None)
+}
+
+/// [`start`] with `conf`, the working tree's configuration, when the caller has read it
+/// already (`None`: read here, once the text and the base commit passed their checks).
+pub fn start_with(
+    store: &Store,
+    text: &str,
+    opts: &StartOptions,
+    conf: Option<&crate::trust::Configuration>,
+) -> Result<(SessionId, State)> {
     let text = text.trim();
     if text.is_empty() {
         return Err(Error::Invalid(
@@ -80,13 +91,20 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         }
     }
     // What the session runs with from now on: pinned in its folder and a local ref.
-    let pinned = crate::trust::Files::read(store.workdir())?;
-    let config = pinned.config(store.workdir())?;
-    let spec = PipelineSpec::from_files(&pinned)?;
+    let read;
+    let conf = match conf {
+        Some(c) => c,
+        None => {
+            read = crate::trust::Configuration::read(store.workdir())?;
+            &read
+        }
+    };
+    let (pinned, config) = (&conf.files, &conf.config);
+    let spec = PipelineSpec::from_files(pinned)?;
     // Every file of the repository's configuration is read before anything is written: a
     // broken override is found now, not by the task that first needs it.
-    crate::agents::prompt::RoleSpecs::from_files(&pinned)?;
-    crate::quality::review::RuleSet::from_files(&pinned)?;
+    crate::agents::prompt::RoleSpecs::from_files(pinned)?;
+    crate::quality::review::RuleSet::from_files(pinned)?;
     // A pipeline the configuration names must exist (the default may be missing from a
     // repository's own pipelines file, as long as `--pipeline` or the text picks another).
     if config.is_set("session.pipeline") && !spec.has(&config.session.pipeline) {
@@ -188,7 +206,7 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         let mut files = initial_files();
         files.insert(
             crate::trust::LOCK.into(),
-            crate::trust::lock_text(&pinned).into_bytes(),
+            crate::trust::lock_text(pinned).into_bytes(),
         );
         files.insert(
             "task-analysis.json".into(),
@@ -217,7 +235,7 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         ];
         match store.create_session(base, steps) {
             Ok(written) => {
-                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
+                crate::trust::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, written.state));
             }
             // Someone took the id between the check and the create: take the next one.
