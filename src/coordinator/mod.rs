@@ -1,5 +1,5 @@
-//! The coordinator: pipelines as data, dispatch of their task graphs, and (later) the
-//! scheduling loop that runs them.
+//! The coordinator: pipelines as data, dispatch of their task graphs, the scheduling loop
+//! that runs them ([`run`]), and the user's decisions, completion actions and undo.
 
 pub mod analysis;
 pub mod complete;
