@@ -49,7 +49,8 @@ pub(crate) fn roster(
     };
     config.snapshot.limits()?;
     let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
-    let roster = Roster::load_with(config, &overrides, root, Some(&specs))?;
+    let known = crate::coordinator::roster_names();
+    let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known)?;
     let needed = crate::trust::needed(root, files, config, roster.configured_specs())?;
     crate::trust::check(root, &needed)?;
     roster.preflight()?;
