@@ -124,98 +124,15 @@ impl Roster {
         specs: Option<&super::prompt::RoleSpecs>,
         known: &Known,
     ) -> Result<Roster> {
-        // Agent name by role, and whether the name came from the file (which needs trust)
-        // rather than from the user.
-        let mut assignment: BTreeMap<String, (String, bool)> = config
-            .roles
-            .iter()
-            .map(|(r, n)| (r.clone(), (n.clone(), true)))
-            .collect();
-        // Discussion seats the user gave agents (`--agent discuss.SEAT=NAME`).
-        let mut seat_choices: BTreeMap<String, String> = BTreeMap::new();
-        // The user's own choice (git config tlv4.agent), then this run's (--agent).
-        for a in config.user_agents.iter().chain(&overrides.agents) {
-            if let Some(choice) = a.strip_prefix(SEAT_PREFIX) {
-                match choice.split_once('=') {
-                    Some((seat, name)) if !seat.is_empty() && !name.is_empty() => {
-                        seat_choices.insert(seat.to_owned(), name.to_owned());
-                    }
-                    _ => {
-                        return Err(Error::Invalid(format!(
-                            "--agent `{a}`: expected {SEAT_PREFIX}SEAT=NAME"
-                        )));
-                    }
-                }
-                continue;
-            }
-            match a.split_once('=') {
-                Some((role, name)) if !role.is_empty() && !name.is_empty() => {
-                    assignment.insert(role.to_owned(), (name.to_owned(), false));
-                }
-                Some(_) => {
-                    return Err(Error::Invalid(format!(
-                        "--agent `{a}`: expected NAME or ROLE=NAME"
-                    )));
-                }
-                None => {
-                    assignment.clear();
-                    assignment.insert("default".into(), (a.clone(), false));
-                }
-            }
-        }
-        if let Some(sid) = &overrides.replay {
-            assignment.clear();
-            assignment.insert("default".into(), (format!("replay:{sid}"), false));
-        }
-        let mut made: BTreeMap<String, Arc<dyn Driver>> = BTreeMap::new();
-        let mut configured: BTreeMap<String, AgentSpec> = BTreeMap::new();
-        let mut driver = |name: &str, from_file: bool| -> Result<Arc<dyn Driver>> {
-            let defined = config.agents.get(name);
-            // What the file defines runs with trust; so does a driver the file names.
-            match defined {
-                Some(spec) if crate::trust::needs_trust(spec) => {
-                    configured.insert(name.to_owned(), spec.clone());
-                }
-                None if from_file && name != "builtin" && !name.starts_with("replay") => {
-                    let spec = AgentSpec {
-                        driver: name.to_owned(),
-                        ..AgentSpec::default()
-                    };
-                    configured.insert(name.to_owned(), spec);
-                }
-                _ => {}
-            }
-            if let Some(d) = made.get(name) {
-                return Ok(Arc::clone(d));
-            }
-            let build = |n: &str, spec: &AgentSpec| match specs {
-                Some(s) => super::command::driver_with_specs(n, spec, repo_root, s),
-                None => driver_for(n, spec, repo_root),
-            };
-            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), defined) {
-                (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
-                (None, Some(spec)) => Arc::from(build(name, spec)?),
-                (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
-                (None, None) => {
-                    let spec = AgentSpec {
-                        driver: name.to_owned(),
-                        ..AgentSpec::default()
-                    };
-                    Arc::from(build(name, &spec).map_err(|e| {
-                        Error::state(
-                            format!(
-                                "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
-                            ),
-                            Some(format!(
-                                "define it under [agents.{name}], or name a driver (builtin, command, claude, codex, gemini, qwen, opencode, aider, openai)"
-                            )),
-                        )
-                    })?)
-                }
-            };
-            made.insert(name.to_owned(), Arc::clone(&d));
-            Ok(d)
+        let (assignment, seat_choices) = assignments(config, overrides)?;
+        let mut drivers = Drivers {
+            config,
+            repo_root,
+            specs,
+            made: BTreeMap::new(),
+            configured: BTreeMap::new(),
         };
+        let mut driver = |name: &str, from_file: bool| drivers.get(name, from_file);
         let default = match assignment.get("default") {
             Some((name, from_file)) => driver(name, *from_file)?,
             None => Arc::new(BuiltinDriver),
@@ -272,7 +189,7 @@ impl Roster {
             roles,
             perspectives,
             members,
-            configured: configured.into_iter().collect(),
+            configured: drivers.configured.into_iter().collect(),
         })
     }
 
@@ -391,6 +308,123 @@ impl Driver for AgentDriver {
                 ..Usage::default()
             },
         })
+    }
+}
+
+/// Agent name by role, each with whether the name came from the file (which needs trust)
+/// rather than from the user; and the discussion seats the user gave agents.
+type Assignments = (BTreeMap<String, (String, bool)>, BTreeMap<String, String>);
+
+/// Who plays each role and seat: the file's `[roles]`, then the user's own choice (git config
+/// `tlv4.agent`), then this run's `--agent` (`--agent discuss.SEAT=NAME` for a seat), then
+/// `--replay`.
+fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
+    // Agent name by role, and whether the name came from the file (which needs trust)
+    // rather than from the user.
+    let mut assignment: BTreeMap<String, (String, bool)> = config
+        .roles
+        .iter()
+        .map(|(r, n)| (r.clone(), (n.clone(), true)))
+        .collect();
+    // Discussion seats the user gave agents (`--agent discuss.SEAT=NAME`).
+    let mut seat_choices: BTreeMap<String, String> = BTreeMap::new();
+    // The user's own choice (git config tlv4.agent), then this run's (--agent).
+    for a in config.user_agents.iter().chain(&overrides.agents) {
+        if let Some(choice) = a.strip_prefix(SEAT_PREFIX) {
+            match choice.split_once('=') {
+                Some((seat, name)) if !seat.is_empty() && !name.is_empty() => {
+                    seat_choices.insert(seat.to_owned(), name.to_owned());
+                }
+                _ => {
+                    return Err(Error::Invalid(format!(
+                        "--agent `{a}`: expected {SEAT_PREFIX}SEAT=NAME"
+                    )));
+                }
+            }
+            continue;
+        }
+        match a.split_once('=') {
+            Some((role, name)) if !role.is_empty() && !name.is_empty() => {
+                assignment.insert(role.to_owned(), (name.to_owned(), false));
+            }
+            Some(_) => {
+                return Err(Error::Invalid(format!(
+                    "--agent `{a}`: expected NAME or ROLE=NAME"
+                )));
+            }
+            None => {
+                assignment.clear();
+                assignment.insert("default".into(), (a.clone(), false));
+            }
+        }
+    }
+    if let Some(sid) = &overrides.replay {
+        assignment.clear();
+        assignment.insert("default".into(), (format!("replay:{sid}"), false));
+    }
+    Ok((assignment, seat_choices))
+}
+
+/// The drivers of a roster being loaded: each agent made once, and what the file defines or
+/// names that needs trust.
+struct Drivers<'a> {
+    config: &'a Config,
+    repo_root: &'a Path,
+    specs: Option<&'a super::prompt::RoleSpecs>,
+    made: BTreeMap<String, Arc<dyn Driver>>,
+    configured: BTreeMap<String, AgentSpec>,
+}
+
+impl Drivers<'_> {
+    /// The driver of agent `name`, named by the file (`from_file`) or by the user.
+    fn get(&mut self, name: &str, from_file: bool) -> Result<Arc<dyn Driver>> {
+        let (config, repo_root, specs) = (self.config, self.repo_root, self.specs);
+        let (made, configured) = (&mut self.made, &mut self.configured);
+        let defined = config.agents.get(name);
+        // What the file defines runs with trust; so does a driver the file names.
+        match defined {
+            Some(spec) if crate::trust::needs_trust(spec) => {
+                configured.insert(name.to_owned(), spec.clone());
+            }
+            None if from_file && name != "builtin" && !name.starts_with("replay") => {
+                let spec = AgentSpec {
+                    driver: name.to_owned(),
+                    ..AgentSpec::default()
+                };
+                configured.insert(name.to_owned(), spec);
+            }
+            _ => {}
+        }
+        if let Some(d) = made.get(name) {
+            return Ok(Arc::clone(d));
+        }
+        let build = |n: &str, spec: &AgentSpec| match specs {
+            Some(s) => super::command::driver_with_specs(n, spec, repo_root, s),
+            None => driver_for(n, spec, repo_root),
+        };
+        let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), defined) {
+            (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
+            (None, Some(spec)) => Arc::from(build(name, spec)?),
+            (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
+            (None, None) => {
+                let spec = AgentSpec {
+                    driver: name.to_owned(),
+                    ..AgentSpec::default()
+                };
+                Arc::from(build(name, &spec).map_err(|e| {
+                    Error::state(
+                        format!(
+                            "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
+                        ),
+                        Some(format!(
+                            "define it under [agents.{name}], or name a driver (builtin, command, claude, codex, gemini, qwen, opencode, aider, openai)"
+                        )),
+                    )
+                })?)
+            }
+        };
+        made.insert(name.to_owned(), Arc::clone(&d));
+        Ok(d)
     }
 }
 
