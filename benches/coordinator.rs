@@ -161,7 +161,15 @@ fn parallel(c: &mut Criterion) {
                 .map(|_| {
                     timed_run(
                         &wide,
-                        |root| Roster::load(&config, &Default::default(), root).expect("a roster"),
+                        |root| {
+                            Roster::load(
+                                &config,
+                                &Default::default(),
+                                root,
+                                &git_tlv4::coordinator::roster_names(),
+                            )
+                            .expect("a roster")
+                        },
                         8,
                     )
                 })

@@ -139,7 +139,7 @@ pub enum Error {
         message: String,
     },
     /// A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: exit code 128 + its number.
-    #[error("interrupted by {}; {message}", crate::process::signals::name(*signal))]
+    #[error("interrupted by {}; {message}", signal_name(*signal))]
     Interrupted {
         /// The signal's number.
         signal: i32,
@@ -335,6 +335,17 @@ impl Error {
             )],
             _ => Vec::new(),
         }
+    }
+}
+
+/// `SIGINT (Ctrl-C)`, `SIGTERM`, `SIGHUP (the terminal was closed)`: how a signal is named
+/// to the user (here, at the bottom, so that every module may name one).
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT (Ctrl-C)",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP (the terminal was closed)",
+        _ => "a signal",
     }
 }
 

@@ -21,8 +21,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::agents::process::{self, Invocation};
 use crate::error::Error;
+use crate::process::{self, Invocation};
 
 /// The events hooks run at.
 pub const EVENTS: [&str; 5] = [

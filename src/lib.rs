@@ -1,7 +1,9 @@
 //! git-tlv4: run a team of AI coding agents through a development pipeline, with every bit
 //! of state kept in the git repository it works on.
 //!
-//! Layering: `cli → coordinator → store → git`; `model` depends on nothing.
+//! Layering: `cli → coordinator → quality → agents → worktree → store → git`, with `model`
+//! and `error` at the bottom; `ARCHITECTURE.md` has the map and `bench/arch/deps.py` checks
+//! that no two modules depend on each other.
 
 pub mod agents;
 pub mod cli;

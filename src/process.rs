@@ -53,18 +53,7 @@ pub const PROMPT_FILE_ENV: &str = "TLV4_PROMPT_FILE";
 /// 128 KiB).
 pub const ARGV_PROMPT_LIMIT: usize = 100 * 1024;
 
-/// Variables of the caller's environment that would point the agent's git at another
-/// repository than its working directory.
-pub const GIT_LOCATION_VARS: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-];
+pub use crate::git::GIT_LOCATION_VARS;
 
 /// Where standard error goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1051,12 +1040,7 @@ pub mod signals {
 
     /// `SIGINT (Ctrl-C)`, `SIGTERM`, `SIGHUP (the terminal closed)`.
     pub fn name(sig: i32) -> &'static str {
-        match sig {
-            libc::SIGINT => "SIGINT (Ctrl-C)",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGHUP => "SIGHUP (the terminal was closed)",
-            _ => "a signal",
-        }
+        crate::error::signal_name(sig)
     }
 
     /// Says that the caller handles the signals while this lives: they wake

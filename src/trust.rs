@@ -29,12 +29,12 @@ use std::path::{Path, PathBuf};
 mod files;
 mod pin;
 
-pub use files::Files;
+pub use files::{Configuration, Files};
 pub use pin::{LOCK, lock_text, pin, pinned, pinned_agents, pinned_ref, repin};
 
 use files::walk;
 
-use crate::agents::config::AgentSpec;
+use crate::config::agents::AgentSpec;
 use crate::config::{Config, FILE};
 use crate::error::{Error, Result};
 
@@ -47,11 +47,11 @@ const VERSION: &str = "2";
 /// At most this many files of an in-repository `home` are covered (the rest refuse).
 const MAX_HOME_FILES: usize = 2000;
 
-/// The git blob id of `bytes`.
+/// The git blob id of `bytes`, as the trust record and `config.lock` keep it: in
+/// [`crate::git::OBJECT_FORMAT`], the one the store opens (trust is judged from a working
+/// tree path, without a repository handle).
 pub fn blob_id(bytes: &[u8]) -> String {
-    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-        .map(|id| id.to_string())
-        .unwrap_or_default()
+    crate::git::blob_hex(crate::git::OBJECT_FORMAT, bytes)
 }
 
 /// Whether an agent needs trust: it runs a program or sends code to an endpoint (every
@@ -183,7 +183,7 @@ fn agent_files(root: &Path, name: &str, spec: &AgentSpec) -> Result<Vec<Item>> {
         }
         Ok(())
     };
-    let expand = |p: &str| crate::agents::process::expand_home(p, root);
+    let expand = |p: &str| crate::process::expand_home(p, root);
     if let Some(program) = spec.program.as_deref().filter(|p| p.contains('/')) {
         add(
             expand(program),

@@ -7,10 +7,12 @@
 
 pub mod builtin;
 pub mod command;
-pub mod config;
+/// `[agents.*]`, `[roles]` and `[discuss]` of `.tlv4.toml`, kept in [`crate::config`].
+pub use crate::config::agents as config;
 pub mod meter;
 pub mod openai;
 pub mod presets;
+/// The process runner, which the drivers use (it lives in [`crate::process`]).
 pub use crate::process;
 pub mod prompt;
 pub mod replay;

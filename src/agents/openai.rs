@@ -1487,12 +1487,7 @@ fn refusal(path: &str) -> Option<&'static str> {
 
 /// `git` in `dir`, with no git location inherited from the environment.
 fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir);
-    for var in crate::process::GIT_LOCATION_VARS {
-        cmd.env_remove(var);
-    }
-    cmd
+    crate::git::command(dir)
 }
 
 /// Every path the diff in `patch` touches, as git reads it (both sides of a rename).

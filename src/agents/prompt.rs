@@ -178,21 +178,16 @@ impl RoleSpecs {
 
 /// The `roles.lock` of a session: one line per role instruction and template, with its git
 /// blob id (what `git hash-object` prints for the file) and where it came from. The same
-/// specs always give the same text.
-pub fn roles_lock(specs: &RoleSpecs) -> String {
+/// specs always give the same text. `hash` is the repository's object format.
+pub fn roles_lock(specs: &RoleSpecs, hash: gix::hash::Kind) -> String {
     let mut out = String::from(
         "# The role instructions and templates this session's prompts are built from.\n\
          # <git blob id> <path> <builtin|repository>; `git hash-object <file>` gives the id.\n",
     );
     for (dir, map) in [("roles", &specs.roles), ("templates", &specs.templates)] {
         for (name, (text, origin)) in map {
-            let id = gix::objs::compute_hash(
-                gix::hash::Kind::Sha1,
-                gix::objs::Kind::Blob,
-                text.as_bytes(),
-            )
-            .map(|id| id.to_hex().to_string())
-            .unwrap_or_else(|_| "0".repeat(40));
+            let id = crate::git::blob_id(hash, text.as_bytes())
+                .map_or_else(|| "0".repeat(hash.len_in_hex()), |id| id.to_string());
             let origin = match origin {
                 Origin::Builtin => "builtin",
                 Origin::Repository => "repository",
@@ -1144,8 +1139,11 @@ events = 3
     #[test]
     fn roles_lock_is_stable_and_uses_git_blob_ids() {
         let specs = RoleSpecs::builtin();
-        let lock = roles_lock(&specs);
-        assert_eq!(lock, roles_lock(&RoleSpecs::builtin()));
+        let lock = roles_lock(&specs, gix::hash::Kind::Sha1);
+        assert_eq!(
+            lock,
+            roles_lock(&RoleSpecs::builtin(), gix::hash::Kind::Sha1)
+        );
         for role in ROLES {
             assert!(
                 lock.contains(&format!(" roles/{role}.md builtin\n")),
@@ -1186,7 +1184,7 @@ events = 3
         assert_eq!(loaded.role("tester"), "Mine.\n");
         assert_eq!(loaded.origin("tester"), Some(Origin::Repository));
         assert_eq!(loaded.role("writer"), specs.role("writer"));
-        let other = roles_lock(&loaded);
+        let other = roles_lock(&loaded, gix::hash::Kind::Sha1);
         assert_ne!(other, lock);
         assert!(other.contains(" roles/tester.md repository\n"));
         assert_eq!(RoleSpecs::load(Path::new("/nonexistent")).unwrap(), specs);

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use gix::ObjectId;
 
@@ -207,14 +207,7 @@ fn output(
 
 /// Applies the change `parent..commit` (outside `.tlv4/`) to the files of `workdir`.
 fn apply(repo_dir: &Path, parent: &str, commit: &str, workdir: &Path) -> Result<()> {
-    let git = |dir: &Path| {
-        let mut c = Command::new("git");
-        c.current_dir(dir)
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE");
-        c
-    };
+    let git = crate::git::command;
     let diff = git(repo_dir)
         .args([
             "diff",

@@ -7,7 +7,7 @@
 //! that names programs to run came with the repository: it is used only once the user
 //! trusted that exact file ([`crate::trust`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,12 +18,37 @@ use super::{Agent, TaskInput};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
+/// Roles whose tasks the quality machinery runs instead of an agent (an agent may add its
+/// opinion to the reviewer's rules).
+pub const QUALITY_ROLES: [&str; 3] = ["reviewer", "tester", "supervisor"];
+
+/// The agents that add their opinion to a perspective, by perspective name; in a round run as
+/// the protocol also those of the [`DEVIL`] and [`MODERATOR`] seats.
+pub type Perspectives = BTreeMap<String, Arc<dyn Driver>>;
+
+/// The seat of the devil's advocate in a discussion.
+pub const DEVIL: &str = "devil";
+
+/// The key of the moderator's agent in [`Perspectives`].
+pub const MODERATOR: &str = "moderator";
+
+/// The names a configuration's `[roles]` and `[discuss.perspectives]` are checked against.
+/// They come from the layers above (the pipelines, the discuss rules), which build them once
+/// (`crate::coordinator::roster_names`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Known {
+    /// The roles of the builtin pipelines and the specialists.
+    pub roles: BTreeSet<String>,
+    /// The discuss perspectives the builtin rules know.
+    pub perspectives: Vec<String>,
+}
+
 /// The drivers of a run, by role.
 #[derive(Clone)]
 pub struct Roster {
     default: Arc<dyn Driver>,
     roles: BTreeMap<String, Arc<dyn Driver>>,
-    perspectives: crate::quality::discuss::Perspectives,
+    perspectives: Perspectives,
     /// Agents of discussion seats (`[discuss.members]`), by seat.
     members: BTreeMap<String, Arc<dyn Driver>>,
     configured: Vec<(String, AgentSpec)>,
@@ -79,9 +104,15 @@ impl Roster {
     }
 
     /// The roster `config` describes, changed by `overrides`; `repo_root` is where relative
-    /// programs and role overrides are looked up.
-    pub fn load(config: &Config, overrides: &Overrides, repo_root: &Path) -> Result<Roster> {
-        Roster::load_with(config, overrides, repo_root, None)
+    /// programs and role overrides are looked up; `known` names the roles and perspectives
+    /// the configuration may name.
+    pub fn load(
+        config: &Config,
+        overrides: &Overrides,
+        repo_root: &Path,
+        known: &Known,
+    ) -> Result<Roster> {
+        Roster::load_with(config, overrides, repo_root, None, known)
     }
 
     /// [`Roster::load`] with the role instructions prompts are built from (`None`: those of
@@ -91,99 +122,17 @@ impl Roster {
         overrides: &Overrides,
         repo_root: &Path,
         specs: Option<&super::prompt::RoleSpecs>,
+        known: &Known,
     ) -> Result<Roster> {
-        // Agent name by role, and whether the name came from the file (which needs trust)
-        // rather than from the user.
-        let mut assignment: BTreeMap<String, (String, bool)> = config
-            .roles
-            .iter()
-            .map(|(r, n)| (r.clone(), (n.clone(), true)))
-            .collect();
-        // Discussion seats the user gave agents (`--agent discuss.SEAT=NAME`).
-        let mut seat_choices: BTreeMap<String, String> = BTreeMap::new();
-        // The user's own choice (git config tlv4.agent), then this run's (--agent).
-        for a in config.user_agents.iter().chain(&overrides.agents) {
-            if let Some(choice) = a.strip_prefix(SEAT_PREFIX) {
-                match choice.split_once('=') {
-                    Some((seat, name)) if !seat.is_empty() && !name.is_empty() => {
-                        seat_choices.insert(seat.to_owned(), name.to_owned());
-                    }
-                    _ => {
-                        return Err(Error::Invalid(format!(
-                            "--agent `{a}`: expected {SEAT_PREFIX}SEAT=NAME"
-                        )));
-                    }
-                }
-                continue;
-            }
-            match a.split_once('=') {
-                Some((role, name)) if !role.is_empty() && !name.is_empty() => {
-                    assignment.insert(role.to_owned(), (name.to_owned(), false));
-                }
-                Some(_) => {
-                    return Err(Error::Invalid(format!(
-                        "--agent `{a}`: expected NAME or ROLE=NAME"
-                    )));
-                }
-                None => {
-                    assignment.clear();
-                    assignment.insert("default".into(), (a.clone(), false));
-                }
-            }
-        }
-        if let Some(sid) = &overrides.replay {
-            assignment.clear();
-            assignment.insert("default".into(), (format!("replay:{sid}"), false));
-        }
-        let mut made: BTreeMap<String, Arc<dyn Driver>> = BTreeMap::new();
-        let mut configured: BTreeMap<String, AgentSpec> = BTreeMap::new();
-        let mut driver = |name: &str, from_file: bool| -> Result<Arc<dyn Driver>> {
-            let defined = config.agents.get(name);
-            // What the file defines runs with trust; so does a driver the file names.
-            match defined {
-                Some(spec) if crate::trust::needs_trust(spec) => {
-                    configured.insert(name.to_owned(), spec.clone());
-                }
-                None if from_file && name != "builtin" && !name.starts_with("replay") => {
-                    let spec = AgentSpec {
-                        driver: name.to_owned(),
-                        ..AgentSpec::default()
-                    };
-                    configured.insert(name.to_owned(), spec);
-                }
-                _ => {}
-            }
-            if let Some(d) = made.get(name) {
-                return Ok(Arc::clone(d));
-            }
-            let build = |n: &str, spec: &AgentSpec| match specs {
-                Some(s) => super::command::driver_with_specs(n, spec, repo_root, s),
-                None => driver_for(n, spec, repo_root),
-            };
-            let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), defined) {
-                (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
-                (None, Some(spec)) => Arc::from(build(name, spec)?),
-                (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
-                (None, None) => {
-                    let spec = AgentSpec {
-                        driver: name.to_owned(),
-                        ..AgentSpec::default()
-                    };
-                    Arc::from(build(name, &spec).map_err(|e| {
-                        Error::state(
-                            format!(
-                                "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
-                            ),
-                            Some(format!(
-                                "define it under [agents.{name}], or name a driver (builtin, command, claude, codex, gemini, qwen, opencode, aider, openai)"
-                            )),
-                        )
-                    })?)
-                }
-            };
-            made.insert(name.to_owned(), Arc::clone(&d));
-            Ok(d)
+        let (assignment, seat_choices) = assignments(config, overrides)?;
+        let mut drivers = Drivers {
+            config,
+            repo_root,
+            specs,
+            made: BTreeMap::new(),
+            configured: BTreeMap::new(),
         };
+        let mut driver = |name: &str, from_file: bool| drivers.get(name, from_file);
         let default = match assignment.get("default") {
             Some((name, from_file)) => driver(name, *from_file)?,
             None => Arc::new(BuiltinDriver),
@@ -191,7 +140,7 @@ impl Roster {
         let mut roles = BTreeMap::new();
         for (role, (name, from_file)) in &assignment {
             if role != "default" {
-                if !is_agent_role(role) {
+                if !is_agent_role(role, known) {
                     return Err(config.value_error(&format!("roles.{role}"), format!(
                         "`{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
                     )));
@@ -201,7 +150,7 @@ impl Roster {
         }
         let mut perspectives = BTreeMap::new();
         if overrides.replay.is_none() {
-            let known = crate::quality::discuss::perspective_names();
+            let known = &known.perspectives;
             for (p, name) in &config.discuss.perspectives {
                 if !known.contains(p) {
                     return Err(config.value_error(
@@ -240,7 +189,7 @@ impl Roster {
             roles,
             perspectives,
             members,
-            configured: configured.into_iter().collect(),
+            configured: drivers.configured.into_iter().collect(),
         })
     }
 
@@ -254,7 +203,7 @@ impl Roster {
     }
 
     /// The agents that add their opinion to discuss perspectives.
-    pub fn perspectives(&self) -> &crate::quality::discuss::Perspectives {
+    pub fn perspectives(&self) -> &Perspectives {
         &self.perspectives
     }
 
@@ -262,12 +211,9 @@ impl Roster {
     /// advocate and moderator of a round run as the protocol where `[discuss.members]` names
     /// them (`devil`, `moderator`; its `default` is for the topic members of `git tlv4
     /// discuss`, which a pipeline round does not have).
-    pub fn discuss_agents(&self) -> crate::quality::discuss::Perspectives {
+    pub fn discuss_agents(&self) -> Perspectives {
         let mut out = self.perspectives.clone();
-        for seat in [
-            crate::quality::protocol::DEVIL,
-            crate::quality::discuss::MODERATOR,
-        ] {
+        for seat in [DEVIL, MODERATOR] {
             if let Some(d) = self.members.get(seat) {
                 out.insert(seat.to_owned(), Arc::clone(d));
             }
@@ -365,18 +311,134 @@ impl Driver for AgentDriver {
     }
 }
 
+/// Agent name by role, each with whether the name came from the file (which needs trust)
+/// rather than from the user; and the discussion seats the user gave agents.
+type Assignments = (BTreeMap<String, (String, bool)>, BTreeMap<String, String>);
+
+/// Who plays each role and seat: the file's `[roles]`, then the user's own choice (git config
+/// `tlv4.agent`), then this run's `--agent` (`--agent discuss.SEAT=NAME` for a seat), then
+/// `--replay`.
+fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
+    // Agent name by role, and whether the name came from the file (which needs trust)
+    // rather than from the user.
+    let mut assignment: BTreeMap<String, (String, bool)> = config
+        .roles
+        .iter()
+        .map(|(r, n)| (r.clone(), (n.clone(), true)))
+        .collect();
+    // Discussion seats the user gave agents (`--agent discuss.SEAT=NAME`).
+    let mut seat_choices: BTreeMap<String, String> = BTreeMap::new();
+    // The user's own choice (git config tlv4.agent), then this run's (--agent).
+    for a in config.user_agents.iter().chain(&overrides.agents) {
+        if let Some(choice) = a.strip_prefix(SEAT_PREFIX) {
+            match choice.split_once('=') {
+                Some((seat, name)) if !seat.is_empty() && !name.is_empty() => {
+                    seat_choices.insert(seat.to_owned(), name.to_owned());
+                }
+                _ => {
+                    return Err(Error::Invalid(format!(
+                        "--agent `{a}`: expected {SEAT_PREFIX}SEAT=NAME"
+                    )));
+                }
+            }
+            continue;
+        }
+        match a.split_once('=') {
+            Some((role, name)) if !role.is_empty() && !name.is_empty() => {
+                assignment.insert(role.to_owned(), (name.to_owned(), false));
+            }
+            Some(_) => {
+                return Err(Error::Invalid(format!(
+                    "--agent `{a}`: expected NAME or ROLE=NAME"
+                )));
+            }
+            None => {
+                assignment.clear();
+                assignment.insert("default".into(), (a.clone(), false));
+            }
+        }
+    }
+    if let Some(sid) = &overrides.replay {
+        assignment.clear();
+        assignment.insert("default".into(), (format!("replay:{sid}"), false));
+    }
+    Ok((assignment, seat_choices))
+}
+
+/// The drivers of a roster being loaded: each agent made once, and what the file defines or
+/// names that needs trust.
+struct Drivers<'a> {
+    config: &'a Config,
+    repo_root: &'a Path,
+    specs: Option<&'a super::prompt::RoleSpecs>,
+    made: BTreeMap<String, Arc<dyn Driver>>,
+    configured: BTreeMap<String, AgentSpec>,
+}
+
+impl Drivers<'_> {
+    /// The driver of agent `name`, named by the file (`from_file`) or by the user.
+    fn get(&mut self, name: &str, from_file: bool) -> Result<Arc<dyn Driver>> {
+        let (config, repo_root, specs) = (self.config, self.repo_root, self.specs);
+        let (made, configured) = (&mut self.made, &mut self.configured);
+        let defined = config.agents.get(name);
+        // What the file defines runs with trust; so does a driver the file names.
+        match defined {
+            Some(spec) if crate::trust::needs_trust(spec) => {
+                configured.insert(name.to_owned(), spec.clone());
+            }
+            None if from_file && name != "builtin" && !name.starts_with("replay") => {
+                let spec = AgentSpec {
+                    driver: name.to_owned(),
+                    ..AgentSpec::default()
+                };
+                configured.insert(name.to_owned(), spec);
+            }
+            _ => {}
+        }
+        if let Some(d) = made.get(name) {
+            return Ok(Arc::clone(d));
+        }
+        let build = |n: &str, spec: &AgentSpec| match specs {
+            Some(s) => super::command::driver_with_specs(n, spec, repo_root, s),
+            None => driver_for(n, spec, repo_root),
+        };
+        let d: Arc<dyn Driver> = match (name.strip_prefix("replay:"), defined) {
+            (Some(sid), _) => Arc::new(ReplayDriver::new("replay", sid, repo_root)?),
+            (None, Some(spec)) => Arc::from(build(name, spec)?),
+            (None, None) if name == "builtin" => Arc::new(BuiltinDriver),
+            (None, None) => {
+                let spec = AgentSpec {
+                    driver: name.to_owned(),
+                    ..AgentSpec::default()
+                };
+                Arc::from(build(name, &spec).map_err(|e| {
+                    Error::state(
+                        format!(
+                            "agent `{name}` is neither defined in .tlv4.toml nor a driver: {e}"
+                        ),
+                        Some(format!(
+                            "define it under [agents.{name}], or name a driver (builtin, command, claude, codex, gemini, qwen, opencode, aider, openai)"
+                        )),
+                    )
+                })?)
+            }
+        };
+        made.insert(name.to_owned(), Arc::clone(&d));
+        Ok(d)
+    }
+}
+
 /// Whether `role` is done by an agent (not by the quality machinery): a role of the builtin
-/// pipelines or a specialist.
-fn is_agent_role(role: &str) -> bool {
+/// pipelines or a specialist, as `known` names them.
+fn is_agent_role(role: &str, known: &Known) -> bool {
     // The reviewer's rules always run; an agent's opinion may be added to them.
     if role == "reviewer" {
         return true;
     }
-    if crate::quality::ROLES.contains(&role) {
+    if QUALITY_ROLES.contains(&role) {
         return false;
     }
-    crate::coordinator::pipeline::PipelineSpec::builtin()
-        .is_ok_and(|s| s.role(role).is_some() || s.specialists().contains_key(role))
+    known.roles.contains(role)
 }
 
 #[cfg(test)]
@@ -392,7 +454,12 @@ mod tests {
             agents: agents.iter().map(|a| (*a).to_owned()).collect(),
             replay: None,
         };
-        Roster::load(&config(text), &overrides, Path::new("/nonexistent"))
+        Roster::load(
+            &config(text),
+            &overrides,
+            Path::new("/nonexistent"),
+            &crate::coordinator::roster_names(),
+        )
     }
 
     const TWO: &str = "[agents.mine]\ndriver = \"command\"\nprogram = \"/bin/true\"\n\
@@ -443,7 +510,13 @@ mod tests {
         assert_eq!(r.configured(), ["gemini (gemini)"]);
         let mut c = config("[roles]\nwriter = \"codex\"\n");
         c.user_agents.push("writer=claude".into());
-        let r = Roster::load(&c, &Overrides::default(), Path::new("/nonexistent")).unwrap();
+        let r = Roster::load(
+            &c,
+            &Overrides::default(),
+            Path::new("/nonexistent"),
+            &crate::coordinator::roster_names(),
+        )
+        .unwrap();
         assert!(
             r.configured().is_empty(),
             "git config tlv4.agent is the user's own"

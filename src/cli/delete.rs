@@ -96,7 +96,7 @@ pub(crate) fn unique_work(
     .status
     .success();
     let exported = store
-        .try_ref(&format!("refs/heads/tlv4-export/{sid}"))?
+        .try_ref(&crate::store::refs::export_ref(sid))?
         .is_some();
     if code_changed && !exported && unique_commits(store, &[tip], &[], refs)? > 0 {
         found.push(format!(
@@ -105,14 +105,14 @@ pub(crate) fn unique_work(
         ));
     }
     for (name, id) in refs {
-        let kept_work = name.starts_with(&format!("{TOOL_REF_PREFIX}runs/"))
+        let kept_work = name.starts_with(crate::store::refs::RUNS_REF_PREFIX)
             || name.starts_with(&format!("{}.", session_ref(sid)));
         if kept_work {
             let n = unique_commits(store, &[*id], &[tip], refs)?;
             if n > 0 {
                 found.push(format!(
                     "{} holds {n} commit(s) the session never merged",
-                    name.trim_start_matches("refs/heads/")
+                    crate::store::refs::short_branch(name)
                 ));
             }
         }
@@ -175,7 +175,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // Nothing would be lost: every ref of the session goes.
     for (name, _) in &refs {
-        if name.starts_with("refs/heads/") {
+        if name.starts_with(crate::store::refs::BRANCH_PREFIX) {
             store.ensure_not_checked_out(name)?;
         }
     }
@@ -189,7 +189,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
     }
     if store
-        .try_ref(&format!("refs/heads/tlv4-export/{sid}"))?
+        .try_ref(&crate::store::refs::export_ref(&sid))?
         .is_some()
     {
         ctx.ui

@@ -133,10 +133,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         Preset::Default
     };
     let agents = seat_agents(&args.agents, &members)?;
-    let files = crate::trust::Files::read(store.workdir())?;
+    let conf = crate::trust::Configuration::read(store.workdir())?;
     let mut start_flags = flags(args.replay.clone(), None);
     start_flags.agent = agents.clone();
-    let roster = super::drive::roster(&store, &files, &start_flags)?;
+    let roster = super::drive::roster(&store, &conf, &start_flags)?;
     let opts = DiscussOptions {
         topic,
         preset,
@@ -147,7 +147,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         replay: args.replay.clone(),
         agents,
     };
-    let (sid, d) = discussion::start(&store, &opts, &roster)?;
+    let (sid, d) = discussion::start_with(&store, &opts, &roster, Some(&conf.files))?;
     ctx.address(&store, &sid);
     ctx.ui.status(format!(
         "started discussion {sid}: preset {}, members {}, moderator {}",
@@ -219,7 +219,7 @@ pub(crate) fn go(
         discussion::read(store, sid, store.tip(sid)?)?.status,
         Status::Ended(_)
     );
-    let (roster, files, _) = super::drive::session_roster(ctx, store, sid, flags)?;
+    let (roster, conf, _) = super::drive::session_roster(ctx, store, sid, flags)?;
     let d = discussion::advance(store, sid, &roster, &mut |p| match p {
         Progress::Round(r) => ctx.ui.status(format!(
             "round {} ({}): {}{}",
@@ -238,7 +238,7 @@ pub(crate) fn go(
     }
     if matches!(d.status, Status::Ended(_)) && !ended_before {
         let action = flags.completion.as_deref().unwrap_or("keep");
-        let export_spec = files.config(store.workdir())?.session.export_spec;
+        let export_spec = conf.config.session.export_spec;
         match crate::coordinator::complete::apply(store, sid, action, export_spec)? {
             crate::coordinator::complete::Done::Kept => {}
             crate::coordinator::complete::Done::Archived(r) => {

@@ -32,25 +32,26 @@ pub struct RunFlags {
     pub replay: Option<String>,
 }
 
-/// The agents of a run with the repository configuration `files` (the working tree's, or
+/// The agents of a run with the repository configuration `conf` (the working tree's, or
 /// the session's pinned one): `.tlv4.toml` changed by `--agent` and `--replay`. What the
 /// repository supplies (agents it defines or names, the files they run, overrides of the
 /// specs) must be trusted.
 pub(crate) fn roster(
     store: &Store,
-    files: &crate::trust::Files,
+    conf: &crate::trust::Configuration,
     flags: &RunFlags,
 ) -> Result<Roster> {
     let root = store.workdir();
-    let config = files.config(root)?;
+    let (files, config) = (&conf.files, &conf.config);
     let overrides = Overrides {
         agents: flags.agent.clone(),
         replay: flags.replay.clone(),
     };
     config.snapshot.limits()?;
     let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
-    let roster = Roster::load_with(&config, &overrides, root, Some(&specs))?;
-    let needed = crate::trust::needed(root, files, &config, roster.configured_specs())?;
+    let known = crate::coordinator::roster_names();
+    let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known)?;
+    let needed = crate::trust::needed(root, files, config, roster.configured_specs())?;
     crate::trust::check(root, &needed)?;
     roster.preflight()?;
     Ok(roster)
@@ -64,10 +65,10 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
         ));
         return Ok(());
     }
-    let (roster, files, flags) = session_roster(ctx, store, sid, flags)?;
+    let (roster, conf, flags) = session_roster(ctx, store, sid, flags)?;
     offer_trust_for_tests(ctx, store, sid)?;
     let mut view = View::new(View::fancy(ctx));
-    let end = run::run(store, sid, roster, &mut |p| view.show(ctx, p))?;
+    let end = run::run_configured(store, sid, roster, &conf, &mut |p| view.show(ctx, p))?;
     view.clear();
     ctx.exit.set(exit_code(&end));
     match end {
@@ -103,8 +104,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
             } else {
                 action
             };
-            let config = files.config(store.workdir())?;
-            let done = complete::apply(store, sid, &action, config.session.export_spec);
+            let done = complete::apply(store, sid, &action, conf.config.session.export_spec);
             let hooks = crate::hooks::Hooks::load(store.repo().common_dir(), store.workdir());
             let (outcome, reference) = match &done {
                 Ok(Done::Archived(r)) => ("archived", Some(r.clone())),
@@ -133,7 +133,7 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
                     .status(format!("kept: the session stays on branch tlv4/{sid}")),
                 Ok(Done::Exported(b)) => ctx.ui.status(format!(
                     "exported: {} holds the result without the run records",
-                    b.trim_start_matches("refs/heads/")
+                    crate::store::refs::short_branch(&b)
                 )),
                 // The reference's rule: if the completion action fails, keep the session.
                 Err(e) => {
@@ -194,7 +194,7 @@ pub(crate) fn session_roster(
     store: &Store,
     sid: &SessionId,
     flags: &RunFlags,
-) -> Result<(Roster, crate::trust::Files, RunFlags)> {
+) -> Result<(Roster, crate::trust::Configuration, RunFlags)> {
     // The agents chosen on the command line when the session started hold for its later
     // runs, unless this run chooses its own.
     let mut flags = flags.clone();
@@ -230,7 +230,8 @@ pub(crate) fn session_roster(
             crate::trust::LOCK
         ));
     }
-    let roster = roster(store, &files, &flags)?;
+    let conf = crate::trust::Configuration::of(files, store.workdir())?;
+    let roster = roster(store, &conf, &flags)?;
     if !roster.is_builtin() {
         let who: Vec<String> = roster
             .describe()
@@ -239,7 +240,7 @@ pub(crate) fn session_roster(
             .collect();
         ctx.ui.status(format!("agents: {}", who.join(", ")));
     }
-    Ok((roster, files, flags))
+    Ok((roster, conf, flags))
 }
 
 /// Before a run whose tester would run the repository's own test command in a repository

@@ -94,7 +94,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             let Some(task) = name.strip_prefix(&prefix) else {
                 continue;
             };
-            let short = name.trim_start_matches("refs/heads/");
+            let short = crate::store::refs::short_branch(&name);
             let running = task
                 .parse()
                 .ok()

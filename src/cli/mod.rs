@@ -1,6 +1,5 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
-mod address;
 mod completions;
 mod cost;
 mod decide;
@@ -32,7 +31,7 @@ mod trust;
 mod undo;
 mod worker;
 
-pub use address::with_session;
+pub use crate::ui::with_session;
 pub use status::{StatusJson, to_json};
 
 use std::path::PathBuf;
@@ -194,7 +193,7 @@ impl Ctx<'_> {
     }
 
     /// Makes the hints printed from now on name `sid` when a command without `--session`
-    /// would not act on it (see [`address::with_session`]).
+    /// would not act on it (see [`crate::ui::with_session`]).
     pub fn address(&self, store: &Store, sid: &SessionId) {
         if store.resolve_session(None).ok().as_ref() != Some(sid) {
             self.ui.address_session(sid.as_str());

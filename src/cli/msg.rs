@@ -80,7 +80,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             ctx.ui.status(format!(
                 "sent {} (see `git notes --ref={} show {}`)",
                 message.id,
-                notes_ref(&sid).trim_start_matches("refs/notes/"),
+                notes_ref(&sid).trim_start_matches(crate::store::refs::NOTES_PREFIX),
                 super::short(&commit.to_string())
             ));
         }

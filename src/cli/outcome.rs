@@ -94,7 +94,7 @@ pub fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJso
     if changed.files == 0 {
         concerns.push("the code is unchanged against the base: nothing to land".into());
     }
-    let export_ref = format!("refs/heads/tlv4-export/{sid}");
+    let export_ref = crate::store::refs::export_ref(sid);
     let export = store.try_ref(&export_ref)?;
     let landed = match (export, store.head_commit().ok()) {
         (Some(e), Some(head)) => store.is_ancestor(e, head)?,

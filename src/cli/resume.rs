@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::model::{Event, EventKind, SessionStatus, TaskStatus};
+use crate::model::{Event, EventKind, SessionId, SessionStatus, TaskId, TaskStatus};
+use crate::store::Store;
 
 use super::Ctx;
 
@@ -36,6 +37,28 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     // Locks first, before a session is chosen: a lock of the review notes blocks every
     // review, in a repository with no session too.
     let store = ctx.store()?;
+    clear_stale_locks(ctx, &store)?;
+    let sid = store.resolve_session(ctx.session.as_deref())?;
+    ctx.address(&store, &sid);
+    // A discussion resumes at its next round; it has no tasks to recover.
+    if crate::coordinator::discussion::is_discussion(&store.read_state(&sid)?.1) {
+        return super::discuss::go(ctx, &store, &sid, &args.run);
+    }
+    let busy = clear_stale_checkouts(ctx, &store, &sid)?;
+    recover_orphans(ctx, &store, &sid, &busy, args.force)?;
+    adopt_manual_revisions(ctx, &store, &sid)?;
+    if args.reconfigure {
+        reconfigure(ctx, &store, &sid)?;
+    }
+    if args.retry {
+        retry(ctx, &store, &sid)?;
+    }
+    clear_stall(ctx, &store, &sid)?;
+    go_on(ctx, &store, &sid, &args.run)
+}
+
+/// Removes the stale locks of the repository, once every younger one is gone or old enough.
+fn clear_stale_locks(ctx: &Ctx<'_>, store: &Store) -> Result<()> {
     // A younger lock is a live writer's (held for microseconds) or was left by a process
     // killed a moment ago: wait until each one is gone or old enough to be stale, so that a
     // resume right after a crash clears what the crash left.
@@ -51,12 +74,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
-    let sid = store.resolve_session(ctx.session.as_deref())?;
-    ctx.address(&store, &sid);
-    // A discussion resumes at its next round; it has no tasks to recover.
-    if crate::coordinator::discussion::is_discussion(&store.read_state(&sid)?.1) {
-        return super::discuss::go(ctx, &store, &sid, &args.run);
-    }
+    Ok(())
+}
+
+/// Keeps the work of and removes the checkouts that processes that are gone left behind;
+/// returns the tasks of `sid` whose checkout a run that still goes on holds.
+fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<Vec<TaskId>> {
     let common = std::path::absolute(store.repo().common_dir())
         .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
     // Tasks whose checkout is left to a run that still goes on.
@@ -81,7 +104,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 ));
                 // Its task stays in progress: run again now, it would meet its own checkout.
                 if let Some((s, task)) = crate::worktree::checkout_task(&common, &wt)
-                    && s == sid
+                    && s == *sid
                 {
                     busy.push(task);
                 }
@@ -101,7 +124,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             }
         }
         // A task's checkout may hold what its agent wrote before the process died.
-        match keep_interrupted_work(&store, &wt) {
+        match keep_interrupted_work(store, &wt) {
             Ok(Some(kept)) => ctx.ui.status(format!(
                 "kept the unrecorded work in {} at {kept}",
                 wt.display()
@@ -126,9 +149,21 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             )),
         }
     }
+    Ok(busy)
+}
+
+/// Returns to pending the tasks left in progress by processes that are gone (but those in
+/// `busy`; one on another host only when `force`).
+fn recover_orphans(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    busy: &[TaskId],
+    force: bool,
+) -> Result<()> {
     let host = crate::host::name();
     let mut elsewhere = Vec::new();
-    let written = store.transact(&sid, |txn| {
+    let written = store.transact(sid, |txn| {
         elsewhere.clear();
         let mut recovered = Vec::new();
         for task in txn
@@ -144,10 +179,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 None => true,
                 Some(o) if o.host == host => !o.alive_here(&host),
                 Some(o) => {
-                    if !args.force {
+                    if !force {
                         elsewhere.push(format!("{} ({}:{})", task.id, o.host, o.pid));
                     }
-                    args.force
+                    force
                 }
             };
             if gone {
@@ -181,8 +216,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             "{e} runs on another host; left as it is (use --force to recover it)"
         ));
     }
-    // Commits a user made on a completed task's branch are a manual revision.
-    for a in crate::coordinator::reset::adopt_manual(&store, &sid)? {
+    Ok(())
+}
+
+/// Commits a user made on a completed task's branch are a manual revision.
+fn adopt_manual_revisions(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    for a in crate::coordinator::reset::adopt_manual(store, sid)? {
         let rerun: Vec<&str> = a.rerun.iter().map(|t| t.as_str()).collect();
         ctx.ui.status(format!(
             "adopted {} commit(s) of tlv4/{sid}.{} as a manual revision; to run again: {}",
@@ -195,40 +234,58 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             }
         ));
     }
-    if args.reconfigure {
-        match crate::trust::repin(&store, &sid)? {
-            Some(changed) => ctx.ui.status(format!(
-                "session {sid} runs with the working tree's configuration from now on (changed: {})",
-                changed.join(", ")
-            )),
-            None => ctx.ui.status(format!(
-                "session {sid} already runs with the working tree's configuration"
-            )),
-        }
+    Ok(())
+}
+
+/// `--reconfigure`: the session runs with the working tree's configuration from now on.
+fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    let current = crate::trust::Files::read(store.workdir())?;
+    // A configuration that does not load would stop the session: check it first.
+    current.config(store.workdir())?;
+    crate::coordinator::pipeline::PipelineSpec::from_files(&current)?;
+    crate::quality::review::RuleSet::from_files(&current)?;
+    crate::agents::prompt::RoleSpecs::from_files(&current)?;
+    match crate::trust::repin(store, sid, &current)? {
+        Some(changed) => ctx.ui.status(format!(
+            "session {sid} runs with the working tree's configuration from now on (changed: {})",
+            changed.join(", ")
+        )),
+        None => ctx.ui.status(format!(
+            "session {sid} already runs with the working tree's configuration"
+        )),
     }
-    if args.retry {
-        let written = store.transact(&sid, |txn| {
-            let back = crate::coordinator::revise::retry_failed(&mut txn.state);
-            if back.is_empty() {
-                return Ok(None);
-            }
-            let list: Vec<&str> = back.iter().map(|t| t.as_str()).collect();
-            let summary = format!(
-                "retry: failed tasks returned to pending: {}",
-                list.join(", ")
-            );
-            Ok(Some(
-                Event::session(EventKind::UserDecision, summary).with("Decision", "retry"),
-            ))
-        })?;
-        match written {
-            Some(w) => ctx.ui.status(w.event.summary),
-            None => ctx.ui.status("no failed task to retry"),
+
+    Ok(())
+}
+
+/// `--retry`: the failed tasks go back to pending.
+fn retry(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    let written = store.transact(sid, |txn| {
+        let back = crate::coordinator::revise::retry_failed(&mut txn.state);
+        if back.is_empty() {
+            return Ok(None);
         }
+        let list: Vec<&str> = back.iter().map(|t| t.as_str()).collect();
+        let summary = format!(
+            "retry: failed tasks returned to pending: {}",
+            list.join(", ")
+        );
+        Ok(Some(
+            Event::session(EventKind::UserDecision, summary).with("Decision", "retry"),
+        ))
+    })?;
+    match written {
+        Some(w) => ctx.ui.status(w.event.summary),
+        None => ctx.ui.status("no failed task to retry"),
     }
-    // A stall is a fact about the state, not a decision: when its cause is gone (a task that
-    // ran elsewhere finished, a failed one was retried, an orphan recovered) the pause goes.
-    let written = store.transact(&sid, |txn| {
+
+    Ok(())
+}
+
+/// A stall is a fact about the state, not a decision: when its cause is gone (a task that
+/// ran elsewhere finished, a failed one was retried, an orphan recovered) the pause goes.
+fn clear_stall(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    let written = store.transact(sid, |txn| {
         if !crate::coordinator::run::stall_cleared(&txn.state) {
             return Ok(None);
         }
@@ -250,9 +307,19 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     if let Some(w) = written {
         ctx.ui.status(w.event.summary);
     }
-    let (_, state) = store.read_state(&sid)?;
+    Ok(())
+}
+
+/// Runs the loop when the session is active; says why not otherwise.
+fn go_on(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    flags: &super::drive::RunFlags,
+) -> Result<()> {
+    let (_, state) = store.read_state(sid)?;
     match state.session.status {
-        SessionStatus::Active => super::drive::drive(ctx, &store, &sid, &args.run),
+        SessionStatus::Active => super::drive::drive(ctx, store, sid, flags),
         SessionStatus::Paused => {
             let pause = state.control.pause.clone();
             let why = pause

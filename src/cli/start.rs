@@ -1,6 +1,6 @@
 //! `git tlv4 start`: create the session branch, dispatch the pipeline, and run it.
 
-use crate::coordinator::{StartOptions, start};
+use crate::coordinator::{StartOptions, start_with};
 use crate::error::Result;
 
 use super::Ctx;
@@ -63,12 +63,16 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             )),
         ));
     }
-    if !args.run.no_run {
-        // An agent that cannot run is found before the session exists.
-        let files = crate::trust::Files::read(store.workdir())?;
-        super::drive::roster(&store, &files, &args.run)?;
-    }
-    let (sid, state) = start(&store, &args.text, &opts)?;
+    // An agent that cannot run is found before the session exists; the configuration read
+    // for it is the one the session starts with.
+    let conf = if args.run.no_run {
+        None
+    } else {
+        let conf = crate::trust::Configuration::read(store.workdir())?;
+        super::drive::roster(&store, &conf, &args.run)?;
+        Some(conf)
+    };
+    let (sid, state) = start_with(&store, &args.text, &opts, conf.as_ref())?;
     ctx.address(&store, &sid);
     let head = store.head_branch();
     ctx.ui.status(format!(
@@ -84,7 +88,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         head.as_deref()
             .map_or("(detached HEAD)".to_owned(), |h| format!(
                 "({})",
-                h.trim_start_matches("refs/heads/")
+                crate::store::refs::short_branch(h)
             )),
     ));
     if let Some(a) = &state.control.analysis {

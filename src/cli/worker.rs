@@ -220,7 +220,7 @@ pub(crate) fn serve(
     store.forward_local(sid, tip)?;
     // The agents run here, so they must be trusted here: a worker refuses what the session's
     // configuration names that this machine has not trusted.
-    let (roster, _, _) = super::drive::session_roster(ctx, store, sid, flags)?;
+    let (roster, conf, _) = super::drive::session_roster(ctx, store, sid, flags)?;
     ctx.ui.status(format!(
         "worker {}:{} on session {sid} through `{}` (lease {:.1}s)",
         crate::host::name(),
@@ -231,7 +231,7 @@ pub(crate) fn serve(
     let once = opts.once;
     let mut view = View::new(View::fancy(ctx));
     let mut started = 0;
-    let end = run::run_worker(store, sid, roster, opts, &mut |p| {
+    let end = run::run_worker_configured(store, sid, roster, &conf, opts, &mut |p| {
         if matches!(p, Progress::Started { .. }) {
             started += 1;
         }

@@ -70,7 +70,7 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
 /// The task branches `tlv4/<SID>.<TASK>` of a session, with their tips.
 pub fn task_branches(store: &Store, sid: &SessionId) -> Result<Vec<(String, gix::ObjectId)>> {
     // gix refuses a prefix ending in `.`, so filter here.
-    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
+    let task_prefix = crate::store::refs::task_ref_prefix(sid);
     Ok(store
         .refs_with_prefix(SESSION_REF_PREFIX)?
         .into_iter()
@@ -86,7 +86,7 @@ pub fn archive_with(
     event: impl FnOnce() -> Result<gix::ObjectId>,
 ) -> Result<Done> {
     let target = archive_ref(sid);
-    let task_prefix = format!("{SESSION_REF_PREFIX}{sid}.");
+    let task_prefix = crate::store::refs::task_ref_prefix(sid);
     let task_branches = task_branches(store, sid)?;
     // Nothing is changed while any of them is checked out somewhere.
     for (name, _) in &task_branches {
@@ -172,7 +172,7 @@ fn export(store: &Store, sid: &SessionId, with_spec: bool) -> Result<Done> {
         extra_headers: Vec::new(),
     };
     let commit = repo.write_object(&commit).map_err(git)?.detach();
-    let name = format!("refs/heads/tlv4-export/{sid}");
+    let name = crate::store::refs::export_ref(sid);
     if !store.create_ref(&name, commit, "tlv4: export")? {
         return Err(Error::state(
             format!("`{name}` already exists"),

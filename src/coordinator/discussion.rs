@@ -66,6 +66,17 @@ pub fn start(
     opts: &DiscussOptions,
     roster: &Roster,
 ) -> Result<(SessionId, Discussion)> {
+    start_with(store, opts, roster, None)
+}
+
+/// [`start`] with `files`, the working tree's configuration, when the caller has read it
+/// already (`None`: read here).
+pub fn start_with(
+    store: &Store,
+    opts: &DiscussOptions,
+    roster: &Roster,
+    files: Option<&crate::trust::Files>,
+) -> Result<(SessionId, Discussion)> {
     let topic = opts.topic.trim();
     if topic.is_empty() {
         return Err(Error::Invalid(
@@ -103,7 +114,14 @@ pub fn start(
         opts.limits,
     )
     .map_err(Error::Invalid)?;
-    let pinned = crate::trust::Files::read(store.workdir())?;
+    let read;
+    let pinned = match files {
+        Some(f) => f,
+        None => {
+            read = crate::trust::Files::read(store.workdir())?;
+            &read
+        }
+    };
     let date = crate::clock::today_compact();
     let mut n = 1;
     loop {
@@ -143,7 +161,7 @@ pub fn start(
         let mut files = BTreeMap::new();
         files.insert(
             crate::trust::LOCK.into(),
-            crate::trust::lock_text(&pinned).into_bytes(),
+            crate::trust::lock_text(pinned).into_bytes(),
         );
         let (p, b) = record::state_file(&discussion);
         files.insert(p, b);
@@ -167,7 +185,7 @@ pub fn start(
         .with("Base", base.to_string());
         match store.create_session(base, vec![(state, files, event)]) {
             Ok(_) => {
-                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
+                crate::trust::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, discussion));
             }
             Err(Error::Conflict { .. }) if n < 100 => continue,
@@ -334,7 +352,7 @@ fn record_round(
             .map(|b| {
                 (
                     log.file.to_owned(),
-                    serde_json::Value::String(crate::trust::blob_id(b)),
+                    serde_json::Value::String(crate::git::blob_hex(store.repo().object_hash(), b)),
                 )
             })
             .collect();

@@ -178,71 +178,12 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             plan_task.id
         )));
     }
-    // The IMPL tasks to replace: those of the pipeline, or of an earlier plan, not started.
-    let old: Vec<TaskId> = state
-        .tasks
-        .values()
-        .filter(|t| t.id.prefix() == "IMPL" && t.status == TaskStatus::Pending && t.attempts == 0)
-        .map(|t| t.id.clone())
-        .collect();
-    let mut base: Vec<TaskId> = Vec::new();
-    for id in &old {
-        for d in &state.tasks[id].blocked_by {
-            if !old.contains(d) && !base.contains(d) {
-                base.push(d.clone());
-            }
-        }
-    }
-    if base.is_empty() {
-        base.push(plan_task.id.clone());
-    }
-    for id in &old {
-        state.tasks.remove(id);
-    }
-    let next_free = |state: &State, n: &mut u32| -> TaskId {
-        loop {
-            *n += 1;
-            let id: TaskId = format!("IMPL-{n:03}").parse().expect("a valid id");
-            if !state.tasks.contains_key(&id) {
-                return id;
-            }
-        }
-    };
+    let (old, base) = take_pending_impl(state, &plan_task.id);
+    let next_free = next_free_impl;
     let mut n = 0;
     let level = plan.complexity.as_str();
-    let files_of = |t: &PlanTask| -> Vec<String> {
-        t.files
-            .iter()
-            .filter_map(|f| {
-                f.get("path")
-                    .and_then(|p| p.as_str())
-                    .or(f.as_str())
-                    .map(str::to_owned)
-            })
-            .collect()
-    };
-    let describe = |items: &[&PlanTask]| {
-        let mut d = format!(
-            "PURPOSE: Implement {} of plan {} | Success: the plan's convergence criteria hold\nTASK:\n",
-            if items.len() == 1 {
-                "one task"
-            } else {
-                "the tasks"
-            },
-            plan_task.id
-        );
-        for t in items {
-            let files = files_of(t);
-            d.push_str(&format!(
-                "  - {}: {} (files: {})\n",
-                t.id,
-                t.title,
-                files.join(", ")
-            ));
-        }
-        d.push_str(&format!("CONTEXT:\n  - Session: {}\n  - Plan: plan/plan.json, plan/.task/<TASK>.json\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n", state.session.id));
-        d
-    };
+    let sid = state.session.id.clone();
+    let describe = |items: &[&PlanTask]| impl_description(&plan_task.id, &sid, items);
     let mut made: Vec<TaskId> = Vec::new();
     let mut planned: Vec<(TaskId, Vec<String>)> = Vec::new();
     let mut serialized: Vec<String> = Vec::new();
@@ -301,18 +242,7 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             )));
         }
     };
-    // What waited for the old IMPL tasks now waits for all the new ones (which may reuse
-    // their ids, and keep the edges just made).
-    for t in state.tasks.values_mut() {
-        if !made.contains(&t.id) && t.blocked_by.iter().any(|d| old.contains(d)) {
-            t.blocked_by.retain(|d| !old.contains(d));
-            for m in &made {
-                if !t.blocked_by.contains(m) && t.id != *m {
-                    t.blocked_by.push(m.clone());
-                }
-            }
-        }
-    }
+    wait_for_new(state, &old, &made);
     state.control.implementation = Some(ImplDispatch {
         plan_task: plan_task.id.clone(),
         complexity: plan.complexity.clone(),
@@ -321,6 +251,99 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
         serialized,
     });
     Ok(made)
+}
+
+/// Removes the IMPL tasks a plan replaces (those of the pipeline, or of an earlier plan, not
+/// started); returns them and what they waited for (`plan_task` when nothing).
+fn take_pending_impl(state: &mut State, plan_task: &TaskId) -> (Vec<TaskId>, Vec<TaskId>) {
+    let old: Vec<TaskId> = state
+        .tasks
+        .values()
+        .filter(|t| t.id.prefix() == "IMPL" && t.status == TaskStatus::Pending && t.attempts == 0)
+        .map(|t| t.id.clone())
+        .collect();
+    let mut base: Vec<TaskId> = Vec::new();
+    for id in &old {
+        for d in &state.tasks[id].blocked_by {
+            if !old.contains(d) && !base.contains(d) {
+                base.push(d.clone());
+            }
+        }
+    }
+    if base.is_empty() {
+        base.push(plan_task.clone());
+    }
+    for id in &old {
+        state.tasks.remove(id);
+    }
+    (old, base)
+}
+
+/// The next `IMPL-<n>` not taken in `state`, counting on from `n`.
+fn next_free_impl(state: &State, n: &mut u32) -> TaskId {
+    loop {
+        *n += 1;
+        let id: TaskId = format!("IMPL-{n:03}").parse().expect("a valid id");
+        if !state.tasks.contains_key(&id) {
+            return id;
+        }
+    }
+}
+
+/// The files a plan task names (`{ "path": … }` or a bare path).
+fn files_of(t: &PlanTask) -> Vec<String> {
+    t.files
+        .iter()
+        .filter_map(|f| {
+            f.get("path")
+                .and_then(|p| p.as_str())
+                .or(f.as_str())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The description of an IMPL task doing `items` of the plan of `plan_task` in session `sid`.
+fn impl_description(
+    plan_task: &TaskId,
+    sid: &crate::model::SessionId,
+    items: &[&PlanTask],
+) -> String {
+    let mut d = format!(
+        "PURPOSE: Implement {} of plan {} | Success: the plan's convergence criteria hold\nTASK:\n",
+        if items.len() == 1 {
+            "one task"
+        } else {
+            "the tasks"
+        },
+        plan_task
+    );
+    for t in items {
+        let files = files_of(t);
+        d.push_str(&format!(
+            "  - {}: {} (files: {})\n",
+            t.id,
+            t.title,
+            files.join(", ")
+        ));
+    }
+    d.push_str(&format!("CONTEXT:\n  - Session: {sid}\n  - Plan: plan/plan.json, plan/.task/<TASK>.json\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n"));
+    d
+}
+
+/// What waited for the `old` IMPL tasks now waits for all the `made` ones (which may reuse
+/// their ids, and keep the edges just made).
+fn wait_for_new(state: &mut State, old: &[TaskId], made: &[TaskId]) {
+    for t in state.tasks.values_mut() {
+        if !made.contains(&t.id) && t.blocked_by.iter().any(|d| old.contains(d)) {
+            t.blocked_by.retain(|d| !old.contains(d));
+            for m in made {
+                if !t.blocked_by.contains(m) && t.id != *m {
+                    t.blocked_by.push(m.clone());
+                }
+            }
+        }
+    }
 }
 
 fn impl_task(id: &TaskId, blocked_by: Vec<TaskId>, inner_loop: bool, description: String) -> Task {

@@ -1,5 +1,5 @@
-//! The coordinator: pipelines as data, dispatch of their task graphs, and (later) the
-//! scheduling loop that runs them.
+//! The coordinator: pipelines as data, dispatch of their task graphs, the scheduling loop
+//! that runs them ([`run`]), and the user's decisions, completion actions and undo.
 
 pub mod analysis;
 pub mod complete;
@@ -8,6 +8,7 @@ pub mod followup;
 pub mod lease;
 mod opinion;
 pub mod pipeline;
+mod record;
 pub mod reset;
 pub mod revise;
 pub mod run;
@@ -18,4 +19,22 @@ mod worker;
 mod tests;
 
 pub use pipeline::{PipelineSpec, Supervision};
-pub use start::{StartOptions, start};
+
+/// The names a configuration's `[roles]` and `[discuss.perspectives]` may use: the roles of
+/// the builtin pipelines and their specialists, and the builtin discuss perspectives. Built
+/// once for a roster (the roster, below this layer, cannot know them).
+pub fn roster_names() -> crate::agents::roster::Known {
+    let roles = PipelineSpec::builtin()
+        .map(|s| {
+            s.role_names()
+                .chain(s.specialists().keys().map(String::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::agents::roster::Known {
+        roles,
+        perspectives: crate::quality::discuss::perspective_names(),
+    }
+}
+pub use start::{StartOptions, start, start_with};

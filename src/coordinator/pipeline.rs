@@ -165,6 +165,11 @@ impl PipelineSpec {
         self.doc.role.get(name)
     }
 
+    /// The names of the roles the pipelines define.
+    pub fn role_names(&self) -> impl Iterator<Item = &str> {
+        self.doc.role.keys().map(String::as_str)
+    }
+
     /// Every specialist, by name.
     pub fn specialists(&self) -> &BTreeMap<String, SpecialistSpec> {
         &self.doc.specialist

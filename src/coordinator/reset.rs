@@ -110,7 +110,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
     let (tip, state) = store.read_state(sid)?;
     let prefix = format!("{}.", crate::store::session_ref(sid));
     let mut found = Vec::new();
-    for (name, branch_tip) in store.refs_with_prefix("refs/heads/tlv4/")? {
+    for (name, branch_tip) in store.refs_with_prefix(crate::store::SESSION_REF_PREFIX)? {
         let Some(task) = name.strip_prefix(&prefix) else {
             continue;
         };
@@ -402,5 +402,5 @@ fn commit_subject(store: &Store, commit: ObjectId) -> String {
 }
 
 fn short(full_ref: &str) -> &str {
-    full_ref.trim_start_matches("refs/heads/")
+    crate::store::refs::short_branch(full_ref)
 }

@@ -14,17 +14,17 @@ use std::time::Instant;
 use super::lease::{Held, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
-use super::{followup, revise};
+use super::{followup, record};
 use crate::agents::roster::Roster;
-use crate::agents::{CodeTree, Outcome, TaskInput};
+use crate::agents::{CodeTree, TaskInput};
 use crate::error::{Error, Result};
 use crate::model::{
-    Event, EventKind, Message, Owner, Pause, SessionId, SessionStatus, State, TaskId, TaskResult,
-    TaskStatus,
+    Event, EventKind, Owner, Pause, SessionId, SessionStatus, State, TaskId, TaskStatus,
 };
 use crate::quality::QualityContext;
-use crate::store::{Store, Txn, session_dir};
-use crate::worktree::{self, MergeOutcome};
+use crate::store::{Store, Txn, Written, session_dir};
+use crate::trust::Configuration;
+use crate::worktree;
 
 /// How long an interrupted loop waits for its workers to clean up after their processes
 /// were stopped.
@@ -152,14 +152,33 @@ pub fn stall_cleared(state: &State) -> bool {
         && !stalled(state)
 }
 
-/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted.
+/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted, with the
+/// configuration the session started with.
 pub fn run(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
-    run_with(store, sid, roster, None, on)
+    let conf = pinned(store, sid)?;
+    run_with(store, sid, roster, &conf, None, on)
+}
+
+/// [`run`] with `conf`, the session's pinned configuration, already read by the caller.
+pub fn run_configured(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    conf: &Configuration,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    run_with(store, sid, roster, conf, None, on)
+}
+
+/// The configuration session `sid` started with, not the working tree's.
+fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
+    let (files, _) = crate::trust::pinned(store, sid)?;
+    Configuration::of(files, store.workdir())
 }
 
 /// Runs session `sid` as a worker of the remote `opts` names: every event is written through
@@ -172,13 +191,28 @@ pub fn run_worker(
     opts: WorkerOptions,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
-    run_with(store, sid, roster, Some(RemoteMode::new(opts)), on)
+    let conf = pinned(store, sid)?;
+    run_with(store, sid, roster, &conf, Some(RemoteMode::new(opts)), on)
+}
+
+/// [`run_worker`] with `conf`, the session's pinned configuration, already read by the
+/// caller.
+pub fn run_worker_configured(
+    store: &Store,
+    sid: &SessionId,
+    roster: Roster,
+    conf: &Configuration,
+    opts: WorkerOptions,
+    on: &mut dyn FnMut(Progress),
+) -> Result<RunEnd> {
+    run_with(store, sid, roster, conf, Some(RemoteMode::new(opts)), on)
 }
 
 fn run_with(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
+    conf: &Configuration,
     remote: Option<RemoteMode>,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
@@ -186,18 +220,17 @@ fn run_with(
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the runtime", e))?;
-    // The configuration the session started with, not the working tree's.
-    let (pinned, _) = crate::trust::pinned(store, sid)?;
-    let spec = PipelineSpec::from_files(&pinned)?;
+    let spec = PipelineSpec::from_files(&conf.files)?;
     let mut runner = Runner {
         store,
         sid: sid.clone(),
         roster: Arc::new(roster),
         spec,
         roles_lock: crate::agents::prompt::roles_lock(
-            &crate::agents::prompt::RoleSpecs::from_files(&pinned)?,
+            &crate::agents::prompt::RoleSpecs::from_files(&conf.files)?,
+            store.repo().object_hash(),
         ),
-        limits: pinned.config(store.workdir())?.snapshot.limits()?,
+        limits: conf.config.snapshot.limits()?,
         hooks: Arc::new(crate::hooks::Hooks::load(
             store.repo().common_dir(),
             store.workdir(),
@@ -613,7 +646,8 @@ impl Runner<'_> {
         Ok(code)
     }
 
-    /// Records a finished task and everything its completion implies, as one event.
+    /// Records a finished task and everything its completion implies, as one event, then
+    /// tells the user, the hooks and the bus. The steps are in [`super::record`].
     fn record(
         &mut self,
         id: &TaskId,
@@ -628,235 +662,34 @@ impl Runner<'_> {
             let agent = self.roster.for_role(role);
             WorkResult::failed(agent.name(), super::worker::reason(agent.name(), &e))
         });
-        // Anything the agent wrote outside the pipeline folder fails the task, and nothing of it is kept.
-        let mut output = result.output.clone();
-        if let Some(bad) = output
-            .files
-            .iter()
-            .find_map(|(p, _)| crate::store::validate_pipeline_path(p).err())
-        {
-            output.outcome = Outcome::Failed(format!("rejected output: {bad}"));
-            output.files.clear();
-        }
-        // A plan IMPL tasks cannot be made from fails the planner, not the loop.
-        if let (Outcome::Completed, Some(Err(e))) = (
-            &output.outcome,
-            output
-                .files
-                .iter()
-                .find(|(p, _)| p == "plan/plan.json")
-                .map(|(_, b)| followup::check_plan(b)),
-        ) {
-            output.outcome = Outcome::Failed(e.to_string());
-        }
-        if let (Outcome::Completed, Err(e)) = (&output.outcome, output.state_update.validate()) {
-            output.outcome = Outcome::Failed(format!("invalid state_update: {e}"));
-        }
+        let output = record::vet(&result);
         let mut notes = Vec::new();
-        let spec = &self.spec;
-        let roles_lock = &self.roles_lock;
+        let (spec, roles_lock) = (&self.spec, &self.roles_lock);
         let sid = self.sid.clone();
         let remote = self.remote.as_ref();
         // A worker whose lease was taken back: the result is not this worker's to record.
         let mut lost = false;
         let written = self.transact(|txn| {
             notes.clear();
-            let Ok(task) = txn.state.task(id) else {
+            let holder = record::holder(txn, remote, &sid, id)?;
+            lost = holder == record::Holder::Lost;
+            let record::Holder::Us(task, lease) = holder else {
                 return Ok(None);
             };
-            if task.status != TaskStatus::InProgress {
-                lost = remote.is_some();
-                return Ok(None);
+            if let (Some(r), Some(lease)) = (remote, lease) {
+                record::push_with_result(txn, r, &sid, id, lease, &result)?;
             }
-            let task = task.clone();
-            if let Some(r) = remote {
-                // Read afresh on each try: a renewal between two tries moves it.
-                let ours = r.still_held(txn.store(), &sid, id)?.filter(|h| {
-                    h.lease.attempt == task.attempts
-                        && task
-                            .owner
-                            .as_ref()
-                            .is_some_and(|o| format!("{}:{}", o.host, o.pid) == h.lease.holder)
-                });
-                let Some(ours) = ours else {
-                    lost = true;
-                    return Ok(None);
-                };
-                lost = false;
-                // The lease goes with the result; the task branch travels with it.
-                release(txn, &sid, id, ours.commit);
-                if result.snapshot.is_some() {
-                    let branch = worktree::task_ref(&sid, id);
-                    if let Some(local) = txn.store().try_ref(&branch)? {
-                        let expected = txn.store().remote_value(&r.opts.remote, &branch)?;
-                        if expected != Some(local) {
-                            txn.also_push(crate::store::RemoteEdit {
-                                name: branch,
-                                expected,
-                                new: Some(local),
-                            });
-                        }
-                    }
-                }
-            }
-            let mut output = output.clone();
-            let mut extra: Vec<(String, String)> = Vec::new();
-            // A code task's change joins the session as a merge; one that conflicts fails the
-            // task, and a revision carrying the conflict redoes it on the current code.
-            let mut conflict = None;
-            if let (Outcome::Completed, Some(snap)) = (&output.outcome, &result.snapshot) {
-                match worktree::merge_task(txn.store(), txn.tip, snap.commit)? {
-                    MergeOutcome::Clean { tree } => {
-                        txn.merge(snap.commit, tree);
-                        extra.push(("Merged".into(), snap.commit.to_string()));
-                    }
-                    MergeOutcome::Conflict { paths, detail } => {
-                        output.outcome = Outcome::Failed(format!(
-                            "its change conflicts with the session in {}",
-                            paths.join(", ")
-                        ));
-                        extra.push(("Conflict".into(), paths.join(",")));
-                        conflict = Some(detail);
-                    }
-                }
-            }
-            let completed = output.outcome == Outcome::Completed;
-            write_run_record(txn, id, &task, &output, &result, seconds)?;
-            if result.run.as_ref().is_some_and(|r| !r.prompt.is_empty())
-                && txn.read_file(&sid, "roles.lock")?.is_none()
-            {
-                txn.write_roles_lock(roles_lock.clone());
-            }
-            if completed {
-                for (path, bytes) in &output.files {
-                    txn.write_file(path, bytes.clone())?;
-                }
-            }
-            let t = txn.state.task_mut(id)?;
-            t.owner = None;
-            t.status = if completed {
-                TaskStatus::Completed
-            } else {
-                TaskStatus::Failed
-            };
-            t.result = Some(TaskResult {
-                summary: output.summary.clone(),
-                reason: match &output.outcome {
-                    Outcome::Failed(r) => Some(r.clone()),
-                    Outcome::Completed => None,
-                },
-                artifacts: if completed {
-                    output.files.iter().map(|(p, _)| p.clone()).collect()
-                } else {
-                    Vec::new()
-                },
-                finished_at: crate::clock::now_rfc3339(),
-            });
-            if let Some(detail) = &conflict {
-                match revise::conflict_revision(&mut txn.state, id, detail)? {
-                    Some(r) => {
-                        notes.push(format!(
-                            "{id} conflicts with the session: revision {r} created"
-                        ));
-                        extra.push(("Revision".into(), r.to_string()));
-                    }
-                    None => notes.push(format!(
-                        "{id} conflicts with the session again; no more revisions"
-                    )),
-                }
-            }
-            let mut warnings = result.warnings.clone();
-            if completed {
-                if let Some(v) = &result.verdict {
-                    txn.state.control.verdicts.insert(id.to_string(), v.clone());
-                    extra.push(("Verdict".into(), v.verdict.clone()));
-                }
-                followup::collect_signals(&mut txn.state, &task, &output);
-                for injected in followup::inject_specialists(spec, &mut txn.state, &task)? {
-                    extra.push(("Injected".into(), injected.to_string()));
-                    notes.push(format!("specialist {injected} injected"));
-                }
-                if let Some(fix) = &result.fix {
-                    let ids = followup::fix_iteration(&mut txn.state, &task, fix);
-                    notes.push(format!(
-                        "test pass rate {:.0}%: fix iteration {}",
-                        fix.pass_rate,
-                        ids.iter()
-                            .map(TaskId::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                    extra.push((
-                        "Fix".into(),
-                        ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
-                    ));
-                }
-                if task.role == "planner"
-                    && let Some(plan) = output
-                        .files
-                        .iter()
-                        .find(|(p, _)| p == "plan/plan.json")
-                        .map(|(_, b)| b.clone())
-                {
-                    let ids = followup::dispatch_impl(&mut txn.state, &task, &plan)?;
-                    notes.push(format!(
-                        "implementation dispatched: {}",
-                        ids.iter()
-                            .map(TaskId::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                    extra.push((
-                        "Dispatched".into(),
-                        ids.iter().map(TaskId::as_str).collect::<Vec<_>>().join(","),
-                    ));
-                }
-                if let Some((round, d)) = &result.discuss {
-                    for (p, b) in &d.files {
-                        txn.write_file(p, b.clone())?;
-                    }
-                    txn.state
-                        .control
-                        .verdicts
-                        .insert(round.clone(), d.verdict.clone());
-                    extra.push(("Discuss".into(), format!("{round} {}", d.verdict.verdict)));
-                    match revise::route_discuss(&mut txn.state, &task, round, d)? {
-                        revise::DiscussRoute::Continue => {}
-                        revise::DiscussRoute::Warn(lines) => warnings.extend(lines),
-                        revise::DiscussRoute::Revised(r) => {
-                            notes.push(format!("{round} diverged: revision {r} created"))
-                        }
-                    }
-                }
-                followup::pause_if_needed(&mut txn.state, &task);
-            }
-            if !warnings.is_empty() {
-                let mut issues = txn
-                    .read_file(&sid, "wisdom/issues.md")?
-                    .unwrap_or_else(|| b"# Issues\n".to_vec());
-                for w in &warnings {
-                    issues.extend_from_slice(format!("- [{id}] {w}\n").as_bytes());
-                }
-                txn.write_file("wisdom/issues.md", issues)?;
-            }
-            if let Some(p) = &txn.state.control.pause
-                && txn.state.session.status == SessionStatus::Paused
-            {
-                extra.push(("Paused".into(), p.kind.clone()));
-            }
-            let t = txn.state.task(id)?;
-            let summary = match &output.outcome {
-                Outcome::Completed => output.summary.clone(),
-                Outcome::Failed(r) => r.clone(),
-            };
-            let kind = if completed {
-                EventKind::TaskCompleted
-            } else {
-                EventKind::TaskFailed
-            };
-            let mut event = Event::task(kind, t, summary);
-            event.extra = extra;
-            Ok(Some(event))
+            let mut rec = record::Recording::new(*task, output.clone(), result.warnings.clone());
+            record::merge(txn, &mut rec, &result)?;
+            record::write_run_record(txn, id, &rec, &result, seconds)?;
+            record::pin_roles_lock(txn, &sid, &result, roles_lock)?;
+            record::write_outputs(txn, &rec)?;
+            record::settle(&mut txn.state, id, &rec)?;
+            record::revise_conflict(&mut txn.state, id, &mut rec)?;
+            record::follow_ups(txn, spec, id, &result, &mut rec)?;
+            record::log_warnings(txn, &sid, id, &rec)?;
+            notes.clone_from(&rec.notes);
+            Ok(Some(record::event(&txn.state, id, rec)?))
         })?;
         let held = self
             .remote
@@ -869,32 +702,8 @@ impl Runner<'_> {
             return Ok(());
         };
         self.latest = Some(written.state.clone());
-        let task = &written.state.tasks[id];
-        // A snapshot the session did not merge (the run failed, or its change conflicted) is
-        // kept under a ref of its own: the task branch may be started afresh or deleted.
-        if let Some(snap) = &result.snapshot
-            && task.status != TaskStatus::Completed
-        {
-            let why = format!("unmerged work of {id}, attempt {}", task.attempts);
-            match &self.remote {
-                None => {
-                    let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
-                    self.store
-                        .create_ref(&keep, snap.commit, &format!("git-tlv4: {why}"))?;
-                }
-                Some(r) => {
-                    self.store.keep_run_remote(
-                        &r.opts.remote,
-                        &self.sid,
-                        id,
-                        task.attempts,
-                        snap.commit,
-                        &why,
-                    )?;
-                }
-            }
-        }
-        let ok = task.status == TaskStatus::Completed;
+        self.keep_unmerged(id, &written, &result)?;
+        let ok = written.state.tasks[id].status == TaskStatus::Completed;
         (self.on)(Progress::Finished {
             task: id.clone(),
             ok,
@@ -904,19 +713,52 @@ impl Runner<'_> {
         for n in notes.into_iter().chain(result.notes.iter().cloned()) {
             (self.on)(Progress::Note(n));
         }
-        // The user's hooks hear of it; what they say is shown, it changes nothing.
-        let mut payload = serde_json::json!({
-            "event": "after-task", "session": self.sid, "task": id, "role": task.role,
-            "attempt": task.attempts, "status": task.status.as_str(),
-            "summary": written.event.summary, "commit": written.commit.to_string(),
-            "verdict": written.state.control.verdicts.get(id.as_str()),
+        self.tell_hooks(id, &written);
+        let p = written.state.progress();
+        (self.on)(Progress::Count {
+            done: p.completed,
+            total: p.total,
         });
-        let mut events = vec!["after-task"];
-        if task.role == "supervisor" {
-            events.push("checkpoint");
+        let message = record::message(id, &written, &output);
+        self.store.send_message(&self.sid, &message)?;
+        Ok(())
+    }
+
+    /// A snapshot the session did not merge (the run failed, or its change conflicted) is
+    /// kept under a ref of its own: the task branch may be started afresh or deleted.
+    fn keep_unmerged(&self, id: &TaskId, written: &Written, result: &WorkResult) -> Result<()> {
+        let task = &written.state.tasks[id];
+        let Some(snap) = result
+            .snapshot
+            .as_ref()
+            .filter(|_| task.status != TaskStatus::Completed)
+        else {
+            return Ok(());
+        };
+        let why = format!("unmerged work of {id}, attempt {}", task.attempts);
+        match &self.remote {
+            None => {
+                let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
+                self.store
+                    .create_ref(&keep, snap.commit, &format!("git-tlv4: {why}"))?;
+            }
+            Some(r) => {
+                self.store.keep_run_remote(
+                    &r.opts.remote,
+                    &self.sid,
+                    id,
+                    task.attempts,
+                    snap.commit,
+                    &why,
+                )?;
+            }
         }
-        for event in events {
-            payload["event"] = serde_json::json!(event);
+        Ok(())
+    }
+
+    /// The user's hooks hear of a recorded task; what they say is shown, it changes nothing.
+    fn tell_hooks(&mut self, id: &TaskId, written: &Written) {
+        for (event, payload) in record::hook_events(&self.sid, id, written) {
             if let Some(run) = self.hooks.run(event, &payload, self.store.workdir()) {
                 let said = run.message.trim();
                 if !run.ok {
@@ -926,32 +768,6 @@ impl Runner<'_> {
                 }
             }
         }
-        let p = written.state.progress();
-        (self.on)(Progress::Count {
-            done: p.completed,
-            total: p.total,
-        });
-        let message = Message {
-            id: crate::clock::unique_id(),
-            ts: crate::clock::now_rfc3339(),
-            from: task.role.clone(),
-            to: None,
-            kind: if ok {
-                message_type(task)
-            } else {
-                "error".into()
-            },
-            summary: written
-                .event
-                .summary
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-            data: Some(serde_json::json!({ "task": id, "state_update": output.state_update })),
-        };
-        self.store.send_message(&self.sid, &message)?;
-        Ok(())
     }
 
     /// Writes one event: on the session branch here, or — a worker — through the remote.
@@ -1287,7 +1103,7 @@ impl Runner<'_> {
 
 /// Adds to `txn`'s push the deletion of the lease of `task` on the remote, with a lease on
 /// `commit`, the value this worker judged: one that moved meanwhile fails the whole push.
-fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit: gix::ObjectId) {
+pub(super) fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit: gix::ObjectId) {
     txn.also_push(crate::store::RemoteEdit {
         name: crate::store::lease_ref(sid, task),
         expected: Some(commit),
@@ -1354,94 +1170,6 @@ fn stall(state: &State) -> Pause {
     }
 }
 
-/// The bus message type a role sends when a task completes.
-fn message_type(task: &crate::model::Task) -> String {
-    let revision = task.id.as_str().contains("-R");
-    match task.role.as_str() {
-        "analyst" => "research_ready".into(),
-        "writer" if revision => "draft_revision".into(),
-        "writer" => "draft_ready".into(),
-        "planner" if revision => "plan_revision".into(),
-        "planner" => "plan_ready".into(),
-        "executor" => "impl_complete".into(),
-        "tester" => "test_result".into(),
-        "reviewer" if task.id.prefix() == "REVIEW" => "review_result".into(),
-        "reviewer" => "quality_result".into(),
-        "supervisor" => "supervision_report".into(),
-        _ => format!("{}_report", task.id.prefix().to_ascii_lowercase()),
-    }
-}
-
-/// `runs/<TASK>/<attempt>/`: `result.json` (outcome, state update, the files with their blob
-/// ids, the snapshot), `usage.json` (what `git tlv4 cost` sums), and what the agent was told
-/// and said: `prompt.md`, `answer.txt`, `transcript.txt`.
-fn write_run_record(
-    txn: &mut Txn<'_>,
-    id: &TaskId,
-    task: &crate::model::Task,
-    output: &crate::agents::TaskOutput,
-    result: &WorkResult,
-    seconds: f64,
-) -> Result<()> {
-    let dir = format!("runs/{id}/{}", task.attempts);
-    let blob = |bytes: &[u8]| {
-        gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-            .map(|id| id.to_string())
-            .unwrap_or_default()
-    };
-    let files: serde_json::Map<String, serde_json::Value> = output
-        .files
-        .iter()
-        .map(|(p, b)| (p.clone(), serde_json::Value::String(blob(b))))
-        .collect();
-    let usage = result
-        .run
-        .as_ref()
-        .map(|r| r.usage.clone())
-        .unwrap_or_default();
-    let model = usage.model.clone();
-    let record = serde_json::json!({
-        "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
-        "model": model, "seconds": seconds,
-        "outcome": match &output.outcome { Outcome::Completed => "completed".to_owned(), Outcome::Failed(r) => format!("failed: {r}") },
-        "summary": output.summary, "state_update": output.state_update, "files": files,
-        "snapshot": result.snapshot.as_ref().map(|s| serde_json::json!({
-            "commit": s.commit.to_string(), "parent": s.parent.to_string(), "changed": s.changed,
-            "refused": s.refused, "left_out": s.left_out, "kept": s.kept,
-        })),
-    });
-    txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;
-    let usage = serde_json::json!({
-        "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
-        "model": model, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cost_usd": usage.cost_usd, "seconds": seconds,
-    });
-    txn.write_record(&format!("{dir}/usage.json"), pretty(&usage))?;
-    // Agent critics of the task's discuss round: one usage record each.
-    for (perspective, agent, u) in result.discuss.iter().flat_map(|(_, d)| &d.usage) {
-        let usage = serde_json::json!({
-            "task": id, "role": "critic", "perspective": perspective, "attempt": task.attempts,
-            "agent": agent, "model": u.model, "input_tokens": u.input_tokens,
-            "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "seconds": u.seconds,
-        });
-        txn.write_record(
-            &format!("{dir}/critic-{perspective}/usage.json"),
-            pretty(&usage),
-        )?;
-    }
-    if let Some(run) = &result.run {
-        for (name, text) in [("prompt.md", &run.prompt), ("answer.txt", &run.raw)] {
-            if !text.is_empty() {
-                txn.write_record(&format!("{dir}/{name}"), bounded(text))?;
-            }
-        }
-        if let Some(t) = run.transcript.as_ref().filter(|t| !t.is_empty()) {
-            txn.write_record(&format!("{dir}/transcript.txt"), bounded(t))?;
-        }
-    }
-    Ok(())
-}
-
 /// The role instructions and templates whose hash differs between two `roles.lock` texts.
 fn changed_specs(pinned: &str, now: &str) -> Vec<String> {
     let entries = |text: &str| -> BTreeMap<String, String> {
@@ -1465,32 +1193,6 @@ fn changed_specs(pinned: &str, now: &str) -> Vec<String> {
     changed.sort();
     changed.dedup();
     changed
-}
-
-/// The most of one text a run record keeps: its first and last quarter megabyte.
-const RECORD_TEXT_LIMIT: usize = 512 << 10;
-
-/// `text`, or its head and tail with a line saying how much was left out between them.
-fn bounded(text: &str) -> Vec<u8> {
-    if text.len() <= RECORD_TEXT_LIMIT {
-        return text.as_bytes().to_vec();
-    }
-    let half = RECORD_TEXT_LIMIT / 2;
-    let head = crate::agents::process::floor_char_boundary(text, half);
-    let tail = crate::agents::process::floor_char_boundary(text, text.len() - half);
-    format!(
-        "{}\n[… git-tlv4 left out {} bytes of this record …]\n{}",
-        &text[..head],
-        tail - head,
-        &text[tail..]
-    )
-    .into_bytes()
-}
-
-fn pretty(value: &serde_json::Value) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(value).expect("a JSON value serialises");
-    out.push(b'\n');
-    out
 }
 
 /// `ms` milliseconds since the epoch, RFC 3339 in UTC with milliseconds.

@@ -30,7 +30,7 @@ pub struct StartOptions {
 }
 
 /// The completion actions.
-pub const COMPLETIONS: [&str; 4] = ["interactive", "archive", "keep", "export"];
+pub use crate::config::COMPLETIONS;
 
 /// Files every session starts with, relative to its folder.
 fn initial_files() -> BTreeMap<String, Vec<u8>> {
@@ -55,6 +55,17 @@ fn initial_files() -> BTreeMap<String, Vec<u8>> {
 
 /// Creates the session for `text` and returns its id and first state.
 pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionId, State)> {
+    start_with(store, text, opts, None)
+}
+
+/// [`start`] with `conf`, the working tree's configuration, when the caller has read it
+/// already (`None`: read here, once the text and the base commit passed their checks).
+pub fn start_with(
+    store: &Store,
+    text: &str,
+    opts: &StartOptions,
+    conf: Option<&crate::trust::Configuration>,
+) -> Result<(SessionId, State)> {
     let text = text.trim();
     if text.is_empty() {
         return Err(Error::Invalid(
@@ -80,13 +91,20 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         }
     }
     // What the session runs with from now on: pinned in its folder and a local ref.
-    let pinned = crate::trust::Files::read(store.workdir())?;
-    let config = pinned.config(store.workdir())?;
-    let spec = PipelineSpec::from_files(&pinned)?;
+    let read;
+    let conf = match conf {
+        Some(c) => c,
+        None => {
+            read = crate::trust::Configuration::read(store.workdir())?;
+            &read
+        }
+    };
+    let (pinned, config) = (&conf.files, &conf.config);
+    let spec = PipelineSpec::from_files(pinned)?;
     // Every file of the repository's configuration is read before anything is written: a
     // broken override is found now, not by the task that first needs it.
-    crate::agents::prompt::RoleSpecs::from_files(&pinned)?;
-    crate::quality::review::RuleSet::from_files(&pinned)?;
+    crate::agents::prompt::RoleSpecs::from_files(pinned)?;
+    crate::quality::review::RuleSet::from_files(pinned)?;
     // A pipeline the configuration names must exist (the default may be missing from a
     // repository's own pipelines file, as long as `--pipeline` or the text picks another).
     if config.is_set("session.pipeline") && !spec.has(&config.session.pipeline) {
@@ -110,31 +128,7 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
     } else {
         Supervision::On
     };
-    let completion = opts
-        .completion
-        .clone()
-        .unwrap_or(config.session.completion.clone());
-    if !COMPLETIONS.contains(&completion.as_str()) {
-        return Err(Error::Invalid(format!(
-            "unknown completion action `{completion}`; use one of {}",
-            COMPLETIONS.join(", ")
-        )));
-    }
-    let max_parallel = opts.max_parallel.unwrap_or(config.session.max_parallel);
-    if max_parallel == 0 {
-        return Err(Error::Invalid("max_parallel must be at least 1".into()));
-    }
-    let control = Control {
-        analysis: Some(analysis.clone()),
-        settings: Settings {
-            max_parallel,
-            auto_approve: opts.yes,
-            completion,
-            agents: opts.agents.clone(),
-            replay: opts.replay.clone(),
-        },
-        ..Control::default()
-    };
+    let control = control(opts, config, &analysis)?;
     let date = crate::clock::today_compact();
     let base_tree = store.commit_tree(base)?;
     let mut n = 1;
@@ -150,12 +144,95 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
             &config.discuss.mode,
         )
         .map_err(|(key, message)| config.value_error(&key, message))?;
+        let first = First {
+            sid: &sid,
+            text,
+            base,
+            pipeline: &pipeline,
+            supervision,
+            analysis: &analysis,
+            control: &control,
+        };
+        let steps = first.events(&tasks, pinned);
+        match store.create_session(base, steps) {
+            Ok(written) => {
+                crate::trust::pin(store, &sid, pinned, &opts.agents)?;
+                return Ok((sid, written.state));
+            }
+            // Someone took the id between the check and the create: take the next one.
+            Err(Error::Conflict { .. }) if n < 100 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The session's control settings: the options, else the configuration.
+fn control(
+    opts: &StartOptions,
+    config: &crate::config::Config,
+    analysis: &crate::model::Analysis,
+) -> Result<Control> {
+    let completion = opts
+        .completion
+        .clone()
+        .unwrap_or(config.session.completion.clone());
+    if !COMPLETIONS.contains(&completion.as_str()) {
+        return Err(Error::Invalid(format!(
+            "unknown completion action `{completion}`; use one of {}",
+            COMPLETIONS.join(", ")
+        )));
+    }
+    let max_parallel = opts.max_parallel.unwrap_or(config.session.max_parallel);
+    if max_parallel == 0 {
+        return Err(Error::Invalid("max_parallel must be at least 1".into()));
+    }
+    Ok(Control {
+        analysis: Some(analysis.clone()),
+        settings: Settings {
+            max_parallel,
+            auto_approve: opts.yes,
+            completion,
+            agents: opts.agents.clone(),
+            replay: opts.replay.clone(),
+        },
+        ..Control::default()
+    })
+}
+
+/// What the first two events of a new session say: started, then its tasks dispatched.
+struct First<'a> {
+    sid: &'a SessionId,
+    text: &'a str,
+    base: gix::ObjectId,
+    pipeline: &'a str,
+    supervision: Supervision,
+    analysis: &'a crate::model::Analysis,
+    control: &'a Control,
+}
+
+impl First<'_> {
+    /// The states, files and events of the session's first two commits, `tasks` dispatched
+    /// and the configuration `pinned`.
+    fn events(
+        &self,
+        tasks: &[crate::model::Task],
+        pinned: &crate::trust::Files,
+    ) -> Vec<(State, BTreeMap<String, Vec<u8>>, Event)> {
+        let First {
+            sid,
+            text,
+            base,
+            pipeline,
+            supervision,
+            analysis,
+            control,
+        } = *self;
         let now = crate::clock::now_rfc3339();
         let session = Session {
             schema: SCHEMA_VERSION,
             id: sid.clone(),
             task: text.to_owned(),
-            pipeline: pipeline.clone(),
+            pipeline: pipeline.to_owned(),
             supervision: supervision == Supervision::On,
             status: SessionStatus::Active,
             base: base.to_string(),
@@ -188,42 +265,33 @@ pub fn start(store: &Store, text: &str, opts: &StartOptions) -> Result<(SessionI
         let mut files = initial_files();
         files.insert(
             crate::trust::LOCK.into(),
-            crate::trust::lock_text(&pinned).into_bytes(),
+            crate::trust::lock_text(pinned).into_bytes(),
         );
         files.insert(
             "task-analysis.json".into(),
-            task_analysis_json(text, &pipeline, &analysis, &tasks),
+            task_analysis_json(text, pipeline, analysis, tasks),
         );
-        let steps = vec![
-            (
-                started,
-                files,
-                Event::session(
-                    EventKind::SessionStarted,
-                    format!(
-                        "Task: {text}\nPipeline: {pipeline} ({})\nComplexity: {} ({})\nBase: {base}",
-                        analysis.pipeline_reason, analysis.level, analysis.score
-                    ),
-                )
-                .with("Pipeline", pipeline.clone())
-                .with("Base", base.to_string()),
-            ),
-            (
-                dispatched,
-                BTreeMap::new(),
-                Event::session(EventKind::TasksDispatched, format!("{} tasks:\n{}", tasks.len(), listing.join("\n")))
-                    .with("Pipeline", pipeline.clone()),
-            ),
-        ];
-        match store.create_session(base, steps) {
-            Ok(written) => {
-                crate::trust::pin(store, &sid, &pinned, &opts.agents)?;
-                return Ok((sid, written.state));
-            }
-            // Someone took the id between the check and the create: take the next one.
-            Err(Error::Conflict { .. }) if n < 100 => continue,
-            Err(e) => return Err(e),
-        }
+        vec![
+        (
+            started,
+            files,
+            Event::session(
+                EventKind::SessionStarted,
+                format!(
+                    "Task: {text}\nPipeline: {pipeline} ({})\nComplexity: {} ({})\nBase: {base}",
+                    analysis.pipeline_reason, analysis.level, analysis.score
+                ),
+            )
+            .with("Pipeline", pipeline)
+            .with("Base", base.to_string()),
+        ),
+        (
+            dispatched,
+            BTreeMap::new(),
+            Event::session(EventKind::TasksDispatched, format!("{} tasks:\n{}", tasks.len(), listing.join("\n")))
+                .with("Pipeline", pipeline),
+        ),
+    ]
     }
 }
 

@@ -11,11 +11,11 @@ use crate::model::{
     Control, SCHEMA_VERSION, Session, SessionId, SessionStatus, State, TaskId, TaskStatus, Verdict,
 };
 
-fn id(s: &str) -> TaskId {
+pub(super) fn id(s: &str) -> TaskId {
     s.parse().unwrap()
 }
 
-fn state(pipeline: &str, supervision: Supervision) -> State {
+pub(super) fn state(pipeline: &str, supervision: Supervision) -> State {
     let sid: SessionId = "TLV4-test-20261129".parse().unwrap();
     let tasks = PipelineSpec::builtin()
         .unwrap()
@@ -40,7 +40,7 @@ fn state(pipeline: &str, supervision: Supervision) -> State {
     }
 }
 
-fn complete(state: &mut State, ids: &[&str]) {
+pub(super) fn complete(state: &mut State, ids: &[&str]) {
     for i in ids {
         state.tasks.get_mut(&id(i)).unwrap().status = TaskStatus::Completed;
     }
@@ -54,7 +54,7 @@ fn deps(state: &State, task: &str) -> Vec<String> {
         .collect()
 }
 
-fn plan(complexity: &str, tasks: &[(&str, &[&str])]) -> Vec<u8> {
+pub(super) fn plan(complexity: &str, tasks: &[(&str, &[&str])]) -> Vec<u8> {
     let tasks: Vec<serde_json::Value> = tasks
         .iter()
         .map(|(t, d)| serde_json::json!({ "id": t, "title": format!("do {t}"), "files": [{"path": format!("src/{}.rs", t.to_lowercase()), "change": "modify"}], "depends_on": d }))

@@ -7,7 +7,7 @@
 
 use gix::ObjectId;
 
-use crate::agents::command::{DriverOutput, RunContext, Usage};
+use crate::agents::command::{Driver, DriverOutput, RunContext, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
@@ -150,6 +150,26 @@ pub(crate) fn work(
     Ok(result)
 }
 
+/// What running an agent left: its answer (or error), lines for the progress display, the
+/// snapshot of a code task, and why a failed run's snapshot was refused or not taken.
+struct Ran {
+    ran: Result<DriverOutput>,
+    notes: Vec<String>,
+    snapshot: Option<SnapshotData>,
+    refused: Option<String>,
+}
+
+impl Ran {
+    fn bare(ran: Result<DriverOutput>, notes: Vec<String>) -> Ran {
+        Ran {
+            ran,
+            notes,
+            snapshot: None,
+            refused: None,
+        }
+    }
+}
+
 /// The role's agent, in the checkout it needs.
 fn run_agent(
     roster: &Roster,
@@ -161,133 +181,176 @@ fn run_agent(
 ) -> Result<WorkResult> {
     let driver = roster.for_role(&input.task.role);
     let name = driver.name().to_owned();
-    let task = &input.task;
-    let mut notes = Vec::new();
-    let mut snapshot = None;
-    // Why a failed run's snapshot was refused or could not be taken, for its failure.
-    let mut refused = None;
     let ran = if !driver.checkout() {
         let ctx = RunContext {
             workdir: std::env::temp_dir(),
             run_dir: None,
-            attempt: task.attempts,
+            attempt: input.task.attempts,
             meter: meter.clone(),
             deadline: None,
         };
         meter.step(format!("agent {name} running"));
-        driver.run(input, &ctx)
+        Ran::bare(driver.run(input, &ctx), Vec::new())
     } else {
         let store = Store::from_repo(qctx.repo.to_thread_local())?;
-        let sid = &input.session.id;
-        if writes_code(&task.role) {
-            if let Some(kept) = worktree::set_aside(&store, sid, &task.id, qctx.tip, task.attempts)?
-            {
+        if writes_code(&input.task.role) {
+            in_task_worktree(&store, &*driver, input, qctx, limits, hooks, meter)?
+        } else {
+            in_view(&store, &*driver, input, qctx, meter)?
+        }
+    };
+    Ok(work_result(name, ran))
+}
+
+/// A code task's agent in a task worktree, whose changes are snapshotted into a commit on the
+/// task branch (what the snapshot refuses fails the task; what it cannot take is kept).
+fn in_task_worktree(
+    store: &Store,
+    driver: &dyn Driver,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    limits: &SnapshotLimits,
+    hooks: &Hooks,
+    meter: &Meter,
+) -> Result<Ran> {
+    let name = driver.name().to_owned();
+    let task = &input.task;
+    let sid = &input.session.id;
+    let mut notes = Vec::new();
+    let mut snapshot = None;
+    // Why a failed run's snapshot was refused or could not be taken, for its failure.
+    let mut refused = None;
+    if let Some(kept) = worktree::set_aside(store, sid, &task.id, qctx.tip, task.attempts)? {
+        notes.push(format!(
+            "{}: the unmerged work of an earlier attempt is kept at {kept}",
+            task.id
+        ));
+    }
+    meter.step("making its checkout");
+    let wt = TaskWorktree::create(store, sid, &task.id, qctx.tip)?;
+    let ctx = RunContext {
+        workdir: wt.path().to_path_buf(),
+        run_dir: None,
+        attempt: task.attempts,
+        meter: meter.clone(),
+        deadline: None,
+    };
+    meter.step(format!("agent {name} running"));
+    let mut ran = driver.run(input, &ctx);
+    let from = wt.from();
+    meter.step("taking the snapshot of its checkout");
+    let ran = match wt.snapshot(limits) {
+        Ok(snap) => {
+            let data = |commit| SnapshotData {
+                commit,
+                parent: from,
+                changed: snap.changed.iter().map(|c| c.path.clone()).collect(),
+                refused: snap.refused.iter().map(ToString::to_string).collect(),
+                left_out: snap.left_out.iter().map(ToString::to_string).collect(),
+                kept: snap.kept.as_ref().map(|k| k.name.clone()),
+            };
+            if let Some(commit) = snap.commit {
+                let data = data(commit);
+                if let Ok(out) = &mut ran {
+                    meter.step("before-merge hook");
+                    before_merge(hooks, input, &data, wt.path(), &mut out.output);
+                }
+                snapshot = Some(data);
+            }
+            if !snap.ignored.is_empty() {
                 notes.push(format!(
-                    "{}: the unmerged work of an earlier attempt is kept at {kept}",
-                    task.id
+                    "{}: changes under .tlv4/ were left out: {}",
+                    task.id,
+                    snap.ignored.join(", ")
                 ));
             }
-            meter.step("making its checkout");
-            let wt = TaskWorktree::create(&store, sid, &task.id, qctx.tip)?;
-            let ctx = RunContext {
-                workdir: wt.path().to_path_buf(),
-                run_dir: None,
-                attempt: task.attempts,
-                meter: meter.clone(),
-                deadline: None,
-            };
-            meter.step(format!("agent {name} running"));
-            let mut ran = driver.run(input, &ctx);
-            let from = wt.from();
-            meter.step("taking the snapshot of its checkout");
-            match wt.snapshot(limits) {
-                Ok(snap) => {
-                    let data = |commit| SnapshotData {
-                        commit,
-                        parent: from,
-                        changed: snap.changed.iter().map(|c| c.path.clone()).collect(),
-                        refused: snap.refused.iter().map(ToString::to_string).collect(),
-                        left_out: snap.left_out.iter().map(ToString::to_string).collect(),
-                        kept: snap.kept.as_ref().map(|k| k.name.clone()),
-                    };
-                    if let Some(commit) = snap.commit {
-                        let data = data(commit);
-                        if let Ok(out) = &mut ran {
-                            meter.step("before-merge hook");
-                            before_merge(hooks, input, &data, wt.path(), &mut out.output);
-                        }
-                        snapshot = Some(data);
-                    }
-                    if !snap.ignored.is_empty() {
-                        notes.push(format!(
-                            "{}: changes under .tlv4/ were left out: {}",
-                            task.id,
-                            snap.ignored.join(", ")
-                        ));
-                    }
-                    if !snap.left_out.is_empty() {
-                        let line = left_out_line(&snap.left_out);
-                        notes.push(format!("{}: {line}", task.id));
-                        if let Ok(out) = &mut ran {
-                            out.output.summary = format!("{} ({line})", out.output.summary);
-                        }
-                    }
-                    if !snap.refused.is_empty() {
-                        if let Some(k) = &snap.kept {
-                            snapshot = Some(data(k.commit));
-                        }
-                        let why = refusal(&task.id, &snap);
-                        match &mut ran {
-                            Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
-                            Err(_) => refused = Some(why),
-                        }
-                    }
-                    match wt.remove() {
-                        Ok(Some(k)) => notes.push(format!(
-                            "{}: work not in its snapshot is kept at {} (git show --stat {0})",
-                            task.id, k.name
-                        )),
-                        Ok(None) => {}
-                        Err(e) => notes.push(e.to_string()),
-                    }
-                    ran
-                }
-                // The snapshot could not be taken at all: what the checkout holds is kept
-                // under a ref of its own, or the checkout stays.
-                Err(e) => {
-                    let kept = match wt.remove() {
-                        Ok(Some(k)) => format!(
-                            "; its work is kept at {0} (look at it: git show --stat {0})",
-                            k.name
-                        ),
-                        Ok(None) => "; it had changed nothing".to_owned(),
-                        Err(kept) => format!("; {kept}"),
-                    };
-                    let why = format!("{e}{kept}");
-                    match &mut ran {
-                        Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
-                        Err(_) => refused = Some(why),
-                    }
-                    ran
+            if !snap.left_out.is_empty() {
+                let line = left_out_line(&snap.left_out);
+                notes.push(format!("{}: {line}", task.id));
+                if let Ok(out) = &mut ran {
+                    out.output.summary = format!("{} ({line})", out.output.summary);
                 }
             }
-        } else {
-            let view = ReadOnlyView::create(&store, qctx.tip)?;
-            let ctx = RunContext {
-                workdir: view.path().to_path_buf(),
-                run_dir: None,
-                attempt: task.attempts,
-                meter: meter.clone(),
-                deadline: None,
+            if !snap.refused.is_empty() {
+                if let Some(k) = &snap.kept {
+                    snapshot = Some(data(k.commit));
+                }
+                let why = refusal(&task.id, &snap);
+                match &mut ran {
+                    Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
+                    Err(_) => refused = Some(why),
+                }
+            }
+            match wt.remove() {
+                Ok(Some(k)) => notes.push(format!(
+                    "{}: work not in its snapshot is kept at {} (git show --stat {0})",
+                    task.id, k.name
+                )),
+                Ok(None) => {}
+                Err(e) => notes.push(e.to_string()),
+            }
+            ran
+        }
+        // The snapshot could not be taken at all: what the checkout holds is kept
+        // under a ref of its own, or the checkout stays.
+        Err(e) => {
+            let kept = match wt.remove() {
+                Ok(Some(k)) => format!(
+                    "; its work is kept at {0} (look at it: git show --stat {0})",
+                    k.name
+                ),
+                Ok(None) => "; it had changed nothing".to_owned(),
+                Err(kept) => format!("; {kept}"),
             };
-            meter.step(format!("agent {name} running"));
-            let ran = driver.run(input, &ctx);
-            if let Err(e) = view.remove() {
-                notes.push(e.to_string());
+            let why = format!("{e}{kept}");
+            match &mut ran {
+                Ok(out) => out.output = rejected(&name, &why, out.output.clone()),
+                Err(_) => refused = Some(why),
             }
             ran
         }
     };
+    Ok(Ran {
+        ran,
+        notes,
+        snapshot,
+        refused,
+    })
+}
+
+/// A document task's agent in a read-only view of the session tip.
+fn in_view(
+    store: &Store,
+    driver: &dyn Driver,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    meter: &Meter,
+) -> Result<Ran> {
+    let view = ReadOnlyView::create(store, qctx.tip)?;
+    let ctx = RunContext {
+        workdir: view.path().to_path_buf(),
+        run_dir: None,
+        attempt: input.task.attempts,
+        meter: meter.clone(),
+        deadline: None,
+    };
+    meter.step(format!("agent {} running", driver.name()));
+    let ran = driver.run(input, &ctx);
+    let mut notes = Vec::new();
+    if let Err(e) = view.remove() {
+        notes.push(e.to_string());
+    }
+    Ok(Ran::bare(ran, notes))
+}
+
+/// What a worker hands back for agent `name`'s run.
+fn work_result(name: String, ran: Ran) -> WorkResult {
+    let Ran {
+        ran,
+        notes,
+        snapshot,
+        refused,
+    } = ran;
     let DriverOutput {
         output,
         prompt,
@@ -304,10 +367,10 @@ fn run_agent(
             let mut failed = WorkResult::failed(&name, why);
             failed.notes = notes;
             failed.snapshot = snapshot;
-            return Ok(failed);
+            return failed;
         }
     };
-    Ok(WorkResult {
+    WorkResult {
         output,
         fix: None,
         verdict: None,
@@ -322,7 +385,7 @@ fn run_agent(
         }),
         snapshot,
         notes,
-    })
+    }
 }
 
 /// The reason a task failed on error `e` of agent `agent`: the error naming the agent once,

@@ -1,5 +1,8 @@
 //! The one place that runs the `git` binary, for what gix does not do (checkouts, staging
-//! with the user's filters, maintenance).
+//! with the user's filters, maintenance, pushes and fetches), and the object-id helper
+//! ([`blob_id`]). Every other module that needs git's CLI goes through here: [`run`],
+//! [`output`], [`run_with_input`], or [`command`] for a caller that reads git's answer
+//! itself. (Agents' own programs may run git in their checkouts; that is theirs, not ours.)
 //!
 //! The user's git hooks (`.git/hooks`, `core.hooksPath`) are for the user's own commands:
 //! every command the tool runs here turns them off ([`NO_HOOKS`]), so that a failing
@@ -23,6 +26,51 @@ fn git() -> Command {
         .env_remove("GIT_INDEX_FILE")
         .args(NO_HOOKS)
         .stdin(Stdio::null());
+    cmd
+}
+
+/// The object format git-tlv4 works with: the store opens no repository of another
+/// ([`crate::store::Store::from_repo`]), so ids computed where no repository is at hand (the
+/// trust record, which is read from a working tree path) are in this one.
+pub const OBJECT_FORMAT: gix::hash::Kind = gix::hash::Kind::Sha1;
+
+/// The id git gives a blob of `bytes` in a repository whose object format is `kind`: what
+/// `git hash-object` prints there. The one place object ids are computed from bytes; pass
+/// the repository's own format (`repo.object_hash()`).
+pub fn blob_id(kind: gix::hash::Kind, bytes: &[u8]) -> Option<gix::ObjectId> {
+    gix::objs::compute_hash(kind, gix::objs::Kind::Blob, bytes).ok()
+}
+
+/// [`blob_id`] in hexadecimal, empty in the one case it has none (SHA-1 collision
+/// detection refused the bytes).
+pub fn blob_hex(kind: gix::hash::Kind, bytes: &[u8]) -> String {
+    blob_id(kind, bytes)
+        .map(|id| id.to_string())
+        .unwrap_or_default()
+}
+
+/// Variables of the caller's environment that would point the agent's git at another
+/// repository than its working directory.
+pub const GIT_LOCATION_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+];
+
+/// `git` in `dir` for a caller that reads git's output itself (the drivers that list, diff
+/// and apply in an agent's checkout): the user's hooks off, stdin closed unless the caller
+/// pipes it, and none of [`GIT_LOCATION_VARS`] inherited.
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = git();
+    cmd.current_dir(dir);
+    for var in GIT_LOCATION_VARS {
+        cmd.env_remove(var);
+    }
     cmd
 }
 
@@ -328,7 +376,22 @@ pub fn repository_format(dir: &Path) -> Option<(std::path::PathBuf, String, Stri
 mod tests {
     use super::*;
     use crate::testutil::git;
+
     use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn blob_ids_are_gits_own() {
+        // `printf 'hello\n' | git hash-object --stdin`. (The gix built here knows SHA-1 only;
+        // a repository of another format is refused when the store opens it.)
+        assert_eq!(
+            blob_hex(gix::hash::Kind::Sha1, b"hello\n"),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        assert_eq!(
+            crate::trust::blob_id(b"hello\n"),
+            blob_hex(OBJECT_FORMAT, b"hello\n")
+        );
+    }
 
     #[test]
     fn lock_reasons_read_back_as_written() {

@@ -92,12 +92,9 @@ pub struct Critique {
     pub measured: Vec<String>,
 }
 
-/// The agents that add their opinion to a perspective, by perspective name; in a round run as
-/// the protocol also those of the [`crate::quality::protocol::DEVIL`] and [`MODERATOR`] seats.
-pub type Perspectives = BTreeMap<String, std::sync::Arc<dyn crate::agents::command::Driver>>;
-
-/// The key of the moderator's agent in [`Perspectives`].
-pub const MODERATOR: &str = "moderator";
+/// The agents of the perspectives and seats, and the moderator's key: the roster, below this
+/// layer, assigns them.
+pub use crate::agents::roster::{MODERATOR, Perspectives};
 
 /// The perspectives the builtin rules know.
 pub fn perspective_names() -> Vec<String> {

@@ -13,8 +13,9 @@ use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
 
-/// Roles whose tasks the quality machinery runs instead of an agent.
-pub const ROLES: [&str; 3] = ["reviewer", "tester", "supervisor"];
+/// Roles whose tasks the quality machinery runs instead of an agent (named where the roster,
+/// below this layer, needs them too).
+pub use crate::agents::roster::QUALITY_ROLES as ROLES;
 
 /// What the coordinator needs besides the task input: where the code came from.
 #[derive(Clone)]

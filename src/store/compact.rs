@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
+use super::refs::RUNS_REF_PREFIX;
 use super::{REVIEW_NOTES_REF, Store, archive_ref, notes_ref, session_dir};
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, SessionId};
-use crate::worktree::RUNS_REF_PREFIX;
 
 /// The run records compaction removes: what an agent was told and said.
 pub const COMPACTED_FILES: [&str; 3] = ["prompt.md", "answer.txt", "transcript.txt"];
@@ -53,6 +53,9 @@ pub enum Compaction {
     HeldBy(String),
 }
 
+/// Kept runs (ref and commit) and the commits only a session holds.
+type HeldAlone = (Vec<(String, ObjectId)>, Vec<ObjectId>);
+
 impl Store {
     /// Compacts archived session `sid` if its archive tip is older than `min_age` seconds (see
     /// the module comment). With `dry_run`, only says what would be done: nothing is written.
@@ -81,38 +84,8 @@ impl Store {
         {
             return Ok(Compaction::AlreadyCompacted);
         }
-        // What the session alone holds: the history of its archive tip and of its kept runs,
-        // less whatever any other ref reaches. Oldest first, parents before children.
         let kept_prefix = format!("{RUNS_REF_PREFIX}{sid}/");
-        let mut kept: Vec<(String, ObjectId)> = Vec::new();
-        let mut hidden: Vec<ObjectId> = Vec::new();
-        for (r, id) in self.commit_refs()? {
-            if r == name {
-                continue;
-            }
-            if r.starts_with(&kept_prefix) {
-                kept.push((r, id));
-            } else {
-                hidden.push(id);
-            }
-        }
-        let mut input = String::new();
-        for id in std::iter::once(tip).chain(kept.iter().map(|(_, id)| *id)) {
-            input.push_str(&format!("{id}\n"));
-        }
-        for id in &hidden {
-            input.push_str(&format!("^{id}\n"));
-        }
-        let listed = crate::git::run_with_input(
-            self.repo.git_dir(),
-            &["rev-list", "--reverse", "--topo-order", "--stdin"],
-            &input,
-        )?;
-        let commits: Vec<ObjectId> = listed
-            .lines()
-            .map(|hex| ObjectId::from_hex(hex.trim().as_bytes()))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| Error::Git(format!("bad commit id from `git rev-list`: {e}")))?;
+        let (kept, commits) = self.held_alone(tip, &name, &kept_prefix)?;
         if !commits.contains(&tip) {
             let holder = self.other_ref_holding(tip, &name, &kept_prefix)?;
             return Ok(Compaction::HeldBy(
@@ -120,38 +93,11 @@ impl Store {
             ));
         }
         let runs = format!("{}/runs", session_dir(sid));
-        let mut stripper = Stripper::new(self);
-        let mut mapped: HashMap<ObjectId, ObjectId> = HashMap::new();
-        for id in &commits {
-            let mut commit = self
-                .repo
-                .find_commit(*id)
-                .map_err(git)?
-                .decode()
-                .map_err(|e| Error::Git(format!("cannot read commit {id}: {e}")))?
-                .into_owned()
-                .map_err(|e| Error::Git(format!("cannot read commit {id}: {e}")))?;
-            commit.tree = stripper.strip_at(commit.tree, &runs)?;
-            for parent in &mut commit.parents {
-                if let Some(new) = mapped.get(parent) {
-                    *parent = *new;
-                }
-            }
-            // A signature would no longer match what it signed.
-            commit
-                .extra_headers
-                .retain(|(k, _)| k.as_bstr() != "gpgsig" && k.as_bstr() != "gpgsig-sha256");
-            let new = if dry_run {
-                *id
-            } else {
-                self.repo.write_object(&commit).map_err(git)?.detach()
-            };
-            mapped.insert(*id, new);
-        }
-        if stripper.files == 0 {
+        let (mapped, files, bytes) = self.write_stripped(&commits, &runs, dry_run)?;
+        if files == 0 {
             return Ok(Compaction::NothingToRemove);
         }
-        let (commits, files, bytes) = (commits.len(), stripper.files, stripper.bytes);
+        let commits = commits.len();
         if dry_run {
             return Ok(Compaction::Done {
                 old: tip,
@@ -163,27 +109,7 @@ impl Store {
         }
         // The kept runs and the notes first, the archive ref last: until it moves, a second
         // `gc` does all of it again, and writes the same commits (nothing in them changed).
-        for (r, id) in &kept {
-            if let Some(new) = mapped.get(id)
-                && new != id
-            {
-                self.update_ref(r, *id, *new, "compact")?;
-                crate::git::expire_reflog(self.repo.git_dir(), r);
-            }
-        }
-        let hex_len = tip.kind().len_in_hex();
-        self.move_notes(
-            REVIEW_NOTES_REF,
-            &mapped,
-            |text| replace_ids(text, hex_len, &mapped),
-            &format!("tlv4: compact {sid}: reviews follow the commits written again"),
-        )?;
-        self.move_notes(
-            &notes_ref(sid),
-            &mapped,
-            |text| text,
-            &format!("tlv4: compact {sid}: messages follow the commits written again"),
-        )?;
+        self.follow_rewrite(sid, &kept, &mapped, tip.kind().len_in_hex())?;
         let new_tip = mapped[&tip];
         let (mut state, before) = self.read_state_at(sid, new_tip)?;
         let event = Event::session(
@@ -217,6 +143,117 @@ impl Store {
         })
     }
 
+    /// What an archived session alone holds besides its archive ref `name` at `tip`: its
+    /// kept runs (refs under `kept_prefix`), and the commits of their history and the tip's
+    /// that no other ref reaches, oldest first, parents before children.
+    fn held_alone(&self, tip: ObjectId, name: &str, kept_prefix: &str) -> Result<HeldAlone> {
+        // What the session alone holds: the history of its archive tip and of its kept runs,
+        // less whatever any other ref reaches. Oldest first, parents before children.
+        let mut kept: Vec<(String, ObjectId)> = Vec::new();
+        let mut hidden: Vec<ObjectId> = Vec::new();
+        for (r, id) in self.commit_refs()? {
+            if r == name {
+                continue;
+            }
+            if r.starts_with(kept_prefix) {
+                kept.push((r, id));
+            } else {
+                hidden.push(id);
+            }
+        }
+        let mut input = String::new();
+        for id in std::iter::once(tip).chain(kept.iter().map(|(_, id)| *id)) {
+            input.push_str(&format!("{id}\n"));
+        }
+        for id in &hidden {
+            input.push_str(&format!("^{id}\n"));
+        }
+        let listed = crate::git::run_with_input(
+            self.repo.git_dir(),
+            &["rev-list", "--reverse", "--topo-order", "--stdin"],
+            &input,
+        )?;
+        let commits: Vec<ObjectId> = listed
+            .lines()
+            .map(|hex| ObjectId::from_hex(hex.trim().as_bytes()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| Error::Git(format!("bad commit id from `git rev-list`: {e}")))?;
+        Ok((kept, commits))
+    }
+
+    /// Writes `commits` again (oldest first) without the run records under `runs` and without
+    /// signatures, each on its parents as written again; with `dry_run`, writes nothing. The
+    /// new id of each, and how many files and bytes were left out.
+    fn write_stripped(
+        &self,
+        commits: &[ObjectId],
+        runs: &str,
+        dry_run: bool,
+    ) -> Result<(HashMap<ObjectId, ObjectId>, usize, u64)> {
+        let git = |e: gix::Error| Error::git("cannot compact the archived session", e);
+        let mut stripper = Stripper::new(self);
+        let mut mapped: HashMap<ObjectId, ObjectId> = HashMap::new();
+        for id in commits {
+            let mut commit = self
+                .repo
+                .find_commit(*id)
+                .map_err(git)?
+                .decode()
+                .map_err(|e| Error::Git(format!("cannot read commit {id}: {e}")))?
+                .into_owned()
+                .map_err(|e| Error::Git(format!("cannot read commit {id}: {e}")))?;
+            commit.tree = stripper.strip_at(commit.tree, runs)?;
+            for parent in &mut commit.parents {
+                if let Some(new) = mapped.get(parent) {
+                    *parent = *new;
+                }
+            }
+            // A signature would no longer match what it signed.
+            commit
+                .extra_headers
+                .retain(|(k, _)| k.as_bstr() != "gpgsig" && k.as_bstr() != "gpgsig-sha256");
+            let new = if dry_run {
+                *id
+            } else {
+                self.repo.write_object(&commit).map_err(git)?.detach()
+            };
+            mapped.insert(*id, new);
+        }
+        Ok((mapped, stripper.files, stripper.bytes))
+    }
+
+    /// The kept runs of `sid` and the review and message notes follow the commits `mapped`
+    /// wrote again (`hex_len`: the length of an id in hexadecimal).
+    fn follow_rewrite(
+        &self,
+        sid: &SessionId,
+        kept: &[(String, ObjectId)],
+        mapped: &HashMap<ObjectId, ObjectId>,
+        hex_len: usize,
+    ) -> Result<()> {
+        for (r, id) in kept {
+            if let Some(new) = mapped.get(id)
+                && new != id
+            {
+                self.update_ref(r, *id, *new, "compact")?;
+                crate::git::expire_reflog(self.repo.git_dir(), r);
+            }
+        }
+        self.move_notes(
+            REVIEW_NOTES_REF,
+            mapped,
+            |text| replace_ids(text, hex_len, mapped),
+            &format!("tlv4: compact {sid}: reviews follow the commits written again"),
+        )?;
+        self.move_notes(
+            &notes_ref(sid),
+            mapped,
+            |text| text,
+            &format!("tlv4: compact {sid}: messages follow the commits written again"),
+        )?;
+        Ok(())
+    }
+
     /// Every ref that names a commit (tags peeled), notes refs left out: their commits hold
     /// notes, not history.
     fn commit_refs(&self) -> Result<Vec<(String, ObjectId)>> {
@@ -226,7 +263,7 @@ impl Store {
         for r in platform.all().map_err(git)? {
             let Ok(mut r) = r else { continue };
             let name = r.name().as_bstr().to_str_lossy().into_owned();
-            if name.starts_with("refs/notes/") {
+            if name.starts_with(super::refs::NOTES_PREFIX) {
                 continue;
             }
             let Ok(id) = r.peel_to_id() else { continue };

@@ -20,22 +20,15 @@ use std::time::Duration;
 
 use gix::ObjectId;
 
+use super::refs::{LEASE_REF_PREFIX, lease_ref};
 use super::remote::Remote;
 use super::write::{RemoteEdit, Written};
 use super::{Store, notes_ref, session_ref};
 use crate::error::{Error, Result};
 use crate::model::{Event, SessionId, TaskId};
 
-/// Where the leases of claimed tasks live on a remote: `refs/tlv4/leases/<SID>/<TASK>`.
-pub const LEASE_REF_PREFIX: &str = "refs/tlv4/leases/";
-
 /// How many times a change written through a remote is re-applied after the remote moved.
 const REMOTE_ATTEMPTS: u32 = 100;
-
-/// The lease ref of `task` of session `sid`.
-pub fn lease_ref(sid: &SessionId, task: &TaskId) -> String {
-    format!("{LEASE_REF_PREFIX}{sid}/{task}")
-}
 
 /// Milliseconds since the epoch by the system clock. Leases are judged by the real clock even
 /// when `GIT_COMMITTER_DATE` fixes the time stamps of commits.
@@ -332,7 +325,7 @@ impl Store {
     ) -> Result<String> {
         let first = attempt.max(1);
         for n in first..first.saturating_add(100) {
-            let name = crate::worktree::attempt_ref(sid, task, n);
+            let name = super::refs::attempt_ref(sid, task, n);
             if self.try_ref(&name)?.is_some_and(|c| c != commit) {
                 continue;
             }
@@ -349,7 +342,10 @@ impl Store {
             }
         }
         Err(Error::state(
-            format!("no free ref under refs/tlv4/runs/{sid}/{task}/ to keep {commit} ({why}) in"),
+            format!(
+                "no free ref under {} to keep {commit} ({why}) in",
+                super::refs::runs_prefix(sid, task)
+            ),
             None,
         ))
     }

@@ -1,4 +1,5 @@
-//! The session store: the only module that knows ref names, tree layout, trailers and notes.
+//! The session store: the only module that knows ref names ([`refs`] builds every one), tree
+//! layout, trailers and notes.
 //!
 //! A session is the branch `refs/heads/tlv4/<SID>`. Its tip tree holds the whole current state
 //! under `.tlv4/sessions/<SID>/`, so reading state is one tree read. Every change is one new
@@ -11,15 +12,20 @@ mod lease;
 mod log;
 mod notes;
 mod read;
+pub mod refs;
 mod remote;
 mod summary;
 mod write;
 
 pub use compact::{COMPACTED_FILES, Compaction, human_bytes};
-pub use lease::{LEASE_REF_PREFIX, Lease, lease_ref, now_ms};
+pub use lease::{Lease, now_ms};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
-pub use remote::{Pulled, Pushed, REMOTE_MIRROR_PREFIX, Remote, RemoteSession, RemoteStats};
+pub use refs::{
+    ARCHIVE_REF_PREFIX, LEASE_REF_PREFIX, NOTES_REF_PREFIX, REMOTE_MIRROR_PREFIX, REVIEW_NOTES_REF,
+    SESSION_REF_PREFIX, TOOL_REF_PREFIX, archive_ref, lease_ref, notes_ref, session_ref,
+};
+pub use remote::{Pulled, Pushed, Remote, RemoteSession, RemoteStats};
 pub use summary::Summary;
 pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
 
@@ -30,10 +36,6 @@ use gix::bstr::ByteSlice;
 use crate::error::{Error, Gone, Result};
 use crate::model::SessionId;
 
-/// Ref namespace of session branches (and task branches `tlv4/<SID>.<TASK>`).
-pub const SESSION_REF_PREFIX: &str = "refs/heads/tlv4/";
-/// Ref namespace of message-bus notes.
-pub const NOTES_REF_PREFIX: &str = "refs/notes/tlv4/";
 /// Name and email used when git has no identity configured.
 pub const FALLBACK_IDENTITY: (&str, &str) = ("git-tlv4", "git-tlv4@localhost");
 /// How many events a session takes between two runs of git's own auto-maintenance.
@@ -57,38 +59,17 @@ fn session_of_branch(short: &str, known: &[SessionId]) -> Option<SessionId> {
         .cloned()
 }
 
-/// The full ref name of a session branch.
-pub fn session_ref(sid: &SessionId) -> String {
-    format!("{SESSION_REF_PREFIX}{sid}")
-}
-
-/// Where an archived session stays reachable: outside `refs/heads`, so branch listings
-/// no longer show it.
-pub const ARCHIVE_REF_PREFIX: &str = "refs/tlv4/archive/";
-
-/// The full ref name of an archived session.
-pub fn archive_ref(sid: &SessionId) -> String {
-    format!("{ARCHIVE_REF_PREFIX}{sid}")
-}
-
-/// The notes ref of review scores.
-pub const REVIEW_NOTES_REF: &str = "refs/notes/tlv4-review";
-
 /// Every ref namespace the tool writes under (the review notes ref aside).
 const OUR_REF_PREFIXES: [&str; 4] = [
     SESSION_REF_PREFIX,
     NOTES_REF_PREFIX,
-    "refs/heads/tlv4-export/",
+    refs::EXPORT_REF_PREFIX,
     TOOL_REF_PREFIX,
 ];
 
-/// The namespace of the tool's own refs outside branches and notes (archives, kept runs).
-pub const TOOL_REF_PREFIX: &str = "refs/tlv4/";
-
-/// The full ref name of a session's message notes.
-pub fn notes_ref(sid: &SessionId) -> String {
-    format!("{NOTES_REF_PREFIX}{sid}")
-}
+/// The file in the pipeline folder listing the blob ids of the configuration the session
+/// was pinned to (written by [`crate::trust`], reserved in the tree layout here).
+pub const CONFIG_LOCK: &str = "config.lock";
 
 /// The folder of a session inside the branch tree.
 pub fn session_dir(sid: &SessionId) -> String {
@@ -226,8 +207,8 @@ impl Store {
             SESSION_REF_PREFIX,
             NOTES_REF_PREFIX,
             ARCHIVE_REF_PREFIX,
-            "refs/tlv4/runs/",
-            "refs/heads/tlv4-export/",
+            refs::RUNS_REF_PREFIX,
+            refs::EXPORT_REF_PREFIX,
         ];
         let common = self.repo.common_dir();
         for namespace in NAMESPACES {
@@ -247,7 +228,7 @@ impl Store {
                 if !is_ref {
                     continue;
                 }
-                let (what, rename) = match name.strip_prefix("refs/heads/") {
+                let (what, rename) = match name.strip_prefix(refs::BRANCH_PREFIX) {
                     Some(branch) => (
                         format!("the branch `{branch}`"),
                         format!("git branch -m {branch} {branch}-old"),
@@ -637,7 +618,7 @@ impl Store {
         match holders.next() {
             None => Ok(()),
             Some(h) => Err(Error::CheckedOut {
-                branch: full_ref.trim_start_matches("refs/heads/").to_owned(),
+                branch: refs::short_branch(full_ref).to_owned(),
                 worktree: h.dir,
                 gone: match (h.gone, h.locked) {
                     (false, _) => None,

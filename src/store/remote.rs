@@ -19,6 +19,7 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::note::plumbing::State as NotesTree;
 
+use super::refs::{self, REMOTE_MIRROR_PREFIX};
 use super::write::RemoteEdit;
 use super::{
     ARCHIVE_REF_PREFIX, NOTES_REF_PREFIX, REVIEW_NOTES_REF, SESSION_REF_PREFIX, Store,
@@ -27,18 +28,15 @@ use super::{
 use crate::error::{Error, Result};
 use crate::model::SessionId;
 
-/// Where the refs fetched from a remote are kept: `refs/tlv4-remote/<remote>/<ref without refs/>`.
-pub const REMOTE_MIRROR_PREFIX: &str = "refs/tlv4-remote/";
-
 /// The ref namespaces a session travels in (source side of every refspec). The pinned
 /// configuration `refs/tlv4/pinned/` stays local: it may hold secrets.
 const SHARED: [&str; 6] = [
-    "refs/heads/tlv4/",
-    "refs/heads/tlv4-export/",
-    "refs/notes/tlv4/",
-    "refs/notes/tlv4-review",
-    "refs/tlv4/archive/",
-    "refs/tlv4/runs/",
+    refs::SESSION_REF_PREFIX,
+    refs::EXPORT_REF_PREFIX,
+    refs::NOTES_REF_PREFIX,
+    refs::REVIEW_NOTES_REF,
+    refs::ARCHIVE_REF_PREFIX,
+    refs::RUNS_REF_PREFIX,
 ];
 
 /// What a store did through remotes, counted as it goes: a worker's closing line says it
@@ -101,7 +99,7 @@ fn classify(name: &str) -> Option<(Kind, Option<SessionId>)> {
     if let Some(rest) = name.strip_prefix(NOTES_REF_PREFIX) {
         return Some((Kind::Notes, Some(rest.parse().ok()?)));
     }
-    for prefix in ["refs/heads/tlv4-export/", ARCHIVE_REF_PREFIX] {
+    for prefix in [refs::EXPORT_REF_PREFIX, ARCHIVE_REF_PREFIX] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return Some((Kind::CreateOnly, Some(rest.parse().ok()?)));
         }
@@ -705,90 +703,9 @@ impl Store {
         let (o, _) = self.read_state_at(sid, ours)?;
         let (t, _) = self.read_state_at(sid, theirs)?;
         // git's own merge of everything (code, run records, reports, state files).
-        let (ours_hex, theirs_hex) = (ours.to_string(), theirs.to_string());
-        let out = crate::git::output(
-            self.workdir(),
-            &[
-                "merge-tree",
-                "--write-tree",
-                "--name-only",
-                "--no-messages",
-                "-z",
-                &ours_hex,
-                &theirs_hex,
-            ],
-        )?;
-        if !matches!(out.status.code(), Some(0 | 1)) {
-            return Err(Error::Git(format!(
-                "`git merge-tree` failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut fields = stdout.split('\0').filter(|f| !f.is_empty());
-        let tree = fields
-            .next()
-            .and_then(|t| ObjectId::from_hex(t.trim().as_bytes()).ok())
-            .ok_or_else(|| Error::Git("`git merge-tree` wrote no tree".to_owned()))?;
-        let dir = super::session_dir(sid);
-        let state_file = |p: &str| {
-            p == format!("{dir}/session.toml")
-                || p == format!("{dir}/control.toml")
-                || (p.starts_with(&format!("{dir}/tasks/")) && p.ends_with(".toml"))
-        };
-        let other: BTreeSet<&str> = fields.filter(|p| !state_file(p)).collect();
-
-        // The state, decided per task: a side that changed it wins; both changed it: conflict.
-        let mut merged = o.clone();
-        let mut both = Vec::new();
-        let ids: BTreeSet<_> = b
-            .tasks
-            .keys()
-            .chain(o.tasks.keys())
-            .chain(t.tasks.keys())
-            .collect();
-        for id in ids {
-            let (bt, ot, tt) = (b.tasks.get(id), o.tasks.get(id), t.tasks.get(id));
-            if ot == tt || tt == bt {
-                continue;
-            }
-            if ot == bt {
-                match tt {
-                    Some(task) => merged.tasks.insert(id.clone(), task.clone()),
-                    None => merged.tasks.remove(id),
-                };
-            } else {
-                both.push(id.to_string());
-            }
-        }
-        let mut refused = Vec::new();
-        if !both.is_empty() {
-            refused.push(format!(
-                "{} changed on both sides (claimed, completed or failed on each)",
-                both.join(", ")
-            ));
-        }
-        if o.control != t.control && t.control != b.control {
-            if o.control == b.control {
-                merged.control = t.control.clone();
-            } else {
-                refused.push(
-                    "the coordinator's record (control.toml) changed on both sides".to_owned(),
-                );
-            }
-        }
-        let status = (o.session.status, t.session.status, b.session.status);
-        if status.0 != status.1 && status.1 != status.2 {
-            if status.0 == status.2 {
-                merged.session.status = status.1;
-            } else {
-                refused.push(format!(
-                    "the session became {} here and {} there",
-                    status.0.as_str(),
-                    status.1.as_str()
-                ));
-            }
-        }
+        let theirs_hex = theirs.to_string();
+        let (tree, other) = self.merge_trees(sid, ours, theirs)?;
+        let (mut merged, mut refused) = merge_states(&b, &o, &t);
         if !other.is_empty() {
             refused.push(format!(
                 "files conflict: {}",
@@ -829,6 +746,53 @@ impl Store {
         Ok(Reconciled::Merged(
             written.expect("the change always records").commit,
         ))
+    }
+
+    /// git's merge of the trees of `ours` and `theirs` (`git merge-tree --write-tree`): the
+    /// merged tree, and the paths that conflict other than the state files of `sid` (which
+    /// [`merge_states`] decides).
+    fn merge_trees(
+        &self,
+        sid: &SessionId,
+        ours: ObjectId,
+        theirs: ObjectId,
+    ) -> Result<(ObjectId, BTreeSet<String>)> {
+        let (ours_hex, theirs_hex) = (ours.to_string(), theirs.to_string());
+        let out = crate::git::output(
+            self.workdir(),
+            &[
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                "-z",
+                &ours_hex,
+                &theirs_hex,
+            ],
+        )?;
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            return Err(Error::Git(format!(
+                "`git merge-tree` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut fields = stdout.split('\0').filter(|f| !f.is_empty());
+        let tree = fields
+            .next()
+            .and_then(|t| ObjectId::from_hex(t.trim().as_bytes()).ok())
+            .ok_or_else(|| Error::Git("`git merge-tree` wrote no tree".to_owned()))?;
+        let dir = super::session_dir(sid);
+        let state_file = |p: &str| {
+            p == format!("{dir}/session.toml")
+                || p == format!("{dir}/control.toml")
+                || (p.starts_with(&format!("{dir}/tasks/")) && p.ends_with(".toml"))
+        };
+        let other: BTreeSet<String> = fields
+            .filter(|p| !state_file(p))
+            .map(str::to_owned)
+            .collect();
+        Ok((tree, other))
     }
 
     /// Merges notes commit `theirs` into the local notes ref `name` (at `ours`): one commit
@@ -933,6 +897,67 @@ pub(super) fn unreachable(remote: &Remote, e: Error) -> Error {
             detail: e.to_string(),
         },
     }
+}
+
+/// The state of a session merged from `o` (ours) and `t` (theirs), both from base `b`, decided
+/// per task (a side that changed it wins; both changed it: a conflict), then the control
+/// record and the status likewise; and why it cannot be merged, if it cannot.
+fn merge_states(
+    b: &crate::model::State,
+    o: &crate::model::State,
+    t: &crate::model::State,
+) -> (crate::model::State, Vec<String>) {
+    // The state, decided per task: a side that changed it wins; both changed it: conflict.
+    let mut merged = o.clone();
+    let mut both = Vec::new();
+    let ids: BTreeSet<_> = b
+        .tasks
+        .keys()
+        .chain(o.tasks.keys())
+        .chain(t.tasks.keys())
+        .collect();
+    for id in ids {
+        let (bt, ot, tt) = (b.tasks.get(id), o.tasks.get(id), t.tasks.get(id));
+        if ot == tt || tt == bt {
+            continue;
+        }
+        if ot == bt {
+            match tt {
+                Some(task) => merged.tasks.insert(id.clone(), task.clone()),
+                None => merged.tasks.remove(id),
+            };
+        } else {
+            both.push(id.to_string());
+        }
+    }
+    let mut refused = Vec::new();
+    if !both.is_empty() {
+        refused.push(format!(
+            "{} changed on both sides (claimed, completed or failed on each)",
+            both.join(", ")
+        ));
+    }
+    if o.control != t.control && t.control != b.control {
+        if o.control == b.control {
+            merged.control = t.control.clone();
+        } else {
+            refused
+                .push("the coordinator's record (control.toml) changed on both sides".to_owned());
+        }
+    }
+    let status = (o.session.status, t.session.status, b.session.status);
+    if status.0 != status.1 && status.1 != status.2 {
+        if status.0 == status.2 {
+            merged.session.status = status.1;
+        } else {
+            refused.push(format!(
+                "the session became {} here and {} there",
+                status.0.as_str(),
+                status.1.as_str()
+            ));
+        }
+    }
+    (merged, refused)
 }
 
 #[cfg(test)]

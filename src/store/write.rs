@@ -80,7 +80,7 @@ impl<'s> Txn<'s> {
     /// (reserved for [`crate::trust`]).
     pub fn write_config_lock(&mut self, text: String) {
         self.files
-            .insert(crate::trust::LOCK.to_owned(), text.into_bytes());
+            .insert(super::CONFIG_LOCK.to_owned(), text.into_bytes());
     }
 
     /// The file `rel` of the pipeline folder as this change leaves it so far.
@@ -353,7 +353,7 @@ impl Store {
         let mut events = 0;
         for (mut state, files, event) in steps {
             // `config.lock` is reserved for the pinned configuration written at creation.
-            for rel in files.keys().filter(|r| r.as_str() != crate::trust::LOCK) {
+            for rel in files.keys().filter(|r| r.as_str() != super::CONFIG_LOCK) {
                 validate_pipeline_path(rel)?;
             }
             state.session.events = events;

@@ -134,6 +134,30 @@ impl Files {
     }
 }
 
+/// The repository configuration one command works with, read once and passed down: the
+/// files (the working tree's, or a session's pinned copy) and the configuration they give.
+/// Reading it twice would read the files again and run `git config` again.
+#[derive(Debug, Clone)]
+pub struct Configuration {
+    /// `.tlv4.toml` and `.tlv4/specs/**`.
+    pub files: Files,
+    /// What they give, with the user's git config applied.
+    pub config: Config,
+}
+
+impl Configuration {
+    /// The configuration `files` give at the working tree `root`.
+    pub fn of(files: Files, root: &Path) -> Result<Configuration> {
+        let config = files.config(root)?;
+        Ok(Configuration { files, config })
+    }
+
+    /// The configuration of the working tree at `root`.
+    pub fn read(root: &Path) -> Result<Configuration> {
+        Configuration::of(Files::read(root)?, root)
+    }
+}
+
 /// Adds every regular file under `root/rel` to `files` (at most `max`).
 pub(super) fn walk(
     root: &Path,

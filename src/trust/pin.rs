@@ -8,12 +8,10 @@ use super::Files;
 use crate::error::{Error, Result};
 
 /// The local ref keeping the configuration session `sid` started with.
-pub fn pinned_ref(sid: &crate::model::SessionId) -> String {
-    format!("refs/tlv4/pinned/{sid}")
-}
+pub use crate::store::refs::pinned_ref;
 
 /// The file in the pipeline folder listing the pinned configuration's blob ids.
-pub const LOCK: &str = "config.lock";
+pub use crate::store::CONFIG_LOCK as LOCK;
 
 /// The `config.lock` text for `files`.
 pub fn lock_text(files: &Files) -> String {
@@ -118,19 +116,16 @@ pub fn pinned(
     Ok((files, changed))
 }
 
-/// Pins session `sid` to the working tree's configuration from now on (`resume
+/// Pins session `sid` to `current`, the working tree's configuration, from now on (`resume
 /// --reconfigure`), recorded as a user decision; the paths that changed, or `None` when it
-/// already runs with it.
+/// already runs with it. The caller has checked that `current` loads (pipelines, review
+/// rules, role instructions: what the layers above this one make of it).
 pub fn repin(
     store: &crate::store::Store,
     sid: &crate::model::SessionId,
+    current: &Files,
 ) -> Result<Option<Vec<String>>> {
-    let current = Files::read(store.workdir())?;
-    // A configuration that does not load would stop the session: check it first.
-    current.config(store.workdir())?;
-    crate::coordinator::pipeline::PipelineSpec::from_files(&current)?;
-    crate::quality::review::RuleSet::from_files(&current)?;
-    crate::agents::prompt::RoleSpecs::from_files(&current)?;
+    let current = current.clone();
     let before = pinned(store, sid).map(|(f, _)| f).unwrap_or_default();
     let agents = pinned_agents(store, sid).unwrap_or_default();
     let changed = before.differences(&current);

@@ -19,46 +19,9 @@ use crate::error::{Error, Result};
 /// How many symlinks a target may go through before it counts as a loop (Linux's limit).
 const MAX_SYMLINK_HOPS: u32 = 40;
 
-/// The names of directories whose new files a snapshot leaves out by default: what package
-/// managers, build tools and interpreters generate (`npm install`, `cargo build`, a virtual
-/// environment, Python's bytecode caches, bundler output). Only where the base commit has no
-/// directory of that path: a tracked `build/` is the project's own and taken like any other.
-pub const GENERATED_DIRS: &[&str] = &[
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".tox",
-    ".gradle",
-    ".next",
-    "dist",
-    "build",
-];
+pub use crate::config::GENERATED_DIRS;
 
-/// Limits on what one snapshot takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotLimits {
-    /// The largest file taken, in bytes (default 10 MiB).
-    pub max_file_bytes: u64,
-    /// The most changed files taken (default 5000).
-    pub max_files: usize,
-    /// Directory names whose new files are left out when the base has no such directory
-    /// (default [`GENERATED_DIRS`]).
-    pub leave_out: Vec<String>,
-}
-
-impl Default for SnapshotLimits {
-    fn default() -> Self {
-        SnapshotLimits {
-            max_file_bytes: 10 << 20,
-            max_files: 5000,
-            leave_out: GENERATED_DIRS.iter().map(|d| (*d).to_owned()).collect(),
-        }
-    }
-}
+pub use crate::config::SnapshotLimits;
 
 /// How a path changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -41,7 +41,7 @@ use gix::ObjectId;
 
 use crate::error::{Error, Result};
 use crate::model::{SessionId, Task, TaskId};
-use crate::store::{SESSION_REF_PREFIX, Store, session_dir};
+use crate::store::{Store, session_dir};
 
 /// The `Tlv4-Event` trailer of a snapshot commit on a task branch.
 pub const SNAPSHOT_EVENT: &str = "task_snapshot";
@@ -49,18 +49,9 @@ pub const SNAPSHOT_EVENT: &str = "task_snapshot";
 /// The folder only the tool writes; a worker's changes there are left out of its snapshot.
 pub const PIPELINE_FOLDER: &str = ".tlv4";
 
-/// The full ref name of the branch of task `task` in session `sid`.
-pub fn task_ref(sid: &SessionId, task: &TaskId) -> String {
-    format!("{SESSION_REF_PREFIX}{sid}.{task}")
-}
-
-/// Where unmerged work is kept: `refs/tlv4/runs/<SID>/<TASK>/<n>`.
-pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
-
-/// The ref that keeps the unmerged work of attempt `attempt` of `task`.
-pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
-    format!("{RUNS_REF_PREFIX}{sid}/{task}/{attempt}")
-}
+/// The ref names of task branches and kept work, re-exported from the one module that
+/// builds ref names.
+pub use crate::store::refs::{RUNS_REF_PREFIX, attempt_ref, task_ref};
 
 /// Keeps `commit`, work of attempt `attempt` of `task`, under the first free
 /// [`attempt_ref`] from `attempt` up (attempt 0 counts as 1); one that already points at
@@ -82,10 +73,11 @@ pub fn keep_run(
             return Ok(name);
         }
     }
+    let runs = crate::store::refs::runs_prefix(sid, task);
     Err(Error::state(
-        format!("no free ref under refs/tlv4/runs/{sid}/{task}/ to keep {commit} ({why}) in"),
+        format!("no free ref under {runs} to keep {commit} ({why}) in"),
         Some(format!(
-            "look at them with `git for-each-ref refs/tlv4/runs/{sid}/{task}/` and delete those not needed"
+            "look at them with `git for-each-ref {runs}` and delete those not needed"
         )),
     ))
 }
@@ -465,7 +457,7 @@ impl TaskWorktree {
             return Ok(None);
         }
         // Kept before (by an earlier process, or an earlier call): the same tree on the same base.
-        let runs = format!("refs/tlv4/runs/{}/{}/", self.sid, self.task);
+        let runs = crate::store::refs::runs_prefix(&self.sid, &self.task);
         for (_, id) in self.store.refs_with_prefix(&runs)? {
             let same = self.store.commit_tree(id)? == built.tree
                 && self
@@ -742,7 +734,10 @@ pub fn keep_abandoned(
             &branch,
             tip,
             base,
-            &format!("git-tlv4: unchecked commits of {task} kept under refs/tlv4/runs"),
+            &format!(
+                "git-tlv4: unchecked commits of {task} kept under {}",
+                crate::store::refs::RUNS_REF_PREFIX.trim_end_matches('/')
+            ),
         )?;
     }
     Ok(kept.map(|k| k.name))
@@ -928,10 +923,8 @@ fn trailers(sid: &SessionId, task: &TaskId, role: &str, event: &str, attempt: u3
     )
 }
 
-/// A branch name without `refs/heads/`, as the git CLI takes it.
-fn short(full: &str) -> &str {
-    full.strip_prefix("refs/heads/").unwrap_or(full)
-}
+// A branch name without `refs/heads/`, as the git CLI takes it.
+use crate::store::refs::short_branch as short;
 
 /// Refuses to run git in a worktree when the environment would send it elsewhere: git sets
 /// `GIT_INDEX_FILE` for its hooks, and a command started from one would stage into the

@@ -23,8 +23,8 @@ use regex::Regex;
 
 use super::short;
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::agents::process::Output;
 use crate::error::Result;
+use crate::process::Output;
 
 /// The Aider preset.
 pub struct Aider;

@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::{short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::agents::process::Output;
 use crate::error::Result;
+use crate::process::Output;
 
 /// The Claude Code preset.
 pub struct Claude;

@@ -17,8 +17,8 @@
 
 use super::{short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::agents::process::Output;
 use crate::error::{Error, Result};
+use crate::process::Output;
 
 /// The Codex preset.
 pub struct Codex;

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::{LEAD, fits_argv, short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::agents::process::Output;
 use crate::error::Result;
+use crate::process::Output;
 
 /// The OpenCode preset.
 pub struct OpenCode;

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::preset;
 use crate::agents::command::tests::{ctx, executor_input, failure, spec, writer_input};
 use crate::agents::command::{CliDriver, Driver, DriverOutput};
-use crate::agents::process::RetryPolicy;
 use crate::agents::{Outcome, TaskInput};
+use crate::process::RetryPolicy;
 
 /// One run of preset `driver` against its fake in `mode`, in the fresh directory `work`.
 fn run_in(
@@ -20,7 +20,7 @@ fn run_in(
     mode: &str,
     input: &TaskInput,
     env: &[(&str, &str)],
-    tweak: impl FnOnce(&mut crate::agents::config::AgentSpec),
+    tweak: impl FnOnce(&mut crate::config::agents::AgentSpec),
 ) -> DriverOutput {
     let log = work.join("log");
     let state = work.join("state");

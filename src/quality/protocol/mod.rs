@@ -28,8 +28,8 @@ pub use contract::{Contribution, Critique, Stance};
 pub const SCHEMA: u32 = 1;
 /// How many answers a member gets to meet the contract in one turn (as a task result).
 pub const CONTRACT_TRIES: u32 = crate::agents::command::CONTRACT_TRIES;
-/// The role of the devil's advocate.
-pub const DEVIL: &str = "devil";
+/// The role of the devil's advocate (its seat's agent is the roster's to assign).
+pub use crate::agents::roster::DEVIL;
 /// The topic members when `--members` names none: opposing axes, as the reference prefers.
 pub const DEFAULT_MEMBERS: [&str; 3] = ["advocate", "skeptic", "pragmatist"];
 /// The most members a discussion may have besides the moderator (the reference's hard cap).

@@ -1,8 +1,13 @@
 //! `.tlv4.toml`: per-repository settings. Unknown keys are errors naming file, line and key.
 
+pub mod agents;
+
 use std::path::Path;
 
 use crate::error::{Error, Result};
+
+/// What `session.completion` may say: what happens when every task is done.
+pub const COMPLETIONS: [&str; 4] = ["interactive", "archive", "keep", "export"];
 
 /// The file name, at the root of the working tree.
 pub const FILE: &str = ".tlv4.toml";
@@ -16,13 +21,13 @@ pub struct Config {
     pub session: SessionConfig,
     /// Agents by name (`[agents.<name>]`).
     #[serde(default)]
-    pub agents: std::collections::BTreeMap<String, crate::agents::config::AgentSpec>,
+    pub agents: std::collections::BTreeMap<String, agents::AgentSpec>,
     /// Agent name per role (`default`, `executor`, …); `builtin` when unset.
     #[serde(default)]
     pub roles: std::collections::BTreeMap<String, String>,
     /// Agents of the discuss perspectives.
     #[serde(default)]
-    pub discuss: crate::agents::config::DiscussConfig,
+    pub discuss: agents::DiscussConfig,
     /// What a snapshot of a code task's worktree takes.
     #[serde(default)]
     pub snapshot: SnapshotConfig,
@@ -96,7 +101,7 @@ pub struct SnapshotConfig {
 
 impl Default for SnapshotConfig {
     fn default() -> Self {
-        let d = crate::worktree::SnapshotLimits::default();
+        let d = SnapshotLimits::default();
         SnapshotConfig {
             max_file_size: format!("{}MiB", d.max_file_bytes >> 20),
             max_files: d.max_files,
@@ -107,7 +112,7 @@ impl Default for SnapshotConfig {
 
 impl SnapshotConfig {
     /// The limits, or why `max_file_size` is not a size.
-    pub fn limits(&self) -> Result<crate::worktree::SnapshotLimits> {
+    pub fn limits(&self) -> Result<SnapshotLimits> {
         let text = self.max_file_size.trim();
         let split = text
             .find(|c: char| !c.is_ascii_digit())
@@ -121,7 +126,7 @@ impl SnapshotConfig {
             _ => u32::MAX,
         };
         match number.parse::<u64>() {
-            Ok(n) if shift != u32::MAX && n > 0 => Ok(crate::worktree::SnapshotLimits {
+            Ok(n) if shift != u32::MAX && n > 0 => Ok(SnapshotLimits {
                 max_file_bytes: n << shift,
                 max_files: self.max_files.max(1),
                 leave_out: self.leave_out.clone(),
@@ -281,7 +286,7 @@ impl Config {
         if self.session.max_parallel == 0 {
             return Err(self.value_error("session.max_parallel", "must be at least 1"));
         }
-        let completions = crate::coordinator::start::COMPLETIONS;
+        let completions = COMPLETIONS;
         if !completions.contains(&self.session.completion.as_str()) {
             return Err(self.value_error(
                 "session.completion",
@@ -367,13 +372,54 @@ impl Config {
     }
 }
 
+/// The names of directories whose new files a snapshot leaves out by default: what package
+/// managers, build tools and interpreters generate (`npm install`, `cargo build`, a virtual
+/// environment, Python's bytecode caches, bundler output). Only where the base commit has no
+/// directory of that path: a tracked `build/` is the project's own and taken like any other.
+pub const GENERATED_DIRS: &[&str] = &[
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".tox",
+    ".gradle",
+    ".next",
+    "dist",
+    "build",
+];
+
+/// Limits on what one snapshot takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    /// The largest file taken, in bytes (default 10 MiB).
+    pub max_file_bytes: u64,
+    /// The most changed files taken (default 5000).
+    pub max_files: usize,
+    /// Directory names whose new files are left out when the base has no such directory
+    /// (default [`GENERATED_DIRS`]).
+    pub leave_out: Vec<String>,
+}
+
+impl Default for SnapshotLimits {
+    fn default() -> Self {
+        SnapshotLimits {
+            max_file_bytes: 10 << 20,
+            max_files: 5000,
+            leave_out: GENERATED_DIRS.iter().map(|d| (*d).to_owned()).collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_example_parses_and_matches_the_defaults() {
-        let text = include_str!("../.tlv4.toml.example");
+        let text = include_str!("../../.tlv4.toml.example");
         assert_eq!(
             Config::parse(".tlv4.toml.example", text).unwrap(),
             Config::default()

@@ -8,6 +8,10 @@
 //! pager when it is `cat` or empty, when one already runs, off a terminal, with
 //! `--no-pager`, and with `pager.tlv4 = false` when run as `git-tlv4` directly.
 
+mod address;
+
+pub use address::with_session;
+
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
@@ -17,7 +21,7 @@ pub struct Ui {
     quiet: bool,
     no_pager: bool,
     /// The session that commands in status lines and hints must name (see
-    /// [`crate::cli::with_session`]), once a command knows it.
+    /// [`with_session`]), once a command knows it.
     session: std::sync::Mutex<Option<String>>,
 }
 
@@ -96,7 +100,7 @@ impl Ui {
             .as_deref()
             .and_then(Option::as_deref)
         {
-            Some(sid) => crate::cli::with_session(text, sid),
+            Some(sid) => with_session(text, sid),
             None => text.to_owned(),
         }
     }
