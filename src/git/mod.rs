@@ -179,20 +179,28 @@ fn run_with(dir: &Path, args: &[&str], index: Option<&Path>) -> crate::Result<St
 
 /// The lock reason of a worktree this process uses; `stale_worktrees` recognises it.
 pub fn lock_reason() -> String {
+    // With its start time: a pid of a process that is gone may be another's by the time the
+    // lock is looked at (pids wrap around at 32768 on many systems).
+    let start = crate::host::own_start_time()
+        .map(|t| format!(" start {t}"))
+        .unwrap_or_default();
     format!(
-        "git-tlv4 pid {} on {}",
+        "git-tlv4 pid {}{start} on {}",
         std::process::id(),
         crate::host::name()
     )
 }
 
-/// A lock reason the tool wrote: `git-tlv4 pid N on HOST`, then the run [`note_run`]
+/// A lock reason the tool wrote: `git-tlv4 pid N start T on HOST` (`start T` where the
+/// process's start time is known; older versions wrote none), then the run [`note_run`]
 /// records (` run pid M start T`), then what the checkout is for (` (SID TASK)`,
 /// ` (read-only view of …)`). The one reader of that format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockReason<'a> {
     /// The git-tlv4 process that locked the checkout.
     pub pid: u32,
+    /// Its start time ([`crate::host::process_start_time`]), where the reason says it.
+    pub start: Option<u64>,
     /// Its host.
     pub host: &'a str,
     /// The run it started there: pid and start time.
@@ -206,6 +214,10 @@ impl<'a> LockReason<'a> {
     pub fn parse(text: &'a str) -> Option<LockReason<'a>> {
         let rest = text.trim().strip_prefix("git-tlv4 pid ")?;
         let (pid, rest) = rest.split_once(" on ")?;
+        let (pid, start) = match pid.split_once(" start ") {
+            Some((pid, start)) => (pid, Some(start.parse().ok()?)),
+            None => (pid, None),
+        };
         let pid = pid.parse().ok()?;
         let (host, mut rest) = rest.split_once(' ').unwrap_or((rest, ""));
         let mut run = None;
@@ -224,6 +236,7 @@ impl<'a> LockReason<'a> {
             .and_then(|w| w.strip_suffix(')'));
         Some(LockReason {
             pid,
+            start,
             host,
             run,
             what,
@@ -312,7 +325,7 @@ pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
 /// Whether a worktree lock reason is [`lock_reason`]'s, of a process of `host` that is gone.
 pub fn stale_lock(reason: &str, host: &str) -> bool {
     LockReason::parse(reason)
-        .is_some_and(|r| r.host == host && !crate::host::process_alive(r.pid, None))
+        .is_some_and(|r| r.host == host && !crate::host::process_alive(r.pid, r.start))
 }
 
 /// Unlocks and removes a worktree git-tlv4 left behind.
@@ -401,11 +414,36 @@ mod tests {
             (12, "box", Some((34, 56)), Some("S T"))
         );
         let r = LockReason::parse("git-tlv4 pid 12 on box").unwrap();
-        assert_eq!((r.host, r.run, r.what), ("box", None, None));
+        assert_eq!((r.host, r.start, r.run, r.what), ("box", None, None, None));
+        let r =
+            LockReason::parse("git-tlv4 pid 12 start 99 on box run pid 34 start 56 (S T)").unwrap();
+        assert_eq!(
+            (r.pid, r.start, r.host, r.run, r.what),
+            (12, Some(99), "box", Some((34, 56)), Some("S T"))
+        );
+        assert!(LockReason::parse("git-tlv4 pid 12 start x on box").is_none());
         let r = LockReason::parse("git-tlv4 pid 7 on h (read-only view of ab)\n").unwrap();
         assert_eq!(r.what, Some("read-only view of ab"));
         assert!(LockReason::parse("someone else's").is_none());
         assert!(LockReason::parse("git-tlv4 pid x on h").is_none());
+    }
+
+    #[test]
+    fn a_lock_whose_pid_is_another_process_now_is_stale() {
+        let host = crate::host::name();
+        let me = std::process::id();
+        let now = crate::host::own_start_time().expect("linux has /proc");
+        // This process, with its start time: alive.
+        assert!(!stale_lock(
+            &format!("git-tlv4 pid {me} start {now} on {host}"),
+            &host
+        ));
+        assert!(!stale_lock(&lock_reason(), &host));
+        // The same pid with another start time: the locker is gone and its pid reused.
+        let other = format!("git-tlv4 pid {me} start {} on {host}", now + 1);
+        assert!(stale_lock(&other, &host));
+        // A reason without a start time (older versions) goes by the pid alone.
+        assert!(!stale_lock(&format!("git-tlv4 pid {me} on {host}"), &host));
     }
 
     #[test]

@@ -86,6 +86,10 @@ fn hooks_hear_every_task_and_a_before_task_hook_can_say_no() {
         .iter()
         .map(|e| format!("{} {} {}", e["event"], e["task"], e["status"]))
         .collect();
+    // IMPL-001 and IMPL-002 run side by side in the first run: which of them is heard first
+    // is up to the scheduler.
+    let mut seen = seen;
+    seen[..2].sort();
     assert_eq!(
         seen,
         [

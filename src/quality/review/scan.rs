@@ -50,18 +50,7 @@ pub fn context_steps(context: Option<Context>) -> u8 {
 /// Scans `file` with `rules`; `imports`: read the module-level imports of files whose
 /// language resolves them (for the circular-import check).
 pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> FileScan {
-    let language = rules.language_of(&file.path);
-    let path_context = context::of_path(&file.path);
-    let test_file = rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
-    let mut scan = FileScan {
-        language,
-        context: if test_file {
-            Some(Context::Test)
-        } else {
-            path_context
-        },
-        ..FileScan::default()
-    };
+    let (mut scan, test_file) = begin(rules, file);
     if file.skipped.is_some() || file.kind == ChangeKind::Deleted {
         scan.touches_tests = test_file;
         return scan;
@@ -71,16 +60,77 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         scan.skipped = Some("vendored or generated code: not reviewed".into());
         return scan;
     }
+    let language = scan.language;
     let lang = language.map(|l| &rules.languages[l]);
     let grammar = lang.and_then(|l| Grammar::of(&l.name, &file.path));
     let wants_imports = imports_wanted && lang.is_some_and(|l| l.resolve.is_some());
     if file.new.is_empty() && !wants_imports {
         return scan;
     }
-    // Walks of the parse visit only what overlaps new code (imports are read from the
-    // module's top level, whatever the focus).
-    let focus: Vec<Range<usize>> = file
-        .new
+    let focus = focus_of(file);
+    if !file.new.is_empty()
+        && scan.context.is_none()
+        && grammar.is_some_and(|g| syntax::is_program(g, &file.new_text))
+    {
+        scan.context = Some(Context::Cli);
+    }
+    let parsed = parse_for_scan(rules, file, &scan, grammar, wants_imports, focus);
+    if let (Some(l), true) = (language, wants_imports) {
+        scan.imports = imports(rules, l, file, parsed.syntax.as_ref());
+    }
+    if file.new.is_empty() {
+        return scan;
+    }
+    let at = Places::of(rules, file, &scan, test_file, &parsed);
+    scan.touches_tests |= file.added.iter().any(|r| {
+        at.test_lines
+            .iter()
+            .any(|t| t.start < r.end && r.start < t.end)
+    });
+    if language.is_some()
+        && !matches!(
+            at.file_context,
+            Some(Context::Test | Context::Example | Context::Build)
+        )
+    {
+        scan.new_code_lines = file
+            .new
+            .iter()
+            .map(|r| r.clone().filter(|&i| !at.in_tests(i)).count())
+            .sum();
+    }
+    pattern_findings(rules, file, language, &parsed, &at, &mut scan.findings);
+    check_findings(rules, file, &parsed, &at, &mut scan.findings);
+    let Some(lang) = lang else {
+        return scan;
+    };
+    file_size_finding(rules, file, at.file_context, &mut scan.findings);
+    function_size_findings(rules, file, lang, grammar, &parsed, &at, &mut scan.findings);
+    scan
+}
+
+/// The scan of `file` before anything is read: its language, and the kind of code the whole
+/// file is by its path; and whether it is a test file.
+fn begin(rules: &RuleSet, file: &FileDiff) -> (FileScan, bool) {
+    let language = rules.language_of(&file.path);
+    let path_context = context::of_path(&file.path);
+    let test_file = rules.is_test_path(language, &file.path) || path_context == Some(Context::Test);
+    let scan = FileScan {
+        language,
+        context: if test_file {
+            Some(Context::Test)
+        } else {
+            path_context
+        },
+        ..FileScan::default()
+    };
+    (scan, test_file)
+}
+
+/// The byte ranges of the new code of `file`, in order: walks of the parse visit only what
+/// overlaps them (imports are read from the module's top level, whatever the focus).
+fn focus_of(file: &FileDiff) -> Vec<Range<usize>> {
+    file.new
         .iter()
         .map(|r| {
             let start = file.line_starts[r.start];
@@ -91,120 +141,157 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                 .unwrap_or(file.new_text.len());
             start..end
         })
+        .collect()
+}
+
+/// What the scan of a file parsed.
+struct Parsed<'t> {
+    /// The parse of the items that needed it, if any did.
+    syntax: Option<Syntax<'t>>,
+    /// The windows left unparsed that are test code by the attribute above them or above
+    /// their block (`#[cfg(test)] mod tests { … }`).
+    unparsed_tests: Vec<Range<usize>>,
+    /// Whether a function may be over the size limit (`parse_windows` says).
+    may_be_long: bool,
+}
+
+/// Parses what scanning `file` needs parsed: a check whose trigger words are in the new
+/// code, a pattern that must be placed in code or a comment and matches, a function that may
+/// have crossed the size limit, the imports of a module. Only the items that need it are
+/// parsed.
+fn parse_for_scan<'t>(
+    rules: &RuleSet,
+    file: &'t FileDiff,
+    scan: &FileScan,
+    grammar: Option<Grammar>,
+    wants_imports: bool,
+    focus: Vec<Range<usize>>,
+) -> Parsed<'t> {
+    let mut parsed = Parsed {
+        syntax: None,
+        unparsed_tests: Vec::new(),
+        may_be_long: true,
+    };
+    let Some(g) = grammar else {
+        return parsed;
+    };
+    if wants_imports {
+        parsed.syntax = Syntax::parse_items(g, &file.new_text, Some(focus), None);
+        return parsed;
+    }
+    let layout = syntax::layout(g, &file.new_text, &focus);
+    let (wanted, long, tests) =
+        parse_windows(rules, scan.context, scan.language, g, file, &focus, &layout);
+    parsed.may_be_long = long;
+    parsed.unparsed_tests = layout
+        .windows
+        .iter()
+        .zip(tests)
+        .filter(|((w, _), test)| {
+            *test && !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end)
+        })
+        .map(|((w, _), _)| w.clone())
         .collect();
-    // The file is parsed only when something needs the parse: a check whose trigger words are
-    // in the new code, a pattern that must be placed in code or a comment and matches, a
-    // function that may have crossed the size limit, the imports of a module.
-    if !file.new.is_empty()
-        && scan.context.is_none()
-        && grammar.is_some_and(|g| syntax::is_program(g, &file.new_text))
-    {
-        scan.context = Some(Context::Cli);
+    if !wanted.is_empty() {
+        parsed.syntax = Syntax::parse_items(g, &file.new_text, Some(focus), Some(wanted));
     }
-    // Only the items that need it are parsed.
-    let layout = grammar
-        .map(|g| syntax::layout(g, &file.new_text, &focus))
-        .unwrap_or_default();
-    let grouped = &layout.windows;
-    // The windows left unparsed that are test code by the attribute above them or above
-    // their block (`#[cfg(test)] mod tests { … }`).
-    let mut unparsed_tests = Vec::new();
-    // Whether a function may be over the size limit (`parse_windows` says).
-    let mut may_be_long = true;
-    let syntax = grammar.and_then(|g| {
-        if wants_imports {
-            return Syntax::parse_items(g, &file.new_text, Some(focus), None);
+    parsed
+}
+
+/// Where in a file its lines are: which are test code, and the context of the others.
+struct Places {
+    /// The runs of lines that are test code.
+    test_lines: Vec<Range<usize>>,
+    /// The kind of code the whole file is, if not ordinary code.
+    file_context: Option<Context>,
+}
+
+impl Places {
+    /// Test code inside `file`: by syntax where the file is parsed (an item left unparsed by
+    /// the test attribute above it), else from the language's test marker (`#[cfg(test)]`)
+    /// on; all of it in a test file.
+    fn of(
+        rules: &RuleSet,
+        file: &FileDiff,
+        scan: &FileScan,
+        test_file: bool,
+        parsed: &Parsed<'_>,
+    ) -> Places {
+        let lang = scan.language.map(|l| &rules.languages[l]);
+        let test_lines: Vec<Range<usize>> = if test_file {
+            vec![Range {
+                start: 0,
+                end: file.new_line_count(),
+            }]
+        } else if let Some(s) = parsed
+            .syntax
+            .as_ref()
+            .filter(|s| s.grammar == Grammar::Rust)
+        {
+            let mut lines = s.test_lines();
+            lines.extend(
+                parsed
+                    .unparsed_tests
+                    .iter()
+                    .map(|w| file.line_at(w.start)..file.line_at(w.end.saturating_sub(1)) + 1),
+            );
+            lines
+        } else {
+            lang.and_then(|l| l.test_marker.as_ref())
+                .and_then(|m| m.regex().find(file.new_text.as_bytes()))
+                .map(|m| {
+                    vec![Range {
+                        start: file.line_at(m.start()),
+                        end: file.new_line_count(),
+                    }]
+                })
+                .unwrap_or_default()
+        };
+        Places {
+            test_lines,
+            file_context: scan.context,
         }
-        let (wanted, long, tests) =
-            parse_windows(rules, scan.context, language, g, file, &focus, &layout);
-        may_be_long = long;
-        unparsed_tests = grouped
-            .iter()
-            .zip(tests)
-            .filter(|((w, _), test)| {
-                *test && !wanted.iter().any(|p| p.start <= w.start && w.end <= p.end)
-            })
-            .map(|((w, _), _)| w.clone())
-            .collect();
-        if wanted.is_empty() {
-            return None;
-        }
-        Syntax::parse_items(g, &file.new_text, Some(focus), Some(wanted))
-    });
-    if let (Some(l), true) = (language, wants_imports) {
-        scan.imports = imports(rules, l, file, syntax.as_ref());
-    }
-    if file.new.is_empty() {
-        return scan;
     }
 
-    // Test code inside the file: by syntax where the file is parsed (an item left unparsed by
-    // the test attribute above it), else from the language's test marker (`#[cfg(test)]`) on.
-    let test_lines: Vec<Range<usize>> = if test_file {
-        vec![Range {
-            start: 0,
-            end: file.new_line_count(),
-        }]
-    } else if let Some(s) = syntax.as_ref().filter(|s| s.grammar == Grammar::Rust) {
-        let mut lines = s.test_lines();
-        lines.extend(
-            unparsed_tests
-                .iter()
-                .map(|w| file.line_at(w.start)..file.line_at(w.end.saturating_sub(1)) + 1),
-        );
-        lines
-    } else {
-        lang.and_then(|l| l.test_marker.as_ref())
-            .and_then(|m| m.regex().find(file.new_text.as_bytes()))
-            .map(|m| {
-                vec![Range {
-                    start: file.line_at(m.start()),
-                    end: file.new_line_count(),
-                }]
-            })
-            .unwrap_or_default()
-    };
-    let in_tests = |line: usize| test_lines.iter().any(|r| r.contains(&line));
-    let file_context = scan.context;
-    let context_at = |line: usize| {
-        if in_tests(line) {
+    /// Whether 0-based `line` is test code.
+    fn in_tests(&self, line: usize) -> bool {
+        self.test_lines.iter().any(|r| r.contains(&line))
+    }
+
+    /// The context of 0-based `line`.
+    fn context_at(&self, line: usize) -> Option<Context> {
+        if self.in_tests(line) {
             Some(Context::Test)
         } else {
-            file_context
+            self.file_context
         }
-    };
-    scan.touches_tests |= file.added.iter().any(|r| {
-        test_lines
-            .iter()
-            .any(|t| t.start < r.end && r.start < t.end)
-    });
-    if language.is_some()
-        && !matches!(
-            file_context,
-            Some(Context::Test | Context::Example | Context::Build)
-        )
-    {
-        scan.new_code_lines = file
-            .new
-            .iter()
-            .map(|r| r.clone().filter(|&i| !in_tests(i)).count())
-            .sum();
     }
-    let place_of = |offset: usize| match &syntax {
+}
+
+/// The `[[rule]]` patterns over the added lines of `file`. Patterns run over each run of
+/// added lines (a pattern may span lines), and a match counts when it reaches a line of new
+/// code.
+fn pattern_findings(
+    rules: &RuleSet,
+    file: &FileDiff,
+    language: Option<usize>,
+    parsed: &Parsed<'_>,
+    at: &Places,
+    findings: &mut Vec<Finding>,
+) {
+    let lang = language.map(|l| &rules.languages[l]);
+    let place_of = |offset: usize| match &parsed.syntax {
         Some(s) => s.place(offset),
         None => guess_place(lang.map(|l| l.name.as_str()), file, offset),
     };
-
     let mut seen: HashSet<(usize, usize)> = HashSet::new();
     for (index, rule) in rules.rules.iter().enumerate() {
         if !rules.applies(rule, language, &file.path) {
             continue;
         }
-        if rule.skips(file_context) && test_lines.is_empty() {
+        if rule.skips(at.file_context) && at.test_lines.is_empty() {
             continue;
         }
-        // Patterns run over each run of added lines (a pattern may span lines), and a match
-        // counts when it reaches a line of new code.
         for range in &file.added {
             if !file.touches_new(range) {
                 continue;
@@ -220,7 +307,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                 if !file.touches_new(&(line..last + 1)) {
                     continue;
                 }
-                let context = context_at(line);
+                let context = at.context_at(line);
                 if rule.skips(context) {
                     continue;
                 }
@@ -235,7 +322,7 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
                     continue;
                 }
                 if seen.insert((index, line)) {
-                    scan.findings.push(Finding {
+                    findings.push(Finding {
                         severity: lowered(rule.severity, context_steps(context)),
                         dimension: rule.dimension,
                         file: file.path.clone(),
@@ -249,13 +336,21 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             }
         }
     }
+}
 
-    // The checks that read the parse.
+/// The checks that read the parse, on the new code of `file`.
+fn check_findings(
+    rules: &RuleSet,
+    file: &FileDiff,
+    parsed: &Parsed<'_>,
+    at: &Places,
+    findings: &mut Vec<Finding>,
+) {
     let mut hits = Vec::new();
     checks::run(
         &checks::Input {
             file,
-            syntax: syntax.as_ref(),
+            syntax: parsed.syntax.as_ref(),
         },
         &mut hits,
     );
@@ -266,12 +361,12 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
         if !file.touches_new(&hit.lines) {
             continue;
         }
-        let context = context_at(hit.line);
+        let context = at.context_at(hit.line);
         if check.skips(context) {
             continue;
         }
         let values: Vec<(&str, &str)> = hit.values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        scan.findings.push(Finding {
+        findings.push(Finding {
             severity: lowered(check.severity, hit.lower + context_steps(context)),
             dimension: check.dimension,
             file: file.path.clone(),
@@ -282,137 +377,163 @@ pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> File
             context,
         });
     }
+}
 
-    let Some(lang) = lang else {
-        return scan;
-    };
-    let growth = |limit: usize| (limit * rules.limits.growth_percent).div_ceil(100).max(1);
-    // A size check fires when the change takes a file or function over its limit (medium),
-    // or grows one that was already over it by at least `growth_percent` of the limit (one
-    // severity lower); never for touching it.
-    let size_change = |old: Option<usize>, new: usize, limit: usize| -> Option<(String, u8)> {
-        match old {
-            None => Some(("new".into(), 0)),
-            Some(old) if old <= limit => Some((format!("was {old}"), 0)),
-            Some(old) if new >= old + growth(limit) => {
-                Some((format!("grew by {} from {old}", new - old), 1))
-            }
-            Some(_) => None,
-        }
-    };
-    if let Some(check) = rules.check(CheckId::FileLines)
-        && !matches!(file_context, Some(Context::Test | Context::Example))
-    {
-        let limit = rules.limits.max_file_lines;
-        let new = file.new_line_count();
-        let old = (file.kind != ChangeKind::Added).then_some(file.old_line_count);
-        if new > limit
-            && let Some((change, steps)) = size_change(old, new, limit)
-        {
-            let change = if change == "new" {
-                "a new file".into()
-            } else {
-                change
-            };
-            scan.findings.push(Finding {
-                severity: lowered(check.severity, steps + context_steps(file_context)),
-                dimension: check.dimension,
-                file: file.path.clone(),
-                line: Some(file.new[0].start + 1),
-                reason: check.render(&[
-                    ("lines", &new.to_string()),
-                    ("limit", &limit.to_string()),
-                    ("change", &change),
-                ]),
-                rule: CheckId::FileLines.as_str().into(),
-                confidence: Confidence::High,
-                context: file_context,
-            });
-        }
+/// What a size check says of a file or function that is `new` lines long, against its
+/// `old` length (`None`: it is new) and `limit`: the change takes it over its limit (medium),
+/// or grows one that was already over it by at least `growth_percent` of the limit (one
+/// severity lower); never for touching it. The change in words, and the severity steps down.
+fn size_change(
+    rules: &RuleSet,
+    old: Option<usize>,
+    new: usize,
+    limit: usize,
+) -> Option<(String, u8)> {
+    let growth = (limit * rules.limits.growth_percent).div_ceil(100).max(1);
+    match old {
+        None => Some(("new".into(), 0)),
+        Some(old) if old <= limit => Some((format!("was {old}"), 0)),
+        Some(old) if new >= old + growth => Some((format!("grew by {} from {old}", new - old), 1)),
+        Some(_) => None,
     }
-    if let Some(check) = rules.check(CheckId::FunctionLines) {
-        let limit = rules.limits.max_function_lines;
-        let functions = match &syntax {
-            Some(s) if may_be_long => s.functions(),
-            // A parsed language, and no function that may have crossed the limit.
-            Some(_) => Vec::new(),
-            None if grammar.is_some() => Vec::new(),
-            None => regex_functions(lang, &file.new_text),
+}
+
+/// `file-lines`: the change took the file over the limit, or grew one that was over it.
+fn file_size_finding(
+    rules: &RuleSet,
+    file: &FileDiff,
+    file_context: Option<Context>,
+    findings: &mut Vec<Finding>,
+) {
+    let Some(check) = rules.check(CheckId::FileLines) else {
+        return;
+    };
+    if matches!(file_context, Some(Context::Test | Context::Example)) {
+        return;
+    }
+    let limit = rules.limits.max_file_lines;
+    let new = file.new_line_count();
+    let old = (file.kind != ChangeKind::Added).then_some(file.old_line_count);
+    if new <= limit {
+        return;
+    }
+    let Some((change, steps)) = size_change(rules, old, new, limit) else {
+        return;
+    };
+    let change = if change == "new" {
+        "a new file".into()
+    } else {
+        change
+    };
+    findings.push(Finding {
+        severity: lowered(check.severity, steps + context_steps(file_context)),
+        dimension: check.dimension,
+        file: file.path.clone(),
+        line: Some(file.new[0].start + 1),
+        reason: check.render(&[
+            ("lines", &new.to_string()),
+            ("limit", &limit.to_string()),
+            ("change", &change),
+        ]),
+        rule: CheckId::FileLines.as_str().into(),
+        confidence: Confidence::High,
+        context: file_context,
+    });
+}
+
+/// `function-lines`: functions holding new code that the change took over the limit, or
+/// grew while over it. A function whose first and last lines the change kept was as long as
+/// the lines they were in the old text; the others are looked for by name in the old text.
+fn function_size_findings(
+    rules: &RuleSet,
+    file: &FileDiff,
+    lang: &Language,
+    grammar: Option<Grammar>,
+    parsed: &Parsed<'_>,
+    at: &Places,
+    findings: &mut Vec<Finding>,
+) {
+    let Some(check) = rules.check(CheckId::FunctionLines) else {
+        return;
+    };
+    let limit = rules.limits.max_function_lines;
+    let functions = match &parsed.syntax {
+        Some(s) if parsed.may_be_long => s.functions(),
+        // A parsed language, and no function that may have crossed the limit.
+        Some(_) => Vec::new(),
+        None if grammar.is_some() => Vec::new(),
+        None => regex_functions(lang, &file.new_text),
+    };
+    let long: Vec<&Function> = functions
+        .iter()
+        .filter(|f| {
+            f.lines.len() > limit
+                && file.touches_new(&f.lines)
+                && !matches!(
+                    at.context_at(f.lines.start),
+                    Some(Context::Test | Context::Example)
+                )
+        })
+        .collect();
+    let kept: Vec<Option<usize>> = long
+        .iter()
+        .map(|f| {
+            let first = file.old_line(f.lines.start)?;
+            let last = file.old_line(f.lines.end.checked_sub(1)?)?;
+            (last >= first).then(|| last + 1 - first)
+        })
+        .collect();
+    // The old side's functions, by name, only for those the diff does not place.
+    let old: HashMap<String, usize> =
+        if kept.iter().all(Option::is_some) || file.kind == ChangeKind::Added {
+            HashMap::new()
+        } else {
+            let names: Vec<&str> = long
+                .iter()
+                .zip(&kept)
+                .filter(|(f, kept)| kept.is_none() && !f.name.ends_with("(anonymous)"))
+                .map(|(f, _)| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
+                .collect();
+            old_lengths(lang, grammar, &file.old_text, &names)
         };
-        let long: Vec<&Function> = functions
-            .iter()
-            .filter(|f| {
-                f.lines.len() > limit
-                    && file.touches_new(&f.lines)
-                    && !matches!(
-                        context_at(f.lines.start),
-                        Some(Context::Test | Context::Example)
-                    )
-            })
-            .collect();
-        // A function whose first and last lines the change kept was as long as the lines
-        // they were in the old text; the others are looked for by name in the old text.
-        let kept: Vec<Option<usize>> = long
-            .iter()
-            .map(|f| {
-                let first = file.old_line(f.lines.start)?;
-                let last = file.old_line(f.lines.end.checked_sub(1)?)?;
-                (last >= first).then(|| last + 1 - first)
-            })
-            .collect();
-        // The old side's functions, by name, only for those the diff does not place.
-        let old: HashMap<String, usize> =
-            if kept.iter().all(Option::is_some) || file.kind == ChangeKind::Added {
-                HashMap::new()
-            } else {
-                let names: Vec<&str> = long
-                    .iter()
-                    .zip(&kept)
-                    .filter(|(f, kept)| kept.is_none() && !f.name.ends_with("(anonymous)"))
-                    .map(|(f, _)| f.name.rsplit(['.', ':']).next().unwrap_or(&f.name))
-                    .collect();
-                old_lengths(lang, grammar, &file.old_text, &names)
-            };
-        for (f, kept) in long.into_iter().zip(kept) {
-            let anonymous = f.name.ends_with("(anonymous)");
-            let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name);
-            let was = kept.or_else(|| {
-                old.get(&f.name)
-                    .or_else(|| old.get(&format!("\0{short}")))
-                    .copied()
-            });
-            // An anonymous function has no name to find its old self by: only a new file says
-            // it is new.
-            if anonymous && file.kind != ChangeKind::Added {
-                continue;
-            }
-            let Some((change, steps)) = size_change(was, f.lines.len(), limit) else {
-                continue;
-            };
-            let change = if change == "new" {
-                "a new function".into()
-            } else {
-                change
-            };
-            let context = context_at(f.lines.start);
-            scan.findings.push(Finding {
-                severity: lowered(check.severity, steps + context_steps(context)),
-                dimension: check.dimension,
-                file: file.path.clone(),
-                line: Some(f.lines.start + 1),
-                reason: check.render(&[
-                    ("name", &f.name),
-                    ("lines", &f.lines.len().to_string()),
-                    ("limit", &limit.to_string()),
-                    ("change", &change),
-                ]),
-                rule: CheckId::FunctionLines.as_str().into(),
-                confidence: Confidence::High,
-                context,
-            });
+    for (f, kept) in long.into_iter().zip(kept) {
+        let anonymous = f.name.ends_with("(anonymous)");
+        let short = f.name.rsplit(['.', ':']).next().unwrap_or(&f.name);
+        let was = kept.or_else(|| {
+            old.get(&f.name)
+                .or_else(|| old.get(&format!("\0{short}")))
+                .copied()
+        });
+        // An anonymous function has no name to find its old self by: only a new file says
+        // it is new.
+        if anonymous && file.kind != ChangeKind::Added {
+            continue;
         }
+        let Some((change, steps)) = size_change(rules, was, f.lines.len(), limit) else {
+            continue;
+        };
+        let change = if change == "new" {
+            "a new function".into()
+        } else {
+            change
+        };
+        let context = at.context_at(f.lines.start);
+        findings.push(Finding {
+            severity: lowered(check.severity, steps + context_steps(context)),
+            dimension: check.dimension,
+            file: file.path.clone(),
+            line: Some(f.lines.start + 1),
+            reason: check.render(&[
+                ("name", &f.name),
+                ("lines", &f.lines.len().to_string()),
+                ("limit", &limit.to_string()),
+                ("change", &change),
+            ]),
+            rule: CheckId::FunctionLines.as_str().into(),
+            confidence: Confidence::High,
+            context,
+        });
     }
-    scan
 }
 
 /// The lengths of the functions of `old_text` (the old side of a file in `lang`), by
