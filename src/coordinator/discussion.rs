@@ -93,7 +93,7 @@ pub fn start(
             .member(seat)
             .map_or("builtin".into(), |d| d.name().to_owned())
     };
-    let discussion = Discussion::new(
+    let mut discussion = Discussion::new(
         topic,
         opts.preset,
         &opts.members,
@@ -103,6 +103,11 @@ pub fn start(
         opts.limits,
     )
     .map_err(Error::Invalid)?;
+    if let Some(from) = &opts.replay {
+        discussion.notes.push(format!(
+            "Replayed from session {from}: each agent seat answers, attempt for attempt, with that session's recorded runs; no agent is called."
+        ));
+    }
     let pinned = crate::trust::Files::read(store.workdir())?;
     let date = crate::clock::today_compact();
     let mut n = 1;
