@@ -602,6 +602,108 @@ fn a_crash_mid_discussion_resumes_without_redoing_finished_rounds() {
     repo.fsck();
 }
 
+// Two processes drive one discussion at once (`resume` and `discuss --resume`, members slow
+// enough to overlap): one runs every round, the other refuses at once, naming the process
+// that runs it; no member is asked twice, and the record is a single run's.
+#[test]
+fn two_processes_on_one_discussion_run_each_round_once() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let repo = members(
+        "sleep",
+        &[
+            ("DISCUSS_SLEEP", "2"),
+            ("DISCUSS_LOG", log.path().to_str().unwrap()),
+        ],
+    );
+    let sid = discuss(&repo, &["--no-run", TOPIC]);
+    let spawn = |args: &[&str]| {
+        repo.tlv4_cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let one = spawn(&["--session", &sid, "resume"]);
+    let two = spawn(&["--session", &sid, "discuss", "--resume"]);
+    let outs = [
+        one.wait_with_output().unwrap(),
+        two.wait_with_output().unwrap(),
+    ];
+    let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(git_tlv4::error::exit::CONFLICT)),
+        "{codes:?}\n{}\n{}",
+        said(&outs[0]),
+        said(&outs[1])
+    );
+    let refused = &outs[codes.iter().position(|c| *c != Some(0)).unwrap()];
+    let err = said(refused);
+    assert!(
+        err.contains(&format!(
+            "the discussion of session {sid} is being run by process"
+        )),
+        "{err}"
+    );
+    // Each member spoke once a round.
+    let calls = std::fs::read_to_string(log.path()).unwrap();
+    for n in 1..=3 {
+        assert_eq!(
+            calls
+                .lines()
+                .filter(|l| l.starts_with(&format!("{n} ")))
+                .count(),
+            4,
+            "round {n}: {calls}"
+        );
+    }
+    assert_eq!(calls.lines().count(), 12, "{calls}");
+    assert_eq!(
+        rounds(&repo, &sid),
+        ["1 position", "2 challenge", "3 synthesis"]
+    );
+    let events = repo.git(&[
+        "log",
+        "--format=%(trailers:key=Tlv4-Event,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    assert_eq!(
+        events
+            .lines()
+            .filter(|l| l.trim() == "discuss_round")
+            .count(),
+        3,
+        "{events}"
+    );
+    // The same record as one process's run of the same discussion.
+    let single = discuss(&repo, &[TOPIC]);
+    assert_eq!(rounds(&repo, &single), rounds(&repo, &sid));
+    assert_eq!(
+        what_happened(&state(&repo, &sid)),
+        what_happened(&state(&repo, &single))
+    );
+    // Nothing is left behind: no checkout, no lock.
+    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let git_dir = repo.path().join(".git");
+    let mut stack = vec![git_dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                assert!(
+                    p.extension().is_none_or(|x| x != "lock"),
+                    "left behind: {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    repo.fsck();
+}
+
 // `log`, `fork`, `--replay` and the export completion work on a discussion session.
 #[test]
 fn a_discussion_forks_replays_and_exports_like_any_session() {
