@@ -3,7 +3,8 @@
 //! change again for free, or to reproduce a run.
 //!
 //! It reads `runs/<TASK>/<attempt>/result.json` at the recorded session's tip (its branch,
-//! or its archive ref), the last completed attempt first: the documents come back from the
+//! or its archive ref), the last completed attempt first (for a discussion turn, the attempt
+//! of the same number, so its send-backs happen again): the documents come back from the
 //! blob ids the record keeps, and a code task's change is re-applied in the task worktree
 //! from the recorded snapshot (`git diff --binary <parent> <snapshot> | git apply`), so the
 //! new session's own snapshot and merge record it again.
@@ -74,9 +75,14 @@ impl ReplayDriver {
         })
     }
 
-    /// The record of the last completed attempt of `task` (the last attempt when none
-    /// completed), with its attempt number.
-    fn record(&self, store: &Store, task: &str) -> Result<Option<(u32, Record, Vec<u8>)>> {
+    /// The record of attempt `exact` of `task` when it is given and recorded; else of the
+    /// last completed attempt (the last attempt when none completed); with its number.
+    fn record(
+        &self,
+        store: &Store,
+        task: &str,
+        exact: Option<u32>,
+    ) -> Result<Option<(u32, Record, Vec<u8>)>> {
         let dir = format!("{}/runs/{task}", session_dir(&self.sid));
         let attempts = store.read_folder(self.tree, &dir, &[])?;
         let mut numbers: Vec<u32> = attempts
@@ -84,8 +90,7 @@ impl ReplayDriver {
             .filter_map(|k| k.strip_suffix("/result.json")?.parse().ok())
             .collect();
         numbers.sort_unstable();
-        let mut best = None;
-        for n in numbers.into_iter().rev() {
+        let read = |n: u32| -> Result<(Record, Vec<u8>)> {
             let bytes = &attempts[&format!("{n}/result.json")];
             let record: Record = serde_json::from_slice(bytes).map_err(|e| {
                 Error::Invalid(format!(
@@ -97,6 +102,15 @@ impl ReplayDriver {
                 .get(&format!("{n}/prompt.md"))
                 .cloned()
                 .unwrap_or_default();
+            Ok((record, prompt))
+        };
+        if let Some(n) = exact.filter(|n| numbers.contains(n)) {
+            let (record, prompt) = read(n)?;
+            return Ok(Some((n, record, prompt)));
+        }
+        let mut best = None;
+        for n in numbers.into_iter().rev() {
+            let (record, prompt) = read(n)?;
             if record.outcome == "completed" {
                 return Ok(Some((n, record, prompt)));
             }
@@ -121,7 +135,13 @@ impl Driver for ReplayDriver {
             files: Vec::new(),
             state_update: StateUpdate::default(),
         };
-        let Some((attempt, record, prompt)) = self.record(&store, task)? else {
+        // A discussion turn sent back is asked again within the same run, and each of its
+        // attempts gets the answer that attempt gave, so the send-backs happen again as they
+        // did; a pipeline task's later attempts follow a review or a reset, and the last
+        // completed one is the work.
+        let exact =
+            matches!(input.task.role.as_str(), "member" | "moderator").then_some(ctx.attempt);
+        let Some((attempt, record, prompt)) = self.record(&store, task, exact)? else {
             return Ok(output(
                 failed(format!(
                     "session `{}` has no recorded run of {task} to replay",

@@ -104,7 +104,7 @@ pub fn start_with(
             .member(seat)
             .map_or("builtin".into(), |d| d.name().to_owned())
     };
-    let discussion = Discussion::new(
+    let mut discussion = Discussion::new(
         topic,
         opts.preset,
         &opts.members,
@@ -114,6 +114,11 @@ pub fn start_with(
         opts.limits,
     )
     .map_err(Error::Invalid)?;
+    if let Some(from) = &opts.replay {
+        discussion.notes.push(format!(
+            "Replayed from session {from}: each agent seat answers, attempt for attempt, with that session's recorded runs; no agent is called."
+        ));
+    }
     let read;
     let pinned = match files {
         Some(f) => f,
@@ -287,6 +292,7 @@ pub fn advance(
     roster: &Roster,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Discussion> {
+    let _running = Running::take(store, sid)?;
     loop {
         let tip = store.tip(sid)?;
         let (state, _) = store.read_state_at(sid, tip)?;
@@ -323,6 +329,79 @@ pub fn advance(
         if let Some(r) = d.rounds.get(before) {
             progress(Progress::Round(r));
         }
+    }
+}
+
+/// Held while this process runs a discussion's rounds (`.git/tlv4/discuss/<SID>.lock`,
+/// holding its pid and start time): a second process refuses at once instead of asking every
+/// member again for a round whose record only one of them could write. A lock whose process
+/// is gone is taken over.
+struct Running(std::path::PathBuf);
+
+impl Running {
+    fn take(store: &Store, sid: &SessionId) -> Result<Running> {
+        let dir = store.repo().common_dir().join("tlv4").join("discuss");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let path = dir.join(format!("{sid}.lock"));
+        let me = format!(
+            "{} {}\n",
+            std::process::id(),
+            crate::host::own_start_time().unwrap_or(0)
+        );
+        for _ in 0..3 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write as _;
+                    f.write_all(me.as_bytes())
+                        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+                    return Ok(Running(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let read = || std::fs::read_to_string(&path).unwrap_or_default();
+                    let mut held = read();
+                    if held.is_empty() {
+                        // Its holder may be writing it this instant.
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        held = read();
+                    }
+                    let mut words = held.split_whitespace().map(str::parse::<u64>);
+                    let pid = words.next().and_then(|w| w.ok());
+                    let start = words.next().and_then(|w| w.ok()).filter(|t| *t != 0);
+                    if let Some(pid) = pid.and_then(|p| u32::try_from(p).ok())
+                        && crate::host::process_alive(pid, start)
+                    {
+                        return Err(Error::conflict(
+                            format!(
+                                "the discussion of session {sid} is being run by process {pid}"
+                            ),
+                            Some("let it finish; `git tlv4 status` shows where it stands".into()),
+                        ));
+                    }
+                    // Its process is gone: the lock is stale.
+                    if read() == held {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                Err(e) => {
+                    return Err(Error::io(format!("cannot create {}", path.display()), e));
+                }
+            }
+        }
+        Err(Error::conflict(
+            format!("the discussion of session {sid} is being run by another process"),
+            Some("let it finish; `git tlv4 status` shows where it stands".into()),
+        ))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 

@@ -383,6 +383,137 @@ fn out_of_contract_challenges_are_sent_back_then_count_as_unresponsive() {
     repo.fsck();
 }
 
+/// What a discussion's record says happened, without its timings and agent names: each
+/// seat's end, and each round's turns (contribution, send-backs, unresponsiveness), rating,
+/// state, next step and notes.
+fn what_happened(s: &serde_json::Value) -> serde_json::Value {
+    let rounds: Vec<serde_json::Value> = s["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let turns: Vec<serde_json::Value> = r["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    serde_json::json!([
+                        t["role"],
+                        t["contribution"],
+                        t["sent_back"],
+                        t["unresponsive"]
+                    ])
+                })
+                .collect();
+            serde_json::json!([
+                r["number"],
+                r["kind"],
+                turns,
+                r["rating"],
+                r["state"],
+                r["moving"],
+                r["check"],
+                r["next"],
+                r["notes"]
+            ])
+        })
+        .collect();
+    let seats: Vec<serde_json::Value> = s["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| serde_json::json!([x["role"], x["out"]]))
+        .collect();
+    serde_json::json!({"seats": seats, "rounds": rounds, "status": s["status"], "end": s["end"]})
+}
+
+// A replay serves each attempt of a member's turn the answer that attempt gave: the
+// send-backs happen again as they did (one member in contract on its second answer, one out
+// of contract three times), with no agent to call, and the record says it was replayed.
+#[test]
+fn a_replay_sends_back_what_the_recorded_discussion_sent_back() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let repo = members(
+        "skeptic=long,pragmatist=long_once,*=split",
+        &[("DISCUSS_LOG", log.path().to_str().unwrap())],
+    );
+    let sid = discuss(&repo, &[TOPIC]);
+    let a = state(&repo, &sid);
+    let turn = |s: &serde_json::Value, round: usize, role: &str| -> serde_json::Value {
+        s["rounds"][round]["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["role"] == role)
+            .unwrap()
+            .clone()
+    };
+    // The recorded discussion: the pragmatist was sent back once, the skeptic three times.
+    let pragmatist = turn(&a, 1, "pragmatist");
+    assert_eq!(pragmatist["sent_back"].as_array().unwrap().len(), 1, "{a}");
+    assert!(pragmatist["contribution"].is_object(), "{a}");
+    let skeptic = turn(&a, 1, "skeptic");
+    assert_eq!(skeptic["sent_back"].as_array().unwrap().len(), 3, "{a}");
+    assert!(skeptic["unresponsive"].is_string(), "{a}");
+    let original = rounds(&repo, &sid);
+    assert_eq!(original, ["1 position", "2 challenge", "3 synthesis"]);
+
+    // The agent is gone: its program does not exist.
+    repo.write(
+        ".tlv4.toml",
+        "[agents.fake]\ndriver = \"command\"\nprogram = \"/nonexistent/agent\"\n[discuss.members]\ndefault = \"fake\"\n",
+    );
+    repo.ok(&["trust"]);
+    let calls = std::fs::read_to_string(log.path()).unwrap();
+    let replayed = discuss(&repo, &["--replay", &sid, TOPIC]);
+    assert_eq!(std::fs::read_to_string(log.path()).unwrap(), calls);
+    assert_eq!(rounds(&repo, &replayed), original);
+    let b = state(&repo, &replayed);
+    assert_eq!(what_happened(&b), what_happened(&a));
+    // Each attempt got the answer of the same attempt.
+    for (task, attempts) in [
+        ("DISCUSS-R02-PRAGMATIST", 2),
+        ("DISCUSS-R02-SKEPTIC", 3),
+        ("DISCUSS-R02-ADVOCATE", 1),
+    ] {
+        let listed = |s: &str| {
+            repo.git(&[
+                "ls-tree",
+                "--name-only",
+                &format!("tlv4/{s}:{}/runs/{task}/", dir(s)),
+            ])
+        };
+        assert_eq!(listed(&replayed), listed(&sid), "{task}");
+        assert_eq!(listed(&sid).lines().count(), attempts, "{task}");
+        for n in 1..=attempts {
+            let blob = |s: &str| {
+                repo.git(&[
+                    "rev-parse",
+                    &format!("tlv4/{s}:{}/runs/{task}/{n}/contribution.json", dir(s)),
+                ])
+            };
+            assert_eq!(blob(&replayed), blob(&sid), "{task}/{n}");
+        }
+    }
+    // The record says the seats were replayed, and from where.
+    for x in b["seats"].as_array().unwrap() {
+        assert_eq!(x["agent"], "replay", "{b}");
+    }
+    let note = format!("Replayed from session {sid}");
+    let notes = b["notes"].to_string();
+    assert!(notes.contains(&note), "{notes}");
+    let doc = document(&repo, &replayed);
+    assert!(doc.contains(&note), "{doc}");
+    // Otherwise the document is the recorded one.
+    let same: String = doc
+        .lines()
+        .filter(|l| !l.contains(&note))
+        .map(|l| format!("{}\n", l.replace(" (replay)", " (fake)")))
+        .collect();
+    assert_eq!(same, document(&repo, &sid));
+    repo.fsck();
+}
+
 // (e) The presets follow the transition table (the builtin members diverge on a topic with
 // three options).
 #[test]
@@ -468,6 +599,108 @@ fn a_crash_mid_discussion_resumes_without_redoing_finished_rounds() {
         4,
         "round 1 ran once: {calls}"
     );
+    repo.fsck();
+}
+
+// Two processes drive one discussion at once (`resume` and `discuss --resume`, members slow
+// enough to overlap): one runs every round, the other refuses at once, naming the process
+// that runs it; no member is asked twice, and the record is a single run's.
+#[test]
+fn two_processes_on_one_discussion_run_each_round_once() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let repo = members(
+        "sleep",
+        &[
+            ("DISCUSS_SLEEP", "2"),
+            ("DISCUSS_LOG", log.path().to_str().unwrap()),
+        ],
+    );
+    let sid = discuss(&repo, &["--no-run", TOPIC]);
+    let spawn = |args: &[&str]| {
+        repo.tlv4_cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let one = spawn(&["--session", &sid, "resume"]);
+    let two = spawn(&["--session", &sid, "discuss", "--resume"]);
+    let outs = [
+        one.wait_with_output().unwrap(),
+        two.wait_with_output().unwrap(),
+    ];
+    let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        codes.contains(&Some(0)) && codes.contains(&Some(git_tlv4::error::exit::CONFLICT)),
+        "{codes:?}\n{}\n{}",
+        said(&outs[0]),
+        said(&outs[1])
+    );
+    let refused = &outs[codes.iter().position(|c| *c != Some(0)).unwrap()];
+    let err = said(refused);
+    assert!(
+        err.contains(&format!(
+            "the discussion of session {sid} is being run by process"
+        )),
+        "{err}"
+    );
+    // Each member spoke once a round.
+    let calls = std::fs::read_to_string(log.path()).unwrap();
+    for n in 1..=3 {
+        assert_eq!(
+            calls
+                .lines()
+                .filter(|l| l.starts_with(&format!("{n} ")))
+                .count(),
+            4,
+            "round {n}: {calls}"
+        );
+    }
+    assert_eq!(calls.lines().count(), 12, "{calls}");
+    assert_eq!(
+        rounds(&repo, &sid),
+        ["1 position", "2 challenge", "3 synthesis"]
+    );
+    let events = repo.git(&[
+        "log",
+        "--format=%(trailers:key=Tlv4-Event,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    assert_eq!(
+        events
+            .lines()
+            .filter(|l| l.trim() == "discuss_round")
+            .count(),
+        3,
+        "{events}"
+    );
+    // The same record as one process's run of the same discussion.
+    let single = discuss(&repo, &[TOPIC]);
+    assert_eq!(rounds(&repo, &single), rounds(&repo, &sid));
+    assert_eq!(
+        what_happened(&state(&repo, &sid)),
+        what_happened(&state(&repo, &single))
+    );
+    // Nothing is left behind: no checkout, no lock.
+    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let git_dir = repo.path().join(".git");
+    let mut stack = vec![git_dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                assert!(
+                    p.extension().is_none_or(|x| x != "lock"),
+                    "left behind: {}",
+                    p.display()
+                );
+            }
+        }
+    }
     repo.fsck();
 }
 
