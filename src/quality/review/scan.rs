@@ -656,6 +656,30 @@ fn test_windows(
         .collect()
 }
 
+/// Which of `items` (in order, not overlapping) of `text` the checks that read the parse
+/// need: their trigger words in the item, a comment or secret in its new code (`focus`).
+fn triggered_windows(
+    grammar: Grammar,
+    text: &str,
+    focus: &[Range<usize>],
+    items: &[Range<usize>],
+) -> Vec<bool> {
+    // The focus is in order too: each item looks only at the ranges from the first one that
+    // ends inside or after it.
+    items
+        .iter()
+        .map(|w| {
+            let first = focus.partition_point(|f| f.end <= w.start);
+            let new: String = focus[first..]
+                .iter()
+                .take_while(|f| f.start < w.end)
+                .map(|f| &text[f.start.max(w.start)..f.end.min(w.end)])
+                .collect();
+            checks::triggered(grammar, &new, &text[w.clone()])
+        })
+        .collect()
+}
+
 /// The top-level items of `items` that scanning `file` needs parsed: those where the trigger
 /// words of a check that reads the parse are, where a rule that must be placed (`in = ...`)
 /// matches new code in a context it does not skip, and where a function may have crossed the
@@ -678,7 +702,7 @@ fn parse_windows(
     let lang = language.map(|l| &rules.languages[l]);
     let tests = test_windows(grammar, text, grouped);
     let mut may_be_long = false;
-    let mut wanted = vec![false; items.len()];
+    let mut wanted = triggered_windows(grammar, text, focus, &items);
     // The items are in order and do not overlap.
     let window_of = |at: usize| {
         let i = items.partition_point(|w| w.end <= at);
@@ -693,18 +717,6 @@ fn parse_windows(
             context
         }
     };
-    // The checks: their trigger words in the item, a comment or secret in its new code.
-    // The focus is in order too: each item looks only at the ranges from the first one that
-    // ends inside or after it.
-    for (i, w) in items.iter().enumerate() {
-        let first = focus.partition_point(|f| f.end <= w.start);
-        let new: String = focus[first..]
-            .iter()
-            .take_while(|f| f.start < w.end)
-            .map(|f| &text[f.start.max(w.start)..f.end.min(w.end)])
-            .collect();
-        wanted[i] = checks::triggered(grammar, &new, &text[w.clone()]);
-    }
     // The patterns that must be placed in code or a comment, where they match.
     let placed: Vec<_> = rules
         .rules
