@@ -38,6 +38,18 @@ fn justification(review: &Review) -> &'static str {
 pub fn markdown(review: &Review) -> String {
     let mut md = String::new();
     let w = &mut md;
+    md_header(w, review);
+    md_scores(w, review);
+    md_findings(w, review);
+    md_requirements(w, review);
+    md_revisions(w, review);
+    md_limits(w, review);
+    md_recommendations(w, review);
+    md
+}
+
+/// The title, the verdict with its reason, and what was reviewed.
+fn md_header(w: &mut String, review: &Review) {
     let _ = writeln!(w, "# Code review: {}\n", review.label);
     let _ = writeln!(
         w,
@@ -71,7 +83,10 @@ pub fn markdown(review: &Review) -> String {
         review.deadline_ms,
         review.rules
     );
+}
 
+/// The scores table: each dimension with its findings by severity.
+fn md_scores(w: &mut String, review: &Review) {
     let _ = writeln!(w, "## Scores\n");
     let _ = writeln!(w, "| Dimension | Score | Critical | High | Medium | Low |");
     let _ = writeln!(w, "|---|---:|---:|---:|---:|---:|");
@@ -103,7 +118,10 @@ pub fn markdown(review: &Review) -> String {
         review.counts.medium,
         review.counts.low
     );
+}
 
+/// The findings by severity, each with its file:line, dimension and rule.
+fn md_findings(w: &mut String, review: &Review) {
     let _ = writeln!(w, "## Findings\n");
     if review.findings.is_empty() {
         let _ = writeln!(w, "None.\n");
@@ -141,7 +159,10 @@ pub fn markdown(review: &Review) -> String {
         }
         let _ = writeln!(w);
     }
+}
 
+/// The plan's acceptance criteria and how far the change covers them, and the tests.
+fn md_requirements(w: &mut String, review: &Review) {
     let _ = writeln!(w, "## Requirements coverage\n");
     let req = &review.requirements;
     if req.criteria.is_empty() {
@@ -189,7 +210,10 @@ pub fn markdown(review: &Review) -> String {
             "does not ask for"
         }
     );
+}
 
+/// The revision analysis: each revised task against its original.
+fn md_revisions(w: &mut String, review: &Review) {
     if !review.revisions.is_empty() {
         let _ = writeln!(w, "## Revision analysis\n");
         for r in &review.revisions {
@@ -222,7 +246,10 @@ pub fn markdown(review: &Review) -> String {
             let _ = writeln!(w);
         }
     }
+}
 
+/// Files whose diff was approximate or that were not reviewed line by line.
+fn md_limits(w: &mut String, review: &Review) {
     let approximate = review.approximate();
     let skipped: Vec<_> = review
         .files
@@ -249,7 +276,10 @@ pub fn markdown(review: &Review) -> String {
         }
         let _ = writeln!(w);
     }
+}
 
+/// What to fix before a CONDITIONAL change can merge.
+fn md_recommendations(w: &mut String, review: &Review) {
     if review.verdict == Decision::Conditional {
         let _ = writeln!(w, "## Recommendations\n");
         if review.empty {
@@ -277,7 +307,6 @@ pub fn markdown(review: &Review) -> String {
         }
         let _ = writeln!(w);
     }
-    md
 }
 
 /// The review for the terminal.
