@@ -568,18 +568,14 @@ impl RuleSet {
 
     /// Parses and validates `text`, naming `file` in errors.
     pub fn parse(file: &str, text: &str, when: Compile) -> Result<RuleSet> {
-        let err = |offset: usize, message: String| Error::Config {
-            file: file.to_owned(),
-            line: line_of(text, offset),
-            message,
-        };
+        let rd = Reader { file, text, when };
         let doc: Document = toml::from_str(text).map_err(|e| Error::Config {
             file: file.to_owned(),
             line: e.span().map_or(1, |s| line_of(text, s.start)),
             message: e.message().trim().to_owned(),
         })?;
         if *doc.schema.get_ref() != SCHEMA {
-            return Err(err(
+            return Err(rd.err(
                 doc.schema.span().start,
                 format!(
                     "rules schema {} is not supported; this build reads schema {SCHEMA}",
@@ -594,204 +590,9 @@ impl RuleSet {
                 message: "limits: need 0 <= partial <= covered <= 100".into(),
             });
         }
-        let compile = |pattern: &Spanned<String>, what: &str| -> Result<Pattern> {
-            let source = pattern.get_ref();
-            match when {
-                Compile::Lazily => Ok(Pattern::lazy(source)),
-                Compile::Now => build(source)
-                    .map(|re| Pattern::compiled(source, re))
-                    .map_err(|e| {
-                        err(
-                            pattern.span().start,
-                            format!("bad {what} pattern: {}", regex_gist(&e.to_string())),
-                        )
-                    }),
-            }
-        };
-
-        let contexts = |names: &[Spanned<String>], what: &str| -> Result<Vec<Context>> {
-            let mut out = Vec::new();
-            for name in names {
-                let Some(c) = Context::parse(name.get_ref()) else {
-                    return Err(err(
-                        name.span().start,
-                        format!(
-                            "{what} names unknown context `{}`; the contexts are: test, example, build, cli",
-                            name.get_ref()
-                        ),
-                    ));
-                };
-                if !out.contains(&c) {
-                    out.push(c);
-                }
-            }
-            Ok(out)
-        };
-
-        let mut languages = Vec::new();
-        let mut by_extension = HashMap::new();
-        for (name, lang) in &doc.language {
-            let span = lang.span();
-            let lang = lang.get_ref();
-            if lang.extensions.is_empty() {
-                return Err(err(
-                    span.start,
-                    format!("language `{name}` lists no extensions"),
-                ));
-            }
-            if !lang.imports.is_empty() && lang.resolve.is_none() {
-                return Err(err(
-                    span.start,
-                    format!("language `{name}` lists imports but no `resolve`"),
-                ));
-            }
-            for ext in &lang.extensions {
-                let ext = ext.trim_start_matches('.').to_ascii_lowercase();
-                if let Some(other) = by_extension.insert(ext.clone(), languages.len()) {
-                    let other: &Language = &languages[other];
-                    return Err(err(
-                        span.start,
-                        format!(
-                            "extension `{ext}` belongs to both `{}` and `{name}`",
-                            other.name
-                        ),
-                    ));
-                }
-            }
-            languages.push(Language {
-                name: name.clone(),
-                extensions: lang.extensions.clone(),
-                test_paths: lang
-                    .test_paths
-                    .iter()
-                    .map(|p| compile(p, "test path"))
-                    .collect::<Result<_>>()?,
-                test_marker: lang
-                    .test_marker
-                    .as_ref()
-                    .map(|p| compile(p, "test marker"))
-                    .transpose()?,
-                function: lang
-                    .function
-                    .as_ref()
-                    .map(|p| compile(p, "function"))
-                    .transpose()?,
-                body: lang.body,
-                imports: lang
-                    .imports
-                    .iter()
-                    .map(|p| compile(p, "import"))
-                    .collect::<Result<_>>()?,
-                resolve: lang.resolve,
-                resolve_extensions: lang.resolve_extensions.clone(),
-            });
-        }
-
-        let mut rules = Vec::new();
-        for r in &doc.rule {
-            let span = r.span();
-            let r = r.get_ref();
-            if r.id.trim().is_empty() {
-                return Err(err(span.start, "a rule has an empty id".into()));
-            }
-            if CheckId::parse(&r.id).is_some() {
-                return Err(err(
-                    span.start,
-                    format!("rule id `{}` is the name of a built-in check", r.id),
-                ));
-            }
-            let mut langs = Vec::new();
-            let names = r.languages.as_ref();
-            for name in names.map(Spanned::get_ref).into_iter().flatten() {
-                match languages.iter().position(|l| &l.name == name) {
-                    Some(i) => langs.push(i),
-                    None => {
-                        return Err(err(
-                            names.map_or(span.start, |n| n.span().start),
-                            format!(
-                                "rule `{}` names language `{name}`, which has no [language.{name}] table",
-                                r.id
-                            ),
-                        ));
-                    }
-                }
-            }
-            rules.push(Rule {
-                id: r.id.clone(),
-                dimension: r.dimension,
-                severity: r.severity,
-                languages: langs,
-                extensions: r
-                    .extensions
-                    .iter()
-                    .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
-                    .collect(),
-                pattern: compile(&r.pattern, &format!("rule `{}`", r.id))?,
-                unless: r
-                    .unless
-                    .as_ref()
-                    .map(|p| compile(p, &format!("rule `{}` unless", r.id)))
-                    .transpose()?,
-                skip: {
-                    let mut skip = contexts(&r.skip, &format!("rule `{}`", r.id))?;
-                    if r.skip_tests && !skip.contains(&Context::Test) {
-                        skip.push(Context::Test);
-                    }
-                    skip
-                },
-                only: contexts(&r.only, &format!("rule `{}`", r.id))?,
-                place: match r.place.as_ref() {
-                    None => None,
-                    Some(p) => match p.get_ref().as_str() {
-                        "anywhere" => None,
-                        "code" => Some(Place::Code),
-                        "comment" => Some(Place::Comment),
-                        "string" => Some(Place::String),
-                        other => {
-                            return Err(err(
-                                p.span().start,
-                                format!(
-                                    "rule `{}`: `in = \"{other}\"` is not one of code, comment, string, anywhere",
-                                    r.id
-                                ),
-                            ));
-                        }
-                    },
-                },
-                confidence: r.confidence,
-                message: r.message.clone(),
-            });
-        }
-
-        let mut checks = BTreeMap::new();
-        for c in &doc.check {
-            let c = c.get_ref();
-            let Some(id) = CheckId::parse(c.id.get_ref()) else {
-                let known: Vec<&str> = CheckId::ALL.iter().map(|(_, n)| *n).collect();
-                return Err(err(
-                    c.id.span().start,
-                    format!(
-                        "unknown check `{}`; the checks are: {}",
-                        c.id.get_ref(),
-                        known.join(", ")
-                    ),
-                ));
-            };
-            let check = Check {
-                id,
-                dimension: c.dimension,
-                severity: c.severity,
-                message: c.message.clone(),
-                skip: contexts(&c.skip, &format!("check `{}`", c.id.get_ref()))?,
-            };
-            if checks.insert(id, check).is_some() {
-                return Err(err(
-                    c.id.span().start,
-                    format!("check `{}` is configured twice", c.id.get_ref()),
-                ));
-            }
-        }
-
+        let (languages, by_extension) = read_languages(&rd, &doc)?;
+        let rules = read_rules(&rd, &doc, &languages)?;
+        let checks = read_checks(&rd, &doc)?;
         Ok(RuleSet {
             file: file.to_owned(),
             scoring: doc.scoring,
@@ -852,6 +653,241 @@ pub(crate) fn line_of(text: &str, offset: usize) -> usize {
 fn find_line(text: &str, key: &str) -> usize {
     text.find(&format!("\n{key}"))
         .map_or(1, |at| line_of(text, at + 1))
+}
+
+/// What the parse of a rules file reads it with: the file's name and text (for errors by
+/// line) and when its patterns are compiled.
+struct Reader<'a> {
+    file: &'a str,
+    text: &'a str,
+    when: Compile,
+}
+
+impl Reader<'_> {
+    /// An error at byte `offset` of the file.
+    fn err(&self, offset: usize, message: String) -> Error {
+        Error::Config {
+            file: self.file.to_owned(),
+            line: line_of(self.text, offset),
+            message,
+        }
+    }
+
+    /// The pattern `pattern` (a `what` pattern, for the error), compiled now or when first
+    /// used.
+    fn compile(&self, pattern: &Spanned<String>, what: &str) -> Result<Pattern> {
+        let source = pattern.get_ref();
+        match self.when {
+            Compile::Lazily => Ok(Pattern::lazy(source)),
+            Compile::Now => build(source)
+                .map(|re| Pattern::compiled(source, re))
+                .map_err(|e| {
+                    self.err(
+                        pattern.span().start,
+                        format!("bad {what} pattern: {}", regex_gist(&e.to_string())),
+                    )
+                }),
+        }
+    }
+
+    /// The contexts `names` (of `what`, for the error), each once.
+    fn contexts(&self, names: &[Spanned<String>], what: &str) -> Result<Vec<Context>> {
+        let mut out = Vec::new();
+        for name in names {
+            let Some(c) = Context::parse(name.get_ref()) else {
+                return Err(self.err(
+                    name.span().start,
+                    format!(
+                        "{what} names unknown context `{}`; the contexts are: test, example, build, cli",
+                        name.get_ref()
+                    ),
+                ));
+            };
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The `[language.NAME]` tables, and which language each extension is of.
+fn read_languages(
+    rd: &Reader<'_>,
+    doc: &Document,
+) -> Result<(Vec<Language>, HashMap<String, usize>)> {
+    let mut languages = Vec::new();
+    let mut by_extension = HashMap::new();
+    for (name, lang) in &doc.language {
+        let span = lang.span();
+        let lang = lang.get_ref();
+        if lang.extensions.is_empty() {
+            return Err(rd.err(span.start, format!("language `{name}` lists no extensions")));
+        }
+        if !lang.imports.is_empty() && lang.resolve.is_none() {
+            return Err(rd.err(
+                span.start,
+                format!("language `{name}` lists imports but no `resolve`"),
+            ));
+        }
+        for ext in &lang.extensions {
+            let ext = ext.trim_start_matches('.').to_ascii_lowercase();
+            if let Some(other) = by_extension.insert(ext.clone(), languages.len()) {
+                let other: &Language = &languages[other];
+                return Err(rd.err(
+                    span.start,
+                    format!(
+                        "extension `{ext}` belongs to both `{}` and `{name}`",
+                        other.name
+                    ),
+                ));
+            }
+        }
+        languages.push(Language {
+            name: name.clone(),
+            extensions: lang.extensions.clone(),
+            test_paths: lang
+                .test_paths
+                .iter()
+                .map(|p| rd.compile(p, "test path"))
+                .collect::<Result<_>>()?,
+            test_marker: lang
+                .test_marker
+                .as_ref()
+                .map(|p| rd.compile(p, "test marker"))
+                .transpose()?,
+            function: lang
+                .function
+                .as_ref()
+                .map(|p| rd.compile(p, "function"))
+                .transpose()?,
+            body: lang.body,
+            imports: lang
+                .imports
+                .iter()
+                .map(|p| rd.compile(p, "import"))
+                .collect::<Result<_>>()?,
+            resolve: lang.resolve,
+            resolve_extensions: lang.resolve_extensions.clone(),
+        });
+    }
+
+    Ok((languages, by_extension))
+}
+
+/// The `[[rule]]` tables, their languages by index into `languages`.
+fn read_rules(rd: &Reader<'_>, doc: &Document, languages: &[Language]) -> Result<Vec<Rule>> {
+    let mut rules = Vec::new();
+    for r in &doc.rule {
+        let span = r.span();
+        let r = r.get_ref();
+        if r.id.trim().is_empty() {
+            return Err(rd.err(span.start, "a rule has an empty id".into()));
+        }
+        if CheckId::parse(&r.id).is_some() {
+            return Err(rd.err(
+                span.start,
+                format!("rule id `{}` is the name of a built-in check", r.id),
+            ));
+        }
+        let mut langs = Vec::new();
+        let names = r.languages.as_ref();
+        for name in names.map(Spanned::get_ref).into_iter().flatten() {
+            match languages.iter().position(|l| &l.name == name) {
+                Some(i) => langs.push(i),
+                None => {
+                    return Err(rd.err(
+                            names.map_or(span.start, |n| n.span().start),
+                            format!(
+                                "rule `{}` names language `{name}`, which has no [language.{name}] table",
+                                r.id
+                            ),
+                        ));
+                }
+            }
+        }
+        rules.push(Rule {
+                id: r.id.clone(),
+                dimension: r.dimension,
+                severity: r.severity,
+                languages: langs,
+                extensions: r
+                    .extensions
+                    .iter()
+                    .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+                    .collect(),
+                pattern: rd.compile(&r.pattern, &format!("rule `{}`", r.id))?,
+                unless: r
+                    .unless
+                    .as_ref()
+                    .map(|p| rd.compile(p, &format!("rule `{}` unless", r.id)))
+                    .transpose()?,
+                skip: {
+                    let mut skip = rd.contexts(&r.skip, &format!("rule `{}`", r.id))?;
+                    if r.skip_tests && !skip.contains(&Context::Test) {
+                        skip.push(Context::Test);
+                    }
+                    skip
+                },
+                only: rd.contexts(&r.only, &format!("rule `{}`", r.id))?,
+                place: match r.place.as_ref() {
+                    None => None,
+                    Some(p) => match p.get_ref().as_str() {
+                        "anywhere" => None,
+                        "code" => Some(Place::Code),
+                        "comment" => Some(Place::Comment),
+                        "string" => Some(Place::String),
+                        other => {
+                            return Err(rd.err(
+                                p.span().start,
+                                format!(
+                                    "rule `{}`: `in = \"{other}\"` is not one of code, comment, string, anywhere",
+                                    r.id
+                                ),
+                            ));
+                        }
+                    },
+                },
+                confidence: r.confidence,
+                message: r.message.clone(),
+            });
+    }
+
+    Ok(rules)
+}
+
+/// The `[[check]]` tables: each built-in check at most once.
+fn read_checks(rd: &Reader<'_>, doc: &Document) -> Result<BTreeMap<CheckId, Check>> {
+    let mut checks = BTreeMap::new();
+    for c in &doc.check {
+        let c = c.get_ref();
+        let Some(id) = CheckId::parse(c.id.get_ref()) else {
+            let known: Vec<&str> = CheckId::ALL.iter().map(|(_, n)| *n).collect();
+            return Err(rd.err(
+                c.id.span().start,
+                format!(
+                    "unknown check `{}`; the checks are: {}",
+                    c.id.get_ref(),
+                    known.join(", ")
+                ),
+            ));
+        };
+        let check = Check {
+            id,
+            dimension: c.dimension,
+            severity: c.severity,
+            message: c.message.clone(),
+            skip: rd.contexts(&c.skip, &format!("check `{}`", c.id.get_ref()))?,
+        };
+        if checks.insert(id, check).is_some() {
+            return Err(rd.err(
+                c.id.span().start,
+                format!("check `{}` is configured twice", c.id.get_ref()),
+            ));
+        }
+    }
+
+    Ok(checks)
 }
 
 /// The gist of a regex error: its `error:` line (the rest is a caret diagram).
