@@ -258,16 +258,14 @@ pub fn stop_all(grace: Duration) -> usize {
     pids.len()
 }
 
-/// Runs `inv` once. Spawn errors come back as they are (an interrupted tool starts nothing
-/// new: `ErrorKind::Interrupted`); everything else is in [`Output`].
-pub fn run(inv: &Invocation) -> std::io::Result<Output> {
-    if let Some(sig) = signals::received() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::Interrupted,
-            format!("not started: git-tlv4 is stopping ({})", signals::name(sig)),
-        ));
-    }
-    watchdog::start();
+/// The command of `inv`: its program, arguments, directory and environment (the git
+/// location variables removed), its own process group, stdin piped when there is input, and
+/// stdout and stderr piped (or one pipe for both, whose read end comes back with it). In
+/// the child, before the program starts: no signal blocked, and SIGTERM when the thread that
+/// waits for it ends.
+fn command(
+    inv: &Invocation,
+) -> std::io::Result<(std::process::Command, Option<std::io::PipeReader>)> {
     let mut cmd = std::process::Command::new(&inv.program);
     cmd.args(&inv.args)
         .current_dir(&inv.workdir)
@@ -327,6 +325,20 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
             Ok(())
         });
     }
+    Ok((cmd, merged))
+}
+
+/// Runs `inv` once. Spawn errors come back as they are (an interrupted tool starts nothing
+/// new: `ErrorKind::Interrupted`); everything else is in [`Output`].
+pub fn run(inv: &Invocation) -> std::io::Result<Output> {
+    if let Some(sig) = signals::received() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            format!("not started: git-tlv4 is stopping ({})", signals::name(sig)),
+        ));
+    }
+    watchdog::start();
+    let (mut cmd, merged) = command(inv)?;
     let started = Instant::now();
     let spawned = cmd.spawn();
     // The command holds our copies of a merged pipe's write end: drop them, or the reader
