@@ -641,8 +641,8 @@ pub fn is_empty_cell(rules: &Rules, cell: &str) -> bool {
     rules.depth.empty_cells.contains(&c)
 }
 
-/// The per-phase checks (§7.3).
-pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
+/// `goal-metric`: every goal of the brief has a success metric and a target.
+fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Findings) {
     for g in &spec.goals {
         let mut lacks = Vec::new();
         if is_empty_cell(rules, &g.metric) {
@@ -659,6 +659,11 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
             );
         }
     }
+}
+
+/// The per-phase checks (§7.3).
+pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
+    goal_metrics(spec, rules, f);
     let moscow = |p: &str| {
         matches!(
             md::norm(p).trim_matches(['[', ']']),
