@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::brief::count;
 use super::context::{self, Discovery, Language, Manifest, TestFramework};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
-use super::requirements::systems;
+use super::requirements::{System, system_rows, systems};
 use super::text::{self, Topic};
 use super::{Common, Ctx, Draft, Folder, Phase, Step, template};
 use crate::specdoc::spec;
@@ -451,14 +451,6 @@ struct AdrRow<'a> {
     decision: String,
 }
 
-/// A system the request names.
-#[derive(Serialize)]
-struct System {
-    name: &'static str,
-    protocol: &'static str,
-    format: &'static str,
-}
-
 /// A framework and the manifest that pulls it in.
 #[derive(Serialize)]
 struct Framework {
@@ -651,14 +643,7 @@ fn index<'a>(
             .map(|c| c.id.clone())
             .collect(),
         users: parse::users(brief),
-        external: systems(&ctx.task_text)
-            .into_iter()
-            .map(|(name, protocol, format)| System {
-                name,
-                protocol,
-                format,
-            })
-            .collect(),
+        external: system_rows(&ctx.task_text),
         code: CodeDoc {
             lang: code.primary_language(),
             stack: code.stack_phrase(),

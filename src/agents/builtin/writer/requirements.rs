@@ -356,12 +356,24 @@ struct TraceRow<'a> {
     nfrs: Vec<String>,
 }
 
-/// A system the request names.
+/// A system the request names, for a template.
 #[derive(Serialize)]
-struct System {
+pub struct System {
     name: &'static str,
     protocol: &'static str,
     format: &'static str,
+}
+
+/// [`systems`] for a template.
+pub fn system_rows(text: &str) -> Vec<System> {
+    systems(text)
+        .into_iter()
+        .map(|(name, protocol, format)| System {
+            name,
+            protocol,
+            format,
+        })
+        .collect()
 }
 
 /// The data of the index.
@@ -578,14 +590,7 @@ fn index<'a>(
             .filter(|r| r.topics.contains(&Topic::Data))
             .map(|r| r.id.clone())
             .collect(),
-        systems: systems(&ctx.task_text)
-            .into_iter()
-            .map(|(name, protocol, format)| System {
-                name,
-                protocol,
-                format,
-            })
-            .collect(),
+        systems: system_rows(&ctx.task_text),
         unclassified,
         ruled_out: text::clauses(&ctx.task_text)
             .into_iter()
