@@ -283,7 +283,7 @@ fn discovery_metrics(out: &mut Metrics, d: &Discovery, risks: &[RiskSpec], prose
     let unaddressed: Vec<String> = risks
         .iter()
         .filter(|r| r.signals.iter().all(|s| d.signals.contains(s)))
-        .filter(|r| !mentions(&own, &r.words) && !mentions(&prose, &r.words))
+        .filter(|r| !mentions(&own, &r.words) && !mentions(prose, &r.words))
         .map(|r| r.name.clone())
         .collect();
     out.insert("discovery.unaddressed_risks", count(unaddressed));
