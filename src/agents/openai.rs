@@ -320,20 +320,7 @@ impl OpenAiDriver {
                 "max_tokens"
             };
             let plain = self.plain.load(Ordering::Relaxed);
-            let mut body = json!({
-                "model": self.model,
-                "messages": [
-                    {"role": "system", "content": q.system},
-                    {"role": "user", "content": q.user},
-                ],
-                "temperature": 0,
-                "stream": !plain,
-                field: q.bound,
-            });
-            if !plain {
-                body["stream_options"] = json!({"include_usage": true});
-            }
-            let body = body.to_string();
+            let body = self.request_body(q, field, plain);
             let started = Instant::now();
             let sent = self.post(&body, q);
             let took = started.elapsed().as_secs_f64();
@@ -343,35 +330,7 @@ impl OpenAiDriver {
             } else {
                 String::new()
             };
-            let ending = match &sent {
-                Ok(r) => match &r.stream {
-                    Some(st) => format!(
-                        "HTTP {}, streamed: {} chunks, {}",
-                        r.status,
-                        st.chunks,
-                        st.ended.describe()
-                    ),
-                    None => format!("HTTP {}", r.status),
-                },
-                Err(e) => format!("no answer: {e}"),
-            };
-            log.push_str(&format!(
-                "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.3}s\n\
-                 --- response ---\n{}\n",
-                q.answer_no,
-                self.endpoint,
-                q.bound,
-                sent.as_ref().map(|r| r.text.trim_end()).unwrap_or_default()
-            ));
-            let failed = |reason: String, body: String| Exchange {
-                reply: Err(reason),
-                body,
-                usage: Usage {
-                    seconds,
-                    ..Usage::default()
-                },
-                cut: None,
-            };
+            self.log_answer(log, q, n, field, &sent, took);
             match sent {
                 Ok(Response {
                     status,
@@ -379,56 +338,14 @@ impl OpenAiDriver {
                     stream: Some(st),
                     ..
                 }) if (200..300).contains(&status) => {
-                    let mut usage = st.usage;
-                    usage.seconds = seconds;
-                    let cut = (st.ended == Ended::Bound || st.finish.as_deref() == Some("length"))
-                        .then(|| cut_problem(&st.answer, q.bound));
-                    let reply = match st.ended {
-                        Ended::Broke(e) => Err(format!(
-                            "the stream from {} broke off after {} chunks: {e}",
-                            self.endpoint, st.chunks
-                        )),
-                        Ended::Timeout => Err(format!(
-                            "{} did not finish its answer within {}; the stream was closed \
-                             after {} chunks",
-                            self.endpoint,
-                            human(self.timeout),
-                            st.chunks
-                        )),
-                        Ended::Error(e) => {
-                            Err(format!("the server reported an error in the stream: {e}"))
-                        }
-                        _ if st.answer.trim().is_empty() => Err(format!(
-                            "the model's answer has no text (finish_reason: {})",
-                            st.finish.as_deref().unwrap_or("not given")
-                        )),
-                        _ => Ok(st.answer.clone()),
-                    };
-                    return Exchange {
-                        reply,
-                        body: text,
-                        usage,
-                        cut,
-                    };
+                    return self.streamed(q, st, text, seconds);
                 }
                 Ok(Response { status, text, .. }) if (200..300).contains(&status) => {
-                    let mut ex = match completion(&text) {
-                        Ok((answer, usage, finish)) => Exchange {
-                            cut: (finish.as_deref() == Some("length"))
-                                .then(|| cut_problem(&answer, q.bound)),
-                            reply: Ok(answer),
-                            body: text,
-                            usage,
-                        },
-                        Err(reason) => failed(reason, text),
-                    };
-                    q.meter.add(ex.usage.output_tokens);
-                    ex.usage.seconds = seconds;
-                    return ex;
+                    return answered(q, text, seconds);
                 }
                 Ok(Response { status, text, .. }) if status == 400 && too_long(&text) => {
                     let reason = self.too_long_reason(q, &text);
-                    return failed(reason, text);
+                    return failure(reason, text, seconds);
                 }
                 Ok(Response { status, text, .. })
                     if status == 400
@@ -453,17 +370,7 @@ impl OpenAiDriver {
                 }
                 Ok(Response { status, .. }) if !last && (status == 429 || status >= 500) => {}
                 Ok(Response { status, text, .. }) => {
-                    let reason = format!(
-                        "{} answered HTTP {status}{after}: {}",
-                        self.endpoint,
-                        server_message(&text)
-                    );
-                    // The service is down, overloaded or refuses the credentials: an API
-                    // error, not a bad answer.
-                    if matches!(status, 401 | 403 | 429) || status >= 500 {
-                        q.meter.api_error(&reason);
-                    }
-                    return failed(reason, text);
+                    return self.refused(q, status, text, &after, seconds);
                 }
                 Err(Sent::Timeout) => {
                     let reason = format!(
@@ -471,13 +378,13 @@ impl OpenAiDriver {
                         self.endpoint,
                         human(self.timeout)
                     );
-                    return failed(reason, String::new());
+                    return failure(reason, String::new(), seconds);
                 }
                 Err(Sent::Transient(_)) if !last => {}
                 Err(Sent::Transient(e) | Sent::Other(e)) => {
                     let reason = format!("cannot reach {}{after}: {e}", self.endpoint);
                     q.meter.api_error(&reason);
-                    return failed(reason, String::new());
+                    return failure(reason, String::new(), seconds);
                 }
             }
             // A server that says how long to wait is taken at its word.
@@ -488,6 +395,114 @@ impl OpenAiDriver {
             std::thread::sleep(asked.unwrap_or(pause));
             pause *= 2;
         }
+    }
+
+    /// The JSON body of one request: the two messages, the output bound under `field`, and
+    /// streaming (with usage) unless the server answers `plain` only.
+    fn request_body(&self, q: &Question<'_>, field: &str, plain: bool) -> String {
+        let mut body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": q.system},
+                {"role": "user", "content": q.user},
+            ],
+            "temperature": 0,
+            "stream": !plain,
+            field: q.bound,
+        });
+        if !plain {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body.to_string()
+    }
+
+    /// Appends request `n`'s answer to the exchange log: how it ended, how long it took, and
+    /// the response text.
+    fn log_answer(
+        &self,
+        log: &mut String,
+        q: &Question<'_>,
+        n: u32,
+        field: &str,
+        sent: &std::result::Result<Response, Sent>,
+        took: f64,
+    ) {
+        let ending = match sent {
+            Ok(r) => match &r.stream {
+                Some(st) => format!(
+                    "HTTP {}, streamed: {} chunks, {}",
+                    r.status,
+                    st.chunks,
+                    st.ended.describe()
+                ),
+                None => format!("HTTP {}", r.status),
+            },
+            Err(e) => format!("no answer: {e}"),
+        };
+        log.push_str(&format!(
+            "=== answer {} (request {n}): POST {} ({field} {}) ===\n{ending}, {took:.3}s\n\
+             --- response ---\n{}\n",
+            q.answer_no,
+            self.endpoint,
+            q.bound,
+            sent.as_ref().map(|r| r.text.trim_end()).unwrap_or_default()
+        ));
+    }
+
+    /// The exchange of a streamed answer: the answer, or why the stream did not give one.
+    fn streamed(&self, q: &Question<'_>, st: Streamed, text: String, seconds: f64) -> Exchange {
+        let mut usage = st.usage;
+        usage.seconds = seconds;
+        let cut = (st.ended == Ended::Bound || st.finish.as_deref() == Some("length"))
+            .then(|| cut_problem(&st.answer, q.bound));
+        let reply = match st.ended {
+            Ended::Broke(e) => Err(format!(
+                "the stream from {} broke off after {} chunks: {e}",
+                self.endpoint, st.chunks
+            )),
+            Ended::Timeout => Err(format!(
+                "{} did not finish its answer within {}; the stream was closed \
+                 after {} chunks",
+                self.endpoint,
+                human(self.timeout),
+                st.chunks
+            )),
+            Ended::Error(e) => Err(format!("the server reported an error in the stream: {e}")),
+            _ if st.answer.trim().is_empty() => Err(format!(
+                "the model's answer has no text (finish_reason: {})",
+                st.finish.as_deref().unwrap_or("not given")
+            )),
+            _ => Ok(st.answer.clone()),
+        };
+        Exchange {
+            reply,
+            body: text,
+            usage,
+            cut,
+        }
+    }
+
+    /// The exchange of an HTTP error that is not retried; the service's own failures (down,
+    /// overloaded, refusing the credentials) are counted as API errors, not bad answers.
+    fn refused(
+        &self,
+        q: &Question<'_>,
+        status: u16,
+        text: String,
+        after: &str,
+        seconds: f64,
+    ) -> Exchange {
+        let reason = format!(
+            "{} answered HTTP {status}{after}: {}",
+            self.endpoint,
+            server_message(&text)
+        );
+        // The service is down, overloaded or refuses the credentials: an API
+        // error, not a bad answer.
+        if matches!(status, 401 | 403 | 429) || status >= 500 {
+            q.meter.api_error(&reason);
+        }
+        failure(reason, text, seconds)
     }
 
     /// Why a prompt refused for its length failed the task: the server's words, the prompt's
@@ -841,6 +856,36 @@ struct Messages {
     report: String,
     /// Bytes kept free in the budget for what a retry adds.
     retry_reserve: usize,
+}
+
+/// The exchange of a plain (not streamed) successful answer: the completion's text, or
+/// why the body is not one.
+fn answered(q: &Question<'_>, text: String, seconds: f64) -> Exchange {
+    let mut ex = match completion(&text) {
+        Ok((answer, usage, finish)) => Exchange {
+            cut: (finish.as_deref() == Some("length")).then(|| cut_problem(&answer, q.bound)),
+            reply: Ok(answer),
+            body: text,
+            usage,
+        },
+        Err(reason) => failure(reason, text, seconds),
+    };
+    q.meter.add(ex.usage.output_tokens);
+    ex.usage.seconds = seconds;
+    ex
+}
+
+/// A failed exchange: `reason`, the response body, and the seconds spent so far.
+fn failure(reason: String, body: String, seconds: f64) -> Exchange {
+    Exchange {
+        reply: Err(reason),
+        body,
+        usage: Usage {
+            seconds,
+            ..Usage::default()
+        },
+        cut: None,
+    }
 }
 
 /// What one question came to.

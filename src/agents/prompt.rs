@@ -274,12 +274,72 @@ pub fn compose_within(
     template: Option<&str>,
     limit: usize,
 ) -> Composed {
-    let task = &input.task;
-    let code = writes_code(&task.role);
-    let sid = input.session.id.as_str();
-    let folder_dir = format!(".tlv4/sessions/{sid}/");
+    let code = writes_code(&input.task.role);
+    let folder_dir = format!(".tlv4/sessions/{}/", input.session.id.as_str());
+    let head = head(input, role_spec, template, code, &folder_dir);
+    let selection = select(input);
+    let listing = listing(&selection, &folder_dir);
+    let upstream = upstream(&selection);
+    let contract = contract(code);
 
-    // The parts that are never cut (each capped on its own).
+    // What is left is for the documents: when they do not fit, the largest are replaced by
+    // a summary (headings and first lines, with the path of the whole file) until the rest
+    // fits; if even the summaries do not fit, they are cut like any text.
+    let shown: Vec<&(Section, String)> = selection.shown.iter().collect();
+    let overhead: usize = shown.iter().map(|(_, p)| 3 * p.len() + 480).sum::<usize>() + 1600;
+    let fixed = head.len() + listing.len() + upstream.len() + contract.len() + overhead;
+    let budget = limit.saturating_sub(fixed);
+    let fitted = fit(input, shown, budget, &folder_dir);
+
+    let mut context = context_notes(&fitted, limit, &folder_dir);
+    let cut: Vec<String> = fitted
+        .shown
+        .iter()
+        .zip(&fitted.sizes)
+        .zip(&fitted.caps)
+        .filter(|((_, s), c)| c < s)
+        .map(|(((_, p), _), _)| p.clone())
+        .collect();
+    context.push_str(&upstream);
+    context_files(&mut context, &fitted, &folder_dir);
+    context.push_str(&listing);
+
+    let mut prompt = head;
+    prompt.push_str(&context);
+    prompt.push_str(&contract);
+    Composed {
+        text: prompt,
+        limit,
+        summarised: fitted.summarised,
+        cut,
+    }
+}
+
+/// The documents of a prompt once fitted to its budget.
+struct Fitted<'a> {
+    /// The files shown, in prompt order.
+    shown: Vec<&'a (Section, String)>,
+    /// Each file's text, or its summary.
+    texts: Vec<Cow<'a, str>>,
+    /// The files replaced by a summary, with their whole sizes, largest first.
+    summarised: Vec<(String, usize)>,
+    /// The length of each text.
+    sizes: Vec<usize>,
+    /// How much of each text fits.
+    caps: Vec<usize>,
+}
+
+/// The parts of a prompt that are never cut (each capped on its own): the role, the task,
+/// the request, the description and the template.
+fn head(
+    input: &TaskInput,
+    role_spec: &str,
+    template: Option<&str>,
+    code: bool,
+    folder_dir: &str,
+) -> String {
+    let task = &input.task;
+    let sid = input.session.id.as_str();
     let mut head = String::new();
     head.push_str(&format!("# Your role: {}\n\n", task.role));
     head.push_str(&cap(
@@ -340,8 +400,11 @@ pub fn compose_within(
         ));
         head.push('\n');
     }
+    head
+}
 
-    let selection = select(input);
+/// `## Other files in the pipeline folder`: the files only listed, with their sizes.
+fn listing(selection: &Selection, folder_dir: &str) -> String {
     let mut listing = String::new();
     if !selection.listed.is_empty() {
         listing.push_str(&format!(
@@ -359,6 +422,11 @@ pub fn compose_within(
         }
         listing.push('\n');
     }
+    listing
+}
+
+/// `## Upstream tasks`: what each task this one builds on produced.
+fn upstream(selection: &Selection) -> String {
     let mut upstream = String::from("## Upstream tasks\n\n");
     if selection.upstream.is_empty() {
         upstream.push_str("None: this task starts from the request alone.\n\n");
@@ -368,15 +436,17 @@ pub fn compose_within(
         }
         upstream.push('\n');
     }
-    let contract = contract(code);
+    upstream
+}
 
-    // What is left is for the documents: when they do not fit, the largest are replaced by
-    // a summary (headings and first lines, with the path of the whole file) until the rest
-    // fits; if even the summaries do not fit, they are cut like any text.
-    let shown: Vec<&(Section, String)> = selection.shown.iter().collect();
-    let overhead: usize = shown.iter().map(|(_, p)| 3 * p.len() + 480).sum::<usize>() + 1600;
-    let fixed = head.len() + listing.len() + upstream.len() + contract.len() + overhead;
-    let budget = limit.saturating_sub(fixed);
+/// Fits the shown files to `budget`: the largest are summarised until the rest fits, then
+/// what still does not fit is shared out by [`water_fill`].
+fn fit<'a>(
+    input: &'a TaskInput,
+    shown: Vec<&'a (Section, String)>,
+    budget: usize,
+    folder_dir: &str,
+) -> Fitted<'a> {
     let mut texts: Vec<Cow<'_, str>> = shown
         .iter()
         .map(|(_, p)| String::from_utf8_lossy(&input.folder[p]))
@@ -401,14 +471,25 @@ pub fn compose_within(
     }
     let sizes: Vec<usize> = texts.iter().map(|t| t.len()).collect();
     let caps = water_fill(&sizes, budget);
+    Fitted {
+        shown,
+        texts,
+        summarised,
+        sizes,
+        caps,
+    }
+}
 
+/// `# Context` and its reading order, with notes on the files summarised or cut.
+fn context_notes(fitted: &Fitted, limit: usize, folder_dir: &str) -> String {
     let mut context = String::from(
         "# Context\n\nRead it in this order: what the upstream tasks produced, then the \
          session's wisdom (lessons, decisions, conventions and known issues, newest last), then \
          the exploration cache.\n\n",
     );
-    if !summarised.is_empty() {
-        let list: Vec<String> = summarised
+    if !fitted.summarised.is_empty() {
+        let list: Vec<String> = fitted
+            .summarised
             .iter()
             .map(|(p, n)| format!("- {p} ({n} bytes)"))
             .collect();
@@ -419,10 +500,11 @@ pub fn compose_within(
             list.join("\n")
         ));
     }
-    let cut: Vec<String> = shown
+    let cut: Vec<String> = fitted
+        .shown
         .iter()
-        .zip(&sizes)
-        .zip(&caps)
+        .zip(&fitted.sizes)
+        .zip(&fitted.caps)
         .filter(|((_, s), c)| c < s)
         .map(|(((_, p), s), c)| format!("- {p}: the first {c} of {s} bytes"))
         .collect();
@@ -433,16 +515,14 @@ pub fn compose_within(
             cut.join("\n")
         ));
     }
-    let cut: Vec<String> = shown
-        .iter()
-        .zip(&sizes)
-        .zip(&caps)
-        .filter(|((_, s), c)| c < s)
-        .map(|(((_, p), _), _)| p.clone())
-        .collect();
-    context.push_str(&upstream);
+    context
+}
+
+/// The shown files under their section headings, each fenced, cut at a line end where it
+/// does not fit.
+fn context_files(context: &mut String, fitted: &Fitted, folder_dir: &str) {
     let mut section = None;
-    for (((sec, path), text), c) in shown.iter().zip(&texts).zip(&caps) {
+    for (((sec, path), text), c) in fitted.shown.iter().zip(&fitted.texts).zip(&fitted.caps) {
         if section != Some(*sec) {
             section = Some(*sec);
             context.push_str(match sec {
@@ -467,7 +547,7 @@ pub fn compose_within(
         } else {
             text.to_string()
         };
-        let lang = if summarised.iter().any(|(p, _)| p == path) {
+        let lang = if fitted.summarised.iter().any(|(p, _)| p == path) {
             "text"
         } else if path.ends_with(".json") {
             "json"
@@ -478,17 +558,6 @@ pub fn compose_within(
         };
         context.push_str(&fenced(body.trim_end(), lang));
         context.push('\n');
-    }
-    context.push_str(&listing);
-
-    let mut prompt = head;
-    prompt.push_str(&context);
-    prompt.push_str(&contract);
-    Composed {
-        text: prompt,
-        limit,
-        summarised,
-        cut,
     }
 }
 

@@ -784,13 +784,152 @@ fn conclude(
     earlier: Vec<Record>,
     decisions: Vec<String>,
 ) -> QualityResult {
+    let tally = tally(&runs, &earlier);
+    let result_set = result_set(tally.last);
+    let decision = decide(
+        iteration,
+        tally.rate,
+        tally.last.critical(),
+        &result_set,
+        &earlier,
+    );
+    let judgement = judge(&tally, decision, iteration, kind);
+    let strategy = match decision {
+        Decision::Fix(s) => Some(s),
+        _ => None,
+    };
+
+    // Files: the logs, the record, the report.
+    let (mut files, run_records) = run_logs(&runs, iteration);
+    let record = Record {
+        schema: 1,
+        task: input.task.id.to_string(),
+        iteration,
+        framework: kind.name().into(),
+        evidence: setup.evidence.clone(),
+        runs: run_records,
+        pass_rate: tally.rate.map(|p| (p * 10.0).round() / 10.0),
+        best_pass_rate: tally.best.map(|p| (p * 10.0).round() / 10.0),
+        result_set,
+        failures: tally
+            .failures
+            .iter()
+            .map(report::FailureRecord::from)
+            .collect(),
+        strategy: strategy.map(|s| s.as_str().to_owned()),
+        verdict: judgement.verdict.into(),
+    };
+    let record_path = format!("{RUNS}/{iteration}.json");
+    files.push((
+        record_path,
+        serde_json::to_vec_pretty(&record).expect("a record serialises"),
+    ));
+    let low = warning_lines(&runs);
+    let doc = report::render(&report::Report {
+        task: input.task.id.as_str(),
+        iteration,
+        framework: kind.name(),
+        evidence: &setup.evidence,
+        source: &setup.source,
+        verdict: judgement.verdict,
+        summary: &judgement.summary,
+        runs: &runs,
+        pass_rate: tally.rate,
+        best: tally.best,
+        strategy,
+        failures: &tally.failures,
+        warnings: &low,
+        decisions: &decisions,
+        earlier: &earlier,
+    });
+    files.push((REPORT.to_owned(), doc.into_bytes()));
+
+    let key_findings = key_findings(
+        &tally,
+        iteration,
+        kind,
+        setup,
+        &low,
+        judgement.verdict,
+        strategy,
+    );
+    let state_update = StateUpdate {
+        key_findings,
+        decisions,
+        files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
+        verification: runs
+            .iter()
+            .map(|r| r.ran.command.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+        tech_profile: None,
+    };
+    finish(judgement, files, state_update)
+}
+
+/// What the runs of one iteration add up to, shared by the verdict, the record, the report
+/// and the findings.
+struct Tally<'a> {
+    /// The last run (the full suite when a scoped run came first).
+    last: &'a RunResult,
+    /// The failures of every run, each name once, the most severe first.
+    failures: Vec<Failure>,
+    /// The last run's pass rate.
+    rate: Option<f64>,
+    /// The best pass rate of this iteration and the earlier ones.
+    best: Option<f64>,
+    /// "N passed, N failed, N skipped" of the last run.
+    counts: String,
+}
+
+/// The verdict of one iteration, before it is written down.
+struct Judgement {
+    /// `pass`, `no_tests` or `fix_required`.
+    verdict: &'static str,
+    /// The score the verdict carries (a pass rate).
+    score: Option<f64>,
+    /// The one-line summary.
+    summary: String,
+    /// Warnings for `wisdom/issues.md`.
+    warnings: Vec<String>,
+    /// The fix iteration to ask for.
+    fix: Option<FixRequest>,
+}
+
+/// A pass rate as the report writes it.
+fn pct(r: f64) -> String {
+    format!("{r:.1}%")
+}
+
+/// Adds up the runs: failures (deduplicated, by severity), the last pass rate and the best.
+fn tally<'a>(runs: &'a [RunResult], earlier: &[Record]) -> Tally<'a> {
     let last = runs.last().expect("at least one run");
     let mut failures: Vec<Failure> = runs.iter().flat_map(|r| r.failures.clone()).collect();
     let mut seen = std::collections::BTreeSet::new();
     failures.retain(|f| seen.insert(f.name.clone()));
     failures.sort_by_key(|f| f.severity);
-    let critical = last.critical();
-    let result_set = ResultSet {
+    let rate = last.pass_rate;
+    let best = earlier
+        .iter()
+        .filter_map(|r| r.pass_rate)
+        .chain(rate)
+        .fold(None, |b: Option<f64>, r| Some(b.map_or(r, |b| b.max(r))));
+    let counts = format!(
+        "{} passed, {} failed, {} skipped",
+        last.counts.passed, last.counts.failed, last.counts.skipped
+    );
+    Tally {
+        last,
+        failures,
+        rate,
+        best,
+        counts,
+    }
+}
+
+/// The last run's counts and failing names (sorted), which two iterations are compared by.
+fn result_set(last: &RunResult) -> ResultSet {
+    ResultSet {
         passed: last.counts.passed,
         failed: last.counts.failed,
         failures: {
@@ -798,19 +937,12 @@ fn conclude(
             names.sort();
             names
         },
-    };
-    let rate = last.pass_rate;
-    let decision = decide(iteration, rate, critical, &result_set, &earlier);
-    let best = earlier
-        .iter()
-        .filter_map(|r| r.pass_rate)
-        .chain(rate)
-        .fold(None, |b: Option<f64>, r| Some(b.map_or(r, |b| b.max(r))));
-    let pct = |r: f64| format!("{r:.1}%");
-    let counts = format!(
-        "{} passed, {} failed, {} skipped",
-        last.counts.passed, last.counts.failed, last.counts.skipped
-    );
+    }
+}
+
+/// The verdict, score, summary, warnings and fix request `decision` stands for.
+fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement {
+    let (last, rate, best, counts) = (t.last, t.rate, t.best, &t.counts);
     let mut warnings = Vec::new();
     let (verdict, score, summary, fix) = match decision {
         Decision::Pass if !last.counted => (
@@ -864,7 +996,7 @@ fn conclude(
                     iteration,
                     strategy: strategy.as_str().into(),
                     pass_rate: (r * 10.0).round() / 10.0,
-                    failures: report::fix_text(&failures, FIX_TEXT_BYTES),
+                    failures: report::fix_text(&t.failures, FIX_TEXT_BYTES),
                 }),
             )
         }
@@ -881,7 +1013,7 @@ fn conclude(
             warnings.push(format!(
                 "tests still fail after iteration {iteration} ({counts}, best pass rate {}): {why}; {} failure(s) left to fix by hand",
                 pct(b),
-                failures.len()
+                t.failures.len()
             ));
             (
                 "fix_required",
@@ -894,15 +1026,20 @@ fn conclude(
             )
         }
     };
-    let strategy = match decision {
-        Decision::Fix(s) => Some(s),
-        _ => None,
-    };
+    Judgement {
+        verdict,
+        score,
+        summary,
+        warnings,
+        fix,
+    }
+}
 
-    // Files: the logs, the record, the report.
+/// Each run's log file (normalised, trimmed in the middle) and its record.
+fn run_logs(runs: &[RunResult], iteration: u32) -> (Vec<(String, Vec<u8>)>, Vec<RunRecord>) {
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut run_records = Vec::new();
-    for r in &runs {
+    for r in runs {
         let log = format!("{RUNS}/{iteration}-{}.log", r.scope.as_str());
         files.push((
             log.clone(),
@@ -923,64 +1060,42 @@ fn conclude(
             log,
         });
     }
-    let record = Record {
-        schema: 1,
-        task: input.task.id.to_string(),
-        iteration,
-        framework: kind.name().into(),
-        evidence: setup.evidence.clone(),
-        runs: run_records,
-        pass_rate: rate.map(|p| (p * 10.0).round() / 10.0),
-        best_pass_rate: best.map(|p| (p * 10.0).round() / 10.0),
-        result_set,
-        failures: failures.iter().map(report::FailureRecord::from).collect(),
-        strategy: strategy.map(|s| s.as_str().to_owned()),
-        verdict: verdict.into(),
-    };
-    let record_path = format!("{RUNS}/{iteration}.json");
-    files.push((
-        record_path,
-        serde_json::to_vec_pretty(&record).expect("a record serialises"),
-    ));
-    let low: Vec<String> = {
-        let mut w: Vec<String> = Vec::new();
-        for line in runs.iter().flat_map(|r| r.warnings.iter()) {
-            if !w.contains(line) && w.len() < parse::MAX_WARNINGS {
-                w.push(line.clone());
-            }
-        }
-        w
-    };
-    let doc = report::render(&report::Report {
-        task: input.task.id.as_str(),
-        iteration,
-        framework: kind.name(),
-        evidence: &setup.evidence,
-        source: &setup.source,
-        verdict,
-        summary: &summary,
-        runs: &runs,
-        pass_rate: rate,
-        best,
-        strategy,
-        failures: &failures,
-        warnings: &low,
-        decisions: &decisions,
-        earlier: &earlier,
-    });
-    files.push((REPORT.to_owned(), doc.into_bytes()));
+    (files, run_records)
+}
 
-    let bad = |s: Severity| failures.iter().filter(|f| f.severity == s).count();
-    let key_findings = [
+/// The runs' warning lines, each once, at most `parse::MAX_WARNINGS`.
+fn warning_lines(runs: &[RunResult]) -> Vec<String> {
+    let mut w: Vec<String> = Vec::new();
+    for line in runs.iter().flat_map(|r| r.warnings.iter()) {
+        if !w.contains(line) && w.len() < parse::MAX_WARNINGS {
+            w.push(line.clone());
+        }
+    }
+    w
+}
+
+/// The five key findings: framework, last run, iteration, failures by severity, verdict.
+fn key_findings(
+    t: &Tally,
+    iteration: u32,
+    kind: Kind,
+    setup: &Setup,
+    low: &[String],
+    verdict: &str,
+    strategy: Option<Strategy>,
+) -> Vec<String> {
+    let bad = |s: Severity| t.failures.iter().filter(|f| f.severity == s).count();
+    [
         format!("framework: {} ({})", kind.name(), setup.evidence),
         format!(
-            "{} run: {counts}{}",
-            last.scope.as_str(),
-            rate.map_or(String::new(), |r| format!(" ({})", pct(r)))
+            "{} run: {}{}",
+            t.last.scope.as_str(),
+            t.counts,
+            t.rate.map_or(String::new(), |r| format!(" ({})", pct(r)))
         ),
         format!(
             "iteration {iteration} of at most {MAX_ITERATIONS}; best pass rate {}",
-            best.map_or("n/a".to_owned(), pct)
+            t.best.map_or("n/a".to_owned(), pct)
         ),
         format!(
             "failures: {} critical, {} high, {} medium; {} warning line(s)",
@@ -996,18 +1111,22 @@ fn conclude(
     ]
     .iter()
     .map(|f| parse::one_line(f, 99))
-    .collect();
-    let state_update = StateUpdate {
-        key_findings,
-        decisions,
-        files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
-        verification: runs
-            .iter()
-            .map(|r| r.ran.command.clone())
-            .collect::<Vec<_>>()
-            .join("; "),
-        tech_profile: None,
-    };
+    .collect()
+}
+
+/// The quality result: completed unless the state update is invalid, with the verdict.
+fn finish(
+    judgement: Judgement,
+    files: Vec<(String, Vec<u8>)>,
+    state_update: StateUpdate,
+) -> QualityResult {
+    let Judgement {
+        verdict,
+        score,
+        summary,
+        warnings,
+        fix,
+    } = judgement;
     let outcome = match state_update.validate() {
         Ok(()) => Outcome::Completed,
         Err(e) => Outcome::Failed(e.to_string()),

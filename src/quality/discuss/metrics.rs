@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::RiskSpec;
 use crate::specdoc::md::CHECKPOINT as MD;
-use crate::specdoc::spec::{Kind, Spec};
+use crate::specdoc::spec::{
+    Architecture, Brief, Discovery, Epics, Kind, Readiness, Requirements, Spec,
+};
 
 /// One measured value and the items behind a shortfall (goal ids without requirements, …).
 #[derive(Debug, Clone, PartialEq)]
@@ -200,58 +202,7 @@ pub fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
         .join("\n");
 
     if let Some(d) = &spec.discovery {
-        let asked = |words: &[&str]| {
-            d.open_questions
-                .iter()
-                .any(|q| words.iter().any(|w| q.to_lowercase().contains(w)))
-        };
-        out.insert(
-            "discovery.problem_chars",
-            m(d.problem.chars().count() as f64, Vec::new()),
-        );
-        let users = if !d.users.is_empty() {
-            d.users.len()
-        } else {
-            usize::from(asked(&["who ", "user", "audience"]))
-        };
-        out.insert("discovery.users_or_asked", m(users as f64, Vec::new()));
-        out.insert(
-            "discovery.dimensions",
-            m(d.dimensions.len() as f64, Vec::new()),
-        );
-        out.insert(
-            "discovery.recommendations",
-            m(d.recommendations.len() as f64, Vec::new()),
-        );
-        let constraints = if !d.constraints.is_empty() {
-            d.constraints.len()
-        } else {
-            usize::from(asked(&["scope", "constraint", "limit", "deadline"]))
-        };
-        out.insert(
-            "discovery.constraints_or_asked",
-            m(constraints as f64, Vec::new()),
-        );
-        out.insert("discovery.open_questions", count(d.open_questions.clone()));
-        let code =
-            d.has_codebase || asked(&["new project", "source code", "codebase", "code base"]);
-        out.insert(
-            "discovery.codebase_or_asked",
-            m(f64::from(u8::from(code)), Vec::new()),
-        );
-        let own = [
-            d.recommendations.join("\n"),
-            d.open_questions.join("\n"),
-            d.constraints.join("\n"),
-        ]
-        .join("\n");
-        let unaddressed: Vec<String> = risks
-            .iter()
-            .filter(|r| r.signals.iter().all(|s| d.signals.contains(s)))
-            .filter(|r| !mentions(&own, &r.words) && !mentions(&prose, &r.words))
-            .map(|r| r.name.clone())
-            .collect();
-        out.insert("discovery.unaddressed_risks", count(unaddressed));
+        discovery_metrics(&mut out, d, risks, &prose);
     }
 
     let goals: Vec<&str> = spec
@@ -260,245 +211,344 @@ pub fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
         .flat_map(|b| b.goals.iter().map(|g| g.id.as_str()))
         .collect();
     if let Some(b) = &spec.brief {
-        out.insert("brief.goals", m(b.goals.len() as f64, Vec::new()));
-        let unmeasured: Vec<String> = b
-            .goals
-            .iter()
-            .filter(|g| MD.is_blank(&g.metric) || MD.is_blank(&g.target))
-            .map(|g| g.id.clone())
-            .collect();
-        out.insert(
-            "brief.goals_measurable_share",
-            share(b.goals.len() - unmeasured.len(), unmeasured),
-        );
-        out.insert("brief.users", m(b.users.len() as f64, Vec::new()));
-        out.insert(
-            "brief.out_of_scope",
-            m(b.out_of_scope.len() as f64, Vec::new()),
-        );
+        brief_metrics(&mut out, b);
     }
 
     if let Some(r) = &spec.requirements {
-        let f = &r.functional;
-        out.insert("requirements.functional", m(f.len() as f64, Vec::new()));
-        let no_story: Vec<String> = f
-            .iter()
-            .filter(|q| !q.story)
-            .map(|q| q.id.clone())
-            .collect();
-        out.insert(
-            "requirements.story_share",
-            share(f.len() - no_story.len(), no_story),
-        );
-        let unprioritized: Vec<String> = r
-            .all()
-            .filter(|q| q.priority.is_none())
-            .map(|q| q.id.clone())
-            .collect();
-        out.insert(
-            "requirements.prioritized_share",
-            share(r.all().count() - unprioritized.len(), unprioritized),
-        );
-        let n = &r.non_functional;
-        out.insert("requirements.nfr", m(n.len() as f64, Vec::new()));
-        let categories: BTreeSet<String> = n
-            .iter()
-            .map(|q| {
-                if q.category.is_empty() {
-                    q.id.split('-').nth(1).unwrap_or("").to_owned()
-                } else {
-                    q.category.to_lowercase()
-                }
-            })
-            .filter(|c| !c.is_empty())
-            .collect();
-        out.insert(
-            "requirements.nfr_categories",
-            m(categories.len() as f64, categories.into_iter().collect()),
-        );
-        let vague: Vec<String> = n
-            .iter()
-            .filter(|q| !q.measurable)
-            .map(|q| q.id.clone())
-            .collect();
-        out.insert(
-            "requirements.nfr_measurable_share",
-            share(n.len() - vague.len(), vague),
-        );
-        out.insert(
-            "requirements.without_criteria",
-            count(
-                f.iter()
-                    .filter(|q| q.criteria == 0)
-                    .map(|q| q.id.clone())
-                    .collect(),
-            ),
-        );
-        let avg = if f.is_empty() {
-            0.0
-        } else {
-            f.iter().map(|q| q.criteria).sum::<usize>() as f64 / f.len() as f64
-        };
-        out.insert(
-            "requirements.criteria_average",
-            m((avg * 10.0).round() / 10.0, Vec::new()),
-        );
-        let untraced: Vec<String> = f
-            .iter()
-            .filter(|q| {
-                !q.traces.iter().any(|t| {
-                    if spec.brief.is_some() {
-                        goals.contains(&t.as_str())
-                    } else {
-                        t.starts_with("G-")
-                    }
-                })
-            })
-            .map(|q| q.id.clone())
-            .collect();
-        out.insert(
-            "requirements.traced_share",
-            share(f.len() - untraced.len(), untraced),
-        );
-        out.insert(
-            "requirements.open_questions",
-            count(
-                spec.open_questions(Kind::Requirements)
-                    .into_iter()
-                    .map(|(_, q)| q)
-                    .collect(),
-            ),
-        );
-        if spec.brief.is_some() {
-            let traced: BTreeSet<&str> = r
-                .all()
-                .flat_map(|q| q.traces.iter().map(String::as_str))
-                .collect();
-            out.insert(
-                "requirements.goals_uncovered",
-                count(
-                    goals
-                        .iter()
-                        .filter(|g| !traced.contains(**g))
-                        .map(|g| (*g).to_owned())
-                        .collect(),
-                ),
-            );
-        }
-        if let Some(d) = &spec.discovery {
-            let text: String = spec
-                .texts_of(Kind::Requirements)
-                .map(|(_, t)| t.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let missing: Vec<String> = d
-                .constraints
-                .iter()
-                .filter(|c| {
-                    let words = keywords(c);
-                    let found = words.iter().filter(|w| text.contains(w.as_str())).count();
-                    found * 2 < words.len()
-                })
-                .map(|c| short(c))
-                .collect();
-            let value = if d.constraints.is_empty() {
-                1.0
-            } else {
-                (d.constraints.len() - missing.len()) as f64 / d.constraints.len() as f64
-            };
-            out.insert(
-                "requirements.constraints_share",
-                m((value * 1000.0).round() / 1000.0, missing),
-            );
-        }
+        requirements_metrics(&mut out, spec, r, &goals);
     }
 
     if let Some(a) = &spec.architecture {
-        out.insert("architecture.adrs", m(a.adrs.len() as f64, Vec::new()));
-        let single: Vec<String> = a
-            .adrs
-            .iter()
-            .filter(|d| d.alternatives < 2)
-            .map(|d| d.id.clone())
-            .collect();
-        out.insert(
-            "architecture.adr_alternatives_share",
-            share(a.adrs.len() - single.len(), single),
-        );
-        let implemented: BTreeSet<&str> = a
-            .components
-            .iter()
-            .flat_map(|c| c.implements.iter().map(String::as_str))
-            .collect();
-        out.insert(
-            "architecture.reqs_unmapped",
-            count(
-                spec.requirements
-                    .iter()
-                    .flat_map(|r| &r.functional)
-                    .filter(|q| !implemented.contains(q.id.as_str()))
-                    .map(|q| q.id.clone())
-                    .collect(),
-            ),
-        );
-        out.insert("architecture.risks", m(a.risks.len() as f64, Vec::new()));
-        out.insert(
-            "architecture.unmitigated_risks",
-            count(
-                a.risks
-                    .iter()
-                    .filter(|r| r.mitigation.is_empty())
-                    .map(|r| short(&r.risk))
-                    .collect(),
-            ),
-        );
+        architecture_metrics(&mut out, spec, a);
     }
 
     if let Some(e) = &spec.epics {
-        out.insert(
-            "epics.mvp",
-            m(e.epics.iter().filter(|x| x.mvp).count() as f64, Vec::new()),
-        );
-        out.insert(
-            "epics.stories_without_criteria",
-            count(
-                e.stories()
-                    .filter(|s| s.criteria == 0)
-                    .map(|s| s.id.clone())
-                    .collect(),
-            ),
-        );
-        let traced: BTreeSet<&str> = e
-            .stories()
-            .flat_map(|s| s.traces.iter().map(String::as_str))
-            .collect();
-        out.insert(
-            "epics.reqs_without_story",
-            count(
-                spec.requirements
-                    .iter()
-                    .flat_map(|r| &r.functional)
-                    .filter(|q| !traced.contains(q.id.as_str()))
-                    .map(|q| q.id.clone())
-                    .collect(),
-            ),
-        );
-        if let (Some(_), Some(r)) = (&spec.brief, &spec.requirements) {
-            let ended: Vec<String> = goals
-                .iter()
-                .filter(|g| {
-                    !r.all()
-                        .any(|q| q.traces.iter().any(|t| t == *g) && traced.contains(q.id.as_str()))
-                })
-                .map(|g| (*g).to_owned())
-                .collect();
-            out.insert(
-                "spec.goals_end_to_end_share",
-                share(goals.len() - ended.len(), ended),
-            );
-        }
+        epics_metrics(&mut out, spec, e, &goals);
     }
 
+    spec_metrics(&mut out, spec);
+
+    if let Some(r) = &spec.readiness {
+        readiness_metrics(&mut out, r);
+    }
+    out
+}
+
+/// The `discovery.*` metrics: the context, and the risks its signals raise that nothing addresses.
+fn discovery_metrics(out: &mut Metrics, d: &Discovery, risks: &[RiskSpec], prose: &str) {
+    let asked = |words: &[&str]| {
+        d.open_questions
+            .iter()
+            .any(|q| words.iter().any(|w| q.to_lowercase().contains(w)))
+    };
+    out.insert(
+        "discovery.problem_chars",
+        m(d.problem.chars().count() as f64, Vec::new()),
+    );
+    let users = if !d.users.is_empty() {
+        d.users.len()
+    } else {
+        usize::from(asked(&["who ", "user", "audience"]))
+    };
+    out.insert("discovery.users_or_asked", m(users as f64, Vec::new()));
+    out.insert(
+        "discovery.dimensions",
+        m(d.dimensions.len() as f64, Vec::new()),
+    );
+    out.insert(
+        "discovery.recommendations",
+        m(d.recommendations.len() as f64, Vec::new()),
+    );
+    let constraints = if !d.constraints.is_empty() {
+        d.constraints.len()
+    } else {
+        usize::from(asked(&["scope", "constraint", "limit", "deadline"]))
+    };
+    out.insert(
+        "discovery.constraints_or_asked",
+        m(constraints as f64, Vec::new()),
+    );
+    out.insert("discovery.open_questions", count(d.open_questions.clone()));
+    let code = d.has_codebase || asked(&["new project", "source code", "codebase", "code base"]);
+    out.insert(
+        "discovery.codebase_or_asked",
+        m(f64::from(u8::from(code)), Vec::new()),
+    );
+    let own = [
+        d.recommendations.join("\n"),
+        d.open_questions.join("\n"),
+        d.constraints.join("\n"),
+    ]
+    .join("\n");
+    let unaddressed: Vec<String> = risks
+        .iter()
+        .filter(|r| r.signals.iter().all(|s| d.signals.contains(s)))
+        .filter(|r| !mentions(&own, &r.words) && !mentions(prose, &r.words))
+        .map(|r| r.name.clone())
+        .collect();
+    out.insert("discovery.unaddressed_risks", count(unaddressed));
+}
+
+/// The `brief.*` metrics: goals, how many are measurable, users, out of scope.
+fn brief_metrics(out: &mut Metrics, b: &Brief) {
+    out.insert("brief.goals", m(b.goals.len() as f64, Vec::new()));
+    let unmeasured: Vec<String> = b
+        .goals
+        .iter()
+        .filter(|g| MD.is_blank(&g.metric) || MD.is_blank(&g.target))
+        .map(|g| g.id.clone())
+        .collect();
+    out.insert(
+        "brief.goals_measurable_share",
+        share(b.goals.len() - unmeasured.len(), unmeasured),
+    );
+    out.insert("brief.users", m(b.users.len() as f64, Vec::new()));
+    out.insert(
+        "brief.out_of_scope",
+        m(b.out_of_scope.len() as f64, Vec::new()),
+    );
+}
+
+/// The `requirements.*` metrics: stories, priorities, NFRs, criteria, traces to goals, constraints.
+fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals: &[&str]) {
+    let f = &r.functional;
+    out.insert("requirements.functional", m(f.len() as f64, Vec::new()));
+    let no_story: Vec<String> = f
+        .iter()
+        .filter(|q| !q.story)
+        .map(|q| q.id.clone())
+        .collect();
+    out.insert(
+        "requirements.story_share",
+        share(f.len() - no_story.len(), no_story),
+    );
+    let unprioritized: Vec<String> = r
+        .all()
+        .filter(|q| q.priority.is_none())
+        .map(|q| q.id.clone())
+        .collect();
+    out.insert(
+        "requirements.prioritized_share",
+        share(r.all().count() - unprioritized.len(), unprioritized),
+    );
+    let n = &r.non_functional;
+    out.insert("requirements.nfr", m(n.len() as f64, Vec::new()));
+    let categories: BTreeSet<String> = n
+        .iter()
+        .map(|q| {
+            if q.category.is_empty() {
+                q.id.split('-').nth(1).unwrap_or("").to_owned()
+            } else {
+                q.category.to_lowercase()
+            }
+        })
+        .filter(|c| !c.is_empty())
+        .collect();
+    out.insert(
+        "requirements.nfr_categories",
+        m(categories.len() as f64, categories.into_iter().collect()),
+    );
+    let vague: Vec<String> = n
+        .iter()
+        .filter(|q| !q.measurable)
+        .map(|q| q.id.clone())
+        .collect();
+    out.insert(
+        "requirements.nfr_measurable_share",
+        share(n.len() - vague.len(), vague),
+    );
+    out.insert(
+        "requirements.without_criteria",
+        count(
+            f.iter()
+                .filter(|q| q.criteria == 0)
+                .map(|q| q.id.clone())
+                .collect(),
+        ),
+    );
+    let avg = if f.is_empty() {
+        0.0
+    } else {
+        f.iter().map(|q| q.criteria).sum::<usize>() as f64 / f.len() as f64
+    };
+    out.insert(
+        "requirements.criteria_average",
+        m((avg * 10.0).round() / 10.0, Vec::new()),
+    );
+    let untraced: Vec<String> = f
+        .iter()
+        .filter(|q| {
+            !q.traces.iter().any(|t| {
+                if spec.brief.is_some() {
+                    goals.contains(&t.as_str())
+                } else {
+                    t.starts_with("G-")
+                }
+            })
+        })
+        .map(|q| q.id.clone())
+        .collect();
+    out.insert(
+        "requirements.traced_share",
+        share(f.len() - untraced.len(), untraced),
+    );
+    out.insert(
+        "requirements.open_questions",
+        count(
+            spec.open_questions(Kind::Requirements)
+                .into_iter()
+                .map(|(_, q)| q)
+                .collect(),
+        ),
+    );
+    if spec.brief.is_some() {
+        let traced: BTreeSet<&str> = r
+            .all()
+            .flat_map(|q| q.traces.iter().map(String::as_str))
+            .collect();
+        out.insert(
+            "requirements.goals_uncovered",
+            count(
+                goals
+                    .iter()
+                    .filter(|g| !traced.contains(**g))
+                    .map(|g| (*g).to_owned())
+                    .collect(),
+            ),
+        );
+    }
+    if let Some(d) = &spec.discovery {
+        let text: String = spec
+            .texts_of(Kind::Requirements)
+            .map(|(_, t)| t.to_lowercase())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let missing: Vec<String> = d
+            .constraints
+            .iter()
+            .filter(|c| {
+                let words = keywords(c);
+                let found = words.iter().filter(|w| text.contains(w.as_str())).count();
+                found * 2 < words.len()
+            })
+            .map(|c| short(c))
+            .collect();
+        let value = if d.constraints.is_empty() {
+            1.0
+        } else {
+            (d.constraints.len() - missing.len()) as f64 / d.constraints.len() as f64
+        };
+        out.insert(
+            "requirements.constraints_share",
+            m((value * 1000.0).round() / 1000.0, missing),
+        );
+    }
+}
+
+/// The `architecture.*` metrics: ADRs and their alternatives, requirements no component implements, risks.
+fn architecture_metrics(out: &mut Metrics, spec: &Spec, a: &Architecture) {
+    out.insert("architecture.adrs", m(a.adrs.len() as f64, Vec::new()));
+    let single: Vec<String> = a
+        .adrs
+        .iter()
+        .filter(|d| d.alternatives < 2)
+        .map(|d| d.id.clone())
+        .collect();
+    out.insert(
+        "architecture.adr_alternatives_share",
+        share(a.adrs.len() - single.len(), single),
+    );
+    let implemented: BTreeSet<&str> = a
+        .components
+        .iter()
+        .flat_map(|c| c.implements.iter().map(String::as_str))
+        .collect();
+    out.insert(
+        "architecture.reqs_unmapped",
+        count(
+            spec.requirements
+                .iter()
+                .flat_map(|r| &r.functional)
+                .filter(|q| !implemented.contains(q.id.as_str()))
+                .map(|q| q.id.clone())
+                .collect(),
+        ),
+    );
+    out.insert("architecture.risks", m(a.risks.len() as f64, Vec::new()));
+    out.insert(
+        "architecture.unmitigated_risks",
+        count(
+            a.risks
+                .iter()
+                .filter(|r| r.mitigation.is_empty())
+                .map(|r| short(&r.risk))
+                .collect(),
+        ),
+    );
+}
+
+/// The `epics.*` metrics, and `spec.goals_end_to_end_share`: goals that reach a story through a requirement.
+fn epics_metrics(out: &mut Metrics, spec: &Spec, e: &Epics, goals: &[&str]) {
+    out.insert(
+        "epics.mvp",
+        m(e.epics.iter().filter(|x| x.mvp).count() as f64, Vec::new()),
+    );
+    out.insert(
+        "epics.stories_without_criteria",
+        count(
+            e.stories()
+                .filter(|s| s.criteria == 0)
+                .map(|s| s.id.clone())
+                .collect(),
+        ),
+    );
+    let traced: BTreeSet<&str> = e
+        .stories()
+        .flat_map(|s| s.traces.iter().map(String::as_str))
+        .collect();
+    out.insert(
+        "epics.reqs_without_story",
+        count(
+            spec.requirements
+                .iter()
+                .flat_map(|r| &r.functional)
+                .filter(|q| !traced.contains(q.id.as_str()))
+                .map(|q| q.id.clone())
+                .collect(),
+        ),
+    );
+    if let (Some(_), Some(r)) = (&spec.brief, &spec.requirements) {
+        let ended: Vec<String> = goals
+            .iter()
+            .filter(|g| {
+                !r.all()
+                    .any(|q| q.traces.iter().any(|t| t == *g) && traced.contains(q.id.as_str()))
+            })
+            .map(|g| (*g).to_owned())
+            .collect();
+        out.insert(
+            "spec.goals_end_to_end_share",
+            share(goals.len() - ended.len(), ended),
+        );
+    }
+}
+
+/// The `readiness.*` metrics: the score and whether the gate failed.
+fn readiness_metrics(out: &mut Metrics, r: &Readiness) {
+    if let Some(s) = r.score {
+        out.insert("readiness.score", m(s, Vec::new()));
+    }
+    out.insert(
+        "readiness.gate_failed",
+        m(
+            f64::from(u8::from(r.gate.as_deref() == Some("FAIL"))),
+            Vec::new(),
+        ),
+    );
+}
+
+/// The `spec.*` metrics over all documents: ids used but not defined, open questions.
+fn spec_metrics(out: &mut Metrics, spec: &Spec) {
     let spec_kinds: BTreeSet<Kind> = Kind::ALL.into_iter().collect();
     out.insert(
         "spec.undefined_ids",
@@ -514,20 +564,6 @@ pub fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
     .map(|k| spec.open_questions(*k).len())
     .sum();
     out.insert("spec.open_questions", m(questions as f64, Vec::new()));
-
-    if let Some(r) = &spec.readiness {
-        if let Some(s) = r.score {
-            out.insert("readiness.score", m(s, Vec::new()));
-        }
-        out.insert(
-            "readiness.gate_failed",
-            m(
-                f64::from(u8::from(r.gate.as_deref() == Some("FAIL"))),
-                Vec::new(),
-            ),
-        );
-    }
-    out
 }
 
 #[cfg(test)]

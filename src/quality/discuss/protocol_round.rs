@@ -169,8 +169,35 @@ impl Member for CriticMember {
 
 /// Runs the protocol for `r` and adds its record to `outcome`.
 pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
-    let spec = &r.config.round[r.round];
     let name = r.round.rsplit('/').next().unwrap_or(r.round);
+    let (artifact, material) = artifact(r);
+    let mut d = discussion(r, name, artifact)?;
+    let runs = Runs::default();
+    let cast = cast(r, &d, &runs);
+    protocol::run(&mut d, &cast, &material);
+    if d.status == Status::AwaitingDecision {
+        d.notes.push(
+            "Inside a pipeline the session pauses after the task: `git tlv4 approve` adopts the consensus, `git tlv4 revise TASK --feedback TEXT` challenges it (the document is revised and discussed again); a session started with --yes adopts it and says so in wisdom/issues.md."
+                .into(),
+        );
+    }
+    for rec in &d.rounds {
+        outcome.files.extend(record::round_files(&d, rec));
+    }
+    outcome.files.push(record::state_file(&d));
+    outcome.files.push((
+        format!("discussions/{name}-protocol.md"),
+        record::document(&d).into_bytes(),
+    ));
+    report(r, &d, artifact, outcome);
+    usage(&d, &runs, outcome);
+    Ok(())
+}
+
+/// The round's artifact (the first of its artifacts the task's folder, with what the task
+/// produced, holds) and its text as the discussion's material.
+fn artifact<'a>(r: &Round<'a>) -> (Option<&'a String>, protocol::Material) {
+    let spec = &r.config.round[r.round];
     let mut folder = r.input.folder.clone();
     for (p, b) in &r.produced.files {
         folder.insert(p.clone(), b.clone());
@@ -187,6 +214,12 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
             )]
         })
         .unwrap_or_default();
+    (artifact, material)
+}
+
+/// The discussion on whether the artifact is ready, its seats the round's perspectives, its
+/// notes saying who argues from the rules' critique.
+fn discussion(r: &Round<'_>, name: &str, artifact: Option<&String>) -> Result<Discussion> {
     let topic = format!(
         "Is {} ready for the team to build on?",
         artifact.map_or("the round's artifact", String::as_str)
@@ -222,7 +255,12 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
             }
         );
     }
-    let runs = Runs::default();
+    Ok(d)
+}
+
+/// Who plays each seat: its agent, else a [`CriticMember`] on its critique, else a builtin
+/// member; the moderator is its agent or the builtin one. The agents' runs go to `runs`.
+fn cast(r: &Round<'_>, d: &Discussion, runs: &Runs) -> Cast {
     let seated = |driver: &Arc<dyn crate::agents::command::Driver>| Seated {
         driver: Arc::clone(driver),
         session: r.input.session.clone(),
@@ -253,28 +291,19 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
             (s.role.clone(), m)
         })
         .collect();
-    let cast = Cast {
+    Cast {
         members,
         moderator: match r.agents.get(super::MODERATOR) {
             Some(driver) => Arc::new(SeatModerator(seated(driver))),
             None => Arc::new(builtin::BuiltinModerator),
         },
-    };
-    protocol::run(&mut d, &cast, &material);
-    if d.status == Status::AwaitingDecision {
-        d.notes.push(
-            "Inside a pipeline the session pauses after the task: `git tlv4 approve` adopts the consensus, `git tlv4 revise TASK --feedback TEXT` challenges it (the document is revised and discussed again); a session started with --yes adopts it and says so in wisdom/issues.md."
-                .into(),
-        );
     }
-    for rec in &d.rounds {
-        outcome.files.extend(record::round_files(&d, rec));
-    }
-    outcome.files.push(record::state_file(&d));
-    outcome.files.push((
-        format!("discussions/{name}-protocol.md"),
-        record::document(&d).into_bytes(),
-    ));
+}
+
+/// The discussion's outcome in the round's: the summary says how it ended, a consensus on
+/// the same reasons (or a fallback) raises a LOW divergence to MEDIUM, and the consensus and
+/// each split issue become action items.
+fn report(r: &Round<'_>, d: &Discussion, artifact: Option<&String>, outcome: &mut DiscussOutcome) {
     let end = match d.status {
         Status::AwaitingDecision => "surface consensus".to_owned(),
         Status::Ended(e) => e.as_str().replace('_', " "),
@@ -313,6 +342,10 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
             ));
         }
     }
+}
+
+/// The agents' usage, summed per seat (`SEAT-member`, with the seat's agent).
+fn usage(d: &Discussion, runs: &Runs, outcome: &mut DiscussOutcome) {
     let mut spent: BTreeMap<String, (String, crate::agents::command::Usage)> = BTreeMap::new();
     for log in runs.drain() {
         let seat = log
@@ -337,5 +370,4 @@ pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
     for (seat, (agent, u)) in spent {
         outcome.usage.push((seat, agent, u));
     }
-    Ok(())
 }

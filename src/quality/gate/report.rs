@@ -304,6 +304,24 @@ fn advice(dim: &str, ev: &Evaluation, spec: &Spec, rules: &Rules) -> String {
 /// `spec/readiness-report.md`.
 pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
     let mut o = String::new();
+    readiness_head(&mut o, input, spec, ev, rules);
+    scores_section(&mut o, ev, rules);
+    gate_section(&mut o, ev);
+    improve_section(&mut o, spec, ev, rules);
+    documents_table(&mut o, ev);
+    completeness_section(&mut o, ev, rules);
+    consistency_section(&mut o, ev, rules);
+    traceability_section(&mut o, spec, ev);
+    depth_section(&mut o, ev, rules);
+    coverage_section(&mut o, ev, rules);
+    validation_section(&mut o, ev, rules);
+    violations_section(&mut o, ev);
+    references_section(&mut o);
+    o
+}
+
+/// The frontmatter, the title and the headline: score, gate and the recommended action.
+fn readiness_head(o: &mut String, input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) {
     let title = title(input, spec);
     let sid = input.session.id.to_string();
     let when = &input.session.created_at;
@@ -332,7 +350,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         message(rules, ev.gate)
     );
     let _ = writeln!(o, "- **Recommended Action:** {}\n", recommended_action(ev));
+}
 
+/// `## Scores`: each dimension's weight and score, and how the gate is decided.
+fn scores_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Scores\n");
     let _ = writeln!(o, "| Dimension | Weight | Score |\n|---|---|---|");
     for (i, d) in DIMENSIONS.iter().enumerate() {
@@ -361,7 +382,11 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
             ""
         }
     );
+}
 
+/// `## Gate Result`: the gate, its reason and the count of findings per class.
+fn gate_section(o: &mut String, ev: &Evaluation) {
+    let gate = ev.gate.as_str();
     let _ = writeln!(o, "## Gate Result\n");
     let _ = writeln!(
         o,
@@ -381,13 +406,19 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         },
         ev.count(Severity::Info)
     );
+}
 
+/// `## Improve First`: the numbered steps to take first.
+fn improve_section(o: &mut String, spec: &Spec, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Improve First\n");
     for (i, step) in improve_first(ev, spec, rules).iter().enumerate() {
         let _ = writeln!(o, "{}. {step}", i + 1);
     }
     o.push('\n');
+}
 
+/// `## Documents Reviewed`: each document's path, files and completeness.
+fn documents_table(o: &mut String, ev: &Evaluation) {
     let _ = writeln!(o, "## Documents Reviewed\n");
     let _ = writeln!(
         o,
@@ -407,7 +438,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         );
     }
     o.push('\n');
+}
 
+/// `## Completeness`: how it is scored, then each document's missing and thin sections.
+fn completeness_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Completeness\n");
     let _ = writeln!(
         o,
@@ -446,7 +480,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         }
     }
     o.push('\n');
+}
 
+/// `## Consistency`: the penalties, then the points each rule lost.
+fn consistency_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Consistency\n");
     let c = &rules.consistency;
     let _ = writeln!(
@@ -465,13 +502,16 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         }
         o.push('\n');
     }
+}
 
+/// `## Traceability`: the link shares, then the matrix from each goal to its requirements, components and stories.
+fn traceability_section(o: &mut String, spec: &Spec, ev: &Evaluation) {
     let _ = writeln!(o, "## Traceability\n");
     let _ = writeln!(
         o,
         "The mean share of links that exist, per kind (a kind with nothing to link scores 0).\n"
     );
-    ratio_table(&mut o, "Link", &ev.traceability);
+    ratio_table(o, "Link", &ev.traceability);
     let _ = writeln!(o, "### Traceability Matrix\n");
     if spec.goals.is_empty() {
         let _ = writeln!(o, "The brief has no goals to trace.\n");
@@ -509,7 +549,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         }
         o.push('\n');
     }
+}
 
+/// `## Depth`: what the four sub-scores measure, then their table.
+fn depth_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Depth\n");
     let _ = writeln!(
         o,
@@ -523,8 +566,11 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         rules.depth.min_criterion_words,
         rules.depth.adr_alternatives
     );
-    ratio_table(&mut o, "Sub-score", &ev.depth);
+    ratio_table(o, "Sub-score", &ev.depth);
+}
 
+/// `## Requirement Coverage`: the three shares, then the request clauses nothing captures.
+fn coverage_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Requirement Coverage\n");
     let _ = writeln!(
         o,
@@ -534,7 +580,7 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
          requirements.\n",
         100.0 * rules.coverage.request_overlap
     );
-    ratio_table(&mut o, "Part", &ev.coverage);
+    ratio_table(o, "Part", &ev.coverage);
     if !ev.uncaptured.is_empty() {
         let _ = writeln!(o, "Request clauses no goal or requirement captures:\n");
         for c in &ev.uncaptured {
@@ -542,7 +588,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         }
         o.push('\n');
     }
+}
 
+/// `## Cross-Document Validation`: each rule, its class and its violations.
+fn validation_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Cross-Document Validation\n");
     let _ = writeln!(
         o,
@@ -562,7 +611,10 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         let _ = writeln!(o, "| {} | {class} | {} | {status} |", r.id, cell(&r.text));
     }
     o.push('\n');
+}
 
+/// `## Violations`: the first `MAX_LISTED` findings.
+fn violations_section(o: &mut String, ev: &Evaluation) {
     let _ = writeln!(o, "## Violations\n");
     if ev.findings.is_empty() {
         let _ = writeln!(o, "None.\n");
@@ -587,12 +639,15 @@ pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules)
         }
         o.push('\n');
     }
+}
+
+/// `## References`: the summary and the documents.
+fn references_section(o: &mut String) {
     let _ = writeln!(o, "## References\n");
     let _ = writeln!(o, "- Summary: `{SUMMARY}`");
     for d in Kind::SPEC {
         let _ = writeln!(o, "- {}: `{}`", d.title(), d.index());
     }
-    o
 }
 
 fn ratio_table(o: &mut String, first: &str, parts: &[Ratio]) {
@@ -628,6 +683,21 @@ fn open_questions(spec: &Spec, doc: Kind) -> Vec<String> {
 /// `spec/spec-summary.md`.
 pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
     let mut o = String::new();
+    summary_head(&mut o, input, spec, ev, rules);
+    documents_list(&mut o, ev);
+    goals_section(&mut o, spec);
+    requirements_section(&mut o, spec);
+    components_section(&mut o, spec);
+    decisions_section(&mut o, spec);
+    epics_section(&mut o, spec);
+    open_questions_section(&mut o, spec);
+    strengths_section(&mut o, ev);
+    recommendations_section(&mut o, spec, ev, rules);
+    o
+}
+
+/// The frontmatter, the title and the readiness line.
+fn summary_head(o: &mut String, input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) {
     let sid = input.session.id.to_string();
     let when = &input.session.created_at;
     let deps: Vec<&str> = Kind::SPEC.iter().map(|d| d.index()).collect();
@@ -648,7 +718,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         ev.score("coverage"),
         message(rules, ev.gate)
     );
+}
 
+/// `## Documents Reviewed`: each document, its path and how many files it has.
+fn documents_list(o: &mut String, ev: &Evaluation) {
     let _ = writeln!(o, "## Documents Reviewed\n");
     for d in &ev.completeness {
         let state = if d.present {
@@ -659,7 +732,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         let _ = writeln!(o, "- {} — `{}` ({state})", d.doc.title(), d.doc.index());
     }
     o.push('\n');
+}
 
+/// `## Goals`: a table of the brief's goals.
+fn goals_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Goals\n");
     if spec.goals.is_empty() {
         let _ = writeln!(o, "No goals found.\n");
@@ -680,7 +756,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         }
         o.push('\n');
     }
+}
 
+/// `## Requirements`: functional and non-functional counts per MoSCoW priority.
+fn requirements_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Requirements\n");
     if spec.requirements.is_empty() {
         let _ = writeln!(o, "No requirements found.\n");
@@ -720,7 +799,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         let f = spec.requirements.iter().filter(|r| r.functional).count();
         let _ = writeln!(o, "| Total | {f} | {} |\n", spec.requirements.len() - f);
     }
+}
 
+/// `## Components`: a table of the architecture's components.
+fn components_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Components\n");
     if spec.components.is_empty() {
         let _ = writeln!(o, "No components found.\n");
@@ -737,7 +819,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         }
         o.push('\n');
     }
+}
 
+/// `## Decisions`: a table of the ADRs.
+fn decisions_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Decisions\n");
     if spec.adrs.is_empty() {
         let _ = writeln!(o, "No decisions found.\n");
@@ -754,7 +839,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         }
         o.push('\n');
     }
+}
 
+/// `## Epics and MVP`: a table of the epics and what the MVP holds.
+fn epics_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Epics and MVP\n");
     if spec.epics.is_empty() {
         let _ = writeln!(o, "No epics found.\n");
@@ -797,7 +885,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
             if stories == 1 { "y" } else { "ies" }
         );
     }
+}
 
+/// `## Open Questions`: the first two of each document's, and how many more.
+fn open_questions_section(o: &mut String, spec: &Spec) {
     let _ = writeln!(o, "## Open Questions\n");
     let mut any = false;
     for d in Kind::SPEC {
@@ -818,7 +909,10 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
         let _ = writeln!(o, "None recorded.");
     }
     o.push('\n');
+}
 
+/// `## Strengths and Improvement Areas`: the dimensions at 80 or more and below 70.
+fn strengths_section(o: &mut String, ev: &Evaluation) {
     let _ = writeln!(o, "## Strengths and Improvement Areas\n");
     let strong: Vec<String> = DIMENSIONS
         .iter()
@@ -850,11 +944,14 @@ pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -
             weak.join(", ")
         }
     );
+}
+
+/// `## Recommendations`: the steps to improve first.
+fn recommendations_section(o: &mut String, spec: &Spec, ev: &Evaluation, rules: &Rules) {
     let _ = writeln!(o, "## Recommendations\n");
     for step in improve_first(ev, spec, rules) {
         let _ = writeln!(o, "- {step}");
     }
-    o
 }
 
 fn shorten(text: &str, max: usize) -> String {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{Contribution, Convergence, Discussion, End, RoundKind, RoundRecord, Status};
+use super::{Contribution, Convergence, Discussion, End, Rating, RoundKind, RoundRecord, Status};
 
 /// The folder of a discussion under the pipeline folder.
 pub fn folder(d: &Discussion) -> String {
@@ -136,8 +136,26 @@ pub fn document(d: &Discussion) -> String {
     let latest = d.latest();
     let rating = d.last_rating();
     let last_state = d.rounds.iter().rev().find_map(|r| r.state);
+    let topic = d.topic_roles();
+    summary_section(&mut s, d, &end, &latest, last_state);
+    agreement_section(&mut s, rating, &topic);
+    ruling_section(&mut s, &latest, rating, &topic);
+    history_section(&mut s, d);
+    dissent_section(&mut s, &latest, rating, &topic);
+    let unchecked = devil_section(&mut s, d);
+    actions_section(&mut s, d, &latest, rating, &topic, &unchecked);
+    record_section(&mut s, d);
+    s
+}
 
-    // Summary.
+/// `## Summary`: how the discussion ended, and what it is material for.
+fn summary_section(
+    s: &mut String,
+    d: &Discussion,
+    end: &str,
+    latest: &BTreeMap<String, Contribution>,
+    last_state: Option<Convergence>,
+) {
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
@@ -157,7 +175,7 @@ pub fn document(d: &Discussion) -> String {
             s,
             "The protocol fell back to independent analyses: two or more members were unresponsive. Each member's last contribution follows, as its own analysis.\n"
         );
-        for (role, c) in &latest {
+        for (role, c) in latest {
             let _ = writeln!(s, "### Independent analysis: {role}\n\n{}\n", c.text);
             for p in &c.positions {
                 let _ = writeln!(s, "- {}: {} — {}", p.issue, p.stance, p.reason);
@@ -172,10 +190,11 @@ pub fn document(d: &Discussion) -> String {
         );
     }
     let _ = writeln!(s, "This is material for a decision, not a decision.\n");
+}
 
-    // Agreement matrix.
+/// `## Agreement matrix`: each member's stance on each issue.
+fn agreement_section(s: &mut String, rating: Option<&Rating>, topic: &[String]) {
     let _ = writeln!(s, "## Agreement matrix\n");
-    let topic = d.topic_roles();
     match rating {
         Some(r) if !r.issues.is_empty() => {
             let _ = writeln!(s, "| issue | state | positions |\n|---|---|---|");
@@ -204,8 +223,15 @@ pub fn document(d: &Discussion) -> String {
             let _ = writeln!(s, "No issue was rated.\n");
         }
     }
+}
 
-    // Moderator ruling on split issues.
+/// `## Moderator ruling on split issues`: each split issue, its positions and the ruling.
+fn ruling_section(
+    s: &mut String,
+    latest: &BTreeMap<String, Contribution>,
+    rating: Option<&Rating>,
+    topic: &[String],
+) {
     let _ = writeln!(s, "## Moderator ruling on split issues\n");
     let mut split = 0;
     if let Some(r) = rating {
@@ -263,8 +289,10 @@ pub fn document(d: &Discussion) -> String {
     if split == 0 {
         let _ = writeln!(s, "No issue is split.\n");
     }
+}
 
-    // Position history.
+/// `## Position history`: how each member's stance moved, then each round's contributions.
+fn history_section(s: &mut String, d: &Discussion) {
     let _ = writeln!(s, "## Position history\n");
     let _ = writeln!(
         s,
@@ -330,8 +358,15 @@ pub fn document(d: &Discussion) -> String {
         }
         s.push('\n');
     }
+}
 
-    // Dissenting views.
+/// `## Dissenting views`: the positions that stayed apart from the majority.
+fn dissent_section(
+    s: &mut String,
+    latest: &BTreeMap<String, Contribution>,
+    rating: Option<&Rating>,
+    topic: &[String],
+) {
     let _ = writeln!(s, "## Dissenting views\n");
     let mut dissent = 0;
     if let Some(r) = rating {
@@ -395,8 +430,10 @@ pub fn document(d: &Discussion) -> String {
     } else {
         s.push('\n');
     }
+}
 
-    // Devil's-advocate summary.
+/// `## Devil's-advocate summary`: the assumptions named, and whether a later round spoke to them; returns the unchecked ones.
+fn devil_section(s: &mut String, d: &Discussion) -> Vec<String> {
     let _ = writeln!(s, "## Devil's-advocate summary\n");
     let mut assumptions: Vec<(u32, String)> = Vec::new();
     for r in &d.rounds {
@@ -434,8 +471,18 @@ pub fn document(d: &Discussion) -> String {
         }
     }
     s.push('\n');
+    unchecked
+}
 
-    // Next actions.
+/// `## Next actions`: the decision to take, split issues, unchecked assumptions and risks.
+fn actions_section(
+    s: &mut String,
+    d: &Discussion,
+    latest: &BTreeMap<String, Contribution>,
+    rating: Option<&Rating>,
+    topic: &[String],
+    unchecked: &[String],
+) {
     let _ = writeln!(s, "## Next actions\n");
     let mut actions: Vec<String> = Vec::new();
     if d.status == Status::AwaitingDecision {
@@ -471,8 +518,10 @@ pub fn document(d: &Discussion) -> String {
         let _ = writeln!(s, "{}. {}", i + 1, md(a));
     }
     s.push('\n');
+}
 
-    // The record.
+/// `## Record`: the notes, the rounds' files and the user's decisions.
+fn record_section(s: &mut String, d: &Discussion) {
     let _ = writeln!(s, "## Record\n");
     for n in &d.notes {
         let _ = writeln!(s, "- {}", md(n));
@@ -498,7 +547,6 @@ pub fn document(d: &Discussion) -> String {
         "\nEvery round's material is under `.tlv4/sessions/<SID>/{}/`.",
         folder(d)
     );
-    s
 }
 
 /// Whether a topic member spoke to assumption `a` (named in `round`) in a later round: half
