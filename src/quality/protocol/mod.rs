@@ -983,46 +983,7 @@ pub fn step<'d>(
         .filter(|s| s.out.is_none() && (round != RoundKind::Rebuttal || s.devil))
         .cloned()
         .collect();
-    let (tx, rx) = std::sync::mpsc::channel::<Spoken>();
-    for seat in &speakers {
-        let Some(member) = cast.members.get(&seat.role).cloned() else {
-            continue;
-        };
-        let turn = Turn {
-            round,
-            number,
-            role: seat.role.clone(),
-            devil: seat.devil,
-            prompt: prompt(d, seat, round, number, material),
-            deadline: Some(deadline),
-        };
-        let others: Vec<String> = d
-            .seats
-            .iter()
-            .filter(|s| s.role != seat.role && s.out.is_none())
-            .map(|s| s.role.clone())
-            .collect();
-        let tx = tx.clone();
-        // Not waited for past the deadline: a member's agent still running then is stopped
-        // by its driver (the turn's deadline bounds the run), and a late answer is dropped.
-        std::thread::spawn(move || {
-            let _ = tx.send(take_turn(member.as_ref(), turn, others, deadline));
-        });
-    }
-    drop(tx);
-    let mut spoken: BTreeMap<String, Spoken> = BTreeMap::new();
-    while spoken.len() < speakers.len() {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        match rx.recv_timeout(deadline - now) {
-            Ok(s) => {
-                spoken.insert(s.record.role.clone(), s);
-            }
-            Err(_) => break,
-        }
-    }
+    let mut spoken = hear(d, cast, &speakers, round, number, material, deadline);
     let mut turns = Vec::new();
     let mut api = None;
     let mut agent_ms = 0;
@@ -1038,17 +999,8 @@ pub fn step<'d>(
             None => {
                 agent_ms = agent_ms.max(wait.as_millis() as u64);
                 TurnRecord {
-                    role: seat.role.clone(),
-                    agent: seat.agent.clone(),
-                    contribution: None,
-                    sent_back: Vec::new(),
-                    unresponsive: Some(format!(
-                        "no answer within the turn limit of {} s",
-                        wait.as_millis() as f64 / 1000.0
-                    )),
-                    ms: wait.as_millis() as u64,
                     prompt: prompt(d, seat, round, number, material),
-                    raw: String::new(),
+                    ..silent_turn(seat, wait)
                 }
             }
         };
@@ -1118,33 +1070,7 @@ pub fn step<'d>(
         contributions: &contributions,
     };
     let rated = Instant::now();
-    let rating = match cast.moderator.rate(&input) {
-        Ok(r) => match check_rating(&r, &d.seats) {
-            Ok(()) => {
-                rec.moderator = Some(cast.moderator.agent().to_owned());
-                r
-            }
-            Err(why) => {
-                notes.push(format!(
-                    "The moderator `{}` rated out of contract ({why}); the builtin moderator rated instead.",
-                    cast.moderator.agent()
-                ));
-                rec.moderator = Some("builtin".into());
-                builtin::BuiltinModerator.rate(&input).unwrap_or_default()
-            }
-        },
-        Err(e) => {
-            let why = match e {
-                MemberError::Api(e) | MemberError::Failed(e) => e,
-            };
-            notes.push(format!(
-                "The moderator `{}` gave no rating ({why}); the builtin moderator rated instead.",
-                cast.moderator.agent()
-            ));
-            rec.moderator = Some("builtin".into());
-            builtin::BuiltinModerator.rate(&input).unwrap_or_default()
-        }
-    };
+    let rating = rate(cast, &input, &d.seats, &mut rec, &mut notes);
     rec.agent_ms += rated.elapsed().as_millis() as u64;
     let topic = d.topic_roles();
     let changed = contributions
@@ -1170,6 +1096,132 @@ pub fn step<'d>(
         d.preset.cap() + d.extra_rounds,
     );
     rec.next = next;
+    transition(d, next, state, &contributions, &topic, &mut rec, &mut notes);
+    finish(d, rec, notes, started)
+}
+
+/// The record of the turn of `seat`, which gave no answer within the turn limit `wait` (its
+/// prompt left empty).
+fn silent_turn(seat: &Seat, wait: Duration) -> TurnRecord {
+    TurnRecord {
+        role: seat.role.clone(),
+        agent: seat.agent.clone(),
+        contribution: None,
+        sent_back: Vec::new(),
+        unresponsive: Some(format!(
+            "no answer within the turn limit of {} s",
+            wait.as_millis() as f64 / 1000.0
+        )),
+        ms: wait.as_millis() as u64,
+        prompt: String::new(),
+        raw: String::new(),
+    }
+}
+
+/// Every one of `speakers` takes its turn of round `number` (`round`) in parallel; the
+/// turns spoken by `deadline`, by role.
+fn hear(
+    d: &Discussion,
+    cast: &Cast,
+    speakers: &[Seat],
+    round: RoundKind,
+    number: u32,
+    material: &Material,
+    deadline: Instant,
+) -> BTreeMap<String, Spoken> {
+    let (tx, rx) = std::sync::mpsc::channel::<Spoken>();
+    for seat in speakers {
+        let Some(member) = cast.members.get(&seat.role).cloned() else {
+            continue;
+        };
+        let turn = Turn {
+            round,
+            number,
+            role: seat.role.clone(),
+            devil: seat.devil,
+            prompt: prompt(d, seat, round, number, material),
+            deadline: Some(deadline),
+        };
+        let others: Vec<String> = d
+            .seats
+            .iter()
+            .filter(|s| s.role != seat.role && s.out.is_none())
+            .map(|s| s.role.clone())
+            .collect();
+        let tx = tx.clone();
+        // Not waited for past the deadline: a member's agent still running then is stopped
+        // by its driver (the turn's deadline bounds the run), and a late answer is dropped.
+        std::thread::spawn(move || {
+            let _ = tx.send(take_turn(member.as_ref(), turn, others, deadline));
+        });
+    }
+    drop(tx);
+    let mut spoken: BTreeMap<String, Spoken> = BTreeMap::new();
+    while spoken.len() < speakers.len() {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        match rx.recv_timeout(deadline - now) {
+            Ok(s) => {
+                spoken.insert(s.record.role.clone(), s);
+            }
+            Err(_) => break,
+        }
+    }
+    spoken
+}
+
+/// The moderator's rating of the round; the builtin moderator's when the moderator gives
+/// none or rates out of contract (which `notes` say). Who rated goes into `rec`.
+fn rate(
+    cast: &Cast,
+    input: &RatingInput<'_>,
+    seats: &[Seat],
+    rec: &mut RoundRecord,
+    notes: &mut Vec<String>,
+) -> Rating {
+    match cast.moderator.rate(input) {
+        Ok(r) => match check_rating(&r, seats) {
+            Ok(()) => {
+                rec.moderator = Some(cast.moderator.agent().to_owned());
+                r
+            }
+            Err(why) => {
+                notes.push(format!(
+                    "The moderator `{}` rated out of contract ({why}); the builtin moderator rated instead.",
+                    cast.moderator.agent()
+                ));
+                rec.moderator = Some("builtin".into());
+                builtin::BuiltinModerator.rate(input).unwrap_or_default()
+            }
+        },
+        Err(e) => {
+            let why = match e {
+                MemberError::Api(e) | MemberError::Failed(e) => e,
+            };
+            notes.push(format!(
+                "The moderator `{}` gave no rating ({why}); the builtin moderator rated instead.",
+                cast.moderator.agent()
+            ));
+            rec.moderator = Some("builtin".into());
+            builtin::BuiltinModerator.rate(input).unwrap_or_default()
+        }
+    }
+}
+
+/// Where the discussion goes after a round rated `state` whose transition is `next`: the
+/// next round, its end, or the false-consensus check (recorded in `rec`, explained in
+/// `notes`).
+fn transition(
+    d: &mut Discussion,
+    next: Next,
+    state: Convergence,
+    contributions: &BTreeMap<String, Contribution>,
+    topic: &[String],
+    rec: &mut RoundRecord,
+    notes: &mut Vec<String>,
+) {
     match next {
         Next::Round(k) => d.next = k,
         Next::Stop => {
@@ -1180,7 +1232,7 @@ pub fn step<'d>(
             })
         }
         Next::Check => {
-            let sim = reason_similarity(&contributions, &topic).unwrap_or(0.0);
+            let sim = reason_similarity(contributions, topic).unwrap_or(0.0);
             let surface = sim >= SURFACE_SIMILARITY;
             rec.check = Some(CheckRecord {
                 similarity: (sim * 1000.0).round() / 1000.0,
@@ -1210,7 +1262,6 @@ pub fn step<'d>(
             }
         }
     }
-    finish(d, rec, notes, started)
 }
 
 /// Records `rec` with its notes and time in `d`.
