@@ -45,7 +45,14 @@ pub fn process_start_time(pid: u32) -> Option<u64> {
 
 /// The start time of this process, recorded in the owner of a task it claims.
 pub fn own_start_time() -> Option<u64> {
-    process_start_time(std::process::id())
+    // It never changes: /proc is read once per process (a forked child, the watchdog,
+    // has a pid and a start time of its own).
+    static START: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
+    let me = std::process::id();
+    match START.get_or_init(|| (me, process_start_time(me))) {
+        (pid, start) if *pid == me => *start,
+        _ => process_start_time(me),
+    }
 }
 
 /// The fields of `/proc/<pid>/stat` that ownership needs.

@@ -76,14 +76,21 @@ impl Scratch {
     }
 }
 
+/// `timeout` from now, cut short at `deadline` (none: the timeout alone).
+pub fn bounded(
+    timeout: std::time::Duration,
+    deadline: Option<std::time::Instant>,
+) -> std::time::Duration {
+    deadline.map_or(timeout, |d| {
+        timeout.min(d.saturating_duration_since(std::time::Instant::now()))
+    })
+}
+
 impl RunContext {
     /// The time a run with the agent's `timeout` may take from now: the timeout, cut short at
     /// the deadline.
     pub fn within(&self, timeout: std::time::Duration) -> std::time::Duration {
-        match self.deadline {
-            Some(d) => timeout.min(d.saturating_duration_since(std::time::Instant::now())),
-            None => timeout,
-        }
+        bounded(timeout, self.deadline)
     }
 
     /// The directory for this run's files (prompt file, scratch files).

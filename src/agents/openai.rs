@@ -376,7 +376,7 @@ impl OpenAiDriver {
                     let reason = format!(
                         "{} did not answer within {}; the request was abandoned",
                         self.endpoint,
-                        human(self.timeout)
+                        self.allowed(q)
                     );
                     return failure(reason, String::new(), seconds);
                 }
@@ -464,7 +464,7 @@ impl OpenAiDriver {
                 "{} did not finish its answer within {}; the stream was closed \
                  after {} chunks",
                 self.endpoint,
-                human(self.timeout),
+                self.allowed(q),
                 st.chunks
             )),
             Ended::Error(e) => Err(format!("the server reported an error in the stream: {e}")),
@@ -544,6 +544,22 @@ impl OpenAiDriver {
 
     /// One request: the status and what came back (read whole, or streamed), or why nothing
     /// did.
+    /// How long a request of `q` may take from now: the agent's timeout, cut short at the
+    /// deadline of the run.
+    fn limit(&self, q: &Question<'_>) -> Duration {
+        super::command::bounded(self.timeout, q.deadline)
+    }
+
+    /// The time a request of `q` that ran out of it had, in words.
+    fn allowed(&self, q: &Question<'_>) -> String {
+        match q.deadline {
+            Some(d) if Instant::now() >= d => {
+                "the time the run had left (its deadline, a discussion turn's limit)".into()
+            }
+            _ => human(self.timeout),
+        }
+    }
+
     fn post(&self, body: &str, q: &Question<'_>) -> std::result::Result<Response, Sent> {
         let mut req = self
             .http
@@ -553,12 +569,8 @@ impl OpenAiDriver {
         if let Some(key) = &self.api_key {
             req = req.header("Authorization", format!("Bearer {}", key.trim()));
         }
-        if let Some(deadline) = q.deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            req = req
-                .config()
-                .timeout_global(Some(self.timeout.min(left)))
-                .build();
+        if q.deadline.is_some() {
+            req = req.config().timeout_global(Some(self.limit(q))).build();
         }
         let mut resp = req.send(body.as_bytes()).map_err(Sent::from)?;
         let status = resp.status().as_u16();

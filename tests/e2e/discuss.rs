@@ -76,6 +76,20 @@ fn rounds(repo: &TestRepo, sid: &str) -> Vec<String> {
     .collect()
 }
 
+/// How many `discuss_round` events the session has, and its `Tlv4-Event` trailers.
+fn round_events(repo: &TestRepo, sid: &str) -> (usize, String) {
+    let events = repo.git(&[
+        "log",
+        "--format=%(trailers:key=Tlv4-Event,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    let n = events
+        .lines()
+        .filter(|l| l.trim() == "discuss_round")
+        .count();
+    (n, events)
+}
+
 fn show(repo: &TestRepo, sid: &str, path: &str) -> String {
     repo.git(&["show", &format!("tlv4/{sid}:{path}")])
 }
@@ -176,18 +190,7 @@ fn disagreement_runs_challenge_then_synthesis_with_every_file_recorded() {
         rounds(&repo, &sid),
         ["1 position", "2 challenge", "3 synthesis"]
     );
-    let events = repo.git(&[
-        "log",
-        "--format=%(trailers:key=Tlv4-Event,valueonly)",
-        &format!("tlv4/{sid}"),
-    ]);
-    assert_eq!(
-        events
-            .lines()
-            .filter(|l| l.trim() == "discuss_round")
-            .count(),
-        3
-    );
+    assert_eq!(round_events(&repo, &sid).0, 3);
     let slug = slug_of(&repo, &sid);
     let files = repo.git(&[
         "ls-tree",
@@ -662,19 +665,8 @@ fn two_processes_on_one_discussion_run_each_round_once() {
         rounds(&repo, &sid),
         ["1 position", "2 challenge", "3 synthesis"]
     );
-    let events = repo.git(&[
-        "log",
-        "--format=%(trailers:key=Tlv4-Event,valueonly)",
-        &format!("tlv4/{sid}"),
-    ]);
-    assert_eq!(
-        events
-            .lines()
-            .filter(|l| l.trim() == "discuss_round")
-            .count(),
-        3,
-        "{events}"
-    );
+    let (n, events) = round_events(&repo, &sid);
+    assert_eq!(n, 3, "{events}");
     // The same record as one process's run of the same discussion.
     let single = discuss(&repo, &[TOPIC]);
     assert_eq!(rounds(&repo, &single), rounds(&repo, &sid));

@@ -608,6 +608,15 @@ impl Discussion {
         })
     }
 
+    /// The roles of the seats still in, other than `role`.
+    pub fn others(&self, role: &str) -> Vec<String> {
+        self.seats
+            .iter()
+            .filter(|s| s.role != role && s.out.is_none())
+            .map(|s| s.role.clone())
+            .collect()
+    }
+
     /// The roles of the topic members.
     pub fn topic_roles(&self) -> Vec<String> {
         self.seats
@@ -762,12 +771,7 @@ pub fn prompt(
         "- Devil's advocate: {}\n",
         if seat.devil { "yes" } else { "no" }
     ));
-    let others: Vec<String> = d
-        .seats
-        .iter()
-        .filter(|s| s.role != seat.role && s.out.is_none())
-        .map(|s| s.role.clone())
-        .collect();
+    let others = d.others(&seat.role);
     p.push_str(&format!("- Others: {}\n", others.join(", ")));
     p.push_str(&format!(
         "- Words: at most {}\n\n",
@@ -1142,12 +1146,7 @@ fn hear(
             prompt: prompt(d, seat, round, number, material),
             deadline: Some(deadline),
         };
-        let others: Vec<String> = d
-            .seats
-            .iter()
-            .filter(|s| s.role != seat.role && s.out.is_none())
-            .map(|s| s.role.clone())
-            .collect();
+        let others = d.others(&seat.role);
         let tx = tx.clone();
         // Not waited for past the deadline: a member's agent still running then is stopped
         // by its driver (the turn's deadline bounds the run), and a late answer is dropped.
