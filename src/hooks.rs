@@ -60,14 +60,12 @@ impl Hooks {
     }
 
     /// The hooks of the repository whose common git directory is `common_dir` and whose
-    /// working tree is `workdir`.
-    pub fn load(common_dir: &Path, workdir: &Path) -> Hooks {
-        let configured = crate::git::run(workdir, &["config", "--get", "tlv4.hooksPath"])
-            .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty());
+    /// working tree is `workdir`: in `hooks_path` (`git config tlv4.hooksPath`, read with the
+    /// rest of the configuration) when it is set, else in `.git/tlv4/hooks`.
+    pub fn load(common_dir: &Path, workdir: &Path, hooks_path: Option<&str>) -> Hooks {
+        let configured = hooks_path.map(str::trim).filter(|s| !s.is_empty());
         let dir = match configured {
-            Some(p) => process::expand_home(&p, workdir),
+            Some(p) => process::expand_home(p, workdir),
             None => common_dir.join("tlv4").join("hooks"),
         };
         Hooks {

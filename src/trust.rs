@@ -30,7 +30,7 @@ mod files;
 mod pin;
 
 pub use files::{Configuration, Files};
-pub use pin::{LOCK, lock_text, pin, pinned, pinned_agents, pinned_ref, repin};
+pub use pin::{LOCK, lock_text, pin, pinned, pinned_against, pinned_agents, pinned_ref, repin};
 
 use files::walk;
 
@@ -288,43 +288,37 @@ pub enum Stored {
     Record(Record),
 }
 
-/// The record of the last `trust` in the repository at `root`.
-pub fn stored(root: &Path) -> Stored {
-    let text = crate::git::run(root, &["config", "--local", "--get", KEY])
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty());
-    match text {
-        None => Stored::None,
-        Some(t) => Record::parse(&t).map_or(Stored::Old, Stored::Record),
+impl Stored {
+    /// The record `config` was read with (its `trust_record`, from the repository's own git
+    /// config), so that a command reads it once with the rest of its configuration.
+    pub fn of(config: &Config) -> Stored {
+        match config.trust_record.as_deref().map(str::trim) {
+            None | Some("") => Stored::None,
+            Some(t) => Record::parse(t).map_or(Stored::Old, Stored::Record),
+        }
+    }
+
+    /// Whether the repository is trusted at all: `git tlv4 trust` ran here. Running the
+    /// repository's own test command needs it.
+    pub fn trusted(&self) -> bool {
+        matches!(self, Stored::Record(_))
     }
 }
 
-/// Whether the repository at `root` is trusted at all: `git tlv4 trust` ran here. Running
-/// the repository's own test command needs it.
-pub fn repository_trusted(root: &Path) -> bool {
-    matches!(stored(root), Stored::Record(_))
-}
-
-/// [`repository_trusted`] for the repository whose git directory is `git_dir`.
-pub fn repository_trusted_at(git_dir: &Path) -> bool {
-    let gd = git_dir.to_string_lossy().into_owned();
-    crate::git::run(
-        git_dir,
-        &["--git-dir", &gd, "config", "--local", "--get", KEY],
-    )
-    .ok()
-    .and_then(|t| Record::parse(t.trim()))
-    .is_some()
+/// The record of the last `trust` in the repository at `root`, read on its own (for
+/// `trust --show`; a run reads it with its configuration, [`Stored::of`]).
+pub fn stored(root: &Path) -> Stored {
+    let mut config = Config::default();
+    config.trust_record = crate::git::run(root, &["config", "--local", "--get", KEY]).ok();
+    Stored::of(&config)
 }
 
 /// How each of `items` stands against the stored record: `None` when trusted, else why not.
-pub fn judge<'a>(root: &Path, items: &'a [Item]) -> Vec<(&'a Item, Option<&'static str>)> {
-    let stored = stored(root);
+pub fn judge<'a>(stored: &Stored, items: &'a [Item]) -> Vec<(&'a Item, Option<&'static str>)> {
     items
         .iter()
         .map(|i| {
-            let state = match &stored {
+            let state = match stored {
                 Stored::None => Some("not trusted yet"),
                 Stored::Old => Some("trusted by an older git-tlv4 that covered .tlv4.toml only"),
                 Stored::Record(r) => match r.entries.get(&i.path) {
@@ -338,9 +332,9 @@ pub fn judge<'a>(root: &Path, items: &'a [Item]) -> Vec<(&'a Item, Option<&'stat
         .collect()
 }
 
-/// Whether everything in `items` is trusted: each is in the record with its blob id.
-pub fn check(root: &Path, items: &[Item]) -> Result<()> {
-    let bad: Vec<String> = judge(root, items)
+/// Whether everything in `items` is trusted: each is in the `stored` record with its blob id.
+pub fn check(stored: &Stored, items: &[Item]) -> Result<()> {
+    let bad: Vec<String> = judge(stored, items)
         .into_iter()
         .filter_map(|(i, s)| s.map(|s| format!("{} ({}): {s}", i.path, i.why)))
         .collect();
@@ -386,20 +380,32 @@ pub fn trust(root: &Path) -> Result<Vec<Item>> {
     let files = Files::read(root)?;
     // A configuration that does not parse is not worth trusting.
     let config = files.config(root)?;
-    let items = everything(root, &files, &config)?;
+    trust_read(root, &files, &config)
+}
+
+/// [`trust`] with the working tree's `files` and the `config` they give, already read.
+pub fn trust_read(root: &Path, files: &Files, config: &Config) -> Result<Vec<Item>> {
+    let items = everything(root, files, config)?;
     store_record(root, &items)?;
     Ok(items)
 }
 
-/// Stores `items` as the trust record of `root`.
-pub fn store_record(root: &Path, items: &[Item]) -> Result<()> {
-    let record = Record {
+/// The record that trusts exactly `items`.
+pub fn record_of(items: &[Item]) -> Record {
+    Record {
         entries: items
             .iter()
             .map(|i| (i.path.clone(), i.id.clone()))
             .collect(),
-    };
-    crate::git::run(root, &["config", "--local", KEY, &record.format()])?;
+    }
+}
+
+/// Stores `items` as the trust record of `root`.
+pub fn store_record(root: &Path, items: &[Item]) -> Result<()> {
+    crate::git::run(
+        root,
+        &["config", "--local", KEY, &record_of(items).format()],
+    )?;
     Ok(())
 }
 

@@ -166,7 +166,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
         return Ok(());
     }
-    go(ctx, &store, &sid, &flags(args.replay, args.completion))
+    go_read(
+        ctx,
+        &store,
+        &sid,
+        &flags(args.replay, args.completion),
+        Some(conf),
+    )
 }
 
 /// `--agent` values of `discuss` as the roster reads them (`discuss.SEAT=NAME`), each seat
@@ -208,6 +214,18 @@ pub(crate) fn go(
     sid: &crate::model::SessionId,
     flags: &RunFlags,
 ) -> Result<()> {
+    go_read(ctx, store, sid, flags, None)
+}
+
+/// [`go`] with `read`, the working tree's configuration when the discussion was just
+/// started (and pinned) with it, so that the command reads it once.
+fn go_read(
+    ctx: &Ctx<'_>,
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+    flags: &RunFlags,
+    read: Option<crate::trust::Configuration>,
+) -> Result<()> {
     if let Some(a) = &flags.completion
         && !["keep", "archive", "export"].contains(&a.as_str())
     {
@@ -219,7 +237,7 @@ pub(crate) fn go(
         discussion::read(store, sid, store.tip(sid)?)?.status,
         Status::Ended(_)
     );
-    let (roster, conf, _) = super::drive::session_roster(ctx, store, sid, flags)?;
+    let (roster, conf, _, _) = super::drive::session_roster_read(ctx, store, sid, flags, read)?;
     let d = discussion::advance(store, sid, &roster, &mut |p| match p {
         Progress::Round(r) => ctx.ui.status(format!(
             "round {} ({}): {}{}",

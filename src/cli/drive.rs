@@ -52,21 +52,33 @@ pub(crate) fn roster(
     let known = crate::coordinator::roster_names();
     let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known)?;
     let needed = crate::trust::needed(root, files, config, roster.configured_specs())?;
-    crate::trust::check(root, &needed)?;
+    crate::trust::check(&crate::trust::Stored::of(config), &needed)?;
     roster.preflight()?;
     Ok(roster)
 }
 
 /// Runs the session's loop with progress on stderr, then reports how it ended.
 pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFlags) -> Result<()> {
+    drive_read(ctx, store, sid, flags, None)
+}
+
+/// [`drive`] with `read`, the working tree's configuration when the caller has just read it
+/// and pinned the session to it (`start`), so that the command reads it once.
+pub(crate) fn drive_read(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    flags: &RunFlags,
+    read: Option<crate::trust::Configuration>,
+) -> Result<()> {
     if flags.no_run {
         ctx.ui.status(format!(
             "stopped after recording; continue with `git tlv4 resume --session {sid}`"
         ));
         return Ok(());
     }
-    let (roster, conf, flags) = session_roster(ctx, store, sid, flags)?;
-    offer_trust_for_tests(ctx, store, sid)?;
+    let (roster, mut conf, flags, worktrees) = session_roster_read(ctx, store, sid, flags, read)?;
+    offer_trust_for_tests(ctx, store, sid, &mut conf, worktrees)?;
     let mut view = View::new(View::fancy(ctx));
     let end = run::run_configured(store, sid, roster, &conf, &mut |p| view.show(ctx, p))?;
     view.clear();
@@ -105,7 +117,11 @@ pub(crate) fn drive(ctx: &Ctx<'_>, store: &Store, sid: &SessionId, flags: &RunFl
                 action
             };
             let done = complete::apply(store, sid, &action, conf.config.session.export_spec);
-            let hooks = crate::hooks::Hooks::load(store.repo().common_dir(), store.workdir());
+            let hooks = crate::hooks::Hooks::load(
+                store.repo().common_dir(),
+                store.workdir(),
+                conf.config.hooks_path.as_deref(),
+            );
             let (outcome, reference) = match &done {
                 Ok(Done::Archived(r)) => ("archived", Some(r.clone())),
                 Ok(Done::Kept) => ("kept", None),
@@ -195,6 +211,21 @@ pub(crate) fn session_roster(
     sid: &SessionId,
     flags: &RunFlags,
 ) -> Result<(Roster, crate::trust::Configuration, RunFlags)> {
+    let (roster, conf, flags, _) = session_roster_read(ctx, store, sid, flags, None)?;
+    Ok((roster, conf, flags))
+}
+
+/// [`session_roster`] with `read`, the working tree's configuration when the session was
+/// just pinned to it; else the working tree's files are read here, once, to compare with
+/// the pinned ones. The last value says whether the configuration returned is also the
+/// working tree's.
+pub(crate) fn session_roster_read(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    flags: &RunFlags,
+    read: Option<crate::trust::Configuration>,
+) -> Result<(Roster, crate::trust::Configuration, RunFlags, bool)> {
     // The agents chosen on the command line when the session started hold for its later
     // runs, unless this run chooses its own.
     let mut flags = flags.clone();
@@ -222,7 +253,17 @@ pub(crate) fn session_roster(
     }
     // The session runs with the configuration it started with, whatever the working tree
     // holds now.
-    let (files, changed) = crate::trust::pinned(store, sid)?;
+    let (conf, changed) = match read {
+        Some(conf) => (conf, Vec::new()),
+        None => {
+            let current = crate::trust::Files::read(store.workdir())?;
+            let (files, changed) = crate::trust::pinned_against(store, sid, current)?;
+            (
+                crate::trust::Configuration::of(files, store.workdir())?,
+                changed,
+            )
+        }
+    };
     if !changed.is_empty() {
         ctx.ui.warn(format!(
             "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
@@ -230,7 +271,6 @@ pub(crate) fn session_roster(
             crate::trust::LOCK
         ));
     }
-    let conf = crate::trust::Configuration::of(files, store.workdir())?;
     let roster = roster(store, &conf, &flags)?;
     if !roster.is_builtin() {
         let who: Vec<String> = roster
@@ -240,16 +280,24 @@ pub(crate) fn session_roster(
             .collect();
         ctx.ui.status(format!("agents: {}", who.join(", ")));
     }
-    Ok((roster, conf, flags))
+    Ok((roster, conf, flags, changed.is_empty()))
 }
 
 /// Before a run whose tester would run the repository's own test command in a repository
 /// that is not trusted: on a terminal, show what would run and offer to trust it. Off a
 /// terminal, or in a session started with `--yes` (which never stops at a question), nothing
-/// is asked; the tester then fails its task saying why.
-fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+/// is asked; the tester then fails its task saying why. `conf` is the configuration the run
+/// read (its trust record is updated when the user trusts); `worktrees` says whether it is
+/// also the working tree's, which trust covers (else that is read, once).
+fn offer_trust_for_tests(
+    ctx: &Ctx<'_>,
+    store: &Store,
+    sid: &SessionId,
+    conf: &mut crate::trust::Configuration,
+    worktrees: bool,
+) -> Result<()> {
     let root = store.workdir();
-    if crate::trust::repository_trusted(root)
+    if crate::trust::Stored::of(&conf.config).trusted()
         || !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
     {
         return Ok(());
@@ -269,9 +317,14 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
     let Some((command, evidence)) = crate::quality::tester::detected_command(&code) else {
         return Ok(());
     };
-    let files = crate::trust::Files::read(root)?;
-    let config = files.config(root)?;
-    let covered = crate::trust::everything(root, &files, &config)?;
+    let read;
+    let current = if worktrees {
+        &*conf
+    } else {
+        read = crate::trust::Configuration::read(root)?;
+        &read
+    };
+    let covered = crate::trust::everything(root, &current.files, &current.config)?;
     eprintln!(
         "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
     );
@@ -284,7 +337,9 @@ fn offer_trust_for_tests(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
     eprint!("trust this repository now? [y/N] ");
     let mut line = String::new();
     if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
-        let items = crate::trust::trust(root)?;
+        let items = crate::trust::trust_read(root, &current.files, &current.config)?;
+        // The run goes on with what was just stored, without reading it back.
+        conf.config.trust_record = Some(crate::trust::record_of(&items).format());
         ctx.ui.status(format!(
             "trusted: {} file(s) and the repository's tests",
             items.len()

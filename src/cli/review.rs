@@ -268,7 +268,7 @@ fn new_lines(store: &Store, target: &Target, review: &Review) -> HashMap<String,
 fn trusted_rules(root: &std::path::Path, files: &crate::trust::Files) -> Result<RuleSet> {
     if let Some(bytes) = files.get(review::RULES_OVERRIDE) {
         crate::trust::check(
-            root,
+            &crate::trust::stored(root),
             &[crate::trust::Item {
                 path: review::RULES_OVERRIDE.to_owned(),
                 id: crate::trust::blob_id(bytes),

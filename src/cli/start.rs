@@ -4,7 +4,7 @@ use crate::coordinator::{StartOptions, start_with};
 use crate::error::Result;
 
 use super::Ctx;
-use super::drive::{RunFlags, drive};
+use super::drive::{RunFlags, drive_read};
 
 /// Arguments of `start`.
 #[derive(Debug, clap::Args)]
@@ -105,7 +105,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     ctx.ui.out(sid.as_str());
     let Some(remote) = remote else {
-        return drive(ctx, &store, &sid, &args.run);
+        return drive_read(ctx, &store, &sid, &args.run, conf);
     };
     // Shared from its first event: from now on its events go through the remote.
     store.push_sessions(&remote, std::slice::from_ref(&sid))?;

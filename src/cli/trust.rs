@@ -37,9 +37,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let config = files.config(root)?;
     let items = crate::trust::everything(root, &files, &config)?;
     if args.show {
-        let judged = crate::trust::judge(root, &items);
+        let stored = crate::trust::Stored::of(&config);
+        let judged = crate::trust::judge(&stored, &items);
         let all = judged.iter().all(|(_, s)| s.is_none());
-        let (key, state) = match crate::trust::stored(root) {
+        let (key, state) = match stored {
             crate::trust::Stored::Record(_) if all => ("trusted", "is trusted"),
             crate::trust::Stored::Record(_) => ("changed", "is trusted, but NOT what it holds now"),
             crate::trust::Stored::Old => {

@@ -38,6 +38,14 @@ pub struct Config {
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
     pub user_agents: Vec<String>,
+    /// `git config tlv4.hooksPath`: where the hooks are, instead of `.git/tlv4/hooks`.
+    #[serde(skip)]
+    pub hooks_path: Option<String>,
+    /// `git config --local tlv4.trusted`: the record of the last `git tlv4 trust` in this
+    /// repository, as stored (the repository's own config only: a record in the user's or
+    /// the system's config trusts nothing).
+    #[serde(skip)]
+    pub trust_record: Option<String>,
     /// Where each value that was set came from, for errors about it.
     #[serde(skip)]
     pub origins: Origins,
@@ -306,13 +314,16 @@ impl Config {
         Ok(())
     }
 
-    /// Applies per-user values, as `git config --get-regexp '^tlv4\.'` prints them, over the
-    /// file's: `tlv4.pipeline`, `tlv4.supervision`, `tlv4.maxParallel`, `tlv4.completion`
-    /// replace the `[session]` keys; each `tlv4.agent` (`NAME` or `ROLE=NAME`) chooses an
-    /// agent as `--agent` would, under the command line's. Other `tlv4.*` keys belong to
-    /// other parts (`tlv4.trusted`, `tlv4.hooksPath`) and are left alone.
+    /// Applies per-user values, as `git config --show-scope --get-regexp '^tlv4\.'` prints
+    /// them (the scope and a tab before each line may be left out), over the file's:
+    /// `tlv4.pipeline`, `tlv4.supervision`, `tlv4.maxParallel`, `tlv4.completion` replace the
+    /// `[session]` keys; each `tlv4.agent` (`NAME` or `ROLE=NAME`) chooses an agent as
+    /// `--agent` would, under the command line's. `tlv4.hooksPath` and the trust record
+    /// `tlv4.trusted` (from the `local` scope only) are kept for the parts that use them, so
+    /// that one `git config` run reads all of them; other `tlv4.*` keys are left alone.
     pub fn apply_git(&mut self, values: &str) -> Result<()> {
         for line in values.lines() {
+            let (scope, line) = line.split_once('\t').unwrap_or(("", line));
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             let value = value.trim();
             let bad = |what: &str| {
@@ -352,6 +363,12 @@ impl Config {
                 "tlv4.completion" => self.session.completion = value.to_owned(),
                 "tlv4.agent" if !value.is_empty() => self.user_agents.push(value.to_owned()),
                 "tlv4.agent" => return Err(bad("an agent (NAME or ROLE=NAME)")),
+                "tlv4.hookspath" => {
+                    self.hooks_path = Some(value.to_owned()).filter(|v| !v.is_empty());
+                }
+                "tlv4.trusted" if scope == "local" => {
+                    self.trust_record = Some(value.to_owned()).filter(|v| !v.is_empty());
+                }
                 _ => {}
             }
         }
@@ -424,6 +441,22 @@ mod tests {
             Config::parse(".tlv4.toml.example", text).unwrap(),
             Config::default()
         );
+    }
+
+    #[test]
+    fn one_git_config_run_gives_the_hooks_path_and_the_local_trust_record_only() {
+        let mut c = Config::default();
+        c.apply_git("global\ttlv4.trusted 2 .tlv4.toml=aa\nlocal\ttlv4.hookspath ~/hooks\n")
+            .unwrap();
+        assert_eq!(
+            c.trust_record, None,
+            "a record outside the repository trusts nothing"
+        );
+        assert_eq!(c.hooks_path.as_deref(), Some("~/hooks"));
+        c.apply_git("local\ttlv4.trusted 2 .tlv4.toml=bb\nlocal\ttlv4.maxparallel 4\n")
+            .unwrap();
+        assert_eq!(c.trust_record.as_deref(), Some("2 .tlv4.toml=bb"));
+        assert_eq!(c.session.max_parallel, 4);
     }
 
     #[test]

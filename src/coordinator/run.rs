@@ -234,7 +234,9 @@ fn run_with(
         hooks: Arc::new(crate::hooks::Hooks::load(
             store.repo().common_dir(),
             store.workdir(),
+            conf.config.hooks_path.as_deref(),
         )),
+        conf: Arc::new(conf.clone()),
         code: None,
         latest: None,
         remote,
@@ -270,6 +272,8 @@ struct Runner<'a> {
     limits: crate::worktree::SnapshotLimits,
     /// The user's lifecycle hooks.
     hooks: Arc<crate::hooks::Hooks>,
+    /// The configuration the session runs with, for the quality tasks.
+    conf: Arc<Configuration>,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
@@ -609,6 +613,7 @@ impl Runner<'_> {
             repo: self.store.repo().clone().into_sync(),
             base,
             tip: written.commit,
+            conf: Arc::clone(&self.conf),
         };
         Ok(Some((
             TaskInput {

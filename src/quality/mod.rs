@@ -26,6 +26,9 @@ pub struct QualityContext {
     pub base: gix::ObjectId,
     /// The session tip when the task started.
     pub tip: gix::ObjectId,
+    /// The configuration the session runs with (pinned at its start), as the command read
+    /// it once: the review rules, the tests' command, the trust record.
+    pub conf: std::sync::Arc<crate::trust::Configuration>,
 }
 
 /// The result of a quality task.

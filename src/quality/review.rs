@@ -655,10 +655,7 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
     let repo = ctx.repo.to_thread_local();
     // The rules of the configuration the session runs with (pinned at its start, trusted
     // before the run), never of the code under review.
-    let rules = {
-        let store = Store::from_repo(repo.clone())?;
-        RuleSet::from_files(&crate::trust::pinned(&store, &input.session.id)?.0)?
-    };
+    let rules = RuleSet::from_files(&ctx.conf.files)?;
     let opts = Options::default();
     let sid = &input.session.id;
     let label = format!("session {sid} ({}..{})", short(&ctx.base), short(&ctx.tip));

@@ -508,16 +508,10 @@ fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -
 }
 
 /// The `[tests] command` of the configuration the session runs with (pinned at its start),
-/// if it sets one. A session that cannot be read has none.
-fn configured_command(input: &TaskInput, ctx: &QualityContext) -> Option<String> {
-    let store = crate::store::Store::from_repo(ctx.repo.to_thread_local()).ok()?;
-    let (files, _) = crate::trust::pinned(&store, &input.session.id).ok()?;
-    let config = files.config(store.workdir()).ok()?;
-    config
-        .tests
-        .command
-        .map(|c| c.trim().to_owned())
-        .filter(|c| !c.is_empty())
+/// if it sets one.
+fn configured_command(ctx: &QualityContext) -> Option<String> {
+    let command = ctx.conf.config.tests.command.as_deref()?.trim();
+    (!command.is_empty()).then(|| command.to_owned())
 }
 
 /// The test command the tester would run on `code`, and the files that show it.
@@ -565,12 +559,12 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let iteration = iteration_of(task);
     let earlier = earlier_records(input, iteration);
     let mut ignored = Vec::new();
-    let configured = configured_command(input, ctx);
+    let configured = configured_command(ctx);
     let Some(setup) = setup(input, configured.as_deref(), &mut ignored) else {
         return Ok(no_framework(input, iteration, &ignored));
     };
     // The repository's own test scripts run with the user's rights: only once it is trusted.
-    if !crate::trust::repository_trusted_at(ctx.repo.git_dir()) {
+    if !crate::trust::Stored::of(&ctx.conf.config).trusted() {
         return Ok(failed(format!(
             "the repository is not trusted, so its tests do not run (`{}` from {}); read `git tlv4 trust --show`, run `git tlv4 trust`, then `git tlv4 resume --retry`",
             setup.full, setup.evidence

@@ -80,14 +80,18 @@ impl Files {
     }
 
     /// The configuration these files give, with the user's own values from the git config
-    /// of `root` applied (see [`Config::apply_git`]).
+    /// of `root` applied, and its hooks path and trust record (see [`Config::apply_git`]):
+    /// one `git config` run.
     pub fn config(&self, root: &Path) -> Result<Config> {
         let mut config = match self.text(FILE)? {
             Some(text) => Config::parse(&root.join(FILE).display().to_string(), text)?,
             None => Config::default(),
         };
-        let values =
-            crate::git::run(root, &["config", "--get-regexp", r"^tlv4\."]).unwrap_or_default();
+        let values = crate::git::run(
+            root,
+            &["config", "--show-scope", "--get-regexp", r"^tlv4\."],
+        )
+        .unwrap_or_default();
         config.apply_git(&values)?;
         config.validate()?;
         Ok(config)
@@ -137,7 +141,7 @@ impl Files {
 /// The repository configuration one command works with, read once and passed down: the
 /// files (the working tree's, or a session's pinned copy) and the configuration they give.
 /// Reading it twice would read the files again and run `git config` again.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Configuration {
     /// `.tlv4.toml` and `.tlv4/specs/**`.
     pub files: Files,

@@ -82,7 +82,15 @@ pub fn pinned(
     store: &crate::store::Store,
     sid: &crate::model::SessionId,
 ) -> Result<(Files, Vec<String>)> {
-    let current = Files::read(store.workdir())?;
+    pinned_against(store, sid, Files::read(store.workdir())?)
+}
+
+/// [`pinned`], with `current`, the working tree's configuration files, already read.
+pub fn pinned_against(
+    store: &crate::store::Store,
+    sid: &crate::model::SessionId,
+    current: Files,
+) -> Result<(Files, Vec<String>)> {
     let tip = store.tip(sid)?;
     let tree = store.commit_tree(tip)?;
     let Some(lock) =

@@ -115,6 +115,7 @@ impl Harness {
             repo: repo.clone().into_sync(),
             base: written.state.session.base.parse().unwrap(),
             tip: written.commit,
+            conf: Default::default(),
         };
         (input, ctx)
     }

@@ -149,6 +149,7 @@ fn gate(folder: Folder) -> (QualityResult, TaskInput) {
         repo: r.repo.clone().into_sync(),
         base: r.head,
         tip: r.head,
+        conf: Default::default(),
     };
     let input = input(&r, task("QUALITY-001", "reviewer", "readiness"), folder);
     let result = run_task(&input, &ctx).expect("the gate runs");

@@ -57,6 +57,7 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
         repo: repo.clone().into_sync(),
         base,
         tip: head.id,
+        conf: std::sync::Arc::new(crate::trust::Configuration::read(dir.path()).unwrap()),
     };
     Repo { dir, code, ctx }
 }
@@ -747,8 +748,13 @@ fn an_untrusted_repository_does_not_run_its_tests() {
         r.dir.path(),
         &["config", "--local", "--unset", crate::trust::KEY],
     );
+    // The command that runs the session reads the configuration (and so the record) now.
+    let ctx = QualityContext {
+        conf: std::sync::Arc::new(crate::trust::Configuration::read(r.dir.path()).unwrap()),
+        ..r.ctx
+    };
     let inp = input("TEST-001", r.code.clone(), &[]);
-    let result = run_task(&inp, &r.ctx).unwrap();
+    let result = run_task(&inp, &ctx).unwrap();
     match &result.output.outcome {
         Outcome::Failed(why) => assert!(
             why.contains("not trusted") && why.contains("git tlv4 trust"),
