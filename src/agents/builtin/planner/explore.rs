@@ -18,49 +18,23 @@ use crate::agents::TaskInput;
 /// The cache index, relative to the pipeline folder.
 pub const INDEX: &str = "explorations/cache-index.json";
 
-/// Angle presets of the reference (first angle of each), chosen by words of the task.
-const PRESETS: &[(&[&str], &str)] = &[
-    (
-        &[
-            "refactor",
-            "architect",
-            "architecture",
-            "restructure",
-            "modular",
-        ],
-        "architecture",
-    ),
-    (
-        &["security", "auth", "permission", "permissions", "access"],
-        "security",
-    ),
-    (
-        &["performance", "slow", "optimize", "optimise", "cache"],
-        "performance",
-    ),
-    (
-        &["fix", "bug", "error", "issue", "broken"],
-        "error-handling",
-    ),
-];
-
-/// The angle the planner explores for `text`: the first preset whose trigger word the text
-/// has (a word starting with `auth` counts as `auth`), else `patterns`.
+/// The angle the planner explores for `text`: the first of `planner-words.toml`'s angles
+/// one of whose trigger words the text has (a word starting with `auth` counts as `auth`),
+/// else `patterns`.
 pub fn angle(text: &str) -> &'static str {
     let words = text::words(text);
-    for (triggers, angle) in PRESETS {
-        let hit = words.iter().any(|w| {
-            triggers.contains(&w.as_str())
-                || (w.starts_with("auth") && triggers.contains(&"auth"))
-                || triggers
-                    .iter()
-                    .any(|t| t.len() >= 5 && w.starts_with(t) && w.len() <= t.len() + 3)
-        });
-        if hit {
-            return angle;
-        }
-    }
-    "patterns"
+    let hit = |t: &String| {
+        words.iter().any(|w| {
+            w == t
+                || (t == "auth" && w.starts_with("auth"))
+                || (t.len() >= 5 && w.starts_with(t.as_str()) && w.len() <= t.len() + 3)
+        })
+    };
+    text::WORDS
+        .angles
+        .iter()
+        .find(|a| a.triggers.iter().any(hit))
+        .map_or("patterns", |a| a.name.as_str())
 }
 
 /// What the cache holds for the planner.

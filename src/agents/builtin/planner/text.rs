@@ -1,175 +1,37 @@
 //! Words: how the planner cuts text and paths into words, picks the keywords of a work item,
-//! splits a task text into clauses and names things.
+//! splits a task text into clauses and names things. The word lists are data
+//! (`planner-words.toml`).
 
-/// Words that say nothing about where a change goes: English function words, the boilerplate
-/// of specs and user stories, and words every source file contains.
-const STOP: &[&str] = &[
-    "able",
-    "about",
-    "above",
-    "acceptance",
-    "across",
-    "added",
-    "adding",
-    "adds",
-    "after",
-    "again",
-    "against",
-    "allow",
-    "allows",
-    "also",
-    "always",
-    "among",
-    "another",
-    "anything",
-    "apply",
-    "approach",
-    "based",
-    "because",
-    "been",
-    "before",
-    "being",
-    "below",
-    "between",
-    "both",
-    "cannot",
-    "change",
-    "changes",
-    "class",
-    "code",
-    "correct",
-    "correctly",
-    "could",
-    "create",
-    "creates",
-    "criteria",
-    "does",
-    "doing",
-    "done",
-    "down",
-    "during",
-    "each",
-    "either",
-    "else",
-    "enable",
-    "ensure",
-    "epic",
-    "epics",
-    "even",
-    "every",
-    "example",
-    "existing",
-    "false",
-    "feature",
-    "features",
-    "file",
-    "files",
-    "from",
-    "function",
-    "further",
-    "gets",
-    "given",
-    "have",
-    "having",
-    "here",
-    "however",
-    "implement",
-    "implementation",
-    "implemented",
-    "into",
-    "itself",
-    "just",
-    "keep",
-    "like",
-    "make",
-    "makes",
-    "many",
-    "method",
-    "more",
-    "most",
-    "much",
-    "must",
-    "need",
-    "needed",
-    "needs",
-    "never",
-    "none",
-    "null",
-    "once",
-    "only",
-    "other",
-    "otherwise",
-    "over",
-    "please",
-    "project",
-    "properly",
-    "provide",
-    "provides",
-    "requirement",
-    "requirements",
-    "return",
-    "returns",
-    "same",
-    "self",
-    "shall",
-    "should",
-    "show",
-    "since",
-    "some",
-    "something",
-    "story",
-    "stories",
-    "such",
-    "support",
-    "supports",
-    "system",
-    "task",
-    "tasks",
-    "than",
-    "that",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "thing",
-    "things",
-    "this",
-    "those",
-    "through",
-    "true",
-    "under",
-    "until",
-    "update",
-    "updates",
-    "upon",
-    "used",
-    "user",
-    "users",
-    "uses",
-    "using",
-    "very",
-    "want",
-    "wants",
-    "well",
-    "were",
-    "what",
-    "when",
-    "where",
-    "whether",
-    "which",
-    "while",
-    "will",
-    "with",
-    "within",
-    "without",
-    "work",
-    "works",
-    "would",
-    "your",
-    "yours",
-];
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+/// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Words {
+    /// Words that say nothing about where a change goes; never keywords.
+    stop: BTreeSet<String>,
+    /// What a task text is split at, longest first.
+    connectors: Vec<String>,
+    /// The exploration angles, each with the words of a task that call for it.
+    pub angles: Vec<Angle>,
+}
+
+/// An exploration angle and its trigger words.
+#[derive(Debug, serde::Deserialize)]
+pub struct Angle {
+    /// The angle's name (`security`).
+    pub name: String,
+    /// Words of the task that call for it.
+    pub triggers: Vec<String>,
+}
+
+/// The word tables, parsed once.
+pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/planner-words.toml"
+    ))
+    .expect("planner-words.toml is valid (a unit test parses it)")
+});
 
 /// Calls `f` with each lower-case word of `text`: runs of letters and digits, cut where a
 /// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
@@ -206,7 +68,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
 pub fn is_keyword(word: &str) -> bool {
-    word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !STOP.contains(&word)
+    word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !WORDS.stop.contains(word)
 }
 
 /// Whether a keyword and a word of the code are the same word or one is the other's start
@@ -265,19 +127,6 @@ fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
-/// Connectors a task text is split at, longest first; both sides must keep three words.
-const CONNECTORS: &[&str] = &[
-    ", and then ",
-    ", and also ",
-    " and then ",
-    " and also ",
-    ", and ",
-    ", then ",
-    ", also ",
-    " and ",
-    ", ",
-];
-
 /// The clauses of a task text: its sentences and lines, each cut at connectors such as
 /// "and" or a comma where both sides are at least three words long.
 pub fn clauses(text: &str) -> Vec<String> {
@@ -332,7 +181,7 @@ fn strip_numbering(text: &str) -> &str {
 fn split_at_connectors(text: &str, out: &mut Vec<String>) {
     // ASCII lower-casing keeps byte offsets, so positions found in `lower` cut `text`.
     let lower = text.to_ascii_lowercase();
-    for sep in CONNECTORS {
+    for sep in &WORDS.connectors {
         let mut from = 0;
         while let Some(pos) = lower[from..].find(sep) {
             let at = from + pos;
@@ -378,7 +227,8 @@ pub fn truncate(text: &str, max: usize) -> String {
 }
 
 /// How a language names its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Naming {
     /// `token_store`
     Snake,
@@ -400,5 +250,15 @@ pub fn file_stem(words: &[String], naming: Naming) -> String {
         Naming::Snake => words.join("_"),
         Naming::Kebab => words.join("-"),
         Naming::Pascal => words.iter().map(|w| sentence_case(w)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod data {
+    /// The planner's data files parse: a malformed one is a bug, not a runtime error.
+    #[test]
+    fn the_data_files_parse() {
+        assert!(!super::WORDS.angles.is_empty());
+        assert!(super::super::code::TABLES.languages.iter().any(|l| l.name == "Rust"));
     }
 }
