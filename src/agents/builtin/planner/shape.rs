@@ -369,6 +369,17 @@ impl Complexity {
         }
     }
 
+    /// How the tasks of a plan of this complexity run.
+    pub fn how(self) -> &'static str {
+        match self {
+            Complexity::Low => "the tasks run one after another",
+            Complexity::Medium => "the tasks run in parallel, ordered only where they share a file",
+            Complexity::High => {
+                "the tasks follow the work items' dependencies and shared files as a DAG"
+            }
+        }
+    }
+
     /// `recommended_execution`.
     pub fn execution(self) -> &'static str {
         match self {

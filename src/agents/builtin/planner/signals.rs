@@ -13,7 +13,7 @@ const NESTING_WINDOW: usize = 30;
 const MAX_SCAN_SIZE: usize = 256 * 1024;
 
 /// One signal found in one file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Finding {
     /// `scaling_concern`, `breaking_change` or `data_migration`.
     pub signal: &'static str,

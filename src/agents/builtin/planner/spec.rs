@@ -469,6 +469,15 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// Its name in the planner's sentences.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Epics => "epics",
+            Origin::Requirements => "requirements",
+            Origin::TaskText => "task text",
+        }
+    }
+
     /// How a decision names the source.
     pub fn describe(self, n: usize) -> String {
         let (one, many) = match self {

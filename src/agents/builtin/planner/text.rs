@@ -2,8 +2,11 @@
 //! splits a task text into clauses and names things. The word lists are data
 //! (`planner-words.toml`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
+
+use minijinja::Environment;
+use minijinja::syntax::SyntaxConfig;
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
@@ -32,6 +35,42 @@ pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
     ))
     .expect("planner-words.toml is valid (a unit test parses it)")
 });
+
+/// The planner's sentences, from `specs/templates/builtin/planner-text.toml`: minijinja
+/// templates by name, compiled once.
+static TEXT: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let table: BTreeMap<String, String> = toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/planner-text.toml"
+    ))
+    .expect("planner-text.toml is valid (a unit test parses it)");
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_syntax(
+        SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    env.add_filter("code", |t: String| format!("`{t}`"));
+    for (name, source) in table {
+        env.add_template_owned(name, source)
+            .expect("the planner's sentences compile (a unit test loads them)");
+    }
+    env
+});
+
+/// Sentence `name` said over `facts`.
+pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
+    TEXT.get_template(name)
+        .and_then(|t| t.render(minijinja::value::Serde(facts)))
+        .expect("the planner's sentences fit its facts (its tests say each)")
+}
+
+/// The lines of the list sentence `name`, said over `facts`.
+pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
+    say(name, facts).lines().map(str::to_owned).collect()
+}
 
 /// Calls `f` with each lower-case word of `text`: runs of letters and digits, cut where a
 /// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
@@ -259,6 +298,12 @@ mod data {
     #[test]
     fn the_data_files_parse() {
         assert!(!super::WORDS.angles.is_empty());
-        assert!(super::super::code::TABLES.languages.iter().any(|l| l.name == "Rust"));
+        assert!(super::TEXT.get_template("risks_list").is_ok());
+        assert!(
+            super::super::code::TABLES
+                .languages
+                .iter()
+                .any(|l| l.name == "Rust")
+        );
     }
 }
