@@ -202,6 +202,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         return Ok(rejected(reason));
     }
 
+    let [complexity_name, range, execution, how] = complexity.says();
     let mut signal_names: Vec<&str> = findings.iter().map(|f| f.signal).collect();
     signal_names.dedup();
     let facts = PlanFacts {
@@ -209,10 +210,10 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         items: origin.describe(items.len()),
         origin: origin.name(),
         tasks: tasks.len(),
-        complexity: complexity.as_str(),
-        range: complexity.range(),
-        execution: complexity.execution(),
-        how: complexity.how(),
+        complexity: complexity_name,
+        range,
+        execution,
+        how,
         modules: &modules,
         module_word: if modules.len() == 1 {
             "module"
@@ -246,12 +247,12 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let plan = Plan {
         session_id: input.session.id.to_string(),
         summary: text::say("summary", &facts),
-        complexity: complexity.as_str(),
+        complexity: complexity_name,
         complexity_reasons: text::say_lines("reasons_list", &facts),
         modules: modules.clone(),
         approach: text::say("approach", &facts),
         tasks: tasks.iter().map(TaskRef::of).collect(),
-        recommended_execution: complexity.execution(),
+        recommended_execution: execution,
         test_command: discovery.test_command.clone(),
     };
 

@@ -54,6 +54,19 @@ pub struct Tables {
     test_dirs: Vec<String>,
     source_roots: Vec<String>,
     entry_files: Vec<String>,
+    /// The signal scan's patterns.
+    pub signals: Patterns,
+}
+
+/// The line patterns of the signal scan, described in `planner-code.toml`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Patterns {
+    pub loops: Vec<String>,
+    pub loop_calls: Vec<String>,
+    pub modifiers: Vec<String>,
+    pub functions: Vec<String>,
+    pub comments: Vec<String>,
+    pub rust_public: Vec<String>,
 }
 
 /// The code tables, parsed once.
@@ -65,7 +78,7 @@ pub static TABLES: LazyLock<Tables> = LazyLock::new(|| {
 });
 
 /// Whether `list` holds `x`.
-fn has(list: &[String], x: &str) -> bool {
+pub fn has(list: &[String], x: &str) -> bool {
     list.iter().any(|s| s == x)
 }
 

@@ -351,41 +351,28 @@ impl Complexity {
         }
     }
 
-    /// The name in `plan.json`.
-    pub fn as_str(self) -> &'static str {
+    /// Its name in `plan.json`, the range of module counts it covers, its
+    /// `recommended_execution` and how its tasks run.
+    pub fn says(self) -> [&'static str; 4] {
         match self {
-            Complexity::Low => "Low",
-            Complexity::Medium => "Medium",
-            Complexity::High => "High",
-        }
-    }
-
-    /// The range of module counts, for the reasons.
-    pub fn range(self) -> &'static str {
-        match self {
-            Complexity::Low => "1–2 modules",
-            Complexity::Medium => "3–4 modules",
-            Complexity::High => "5 or more modules",
-        }
-    }
-
-    /// How the tasks of a plan of this complexity run.
-    pub fn how(self) -> &'static str {
-        match self {
-            Complexity::Low => "the tasks run one after another",
-            Complexity::Medium => "the tasks run in parallel, ordered only where they share a file",
-            Complexity::High => {
-                "the tasks follow the work items' dependencies and shared files as a DAG"
-            }
-        }
-    }
-
-    /// `recommended_execution`.
-    pub fn execution(self) -> &'static str {
-        match self {
-            Complexity::Low => "single",
-            Complexity::Medium => "parallel",
-            Complexity::High => "dag",
+            Complexity::Low => [
+                "Low",
+                "1–2 modules",
+                "single",
+                "the tasks run one after another",
+            ],
+            Complexity::Medium => [
+                "Medium",
+                "3–4 modules",
+                "parallel",
+                "the tasks run in parallel, ordered only where they share a file",
+            ],
+            Complexity::High => [
+                "High",
+                "5 or more modules",
+                "dag",
+                "the tasks follow the work items' dependencies and shared files as a DAG",
+            ],
         }
     }
 }

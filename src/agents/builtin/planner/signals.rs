@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::code::{self, Code};
+use super::code::{self, Code, TABLES};
 use super::shape::{Change, PlannedFile};
 
 /// The inner loop must start within this many lines of the outer one.
@@ -130,31 +130,27 @@ fn indent(line: &str) -> usize {
         .sum()
 }
 
+/// Whether `line` starts with one of `patterns`.
+fn starts(line: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| line.starts_with(p.as_str()))
+}
+
 fn is_comment(line: &str) -> bool {
-    ["//", "#", "/*", "*", "--"]
-        .iter()
-        .any(|p| line.starts_with(p))
+    starts(line, &TABLES.signals.comments)
 }
 
 fn is_loop(line: &str) -> bool {
-    [
-        "for ", "for(", "while ", "while(", "loop {", "foreach ", "foreach(",
-    ]
-    .iter()
-    .any(|p| line.starts_with(p))
-        || line.contains(".for_each(")
-        || line.contains(".forEach(")
+    let s = &TABLES.signals;
+    starts(line, &s.loops) || s.loop_calls.iter().any(|c| line.contains(c.as_str()))
 }
 
 fn is_function(line: &str) -> bool {
-    let line = line
-        .trim_start_matches("pub(crate) ")
-        .trim_start_matches("pub ")
-        .trim_start_matches("export ")
-        .trim_start_matches("async ");
-    ["fn ", "def ", "function ", "func "]
+    let s = &TABLES.signals;
+    let line = s
+        .modifiers
         .iter()
-        .any(|p| line.starts_with(p))
+        .fold(line, |l, m| l.trim_start_matches(m.as_str()));
+    starts(line, &s.functions)
 }
 
 /// What makes `path` a public API that a change may break, if it is one: `pub` items in a
@@ -164,17 +160,10 @@ pub fn public_api(path: &str, text: &str) -> Option<String> {
     let name = code::file_name(path);
     match name {
         "lib.rs" | "mod.rs" => {
-            const PUB: &[&str] = &[
-                "pub fn ",
-                "pub struct ",
-                "pub enum ",
-                "pub trait ",
-                "pub async fn ",
-                "pub const fn ",
-            ];
+            let public = &TABLES.signals.rust_public;
             let n = text
                 .lines()
-                .filter(|l| PUB.iter().any(|p| l.trim_start().starts_with(p)))
+                .filter(|l| starts(l.trim_start(), public))
                 .count();
             (n > 0).then(|| format!("{n} public items"))
         }
