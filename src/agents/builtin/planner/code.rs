@@ -28,7 +28,7 @@ const DIR_PREFIX: u32 = 4;
 pub const CACHE_BONUS: u32 = 8;
 
 /// A programming language the planner can name files for.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
 pub struct Lang {
     /// Display name.
     pub name: String,

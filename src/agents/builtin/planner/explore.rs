@@ -259,34 +259,16 @@ pub fn explore(
     integration_points.dedup();
 
     let layout = &code.layout;
-    let mut patterns = Vec::new();
-    if let Some(lang) = layout.lang {
-        let naming = match lang.naming {
-            text::Naming::Snake => "snake_case",
-            text::Naming::Kebab => "kebab-case",
-            text::Naming::Pascal => "PascalCase",
-        };
-        patterns.push(format!(
-            "Main language {} (.{}); file names in {naming}",
-            lang.name, lang.ext
-        ));
-    }
-    patterns.push(if layout.main_dir.is_empty() {
-        "Sources sit at the repository root".to_owned()
-    } else {
-        format!("Sources live under `{}`", layout.main_dir)
-    });
-    patterns.push(if layout.test_dirs.is_empty() {
-        "No test directory: tests sit beside the code".to_owned()
-    } else {
-        format!("Tests live under `{}`", layout.test_dirs.join("`, `"))
-    });
-    if let Some(c) = &discovery.test_command {
-        patterns.push(format!("Tests run with `{c}`"));
-    }
-    if !integration_points.is_empty() {
-        patterns.push("Modules are declared in entry files (see integration_points)".to_owned());
-    }
+    let patterns = text::say_lines(
+        "patterns_list",
+        &minijinja::context! {
+            lang => minijinja::value::Serde(layout.lang),
+            main_dir => &layout.main_dir,
+            test_dirs => minijinja::value::Serde(&layout.test_dirs),
+            test_command => discovery.test_command.as_deref(),
+            entry_files => !integration_points.is_empty(),
+        },
+    );
 
     let recommendations = drafts
         .iter()

@@ -266,7 +266,7 @@ pub fn truncate(text: &str, max: usize) -> String {
 }
 
 /// How a language names its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Naming {
     /// `token_store`
