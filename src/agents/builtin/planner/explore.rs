@@ -185,6 +185,17 @@ pub fn path(angle: &str) -> String {
     format!("explorations/planner-{angle}.json")
 }
 
+/// The planner's entry in the cache index.
+#[derive(Debug, serde::Serialize)]
+struct IndexEntry<'a> {
+    angle: &'a str,
+    file: &'a str,
+    /// Who explored.
+    source: &'static str,
+    /// The task that explored.
+    task: &'a str,
+}
+
 /// The files to write for a new exploration: the exploration and the updated index.
 pub fn write(
     cache: &Cache,
@@ -193,12 +204,12 @@ pub fn write(
 ) -> serde_json::Result<Vec<(String, Vec<u8>)>> {
     let file = path(&exploration.angle);
     let mut entries = cache.entries.clone();
-    entries.push(serde_json::json!({
-        "angle": exploration.angle,
-        "file": file,
-        "source": "planner",
-        "task": task,
-    }));
+    entries.push(serde_json::to_value(IndexEntry {
+        angle: &exploration.angle,
+        file: &file,
+        source: "planner",
+        task,
+    })?);
     let mut index = cache.index.clone();
     index.insert("entries".to_owned(), Value::Array(entries));
     Ok(vec![

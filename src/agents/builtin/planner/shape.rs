@@ -253,7 +253,6 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
                 "Cover the change of the first task with tests: {}",
                 only.title
             ),
-            sources: only.sources.clone(),
             files: vec![PlannedFile {
                 path: test.clone(),
                 change,
@@ -262,10 +261,9 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
             criteria: vec![format!(
                 "A test in `{test}` fails without the change to `{source}` and passes with it"
             )],
-            requirements: only.requirements.clone(),
             after: BTreeSet::from([0]),
             reference: vec![source],
-            keywords: only.keywords.clone(),
+            ..only.clone()
         };
         return vec![only, tester];
     }
@@ -316,15 +314,11 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
                 .collect();
             Draft {
                 title: format!("{} ({})", only.title, names.join(", ")),
-                description: only.description.clone(),
-                sources: only.sources.clone(),
                 files,
                 matched,
                 criteria,
-                requirements: only.requirements.clone(),
                 after: BTreeSet::new(),
-                reference: only.reference.clone(),
-                keywords: only.keywords.clone(),
+                ..only.clone()
             }
         })
         .collect()
