@@ -203,12 +203,13 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     }
 
     let [complexity_name, range, execution, how] = complexity.says();
+    let (origin_name, origin_items) = origin.names(items.len());
     let mut signal_names: Vec<&str> = findings.iter().map(|f| f.signal).collect();
     signal_names.dedup();
     let facts = PlanFacts {
         task: text::truncate(&input.session.task, 120),
-        items: origin.describe(items.len()),
-        origin: origin.name(),
+        items: origin_items,
+        origin: origin_name,
         tasks: tasks.len(),
         complexity: complexity_name,
         range,
@@ -514,16 +515,15 @@ fn tech_profile(
     upstream: Option<&TechProfile>,
     decisions: &mut Vec<String>,
 ) -> Option<TechProfile> {
+    // Every signal, ours or the analyst's, has an entry in `evidence`.
     let mut evidence = signals::evidence(findings);
-    let mut names: BTreeSet<String> = evidence.keys().cloned().collect();
-    let ours = !names.is_empty();
+    let ours = !evidence.is_empty();
     if let Some(up) = upstream.filter(|u| !u.signals.is_empty()) {
         decisions.push(format!(
             "merged the analyst's signals ({}) into the tech profile",
             up.signals.join(", ")
         ));
         for s in &up.signals {
-            names.insert(s.clone());
             let paths = evidence.entry(s.clone()).or_default();
             for p in up.evidence.get(s).into_iter().flatten() {
                 if !paths.contains(p) {
@@ -532,16 +532,15 @@ fn tech_profile(
             }
         }
     }
-    if names.is_empty() {
+    if evidence.is_empty() {
         return None;
     }
-    evidence.retain(|k, _| names.contains(k));
     let confidence = match upstream {
         Some(up) if !ours => up.confidence.clone(),
         _ => "medium".to_owned(),
     };
     Some(TechProfile {
-        signals: names.into_iter().collect(),
+        signals: evidence.keys().cloned().collect(),
         evidence,
         confidence,
     })

@@ -395,7 +395,7 @@ impl Entry {
 }
 
 /// One piece of work the plan covers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Item {
     /// `EPIC-001`, `REQ-002` or `clause 1`.
     pub key: String,
@@ -425,23 +425,18 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// Its name in the planner's sentences.
-    pub fn name(self) -> &'static str {
-        match self {
-            Origin::Epics => "epics",
-            Origin::Requirements => "requirements",
-            Origin::TaskText => "task text",
-        }
-    }
-
-    /// How a decision names the source.
-    pub fn describe(self, n: usize) -> String {
-        let (one, many) = match self {
-            Origin::Epics => ("epic", "epics"),
-            Origin::Requirements => ("requirement", "requirements"),
-            Origin::TaskText => ("clause of the task text", "clauses of the task text"),
+    /// Its name in the planner's sentences, and how they count `n` of its items.
+    pub fn names(self, n: usize) -> (&'static str, String) {
+        let (name, one, many) = match self {
+            Origin::Epics => ("epics", "epic", "epics"),
+            Origin::Requirements => ("requirements", "requirement", "requirements"),
+            Origin::TaskText => (
+                "task text",
+                "clause of the task text",
+                "clauses of the task text",
+            ),
         };
-        format!("{n} {}", if n == 1 { one } else { many })
+        (name, format!("{n} {}", if n == 1 { one } else { many }))
     }
 }
 
@@ -517,15 +512,13 @@ fn epic_items(epics: Vec<Entry>, reqs: &[Entry], notes: &mut Vec<String>) -> Vec
 }
 /// One item per clause of the task text that has a keyword; the whole text when none has.
 fn clause_items(task: &str) -> Vec<Item> {
-    let clauses: Vec<String> = text::clauses(task)
+    let mut clauses: Vec<String> = text::clauses(task)
         .into_iter()
         .filter(|c| !text::keywords(c, "", 1).is_empty())
         .collect();
-    let clauses = if clauses.is_empty() {
-        vec![task.trim().to_owned()]
-    } else {
-        clauses
-    };
+    if clauses.is_empty() {
+        clauses.push(task.trim().to_owned());
+    }
     clauses
         .iter()
         .enumerate()
@@ -537,10 +530,8 @@ fn clause_items(task: &str) -> Vec<Item> {
                 text::sentence_case(&text::truncate(c, 80))
             },
             description: text::sentence_case(c.trim()),
-            criteria: Vec::new(),
-            requirements: Vec::new(),
-            after: Vec::new(),
             keywords: text::keywords(c, "", KEYWORDS),
+            ..Item::default()
         })
         .collect()
 }
