@@ -8,7 +8,7 @@
 //! contents less again, with repeated mentions adding up to a cap so that a file touching
 //! many of an item's keywords beats one repeating a single keyword.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use super::spec::Discovery;
@@ -94,6 +94,11 @@ pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// The directories holding `path`, innermost first, without the root.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(parent(path)), |d| Some(parent(d))).take_while(|d| !d.is_empty())
+}
+
 /// The directory of a path, `""` for the root.
 pub fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
@@ -148,18 +153,7 @@ impl Layout {
             .filter(|f| !skipped(&f.path))
             .map(|f| (f.path.as_str(), f.size))
             .collect();
-        let dirs: BTreeSet<&str> = files
-            .iter()
-            .flat_map(|(p, _)| {
-                let mut out = Vec::new();
-                let mut d = parent(p);
-                while !d.is_empty() {
-                    out.push(d);
-                    d = parent(d);
-                }
-                out
-            })
-            .collect();
+        let dirs: BTreeSet<&str> = files.iter().flat_map(|(p, _)| ancestors(p)).collect();
         let t = &*TABLES;
         let mut test_dirs: Vec<String> = discovery.test_dirs.clone();
         if test_dirs.is_empty() {
@@ -332,13 +326,9 @@ fn infer_main_dir(
         })
         .collect();
     let mut roots: Vec<&str> = Vec::new();
-    for p in &relevant {
-        let mut d = parent(p);
-        while !d.is_empty() {
-            if has(&TABLES.source_roots, file_name(d)) && !roots.contains(&d) {
-                roots.push(d);
-            }
-            d = parent(d);
+    for d in relevant.iter().flat_map(|p| ancestors(p)) {
+        if has(&TABLES.source_roots, file_name(d)) && !roots.contains(&d) {
+            roots.push(d);
         }
     }
     let shallowest = roots
@@ -354,19 +344,18 @@ fn infer_main_dir(
     if let Some((_, _, dir)) = shallowest {
         return dir.to_owned();
     }
-    let mut tops: Vec<(&str, usize)> = Vec::new();
+    let mut tops: BTreeMap<&str, usize> = BTreeMap::new();
     for p in &relevant {
         if let Some((top, _)) = p.split_once('/') {
-            match tops.iter_mut().find(|t| t.0 == top) {
-                Some(t) => t.1 += 1,
-                None => tops.push((top, 1)),
-            }
+            *tops.entry(top).or_default() += 1;
         }
     }
     let at_root = relevant.iter().filter(|p| !p.contains('/')).count();
-    tops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    match tops.first() {
-        Some((top, n)) if *n > at_root => (*top).to_owned(),
+    match tops
+        .into_iter()
+        .max_by_key(|&(top, n)| (n, std::cmp::Reverse(top)))
+    {
+        Some((top, n)) if n > at_root => top.to_owned(),
         _ => String::new(),
     }
 }

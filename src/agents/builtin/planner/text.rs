@@ -78,19 +78,14 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
     let mut after_lower = false;
     for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && after_lower && !word.is_empty() {
-                f(&word);
-                word.clear();
-            }
-            after_lower = c.is_lowercase() || c.is_ascii_digit();
+        let word_char = c.is_alphanumeric();
+        if (!word_char || (c.is_uppercase() && after_lower)) && !word.is_empty() {
+            f(&word);
+            word.clear();
+        }
+        after_lower = word_char && (c.is_lowercase() || c.is_ascii_digit());
+        if word_char {
             word.extend(c.to_lowercase());
-        } else {
-            if !word.is_empty() {
-                f(&word);
-                word.clear();
-            }
-            after_lower = false;
         }
     }
     if !word.is_empty() {
