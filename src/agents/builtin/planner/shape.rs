@@ -123,9 +123,7 @@ pub fn draft(
             reference.push(entry);
         }
     }
-    reference.retain(|r| !files.iter().any(|f| &f.path == r));
-    dedup(&mut reference);
-    reference.truncate(REFERENCES);
+    tidy_reference(&mut reference, &files);
     let draft = Draft {
         title: item.title.clone(),
         description: item.description.clone(),
@@ -139,6 +137,19 @@ pub fn draft(
         keywords: item.keywords.clone(),
     };
     (draft, matches)
+}
+
+/// Keeps at most [`REFERENCES`] reference files, once each and none of them a planned one.
+fn tidy_reference(reference: &mut Vec<String>, files: &[PlannedFile]) {
+    reference.retain(|r| !files.iter().any(|f| &f.path == r));
+    dedup(reference);
+    reference.truncate(REFERENCES);
+}
+
+/// Appends `more` to `list`, keeping each item once.
+fn append(list: &mut Vec<String>, more: Vec<String>) {
+    list.extend(more);
+    dedup(list);
 }
 
 /// Removes later duplicates, keeping the order.
@@ -205,21 +216,13 @@ fn merge(drafts: &mut Vec<Draft>, at: usize) {
         }
     }
     for (path, words) in next.matched {
-        let list = d.matched.entry(path).or_default();
-        list.extend(words);
-        dedup(list);
+        append(d.matched.entry(path).or_default(), words);
     }
-    d.criteria.extend(next.criteria);
-    dedup(&mut d.criteria);
-    d.requirements.extend(next.requirements);
-    dedup(&mut d.requirements);
+    append(&mut d.criteria, next.criteria);
+    append(&mut d.requirements, next.requirements);
     d.reference.extend(next.reference);
-    let files: Vec<String> = d.files.iter().map(|f| f.path.clone()).collect();
-    d.reference.retain(|r| !files.contains(r));
-    dedup(&mut d.reference);
-    d.reference.truncate(REFERENCES);
-    d.keywords.extend(next.keywords);
-    dedup(&mut d.keywords);
+    tidy_reference(&mut d.reference, &d.files);
+    append(&mut d.keywords, next.keywords);
     d.after.extend(next.after);
     // Renumber: the removed draft is now `at`, later ones move down by one.
     for (i, d) in drafts.iter_mut().enumerate() {

@@ -27,17 +27,18 @@ pub struct Finding {
 pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
     let mut out = Vec::new();
     for f in files {
-        if let Some(detail) = migration(&f.path) {
+        let mut found = |signal, detail| {
             out.push(Finding {
-                signal: "data_migration",
+                signal,
                 path: f.path.clone(),
                 detail,
-            });
+            })
+        };
+        if let Some(detail) = migration(&f.path) {
+            found("data_migration", detail);
         }
-        if f.change != Change::Modify {
-            continue;
-        }
-        let Some(bytes) = code.tree.read_path(&f.path) else {
+        let modified = f.change == Change::Modify;
+        let Some(bytes) = modified.then(|| code.tree.read_path(&f.path)).flatten() else {
             continue;
         };
         if bytes.len() > MAX_SCAN_SIZE || bytes[..bytes.len().min(8000)].contains(&0) {
@@ -45,18 +46,13 @@ pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
         }
         let text = String::from_utf8_lossy(&bytes);
         if let Some(line) = nested_loop(&text) {
-            out.push(Finding {
-                signal: "scaling_concern",
-                path: f.path.clone(),
-                detail: format!("a loop nested in another at line {line}"),
-            });
+            found(
+                "scaling_concern",
+                format!("a loop nested in another at line {line}"),
+            );
         }
         if let Some(detail) = public_api(&f.path, &text) {
-            out.push(Finding {
-                signal: "breaking_change",
-                path: f.path.clone(),
-                detail,
-            });
+            found("breaking_change", detail);
         }
     }
     out.sort();
