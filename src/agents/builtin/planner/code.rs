@@ -389,19 +389,17 @@ impl Index {
         index
     }
 
-    /// Counts `word` into `same` and `prefix` (indexed by keyword).
-    fn count(&self, word: &str, same: &mut [u32], prefix: &mut [u32]) {
+    /// Counts `word` into `hits`, (times as the same word, times as a prefix) by keyword.
+    fn count(&self, word: &str, hits: &mut [(u32, u32)]) {
         if let Some(&i) = self.same.get(word) {
-            same[i] += 1;
+            hits[i].0 += 1;
         }
-        if let Some(longer) = self.starts.get(word) {
-            for &i in longer {
-                prefix[i] += 1;
-            }
+        for &i in self.starts.get(word).into_iter().flatten() {
+            hits[i].1 += 1;
         }
         for (at, _) in word.char_indices().skip(4) {
             if let Some(&i) = self.same.get(&word[..at]) {
-                prefix[i] += 1;
+                hits[i].1 += 1;
             }
         }
     }
@@ -413,8 +411,8 @@ struct Entry {
     kind: Kind,
     stem_words: Vec<String>,
     dir_words: Vec<String>,
-    /// (keyword, times as the same word, times as a prefix), by keyword.
-    hits: Vec<(usize, u32, u32)>,
+    /// (times as the same word, times as a prefix) by keyword; empty when not read.
+    hits: Vec<(u32, u32)>,
 }
 
 /// A file that matches a work item.
@@ -464,17 +462,11 @@ impl<'a> Code<'a> {
                 && let Ok(bytes) = tree.read(file)
             {
                 read += 1;
-                let head = &bytes[..bytes.len().min(8000)];
-                if !head.contains(&0) {
-                    let mut same = vec![0u32; index.words.len()];
-                    let mut prefix = vec![0u32; index.words.len()];
+                if !bytes[..bytes.len().min(8000)].contains(&0) {
+                    hits = vec![(0, 0); index.words.len()];
                     text::for_each_word(&String::from_utf8_lossy(&bytes), |w| {
-                        index.count(w, &mut same, &mut prefix);
+                        index.count(w, &mut hits);
                     });
-                    hits = (0..index.words.len())
-                        .filter(|&i| same[i] + prefix[i] > 0)
-                        .map(|i| (i, same[i], prefix[i]))
-                        .collect();
                 }
             }
             let name = file_name(&file.path);
@@ -522,16 +514,10 @@ impl<'a> Code<'a> {
             for &k in &ids {
                 let word = &self.index.words[k];
                 let points = path_points(word, &e.stem_words, &e.dir_words)
-                    + match e.hits.binary_search_by_key(&k, |h| h.0) {
-                        Ok(at) => {
-                            let (_, same, prefix) = e.hits[at];
-                            if same > 0 {
-                                3 + same.min(5)
-                            } else {
-                                1 + prefix.min(4) / 2
-                            }
-                        }
-                        Err(_) => 0,
+                    + match e.hits.get(k) {
+                        Some(&(same, _)) if same > 0 => 3 + same.min(5),
+                        Some(&(_, prefix)) if prefix > 0 => 1 + prefix.min(4) / 2,
+                        _ => 0,
                     };
                 if points > 0 {
                     score += points;
