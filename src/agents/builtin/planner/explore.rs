@@ -65,13 +65,8 @@ pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
     let Some(raw) = folder.get(INDEX) else {
         return cache;
     };
-    let parsed: Option<serde_json::Map<String, Value>> = serde_json::from_slice::<Value>(raw)
-        .ok()
-        .and_then(|v| match v {
-            Value::Object(o) if o.get("entries").is_some_and(Value::is_array) => Some(o),
-            _ => None,
-        });
-    let Some(index) = parsed else {
+    let parsed = serde_json::from_slice::<Value>(raw).ok();
+    let Some(Value::Object(index)) = parsed.filter(|v| v["entries"].is_array()) else {
         cache
             .notes
             .push(format!("{INDEX} is corrupt: cleared it and explored again"));
@@ -175,7 +170,7 @@ pub struct Exploration {
     /// Conventions seen in the code.
     pub patterns: Vec<String>,
     /// Files through which changes connect to the rest of the code.
-    pub integration_points: Vec<String>,
+    pub integration_points: BTreeSet<String>,
     /// What to do with what was found.
     pub recommendations: Vec<String>,
 }
@@ -261,13 +256,11 @@ pub fn explore(
         .collect();
     relevant_files.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
 
-    let mut integration_points: Vec<String> = drafts
+    let integration_points: BTreeSet<String> = drafts
         .iter()
         .flat_map(|d| d.files.iter())
         .filter_map(|f| code.entry_file(code::parent(&f.path)))
         .collect();
-    integration_points.sort();
-    integration_points.dedup();
 
     let layout = &code.layout;
     let patterns = text::say_lines(
