@@ -7,6 +7,9 @@
 //! a keyword in its file name weighs most, one in its directories less, and one in its
 //! contents less again, with repeated mentions adding up to a cap so that a file touching
 //! many of an item's keywords beats one repeating a single keyword.
+//!
+//! The tables (languages, files never read, manifests, test and source directory names,
+//! entry files, the signal scan's patterns) are data: `planner-code.toml`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
@@ -44,6 +47,7 @@ pub struct Lang {
 /// described there.
 #[derive(Debug, serde::Deserialize)]
 pub struct Tables {
+    /// The languages new files are named in, earlier rows first.
     pub languages: Vec<Lang>,
     code_like: Vec<String>,
     docs: Vec<String>,
@@ -61,11 +65,17 @@ pub struct Tables {
 /// The line patterns of the signal scan, described in `planner-code.toml`.
 #[derive(Debug, serde::Deserialize)]
 pub struct Patterns {
+    /// Starts of a line that opens a loop.
     pub loops: Vec<String>,
+    /// Calls that loop anywhere in a line.
     pub loop_calls: Vec<String>,
+    /// Modifiers dropped, in order, before looking for a function.
     pub modifiers: Vec<String>,
+    /// Starts of a line that opens a function.
     pub functions: Vec<String>,
+    /// Starts of a comment line.
     pub comments: Vec<String>,
+    /// Starts of a public item's line in a Rust `lib.rs` or `mod.rs`.
     pub rust_public: Vec<String>,
 }
 

@@ -1,6 +1,7 @@
 //! Words: how the planner cuts text and paths into words, picks the keywords of a work item,
-//! splits a task text into clauses and names things. The word lists are data
-//! (`planner-words.toml`).
+//! splits a task text into clauses and names things; and what it says. The word lists are
+//! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
+//! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
