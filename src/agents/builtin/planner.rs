@@ -132,7 +132,6 @@ struct PlanFacts<'a> {
     execution: &'static str,
     how: &'static str,
     modules: &'a [String],
-    module_word: &'static str,
     left_out: &'a [String],
     modified: usize,
     created: usize,
@@ -216,11 +215,6 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         execution,
         how,
         modules: &modules,
-        module_word: if modules.len() == 1 {
-            "module"
-        } else {
-            "modules"
-        },
         left_out: &left_out,
         modified,
         created: planned.len() - modified,

@@ -377,19 +377,19 @@ impl Complexity {
 /// The modules the drafts touch, and the test files left out of the count. Test files count
 /// only when a plan touches nothing else.
 pub fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) {
-    let all: Vec<&str> = drafts
+    let mut paths: Vec<String> = drafts
         .iter()
-        .flat_map(|d| d.files.iter().map(|f| f.path.as_str()))
+        .flat_map(|d| d.files.iter().map(|f| f.path.clone()))
         .collect();
-    let (tests, code): (Vec<&str>, Vec<&str>) = all.iter().partition(|p| layout.is_test(p));
-    let counted = if code.is_empty() { &tests } else { &code };
-    let modules: BTreeSet<String> = counted.iter().map(|p| layout.module_of(p)).collect();
-    let mut left_out: Vec<String> = if code.is_empty() {
-        Vec::new()
+    dedup(&mut paths);
+    let (tests, code): (Vec<String>, Vec<String>) =
+        paths.into_iter().partition(|p| layout.is_test(p));
+    let (counted, left_out) = if code.is_empty() {
+        (tests, Vec::new())
     } else {
-        tests.iter().map(|p| (*p).to_owned()).collect()
+        (code, tests)
     };
-    dedup(&mut left_out);
+    let modules: BTreeSet<String> = counted.iter().map(|p| layout.module_of(p)).collect();
     (modules.into_iter().collect(), left_out)
 }
 
@@ -421,20 +421,15 @@ pub fn dependencies(drafts: &[Draft], complexity: Complexity) -> Vec<BTreeSet<us
 
 /// For each draft, the earlier drafts that touch one of its files, with the file.
 pub fn overlaps(drafts: &[Draft]) -> Vec<Vec<(usize, String)>> {
+    let earlier = |i: usize, path: &String| {
+        let j = (0..i)
+            .rev()
+            .find(|&j| drafts[j].files.iter().any(|x| &x.path == path))?;
+        Some((j, path.clone()))
+    };
     drafts
         .iter()
         .enumerate()
-        .map(|(i, d)| {
-            let mut out = Vec::new();
-            for f in &d.files {
-                if let Some(j) = (0..i)
-                    .rev()
-                    .find(|&j| drafts[j].files.iter().any(|x| x.path == f.path))
-                {
-                    out.push((j, f.path.clone()));
-                }
-            }
-            out
-        })
+        .map(|(i, d)| d.files.iter().filter_map(|f| earlier(i, &f.path)).collect())
         .collect()
 }

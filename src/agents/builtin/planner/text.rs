@@ -54,6 +54,9 @@ static TEXT: LazyLock<Environment<'static>> = LazyLock::new(|| {
             .expect("the default delimiters are valid"),
     );
     env.add_filter("code", |t: String| format!("`{t}`"));
+    env.add_filter("count", |n: usize, thing: String| {
+        format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+    });
     for (name, source) in table {
         env.add_template_owned(name, source)
             .expect("the planner's sentences compile (a unit test loads them)");
