@@ -168,23 +168,20 @@ fn word_count(text: &str) -> usize {
 /// The clauses of a task text: its sentences and lines, each cut at connectors such as
 /// "and" or a comma where both sides are at least three words long.
 pub fn clauses(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut sentences = Vec::new();
-    let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        let next = chars.get(i + 1).copied();
+    let mut sentences = vec![String::new()];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         let ends = match c {
             '\n' | ';' => true,
-            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            '.' | '!' | '?' => chars.peek().is_none_or(|n| n.is_whitespace()),
             _ => false,
         };
         if ends {
-            sentences.push(std::mem::take(&mut current));
-        } else {
+            sentences.push(String::new());
+        } else if let Some(current) = sentences.last_mut() {
             current.push(c);
         }
     }
-    sentences.push(current);
     let mut out = Vec::new();
     for s in &sentences {
         let s = s.trim();
@@ -192,16 +189,11 @@ pub fn clauses(text: &str) -> Vec<String> {
             .strip_prefix("- ")
             .or_else(|| s.strip_prefix("* "))
             .unwrap_or(s);
-        let s = strip_numbering(s);
-        split_at_connectors(s, &mut out);
+        split_at_connectors(strip_numbering(s), &mut out);
     }
-    let mut unique: Vec<String> = Vec::new();
-    for c in out {
-        if !unique.iter().any(|u| u.eq_ignore_ascii_case(&c)) {
-            unique.push(c);
-        }
-    }
-    unique
+    let mut seen = BTreeSet::new();
+    out.retain(|c| seen.insert(c.to_ascii_lowercase()));
+    out
 }
 
 /// `text` without a leading `1.` or `2)`.
