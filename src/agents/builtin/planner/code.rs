@@ -301,21 +301,13 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 fn test_path(path: &str, test_dirs: &[String]) -> bool {
-    if test_dirs.iter().any(|d| path.starts_with(&format!("{d}/"))) {
-        return true;
-    }
-    let dirs = parent(path);
-    if dirs.split('/').any(|c| has(&TABLES.test_dirs, c)) {
-        return true;
-    }
     let name = file_name(path);
     let stem = name.split('.').next().unwrap_or(name);
-    stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || stem.ends_with("Test")
-        || name.contains(".test.")
-        || name.contains(".spec.")
+    test_dirs.iter().any(|d| path.starts_with(&format!("{d}/")))
+        || parent(path).split('/').any(|c| has(&TABLES.test_dirs, c))
+        || stem.starts_with("test_")
+        || ["_test", "_spec", "Test"].iter().any(|s| stem.ends_with(s))
+        || [".test.", ".spec."].iter().any(|s| name.contains(s))
 }
 
 /// The main source directory: the shallowest directory named like a source root that holds
