@@ -267,14 +267,10 @@ impl Layout {
     /// Where a new test for `words` goes, next to `source` where the language keeps tests
     /// beside the code.
     pub fn new_test(&self, words: &[String], source: &str) -> String {
-        let dir = self
-            .test_dirs
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "tests".to_owned());
+        let dir = self.test_dirs.first().map_or("tests", String::as_str);
         let Some(lang) = self.lang else {
             return join(
-                &dir,
+                dir,
                 &format!("{}.md", text::file_stem(words, Naming::Kebab)),
             );
         };
@@ -285,9 +281,9 @@ impl Layout {
             "ts" | "js" if self.test_dirs.is_empty() => {
                 join(parent(source), &format!("{source_stem}.test.{}", lang.ext))
             }
-            "py" => join(&dir, &format!("test_{stem}.py")),
-            _ if lang.naming == Naming::Pascal => join(&dir, &format!("{stem}Test.{}", lang.ext)),
-            ext => join(&dir, &format!("{stem}.{ext}")),
+            "py" => join(dir, &format!("test_{stem}.py")),
+            _ if lang.naming == Naming::Pascal => join(dir, &format!("{stem}Test.{}", lang.ext)),
+            ext => join(dir, &format!("{stem}.{ext}")),
         }
     }
 }

@@ -167,16 +167,16 @@ pub fn public_api(path: &str, text: &str) -> Option<String> {
             .lines()
             .any(|l| l.starts_with("export "))
             .then(|| "exports".to_owned()),
+        "__init__.py" if text.contains("__all__") => Some("`__all__`".to_owned()),
         "__init__.py" => {
-            if text.contains("__all__") {
-                Some("`__all__`".to_owned())
-            } else if text.lines().any(|l| {
-                l.starts_with("def ") || l.starts_with("class ") || l.starts_with("async def ")
-            }) {
-                Some("top-level definitions".to_owned())
-            } else {
-                None
-            }
+            let definition = |l: &str| {
+                ["def ", "class ", "async def "]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            };
+            text.lines()
+                .any(definition)
+                .then(|| "top-level definitions".to_owned())
         }
         _ => None,
     }
