@@ -11,11 +11,7 @@ use serde_json::Value;
 use super::text;
 use crate::agents::{TaskInput, TechProfile};
 use crate::specdoc::md;
-
-/// Where the analyst writes the discovery context.
-pub const DISCOVERY: &str = "spec/discovery-context.json";
-const REQUIREMENTS: &str = "spec/requirements/";
-const EPICS: &str = "spec/epics/";
+use crate::specdoc::spec::{DISCOVERY, EPICS_DIR, REQUIREMENTS_DIR, files_in};
 
 /// How many keywords a work item keeps.
 const KEYWORDS: usize = 12;
@@ -289,16 +285,11 @@ struct Entry {
 /// Criteria section (of the whole file without one); an epic's are all its checkboxes.
 fn entries(input: &TaskInput, dir: &str, prefix: &str) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
-    for (path, bytes) in &input.folder {
-        let Some(name) = path.strip_prefix(dir) else {
-            continue;
-        };
-        if name.contains('/') || !name.starts_with(prefix) || !name.ends_with(".md") {
-            continue;
-        }
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            continue;
-        };
+    let files = files_in(&input.folder, dir).filter_map(|(_, name, bytes)| {
+        let doc = !name.contains('/') && name.starts_with(prefix) && name.ends_with(".md");
+        Some((name, std::str::from_utf8(bytes).ok().filter(|_| doc)?))
+    });
+    for (name, text) in files {
         let doc = Doc::parse(text);
         let stem = name.trim_end_matches(".md");
         let parts: Vec<&str> = stem.splitn(3, '-').collect();
@@ -442,8 +433,8 @@ impl Origin {
 
 /// The work items: from the epics if any, else the requirements, else the task text.
 pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) {
-    let reqs = entries(input, REQUIREMENTS, "REQ-");
-    let epics = entries(input, EPICS, "EPIC-");
+    let reqs = entries(input, REQUIREMENTS_DIR, "REQ-");
+    let epics = entries(input, EPICS_DIR, "EPIC-");
     if !epics.is_empty() {
         return (epic_items(epics, &reqs, notes), Origin::Epics);
     }
