@@ -72,15 +72,9 @@ pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
             .push(format!("{INDEX} is corrupt: cleared it and explored again"));
         return cache;
     };
-    let entries: Vec<Value> = index["entries"]
-        .as_array()
-        .expect("checked to be an array")
-        .iter()
-        .filter(|e| e.is_object())
-        .cloned()
-        .collect();
+    let entries = index["entries"].as_array().cloned().unwrap_or_default();
     cache.index = index;
-    for entry in entries {
+    for entry in entries.into_iter().filter(Value::is_object) {
         let same_angle = entry["angle"]
             .as_str()
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(angle));
