@@ -26,7 +26,6 @@ use std::collections::BTreeSet;
 use code::Code;
 use shape::{Change, Complexity, Draft};
 use signals::Finding;
-use spec::Origin;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
 use crate::error::{Error, Result};
@@ -121,14 +120,39 @@ fn task_id(i: usize) -> String {
     format!("TASK-{:03}", i + 1)
 }
 
+/// What the plan's sentences are said over (`planner-text.toml`).
+#[derive(Debug, serde::Serialize)]
+struct PlanFacts<'a> {
+    task: String,
+    items: String,
+    origin: &'static str,
+    tasks: usize,
+    complexity: &'static str,
+    range: &'static str,
+    execution: &'static str,
+    how: &'static str,
+    modules: &'a [String],
+    left_out: &'a [String],
+    modified: usize,
+    created: usize,
+    unfollowed: bool,
+    angle: &'static str,
+    hit: Option<&'a str>,
+    cache_path: String,
+    relevant: usize,
+    considered: usize,
+    read: usize,
+    signals: Vec<&'static str>,
+    test_command: Option<&'a str>,
+    min: usize,
+    max: usize,
+}
+
 /// Runs the planner on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
-    let mut decisions = Vec::new();
     let mut notes = Vec::new();
     let discovery = spec::discovery(input, &mut notes);
     let (items, origin) = spec::items(input, &mut notes);
-    decisions.push(planned_from(origin, items.len()));
-    decisions.append(&mut notes);
 
     let keywords: Vec<String> = items.iter().flat_map(|i| i.keywords.clone()).collect();
     let code = Code::scan(&input.code, &discovery, &keywords);
@@ -136,7 +160,6 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let titles: Vec<&str> = items.iter().map(|i| i.title.as_str()).collect();
     let angle = explore::angle(&format!("{} {}", input.session.task, titles.join(" ")));
     let cache = explore::lookup(&input.folder, angle);
-    decisions.extend(cache.notes.iter().cloned());
     let cached = cache
         .hit
         .as_ref()
@@ -144,26 +167,20 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         .unwrap_or_default();
 
     let mut creates = BTreeSet::new();
-    let mut drafts = Vec::with_capacity(items.len());
-    let mut matches = Vec::with_capacity(items.len());
-    for item in &items {
-        let (d, m) = shape::draft(item, &code, &cached, &mut creates);
-        drafts.push(d);
-        matches.push(m);
-    }
+    let (drafts, matches): (Vec<Draft>, Vec<_>) = items
+        .iter()
+        .map(|item| shape::draft(item, &code, &cached, &mut creates))
+        .unzip();
     let mut written = Vec::new();
+    let mut relevant = 0;
     if cache.hit.is_none() {
         let exploration = explore::explore(input, angle, &drafts, &matches, &code, &discovery);
-        let relevant = exploration.relevant_files.len();
-        written.extend(explore::write(&cache, &exploration, input.task.id.as_str()).map_err(json)?);
-        decisions.push(format!(
-            "explored the `{angle}` angle ({relevant} relevant files of {} considered, {} read) and cached it",
-            code.considered(),
-            code.read
-        ));
+        relevant = exploration.relevant_files.len();
+        written = explore::write(&cache, &exploration, input.task.id.as_str()).map_err(json)?;
     }
 
-    let drafts = shape::bound(drafts, &code, &mut decisions);
+    let mut shaping = Vec::new();
+    let drafts = shape::bound(drafts, &code, &mut shaping);
     let (modules, left_out) = shape::modules(&drafts, &code.layout);
     let complexity = Complexity::of(modules.len());
     let deps = shape::dependencies(&drafts, complexity);
@@ -174,7 +191,6 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         .iter()
         .filter(|f| f.change == Change::Modify)
         .count();
-    let created = planned.len() - modified;
 
     let tasks: Vec<TaskFile> = drafts
         .iter()
@@ -185,29 +201,53 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         return Ok(rejected(reason));
     }
 
-    let execution = execution(complexity);
-    let reasons = reasons(&modules, complexity, &left_out, modified, created);
-    let approach = format!(
-        "Work from {}; each task changes the files whose paths and contents best match its keywords, and creates a file where nothing matches; {execution}.",
-        origin.describe(items.len())
-    );
-    complexity_decisions(complexity, &modules, &drafts, created, &mut decisions);
+    let [complexity_name, range, execution, how] = complexity.says();
+    let (origin_name, origin_items) = origin.names(items.len());
+    let mut signal_names: Vec<&str> = findings.iter().map(|f| f.signal).collect();
+    signal_names.dedup();
+    let facts = PlanFacts {
+        task: text::truncate(&input.session.task, 120),
+        items: origin_items,
+        origin: origin_name,
+        tasks: tasks.len(),
+        complexity: complexity_name,
+        range,
+        execution,
+        how,
+        modules: &modules,
+        left_out: &left_out,
+        modified,
+        created: planned.len() - modified,
+        unfollowed: complexity == Complexity::Medium && drafts.iter().any(|d| !d.after.is_empty()),
+        angle,
+        hit: cache.hit.as_ref().map(|h| h.file.as_str()),
+        cache_path: explore::path(angle),
+        relevant,
+        considered: code.considered(),
+        read: code.read,
+        signals: signal_names,
+        test_command: discovery.test_command.as_deref(),
+        min: shape::MIN_TASKS,
+        max: shape::MAX_TASKS,
+    };
+    let mut decisions = vec![text::say("planned_from", &facts)];
+    decisions.extend(notes);
+    decisions.extend(cache.notes.iter().cloned());
+    if cache.hit.is_none() {
+        decisions.push(text::say("explored", &facts));
+    }
+    decisions.extend(shaping);
+    decisions.extend(text::say_lines("decisions_list", &facts));
 
     let plan = Plan {
         session_id: input.session.id.to_string(),
-        summary: format!(
-            "{} — {} tasks over {} {}",
-            text::truncate(&input.session.task, 120),
-            tasks.len(),
-            modules.len(),
-            module_word(modules.len())
-        ),
-        complexity: complexity.as_str(),
-        complexity_reasons: reasons,
+        summary: text::say("summary", &facts),
+        complexity: complexity_name,
+        complexity_reasons: text::say_lines("reasons_list", &facts),
         modules: modules.clone(),
-        approach,
+        approach: text::say("approach", &facts),
         tasks: tasks.iter().map(TaskRef::of).collect(),
-        recommended_execution: complexity.execution(),
+        recommended_execution: execution,
         test_command: discovery.test_command.clone(),
     };
 
@@ -221,46 +261,19 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     files.extend(written);
 
     let tech_profile = tech_profile(&findings, discovery.upstream.as_ref(), &mut decisions);
-    let headline = format!(
-        "{} tasks from {}; complexity {} ({} {})",
-        tasks.len(),
-        origin.describe(items.len()),
-        complexity.as_str(),
-        modules.len(),
-        module_word(modules.len())
-    );
-    let key_findings = key_findings(
-        headline,
-        complexity,
-        (modified, created),
-        &findings,
-        &cache,
-        angle,
-        discovery.test_command.as_deref(),
-    );
+    let mut key_findings = vec![text::say("headline", &facts)];
+    key_findings.extend(text::say_lines("findings_list", &facts));
     let state_update = StateUpdate {
-        key_findings,
+        key_findings: key_findings.iter().map(|f| text::truncate(f, 99)).collect(),
         decisions,
         files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
-        verification: format!(
-            "{} ≤ {} tasks ≤ {}, unique ids, every task has files and criteria, dependencies only on earlier tasks (no cycle)",
-            shape::MIN_TASKS,
-            tasks.len(),
-            shape::MAX_TASKS
-        ),
+        verification: text::say("verification", &facts),
         tech_profile,
     };
     state_update.validate()?;
     Ok(TaskOutput {
         outcome: Outcome::Completed,
-        summary: format!(
-            "{} tasks, {} ({} {}), {}",
-            tasks.len(),
-            complexity.as_str(),
-            modules.len(),
-            module_word(modules.len()),
-            complexity.execution()
-        ),
+        summary: text::say("done", &facts),
         files,
         state_update,
     })
@@ -290,139 +303,6 @@ impl TaskRef {
     }
 }
 
-/// Where the plan comes from, and why from there.
-fn planned_from(origin: Origin, items: usize) -> String {
-    match origin {
-        Origin::Epics => format!(
-            "planned from {} in dependency order: the epics are the most detailed spec",
-            origin.describe(items)
-        ),
-        Origin::Requirements => format!(
-            "planned from {}: there are no epics",
-            origin.describe(items)
-        ),
-        Origin::TaskText => format!("planned from {}: there is no spec", origin.describe(items)),
-    }
-}
-
-/// `module` or `modules`.
-fn module_word(n: usize) -> &'static str {
-    if n == 1 { "module" } else { "modules" }
-}
-
-/// How the tasks of a plan of `complexity` run.
-fn execution(complexity: Complexity) -> &'static str {
-    match complexity {
-        Complexity::Low => "the tasks run one after another",
-        Complexity::Medium => "the tasks run in parallel, ordered only where they share a file",
-        Complexity::High => {
-            "the tasks follow the work items' dependencies and shared files as a DAG"
-        }
-    }
-}
-
-/// Why the plan has its complexity.
-fn reasons(
-    modules: &[String],
-    complexity: Complexity,
-    left_out: &[String],
-    modified: usize,
-    created: usize,
-) -> Vec<String> {
-    let mut reasons = vec![
-        format!(
-            "{} {} touched: {}",
-            modules.len(),
-            module_word(modules.len()),
-            modules.join(", ")
-        ),
-        format!("{} is {}", complexity.as_str(), complexity.range()),
-    ];
-    if !left_out.is_empty() {
-        reasons.push(format!(
-            "test files are not counted as modules: {}",
-            left_out.join(", ")
-        ));
-    }
-    reasons.push(format!("{modified} files to modify, {created} to create"));
-    reasons
-}
-
-/// The decisions about complexity and execution.
-fn complexity_decisions(
-    complexity: Complexity,
-    modules: &[String],
-    drafts: &[Draft],
-    created: usize,
-    decisions: &mut Vec<String>,
-) {
-    decisions.push(format!(
-        "complexity {}: {} {} ({}) and {} is {}",
-        complexity.as_str(),
-        modules.len(),
-        module_word(modules.len()),
-        modules.join(", "),
-        complexity.as_str(),
-        complexity.range()
-    ));
-    decisions.push(format!(
-        "execution {}: {}",
-        complexity.execution(),
-        execution(complexity)
-    ));
-    if complexity == Complexity::Medium && drafts.iter().any(|d| !d.after.is_empty()) {
-        decisions.push(
-            "the work items' own dependencies are not followed in a Medium plan: its tasks run in parallel unless they share a file"
-                .to_owned(),
-        );
-    }
-    if created > 0 {
-        decisions.push(
-            "declaring a new file in its module is a step of its task, not a planned change, so tasks that each add a file stay parallel"
-                .to_owned(),
-        );
-    }
-}
-
-/// The key findings of a plan, each under 100 characters, after the one that sums it up.
-fn key_findings(
-    headline: String,
-    complexity: Complexity,
-    (modified, created): (usize, usize),
-    findings: &[Finding],
-    cache: &explore::Cache,
-    angle: &str,
-    test_command: Option<&str>,
-) -> Vec<String> {
-    let signal_names: Vec<&str> = {
-        let mut s: Vec<&str> = findings.iter().map(|f| f.signal).collect();
-        s.dedup();
-        s
-    };
-    let mut key_findings = vec![
-        headline,
-        format!(
-            "{modified} files to modify, {created} to create; execution {}",
-            complexity.execution()
-        ),
-        match &cache.hit {
-            Some(hit) => format!("Reused the cached `{angle}` exploration ({})", hit.file),
-            None => format!(
-                "Explored `{angle}` and cached it in {}",
-                explore::path(angle)
-            ),
-        },
-    ];
-    if !signal_names.is_empty() {
-        key_findings.push(format!("Signals: {}", signal_names.join(", ")));
-    }
-    key_findings.push(match test_command {
-        Some(c) => format!("Test command: `{c}`"),
-        None => "No test command known from the discovery context".to_owned(),
-    });
-    key_findings.iter().map(|f| text::truncate(f, 99)).collect()
-}
-
 fn json(e: serde_json::Error) -> Error {
     Error::Invalid(format!("cannot write the plan as JSON: {e}"))
 }
@@ -443,6 +323,44 @@ fn rejected(reason: String) -> TaskOutput {
     }
 }
 
+/// A planned file as a task's sentences see it.
+#[derive(Debug, serde::Serialize)]
+struct FileFacts {
+    path: String,
+    change: &'static str,
+    /// Up to four of the keywords it matched, joined.
+    words: String,
+    /// The file declaring the modules of its directory, for a new file.
+    entry: Option<String>,
+}
+
+/// A file this task shares with an earlier one.
+#[derive(Debug, serde::Serialize)]
+struct Share {
+    path: String,
+    task: String,
+    /// Whether this task runs after that one.
+    after: bool,
+}
+
+/// What one task's sentences are said over (`planner-text.toml`).
+#[derive(Debug, serde::Serialize)]
+struct TaskFacts<'a> {
+    title: &'a str,
+    from: String,
+    description: &'a str,
+    files: Vec<FileFacts>,
+    modifies: Vec<&'a str>,
+    creates: Vec<&'a str>,
+    keywords: &'a [String],
+    criteria: &'a [String],
+    reference: &'a [String],
+    shares: Vec<Share>,
+    findings: Vec<&'a Finding>,
+    lang: bool,
+    test_command: Option<&'a str>,
+}
+
 /// The full task for draft `i`.
 fn task_file(
     i: usize,
@@ -453,26 +371,68 @@ fn task_file(
     code: &Code,
     discovery: &spec::Discovery,
 ) -> TaskFile {
-    let creates: Vec<&str> = d
-        .files
-        .iter()
-        .filter(|f| f.change == Change::Create)
-        .map(|f| f.path.as_str())
-        .collect();
-    let from = if d.sources.iter().all(|s| s.starts_with("clause")) {
-        "the task text".to_owned()
-    } else {
-        d.sources.join(", ")
+    let paths = |change: Change| -> Vec<&str> {
+        let files = d.files.iter().filter(|f| f.change == change);
+        files.map(|f| f.path.as_str()).collect()
     };
-    let (implementation, pre_analysis) = steps(d, code, discovery);
-    let criteria = criteria(d, &creates, discovery);
-    let approach = approach(d, &from, &creates);
-    let risks = risks(i, d, drafts, deps, findings, code, &creates);
-    let description = description(d, &from);
+    let facts = TaskFacts {
+        title: &d.title,
+        from: if d.sources.iter().all(|s| s.starts_with("clause")) {
+            "the task text".to_owned()
+        } else {
+            d.sources.join(", ")
+        },
+        description: d.description.trim(),
+        files: d
+            .files
+            .iter()
+            .map(|f| FileFacts {
+                path: f.path.clone(),
+                change: f.change.as_str(),
+                words: d.matched.get(&f.path).map_or(String::new(), |w| {
+                    w.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+                }),
+                entry: (f.change == Change::Create)
+                    .then(|| code.entry_file(code::parent(&f.path)))
+                    .flatten(),
+            })
+            .collect(),
+        modifies: paths(Change::Modify),
+        creates: paths(Change::Create),
+        keywords: &d.keywords[..d.keywords.len().min(5)],
+        criteria: &d.criteria[..d.criteria.len().min(CRITERIA)],
+        reference: &d.reference,
+        shares: shape::overlaps(drafts)[i]
+            .iter()
+            .map(|(j, path)| Share {
+                path: path.clone(),
+                task: task_id(*j),
+                after: deps.contains(j),
+            })
+            .collect(),
+        findings: findings
+            .iter()
+            .filter(|f| d.files.iter().any(|x| x.path == f.path))
+            .collect(),
+        lang: code.layout.lang.is_some(),
+        test_command: discovery.test_command.as_deref(),
+    };
+    let mut criteria = text::say_lines("criteria_list", &facts);
+    shape::dedup(&mut criteria);
+    let pre_analysis = text::say_lines("pre_analysis_list", &facts)
+        .into_iter()
+        .map(|line| {
+            let (step, on_error) = line.split_once('\t').unwrap_or((&line, ""));
+            PreStep {
+                step: step.to_owned(),
+                on_error: on_error.to_owned(),
+            }
+        })
+        .collect();
     TaskFile {
         id: task_id(i),
         title: text::truncate(&d.title, 120),
-        description,
+        description: text::say("description", &facts),
         files: d
             .files
             .iter()
@@ -481,7 +441,7 @@ fn task_file(
                 change: f.change.as_str(),
             })
             .collect(),
-        implementation,
+        implementation: text::say_lines("implementation_list", &facts),
         convergence: Convergence { criteria },
         depends_on: deps.iter().map(|&j| task_id(j)).collect(),
         requirements: d.requirements.clone(),
@@ -490,200 +450,12 @@ fn task_file(
             files: d.reference.clone(),
         },
         rationale: Rationale {
-            chosen_approach: approach,
+            chosen_approach: text::say("approach_one", &facts),
         },
-        risks,
+        risks: text::say_lines("risks_list", &facts),
         meta: Meta {
             execution_config: ExecutionConfig { method: "agent" },
         },
-    }
-}
-
-/// Paths as inline code, joined with commas.
-fn quoted(paths: &[&str]) -> String {
-    paths
-        .iter()
-        .map(|p| format!("`{p}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The implementation steps of a task and the reading it starts with.
-fn steps(d: &Draft, code: &Code, discovery: &spec::Discovery) -> (Vec<String>, Vec<PreStep>) {
-    let mut implementation = Vec::new();
-    let mut pre_analysis = Vec::new();
-    for f in &d.files {
-        let words = d
-            .matched
-            .get(&f.path)
-            .map(|w| w.iter().take(4).cloned().collect::<Vec<_>>().join(", "))
-            .unwrap_or_default();
-        match f.change {
-            Change::Modify => {
-                implementation.push(if words.is_empty() {
-                    format!("Change `{}` for: {}", f.path, d.title)
-                } else {
-                    format!("Change `{}` where it deals with {words}", f.path)
-                });
-                pre_analysis.push(PreStep {
-                    step: if words.is_empty() {
-                        format!("Read `{}` and find where the change goes", f.path)
-                    } else {
-                        format!("Read `{}` and find the code for {words}", f.path)
-                    },
-                    on_error: "Plan from the task description and note what was missing".to_owned(),
-                });
-            }
-            Change::Create => {
-                implementation.push(format!("Create `{}` for: {}", f.path, d.title));
-                if let Some(entry) = code.entry_file(code::parent(&f.path)) {
-                    implementation.push(format!("Declare or export `{}` in `{entry}`", f.path));
-                }
-                pre_analysis.push(PreStep {
-                    step: format!(
-                        "Check that `{}` does not exist yet and read the files beside it for conventions",
-                        f.path
-                    ),
-                    on_error: "Modify the existing file instead of creating a new one".to_owned(),
-                });
-            }
-        }
-    }
-    if !d.reference.is_empty() {
-        pre_analysis.push(PreStep {
-            step: format!(
-                "Read {} for context",
-                quoted(&d.reference.iter().map(String::as_str).collect::<Vec<_>>())
-            ),
-            on_error: "Continue without them".to_owned(),
-        });
-    }
-    implementation.push(
-        "Make each convergence criterion hold, adding a test where none covers it".to_owned(),
-    );
-    implementation.push(match &discovery.test_command {
-        Some(c) => format!("Run `{c}` and fix what fails"),
-        None => "Run the project's tests and fix what fails".to_owned(),
-    });
-
-    (implementation, pre_analysis)
-}
-
-/// The convergence criteria of a task: its item's, the files it creates, the test suite.
-fn criteria(d: &Draft, creates: &[&str], discovery: &spec::Discovery) -> Vec<String> {
-    let mut criteria: Vec<String> = d.criteria.iter().take(CRITERIA).cloned().collect();
-    if criteria.is_empty() {
-        criteria.push(format!("A test exercises \"{}\" and passes", d.title));
-    }
-    for p in creates {
-        criteria.push(format!("`{p}` exists and is part of the build"));
-    }
-    criteria.push(match &discovery.test_command {
-        Some(c) => format!("`{c}` passes"),
-        None => "The existing test suite passes".to_owned(),
-    });
-    shape::dedup(&mut criteria);
-
-    criteria
-}
-
-/// Why a task changes the files it does.
-fn approach(d: &Draft, from: &str, creates: &[&str]) -> String {
-    let modifies: Vec<&str> = d
-        .files
-        .iter()
-        .filter(|f| f.change == Change::Modify)
-        .map(|f| f.path.as_str())
-        .collect();
-    let mut approach = format!("From {from}: ");
-    let mut parts = Vec::new();
-    if !modifies.is_empty() {
-        parts.push(format!(
-            "modify {}, the best matches for {}",
-            quoted(&modifies),
-            d.keywords
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if !creates.is_empty() {
-        parts.push(format!(
-            "create {} because no existing file matched its keywords",
-            quoted(creates)
-        ));
-    }
-    approach.push_str(&parts.join("; "));
-
-    approach
-}
-
-/// The risks of task `i`: proposed files, files shared with other tasks, signals.
-fn risks(
-    i: usize,
-    d: &Draft,
-    drafts: &[Draft],
-    deps: &BTreeSet<usize>,
-    findings: &[Finding],
-    code: &Code,
-    creates: &[&str],
-) -> Vec<String> {
-    let mut risks = Vec::new();
-    for p in creates {
-        risks.push(format!(
-            "`{p}` is a proposal: no existing file matched; move it if the code has a better place"
-        ));
-    }
-    if !creates.is_empty() && code.layout.lang.is_none() {
-        risks.push(
-            "No programming language was detected: the new file is a Markdown placeholder"
-                .to_owned(),
-        );
-    }
-    for (j, path) in &shape::overlaps(drafts)[i] {
-        risks.push(if deps.contains(j) {
-            format!("Shares `{path}` with {}: runs after it", task_id(*j))
-        } else {
-            format!("Shares `{path}` with {}", task_id(*j))
-        });
-    }
-    for f in findings
-        .iter()
-        .filter(|f| d.files.iter().any(|x| x.path == f.path))
-    {
-        risks.push(match f.signal {
-            "breaking_change" => format!(
-                "`{}` is a public API ({}): changing it may break callers",
-                f.path, f.detail
-            ),
-            "scaling_concern" => format!(
-                "`{}` has {}: keep the change from adding another level",
-                f.path, f.detail
-            ),
-            _ => format!(
-                "`{}` is {}: the change needs a data migration and a way back",
-                f.path, f.detail
-            ),
-        });
-    }
-
-    risks
-}
-
-/// The task's description: its item's, with where it comes from.
-fn description(d: &Draft, from: &str) -> String {
-    if d.description.trim().is_empty() {
-        format!("{} (from {from}).", d.title)
-    } else {
-        let text = d.description.trim();
-        let stop = if text.ends_with(['.', '!', '?']) {
-            ""
-        } else {
-            "."
-        };
-        format!("{text}{stop}\n\nFrom {from}.")
     }
 }
 
@@ -737,16 +509,15 @@ fn tech_profile(
     upstream: Option<&TechProfile>,
     decisions: &mut Vec<String>,
 ) -> Option<TechProfile> {
+    // Every signal, ours or the analyst's, has an entry in `evidence`.
     let mut evidence = signals::evidence(findings);
-    let mut names: BTreeSet<String> = evidence.keys().cloned().collect();
-    let ours = !names.is_empty();
+    let ours = !evidence.is_empty();
     if let Some(up) = upstream.filter(|u| !u.signals.is_empty()) {
         decisions.push(format!(
             "merged the analyst's signals ({}) into the tech profile",
             up.signals.join(", ")
         ));
         for s in &up.signals {
-            names.insert(s.clone());
             let paths = evidence.entry(s.clone()).or_default();
             for p in up.evidence.get(s).into_iter().flatten() {
                 if !paths.contains(p) {
@@ -755,16 +526,15 @@ fn tech_profile(
             }
         }
     }
-    if names.is_empty() {
+    if evidence.is_empty() {
         return None;
     }
-    evidence.retain(|k, _| names.contains(k));
     let confidence = match upstream {
         Some(up) if !ours => up.confidence.clone(),
         _ => "medium".to_owned(),
     };
     Some(TechProfile {
-        signals: names.into_iter().collect(),
+        signals: evidence.keys().cloned().collect(),
         evidence,
         confidence,
     })

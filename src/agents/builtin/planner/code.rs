@@ -7,8 +7,12 @@
 //! a keyword in its file name weighs most, one in its directories less, and one in its
 //! contents less again, with repeated mentions adding up to a cap so that a file touching
 //! many of an item's keywords beats one repeating a single keyword.
+//!
+//! The tables (languages, files never read, manifests, test and source directory names,
+//! entry files, the signal scan's patterns) are data: `planner-code.toml`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::LazyLock;
 
 use super::spec::Discovery;
 use super::text::{self, Naming, Relation};
@@ -27,140 +31,66 @@ const DIR_PREFIX: u32 = 4;
 pub const CACHE_BONUS: u32 = 8;
 
 /// A programming language the planner can name files for.
-#[derive(Debug)]
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
 pub struct Lang {
     /// Display name.
-    pub name: &'static str,
+    pub name: String,
     /// The extension of new files.
-    pub ext: &'static str,
-    exts: &'static [&'static str],
-    aliases: &'static [&'static str],
+    pub ext: String,
+    exts: Vec<String>,
+    aliases: Vec<String>,
     /// How file names are written.
     pub naming: Naming,
 }
 
-const fn lang(
-    name: &'static str,
-    ext: &'static str,
-    exts: &'static [&'static str],
-    aliases: &'static [&'static str],
-    naming: Naming,
-) -> Lang {
-    Lang {
-        name,
-        ext,
-        exts,
-        aliases,
-        naming,
-    }
+/// The planner's code tables, from `specs/templates/builtin/planner-code.toml`; each list is
+/// described there.
+#[derive(Debug, serde::Deserialize)]
+pub struct Tables {
+    /// The languages new files are named in, earlier rows first.
+    pub languages: Vec<Lang>,
+    code_like: Vec<String>,
+    docs: Vec<String>,
+    skip_dirs: Vec<String>,
+    locks: Vec<String>,
+    binary: Vec<String>,
+    manifests: Vec<String>,
+    test_dirs: Vec<String>,
+    source_roots: Vec<String>,
+    entry_files: Vec<String>,
+    /// The signal scan's patterns.
+    pub signals: Patterns,
 }
 
-static LANGS: &[Lang] = &[
-    lang("Rust", "rs", &["rs"], &["rust"], Naming::Snake),
-    lang("Python", "py", &["py"], &["python"], Naming::Snake),
-    lang(
-        "TypeScript",
-        "ts",
-        &["ts", "tsx", "mts", "cts"],
-        &["typescript", "ts"],
-        Naming::Kebab,
-    ),
-    lang(
-        "JavaScript",
-        "js",
-        &["js", "jsx", "mjs", "cjs"],
-        &["javascript", "js", "node", "nodejs"],
-        Naming::Kebab,
-    ),
-    lang("Go", "go", &["go"], &["go", "golang"], Naming::Snake),
-    lang("Java", "java", &["java"], &["java"], Naming::Pascal),
-    lang("Kotlin", "kt", &["kt", "kts"], &["kotlin"], Naming::Pascal),
-    lang("C#", "cs", &["cs"], &["c#", "csharp"], Naming::Pascal),
-    lang(
-        "C++",
-        "cpp",
-        &["cpp", "cc", "cxx", "hpp", "hh", "hxx"],
-        &["c++", "cpp"],
-        Naming::Snake,
-    ),
-    lang("C", "c", &["c", "h"], &["c"], Naming::Snake),
-    lang("Ruby", "rb", &["rb"], &["ruby"], Naming::Snake),
-    lang("PHP", "php", &["php"], &["php"], Naming::Pascal),
-    lang("Swift", "swift", &["swift"], &["swift"], Naming::Pascal),
-    lang("Scala", "scala", &["scala"], &["scala"], Naming::Pascal),
-    lang("Elixir", "ex", &["ex", "exs"], &["elixir"], Naming::Snake),
-    lang("Dart", "dart", &["dart"], &["dart"], Naming::Snake),
-    lang("Lua", "lua", &["lua"], &["lua"], Naming::Snake),
-    lang(
-        "Shell",
-        "sh",
-        &["sh", "bash"],
-        &["shell", "bash", "sh"],
-        Naming::Snake,
-    ),
-];
+/// The line patterns of the signal scan, described in `planner-code.toml`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Patterns {
+    /// Starts of a line that opens a loop.
+    pub loops: Vec<String>,
+    /// Calls that loop anywhere in a line.
+    pub loop_calls: Vec<String>,
+    /// Modifiers dropped, in order, before looking for a function.
+    pub modifiers: Vec<String>,
+    /// Starts of a line that opens a function.
+    pub functions: Vec<String>,
+    /// Starts of a comment line.
+    pub comments: Vec<String>,
+    /// Starts of a public item's line in a Rust `lib.rs` or `mod.rs`.
+    pub rust_public: Vec<String>,
+}
 
-/// Extensions that are code without being a language to name new files in.
-const CODE_LIKE: &[&str] = &[
-    "sql", "html", "css", "scss", "vue", "svelte", "proto", "graphql", "prisma",
-];
-const DOCS: &[&str] = &["md", "markdown", "rst", "txt", "adoc"];
-const SKIP_DIRS: &[&str] = &[
-    "node_modules",
-    "vendor",
-    "target",
-    "dist",
-    "build",
-    "__pycache__",
-    ".venv",
-    "venv",
-    "third_party",
-    ".git",
-];
-const LOCKS: &[&str] = &[
-    "Cargo.lock",
-    "package-lock.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "poetry.lock",
-    "Gemfile.lock",
-    "go.sum",
-    "composer.lock",
-    "uv.lock",
-    "Pipfile.lock",
-];
-const BINARY: &[&str] = &[
-    "png", "jpg", "jpeg", "gif", "ico", "svg", "pdf", "zip", "gz", "tgz", "xz", "bz2", "tar",
-    "jar", "class", "so", "dll", "dylib", "exe", "o", "a", "woff", "woff2", "ttf", "otf", "eot",
-    "mp3", "mp4", "wav", "webm", "wasm", "bin", "db", "sqlite", "pyc",
-];
-const MANIFESTS: &[&str] = &[
-    "Cargo.toml",
-    "package.json",
-    "pyproject.toml",
-    "setup.py",
-    "go.mod",
-    "pom.xml",
-    "build.gradle",
-    "build.gradle.kts",
-    "composer.json",
-    "mix.exs",
-    "pubspec.yaml",
-];
-const TEST_DIRS: &[&str] = &["tests", "test", "__tests__", "spec", "testing"];
-/// Directory names that hold sources; a module is one level below them.
-const SOURCE_ROOTS: &[&str] = &["src", "lib", "app", "pkg", "internal", "cmd", "source"];
-/// Files that declare or re-export a directory's modules.
-const ENTRY_FILES: &[&str] = &[
-    "mod.rs",
-    "lib.rs",
-    "main.rs",
-    "__init__.py",
-    "index.ts",
-    "index.tsx",
-    "index.js",
-    "index.mjs",
-];
+/// The code tables, parsed once.
+pub static TABLES: LazyLock<Tables> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/planner-code.toml"
+    ))
+    .expect("planner-code.toml is valid (a unit test parses it)")
+});
+
+/// Whether `list` holds `x`.
+pub fn has(list: &[String], x: &str) -> bool {
+    list.iter().any(|s| s == x)
+}
 
 /// The extension of a path's file name, if any.
 pub fn ext(path: &str) -> Option<&str> {
@@ -174,21 +104,27 @@ pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// The directories holding `path`, innermost first, without the root.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(parent(path)), |d| Some(parent(d))).take_while(|d| !d.is_empty())
+}
+
 /// The directory of a path, `""` for the root.
 pub fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
-fn lang_of(path: &str) -> Option<&'static Lang> {
+/// The index in [`Tables::languages`] of the language of `path`, if it has one.
+fn lang_of(path: &str) -> Option<usize> {
     let ext = ext(path)?.to_ascii_lowercase();
-    LANGS.iter().find(|l| l.exts.contains(&ext.as_str()))
+    TABLES.languages.iter().position(|l| has(&l.exts, &ext))
 }
 
 fn skipped(path: &str) -> bool {
-    let name = file_name(path);
-    path.split('/').any(|c| SKIP_DIRS.contains(&c))
-        || LOCKS.contains(&name)
-        || ext(path).is_some_and(|e| BINARY.contains(&e.to_ascii_lowercase().as_str()))
+    let t = &*TABLES;
+    path.split('/').any(|c| has(&t.skip_dirs, c))
+        || has(&t.locks, file_name(path))
+        || ext(path).is_some_and(|e| has(&t.binary, &e.to_ascii_lowercase()))
 }
 
 /// What a file is, for weighing its matches.
@@ -227,51 +163,31 @@ impl Layout {
             .filter(|f| !skipped(&f.path))
             .map(|f| (f.path.as_str(), f.size))
             .collect();
-        let dirs: BTreeSet<&str> = files
-            .iter()
-            .flat_map(|(p, _)| {
-                let mut out = Vec::new();
-                let mut d = parent(p);
-                while !d.is_empty() {
-                    out.push(d);
-                    d = parent(d);
-                }
-                out
-            })
-            .collect();
+        let dirs: BTreeSet<&str> = files.iter().flat_map(|(p, _)| ancestors(p)).collect();
+        let t = &*TABLES;
         let mut test_dirs: Vec<String> = discovery.test_dirs.clone();
         if test_dirs.is_empty() {
-            test_dirs = TEST_DIRS
-                .iter()
-                .filter(|d| dirs.contains(**d))
-                .map(|d| (*d).to_owned())
-                .collect();
+            test_dirs = t.test_dirs.clone();
+            test_dirs.retain(|d| dirs.contains(d.as_str()));
         }
         let is_test = |p: &str| test_path(p, &test_dirs);
         let from_discovery = discovery.languages.iter().find_map(|name| {
             let name = name.to_ascii_lowercase();
-            LANGS
+            t.languages
                 .iter()
-                .find(|l| l.aliases.contains(&name.as_str()) || l.name.eq_ignore_ascii_case(&name))
+                .find(|l| has(&l.aliases, &name) || l.name.eq_ignore_ascii_case(&name))
         });
         let lang = from_discovery.or_else(|| {
-            let mut bytes = vec![0u64; LANGS.len()];
-            for (p, size) in &files {
-                if is_test(p) {
-                    continue;
-                }
-                if let Some(l) = lang_of(p) {
-                    let i = LANGS
-                        .iter()
-                        .position(|x| x.name == l.name)
-                        .expect("the language is in the table");
+            let mut bytes = vec![0u64; t.languages.len()];
+            for (p, size) in files.iter().filter(|(p, _)| !is_test(p)) {
+                if let Some(i) = lang_of(p) {
                     bytes[i] += (*size).max(1);
                 }
             }
-            let best = (0..LANGS.len())
+            let best = (0..bytes.len())
                 .filter(|&i| bytes[i] > 0)
-                .max_by(|&a, &b| bytes[a].cmp(&bytes[b]).then(b.cmp(&a)))?;
-            Some(&LANGS[best])
+                .max_by_key(|&i| (bytes[i], std::cmp::Reverse(i)))?;
+            Some(&t.languages[best])
         });
         let main_dir = discovery
             .source_dirs
@@ -281,7 +197,7 @@ impl Layout {
         let mut roots: Vec<String> = discovery.source_dirs.clone();
         roots.extend(
             dirs.iter()
-                .filter(|d| SOURCE_ROOTS.contains(&file_name(d)))
+                .filter(|d| has(&t.source_roots, file_name(d)))
                 .map(|d| (*d).to_owned()),
         );
         if !main_dir.is_empty() {
@@ -293,7 +209,7 @@ impl Layout {
             .iter()
             .filter(|(p, _)| {
                 let name = file_name(p);
-                MANIFESTS.contains(&name) || name.ends_with(".csproj") || name.ends_with(".gemspec")
+                has(&t.manifests, name) || name.ends_with(".csproj") || name.ends_with(".gemspec")
             })
             .map(|(p, _)| parent(p))
             .filter(|d| !d.is_empty())
@@ -342,7 +258,7 @@ impl Layout {
     /// Where a new source file for `words` goes.
     pub fn new_file(&self, words: &[String]) -> String {
         let (stem, ext) = match self.lang {
-            Some(l) => (text::file_stem(words, l.naming), l.ext),
+            Some(l) => (text::file_stem(words, l.naming), l.ext.as_str()),
             None => (text::file_stem(words, Naming::Kebab), "md"),
         };
         join(&self.main_dir, &format!("{stem}.{ext}"))
@@ -351,27 +267,23 @@ impl Layout {
     /// Where a new test for `words` goes, next to `source` where the language keeps tests
     /// beside the code.
     pub fn new_test(&self, words: &[String], source: &str) -> String {
-        let dir = self
-            .test_dirs
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "tests".to_owned());
+        let dir = self.test_dirs.first().map_or("tests", String::as_str);
         let Some(lang) = self.lang else {
             return join(
-                &dir,
+                dir,
                 &format!("{}.md", text::file_stem(words, Naming::Kebab)),
             );
         };
         let stem = text::file_stem(words, lang.naming);
         let source_stem = file_name(source).split('.').next().unwrap_or("change");
-        match lang.ext {
+        match lang.ext.as_str() {
             "go" => join(parent(source), &format!("{source_stem}_test.go")),
             "ts" | "js" if self.test_dirs.is_empty() => {
                 join(parent(source), &format!("{source_stem}.test.{}", lang.ext))
             }
-            "py" => join(&dir, &format!("test_{stem}.py")),
-            _ if lang.naming == Naming::Pascal => join(&dir, &format!("{stem}Test.{}", lang.ext)),
-            ext => join(&dir, &format!("{stem}.{ext}")),
+            "py" => join(dir, &format!("test_{stem}.py")),
+            _ if lang.naming == Naming::Pascal => join(dir, &format!("{stem}Test.{}", lang.ext)),
+            ext => join(dir, &format!("{stem}.{ext}")),
         }
     }
 }
@@ -385,21 +297,13 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 fn test_path(path: &str, test_dirs: &[String]) -> bool {
-    if test_dirs.iter().any(|d| path.starts_with(&format!("{d}/"))) {
-        return true;
-    }
-    let dirs = parent(path);
-    if dirs.split('/').any(|c| TEST_DIRS.contains(&c)) {
-        return true;
-    }
     let name = file_name(path);
     let stem = name.split('.').next().unwrap_or(name);
-    stem.starts_with("test_")
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || stem.ends_with("Test")
-        || name.contains(".test.")
-        || name.contains(".spec.")
+    test_dirs.iter().any(|d| path.starts_with(&format!("{d}/")))
+        || parent(path).split('/').any(|c| has(&TABLES.test_dirs, c))
+        || stem.starts_with("test_")
+        || ["_test", "_spec", "Test"].iter().any(|s| stem.ends_with(s))
+        || [".test.", ".spec."].iter().any(|s| name.contains(s))
 }
 
 /// The main source directory: the shallowest directory named like a source root that holds
@@ -415,18 +319,14 @@ fn infer_main_dir(
         .map(|(p, _)| *p)
         .filter(|p| !is_test(p))
         .filter(|p| match lang {
-            Some(l) => lang_of(p).is_some_and(|x| x.name == l.name),
+            Some(l) => lang_of(p).is_some_and(|x| TABLES.languages[x].name == l.name),
             None => true,
         })
         .collect();
     let mut roots: Vec<&str> = Vec::new();
-    for p in &relevant {
-        let mut d = parent(p);
-        while !d.is_empty() {
-            if SOURCE_ROOTS.contains(&file_name(d)) && !roots.contains(&d) {
-                roots.push(d);
-            }
-            d = parent(d);
+    for d in relevant.iter().flat_map(|p| ancestors(p)) {
+        if has(&TABLES.source_roots, file_name(d)) && !roots.contains(&d) {
+            roots.push(d);
         }
     }
     let shallowest = roots
@@ -442,19 +342,18 @@ fn infer_main_dir(
     if let Some((_, _, dir)) = shallowest {
         return dir.to_owned();
     }
-    let mut tops: Vec<(&str, usize)> = Vec::new();
+    let mut tops: BTreeMap<&str, usize> = BTreeMap::new();
     for p in &relevant {
         if let Some((top, _)) = p.split_once('/') {
-            match tops.iter_mut().find(|t| t.0 == top) {
-                Some(t) => t.1 += 1,
-                None => tops.push((top, 1)),
-            }
+            *tops.entry(top).or_default() += 1;
         }
     }
     let at_root = relevant.iter().filter(|p| !p.contains('/')).count();
-    tops.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    match tops.first() {
-        Some((top, n)) if *n > at_root => (*top).to_owned(),
+    match tops
+        .into_iter()
+        .max_by_key(|&(top, n)| (n, std::cmp::Reverse(top)))
+    {
+        Some((top, n)) if n > at_root => top.to_owned(),
         _ => String::new(),
     }
 }
@@ -488,19 +387,17 @@ impl Index {
         index
     }
 
-    /// Counts `word` into `same` and `prefix` (indexed by keyword).
-    fn count(&self, word: &str, same: &mut [u32], prefix: &mut [u32]) {
+    /// Counts `word` into `hits`, (times as the same word, times as a prefix) by keyword.
+    fn count(&self, word: &str, hits: &mut [(u32, u32)]) {
         if let Some(&i) = self.same.get(word) {
-            same[i] += 1;
+            hits[i].0 += 1;
         }
-        if let Some(longer) = self.starts.get(word) {
-            for &i in longer {
-                prefix[i] += 1;
-            }
+        for &i in self.starts.get(word).into_iter().flatten() {
+            hits[i].1 += 1;
         }
         for (at, _) in word.char_indices().skip(4) {
             if let Some(&i) = self.same.get(&word[..at]) {
-                prefix[i] += 1;
+                hits[i].1 += 1;
             }
         }
     }
@@ -512,8 +409,8 @@ struct Entry {
     kind: Kind,
     stem_words: Vec<String>,
     dir_words: Vec<String>,
-    /// (keyword, times as the same word, times as a prefix), by keyword.
-    hits: Vec<(usize, u32, u32)>,
+    /// (times as the same word, times as a prefix) by keyword; empty when not read.
+    hits: Vec<(u32, u32)>,
 }
 
 /// A file that matches a work item.
@@ -563,17 +460,11 @@ impl<'a> Code<'a> {
                 && let Ok(bytes) = tree.read(file)
             {
                 read += 1;
-                let head = &bytes[..bytes.len().min(8000)];
-                if !head.contains(&0) {
-                    let mut same = vec![0u32; index.words.len()];
-                    let mut prefix = vec![0u32; index.words.len()];
+                if !bytes[..bytes.len().min(8000)].contains(&0) {
+                    hits = vec![(0, 0); index.words.len()];
                     text::for_each_word(&String::from_utf8_lossy(&bytes), |w| {
-                        index.count(w, &mut same, &mut prefix);
+                        index.count(w, &mut hits);
                     });
-                    hits = (0..index.words.len())
-                        .filter(|&i| same[i] + prefix[i] > 0)
-                        .map(|i| (i, same[i], prefix[i]))
-                        .collect();
                 }
             }
             let name = file_name(&file.path);
@@ -621,16 +512,10 @@ impl<'a> Code<'a> {
             for &k in &ids {
                 let word = &self.index.words[k];
                 let points = path_points(word, &e.stem_words, &e.dir_words)
-                    + match e.hits.binary_search_by_key(&k, |h| h.0) {
-                        Ok(at) => {
-                            let (_, same, prefix) = e.hits[at];
-                            if same > 0 {
-                                3 + same.min(5)
-                            } else {
-                                1 + prefix.min(4) / 2
-                            }
-                        }
-                        Err(_) => 0,
+                    + match e.hits.get(k) {
+                        Some(&(same, _)) if same > 0 => 3 + same.min(5),
+                        Some(&(_, prefix)) if prefix > 0 => 1 + prefix.min(4) / 2,
+                        _ => 0,
                     };
                 if points > 0 {
                     score += points;
@@ -659,7 +544,8 @@ impl<'a> Code<'a> {
     /// The file that declares the modules of `dir` (`mod.rs`, `lib.rs`, `__init__.py`,
     /// `index.ts`, or `dir.rs` beside it), if there is one.
     pub fn entry_file(&self, dir: &str) -> Option<String> {
-        ENTRY_FILES
+        TABLES
+            .entry_files
             .iter()
             .map(|name| join(dir, name))
             .chain((!dir.is_empty()).then(|| format!("{dir}.rs")))
@@ -672,9 +558,9 @@ fn kind(path: &str, layout: &Layout) -> Kind {
     let ext = ext.as_deref().unwrap_or("");
     if layout.is_test(path) {
         Kind::Test
-    } else if lang_of(path).is_some() || CODE_LIKE.contains(&ext) {
+    } else if lang_of(path).is_some() || has(&TABLES.code_like, ext) {
         Kind::Source
-    } else if DOCS.contains(&ext) {
+    } else if has(&TABLES.docs, ext) {
         Kind::Doc
     } else {
         Kind::Other

@@ -18,49 +18,23 @@ use crate::agents::TaskInput;
 /// The cache index, relative to the pipeline folder.
 pub const INDEX: &str = "explorations/cache-index.json";
 
-/// Angle presets of the reference (first angle of each), chosen by words of the task.
-const PRESETS: &[(&[&str], &str)] = &[
-    (
-        &[
-            "refactor",
-            "architect",
-            "architecture",
-            "restructure",
-            "modular",
-        ],
-        "architecture",
-    ),
-    (
-        &["security", "auth", "permission", "permissions", "access"],
-        "security",
-    ),
-    (
-        &["performance", "slow", "optimize", "optimise", "cache"],
-        "performance",
-    ),
-    (
-        &["fix", "bug", "error", "issue", "broken"],
-        "error-handling",
-    ),
-];
-
-/// The angle the planner explores for `text`: the first preset whose trigger word the text
-/// has (a word starting with `auth` counts as `auth`), else `patterns`.
+/// The angle the planner explores for `text`: the first of `planner-words.toml`'s angles
+/// one of whose trigger words the text has (a word starting with `auth` counts as `auth`),
+/// else `patterns`.
 pub fn angle(text: &str) -> &'static str {
     let words = text::words(text);
-    for (triggers, angle) in PRESETS {
-        let hit = words.iter().any(|w| {
-            triggers.contains(&w.as_str())
-                || (w.starts_with("auth") && triggers.contains(&"auth"))
-                || triggers
-                    .iter()
-                    .any(|t| t.len() >= 5 && w.starts_with(t) && w.len() <= t.len() + 3)
-        });
-        if hit {
-            return angle;
-        }
-    }
-    "patterns"
+    let hit = |t: &String| {
+        words.iter().any(|w| {
+            w == t
+                || (t == "auth" && w.starts_with("auth"))
+                || (t.len() >= 5 && w.starts_with(t.as_str()) && w.len() <= t.len() + 3)
+        })
+    };
+    text::WORDS
+        .angles
+        .iter()
+        .find(|a| a.triggers.iter().any(hit))
+        .map_or("patterns", |a| a.name.as_str())
 }
 
 /// What the cache holds for the planner.
@@ -91,27 +65,16 @@ pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
     let Some(raw) = folder.get(INDEX) else {
         return cache;
     };
-    let parsed: Option<serde_json::Map<String, Value>> = serde_json::from_slice::<Value>(raw)
-        .ok()
-        .and_then(|v| match v {
-            Value::Object(o) if o.get("entries").is_some_and(Value::is_array) => Some(o),
-            _ => None,
-        });
-    let Some(index) = parsed else {
+    let parsed = serde_json::from_slice::<Value>(raw).ok();
+    let Some(Value::Object(index)) = parsed.filter(|v| v["entries"].is_array()) else {
         cache
             .notes
             .push(format!("{INDEX} is corrupt: cleared it and explored again"));
         return cache;
     };
-    let entries: Vec<Value> = index["entries"]
-        .as_array()
-        .expect("checked to be an array")
-        .iter()
-        .filter(|e| e.is_object())
-        .cloned()
-        .collect();
+    let entries = index["entries"].as_array().cloned().unwrap_or_default();
     cache.index = index;
-    for entry in entries {
+    for entry in entries.into_iter().filter(Value::is_object) {
         let same_angle = entry["angle"]
             .as_str()
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(angle));
@@ -201,7 +164,7 @@ pub struct Exploration {
     /// Conventions seen in the code.
     pub patterns: Vec<String>,
     /// Files through which changes connect to the rest of the code.
-    pub integration_points: Vec<String>,
+    pub integration_points: BTreeSet<String>,
     /// What to do with what was found.
     pub recommendations: Vec<String>,
 }
@@ -209,6 +172,17 @@ pub struct Exploration {
 /// The exploration's path for `angle`.
 pub fn path(angle: &str) -> String {
     format!("explorations/planner-{angle}.json")
+}
+
+/// The planner's entry in the cache index.
+#[derive(Debug, serde::Serialize)]
+struct IndexEntry<'a> {
+    angle: &'a str,
+    file: &'a str,
+    /// Who explored.
+    source: &'static str,
+    /// The task that explored.
+    task: &'a str,
 }
 
 /// The files to write for a new exploration: the exploration and the updated index.
@@ -219,12 +193,12 @@ pub fn write(
 ) -> serde_json::Result<Vec<(String, Vec<u8>)>> {
     let file = path(&exploration.angle);
     let mut entries = cache.entries.clone();
-    entries.push(serde_json::json!({
-        "angle": exploration.angle,
-        "file": file,
-        "source": "planner",
-        "task": task,
-    }));
+    entries.push(serde_json::to_value(IndexEntry {
+        angle: &exploration.angle,
+        file: &file,
+        source: "planner",
+        task,
+    })?);
     let mut index = cache.index.clone();
     index.insert("entries".to_owned(), Value::Array(entries));
     Ok(vec![
@@ -276,43 +250,23 @@ pub fn explore(
         .collect();
     relevant_files.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
 
-    let mut integration_points: Vec<String> = drafts
+    let integration_points: BTreeSet<String> = drafts
         .iter()
         .flat_map(|d| d.files.iter())
         .filter_map(|f| code.entry_file(code::parent(&f.path)))
         .collect();
-    integration_points.sort();
-    integration_points.dedup();
 
     let layout = &code.layout;
-    let mut patterns = Vec::new();
-    if let Some(lang) = layout.lang {
-        let naming = match lang.naming {
-            text::Naming::Snake => "snake_case",
-            text::Naming::Kebab => "kebab-case",
-            text::Naming::Pascal => "PascalCase",
-        };
-        patterns.push(format!(
-            "Main language {} (.{}); file names in {naming}",
-            lang.name, lang.ext
-        ));
-    }
-    patterns.push(if layout.main_dir.is_empty() {
-        "Sources sit at the repository root".to_owned()
-    } else {
-        format!("Sources live under `{}`", layout.main_dir)
-    });
-    patterns.push(if layout.test_dirs.is_empty() {
-        "No test directory: tests sit beside the code".to_owned()
-    } else {
-        format!("Tests live under `{}`", layout.test_dirs.join("`, `"))
-    });
-    if let Some(c) = &discovery.test_command {
-        patterns.push(format!("Tests run with `{c}`"));
-    }
-    if !integration_points.is_empty() {
-        patterns.push("Modules are declared in entry files (see integration_points)".to_owned());
-    }
+    let patterns = text::say_lines(
+        "patterns_list",
+        &minijinja::context! {
+            lang => minijinja::value::Serde(layout.lang),
+            main_dir => &layout.main_dir,
+            test_dirs => minijinja::value::Serde(&layout.test_dirs),
+            test_command => discovery.test_command.as_deref(),
+            entry_files => !integration_points.is_empty(),
+        },
+    );
 
     let recommendations = drafts
         .iter()

@@ -123,9 +123,7 @@ pub fn draft(
             reference.push(entry);
         }
     }
-    reference.retain(|r| !files.iter().any(|f| &f.path == r));
-    dedup(&mut reference);
-    reference.truncate(REFERENCES);
+    tidy_reference(&mut reference, &files);
     let draft = Draft {
         title: item.title.clone(),
         description: item.description.clone(),
@@ -139,6 +137,19 @@ pub fn draft(
         keywords: item.keywords.clone(),
     };
     (draft, matches)
+}
+
+/// Keeps at most [`REFERENCES`] reference files, once each and none of them a planned one.
+fn tidy_reference(reference: &mut Vec<String>, files: &[PlannedFile]) {
+    reference.retain(|r| !files.iter().any(|f| &f.path == r));
+    dedup(reference);
+    reference.truncate(REFERENCES);
+}
+
+/// Appends `more` to `list`, keeping each item once.
+fn append(list: &mut Vec<String>, more: Vec<String>) {
+    list.extend(more);
+    dedup(list);
 }
 
 /// Removes later duplicates, keeping the order.
@@ -205,21 +216,13 @@ fn merge(drafts: &mut Vec<Draft>, at: usize) {
         }
     }
     for (path, words) in next.matched {
-        let list = d.matched.entry(path).or_default();
-        list.extend(words);
-        dedup(list);
+        append(d.matched.entry(path).or_default(), words);
     }
-    d.criteria.extend(next.criteria);
-    dedup(&mut d.criteria);
-    d.requirements.extend(next.requirements);
-    dedup(&mut d.requirements);
+    append(&mut d.criteria, next.criteria);
+    append(&mut d.requirements, next.requirements);
     d.reference.extend(next.reference);
-    let files: Vec<String> = d.files.iter().map(|f| f.path.clone()).collect();
-    d.reference.retain(|r| !files.contains(r));
-    dedup(&mut d.reference);
-    d.reference.truncate(REFERENCES);
-    d.keywords.extend(next.keywords);
-    dedup(&mut d.keywords);
+    tidy_reference(&mut d.reference, &d.files);
+    append(&mut d.keywords, next.keywords);
     d.after.extend(next.after);
     // Renumber: the removed draft is now `at`, later ones move down by one.
     for (i, d) in drafts.iter_mut().enumerate() {
@@ -253,7 +256,6 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
                 "Cover the change of the first task with tests: {}",
                 only.title
             ),
-            sources: only.sources.clone(),
             files: vec![PlannedFile {
                 path: test.clone(),
                 change,
@@ -262,10 +264,9 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
             criteria: vec![format!(
                 "A test in `{test}` fails without the change to `{source}` and passes with it"
             )],
-            requirements: only.requirements.clone(),
             after: BTreeSet::from([0]),
             reference: vec![source],
-            keywords: only.keywords.clone(),
+            ..only.clone()
         };
         return vec![only, tester];
     }
@@ -316,15 +317,11 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
                 .collect();
             Draft {
                 title: format!("{} ({})", only.title, names.join(", ")),
-                description: only.description.clone(),
-                sources: only.sources.clone(),
                 files,
                 matched,
                 criteria,
-                requirements: only.requirements.clone(),
                 after: BTreeSet::new(),
-                reference: only.reference.clone(),
-                keywords: only.keywords.clone(),
+                ..only.clone()
             }
         })
         .collect()
@@ -351,30 +348,28 @@ impl Complexity {
         }
     }
 
-    /// The name in `plan.json`.
-    pub fn as_str(self) -> &'static str {
+    /// Its name in `plan.json`, the range of module counts it covers, its
+    /// `recommended_execution` and how its tasks run.
+    pub fn says(self) -> [&'static str; 4] {
         match self {
-            Complexity::Low => "Low",
-            Complexity::Medium => "Medium",
-            Complexity::High => "High",
-        }
-    }
-
-    /// The range of module counts, for the reasons.
-    pub fn range(self) -> &'static str {
-        match self {
-            Complexity::Low => "1–2 modules",
-            Complexity::Medium => "3–4 modules",
-            Complexity::High => "5 or more modules",
-        }
-    }
-
-    /// `recommended_execution`.
-    pub fn execution(self) -> &'static str {
-        match self {
-            Complexity::Low => "single",
-            Complexity::Medium => "parallel",
-            Complexity::High => "dag",
+            Complexity::Low => [
+                "Low",
+                "1–2 modules",
+                "single",
+                "the tasks run one after another",
+            ],
+            Complexity::Medium => [
+                "Medium",
+                "3–4 modules",
+                "parallel",
+                "the tasks run in parallel, ordered only where they share a file",
+            ],
+            Complexity::High => [
+                "High",
+                "5 or more modules",
+                "dag",
+                "the tasks follow the work items' dependencies and shared files as a DAG",
+            ],
         }
     }
 }
@@ -382,19 +377,19 @@ impl Complexity {
 /// The modules the drafts touch, and the test files left out of the count. Test files count
 /// only when a plan touches nothing else.
 pub fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) {
-    let all: Vec<&str> = drafts
+    let mut paths: Vec<String> = drafts
         .iter()
-        .flat_map(|d| d.files.iter().map(|f| f.path.as_str()))
+        .flat_map(|d| d.files.iter().map(|f| f.path.clone()))
         .collect();
-    let (tests, code): (Vec<&str>, Vec<&str>) = all.iter().partition(|p| layout.is_test(p));
-    let counted = if code.is_empty() { &tests } else { &code };
-    let modules: BTreeSet<String> = counted.iter().map(|p| layout.module_of(p)).collect();
-    let mut left_out: Vec<String> = if code.is_empty() {
-        Vec::new()
+    dedup(&mut paths);
+    let (tests, code): (Vec<String>, Vec<String>) =
+        paths.into_iter().partition(|p| layout.is_test(p));
+    let (counted, left_out) = if code.is_empty() {
+        (tests, Vec::new())
     } else {
-        tests.iter().map(|p| (*p).to_owned()).collect()
+        (code, tests)
     };
-    dedup(&mut left_out);
+    let modules: BTreeSet<String> = counted.iter().map(|p| layout.module_of(p)).collect();
     (modules.into_iter().collect(), left_out)
 }
 
@@ -426,20 +421,15 @@ pub fn dependencies(drafts: &[Draft], complexity: Complexity) -> Vec<BTreeSet<us
 
 /// For each draft, the earlier drafts that touch one of its files, with the file.
 pub fn overlaps(drafts: &[Draft]) -> Vec<Vec<(usize, String)>> {
+    let earlier = |i: usize, path: &String| {
+        let j = (0..i)
+            .rev()
+            .find(|&j| drafts[j].files.iter().any(|x| &x.path == path))?;
+        Some((j, path.clone()))
+    };
     drafts
         .iter()
         .enumerate()
-        .map(|(i, d)| {
-            let mut out = Vec::new();
-            for f in &d.files {
-                if let Some(j) = (0..i)
-                    .rev()
-                    .find(|&j| drafts[j].files.iter().any(|x| x.path == f.path))
-                {
-                    out.push((j, f.path.clone()));
-                }
-            }
-            out
-        })
+        .map(|(i, d)| d.files.iter().filter_map(|f| earlier(i, &f.path)).collect())
         .collect()
 }

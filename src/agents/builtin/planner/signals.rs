@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::code::{self, Code};
+use super::code::{self, Code, TABLES};
 use super::shape::{Change, PlannedFile};
 
 /// The inner loop must start within this many lines of the outer one.
@@ -13,7 +13,7 @@ const NESTING_WINDOW: usize = 30;
 const MAX_SCAN_SIZE: usize = 256 * 1024;
 
 /// One signal found in one file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Finding {
     /// `scaling_concern`, `breaking_change` or `data_migration`.
     pub signal: &'static str,
@@ -27,17 +27,18 @@ pub struct Finding {
 pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
     let mut out = Vec::new();
     for f in files {
-        if let Some(detail) = migration(&f.path) {
+        let mut found = |signal, detail| {
             out.push(Finding {
-                signal: "data_migration",
+                signal,
                 path: f.path.clone(),
                 detail,
-            });
+            })
+        };
+        if let Some(detail) = migration(&f.path) {
+            found("data_migration", detail);
         }
-        if f.change != Change::Modify {
-            continue;
-        }
-        let Some(bytes) = code.tree.read_path(&f.path) else {
+        let modified = f.change == Change::Modify;
+        let Some(bytes) = modified.then(|| code.tree.read_path(&f.path)).flatten() else {
             continue;
         };
         if bytes.len() > MAX_SCAN_SIZE || bytes[..bytes.len().min(8000)].contains(&0) {
@@ -45,18 +46,13 @@ pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
         }
         let text = String::from_utf8_lossy(&bytes);
         if let Some(line) = nested_loop(&text) {
-            out.push(Finding {
-                signal: "scaling_concern",
-                path: f.path.clone(),
-                detail: format!("a loop nested in another at line {line}"),
-            });
+            found(
+                "scaling_concern",
+                format!("a loop nested in another at line {line}"),
+            );
         }
         if let Some(detail) = public_api(&f.path, &text) {
-            out.push(Finding {
-                signal: "breaking_change",
-                path: f.path.clone(),
-                detail,
-            });
+            found("breaking_change", detail);
         }
     }
     out.sort();
@@ -130,31 +126,27 @@ fn indent(line: &str) -> usize {
         .sum()
 }
 
+/// Whether `line` starts with one of `patterns`.
+fn starts(line: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| line.starts_with(p.as_str()))
+}
+
 fn is_comment(line: &str) -> bool {
-    ["//", "#", "/*", "*", "--"]
-        .iter()
-        .any(|p| line.starts_with(p))
+    starts(line, &TABLES.signals.comments)
 }
 
 fn is_loop(line: &str) -> bool {
-    [
-        "for ", "for(", "while ", "while(", "loop {", "foreach ", "foreach(",
-    ]
-    .iter()
-    .any(|p| line.starts_with(p))
-        || line.contains(".for_each(")
-        || line.contains(".forEach(")
+    let s = &TABLES.signals;
+    starts(line, &s.loops) || s.loop_calls.iter().any(|c| line.contains(c.as_str()))
 }
 
 fn is_function(line: &str) -> bool {
-    let line = line
-        .trim_start_matches("pub(crate) ")
-        .trim_start_matches("pub ")
-        .trim_start_matches("export ")
-        .trim_start_matches("async ");
-    ["fn ", "def ", "function ", "func "]
+    let s = &TABLES.signals;
+    let line = s
+        .modifiers
         .iter()
-        .any(|p| line.starts_with(p))
+        .fold(line, |l, m| l.trim_start_matches(m.as_str()));
+    starts(line, &s.functions)
 }
 
 /// What makes `path` a public API that a change may break, if it is one: `pub` items in a
@@ -164,17 +156,10 @@ pub fn public_api(path: &str, text: &str) -> Option<String> {
     let name = code::file_name(path);
     match name {
         "lib.rs" | "mod.rs" => {
-            const PUB: &[&str] = &[
-                "pub fn ",
-                "pub struct ",
-                "pub enum ",
-                "pub trait ",
-                "pub async fn ",
-                "pub const fn ",
-            ];
+            let public = &TABLES.signals.rust_public;
             let n = text
                 .lines()
-                .filter(|l| PUB.iter().any(|p| l.trim_start().starts_with(p)))
+                .filter(|l| starts(l.trim_start(), public))
                 .count();
             (n > 0).then(|| format!("{n} public items"))
         }
@@ -182,16 +167,16 @@ pub fn public_api(path: &str, text: &str) -> Option<String> {
             .lines()
             .any(|l| l.starts_with("export "))
             .then(|| "exports".to_owned()),
+        "__init__.py" if text.contains("__all__") => Some("`__all__`".to_owned()),
         "__init__.py" => {
-            if text.contains("__all__") {
-                Some("`__all__`".to_owned())
-            } else if text.lines().any(|l| {
-                l.starts_with("def ") || l.starts_with("class ") || l.starts_with("async def ")
-            }) {
-                Some("top-level definitions".to_owned())
-            } else {
-                None
-            }
+            let definition = |l: &str| {
+                ["def ", "class ", "async def "]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            };
+            text.lines()
+                .any(definition)
+                .then(|| "top-level definitions".to_owned())
         }
         _ => None,
     }

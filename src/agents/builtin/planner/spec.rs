@@ -10,11 +10,8 @@ use serde_json::Value;
 
 use super::text;
 use crate::agents::{TaskInput, TechProfile};
-
-/// Where the analyst writes the discovery context.
-pub const DISCOVERY: &str = "spec/discovery-context.json";
-const REQUIREMENTS: &str = "spec/requirements/";
-const EPICS: &str = "spec/epics/";
+use crate::specdoc::md;
+use crate::specdoc::spec::{DISCOVERY, EPICS_DIR, REQUIREMENTS_DIR, files_in};
 
 /// How many keywords a work item keeps.
 const KEYWORDS: usize = 12;
@@ -63,88 +60,73 @@ pub fn discovery(input: &TaskInput, notes: &mut Vec<String>) -> Discovery {
     }
 }
 
-/// Language names from a list of names, a list of `{name}` objects, or a map from name to a
-/// share (number, or an object with `bytes` or `files`), largest share first.
-fn names(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(items) => items
+/// The strings of a JSON list whose items are strings, or objects holding one under the first
+/// of `keys` that does; nothing when `v` is not a list.
+fn strings(v: &Value, keys: &[&str]) -> Vec<String> {
+    let items = v.as_array().map_or(&[][..], Vec::as_slice);
+    let string = |x: &Value| match x {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => keys
             .iter()
-            .filter_map(|x| match x {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(o) => ["name", "language"]
-                    .iter()
-                    .find_map(|k| o.get(*k).and_then(Value::as_str).map(str::to_owned)),
-                _ => None,
-            })
-            .collect(),
-        Value::Object(map) => {
-            let share = |x: &Value| {
-                x.as_f64()
-                    .or_else(|| x["bytes"].as_f64())
-                    .or_else(|| x["files"].as_f64())
-                    .unwrap_or(0.0)
-            };
-            let mut by_share: Vec<(f64, &String)> =
-                map.iter().map(|(name, x)| (share(x), name)).collect();
-            by_share.sort_by(|a, b| {
-                b.0.partial_cmp(&a.0)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then(a.1.cmp(b.1))
-            });
-            by_share.into_iter().map(|(_, n)| n.clone()).collect()
-        }
-        _ => Vec::new(),
-    }
+            .find_map(|k| o.get(*k).and_then(Value::as_str).map(str::to_owned)),
+        _ => None,
+    };
+    items.iter().filter_map(string).collect()
+}
+
+/// Language names from a name, a list of names or of `{name}` objects, or a map from name to
+/// a share (number, or an object with `bytes` or `files`), largest share first.
+fn names(v: &Value) -> Vec<String> {
+    let Value::Object(map) = v else {
+        return match v.as_str() {
+            Some(s) => vec![s.to_owned()],
+            None => strings(v, &["name", "language"]),
+        };
+    };
+    let share = |x: &Value| {
+        [x, &x["bytes"], &x["files"]]
+            .iter()
+            .find_map(|x| x.as_f64())
+    };
+    let mut by_share: Vec<(f64, &String)> = map
+        .iter()
+        .map(|(n, x)| (share(x).unwrap_or(0.0), n))
+        .collect();
+    by_share.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(b.1))
+    });
+    by_share.into_iter().map(|(_, n)| n.clone()).collect()
 }
 
 /// Directories from a list of paths or of `{path}` objects, without `./` and trailing `/`.
 fn dirs(v: &Value) -> Vec<String> {
-    let Some(items) = v.as_array() else {
-        return Vec::new();
+    let clean = |s: String| {
+        s.trim()
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_owned()
     };
-    items
-        .iter()
-        .filter_map(|x| match x {
-            Value::String(s) => Some(s.as_str()),
-            Value::Object(o) => o.get("path").and_then(Value::as_str),
-            _ => None,
-        })
-        .map(|s| {
-            s.trim()
-                .trim_start_matches("./")
-                .trim_end_matches('/')
-                .to_owned()
-        })
-        .filter(|s| !s.is_empty() && s != "." && !s.contains(".."))
-        .collect()
+    let mut out: Vec<String> = strings(v, &["path"]).into_iter().map(clean).collect();
+    out.retain(|s| !s.is_empty() && s != "." && !s.contains(".."));
+    out
 }
 
+/// The analyst's tech profile, if it lists its signals.
 fn tech_profile(v: &Value) -> Option<TechProfile> {
-    let signals: Vec<String> = v["signals"]
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
-    let mut evidence = BTreeMap::new();
-    if let Some(map) = v["evidence"].as_object() {
-        for (signal, paths) in map {
-            let paths: Vec<String> = match paths {
-                Value::Array(a) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect(),
-                Value::String(s) => vec![s.clone()],
-                _ => Vec::new(),
-            };
-            evidence.insert(signal.clone(), paths);
-        }
-    }
+    v["signals"].as_array()?;
+    let evidence = v["evidence"].as_object().into_iter().flatten();
+    let evidence = evidence.map(|(signal, paths)| {
+        let paths = match paths.as_str() {
+            Some(s) => vec![s.to_owned()],
+            None => strings(paths, &[]),
+        };
+        (signal.clone(), paths)
+    });
     Some(TechProfile {
-        signals,
-        evidence,
+        signals: strings(&v["signals"], &[]),
+        evidence: evidence.collect(),
         confidence: v["confidence"].as_str().unwrap_or("medium").to_owned(),
     })
 }
@@ -158,52 +140,45 @@ struct Doc {
 }
 
 impl Doc {
+    /// Reads `text`: a front matter between `---` lines (keys lower-cased; a value is a
+    /// scalar, an inline `[a, b]` list or a block of `- item` lines), then the body.
     fn parse(text: &str) -> Doc {
         let text = text.replace("\r\n", "\n");
         let lines: Vec<&str> = text.lines().collect();
-        let mut front = BTreeMap::new();
-        let mut start = 0;
-        if lines.first().map(|l| l.trim()) == Some("---")
-            && let Some(end) = lines.iter().skip(1).position(|l| l.trim() == "---")
-        {
-            let end = end + 1;
-            let mut key: Option<String> = None;
-            for line in &lines[1..end] {
-                let trimmed = line.trim();
-                if let Some(item) = trimmed.strip_prefix("- ")
-                    && line.starts_with([' ', '-'])
-                    && let Some(k) = &key
-                {
-                    front
-                        .entry(k.clone())
-                        .or_insert_with(Vec::new)
-                        .push(unquote(item));
-                    continue;
-                }
-                if line.starts_with(' ') {
-                    continue;
-                }
-                let Some((k, value)) = trimmed.split_once(':') else {
-                    continue;
-                };
-                let k = k.trim().to_ascii_lowercase();
-                let value = value.trim();
-                let values =
-                    if let Some(list) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-                        list.split(',')
-                            .map(unquote)
-                            .filter(|s| !s.is_empty())
-                            .collect()
-                    } else if value.is_empty() {
-                        Vec::new()
-                    } else {
-                        vec![unquote(value)]
-                    };
-                front.insert(k.clone(), values);
-                key = Some(k);
+        let end = (lines.first().map(|l| l.trim()) == Some("---"))
+            .then(|| lines.iter().skip(1).position(|l| l.trim() == "---"))
+            .flatten()
+            .map_or(0, |end| end + 1);
+        let mut front: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut key: Option<String> = None;
+        for line in lines.iter().take(end).skip(1) {
+            let trimmed = line.trim();
+            if let Some(item) = trimmed.strip_prefix("- ")
+                && line.starts_with([' ', '-'])
+                && let Some(k) = &key
+            {
+                front.entry(k.clone()).or_default().push(unquote(item));
+                continue;
             }
-            start = end + 1;
+            let Some((k, value)) = trimmed.split_once(':').filter(|_| !line.starts_with(' '))
+            else {
+                continue;
+            };
+            let k = k.trim().to_ascii_lowercase();
+            let value = value.trim();
+            let values = match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+                Some(list) => list
+                    .split(',')
+                    .map(unquote)
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+                None if value.is_empty() => Vec::new(),
+                None => vec![unquote(value)],
+            };
+            front.insert(k.clone(), values);
+            key = Some(k);
         }
+        let start = if end > 0 { end + 1 } else { 0 };
         Doc {
             front,
             body: lines[start.min(lines.len())..].join("\n"),
@@ -211,10 +186,7 @@ impl Doc {
     }
 
     fn scalar(&self, key: &str) -> Option<&str> {
-        self.front
-            .get(key)
-            .and_then(|v| v.first())
-            .map(String::as_str)
+        self.front.get(key)?.first().map(String::as_str)
     }
 
     fn list(&self, key: &str) -> Vec<String> {
@@ -223,25 +195,22 @@ impl Doc {
 
     /// The title: front matter `title`, else the first `# ` heading, without the id.
     fn title(&self, id: &str) -> String {
+        let heading = || self.body.lines().find_map(|l| l.strip_prefix("# "));
         let raw = self
             .scalar("title")
-            .map(str::to_owned)
-            .or_else(|| {
-                self.body
-                    .lines()
-                    .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_owned()))
-            })
-            .unwrap_or_default();
+            .or_else(heading)
+            .unwrap_or_default()
+            .trim();
         let stripped = raw
             .strip_prefix(id)
             .map(|rest| rest.trim_start_matches([':', '-', '—', '–', '.', ' ']))
-            .unwrap_or(&raw)
+            .unwrap_or(raw)
             .trim();
         // The plan is JSON: its titles are text, not the Markdown source of the headings.
         if stripped.is_empty() {
             id.to_owned()
         } else {
-            crate::specdoc::md::unescape(stripped)
+            md::unescape(stripped)
         }
     }
 
@@ -257,9 +226,7 @@ impl Doc {
                     break;
                 }
                 inside = line[level..].trim().eq_ignore_ascii_case(name);
-                continue;
-            }
-            if inside && !line.trim().is_empty() && level == 0 {
+            } else if inside && !line.trim().is_empty() && level == 0 {
                 out.push(line.trim());
             }
         }
@@ -277,24 +244,13 @@ fn checkbox(line: &str) -> Option<String> {
     let t = t.strip_prefix("- ").or_else(|| t.strip_prefix("* "))?;
     let rest = ["[ ]", "[x]", "[X]"]
         .iter()
-        .find_map(|b| t.strip_prefix(b))?
-        .trim();
-    (!rest.is_empty()).then(|| rest.to_owned())
+        .find_map(|b| t.strip_prefix(b))?;
+    Some(rest.trim().to_owned()).filter(|r| !r.is_empty())
 }
 
-/// The id from a file name such as `REQ-001-login.md`: its first two `-` parts.
-fn id_from_name(name: &str) -> String {
-    let stem = name.trim_end_matches(".md");
-    let mut parts = stem.splitn(3, '-');
-    match (parts.next(), parts.next()) {
-        (Some(a), Some(b)) => format!("{a}-{b}"),
-        _ => stem.to_owned(),
-    }
-}
-
-/// Ids like `REQ-001` in `text`.
+/// Unique ids like `REQ-001` in `text`.
 fn ids_in(text: &str, prefix: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     for token in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
         if let Some(num) = token.strip_prefix(prefix)
             && !num.is_empty()
@@ -307,139 +263,130 @@ fn ids_in(text: &str, prefix: &str) -> Vec<String> {
     out
 }
 
-/// Folder files under `dir` whose name starts with `prefix`, in path order.
-fn docs<'a>(input: &'a TaskInput, dir: &str, prefix: &str) -> Vec<(String, &'a str)> {
-    input
-        .folder
-        .iter()
-        .filter_map(|(path, bytes)| {
-            let name = path.strip_prefix(dir)?;
-            if name.contains('/') || !name.starts_with(prefix) || !name.ends_with(".md") {
-                return None;
-            }
-            let text = std::str::from_utf8(bytes).ok()?;
-            Some((name.to_owned(), text))
-        })
-        .collect()
-}
-
-/// A requirement file.
-struct Requirement {
+/// A requirement or epic file, as far as the planner reads it.
+struct Entry {
     id: String,
     title: String,
     description: String,
     criteria: Vec<String>,
+    /// Whether a requirement is a Won't.
     wont: bool,
-}
-
-fn requirements(input: &TaskInput) -> Vec<Requirement> {
-    let mut out: Vec<Requirement> = docs(input, REQUIREMENTS, "REQ-")
-        .into_iter()
-        .map(|(name, text)| {
-            let doc = Doc::parse(text);
-            let id = doc
-                .scalar("id")
-                .map(str::to_owned)
-                .unwrap_or_else(|| id_from_name(&name));
-            let mut criteria = Vec::new();
-            let acceptance = doc.body.lines().any(|l| {
-                l.trim_start_matches('#')
-                    .trim()
-                    .eq_ignore_ascii_case("acceptance criteria")
-            });
-            let mut inside = !acceptance;
-            for line in doc.body.lines() {
-                if line.starts_with('#') {
-                    inside = !acceptance
-                        || line
-                            .trim_start_matches('#')
-                            .trim()
-                            .eq_ignore_ascii_case("acceptance criteria");
-                    continue;
-                }
-                if inside && let Some(c) = checkbox(line) {
-                    criteria.push(c);
-                }
-            }
-            let wont = doc
-                .scalar("priority")
-                .is_some_and(|p| p.to_ascii_lowercase().starts_with("won"));
-            Requirement {
-                title: doc.title(&id),
-                description: doc.section("Description"),
-                criteria,
-                wont,
-                id,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    out.dedup_by(|a, b| a.id == b.id);
-    out
-}
-
-/// An epic file.
-struct Epic {
-    id: String,
-    title: String,
-    description: String,
-    story_titles: Vec<String>,
-    criteria: Vec<String>,
+    /// An epic's story titles.
+    stories: Vec<String>,
+    /// An epic's requirement ids.
     requirements: Vec<String>,
+    /// An epic's dependencies (epic ids).
     dependencies: Vec<String>,
 }
 
-fn epics(input: &TaskInput) -> Vec<Epic> {
-    let mut out: Vec<Epic> = docs(input, EPICS, "EPIC-")
-        .into_iter()
-        .map(|(name, text)| {
-            let doc = Doc::parse(text);
-            let id = doc
-                .scalar("id")
-                .map(str::to_owned)
-                .unwrap_or_else(|| id_from_name(&name));
-            let mut story_titles = Vec::new();
-            let mut criteria = Vec::new();
+/// The requirement (`REQ-`) or epic (`EPIC-`) files directly under `dir`, in id order, each
+/// id once (the first file by path). The id is the front matter's, else the first two `-`
+/// parts of the file name. A requirement's criteria are the checkboxes of its Acceptance
+/// Criteria section (of the whole file without one); an epic's are all its checkboxes.
+fn entries(input: &TaskInput, dir: &str, prefix: &str) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    let files = files_in(&input.folder, dir).filter_map(|(_, name, bytes)| {
+        let doc = !name.contains('/') && name.starts_with(prefix) && name.ends_with(".md");
+        Some((name, std::str::from_utf8(bytes).ok().filter(|_| doc)?))
+    });
+    for (name, text) in files {
+        let doc = Doc::parse(text);
+        let stem = name.trim_end_matches(".md");
+        let parts: Vec<&str> = stem.splitn(3, '-').collect();
+        let id = match (doc.scalar("id"), parts.as_slice()) {
+            (Some(id), _) => id.to_owned(),
+            (None, [a, b, ..]) => format!("{a}-{b}"),
+            (None, _) => stem.to_owned(),
+        };
+        let mut e = Entry {
+            title: doc.title(&id),
+            description: doc.section("Description"),
+            criteria: Vec::new(),
+            wont: doc
+                .scalar("priority")
+                .is_some_and(|p| p.to_ascii_lowercase().starts_with("won")),
+            stories: Vec::new(),
+            requirements: doc.list("requirements"),
+            dependencies: doc.list("dependencies"),
+            id,
+        };
+        if prefix == "EPIC-" {
+            epic_body(&doc, &mut e);
+        } else {
+            let acceptance = |l: &str| {
+                l.trim_start_matches('#')
+                    .trim()
+                    .eq_ignore_ascii_case("acceptance criteria")
+            };
+            let whole = !doc.body.lines().any(acceptance);
+            let mut inside = whole;
             for line in doc.body.lines() {
-                if let Some(h) = line.strip_prefix("### ") {
-                    let h = h.trim();
-                    if h.to_ascii_uppercase().starts_with("STORY") {
-                        let title = h.split_once(':').map_or(h, |(_, t)| t).trim();
-                        story_titles.push(crate::specdoc::md::unescape(title));
-                    }
-                } else if let Some(c) = checkbox(line)
-                    && !criteria.contains(&c)
-                {
-                    criteria.push(c);
+                if line.starts_with('#') {
+                    inside = whole || acceptance(line);
+                } else if inside && let Some(c) = checkbox(line) {
+                    e.criteria.push(c);
                 }
             }
-            let mut requirements = doc.list("requirements");
-            if requirements.is_empty() {
-                requirements = ids_in(&doc.section("Requirements"), "REQ-");
-            }
-            let mut dependencies = doc.list("dependencies");
-            if dependencies.is_empty() {
-                dependencies = ids_in(&doc.section("Dependencies"), "EPIC-");
-            }
-            dependencies.retain(|d| d != &id);
-            Epic {
-                title: doc.title(&id),
-                description: doc.section("Description"),
-                story_titles,
-                criteria,
-                requirements,
-                dependencies,
-                id,
-            }
-        })
-        .collect();
+        }
+        out.push(e);
+    }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     out.dedup_by(|a, b| a.id == b.id);
     out
 }
 
+/// An epic's stories and criteria, and its requirements and dependencies from its sections
+/// when the front matter lists none.
+fn epic_body(doc: &Doc, e: &mut Entry) {
+    for line in doc.body.lines() {
+        if let Some(h) = line.strip_prefix("### ") {
+            let h = h.trim();
+            if h.to_ascii_uppercase().starts_with("STORY") {
+                e.stories
+                    .push(md::unescape(h.split_once(':').map_or(h, |(_, t)| t).trim()));
+            }
+        } else if let Some(c) = checkbox(line)
+            && !e.criteria.contains(&c)
+        {
+            e.criteria.push(c);
+        }
+    }
+    if e.requirements.is_empty() {
+        e.requirements = ids_in(&doc.section("Requirements"), "REQ-");
+    }
+    if e.dependencies.is_empty() {
+        e.dependencies = ids_in(&doc.section("Dependencies"), "EPIC-");
+    }
+    e.dependencies.retain(|d| d != &e.id);
+}
+
+impl Entry {
+    /// The work item of this requirement or epic.
+    fn item(&self, criteria: Vec<String>, requirements: Vec<String>, after: Vec<usize>) -> Item {
+        let secondary = format!(
+            "{} {} {}",
+            self.description,
+            self.stories.join(" "),
+            criteria.join(" ")
+        );
+        Item {
+            key: self.id.clone(),
+            title: self.title.clone(),
+            description: if self.description.is_empty() {
+                self.title.clone()
+            } else {
+                self.description.clone()
+            },
+            keywords: text::keywords(&self.title, &secondary, KEYWORDS),
+            criteria,
+            requirements,
+            after,
+        }
+    }
+}
+
 /// One piece of work the plan covers.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Item {
     /// `EPIC-001`, `REQ-002` or `clause 1`.
     pub key: String,
@@ -469,54 +416,42 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// How a decision names the source.
-    pub fn describe(self, n: usize) -> String {
-        let (one, many) = match self {
-            Origin::Epics => ("epic", "epics"),
-            Origin::Requirements => ("requirement", "requirements"),
-            Origin::TaskText => ("clause of the task text", "clauses of the task text"),
+    /// Its name in the planner's sentences, and how they count `n` of its items.
+    pub fn names(self, n: usize) -> (&'static str, String) {
+        let (name, one, many) = match self {
+            Origin::Epics => ("epics", "epic", "epics"),
+            Origin::Requirements => ("requirements", "requirement", "requirements"),
+            Origin::TaskText => (
+                "task text",
+                "clause of the task text",
+                "clauses of the task text",
+            ),
         };
-        format!("{n} {}", if n == 1 { one } else { many })
+        (name, format!("{n} {}", if n == 1 { one } else { many }))
     }
 }
 
 /// The work items: from the epics if any, else the requirements, else the task text.
 pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) {
-    let reqs = requirements(input);
-    let epics = epics(input);
+    let reqs = entries(input, REQUIREMENTS_DIR, "REQ-");
+    let epics = entries(input, EPICS_DIR, "EPIC-");
     if !epics.is_empty() {
         return (epic_items(epics, &reqs, notes), Origin::Epics);
     }
-    let wanted: Vec<&Requirement> = reqs.iter().filter(|r| !r.wont).collect();
+    let wanted: Vec<Item> = reqs
+        .iter()
+        .filter(|r| !r.wont)
+        .map(|r| r.item(r.criteria.clone(), vec![r.id.clone()], Vec::new()))
+        .collect();
     if !wanted.is_empty() {
-        let items = wanted
-            .into_iter()
-            .map(|r| Item {
-                key: r.id.clone(),
-                title: r.title.clone(),
-                description: if r.description.is_empty() {
-                    r.title.clone()
-                } else {
-                    r.description.clone()
-                },
-                criteria: r.criteria.clone(),
-                requirements: vec![r.id.clone()],
-                after: Vec::new(),
-                keywords: text::keywords(
-                    &r.title,
-                    &format!("{} {}", r.description, r.criteria.join(" ")),
-                    KEYWORDS,
-                ),
-            })
-            .collect();
-        return (items, Origin::Requirements);
+        return (wanted, Origin::Requirements);
     }
     (clause_items(&input.session.task), Origin::TaskText)
 }
 
 /// One item per epic, each after the epics it depends on (ties by id; a cycle is broken by
 /// id order and noted).
-fn epic_items(epics: Vec<Epic>, reqs: &[Requirement], notes: &mut Vec<String>) -> Vec<Item> {
+fn epic_items(epics: Vec<Entry>, reqs: &[Entry], notes: &mut Vec<String>) -> Vec<Item> {
     let n = epics.len();
     let deps: Vec<Vec<usize>> = epics
         .iter()
@@ -527,26 +462,23 @@ fn epic_items(epics: Vec<Epic>, reqs: &[Requirement], notes: &mut Vec<String>) -
                 .collect()
         })
         .collect();
-    let mut done = vec![false; n];
-    let mut order = Vec::with_capacity(n);
+    let mut order: Vec<usize> = Vec::with_capacity(n);
     while order.len() < n {
-        let ready = (0..n).find(|&i| !done[i] && deps[i].iter().all(|&d| done[d]));
-        let i = match ready {
-            Some(i) => i,
+        let left: Vec<usize> = (0..n).filter(|i| !order.contains(i)).collect();
+        let ready = left
+            .iter()
+            .find(|&&i| deps[i].iter().all(|d| order.contains(d)));
+        order.push(match ready {
+            Some(&i) => i,
             None => {
-                let stuck: Vec<&str> = (0..n)
-                    .filter(|&i| !done[i])
-                    .map(|i| epics[i].id.as_str())
-                    .collect();
+                let stuck: Vec<&str> = left.iter().map(|&i| epics[i].id.as_str()).collect();
                 notes.push(format!(
                     "epic dependencies form a cycle among {}; those epics follow id order",
                     stuck.join(", ")
                 ));
-                (0..n).find(|&i| !done[i]).expect("an epic is left")
+                left[0]
             }
-        };
-        done[i] = true;
-        order.push(i);
+        });
     }
     order
         .iter()
@@ -565,40 +497,19 @@ fn epic_items(epics: Vec<Epic>, reqs: &[Requirement], notes: &mut Vec<String>) -
                     criteria.extend(r.criteria.iter().cloned());
                 }
             }
-            let secondary = format!(
-                "{} {} {}",
-                e.description,
-                e.story_titles.join(" "),
-                criteria.join(" ")
-            );
-            Item {
-                key: e.id.clone(),
-                title: e.title.clone(),
-                description: if e.description.is_empty() {
-                    e.title.clone()
-                } else {
-                    e.description.clone()
-                },
-                criteria,
-                requirements: e.requirements.clone(),
-                after,
-                keywords: text::keywords(&e.title, &secondary, KEYWORDS),
-            }
+            e.item(criteria, e.requirements.clone(), after)
         })
         .collect()
 }
-
 /// One item per clause of the task text that has a keyword; the whole text when none has.
 fn clause_items(task: &str) -> Vec<Item> {
-    let clauses: Vec<String> = text::clauses(task)
+    let mut clauses: Vec<String> = text::clauses(task)
         .into_iter()
         .filter(|c| !text::keywords(c, "", 1).is_empty())
         .collect();
-    let clauses = if clauses.is_empty() {
-        vec![task.trim().to_owned()]
-    } else {
-        clauses
-    };
+    if clauses.is_empty() {
+        clauses.push(task.trim().to_owned());
+    }
     clauses
         .iter()
         .enumerate()
@@ -610,10 +521,8 @@ fn clause_items(task: &str) -> Vec<Item> {
                 text::sentence_case(&text::truncate(c, 80))
             },
             description: text::sentence_case(c.trim()),
-            criteria: Vec::new(),
-            requirements: Vec::new(),
-            after: Vec::new(),
             keywords: text::keywords(c, "", KEYWORDS),
+            ..Item::default()
         })
         .collect()
 }

@@ -1,175 +1,80 @@
 //! Words: how the planner cuts text and paths into words, picks the keywords of a work item,
-//! splits a task text into clauses and names things.
+//! splits a task text into clauses and names things; and what it says. The word lists are
+//! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
+//! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
 
-/// Words that say nothing about where a change goes: English function words, the boilerplate
-/// of specs and user stories, and words every source file contains.
-const STOP: &[&str] = &[
-    "able",
-    "about",
-    "above",
-    "acceptance",
-    "across",
-    "added",
-    "adding",
-    "adds",
-    "after",
-    "again",
-    "against",
-    "allow",
-    "allows",
-    "also",
-    "always",
-    "among",
-    "another",
-    "anything",
-    "apply",
-    "approach",
-    "based",
-    "because",
-    "been",
-    "before",
-    "being",
-    "below",
-    "between",
-    "both",
-    "cannot",
-    "change",
-    "changes",
-    "class",
-    "code",
-    "correct",
-    "correctly",
-    "could",
-    "create",
-    "creates",
-    "criteria",
-    "does",
-    "doing",
-    "done",
-    "down",
-    "during",
-    "each",
-    "either",
-    "else",
-    "enable",
-    "ensure",
-    "epic",
-    "epics",
-    "even",
-    "every",
-    "example",
-    "existing",
-    "false",
-    "feature",
-    "features",
-    "file",
-    "files",
-    "from",
-    "function",
-    "further",
-    "gets",
-    "given",
-    "have",
-    "having",
-    "here",
-    "however",
-    "implement",
-    "implementation",
-    "implemented",
-    "into",
-    "itself",
-    "just",
-    "keep",
-    "like",
-    "make",
-    "makes",
-    "many",
-    "method",
-    "more",
-    "most",
-    "much",
-    "must",
-    "need",
-    "needed",
-    "needs",
-    "never",
-    "none",
-    "null",
-    "once",
-    "only",
-    "other",
-    "otherwise",
-    "over",
-    "please",
-    "project",
-    "properly",
-    "provide",
-    "provides",
-    "requirement",
-    "requirements",
-    "return",
-    "returns",
-    "same",
-    "self",
-    "shall",
-    "should",
-    "show",
-    "since",
-    "some",
-    "something",
-    "story",
-    "stories",
-    "such",
-    "support",
-    "supports",
-    "system",
-    "task",
-    "tasks",
-    "than",
-    "that",
-    "their",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "thing",
-    "things",
-    "this",
-    "those",
-    "through",
-    "true",
-    "under",
-    "until",
-    "update",
-    "updates",
-    "upon",
-    "used",
-    "user",
-    "users",
-    "uses",
-    "using",
-    "very",
-    "want",
-    "wants",
-    "well",
-    "were",
-    "what",
-    "when",
-    "where",
-    "whether",
-    "which",
-    "while",
-    "will",
-    "with",
-    "within",
-    "without",
-    "work",
-    "works",
-    "would",
-    "your",
-    "yours",
-];
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use minijinja::Environment;
+use minijinja::syntax::SyntaxConfig;
+
+/// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Words {
+    /// Words that say nothing about where a change goes; never keywords.
+    stop: BTreeSet<String>,
+    /// What a task text is split at, longest first.
+    connectors: Vec<String>,
+    /// The exploration angles, each with the words of a task that call for it.
+    pub angles: Vec<Angle>,
+}
+
+/// An exploration angle and its trigger words.
+#[derive(Debug, serde::Deserialize)]
+pub struct Angle {
+    /// The angle's name (`security`).
+    pub name: String,
+    /// Words of the task that call for it.
+    pub triggers: Vec<String>,
+}
+
+/// The word tables, parsed once.
+pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/planner-words.toml"
+    ))
+    .expect("planner-words.toml is valid (a unit test parses it)")
+});
+
+/// The planner's sentences, from `specs/templates/builtin/planner-text.toml`: minijinja
+/// templates by name, compiled once.
+static TEXT: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let table: BTreeMap<String, String> = toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/planner-text.toml"
+    ))
+    .expect("planner-text.toml is valid (a unit test parses it)");
+    let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_syntax(
+        SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    env.add_filter("code", |t: String| format!("`{t}`"));
+    env.add_filter("count", |n: usize, thing: String| {
+        format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+    });
+    for (name, source) in table {
+        env.add_template_owned(name, source)
+            .expect("the planner's sentences compile (a unit test loads them)");
+    }
+    env
+});
+
+/// Sentence `name` said over `facts`.
+pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
+    TEXT.get_template(name)
+        .and_then(|t| t.render(minijinja::value::Serde(facts)))
+        .expect("the planner's sentences fit its facts (its tests say each)")
+}
+
+/// The lines of the list sentence `name`, said over `facts`.
+pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
+    say(name, facts).lines().map(str::to_owned).collect()
+}
 
 /// Calls `f` with each lower-case word of `text`: runs of letters and digits, cut where a
 /// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
@@ -177,19 +82,14 @@ pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
     let mut after_lower = false;
     for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && after_lower && !word.is_empty() {
-                f(&word);
-                word.clear();
-            }
-            after_lower = c.is_lowercase() || c.is_ascii_digit();
+        let word_char = c.is_alphanumeric();
+        if (!word_char || (c.is_uppercase() && after_lower)) && !word.is_empty() {
+            f(&word);
+            word.clear();
+        }
+        after_lower = word_char && (c.is_lowercase() || c.is_ascii_digit());
+        if word_char {
             word.extend(c.to_lowercase());
-        } else {
-            if !word.is_empty() {
-                f(&word);
-                word.clear();
-            }
-            after_lower = false;
         }
     }
     if !word.is_empty() {
@@ -206,7 +106,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
 pub fn is_keyword(word: &str) -> bool {
-    word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !STOP.contains(&word)
+    word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !WORDS.stop.contains(word)
 }
 
 /// Whether a keyword and a word of the code are the same word or one is the other's start
@@ -265,39 +165,23 @@ fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
-/// Connectors a task text is split at, longest first; both sides must keep three words.
-const CONNECTORS: &[&str] = &[
-    ", and then ",
-    ", and also ",
-    " and then ",
-    " and also ",
-    ", and ",
-    ", then ",
-    ", also ",
-    " and ",
-    ", ",
-];
-
 /// The clauses of a task text: its sentences and lines, each cut at connectors such as
 /// "and" or a comma where both sides are at least three words long.
 pub fn clauses(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut sentences = Vec::new();
-    let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        let next = chars.get(i + 1).copied();
+    let mut sentences = vec![String::new()];
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         let ends = match c {
             '\n' | ';' => true,
-            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            '.' | '!' | '?' => chars.peek().is_none_or(|n| n.is_whitespace()),
             _ => false,
         };
         if ends {
-            sentences.push(std::mem::take(&mut current));
-        } else {
+            sentences.push(String::new());
+        } else if let Some(current) = sentences.last_mut() {
             current.push(c);
         }
     }
-    sentences.push(current);
     let mut out = Vec::new();
     for s in &sentences {
         let s = s.trim();
@@ -305,16 +189,11 @@ pub fn clauses(text: &str) -> Vec<String> {
             .strip_prefix("- ")
             .or_else(|| s.strip_prefix("* "))
             .unwrap_or(s);
-        let s = strip_numbering(s);
-        split_at_connectors(s, &mut out);
+        split_at_connectors(strip_numbering(s), &mut out);
     }
-    let mut unique: Vec<String> = Vec::new();
-    for c in out {
-        if !unique.iter().any(|u| u.eq_ignore_ascii_case(&c)) {
-            unique.push(c);
-        }
-    }
-    unique
+    let mut seen = BTreeSet::new();
+    out.retain(|c| seen.insert(c.to_ascii_lowercase()));
+    out
 }
 
 /// `text` without a leading `1.` or `2)`.
@@ -332,7 +211,7 @@ fn strip_numbering(text: &str) -> &str {
 fn split_at_connectors(text: &str, out: &mut Vec<String>) {
     // ASCII lower-casing keeps byte offsets, so positions found in `lower` cut `text`.
     let lower = text.to_ascii_lowercase();
-    for sep in CONNECTORS {
+    for sep in &WORDS.connectors {
         let mut from = 0;
         while let Some(pos) = lower[from..].find(sep) {
             let at = from + pos;
@@ -378,7 +257,8 @@ pub fn truncate(text: &str, max: usize) -> String {
 }
 
 /// How a language names its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Naming {
     /// `token_store`
     Snake,
@@ -400,5 +280,21 @@ pub fn file_stem(words: &[String], naming: Naming) -> String {
         Naming::Snake => words.join("_"),
         Naming::Kebab => words.join("-"),
         Naming::Pascal => words.iter().map(|w| sentence_case(w)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod data {
+    /// The planner's data files parse: a malformed one is a bug, not a runtime error.
+    #[test]
+    fn the_data_files_parse() {
+        assert!(!super::WORDS.angles.is_empty());
+        assert!(super::TEXT.get_template("risks_list").is_ok());
+        assert!(
+            super::super::code::TABLES
+                .languages
+                .iter()
+                .any(|l| l.name == "Rust")
+        );
     }
 }
