@@ -42,8 +42,8 @@ const ARCHITECTURE_TEMPLATE: &str = include_str!("../../../specs/templates/archi
 /// The epics template.
 const EPICS_TEMPLATE: &str = include_str!("../../../specs/templates/epics.md");
 
-/// A MoSCoW priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A MoSCoW priority, written as its word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Moscow {
     /// Needed for the change to make sense.
     Must,
@@ -52,6 +52,7 @@ pub enum Moscow {
     /// Wanted if there is room.
     Could,
     /// Agreed to be left out this time.
+    #[serde(rename = "Won't")]
     Wont,
 }
 
@@ -82,12 +83,6 @@ impl Moscow {
             "won't" | "wont" | "will not" => Some(Moscow::Wont),
             _ => None,
         }
-    }
-}
-
-impl serde::Serialize for Moscow {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
     }
 }
 

@@ -91,67 +91,6 @@ struct Library {
     manifest: String,
 }
 
-/// Verbs that make a matched module a replacement rather than an extension.
-const REPLACING: &[&str] = &[
-    "replace",
-    "rewrite",
-    "migrate",
-    "remove",
-    "delete",
-    "drop",
-    "deprecate",
-    "port",
-];
-
-/// Dependency names that point to a security library.
-const SECURITY_LIBS: &[&str] = &[
-    "auth",
-    "jwt",
-    "jsonwebtoken",
-    "oauth",
-    "oidc",
-    "saml",
-    "passport",
-    "bcrypt",
-    "argon",
-    "scrypt",
-    "crypto",
-    "ring",
-    "rustls",
-    "openssl",
-    "security",
-    "jose",
-    "devise",
-    "sodium",
-    "casbin",
-    "keycloak",
-];
-
-/// Data stores a request may name, as the requirements' system table spells them.
-const STORES: &[&str] = &[
-    "Redis",
-    "PostgreSQL",
-    "MySQL",
-    "SQLite",
-    "MongoDB",
-    "Object storage (S3)",
-];
-
-/// Language names a request may use.
-const LANGUAGES: &[(&str, &str)] = &[
-    ("rust", "Rust"),
-    ("python", "Python"),
-    ("typescript", "TypeScript"),
-    ("javascript", "JavaScript"),
-    ("java", "Java"),
-    ("kotlin", "Kotlin"),
-    ("ruby", "Ruby"),
-    ("php", "PHP"),
-    ("swift", "Swift"),
-    ("elixir", "Elixir"),
-    ("golang", "Go"),
-];
-
 fn components(
     goals: &[GoalRow],
     reqs: &Requirements,
@@ -203,7 +142,7 @@ fn components(
         let replacing = basis
             .split_whitespace()
             .next()
-            .is_some_and(|v| REPLACING.contains(&v.to_lowercase().as_str()));
+            .is_some_and(|v| text::has(&text::WORDS.replacing, &v.to_lowercase()));
         let integration = match (&module, replacing) {
             (Some(_), true) => "Replace",
             (Some(_), false) => "Extend",
@@ -298,7 +237,12 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
         let libs: Vec<Library> = code
             .dependencies()
             .into_iter()
-            .filter(|(n, _)| SECURITY_LIBS.iter().any(|s| n.to_lowercase().contains(s)))
+            .filter(|(n, _)| {
+                text::WORDS
+                    .security_libs
+                    .iter()
+                    .any(|s| n.to_lowercase().contains(s.as_str()))
+            })
             .take(3)
             .map(|(name, manifest)| Library { name, manifest })
             .collect();
@@ -345,7 +289,7 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
         let store = systems(&ctx.task_text)
             .into_iter()
             .map(|(s, _, _)| s)
-            .find(|s| STORES.contains(s));
+            .find(|s| text::has(&text::WORDS.stores, s));
         let (title, status) = match (store, sql) {
             (Some(store), _) => (format!("Keep the new data in {store}"), "Accepted"),
             (None, true) => ("Keep new data in the existing database".into(), "Accepted"),
@@ -414,10 +358,11 @@ fn stack(ctx: &Ctx, d: &Discovery, facts: Facts, all_reqs: &[String]) -> Adr {
                 status: "Proposed",
                 traces: all_reqs.to_vec(),
                 facts: Facts {
-                    named_language: LANGUAGES
+                    named_language: text::WORDS
+                        .languages
                         .iter()
-                        .find(|(w, _)| words.iter().any(|x| x == w))
-                        .map(|(_, l)| *l),
+                        .find(|[w, _]| text::has(&words, w))
+                        .map(|[_, l]| l.as_str()),
                     ..facts
                 },
             }

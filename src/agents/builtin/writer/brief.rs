@@ -70,38 +70,6 @@ fn metric_for(goal: &str) -> Step<&'static Metric> {
     })
 }
 
-/// Role words of the request and the user group each names.
-const ROLES: &[(&str, &str)] = &[
-    ("admin", "Administrator"),
-    ("admins", "Administrator"),
-    ("administrator", "Administrator"),
-    ("administrators", "Administrator"),
-    ("developer", "Developer"),
-    ("developers", "Developer"),
-    ("maintainer", "Maintainer"),
-    ("maintainers", "Maintainer"),
-    ("operator", "Operator"),
-    ("operators", "Operator"),
-    ("customer", "Customer"),
-    ("customers", "Customer"),
-    ("manager", "Manager"),
-    ("managers", "Manager"),
-    ("player", "Player"),
-    ("players", "Player"),
-    ("student", "Student"),
-    ("students", "Student"),
-    ("teacher", "Teacher"),
-    ("teachers", "Teacher"),
-    ("editor", "Editor"),
-    ("editors", "Editor"),
-    ("reviewer", "Reviewer"),
-    ("reviewers", "Reviewer"),
-    ("visitor", "Visitor"),
-    ("visitors", "Visitor"),
-    ("user", "End user"),
-    ("users", "End user"),
-];
-
 /// Where the user groups came from.
 #[derive(PartialEq, Clone, Copy, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,10 +87,10 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
     }
     let mut found: Vec<String> = Vec::new();
     for w in text::words(task) {
-        if let Some((_, role)) = ROLES.iter().find(|(word, _)| *word == w)
-            && !found.iter().any(|f| f == role)
+        if let Some((role, _)) = text::WORDS.roles.iter().find(|(_, ws)| text::has(ws, &w))
+            && !found.contains(role)
         {
-            found.push((*role).to_owned());
+            found.push(role.clone());
         }
     }
     if !found.is_empty() {
@@ -136,15 +104,9 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
     (vec![guess.to_owned()], UserSource::Assumed)
 }
 
-/// Constraint words that make a constraint a business one.
-const BUSINESS: &[&str] = &[
-    "budget", "deadline", "cost", "licen", "legal", "complian", "gdpr", "hipaa", "contract",
-    "release", "date", "customer", "market", "approval",
-];
-
 fn is_business(constraint: &str) -> bool {
     let lower = constraint.to_lowercase();
-    BUSINESS.iter().any(|b| lower.contains(b))
+    text::WORDS.business.iter().any(|b| lower.contains(b.as_str()))
 }
 
 /// The data of the brief.

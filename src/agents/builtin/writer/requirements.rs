@@ -210,59 +210,12 @@ fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> Step<(Vec<NfrSpec>, Vec<String
     Ok((specs, unclassified))
 }
 
-/// External systems a request may name: (word, system, protocol, data format).
-const SYSTEMS: &[(&str, &str, &str, &str)] = &[
-    ("redis", "Redis", "RESP over TCP", "keys and values"),
-    ("postgres", "PostgreSQL", "SQL over TCP", "rows"),
-    ("postgresql", "PostgreSQL", "SQL over TCP", "rows"),
-    ("mysql", "MySQL", "SQL over TCP", "rows"),
-    ("sqlite", "SQLite", "embedded library", "rows"),
-    (
-        "mongodb",
-        "MongoDB",
-        "MongoDB wire protocol",
-        "BSON documents",
-    ),
-    ("kafka", "Kafka", "Kafka protocol", "messages"),
-    ("rabbitmq", "RabbitMQ", "AMQP", "messages"),
-    ("s3", "Object storage (S3)", "HTTPS", "objects"),
-    ("github", "GitHub", "HTTPS API", "JSON"),
-    ("gitlab", "GitLab", "HTTPS API", "JSON"),
-    ("slack", "Slack", "HTTPS webhooks", "JSON"),
-    ("stripe", "Stripe", "HTTPS API", "JSON"),
-    (
-        "oauth",
-        "OAuth identity provider",
-        "OAuth 2.0 over HTTPS",
-        "tokens (JSON)",
-    ),
-    (
-        "oauth2",
-        "OAuth identity provider",
-        "OAuth 2.0 over HTTPS",
-        "tokens (JSON)",
-    ),
-    (
-        "sso",
-        "Single sign-on provider",
-        "OIDC or SAML over HTTPS",
-        "tokens",
-    ),
-    ("ldap", "LDAP directory", "LDAP", "directory entries"),
-    ("smtp", "Mail server", "SMTP", "e-mail"),
-    ("email", "Mail server", "SMTP", "e-mail"),
-    ("webhook", "Webhook receivers", "HTTPS", "JSON"),
-    ("webhooks", "Webhook receivers", "HTTPS", "JSON"),
-    ("graphql", "GraphQL API", "HTTPS", "JSON"),
-    ("grpc", "gRPC services", "HTTP/2", "protobuf"),
-];
-
 /// The external systems `text` names, each once, in table order.
 pub fn systems(text: &str) -> Vec<(&'static str, &'static str, &'static str)> {
     let words = text::words(text);
     let mut out: Vec<(&str, &str, &str)> = Vec::new();
-    for (word, system, protocol, format) in SYSTEMS {
-        if words.iter().any(|w| w == word) && !out.iter().any(|(s, _, _)| s == system) {
+    for [word, system, protocol, format] in &text::WORDS.systems {
+        if text::has(&words, word) && !out.iter().any(|(s, _, _)| s == system) {
             out.push((system, protocol, format));
         }
     }
