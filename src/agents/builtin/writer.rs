@@ -213,11 +213,23 @@ impl<'a> Ctx<'a> {
 
     /// What every document's template is given, for the document at `path`.
     fn shared(&self, path: &str) -> Step<Common> {
+        let d = &self.discovery;
         Ok(Common {
             session_id: self.session_id.clone(),
             generated_at: self.generated_at.clone(),
             version: self.version(path),
             revision_notes: self.revision_notes()?,
+            feedback: self.feedback.clone(),
+            discovery: match d.availability {
+                Availability::Present => "read",
+                Availability::Missing => "missing",
+                Availability::Unreadable(_) => "unreadable",
+            },
+            discovery_error: match &d.availability {
+                Availability::Unreadable(why) => why.clone(),
+                _ => String::new(),
+            },
+            code_source: d.code.source.clone(),
         })
     }
 
@@ -246,33 +258,6 @@ impl<'a> Ctx<'a> {
         template::fill("revision-notes.md", &notes)
     }
 
-    /// Open questions every document carries: unusable discovery context and feedback.
-    fn common_questions(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        match &self.discovery.availability {
-            Availability::Present => {}
-            Availability::Missing => out.push(format!(
-                "The discovery context (`{}`) was not found, so users, constraints and risk \
-                 signals were not scanned; code facts come from {}. Confirm them.",
-                spec::DISCOVERY,
-                self.discovery.code.source
-            )),
-            Availability::Unreadable(why) => out.push(format!(
-                "The discovery context (`{}`) could not be read ({}); confirm users, \
-                 constraints and risk signals.",
-                spec::DISCOVERY,
-                text::shorten(why, 80)
-            )),
-        }
-        for f in &self.feedback {
-            out.push(format!(
-                "Does this version answer the feedback \"{}\"?",
-                text::shorten(f, 160)
-            ));
-        }
-        out
-    }
-
     /// The prior document at `path`, or the reason the task cannot go on without it.
     fn require<'f>(&self, folder: &'f Folder, path: &str, by: Phase) -> Step<&'f str> {
         folder
@@ -299,6 +284,13 @@ struct Common {
     version: String,
     /// The Revision Notes section, empty when the task carries no feedback.
     revision_notes: String,
+    /// See [`Ctx::feedback`].
+    feedback: Vec<String>,
+    /// Whether the discovery context was `read`, `missing` or `unreadable`, and why not.
+    discovery: &'static str,
+    discovery_error: String,
+    /// Where the code facts come from.
+    code_source: String,
 }
 
 /// The result of a step: a failure is a reason for the task's outcome.
@@ -314,6 +306,48 @@ struct Draft {
     findings: Vec<String>,
     /// Decisions with their reason.
     decisions: Vec<String>,
+}
+
+/// Renders the template `name` over `data`, the data of the main document of `phase`, with
+/// the phase's name as `phase`.
+fn fill_for(name: &str, phase: Phase, data: &impl serde::Serialize) -> Step<String> {
+    #[derive(serde::Serialize)]
+    struct ForPhase<'a, T> {
+        phase: &'static str,
+        #[serde(flatten)]
+        data: &'a T,
+    }
+    let phase = phase.name();
+    template::fill(name, &ForPhase { phase, data })
+}
+
+/// The open questions the template `questions.md` gives for `phase` over `data`.
+fn questions(phase: Phase, data: &impl serde::Serialize) -> Step<Vec<String>> {
+    let text = fill_for("questions.md", phase, data)?;
+    Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect())
+}
+
+impl Draft {
+    /// `files` with the summary, findings and decisions that the template `report.md` gives
+    /// for `phase` over `data`, the data of the phase's main document.
+    fn new(phase: Phase, data: &impl serde::Serialize, files: Vec<(String, String)>) -> Step<Draft> {
+        let report = fill_for("report.md", phase, data)?;
+        let mut draft = Draft {
+            files,
+            summary: String::new(),
+            findings: Vec::new(),
+            decisions: Vec::new(),
+        };
+        for line in report.lines() {
+            match line.split_once(": ") {
+                Some(("summary", s)) => draft.summary = s.to_owned(),
+                Some(("finding", s)) => draft.findings.push(s.to_owned()),
+                Some(("decision", s)) => draft.decisions.push(s.to_owned()),
+                _ => {}
+            }
+        }
+        Ok(draft)
+    }
 }
 
 /// Runs the writer on `input`.

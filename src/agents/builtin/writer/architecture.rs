@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::brief::count;
 use super::context::{self, Discovery, Language, Manifest, TestFramework};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::requirements::{System, system_rows, systems};
@@ -449,7 +448,7 @@ struct IndexDoc<'a> {
     /// What shows each risk signal the analyst reported.
     evidence: BTreeMap<&'static str, String>,
     proposed: Vec<String>,
-    questions: &'a [String],
+    questions: Vec<String>,
     paths: BTreeMap<&'static str, &'static str>,
 }
 
@@ -498,55 +497,11 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let questions = questions(ctx, &comps, &rows);
-    let index = index(ctx, brief, &reqs, &comps, &adrs, &rows, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::ARCHITECTURE_INDEX.to_owned(),
-            template::fill("architecture-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&reqs, &comps, &adrs, files, questions.len()))
-}
-
-/// The open questions of the index.
-fn questions(ctx: &Ctx, comps: &[Component], rows: &[AdrRow]) -> Vec<String> {
-    let code = &ctx.discovery.code;
-    let mut questions = ctx.common_questions();
-    if code.entry_points.is_empty() && systems(&ctx.task_text).is_empty() {
-        questions.push(
-            "Through which entry point (command, endpoint, screen) do users reach the new \
-             components?"
-                .into(),
-        );
-    }
-    let new: Vec<&str> = comps
-        .iter()
-        .filter(|c| c.integration == "New")
-        .map(|c| c.id.as_str())
-        .collect();
-    if !new.is_empty() && !code.is_empty() {
-        questions.push(format!(
-            "Where should the new components ({}) live in the layout?",
-            new.join(", ")
-        ));
-    }
-    let proposed: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.status == "Proposed")
-        .map(|r| r.id.as_str())
-        .collect();
-    if !proposed.is_empty() {
-        questions.push(format!(
-            "Confirm or replace the Proposed decisions: {}.",
-            proposed.join(", ")
-        ));
-    }
-    questions.push(
-        "Do the component boundaries match how the team wants to own and review the code?".into(),
-    );
-    questions
+    let mut index = index(ctx, brief, &reqs, &comps, &adrs, &rows)?;
+    index.questions = super::questions(Phase::Architecture, &index)?;
+    let text = template::fill("architecture-index.md", &index)?;
+    files.insert(0, (spec::ARCHITECTURE_INDEX.to_owned(), text));
+    Draft::new(Phase::Architecture, &index, files)
 }
 
 /// The data of the index.
@@ -557,7 +512,6 @@ fn index<'a>(
     comps: &'a [Component],
     adrs: &[Adr],
     rows: &'a [AdrRow<'a>],
-    questions: &'a [String],
 ) -> Step<IndexDoc<'a>> {
     let d = &ctx.discovery;
     let code = &d.code;
@@ -667,57 +621,11 @@ fn index<'a>(
             .filter(|r| r.status == "Proposed")
             .map(|r| r.id.clone())
             .collect(),
-        questions,
+        questions: Vec::new(),
         paths: BTreeMap::from([
             ("brief", spec::BRIEF),
             ("requirements", spec::REQUIREMENTS_INDEX),
             ("epics", spec::EPICS_INDEX),
         ]),
     })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    reqs: &Requirements,
-    comps: &[Component],
-    adrs: &[Adr],
-    files: Vec<(String, String)>,
-    questions: usize,
-) -> Draft {
-    let new_count = comps.iter().filter(|c| c.integration == "New").count();
-    let accepted = adrs.iter().filter(|a| a.status == "Accepted").count();
-    Draft {
-        summary: format!(
-            "architecture: {}, {} ADRs, all {} REQ implemented",
-            count(comps.len(), "component"),
-            adrs.len(),
-            reqs.functional.len()
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}: {} on existing code, {new_count} new",
-                count(comps.len(), "component"),
-                comps.len() - new_count
-            ),
-            format!(
-                "{}: {accepted} Accepted, {} Proposed",
-                count(adrs.len(), "ADR"),
-                adrs.len() - accepted
-            ),
-            format!(
-                "All {} implemented by a component",
-                count(reqs.functional.len(), "REQ")
-            ),
-            format!("{questions} open questions on the architecture"),
-        ],
-        decisions: vec![
-            "One component per goal, placed by matching its key words against existing paths: \
-             keeps goal → component tracing one to one"
-                .into(),
-            "ADRs backed by what the scan shows are Accepted; the rest are Proposed for a person \
-             to confirm"
-                .into(),
-        ],
-    }
 }

@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::context::{self, Availability, Discovery, Language, Manifest, TestFramework};
+use super::context::{self, Discovery, Language, Manifest, TestFramework};
 use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Moscow, Step, template};
+use super::{Common, Ctx, Draft, Moscow, Phase, Step, template};
 use crate::specdoc::{md, spec};
 
 /// At most this many goals; further clauses are listed as an open question.
@@ -133,9 +133,13 @@ struct BriefDoc<'a> {
     signals: &'a [String],
     recommendations: &'a [String],
     code: CodeDoc<'a>,
-    /// Whether the discovery context was `read`, `missing` or `unreadable`.
-    discovery: &'static str,
-    questions: &'a [String],
+    /// Whether the request named no goal, so one was assumed.
+    named_none: bool,
+    /// The analyst's open questions.
+    open_questions: &'a [String],
+    /// Clauses beyond the goals kept.
+    overflow: Vec<String>,
+    questions: Vec<String>,
     paths: BTreeMap<&'static str, &'static str>,
 }
 
@@ -205,8 +209,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         .skip(MAX_GOALS)
         .map(|c| c.text.clone())
         .collect();
-    let questions = questions(ctx, &goals, named_none, &users, user_source, &overflow);
-    let doc = BriefDoc {
+    let mut doc = BriefDoc {
         common: ctx.shared(spec::BRIEF)?,
         dependencies: ctx.dependency_paths(&[]),
         title: &ctx.title,
@@ -255,19 +258,18 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
             manifests: &code.manifests,
             ci: &code.ci,
         },
-        discovery: match d.availability {
-            Availability::Present => "read",
-            Availability::Missing => "missing",
-            Availability::Unreadable(_) => "unreadable",
-        },
-        questions: &questions,
+        named_none,
+        open_questions: &d.open_questions,
+        overflow,
+        questions: Vec::new(),
         paths: BTreeMap::from([
             ("discovery", spec::DISCOVERY),
             ("requirements", spec::REQUIREMENTS_INDEX),
         ]),
     };
+    doc.questions = super::questions(Phase::Brief, &doc)?;
     let text = template::fill("product-brief.md", &doc)?;
-    Ok(draft(&goals, &users, user_source, d, text, questions.len()))
+    Draft::new(Phase::Brief, &doc, vec![(spec::BRIEF.to_owned(), text)])
 }
 
 /// A goal with the metric of its main topic.
@@ -304,122 +306,6 @@ fn persona(user: &str, goals: &[Goal]) -> Persona {
         } else {
             mine
         },
-    }
-}
-
-/// The open questions of the brief.
-fn questions(
-    ctx: &Ctx,
-    goals: &[Goal],
-    named_none: bool,
-    users: &[String],
-    user_source: UserSource,
-    overflow: &[String],
-) -> Vec<String> {
-    let d = &ctx.discovery;
-    let mut questions = ctx.common_questions();
-    if named_none {
-        questions.push(
-            "The request names no goal that could be read offline; what should the change \
-             achieve?"
-                .into(),
-        );
-    }
-    match user_source {
-        UserSource::Discovery => {}
-        UserSource::Request => questions.push(format!(
-            "The user groups ({}) were read from role words of the request; are they the \
-             right ones, and is any missing?",
-            users.join(", ")
-        )),
-        // The analyst may already ask who the users are.
-        UserSource::Assumed
-            if d.open_questions
-                .iter()
-                .any(|q| q.to_lowercase().contains("who ")) => {}
-        UserSource::Assumed => questions.push(format!(
-            "Who are the users? Neither the request nor the discovery context names them; \
-             \"{}\" is an assumption.",
-            users[0]
-        )),
-    }
-    if goals.iter().any(|g| g.target.contains("to confirm")) {
-        questions.push(
-            "Which numbers stand behind the targets marked \"to confirm\"? No baseline can be \
-             measured offline."
-                .into(),
-        );
-    }
-    if !d.constraints.iter().any(|c| is_business(c)) {
-        questions.push("Which deadline, budget or sign-off applies to this change?".into());
-    }
-    if d.code.test_framework.is_none() {
-        questions
-            .push("No test framework was found: how will the success metrics be checked?".into());
-    }
-    if !overflow.is_empty() {
-        questions.push(format!(
-            "The request has more clauses than the {MAX_GOALS} goals kept; should these become \
-             goals too: {}?",
-            overflow
-                .iter()
-                .map(|o| format!("\"{}\"", text::shorten(o, 60)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    questions.extend(d.open_questions.iter().cloned());
-    questions.push("Are the goals complete, and is their order of priority right?".into());
-    questions
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    goals: &[Goal],
-    users: &[String],
-    user_source: UserSource,
-    d: &Discovery,
-    doc: String,
-    questions: usize,
-) -> Draft {
-    let mut findings = vec![format!(
-        "{} from the request: {}",
-        count(goals.len(), "goal"),
-        goals
-            .iter()
-            .map(|g| g.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
-    findings.push(format!(
-        "Users: {} ({})",
-        users.join(", "),
-        match user_source {
-            UserSource::Discovery => "discovery context",
-            UserSource::Request => "from the request",
-            UserSource::Assumed => "assumed",
-        }
-    ));
-    if d.availability != Availability::Present {
-        findings.push("Discovery context unusable: code facts from file names only".into());
-    }
-    findings.push(format!("{questions} open questions need answers"));
-    Draft {
-        summary: format!(
-            "product-brief: {}, {}, {questions} open questions",
-            count(goals.len(), "goal"),
-            count(users.len(), "user group"),
-        ),
-        files: vec![(spec::BRIEF.to_owned(), doc)],
-        findings,
-        decisions: vec![
-            "Goals are the request's clauses, split at sentence ends, ';', and at 'and' or commas \
-             before a new verb: one goal per stated intent"
-                .into(),
-            "Goal priority: words such as must/should/could win; otherwise the first three goals \
-             are Must and later ones Should, following the order the user wrote them in"
-                .into(),
-        ],
     }
 }
 

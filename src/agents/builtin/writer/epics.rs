@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::brief::count;
 use super::parse::{self, Architecture, ComponentRow, GoalRow, ReqRow, Requirements};
 use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
 use crate::specdoc::spec;
@@ -121,6 +120,8 @@ struct IndexDoc<'a> {
     mvp: Vec<&'a Epic>,
     mvp_fallback: bool,
     story_count: usize,
+    /// How many functional requirements there are.
+    functional: usize,
     must_reqs: Vec<String>,
     goals: Vec<String>,
     test_command: Option<&'a str>,
@@ -130,7 +131,7 @@ struct IndexDoc<'a> {
     waiting: Vec<String>,
     proposed: Vec<String>,
     touched: Vec<String>,
-    questions: &'a [String],
+    questions: Vec<String>,
     paths: BTreeMap<&'static str, &'static str>,
 }
 
@@ -265,16 +266,11 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         };
         files.push((path, template::fill("epic.md", &doc)?));
     }
-    let questions = questions(ctx, &epics);
-    let index = index(&inputs, &epics, mvp_fallback, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::EPICS_INDEX.to_owned(),
-            template::fill("epics-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&inputs, &epics, files, questions.len()))
+    let mut index = index(&inputs, &epics, mvp_fallback)?;
+    index.questions = super::questions(Phase::Epics, &index)?;
+    let text = template::fill("epics-index.md", &index)?;
+    files.insert(0, (spec::EPICS_INDEX.to_owned(), text));
+    Draft::new(Phase::Epics, &index, files)
 }
 
 /// One epic per component that implements a known requirement, then one for the
@@ -494,27 +490,11 @@ fn big(epics: &[Epic]) -> Vec<String> {
         .collect()
 }
 
-/// The open questions of the index.
-fn questions(ctx: &Ctx, epics: &[Epic]) -> Vec<String> {
-    let mut questions = ctx.common_questions();
-    let big = big(epics);
-    if !big.is_empty() {
-        questions.push(format!(
-            "How should {} be split?",
-            super::text::and_list(&big)
-        ));
-    }
-    questions.push("Are the story sizes right for the team that will do the work?".into());
-    questions.push("Is the MVP the smallest set of epics worth releasing?".into());
-    questions
-}
-
 /// The data of the index: order, MVP, traceability, sizes and risks.
 fn index<'a>(
     inputs: &'a Inputs,
     epics: &'a [Epic],
     mvp_fallback: bool,
-    questions: &'a [String],
 ) -> Step<IndexDoc<'a>> {
     // Execution order: dependencies first, then by id.
     let mut order: Vec<&Epic> = Vec::new();
@@ -578,6 +558,7 @@ fn index<'a>(
         mvp: epics.iter().filter(|e| e.mvp).collect(),
         mvp_fallback,
         story_count: epics.iter().map(|e| e.stories.len()).sum(),
+        functional: inputs.reqs.functional.len(),
         must_reqs: inputs
             .reqs
             .all()
@@ -595,46 +576,11 @@ fn index<'a>(
         waiting: ids(&|e| !e.deps.is_empty()),
         touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
         proposed,
-        questions,
+        questions: Vec::new(),
         paths: BTreeMap::from([
             ("brief", spec::BRIEF),
             ("requirements", spec::REQUIREMENTS_INDEX),
             ("architecture", spec::ARCHITECTURE_INDEX),
         ]),
     })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(inputs: &Inputs, epics: &[Epic], files: Vec<(String, String)>, questions: usize) -> Draft {
-    let story_count: usize = epics.iter().map(|e| e.stories.len()).sum();
-    let mvp = epics.iter().filter(|e| e.mvp).count();
-    let sizes: Vec<String> = ["S", "M", "L", "XL"]
-        .iter()
-        .map(|s| format!("{} {s}", epics.iter().filter(|e| e.size == *s).count()))
-        .collect();
-    let functional = inputs.reqs.functional.len();
-    Draft {
-        summary: format!(
-            "epics: {} ({mvp} MVP), {}, all {functional} REQ covered",
-            count(epics.len(), "epic"),
-            count(story_count, "story"),
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}, {mvp} MVP; {}",
-                count(epics.len(), "epic"),
-                count(story_count, "story")
-            ),
-            format!("All {} covered by stories", count(functional, "REQ")),
-            format!("Epic sizes: {}", sizes.join(", ")),
-            format!("{questions} open questions on the epics"),
-        ],
-        decisions: vec![
-            "One epic per component, one story per requirement plus one end-to-end story: \
-             keeps REQ → component → story tracing direct"
-                .into(),
-            "Non-functional requirements get their own epic after the features it measures".into(),
-        ],
-    }
 }

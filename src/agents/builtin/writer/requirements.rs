@@ -7,7 +7,6 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::brief::count;
 use super::context::{self, Discovery};
 use super::parse::{self, GoalRow};
 use super::text::{self, Topic};
@@ -349,7 +348,7 @@ struct IndexDoc<'a> {
     ruled_out: Vec<String>,
     stack: Option<String>,
     traces: Vec<TraceRow<'a>>,
-    questions: &'a [String],
+    questions: Vec<String>,
     paths: BTreeMap<&'static str, &'static str>,
 }
 
@@ -426,16 +425,11 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         };
         files.push((path, template::fill("nfr.md", &doc)?));
     }
-    let questions = questions(ctx, &goals, &reqs, &specs);
-    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::REQUIREMENTS_INDEX.to_owned(),
-            template::fill("requirements-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&goals, &reqs, &nfrs, files, questions.len()))
+    let mut index = index(ctx, &goals, &reqs, &nfrs, &unclassified)?;
+    index.questions = super::questions(Phase::Requirements, &index)?;
+    let text = template::fill("requirements-index.md", &index)?;
+    files.insert(0, (spec::REQUIREMENTS_INDEX.to_owned(), text));
+    Draft::new(Phase::Requirements, &index, files)
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
@@ -477,37 +471,6 @@ fn number<'a>(specs: &'a [NfrSpec], goals: &[GoalRow]) -> Vec<Nfr<'a>> {
         .collect()
 }
 
-/// The open questions of the index.
-fn questions(ctx: &Ctx, goals: &[GoalRow], reqs: &[Req], specs: &[NfrSpec]) -> Vec<String> {
-    let d = &ctx.discovery;
-    let mut questions = ctx.common_questions();
-    if !d.has_signal("sql_detected")
-        && !d.has_signal("data_migration")
-        && !reqs.iter().any(|r| r.topics.contains(&Topic::Data))
-    {
-        questions.push("Does the change keep any state, and if so, what are its entities?".into());
-    }
-    let systems = systems(&ctx.task_text);
-    if !systems.is_empty() {
-        questions.push(format!(
-            "In which direction does data flow between the product and {}?",
-            text::and_list(&systems.iter().map(|s| s.0.to_owned()).collect::<Vec<_>>())
-        ));
-    }
-    if specs.iter().any(|s| s.target.contains("to confirm")) {
-        questions.push("Which figures stand behind the NFR targets marked \"to confirm\"?".into());
-    }
-    if goals.iter().any(|g| g.priority != Moscow::Must) {
-        questions.push(
-            "Should any Should or Could requirement move to Must, or be dropped (Won't)?".into(),
-        );
-    }
-    questions.push(
-        "Are the acceptance criteria precise enough to be written as tests as they stand?".into(),
-    );
-    questions
-}
-
 /// The data of the index.
 fn index<'a>(
     ctx: &'a Ctx,
@@ -515,7 +478,6 @@ fn index<'a>(
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
     unclassified: &'a [String],
-    questions: &'a [String],
 ) -> Step<IndexDoc<'a>> {
     let d = &ctx.discovery;
     Ok(IndexDoc {
@@ -567,62 +529,9 @@ fn index<'a>(
                     .collect(),
             })
             .collect(),
-        questions,
+        questions: Vec::new(),
         paths: BTreeMap::from(PATHS),
     })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    goals: &[GoalRow],
-    reqs: &[Req],
-    nfrs: &[Nfr],
-    files: Vec<(String, String)>,
-    questions: usize,
-) -> Draft {
-    let with = |p: Moscow| reqs.iter().filter(|r| r.goal.priority == p).count();
-    let sources: Vec<String> = nfrs
-        .iter()
-        .map(|n| match n.source.strip_prefix("signal `") {
-            Some(rest) => format!("{} ({})", n.id, rest.split('`').next().unwrap_or("")),
-            None => n.id.clone(),
-        })
-        .collect();
-    Draft {
-        summary: format!(
-            "requirements: {} REQ, {} NFR, all {} traced",
-            reqs.len(),
-            nfrs.len(),
-            count(goals.len(), "goal")
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}: {} Must, {} Should, {} Could",
-                count(reqs.len(), "functional requirement"),
-                with(Moscow::Must),
-                with(Moscow::Should),
-                with(Moscow::Could)
-            ),
-            format!("NFRs: {}", sources.join(", ")),
-            format!(
-                "All {} traced to at least one REQ",
-                count(goals.len(), "goal")
-            ),
-            format!("{questions} open questions on the requirements"),
-        ],
-        decisions: vec![
-            "Functional ids are REQ-NNN, not FR-NNN: the templates, file names and later \
-             documents all use REQ"
-                .into(),
-            "A goal whose object is a plain list (\"add X, Y and Z\") gives one REQ per item; \
-             any other goal gives one REQ"
-                .into(),
-            "NFRs come from analyst signals, classified constraints and goal topics; a baseline \
-             security NFR is always written because every change handles input"
-                .into(),
-        ],
-    }
 }
 
 #[cfg(test)]
