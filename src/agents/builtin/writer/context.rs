@@ -6,22 +6,24 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::text::{self, WORDS, has};
 use crate::agents::CodeFile;
 use crate::specdoc::md;
 
 /// Whether the discovery context could be used.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Availability {
     /// Read and parsed.
     Present,
     /// Not in the pipeline folder.
+    #[default]
     Missing,
     /// There, but not JSON; the reason says why.
     Unreadable(String),
 }
 
 /// The analyst's findings, with empty values for whatever it did not say.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Discovery {
     /// Whether the file was there.
     pub availability: Availability,
@@ -145,18 +147,7 @@ impl Discovery {
     /// Reads the discovery context from `text` (`None` when the file is missing), falling
     /// back to the code tree's paths for code facts.
     pub fn read(text: Option<&str>, files: &[CodeFile]) -> Discovery {
-        let mut d = Discovery {
-            availability: Availability::Missing,
-            problem_statement: String::new(),
-            target_users: Vec::new(),
-            domain: String::new(),
-            constraints: Vec::new(),
-            open_questions: Vec::new(),
-            recommendations: Vec::new(),
-            signals: Vec::new(),
-            evidence: BTreeMap::new(),
-            code: CodeFacts::default(),
-        };
+        let mut d = Discovery::default();
         let mut code = None;
         if let Some(text) = text {
             match serde_json::from_str::<Value>(text) {
@@ -216,25 +207,15 @@ impl Discovery {
 /// field, numbers and booleans printed.
 fn string(v: &Value) -> String {
     match v {
-        Value::String(s) => super::text::one_line(s),
+        Value::String(s) => text::one_line(s),
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Object(map) => {
-            for key in [
-                "name",
-                "text",
-                "question",
-                "role",
-                "title",
-                "description",
-                "path",
-            ] {
-                if let Some(s) = map.get(key).and_then(Value::as_str) {
-                    return super::text::one_line(s);
-                }
-            }
-            String::new()
-        }
+        Value::Object(map) => WORDS
+            .telling_fields
+            .iter()
+            .find_map(|key| map.get(key).and_then(Value::as_str))
+            .map(text::one_line)
+            .unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -272,12 +253,7 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
                 .collect()
         })
         .unwrap_or_default();
-    languages.sort_by(|a, b| {
-        b.share
-            .partial_cmp(&a.share)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    sort(&mut languages);
     let manifests = v["manifests"]
         .as_array()
         .map(|ms| {
@@ -326,66 +302,19 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
     })
 }
 
-/// Languages by file extension.
-const EXTENSIONS: &[(&str, &str)] = &[
-    ("rs", "Rust"),
-    ("py", "Python"),
-    ("js", "JavaScript"),
-    ("jsx", "JavaScript"),
-    ("mjs", "JavaScript"),
-    ("ts", "TypeScript"),
-    ("tsx", "TypeScript"),
-    ("go", "Go"),
-    ("java", "Java"),
-    ("kt", "Kotlin"),
-    ("rb", "Ruby"),
-    ("php", "PHP"),
-    ("c", "C"),
-    ("h", "C"),
-    ("cc", "C++"),
-    ("cpp", "C++"),
-    ("hpp", "C++"),
-    ("cs", "C#"),
-    ("swift", "Swift"),
-    ("scala", "Scala"),
-    ("sh", "Shell"),
-    ("vue", "Vue"),
-    ("svelte", "Svelte"),
-    ("dart", "Dart"),
-    ("ex", "Elixir"),
-    ("exs", "Elixir"),
-    ("lua", "Lua"),
-    ("zig", "Zig"),
-];
-
-/// Build manifests by file name, with their kind.
-const MANIFESTS: &[(&str, &str)] = &[
-    ("Cargo.toml", "cargo"),
-    ("package.json", "npm"),
-    ("pyproject.toml", "python"),
-    ("requirements.txt", "pip"),
-    ("setup.py", "python"),
-    ("go.mod", "go"),
-    ("pom.xml", "maven"),
-    ("build.gradle", "gradle"),
-    ("build.gradle.kts", "gradle"),
-    ("Gemfile", "bundler"),
-    ("composer.json", "composer"),
-    ("mix.exs", "mix"),
-    ("Package.swift", "swiftpm"),
-    ("CMakeLists.txt", "cmake"),
-];
-
-const SOURCE_DIRS: &[&str] = &[
-    "src", "lib", "app", "pkg", "cmd", "internal", "server", "client", "crates", "packages", "web",
-    "api", "backend", "frontend",
-];
-
-const TEST_DIRS: &[&str] = &["tests", "test", "spec", "__tests__", "e2e"];
+/// Sorts languages largest first, then by name.
+fn sort(languages: &mut [Language]) {
+    languages.sort_by(|a, b| {
+        b.share
+            .partial_cmp(&a.share)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
 
 /// Code facts from paths alone, for when the analyst gave none.
 fn from_paths(files: &[CodeFile]) -> CodeFacts {
-    let mut bytes: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut bytes: BTreeMap<&String, (u64, u64)> = BTreeMap::new();
     let mut top: Vec<String> = Vec::new();
     let mut manifests = Vec::new();
     let mut ci = Vec::new();
@@ -396,12 +325,12 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             top.push(dir.to_owned());
         }
         let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-        if let Some((_, kind)) = MANIFESTS.iter().find(|(n, _)| *n == name)
+        if let Some(kind) = WORDS.manifests.get(name)
             && f.path.matches('/').count() <= 1
         {
             manifests.push(Manifest {
                 path: f.path.clone(),
-                kind: (*kind).to_owned(),
+                kind: kind.clone(),
                 frameworks: Vec::new(),
                 dependencies: Vec::new(),
             });
@@ -409,10 +338,9 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {
             ci.push(f.path.clone());
         }
-        if let Some((_, lang)) = name
-            .rsplit_once('.')
-            .and_then(|(_, ext)| EXTENSIONS.iter().find(|(e, _)| *e == ext))
-        {
+        if let Some((lang, _)) = name.rsplit_once('.').and_then(|(_, ext)| {
+            WORDS.extensions.iter().find(|(_, exts)| has(exts, ext))
+        }) {
             let entry = bytes.entry(lang).or_default();
             entry.0 += 1;
             entry.1 += f.size;
@@ -423,7 +351,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
     let mut languages: Vec<Language> = bytes
         .into_iter()
         .map(|(name, (files, b))| Language {
-            name: name.to_owned(),
+            name: name.clone(),
             files,
             share: if total == 0 {
                 0.0
@@ -432,12 +360,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             },
         })
         .collect();
-    languages.sort_by(|a, b| {
-        b.share
-            .partial_cmp(&a.share)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    sort(&mut languages);
     let test_framework = manifests.iter().find_map(|m| match m.kind.as_str() {
         "cargo" => Some(TestFramework {
             name: "cargo test".into(),
@@ -455,17 +378,8 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         .iter()
         .map(|f| f.path.as_str())
         .filter(|p| {
-            matches!(
-                *p,
-                "src/main.rs"
-                    | "main.go"
-                    | "main.py"
-                    | "app.py"
-                    | "src/index.ts"
-                    | "src/index.js"
-                    | "index.js"
-                    | "src/main.ts"
-            ) || (p.starts_with("src/bin/") && p.ends_with(".rs"))
+            has(&WORDS.entry_points, p)
+                || (p.starts_with("src/bin/") && p.ends_with(".rs"))
                 || (p.starts_with("cmd/") && p.ends_with("/main.go"))
         })
         .map(str::to_owned)
@@ -478,12 +392,12 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         test_framework,
         source_dirs: top
             .iter()
-            .filter(|d| SOURCE_DIRS.contains(&d.as_str()))
+            .filter(|d| has(&WORDS.source_dirs, d))
             .cloned()
             .collect(),
         test_dirs: top
             .iter()
-            .filter(|d| TEST_DIRS.contains(&d.as_str()))
+            .filter(|d| has(&WORDS.test_dirs, d))
             .cloned()
             .collect(),
         entry_points,
@@ -491,17 +405,6 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         file_count: files.len() as u64,
     }
 }
-
-/// Directories that hold code not owned by the project.
-const VENDORED: &[&str] = &[
-    "node_modules",
-    "vendor",
-    "target",
-    "dist",
-    "build",
-    ".git",
-    "third_party",
-];
 
 /// The existing directory whose files best match `key_words` by name, with the number of
 /// matching words. Test and vendored paths are skipped; ties go to the first path in order.
@@ -513,11 +416,11 @@ pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(Stri
     for f in files {
         let segments: Vec<&str> = f.path.split('/').collect();
         if segments.iter().any(|s| {
-            VENDORED.contains(s) || TEST_DIRS.contains(s) || (s.starts_with('.') && s.len() > 1)
+            has(&WORDS.vendored, s) || has(&WORDS.test_dirs, s) || (s.starts_with('.') && s.len() > 1)
         }) {
             continue;
         }
-        let name_words = super::text::key_words(&f.path.replace(['/', '.', '_', '-'], " "));
+        let name_words = text::key_words(&f.path.replace(['/', '.', '_', '-'], " "));
         let hits = key_words.iter().filter(|k| name_words.contains(k)).count();
         if hits == 0 {
             continue;

@@ -38,6 +38,17 @@ pub struct Words {
     pub systems: Vec<[String; 4]>,
     /// Language names: word, language.
     pub languages: Vec<[String; 2]>,
+    /// Source, test and vendored directories, and entry points, of a code tree.
+    pub source_dirs: Vec<String>,
+    pub test_dirs: Vec<String>,
+    pub vendored: Vec<String>,
+    pub entry_points: Vec<String>,
+    /// The fields that name a JSON object given where text is expected.
+    pub telling_fields: Vec<String>,
+    /// File extensions by language.
+    pub extensions: BTreeMap<String, Vec<String>>,
+    /// Build manifests by file name, with their kind.
+    pub manifests: BTreeMap<String, String>,
 }
 
 /// A priority and the wording that states it.
