@@ -23,6 +23,8 @@ mod template;
 mod text;
 mod validate;
 
+use std::collections::BTreeMap;
+
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::specdoc::md::{self, WRITER as MD};
@@ -230,6 +232,13 @@ impl<'a> Ctx<'a> {
                 _ => String::new(),
             },
             code_source: d.code.source.clone(),
+            paths: BTreeMap::from([
+                ("discovery", spec::DISCOVERY),
+                ("brief", spec::BRIEF),
+                ("requirements", spec::REQUIREMENTS_INDEX),
+                ("architecture", spec::ARCHITECTURE_INDEX),
+                ("epics", spec::EPICS_INDEX),
+            ]),
         })
     }
 
@@ -291,6 +300,8 @@ struct Common {
     discovery_error: String,
     /// Where the code facts come from.
     code_source: String,
+    /// The paths of the documents, by phase (`brief`, …) and `discovery`.
+    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// The result of a step: a failure is a reason for the task's outcome.

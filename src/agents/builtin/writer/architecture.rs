@@ -381,7 +381,6 @@ struct AdrDoc<'a> {
     all_reqs: Vec<String>,
     /// The components implementing a requirement it serves.
     components: Vec<String>,
-    epics_index: &'static str,
 }
 
 /// A row of the decisions table, and the decision as its file words it.
@@ -449,7 +448,6 @@ struct IndexDoc<'a> {
     evidence: BTreeMap<&'static str, String>,
     proposed: Vec<String>,
     questions: Vec<String>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
@@ -484,7 +482,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .filter(|c| c.reqs.iter().any(|r| a.traces.contains(r)))
                 .map(|c| c.id.clone())
                 .collect(),
-            epics_index: spec::EPICS_INDEX,
         };
         let (text, decision) = template::fill_and_read("adr.md", &doc, "decision")?;
         files.push((path, text));
@@ -622,10 +619,5 @@ fn index<'a>(
             .map(|r| r.id.clone())
             .collect(),
         questions: Vec::new(),
-        paths: BTreeMap::from([
-            ("brief", spec::BRIEF),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-            ("epics", spec::EPICS_INDEX),
-        ]),
     })
 }

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 use super::context::{self, Discovery, Language, Manifest, TestFramework};
-use super::text::{self, Topic};
+use super::text;
 use super::{Common, Ctx, Draft, Moscow, Phase, Step, template};
 use crate::specdoc::{md, spec};
 
@@ -20,54 +20,31 @@ struct Goal {
     id: String,
     text: String,
     priority: Moscow,
-    metric: String,
-    target: String,
+    #[serde(flatten)]
+    metric: &'static Metric,
     /// The existing path its key words match.
     module: Option<String>,
 }
 
 /// A goal's success metric and its target.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct Metric {
     metric: String,
     target: String,
 }
 
-/// The [`Metric`] of each main topic a goal may have; see `goal-metrics.toml`.
-#[derive(Deserialize)]
-struct Metrics {
-    security: Metric,
-    performance: Metric,
-    scale: Metric,
-    usability: Metric,
-    data: Metric,
-    testing: Metric,
-    docs: Metric,
-    /// For a goal of no particular topic.
-    none: Metric,
-}
-
-/// [`Metrics`], read once, or why they cannot be read.
-static METRICS: LazyLock<Result<Metrics, String>> = LazyLock::new(|| {
+/// The [`Metric`] of each main topic a goal may have, and of `none`; see `goal-metrics.toml`.
+static METRICS: LazyLock<BTreeMap<String, Metric>> = LazyLock::new(|| {
     toml::from_str(include_str!(
         "../../../../specs/templates/builtin/goal-metrics.toml"
     ))
-    .map_err(|e| format!("the goal metrics do not parse: {e}"))
+    .expect("goal-metrics.toml parses (a unit test reads it)")
 });
 
 /// A success metric and its target for a goal, by its main topic.
-fn metric_for(goal: &str) -> Step<&'static Metric> {
-    let m = METRICS.as_ref().map_err(Clone::clone)?;
-    Ok(match text::topics(goal).first() {
-        Some(Topic::Security) => &m.security,
-        Some(Topic::Performance) => &m.performance,
-        Some(Topic::Scale) => &m.scale,
-        Some(Topic::Usability) => &m.usability,
-        Some(Topic::Data) => &m.data,
-        Some(Topic::Testing) => &m.testing,
-        Some(Topic::Docs) => &m.docs,
-        None => &m.none,
-    })
+fn metric_for(goal: &str) -> &'static Metric {
+    let topic = text::topics(goal).first().map(|t| format!("{t:?}").to_lowercase());
+    &METRICS[topic.as_deref().unwrap_or("none")]
 }
 
 /// Where the user groups came from.
@@ -140,7 +117,6 @@ struct BriefDoc<'a> {
     /// Clauses beyond the goals kept.
     overflow: Vec<String>,
     questions: Vec<String>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// A user group and the goals it needs.
@@ -171,28 +147,23 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
     let code = &d.code;
     let clauses = text::clauses(&ctx.task_text);
     let positives: Vec<&text::Clause> = clauses.iter().filter(|c| !c.negative).collect();
+    let goal = |i: usize, text: &str, priority: Option<Moscow>| Goal {
+        id: format!("G-{:03}", i + 1),
+        text: text.to_owned(),
+        priority: priority.unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should }),
+        metric: metric_for(text),
+        module: context::matching_module(ctx.input.code.files(), &text::key_words(text))
+            .map(|(m, _)| m),
+    };
     let mut goals: Vec<Goal> = positives
         .iter()
         .take(MAX_GOALS)
         .enumerate()
-        .map(|(i, c)| {
-            let priority = c
-                .priority
-                .unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should });
-            goal(format!("G-{:03}", i + 1), c.text.clone(), priority)
-        })
-        .collect::<Step<_>>()?;
+        .map(|(i, c)| goal(i, &c.text, c.priority))
+        .collect();
     let named_none = goals.is_empty();
     if named_none {
-        goals.push(goal(
-            "G-001".into(),
-            "Deliver the change the request describes".into(),
-            Moscow::Must,
-        )?);
-    }
-    for g in &mut goals {
-        g.module = context::matching_module(ctx.input.code.files(), &text::key_words(&g.text))
-            .map(|(m, _)| m);
+        goals.push(goal(0, "Deliver the change the request describes", None));
     }
     // A problem statement that only repeats the request adds nothing.
     let problem = if text::one_line(&d.problem_statement)
@@ -262,27 +233,10 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         open_questions: &d.open_questions,
         overflow,
         questions: Vec::new(),
-        paths: BTreeMap::from([
-            ("discovery", spec::DISCOVERY),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-        ]),
     };
     doc.questions = super::questions(Phase::Brief, &doc)?;
     let text = template::fill("product-brief.md", &doc)?;
     Draft::new(Phase::Brief, &doc, vec![(spec::BRIEF.to_owned(), text)])
-}
-
-/// A goal with the metric of its main topic.
-fn goal(id: String, text: String, priority: Moscow) -> Step<Goal> {
-    let m = metric_for(&text)?;
-    Ok(Goal {
-        id,
-        text,
-        priority,
-        metric: m.metric.clone(),
-        target: m.target.clone(),
-        module: None,
-    })
 }
 
 /// A user group needs the goals that name it, or all of them.
@@ -326,5 +280,18 @@ pub fn plural(group: &str) -> String {
         group.to_owned()
     } else {
         format!("{group}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_has_a_metric() {
+        for t in text::Topic::ALL {
+            assert!(METRICS.contains_key(&format!("{t:?}").to_lowercase()), "{t:?}");
+        }
+        assert!(METRICS.contains_key("none"));
     }
 }

@@ -132,7 +132,6 @@ struct IndexDoc<'a> {
     proposed: Vec<String>,
     touched: Vec<String>,
     questions: Vec<String>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// What the epics are cut from.
@@ -577,10 +576,5 @@ fn index<'a>(
         touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
         proposed,
         questions: Vec::new(),
-        paths: BTreeMap::from([
-            ("brief", spec::BRIEF),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-            ("architecture", spec::ARCHITECTURE_INDEX),
-        ]),
     })
 }

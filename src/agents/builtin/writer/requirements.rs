@@ -14,7 +14,7 @@ use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
 use crate::specdoc::spec;
 
 /// The category of a non-functional requirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 pub enum Category {
     /// `NFR-P-NNN`.
     Performance,
@@ -26,66 +26,31 @@ pub enum Category {
     Usability,
 }
 
-impl Category {
-    fn code(self) -> &'static str {
-        match self {
-            Category::Performance => "P",
-            Category::Security => "S",
-            Category::Scalability => "SC",
-            Category::Usability => "U",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Category::Performance => "Performance",
-            Category::Security => "Security",
-            Category::Scalability => "Scalability",
-            Category::Usability => "Usability",
-        }
-    }
-
-    fn topic(self) -> Topic {
-        match self {
-            Category::Performance => Topic::Performance,
-            Category::Security => Topic::Security,
-            Category::Scalability => Topic::Scale,
-            Category::Usability => Topic::Usability,
-        }
-    }
-
-    fn of_topic(topic: Topic) -> Option<Category> {
-        [
-            Category::Performance,
-            Category::Security,
-            Category::Scalability,
-            Category::Usability,
-        ]
-        .into_iter()
-        .find(|c| c.topic() == topic)
-    }
-}
-
-/// A non-functional requirement before it gets its id.
-struct NfrSpec {
-    category: Category,
-    title: String,
-    requirement: String,
-    metric: String,
-    target: String,
-    method: String,
-    priority: Moscow,
-    source: String,
+/// The id code of a category and the goal topic it answers to.
+#[derive(Deserialize)]
+struct CategoryInfo {
+    code: String,
+    topic: Topic,
 }
 
 /// The words of one non-functional requirement.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize, Clone)]
 struct Entry {
     title: String,
     requirement: String,
     metric: String,
     target: String,
     method: String,
+}
+
+/// A non-functional requirement before it gets its id.
+#[derive(Serialize)]
+struct NfrSpec {
+    category: Category,
+    #[serde(flatten)]
+    entry: Entry,
+    priority: Moscow,
+    source: String,
 }
 
 /// A non-functional requirement an analyst signal calls for.
@@ -112,101 +77,90 @@ struct Catalogue {
     topic: BTreeMap<Category, Entry>,
     constraint: BTreeMap<Category, Measure>,
     baseline: Entry,
+    category: BTreeMap<Category, CategoryInfo>,
 }
 
-/// [`Catalogue`], read once, or why it cannot be read.
-static CATALOGUE: LazyLock<Result<Catalogue, String>> = LazyLock::new(|| {
+/// [`Catalogue`], read once; a test parses the file.
+static CATALOGUE: LazyLock<Catalogue> = LazyLock::new(|| {
     toml::from_str(include_str!(
         "../../../../specs/templates/builtin/nfr-catalogue.toml"
     ))
-    .map_err(|e| format!("the NFR catalogue does not parse: {e}"))
+    .expect("nfr-catalogue.toml parses (a unit test reads it)")
 });
 
+impl Category {
+    fn info(self) -> &'static CategoryInfo {
+        &CATALOGUE.category[&self]
+    }
+
+    fn of_topic(topic: Topic) -> Option<Category> {
+        CATALOGUE
+            .category
+            .iter()
+            .find(|(_, i)| i.topic == topic)
+            .map(|(c, _)| *c)
+    }
+}
+
 impl NfrSpec {
-    fn new(category: Category, e: &Entry, priority: Moscow, source: String) -> NfrSpec {
+    /// Security NFRs are Must, the others Should.
+    fn new(category: Category, entry: &Entry, source: String) -> NfrSpec {
         NfrSpec {
             category,
-            title: e.title.clone(),
-            requirement: e.requirement.clone(),
-            metric: e.metric.clone(),
-            target: e.target.clone(),
-            method: e.method.clone(),
-            priority,
+            entry: entry.clone(),
+            priority: if category == Category::Security {
+                Moscow::Must
+            } else {
+                Moscow::Should
+            },
             source,
         }
     }
 }
 
-/// Security NFRs are Must, the others Should.
-fn default_priority(category: Category) -> Moscow {
-    if category == Category::Security {
-        Moscow::Must
-    } else {
-        Moscow::Should
-    }
-}
-
-/// The NFRs: from signals, then constraints, then goal topics, then a baseline for security.
-fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> Step<(Vec<NfrSpec>, Vec<String>)> {
-    let catalogue = CATALOGUE.as_ref().map_err(Clone::clone)?;
+/// The NFRs: from signals, then constraints, then goal topics, then a baseline for security;
+/// and the constraints of no category.
+fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
     let mut specs: Vec<NfrSpec> = Vec::new();
-    for n in &catalogue.signal {
-        let Some(signal) = n.signals.iter().find(|s| d.has_signal(s)) else {
-            continue;
-        };
-        specs.push(NfrSpec::new(
-            n.category,
-            &n.entry,
-            default_priority(n.category),
-            format!("signal `{signal}` ({})", d.evidence_of(signal)),
-        ));
+    for n in &CATALOGUE.signal {
+        if let Some(signal) = n.signals.iter().find(|s| d.has_signal(s)) {
+            let source = format!("signal `{signal}` ({})", d.evidence_of(signal));
+            specs.push(NfrSpec::new(n.category, &n.entry, source));
+        }
     }
     let mut unclassified = Vec::new();
     for c in &d.constraints {
         let category = text::topics(c).into_iter().find_map(Category::of_topic);
-        match category.and_then(|k| Some((k, catalogue.constraint.get(&k)?))) {
+        match category.and_then(|k| Some((k, CATALOGUE.constraint.get(&k)?))) {
             Some((category, measure)) => specs.push(NfrSpec {
                 category,
-                title: text::shorten(c, 60),
-                requirement: format!("The stated constraint holds: {}.", c.trim_end_matches('.')),
-                metric: measure.metric.clone(),
-                target: format!("as stated: {}", c.trim_end_matches('.')),
-                method: measure.method.clone(),
+                entry: Entry {
+                    title: text::shorten(c, 60),
+                    requirement: format!("The stated constraint holds: {}.", c.trim_end_matches('.')),
+                    metric: measure.metric.clone(),
+                    target: format!("as stated: {}", c.trim_end_matches('.')),
+                    method: measure.method.clone(),
+                },
                 priority: Moscow::Must,
                 source: "a constraint of the discovery context".into(),
             }),
             None => unclassified.push(c.clone()),
         }
     }
-    for topic in [
-        Topic::Security,
-        Topic::Performance,
-        Topic::Scale,
-        Topic::Usability,
-    ] {
-        let category = Category::of_topic(topic).expect("each of these topics has a category");
-        if goals.iter().any(|g| text::topics(&g.text).contains(&topic))
+    for (&category, info) in &CATALOGUE.category {
+        if goals.iter().any(|g| text::topics(&g.text).contains(&info.topic))
             && !specs.iter().any(|s| s.category == category)
-            && let Some(entry) = catalogue.topic.get(&category)
+            && let Some(entry) = CATALOGUE.topic.get(&category)
         {
-            specs.push(NfrSpec::new(
-                category,
-                entry,
-                default_priority(category),
-                "the goals of the brief".into(),
-            ));
+            specs.push(NfrSpec::new(category, entry, "the goals of the brief".into()));
         }
     }
     if !specs.iter().any(|s| s.category == Category::Security) {
-        specs.push(NfrSpec::new(
-            Category::Security,
-            &catalogue.baseline,
-            Moscow::Must,
-            "the baseline every change meets".into(),
-        ));
+        let source = "the baseline every change meets".into();
+        specs.push(NfrSpec::new(Category::Security, &CATALOGUE.baseline, source));
     }
     specs.sort_by_key(|s| s.category);
-    Ok((specs, unclassified))
+    (specs, unclassified)
 }
 
 /// The external systems `text` names, each once, in table order.
@@ -241,26 +195,12 @@ struct Req {
 #[derive(Serialize)]
 struct Nfr<'a> {
     id: String,
-    category: &'static str,
-    title: &'a str,
-    requirement: &'a str,
-    metric: &'a str,
-    target: &'a str,
-    method: &'a str,
-    priority: Moscow,
-    source: &'a str,
+    #[serde(flatten)]
+    spec: &'a NfrSpec,
     /// The goals it serves.
     traces: Vec<String>,
     file: String,
 }
-
-/// The paths the documents name.
-const PATHS: [(&str, &str); 4] = [
-    ("brief", spec::BRIEF),
-    ("discovery", spec::DISCOVERY),
-    ("architecture", spec::ARCHITECTURE_INDEX),
-    ("epics", spec::EPICS_INDEX),
-];
 
 /// The data of one functional requirement's file.
 #[derive(Serialize)]
@@ -279,7 +219,6 @@ struct ReqDoc<'a> {
     /// The first performance NFR, whose benchmark a performance criterion names.
     benchmark: Option<String>,
     test_command: Option<&'a str>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// The data of one non-functional requirement's file.
@@ -289,7 +228,6 @@ struct NfrDoc<'a> {
     common: Common,
     #[serde(flatten)]
     nfr: &'a Nfr<'a>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// How many requirements have one priority.
@@ -349,7 +287,6 @@ struct IndexDoc<'a> {
     stack: Option<String>,
     traces: Vec<TraceRow<'a>>,
     questions: Vec<String>,
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
@@ -383,15 +320,14 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             });
         }
     }
-    let (specs, unclassified) = nfr_specs(d, &goals)?;
+    let (specs, unclassified) = nfr_specs(d, &goals);
     let nfrs = number(&specs, &goals);
-    let ids_of = |category: &str| -> Vec<String> {
+    let ids_of = |category: Category| -> Vec<String> {
         nfrs.iter()
-            .filter(|n| n.category == category)
+            .filter(|n| n.spec.category == category)
             .map(|n| n.id.clone())
             .collect()
     };
-    let paths = BTreeMap::from(PATHS);
     let test_command = d
         .code
         .test_framework
@@ -409,10 +345,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             module: context::matching_module(ctx.input.code.files(), &text::key_words(&r.title))
                 .map(|(m, _)| m),
             security: r.topics.contains(&Topic::Security),
-            security_ids: ids_of(Category::Security.name()),
-            benchmark: ids_of(Category::Performance.name()).into_iter().next(),
+            security_ids: ids_of(Category::Security),
+            benchmark: ids_of(Category::Performance).into_iter().next(),
             test_command,
-            paths: paths.clone(),
         };
         files.push((path, template::fill("requirement.md", &doc)?));
     }
@@ -421,7 +356,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         let doc = NfrDoc {
             common: ctx.shared(&path)?,
             nfr: n,
-            paths: paths.clone(),
         };
         files.push((path, template::fill("nfr.md", &doc)?));
     }
@@ -435,40 +369,28 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
 /// The non-functional requirements with their ids (numbered per category) and the goals
 /// they serve: those of their topic, or every goal.
 fn number<'a>(specs: &'a [NfrSpec], goals: &[GoalRow]) -> Vec<Nfr<'a>> {
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let n = specs[..i]
-                .iter()
-                .filter(|o| o.category == s.category)
-                .count()
-                + 1;
-            let id = format!("NFR-{}-{n:03}", s.category.code());
-            let matched: Vec<String> = goals
-                .iter()
-                .filter(|g| text::topics(&g.text).contains(&s.category.topic()))
-                .map(|g| g.id.clone())
-                .collect();
-            Nfr {
-                file: format!("{id}-{}.md", text::slug(&s.title, "requirement")),
-                id,
-                category: s.category.name(),
-                title: &s.title,
-                requirement: &s.requirement,
-                metric: &s.metric,
-                target: &s.target,
-                method: &s.method,
-                priority: s.priority,
-                source: &s.source,
-                traces: if matched.is_empty() {
-                    goals.iter().map(|g| g.id.clone()).collect()
-                } else {
-                    matched
-                },
-            }
-        })
-        .collect()
+    let mut out: Vec<Nfr> = Vec::new();
+    for spec in specs {
+        let info = spec.category.info();
+        let n = out.iter().filter(|o| o.spec.category == spec.category).count() + 1;
+        let id = format!("NFR-{}-{n:03}", info.code);
+        let matched: Vec<String> = goals
+            .iter()
+            .filter(|g| text::topics(&g.text).contains(&info.topic))
+            .map(|g| g.id.clone())
+            .collect();
+        out.push(Nfr {
+            file: format!("{id}-{}.md", text::slug(&spec.entry.title, "requirement")),
+            id,
+            spec,
+            traces: if matched.is_empty() {
+                goals.iter().map(|g| g.id.clone()).collect()
+            } else {
+                matched
+            },
+        });
+    }
+    out
 }
 
 /// The data of the index.
@@ -492,7 +414,7 @@ fn index<'a>(
             .map(|m| PriorityRow {
                 priority: *m,
                 functional: reqs.iter().filter(|r| r.goal.priority == *m).count(),
-                non_functional: nfrs.iter().filter(|n| n.priority == *m).count(),
+                non_functional: nfrs.iter().filter(|n| n.spec.priority == *m).count(),
             })
             .collect(),
         evidence: ["sql_detected", "data_migration"]
@@ -530,7 +452,6 @@ fn index<'a>(
             })
             .collect(),
         questions: Vec::new(),
-        paths: BTreeMap::from(PATHS),
     })
 }
 
@@ -540,7 +461,7 @@ mod tests {
 
     #[test]
     fn the_catalogue_knows_every_category() {
-        let catalogue = CATALOGUE.as_ref().unwrap();
+        let catalogue = &*CATALOGUE;
         for c in [
             Category::Performance,
             Category::Security,
@@ -552,6 +473,7 @@ mod tests {
                 catalogue.constraint.contains_key(&c),
                 "{c:?} has no measure"
             );
+            assert_eq!(Category::of_topic(c.info().topic), Some(c));
         }
         assert!(catalogue.signal.iter().all(|s| !s.signals.is_empty()));
     }
