@@ -32,18 +32,6 @@ use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
 
-// The spec templates: what each document must contain (their literal headings), the same
-// contract agents and the readiness gate read. The writer checks its output against them.
-
-/// The product brief template.
-const BRIEF_TEMPLATE: &str = include_str!("../../../specs/templates/product-brief.md");
-/// The requirements template.
-const REQUIREMENTS_TEMPLATE: &str = include_str!("../../../specs/templates/requirements.md");
-/// The architecture template.
-const ARCHITECTURE_TEMPLATE: &str = include_str!("../../../specs/templates/architecture.md");
-/// The epics template.
-const EPICS_TEMPLATE: &str = include_str!("../../../specs/templates/epics.md");
-
 /// A MoSCoW priority, written as its word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Moscow {
