@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::context::{self, Discovery, Language, Manifest, TestFramework};
+use super::context::{self, CodeView, Discovery, Library, TestFramework};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::requirements::{System, system_rows, systems};
 use super::text::{self, Topic};
@@ -81,13 +81,6 @@ struct Facts {
 struct Evidence {
     signal: &'static str,
     evidence: String,
-}
-
-/// A declared library and the manifest that declares it.
-#[derive(Serialize)]
-struct Library {
-    name: String,
-    manifest: String,
 }
 
 fn components(
@@ -236,14 +229,13 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
         let libs: Vec<Library> = code
             .dependencies()
             .into_iter()
-            .filter(|(n, _)| {
+            .filter(|l| {
                 text::WORDS
                     .security_libs
                     .iter()
-                    .any(|s| n.to_lowercase().contains(s.as_str()))
+                    .any(|s| l.name.to_lowercase().contains(s.as_str()))
             })
             .take(3)
-            .map(|(name, manifest)| Library { name, manifest })
             .collect();
         let mut traces: Vec<String> = security.iter().map(|n| n.id.clone()).collect();
         traces.extend(with_topic(Topic::Security));
@@ -394,32 +386,6 @@ struct AdrRow<'a> {
     decision: String,
 }
 
-/// A framework and the manifest that pulls it in.
-#[derive(Serialize)]
-struct Framework {
-    name: String,
-    manifest: Option<String>,
-}
-
-/// The facts of the scan the index quotes.
-#[derive(Serialize)]
-struct CodeDoc<'a> {
-    lang: Option<&'a str>,
-    stack: Option<String>,
-    languages: &'a [Language],
-    frameworks: Vec<Framework>,
-    test_framework: Option<&'a TestFramework>,
-    test_command: Option<&'a str>,
-    manifests: &'a [Manifest],
-    libraries: Vec<Library>,
-    more_libraries: usize,
-    source: &'a str,
-    entry_points: &'a [String],
-    source_dirs: &'a [String],
-    test_dirs: &'a [String],
-    empty: bool,
-}
-
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
@@ -433,7 +399,7 @@ struct IndexDoc<'a> {
     new: Vec<String>,
     users: Vec<String>,
     external: Vec<System>,
-    code: CodeDoc<'a>,
+    code: CodeView<'a>,
     adrs: &'a [AdrRow<'a>],
     data_adr: Option<&'a AdrRow<'a>>,
     data_components: Vec<String>,
@@ -526,7 +492,6 @@ fn index<'a>(
             .collect()
     };
     let touched: Vec<&String> = comps.iter().filter_map(|c| c.module.as_ref()).collect();
-    let libraries = code.dependencies();
     Ok(IndexDoc {
         common: ctx.shared(spec::ARCHITECTURE_INDEX)?,
         dependencies: ctx.dependency_paths(&[spec::BRIEF, spec::REQUIREMENTS_INDEX]),
@@ -540,41 +505,7 @@ fn index<'a>(
             .collect(),
         users: parse::users(brief),
         external: system_rows(&ctx.task_text),
-        code: CodeDoc {
-            lang: code.primary_language(),
-            stack: code.stack_phrase(),
-            languages: &code.languages[..code.languages.len().min(3)],
-            frameworks: code
-                .frameworks
-                .iter()
-                .map(|f| Framework {
-                    name: f.clone(),
-                    manifest: code
-                        .manifests
-                        .iter()
-                        .find(|m| m.frameworks.contains(f))
-                        .map(|m| m.path.clone()),
-                })
-                .collect(),
-            test_framework: code.test_framework.as_ref(),
-            test_command: code
-                .test_framework
-                .as_ref()
-                .map(|t| t.command.as_str())
-                .filter(|c| !c.is_empty()),
-            manifests: &code.manifests,
-            more_libraries: libraries.len().saturating_sub(10),
-            libraries: libraries
-                .into_iter()
-                .take(10)
-                .map(|(name, manifest)| Library { name, manifest })
-                .collect(),
-            source: &code.source,
-            entry_points: &code.entry_points[..code.entry_points.len().min(5)],
-            source_dirs: &code.source_dirs,
-            test_dirs: &code.test_dirs,
-            empty: code.is_empty(),
-        },
+        code: code.view(),
         adrs: rows,
         data_adr: id_of(Kind::Data),
         data_components: comps_with(Topic::Data),

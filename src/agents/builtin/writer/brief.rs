@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::context::{self, Discovery, Language, Manifest, TestFramework};
+use super::context::{self, CodeView, Discovery};
 use super::text;
 use super::{Common, Ctx, Draft, Moscow, Phase, Step, template};
 use crate::specdoc::{md, spec};
@@ -109,7 +109,7 @@ struct BriefDoc<'a> {
     domain: &'a str,
     signals: &'a [String],
     recommendations: &'a [String],
-    code: CodeDoc<'a>,
+    code: CodeView<'a>,
     /// Whether the request named no goal, so one was assumed.
     named_none: bool,
     /// The analyst's open questions.
@@ -126,25 +126,9 @@ struct Persona {
     needs: Vec<String>,
 }
 
-/// The facts of the scan the brief quotes.
-#[derive(Serialize)]
-struct CodeDoc<'a> {
-    lang: Option<&'a str>,
-    share: f64,
-    file_count: u64,
-    source: &'a str,
-    stack: Option<String>,
-    languages: &'a [Language],
-    frameworks: &'a [String],
-    test_framework: Option<&'a TestFramework>,
-    manifests: &'a [Manifest],
-    ci: &'a [String],
-}
-
 /// Writes `spec/product-brief.md`.
 pub fn write(ctx: &Ctx) -> Step<Draft> {
     let d = &ctx.discovery;
-    let code = &d.code;
     let clauses = text::clauses(&ctx.task_text);
     let positives: Vec<&text::Clause> = clauses.iter().filter(|c| !c.negative).collect();
     let goal = |i: usize, text: &str, priority: Option<Moscow>| Goal {
@@ -217,18 +201,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         domain: &d.domain,
         signals: &d.signals,
         recommendations: &d.recommendations,
-        code: CodeDoc {
-            lang: code.primary_language(),
-            share: code.languages.first().map_or(0.0, |l| l.share),
-            file_count: code.file_count,
-            source: &code.source,
-            stack: code.stack_phrase(),
-            languages: &code.languages[..code.languages.len().min(3)],
-            frameworks: &code.frameworks,
-            test_framework: code.test_framework.as_ref(),
-            manifests: &code.manifests,
-            ci: &code.ci,
-        },
+        code: d.code.view(),
         named_none,
         open_questions: &d.open_questions,
         overflow,

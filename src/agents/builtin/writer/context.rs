@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::text::{self, WORDS, has};
@@ -48,7 +49,7 @@ pub struct Discovery {
 }
 
 /// Facts about the code base.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CodeFacts {
     /// Where the facts come from, for the documents (`the discovery context`, …).
     pub source: String,
@@ -130,17 +131,77 @@ impl CodeFacts {
     }
 
     /// Every declared dependency, with the manifest declaring it, in manifest order.
-    pub fn dependencies(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
+    pub fn dependencies(&self) -> Vec<Library> {
+        let mut out: Vec<Library> = Vec::new();
         for m in &self.manifests {
             for d in &m.dependencies {
-                if !out.iter().any(|(n, _): &(String, String)| n == d) {
-                    out.push((d.clone(), m.path.clone()));
+                if !out.iter().any(|l| l.name == *d) {
+                    out.push(Library {
+                        name: d.clone(),
+                        manifest: m.path.clone(),
+                    });
                 }
             }
         }
         out
     }
+
+    /// The facts as the templates see them.
+    pub fn view(&self) -> CodeView<'_> {
+        let mut libraries = self.dependencies();
+        let mut framework_manifests = BTreeMap::new();
+        for m in &self.manifests {
+            for f in &m.frameworks {
+                framework_manifests.entry(f.as_str()).or_insert(m.path.as_str());
+            }
+        }
+        CodeView {
+            facts: self,
+            lang: self.primary_language(),
+            share: self.languages.first().map_or(0.0, |l| l.share),
+            stack: self.stack_phrase(),
+            test_command: self.test_command(),
+            empty: self.is_empty(),
+            more_libraries: libraries.len().saturating_sub(10),
+            libraries: {
+                libraries.truncate(10);
+                libraries
+            },
+            framework_manifests,
+        }
+    }
+
+    /// The command that runs the tests, if known.
+    pub fn test_command(&self) -> Option<&str> {
+        let command = self.test_framework.as_ref().map(|t| t.command.as_str());
+        command.filter(|c| !c.is_empty())
+    }
+}
+
+/// [`CodeFacts`] as the templates see them, with what follows from them: the main language
+/// and its share, the stack phrase, the test command, the first ten declared libraries and
+/// the manifest that pulls in each framework.
+#[derive(Serialize)]
+pub struct CodeView<'a> {
+    #[serde(flatten)]
+    facts: &'a CodeFacts,
+    lang: Option<&'a str>,
+    share: f64,
+    stack: Option<String>,
+    test_command: Option<&'a str>,
+    empty: bool,
+    libraries: Vec<Library>,
+    more_libraries: usize,
+    framework_manifests: BTreeMap<&'a str, &'a str>,
+}
+
+/// A declared library and the manifest that declares it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Library {
+    /// Its name.
+    pub name: String,
+    /// The manifest's path.
+    pub manifest: String,
 }
 
 impl Discovery {

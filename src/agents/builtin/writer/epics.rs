@@ -139,7 +139,7 @@ struct Inputs<'a> {
     goals: Vec<GoalRow>,
     reqs: Requirements,
     arch: Architecture,
-    test_command: Option<String>,
+    test_command: Option<&'a str>,
     ctx: &'a Ctx<'a>,
 }
 
@@ -200,13 +200,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         goals: parse::goals(brief),
         reqs: parse::requirements(folder),
         arch: parse::architecture(folder),
-        test_command: ctx
-            .discovery
-            .code
-            .test_framework
-            .as_ref()
-            .filter(|t| !t.command.is_empty())
-            .map(|t| t.command.clone()),
+        test_command: ctx.discovery.code.test_command(),
         ctx,
     };
     if inputs.reqs.functional.is_empty() {
@@ -261,7 +255,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 })
                 .collect(),
             user,
-            test_command: inputs.test_command.as_deref(),
+            test_command: inputs.test_command,
         };
         files.push((path, template::fill("epic.md", &doc)?));
     }
@@ -565,7 +559,7 @@ fn index<'a>(
             .map(|r| r.id.clone())
             .collect(),
         goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
-        test_command: inputs.test_command.as_deref(),
+        test_command: inputs.test_command,
         traces,
         by_size: ["S", "M", "L", "XL"]
             .into_iter()

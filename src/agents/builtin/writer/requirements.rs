@@ -328,12 +328,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             .map(|n| n.id.clone())
             .collect()
     };
-    let test_command = d
-        .code
-        .test_framework
-        .as_ref()
-        .map(|t| t.command.as_str())
-        .filter(|c| !c.is_empty());
+    let test_command = d.code.test_command();
     let mut files: Vec<(String, String)> = Vec::new();
     for r in &reqs {
         let path = format!("spec/requirements/{}", r.file);
