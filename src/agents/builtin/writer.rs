@@ -204,11 +204,13 @@ impl<'a> Ctx<'a> {
     /// What every document's template is given, for the document at `path`.
     fn shared(&self, path: &str) -> Step<Common> {
         let d = &self.discovery;
-        Ok(Common {
+        let mut common = Common {
             session_id: self.session_id.clone(),
             generated_at: self.generated_at.clone(),
             version: self.version(path),
-            revision_notes: self.revision_notes()?,
+            task_id: self.input.task.id.to_string(),
+            revision_notes: String::new(),
+            common_questions: Vec::new(),
             feedback: self.feedback.clone(),
             discovery: match d.availability {
                 Availability::Present => "read",
@@ -227,7 +229,11 @@ impl<'a> Ctx<'a> {
                 ("architecture", spec::ARCHITECTURE_INDEX),
                 ("epics", spec::EPICS_INDEX),
             ]),
-        })
+        };
+        common.revision_notes = template::fill("revision-notes.md", &common)?;
+        let questions = template::fill("common-questions.md", &common)?;
+        common.common_questions = questions.lines().map(str::to_owned).collect();
+        Ok(common)
     }
 
     /// The `dependencies` of an index document: the discovery context when present, then
@@ -239,20 +245,6 @@ impl<'a> Ctx<'a> {
         }
         deps.extend(earlier.iter().map(|s| (*s).to_owned()));
         deps
-    }
-
-    /// The Revision Notes section, empty when the task carries no feedback.
-    fn revision_notes(&self) -> Step<String> {
-        #[derive(serde::Serialize)]
-        struct Notes<'a> {
-            task_id: String,
-            feedback: &'a [String],
-        }
-        let notes = Notes {
-            task_id: self.input.task.id.to_string(),
-            feedback: &self.feedback,
-        };
-        template::fill("revision-notes.md", &notes)
     }
 
     /// The prior document at `path`, or the reason the task cannot go on without it.
@@ -279,8 +271,13 @@ struct Common {
     generated_at: String,
     /// See [`Ctx::version`].
     version: String,
+    /// The task writing it.
+    task_id: String,
     /// The Revision Notes section, empty when the task carries no feedback.
     revision_notes: String,
+    /// The open questions every document starts with: an unusable discovery context, and
+    /// the feedback.
+    common_questions: Vec<String>,
     /// See [`Ctx::feedback`].
     feedback: Vec<String>,
     /// Whether the discovery context was `read`, `missing` or `unreadable`, and why not.
@@ -307,30 +304,17 @@ struct Draft {
     decisions: Vec<String>,
 }
 
-/// Renders the template `name` over `data`, the data of the main document of `phase`, with
-/// the phase's name as `phase`.
-fn fill_for(name: &str, phase: Phase, data: &impl serde::Serialize) -> Step<String> {
-    #[derive(serde::Serialize)]
-    struct ForPhase<'a, T> {
-        phase: &'static str,
-        #[serde(flatten)]
-        data: &'a T,
-    }
-    let phase = phase.name();
-    template::fill(name, &ForPhase { phase, data })
-}
-
-/// The open questions the template `questions.md` gives for `phase` over `data`.
-fn questions(phase: Phase, data: &impl serde::Serialize) -> Step<Vec<String>> {
-    let text = fill_for("questions.md", phase, data)?;
-    Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect())
-}
-
 impl Draft {
-    /// `files` with the summary, findings and decisions that the template `report.md` gives
-    /// for `phase` over `data`, the data of the phase's main document.
-    fn new(phase: Phase, data: &impl serde::Serialize, files: Vec<(String, String)>) -> Step<Draft> {
-        let report = fill_for("report.md", phase, data)?;
+    /// The main document of `phase`, rendered by the template `name` over `data`, followed
+    /// by `files`; with the summary, findings and decisions the template sets as `report`.
+    fn new(
+        phase: Phase,
+        name: &str,
+        data: &impl serde::Serialize,
+        mut files: Vec<(String, String)>,
+    ) -> Step<Draft> {
+        let (text, report) = template::fill_and_read(name, data, "report")?;
+        files.insert(0, (phase.index().to_owned(), text));
         let mut draft = Draft {
             files,
             summary: String::new(),

@@ -413,7 +413,6 @@ struct IndexDoc<'a> {
     /// What shows each risk signal the analyst reported.
     evidence: BTreeMap<&'static str, String>,
     proposed: Vec<String>,
-    questions: Vec<String>,
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
@@ -460,11 +459,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let mut index = index(ctx, brief, &reqs, &comps, &adrs, &rows)?;
-    index.questions = super::questions(Phase::Architecture, &index)?;
-    let text = template::fill("architecture-index.md", &index)?;
-    files.insert(0, (spec::ARCHITECTURE_INDEX.to_owned(), text));
-    Draft::new(Phase::Architecture, &index, files)
+    let index = index(ctx, brief, &reqs, &comps, &adrs, &rows)?;
+    Draft::new(Phase::Architecture, "architecture-index.md", &index, files)
 }
 
 /// The data of the index.
@@ -549,6 +545,5 @@ fn index<'a>(
             .filter(|r| r.status == "Proposed")
             .map(|r| r.id.clone())
             .collect(),
-        questions: Vec::new(),
     })
 }

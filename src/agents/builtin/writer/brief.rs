@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{self, CodeView, Discovery};
 use super::text;
-use super::{Common, Ctx, Draft, Moscow, Phase, Step, template};
+use super::{Common, Ctx, Draft, Moscow, Phase, Step};
 use crate::specdoc::{md, spec};
 
 /// At most this many goals; further clauses are listed as an open question.
@@ -116,7 +116,6 @@ struct BriefDoc<'a> {
     open_questions: &'a [String],
     /// Clauses beyond the goals kept.
     overflow: Vec<String>,
-    questions: Vec<String>,
 }
 
 /// A user group and the goals it needs.
@@ -164,7 +163,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         .skip(MAX_GOALS)
         .map(|c| c.text.clone())
         .collect();
-    let mut doc = BriefDoc {
+    let doc = BriefDoc {
         common: ctx.shared(spec::BRIEF)?,
         dependencies: ctx.dependency_paths(&[]),
         title: &ctx.title,
@@ -205,11 +204,8 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         named_none,
         open_questions: &d.open_questions,
         overflow,
-        questions: Vec::new(),
     };
-    doc.questions = super::questions(Phase::Brief, &doc)?;
-    let text = template::fill("product-brief.md", &doc)?;
-    Draft::new(Phase::Brief, &doc, vec![(spec::BRIEF.to_owned(), text)])
+    Draft::new(Phase::Brief, "product-brief.md", &doc, Vec::new())
 }
 
 /// A user group needs the goals that name it, or all of them.

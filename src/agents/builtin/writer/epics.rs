@@ -131,7 +131,6 @@ struct IndexDoc<'a> {
     waiting: Vec<String>,
     proposed: Vec<String>,
     touched: Vec<String>,
-    questions: Vec<String>,
 }
 
 /// What the epics are cut from.
@@ -259,11 +258,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         };
         files.push((path, template::fill("epic.md", &doc)?));
     }
-    let mut index = index(&inputs, &epics, mvp_fallback)?;
-    index.questions = super::questions(Phase::Epics, &index)?;
-    let text = template::fill("epics-index.md", &index)?;
-    files.insert(0, (spec::EPICS_INDEX.to_owned(), text));
-    Draft::new(Phase::Epics, &index, files)
+    let index = index(&inputs, &epics, mvp_fallback)?;
+    Draft::new(Phase::Epics, "epics-index.md", &index, files)
 }
 
 /// One epic per component that implements a known requirement, then one for the
@@ -569,6 +565,5 @@ fn index<'a>(
         waiting: ids(&|e| !e.deps.is_empty()),
         touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
         proposed,
-        questions: Vec::new(),
     })
 }

@@ -286,7 +286,6 @@ struct IndexDoc<'a> {
     ruled_out: Vec<String>,
     stack: Option<String>,
     traces: Vec<TraceRow<'a>>,
-    questions: Vec<String>,
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
@@ -354,11 +353,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         };
         files.push((path, template::fill("nfr.md", &doc)?));
     }
-    let mut index = index(ctx, &goals, &reqs, &nfrs, &unclassified)?;
-    index.questions = super::questions(Phase::Requirements, &index)?;
-    let text = template::fill("requirements-index.md", &index)?;
-    files.insert(0, (spec::REQUIREMENTS_INDEX.to_owned(), text));
-    Draft::new(Phase::Requirements, &index, files)
+    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified)?;
+    Draft::new(Phase::Requirements, "requirements-index.md", &index, files)
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
@@ -446,7 +442,6 @@ fn index<'a>(
                     .collect(),
             })
             .collect(),
-        questions: Vec::new(),
     })
 }
 

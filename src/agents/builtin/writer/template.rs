@@ -32,8 +32,7 @@ const TEMPLATES: &[(&str, &str)] = builtin![
     "requirements-index.md",
     "epics-index.md",
     "epic.md",
-    "report.md",
-    "questions.md",
+    "common-questions.md",
 ];
 
 /// The environment holding [`TEMPLATES`] and the filters they use, or why a template does
