@@ -379,6 +379,7 @@ struct AdrDoc<'a> {
 #[derive(Serialize)]
 struct AdrRow<'a> {
     id: String,
+    kind: Kind,
     file: String,
     title: &'a str,
     status: &'static str,
@@ -395,24 +396,16 @@ struct IndexDoc<'a> {
     title: &'a str,
     functional: usize,
     components: &'a [Component],
-    /// The components with no existing module.
-    new: Vec<String>,
     users: Vec<String>,
     external: Vec<System>,
     code: CodeView<'a>,
     adrs: &'a [AdrRow<'a>],
-    data_adr: Option<&'a AdrRow<'a>>,
+    nfrs: &'a [ReqRow],
     data_components: Vec<String>,
-    security: Vec<&'a ReqRow>,
     security_components: Vec<String>,
-    security_adr: String,
     untouched: Vec<String>,
-    quality: Vec<&'a ReqRow>,
-    performance_adr: Option<String>,
-    test_adr: String,
     /// What shows each risk signal the analyst reported.
     evidence: BTreeMap<&'static str, String>,
-    proposed: Vec<String>,
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
@@ -452,6 +445,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         files.push((path, text));
         rows.push(AdrRow {
             id,
+            kind: a.kind,
             file,
             title: &a.title,
             status: a.status,
@@ -459,7 +453,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let index = index(ctx, brief, &reqs, &comps, &adrs, &rows)?;
+    let index = index(ctx, brief, &reqs, &comps, &rows)?;
     Draft::new(Phase::Architecture, "architecture-index.md", &index, files)
 }
 
@@ -469,17 +463,10 @@ fn index<'a>(
     brief: &str,
     reqs: &'a Requirements,
     comps: &'a [Component],
-    adrs: &[Adr],
     rows: &'a [AdrRow<'a>],
 ) -> Step<IndexDoc<'a>> {
     let d = &ctx.discovery;
     let code = &d.code;
-    let id_of = |kind: Kind| {
-        adrs.iter()
-            .zip(rows)
-            .find(|(a, _)| a.kind == kind)
-            .map(|(_, r)| r)
-    };
     let comps_with = |topic: Topic| -> Vec<String> {
         comps
             .iter()
@@ -494,24 +481,13 @@ fn index<'a>(
         title: &ctx.title,
         functional: reqs.functional.len(),
         components: comps,
-        new: comps
-            .iter()
-            .filter(|c| c.integration == "New")
-            .map(|c| c.id.clone())
-            .collect(),
         users: parse::users(brief),
         external: system_rows(&ctx.task_text),
         code: code.view(),
         adrs: rows,
-        data_adr: id_of(Kind::Data),
+        nfrs: &reqs.non_functional,
         data_components: comps_with(Topic::Data),
-        security: reqs
-            .non_functional
-            .iter()
-            .filter(|n| n.id.starts_with("NFR-S-"))
-            .collect(),
         security_components: comps_with(Topic::Security),
-        security_adr: id_of(Kind::Security).unwrap_or(&rows[0]).id.clone(),
         untouched: code
             .source_dirs
             .iter()
@@ -522,13 +498,6 @@ fn index<'a>(
             })
             .cloned()
             .collect(),
-        quality: reqs
-            .non_functional
-            .iter()
-            .filter(|n| !n.id.starts_with("NFR-S-"))
-            .collect(),
-        performance_adr: id_of(Kind::Performance).map(|r| r.id.clone()),
-        test_adr: id_of(Kind::Tests).unwrap_or(&rows[0]).id.clone(),
         evidence: [
             "test_gap",
             "legacy_patterns",
@@ -540,10 +509,5 @@ fn index<'a>(
         .filter(|s| d.has_signal(s))
         .map(|s| (s, d.evidence_of(s)))
         .collect(),
-        proposed: rows
-            .iter()
-            .filter(|r| r.status == "Proposed")
-            .map(|r| r.id.clone())
-            .collect(),
     })
 }

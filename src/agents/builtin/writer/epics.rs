@@ -5,7 +5,7 @@
 //! This module decides what the epics are; the text is in the templates `epic.md` and
 //! `epics-index.md` of `specs/templates/builtin/`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -117,18 +117,13 @@ struct IndexDoc<'a> {
     title: &'a str,
     epics: &'a [Epic],
     order: Vec<&'a Epic>,
-    mvp: Vec<&'a Epic>,
     mvp_fallback: bool,
-    story_count: usize,
     /// How many functional requirements there are.
     functional: usize,
     must_reqs: Vec<String>,
     goals: Vec<String>,
     test_command: Option<&'a str>,
     traces: Vec<TraceRow>,
-    by_size: BTreeMap<&'static str, Vec<String>>,
-    big: Vec<String>,
-    waiting: Vec<String>,
     proposed: Vec<String>,
     touched: Vec<String>,
 }
@@ -470,15 +465,6 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
     })
 }
 
-/// The epics that are L or XL.
-fn big(epics: &[Epic]) -> Vec<String> {
-    epics
-        .iter()
-        .filter(|e| matches!(e.size, "L" | "XL"))
-        .map(|e| e.id.clone())
-        .collect()
-}
-
 /// The data of the index: order, MVP, traceability, sizes and risks.
 fn index<'a>(
     inputs: &'a Inputs,
@@ -519,13 +505,6 @@ fn index<'a>(
             row
         })
         .collect();
-    let ids = |keep: &dyn Fn(&Epic) -> bool| -> Vec<String> {
-        epics
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| e.id.clone())
-            .collect()
-    };
     let proposed: Vec<String> = inputs
         .arch
         .adrs
@@ -544,9 +523,7 @@ fn index<'a>(
         title: &ctx.title,
         epics,
         order,
-        mvp: epics.iter().filter(|e| e.mvp).collect(),
         mvp_fallback,
-        story_count: epics.iter().map(|e| e.stories.len()).sum(),
         functional: inputs.reqs.functional.len(),
         must_reqs: inputs
             .reqs
@@ -557,13 +534,11 @@ fn index<'a>(
         goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
         test_command: inputs.test_command,
         traces,
-        by_size: ["S", "M", "L", "XL"]
-            .into_iter()
-            .map(|s| (s, ids(&|e| e.size == s)))
+        touched: epics
+            .iter()
+            .filter(|e| e.adrs.iter().any(|a| proposed.contains(a)))
+            .map(|e| e.id.clone())
             .collect(),
-        big: big(epics),
-        waiting: ids(&|e| !e.deps.is_empty()),
-        touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
         proposed,
     })
 }
