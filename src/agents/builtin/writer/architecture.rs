@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::context::{self, CodeView, Discovery, Library, TestFramework};
+use super::context::{self, CodeView, Library};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::requirements::{System, system_rows, systems};
 use super::text::{self, Topic};
@@ -40,47 +40,37 @@ enum Kind {
     Data,
 }
 
-/// One decision: what it is about and the facts its text quotes.
+/// One decision: what it is about, and the facts its text quotes besides those of the code
+/// and the analyst; each kind uses its own.
 #[derive(Serialize)]
 struct Adr {
     kind: Kind,
     title: String,
     status: &'static str,
     traces: Vec<String>,
-    #[serde(flatten)]
-    facts: Facts,
-}
-
-/// The facts a decision's text quotes; each kind uses its own.
-#[derive(Serialize, Default)]
-struct Facts {
-    /// The main language of the code, if there is code.
-    lang: Option<String>,
-    share: f64,
-    file_count: u64,
-    frameworks: Vec<String>,
-    source_dirs: Vec<String>,
-    risk_signals: Vec<Evidence>,
     /// A language the request names (without code).
     named_language: Option<&'static str>,
-    goal_count: usize,
-    extending: Vec<String>,
-    component_ids: Vec<String>,
-    test_framework: Option<TestFramework>,
     nfrs: Vec<ReqRow>,
-    signals: Vec<String>,
     libs: Vec<Library>,
     /// A store the request names.
     store: Option<&'static str>,
-    sql_evidence: Option<String>,
     data_reqs: Vec<String>,
 }
 
-/// A signal of the analyst and what shows it.
-#[derive(Serialize)]
-struct Evidence {
-    signal: &'static str,
-    evidence: String,
+impl Adr {
+    fn new(kind: Kind, title: impl Into<String>, accepted: bool, traces: Vec<String>) -> Adr {
+        Adr {
+            kind,
+            title: title.into(),
+            status: if accepted { "Accepted" } else { "Proposed" },
+            traces,
+            named_language: None,
+            nfrs: Vec::new(),
+            libs: Vec::new(),
+            store: None,
+            data_reqs: Vec::new(),
+        }
+    }
 }
 
 fn components(
@@ -167,7 +157,8 @@ fn components(
 
 /// The decisions, in order: stack, structure, tests, then security, performance and data
 /// where the requirements call for them.
-fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component]) -> Vec<Adr> {
+fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
+    let d = &ctx.discovery;
     let code = &d.code;
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
     let with_topic = |topic: Topic| -> Vec<String> {
@@ -184,46 +175,33 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
             .cloned()
             .collect()
     };
-    let facts = || Facts {
-        lang: code.primary_language().map(str::to_owned),
-        ..Facts::default()
+    let stack = match code.primary_language() {
+        Some(lang) => {
+            let title = format!("Build on the existing {lang} code base");
+            Adr::new(Kind::Stack, title, true, all_reqs.clone())
+        }
+        None => {
+            let words = text::words(&ctx.task_text);
+            let title = "Choose the implementation stack";
+            Adr {
+                named_language: text::WORDS
+                    .languages
+                    .iter()
+                    .find(|[w, _]| text::has(&words, w))
+                    .map(|[_, l]| l.as_str()),
+                ..Adr::new(Kind::Stack, title, false, all_reqs.clone())
+            }
+        }
     };
-    let mut adrs = vec![stack(ctx, d, facts(), &all_reqs)];
-    adrs.push(Adr {
-        kind: Kind::Structure,
-        title: "One component per goal".into(),
-        status: "Accepted",
-        traces: all_reqs.clone(),
-        facts: Facts {
-            goal_count: comps.iter().filter(|c| c.goal.is_some()).count(),
-            extending: comps
-                .iter()
-                .filter(|c| c.module.is_some())
-                .map(|c| c.id.clone())
-                .collect(),
-            component_ids: comps.iter().map(|c| c.id.clone()).collect(),
-            ..facts()
+    let structure = "One component per goal";
+    let mut adrs = vec![
+        stack,
+        Adr::new(Kind::Structure, structure, true, all_reqs.clone()),
+        match &code.test_framework {
+            Some(t) => Adr::new(Kind::Tests, format!("Verify with {}", t.name), true, all_reqs.clone()),
+            None => Adr::new(Kind::Tests, "Choose how the change is tested", false, all_reqs.clone()),
         },
-    });
-    adrs.push(match &code.test_framework {
-        Some(t) => Adr {
-            kind: Kind::Tests,
-            title: format!("Verify with {}", t.name),
-            status: "Accepted",
-            traces: all_reqs.clone(),
-            facts: Facts {
-                test_framework: Some(t.clone()),
-                ..facts()
-            },
-        },
-        None => Adr {
-            kind: Kind::Tests,
-            title: "Choose how the change is tested".into(),
-            status: "Proposed",
-            traces: all_reqs.clone(),
-            facts: facts(),
-        },
-    });
+    ];
     let security = nfrs_of("S");
     if !security.is_empty() {
         let libs: Vec<Library> = code
@@ -239,22 +217,12 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
             .collect();
         let mut traces: Vec<String> = security.iter().map(|n| n.id.clone()).collect();
         traces.extend(with_topic(Topic::Security));
+        let title = "Meet the security requirements with vetted libraries and boundary checks";
+        let accepted = !libs.is_empty();
         adrs.push(Adr {
-            kind: Kind::Security,
-            title: "Meet the security requirements with vetted libraries and boundary checks"
-                .into(),
-            status: if libs.is_empty() {
-                "Proposed"
-            } else {
-                "Accepted"
-            },
-            traces,
-            facts: Facts {
-                nfrs: security,
-                signals: d.signals.clone(),
-                libs,
-                ..facts()
-            },
+            nfrs: security,
+            libs,
+            ..Adr::new(Kind::Security, title, accepted, traces)
         });
     }
     let perf: Vec<ReqRow> = nfrs_of("P").into_iter().chain(nfrs_of("SC")).collect();
@@ -264,14 +232,8 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
         traces.extend(with_topic(Topic::Scale));
         traces.dedup();
         adrs.push(Adr {
-            kind: Kind::Performance,
-            title: "Measure before optimising".into(),
-            status: "Proposed",
-            traces,
-            facts: Facts {
-                nfrs: perf,
-                ..facts()
-            },
+            nfrs: perf,
+            ..Adr::new(Kind::Performance, "Measure before optimising", false, traces)
         });
     }
     let data_reqs = with_topic(Topic::Data);
@@ -281,26 +243,20 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
             .into_iter()
             .map(|(s, _, _)| s)
             .find(|s| text::has(&text::WORDS.stores, s));
-        let (title, status) = match (store, sql) {
-            (Some(store), _) => (format!("Keep the new data in {store}"), "Accepted"),
-            (None, true) => ("Keep new data in the existing database".into(), "Accepted"),
-            (None, false) => ("Choose where the new data lives".into(), "Proposed"),
+        let (title, accepted) = match (store, sql) {
+            (Some(store), _) => (format!("Keep the new data in {store}"), true),
+            (None, true) => ("Keep new data in the existing database".into(), true),
+            (None, false) => ("Choose where the new data lives".into(), false),
+        };
+        let traces = if data_reqs.is_empty() {
+            all_reqs.clone()
+        } else {
+            data_reqs.clone()
         };
         adrs.push(Adr {
-            kind: Kind::Data,
-            title,
-            status,
-            traces: if data_reqs.is_empty() {
-                all_reqs.clone()
-            } else {
-                data_reqs.clone()
-            },
-            facts: Facts {
-                store,
-                sql_evidence: sql.then(|| d.evidence_of("sql_detected")),
-                data_reqs,
-                ..facts()
-            },
+            store,
+            data_reqs,
+            ..Adr::new(Kind::Data, title, accepted, traces)
         });
     }
 
@@ -316,51 +272,6 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
     adrs
 }
 
-/// The stack decision: the language of the code there is, or one to choose.
-fn stack(ctx: &Ctx, d: &Discovery, facts: Facts, all_reqs: &[String]) -> Adr {
-    let code = &d.code;
-    match code.primary_language() {
-        Some(lang) => Adr {
-            kind: Kind::Stack,
-            title: format!("Build on the existing {lang} code base"),
-            status: "Accepted",
-            traces: all_reqs.to_vec(),
-            facts: Facts {
-                share: code.languages[0].share,
-                file_count: code.file_count,
-                frameworks: code.frameworks.clone(),
-                source_dirs: code.source_dirs.clone(),
-                risk_signals: ["legacy_patterns", "test_gap"]
-                    .into_iter()
-                    .filter(|s| d.has_signal(s))
-                    .map(|signal| Evidence {
-                        signal,
-                        evidence: d.evidence_of(signal),
-                    })
-                    .collect(),
-                ..facts
-            },
-        },
-        None => {
-            let words = text::words(&ctx.task_text);
-            Adr {
-                kind: Kind::Stack,
-                title: "Choose the implementation stack".into(),
-                status: "Proposed",
-                traces: all_reqs.to_vec(),
-                facts: Facts {
-                    named_language: text::WORDS
-                        .languages
-                        .iter()
-                        .find(|[w, _]| text::has(&words, w))
-                        .map(|[_, l]| l.as_str()),
-                    ..facts
-                },
-            }
-        }
-    }
-}
-
 /// The data of one decision's file.
 #[derive(Serialize)]
 struct AdrDoc<'a> {
@@ -373,6 +284,11 @@ struct AdrDoc<'a> {
     all_reqs: Vec<String>,
     /// The components implementing a requirement it serves.
     components: Vec<String>,
+    all_components: &'a [Component],
+    code: CodeView<'a>,
+    signals: &'a [String],
+    /// What shows each signal the decisions quote.
+    evidence: BTreeMap<&'static str, String>,
 }
 
 /// A row of the decisions table, and the decision as its file words it.
@@ -421,7 +337,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ));
     }
     let comps = components(&goals, &reqs, ctx.input.code.files());
-    let adrs = decisions(ctx, &ctx.discovery, &reqs, &comps);
+    let adrs = decisions(ctx, &reqs);
+    let d = &ctx.discovery;
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
     let mut files = Vec::new();
     let mut rows = Vec::new();
@@ -439,6 +356,14 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .iter()
                 .filter(|c| c.reqs.iter().any(|r| a.traces.contains(r)))
                 .map(|c| c.id.clone())
+                .collect(),
+            all_components: &comps,
+            code: d.code.view(),
+            signals: &d.signals,
+            evidence: ["legacy_patterns", "test_gap", "sql_detected"]
+                .into_iter()
+                .filter(|s| d.has_signal(s))
+                .map(|s| (s, d.evidence_of(s)))
                 .collect(),
         };
         let (text, decision) = template::fill_and_read("adr.md", &doc, "decision")?;
