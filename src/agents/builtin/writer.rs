@@ -50,16 +50,6 @@ impl Moscow {
     /// Every priority, highest first.
     const ALL: [Moscow; 4] = [Moscow::Must, Moscow::Should, Moscow::Could, Moscow::Wont];
 
-    /// The word used in documents.
-    fn as_str(self) -> &'static str {
-        match self {
-            Moscow::Must => "Must",
-            Moscow::Should => "Should",
-            Moscow::Could => "Could",
-            Moscow::Wont => "Won't",
-        }
-    }
-
     /// Reads the word back, in any case, with or without brackets.
     fn parse(text: &str) -> Option<Moscow> {
         let t = text

@@ -56,16 +56,6 @@ enum EpicKind {
     Quality,
 }
 
-/// A document named with a link to it from `spec/epics/`, when it has a file.
-#[derive(Serialize)]
-struct Linked {
-    id: String,
-    link: Option<String>,
-    /// The priority of a requirement, the status of a decision.
-    label: String,
-    title: String,
-}
-
 #[derive(Serialize)]
 struct Epic {
     id: String,
@@ -93,8 +83,8 @@ struct EpicDoc<'a> {
     common: Common,
     #[serde(flatten)]
     epic: &'a Epic,
-    requirements: Vec<Linked>,
-    decisions: Vec<Linked>,
+    requirements: Vec<&'a ReqRow>,
+    decisions: Vec<&'a parse::AdrRow>,
     user: &'a str,
     test_command: Option<&'a str>,
 }
@@ -179,12 +169,6 @@ fn story_size(criteria: usize) -> &'static str {
     }
 }
 
-/// `spec/…` paths as links from `spec/epics/`.
-fn link(path: Option<&str>) -> Option<String> {
-    path.and_then(|p| p.strip_prefix("spec/"))
-        .map(|p| format!("../{p}"))
-}
-
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let brief = ctx.require(folder, spec::BRIEF, Phase::Epics)?;
@@ -226,27 +210,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         let doc = EpicDoc {
             common: ctx.shared(&path)?,
             epic: e,
-            requirements: e
-                .reqs
-                .iter()
-                .filter_map(|id| inputs.req(id))
-                .map(|r| Linked {
-                    id: r.id.clone(),
-                    link: link(r.path.as_deref()),
-                    label: r.priority.as_str().to_owned(),
-                    title: r.title.clone(),
-                })
-                .collect(),
-            decisions: e
-                .adrs
-                .iter()
-                .filter_map(|id| inputs.arch.adrs.iter().find(|a| a.id == *id))
-                .map(|a| Linked {
-                    id: a.id.clone(),
-                    link: link(a.path.as_deref()),
-                    label: a.status.clone(),
-                    title: a.title.clone(),
-                })
+            requirements: e.reqs.iter().filter_map(|id| inputs.req(id)).collect(),
+            decisions: (inputs.arch.adrs.iter())
+                .filter(|a| e.adrs.contains(&a.id))
                 .collect(),
             user,
             test_command: inputs.test_command,
