@@ -29,17 +29,11 @@ enum StoryKind {
 struct Story {
     id: String,
     kind: StoryKind,
-    /// The requirement's title (unused by `whole` stories, whose title names their epic).
-    title: String,
-    /// The requirement's own user story, when it has one (`feature`).
-    story: Option<String>,
-    /// The requirement's own acceptance criteria (`feature`); none gives two general ones.
-    criteria: Vec<String>,
+    /// The requirement it delivers or meets (none for `whole`): its title, its user story
+    /// and acceptance criteria (`feature`), its metric and target (`quality`).
+    req: Option<ReqRow>,
     /// Goals whose success metric this story checks first (`feature`).
     metrics: Vec<GoalRow>,
-    /// What a `quality` story measures, and its target (empty: as the requirement states).
-    measure: String,
-    target: String,
     size: &'static str,
     traces: Vec<String>,
 }
@@ -275,25 +269,17 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
             stories.push(Story {
                 id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
                 kind: StoryKind::Feature,
-                title: r.title.clone(),
-                story: r.story.starts_with("As ").then(|| r.story.clone()),
+                req: Some((*r).clone()),
                 size: story_size(criteria + metrics.len()),
-                criteria: r.criteria.clone(),
                 metrics,
-                measure: String::new(),
-                target: String::new(),
                 traces: vec![r.id.clone()],
             });
         }
         stories.push(Story {
             id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
             kind: StoryKind::Whole,
-            title: String::new(),
-            story: None,
-            criteria: Vec::new(),
+            req: None,
             metrics: Vec::new(),
-            measure: String::new(),
-            target: String::new(),
             size: "S",
             traces: ids.clone(),
         });
@@ -374,16 +360,8 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
         .map(|(i, r)| Story {
             id: format!("STORY-{n:03}-{:03}", i + 1),
             kind: StoryKind::Quality,
-            title: r.title.clone(),
-            story: None,
-            criteria: Vec::new(),
+            req: Some(r.clone()),
             metrics: Vec::new(),
-            measure: if r.metric.is_empty() {
-                r.title.clone()
-            } else {
-                r.metric.clone()
-            },
-            target: r.target.clone(),
             size: "M",
             traces: vec![r.id.clone()],
         })
