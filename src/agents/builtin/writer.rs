@@ -87,34 +87,28 @@ impl Phase {
         Phase::Epics,
     ];
 
+    /// The task `phase` that selects each phase, the `phase` number of its frontmatter and
+    /// its main document, in [`Phase::ALL`] order.
+    const INFO: [(&str, u8, &str); 4] = [
+        ("product-brief", 2, spec::BRIEF),
+        ("requirements", 3, spec::REQUIREMENTS_INDEX),
+        ("architecture", 4, spec::ARCHITECTURE_INDEX),
+        ("epics", 5, spec::EPICS_INDEX),
+    ];
+
     /// The task `phase` that selects it.
     fn name(self) -> &'static str {
-        match self {
-            Phase::Brief => "product-brief",
-            Phase::Requirements => "requirements",
-            Phase::Architecture => "architecture",
-            Phase::Epics => "epics",
-        }
+        Phase::INFO[self as usize].0
     }
 
     /// The `phase` number in the frontmatter.
     fn number(self) -> u8 {
-        match self {
-            Phase::Brief => 2,
-            Phase::Requirements => 3,
-            Phase::Architecture => 4,
-            Phase::Epics => 5,
-        }
+        Phase::INFO[self as usize].1
     }
 
     /// Its main document.
     fn index(self) -> &'static str {
-        match self {
-            Phase::Brief => spec::BRIEF,
-            Phase::Requirements => spec::REQUIREMENTS_INDEX,
-            Phase::Architecture => spec::ARCHITECTURE_INDEX,
-            Phase::Epics => spec::EPICS_INDEX,
-        }
+        Phase::INFO[self as usize].2
     }
 
     fn from_name(name: &str) -> Option<Phase> {

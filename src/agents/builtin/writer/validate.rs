@@ -169,21 +169,15 @@ impl Written {
             .and_then(|b| std::str::from_utf8(b).ok());
         Written {
             goals: brief.map(parse::goals).unwrap_or_default(),
-            reqs: if phase >= Phase::Requirements {
-                parse::requirements(folder)
-            } else {
-                parse::Requirements::default()
-            },
-            arch: if phase >= Phase::Architecture {
-                parse::architecture(folder)
-            } else {
-                parse::Architecture::default()
-            },
-            epics: if phase >= Phase::Epics {
-                parse::epics(folder)
-            } else {
-                Vec::new()
-            },
+            reqs: (phase >= Phase::Requirements)
+                .then(|| parse::requirements(folder))
+                .unwrap_or_default(),
+            arch: (phase >= Phase::Architecture)
+                .then(|| parse::architecture(folder))
+                .unwrap_or_default(),
+            epics: (phase >= Phase::Epics)
+                .then(|| parse::epics(folder))
+                .unwrap_or_default(),
         }
     }
 
