@@ -231,6 +231,38 @@ impl<'a> Ctx<'a> {
         deps
     }
 
+    /// Renders the template `name` of the document at `path` over `data` and what every
+    /// document's template is given.
+    fn fill(&self, path: &str, name: &str, data: &impl serde::Serialize) -> Step<String> {
+        Ok(self.fill_and_read(path, name, data, "")?.0)
+    }
+
+    /// Like [`Ctx::fill`], and also returns the text the template set as `var` (none when
+    /// `var` is empty).
+    fn fill_and_read(
+        &self,
+        path: &str,
+        name: &str,
+        data: &impl serde::Serialize,
+        var: &str,
+    ) -> Step<(String, String)> {
+        #[derive(serde::Serialize)]
+        struct Doc<'a, T> {
+            #[serde(flatten)]
+            common: Common,
+            #[serde(flatten)]
+            data: &'a T,
+        }
+        let doc = Doc {
+            common: self.shared(path)?,
+            data,
+        };
+        if var.is_empty() {
+            return Ok((template::fill(name, &doc)?, String::new()));
+        }
+        template::fill_and_read(name, &doc, var)
+    }
+
     /// The prior document at `path`, or the reason the task cannot go on without it.
     fn require<'f>(&self, folder: &'f Folder, path: &str, by: Phase) -> Step<&'f str> {
         folder
@@ -292,12 +324,13 @@ impl Draft {
     /// The main document of `phase`, rendered by the template `name` over `data`, followed
     /// by `files`; with the summary, findings and decisions the template sets as `report`.
     fn new(
+        ctx: &Ctx,
         phase: Phase,
         name: &str,
         data: &impl serde::Serialize,
         mut files: Vec<(String, String)>,
     ) -> Step<Draft> {
-        let (text, report) = template::fill_and_read(name, data, "report")?;
+        let (text, report) = ctx.fill_and_read(phase.index(), name, data, "report")?;
         files.insert(0, (phase.index().to_owned(), text));
         let mut draft = Draft {
             files,

@@ -10,7 +10,7 @@ use super::context::{self, CodeView, Library};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::requirements::{System, system_rows, systems};
 use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Folder, Phase, Step, template};
+use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::specdoc::spec;
 
 /// One component.
@@ -276,8 +276,6 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
 #[derive(Serialize)]
 struct AdrDoc<'a> {
     #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
     adr: &'a Adr,
     id: &'a str,
     date: &'a str,
@@ -306,8 +304,6 @@ struct AdrRow<'a> {
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     functional: usize,
@@ -347,7 +343,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         let file = format!("{id}-{}.md", text::slug(&a.title, "decision"));
         let path = format!("spec/architecture/{file}");
         let doc = AdrDoc {
-            common: ctx.shared(&path)?,
             adr: a,
             id: &id,
             date: &ctx.date,
@@ -366,7 +361,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .map(|s| (s, d.evidence_of(s)))
                 .collect(),
         };
-        let (text, decision) = template::fill_and_read("adr.md", &doc, "decision")?;
+        let (text, decision) = ctx.fill_and_read(&path, "adr.md", &doc, "decision")?;
         files.push((path, text));
         rows.push(AdrRow {
             id,
@@ -378,8 +373,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let index = index(ctx, brief, &reqs, &comps, &rows)?;
-    Draft::new(Phase::Architecture, "architecture-index.md", &index, files)
+    let index = index(ctx, brief, &reqs, &comps, &rows);
+    Draft::new(ctx, Phase::Architecture, "architecture-index.md", &index, files)
 }
 
 /// The data of the index.
@@ -389,7 +384,7 @@ fn index<'a>(
     reqs: &'a Requirements,
     comps: &'a [Component],
     rows: &'a [AdrRow<'a>],
-) -> Step<IndexDoc<'a>> {
+) -> IndexDoc<'a> {
     let d = &ctx.discovery;
     let code = &d.code;
     let comps_with = |topic: Topic| -> Vec<String> {
@@ -400,8 +395,7 @@ fn index<'a>(
             .collect()
     };
     let touched: Vec<&String> = comps.iter().filter_map(|c| c.module.as_ref()).collect();
-    Ok(IndexDoc {
-        common: ctx.shared(spec::ARCHITECTURE_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[spec::BRIEF, spec::REQUIREMENTS_INDEX]),
         title: &ctx.title,
         functional: reqs.functional.len(),
@@ -434,5 +428,5 @@ fn index<'a>(
         .filter(|s| d.has_signal(s))
         .map(|s| (s, d.evidence_of(s)))
         .collect(),
-    })
+    }
 }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{self, CodeView, Discovery};
 use super::text;
-use super::{Common, Ctx, Draft, Moscow, Phase, Step};
-use crate::specdoc::{md, spec};
+use super::{Ctx, Draft, Moscow, Phase, Step};
+use crate::specdoc::md;
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;
@@ -89,8 +89,6 @@ fn is_business(constraint: &str) -> bool {
 /// The data of the brief.
 #[derive(Serialize)]
 struct BriefDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     request: &'a str,
@@ -164,7 +162,6 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         .map(|c| c.text.clone())
         .collect();
     let doc = BriefDoc {
-        common: ctx.shared(spec::BRIEF)?,
         dependencies: ctx.dependency_paths(&[]),
         title: &ctx.title,
         request: &ctx.task_text,
@@ -205,7 +202,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         open_questions: &d.open_questions,
         overflow,
     };
-    Draft::new(Phase::Brief, "product-brief.md", &doc, Vec::new())
+    Draft::new(ctx, Phase::Brief, "product-brief.md", &doc, Vec::new())
 }
 
 /// A user group needs the goals that name it, or all of them.

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::parse::{self, Architecture, ComponentRow, GoalRow, ReqRow, Requirements};
-use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
+use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
 use crate::specdoc::spec;
 
 /// What kind of work a story is; its text follows from it.
@@ -74,8 +74,6 @@ struct Epic {
 #[derive(Serialize)]
 struct EpicDoc<'a> {
     #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
     epic: &'a Epic,
     requirements: Vec<&'a ReqRow>,
     decisions: Vec<&'a parse::AdrRow>,
@@ -95,8 +93,6 @@ struct TraceRow {
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     epics: &'a [Epic],
@@ -202,7 +198,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     for e in &epics {
         let path = format!("spec/epics/{}", e.file);
         let doc = EpicDoc {
-            common: ctx.shared(&path)?,
             epic: e,
             requirements: e.reqs.iter().filter_map(|id| inputs.req(id)).collect(),
             decisions: (inputs.arch.adrs.iter())
@@ -211,10 +206,10 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             user,
             test_command: inputs.test_command,
         };
-        files.push((path, template::fill("epic.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "epic.md", &doc)?));
     }
-    let index = index(&inputs, &epics, mvp_fallback)?;
-    Draft::new(Phase::Epics, "epics-index.md", &index, files)
+    let index = index(&inputs, &epics, mvp_fallback);
+    Draft::new(ctx, Phase::Epics, "epics-index.md", &index, files)
 }
 
 /// One epic per component that implements a known requirement, then one for the
@@ -414,7 +409,7 @@ fn index<'a>(
     inputs: &'a Inputs,
     epics: &'a [Epic],
     mvp_fallback: bool,
-) -> Step<IndexDoc<'a>> {
+) -> IndexDoc<'a> {
     // Execution order: dependencies first, then by id.
     let mut order: Vec<&Epic> = Vec::new();
     while order.len() < epics.len() {
@@ -457,8 +452,7 @@ fn index<'a>(
         .map(|a| a.id.clone())
         .collect();
     let ctx = inputs.ctx;
-    Ok(IndexDoc {
-        common: ctx.shared(spec::EPICS_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[
             spec::BRIEF,
             spec::REQUIREMENTS_INDEX,
@@ -484,5 +478,5 @@ fn index<'a>(
             .map(|e| e.id.clone())
             .collect(),
         proposed,
-    })
+    }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::context::{self, Discovery};
 use super::parse::{self, GoalRow};
 use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
+use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
 use crate::specdoc::spec;
 
 /// The category of a non-functional requirement.
@@ -206,8 +206,6 @@ struct Nfr<'a> {
 #[derive(Serialize)]
 struct ReqDoc<'a> {
     #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
     req: &'a Req,
     user: &'a str,
     verb_led: bool,
@@ -219,15 +217,6 @@ struct ReqDoc<'a> {
     /// The first performance NFR, whose benchmark a performance criterion names.
     benchmark: Option<String>,
     test_command: Option<&'a str>,
-}
-
-/// The data of one non-functional requirement's file.
-#[derive(Serialize)]
-struct NfrDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
-    nfr: &'a Nfr<'a>,
 }
 
 /// How many requirements have one priority.
@@ -269,8 +258,6 @@ pub fn system_rows(text: &str) -> Vec<System> {
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     goals: &'a [GoalRow],
@@ -332,7 +319,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     for r in &reqs {
         let path = format!("spec/requirements/{}", r.file);
         let doc = ReqDoc {
-            common: ctx.shared(&path)?,
             req: r,
             user,
             verb_led: r.title.split_whitespace().next().is_some_and(text::is_verb),
@@ -343,18 +329,14 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             benchmark: ids_of(Category::Performance).into_iter().next(),
             test_command,
         };
-        files.push((path, template::fill("requirement.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "requirement.md", &doc)?));
     }
     for n in &nfrs {
         let path = format!("spec/requirements/{}", n.file);
-        let doc = NfrDoc {
-            common: ctx.shared(&path)?,
-            nfr: n,
-        };
-        files.push((path, template::fill("nfr.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "nfr.md", n)?));
     }
-    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified)?;
-    Draft::new(Phase::Requirements, "requirements-index.md", &index, files)
+    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified);
+    Draft::new(ctx, Phase::Requirements, "requirements-index.md", &index, files)
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
@@ -391,10 +373,9 @@ fn index<'a>(
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
     unclassified: &'a [String],
-) -> Step<IndexDoc<'a>> {
+) -> IndexDoc<'a> {
     let d = &ctx.discovery;
-    Ok(IndexDoc {
-        common: ctx.shared(spec::REQUIREMENTS_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[spec::BRIEF]),
         title: &ctx.title,
         goals,
@@ -442,7 +423,7 @@ fn index<'a>(
                     .collect(),
             })
             .collect(),
-    })
+    }
 }
 
 #[cfg(test)]
