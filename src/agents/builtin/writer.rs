@@ -33,7 +33,9 @@ use crate::specdoc::spec::{self, Folder};
 use context::{Availability, Discovery};
 
 /// A MoSCoW priority, written as its word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Moscow {
     /// Needed for the change to make sense.
     Must,

@@ -198,8 +198,18 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
         stack,
         Adr::new(Kind::Structure, structure, true, all_reqs.clone()),
         match &code.test_framework {
-            Some(t) => Adr::new(Kind::Tests, format!("Verify with {}", t.name), true, all_reqs.clone()),
-            None => Adr::new(Kind::Tests, "Choose how the change is tested", false, all_reqs.clone()),
+            Some(t) => Adr::new(
+                Kind::Tests,
+                format!("Verify with {}", t.name),
+                true,
+                all_reqs.clone(),
+            ),
+            None => Adr::new(
+                Kind::Tests,
+                "Choose how the change is tested",
+                false,
+                all_reqs.clone(),
+            ),
         },
     ];
     let security = nfrs_of("S");
@@ -233,7 +243,12 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
         traces.dedup();
         adrs.push(Adr {
             nfrs: perf,
-            ..Adr::new(Kind::Performance, "Measure before optimising", false, traces)
+            ..Adr::new(
+                Kind::Performance,
+                "Measure before optimising",
+                false,
+                traces,
+            )
         });
     }
     let data_reqs = with_topic(Topic::Data);
@@ -374,7 +389,13 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         });
     }
     let index = index(ctx, brief, &reqs, &comps, &rows);
-    Draft::new(ctx, Phase::Architecture, "architecture-index.md", &index, files)
+    Draft::new(
+        ctx,
+        Phase::Architecture,
+        "architecture-index.md",
+        &index,
+        files,
+    )
 }
 
 /// The data of the index.

@@ -43,7 +43,9 @@ static METRICS: LazyLock<BTreeMap<String, Metric>> = LazyLock::new(|| {
 
 /// A success metric and its target for a goal, by its main topic.
 fn metric_for(goal: &str) -> &'static Metric {
-    let topic = text::topics(goal).first().map(|t| format!("{t:?}").to_lowercase());
+    let topic = text::topics(goal)
+        .first()
+        .map(|t| format!("{t:?}").to_lowercase());
     &METRICS[topic.as_deref().unwrap_or("none")]
 }
 
@@ -83,7 +85,10 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
 
 fn is_business(constraint: &str) -> bool {
     let lower = constraint.to_lowercase();
-    text::WORDS.business.iter().any(|b| lower.contains(b.as_str()))
+    text::WORDS
+        .business
+        .iter()
+        .any(|b| lower.contains(b.as_str()))
 }
 
 /// The data of the brief.
@@ -256,7 +261,10 @@ mod tests {
     #[test]
     fn every_topic_has_a_metric() {
         for t in text::Topic::ALL {
-            assert!(METRICS.contains_key(&format!("{t:?}").to_lowercase()), "{t:?}");
+            assert!(
+                METRICS.contains_key(&format!("{t:?}").to_lowercase()),
+                "{t:?}"
+            );
         }
         assert!(METRICS.contains_key("none"));
     }

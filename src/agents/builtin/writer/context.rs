@@ -152,7 +152,9 @@ impl CodeFacts {
         let mut framework_manifests = BTreeMap::new();
         for m in &self.manifests {
             for f in &m.frameworks {
-                framework_manifests.entry(f.as_str()).or_insert(m.path.as_str());
+                framework_manifests
+                    .entry(f.as_str())
+                    .or_insert(m.path.as_str());
             }
         }
         CodeView {
@@ -399,9 +401,10 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {
             ci.push(f.path.clone());
         }
-        if let Some((lang, _)) = name.rsplit_once('.').and_then(|(_, ext)| {
-            WORDS.extensions.iter().find(|(_, exts)| has(exts, ext))
-        }) {
+        if let Some((lang, _)) = name
+            .rsplit_once('.')
+            .and_then(|(_, ext)| WORDS.extensions.iter().find(|(_, exts)| has(exts, ext)))
+        {
             let entry = bytes.entry(lang).or_default();
             entry.0 += 1;
             entry.1 += f.size;
@@ -477,7 +480,9 @@ pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(Stri
     for f in files {
         let segments: Vec<&str> = f.path.split('/').collect();
         if segments.iter().any(|s| {
-            has(&WORDS.vendored, s) || has(&WORDS.test_dirs, s) || (s.starts_with('.') && s.len() > 1)
+            has(&WORDS.vendored, s)
+                || has(&WORDS.test_dirs, s)
+                || (s.starts_with('.') && s.len() > 1)
         }) {
             continue;
         }

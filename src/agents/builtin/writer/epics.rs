@@ -405,11 +405,7 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
 }
 
 /// The data of the index: order, MVP, traceability, sizes and risks.
-fn index<'a>(
-    inputs: &'a Inputs,
-    epics: &'a [Epic],
-    mvp_fallback: bool,
-) -> IndexDoc<'a> {
+fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> IndexDoc<'a> {
     // Execution order: dependencies first, then by id.
     let mut order: Vec<&Epic> = Vec::new();
     while order.len() < epics.len() {

@@ -136,7 +136,10 @@ fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
                 category,
                 entry: Entry {
                     title: text::shorten(c, 60),
-                    requirement: format!("The stated constraint holds: {}.", c.trim_end_matches('.')),
+                    requirement: format!(
+                        "The stated constraint holds: {}.",
+                        c.trim_end_matches('.')
+                    ),
                     metric: measure.metric.clone(),
                     target: format!("as stated: {}", c.trim_end_matches('.')),
                     method: measure.method.clone(),
@@ -148,16 +151,26 @@ fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
         }
     }
     for (&category, info) in &CATALOGUE.category {
-        if goals.iter().any(|g| text::topics(&g.text).contains(&info.topic))
+        if goals
+            .iter()
+            .any(|g| text::topics(&g.text).contains(&info.topic))
             && !specs.iter().any(|s| s.category == category)
             && let Some(entry) = CATALOGUE.topic.get(&category)
         {
-            specs.push(NfrSpec::new(category, entry, "the goals of the brief".into()));
+            specs.push(NfrSpec::new(
+                category,
+                entry,
+                "the goals of the brief".into(),
+            ));
         }
     }
     if !specs.iter().any(|s| s.category == Category::Security) {
         let source = "the baseline every change meets".into();
-        specs.push(NfrSpec::new(Category::Security, &CATALOGUE.baseline, source));
+        specs.push(NfrSpec::new(
+            Category::Security,
+            &CATALOGUE.baseline,
+            source,
+        ));
     }
     specs.sort_by_key(|s| s.category);
     (specs, unclassified)
@@ -336,7 +349,13 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         files.push((path.clone(), ctx.fill(&path, "nfr.md", n)?));
     }
     let index = index(ctx, &goals, &reqs, &nfrs, &unclassified);
-    Draft::new(ctx, Phase::Requirements, "requirements-index.md", &index, files)
+    Draft::new(
+        ctx,
+        Phase::Requirements,
+        "requirements-index.md",
+        &index,
+        files,
+    )
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
@@ -345,7 +364,11 @@ fn number<'a>(specs: &'a [NfrSpec], goals: &[GoalRow]) -> Vec<Nfr<'a>> {
     let mut out: Vec<Nfr> = Vec::new();
     for spec in specs {
         let info = spec.category.info();
-        let n = out.iter().filter(|o| o.spec.category == spec.category).count() + 1;
+        let n = out
+            .iter()
+            .filter(|o| o.spec.category == spec.category)
+            .count()
+            + 1;
         let id = format!("NFR-{}-{n:03}", info.code);
         let matched: Vec<String> = goals
             .iter()

@@ -253,7 +253,10 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
     }
     let first = lower.trim_start();
     let negative = negative
-        || WORDS.negations.iter().any(|n| first.starts_with(n.as_str()));
+        || WORDS
+            .negations
+            .iter()
+            .any(|n| first.starts_with(n.as_str()));
     Some(Clause {
         text: crate::specdoc::md::inline(&upper_first(&text)),
         priority,

@@ -81,7 +81,10 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
             {
                 problems.push(format!("`{path}` has the wrong phase"));
             }
-            if fm.get("document_type").is_some_and(|t| *t != shape.document_type) {
+            if fm
+                .get("document_type")
+                .is_some_and(|t| *t != shape.document_type)
+            {
                 problems.push(format!("`{path}` has the wrong document_type"));
             }
         }
@@ -169,15 +172,21 @@ impl Written {
             .and_then(|b| std::str::from_utf8(b).ok());
         Written {
             goals: brief.map(parse::goals).unwrap_or_default(),
-            reqs: (phase >= Phase::Requirements)
-                .then(|| parse::requirements(folder))
-                .unwrap_or_default(),
-            arch: (phase >= Phase::Architecture)
-                .then(|| parse::architecture(folder))
-                .unwrap_or_default(),
-            epics: (phase >= Phase::Epics)
-                .then(|| parse::epics(folder))
-                .unwrap_or_default(),
+            reqs: if phase >= Phase::Requirements {
+                parse::requirements(folder)
+            } else {
+                parse::Requirements::default()
+            },
+            arch: if phase >= Phase::Architecture {
+                parse::architecture(folder)
+            } else {
+                parse::Architecture::default()
+            },
+            epics: if phase >= Phase::Epics {
+                parse::epics(folder)
+            } else {
+                Vec::new()
+            },
         }
     }
 
