@@ -89,13 +89,23 @@ impl Phase {
         Phase::Epics,
     ];
 
-    /// The task `phase` that selects each phase, the `phase` number of its frontmatter and
-    /// its main document, in [`Phase::ALL`] order.
-    const INFO: [(&str, u8, &str); 4] = [
-        ("product-brief", 2, spec::BRIEF),
-        ("requirements", 3, spec::REQUIREMENTS_INDEX),
-        ("architecture", 4, spec::ARCHITECTURE_INDEX),
-        ("epics", 5, spec::EPICS_INDEX),
+    /// The task `phase` that selects each phase, the `phase` number of its frontmatter, its
+    /// main document and that document's template, in [`Phase::ALL`] order.
+    const INFO: [(&str, u8, &str, &str); 4] = [
+        ("product-brief", 2, spec::BRIEF, "product-brief.md"),
+        (
+            "requirements",
+            3,
+            spec::REQUIREMENTS_INDEX,
+            "requirements-index.md",
+        ),
+        (
+            "architecture",
+            4,
+            spec::ARCHITECTURE_INDEX,
+            "architecture-index.md",
+        ),
+        ("epics", 5, spec::EPICS_INDEX, "epics-index.md"),
     ];
 
     /// The task `phase` that selects it.
@@ -322,17 +332,17 @@ struct Draft {
     decisions: Vec<String>,
 }
 
-impl Draft {
-    /// The main document of `phase`, rendered by the template `name` over `data`, followed
-    /// by `files`; with the summary, findings and decisions the template sets as `report`.
-    fn new(
-        ctx: &Ctx,
+impl Ctx<'_> {
+    /// The main document of `phase`, rendered by its template over `data`, followed by
+    /// `files`; with the summary, findings and decisions the template sets as `report`.
+    fn draft(
+        &self,
         phase: Phase,
-        name: &str,
         data: &impl serde::Serialize,
         mut files: Vec<(String, String)>,
     ) -> Step<Draft> {
-        let (text, report) = ctx.fill_and_read(phase.index(), name, data, "report")?;
+        let name = Phase::INFO[phase as usize].3;
+        let (text, report) = self.fill_and_read(phase.index(), name, data, "report")?;
         files.insert(0, (phase.index().to_owned(), text));
         let mut draft = Draft {
             files,

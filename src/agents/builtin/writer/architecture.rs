@@ -389,13 +389,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         });
     }
     let index = index(ctx, brief, &reqs, &comps, &rows);
-    Draft::new(
-        ctx,
-        Phase::Architecture,
-        "architecture-index.md",
-        &index,
-        files,
-    )
+    ctx.draft(Phase::Architecture, &index, files)
 }
 
 /// The data of the index.

@@ -207,7 +207,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         open_questions: &d.open_questions,
         overflow,
     };
-    Draft::new(ctx, Phase::Brief, "product-brief.md", &doc, Vec::new())
+    ctx.draft(Phase::Brief, &doc, Vec::new())
 }
 
 /// A user group needs the goals that name it, or all of them.

@@ -209,7 +209,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         files.push((path.clone(), ctx.fill(&path, "epic.md", &doc)?));
     }
     let index = index(&inputs, &epics, mvp_fallback);
-    Draft::new(ctx, Phase::Epics, "epics-index.md", &index, files)
+    ctx.draft(Phase::Epics, &index, files)
 }
 
 /// One epic per component that implements a known requirement, then one for the

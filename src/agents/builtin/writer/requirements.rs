@@ -349,13 +349,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         files.push((path.clone(), ctx.fill(&path, "nfr.md", n)?));
     }
     let index = index(ctx, &goals, &reqs, &nfrs, &unclassified);
-    Draft::new(
-        ctx,
-        Phase::Requirements,
-        "requirements-index.md",
-        &index,
-        files,
-    )
+    ctx.draft(Phase::Requirements, &index, files)
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
