@@ -122,6 +122,37 @@ impl Inputs<'_> {
         self.reqs.all().find(|r| r.id == id)
     }
 
+    /// Epic number `n` of `kind` over the requirements `rows`, with its stories; it has the
+    /// highest priority of its requirements and is in the MVP when that is Must.
+    fn epic(
+        &self,
+        n: usize,
+        kind: EpicKind,
+        title: String,
+        rows: &[&ReqRow],
+        stories: Vec<Story>,
+    ) -> Epic {
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let priority = (rows.iter().map(|r| r.priority).min()).unwrap_or(Moscow::Should);
+        let id = format!("EPIC-{n:03}");
+        Epic {
+            file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
+            id,
+            kind,
+            title,
+            priority,
+            mvp: priority == Moscow::Must,
+            size: epic_size(&stories),
+            adrs: self.adrs_for(&ids),
+            reqs: ids,
+            deps: Vec::new(),
+            component: None,
+            goals: Vec::new(),
+            goal_texts: Vec::new(),
+            stories,
+        }
+    }
+
     /// The decisions that trace to any of `ids`.
     fn adrs_for(&self, ids: &[String]) -> Vec<String> {
         self.arch
@@ -278,46 +309,21 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
             size: "S",
             traces: ids.clone(),
         });
-        let priority = rows
-            .iter()
-            .map(|r| r.priority)
-            .min()
-            .unwrap_or(Moscow::Should);
-        let goals: Vec<String> = rows
-            .iter()
-            .flat_map(|r| r.traces.clone())
+        let (kind, title) = match &component {
+            Some(c) => (EpicKind::Component, c.name.clone()),
+            None => (EpicKind::Orphans, "Remaining requirements".into()),
+        };
+        let mut epic = inputs.epic(n, kind, title, &rows, stories);
+        epic.goals = (rows.iter().flat_map(|r| r.traces.clone()))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let goal_texts = goals
-            .iter()
+        epic.goal_texts = (epic.goals.iter())
             .filter_map(|g| inputs.goals.iter().find(|x| x.id == *g))
             .map(|g| g.text.clone())
             .collect();
-        let title = component
-            .as_ref()
-            .map_or_else(|| "Remaining requirements".into(), |c| c.name.clone());
-        let id = format!("EPIC-{n:03}");
-        epics.push(Epic {
-            file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
-            id,
-            kind: if component.is_some() {
-                EpicKind::Component
-            } else {
-                EpicKind::Orphans
-            },
-            title,
-            priority,
-            mvp: priority == Moscow::Must,
-            size: epic_size(&stories),
-            adrs: inputs.adrs_for(&ids),
-            reqs: ids,
-            deps: Vec::new(),
-            component,
-            goals,
-            goal_texts,
-            stories,
-        });
+        epic.component = component;
+        epics.push(epic);
     }
     for i in 0..epics.len() {
         let deps: Vec<String> = epics[i]
@@ -348,7 +354,6 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
         return None;
     }
     let n = features.len() + 1;
-    let ids: Vec<String> = nfrs.iter().map(|r| r.id.clone()).collect();
     let stories: Vec<Story> = nfrs
         .iter()
         .enumerate()
@@ -361,11 +366,6 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
             traces: vec![r.id.clone()],
         })
         .collect();
-    let priority = nfrs
-        .iter()
-        .map(|r| r.priority)
-        .min()
-        .unwrap_or(Moscow::Should);
     let categories: Vec<String> = nfrs
         .iter()
         .map(|r| r.category.to_lowercase())
@@ -381,27 +381,13 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
             super::text::and_list(&categories)
         }
     );
-    let id = format!("EPIC-{n:03}");
-    Some(Epic {
-        file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
-        id,
-        kind: EpicKind::Quality,
-        title,
-        priority,
-        mvp: priority == Moscow::Must,
-        size: epic_size(&stories),
-        adrs: inputs.adrs_for(&ids),
-        deps: features
-            .iter()
-            .filter(|e| e.mvp || priority != Moscow::Must)
-            .map(|e| e.id.clone())
-            .collect(),
-        reqs: ids,
-        component: None,
-        goals: Vec::new(),
-        goal_texts: Vec::new(),
-        stories,
-    })
+    let rows: Vec<&ReqRow> = nfrs.iter().collect();
+    let mut epic = inputs.epic(n, EpicKind::Quality, title, &rows, stories);
+    epic.deps = (features.iter())
+        .filter(|e| e.mvp || !epic.mvp)
+        .map(|e| e.id.clone())
+        .collect();
+    Some(epic)
 }
 
 /// The data of the index: order, MVP, traceability, sizes and risks.
