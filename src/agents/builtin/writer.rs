@@ -4,7 +4,9 @@
 //!
 //! Each phase's module decides what its documents say, as plain data (ids, lists, counts,
 //! which case applies); the words are in the minijinja templates of
-//! `specs/templates/builtin/`, rendered over that data by [`template::fill`].
+//! `specs/templates/builtin/`, rendered over that data by [`template::fill`]. The template of
+//! a phase's main document also sets its open questions and the task's report (summary,
+//! findings, decisions), and the words the rules look for are data files beside them.
 //!
 //! Everything follows fixed rules, so the same input gives byte-identical documents, and what
 //! cannot be known offline is written down as an open question instead of being guessed.

@@ -425,18 +425,13 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         })
         .collect();
     sort(&mut languages);
-    let test_framework = manifests.iter().find_map(|m| match m.kind.as_str() {
-        "cargo" => Some(TestFramework {
-            name: "cargo test".into(),
-            command: "cargo test".into(),
+    let test_framework = manifests.iter().find_map(|m| {
+        let [name, command] = WORDS.test_runners.get(&m.kind)?;
+        Some(TestFramework {
+            name: name.clone(),
+            command: command.clone(),
             evidence: m.path.clone(),
-        }),
-        "go" => Some(TestFramework {
-            name: "go test".into(),
-            command: "go test ./...".into(),
-            evidence: m.path.clone(),
-        }),
-        _ => None,
+        })
     });
     let entry_points = files
         .iter()

@@ -1,5 +1,7 @@
 //! Fixed rules for reading the task text: clauses, verbs, topics, slugs; and the small
-//! formatting helpers every document shares (table cells, lists, inline YAML lists).
+//! formatting helpers every document shares (table cells, lists, inline YAML lists). The word
+//! lists the rules use, and the small tables the phases look words up in, are data:
+//! `specs/templates/builtin/writer-words.toml`, read once into [`WORDS`].
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -49,6 +51,8 @@ pub struct Words {
     pub extensions: BTreeMap<String, Vec<String>>,
     /// Build manifests by file name, with their kind.
     pub manifests: BTreeMap<String, String>,
+    /// The test framework a manifest kind implies: its name and command.
+    pub test_runners: BTreeMap<String, [String; 2]>,
 }
 
 /// A priority and the wording that states it.
