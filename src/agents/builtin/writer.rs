@@ -51,9 +51,6 @@ pub enum Moscow {
 }
 
 impl Moscow {
-    /// Every priority, highest first.
-    const ALL: [Moscow; 4] = [Moscow::Must, Moscow::Should, Moscow::Could, Moscow::Wont];
-
     /// Reads the word back, in any case, with or without brackets.
     fn parse(text: &str) -> Option<Moscow> {
         let t = text

@@ -232,22 +232,6 @@ struct ReqDoc<'a> {
     test_command: Option<&'a str>,
 }
 
-/// How many requirements have one priority.
-#[derive(Serialize)]
-struct PriorityRow {
-    priority: Moscow,
-    functional: usize,
-    non_functional: usize,
-}
-
-/// A goal with the requirements that serve it.
-#[derive(Serialize)]
-struct TraceRow<'a> {
-    goal: &'a GoalRow,
-    reqs: Vec<String>,
-    nfrs: Vec<String>,
-}
-
 /// A system the request names, for a template.
 #[derive(Serialize)]
 pub struct System {
@@ -276,7 +260,6 @@ struct IndexDoc<'a> {
     goals: &'a [GoalRow],
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
-    by_priority: Vec<PriorityRow>,
     /// What shows the data signals the analyst reported.
     evidence: BTreeMap<&'static str, String>,
     data_reqs: Vec<String>,
@@ -285,7 +268,6 @@ struct IndexDoc<'a> {
     /// What the request rules out.
     ruled_out: Vec<String>,
     stack: Option<String>,
-    traces: Vec<TraceRow<'a>>,
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
@@ -398,14 +380,6 @@ fn index<'a>(
         goals,
         reqs,
         nfrs,
-        by_priority: Moscow::ALL
-            .iter()
-            .map(|m| PriorityRow {
-                priority: *m,
-                functional: reqs.iter().filter(|r| r.goal.priority == *m).count(),
-                non_functional: nfrs.iter().filter(|n| n.spec.priority == *m).count(),
-            })
-            .collect(),
         evidence: ["sql_detected", "data_migration"]
             .into_iter()
             .filter(|s| d.has_signal(s))
@@ -424,22 +398,6 @@ fn index<'a>(
             .map(|c| c.text)
             .collect(),
         stack: d.code.stack_phrase(),
-        traces: goals
-            .iter()
-            .map(|g| TraceRow {
-                goal: g,
-                reqs: reqs
-                    .iter()
-                    .filter(|r| r.goal.id == g.id)
-                    .map(|r| r.id.clone())
-                    .collect(),
-                nfrs: nfrs
-                    .iter()
-                    .filter(|n| n.traces.contains(&g.id))
-                    .map(|n| n.id.clone())
-                    .collect(),
-            })
-            .collect(),
     }
 }
 
