@@ -102,10 +102,6 @@ struct BriefDoc<'a> {
     users: &'a [String],
     user_source: UserSource,
     personas: Vec<Persona>,
-    /// Goals whose key words match an existing path, and those that match none.
-    matched: Vec<&'a Goal>,
-    unmatched: Vec<String>,
-    must: usize,
     ruled_out: Vec<String>,
     technical: Vec<String>,
     business: Vec<String>,
@@ -175,13 +171,6 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         goals: &goals,
         users: &users,
         user_source,
-        matched: goals.iter().filter(|g| g.module.is_some()).collect(),
-        unmatched: goals
-            .iter()
-            .filter(|g| g.module.is_none())
-            .map(|g| g.id.clone())
-            .collect(),
-        must: goals.iter().filter(|g| g.priority == Moscow::Must).count(),
         ruled_out: clauses
             .iter()
             .filter(|c| c.negative)
