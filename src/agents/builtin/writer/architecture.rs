@@ -8,8 +8,7 @@ use serde::Serialize;
 
 use super::context::{self, CodeView, Library};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
-use super::requirements::{System, system_rows, systems};
-use super::text::{self, Topic};
+use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::specdoc::spec;
 
@@ -254,9 +253,9 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
     let data_reqs = with_topic(Topic::Data);
     let sql = d.has_signal("sql_detected");
     if sql || d.has_signal("data_migration") || !data_reqs.is_empty() {
-        let store = systems(&ctx.task_text)
+        let store = text::systems(&ctx.task_text)
             .into_iter()
-            .map(|(s, _, _)| s)
+            .map(|s| s.name.as_str())
             .find(|s| text::has(&text::WORDS.stores, s));
         let (title, accepted) = match (store, sql) {
             (Some(store), _) => (format!("Keep the new data in {store}"), true),
@@ -324,7 +323,7 @@ struct IndexDoc<'a> {
     functional: usize,
     components: &'a [Component],
     users: Vec<String>,
-    external: Vec<System>,
+    external: Vec<&'static System>,
     code: CodeView<'a>,
     adrs: &'a [AdrRow<'a>],
     nfrs: &'a [ReqRow],
@@ -416,7 +415,7 @@ fn index<'a>(
         functional: reqs.functional.len(),
         components: comps,
         users: parse::users(brief),
-        external: system_rows(&ctx.task_text),
+        external: text::systems(&ctx.task_text),
         code: code.view(),
         adrs: rows,
         nfrs: &reqs.non_functional,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{self, Discovery};
 use super::parse::{self, GoalRow};
-use super::text::{self, Topic};
+use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
 use crate::specdoc::spec;
 
@@ -176,18 +176,6 @@ fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
     (specs, unclassified)
 }
 
-/// The external systems `text` names, each once, in table order.
-pub fn systems(text: &str) -> Vec<(&'static str, &'static str, &'static str)> {
-    let words = text::words(text);
-    let mut out: Vec<(&str, &str, &str)> = Vec::new();
-    for [word, system, protocol, format] in &text::WORDS.systems {
-        if text::has(&words, word) && !out.iter().any(|(s, _, _)| s == system) {
-            out.push((system, protocol, format));
-        }
-    }
-    out
-}
-
 /// One functional requirement.
 #[derive(Serialize)]
 struct Req {
@@ -232,26 +220,6 @@ struct ReqDoc<'a> {
     test_command: Option<&'a str>,
 }
 
-/// A system the request names, for a template.
-#[derive(Serialize)]
-pub struct System {
-    name: &'static str,
-    protocol: &'static str,
-    format: &'static str,
-}
-
-/// [`systems`] for a template.
-pub fn system_rows(text: &str) -> Vec<System> {
-    systems(text)
-        .into_iter()
-        .map(|(name, protocol, format)| System {
-            name,
-            protocol,
-            format,
-        })
-        .collect()
-}
-
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
@@ -263,7 +231,7 @@ struct IndexDoc<'a> {
     /// What shows the data signals the analyst reported.
     evidence: BTreeMap<&'static str, String>,
     data_reqs: Vec<String>,
-    systems: Vec<System>,
+    systems: Vec<&'static System>,
     unclassified: &'a [String],
     /// What the request rules out.
     ruled_out: Vec<String>,
@@ -390,7 +358,7 @@ fn index<'a>(
             .filter(|r| r.topics.contains(&Topic::Data))
             .map(|r| r.id.clone())
             .collect(),
-        systems: system_rows(&ctx.task_text),
+        systems: text::systems(&ctx.task_text),
         unclassified,
         ruled_out: text::clauses(&ctx.task_text)
             .into_iter()

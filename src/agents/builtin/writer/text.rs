@@ -36,8 +36,8 @@ pub struct Words {
     pub security_libs: Vec<String>,
     /// The systems that are data stores.
     pub stores: Vec<String>,
-    /// External systems: word, system, protocol, data format.
-    pub systems: Vec<[String; 4]>,
+    /// External systems a request may name.
+    pub systems: Vec<System>,
     /// Language names: word, language.
     pub languages: Vec<[String; 2]>,
     /// Source, test and vendored directories, and entry points, of a code tree.
@@ -53,6 +53,32 @@ pub struct Words {
     pub manifests: BTreeMap<String, String>,
     /// The test framework a manifest kind implies: its name and command.
     pub test_runners: BTreeMap<String, [String; 2]>,
+}
+
+/// An external system a request may name.
+#[derive(Deserialize, serde::Serialize)]
+pub struct System {
+    /// The word that names it.
+    #[serde(skip_serializing)]
+    word: String,
+    /// Its name.
+    pub name: String,
+    /// The protocol it speaks.
+    protocol: String,
+    /// The data format it exchanges.
+    format: String,
+}
+
+/// The external systems `text` names, each once, in table order.
+pub fn systems(text: &str) -> Vec<&'static System> {
+    let words = words(text);
+    let mut out: Vec<&System> = Vec::new();
+    for s in &WORDS.systems {
+        if has(&words, &s.word) && !out.iter().any(|o| o.name == s.name) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// A priority and the wording that states it.
