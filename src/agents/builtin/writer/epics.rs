@@ -104,8 +104,8 @@ struct IndexDoc<'a> {
     goals: Vec<String>,
     test_command: Option<&'a str>,
     traces: Vec<TraceRow>,
-    proposed: Vec<String>,
-    touched: Vec<String>,
+    /// The decisions of the architecture.
+    adrs: &'a [parse::AdrRow],
 }
 
 /// What the epics are cut from.
@@ -426,13 +426,6 @@ fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> Index
             row
         })
         .collect();
-    let proposed: Vec<String> = inputs
-        .arch
-        .adrs
-        .iter()
-        .filter(|a| a.status != "Accepted")
-        .map(|a| a.id.clone())
-        .collect();
     let ctx = inputs.ctx;
     IndexDoc {
         dependencies: ctx.dependency_paths(&[
@@ -454,11 +447,6 @@ fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> Index
         goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
         test_command: inputs.test_command,
         traces,
-        touched: epics
-            .iter()
-            .filter(|e| e.adrs.iter().any(|a| proposed.contains(a)))
-            .map(|e| e.id.clone())
-            .collect(),
-        proposed,
+        adrs: &inputs.arch.adrs,
     }
 }
