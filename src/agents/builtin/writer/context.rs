@@ -85,7 +85,7 @@ pub struct Language {
 }
 
 /// One build manifest.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Manifest {
     /// Its path.
     pub path: String,
@@ -394,8 +394,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             manifests.push(Manifest {
                 path: f.path.clone(),
                 kind: kind.clone(),
-                frameworks: Vec::new(),
-                dependencies: Vec::new(),
+                ..Manifest::default()
             });
         }
         if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {

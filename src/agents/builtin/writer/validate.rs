@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
+use super::brief::count;
 use super::parse;
 use super::{Ctx, Draft, Folder, Phase, Step, template};
 use crate::specdoc::md::{self, WRITER as MD};
@@ -132,29 +133,20 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
     let references = references(ctx, draft, folder, &written, &mut problems);
     let trace = trace(phase, &written, &mut problems);
     if problems.is_empty() {
-        Ok(format!(
-            "self-validated {} {}: frontmatter, {sections} template sections, {references} id \
-             references resolved, {trace}",
-            draft.files.len(),
-            if draft.files.len() == 1 {
-                "document"
-            } else {
-                "documents"
-            }
-        ))
-    } else {
-        let total = problems.len();
-        problems.truncate(5);
-        Err(format!(
-            "{}{}",
-            problems.join("; "),
-            if total > 5 {
-                format!(" (and {} more)", total - 5)
-            } else {
-                String::new()
-            }
-        ))
+        let documents = count(draft.files.len(), "document");
+        return Ok(format!(
+            "self-validated {documents}: frontmatter, {sections} template sections, \
+             {references} id references resolved, {trace}"
+        ));
     }
+    let more = problems.len().saturating_sub(5);
+    problems.truncate(5);
+    let more = if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    };
+    Err(format!("{}{more}", problems.join("; ")))
 }
 
 /// What the documents of each phase up to the one checked define.
