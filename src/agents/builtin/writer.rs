@@ -363,47 +363,35 @@ impl Ctx<'_> {
 
 /// Runs the writer on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
-    let phases = match phases_of(input) {
-        Ok(p) => p,
-        Err(reason) => return Ok(failed(reason)),
-    };
+    Ok(write(input).unwrap_or_else(failed))
+}
+
+/// Writes and checks the documents of every phase the task writes, or says why not.
+fn write(input: &TaskInput) -> Step<TaskOutput> {
     let ctx = Ctx::new(input);
     let mut folder = input.folder.clone();
     let mut done: Vec<(Draft, String)> = Vec::new();
-    for phase in phases {
+    for phase in phases_of(input)? {
         let draft = match phase {
             Phase::Brief => brief::write(&ctx),
             Phase::Requirements => requirements::write(&ctx, &folder),
             Phase::Architecture => architecture::write(&ctx, &folder),
             Phase::Epics => epics::write(&ctx, &folder),
-        };
-        let draft = match draft {
-            Ok(d) => d,
-            Err(reason) => return Ok(failed(reason)),
-        };
+        }?;
         for (path, text) in &draft.files {
             folder.insert(path.clone(), text.clone().into_bytes());
         }
-        match validate::phase(&ctx, phase, &draft, &folder) {
-            Ok(report) => done.push((draft, report)),
-            Err(reason) => {
-                return Ok(failed(format!(
-                    "the {} document failed its own checks: {reason}",
-                    phase.name()
-                )));
-            }
-        }
+        let report = validate::phase(&ctx, phase, &draft, &folder).map_err(|reason| {
+            format!(
+                "the {} document failed its own checks: {reason}",
+                phase.name()
+            )
+        })?;
+        done.push((draft, report));
     }
     let mut update = StateUpdate::default();
-    let mut files = Vec::new();
-    let mut summaries = Vec::new();
-    let mut verification = Vec::new();
-    let rounds = done
-        .iter()
-        .map(|(d, _)| d.findings.len())
-        .max()
-        .unwrap_or(0);
-    for i in 0..rounds {
+    let rounds = done.iter().map(|(d, _)| d.findings.len()).max();
+    for i in 0..rounds.unwrap_or(0) {
         for (d, _) in &done {
             if let Some(f) = d.findings.get(i)
                 && update.key_findings.len() < 5
@@ -412,6 +400,9 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
             }
         }
     }
+    let mut files = Vec::new();
+    let mut summaries = Vec::new();
+    let mut verification = Vec::new();
     for (draft, report) in done {
         summaries.push(draft.summary);
         verification.push(report);
@@ -422,9 +413,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         }
     }
     update.verification = verification.join("; ");
-    if let Err(e) = update.validate() {
-        return Ok(failed(format!("the state update is invalid: {e}")));
-    }
+    (update.validate()).map_err(|e| format!("the state update is invalid: {e}"))?;
     Ok(TaskOutput {
         outcome: Outcome::Completed,
         summary: summaries.join("; "),
