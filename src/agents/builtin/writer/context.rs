@@ -98,7 +98,7 @@ pub struct Manifest {
 }
 
 /// The test framework and how to run it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TestFramework {
     /// Its name.
     pub name: String,
@@ -297,42 +297,29 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
     if !v.is_object() {
         return None;
     }
-    let mut languages: Vec<Language> = v["languages"]
-        .as_array()
-        .map(|ls| {
-            ls.iter()
-                .filter_map(|l| {
-                    let name = string(&l["name"]);
-                    if name.is_empty() {
-                        return None;
-                    }
-                    let share = l["share"].as_f64().unwrap_or(0.0);
-                    Some(Language {
-                        name,
-                        files: l["files"].as_u64().unwrap_or(0),
-                        share: if share <= 1.0 { share * 100.0 } else { share },
-                    })
-                })
-                .collect()
+    let mut languages: Vec<Language> = (v["languages"].as_array().into_iter().flatten())
+        .filter_map(|l| {
+            let name = string(&l["name"]);
+            let share = l["share"].as_f64().unwrap_or(0.0);
+            (!name.is_empty()).then(|| Language {
+                name,
+                files: l["files"].as_u64().unwrap_or(0),
+                share: if share <= 1.0 { share * 100.0 } else { share },
+            })
         })
-        .unwrap_or_default();
+        .collect();
     sort(&mut languages);
-    let manifests = v["manifests"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .filter_map(|m| {
-                    let path = string(&m["path"]);
-                    (!path.is_empty()).then(|| Manifest {
-                        path,
-                        kind: string(&m["kind"]),
-                        frameworks: strings(&m["frameworks"]),
-                        dependencies: strings(&m["dependencies"]),
-                    })
-                })
-                .collect()
+    let manifests = (v["manifests"].as_array().into_iter().flatten())
+        .filter_map(|m| {
+            let path = string(&m["path"]);
+            (!path.is_empty()).then(|| Manifest {
+                path,
+                kind: string(&m["kind"]),
+                frameworks: strings(&m["frameworks"]),
+                dependencies: strings(&m["dependencies"]),
+            })
         })
-        .unwrap_or_default();
+        .collect();
     let test_framework = match &v["test_framework"] {
         Value::Object(_) => {
             let t = &v["test_framework"];
@@ -345,8 +332,7 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
         }
         Value::String(name) if !name.is_empty() => Some(TestFramework {
             name: name.clone(),
-            command: String::new(),
-            evidence: String::new(),
+            ..TestFramework::default()
         }),
         _ => None,
     };
