@@ -4,7 +4,9 @@
 //!
 //! Each phase's module decides what its documents say, as plain data (ids, lists, counts,
 //! which case applies); the words are in the minijinja templates of
-//! `specs/templates/builtin/`, rendered over that data by [`template::fill`].
+//! `specs/templates/builtin/`, rendered over that data by [`template::fill`]. The template of
+//! a phase's main document also sets its open questions and the task's report (summary,
+//! findings, decisions), and the words the rules look for are data files beside them.
 //!
 //! Everything follows fixed rules, so the same input gives byte-identical documents, and what
 //! cannot be known offline is written down as an open question instead of being guessed.
@@ -23,6 +25,8 @@ mod template;
 mod text;
 mod validate;
 
+use std::collections::BTreeMap;
+
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::specdoc::md::{self, WRITER as MD};
@@ -30,20 +34,10 @@ use crate::specdoc::spec::{self, Folder};
 
 use context::{Availability, Discovery};
 
-// The spec templates: what each document must contain (their literal headings), the same
-// contract agents and the readiness gate read. The writer checks its output against them.
-
-/// The product brief template.
-const BRIEF_TEMPLATE: &str = include_str!("../../../specs/templates/product-brief.md");
-/// The requirements template.
-const REQUIREMENTS_TEMPLATE: &str = include_str!("../../../specs/templates/requirements.md");
-/// The architecture template.
-const ARCHITECTURE_TEMPLATE: &str = include_str!("../../../specs/templates/architecture.md");
-/// The epics template.
-const EPICS_TEMPLATE: &str = include_str!("../../../specs/templates/epics.md");
-
-/// A MoSCoW priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A MoSCoW priority, written as its word.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Moscow {
     /// Needed for the change to make sense.
     Must,
@@ -52,23 +46,11 @@ pub enum Moscow {
     /// Wanted if there is room.
     Could,
     /// Agreed to be left out this time.
+    #[serde(rename = "Won't")]
     Wont,
 }
 
 impl Moscow {
-    /// Every priority, highest first.
-    const ALL: [Moscow; 4] = [Moscow::Must, Moscow::Should, Moscow::Could, Moscow::Wont];
-
-    /// The word used in documents.
-    fn as_str(self) -> &'static str {
-        match self {
-            Moscow::Must => "Must",
-            Moscow::Should => "Should",
-            Moscow::Could => "Could",
-            Moscow::Wont => "Won't",
-        }
-    }
-
     /// Reads the word back, in any case, with or without brackets.
     fn parse(text: &str) -> Option<Moscow> {
         let t = text
@@ -82,12 +64,6 @@ impl Moscow {
             "won't" | "wont" | "will not" => Some(Moscow::Wont),
             _ => None,
         }
-    }
-}
-
-impl serde::Serialize for Moscow {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
     }
 }
 
@@ -112,34 +88,38 @@ impl Phase {
         Phase::Epics,
     ];
 
+    /// The task `phase` that selects each phase, the `phase` number of its frontmatter, its
+    /// main document and that document's template, in [`Phase::ALL`] order.
+    const INFO: [(&str, u8, &str, &str); 4] = [
+        ("product-brief", 2, spec::BRIEF, "product-brief.md"),
+        (
+            "requirements",
+            3,
+            spec::REQUIREMENTS_INDEX,
+            "requirements-index.md",
+        ),
+        (
+            "architecture",
+            4,
+            spec::ARCHITECTURE_INDEX,
+            "architecture-index.md",
+        ),
+        ("epics", 5, spec::EPICS_INDEX, "epics-index.md"),
+    ];
+
     /// The task `phase` that selects it.
     fn name(self) -> &'static str {
-        match self {
-            Phase::Brief => "product-brief",
-            Phase::Requirements => "requirements",
-            Phase::Architecture => "architecture",
-            Phase::Epics => "epics",
-        }
+        Phase::INFO[self as usize].0
     }
 
     /// The `phase` number in the frontmatter.
     fn number(self) -> u8 {
-        match self {
-            Phase::Brief => 2,
-            Phase::Requirements => 3,
-            Phase::Architecture => 4,
-            Phase::Epics => 5,
-        }
+        Phase::INFO[self as usize].1
     }
 
     /// Its main document.
     fn index(self) -> &'static str {
-        match self {
-            Phase::Brief => spec::BRIEF,
-            Phase::Requirements => spec::REQUIREMENTS_INDEX,
-            Phase::Architecture => spec::ARCHITECTURE_INDEX,
-            Phase::Epics => spec::EPICS_INDEX,
-        }
+        Phase::INFO[self as usize].2
     }
 
     fn from_name(name: &str) -> Option<Phase> {
@@ -218,12 +198,37 @@ impl<'a> Ctx<'a> {
 
     /// What every document's template is given, for the document at `path`.
     fn shared(&self, path: &str) -> Step<Common> {
-        Ok(Common {
+        let d = &self.discovery;
+        let mut common = Common {
             session_id: self.session_id.clone(),
             generated_at: self.generated_at.clone(),
             version: self.version(path),
-            revision_notes: self.revision_notes()?,
-        })
+            task_id: self.input.task.id.to_string(),
+            revision_notes: String::new(),
+            common_questions: Vec::new(),
+            feedback: self.feedback.clone(),
+            discovery: match d.availability {
+                Availability::Present => "read",
+                Availability::Missing => "missing",
+                Availability::Unreadable(_) => "unreadable",
+            },
+            discovery_error: match &d.availability {
+                Availability::Unreadable(why) => why.clone(),
+                _ => String::new(),
+            },
+            code_source: d.code.source.clone(),
+            paths: BTreeMap::from([
+                ("discovery", spec::DISCOVERY),
+                ("brief", spec::BRIEF),
+                ("requirements", spec::REQUIREMENTS_INDEX),
+                ("architecture", spec::ARCHITECTURE_INDEX),
+                ("epics", spec::EPICS_INDEX),
+            ]),
+        };
+        common.revision_notes = template::fill("revision-notes.md", &common)?;
+        let questions = template::fill("common-questions.md", &common)?;
+        common.common_questions = questions.lines().map(str::to_owned).collect();
+        Ok(common)
     }
 
     /// The `dependencies` of an index document: the discovery context when present, then
@@ -237,45 +242,36 @@ impl<'a> Ctx<'a> {
         deps
     }
 
-    /// The Revision Notes section, empty when the task carries no feedback.
-    fn revision_notes(&self) -> Step<String> {
-        #[derive(serde::Serialize)]
-        struct Notes<'a> {
-            task_id: String,
-            feedback: &'a [String],
-        }
-        let notes = Notes {
-            task_id: self.input.task.id.to_string(),
-            feedback: &self.feedback,
-        };
-        template::fill("revision-notes.md", &notes)
+    /// Renders the template `name` of the document at `path` over `data` and what every
+    /// document's template is given.
+    fn fill(&self, path: &str, name: &str, data: &impl serde::Serialize) -> Step<String> {
+        Ok(self.fill_and_read(path, name, data, "")?.0)
     }
 
-    /// Open questions every document carries: unusable discovery context and feedback.
-    fn common_questions(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        match &self.discovery.availability {
-            Availability::Present => {}
-            Availability::Missing => out.push(format!(
-                "The discovery context (`{}`) was not found, so users, constraints and risk \
-                 signals were not scanned; code facts come from {}. Confirm them.",
-                spec::DISCOVERY,
-                self.discovery.code.source
-            )),
-            Availability::Unreadable(why) => out.push(format!(
-                "The discovery context (`{}`) could not be read ({}); confirm users, \
-                 constraints and risk signals.",
-                spec::DISCOVERY,
-                text::shorten(why, 80)
-            )),
+    /// Like [`Ctx::fill`], and also returns the text the template set as `var` (none when
+    /// `var` is empty).
+    fn fill_and_read(
+        &self,
+        path: &str,
+        name: &str,
+        data: &impl serde::Serialize,
+        var: &str,
+    ) -> Step<(String, String)> {
+        #[derive(serde::Serialize)]
+        struct Doc<'a, T> {
+            #[serde(flatten)]
+            common: Common,
+            #[serde(flatten)]
+            data: &'a T,
         }
-        for f in &self.feedback {
-            out.push(format!(
-                "Does this version answer the feedback \"{}\"?",
-                text::shorten(f, 160)
-            ));
+        let doc = Doc {
+            common: self.shared(path)?,
+            data,
+        };
+        if var.is_empty() {
+            return Ok((template::fill(name, &doc)?, String::new()));
         }
-        out
+        template::fill_and_read(name, &doc, var)
     }
 
     /// The prior document at `path`, or the reason the task cannot go on without it.
@@ -302,8 +298,22 @@ struct Common {
     generated_at: String,
     /// See [`Ctx::version`].
     version: String,
+    /// The task writing it.
+    task_id: String,
     /// The Revision Notes section, empty when the task carries no feedback.
     revision_notes: String,
+    /// The open questions every document starts with: an unusable discovery context, and
+    /// the feedback.
+    common_questions: Vec<String>,
+    /// See [`Ctx::feedback`].
+    feedback: Vec<String>,
+    /// Whether the discovery context was `read`, `missing` or `unreadable`, and why not.
+    discovery: &'static str,
+    discovery_error: String,
+    /// Where the code facts come from.
+    code_source: String,
+    /// The paths of the documents, by phase (`brief`, …) and `discovery`.
+    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// The result of a step: a failure is a reason for the task's outcome.
@@ -321,49 +331,67 @@ struct Draft {
     decisions: Vec<String>,
 }
 
+impl Ctx<'_> {
+    /// The main document of `phase`, rendered by its template over `data`, followed by
+    /// `files`; with the summary, findings and decisions the template sets as `report`.
+    fn draft(
+        &self,
+        phase: Phase,
+        data: &impl serde::Serialize,
+        mut files: Vec<(String, String)>,
+    ) -> Step<Draft> {
+        let name = Phase::INFO[phase as usize].3;
+        let (text, report) = self.fill_and_read(phase.index(), name, data, "report")?;
+        files.insert(0, (phase.index().to_owned(), text));
+        let mut draft = Draft {
+            files,
+            summary: String::new(),
+            findings: Vec::new(),
+            decisions: Vec::new(),
+        };
+        for line in report.lines() {
+            match line.split_once(": ") {
+                Some(("summary", s)) => draft.summary = s.to_owned(),
+                Some(("finding", s)) => draft.findings.push(s.to_owned()),
+                Some(("decision", s)) => draft.decisions.push(s.to_owned()),
+                _ => {}
+            }
+        }
+        Ok(draft)
+    }
+}
+
 /// Runs the writer on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
-    let phases = match phases_of(input) {
-        Ok(p) => p,
-        Err(reason) => return Ok(failed(reason)),
-    };
+    Ok(write(input).unwrap_or_else(failed))
+}
+
+/// Writes and checks the documents of every phase the task writes, or says why not.
+fn write(input: &TaskInput) -> Step<TaskOutput> {
     let ctx = Ctx::new(input);
     let mut folder = input.folder.clone();
     let mut done: Vec<(Draft, String)> = Vec::new();
-    for phase in phases {
+    for phase in phases_of(input)? {
         let draft = match phase {
             Phase::Brief => brief::write(&ctx),
             Phase::Requirements => requirements::write(&ctx, &folder),
             Phase::Architecture => architecture::write(&ctx, &folder),
             Phase::Epics => epics::write(&ctx, &folder),
-        };
-        let draft = match draft {
-            Ok(d) => d,
-            Err(reason) => return Ok(failed(reason)),
-        };
+        }?;
         for (path, text) in &draft.files {
             folder.insert(path.clone(), text.clone().into_bytes());
         }
-        match validate::phase(&ctx, phase, &draft, &folder) {
-            Ok(report) => done.push((draft, report)),
-            Err(reason) => {
-                return Ok(failed(format!(
-                    "the {} document failed its own checks: {reason}",
-                    phase.name()
-                )));
-            }
-        }
+        let report = validate::phase(&ctx, phase, &draft, &folder).map_err(|reason| {
+            format!(
+                "the {} document failed its own checks: {reason}",
+                phase.name()
+            )
+        })?;
+        done.push((draft, report));
     }
     let mut update = StateUpdate::default();
-    let mut files = Vec::new();
-    let mut summaries = Vec::new();
-    let mut verification = Vec::new();
-    let rounds = done
-        .iter()
-        .map(|(d, _)| d.findings.len())
-        .max()
-        .unwrap_or(0);
-    for i in 0..rounds {
+    let rounds = done.iter().map(|(d, _)| d.findings.len()).max();
+    for i in 0..rounds.unwrap_or(0) {
         for (d, _) in &done {
             if let Some(f) = d.findings.get(i)
                 && update.key_findings.len() < 5
@@ -372,6 +400,9 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
             }
         }
     }
+    let mut files = Vec::new();
+    let mut summaries = Vec::new();
+    let mut verification = Vec::new();
     for (draft, report) in done {
         summaries.push(draft.summary);
         verification.push(report);
@@ -382,9 +413,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         }
     }
     update.verification = verification.join("; ");
-    if let Err(e) = update.validate() {
-        return Ok(failed(format!("the state update is invalid: {e}")));
-    }
+    (update.validate()).map_err(|e| format!("the state update is invalid: {e}"))?;
     Ok(TaskOutput {
         outcome: Outcome::Completed,
         summary: summaries.join("; "),

@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::brief::count;
-use super::context::{self, Discovery, Language, Manifest, TestFramework};
+use super::context::{self, CodeView, Library};
 use super::parse::{self, GoalRow, ReqRow, Requirements};
-use super::requirements::{System, system_rows, systems};
-use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Folder, Phase, Step, template};
+use super::text::{self, System, Topic};
+use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::specdoc::spec;
 
 /// One component.
@@ -41,116 +39,38 @@ enum Kind {
     Data,
 }
 
-/// One decision: what it is about and the facts its text quotes.
+/// One decision: what it is about, and the facts its text quotes besides those of the code
+/// and the analyst; each kind uses its own.
 #[derive(Serialize)]
 struct Adr {
     kind: Kind,
     title: String,
     status: &'static str,
     traces: Vec<String>,
-    #[serde(flatten)]
-    facts: Facts,
-}
-
-/// The facts a decision's text quotes; each kind uses its own.
-#[derive(Serialize, Default)]
-struct Facts {
-    /// The main language of the code, if there is code.
-    lang: Option<String>,
-    share: f64,
-    file_count: u64,
-    frameworks: Vec<String>,
-    source_dirs: Vec<String>,
-    risk_signals: Vec<Evidence>,
     /// A language the request names (without code).
     named_language: Option<&'static str>,
-    goal_count: usize,
-    extending: Vec<String>,
-    component_ids: Vec<String>,
-    test_framework: Option<TestFramework>,
     nfrs: Vec<ReqRow>,
-    signals: Vec<String>,
     libs: Vec<Library>,
     /// A store the request names.
     store: Option<&'static str>,
-    sql_evidence: Option<String>,
     data_reqs: Vec<String>,
 }
 
-/// A signal of the analyst and what shows it.
-#[derive(Serialize)]
-struct Evidence {
-    signal: &'static str,
-    evidence: String,
+impl Adr {
+    fn new(kind: Kind, title: impl Into<String>, accepted: bool, traces: Vec<String>) -> Adr {
+        Adr {
+            kind,
+            title: title.into(),
+            status: if accepted { "Accepted" } else { "Proposed" },
+            traces,
+            named_language: None,
+            nfrs: Vec::new(),
+            libs: Vec::new(),
+            store: None,
+            data_reqs: Vec::new(),
+        }
+    }
 }
-
-/// A declared library and the manifest that declares it.
-#[derive(Serialize)]
-struct Library {
-    name: String,
-    manifest: String,
-}
-
-/// Verbs that make a matched module a replacement rather than an extension.
-const REPLACING: &[&str] = &[
-    "replace",
-    "rewrite",
-    "migrate",
-    "remove",
-    "delete",
-    "drop",
-    "deprecate",
-    "port",
-];
-
-/// Dependency names that point to a security library.
-const SECURITY_LIBS: &[&str] = &[
-    "auth",
-    "jwt",
-    "jsonwebtoken",
-    "oauth",
-    "oidc",
-    "saml",
-    "passport",
-    "bcrypt",
-    "argon",
-    "scrypt",
-    "crypto",
-    "ring",
-    "rustls",
-    "openssl",
-    "security",
-    "jose",
-    "devise",
-    "sodium",
-    "casbin",
-    "keycloak",
-];
-
-/// Data stores a request may name, as the requirements' system table spells them.
-const STORES: &[&str] = &[
-    "Redis",
-    "PostgreSQL",
-    "MySQL",
-    "SQLite",
-    "MongoDB",
-    "Object storage (S3)",
-];
-
-/// Language names a request may use.
-const LANGUAGES: &[(&str, &str)] = &[
-    ("rust", "Rust"),
-    ("python", "Python"),
-    ("typescript", "TypeScript"),
-    ("javascript", "JavaScript"),
-    ("java", "Java"),
-    ("kotlin", "Kotlin"),
-    ("ruby", "Ruby"),
-    ("php", "PHP"),
-    ("swift", "Swift"),
-    ("elixir", "Elixir"),
-    ("golang", "Go"),
-];
 
 fn components(
     goals: &[GoalRow],
@@ -203,7 +123,7 @@ fn components(
         let replacing = basis
             .split_whitespace()
             .next()
-            .is_some_and(|v| REPLACING.contains(&v.to_lowercase().as_str()));
+            .is_some_and(|v| text::has(&text::WORDS.replacing, &v.to_lowercase()));
         let integration = match (&module, replacing) {
             (Some(_), true) => "Replace",
             (Some(_), false) => "Extend",
@@ -236,7 +156,8 @@ fn components(
 
 /// The decisions, in order: stack, structure, tests, then security, performance and data
 /// where the requirements call for them.
-fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component]) -> Vec<Adr> {
+fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
+    let d = &ctx.discovery;
     let code = &d.code;
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
     let with_topic = |topic: Topic| -> Vec<String> {
@@ -253,73 +174,64 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
             .cloned()
             .collect()
     };
-    let facts = || Facts {
-        lang: code.primary_language().map(str::to_owned),
-        ..Facts::default()
+    let stack = match code.primary_language() {
+        Some(lang) => {
+            let title = format!("Build on the existing {lang} code base");
+            Adr::new(Kind::Stack, title, true, all_reqs.clone())
+        }
+        None => {
+            let words = text::words(&ctx.task_text);
+            let title = "Choose the implementation stack";
+            Adr {
+                named_language: text::WORDS
+                    .languages
+                    .iter()
+                    .find(|[w, _]| text::has(&words, w))
+                    .map(|[_, l]| l.as_str()),
+                ..Adr::new(Kind::Stack, title, false, all_reqs.clone())
+            }
+        }
     };
-    let mut adrs = vec![stack(ctx, d, facts(), &all_reqs)];
-    adrs.push(Adr {
-        kind: Kind::Structure,
-        title: "One component per goal".into(),
-        status: "Accepted",
-        traces: all_reqs.clone(),
-        facts: Facts {
-            goal_count: comps.iter().filter(|c| c.goal.is_some()).count(),
-            extending: comps
-                .iter()
-                .filter(|c| c.module.is_some())
-                .map(|c| c.id.clone())
-                .collect(),
-            component_ids: comps.iter().map(|c| c.id.clone()).collect(),
-            ..facts()
+    let structure = "One component per goal";
+    let mut adrs = vec![
+        stack,
+        Adr::new(Kind::Structure, structure, true, all_reqs.clone()),
+        match &code.test_framework {
+            Some(t) => Adr::new(
+                Kind::Tests,
+                format!("Verify with {}", t.name),
+                true,
+                all_reqs.clone(),
+            ),
+            None => Adr::new(
+                Kind::Tests,
+                "Choose how the change is tested",
+                false,
+                all_reqs.clone(),
+            ),
         },
-    });
-    adrs.push(match &code.test_framework {
-        Some(t) => Adr {
-            kind: Kind::Tests,
-            title: format!("Verify with {}", t.name),
-            status: "Accepted",
-            traces: all_reqs.clone(),
-            facts: Facts {
-                test_framework: Some(t.clone()),
-                ..facts()
-            },
-        },
-        None => Adr {
-            kind: Kind::Tests,
-            title: "Choose how the change is tested".into(),
-            status: "Proposed",
-            traces: all_reqs.clone(),
-            facts: facts(),
-        },
-    });
+    ];
     let security = nfrs_of("S");
     if !security.is_empty() {
         let libs: Vec<Library> = code
             .dependencies()
             .into_iter()
-            .filter(|(n, _)| SECURITY_LIBS.iter().any(|s| n.to_lowercase().contains(s)))
+            .filter(|l| {
+                text::WORDS
+                    .security_libs
+                    .iter()
+                    .any(|s| l.name.to_lowercase().contains(s.as_str()))
+            })
             .take(3)
-            .map(|(name, manifest)| Library { name, manifest })
             .collect();
         let mut traces: Vec<String> = security.iter().map(|n| n.id.clone()).collect();
         traces.extend(with_topic(Topic::Security));
+        let title = "Meet the security requirements with vetted libraries and boundary checks";
+        let accepted = !libs.is_empty();
         adrs.push(Adr {
-            kind: Kind::Security,
-            title: "Meet the security requirements with vetted libraries and boundary checks"
-                .into(),
-            status: if libs.is_empty() {
-                "Proposed"
-            } else {
-                "Accepted"
-            },
-            traces,
-            facts: Facts {
-                nfrs: security,
-                signals: d.signals.clone(),
-                libs,
-                ..facts()
-            },
+            nfrs: security,
+            libs,
+            ..Adr::new(Kind::Security, title, accepted, traces)
         });
     }
     let perf: Vec<ReqRow> = nfrs_of("P").into_iter().chain(nfrs_of("SC")).collect();
@@ -329,43 +241,36 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
         traces.extend(with_topic(Topic::Scale));
         traces.dedup();
         adrs.push(Adr {
-            kind: Kind::Performance,
-            title: "Measure before optimising".into(),
-            status: "Proposed",
-            traces,
-            facts: Facts {
-                nfrs: perf,
-                ..facts()
-            },
+            nfrs: perf,
+            ..Adr::new(
+                Kind::Performance,
+                "Measure before optimising",
+                false,
+                traces,
+            )
         });
     }
     let data_reqs = with_topic(Topic::Data);
     let sql = d.has_signal("sql_detected");
     if sql || d.has_signal("data_migration") || !data_reqs.is_empty() {
-        let store = systems(&ctx.task_text)
+        let store = text::systems(&ctx.task_text)
             .into_iter()
-            .map(|(s, _, _)| s)
-            .find(|s| STORES.contains(s));
-        let (title, status) = match (store, sql) {
-            (Some(store), _) => (format!("Keep the new data in {store}"), "Accepted"),
-            (None, true) => ("Keep new data in the existing database".into(), "Accepted"),
-            (None, false) => ("Choose where the new data lives".into(), "Proposed"),
+            .map(|s| s.name.as_str())
+            .find(|s| text::has(&text::WORDS.stores, s));
+        let (title, accepted) = match (store, sql) {
+            (Some(store), _) => (format!("Keep the new data in {store}"), true),
+            (None, true) => ("Keep new data in the existing database".into(), true),
+            (None, false) => ("Choose where the new data lives".into(), false),
+        };
+        let traces = if data_reqs.is_empty() {
+            all_reqs.clone()
+        } else {
+            data_reqs.clone()
         };
         adrs.push(Adr {
-            kind: Kind::Data,
-            title,
-            status,
-            traces: if data_reqs.is_empty() {
-                all_reqs.clone()
-            } else {
-                data_reqs.clone()
-            },
-            facts: Facts {
-                store,
-                sql_evidence: sql.then(|| d.evidence_of("sql_detected")),
-                data_reqs,
-                ..facts()
-            },
+            store,
+            data_reqs,
+            ..Adr::new(Kind::Data, title, accepted, traces)
         });
     }
 
@@ -381,55 +286,9 @@ fn decisions(ctx: &Ctx, d: &Discovery, reqs: &Requirements, comps: &[Component])
     adrs
 }
 
-/// The stack decision: the language of the code there is, or one to choose.
-fn stack(ctx: &Ctx, d: &Discovery, facts: Facts, all_reqs: &[String]) -> Adr {
-    let code = &d.code;
-    match code.primary_language() {
-        Some(lang) => Adr {
-            kind: Kind::Stack,
-            title: format!("Build on the existing {lang} code base"),
-            status: "Accepted",
-            traces: all_reqs.to_vec(),
-            facts: Facts {
-                share: code.languages[0].share,
-                file_count: code.file_count,
-                frameworks: code.frameworks.clone(),
-                source_dirs: code.source_dirs.clone(),
-                risk_signals: ["legacy_patterns", "test_gap"]
-                    .into_iter()
-                    .filter(|s| d.has_signal(s))
-                    .map(|signal| Evidence {
-                        signal,
-                        evidence: d.evidence_of(signal),
-                    })
-                    .collect(),
-                ..facts
-            },
-        },
-        None => {
-            let words = text::words(&ctx.task_text);
-            Adr {
-                kind: Kind::Stack,
-                title: "Choose the implementation stack".into(),
-                status: "Proposed",
-                traces: all_reqs.to_vec(),
-                facts: Facts {
-                    named_language: LANGUAGES
-                        .iter()
-                        .find(|(w, _)| words.iter().any(|x| x == w))
-                        .map(|(_, l)| *l),
-                    ..facts
-                },
-            }
-        }
-    }
-}
-
 /// The data of one decision's file.
 #[derive(Serialize)]
 struct AdrDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     #[serde(flatten)]
     adr: &'a Adr,
     id: &'a str,
@@ -437,13 +296,18 @@ struct AdrDoc<'a> {
     all_reqs: Vec<String>,
     /// The components implementing a requirement it serves.
     components: Vec<String>,
-    epics_index: &'static str,
+    all_components: &'a [Component],
+    code: CodeView<'a>,
+    signals: &'a [String],
+    /// What shows each signal the decisions quote.
+    evidence: BTreeMap<&'static str, String>,
 }
 
 /// A row of the decisions table, and the decision as its file words it.
 #[derive(Serialize)]
 struct AdrRow<'a> {
     id: String,
+    kind: Kind,
     file: String,
     title: &'a str,
     status: &'static str,
@@ -451,61 +315,23 @@ struct AdrRow<'a> {
     decision: String,
 }
 
-/// A framework and the manifest that pulls it in.
-#[derive(Serialize)]
-struct Framework {
-    name: String,
-    manifest: Option<String>,
-}
-
-/// The facts of the scan the index quotes.
-#[derive(Serialize)]
-struct CodeDoc<'a> {
-    lang: Option<&'a str>,
-    stack: Option<String>,
-    languages: &'a [Language],
-    frameworks: Vec<Framework>,
-    test_framework: Option<&'a TestFramework>,
-    test_command: Option<&'a str>,
-    manifests: &'a [Manifest],
-    libraries: Vec<Library>,
-    more_libraries: usize,
-    source: &'a str,
-    entry_points: &'a [String],
-    source_dirs: &'a [String],
-    test_dirs: &'a [String],
-    empty: bool,
-}
-
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     functional: usize,
     components: &'a [Component],
-    /// The components with no existing module.
-    new: Vec<String>,
     users: Vec<String>,
-    external: Vec<System>,
-    code: CodeDoc<'a>,
+    external: Vec<&'static System>,
+    code: CodeView<'a>,
     adrs: &'a [AdrRow<'a>],
-    data_adr: Option<&'a AdrRow<'a>>,
+    nfrs: &'a [ReqRow],
     data_components: Vec<String>,
-    security: Vec<&'a ReqRow>,
     security_components: Vec<String>,
-    security_adr: String,
     untouched: Vec<String>,
-    quality: Vec<&'a ReqRow>,
-    performance_adr: Option<String>,
-    test_adr: String,
     /// What shows each risk signal the analyst reported.
     evidence: BTreeMap<&'static str, String>,
-    proposed: Vec<String>,
-    questions: &'a [String],
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
@@ -521,7 +347,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ));
     }
     let comps = components(&goals, &reqs, ctx.input.code.files());
-    let adrs = decisions(ctx, &ctx.discovery, &reqs, &comps);
+    let adrs = decisions(ctx, &reqs);
+    let d = &ctx.discovery;
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
     let mut files = Vec::new();
     let mut rows = Vec::new();
@@ -530,7 +357,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         let file = format!("{id}-{}.md", text::slug(&a.title, "decision"));
         let path = format!("spec/architecture/{file}");
         let doc = AdrDoc {
-            common: ctx.shared(&path)?,
             adr: a,
             id: &id,
             date: &ctx.date,
@@ -540,12 +366,20 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .filter(|c| c.reqs.iter().any(|r| a.traces.contains(r)))
                 .map(|c| c.id.clone())
                 .collect(),
-            epics_index: spec::EPICS_INDEX,
+            all_components: &comps,
+            code: d.code.view(),
+            signals: &d.signals,
+            evidence: ["legacy_patterns", "test_gap", "sql_detected"]
+                .into_iter()
+                .filter(|s| d.has_signal(s))
+                .map(|s| (s, d.evidence_of(s)))
+                .collect(),
         };
-        let (text, decision) = template::fill_and_read("adr.md", &doc, "decision")?;
+        let (text, decision) = ctx.fill_and_read(&path, "adr.md", &doc, "decision")?;
         files.push((path, text));
         rows.push(AdrRow {
             id,
+            kind: a.kind,
             file,
             title: &a.title,
             status: a.status,
@@ -553,55 +387,8 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let questions = questions(ctx, &comps, &rows);
-    let index = index(ctx, brief, &reqs, &comps, &adrs, &rows, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::ARCHITECTURE_INDEX.to_owned(),
-            template::fill("architecture-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&reqs, &comps, &adrs, files, questions.len()))
-}
-
-/// The open questions of the index.
-fn questions(ctx: &Ctx, comps: &[Component], rows: &[AdrRow]) -> Vec<String> {
-    let code = &ctx.discovery.code;
-    let mut questions = ctx.common_questions();
-    if code.entry_points.is_empty() && systems(&ctx.task_text).is_empty() {
-        questions.push(
-            "Through which entry point (command, endpoint, screen) do users reach the new \
-             components?"
-                .into(),
-        );
-    }
-    let new: Vec<&str> = comps
-        .iter()
-        .filter(|c| c.integration == "New")
-        .map(|c| c.id.as_str())
-        .collect();
-    if !new.is_empty() && !code.is_empty() {
-        questions.push(format!(
-            "Where should the new components ({}) live in the layout?",
-            new.join(", ")
-        ));
-    }
-    let proposed: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.status == "Proposed")
-        .map(|r| r.id.as_str())
-        .collect();
-    if !proposed.is_empty() {
-        questions.push(format!(
-            "Confirm or replace the Proposed decisions: {}.",
-            proposed.join(", ")
-        ));
-    }
-    questions.push(
-        "Do the component boundaries match how the team wants to own and review the code?".into(),
-    );
-    questions
+    let index = index(ctx, brief, &reqs, &comps, &rows);
+    ctx.draft(Phase::Architecture, &index, files)
 }
 
 /// The data of the index.
@@ -610,18 +397,10 @@ fn index<'a>(
     brief: &str,
     reqs: &'a Requirements,
     comps: &'a [Component],
-    adrs: &[Adr],
     rows: &'a [AdrRow<'a>],
-    questions: &'a [String],
-) -> Step<IndexDoc<'a>> {
+) -> IndexDoc<'a> {
     let d = &ctx.discovery;
     let code = &d.code;
-    let id_of = |kind: Kind| {
-        adrs.iter()
-            .zip(rows)
-            .find(|(a, _)| a.kind == kind)
-            .map(|(_, r)| r)
-    };
     let comps_with = |topic: Topic| -> Vec<String> {
         comps
             .iter()
@@ -630,65 +409,18 @@ fn index<'a>(
             .collect()
     };
     let touched: Vec<&String> = comps.iter().filter_map(|c| c.module.as_ref()).collect();
-    let libraries = code.dependencies();
-    Ok(IndexDoc {
-        common: ctx.shared(spec::ARCHITECTURE_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[spec::BRIEF, spec::REQUIREMENTS_INDEX]),
         title: &ctx.title,
         functional: reqs.functional.len(),
         components: comps,
-        new: comps
-            .iter()
-            .filter(|c| c.integration == "New")
-            .map(|c| c.id.clone())
-            .collect(),
         users: parse::users(brief),
-        external: system_rows(&ctx.task_text),
-        code: CodeDoc {
-            lang: code.primary_language(),
-            stack: code.stack_phrase(),
-            languages: &code.languages[..code.languages.len().min(3)],
-            frameworks: code
-                .frameworks
-                .iter()
-                .map(|f| Framework {
-                    name: f.clone(),
-                    manifest: code
-                        .manifests
-                        .iter()
-                        .find(|m| m.frameworks.contains(f))
-                        .map(|m| m.path.clone()),
-                })
-                .collect(),
-            test_framework: code.test_framework.as_ref(),
-            test_command: code
-                .test_framework
-                .as_ref()
-                .map(|t| t.command.as_str())
-                .filter(|c| !c.is_empty()),
-            manifests: &code.manifests,
-            more_libraries: libraries.len().saturating_sub(10),
-            libraries: libraries
-                .into_iter()
-                .take(10)
-                .map(|(name, manifest)| Library { name, manifest })
-                .collect(),
-            source: &code.source,
-            entry_points: &code.entry_points[..code.entry_points.len().min(5)],
-            source_dirs: &code.source_dirs,
-            test_dirs: &code.test_dirs,
-            empty: code.is_empty(),
-        },
+        external: text::systems(&ctx.task_text),
+        code: code.view(),
         adrs: rows,
-        data_adr: id_of(Kind::Data),
+        nfrs: &reqs.non_functional,
         data_components: comps_with(Topic::Data),
-        security: reqs
-            .non_functional
-            .iter()
-            .filter(|n| n.id.starts_with("NFR-S-"))
-            .collect(),
         security_components: comps_with(Topic::Security),
-        security_adr: id_of(Kind::Security).unwrap_or(&rows[0]).id.clone(),
         untouched: code
             .source_dirs
             .iter()
@@ -699,13 +431,6 @@ fn index<'a>(
             })
             .cloned()
             .collect(),
-        quality: reqs
-            .non_functional
-            .iter()
-            .filter(|n| !n.id.starts_with("NFR-S-"))
-            .collect(),
-        performance_adr: id_of(Kind::Performance).map(|r| r.id.clone()),
-        test_adr: id_of(Kind::Tests).unwrap_or(&rows[0]).id.clone(),
         evidence: [
             "test_gap",
             "legacy_patterns",
@@ -717,62 +442,5 @@ fn index<'a>(
         .filter(|s| d.has_signal(s))
         .map(|s| (s, d.evidence_of(s)))
         .collect(),
-        proposed: rows
-            .iter()
-            .filter(|r| r.status == "Proposed")
-            .map(|r| r.id.clone())
-            .collect(),
-        questions,
-        paths: BTreeMap::from([
-            ("brief", spec::BRIEF),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-            ("epics", spec::EPICS_INDEX),
-        ]),
-    })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    reqs: &Requirements,
-    comps: &[Component],
-    adrs: &[Adr],
-    files: Vec<(String, String)>,
-    questions: usize,
-) -> Draft {
-    let new_count = comps.iter().filter(|c| c.integration == "New").count();
-    let accepted = adrs.iter().filter(|a| a.status == "Accepted").count();
-    Draft {
-        summary: format!(
-            "architecture: {}, {} ADRs, all {} REQ implemented",
-            count(comps.len(), "component"),
-            adrs.len(),
-            reqs.functional.len()
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}: {} on existing code, {new_count} new",
-                count(comps.len(), "component"),
-                comps.len() - new_count
-            ),
-            format!(
-                "{}: {accepted} Accepted, {} Proposed",
-                count(adrs.len(), "ADR"),
-                adrs.len() - accepted
-            ),
-            format!(
-                "All {} implemented by a component",
-                count(reqs.functional.len(), "REQ")
-            ),
-            format!("{questions} open questions on the architecture"),
-        ],
-        decisions: vec![
-            "One component per goal, placed by matching its key words against existing paths: \
-             keeps goal → component tracing one to one"
-                .into(),
-            "ADRs backed by what the scan shows are Accepted; the rest are Proposed for a person \
-             to confirm"
-                .into(),
-        ],
     }
 }

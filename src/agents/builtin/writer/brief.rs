@@ -6,10 +6,10 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::context::{self, Availability, Discovery, Language, Manifest, TestFramework};
-use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Moscow, Step, template};
-use crate::specdoc::{md, spec};
+use super::context::{self, CodeView, Discovery};
+use super::text;
+use super::{Ctx, Draft, Moscow, Phase, Step};
+use crate::specdoc::md;
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;
@@ -20,87 +20,34 @@ struct Goal {
     id: String,
     text: String,
     priority: Moscow,
-    metric: String,
-    target: String,
+    #[serde(flatten)]
+    metric: &'static Metric,
     /// The existing path its key words match.
     module: Option<String>,
 }
 
 /// A goal's success metric and its target.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct Metric {
     metric: String,
     target: String,
 }
 
-/// The [`Metric`] of each main topic a goal may have; see `goal-metrics.toml`.
-#[derive(Deserialize)]
-struct Metrics {
-    security: Metric,
-    performance: Metric,
-    scale: Metric,
-    usability: Metric,
-    data: Metric,
-    testing: Metric,
-    docs: Metric,
-    /// For a goal of no particular topic.
-    none: Metric,
-}
-
-/// [`Metrics`], read once, or why they cannot be read.
-static METRICS: LazyLock<Result<Metrics, String>> = LazyLock::new(|| {
+/// The [`Metric`] of each main topic a goal may have, and of `none`; see `goal-metrics.toml`.
+static METRICS: LazyLock<BTreeMap<String, Metric>> = LazyLock::new(|| {
     toml::from_str(include_str!(
         "../../../../specs/templates/builtin/goal-metrics.toml"
     ))
-    .map_err(|e| format!("the goal metrics do not parse: {e}"))
+    .expect("goal-metrics.toml parses (a unit test reads it)")
 });
 
 /// A success metric and its target for a goal, by its main topic.
-fn metric_for(goal: &str) -> Step<&'static Metric> {
-    let m = METRICS.as_ref().map_err(Clone::clone)?;
-    Ok(match text::topics(goal).first() {
-        Some(Topic::Security) => &m.security,
-        Some(Topic::Performance) => &m.performance,
-        Some(Topic::Scale) => &m.scale,
-        Some(Topic::Usability) => &m.usability,
-        Some(Topic::Data) => &m.data,
-        Some(Topic::Testing) => &m.testing,
-        Some(Topic::Docs) => &m.docs,
-        None => &m.none,
-    })
+fn metric_for(goal: &str) -> &'static Metric {
+    let topic = text::topics(goal)
+        .first()
+        .map(|t| format!("{t:?}").to_lowercase());
+    &METRICS[topic.as_deref().unwrap_or("none")]
 }
-
-/// Role words of the request and the user group each names.
-const ROLES: &[(&str, &str)] = &[
-    ("admin", "Administrator"),
-    ("admins", "Administrator"),
-    ("administrator", "Administrator"),
-    ("administrators", "Administrator"),
-    ("developer", "Developer"),
-    ("developers", "Developer"),
-    ("maintainer", "Maintainer"),
-    ("maintainers", "Maintainer"),
-    ("operator", "Operator"),
-    ("operators", "Operator"),
-    ("customer", "Customer"),
-    ("customers", "Customer"),
-    ("manager", "Manager"),
-    ("managers", "Manager"),
-    ("player", "Player"),
-    ("players", "Player"),
-    ("student", "Student"),
-    ("students", "Student"),
-    ("teacher", "Teacher"),
-    ("teachers", "Teacher"),
-    ("editor", "Editor"),
-    ("editors", "Editor"),
-    ("reviewer", "Reviewer"),
-    ("reviewers", "Reviewer"),
-    ("visitor", "Visitor"),
-    ("visitors", "Visitor"),
-    ("user", "End user"),
-    ("users", "End user"),
-];
 
 /// Where the user groups came from.
 #[derive(PartialEq, Clone, Copy, Serialize)]
@@ -119,10 +66,10 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
     }
     let mut found: Vec<String> = Vec::new();
     for w in text::words(task) {
-        if let Some((_, role)) = ROLES.iter().find(|(word, _)| *word == w)
-            && !found.iter().any(|f| f == role)
+        if let Some((role, _)) = text::WORDS.roles.iter().find(|(_, ws)| text::has(ws, &w))
+            && !found.contains(role)
         {
-            found.push((*role).to_owned());
+            found.push(role.clone());
         }
     }
     if !found.is_empty() {
@@ -136,22 +83,17 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
     (vec![guess.to_owned()], UserSource::Assumed)
 }
 
-/// Constraint words that make a constraint a business one.
-const BUSINESS: &[&str] = &[
-    "budget", "deadline", "cost", "licen", "legal", "complian", "gdpr", "hipaa", "contract",
-    "release", "date", "customer", "market", "approval",
-];
-
 fn is_business(constraint: &str) -> bool {
     let lower = constraint.to_lowercase();
-    BUSINESS.iter().any(|b| lower.contains(b))
+    text::WORDS
+        .business
+        .iter()
+        .any(|b| lower.contains(b.as_str()))
 }
 
 /// The data of the brief.
 #[derive(Serialize)]
 struct BriefDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     request: &'a str,
@@ -160,21 +102,19 @@ struct BriefDoc<'a> {
     users: &'a [String],
     user_source: UserSource,
     personas: Vec<Persona>,
-    /// Goals whose key words match an existing path, and those that match none.
-    matched: Vec<&'a Goal>,
-    unmatched: Vec<String>,
-    must: usize,
     ruled_out: Vec<String>,
     technical: Vec<String>,
     business: Vec<String>,
     domain: &'a str,
     signals: &'a [String],
     recommendations: &'a [String],
-    code: CodeDoc<'a>,
-    /// Whether the discovery context was `read`, `missing` or `unreadable`.
-    discovery: &'static str,
-    questions: &'a [String],
-    paths: BTreeMap<&'static str, &'static str>,
+    code: CodeView<'a>,
+    /// Whether the request named no goal, so one was assumed.
+    named_none: bool,
+    /// The analyst's open questions.
+    open_questions: &'a [String],
+    /// Clauses beyond the goals kept.
+    overflow: Vec<String>,
 }
 
 /// A user group and the goals it needs.
@@ -184,49 +124,28 @@ struct Persona {
     needs: Vec<String>,
 }
 
-/// The facts of the scan the brief quotes.
-#[derive(Serialize)]
-struct CodeDoc<'a> {
-    lang: Option<&'a str>,
-    share: f64,
-    file_count: u64,
-    source: &'a str,
-    stack: Option<String>,
-    languages: &'a [Language],
-    frameworks: &'a [String],
-    test_framework: Option<&'a TestFramework>,
-    manifests: &'a [Manifest],
-    ci: &'a [String],
-}
-
 /// Writes `spec/product-brief.md`.
 pub fn write(ctx: &Ctx) -> Step<Draft> {
     let d = &ctx.discovery;
-    let code = &d.code;
     let clauses = text::clauses(&ctx.task_text);
     let positives: Vec<&text::Clause> = clauses.iter().filter(|c| !c.negative).collect();
+    let goal = |i: usize, text: &str, priority: Option<Moscow>| Goal {
+        id: format!("G-{:03}", i + 1),
+        text: text.to_owned(),
+        priority: priority.unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should }),
+        metric: metric_for(text),
+        module: context::matching_module(ctx.input.code.files(), &text::key_words(text))
+            .map(|(m, _)| m),
+    };
     let mut goals: Vec<Goal> = positives
         .iter()
         .take(MAX_GOALS)
         .enumerate()
-        .map(|(i, c)| {
-            let priority = c
-                .priority
-                .unwrap_or(if i < 3 { Moscow::Must } else { Moscow::Should });
-            goal(format!("G-{:03}", i + 1), c.text.clone(), priority)
-        })
-        .collect::<Step<_>>()?;
+        .map(|(i, c)| goal(i, &c.text, c.priority))
+        .collect();
     let named_none = goals.is_empty();
     if named_none {
-        goals.push(goal(
-            "G-001".into(),
-            "Deliver the change the request describes".into(),
-            Moscow::Must,
-        )?);
-    }
-    for g in &mut goals {
-        g.module = context::matching_module(ctx.input.code.files(), &text::key_words(&g.text))
-            .map(|(m, _)| m);
+        goals.push(goal(0, "Deliver the change the request describes", None));
     }
     // A problem statement that only repeats the request adds nothing.
     let problem = if text::one_line(&d.problem_statement)
@@ -243,9 +162,7 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         .skip(MAX_GOALS)
         .map(|c| c.text.clone())
         .collect();
-    let questions = questions(ctx, &goals, named_none, &users, user_source, &overflow);
     let doc = BriefDoc {
-        common: ctx.shared(spec::BRIEF)?,
         dependencies: ctx.dependency_paths(&[]),
         title: &ctx.title,
         request: &ctx.task_text,
@@ -254,13 +171,6 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         goals: &goals,
         users: &users,
         user_source,
-        matched: goals.iter().filter(|g| g.module.is_some()).collect(),
-        unmatched: goals
-            .iter()
-            .filter(|g| g.module.is_none())
-            .map(|g| g.id.clone())
-            .collect(),
-        must: goals.iter().filter(|g| g.priority == Moscow::Must).count(),
         ruled_out: clauses
             .iter()
             .filter(|c| c.negative)
@@ -281,44 +191,12 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         domain: &d.domain,
         signals: &d.signals,
         recommendations: &d.recommendations,
-        code: CodeDoc {
-            lang: code.primary_language(),
-            share: code.languages.first().map_or(0.0, |l| l.share),
-            file_count: code.file_count,
-            source: &code.source,
-            stack: code.stack_phrase(),
-            languages: &code.languages[..code.languages.len().min(3)],
-            frameworks: &code.frameworks,
-            test_framework: code.test_framework.as_ref(),
-            manifests: &code.manifests,
-            ci: &code.ci,
-        },
-        discovery: match d.availability {
-            Availability::Present => "read",
-            Availability::Missing => "missing",
-            Availability::Unreadable(_) => "unreadable",
-        },
-        questions: &questions,
-        paths: BTreeMap::from([
-            ("discovery", spec::DISCOVERY),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-        ]),
+        code: d.code.view(),
+        named_none,
+        open_questions: &d.open_questions,
+        overflow,
     };
-    let text = template::fill("product-brief.md", &doc)?;
-    Ok(draft(&goals, &users, user_source, d, text, questions.len()))
-}
-
-/// A goal with the metric of its main topic.
-fn goal(id: String, text: String, priority: Moscow) -> Step<Goal> {
-    let m = metric_for(&text)?;
-    Ok(Goal {
-        id,
-        text,
-        priority,
-        metric: m.metric.clone(),
-        target: m.target.clone(),
-        module: None,
-    })
+    ctx.draft(Phase::Brief, &doc, Vec::new())
 }
 
 /// A user group needs the goals that name it, or all of them.
@@ -345,122 +223,6 @@ fn persona(user: &str, goals: &[Goal]) -> Persona {
     }
 }
 
-/// The open questions of the brief.
-fn questions(
-    ctx: &Ctx,
-    goals: &[Goal],
-    named_none: bool,
-    users: &[String],
-    user_source: UserSource,
-    overflow: &[String],
-) -> Vec<String> {
-    let d = &ctx.discovery;
-    let mut questions = ctx.common_questions();
-    if named_none {
-        questions.push(
-            "The request names no goal that could be read offline; what should the change \
-             achieve?"
-                .into(),
-        );
-    }
-    match user_source {
-        UserSource::Discovery => {}
-        UserSource::Request => questions.push(format!(
-            "The user groups ({}) were read from role words of the request; are they the \
-             right ones, and is any missing?",
-            users.join(", ")
-        )),
-        // The analyst may already ask who the users are.
-        UserSource::Assumed
-            if d.open_questions
-                .iter()
-                .any(|q| q.to_lowercase().contains("who ")) => {}
-        UserSource::Assumed => questions.push(format!(
-            "Who are the users? Neither the request nor the discovery context names them; \
-             \"{}\" is an assumption.",
-            users[0]
-        )),
-    }
-    if goals.iter().any(|g| g.target.contains("to confirm")) {
-        questions.push(
-            "Which numbers stand behind the targets marked \"to confirm\"? No baseline can be \
-             measured offline."
-                .into(),
-        );
-    }
-    if !d.constraints.iter().any(|c| is_business(c)) {
-        questions.push("Which deadline, budget or sign-off applies to this change?".into());
-    }
-    if d.code.test_framework.is_none() {
-        questions
-            .push("No test framework was found: how will the success metrics be checked?".into());
-    }
-    if !overflow.is_empty() {
-        questions.push(format!(
-            "The request has more clauses than the {MAX_GOALS} goals kept; should these become \
-             goals too: {}?",
-            overflow
-                .iter()
-                .map(|o| format!("\"{}\"", text::shorten(o, 60)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    questions.extend(d.open_questions.iter().cloned());
-    questions.push("Are the goals complete, and is their order of priority right?".into());
-    questions
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    goals: &[Goal],
-    users: &[String],
-    user_source: UserSource,
-    d: &Discovery,
-    doc: String,
-    questions: usize,
-) -> Draft {
-    let mut findings = vec![format!(
-        "{} from the request: {}",
-        count(goals.len(), "goal"),
-        goals
-            .iter()
-            .map(|g| g.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
-    findings.push(format!(
-        "Users: {} ({})",
-        users.join(", "),
-        match user_source {
-            UserSource::Discovery => "discovery context",
-            UserSource::Request => "from the request",
-            UserSource::Assumed => "assumed",
-        }
-    ));
-    if d.availability != Availability::Present {
-        findings.push("Discovery context unusable: code facts from file names only".into());
-    }
-    findings.push(format!("{questions} open questions need answers"));
-    Draft {
-        summary: format!(
-            "product-brief: {}, {}, {questions} open questions",
-            count(goals.len(), "goal"),
-            count(users.len(), "user group"),
-        ),
-        files: vec![(spec::BRIEF.to_owned(), doc)],
-        findings,
-        decisions: vec![
-            "Goals are the request's clauses, split at sentence ends, ';', and at 'and' or commas \
-             before a new verb: one goal per stated intent"
-                .into(),
-            "Goal priority: words such as must/should/could win; otherwise the first three goals \
-             are Must and later ones Should, following the order the user wrote them in"
-                .into(),
-        ],
-    }
-}
-
 /// `n thing` or `n things` (`story` → `stories`).
 pub fn count(n: usize, thing: &str) -> String {
     if n == 1 {
@@ -478,5 +240,21 @@ pub fn plural(group: &str) -> String {
         group.to_owned()
     } else {
         format!("{group}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_topic_has_a_metric() {
+        for t in text::Topic::ALL {
+            assert!(
+                METRICS.contains_key(&format!("{t:?}").to_lowercase()),
+                "{t:?}"
+            );
+        }
+        assert!(METRICS.contains_key("none"));
     }
 }

@@ -4,24 +4,27 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
 
+use super::text::{self, WORDS, has};
 use crate::agents::CodeFile;
 use crate::specdoc::md;
 
 /// Whether the discovery context could be used.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Availability {
     /// Read and parsed.
     Present,
     /// Not in the pipeline folder.
+    #[default]
     Missing,
     /// There, but not JSON; the reason says why.
     Unreadable(String),
 }
 
 /// The analyst's findings, with empty values for whatever it did not say.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Discovery {
     /// Whether the file was there.
     pub availability: Availability,
@@ -46,7 +49,7 @@ pub struct Discovery {
 }
 
 /// Facts about the code base.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CodeFacts {
     /// Where the facts come from, for the documents (`the discovery context`, …).
     pub source: String,
@@ -82,7 +85,7 @@ pub struct Language {
 }
 
 /// One build manifest.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Manifest {
     /// Its path.
     pub path: String,
@@ -95,7 +98,7 @@ pub struct Manifest {
 }
 
 /// The test framework and how to run it.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct TestFramework {
     /// Its name.
     pub name: String,
@@ -128,35 +131,86 @@ impl CodeFacts {
     }
 
     /// Every declared dependency, with the manifest declaring it, in manifest order.
-    pub fn dependencies(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
+    pub fn dependencies(&self) -> Vec<Library> {
+        let mut out: Vec<Library> = Vec::new();
         for m in &self.manifests {
             for d in &m.dependencies {
-                if !out.iter().any(|(n, _): &(String, String)| n == d) {
-                    out.push((d.clone(), m.path.clone()));
+                if !out.iter().any(|l| l.name == *d) {
+                    out.push(Library {
+                        name: d.clone(),
+                        manifest: m.path.clone(),
+                    });
                 }
             }
         }
         out
     }
+
+    /// The facts as the templates see them.
+    pub fn view(&self) -> CodeView<'_> {
+        let mut libraries = self.dependencies();
+        let mut framework_manifests = BTreeMap::new();
+        for m in &self.manifests {
+            for f in &m.frameworks {
+                framework_manifests
+                    .entry(f.as_str())
+                    .or_insert(m.path.as_str());
+            }
+        }
+        CodeView {
+            facts: self,
+            lang: self.primary_language(),
+            share: self.languages.first().map_or(0.0, |l| l.share),
+            stack: self.stack_phrase(),
+            test_command: self.test_command(),
+            empty: self.is_empty(),
+            more_libraries: libraries.len().saturating_sub(10),
+            libraries: {
+                libraries.truncate(10);
+                libraries
+            },
+            framework_manifests,
+        }
+    }
+
+    /// The command that runs the tests, if known.
+    pub fn test_command(&self) -> Option<&str> {
+        let command = self.test_framework.as_ref().map(|t| t.command.as_str());
+        command.filter(|c| !c.is_empty())
+    }
+}
+
+/// [`CodeFacts`] as the templates see them, with what follows from them: the main language
+/// and its share, the stack phrase, the test command, the first ten declared libraries and
+/// the manifest that pulls in each framework.
+#[derive(Serialize)]
+pub struct CodeView<'a> {
+    #[serde(flatten)]
+    facts: &'a CodeFacts,
+    lang: Option<&'a str>,
+    share: f64,
+    stack: Option<String>,
+    test_command: Option<&'a str>,
+    empty: bool,
+    libraries: Vec<Library>,
+    more_libraries: usize,
+    framework_manifests: BTreeMap<&'a str, &'a str>,
+}
+
+/// A declared library and the manifest that declares it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Library {
+    /// Its name.
+    pub name: String,
+    /// The manifest's path.
+    pub manifest: String,
 }
 
 impl Discovery {
     /// Reads the discovery context from `text` (`None` when the file is missing), falling
     /// back to the code tree's paths for code facts.
     pub fn read(text: Option<&str>, files: &[CodeFile]) -> Discovery {
-        let mut d = Discovery {
-            availability: Availability::Missing,
-            problem_statement: String::new(),
-            target_users: Vec::new(),
-            domain: String::new(),
-            constraints: Vec::new(),
-            open_questions: Vec::new(),
-            recommendations: Vec::new(),
-            signals: Vec::new(),
-            evidence: BTreeMap::new(),
-            code: CodeFacts::default(),
-        };
+        let mut d = Discovery::default();
         let mut code = None;
         if let Some(text) = text {
             match serde_json::from_str::<Value>(text) {
@@ -216,25 +270,15 @@ impl Discovery {
 /// field, numbers and booleans printed.
 fn string(v: &Value) -> String {
     match v {
-        Value::String(s) => super::text::one_line(s),
+        Value::String(s) => text::one_line(s),
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Object(map) => {
-            for key in [
-                "name",
-                "text",
-                "question",
-                "role",
-                "title",
-                "description",
-                "path",
-            ] {
-                if let Some(s) = map.get(key).and_then(Value::as_str) {
-                    return super::text::one_line(s);
-                }
-            }
-            String::new()
-        }
+        Value::Object(map) => WORDS
+            .telling_fields
+            .iter()
+            .find_map(|key| map.get(key).and_then(Value::as_str))
+            .map(text::one_line)
+            .unwrap_or_default(),
         _ => String::new(),
     }
 }
@@ -253,47 +297,29 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
     if !v.is_object() {
         return None;
     }
-    let mut languages: Vec<Language> = v["languages"]
-        .as_array()
-        .map(|ls| {
-            ls.iter()
-                .filter_map(|l| {
-                    let name = string(&l["name"]);
-                    if name.is_empty() {
-                        return None;
-                    }
-                    let share = l["share"].as_f64().unwrap_or(0.0);
-                    Some(Language {
-                        name,
-                        files: l["files"].as_u64().unwrap_or(0),
-                        share: if share <= 1.0 { share * 100.0 } else { share },
-                    })
-                })
-                .collect()
+    let mut languages: Vec<Language> = (v["languages"].as_array().into_iter().flatten())
+        .filter_map(|l| {
+            let name = string(&l["name"]);
+            let share = l["share"].as_f64().unwrap_or(0.0);
+            (!name.is_empty()).then(|| Language {
+                name,
+                files: l["files"].as_u64().unwrap_or(0),
+                share: if share <= 1.0 { share * 100.0 } else { share },
+            })
         })
-        .unwrap_or_default();
-    languages.sort_by(|a, b| {
-        b.share
-            .partial_cmp(&a.share)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let manifests = v["manifests"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .filter_map(|m| {
-                    let path = string(&m["path"]);
-                    (!path.is_empty()).then(|| Manifest {
-                        path,
-                        kind: string(&m["kind"]),
-                        frameworks: strings(&m["frameworks"]),
-                        dependencies: strings(&m["dependencies"]),
-                    })
-                })
-                .collect()
+        .collect();
+    sort(&mut languages);
+    let manifests = (v["manifests"].as_array().into_iter().flatten())
+        .filter_map(|m| {
+            let path = string(&m["path"]);
+            (!path.is_empty()).then(|| Manifest {
+                path,
+                kind: string(&m["kind"]),
+                frameworks: strings(&m["frameworks"]),
+                dependencies: strings(&m["dependencies"]),
+            })
         })
-        .unwrap_or_default();
+        .collect();
     let test_framework = match &v["test_framework"] {
         Value::Object(_) => {
             let t = &v["test_framework"];
@@ -306,8 +332,7 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
         }
         Value::String(name) if !name.is_empty() => Some(TestFramework {
             name: name.clone(),
-            command: String::new(),
-            evidence: String::new(),
+            ..TestFramework::default()
         }),
         _ => None,
     };
@@ -326,66 +351,19 @@ fn code_facts(v: &Value) -> Option<CodeFacts> {
     })
 }
 
-/// Languages by file extension.
-const EXTENSIONS: &[(&str, &str)] = &[
-    ("rs", "Rust"),
-    ("py", "Python"),
-    ("js", "JavaScript"),
-    ("jsx", "JavaScript"),
-    ("mjs", "JavaScript"),
-    ("ts", "TypeScript"),
-    ("tsx", "TypeScript"),
-    ("go", "Go"),
-    ("java", "Java"),
-    ("kt", "Kotlin"),
-    ("rb", "Ruby"),
-    ("php", "PHP"),
-    ("c", "C"),
-    ("h", "C"),
-    ("cc", "C++"),
-    ("cpp", "C++"),
-    ("hpp", "C++"),
-    ("cs", "C#"),
-    ("swift", "Swift"),
-    ("scala", "Scala"),
-    ("sh", "Shell"),
-    ("vue", "Vue"),
-    ("svelte", "Svelte"),
-    ("dart", "Dart"),
-    ("ex", "Elixir"),
-    ("exs", "Elixir"),
-    ("lua", "Lua"),
-    ("zig", "Zig"),
-];
-
-/// Build manifests by file name, with their kind.
-const MANIFESTS: &[(&str, &str)] = &[
-    ("Cargo.toml", "cargo"),
-    ("package.json", "npm"),
-    ("pyproject.toml", "python"),
-    ("requirements.txt", "pip"),
-    ("setup.py", "python"),
-    ("go.mod", "go"),
-    ("pom.xml", "maven"),
-    ("build.gradle", "gradle"),
-    ("build.gradle.kts", "gradle"),
-    ("Gemfile", "bundler"),
-    ("composer.json", "composer"),
-    ("mix.exs", "mix"),
-    ("Package.swift", "swiftpm"),
-    ("CMakeLists.txt", "cmake"),
-];
-
-const SOURCE_DIRS: &[&str] = &[
-    "src", "lib", "app", "pkg", "cmd", "internal", "server", "client", "crates", "packages", "web",
-    "api", "backend", "frontend",
-];
-
-const TEST_DIRS: &[&str] = &["tests", "test", "spec", "__tests__", "e2e"];
+/// Sorts languages largest first, then by name.
+fn sort(languages: &mut [Language]) {
+    languages.sort_by(|a, b| {
+        b.share
+            .partial_cmp(&a.share)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
 
 /// Code facts from paths alone, for when the analyst gave none.
 fn from_paths(files: &[CodeFile]) -> CodeFacts {
-    let mut bytes: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut bytes: BTreeMap<&String, (u64, u64)> = BTreeMap::new();
     let mut top: Vec<String> = Vec::new();
     let mut manifests = Vec::new();
     let mut ci = Vec::new();
@@ -396,22 +374,21 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             top.push(dir.to_owned());
         }
         let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-        if let Some((_, kind)) = MANIFESTS.iter().find(|(n, _)| *n == name)
+        if let Some(kind) = WORDS.manifests.get(name)
             && f.path.matches('/').count() <= 1
         {
             manifests.push(Manifest {
                 path: f.path.clone(),
-                kind: (*kind).to_owned(),
-                frameworks: Vec::new(),
-                dependencies: Vec::new(),
+                kind: kind.clone(),
+                ..Manifest::default()
             });
         }
         if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {
             ci.push(f.path.clone());
         }
-        if let Some((_, lang)) = name
+        if let Some((lang, _)) = name
             .rsplit_once('.')
-            .and_then(|(_, ext)| EXTENSIONS.iter().find(|(e, _)| *e == ext))
+            .and_then(|(_, ext)| WORDS.extensions.iter().find(|(_, exts)| has(exts, ext)))
         {
             let entry = bytes.entry(lang).or_default();
             entry.0 += 1;
@@ -423,7 +400,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
     let mut languages: Vec<Language> = bytes
         .into_iter()
         .map(|(name, (files, b))| Language {
-            name: name.to_owned(),
+            name: name.clone(),
             files,
             share: if total == 0 {
                 0.0
@@ -432,40 +409,21 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             },
         })
         .collect();
-    languages.sort_by(|a, b| {
-        b.share
-            .partial_cmp(&a.share)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let test_framework = manifests.iter().find_map(|m| match m.kind.as_str() {
-        "cargo" => Some(TestFramework {
-            name: "cargo test".into(),
-            command: "cargo test".into(),
+    sort(&mut languages);
+    let test_framework = manifests.iter().find_map(|m| {
+        let [name, command] = WORDS.test_runners.get(&m.kind)?;
+        Some(TestFramework {
+            name: name.clone(),
+            command: command.clone(),
             evidence: m.path.clone(),
-        }),
-        "go" => Some(TestFramework {
-            name: "go test".into(),
-            command: "go test ./...".into(),
-            evidence: m.path.clone(),
-        }),
-        _ => None,
+        })
     });
     let entry_points = files
         .iter()
         .map(|f| f.path.as_str())
         .filter(|p| {
-            matches!(
-                *p,
-                "src/main.rs"
-                    | "main.go"
-                    | "main.py"
-                    | "app.py"
-                    | "src/index.ts"
-                    | "src/index.js"
-                    | "index.js"
-                    | "src/main.ts"
-            ) || (p.starts_with("src/bin/") && p.ends_with(".rs"))
+            has(&WORDS.entry_points, p)
+                || (p.starts_with("src/bin/") && p.ends_with(".rs"))
                 || (p.starts_with("cmd/") && p.ends_with("/main.go"))
         })
         .map(str::to_owned)
@@ -478,12 +436,12 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         test_framework,
         source_dirs: top
             .iter()
-            .filter(|d| SOURCE_DIRS.contains(&d.as_str()))
+            .filter(|d| has(&WORDS.source_dirs, d))
             .cloned()
             .collect(),
         test_dirs: top
             .iter()
-            .filter(|d| TEST_DIRS.contains(&d.as_str()))
+            .filter(|d| has(&WORDS.test_dirs, d))
             .cloned()
             .collect(),
         entry_points,
@@ -491,17 +449,6 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         file_count: files.len() as u64,
     }
 }
-
-/// Directories that hold code not owned by the project.
-const VENDORED: &[&str] = &[
-    "node_modules",
-    "vendor",
-    "target",
-    "dist",
-    "build",
-    ".git",
-    "third_party",
-];
 
 /// The existing directory whose files best match `key_words` by name, with the number of
 /// matching words. Test and vendored paths are skipped; ties go to the first path in order.
@@ -513,11 +460,13 @@ pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(Stri
     for f in files {
         let segments: Vec<&str> = f.path.split('/').collect();
         if segments.iter().any(|s| {
-            VENDORED.contains(s) || TEST_DIRS.contains(s) || (s.starts_with('.') && s.len() > 1)
+            has(&WORDS.vendored, s)
+                || has(&WORDS.test_dirs, s)
+                || (s.starts_with('.') && s.len() > 1)
         }) {
             continue;
         }
-        let name_words = super::text::key_words(&f.path.replace(['/', '.', '_', '-'], " "));
+        let name_words = text::key_words(&f.path.replace(['/', '.', '_', '-'], " "));
         let hits = key_words.iter().filter(|k| name_words.contains(k)).count();
         if hits == 0 {
             continue;

@@ -5,13 +5,12 @@
 //! This module decides what the epics are; the text is in the templates `epic.md` and
 //! `epics-index.md` of `specs/templates/builtin/`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::brief::count;
 use super::parse::{self, Architecture, ComponentRow, GoalRow, ReqRow, Requirements};
-use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
+use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
 use crate::specdoc::spec;
 
 /// What kind of work a story is; its text follows from it.
@@ -30,17 +29,11 @@ enum StoryKind {
 struct Story {
     id: String,
     kind: StoryKind,
-    /// The requirement's title (unused by `whole` stories, whose title names their epic).
-    title: String,
-    /// The requirement's own user story, when it has one (`feature`).
-    story: Option<String>,
-    /// The requirement's own acceptance criteria (`feature`); none gives two general ones.
-    criteria: Vec<String>,
+    /// The requirement it delivers or meets (none for `whole`): its title, its user story
+    /// and acceptance criteria (`feature`), its metric and target (`quality`).
+    req: Option<ReqRow>,
     /// Goals whose success metric this story checks first (`feature`).
     metrics: Vec<GoalRow>,
-    /// What a `quality` story measures, and its target (empty: as the requirement states).
-    measure: String,
-    target: String,
     size: &'static str,
     traces: Vec<String>,
 }
@@ -55,16 +48,6 @@ enum EpicKind {
     Orphans,
     /// The non-functional requirements.
     Quality,
-}
-
-/// A document named with a link to it from `spec/epics/`, when it has a file.
-#[derive(Serialize)]
-struct Linked {
-    id: String,
-    link: Option<String>,
-    /// The priority of a requirement, the status of a decision.
-    label: String,
-    title: String,
 }
 
 #[derive(Serialize)]
@@ -91,11 +74,9 @@ struct Epic {
 #[derive(Serialize)]
 struct EpicDoc<'a> {
     #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
     epic: &'a Epic,
-    requirements: Vec<Linked>,
-    decisions: Vec<Linked>,
+    requirements: Vec<&'a ReqRow>,
+    decisions: Vec<&'a parse::AdrRow>,
     user: &'a str,
     test_command: Option<&'a str>,
 }
@@ -112,26 +93,19 @@ struct TraceRow {
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     epics: &'a [Epic],
     order: Vec<&'a Epic>,
-    mvp: Vec<&'a Epic>,
     mvp_fallback: bool,
-    story_count: usize,
+    /// How many functional requirements there are.
+    functional: usize,
     must_reqs: Vec<String>,
     goals: Vec<String>,
     test_command: Option<&'a str>,
     traces: Vec<TraceRow>,
-    by_size: BTreeMap<&'static str, Vec<String>>,
-    big: Vec<String>,
-    waiting: Vec<String>,
-    proposed: Vec<String>,
-    touched: Vec<String>,
-    questions: &'a [String],
-    paths: BTreeMap<&'static str, &'static str>,
+    /// The decisions of the architecture.
+    adrs: &'a [parse::AdrRow],
 }
 
 /// What the epics are cut from.
@@ -139,13 +113,44 @@ struct Inputs<'a> {
     goals: Vec<GoalRow>,
     reqs: Requirements,
     arch: Architecture,
-    test_command: Option<String>,
+    test_command: Option<&'a str>,
     ctx: &'a Ctx<'a>,
 }
 
 impl Inputs<'_> {
     fn req(&self, id: &str) -> Option<&ReqRow> {
         self.reqs.all().find(|r| r.id == id)
+    }
+
+    /// Epic number `n` of `kind` over the requirements `rows`, with its stories; it has the
+    /// highest priority of its requirements and is in the MVP when that is Must.
+    fn epic(
+        &self,
+        n: usize,
+        kind: EpicKind,
+        title: String,
+        rows: &[&ReqRow],
+        stories: Vec<Story>,
+    ) -> Epic {
+        let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+        let priority = (rows.iter().map(|r| r.priority).min()).unwrap_or(Moscow::Should);
+        let id = format!("EPIC-{n:03}");
+        Epic {
+            file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
+            id,
+            kind,
+            title,
+            priority,
+            mvp: priority == Moscow::Must,
+            size: epic_size(&stories),
+            adrs: self.adrs_for(&ids),
+            reqs: ids,
+            deps: Vec::new(),
+            component: None,
+            goals: Vec::new(),
+            goal_texts: Vec::new(),
+            stories,
+        }
     }
 
     /// The decisions that trace to any of `ids`.
@@ -185,12 +190,6 @@ fn story_size(criteria: usize) -> &'static str {
     }
 }
 
-/// `spec/…` paths as links from `spec/epics/`.
-fn link(path: Option<&str>) -> Option<String> {
-    path.and_then(|p| p.strip_prefix("spec/"))
-        .map(|p| format!("../{p}"))
-}
-
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let brief = ctx.require(folder, spec::BRIEF, Phase::Epics)?;
@@ -200,13 +199,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         goals: parse::goals(brief),
         reqs: parse::requirements(folder),
         arch: parse::architecture(folder),
-        test_command: ctx
-            .discovery
-            .code
-            .test_framework
-            .as_ref()
-            .filter(|t| !t.command.is_empty())
-            .map(|t| t.command.clone()),
+        test_command: ctx.discovery.code.test_command(),
         ctx,
     };
     if inputs.reqs.functional.is_empty() {
@@ -236,45 +229,18 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     for e in &epics {
         let path = format!("spec/epics/{}", e.file);
         let doc = EpicDoc {
-            common: ctx.shared(&path)?,
             epic: e,
-            requirements: e
-                .reqs
-                .iter()
-                .filter_map(|id| inputs.req(id))
-                .map(|r| Linked {
-                    id: r.id.clone(),
-                    link: link(r.path.as_deref()),
-                    label: r.priority.as_str().to_owned(),
-                    title: r.title.clone(),
-                })
-                .collect(),
-            decisions: e
-                .adrs
-                .iter()
-                .filter_map(|id| inputs.arch.adrs.iter().find(|a| a.id == *id))
-                .map(|a| Linked {
-                    id: a.id.clone(),
-                    link: link(a.path.as_deref()),
-                    label: a.status.clone(),
-                    title: a.title.clone(),
-                })
+            requirements: e.reqs.iter().filter_map(|id| inputs.req(id)).collect(),
+            decisions: (inputs.arch.adrs.iter())
+                .filter(|a| e.adrs.contains(&a.id))
                 .collect(),
             user,
-            test_command: inputs.test_command.as_deref(),
+            test_command: inputs.test_command,
         };
-        files.push((path, template::fill("epic.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "epic.md", &doc)?));
     }
-    let questions = questions(ctx, &epics);
-    let index = index(&inputs, &epics, mvp_fallback, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::EPICS_INDEX.to_owned(),
-            template::fill("epics-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&inputs, &epics, files, questions.len()))
+    let index = index(&inputs, &epics, mvp_fallback);
+    ctx.draft(Phase::Epics, &index, files)
 }
 
 /// One epic per component that implements a known requirement, then one for the
@@ -329,68 +295,35 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
             stories.push(Story {
                 id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
                 kind: StoryKind::Feature,
-                title: r.title.clone(),
-                story: r.story.starts_with("As ").then(|| r.story.clone()),
+                req: Some((*r).clone()),
                 size: story_size(criteria + metrics.len()),
-                criteria: r.criteria.clone(),
                 metrics,
-                measure: String::new(),
-                target: String::new(),
                 traces: vec![r.id.clone()],
             });
         }
         stories.push(Story {
             id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
             kind: StoryKind::Whole,
-            title: String::new(),
-            story: None,
-            criteria: Vec::new(),
+            req: None,
             metrics: Vec::new(),
-            measure: String::new(),
-            target: String::new(),
             size: "S",
             traces: ids.clone(),
         });
-        let priority = rows
-            .iter()
-            .map(|r| r.priority)
-            .min()
-            .unwrap_or(Moscow::Should);
-        let goals: Vec<String> = rows
-            .iter()
-            .flat_map(|r| r.traces.clone())
+        let (kind, title) = match &component {
+            Some(c) => (EpicKind::Component, c.name.clone()),
+            None => (EpicKind::Orphans, "Remaining requirements".into()),
+        };
+        let mut epic = inputs.epic(n, kind, title, &rows, stories);
+        epic.goals = (rows.iter().flat_map(|r| r.traces.clone()))
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let goal_texts = goals
-            .iter()
+        epic.goal_texts = (epic.goals.iter())
             .filter_map(|g| inputs.goals.iter().find(|x| x.id == *g))
             .map(|g| g.text.clone())
             .collect();
-        let title = component
-            .as_ref()
-            .map_or_else(|| "Remaining requirements".into(), |c| c.name.clone());
-        let id = format!("EPIC-{n:03}");
-        epics.push(Epic {
-            file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
-            id,
-            kind: if component.is_some() {
-                EpicKind::Component
-            } else {
-                EpicKind::Orphans
-            },
-            title,
-            priority,
-            mvp: priority == Moscow::Must,
-            size: epic_size(&stories),
-            adrs: inputs.adrs_for(&ids),
-            reqs: ids,
-            deps: Vec::new(),
-            component,
-            goals,
-            goal_texts,
-            stories,
-        });
+        epic.component = component;
+        epics.push(epic);
     }
     for i in 0..epics.len() {
         let deps: Vec<String> = epics[i]
@@ -421,32 +354,18 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
         return None;
     }
     let n = features.len() + 1;
-    let ids: Vec<String> = nfrs.iter().map(|r| r.id.clone()).collect();
     let stories: Vec<Story> = nfrs
         .iter()
         .enumerate()
         .map(|(i, r)| Story {
             id: format!("STORY-{n:03}-{:03}", i + 1),
             kind: StoryKind::Quality,
-            title: r.title.clone(),
-            story: None,
-            criteria: Vec::new(),
+            req: Some(r.clone()),
             metrics: Vec::new(),
-            measure: if r.metric.is_empty() {
-                r.title.clone()
-            } else {
-                r.metric.clone()
-            },
-            target: r.target.clone(),
             size: "M",
             traces: vec![r.id.clone()],
         })
         .collect();
-    let priority = nfrs
-        .iter()
-        .map(|r| r.priority)
-        .min()
-        .unwrap_or(Moscow::Should);
     let categories: Vec<String> = nfrs
         .iter()
         .map(|r| r.category.to_lowercase())
@@ -462,60 +381,17 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
             super::text::and_list(&categories)
         }
     );
-    let id = format!("EPIC-{n:03}");
-    Some(Epic {
-        file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
-        id,
-        kind: EpicKind::Quality,
-        title,
-        priority,
-        mvp: priority == Moscow::Must,
-        size: epic_size(&stories),
-        adrs: inputs.adrs_for(&ids),
-        deps: features
-            .iter()
-            .filter(|e| e.mvp || priority != Moscow::Must)
-            .map(|e| e.id.clone())
-            .collect(),
-        reqs: ids,
-        component: None,
-        goals: Vec::new(),
-        goal_texts: Vec::new(),
-        stories,
-    })
-}
-
-/// The epics that are L or XL.
-fn big(epics: &[Epic]) -> Vec<String> {
-    epics
-        .iter()
-        .filter(|e| matches!(e.size, "L" | "XL"))
+    let rows: Vec<&ReqRow> = nfrs.iter().collect();
+    let mut epic = inputs.epic(n, EpicKind::Quality, title, &rows, stories);
+    epic.deps = (features.iter())
+        .filter(|e| e.mvp || !epic.mvp)
         .map(|e| e.id.clone())
-        .collect()
-}
-
-/// The open questions of the index.
-fn questions(ctx: &Ctx, epics: &[Epic]) -> Vec<String> {
-    let mut questions = ctx.common_questions();
-    let big = big(epics);
-    if !big.is_empty() {
-        questions.push(format!(
-            "How should {} be split?",
-            super::text::and_list(&big)
-        ));
-    }
-    questions.push("Are the story sizes right for the team that will do the work?".into());
-    questions.push("Is the MVP the smallest set of epics worth releasing?".into());
-    questions
+        .collect();
+    Some(epic)
 }
 
 /// The data of the index: order, MVP, traceability, sizes and risks.
-fn index<'a>(
-    inputs: &'a Inputs,
-    epics: &'a [Epic],
-    mvp_fallback: bool,
-    questions: &'a [String],
-) -> Step<IndexDoc<'a>> {
+fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> IndexDoc<'a> {
     // Execution order: dependencies first, then by id.
     let mut order: Vec<&Epic> = Vec::new();
     while order.len() < epics.len() {
@@ -550,23 +426,8 @@ fn index<'a>(
             row
         })
         .collect();
-    let ids = |keep: &dyn Fn(&Epic) -> bool| -> Vec<String> {
-        epics
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| e.id.clone())
-            .collect()
-    };
-    let proposed: Vec<String> = inputs
-        .arch
-        .adrs
-        .iter()
-        .filter(|a| a.status != "Accepted")
-        .map(|a| a.id.clone())
-        .collect();
     let ctx = inputs.ctx;
-    Ok(IndexDoc {
-        common: ctx.shared(spec::EPICS_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[
             spec::BRIEF,
             spec::REQUIREMENTS_INDEX,
@@ -575,9 +436,8 @@ fn index<'a>(
         title: &ctx.title,
         epics,
         order,
-        mvp: epics.iter().filter(|e| e.mvp).collect(),
         mvp_fallback,
-        story_count: epics.iter().map(|e| e.stories.len()).sum(),
+        functional: inputs.reqs.functional.len(),
         must_reqs: inputs
             .reqs
             .all()
@@ -585,56 +445,8 @@ fn index<'a>(
             .map(|r| r.id.clone())
             .collect(),
         goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
-        test_command: inputs.test_command.as_deref(),
+        test_command: inputs.test_command,
         traces,
-        by_size: ["S", "M", "L", "XL"]
-            .into_iter()
-            .map(|s| (s, ids(&|e| e.size == s)))
-            .collect(),
-        big: big(epics),
-        waiting: ids(&|e| !e.deps.is_empty()),
-        touched: ids(&|e| e.adrs.iter().any(|a| proposed.contains(a))),
-        proposed,
-        questions,
-        paths: BTreeMap::from([
-            ("brief", spec::BRIEF),
-            ("requirements", spec::REQUIREMENTS_INDEX),
-            ("architecture", spec::ARCHITECTURE_INDEX),
-        ]),
-    })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(inputs: &Inputs, epics: &[Epic], files: Vec<(String, String)>, questions: usize) -> Draft {
-    let story_count: usize = epics.iter().map(|e| e.stories.len()).sum();
-    let mvp = epics.iter().filter(|e| e.mvp).count();
-    let sizes: Vec<String> = ["S", "M", "L", "XL"]
-        .iter()
-        .map(|s| format!("{} {s}", epics.iter().filter(|e| e.size == *s).count()))
-        .collect();
-    let functional = inputs.reqs.functional.len();
-    Draft {
-        summary: format!(
-            "epics: {} ({mvp} MVP), {}, all {functional} REQ covered",
-            count(epics.len(), "epic"),
-            count(story_count, "story"),
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}, {mvp} MVP; {}",
-                count(epics.len(), "epic"),
-                count(story_count, "story")
-            ),
-            format!("All {} covered by stories", count(functional, "REQ")),
-            format!("Epic sizes: {}", sizes.join(", ")),
-            format!("{questions} open questions on the epics"),
-        ],
-        decisions: vec![
-            "One epic per component, one story per requirement plus one end-to-end story: \
-             keeps REQ → component → story tracing direct"
-                .into(),
-            "Non-functional requirements get their own epic after the features it measures".into(),
-        ],
+        adrs: &inputs.arch.adrs,
     }
 }

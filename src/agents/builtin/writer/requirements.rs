@@ -7,15 +7,14 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::brief::count;
 use super::context::{self, Discovery};
 use super::parse::{self, GoalRow};
-use super::text::{self, Topic};
-use super::{Common, Ctx, Draft, Folder, Moscow, Phase, Step, template};
+use super::text::{self, System, Topic};
+use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
 use crate::specdoc::spec;
 
 /// The category of a non-functional requirement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 pub enum Category {
     /// `NFR-P-NNN`.
     Performance,
@@ -27,66 +26,31 @@ pub enum Category {
     Usability,
 }
 
-impl Category {
-    fn code(self) -> &'static str {
-        match self {
-            Category::Performance => "P",
-            Category::Security => "S",
-            Category::Scalability => "SC",
-            Category::Usability => "U",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Category::Performance => "Performance",
-            Category::Security => "Security",
-            Category::Scalability => "Scalability",
-            Category::Usability => "Usability",
-        }
-    }
-
-    fn topic(self) -> Topic {
-        match self {
-            Category::Performance => Topic::Performance,
-            Category::Security => Topic::Security,
-            Category::Scalability => Topic::Scale,
-            Category::Usability => Topic::Usability,
-        }
-    }
-
-    fn of_topic(topic: Topic) -> Option<Category> {
-        [
-            Category::Performance,
-            Category::Security,
-            Category::Scalability,
-            Category::Usability,
-        ]
-        .into_iter()
-        .find(|c| c.topic() == topic)
-    }
-}
-
-/// A non-functional requirement before it gets its id.
-struct NfrSpec {
-    category: Category,
-    title: String,
-    requirement: String,
-    metric: String,
-    target: String,
-    method: String,
-    priority: Moscow,
-    source: String,
+/// The id code of a category and the goal topic it answers to.
+#[derive(Deserialize)]
+struct CategoryInfo {
+    code: String,
+    topic: Topic,
 }
 
 /// The words of one non-functional requirement.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize, Clone)]
 struct Entry {
     title: String,
     requirement: String,
     metric: String,
     target: String,
     method: String,
+}
+
+/// A non-functional requirement before it gets its id.
+#[derive(Serialize)]
+struct NfrSpec {
+    category: Category,
+    #[serde(flatten)]
+    entry: Entry,
+    priority: Moscow,
+    source: String,
 }
 
 /// A non-functional requirement an analyst signal calls for.
@@ -113,160 +77,103 @@ struct Catalogue {
     topic: BTreeMap<Category, Entry>,
     constraint: BTreeMap<Category, Measure>,
     baseline: Entry,
+    category: BTreeMap<Category, CategoryInfo>,
 }
 
-/// [`Catalogue`], read once, or why it cannot be read.
-static CATALOGUE: LazyLock<Result<Catalogue, String>> = LazyLock::new(|| {
+/// [`Catalogue`], read once; a test parses the file.
+static CATALOGUE: LazyLock<Catalogue> = LazyLock::new(|| {
     toml::from_str(include_str!(
         "../../../../specs/templates/builtin/nfr-catalogue.toml"
     ))
-    .map_err(|e| format!("the NFR catalogue does not parse: {e}"))
+    .expect("nfr-catalogue.toml parses (a unit test reads it)")
 });
 
+impl Category {
+    fn info(self) -> &'static CategoryInfo {
+        &CATALOGUE.category[&self]
+    }
+
+    fn of_topic(topic: Topic) -> Option<Category> {
+        CATALOGUE
+            .category
+            .iter()
+            .find(|(_, i)| i.topic == topic)
+            .map(|(c, _)| *c)
+    }
+}
+
 impl NfrSpec {
-    fn new(category: Category, e: &Entry, priority: Moscow, source: String) -> NfrSpec {
+    /// Security NFRs are Must, the others Should.
+    fn new(category: Category, entry: &Entry, source: String) -> NfrSpec {
         NfrSpec {
             category,
-            title: e.title.clone(),
-            requirement: e.requirement.clone(),
-            metric: e.metric.clone(),
-            target: e.target.clone(),
-            method: e.method.clone(),
-            priority,
+            entry: entry.clone(),
+            priority: if category == Category::Security {
+                Moscow::Must
+            } else {
+                Moscow::Should
+            },
             source,
         }
     }
 }
 
-/// Security NFRs are Must, the others Should.
-fn default_priority(category: Category) -> Moscow {
-    if category == Category::Security {
-        Moscow::Must
-    } else {
-        Moscow::Should
-    }
-}
-
-/// The NFRs: from signals, then constraints, then goal topics, then a baseline for security.
-fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> Step<(Vec<NfrSpec>, Vec<String>)> {
-    let catalogue = CATALOGUE.as_ref().map_err(Clone::clone)?;
+/// The NFRs: from signals, then constraints, then goal topics, then a baseline for security;
+/// and the constraints of no category.
+fn nfr_specs(d: &Discovery, goals: &[GoalRow]) -> (Vec<NfrSpec>, Vec<String>) {
     let mut specs: Vec<NfrSpec> = Vec::new();
-    for n in &catalogue.signal {
-        let Some(signal) = n.signals.iter().find(|s| d.has_signal(s)) else {
-            continue;
-        };
-        specs.push(NfrSpec::new(
-            n.category,
-            &n.entry,
-            default_priority(n.category),
-            format!("signal `{signal}` ({})", d.evidence_of(signal)),
-        ));
+    for n in &CATALOGUE.signal {
+        if let Some(signal) = n.signals.iter().find(|s| d.has_signal(s)) {
+            let source = format!("signal `{signal}` ({})", d.evidence_of(signal));
+            specs.push(NfrSpec::new(n.category, &n.entry, source));
+        }
     }
     let mut unclassified = Vec::new();
     for c in &d.constraints {
         let category = text::topics(c).into_iter().find_map(Category::of_topic);
-        match category.and_then(|k| Some((k, catalogue.constraint.get(&k)?))) {
+        match category.and_then(|k| Some((k, CATALOGUE.constraint.get(&k)?))) {
             Some((category, measure)) => specs.push(NfrSpec {
                 category,
-                title: text::shorten(c, 60),
-                requirement: format!("The stated constraint holds: {}.", c.trim_end_matches('.')),
-                metric: measure.metric.clone(),
-                target: format!("as stated: {}", c.trim_end_matches('.')),
-                method: measure.method.clone(),
+                entry: Entry {
+                    title: text::shorten(c, 60),
+                    requirement: format!(
+                        "The stated constraint holds: {}.",
+                        c.trim_end_matches('.')
+                    ),
+                    metric: measure.metric.clone(),
+                    target: format!("as stated: {}", c.trim_end_matches('.')),
+                    method: measure.method.clone(),
+                },
                 priority: Moscow::Must,
                 source: "a constraint of the discovery context".into(),
             }),
             None => unclassified.push(c.clone()),
         }
     }
-    for topic in [
-        Topic::Security,
-        Topic::Performance,
-        Topic::Scale,
-        Topic::Usability,
-    ] {
-        let category = Category::of_topic(topic).expect("each of these topics has a category");
-        if goals.iter().any(|g| text::topics(&g.text).contains(&topic))
+    for (&category, info) in &CATALOGUE.category {
+        if goals
+            .iter()
+            .any(|g| text::topics(&g.text).contains(&info.topic))
             && !specs.iter().any(|s| s.category == category)
-            && let Some(entry) = catalogue.topic.get(&category)
+            && let Some(entry) = CATALOGUE.topic.get(&category)
         {
             specs.push(NfrSpec::new(
                 category,
                 entry,
-                default_priority(category),
                 "the goals of the brief".into(),
             ));
         }
     }
     if !specs.iter().any(|s| s.category == Category::Security) {
+        let source = "the baseline every change meets".into();
         specs.push(NfrSpec::new(
             Category::Security,
-            &catalogue.baseline,
-            Moscow::Must,
-            "the baseline every change meets".into(),
+            &CATALOGUE.baseline,
+            source,
         ));
     }
     specs.sort_by_key(|s| s.category);
-    Ok((specs, unclassified))
-}
-
-/// External systems a request may name: (word, system, protocol, data format).
-const SYSTEMS: &[(&str, &str, &str, &str)] = &[
-    ("redis", "Redis", "RESP over TCP", "keys and values"),
-    ("postgres", "PostgreSQL", "SQL over TCP", "rows"),
-    ("postgresql", "PostgreSQL", "SQL over TCP", "rows"),
-    ("mysql", "MySQL", "SQL over TCP", "rows"),
-    ("sqlite", "SQLite", "embedded library", "rows"),
-    (
-        "mongodb",
-        "MongoDB",
-        "MongoDB wire protocol",
-        "BSON documents",
-    ),
-    ("kafka", "Kafka", "Kafka protocol", "messages"),
-    ("rabbitmq", "RabbitMQ", "AMQP", "messages"),
-    ("s3", "Object storage (S3)", "HTTPS", "objects"),
-    ("github", "GitHub", "HTTPS API", "JSON"),
-    ("gitlab", "GitLab", "HTTPS API", "JSON"),
-    ("slack", "Slack", "HTTPS webhooks", "JSON"),
-    ("stripe", "Stripe", "HTTPS API", "JSON"),
-    (
-        "oauth",
-        "OAuth identity provider",
-        "OAuth 2.0 over HTTPS",
-        "tokens (JSON)",
-    ),
-    (
-        "oauth2",
-        "OAuth identity provider",
-        "OAuth 2.0 over HTTPS",
-        "tokens (JSON)",
-    ),
-    (
-        "sso",
-        "Single sign-on provider",
-        "OIDC or SAML over HTTPS",
-        "tokens",
-    ),
-    ("ldap", "LDAP directory", "LDAP", "directory entries"),
-    ("smtp", "Mail server", "SMTP", "e-mail"),
-    ("email", "Mail server", "SMTP", "e-mail"),
-    ("webhook", "Webhook receivers", "HTTPS", "JSON"),
-    ("webhooks", "Webhook receivers", "HTTPS", "JSON"),
-    ("graphql", "GraphQL API", "HTTPS", "JSON"),
-    ("grpc", "gRPC services", "HTTP/2", "protobuf"),
-];
-
-/// The external systems `text` names, each once, in table order.
-pub fn systems(text: &str) -> Vec<(&'static str, &'static str, &'static str)> {
-    let words = text::words(text);
-    let mut out: Vec<(&str, &str, &str)> = Vec::new();
-    for (word, system, protocol, format) in SYSTEMS {
-        if words.iter().any(|w| w == word) && !out.iter().any(|(s, _, _)| s == system) {
-            out.push((system, protocol, format));
-        }
-    }
-    out
+    (specs, unclassified)
 }
 
 /// One functional requirement.
@@ -289,32 +196,16 @@ struct Req {
 #[derive(Serialize)]
 struct Nfr<'a> {
     id: String,
-    category: &'static str,
-    title: &'a str,
-    requirement: &'a str,
-    metric: &'a str,
-    target: &'a str,
-    method: &'a str,
-    priority: Moscow,
-    source: &'a str,
+    #[serde(flatten)]
+    spec: &'a NfrSpec,
     /// The goals it serves.
     traces: Vec<String>,
     file: String,
 }
 
-/// The paths the documents name.
-const PATHS: [(&str, &str); 4] = [
-    ("brief", spec::BRIEF),
-    ("discovery", spec::DISCOVERY),
-    ("architecture", spec::ARCHITECTURE_INDEX),
-    ("epics", spec::EPICS_INDEX),
-];
-
 /// The data of one functional requirement's file.
 #[derive(Serialize)]
 struct ReqDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     #[serde(flatten)]
     req: &'a Req,
     user: &'a str,
@@ -327,77 +218,24 @@ struct ReqDoc<'a> {
     /// The first performance NFR, whose benchmark a performance criterion names.
     benchmark: Option<String>,
     test_command: Option<&'a str>,
-    paths: BTreeMap<&'static str, &'static str>,
-}
-
-/// The data of one non-functional requirement's file.
-#[derive(Serialize)]
-struct NfrDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
-    #[serde(flatten)]
-    nfr: &'a Nfr<'a>,
-    paths: BTreeMap<&'static str, &'static str>,
-}
-
-/// How many requirements have one priority.
-#[derive(Serialize)]
-struct PriorityRow {
-    priority: Moscow,
-    functional: usize,
-    non_functional: usize,
-}
-
-/// A goal with the requirements that serve it.
-#[derive(Serialize)]
-struct TraceRow<'a> {
-    goal: &'a GoalRow,
-    reqs: Vec<String>,
-    nfrs: Vec<String>,
-}
-
-/// A system the request names, for a template.
-#[derive(Serialize)]
-pub struct System {
-    name: &'static str,
-    protocol: &'static str,
-    format: &'static str,
-}
-
-/// [`systems`] for a template.
-pub fn system_rows(text: &str) -> Vec<System> {
-    systems(text)
-        .into_iter()
-        .map(|(name, protocol, format)| System {
-            name,
-            protocol,
-            format,
-        })
-        .collect()
 }
 
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    #[serde(flatten)]
-    common: Common,
     dependencies: Vec<String>,
     title: &'a str,
     goals: &'a [GoalRow],
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
-    by_priority: Vec<PriorityRow>,
     /// What shows the data signals the analyst reported.
     evidence: BTreeMap<&'static str, String>,
     data_reqs: Vec<String>,
-    systems: Vec<System>,
+    systems: Vec<&'static System>,
     unclassified: &'a [String],
     /// What the request rules out.
     ruled_out: Vec<String>,
     stack: Option<String>,
-    traces: Vec<TraceRow<'a>>,
-    questions: &'a [String],
-    paths: BTreeMap<&'static str, &'static str>,
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
@@ -431,128 +269,68 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             });
         }
     }
-    let (specs, unclassified) = nfr_specs(d, &goals)?;
+    let (specs, unclassified) = nfr_specs(d, &goals);
     let nfrs = number(&specs, &goals);
-    let ids_of = |category: &str| -> Vec<String> {
+    let ids_of = |category: Category| -> Vec<String> {
         nfrs.iter()
-            .filter(|n| n.category == category)
+            .filter(|n| n.spec.category == category)
             .map(|n| n.id.clone())
             .collect()
     };
-    let paths = BTreeMap::from(PATHS);
-    let test_command = d
-        .code
-        .test_framework
-        .as_ref()
-        .map(|t| t.command.as_str())
-        .filter(|c| !c.is_empty());
+    let test_command = d.code.test_command();
     let mut files: Vec<(String, String)> = Vec::new();
     for r in &reqs {
         let path = format!("spec/requirements/{}", r.file);
         let doc = ReqDoc {
-            common: ctx.shared(&path)?,
             req: r,
             user,
             verb_led: r.title.split_whitespace().next().is_some_and(text::is_verb),
             module: context::matching_module(ctx.input.code.files(), &text::key_words(&r.title))
                 .map(|(m, _)| m),
             security: r.topics.contains(&Topic::Security),
-            security_ids: ids_of(Category::Security.name()),
-            benchmark: ids_of(Category::Performance.name()).into_iter().next(),
+            security_ids: ids_of(Category::Security),
+            benchmark: ids_of(Category::Performance).into_iter().next(),
             test_command,
-            paths: paths.clone(),
         };
-        files.push((path, template::fill("requirement.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "requirement.md", &doc)?));
     }
     for n in &nfrs {
         let path = format!("spec/requirements/{}", n.file);
-        let doc = NfrDoc {
-            common: ctx.shared(&path)?,
-            nfr: n,
-            paths: paths.clone(),
-        };
-        files.push((path, template::fill("nfr.md", &doc)?));
+        files.push((path.clone(), ctx.fill(&path, "nfr.md", n)?));
     }
-    let questions = questions(ctx, &goals, &reqs, &specs);
-    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified, &questions)?;
-    files.insert(
-        0,
-        (
-            spec::REQUIREMENTS_INDEX.to_owned(),
-            template::fill("requirements-index.md", &index)?,
-        ),
-    );
-    Ok(draft(&goals, &reqs, &nfrs, files, questions.len()))
+    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified);
+    ctx.draft(Phase::Requirements, &index, files)
 }
 
 /// The non-functional requirements with their ids (numbered per category) and the goals
 /// they serve: those of their topic, or every goal.
 fn number<'a>(specs: &'a [NfrSpec], goals: &[GoalRow]) -> Vec<Nfr<'a>> {
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let n = specs[..i]
-                .iter()
-                .filter(|o| o.category == s.category)
-                .count()
-                + 1;
-            let id = format!("NFR-{}-{n:03}", s.category.code());
-            let matched: Vec<String> = goals
-                .iter()
-                .filter(|g| text::topics(&g.text).contains(&s.category.topic()))
-                .map(|g| g.id.clone())
-                .collect();
-            Nfr {
-                file: format!("{id}-{}.md", text::slug(&s.title, "requirement")),
-                id,
-                category: s.category.name(),
-                title: &s.title,
-                requirement: &s.requirement,
-                metric: &s.metric,
-                target: &s.target,
-                method: &s.method,
-                priority: s.priority,
-                source: &s.source,
-                traces: if matched.is_empty() {
-                    goals.iter().map(|g| g.id.clone()).collect()
-                } else {
-                    matched
-                },
-            }
-        })
-        .collect()
-}
-
-/// The open questions of the index.
-fn questions(ctx: &Ctx, goals: &[GoalRow], reqs: &[Req], specs: &[NfrSpec]) -> Vec<String> {
-    let d = &ctx.discovery;
-    let mut questions = ctx.common_questions();
-    if !d.has_signal("sql_detected")
-        && !d.has_signal("data_migration")
-        && !reqs.iter().any(|r| r.topics.contains(&Topic::Data))
-    {
-        questions.push("Does the change keep any state, and if so, what are its entities?".into());
+    let mut out: Vec<Nfr> = Vec::new();
+    for spec in specs {
+        let info = spec.category.info();
+        let n = out
+            .iter()
+            .filter(|o| o.spec.category == spec.category)
+            .count()
+            + 1;
+        let id = format!("NFR-{}-{n:03}", info.code);
+        let matched: Vec<String> = goals
+            .iter()
+            .filter(|g| text::topics(&g.text).contains(&info.topic))
+            .map(|g| g.id.clone())
+            .collect();
+        out.push(Nfr {
+            file: format!("{id}-{}.md", text::slug(&spec.entry.title, "requirement")),
+            id,
+            spec,
+            traces: if matched.is_empty() {
+                goals.iter().map(|g| g.id.clone()).collect()
+            } else {
+                matched
+            },
+        });
     }
-    let systems = systems(&ctx.task_text);
-    if !systems.is_empty() {
-        questions.push(format!(
-            "In which direction does data flow between the product and {}?",
-            text::and_list(&systems.iter().map(|s| s.0.to_owned()).collect::<Vec<_>>())
-        ));
-    }
-    if specs.iter().any(|s| s.target.contains("to confirm")) {
-        questions.push("Which figures stand behind the NFR targets marked \"to confirm\"?".into());
-    }
-    if goals.iter().any(|g| g.priority != Moscow::Must) {
-        questions.push(
-            "Should any Should or Could requirement move to Must, or be dropped (Won't)?".into(),
-        );
-    }
-    questions.push(
-        "Are the acceptance criteria precise enough to be written as tests as they stand?".into(),
-    );
-    questions
+    out
 }
 
 /// The data of the index.
@@ -562,24 +340,14 @@ fn index<'a>(
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
     unclassified: &'a [String],
-    questions: &'a [String],
-) -> Step<IndexDoc<'a>> {
+) -> IndexDoc<'a> {
     let d = &ctx.discovery;
-    Ok(IndexDoc {
-        common: ctx.shared(spec::REQUIREMENTS_INDEX)?,
+    IndexDoc {
         dependencies: ctx.dependency_paths(&[spec::BRIEF]),
         title: &ctx.title,
         goals,
         reqs,
         nfrs,
-        by_priority: Moscow::ALL
-            .iter()
-            .map(|m| PriorityRow {
-                priority: *m,
-                functional: reqs.iter().filter(|r| r.goal.priority == *m).count(),
-                non_functional: nfrs.iter().filter(|n| n.priority == *m).count(),
-            })
-            .collect(),
         evidence: ["sql_detected", "data_migration"]
             .into_iter()
             .filter(|s| d.has_signal(s))
@@ -590,7 +358,7 @@ fn index<'a>(
             .filter(|r| r.topics.contains(&Topic::Data))
             .map(|r| r.id.clone())
             .collect(),
-        systems: system_rows(&ctx.task_text),
+        systems: text::systems(&ctx.task_text),
         unclassified,
         ruled_out: text::clauses(&ctx.task_text)
             .into_iter()
@@ -598,77 +366,6 @@ fn index<'a>(
             .map(|c| c.text)
             .collect(),
         stack: d.code.stack_phrase(),
-        traces: goals
-            .iter()
-            .map(|g| TraceRow {
-                goal: g,
-                reqs: reqs
-                    .iter()
-                    .filter(|r| r.goal.id == g.id)
-                    .map(|r| r.id.clone())
-                    .collect(),
-                nfrs: nfrs
-                    .iter()
-                    .filter(|n| n.traces.contains(&g.id))
-                    .map(|n| n.id.clone())
-                    .collect(),
-            })
-            .collect(),
-        questions,
-        paths: BTreeMap::from(PATHS),
-    })
-}
-
-/// The phase's summary, findings and decisions.
-fn draft(
-    goals: &[GoalRow],
-    reqs: &[Req],
-    nfrs: &[Nfr],
-    files: Vec<(String, String)>,
-    questions: usize,
-) -> Draft {
-    let with = |p: Moscow| reqs.iter().filter(|r| r.goal.priority == p).count();
-    let sources: Vec<String> = nfrs
-        .iter()
-        .map(|n| match n.source.strip_prefix("signal `") {
-            Some(rest) => format!("{} ({})", n.id, rest.split('`').next().unwrap_or("")),
-            None => n.id.clone(),
-        })
-        .collect();
-    Draft {
-        summary: format!(
-            "requirements: {} REQ, {} NFR, all {} traced",
-            reqs.len(),
-            nfrs.len(),
-            count(goals.len(), "goal")
-        ),
-        files,
-        findings: vec![
-            format!(
-                "{}: {} Must, {} Should, {} Could",
-                count(reqs.len(), "functional requirement"),
-                with(Moscow::Must),
-                with(Moscow::Should),
-                with(Moscow::Could)
-            ),
-            format!("NFRs: {}", sources.join(", ")),
-            format!(
-                "All {} traced to at least one REQ",
-                count(goals.len(), "goal")
-            ),
-            format!("{questions} open questions on the requirements"),
-        ],
-        decisions: vec![
-            "Functional ids are REQ-NNN, not FR-NNN: the templates, file names and later \
-             documents all use REQ"
-                .into(),
-            "A goal whose object is a plain list (\"add X, Y and Z\") gives one REQ per item; \
-             any other goal gives one REQ"
-                .into(),
-            "NFRs come from analyst signals, classified constraints and goal topics; a baseline \
-             security NFR is always written because every change handles input"
-                .into(),
-        ],
     }
 }
 
@@ -678,7 +375,7 @@ mod tests {
 
     #[test]
     fn the_catalogue_knows_every_category() {
-        let catalogue = CATALOGUE.as_ref().unwrap();
+        let catalogue = &*CATALOGUE;
         for c in [
             Category::Performance,
             Category::Security,
@@ -690,6 +387,7 @@ mod tests {
                 catalogue.constraint.contains_key(&c),
                 "{c:?} has no measure"
             );
+            assert_eq!(Category::of_topic(c.info().topic), Some(c));
         }
         assert!(catalogue.signal.iter().all(|s| !s.signals.is_empty()));
     }

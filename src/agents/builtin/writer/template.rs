@@ -14,44 +14,25 @@ use minijinja::Environment;
 use super::text;
 use crate::specdoc::md::WRITER;
 
+/// `(name, text)` of each named template of `specs/templates/builtin/`.
+macro_rules! builtin {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../../../../specs/templates/builtin/", $name)))),*]
+    };
+}
+
 /// The writer's templates, by name.
-const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "product-brief.md",
-        include_str!("../../../../specs/templates/builtin/product-brief.md"),
-    ),
-    (
-        "revision-notes.md",
-        include_str!("../../../../specs/templates/builtin/revision-notes.md"),
-    ),
-    (
-        "adr.md",
-        include_str!("../../../../specs/templates/builtin/adr.md"),
-    ),
-    (
-        "architecture-index.md",
-        include_str!("../../../../specs/templates/builtin/architecture-index.md"),
-    ),
-    (
-        "requirement.md",
-        include_str!("../../../../specs/templates/builtin/requirement.md"),
-    ),
-    (
-        "nfr.md",
-        include_str!("../../../../specs/templates/builtin/nfr.md"),
-    ),
-    (
-        "requirements-index.md",
-        include_str!("../../../../specs/templates/builtin/requirements-index.md"),
-    ),
-    (
-        "epics-index.md",
-        include_str!("../../../../specs/templates/builtin/epics-index.md"),
-    ),
-    (
-        "epic.md",
-        include_str!("../../../../specs/templates/builtin/epic.md"),
-    ),
+const TEMPLATES: &[(&str, &str)] = builtin![
+    "product-brief.md",
+    "revision-notes.md",
+    "adr.md",
+    "architecture-index.md",
+    "requirement.md",
+    "nfr.md",
+    "requirements-index.md",
+    "epics-index.md",
+    "epic.md",
+    "common-questions.md",
 ];
 
 /// The environment holding [`TEMPLATES`] and the filters they use, or why a template does

@@ -1,7 +1,107 @@
 //! Fixed rules for reading the task text: clauses, verbs, topics, slugs; and the small
-//! formatting helpers every document shares (table cells, lists, inline YAML lists).
+//! formatting helpers every document shares (table cells, lists, inline YAML lists). The word
+//! lists the rules use, and the small tables the phases look words up in, are data:
+//! `specs/templates/builtin/writer-words.toml`, read once into [`WORDS`].
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
 
 use super::Moscow;
+
+/// The word lists of the text rules and the small tables the phases look words up in; see
+/// `writer-words.toml` for what each holds.
+#[derive(Deserialize)]
+pub struct Words {
+    abbreviations: Vec<String>,
+    separators: Vec<String>,
+    lead_ins: Vec<String>,
+    tails: Vec<String>,
+    negations: Vec<String>,
+    priorities: Vec<StatedPriority>,
+    verbs: Vec<String>,
+    nounish: Vec<String>,
+    determiners: Vec<String>,
+    prepositions: Vec<String>,
+    stop_words: Vec<String>,
+    topics: BTreeMap<Topic, Vec<String>>,
+    /// User groups by the role words that name them.
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// Parts of words that make a constraint a business one.
+    pub business: Vec<String>,
+    /// Verbs that make a matched module a replacement.
+    pub replacing: Vec<String>,
+    /// Parts of dependency names that point to a security library.
+    pub security_libs: Vec<String>,
+    /// The systems that are data stores.
+    pub stores: Vec<String>,
+    /// External systems a request may name.
+    pub systems: Vec<System>,
+    /// Language names: word, language.
+    pub languages: Vec<[String; 2]>,
+    /// Source, test and vendored directories, and entry points, of a code tree.
+    pub source_dirs: Vec<String>,
+    pub test_dirs: Vec<String>,
+    pub vendored: Vec<String>,
+    pub entry_points: Vec<String>,
+    /// The fields that name a JSON object given where text is expected.
+    pub telling_fields: Vec<String>,
+    /// File extensions by language.
+    pub extensions: BTreeMap<String, Vec<String>>,
+    /// Build manifests by file name, with their kind.
+    pub manifests: BTreeMap<String, String>,
+    /// The test framework a manifest kind implies: its name and command.
+    pub test_runners: BTreeMap<String, [String; 2]>,
+}
+
+/// An external system a request may name.
+#[derive(Deserialize, serde::Serialize)]
+pub struct System {
+    /// The word that names it.
+    #[serde(skip_serializing)]
+    word: String,
+    /// Its name.
+    pub name: String,
+    /// The protocol it speaks.
+    protocol: String,
+    /// The data format it exchanges.
+    format: String,
+}
+
+/// The external systems `text` names, each once, in table order.
+pub fn systems(text: &str) -> Vec<&'static System> {
+    let words = words(text);
+    let mut out: Vec<&System> = Vec::new();
+    for s in &WORDS.systems {
+        if has(&words, &s.word) && !out.iter().any(|o| o.name == s.name) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// A priority and the wording that states it.
+#[derive(Deserialize)]
+struct StatedPriority {
+    priority: Moscow,
+    words: Vec<String>,
+    #[serde(default)]
+    phrases: Vec<String>,
+}
+
+/// [`Words`], read once; a test parses the file.
+pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
+    toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/writer-words.toml"
+    ))
+    .expect("writer-words.toml parses (a unit test reads it)")
+});
+
+/// Whether `list` holds `word`.
+pub fn has(list: &[String], word: &str) -> bool {
+    list.iter().any(|w| w == word)
+}
 
 /// One clause of the task text.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +162,6 @@ fn strip_bullet(line: &str) -> &str {
     line
 }
 
-const ABBREVIATIONS: &[&str] = &[
-    "e.g", "i.e", "eg", "ie", "etc", "vs", "cf", "approx", "incl", "esp",
-];
-
 /// Splits a line at `.`, `!` and `?` followed by a space or the end, except after common
 /// abbreviations.
 fn sentences(line: &str) -> Vec<&str> {
@@ -85,7 +181,7 @@ fn sentences(line: &str) -> Vec<&str> {
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
-        if c == '.' && ABBREVIATIONS.contains(&word.trim_start_matches('(')) {
+        if c == '.' && has(&WORDS.abbreviations, word.trim_start_matches('(')) {
             continue;
         }
         out.push(&line[start..i]);
@@ -94,18 +190,6 @@ fn sentences(line: &str) -> Vec<&str> {
     out.push(&line[start..]);
     out
 }
-
-/// Separators that may start a new clause, longest first.
-const SEPARATORS: &[&str] = &[
-    ", and then ",
-    " and then ",
-    ", and also ",
-    ", and ",
-    ", then ",
-    " and ",
-    " then ",
-    ", ",
-];
 
 /// Splits `part` where a separator is followed by a verb phrase. A piece of one word is
 /// joined back to the one before it ("build and deploy" stays whole).
@@ -120,9 +204,10 @@ fn split_on_verbs(part: &str) -> Vec<String> {
             i += 1;
             continue;
         }
-        let found = SEPARATORS
+        let found = WORDS
+            .separators
             .iter()
-            .find(|sep| lower[i..].starts_with(**sep) && starts_with_verb(&part[i + sep.len()..]));
+            .find(|sep| lower[i..].starts_with(*sep) && starts_with_verb(&part[i + sep.len()..]));
         match found {
             Some(sep) => {
                 pieces.push((sep_before, part[start..i].to_owned()));
@@ -170,49 +255,11 @@ fn split_without(piece: &str) -> (String, String) {
     }
 }
 
-/// Words that open a request but carry no meaning for the goal, lower-case.
-const LEAD_INS: &[&str] = &[
-    "please ",
-    "also ",
-    "then ",
-    "and ",
-    "so ",
-    "finally ",
-    "i want to ",
-    "i would like to ",
-    "i'd like to ",
-    "i need to ",
-    "we want to ",
-    "we would like to ",
-    "we need to ",
-    "we should ",
-    "we must ",
-    "we could ",
-    "you should ",
-    "you must ",
-    "you could ",
-    "it should ",
-    "it must ",
-    "need to ",
-    "needs to ",
-    "has to ",
-    "have to ",
-    "must ",
-    "should ",
-    "could ",
-    "can you ",
-    "can we ",
-    "optionally ",
-    "ideally ",
-    "maybe ",
-    "perhaps ",
-];
-
 fn strip_lead_ins(text: &str) -> &str {
     let mut text = text.trim();
     loop {
         let lower = text.to_ascii_lowercase();
-        match LEAD_INS.iter().find(|l| lower.starts_with(**l)) {
+        match WORDS.lead_ins.iter().find(|l| lower.starts_with(*l)) {
             Some(l) => text = text[l.len()..].trim_start(),
             None => return text,
         }
@@ -225,7 +272,7 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
     let mut text = strip_lead_ins(piece)
         .trim_matches(|c: char| c.is_whitespace() || ",.;:!?\"'".contains(c))
         .to_owned();
-    for tail in [" if possible", " as well", " too"] {
+    for tail in &WORDS.tails {
         if text.to_ascii_lowercase().ends_with(tail) {
             text.truncate(text.len() - tail.len());
         }
@@ -236,9 +283,10 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
     }
     let first = lower.trim_start();
     let negative = negative
-        || ["do not ", "don't ", "never ", "avoid ", "no ", "not "]
+        || WORDS
+            .negations
             .iter()
-            .any(|n| first.starts_with(n));
+            .any(|n| first.starts_with(n.as_str()));
     Some(Clause {
         text: crate::specdoc::md::inline(&upper_first(&text)),
         priority,
@@ -248,203 +296,19 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
 
 /// The MoSCoW priority a clause's wording states. `lower` is padded with spaces.
 fn stated_priority(lower: &str) -> Option<Moscow> {
-    let has = |words: &[&str]| words.iter().any(|w| lower.contains(&format!(" {w} ")));
-    if has(&[
-        "could",
-        "optional",
-        "optionally",
-        "ideally",
-        "maybe",
-        "perhaps",
-        "might",
-        "bonus",
-    ]) || lower.contains("nice to have")
-        || lower.contains("if possible")
-    {
-        Some(Moscow::Could)
-    } else if has(&["should"]) {
-        Some(Moscow::Should)
-    } else if has(&["must", "required", "essential", "critical"])
-        || lower.contains(" need to ")
-        || lower.contains(" needs to ")
-        || lower.contains(" has to ")
-    {
-        Some(Moscow::Must)
-    } else {
-        None
-    }
+    let p = WORDS.priorities.iter().find(|p| {
+        p.words.iter().any(|w| lower.contains(&format!(" {w} ")))
+            || p.phrases.iter().any(|ph| lower.contains(ph.as_str()))
+    })?;
+    Some(p.priority)
 }
-
-/// Verbs that open a requirement, lower-case.
-const VERBS: &[&str] = &[
-    "accept",
-    "add",
-    "allow",
-    "archive",
-    "audit",
-    "authenticate",
-    "authorise",
-    "authorize",
-    "automate",
-    "avoid",
-    "block",
-    "build",
-    "bump",
-    "cache",
-    "calculate",
-    "change",
-    "check",
-    "clean",
-    "close",
-    "collect",
-    "compress",
-    "compute",
-    "configure",
-    "connect",
-    "convert",
-    "create",
-    "debug",
-    "decouple",
-    "delete",
-    "deploy",
-    "deprecate",
-    "detect",
-    "disable",
-    "display",
-    "document",
-    "download",
-    "drop",
-    "edit",
-    "emit",
-    "enable",
-    "encrypt",
-    "enforce",
-    "ensure",
-    "expire",
-    "explain",
-    "export",
-    "expose",
-    "extend",
-    "extract",
-    "fetch",
-    "filter",
-    "fix",
-    "format",
-    "generate",
-    "give",
-    "handle",
-    "hide",
-    "implement",
-    "import",
-    "improve",
-    "include",
-    "increase",
-    "index",
-    "install",
-    "integrate",
-    "introduce",
-    "invalidate",
-    "keep",
-    "let",
-    "limit",
-    "list",
-    "load",
-    "lock",
-    "log",
-    "maintain",
-    "make",
-    "manage",
-    "measure",
-    "merge",
-    "migrate",
-    "monitor",
-    "move",
-    "notify",
-    "open",
-    "paginate",
-    "parse",
-    "persist",
-    "prevent",
-    "print",
-    "protect",
-    "provide",
-    "publish",
-    "read",
-    "record",
-    "reduce",
-    "refactor",
-    "refresh",
-    "reject",
-    "remove",
-    "rename",
-    "render",
-    "reorganise",
-    "replace",
-    "report",
-    "require",
-    "reset",
-    "restore",
-    "restrict",
-    "retry",
-    "return",
-    "reuse",
-    "rewrite",
-    "rotate",
-    "run",
-    "save",
-    "scan",
-    "schedule",
-    "search",
-    "send",
-    "serve",
-    "set",
-    "ship",
-    "show",
-    "simplify",
-    "sort",
-    "speed",
-    "split",
-    "stop",
-    "store",
-    "stream",
-    "subscribe",
-    "support",
-    "sync",
-    "test",
-    "track",
-    "translate",
-    "update",
-    "upgrade",
-    "upload",
-    "use",
-    "validate",
-    "verify",
-    "warn",
-    "write",
-];
-
-/// Verbs that are as often nouns ("search results", "log files"): they start a new clause
-/// only when an article or pronoun follows.
-const NOUNISH: &[&str] = &[
-    "audit", "cache", "change", "check", "close", "display", "download", "drop", "edit", "export",
-    "filter", "fix", "format", "import", "index", "limit", "list", "lock", "log", "measure",
-    "merge", "move", "open", "print", "record", "report", "reset", "restore", "return", "run",
-    "scan", "schedule", "search", "set", "sort", "stop", "stream", "support", "sync", "test",
-    "track", "update", "upgrade", "upload", "use",
-];
-
-/// Words that show the word before them is a verb taking an object.
-const DETERMINERS: &[&str] = &[
-    "the", "a", "an", "all", "every", "each", "it", "them", "its", "our", "my", "your", "their",
-    "this", "that", "these", "those", "new", "existing", "any", "some",
-];
 
 /// Whether `word` is a verb that opens a requirement.
 pub fn is_verb(word: &str) -> bool {
     let w = word
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_ascii_lowercase();
-    VERBS.contains(&w.as_str())
+    has(&WORDS.verbs, &w)
         || (w.len() >= 7 && (w.ends_with("ize") || w.ends_with("ise") || w.ends_with("ify")))
 }
 
@@ -457,20 +321,13 @@ fn starts_with_verb(text: &str) -> bool {
     if !is_verb(first) {
         return false;
     }
-    if NOUNISH.contains(&first.to_ascii_lowercase().as_str()) {
+    if has(&WORDS.nounish, &first.to_ascii_lowercase()) {
         return words
             .next()
-            .is_some_and(|w| DETERMINERS.contains(&w.to_ascii_lowercase().as_str()));
+            .is_some_and(|w| has(&WORDS.determiners, &w.to_ascii_lowercase()));
     }
     true
 }
-
-/// Words that start a phrase bound to the word before it: a list after them belongs to
-/// that phrase, so "search for users and groups" is not split.
-const PREPOSITIONS: &[&str] = &[
-    "for", "with", "in", "on", "to", "from", "by", "of", "into", "via", "using", "when", "if",
-    "so", "that", "per", "across", "between", "within", "over",
-];
 
 /// Splits a verb phrase with a plain list as its object into one phrase per item: "Add
 /// login, logout and password reset" gives three. Anything else stays whole.
@@ -491,7 +348,7 @@ pub fn decompose(goal: &str) -> Vec<String> {
     };
     if lower[..first_sep]
         .split_whitespace()
-        .any(|w| PREPOSITIONS.contains(&w))
+        .any(|w| has(&WORDS.prepositions, w))
     {
         return whole;
     }
@@ -515,7 +372,7 @@ pub fn decompose(goal: &str) -> Vec<String> {
 }
 
 /// What a piece of text is about, by keyword. Several may apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Topic {
     /// Access control, secrets, cryptography.
@@ -545,116 +402,6 @@ impl Topic {
         Topic::Testing,
         Topic::Docs,
     ];
-
-    /// Keywords: a trailing `*` matches any word starting with the stem.
-    fn keywords(self) -> &'static [&'static str] {
-        match self {
-            Topic::Security => &[
-                "auth*",
-                "login",
-                "logout",
-                "password*",
-                "token*",
-                "secur*",
-                "permission*",
-                "oauth*",
-                "sso",
-                "credential*",
-                "encrypt*",
-                "secret*",
-                "jwt",
-                "csrf",
-                "xss",
-                "2fa",
-                "mfa",
-                "sanitiz*",
-                "sanitis*",
-                "vulnerab*",
-                "privacy",
-                "signin",
-                "signup",
-                "rbac",
-                "acl",
-            ],
-            Topic::Performance => &[
-                "fast*",
-                "speed*",
-                "latenc*",
-                "perform*",
-                "slow*",
-                "cache*",
-                "caching",
-                "optimi*",
-                "throughput",
-                "memory",
-                "cpu",
-                "quick*",
-                "responsive*",
-                "benchmark*",
-            ],
-            Topic::Scale => &[
-                "scal*",
-                "concurren*",
-                "parallel*",
-                "traffic",
-                "million*",
-                "distributed",
-                "replica*",
-                "shard*",
-                "queue*",
-                "throttl*",
-                "rate",
-            ],
-            Topic::Usability => &[
-                "ui",
-                "ux",
-                "page*",
-                "screen*",
-                "button*",
-                "form",
-                "forms",
-                "dialog*",
-                "layout*",
-                "accessib*",
-                "theme*",
-                "dark",
-                "css",
-                "frontend",
-                "mobile",
-                "usab*",
-                "keyboard",
-                "responsive",
-                "dashboard*",
-                "menu*",
-                "wizard*",
-            ],
-            Topic::Data => &[
-                "database*",
-                "db",
-                "sql",
-                "schema*",
-                "migrat*",
-                "storage",
-                "persist*",
-                "export*",
-                "import*",
-                "csv",
-                "backup*",
-                "redis",
-                "postgres*",
-                "mysql",
-                "sqlite",
-                "mongo*",
-                "table",
-                "tables",
-                "record*",
-                "store",
-                "stores",
-            ],
-            Topic::Testing => &["test*", "coverage", "ci", "regression*"],
-            Topic::Docs => &["doc", "docs", "document*", "readme", "guide*", "manual*"],
-        }
-    }
 }
 
 /// The topics `text` touches, in [`Topic::ALL`] order.
@@ -663,7 +410,7 @@ pub fn topics(text: &str) -> Vec<Topic> {
     Topic::ALL
         .into_iter()
         .filter(|t| {
-            t.keywords().iter().any(|k| match k.strip_suffix('*') {
+            WORDS.topics[t].iter().any(|k| match k.strip_suffix('*') {
                 Some(stem) => words.iter().any(|w| w.starts_with(stem)),
                 None => words.iter().any(|w| w == k),
             })
@@ -679,20 +426,12 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Words that say nothing about what a goal is about.
-const STOP_WORDS: &[&str] = &[
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "by", "from", "into",
-    "via", "at", "as", "is", "are", "be", "it", "its", "this", "that", "these", "new", "our", "my",
-    "your", "their", "all", "any", "some", "each", "every", "so", "can", "when", "if", "not", "no",
-    "using", "use", "support",
-];
-
 /// The words of `text` that say what it is about: no stop words, no opening verbs, no words
 /// under three letters, a plural `s` dropped.
 pub fn key_words(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in words(text) {
-        if w.len() < 3 || STOP_WORDS.contains(&w.as_str()) || is_verb(&w) {
+        if w.len() < 3 || has(&WORDS.stop_words, &w) || is_verb(&w) {
             continue;
         }
         let w = match w.strip_suffix('s') {
@@ -725,7 +464,7 @@ pub fn topic_name(goal: &str) -> String {
         .collect();
     while kept.len() > 1
         && kept.last().is_some_and(|w| {
-            PREPOSITIONS.contains(&w.to_lowercase().as_str())
+            has(&WORDS.prepositions, &w.to_lowercase())
                 || ["and", "or"].contains(&w.to_lowercase().as_str())
         })
     {
@@ -924,6 +663,12 @@ mod tests {
         assert!(c[1].negative && c[1].text == "Without breaking the API");
         assert_eq!(c[2].text, "Add a dark theme");
         assert_eq!(c[2].priority, Some(Moscow::Could));
+    }
+
+    #[test]
+    fn the_word_lists_parse() {
+        assert!(is_verb("add") && !WORDS.roles.is_empty());
+        assert_eq!(WORDS.topics.len(), Topic::ALL.len());
     }
 
     #[test]

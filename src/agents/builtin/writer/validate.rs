@@ -3,105 +3,68 @@
 //! the traceability rules of the phase.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
+use serde::Deserialize;
+
+use super::brief::count;
 use super::parse;
-use super::{
-    ARCHITECTURE_TEMPLATE, BRIEF_TEMPLATE, Ctx, Draft, EPICS_TEMPLATE, Folder, Phase,
-    REQUIREMENTS_TEMPLATE, Step, template,
-};
+use super::{Ctx, Draft, Folder, Phase, Step, template};
 use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec;
 
-/// Frontmatter keys of the brief and the index documents.
-const INDEX_KEYS: &[&str] = &[
-    "session_id",
-    "phase",
-    "document_type",
-    "status",
-    "generated_at",
-    "version",
-    "dependencies",
-];
+/// What the documents at a path must look like; see `writer-shapes.toml`.
+#[derive(Deserialize)]
+struct Shape {
+    path: String,
+    template: String,
+    part: String,
+    document_type: String,
+    keys: Vec<String>,
+}
 
-/// What a document at a path must look like: template, part, required keys, document type.
-fn shape(
-    path: &str,
-) -> Option<(
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-    &'static str,
-)> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    Some(match path {
-        spec::BRIEF => (BRIEF_TEMPLATE, "brief", INDEX_KEYS, "product-brief"),
-        spec::REQUIREMENTS_INDEX => (
-            REQUIREMENTS_TEMPLATE,
-            "index",
-            INDEX_KEYS,
-            "requirements-index",
-        ),
-        spec::ARCHITECTURE_INDEX => (
-            ARCHITECTURE_TEMPLATE,
-            "index",
-            INDEX_KEYS,
-            "architecture-index",
-        ),
-        spec::EPICS_INDEX => (EPICS_TEMPLATE, "index", INDEX_KEYS, "epics-index"),
-        _ if path.starts_with("spec/requirements/REQ-") => (
-            REQUIREMENTS_TEMPLATE,
-            "functional",
-            &["id", "type", "priority", "traces_to", "status"],
-            "requirement",
-        ),
-        _ if path.starts_with("spec/requirements/NFR-") => (
-            REQUIREMENTS_TEMPLATE,
-            "non-functional",
-            &["id", "type", "category", "priority", "status"],
-            "non-functional-requirement",
-        ),
-        _ if path.starts_with("spec/architecture/ADR-") => (
-            ARCHITECTURE_TEMPLATE,
-            "adr",
-            &["id", "status", "traces_to", "date"],
-            "adr",
-        ),
-        _ if path.starts_with("spec/epics/EPIC-") && name.ends_with(".md") => (
-            EPICS_TEMPLATE,
-            "epic",
-            &[
-                "id",
-                "priority",
-                "mvp",
-                "size",
-                "requirements",
-                "architecture",
-                "dependencies",
-                "status",
-            ],
-            "epic",
-        ),
-        _ => return None,
-    })
+/// The shapes, read once; a test parses the file.
+static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
+    #[derive(Deserialize)]
+    struct File {
+        shape: Vec<Shape>,
+    }
+    let file: File = toml::from_str(include_str!(
+        "../../../../specs/templates/builtin/writer-shapes.toml"
+    ))
+    .expect("writer-shapes.toml parses (a unit test reads it)");
+    file.shape
+});
+
+/// The spec template `name` (`specs/templates/<name>.md`): what a document must contain (its
+/// literal headings), the same contract agents and the readiness gate read.
+fn spec_template(name: &str) -> &'static str {
+    match name {
+        "product-brief" => include_str!("../../../../specs/templates/product-brief.md"),
+        "requirements" => include_str!("../../../../specs/templates/requirements.md"),
+        "architecture" => include_str!("../../../../specs/templates/architecture.md"),
+        "epics" => include_str!("../../../../specs/templates/epics.md"),
+        _ => "",
+    }
 }
 
 /// Checks one document: frontmatter and template headings. Returns the number of headings
 /// checked.
 fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> Step<usize> {
-    let Some((tmpl, part, keys, doc_type)) = shape(path) else {
+    let Some(shape) = SHAPES.iter().find(|s| path.starts_with(&s.path)) else {
         problems.push(format!("`{path}` is not a path the writer should write"));
         return Ok(0);
     };
     match MD.frontmatter(doc) {
         None => problems.push(format!("`{path}` has no frontmatter")),
         Some(fm) => {
-            for key in keys {
-                match fm.get(*key) {
+            for key in &shape.keys {
+                match fm.get(key) {
                     None => problems.push(format!("`{path}` lacks the frontmatter key `{key}`")),
                     Some(v) if v.is_empty() => {
                         problems.push(format!("`{path}` has an empty `{key}`"))
                     }
-                    Some(v) if *key == "traces_to" && md::list(v).is_empty() => {
+                    Some(v) if key == "traces_to" && md::list(v).is_empty() => {
                         problems.push(format!("`{path}` traces to nothing"))
                     }
                     _ => {}
@@ -119,12 +82,16 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
             {
                 problems.push(format!("`{path}` has the wrong phase"));
             }
-            if fm.get("document_type").is_some_and(|t| t != doc_type) {
+            if fm
+                .get("document_type")
+                .is_some_and(|t| *t != shape.document_type)
+            {
                 problems.push(format!("`{path}` has the wrong document_type"));
             }
         }
     }
-    let required = template::required_headings(template::part(tmpl, part)?);
+    let part = template::part(spec_template(&shape.template), &shape.part)?;
+    let required = template::required_headings(part);
     let found: Vec<(usize, String)> = MD
         .headings(doc)
         .into_iter()
@@ -166,29 +133,20 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
     let references = references(ctx, draft, folder, &written, &mut problems);
     let trace = trace(phase, &written, &mut problems);
     if problems.is_empty() {
-        Ok(format!(
-            "self-validated {} {}: frontmatter, {sections} template sections, {references} id \
-             references resolved, {trace}",
-            draft.files.len(),
-            if draft.files.len() == 1 {
-                "document"
-            } else {
-                "documents"
-            }
-        ))
-    } else {
-        let total = problems.len();
-        problems.truncate(5);
-        Err(format!(
-            "{}{}",
-            problems.join("; "),
-            if total > 5 {
-                format!(" (and {} more)", total - 5)
-            } else {
-                String::new()
-            }
-        ))
+        let documents = count(draft.files.len(), "document");
+        return Ok(format!(
+            "self-validated {documents}: frontmatter, {sections} template sections, \
+             {references} id references resolved, {trace}"
+        ));
     }
+    let more = problems.len().saturating_sub(5);
+    problems.truncate(5);
+    let more = if more > 0 {
+        format!(" (and {more} more)")
+    } else {
+        String::new()
+    };
+    Err(format!("{}{more}", problems.join("; ")))
 }
 
 /// What the documents of each phase up to the one checked define.
@@ -358,6 +316,20 @@ fn trace(phase: Phase, w: &Written, problems: &mut Vec<String>) -> String {
                 reqs.functional.len(),
                 stories.len()
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shape_has_its_template_part() {
+        assert_eq!(SHAPES.len(), 8);
+        for s in SHAPES.iter() {
+            let part = template::part(spec_template(&s.template), &s.part).unwrap();
+            assert!(!template::required_headings(part).is_empty(), "{}", s.path);
         }
     }
 }
