@@ -39,6 +39,12 @@ const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
 
+/// Parses the builtin data file `name`. Every one is parsed by a unit test, so a malformed
+/// file is a bug found there, not an error at run time.
+fn data<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+    toml::from_str(text).unwrap_or_else(|e| panic!("the builtin data file {name}: {e}"))
+}
+
 /// Runs the analyst on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let (text, topic_file) = topic(input);
