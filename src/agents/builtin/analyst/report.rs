@@ -90,53 +90,6 @@ fn clip(text: &str, max: usize) -> String {
     out
 }
 
-/// Subjects the request names, the signal that would show them in the code, and the question
-/// to ask when the code does not.
-#[rustfmt::skip]
-const MENTIONS: &[(&[&str], &str, &str)] = &[
-    (
-        &[
-            "database*", "sql", "postgres*", "mysql", "sqlite",
-        ],
-        "sql_detected",
-        "The request mentions a database, but the code uses none: which one, and who owns its schema?",
-    ),
-    (
-        &[
-            "auth", "authent*", "login*", "password*", "oauth*", "jwt", "sso",
-        ],
-        "auth_detected",
-        "The request is about authentication, but no auth code or library was found: which mechanism is expected?",
-    ),
-    (
-        &["docker*", "deploy*", "kubernetes", "k8s", "ci"],
-        "devops_detected",
-        "The request mentions delivery, but there is no container or CI configuration: where does it run?",
-    ),
-    (
-        &["websocket*", "realtime", "real time", "live updates"],
-        "realtime_detected",
-        "The request needs live updates, but no realtime library was found: WebSocket, SSE or polling?",
-    ),
-    (
-        &[
-            "ui", "frontend", "front end", "page", "pages", "component*", "button*",
-        ],
-        "frontend_framework",
-        "The request touches the UI, but no frontend framework was found: which one is used or wanted?",
-    ),
-    (
-        &["migration*", "schema*"],
-        "data_migration",
-        "The request changes a schema, but no migration tool was found: how are schema changes applied?",
-    ),
-    (
-        &["training", "inference", "ml", "machine learning"],
-        "ml_detected",
-        "The request involves machine learning, but no ML library was found: which stack is expected?",
-    ),
-];
-
 /// What the analyst could not know.
 pub(super) fn open_questions(seed: &Seed, facts: &Facts) -> Vec<String> {
     let mut out = Vec::new();
@@ -164,9 +117,9 @@ pub(super) fn open_questions(seed: &Seed, facts: &Facts) -> Vec<String> {
         out.push("Who is the change for (end users, administrators, developers)?".to_owned());
     }
     if facts.has_source {
-        for (words, signal, question) in MENTIONS {
-            if seed.words.any(words) && !facts.profile.has(signal) {
-                out.push((*question).to_owned());
+        for m in &super::seed::TABLES.mention {
+            if seed.words.any(&m.words) && !facts.profile.has(&m.signal) {
+                out.push(m.question.clone());
             }
         }
     }

@@ -1,4 +1,5 @@
-//! Seed analysis: what the task text says, read with keyword tables and no model.
+//! Seed analysis: what the task text says, read with the word tables of
+//! `analyst-request.toml` and no model.
 //!
 //! The text is cut into lower-case words. A table keyword matches a word exactly, or a word
 //! it starts when it ends in `*` (`optimi*` matches `optimise` and `optimization`); a keyword
@@ -6,6 +7,9 @@
 //! score are the reference's (planner explore, §5.6).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
 
 /// How big the request looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -18,261 +22,65 @@ pub enum Complexity {
 impl Complexity {
     /// `simple`, `moderate` or `complex`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Complexity::Simple => "simple",
-            Complexity::Moderate => "moderate",
-            Complexity::Complex => "complex",
-        }
+        ["simple", "moderate", "complex"][self as usize]
     }
 
     /// The depth of the spec work that fits: `light`, `standard` or `comprehensive`.
     pub fn depth(self) -> &'static str {
-        match self {
-            Complexity::Simple => "light",
-            Complexity::Moderate => "standard",
-            Complexity::Complex => "comprehensive",
-        }
+        ["light", "standard", "comprehensive"][self as usize]
     }
 
     /// How many exploration dimensions to pursue (3 to 5).
     fn dimensions(self) -> usize {
-        match self {
-            Complexity::Simple => 3,
-            Complexity::Moderate => 4,
-            Complexity::Complex => 5,
-        }
+        3 + self as usize
     }
 }
 
-/// Domains and the words that point to them; the first with the most hits wins.
-#[rustfmt::skip]
-const DOMAINS: &[(&str, &[&str])] = &[
-    (
-        "security and authentication",
-        &[
-            "auth", "authent*", "authori*", "login*", "logout", "signup", "sign in",
-            "password*", "oauth*", "sso", "jwt", "permission*", "security", "secure",
-            "vulnerab*", "encrypt*", "credential*", "2fa", "mfa",
-        ],
-    ),
-    (
-        "data and persistence",
-        &[
-            "database*", "db", "sql", "postgres*", "mysql", "sqlite", "migration*", "schema*",
-            "query", "queries", "orm", "persist*", "storage", "backup*",
-        ],
-    ),
-    (
-        "web frontend",
-        &[
-            "ui", "ux", "frontend", "front end", "page", "pages", "component*", "button*",
-            "css", "style*", "layout*", "react", "vue", "svelte", "theme*", "dark mode",
-            "responsive", "accessib*", "browser*",
-        ],
-    ),
-    (
-        "web API and backend",
-        &[
-            "api", "apis", "endpoint*", "rest", "graphql", "route*", "server*", "backend",
-            "http", "webhook*", "grpc",
-        ],
-    ),
-    (
-        "performance",
-        &[
-            "perf", "performance", "slow*", "optimi*", "latency", "speed*", "throughput",
-            "memory", "cache*", "caching", "benchmark*",
-        ],
-    ),
-    (
-        "infrastructure and delivery",
-        &[
-            "deploy*", "docker*", "container*", "kubernetes", "k8s", "ci", "infra*",
-            "terraform", "helm", "release*",
-        ],
-    ),
-    (
-        "machine learning",
-        &[
-            "ml", "machine learning", "training", "inference", "dataset*", "neural", "llm",
-            "embedding*", "classifier*", "pytorch", "tensorflow",
-        ],
-    ),
-    (
-        "developer tooling",
-        &[
-            "cli", "command*", "subcommand*", "flag*", "terminal", "shell", "git", "plugin*",
-        ],
-    ),
-    (
-        "realtime and messaging",
-        &[
-            "realtime", "real time", "websocket*", "chat*", "notification*", "stream*",
-            "queue*", "kafka", "pubsub",
-        ],
-    ),
-    (
-        "payments and commerce",
-        &[
-            "payment*", "billing", "invoice*", "checkout", "stripe", "cart", "subscription*",
-            "pricing",
-        ],
-    ),
-    ("search", &["search*", "full text", "ranking", "fuzzy"]),
-    (
-        "testing and quality",
-        &[
-            "test", "tests", "testing", "coverage", "lint*", "flaky", "e2e",
-        ],
-    ),
-    (
-        "documentation",
-        &[
-            "doc", "docs", "documentation", "readme*", "tutorial*", "guide*",
-        ],
-    ),
-];
+/// The word tables of `analyst-request.toml`; see the file for what each is.
+#[derive(Debug, Deserialize)]
+pub struct Tables {
+    feature_angles: Vec<String>,
+    constraint_words: Vec<String>,
+    criteria_words: Vec<String>,
+    vague_words: Vec<String>,
+    not_qualifiers: Vec<String>,
+    stopwords: Vec<String>,
+    user_nouns: Vec<String>,
+    domain: Vec<Named>,
+    preset: Vec<Named>,
+    complexity_group: Vec<Named>,
+    /// Subjects the request names, for the open questions.
+    pub mention: Vec<Mention>,
+}
 
-/// Explore-angle presets: name, trigger words, angles (reference §5.6).
-#[rustfmt::skip]
-const PRESETS: &[(&str, &[&str], &[&str])] = &[
-    (
-        "architecture",
-        &[
-            "refactor*", "architect*", "restructur*", "modular*", "redesign*", "decoupl*",
-        ],
-        &[
-            "architecture", "dependencies", "modularity", "integration-points",
-        ],
-    ),
-    (
-        "security",
-        &[
-            "security", "secure", "auth", "authent*", "authori*", "permission*", "access",
-            "login*", "password*", "oauth*", "vulnerab*",
-        ],
-        &["security", "auth-patterns", "dataflow", "validation"],
-    ),
-    (
-        "performance",
-        &[
-            "performance", "perf", "slow*", "optimi*", "cache", "caching", "latency", "speed*",
-        ],
-        &["performance", "bottlenecks", "caching", "data-access"],
-    ),
-    (
-        "bugfix",
-        &[
-            "fix", "fixes", "fixing", "bug*", "error*", "issue*", "broken", "crash*", "fail*",
-            "regression*",
-        ],
-        &[
-            "error-handling", "dataflow", "state-management", "edge-cases",
-        ],
-    ),
-];
+/// A named group of words: a domain, a preset (with its angles) or a complexity group (with
+/// its points).
+#[derive(Debug, Deserialize)]
+struct Named {
+    name: String,
+    words: Vec<String>,
+    #[serde(default)]
+    angles: Vec<String>,
+    #[serde(default)]
+    points: u32,
+}
 
-/// The default preset's angles.
-const FEATURE_ANGLES: &[&str] = &["patterns", "integration-points", "testing", "dependencies"];
+/// A subject the request may name, the signal that would show it in the code, and the
+/// question to ask when the code does not.
+#[derive(Debug, Deserialize)]
+pub struct Mention {
+    pub words: Vec<String>,
+    pub signal: String,
+    pub question: String,
+}
 
-/// Complexity keyword groups and their points, counted once per group (reference §5.6).
-#[rustfmt::skip]
-const COMPLEXITY_GROUPS: &[(&str, &[&str], u32)] = &[
-    (
-        "structural",
-        &["refactor*", "architect*", "restructur*", "modular*"],
-        2,
-    ),
-    ("multi-scope", &["multiple", "across", "cross cutting"], 2),
-    ("integration", &["integrat*", "api", "apis", "database*"], 1),
-    (
-        "non-functional",
-        &["security", "performance", "auth", "authent*", "authori*"],
-        1,
-    ),
-];
-
-/// Words that make a sentence a constraint.
-#[rustfmt::skip]
-const CONSTRAINT_WORDS: &[&str] = &[
-    "must", "should", "without", "only", "never", "cannot", "avoid", "do not", "don t",
-    "at most", "at least", "no more than", "required",
-];
-
-/// Words that suggest the text says how to tell the work is done.
-#[rustfmt::skip]
-const CRITERIA_WORDS: &[&str] = &[
-    "acceptance", "criteria", "done when", "so that", "expect*", "should", "must", "given",
-    "returns", "return",
-];
-
-/// Words that leave the scope open.
-#[rustfmt::skip]
-const VAGUE_WORDS: &[&str] = &[
-    "improve*", "better", "clean*", "various", "etc", "stuff", "things", "misc*", "somehow",
-    "everything", "general", "some",
-];
-
-/// Who a request can be for, and the plural used to name them.
-const USER_NOUNS: &[(&str, &str)] = &[
-    ("user", "users"),
-    ("users", "users"),
-    ("admin", "admins"),
-    ("admins", "admins"),
-    ("administrator", "administrators"),
-    ("administrators", "administrators"),
-    ("developer", "developers"),
-    ("developers", "developers"),
-    ("customer", "customers"),
-    ("customers", "customers"),
-    ("operator", "operators"),
-    ("operators", "operators"),
-    ("maintainer", "maintainers"),
-    ("maintainers", "maintainers"),
-    ("contributor", "contributors"),
-    ("contributors", "contributors"),
-    ("student", "students"),
-    ("students", "students"),
-    ("teacher", "teachers"),
-    ("teachers", "teachers"),
-    ("visitor", "visitors"),
-    ("visitors", "visitors"),
-    ("member", "members"),
-    ("members", "members"),
-    ("engineer", "engineers"),
-    ("engineers", "engineers"),
-    ("player", "players"),
-    ("players", "players"),
-    ("patient", "patients"),
-    ("patients", "patients"),
-    ("staff", "staff"),
-    ("people", "people"),
-];
-
-/// Words before a user noun that are not part of its name.
-#[rustfmt::skip]
-const NOT_QUALIFIERS: &[&str] = &[
-    "the", "a", "an", "for", "to", "of", "and", "or", "our", "all", "by", "with", "as", "let",
-    "lets", "allow", "allows", "help", "helps", "other", "new", "so", "that", "when", "if", "each",
-    "every", "any", "some", "many", "more", "most", "their", "your", "my", "can",
-];
-
-/// Words that say nothing about where in the code the work is.
-#[rustfmt::skip]
-const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "with", "that", "this", "from", "into", "onto", "when", "then", "than",
-    "should", "must", "will", "would", "could", "can", "not", "only", "never", "without", "all",
-    "any", "some", "each", "every", "our", "your", "their", "its", "are", "was", "were", "been",
-    "being", "has", "have", "had", "does", "did", "add", "adds", "added", "adding", "make",
-    "makes", "use", "uses", "using", "used", "new", "implement", "implementing", "create",
-    "support", "allow", "allows", "change", "changes", "update", "need", "needs", "want",
-    "also", "just", "like", "via", "per", "out", "but", "get", "let", "lets", "way", "able",
-    "sure", "etc", "please", "there", "here", "what", "which", "who", "how", "why", "where",
-    "them", "they", "these", "those", "one", "two", "more", "less", "most", "least", "very",
-    "too", "same", "other", "such", "about", "over", "under", "after", "before", "while",
-    "again", "keep", "still", "instead", "existing", "current", "currently", "fix", "don",
-    "doesn", "isn", "you", "yes", "both", "within",
-];
+/// The word tables, read once.
+pub static TABLES: LazyLock<Tables> = LazyLock::new(|| {
+    super::data(
+        "analyst-request.toml",
+        include_str!("../../../../specs/templates/builtin/analyst-request.toml"),
+    )
+});
 
 /// At most this many keywords are searched for.
 const MAX_KEYWORDS: usize = 12;
@@ -309,18 +117,13 @@ impl Words {
     }
 
     /// Total hits of `keywords`.
-    pub fn score(&self, keywords: &[&str]) -> usize {
+    pub fn score(&self, keywords: &[String]) -> usize {
         keywords.iter().map(|k| self.hits(k)).sum()
     }
 
     /// Whether any of `keywords` matches.
-    pub fn any(&self, keywords: &[&str]) -> bool {
+    pub fn any(&self, keywords: &[String]) -> bool {
         keywords.iter().any(|k| self.hits(k) > 0)
-    }
-
-    /// The number of words.
-    pub fn len(&self) -> usize {
-        self.list.len()
     }
 }
 
@@ -340,48 +143,54 @@ pub struct SeedAnalysis {
 }
 
 /// Everything read from the task text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Seed {
     /// The part written out.
     pub analysis: SeedAnalysis,
     /// Words to search the code for, in text order.
     pub keywords: Vec<String>,
     /// How big the request looks.
+    #[serde(serialize_with = "complexity")]
     pub complexity: Complexity,
     /// Why, in words.
     pub complexity_reason: String,
     /// The explore-angle preset the dimensions came from first (`feature` by default).
-    pub preset: &'static str,
+    pub preset: String,
     /// Whether the text says how to tell the work is done.
     pub has_criteria: bool,
     /// Whether the scope is open (very short, or vague words).
     pub vague: bool,
     /// The words, for later questions.
+    #[serde(skip)]
     pub words: Words,
+}
+
+fn complexity<S: serde::Serializer>(c: &Complexity, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.as_str())
 }
 
 /// Reads `text`.
 pub fn analyse(text: &str) -> Seed {
+    let t = &*TABLES;
     let statement = text.trim().to_owned();
     let words = Words::new(&statement);
 
-    let domain = DOMAINS
+    let domain = t
+        .domain
         .iter()
-        .map(|(name, kws)| (*name, words.score(kws)))
+        .map(|d| (d.name.as_str(), words.score(&d.words)))
         .fold(
             ("general software", 0),
             |best, d| if d.1 > best.1 { d } else { best },
         )
         .0;
 
-    let mut points = 0;
-    let mut groups = Vec::new();
-    for (group, kws, p) in COMPLEXITY_GROUPS {
-        if words.any(kws) {
-            points += p;
-            groups.push(*group);
-        }
-    }
+    let groups: Vec<&Named> = t
+        .complexity_group
+        .iter()
+        .filter(|g| words.any(&g.words))
+        .collect();
+    let points: u32 = groups.iter().map(|g| g.points).sum();
     let by_words = match points {
         0..=1 => Complexity::Simple,
         2..=3 => Complexity::Moderate,
@@ -397,34 +206,36 @@ pub fn analyse(text: &str) -> Seed {
     let complexity_reason = if groups.is_empty() {
         format!("keyword score 0, {chars} characters")
     } else {
+        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
         format!(
             "keyword score {points} ({}), {chars} characters",
-            groups.join(", ")
+            names.join(", ")
         )
     };
 
-    let mut presets: Vec<(usize, usize)> = PRESETS
+    let mut presets: Vec<(usize, &Named)> = t
+        .preset
         .iter()
-        .enumerate()
-        .map(|(i, (_, kws, _))| (words.score(kws), i))
+        .map(|p| (words.score(&p.words), p))
         .filter(|(score, _)| *score > 0)
         .collect();
-    presets.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let preset = presets.first().map_or("feature", |(_, i)| PRESETS[*i].0);
+    // Stable: equal scores keep the table order.
+    presets.sort_by(|a, b| b.0.cmp(&a.0));
+    let preset = presets.first().map_or("feature", |(_, p)| p.name.as_str());
     let mut dimensions: Vec<String> = Vec::new();
     let angles = presets
         .iter()
-        .flat_map(|(_, i)| PRESETS[*i].2.iter())
-        .chain(FEATURE_ANGLES);
+        .flat_map(|(_, p)| &p.angles)
+        .chain(&t.feature_angles);
     for angle in angles {
-        if dimensions.len() < complexity.dimensions() && !dimensions.iter().any(|d| d == angle) {
-            dimensions.push((*angle).to_owned());
+        if dimensions.len() < complexity.dimensions() && !dimensions.contains(angle) {
+            dimensions.push(angle.clone());
         }
     }
 
     let constraints = sentences(&statement)
         .into_iter()
-        .filter(|s| Words::new(s).any(CONSTRAINT_WORDS))
+        .filter(|s| Words::new(s).any(&t.constraint_words))
         .collect();
 
     Seed {
@@ -438,9 +249,9 @@ pub fn analyse(text: &str) -> Seed {
         keywords: keywords(&words),
         complexity,
         complexity_reason,
-        preset,
-        has_criteria: words.any(CRITERIA_WORDS),
-        vague: words.len() < 6 || words.any(VAGUE_WORDS),
+        preset: preset.to_owned(),
+        has_criteria: words.any(&t.criteria_words),
+        vague: words.list.len() < 6 || words.any(&t.vague_words),
         words,
     }
 }
@@ -483,28 +294,33 @@ fn sentences(text: &str) -> Vec<String> {
 /// The user groups named in the text, with one qualifying word when there is one
 /// (`mobile users`), unique, at most five.
 fn target_users(words: &Words) -> Vec<String> {
+    let t = &*TABLES;
+    let not_qualifier = |w: &str| t.not_qualifiers.iter().any(|q| q == w);
     let mut out: Vec<String> = Vec::new();
     for (i, w) in words.list.iter().enumerate() {
-        let Some((_, plural)) = USER_NOUNS.iter().find(|(n, _)| n == w) else {
+        let Some(plural) = t
+            .user_nouns
+            .iter()
+            .find(|p| *p == w || p.strip_suffix('s') == Some(w))
+        else {
             continue;
         };
         let qualifier = i
             .checked_sub(1)
             .map(|j| words.list[j].as_str())
             .filter(|q| {
-                !NOT_QUALIFIERS.contains(q)
-                    && !STOPWORDS.contains(q)
+                !not_qualifier(q)
+                    && !t.stopwords.iter().any(|s| s == q)
                     && q.chars().all(|c| c.is_alphabetic())
             })
             .filter(|_| {
                 // Only a qualifier that itself follows a word like "for" or "the", so that
                 // "let users" stays "users" and "for mobile users" becomes "mobile users".
-                i.checked_sub(2)
-                    .is_some_and(|k| NOT_QUALIFIERS.contains(&words.list[k].as_str()))
+                i.checked_sub(2).is_some_and(|k| not_qualifier(&words.list[k]))
             });
         let name = match qualifier {
             Some(q) => format!("{q} {plural}"),
-            None => (*plural).to_owned(),
+            None => plural.clone(),
         };
         if out.len() < 5 && !out.contains(&name) {
             out.push(name);
@@ -521,7 +337,7 @@ fn keywords(words: &Words) -> Vec<String> {
         .list
         .iter()
         .filter(|w| w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| !TABLES.stopwords.contains(w))
         .filter(|w| seen.insert(w.as_str()))
         .take(MAX_KEYWORDS)
         .cloned()
