@@ -282,7 +282,7 @@ impl Facts {
         let mut by_lang: BTreeMap<&str, (usize, u64, bool)> = BTreeMap::new();
         for e in &inv.entries {
             if let Some(lang) = e.lang {
-                let slot = by_lang.entry(lang.name).or_insert((0, 0, lang.testable));
+                let slot = by_lang.entry(lang.name.as_str()).or_insert((0, 0, lang.testable));
                 slot.0 += 1;
                 slot.1 += e.file.size;
             }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::manifest::Manifest;
-use super::scan::{Entry, dirs, file_name};
+use super::scan::{Entry, FILES, dirs, file_name};
 
 /// At most this many relevant files are listed.
 pub const MAX_RELEVANT: usize = 20;
@@ -79,13 +79,6 @@ const INTEGRATIONS: &[(&str, &str)] = &[
     ("@elastic/elasticsearch", "Elasticsearch"),
     ("gix", "git repositories"),
     ("git2", "git repositories"),
-];
-
-/// Words that introduce a definition, for key symbols.
-#[rustfmt::skip]
-const DEFINITIONS: &[&str] = &[
-    "fn ", "def ", "class ", "struct ", "enum ", "trait ", "interface ", "function ", "func ",
-    "type ", "mod ",
 ];
 
 /// A file the request is likely about.
@@ -247,7 +240,7 @@ fn mentions(hay: &str, kw: &str, cap: usize) -> usize {
 fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {
-        for def in DEFINITIONS {
+        for def in &FILES.definitions {
             let Some(at) = line.find(def) else { continue };
             if at > 0 && !line[..at].ends_with([' ', '\t', '(']) {
                 continue;

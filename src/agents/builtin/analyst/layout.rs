@@ -4,24 +4,10 @@
 use std::collections::BTreeSet;
 
 use super::manifest::{Ecosystem, Manifest};
-use super::scan::{Entry, Inventory, dirs, file_name, is_test_dir};
+use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed};
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
-
-/// Directories that hold documentation.
-const DOC_DIRS: &[&str] = &["docs", "doc", "documentation"];
-
-/// Directory names under which source usually starts (`packages/web/src`).
-const SOURCE_ROOTS: &[&str] = &["src", "lib", "app", "pkg", "cmd", "internal", "source"];
-
-/// CI configuration: exact paths, and path prefixes.
-#[rustfmt::skip]
-const CI_FILES: &[&str] = &[
-    ".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml",
-    "bitbucket-pipelines.yml", ".drone.yml", "appveyor.yml", ".woodpecker.yml",
-];
-const CI_PREFIXES: &[&str] = &[".github/workflows/", ".circleci/", ".buildkite/"];
 
 /// JavaScript test runners, most specific first, with the command that runs them.
 const JS_RUNNERS: &[(&str, &str, &str)] = &[
@@ -117,7 +103,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         let parts: Vec<&str> = dirs(path).collect();
         if let Some(first) = parts.first() {
             top.insert((*first).to_owned());
-            if DOC_DIRS.contains(first) {
+            if listed(&FILES.doc_dirs, first) {
                 docs.insert((*first).to_owned());
             }
         } else if matches!(e.ext().as_str(), "md" | "rst" | "adoc") {
@@ -126,7 +112,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         if e.is_product_source() {
             let end = parts
                 .iter()
-                .position(|d| SOURCE_ROOTS.contains(d))
+                .position(|d| listed(&FILES.source_roots, d))
                 .map_or(1, |i| i + 1)
                 .min(parts.len());
             source.insert(if end == 0 {
@@ -138,7 +124,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
             tests.insert(parts[..=i].join("/"));
         }
-        if CI_FILES.contains(&path) || CI_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        if listed(&FILES.ci_files, path) || FILES.ci_prefixes.iter().any(|p| path.starts_with(p.as_str())) {
             ci.insert(path.to_owned());
         }
         if is_entry_point(path, &js_roots) {
