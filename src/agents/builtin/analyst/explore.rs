@@ -7,79 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use super::manifest::Manifest;
+use super::manifest::{DEPS, Manifest, dep_matches};
 use super::scan::{Entry, FILES, dirs, file_name};
 
 /// At most this many relevant files are listed.
 pub const MAX_RELEVANT: usize = 20;
-
-/// Dependencies that show a convention of the code base.
-const CONVENTIONS: &[(&str, &str)] = &[
-    ("thiserror", "typed errors with thiserror"),
-    ("anyhow", "error propagation with anyhow"),
-    ("serde", "serialization with serde"),
-    ("tokio", "async code on the tokio runtime"),
-    ("clap", "command-line parsing with clap"),
-    ("tracing", "structured logging with tracing"),
-    ("log", "logging through the log facade"),
-    ("gix", "git access through gix"),
-    ("pydantic", "data validation with pydantic"),
-    ("black", "formatting with black"),
-    ("ruff", "linting with ruff"),
-    ("mypy", "type checking with mypy"),
-    ("typescript", "typed JavaScript (TypeScript)"),
-    ("eslint", "linting with ESLint"),
-    ("prettier", "formatting with Prettier"),
-    ("zod", "schema validation with zod"),
-    ("tailwindcss", "styling with Tailwind CSS"),
-    ("@reduxjs/toolkit", "state management with Redux"),
-    ("redux", "state management with Redux"),
-    ("winston", "logging with winston"),
-    ("dotenv", "configuration from .env files"),
-    ("python-dotenv", "configuration from .env files"),
-    ("rubocop", "linting with RuboCop"),
-];
-
-/// Dependencies that reach outside the program.
-const INTEGRATIONS: &[(&str, &str)] = &[
-    ("reqwest", "outbound HTTP"),
-    ("ureq", "outbound HTTP"),
-    ("axios", "outbound HTTP"),
-    ("node-fetch", "outbound HTTP"),
-    ("requests", "outbound HTTP"),
-    ("httpx", "outbound HTTP"),
-    ("redis", "Redis"),
-    ("ioredis", "Redis"),
-    ("rdkafka", "Kafka"),
-    ("kafkajs", "Kafka"),
-    ("kafka-python", "Kafka"),
-    ("lapin", "AMQP messaging"),
-    ("pika", "AMQP messaging"),
-    ("amqplib", "AMQP messaging"),
-    ("boto3", "AWS"),
-    ("aws-sdk-*", "AWS"),
-    ("@aws-sdk/*", "AWS"),
-    ("google-cloud-*", "Google Cloud"),
-    ("@google-cloud/*", "Google Cloud"),
-    ("stripe", "Stripe payments"),
-    ("twilio", "Twilio"),
-    ("@sendgrid/mail", "SendGrid e-mail"),
-    ("lettre", "e-mail (SMTP)"),
-    ("nodemailer", "e-mail (SMTP)"),
-    ("openai", "OpenAI API"),
-    ("anthropic", "Anthropic API"),
-    ("@anthropic-ai/sdk", "Anthropic API"),
-    ("tonic", "gRPC"),
-    ("grpcio", "gRPC"),
-    ("@grpc/grpc-js", "gRPC"),
-    ("mongodb", "MongoDB"),
-    ("pymongo", "MongoDB"),
-    ("mongoose", "MongoDB"),
-    ("elasticsearch", "Elasticsearch"),
-    ("@elastic/elasticsearch", "Elasticsearch"),
-    ("gix", "git repositories"),
-    ("git2", "git repositories"),
-];
 
 /// A file the request is likely about.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -267,9 +199,9 @@ fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
 /// Conventions shown by the manifests, unique, in table order.
 pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (dep, what) in CONVENTIONS {
-        if manifests.iter().any(|m| m.declares(dep)) && !out.iter().any(|o| o == what) {
-            out.push((*what).to_owned());
+    for c in &DEPS.conventions {
+        if manifests.iter().any(|m| m.declares(&c.dep)) && !out.contains(&c.what) {
+            out.push(c.what.clone());
         }
     }
     out
@@ -278,14 +210,10 @@ pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
 /// External systems the manifests reach, as `what via dep (manifest)`, in table order.
 pub fn integrations(manifests: &[Manifest]) -> Vec<String> {
     let mut out = Vec::new();
-    for (dep, what) in INTEGRATIONS {
+    for i in &DEPS.integrations {
         for m in manifests {
-            if let Some(name) = m
-                .dependencies
-                .iter()
-                .find(|d| super::manifest::dep_matches(dep, d))
-            {
-                out.push(format!("{what} via {name} ({})", m.path));
+            if let Some(name) = m.dependencies.iter().find(|d| dep_matches(&i.dep, d)) {
+                out.push(format!("{} via {name} ({})", i.what, m.path));
             }
         }
     }

@@ -3,23 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use super::manifest::{Ecosystem, Manifest};
+use super::manifest::{DEPS, Ecosystem, Manifest};
 use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed};
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
-
-/// JavaScript test runners, most specific first, with the command that runs them.
-const JS_RUNNERS: &[(&str, &str, &str)] = &[
-    ("vitest", "vitest", "npx vitest run"),
-    ("jest", "jest", "npx jest"),
-    ("mocha", "mocha", "npx mocha"),
-    ("ava", "ava", "npx ava"),
-    ("jasmine", "jasmine", "npx jasmine"),
-    ("@playwright/test", "playwright", "npx playwright test"),
-    ("cypress", "cypress", "npx cypress run"),
-    ("tap", "tap", "npx tap"),
-];
 
 /// The layout written to `discovery-context.json`.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -239,10 +227,10 @@ pub fn test_framework(
             .scripts
             .get("test")
             .filter(|s| !s.contains("no test specified"));
-        let runner = JS_RUNNERS.iter().find(|(dep, _, _)| m.declares(dep));
+        let runner = DEPS.test_runners.iter().find(|r| m.declares(&r.dep));
         let framework = match (runner, script) {
-            (Some((_, name, _)), Some(_)) => found(name, &format!("{pm} test"), &m.path),
-            (Some((_, name, cmd)), None) => found(name, cmd, &m.path),
+            (Some(r), Some(_)) => found(&r.name, &format!("{pm} test"), &m.path),
+            (Some(r), None) => found(&r.name, &r.command, &m.path),
             (None, Some(s)) if s.contains("node --test") => {
                 found("node:test", &format!("{pm} test"), &m.path)
             }

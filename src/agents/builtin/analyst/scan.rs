@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::agents::{CodeFile, CodeTree};
 use crate::error::Result;
 
-use super::manifest::{self, Ecosystem};
+use super::manifest;
 
 /// Files larger than this are counted but not read.
 pub const MAX_READ_BYTES: u64 = 256 * 1024;
@@ -95,7 +95,7 @@ pub struct Entry<'a> {
     /// Whether it is a test: source code with a test name or in a test directory.
     pub test: bool,
     /// Its manifest kind, if it is one.
-    pub manifest: Option<(&'static str, Ecosystem)>,
+    pub manifest: Option<&'static manifest::Kind>,
 }
 
 impl Entry<'_> {
