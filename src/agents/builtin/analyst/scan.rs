@@ -143,16 +143,6 @@ pub struct Inventory<'a> {
 }
 
 impl Inventory<'_> {
-    /// Total size of the files that count.
-    pub fn total_bytes(&self) -> u64 {
-        self.entries.iter().map(|e| e.file.size).sum()
-    }
-
-    /// Whether there is any source file.
-    pub fn has_source(&self) -> bool {
-        self.entries.iter().any(|e| e.lang.is_some())
-    }
-
     /// Whether a file exists at `path`.
     pub fn contains(&self, path: &str) -> bool {
         self.entries

@@ -113,26 +113,25 @@ pub struct Detector {
 }
 
 /// The detected signals.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Profile {
     /// Signal names, sorted.
     pub signals: Vec<String>,
     /// Up to [`MAX_EVIDENCE`] paths per signal, strongest first.
     pub evidence: BTreeMap<String, Vec<String>>,
     /// The strongest evidence per signal.
+    #[serde(skip)]
     pub strength: BTreeMap<String, Strength>,
+    /// How sure the profile is of what it says: the confidence word of the strongest
+    /// evidence over all signals.
+    pub confidence: &'static str,
+    /// Where that evidence came from, in words.
+    pub source: &'static str,
+    /// The signals shown by evidence that strong.
+    pub strongest: Vec<String>,
 }
 
 impl Profile {
-    /// The strongest evidence over all signals: how sure the profile is of what it says.
-    pub fn confidence(&self) -> Strength {
-        self.strength
-            .values()
-            .copied()
-            .max()
-            .unwrap_or(Strength::Name)
-    }
-
     /// Whether `signal` was detected.
     pub fn has(&self, signal: &str) -> bool {
         self.strength.contains_key(signal)
@@ -218,6 +217,14 @@ impl Detector {
             profile.evidence.insert(signal.to_owned(), paths);
             profile.strength.insert(signal.to_owned(), hits[0].0);
         }
+        let top = profile.strength.values().copied().max();
+        let top_or_name = top.unwrap_or(Strength::Name);
+        profile.confidence = top_or_name.confidence();
+        profile.source = top_or_name.source();
+        profile.strongest = (profile.strength.iter())
+            .filter(|(_, s)| Some(**s) == top)
+            .map(|(name, _)| name.clone())
+            .collect();
         profile
     }
 }
@@ -276,6 +283,6 @@ mod tests {
         assert_eq!(p.evidence["sql_detected"].len(), MAX_EVIDENCE);
         assert_eq!(p.strength["sql_detected"], Strength::Manifest);
         assert_eq!(p.strength["devops_detected"], Strength::Name);
-        assert_eq!(p.confidence(), Strength::Manifest);
+        assert_eq!(p.confidence, "high");
     }
 }
