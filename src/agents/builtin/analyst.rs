@@ -27,7 +27,7 @@ use crate::error::Result;
 
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestFramework, TestHints};
-use manifest::{Category, Manifest};
+use manifest::Manifest;
 pub(super) use report::render;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 
@@ -164,8 +164,8 @@ struct Facts {
     inline_tests: usize,
     /// The main language: the largest one that tests are expected for, else the largest.
     primary: Option<String>,
-    /// What kind of project this is, in a word or two.
-    kind: &'static str,
+    /// The categories of the frameworks (`frontend`, `backend`, `cli`), unique.
+    categories: BTreeSet<&'static str>,
     /// Languages, largest first.
     languages: Vec<LanguageShare>,
     /// Manifests, in path order.
@@ -243,7 +243,7 @@ impl Facts {
             source_files: sources.len(),
             test_files,
             inline_tests,
-            kind: kind(&frameworks, &layout.entry_points),
+            categories: frameworks.iter().map(|f| manifest::category(f)).collect(),
             test_framework: layout::test_framework(&inv, &manifests, &hints, primary.as_deref()),
             primary,
             languages,
@@ -253,25 +253,6 @@ impl Facts {
             profile: detector.finish(),
             relevant: finder.finish(),
         })
-    }
-}
-
-/// What kind of project this is, in a word or two: from the frameworks, else from where it
-/// starts.
-fn kind(frameworks: &[String], starts: &[String]) -> &'static str {
-    let has = |c: Category| frameworks.iter().any(|f| manifest::category(f) == c);
-    if has(Category::Frontend) {
-        "web app"
-    } else if has(Category::Backend) {
-        "web service"
-    } else if has(Category::Cli) {
-        "CLI"
-    } else if starts.iter().any(|p| scan::file_name(p) != "lib.rs") {
-        "application"
-    } else if !starts.is_empty() {
-        "library"
-    } else {
-        "project"
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::manifest::{DEPS, Ecosystem, Manifest};
+use super::manifest::{DEPS, Manifest};
 use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed};
 
 /// At most this many paths per layout list.
@@ -189,12 +189,12 @@ pub fn test_framework(
     ordered.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
 
     let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
-    let of = |eco: Ecosystem| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
+    let of = |eco: &'static str| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
 
-    if let Some(m) = of(Ecosystem::Rust).next() {
+    if let Some(m) = of("rust").next() {
         candidates.push((&["Rust"], found("cargo test", "cargo test", &m.path)));
     }
-    let pytest = of(Ecosystem::Python)
+    let pytest = of("python")
         .find(|m| m.declares("pytest") || m.pytest_config)
         .map(|m| m.path.clone())
         .or_else(|| {
@@ -213,7 +213,7 @@ pub fn test_framework(
             found("unittest", "python -m unittest", evidence),
         ));
     }
-    for m in of(Ecosystem::Node) {
+    for m in of("node") {
         let dir = m.path.strip_suffix("package.json").unwrap_or("");
         let pm = [
             ("pnpm-lock.yaml", "pnpm"),
@@ -240,10 +240,10 @@ pub fn test_framework(
         candidates.push((&["JavaScript", "TypeScript"], framework));
         break;
     }
-    if let Some(m) = of(Ecosystem::Go).next() {
+    if let Some(m) = of("go").next() {
         candidates.push((&["Go"], found("go test", "go test ./...", &m.path)));
     }
-    if let Some(m) = of(Ecosystem::Java).next() {
+    if let Some(m) = of("java").next() {
         let name = if m.declares("junit*") || m.declares("junit-jupiter*") {
             "JUnit"
         } else {
@@ -260,7 +260,7 @@ pub fn test_framework(
         };
         candidates.push((&["Java", "Kotlin", "Scala"], found(name, &command, &m.path)));
     }
-    if let Some(m) = of(Ecosystem::Ruby).next() {
+    if let Some(m) = of("ruby").next() {
         if m.declares("rspec*") {
             candidates.push((&["Ruby"], found("rspec", "bundle exec rspec", &m.path)));
         } else if m.declares("minitest") {
@@ -270,7 +270,7 @@ pub fn test_framework(
             ));
         }
     }
-    if let Some(m) = of(Ecosystem::Php).find(|m| m.declares("phpunit/phpunit")) {
+    if let Some(m) = of("php").find(|m| m.declares("phpunit/phpunit")) {
         candidates.push((&["PHP"], found("phpunit", "vendor/bin/phpunit", &m.path)));
     }
 

@@ -14,65 +14,35 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The ecosystem a manifest belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ecosystem {
-    Rust,
-    Node,
-    Python,
-    Go,
-    Java,
-    Ruby,
-    Php,
-}
-
-/// What a framework is for; it decides how the project is described in one line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Category {
-    Frontend,
-    Backend,
-    Cli,
-    Other,
-}
-
 /// One kind of manifest of `analyst-manifests.toml`; see the file for the fields.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct Kind {
     pub kind: String,
-    pub ecosystem: Ecosystem,
-    #[serde(default)]
+    /// `rust`, `node`, `python`, `go`, `java`, `ruby` or `php`.
+    pub ecosystem: String,
     files: Vec<String>,
-    #[serde(default)]
     keys: Vec<String>,
-    #[serde(default)]
     lists: Vec<String>,
-    #[serde(default)]
     skip: Vec<String>,
+    /// For the kinds read as text: words that start a line declaring a dependency.
+    lines: Vec<String>,
 }
 
 /// A row of `analyst-dependencies.toml`: a dependency pattern (see [`dep_matches`]) and what
 /// it shows.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct Dep {
     pub dep: String,
     /// The framework, or the runner, it shows.
-    #[serde(default)]
     pub name: String,
-    /// The framework's category.
-    #[serde(default = "other")]
-    pub category: Category,
+    /// The framework's category: `frontend`, `backend`, `cli` or `other`.
+    pub category: String,
     /// The convention, or the outside system, it shows.
-    #[serde(default)]
     pub what: String,
     /// The test runner's command.
-    #[serde(default)]
     pub command: String,
-}
-
-fn other() -> Category {
-    Category::Other
 }
 
 /// The tables of `analyst-dependencies.toml`.
@@ -120,7 +90,7 @@ pub struct Manifest {
     pub path: String,
     /// The ecosystem.
     #[serde(skip)]
-    pub ecosystem: Ecosystem,
+    pub ecosystem: &'static str,
     /// `package.json` scripts.
     #[serde(skip)]
     pub scripts: BTreeMap<String, String>,
@@ -160,7 +130,7 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
         frameworks: Vec::new(),
         kind: &kind.kind,
         path: path.to_owned(),
-        ecosystem: kind.ecosystem,
+        ecosystem: &kind.ecosystem,
         scripts: BTreeMap::new(),
         entry_files: Vec::new(),
         pytest_config: false,
@@ -171,8 +141,7 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
         "setup.py" => setup_py(text, &mut deps),
         "go" => go_mod(text, &mut deps),
         "maven" => maven(text, &mut deps),
-        "gradle" => gradle(text, &mut deps),
-        "bundler" => gemfile(text, &mut deps),
+        "gradle" | "bundler" => declarations(kind, text, &mut deps),
         _ => {
             let parsed = if path.ends_with(".json") {
                 serde_json::from_str::<Value>(text).ok()
@@ -206,12 +175,10 @@ pub fn dep_matches(pattern: &str, dep: &str) -> bool {
     test(&dep) || (artifact != dep && test(artifact))
 }
 
-/// The category of the frameworks `name` belongs to.
-pub fn category(name: &str) -> Category {
-    DEPS.frameworks
-        .iter()
-        .find(|f| f.name == name)
-        .map_or(Category::Other, |f| f.category)
+/// The category of the framework `name`, or `""`.
+pub fn category(name: &str) -> &'static str {
+    let framework = DEPS.frameworks.iter().find(|f| f.name == name);
+    framework.map_or("", |f| f.category.as_str())
 }
 
 /// The values at `path` in `root`: keys separated by dots, `*` for every value of a table.
@@ -369,43 +336,24 @@ fn maven(text: &str, deps: &mut BTreeSet<String>) {
     }
 }
 
-/// Dependency lines of a Gradle build (`implementation("g:a:v")`), as `group:artifact`.
-fn gradle(text: &str, deps: &mut BTreeSet<String>) {
-    const CONFIGURATIONS: &[&str] = &[
-        "implementation",
-        "api",
-        "compileOnly",
-        "runtimeOnly",
-        "testImplementation",
-        "testRuntimeOnly",
-        "annotationProcessor",
-        "kapt",
-    ];
-    for line in text.lines() {
-        let line = line.trim();
-        let Some(rest) = CONFIGURATIONS
-            .iter()
-            .find_map(|c| line.strip_prefix(c))
+/// Lines declaring a dependency in a Gradle build (`implementation("g:a:v")`, as
+/// `group:artifact`) or a Gemfile (`gem 'rails'`): a word of the kind's `lines`, then the
+/// first quoted string.
+fn declarations(kind: &Kind, text: &str, deps: &mut BTreeSet<String>) {
+    for line in text.lines().map(str::trim) {
+        let Some(name) = (kind.lines.iter())
+            .find_map(|w| line.strip_prefix(w.as_str()))
             .filter(|r| r.starts_with([' ', '(', '"', '\'']))
+            .and_then(|rest| quoted(rest).next())
         else {
             continue;
         };
-        if let Some(coord) = quoted(rest).next() {
-            let mut parts = coord.split(':');
-            if let (Some(group), Some(artifact)) = (parts.next(), parts.next()) {
-                deps.insert(format!("{group}:{artifact}"));
-            }
-        }
-    }
-}
-
-fn gemfile(text: &str, deps: &mut BTreeSet<String>) {
-    for line in text.lines() {
-        if let Some(rest) = line.trim().strip_prefix("gem ")
-            && let Some(name) = quoted(rest).next()
-        {
-            deps.insert(name.to_owned());
-        }
+        let mut parts = name.split(':');
+        match (kind.kind.as_str(), parts.next(), parts.next()) {
+            ("bundler", _, _) => deps.insert(name.to_owned()),
+            (_, Some(group), Some(artifact)) => deps.insert(format!("{group}:{artifact}")),
+            _ => continue,
+        };
     }
 }
 
