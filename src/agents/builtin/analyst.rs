@@ -211,11 +211,15 @@ impl Facts {
         }
 
         // Tests against source: a test file, or a source file with its own unit tests.
-        let sources: Vec<&scan::Entry<'_>> = (inv.entries.iter())
+        let sources: Vec<&scan::Entry<'_>> = inv
+            .entries
+            .iter()
             .filter(|e| e.is_product_source())
             .collect();
         let inline_tests = sources.iter().filter(|e| inline.contains(e.path())).count();
-        let test_files = (inv.entries.iter())
+        let test_files = inv
+            .entries
+            .iter()
             .filter(|e| e.test && e.lang.is_some_and(|l| l.testable))
             .count()
             + inline_tests;
@@ -297,7 +301,8 @@ impl LanguageShare {
                 .cmp(&(a.bytes, a.files))
                 .then_with(|| a.name.cmp(&b.name))
         });
-        let primary = (languages.iter())
+        let primary = languages
+            .iter()
             .find(|l| l.testable)
             .or(languages.first())
             .map(|l| l.name.clone());
@@ -325,7 +330,10 @@ fn cache_index(input: &TaskInput) -> (Value, String) {
             .ok()
             .filter(|v| v.get("entries").is_some_and(Value::is_array))
     });
-    let mut index = old.clone().flatten().unwrap_or_else(|| json!({"entries": []}));
+    let mut index = old
+        .clone()
+        .flatten()
+        .unwrap_or_else(|| json!({"entries": []}));
     let list = index["entries"]
         .as_array_mut()
         .expect("entries was checked to be a list");

@@ -50,7 +50,9 @@ struct Flagged<'a> {
 /// Runs a specialist task.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let task = &input.task;
-    let words = LOOK_FOR.get(task.id.prefix()).map_or(&[][..], Vec::as_slice);
+    let words = LOOK_FOR
+        .get(task.id.prefix())
+        .map_or(&[][..], Vec::as_slice);
     let evidence = field(&task.description, "Evidence");
     let mut files = Vec::new();
     for path in &evidence {
@@ -72,7 +74,9 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         }
     }
     let hits: usize = files.iter().map(|f| f.lines.len()).sum();
-    let checks: Vec<&str> = (task.description.lines())
+    let checks: Vec<&str> = task
+        .description
+        .lines()
         .filter_map(|l| l.trim().strip_prefix("- Check "))
         .collect();
     let report = render(

@@ -112,7 +112,12 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
             tests.insert(parts[..=i].join("/"));
         }
-        if listed(&FILES.ci_files, path) || FILES.ci_prefixes.iter().any(|p| path.starts_with(p.as_str())) {
+        if listed(&FILES.ci_files, path)
+            || FILES
+                .ci_prefixes
+                .iter()
+                .any(|p| path.starts_with(p.as_str()))
+        {
             ci.insert(path.to_owned());
         }
         if is_entry_point(path, &js_roots) {
@@ -179,99 +184,94 @@ pub fn test_framework(
     hints: &TestHints,
     primary: Option<&str>,
 ) -> Option<TestFramework> {
-    let found = |name: &str, command: &str, evidence: &str| TestFramework {
-        name: name.to_owned(),
-        command: command.to_owned(),
-        evidence: evidence.to_owned(),
-    };
     // Manifests nearest the root first.
     let mut ordered: Vec<&Manifest> = manifests.iter().collect();
     ordered.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
-
-    let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
     let of = |eco: &'static str| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
+    let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
+    let mut add = |langs: &'static [&'static str], name: &str, command: &str, evidence: &str| {
+        let (name, command, evidence) = (name.into(), command.into(), evidence.into());
+        candidates.push((
+            langs,
+            TestFramework {
+                command,
+                evidence,
+                name,
+            },
+        ));
+    };
 
     if let Some(m) = of("rust").next() {
-        candidates.push((&["Rust"], found("cargo test", "cargo test", &m.path)));
+        add(&["Rust"], "cargo test", "cargo test", &m.path);
     }
     let pytest = of("python")
         .find(|m| m.declares("pytest") || m.pytest_config)
-        .map(|m| m.path.clone())
+        .map(|m| m.path.as_str())
         .or_else(|| {
-            inv.entries
-                .iter()
-                .find(|e| matches!(e.name(), "pytest.ini" | "conftest.py"))
-                .map(|e| e.path().to_owned())
+            let config = |e: &&Entry<'_>| matches!(e.name(), "pytest.ini" | "conftest.py");
+            inv.entries.iter().find(config).map(Entry::path)
         })
-        .or_else(|| hints.pytest_section.clone())
-        .or_else(|| hints.pytest_import.clone());
+        .or(hints.pytest_section.as_deref())
+        .or(hints.pytest_import.as_deref());
     if let Some(evidence) = pytest {
-        candidates.push((&["Python"], found("pytest", "pytest", &evidence)));
+        add(&["Python"], "pytest", "pytest", evidence);
     } else if let Some(evidence) = &hints.unittest_import {
-        candidates.push((
-            &["Python"],
-            found("unittest", "python -m unittest", evidence),
-        ));
+        add(&["Python"], "unittest", "python -m unittest", evidence);
     }
     for m in of("node") {
         let dir = m.path.strip_suffix("package.json").unwrap_or("");
-        let pm = [
+        let locks = [
             ("pnpm-lock.yaml", "pnpm"),
             ("yarn.lock", "yarn"),
             ("bun.lockb", "bun"),
-        ]
-        .iter()
-        .find(|(lock, _)| inv.contains(&format!("{dir}{lock}")))
-        .map_or("npm", |(_, pm)| *pm);
+        ];
+        let pm = locks
+            .iter()
+            .find(|(lock, _)| inv.contains(&format!("{dir}{lock}")))
+            .map_or("npm", |(_, pm)| *pm);
+        let run = format!("{pm} test");
         let script = m
             .scripts
             .get("test")
             .filter(|s| !s.contains("no test specified"));
         let runner = DEPS.test_runners.iter().find(|r| m.declares(&r.dep));
-        let framework = match (runner, script) {
-            (Some(r), Some(_)) => found(&r.name, &format!("{pm} test"), &m.path),
-            (Some(r), None) => found(&r.name, &r.command, &m.path),
-            (None, Some(s)) if s.contains("node --test") => {
-                found("node:test", &format!("{pm} test"), &m.path)
-            }
-            (None, Some(_)) => found("test script", &format!("{pm} test"), &m.path),
+        let (name, command) = match (runner, script) {
+            (Some(r), Some(_)) => (r.name.as_str(), run.as_str()),
+            (Some(r), None) => (r.name.as_str(), r.command.as_str()),
+            (None, Some(s)) if s.contains("node --test") => ("node:test", run.as_str()),
+            (None, Some(_)) => ("test script", run.as_str()),
             (None, None) => continue,
         };
-        candidates.push((&["JavaScript", "TypeScript"], framework));
+        add(&["JavaScript", "TypeScript"], name, command, &m.path);
         break;
     }
     if let Some(m) = of("go").next() {
-        candidates.push((&["Go"], found("go test", "go test ./...", &m.path)));
+        add(&["Go"], "go test", "go test ./...", &m.path);
     }
     if let Some(m) = of("java").next() {
-        let name = if m.declares("junit*") || m.declares("junit-jupiter*") {
+        // `junit*` covers `junit-jupiter*` too.
+        let name = if m.declares("junit*") {
             "JUnit"
         } else {
             "JVM tests"
         };
-        let command = if m.kind == "maven" {
-            "mvn test".to_owned()
-        } else if inv.contains("gradlew")
-            || inv.contains(&m.path.replace(file_name(&m.path), "gradlew"))
-        {
-            "./gradlew test".to_owned()
-        } else {
-            "gradle test".to_owned()
+        let wrapper = m.path.replace(file_name(&m.path), "gradlew");
+        let command = match m.kind {
+            "maven" => "mvn test",
+            _ if inv.contains("gradlew") || inv.contains(&wrapper) => "./gradlew test",
+            _ => "gradle test",
         };
-        candidates.push((&["Java", "Kotlin", "Scala"], found(name, &command, &m.path)));
+        add(&["Java", "Kotlin", "Scala"], name, command, &m.path);
     }
     if let Some(m) = of("ruby").next() {
         if m.declares("rspec*") {
-            candidates.push((&["Ruby"], found("rspec", "bundle exec rspec", &m.path)));
+            add(&["Ruby"], "rspec", "bundle exec rspec", &m.path);
         } else if m.declares("minitest") {
-            candidates.push((
-                &["Ruby"],
-                found("minitest", "bundle exec rake test", &m.path),
-            ));
+            add(&["Ruby"], "minitest", "bundle exec rake test", &m.path);
         }
     }
     if let Some(m) = of("php").find(|m| m.declares("phpunit/phpunit")) {
-        candidates.push((&["PHP"], found("phpunit", "vendor/bin/phpunit", &m.path)));
+        add(&["PHP"], "phpunit", "vendor/bin/phpunit", &m.path);
     }
 
     let preferred = candidates

@@ -212,7 +212,12 @@ fn structured(kind: &Kind, v: &Value, dir: &str, deps: &mut BTreeSet<String>, m:
     for item in lists.filter_map(Value::as_array).flatten() {
         deps.extend(item.as_str().and_then(pep508_name));
     }
-    for (name, cmd) in v.get("scripts").and_then(Value::as_object).into_iter().flatten() {
+    for (name, cmd) in v
+        .get("scripts")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         if let Some(cmd) = cmd.as_str() {
             m.scripts.insert(name.clone(), cmd.to_owned());
         }
@@ -231,7 +236,10 @@ fn structured(kind: &Kind, v: &Value, dir: &str, deps: &mut BTreeSet<String>, m:
             let p = p.trim_start_matches("./");
             m.entry_files.push(format!("{dir}{p}"));
         };
-        v.get("main").and_then(Value::as_str).into_iter().for_each(&mut entry);
+        v.get("main")
+            .and_then(Value::as_str)
+            .into_iter()
+            .for_each(&mut entry);
         match v.get("bin") {
             Some(Value::String(s)) => entry(s),
             Some(Value::Object(obj)) => obj.values().filter_map(Value::as_str).for_each(entry),
@@ -341,7 +349,9 @@ fn maven(text: &str, deps: &mut BTreeSet<String>) {
 /// first quoted string.
 fn declarations(kind: &Kind, text: &str, deps: &mut BTreeSet<String>) {
     for line in text.lines().map(str::trim) {
-        let Some(name) = (kind.lines.iter())
+        let Some(name) = kind
+            .lines
+            .iter()
             .find_map(|w| line.strip_prefix(w.as_str()))
             .filter(|r| r.starts_with([' ', '(', '"', '\'']))
             .and_then(|rest| quoted(rest).next())

@@ -45,8 +45,12 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
     }
     env.add_filter("count", |n: usize, word: String| count(n, &word));
     // Whole percent, as Rust rounds it.
-    env.add_filter("percent", |share: f64| format!("{}", (share * 100.0).round()));
-    env.add_test("manifest", |path: String| manifest::kind_of(&path).is_some());
+    env.add_filter("percent", |share: f64| {
+        format!("{}", (share * 100.0).round())
+    });
+    env.add_test("manifest", |path: String| {
+        manifest::kind_of(&path).is_some()
+    });
     env
 });
 

@@ -159,7 +159,10 @@ pub fn inventory(code: &CodeTree) -> Inventory<'_> {
         let path = file.path.as_str();
         let name = file_name(path);
         if dirs(path).any(|d| listed(&FILES.ignored_dirs, d))
-            || FILES.generated_suffixes.iter().any(|s| name.ends_with(s.as_str()))
+            || FILES
+                .generated_suffixes
+                .iter()
+                .any(|s| name.ends_with(s.as_str()))
         {
             ignored += 1;
             continue;
@@ -183,22 +186,13 @@ pub fn read_each(
     inv: &Inventory<'_>,
     mut visit: impl FnMut(&Entry<'_>, &str),
 ) -> Result<usize> {
-    let rank = |e: &Entry<'_>| {
-        if e.manifest.is_some() {
-            0
-        } else if e.lang.is_some() {
-            1
-        } else {
-            2
-        }
-    };
     let mut order: Vec<&Entry<'_>> = inv
         .entries
         .iter()
         .filter(|e| e.file.size <= MAX_READ_BYTES && e.readable())
         .collect();
-    // A stable sort keeps path order within each rank.
-    order.sort_by_key(|e| rank(e));
+    // Manifests, then source, then the rest; a stable sort keeps path order within each.
+    order.sort_by_key(|e| (e.manifest.is_none(), e.lang.is_none()));
     let mut read = 0;
     for entry in order.into_iter().take(MAX_READ_FILES) {
         let bytes = code.read(entry.file)?;

@@ -316,7 +316,8 @@ fn target_users(words: &Words) -> Vec<String> {
             .filter(|_| {
                 // Only a qualifier that itself follows a word like "for" or "the", so that
                 // "let users" stays "users" and "for mobile users" becomes "mobile users".
-                i.checked_sub(2).is_some_and(|k| not_qualifier(&words.list[k]))
+                i.checked_sub(2)
+                    .is_some_and(|k| not_qualifier(&words.list[k]))
             });
         let name = match qualifier {
             Some(q) => format!("{q} {plural}"),

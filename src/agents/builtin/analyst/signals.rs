@@ -27,20 +27,7 @@ pub enum Strength {
 impl Strength {
     /// The reference's confidence word.
     pub fn confidence(self) -> &'static str {
-        match self {
-            Strength::Manifest => "high",
-            Strength::Code => "medium",
-            Strength::Name => "low",
-        }
-    }
-
-    /// Where the evidence came from, in words.
-    pub fn source(self) -> &'static str {
-        match self {
-            Strength::Manifest => "manifests",
-            Strength::Code => "code patterns",
-            Strength::Name => "file names",
-        }
+        ["low", "medium", "high"][self as usize]
     }
 }
 
@@ -125,8 +112,6 @@ pub struct Profile {
     /// How sure the profile is of what it says: the confidence word of the strongest
     /// evidence over all signals.
     pub confidence: &'static str,
-    /// Where that evidence came from, in words.
-    pub source: &'static str,
     /// The signals shown by evidence that strong.
     pub strongest: Vec<String>,
 }
@@ -218,10 +203,10 @@ impl Detector {
             profile.strength.insert(signal.to_owned(), hits[0].0);
         }
         let top = profile.strength.values().copied().max();
-        let top_or_name = top.unwrap_or(Strength::Name);
-        profile.confidence = top_or_name.confidence();
-        profile.source = top_or_name.source();
-        profile.strongest = (profile.strength.iter())
+        profile.confidence = top.unwrap_or(Strength::Name).confidence();
+        profile.strongest = profile
+            .strength
+            .iter()
             .filter(|(_, s)| Some(**s) == top)
             .map(|(name, _)| name.clone())
             .collect();
