@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 
 use super::manifest::{DEPS, Manifest, dep_matches};
-use super::scan::{Entry, FILES, dirs, file_name};
+use super::scan::{Entry, FILES, dirs, file_name, listed};
 
 /// At most this many relevant files are listed.
 pub const MAX_RELEVANT: usize = 20;
 
 /// A file the request is likely about.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RelevantFile {
     /// `name`, `content` or `name+content`.
     pub discovery_source: &'static str,
@@ -28,114 +28,95 @@ pub struct RelevantFile {
     pub role: &'static str,
     /// The relevance score.
     pub score: u32,
-}
-
-#[derive(Debug, Default)]
-struct Found {
-    name: Vec<String>,
-    content: Vec<(String, u32)>,
-    symbols: Vec<String>,
-    role: &'static str,
-    score: u32,
+    /// The keywords its path names.
+    #[serde(skip)]
+    named: Vec<String>,
+    /// The keywords its text mentions, with how often (`login (5+)`).
+    #[serde(skip)]
+    mentioned: Vec<String>,
 }
 
 /// Scores files against the keywords of the task text.
 #[derive(Debug)]
 pub struct Finder<'k> {
     keywords: &'k [String],
-    found: BTreeMap<String, Found>,
+    found: BTreeMap<String, RelevantFile>,
 }
 
 impl<'k> Finder<'k> {
     /// A finder for `keywords` (lower-case).
     pub fn new(keywords: &'k [String]) -> Finder<'k> {
-        Finder {
-            keywords,
-            found: BTreeMap::new(),
-        }
+        let found = BTreeMap::new();
+        Finder { keywords, found }
     }
 
     /// Scores the path of a file.
     pub fn name(&mut self, entry: &Entry<'_>) {
         let path = entry.path().to_lowercase();
-        let name = file_name(&path);
-        let mut found = Found {
+        let mut found = RelevantFile {
+            path: entry.path().to_owned(),
             role: role(entry),
-            ..Found::default()
+            ..RelevantFile::default()
         };
         for kw in self.keywords {
-            if mentions(name, kw, 1) > 0 {
-                found.score += 10;
-                found.name.push(kw.clone());
+            found.score += if mentions(file_name(&path), kw, 1) > 0 {
+                10
             } else if dirs(&path).any(|d| mentions(d, kw, 1) > 0) {
-                found.score += 5;
-                found.name.push(kw.clone());
-            }
+                5
+            } else {
+                continue;
+            };
+            found.named.push(kw.clone());
         }
-        self.found.insert(entry.path().to_owned(), found);
+        self.found.insert(found.path.clone(), found);
     }
 
     /// Scores the text of a file (after [`Finder::name`]).
     pub fn content(&mut self, entry: &Entry<'_>, text: &str) {
-        if self.keywords.is_empty() {
-            return;
-        }
         let lower = text.to_lowercase();
         let Some(found) = self.found.get_mut(entry.path()) else {
             return;
         };
         for kw in self.keywords {
-            let n = mentions(&lower, kw, 5) as u32;
+            let n = mentions(&lower, kw, 5);
             if n > 0 {
-                found.score += n;
-                found.content.push((kw.clone(), n));
+                found.score += n as u32;
+                let plus = if n >= 5 { "+" } else { "" };
+                found.mentioned.push(format!("{kw} ({n}{plus})"));
             }
         }
-        if entry.lang.is_some() && !found.content.is_empty() {
-            found.symbols = symbols(text, self.keywords);
+        if entry.lang.is_some() && !found.mentioned.is_empty() {
+            found.key_symbols = symbols(text, self.keywords);
         }
     }
 
     /// The relevant files, best first, at most [`MAX_RELEVANT`].
     pub fn finish(self) -> Vec<RelevantFile> {
-        let mut out: Vec<RelevantFile> = self
-            .found
-            .into_iter()
-            .filter(|(_, f)| f.score > 0)
-            .map(|(path, f)| {
-                let mut why = Vec::new();
-                if !f.name.is_empty() {
-                    why.push(format!("its path names {}", f.name.join(", ")));
-                }
-                if !f.content.is_empty() {
-                    let list: Vec<String> = f
-                        .content
-                        .iter()
-                        .map(|(k, n)| format!("{k} ({n}{})", if *n >= 5 { "+" } else { "" }))
-                        .collect();
-                    why.push(format!("its text mentions {}", list.join(", ")));
-                }
-                let source = match (f.name.is_empty(), f.content.is_empty()) {
-                    (false, false) => "name+content",
-                    (false, true) => "name",
-                    _ => "content",
-                };
-                RelevantFile {
-                    discovery_source: source,
-                    key_symbols: f.symbols,
-                    path,
-                    rationale: why.join("; "),
-                    role: f.role,
-                    score: f.score,
-                }
-            })
-            .collect();
+        let mut out: Vec<RelevantFile> = self.found.into_values().filter(|f| f.score > 0).collect();
+        for f in &mut out {
+            let why = [
+                ("its path names", &f.named),
+                ("its text mentions", &f.mentioned),
+            ];
+            let why: Vec<String> = why
+                .iter()
+                .filter(|(_, kws)| !kws.is_empty())
+                .map(|(what, kws)| format!("{what} {}", kws.join(", ")))
+                .collect();
+            f.rationale = why.join("; ");
+            f.discovery_source = match (f.named.is_empty(), f.mentioned.is_empty()) {
+                (false, false) => "name+content",
+                (false, true) => "name",
+                _ => "content",
+            };
+        }
         out.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
         out.truncate(MAX_RELEVANT);
         out
     }
 }
 
+/// What a file is to the request: `manifest`, `test`, `source`, `docs` or `config`.
 fn role(entry: &Entry<'_>) -> &'static str {
     if entry.manifest.is_some() {
         "manifest"
@@ -143,10 +124,7 @@ fn role(entry: &Entry<'_>) -> &'static str {
         "test"
     } else if entry.lang.is_some() {
         "source"
-    } else if matches!(
-        entry.ext().as_str(),
-        "md" | "markdown" | "rst" | "adoc" | "txt"
-    ) {
+    } else if listed(&FILES.doc_exts, &entry.ext()) {
         "docs"
     } else {
         "config"

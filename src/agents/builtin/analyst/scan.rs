@@ -35,6 +35,7 @@ pub struct Files {
     pub ci_files: Vec<String>,
     pub ci_prefixes: Vec<String>,
     pub definitions: Vec<String>,
+    pub doc_exts: Vec<String>,
 }
 
 /// The file tables, read once.
