@@ -27,6 +27,8 @@ pub struct Kind {
     skip: Vec<String>,
     /// For the kinds read as text: words that start a line declaring a dependency.
     lines: Vec<String>,
+    /// Where the manifest names the files the program starts at.
+    entries: Vec<String>,
 }
 
 /// A row of `analyst-dependencies.toml`: a dependency pattern (see [`dep_matches`]) and what
@@ -77,7 +79,7 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
 });
 
 /// A manifest and what it declares.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Manifest {
     /// Dependency names as written, sorted and unique (runtime, dev and build together).
     pub dependencies: Vec<String>,
@@ -126,14 +128,10 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
     let kind = kind_of(path)?;
     let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
     let mut m = Manifest {
-        dependencies: Vec::new(),
-        frameworks: Vec::new(),
         kind: &kind.kind,
         path: path.to_owned(),
         ecosystem: &kind.ecosystem,
-        scripts: BTreeMap::new(),
-        entry_files: Vec::new(),
-        pytest_config: false,
+        ..Manifest::default()
     };
     let mut deps = BTreeSet::new();
     match m.kind {
@@ -212,38 +210,26 @@ fn structured(kind: &Kind, v: &Value, dir: &str, deps: &mut BTreeSet<String>, m:
     for item in lists.filter_map(Value::as_array).flatten() {
         deps.extend(item.as_str().and_then(pep508_name));
     }
-    for (name, cmd) in v
-        .get("scripts")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(cmd) = cmd.as_str() {
-            m.scripts.insert(name.clone(), cmd.to_owned());
+    // Only `package.json` scripts are read, and they are strings.
+    let scripts = v.get("scripts").cloned().map(serde_json::from_value);
+    m.scripts = scripts.and_then(Result::ok).unwrap_or_default();
+    m.pytest_config = !at(v, "tool.pytest").is_empty();
+    for entry in kind.entries.iter().flat_map(|p| at(v, p)) {
+        if let Some(p) = entry.as_str() {
+            m.entry_files
+                .push(format!("{dir}{}", p.trim_start_matches("./")));
         }
     }
-    m.pytest_config = !at(v, "tool.pytest").is_empty();
-    if kind.kind == "cargo" {
-        for bin in v.get("bin").and_then(Value::as_array).into_iter().flatten() {
-            let path = bin.get("path").and_then(Value::as_str).map(str::to_owned);
-            let named = bin.get("name").and_then(Value::as_str);
-            if let Some(p) = path.or_else(|| named.map(|n| format!("src/bin/{n}.rs"))) {
-                m.entry_files.push(format!("{dir}{p}"));
-            }
-        }
-    } else if kind.kind == "npm" {
-        let mut entry = |p: &str| {
-            let p = p.trim_start_matches("./");
+    // A Cargo `[[bin]]` starts at its `path`, or else at `src/bin/<name>.rs`.
+    for bin in at(v, "bin")
+        .into_iter()
+        .filter_map(Value::as_array)
+        .flatten()
+    {
+        let path = bin.get("path").and_then(Value::as_str).map(str::to_owned);
+        let named = bin.get("name").and_then(Value::as_str);
+        if let Some(p) = path.or_else(|| named.map(|n| format!("src/bin/{n}.rs"))) {
             m.entry_files.push(format!("{dir}{p}"));
-        };
-        v.get("main")
-            .and_then(Value::as_str)
-            .into_iter()
-            .for_each(&mut entry);
-        match v.get("bin") {
-            Some(Value::String(s)) => entry(s),
-            Some(Value::Object(obj)) => obj.values().filter_map(Value::as_str).for_each(entry),
-            _ => {}
         }
     }
 }
