@@ -8,6 +8,7 @@
 
 use std::sync::LazyLock;
 
+use regex::Regex;
 use serde::Deserialize;
 
 use crate::agents::{CodeFile, CodeTree};
@@ -29,6 +30,7 @@ pub struct Files {
     text_exts: Vec<String>,
     text_names: Vec<String>,
     test_dirs: Vec<String>,
+    test_name: String,
     aux_dirs: Vec<String>,
     pub doc_dirs: Vec<String>,
     pub source_roots: Vec<String>,
@@ -44,6 +46,11 @@ pub static FILES: LazyLock<Files> = LazyLock::new(|| {
         "analyst-files.toml",
         include_str!("../../../../specs/templates/builtin/analyst-files.toml"),
     )
+});
+
+/// File names of tests: `FILES.test_name`, compiled once.
+static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&FILES.test_name).expect("a unit test compiles the builtin test-name pattern")
 });
 
 /// A language, as counted by the scan: one entry of `analyst-languages.toml`.
@@ -221,26 +228,7 @@ pub fn language(name: &str) -> Option<&'static Lang> {
 
 /// Whether `path` is a test file, by its directory or its name.
 pub fn is_test_path(path: &str) -> bool {
-    if dirs(path).any(is_test_dir) {
-        return true;
-    }
-    let name = file_name(path);
-    let stem = name.split('.').next().unwrap_or(name);
-    (name.starts_with("test_") && name.ends_with(".py"))
-        || name == "conftest.py"
-        || stem == "test"
-        || stem == "tests"
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || [".test.", ".spec."].iter().any(|m| name.contains(m))
-        || ["Test", "Tests", "IT"].iter().any(|s| {
-            stem.len() > s.len()
-                && stem.ends_with(s)
-                && matches!(
-                    extension(name).as_str(),
-                    "java" | "kt" | "cs" | "php" | "scala"
-                )
-        })
+    dirs(path).any(is_test_dir) || TEST_NAME.is_match(file_name(path))
 }
 
 /// Whether a directory called `name` holds tests.
