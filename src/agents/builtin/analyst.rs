@@ -17,6 +17,7 @@ mod scan;
 mod seed;
 mod signals;
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -231,12 +232,12 @@ impl Facts {
         }
 
         let (languages, primary) = LanguageShare::of(&inv);
-        let mut frameworks: Vec<String> = Vec::new();
-        for f in manifests.iter().flat_map(|m| &m.frameworks) {
-            if !frameworks.contains(f) {
-                frameworks.push(f.clone());
-            }
-        }
+        let mut frameworks: Vec<String> = manifests
+            .iter()
+            .flat_map(|m| m.frameworks.clone())
+            .collect();
+        let mut seen = BTreeSet::new();
+        frameworks.retain(|f| seen.insert(f.clone()));
         let layout = layout::layout(&inv, &manifests);
         Ok(Facts {
             files: inv.entries.len(),
@@ -261,7 +262,7 @@ impl Facts {
 }
 
 /// One language's part of the code.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct LanguageShare {
     bytes: u64,
     files: usize,
@@ -279,12 +280,10 @@ impl LanguageShare {
         let mut by_lang: BTreeMap<&str, LanguageShare> = BTreeMap::new();
         for e in &inv.entries {
             if let Some(lang) = e.lang {
-                let slot = by_lang.entry(&lang.name).or_insert(LanguageShare {
-                    bytes: 0,
-                    files: 0,
+                let slot = by_lang.entry(&lang.name).or_insert_with(|| LanguageShare {
                     name: lang.name.clone(),
-                    share: 0.0,
                     testable: lang.testable,
+                    ..LanguageShare::default()
                 });
                 slot.files += 1;
                 slot.bytes += e.file.size;
@@ -296,16 +295,9 @@ impl LanguageShare {
             // Thousandths, computed in integers so every platform prints the same.
             l.share = ((u128::from(l.bytes) * 1000 + all / 2) / all) as f64 / 1000.0;
         }
-        languages.sort_by(|a, b| {
-            (b.bytes, b.files)
-                .cmp(&(a.bytes, a.files))
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        let primary = languages
-            .iter()
-            .find(|l| l.testable)
-            .or(languages.first())
-            .map(|l| l.name.clone());
+        languages.sort_by_key(|l| (Reverse(l.bytes), Reverse(l.files), l.name.clone()));
+        let main = languages.iter().find(|l| l.testable).or(languages.first());
+        let primary = main.map(|l| l.name.clone());
         (languages, primary)
     }
 }

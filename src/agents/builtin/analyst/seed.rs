@@ -175,15 +175,14 @@ pub fn analyse(text: &str) -> Seed {
     let statement = text.trim().to_owned();
     let words = Words::new(&statement);
 
+    // The first domain with the most hits.
     let domain = t
         .domain
         .iter()
-        .map(|d| (d.name.as_str(), words.score(&d.words)))
-        .fold(
-            ("general software", 0),
-            |best, d| if d.1 > best.1 { d } else { best },
-        )
-        .0;
+        .rev()
+        .max_by_key(|d| words.score(&d.words))
+        .filter(|d| words.score(&d.words) > 0)
+        .map_or("general software", |d| d.name.as_str());
 
     let groups: Vec<&Named> = t
         .complexity_group
@@ -191,27 +190,21 @@ pub fn analyse(text: &str) -> Seed {
         .filter(|g| words.any(&g.words))
         .collect();
     let points: u32 = groups.iter().map(|g| g.points).sum();
-    let by_words = match points {
-        0..=1 => Complexity::Simple,
-        2..=3 => Complexity::Moderate,
-        _ => Complexity::Complex,
-    };
+    let groups: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
     let chars = statement.chars().count();
-    let by_length = match chars {
-        0..200 => Complexity::Simple,
-        200..=500 => Complexity::Moderate,
-        _ => Complexity::Complex,
-    };
-    let complexity = by_words.max(by_length);
-    let complexity_reason = if groups.is_empty() {
-        format!("keyword score 0, {chars} characters")
+    // Moderate from 2 points or 200 characters, complex from 4 points or 501 characters.
+    let level = |n: usize, from: [usize; 2]| from.iter().filter(|f| n >= **f).count();
+    let complexity = [
+        Complexity::Simple,
+        Complexity::Moderate,
+        Complexity::Complex,
+    ][level(points as usize, [2, 4]).max(level(chars, [200, 501]))];
+    let named = if groups.is_empty() {
+        String::new()
     } else {
-        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
-        format!(
-            "keyword score {points} ({}), {chars} characters",
-            names.join(", ")
-        )
+        format!(" ({})", groups.join(", "))
     };
+    let complexity_reason = format!("keyword score {points}{named}, {chars} characters");
 
     let mut presets: Vec<(usize, &Named)> = t
         .preset
