@@ -9,6 +9,33 @@
 //! byte-identical files: there is no clock, no network and no model. Where a fact cannot be
 //! known this way, it becomes an open question instead of a guess.
 
+/// Reads the builtin data file `$name` of `specs/templates/builtin/` with [`data`], or with
+/// [`list`] when it holds one list of tables.
+macro_rules! data_file {
+    ($name:literal) => {
+        $crate::agents::builtin::analyst::data($crate::agents::builtin::analyst::builtin!($name))
+    };
+    (list $name:literal) => {
+        $crate::agents::builtin::analyst::list($crate::agents::builtin::analyst::builtin!($name))
+    };
+}
+
+/// The name and the text of the file `$name` of `specs/templates/builtin/`, built into the
+/// binary.
+macro_rules! builtin {
+    ($name:literal) => {
+        (
+            $name,
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/specs/templates/builtin/",
+                $name
+            )),
+        )
+    };
+}
+pub(super) use {builtin, data_file};
+
 mod explore;
 mod layout;
 mod manifest;
@@ -40,8 +67,14 @@ const CACHE_INDEX: &str = "explorations/cache-index.json";
 
 /// Parses the builtin data file `name`. Every one is parsed by a unit test, so a malformed
 /// file is a bug found there, not an error at run time.
-pub(super) fn data<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+pub(super) fn data<T: serde::de::DeserializeOwned>((name, text): (&str, &str)) -> T {
     toml::from_str(text).unwrap_or_else(|e| panic!("the builtin data file {name}: {e}"))
+}
+
+/// Parses a builtin data file holding one list of tables (`[[rule]]`, `[[language]]`, …).
+pub(super) fn list<T: serde::de::DeserializeOwned>(file: (&str, &str)) -> Vec<T> {
+    let lists: BTreeMap<String, Vec<T>> = data(file);
+    lists.into_values().flatten().collect()
 }
 
 /// Runs the analyst on `input`.

@@ -9,17 +9,13 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use super::analyst::{data, render};
+use super::analyst::{data_file, render};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 
 /// Words worth a look, per specialist task prefix, read once.
-static LOOK_FOR: LazyLock<BTreeMap<String, Vec<String>>> = LazyLock::new(|| {
-    data(
-        "specialist-look-for.toml",
-        include_str!("../../../specs/templates/builtin/specialist-look-for.toml"),
-    )
-});
+static LOOK_FOR: LazyLock<BTreeMap<String, Vec<String>>> =
+    LazyLock::new(|| data_file!("specialist-look-for.toml"));
 
 /// At most this many lines are listed per file.
 const MAX_LINES: usize = 20;

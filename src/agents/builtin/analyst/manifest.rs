@@ -57,26 +57,10 @@ pub struct Deps {
 }
 
 /// What dependencies show, read once.
-pub static DEPS: LazyLock<Deps> = LazyLock::new(|| {
-    super::data(
-        "analyst-dependencies.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-dependencies.toml"),
-    )
-});
-
-#[derive(Deserialize)]
-struct Kinds {
-    manifest: Vec<Kind>,
-}
+pub static DEPS: LazyLock<Deps> = LazyLock::new(|| data_file!("analyst-dependencies.toml"));
 
 /// The manifest kinds, read once.
-static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
-    super::data::<Kinds>(
-        "analyst-manifests.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-manifests.toml"),
-    )
-    .manifest
-});
+static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| data_file!(list "analyst-manifests.toml"));
 
 /// A manifest and what it declares.
 #[derive(Debug, Clone, Default, serde::Serialize)]

@@ -31,14 +31,8 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
             .expect("the default delimiters are valid"),
     );
     for (name, source) in [
-        (
-            "analyst-report.txt",
-            include_str!("../../../../specs/templates/builtin/analyst-report.txt"),
-        ),
-        (
-            "specialist-report.md",
-            include_str!("../../../../specs/templates/builtin/specialist-report.md"),
-        ),
+        builtin!("analyst-report.txt"),
+        builtin!("specialist-report.md"),
     ] {
         env.add_template(name, source)
             .unwrap_or_else(|e| panic!("the builtin template {name}: {e:#}"));

@@ -41,12 +41,7 @@ pub struct Files {
 }
 
 /// The file tables, read once.
-pub static FILES: LazyLock<Files> = LazyLock::new(|| {
-    super::data(
-        "analyst-files.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-files.toml"),
-    )
-});
+pub static FILES: LazyLock<Files> = LazyLock::new(|| data_file!("analyst-files.toml"));
 
 /// File names of tests: `FILES.test_name`, compiled once.
 static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
@@ -74,19 +69,8 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Deserialize)]
-struct Langs {
-    language: Vec<Lang>,
-}
-
 /// The languages, read once.
-static LANGS: LazyLock<Vec<Lang>> = LazyLock::new(|| {
-    super::data::<Langs>(
-        "analyst-languages.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-languages.toml"),
-    )
-    .language
-});
+static LANGS: LazyLock<Vec<Lang>> = LazyLock::new(|| data_file!(list "analyst-languages.toml"));
 
 /// Whether `list` holds `item`.
 pub fn listed(list: &[String], item: &str) -> bool {

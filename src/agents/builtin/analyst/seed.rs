@@ -75,12 +75,7 @@ pub struct Mention {
 }
 
 /// The word tables, read once.
-pub static TABLES: LazyLock<Tables> = LazyLock::new(|| {
-    super::data(
-        "analyst-request.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-request.toml"),
-    )
-});
+pub static TABLES: LazyLock<Tables> = LazyLock::new(|| data_file!("analyst-request.toml"));
 
 /// At most this many keywords are searched for.
 const MAX_KEYWORDS: usize = 12;

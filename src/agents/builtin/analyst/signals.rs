@@ -76,19 +76,8 @@ impl Rule {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct Rules {
-    rule: Vec<Rule>,
-}
-
 /// The detection rules, in file order.
-pub static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    super::data::<Rules>(
-        "analyst-signals.toml",
-        include_str!("../../../../specs/templates/builtin/analyst-signals.toml"),
-    )
-    .rule
-});
+pub static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| data_file!(list "analyst-signals.toml"));
 
 /// At most this many paths are kept per signal.
 pub const MAX_EVIDENCE: usize = 5;
