@@ -9,21 +9,22 @@ use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed}
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
 
-/// The layout written to `discovery-context.json`.
+/// The layout written to `discovery-context.json`: sorted lists of at most [`MAX_LIST`]
+/// paths.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Layout {
     /// CI configuration files.
-    pub ci: Vec<String>,
+    pub ci: BTreeSet<String>,
     /// Documentation directories and top-level documents.
-    pub docs: Vec<String>,
+    pub docs: BTreeSet<String>,
     /// Files where the program or library starts.
-    pub entry_points: Vec<String>,
+    pub entry_points: BTreeSet<String>,
     /// Directories holding product source (`.` for the root).
-    pub source_dirs: Vec<String>,
+    pub source_dirs: BTreeSet<String>,
     /// Directories holding tests.
-    pub test_dirs: Vec<String>,
+    pub test_dirs: BTreeSet<String>,
     /// Directories at the root.
-    pub top_level_dirs: Vec<String>,
+    pub top_level_dirs: BTreeSet<String>,
 }
 
 /// How the tests are run.
@@ -71,12 +72,7 @@ impl TestHints {
 
 /// The layout of the files in `inv`.
 pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
-    let mut top = BTreeSet::new();
-    let mut source = BTreeSet::new();
-    let mut tests = BTreeSet::new();
-    let mut docs = BTreeSet::new();
-    let mut ci = BTreeSet::new();
-    let mut entry_points = BTreeSet::new();
+    let mut l = Layout::default();
     // JavaScript starts at the root of a package: the repository's, or any package.json's.
     let mut js_roots = vec![String::new()];
     js_roots.extend(
@@ -90,12 +86,12 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         let path = e.path();
         let parts: Vec<&str> = dirs(path).collect();
         if let Some(first) = parts.first() {
-            top.insert((*first).to_owned());
+            l.top_level_dirs.insert((*first).to_owned());
             if listed(&FILES.doc_dirs, first) {
-                docs.insert((*first).to_owned());
+                l.docs.insert((*first).to_owned());
             }
         } else if matches!(e.ext().as_str(), "md" | "rst" | "adoc") {
-            docs.insert(path.to_owned());
+            l.docs.insert(path.to_owned());
         }
         if e.is_product_source() {
             let end = parts
@@ -103,14 +99,14 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
                 .position(|d| listed(&FILES.source_roots, d))
                 .map_or(1, |i| i + 1)
                 .min(parts.len());
-            source.insert(if end == 0 {
+            l.source_dirs.insert(if end == 0 {
                 ".".to_owned()
             } else {
                 parts[..end].join("/")
             });
         }
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
-            tests.insert(parts[..=i].join("/"));
+            l.test_dirs.insert(parts[..=i].join("/"));
         }
         if listed(&FILES.ci_files, path)
             || FILES
@@ -118,37 +114,32 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
                 .iter()
                 .any(|p| path.starts_with(p.as_str()))
         {
-            ci.insert(path.to_owned());
+            l.ci.insert(path.to_owned());
         }
         if is_entry_point(path, &js_roots) {
-            entry_points.insert(path.to_owned());
+            l.entry_points.insert(path.to_owned());
         }
     }
-    for m in manifests {
-        for f in &m.entry_files {
-            if inv.contains(f) {
-                entry_points.insert(f.clone());
-            }
-        }
-    }
+    let named = manifests.iter().flat_map(|m| &m.entry_files);
+    l.entry_points
+        .extend(named.filter(|f| inv.contains(f)).cloned());
     // `frontend` holding only config next to `frontend/src`: the nested one says more.
-    let nested: Vec<String> = source
-        .iter()
-        .filter(|d| *d != "." && source.iter().any(|o| o.starts_with(&format!("{d}/"))))
-        .cloned()
-        .collect();
-    for d in nested {
-        source.remove(&d);
+    let source = l.source_dirs.clone();
+    l.source_dirs
+        .retain(|d| d == "." || !source.iter().any(|o| o.starts_with(&format!("{d}/"))));
+    for set in [
+        &mut l.ci,
+        &mut l.docs,
+        &mut l.entry_points,
+        &mut l.source_dirs,
+        &mut l.test_dirs,
+        &mut l.top_level_dirs,
+    ] {
+        while set.len() > MAX_LIST {
+            set.pop_last();
+        }
     }
-    let list = |set: BTreeSet<String>| set.into_iter().take(MAX_LIST).collect();
-    Layout {
-        ci: list(ci),
-        docs: list(docs),
-        entry_points: list(entry_points),
-        source_dirs: list(source),
-        test_dirs: list(tests),
-        top_level_dirs: list(top),
-    }
+    l
 }
 
 /// Whether `path` is where a program or library usually starts. `js_roots` are the
