@@ -7,7 +7,7 @@
 //! (`high`), a pattern in code is fair (`medium`), a file or directory name is weak (`low`).
 //! A signal's evidence lists its strongest paths first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use super::manifest::Manifest;
@@ -127,29 +127,29 @@ impl Detector {
             .map_or(0, |h| h.iter().filter(|(s, _)| *s == strength).count())
     }
 
+    /// Records `path` as evidence for every rule `hit` holds for.
+    fn apply(&mut self, path: &str, hit: impl Fn(&Rule) -> bool) {
+        for rule in RULES.iter().filter(|r| hit(r)) {
+            self.add(&rule.signal, rule.strength(), path);
+        }
+    }
+
     /// Applies the dependency rules to a manifest.
     pub fn manifest(&mut self, m: &Manifest) {
-        for rule in RULES.iter().filter(|r| r.kind == Kind::Dep) {
-            if rule.matches(|p| m.declares(p)) {
-                self.add(&rule.signal, rule.strength(), &m.path);
-            }
-        }
+        self.apply(&m.path, |r| {
+            r.kind == Kind::Dep && r.matches(|p| m.declares(p))
+        });
     }
 
     /// Applies the name rules to a path.
     pub fn path(&mut self, path: &str) {
         let name = file_name(path);
-        for rule in RULES.iter() {
-            let hit = match rule.kind {
-                Kind::Name => rule.matches(|p| glob(p, name)),
-                Kind::Dir => dirs(path).any(|d| rule.patterns.iter().any(|p| p == d)),
-                Kind::Prefix => rule.matches(|p| path.starts_with(p.as_str())),
-                _ => false,
-            };
-            if hit {
-                self.add(&rule.signal, rule.strength(), path);
-            }
-        }
+        self.apply(path, |rule| match rule.kind {
+            Kind::Name => rule.matches(|p| glob(p, name)),
+            Kind::Dir => dirs(path).any(|d| rule.patterns.iter().any(|p| p == d)),
+            Kind::Prefix => rule.matches(|p| path.starts_with(p.as_str())),
+            _ => false,
+        });
     }
 
     /// Applies the code rules to the text of a file. Tests are skipped: what their fixtures
@@ -181,12 +181,10 @@ impl Detector {
         for (signal, mut hits) in self.hits {
             // Stable: equal strengths keep the order they were found in (path order).
             hits.sort_by_key(|h| std::cmp::Reverse(h.0));
-            let mut paths: Vec<String> = Vec::new();
-            for (_, path) in &hits {
-                if paths.len() < MAX_EVIDENCE && !paths.contains(path) {
-                    paths.push(path.clone());
-                }
-            }
+            let mut paths: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
+            let mut seen = BTreeSet::new();
+            paths.retain(|p| seen.insert(p.clone()));
+            paths.truncate(MAX_EVIDENCE);
             profile.signals.push(signal.to_owned());
             profile.evidence.insert(signal.to_owned(), paths);
             profile.strength.insert(signal.to_owned(), hits[0].0);
