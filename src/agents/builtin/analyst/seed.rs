@@ -286,30 +286,22 @@ fn target_users(words: &Words) -> Vec<String> {
     let not_qualifier = |w: &str| t.not_qualifiers.iter().any(|q| q == w);
     let mut out: Vec<String> = Vec::new();
     for (i, w) in words.list.iter().enumerate() {
-        let Some(plural) = t
-            .user_nouns
-            .iter()
-            .find(|p| *p == w || p.strip_suffix('s') == Some(w))
-        else {
+        let noun = |p: &&String| *p == w || p.strip_suffix('s') == Some(w);
+        let Some(plural) = t.user_nouns.iter().find(noun) else {
             continue;
         };
-        let qualifier = i
-            .checked_sub(1)
-            .map(|j| words.list[j].as_str())
-            .filter(|q| {
-                !not_qualifier(q)
-                    && !t.stopwords.iter().any(|s| s == q)
-                    && q.chars().all(|c| c.is_alphabetic())
-            })
-            .filter(|_| {
-                // Only a qualifier that itself follows a word like "for" or "the", so that
-                // "let users" stays "users" and "for mobile users" becomes "mobile users".
-                i.checked_sub(2)
-                    .is_some_and(|k| not_qualifier(&words.list[k]))
-            });
-        let name = match qualifier {
-            Some(q) => format!("{q} {plural}"),
-            None => plural.clone(),
+        // Only a qualifier that itself follows a word like "for" or "the", so that "let
+        // users" stays "users" and "for mobile users" becomes "mobile users".
+        let name = match &words.list[i.saturating_sub(2)..i] {
+            [before, q]
+                if not_qualifier(before)
+                    && !not_qualifier(q)
+                    && !t.stopwords.contains(q)
+                    && q.chars().all(char::is_alphabetic) =>
+            {
+                format!("{q} {plural}")
+            }
+            _ => plural.clone(),
         };
         if out.len() < 5 && !out.contains(&name) {
             out.push(name);
