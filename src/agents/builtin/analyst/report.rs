@@ -56,20 +56,6 @@ pub(in crate::agents::builtin) fn render(name: &str, data: impl Serialize) -> St
         .unwrap_or_else(|e| panic!("the builtin template {name}: {e:#}"))
 }
 
-/// What the report template reads.
-#[derive(Serialize)]
-struct Context<'a> {
-    seed: &'a Seed,
-    facts: &'a Facts,
-    depth: &'static str,
-    /// Open questions for subjects the request names and the code does not show.
-    mentioned: Vec<&'a str>,
-    conventions: Vec<String>,
-    integrations: Vec<String>,
-    topic_file: Option<&'a str>,
-    index_note: &'a str,
-}
-
 /// The report on `seed` and `facts`; `topic_file` is where the request was read from, if
 /// not the task text, and `index_note` what became of the cache index.
 pub(super) fn report(
@@ -78,22 +64,24 @@ pub(super) fn report(
     topic_file: Option<&str>,
     index_note: &str,
 ) -> Report {
-    let mentioned = TABLES
+    let mentioned: Vec<&str> = TABLES
         .mention
         .iter()
         .filter(|m| facts.has_source && seed.words.any(&m.words) && !facts.profile.has(&m.signal))
         .map(|m| m.question.as_str())
         .collect();
-    let context = Context {
-        seed,
-        facts,
-        depth: seed.complexity.depth(),
-        mentioned,
-        conventions: explore::conventions(&facts.manifests),
-        integrations: explore::integrations(&facts.manifests),
-        topic_file,
-        index_note,
-    };
+    // What the template reads; `mentioned` are the open questions for subjects the request
+    // names and the code does not show.
+    let context = serde_json::json!({
+        "seed": seed,
+        "facts": facts,
+        "depth": seed.complexity.depth(),
+        "mentioned": mentioned,
+        "conventions": explore::conventions(&facts.manifests),
+        "integrations": explore::integrations(&facts.manifests),
+        "topic_file": topic_file,
+        "index_note": index_note,
+    });
     let mut report = Report::new();
     let mut section = None;
     for line in render("analyst-report.txt", &context).lines() {
