@@ -5,7 +5,7 @@
 //! 10, in a directory name 5, and each mention in the text 1 (at most 5 per keyword). Short
 //! keywords (three letters, like `api`) only count as whole words.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::{DEPS, Manifest, dep_matches};
 use super::scan::{Entry, FILES, dirs, file_name, listed};
@@ -148,30 +148,27 @@ fn mentions(hay: &str, kw: &str, cap: usize) -> usize {
 
 /// Names defined in `text` that contain a keyword, in text order, at most five.
 fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        for def in &FILES.definitions {
-            let Some(at) = line.find(def) else { continue };
-            if at > 0 && !line[..at].ends_with([' ', '\t', '(']) {
-                continue;
-            }
-            let ident: String = line[at + def.len()..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
+    // In each line, the first place each definition word starts a word.
+    let defined = text.lines().flat_map(|line| {
+        FILES.definitions.iter().filter_map(move |def| {
+            let at = line.find(def.as_str())?;
+            let starts = at == 0 || line[..at].ends_with([' ', '\t', '(']);
+            let rest = line[at + def.len()..].chars();
+            starts.then(|| {
+                rest.take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            })
+        })
+    });
+    let mut seen = BTreeSet::new();
+    defined
+        .filter(|ident: &String| {
             let lower = ident.to_lowercase();
-            if !ident.is_empty()
-                && keywords.iter().any(|k| lower.contains(k.as_str()))
-                && !out.contains(&ident)
-            {
-                out.push(ident);
-                if out.len() == 5 {
-                    return out;
-                }
-            }
-        }
-    }
-    out
+            !ident.is_empty() && keywords.iter().any(|k| lower.contains(k.as_str()))
+        })
+        .filter(|ident| seen.insert(ident.clone()))
+        .take(5)
+        .collect()
 }
 
 /// Conventions shown by the manifests, unique, in table order.
