@@ -9,17 +9,6 @@
 //! byte-identical files: there is no clock, no network and no model. Where a fact cannot be
 //! known this way, it becomes an open question instead of a guess.
 
-/// Reads the builtin data file `$name` of `specs/templates/builtin/` with [`data`], or with
-/// [`list`] when it holds one list of tables.
-macro_rules! data_file {
-    ($name:literal) => {
-        $crate::agents::builtin::analyst::data($crate::agents::builtin::analyst::builtin!($name))
-    };
-    (list $name:literal) => {
-        $crate::agents::builtin::analyst::list($crate::agents::builtin::analyst::builtin!($name))
-    };
-}
-
 /// The name and the text of the file `$name` of `specs/templates/builtin/`, built into the
 /// binary.
 macro_rules! builtin {
@@ -34,7 +23,7 @@ macro_rules! builtin {
         )
     };
 }
-pub(super) use {builtin, data_file};
+pub(super) use builtin;
 
 mod explore;
 mod layout;
@@ -65,8 +54,8 @@ const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
 
-/// Parses the builtin data file `name`. Every one is parsed by a unit test, so a malformed
-/// file is a bug found there, not an error at run time.
+/// Parses the builtin data file `name` (see [`builtin!`]). Every one is parsed by a unit test,
+/// so a malformed file is a bug found there, not an error at run time.
 pub(super) fn data<T: serde::de::DeserializeOwned>((name, text): (&str, &str)) -> T {
     toml::from_str(text).unwrap_or_else(|e| panic!("the builtin data file {name}: {e}"))
 }

@@ -9,13 +9,13 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use super::analyst::{data_file, render};
+use super::analyst::{builtin, data, render};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 
 /// Words worth a look, per specialist task prefix, read once.
 static LOOK_FOR: LazyLock<BTreeMap<String, Vec<String>>> =
-    LazyLock::new(|| data_file!("specialist-look-for.toml"));
+    LazyLock::new(|| data(builtin!("specialist-look-for.toml")));
 
 /// At most this many lines are listed per file.
 const MAX_LINES: usize = 20;

@@ -57,10 +57,12 @@ pub struct Deps {
 }
 
 /// What dependencies show, read once.
-pub static DEPS: LazyLock<Deps> = LazyLock::new(|| data_file!("analyst-dependencies.toml"));
+pub static DEPS: LazyLock<Deps> =
+    LazyLock::new(|| super::data(builtin!("analyst-dependencies.toml")));
 
 /// The manifest kinds, read once.
-static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| data_file!(list "analyst-manifests.toml"));
+static KINDS: LazyLock<Vec<Kind>> =
+    LazyLock::new(|| super::list(builtin!("analyst-manifests.toml")));
 
 /// A manifest and what it declares.
 #[derive(Debug, Clone, Default, serde::Serialize)]

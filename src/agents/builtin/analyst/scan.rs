@@ -41,7 +41,7 @@ pub struct Files {
 }
 
 /// The file tables, read once.
-pub static FILES: LazyLock<Files> = LazyLock::new(|| data_file!("analyst-files.toml"));
+pub static FILES: LazyLock<Files> = LazyLock::new(|| super::data(builtin!("analyst-files.toml")));
 
 /// File names of tests: `FILES.test_name`, compiled once.
 static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
@@ -70,7 +70,8 @@ fn yes() -> bool {
 }
 
 /// The languages, read once.
-static LANGS: LazyLock<Vec<Lang>> = LazyLock::new(|| data_file!(list "analyst-languages.toml"));
+static LANGS: LazyLock<Vec<Lang>> =
+    LazyLock::new(|| super::list(builtin!("analyst-languages.toml")));
 
 /// Whether `list` holds `item`.
 pub fn listed(list: &[String], item: &str) -> bool {

@@ -75,7 +75,8 @@ pub struct Mention {
 }
 
 /// The word tables, read once.
-pub static TABLES: LazyLock<Tables> = LazyLock::new(|| data_file!("analyst-request.toml"));
+pub static TABLES: LazyLock<Tables> =
+    LazyLock::new(|| super::data(builtin!("analyst-request.toml")));
 
 /// At most this many keywords are searched for.
 const MAX_KEYWORDS: usize = 12;
@@ -248,34 +249,28 @@ pub fn analyse(text: &str) -> Seed {
 /// without list bullets; unique, in order.
 fn sentences(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let mut chars = text.chars().peekable();
-    let mut flush = |current: &mut String| {
-        let s = current
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Where the sentence ends, and where the next one starts.
+        let cut = rest.char_indices().find_map(|(i, c)| {
+            let next = rest[i + c.len_utf8()..].chars().next();
+            match c {
+                '\n' | ';' => Some((i, i + 1)),
+                '!' | '?' => Some((i + 1, i + 1)),
+                '.' if next.is_none_or(char::is_whitespace) => Some((i + 1, i + 1)),
+                _ => None,
+            }
+        });
+        let (end, next) = cut.unwrap_or((rest.len(), rest.len()));
+        let sentence = rest[..end]
             .trim()
             .trim_start_matches(['-', '*', '•'])
-            .trim()
-            .to_owned();
-        if !s.is_empty() && !out.contains(&s) {
-            out.push(s);
+            .trim();
+        if !sentence.is_empty() && !out.iter().any(|s| s == sentence) {
+            out.push(sentence.to_owned());
         }
-        current.clear();
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' | ';' => flush(&mut current),
-            '!' | '?' => {
-                current.push(c);
-                flush(&mut current);
-            }
-            '.' if chars.peek().is_none_or(|n| n.is_whitespace()) => {
-                current.push(c);
-                flush(&mut current);
-            }
-            _ => current.push(c),
-        }
+        rest = &rest[next..];
     }
-    flush(&mut current);
     out
 }
 

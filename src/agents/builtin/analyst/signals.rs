@@ -77,7 +77,8 @@ impl Rule {
 }
 
 /// The detection rules, in file order.
-pub static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| data_file!(list "analyst-signals.toml"));
+pub static RULES: LazyLock<Vec<Rule>> =
+    LazyLock::new(|| super::list(builtin!("analyst-signals.toml")));
 
 /// At most this many paths are kept per signal.
 pub const MAX_EVIDENCE: usize = 5;
