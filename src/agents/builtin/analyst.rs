@@ -66,6 +66,15 @@ pub(super) fn list<T: serde::de::DeserializeOwned>(file: (&str, &str)) -> Vec<T>
     lists.into_values().flatten().collect()
 }
 
+/// `items` without repeats, in the order they first come.
+fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    items
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
+}
+
 /// Runs the analyst on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let (text, topic_file) = topic(input);
@@ -254,12 +263,7 @@ impl Facts {
         }
 
         let (languages, primary) = LanguageShare::of(&inv);
-        let mut frameworks: Vec<String> = manifests
-            .iter()
-            .flat_map(|m| m.frameworks.clone())
-            .collect();
-        let mut seen = BTreeSet::new();
-        frameworks.retain(|f| seen.insert(f.clone()));
+        let frameworks = unique(manifests.iter().flat_map(|m| m.frameworks.clone()));
         let layout = layout::layout(&inv, &manifests);
         Ok(Facts {
             files: inv.entries.len(),

@@ -5,7 +5,7 @@
 //! 10, in a directory name 5, and each mention in the text 1 (at most 5 per keyword). Short
 //! keywords (three letters, like `api`) only count as whole words.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::manifest::{DEPS, Manifest, dep_matches};
 use super::scan::{Entry, FILES, dirs, file_name, listed};
@@ -160,26 +160,20 @@ fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
             })
         })
     });
-    let mut seen = BTreeSet::new();
-    defined
-        .filter(|ident: &String| {
-            let lower = ident.to_lowercase();
-            !ident.is_empty() && keywords.iter().any(|k| lower.contains(k.as_str()))
-        })
-        .filter(|ident| seen.insert(ident.clone()))
-        .take(5)
-        .collect()
+    let named = defined.filter(|ident: &String| {
+        let lower = ident.to_lowercase();
+        !ident.is_empty() && keywords.iter().any(|k| lower.contains(k.as_str()))
+    });
+    super::unique(named).into_iter().take(5).collect()
 }
 
 /// Conventions shown by the manifests, unique, in table order.
 pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for c in &DEPS.conventions {
-        if manifests.iter().any(|m| m.declares(&c.dep)) && !out.contains(&c.what) {
-            out.push(c.what.clone());
-        }
-    }
-    out
+    let shown = DEPS
+        .conventions
+        .iter()
+        .filter(|c| manifests.iter().any(|m| m.declares(&c.dep)));
+    super::unique(shown.map(|c| c.what.clone()))
 }
 
 /// External systems the manifests reach, as `what via dep (manifest)`, in table order.

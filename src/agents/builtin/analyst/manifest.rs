@@ -138,11 +138,8 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
         }
     }
     m.dependencies = deps.into_iter().collect();
-    for f in &DEPS.frameworks {
-        if m.declares(&f.dep) && !m.frameworks.contains(&f.name) {
-            m.frameworks.push(f.name.clone());
-        }
-    }
+    let frameworks = DEPS.frameworks.iter().filter(|f| m.declares(&f.dep));
+    m.frameworks = super::unique(frameworks.map(|f| f.name.clone()));
     Some(m)
 }
 

@@ -6,7 +6,6 @@
 //! with a space matches consecutive words. The explore-angle presets and the complexity
 //! score are the reference's (planner explore, §5.6).
 
-use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use serde::Deserialize;
@@ -308,16 +307,13 @@ fn target_users(words: &Words) -> Vec<String> {
 /// Search words: not stop words, at least three characters, not numbers; unique, in text
 /// order.
 fn keywords(words: &Words) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    words
+    let searchable = words
         .list
         .iter()
         .filter(|w| w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
-        .filter(|w| !TABLES.stopwords.contains(w))
-        .filter(|w| seen.insert(w.as_str()))
-        .take(MAX_KEYWORDS)
-        .cloned()
-        .collect()
+        .filter(|w| !TABLES.stopwords.contains(w));
+    let unique = super::unique(searchable.cloned());
+    unique.into_iter().take(MAX_KEYWORDS).collect()
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! (`high`), a pattern in code is fair (`medium`), a file or directory name is weak (`low`).
 //! A signal's evidence lists its strongest paths first.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use super::manifest::Manifest;
@@ -182,9 +182,7 @@ impl Detector {
         for (signal, mut hits) in self.hits {
             // Stable: equal strengths keep the order they were found in (path order).
             hits.sort_by_key(|h| std::cmp::Reverse(h.0));
-            let mut paths: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
-            let mut seen = BTreeSet::new();
-            paths.retain(|p| seen.insert(p.clone()));
+            let mut paths = super::unique(hits.iter().map(|h| h.1.clone()));
             paths.truncate(MAX_EVIDENCE);
             profile.signals.push(signal.to_owned());
             profile.evidence.insert(signal.to_owned(), paths);
