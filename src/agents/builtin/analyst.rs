@@ -344,18 +344,12 @@ fn cache_index(input: &TaskInput) -> (Value, String) {
         "task": input.task.id.to_string(),
     });
     let old = input.folder.get(CACHE_INDEX).map(|raw| {
-        serde_json::from_slice::<Value>(raw)
-            .ok()
-            .filter(|v| v.get("entries").is_some_and(Value::is_array))
+        let index = serde_json::from_slice::<Value>(raw).ok();
+        index.filter(|v| v["entries"].is_array())
     });
-    let mut index = old
-        .clone()
-        .flatten()
-        .unwrap_or_else(|| json!({"entries": []}));
-    let list = index["entries"]
-        .as_array_mut()
-        .expect("entries was checked to be a list");
-    let general = |e: &Value| e.get("angle").and_then(Value::as_str) == Some("general");
+    let mut index = old.clone().flatten().unwrap_or(json!({"entries": []}));
+    let list = index["entries"].as_array_mut().expect("entries is a list");
+    let general = |e: &Value| e["angle"] == "general";
     let kept = list.iter().filter(|e| !general(e)).count();
     match list.iter().position(general) {
         Some(at) => list[at] = ours,

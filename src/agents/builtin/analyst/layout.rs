@@ -145,24 +145,17 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
 /// Whether `path` is where a program or library usually starts. `js_roots` are the
 /// directories (`""`, `web/`) where JavaScript packages start.
 fn is_entry_point(path: &str, js_roots: &[String]) -> bool {
-    let depth = path.matches('/').count();
-    let in_src_bin = path.starts_with("src/bin/") || path.contains("/src/bin/");
-    match file_name(path) {
-        "main.rs" | "lib.rs" => {
-            path == format!("src/{}", file_name(path))
-                || path.ends_with(&format!("/src/{}", file_name(path)))
-                || in_src_bin
-        }
+    let name = file_name(path);
+    let parent = &path[..path.len() - name.len()];
+    let in_src_bin = parent.starts_with("src/bin/") || parent.contains("/src/bin/");
+    match name {
+        "main.rs" | "lib.rs" => parent == "src/" || parent.ends_with("/src/") || in_src_bin,
         n if in_src_bin && n.ends_with(".rs") && dirs(path).last() == Some("bin") => true,
-        "main.go" => depth == 0 || dirs(path).any(|d| d == "cmd"),
-        "main.py" | "__main__.py" | "app.py" | "manage.py" | "wsgi.py" | "asgi.py" => depth <= 2,
-        "index.js" | "index.ts" | "index.mjs" | "index.jsx" | "index.tsx" | "main.js"
-        | "main.ts" | "main.jsx" | "main.tsx" | "server.js" | "server.ts" | "app.js" | "app.ts" => {
-            let name = file_name(path);
-            js_roots
-                .iter()
-                .any(|root| path == format!("{root}{name}") || path == format!("{root}src/{name}"))
-        }
+        "main.go" => parent.is_empty() || dirs(path).any(|d| d == "cmd"),
+        n if listed(&FILES.python_starts, n) => path.matches('/').count() <= 2,
+        n if listed(&FILES.js_starts, n) => js_roots
+            .iter()
+            .any(|root| parent == root || parent == format!("{root}src/")),
         "Main.java" | "Program.cs" => true,
         n => n.ends_with("Application.java"),
     }

@@ -38,6 +38,8 @@ pub struct Files {
     pub ci_prefixes: Vec<String>,
     pub definitions: Vec<String>,
     pub doc_exts: Vec<String>,
+    pub python_starts: Vec<String>,
+    pub js_starts: Vec<String>,
 }
 
 /// The file tables, read once.
