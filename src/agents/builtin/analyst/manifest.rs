@@ -272,22 +272,20 @@ fn quoted(text: &str) -> impl Iterator<Item = &str> {
 
 fn go_mod(text: &str, deps: &mut BTreeSet<String>) {
     let mut in_block = false;
-    for line in text.lines() {
-        let line = line.split("//").next().unwrap_or("").trim();
-        if in_block {
-            if line.starts_with(')') {
-                in_block = false;
-            } else if let Some(module) = line.split_whitespace().next() {
-                deps.insert(module.to_owned());
-            }
+    for line in text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+    {
+        let module = if in_block {
+            in_block = !line.starts_with(')');
+            line.split_whitespace().next().filter(|_| in_block)
         } else if let Some(rest) = line.strip_prefix("require") {
-            let rest = rest.trim();
-            if rest.starts_with('(') {
-                in_block = true;
-            } else if let Some(module) = rest.split_whitespace().next() {
-                deps.insert(module.to_owned());
-            }
-        }
+            in_block = rest.trim().starts_with('(');
+            rest.split_whitespace().next().filter(|_| !in_block)
+        } else {
+            None
+        };
+        deps.extend(module.map(str::to_owned));
     }
 }
 
