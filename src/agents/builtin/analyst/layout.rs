@@ -172,17 +172,10 @@ pub fn test_framework(
     let mut ordered: Vec<&Manifest> = manifests.iter().collect();
     ordered.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
     let of = |eco: &'static str| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
-    let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
+    // Each with its languages: name, command and evidence.
+    let mut candidates: Vec<(&[&str], [String; 3])> = Vec::new();
     let mut add = |langs: &'static [&'static str], name: &str, command: &str, evidence: &str| {
-        let (name, command, evidence) = (name.into(), command.into(), evidence.into());
-        candidates.push((
-            langs,
-            TestFramework {
-                command,
-                evidence,
-                name,
-            },
-        ));
+        candidates.push((langs, [name.into(), command.into(), evidence.into()]));
     };
 
     if let Some(m) = of("rust").next() {
@@ -262,7 +255,12 @@ pub fn test_framework(
         .iter()
         .position(|(langs, _)| primary.is_some_and(|p| langs.contains(&p)))
         .unwrap_or(0);
-    (!candidates.is_empty()).then(|| candidates.swap_remove(preferred).1)
+    let [name, command, evidence] = candidates.get(preferred)?.1.clone();
+    Some(TestFramework {
+        command,
+        evidence,
+        name,
+    })
 }
 
 #[cfg(test)]

@@ -37,7 +37,10 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
         env.add_template(name, source)
             .unwrap_or_else(|e| panic!("the builtin template {name}: {e:#}"));
     }
-    env.add_filter("count", |n: usize, word: String| count(n, &word));
+    // `n` and `word`, plural unless `n` is 1: `1 file`, `3 files`.
+    env.add_filter("count", |n: usize, word: String| {
+        format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+    });
     // Whole percent, as Rust rounds it.
     env.add_filter("percent", |share: f64| {
         format!("{}", (share * 100.0).round())
@@ -96,15 +99,6 @@ pub(super) fn report(
         findings.iter_mut().for_each(|f| *f = clip(f, 99));
     }
     report
-}
-
-/// `n` and `word`, plural unless `n` is 1: `1 file`, `3 files`.
-fn count(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }
 
 /// `text` cut to at most `max` characters, marked with `…` when cut.
