@@ -121,7 +121,7 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
     };
     let mut deps = BTreeSet::new();
     match m.kind {
-        "requirements" => text.lines().for_each(|l| requirement_line(l, &mut deps)),
+        "requirements" => deps.extend(text.lines().filter_map(requirement)),
         "setup.py" => setup_py(text, &mut deps),
         "go" => go_mod(text, &mut deps),
         "maven" => maven(text, &mut deps),
@@ -230,14 +230,10 @@ fn pep508_name(req: &str) -> Option<String> {
 
 /// One line of a requirements file: options (`-r`, `-e`, `--hash`), URLs and comments
 /// declare no name.
-fn requirement_line(line: &str, deps: &mut BTreeSet<String>) {
+fn requirement(line: &str) -> Option<String> {
     let line = line.split(" #").next().unwrap_or("").trim();
-    if line.starts_with('#') || line.starts_with('-') || line.contains("://") {
-        return;
-    }
-    if let Some(name) = pep508_name(line) {
-        deps.insert(name);
-    }
+    let declares = !line.starts_with(['#', '-']) && !line.contains("://");
+    pep508_name(line).filter(|_| declares)
 }
 
 /// `install_requires=[…]` and `tests_require=[…]` lists of a `setup.py`, read as text.
@@ -245,14 +241,10 @@ fn setup_py(text: &str, deps: &mut BTreeSet<String>) {
     for key in ["install_requires", "tests_require", "setup_requires"] {
         let Some(at) = text.find(key) else { continue };
         let rest = &text[at + key.len()..];
-        let (Some(open), Some(close)) = (rest.find('['), rest.find(']')) else {
-            continue;
-        };
-        if open > close {
-            continue;
-        }
-        for name in quoted(&rest[open + 1..close]).filter_map(pep508_name) {
-            deps.insert(name);
+        if let (Some(open), Some(close)) = (rest.find('['), rest.find(']'))
+            && open < close
+        {
+            deps.extend(quoted(&rest[open + 1..close]).filter_map(pep508_name));
         }
     }
 }
