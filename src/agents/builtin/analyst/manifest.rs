@@ -194,21 +194,15 @@ fn structured(kind: &Kind, v: &Value, dir: &str, deps: &mut BTreeSet<String>, m:
         deps.extend(item.as_str().and_then(pep508_name));
     }
     // Only `package.json` scripts are read, and they are strings.
-    let scripts = v.get("scripts").cloned().map(serde_json::from_value);
-    m.scripts = scripts.and_then(Result::ok).unwrap_or_default();
+    m.scripts = serde_json::from_value(v["scripts"].clone()).unwrap_or_default();
     m.pytest_config = !at(v, "tool.pytest").is_empty();
-    for entry in kind.entries.iter().flat_map(|p| at(v, p)) {
-        if let Some(p) = entry.as_str() {
-            m.entry_files
-                .push(format!("{dir}{}", p.trim_start_matches("./")));
-        }
+    let entries = kind.entries.iter().flat_map(|p| at(v, p));
+    for p in entries.filter_map(Value::as_str) {
+        m.entry_files
+            .push(format!("{dir}{}", p.trim_start_matches("./")));
     }
     // A Cargo `[[bin]]` starts at its `path`, or else at `src/bin/<name>.rs`.
-    for bin in at(v, "bin")
-        .into_iter()
-        .filter_map(Value::as_array)
-        .flatten()
-    {
+    for bin in v["bin"].as_array().into_iter().flatten() {
         let path = bin.get("path").and_then(Value::as_str).map(str::to_owned);
         let named = bin.get("name").and_then(Value::as_str);
         if let Some(p) = path.or_else(|| named.map(|n| format!("src/bin/{n}.rs"))) {
