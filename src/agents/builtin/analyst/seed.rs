@@ -11,7 +11,8 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 
 /// How big the request looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Complexity {
     Simple,
     Moderate,
@@ -49,26 +50,19 @@ pub struct Tables {
     preset: Vec<Named>,
     complexity_group: Vec<Named>,
     /// Subjects the request names, for the open questions.
-    pub mention: Vec<Mention>,
+    pub mention: Vec<Named>,
 }
 
-/// A named group of words: a domain, a preset (with its angles) or a complexity group (with
-/// its points).
-#[derive(Debug, Deserialize)]
-struct Named {
+/// A group of words: a domain, a preset (with its angles), a complexity group (with its
+/// points), or a subject the request may name (with the signal that would show it in the
+/// code, and the question to ask when the code does not).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Named {
     name: String,
-    words: Vec<String>,
-    #[serde(default)]
-    angles: Vec<String>,
-    #[serde(default)]
-    points: u32,
-}
-
-/// A subject the request may name, the signal that would show it in the code, and the
-/// question to ask when the code does not.
-#[derive(Debug, Deserialize)]
-pub struct Mention {
     pub words: Vec<String>,
+    angles: Vec<String>,
+    points: u32,
     pub signal: String,
     pub question: String,
 }
@@ -145,7 +139,6 @@ pub struct Seed {
     /// Words to search the code for, in text order.
     pub keywords: Vec<String>,
     /// How big the request looks.
-    #[serde(serialize_with = "complexity")]
     pub complexity: Complexity,
     /// Why, in words.
     pub complexity_reason: String,
@@ -158,10 +151,6 @@ pub struct Seed {
     /// The words, for later questions.
     #[serde(skip)]
     pub words: Words,
-}
-
-fn complexity<S: serde::Serializer>(c: &Complexity, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(c.as_str())
 }
 
 /// Reads `text`.
