@@ -153,12 +153,11 @@ pub fn inventory(code: &CodeTree) -> Inventory<'_> {
     for file in code.files() {
         let path = file.path.as_str();
         let name = file_name(path);
-        if dirs(path).any(|d| listed(&FILES.ignored_dirs, d))
-            || FILES
-                .generated_suffixes
-                .iter()
-                .any(|s| name.ends_with(s.as_str()))
-        {
+        let generated = FILES
+            .generated_suffixes
+            .iter()
+            .any(|s| name.ends_with(s.as_str()));
+        if generated || dirs(path).any(|d| listed(&FILES.ignored_dirs, d)) {
             ignored += 1;
             continue;
         }
