@@ -367,6 +367,21 @@ fn cache_index(input: &TaskInput) -> (Value, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every builtin data file of the analyst parses into its structs, and its patterns
+    /// compile: a malformed one is a bug, caught here rather than at run time.
+    #[test]
+    fn the_builtin_data_files_parse() {
+        assert!(signals::RULES.len() > 40);
+        assert!(!seed::TABLES.mention.is_empty());
+        assert!(!manifest::DEPS.frameworks.is_empty());
+        assert!(manifest::KINDS.iter().any(|k| k.kind == "cargo"));
+        assert!(!scan::FILES.ci_prefixes.is_empty());
+        assert!(scan::TEST_NAME.is_match("test_app.py"));
+        assert!(scan::LANGS.iter().any(|l| l.name == "Rust"));
+        let ruby = scan::language("Rakefile").unwrap();
+        assert!(ruby.name == "Ruby" && !ruby.testable);
+    }
     use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
     use serde_json::Value;
 

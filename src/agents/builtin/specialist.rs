@@ -103,3 +103,23 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The look-for words parse and the report template renders over its data.
+    #[test]
+    fn data_and_template() {
+        assert!(LOOK_FOR["SECURITY"].contains(&"password".to_owned()));
+        let data = serde_json::json!({
+            "id": "SECURITY-001", "role": "security-expert", "signals": [], "checks": ["a"],
+            "files": [{"path": "x.rs", "lines": [[3, "let password = 1;"]]}],
+        });
+        let report = render("specialist-report.md", data);
+        assert!(report.starts_with("# SECURITY-001 report (security-expert)\n\nSignals: none\n"));
+        assert!(report.contains(
+            "\n- [ ] a\n\n## Lines to look at\n\n- x.rs\n  - x.rs:3: `let password = 1;`\n"
+        ));
+    }
+}

@@ -61,7 +61,7 @@ pub static DEPS: LazyLock<Deps> =
     LazyLock::new(|| super::data(builtin!("analyst-dependencies.toml")));
 
 /// The manifest kinds, read once.
-static KINDS: LazyLock<Vec<Kind>> =
+pub static KINDS: LazyLock<Vec<Kind>> =
     LazyLock::new(|| super::list(builtin!("analyst-manifests.toml")));
 
 /// A manifest and what it declares.

@@ -46,7 +46,7 @@ pub struct Files {
 pub static FILES: LazyLock<Files> = LazyLock::new(|| super::data(builtin!("analyst-files.toml")));
 
 /// File names of tests: `FILES.test_name`, compiled once.
-static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
+pub static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&FILES.test_name).expect("a unit test compiles the builtin test-name pattern")
 });
 
@@ -72,7 +72,7 @@ fn yes() -> bool {
 }
 
 /// The languages, read once.
-static LANGS: LazyLock<Vec<Lang>> =
+pub static LANGS: LazyLock<Vec<Lang>> =
     LazyLock::new(|| super::list(builtin!("analyst-languages.toml")));
 
 /// Whether `list` holds `item`.
