@@ -197,7 +197,7 @@ pub fn analyse(text: &str) -> Seed {
         .filter(|(score, _)| *score > 0)
         .collect();
     // Stable: equal scores keep the table order.
-    presets.sort_by(|a, b| b.0.cmp(&a.0));
+    presets.sort_by_key(|p| std::cmp::Reverse(p.0));
     let preset = presets.first().map_or("feature", |(_, p)| p.name.as_str());
     let mut dimensions: Vec<String> = Vec::new();
     let angles = presets
