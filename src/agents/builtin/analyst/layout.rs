@@ -52,21 +52,20 @@ pub struct TestHints {
 impl TestHints {
     /// Looks at one file's text.
     pub fn observe(&mut self, entry: &Entry<'_>, text: &str) {
-        let path = || Some(entry.path().to_owned());
-        if entry.test && entry.ext() == "py" {
-            if self.pytest_import.is_none() && text.contains("import pytest") {
-                self.pytest_import = path();
+        // Each keeps the first file that shows it.
+        let first = |slot: &mut Option<String>, found: bool| {
+            if slot.is_none() && found {
+                *slot = Some(entry.path().to_owned());
             }
-            if self.unittest_import.is_none() && text.contains("unittest") {
-                self.unittest_import = path();
-            }
-        }
-        if matches!(entry.name(), "tox.ini" | "setup.cfg")
-            && self.pytest_section.is_none()
-            && (text.contains("[pytest]") || text.contains("[tool:pytest]"))
-        {
-            self.pytest_section = path();
-        }
+        };
+        let python_test = entry.test && entry.ext() == "py";
+        let pytest = python_test && text.contains("import pytest");
+        let unittest = python_test && text.contains("unittest");
+        let config = matches!(entry.name(), "tox.ini" | "setup.cfg");
+        let section = config && (text.contains("[pytest]") || text.contains("[tool:pytest]"));
+        first(&mut self.pytest_import, pytest);
+        first(&mut self.unittest_import, unittest);
+        first(&mut self.pytest_section, section);
     }
 }
 
@@ -99,11 +98,9 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
                 .position(|d| listed(&FILES.source_roots, d))
                 .map_or(1, |i| i + 1)
                 .min(parts.len());
-            l.source_dirs.insert(if end == 0 {
-                ".".to_owned()
-            } else {
-                parts[..end].join("/")
-            });
+            let dir = parts[..end].join("/");
+            l.source_dirs
+                .insert(if dir.is_empty() { ".".into() } else { dir });
         }
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
             l.test_dirs.insert(parts[..=i].join("/"));

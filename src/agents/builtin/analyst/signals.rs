@@ -61,7 +61,7 @@ impl Rule {
         match self.kind {
             Kind::Dep => Strength::Manifest,
             Kind::Code => Strength::Code,
-            Kind::Name | Kind::Dir | Kind::Prefix => Strength::Name,
+            _ => Strength::Name,
         }
     }
 
