@@ -164,18 +164,16 @@ pub fn category(name: &str) -> &'static str {
 
 /// The values at `path` in `root`: keys separated by dots, `*` for every value of a table.
 fn at<'v>(root: &'v Value, path: &str) -> Vec<&'v Value> {
-    let mut nodes = vec![root];
-    for key in path.split('.') {
-        nodes = match key {
+    path.split('.').fold(vec![root], |nodes, key| {
+        let nodes = nodes.into_iter();
+        match key {
             "*" => nodes
-                .into_iter()
                 .filter_map(Value::as_object)
                 .flat_map(|o| o.values())
                 .collect(),
-            _ => nodes.into_iter().filter_map(|n| n.get(key)).collect(),
-        };
-    }
-    nodes
+            _ => nodes.filter_map(|n| n.get(key)).collect(),
+        }
+    })
 }
 
 /// Reads a TOML or JSON manifest: its dependencies by the paths of its kind, its scripts,
