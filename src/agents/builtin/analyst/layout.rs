@@ -73,14 +73,12 @@ impl TestHints {
 pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
     let mut l = Layout::default();
     // JavaScript starts at the root of a package: the repository's, or any package.json's.
-    let mut js_roots = vec![String::new()];
-    js_roots.extend(
-        manifests
-            .iter()
-            .filter_map(|m| m.path.strip_suffix("package.json"))
-            .filter(|d| !d.is_empty())
-            .map(str::to_owned),
-    );
+    let packages = manifests
+        .iter()
+        .filter_map(|m| m.path.strip_suffix("package.json"));
+    let js_roots: Vec<&str> = std::iter::once("")
+        .chain(packages.filter(|d| !d.is_empty()))
+        .collect();
     for e in &inv.entries {
         let path = e.path();
         let parts: Vec<&str> = dirs(path).collect();
@@ -141,7 +139,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
 
 /// Whether `path` is where a program or library usually starts. `js_roots` are the
 /// directories (`""`, `web/`) where JavaScript packages start.
-fn is_entry_point(path: &str, js_roots: &[String]) -> bool {
+fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
     let name = file_name(path);
     let parent = &path[..path.len() - name.len()];
     let in_src_bin = parent.starts_with("src/bin/") || parent.contains("/src/bin/");
@@ -152,7 +150,7 @@ fn is_entry_point(path: &str, js_roots: &[String]) -> bool {
         n if listed(&FILES.python_starts, n) => path.matches('/').count() <= 2,
         n if listed(&FILES.js_starts, n) => js_roots
             .iter()
-            .any(|root| parent == root || parent == format!("{root}src/")),
+            .any(|root| parent == *root || parent == format!("{root}src/")),
         "Main.java" | "Program.cs" => true,
         n => n.ends_with("Application.java"),
     }
@@ -266,7 +264,7 @@ mod tests {
 
     #[test]
     fn entry_points() {
-        let roots = [String::new(), "web/".to_owned()];
+        let roots = ["", "web/"];
         for p in [
             "src/main.rs",
             "crates/cli/src/main.rs",
