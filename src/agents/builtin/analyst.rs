@@ -134,15 +134,12 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         "recommendations": words("exploration_recommendations"),
         "relevant_files": facts.relevant,
     });
-    let files: Vec<(String, Vec<u8>)> = [
-        (DISCOVERY, discovery),
-        (SPEC_CONFIG, config),
-        (EXPLORATION, exploration),
-        (CACHE_INDEX, index),
-    ]
-    .into_iter()
-    .map(|(path, value)| (path.to_owned(), json_bytes(&value)))
-    .collect();
+    let files = vec![
+        (DISCOVERY.to_owned(), json_bytes(&discovery)),
+        (SPEC_CONFIG.to_owned(), json_bytes(&config)),
+        (EXPLORATION.to_owned(), json_bytes(&exploration)),
+        (CACHE_INDEX.to_owned(), json_bytes(&index)),
+    ];
 
     let state_update = StateUpdate {
         key_findings: words("key_findings"),
