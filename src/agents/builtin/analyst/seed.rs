@@ -199,16 +199,9 @@ pub fn analyse(text: &str) -> Seed {
     // Stable: equal scores keep the table order.
     presets.sort_by_key(|p| std::cmp::Reverse(p.0));
     let preset = presets.first().map_or("feature", |(_, p)| p.name.as_str());
-    let mut dimensions: Vec<String> = Vec::new();
-    let angles = presets
-        .iter()
-        .flat_map(|(_, p)| &p.angles)
-        .chain(&t.feature_angles);
-    for angle in angles {
-        if dimensions.len() < complexity.dimensions() && !dimensions.contains(angle) {
-            dimensions.push(angle.clone());
-        }
-    }
+    let angles = presets.iter().flat_map(|(_, p)| p.angles.clone());
+    let mut dimensions = super::unique(angles.chain(t.feature_angles.clone()));
+    dimensions.truncate(complexity.dimensions());
 
     let constraints = sentences(&statement)
         .into_iter()
