@@ -24,13 +24,6 @@ pub enum Strength {
     Manifest,
 }
 
-impl Strength {
-    /// The reference's confidence word.
-    pub fn confidence(self) -> &'static str {
-        ["low", "medium", "high"][self as usize]
-    }
-}
-
 /// What a rule looks at (see the data file's header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -189,7 +182,8 @@ impl Detector {
             profile.strength.insert(signal.to_owned(), hits[0].0);
         }
         let top = profile.strength.values().copied().max();
-        profile.confidence = top.unwrap_or(Strength::Name).confidence();
+        // The reference's confidence words, weakest first.
+        profile.confidence = ["low", "medium", "high"][top.unwrap_or(Strength::Name) as usize];
         profile.strongest = profile
             .strength
             .iter()
