@@ -63,12 +63,7 @@ pub struct Lang {
     names: Vec<String>,
     /// Whether its files are code that tests are expected to cover (not markup, not build
     /// or deployment scripts).
-    #[serde(default = "yes")]
     pub testable: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// The languages, read once.
