@@ -118,16 +118,12 @@ impl<'k> Finder<'k> {
 
 /// What a file is to the request: `manifest`, `test`, `source`, `docs` or `config`.
 fn role(entry: &Entry<'_>) -> &'static str {
-    if entry.manifest.is_some() {
-        "manifest"
-    } else if entry.test {
-        "test"
-    } else if entry.lang.is_some() {
-        "source"
-    } else if listed(&FILES.doc_exts, &entry.ext()) {
-        "docs"
-    } else {
-        "config"
+    match (entry.manifest, entry.test, entry.lang) {
+        (Some(_), _, _) => "manifest",
+        (_, true, _) => "test",
+        (_, _, Some(_)) => "source",
+        _ if listed(&FILES.doc_exts, &entry.ext()) => "docs",
+        _ => "config",
     }
 }
 
