@@ -160,16 +160,12 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
 /// The text to analyse: the task text, or the file it names as `@path` when the code has it
 /// (the reference reads the topic from a file that way).
 fn topic(input: &TaskInput) -> (String, Option<String>) {
-    let text = input.session.task.trim();
-    if let Some(path) = text.strip_prefix('@')
-        && !path.is_empty()
-        && !path.contains(char::is_whitespace)
-        && let Some(bytes) = input.code.read_path(path)
-    {
-        let content = String::from_utf8_lossy(&bytes).into_owned();
-        return (content, Some(path.to_owned()));
+    let named = input.session.task.trim().strip_prefix('@');
+    let path = named.filter(|p| !p.is_empty() && !p.contains(char::is_whitespace));
+    match path.and_then(|p| Some((input.code.read_path(p)?, p))) {
+        Some((bytes, p)) => (String::from_utf8_lossy(&bytes).into(), Some(p.to_owned())),
+        None => (input.session.task.clone(), None),
     }
-    (input.session.task.clone(), None)
 }
 
 /// What the scan found; the report template reads it.

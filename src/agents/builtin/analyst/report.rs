@@ -103,12 +103,10 @@ pub(super) fn report(
 
 /// `text` cut to at most `max` characters, marked with `…` when cut.
 fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => text.chars().take(max - 1).chain(['…']).collect(),
     }
-    let mut out: String = text.chars().take(max - 1).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]
