@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use minijinja::Environment;
 use serde::Serialize;
 
-use super::seed::{Seed, TABLES};
+use super::seed::{Named, Seed, TABLES};
 use super::{Facts, explore, manifest};
 
 /// The report's sections, by name (see the template's header).
@@ -67,12 +67,14 @@ pub(super) fn report(
     topic_file: Option<&str>,
     index_note: &str,
 ) -> Report {
-    let mentioned: Vec<&str> = TABLES
+    let shown = &facts.profile.signals;
+    let open = |m: &&Named| seed.words.any(&m.words) && !shown.contains(&m.signal);
+    let questions = TABLES
         .mention
         .iter()
-        .filter(|m| facts.has_source && seed.words.any(&m.words) && !facts.profile.has(&m.signal))
-        .map(|m| m.question.as_str())
-        .collect();
+        .filter(open)
+        .map(|m| m.question.as_str());
+    let mentioned: Vec<&str> = questions.filter(|_| facts.has_source).collect();
     // What the template reads; `mentioned` are the open questions for subjects the request
     // names and the code does not show.
     let context = serde_json::json!({

@@ -99,13 +99,6 @@ pub struct Profile {
     pub strongest: Vec<String>,
 }
 
-impl Profile {
-    /// Whether `signal` was detected.
-    pub fn has(&self, signal: &str) -> bool {
-        self.strength.contains_key(signal)
-    }
-}
-
 impl Detector {
     /// Records evidence by hand (signals computed elsewhere, such as `test_gap`).
     pub fn add(&mut self, signal: &'static str, strength: Strength, path: &str) {
