@@ -29,7 +29,7 @@ mod explore;
 mod layout;
 mod manifest;
 mod report;
-mod scan;
+pub(super) mod scan;
 mod seed;
 mod signals;
 
