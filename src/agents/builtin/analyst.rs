@@ -3,34 +3,49 @@
 //!
 //! It reads the code at the session tip (never changes it) and the task text, and writes
 //! `spec/discovery-context.json`, `spec/spec-config.json` and the `general` exploration with
-//! its cache index. Everything comes from tables of rules applied to file names, manifests
-//! and file contents, so the same tree and text always give byte-identical files: there is
-//! no clock, no network and no model. Where a fact cannot be known this way, it becomes an
-//! open question instead of a guess.
+//! its cache index. Everything comes from tables of rules (the `analyst-*.toml` data files
+//! in `specs/templates/builtin/`) applied to file names, manifests and file contents, and
+//! its words from the template `analyst-report.txt`, so the same tree and text always give
+//! byte-identical files: there is no clock, no network and no model. Where a fact cannot be
+//! known this way, it becomes an open question instead of a guess.
+
+/// The name and the text of the file `$name` of `specs/templates/builtin/`, built into the
+/// binary.
+macro_rules! builtin {
+    ($name:literal) => {
+        (
+            $name,
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/specs/templates/builtin/",
+                $name
+            )),
+        )
+    };
+}
+pub(super) use builtin;
 
 mod explore;
 mod layout;
 mod manifest;
 mod report;
-mod scan;
+pub(super) mod scan;
 mod seed;
 mod signals;
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::agents::{CodeTree, Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
 use crate::error::Result;
 
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestFramework, TestHints};
-use manifest::{Category, Manifest};
-use report::{
-    count, exploration_recommendations, integration_points, key_findings, open_questions, patterns,
-    recommendations, summary,
-};
-use seed::SeedAnalysis;
+use manifest::Manifest;
+pub(super) use report::render;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 
 /// Where the files go, relative to the pipeline folder.
@@ -39,136 +54,104 @@ const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
 
+/// Parses the builtin data file `name` (see [`builtin!`]). Every one is parsed by a unit test,
+/// so a malformed file is a bug found there, not an error at run time.
+pub(super) fn data<T: serde::de::DeserializeOwned>((name, text): (&str, &str)) -> T {
+    toml::from_str(text).unwrap_or_else(|e| panic!("the builtin data file {name}: {e}"))
+}
+
+/// Parses a builtin data file holding one list of tables (`[[rule]]`, `[[language]]`, …).
+pub(super) fn list<T: serde::de::DeserializeOwned>(file: (&str, &str)) -> Vec<T> {
+    let lists: BTreeMap<String, Vec<T>> = data(file);
+    lists.into_values().flatten().collect()
+}
+
+/// `items` without repeats, in the order they first come.
+fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    items
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
+}
+
 /// Runs the analyst on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let (text, topic_file) = topic(input);
     let seed = seed::analyse(&text);
     let facts = Facts::scan(&input.code, &seed.keywords)?;
-    let relevant = facts.relevant.clone();
-
-    let codebase = facts.has_source.then(|| CodebaseContext {
-        file_count: facts.files,
-        frameworks: facts.frameworks.clone(),
-        languages: facts.languages.clone(),
-        layout: facts.layout.clone(),
-        manifests: facts.manifests.clone(),
-        test_framework: facts.test_framework.clone(),
-        total_bytes: facts.total_bytes,
-    });
-    let profile = TechProfileOut {
-        confidence: facts.profile.confidence().confidence().to_owned(),
-        evidence: facts.profile.evidence.clone(),
-        signals: facts.profile.signals.clone(),
-    };
-    let discovery = DiscoveryContext {
-        codebase_context: codebase,
-        open_questions: open_questions(&seed, &facts),
-        phase: 1,
-        recommendations: recommendations(&facts),
-        seed_analysis: seed.analysis.clone(),
-        session_id: input.session.id.to_string(),
-        task_text: input.session.task.clone(),
-        tech_profile: profile,
-    };
-    let config = SpecConfig {
-        complexity: seed.complexity.as_str(),
-        depth: seed.complexity.depth(),
-        focus_areas: seed.analysis.exploration_dimensions.clone(),
-        has_codebase: facts.has_source,
-        input_type: "text",
-        seed_input: input.session.task.clone(),
-        session_id: input.session.id.to_string(),
-    };
-    let exploration = Exploration {
-        metadata: Metadata {
-            cache_key: "general",
-            created_by: input.task.id.to_string(),
-            timestamp: input.session.created_at.clone(),
-        },
-        angle: "general",
-        integration_points: integration_points(&facts),
-        keywords: seed.keywords.clone(),
-        patterns: patterns(&facts),
-        query: seed.analysis.problem_statement.clone(),
-        recommendations: exploration_recommendations(&facts),
-        relevant_files: relevant,
-    };
     let (index, index_note) = cache_index(input);
+    let mut report = report::report(&seed, &facts, topic_file.as_deref(), &index_note);
+    let mut words = |section: &str| report.remove(section).unwrap_or_default();
+    let session = (input.session.id.to_string(), &input.session.task);
+    let tech_profile = TechProfile {
+        signals: facts.profile.signals.clone(),
+        evidence: facts.profile.evidence.clone(),
+        confidence: facts.profile.confidence.to_owned(),
+    };
 
-    let files = vec![
-        (DISCOVERY.to_owned(), json(&discovery)),
-        (SPEC_CONFIG.to_owned(), json(&config)),
-        (EXPLORATION.to_owned(), json(&exploration)),
-        (CACHE_INDEX.to_owned(), json(&index)),
-    ];
-
-    let mut decisions = vec![
-        format!(
-            "complexity {}, depth {}: {}",
-            seed.complexity.as_str(),
-            seed.complexity.depth(),
-            seed.complexity_reason
-        ),
-        format!(
-            "exploration dimensions from the {} preset: {}",
-            seed.preset,
-            seed.analysis.exploration_dimensions.join(", ")
-        ),
-    ];
-    if let Some(path) = &topic_file {
-        decisions.push(format!(
-            "read the request from {path}, as the task text names it"
-        ));
-    }
-    decisions.push(if facts.has_source {
-        format!(
-            "codebase explored: {} source files among {} files",
-            facts.source_files, facts.files
-        )
-    } else {
-        "codebase_context is null: the tree has no source file, so this is a new project".into()
+    // The documents, as JSON values: their maps sort their keys, so keys are sorted
+    // throughout.
+    let discovery = json!({
+        "codebase_context": facts.has_source.then(|| json!({
+            "file_count": facts.files,
+            "frameworks": facts.frameworks,
+            "languages": facts.languages,
+            "layout": facts.layout,
+            "manifests": facts.manifests,
+            "test_framework": facts.test_framework,
+            "total_bytes": facts.total_bytes,
+        })),
+        "open_questions": words("open_questions"),
+        "phase": 1,
+        "recommendations": words("recommendations"),
+        "seed_analysis": seed.analysis,
+        "session_id": session.0,
+        "task_text": session.1,
+        "tech_profile": tech_profile,
     });
-    if !facts.profile.signals.is_empty() {
-        let strongest = facts.profile.confidence();
-        let from: Vec<&str> = facts
-            .profile
-            .strength
-            .iter()
-            .filter(|(_, s)| **s == strongest)
-            .map(|(name, _)| name.as_str())
-            .collect();
-        decisions.push(format!(
-            "tech-profile confidence {}: evidence from {} for {}",
-            strongest.confidence(),
-            strongest.source(),
-            from.join(", ")
-        ));
-    }
-    decisions.push(index_note);
+    let config = json!({
+        "complexity": seed.complexity.as_str(),
+        "depth": seed.complexity.depth(),
+        "focus_areas": seed.analysis.exploration_dimensions,
+        "has_codebase": facts.has_source,
+        "input_type": "text",
+        "seed_input": session.1,
+        "session_id": session.0,
+    });
+    let exploration = json!({
+        "_metadata": {
+            "cache_key": "general",
+            "created_by": input.task.id.to_string(),
+            // The session's start: the analyst reads no clock.
+            "timestamp": input.session.created_at,
+        },
+        "angle": "general",
+        "integration_points": words("integration_points"),
+        "keywords": seed.keywords,
+        "patterns": words("patterns"),
+        "query": seed.analysis.problem_statement,
+        "recommendations": words("exploration_recommendations"),
+        "relevant_files": facts.relevant,
+    });
+    let files = vec![
+        (DISCOVERY.to_owned(), json_bytes(&discovery)),
+        (SPEC_CONFIG.to_owned(), json_bytes(&config)),
+        (EXPLORATION.to_owned(), json_bytes(&exploration)),
+        (CACHE_INDEX.to_owned(), json_bytes(&index)),
+    ];
 
     let state_update = StateUpdate {
-        key_findings: key_findings(&seed, &facts),
-        decisions,
+        key_findings: words("key_findings"),
+        decisions: words("decisions"),
         files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
-        verification: format!(
-            "self-validated: scanned {}, skipped {} in vendored or generated directories, \
-             read {}, parsed {}; no code changed",
-            count(facts.files, "file"),
-            facts.ignored,
-            facts.read,
-            count(facts.manifests.len(), "manifest"),
-        ),
-        tech_profile: Some(TechProfile {
-            signals: facts.profile.signals.clone(),
-            evidence: facts.profile.evidence.clone(),
-            confidence: facts.profile.confidence().confidence().to_owned(),
-        }),
+        verification: words("verification").concat(),
+        tech_profile: Some(tech_profile),
     };
     state_update.validate()?;
-
     Ok(TaskOutput {
         outcome: Outcome::Completed,
-        summary: summary(&seed, &facts),
+        summary: words("summary").concat(),
         files,
         state_update,
     })
@@ -177,19 +160,16 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
 /// The text to analyse: the task text, or the file it names as `@path` when the code has it
 /// (the reference reads the topic from a file that way).
 fn topic(input: &TaskInput) -> (String, Option<String>) {
-    let text = input.session.task.trim();
-    if let Some(path) = text.strip_prefix('@')
-        && !path.is_empty()
-        && !path.contains(char::is_whitespace)
-        && let Some(bytes) = input.code.read_path(path)
-    {
-        let content = String::from_utf8_lossy(&bytes).into_owned();
-        return (content, Some(path.to_owned()));
+    let named = input.session.task.trim().strip_prefix('@');
+    let path = named.filter(|p| !p.is_empty() && !p.contains(char::is_whitespace));
+    match path.and_then(|p| Some((input.code.read_path(p)?, p))) {
+        Some((bytes, p)) => (String::from_utf8_lossy(&bytes).into(), Some(p.to_owned())),
+        None => (input.session.task.clone(), None),
     }
-    (input.session.task.clone(), None)
 }
 
-/// What the scan found.
+/// What the scan found; the report template reads it.
+#[derive(Serialize)]
 struct Facts {
     /// Files that count (outside vendored and generated directories).
     files: usize,
@@ -209,6 +189,8 @@ struct Facts {
     inline_tests: usize,
     /// The main language: the largest one that tests are expected for, else the largest.
     primary: Option<String>,
+    /// The categories of the frameworks (`frontend`, `backend`, `cli`), unique.
+    categories: BTreeSet<&'static str>,
     /// Languages, largest first.
     languages: Vec<LanguageShare>,
     /// Manifests, in path order.
@@ -273,232 +255,126 @@ impl Facts {
             }
         }
 
-        let mut by_lang: BTreeMap<&str, (usize, u64, bool)> = BTreeMap::new();
-        for e in &inv.entries {
-            if let Some(lang) = e.lang {
-                let slot = by_lang.entry(lang.name).or_insert((0, 0, lang.testable));
-                slot.0 += 1;
-                slot.1 += e.file.size;
-            }
-        }
-        let lang_bytes: u64 = by_lang.values().map(|v| v.1).sum();
-        let mut languages: Vec<(LanguageShare, bool)> = by_lang
-            .into_iter()
-            .map(|(name, (files, bytes, testable))| {
-                let share = if lang_bytes == 0 {
-                    0.0
-                } else {
-                    // Thousandths, computed in integers so every platform prints the same.
-                    ((u128::from(bytes) * 1000 + u128::from(lang_bytes) / 2)
-                        / u128::from(lang_bytes)) as f64
-                        / 1000.0
-                };
-                let share = LanguageShare {
-                    bytes,
-                    files,
-                    name: name.to_owned(),
-                    share,
-                };
-                (share, testable)
-            })
-            .collect();
-        languages.sort_by(|a, b| {
-            (b.0.bytes, b.0.files)
-                .cmp(&(a.0.bytes, a.0.files))
-                .then_with(|| a.0.name.cmp(&b.0.name))
-        });
-        let primary = languages
-            .iter()
-            .find(|(_, testable)| *testable)
-            .or(languages.first())
-            .map(|(l, _)| l.name.clone());
-
-        let mut frameworks: Vec<String> = Vec::new();
-        for m in &manifests {
-            for f in &m.frameworks {
-                if !frameworks.contains(f) {
-                    frameworks.push(f.clone());
-                }
-            }
-        }
-        let test_framework = layout::test_framework(&inv, &manifests, &hints, primary.as_deref());
+        let (languages, primary) = LanguageShare::of(&inv);
+        let frameworks = unique(manifests.iter().flat_map(|m| m.frameworks.clone()));
+        let layout = layout::layout(&inv, &manifests);
         Ok(Facts {
             files: inv.entries.len(),
             ignored: inv.ignored,
             read,
-            total_bytes: inv.total_bytes(),
-            has_source: inv.has_source(),
+            total_bytes: inv.entries.iter().map(|e| e.file.size).sum(),
+            has_source: inv.entries.iter().any(|e| e.lang.is_some()),
             source_files: sources.len(),
             test_files,
             inline_tests,
+            categories: frameworks.iter().map(|f| manifest::category(f)).collect(),
+            test_framework: layout::test_framework(&inv, &manifests, &hints, primary.as_deref()),
             primary,
-            languages: languages.into_iter().map(|(l, _)| l).collect(),
-            layout: layout::layout(&inv, &manifests),
+            languages,
+            layout,
             frameworks,
-            test_framework,
             manifests,
             profile: detector.finish(),
             relevant: finder.finish(),
         })
     }
-
-    /// What kind of project this is, in a word or two: from the frameworks, else from
-    /// where it starts.
-    fn kind(&self) -> &'static str {
-        let has = |c: Category| self.frameworks.iter().any(|f| manifest::category(f) == c);
-        let starts = &self.layout.entry_points;
-        if has(Category::Frontend) {
-            "web app"
-        } else if has(Category::Backend) {
-            "web service"
-        } else if has(Category::Cli) {
-            "CLI"
-        } else if starts.iter().any(|p| scan::file_name(p) != "lib.rs") {
-            "application"
-        } else if !starts.is_empty() {
-            "library"
-        } else {
-            "project"
-        }
-    }
 }
 
 /// One language's part of the code.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct LanguageShare {
     bytes: u64,
     files: usize,
     name: String,
     /// Fraction of the bytes of all source, to three decimals.
     share: f64,
+    #[serde(skip)]
+    testable: bool,
 }
 
-/// `spec/discovery-context.json`. Fields are in alphabetical order, and the file is written
-/// through a `serde_json::Value`, whose maps sort their keys, so keys are sorted throughout.
-#[derive(Serialize)]
-struct DiscoveryContext {
-    codebase_context: Option<CodebaseContext>,
-    open_questions: Vec<String>,
-    phase: u32,
-    recommendations: Vec<String>,
-    seed_analysis: SeedAnalysis,
-    session_id: String,
-    task_text: String,
-    tech_profile: TechProfileOut,
+impl LanguageShare {
+    /// The languages of `inv`, largest first, and the main one: the largest that tests are
+    /// expected for, else the largest.
+    fn of(inv: &scan::Inventory<'_>) -> (Vec<LanguageShare>, Option<String>) {
+        let mut by_lang: BTreeMap<&str, LanguageShare> = BTreeMap::new();
+        for e in &inv.entries {
+            if let Some(lang) = e.lang {
+                let slot = by_lang.entry(&lang.name).or_insert_with(|| LanguageShare {
+                    name: lang.name.clone(),
+                    testable: lang.testable,
+                    ..LanguageShare::default()
+                });
+                slot.files += 1;
+                slot.bytes += e.file.size;
+            }
+        }
+        let all = u128::from(by_lang.values().map(|l| l.bytes).sum::<u64>());
+        let mut languages: Vec<LanguageShare> = by_lang.into_values().collect();
+        for l in languages.iter_mut().filter(|_| all > 0) {
+            // Thousandths, computed in integers so every platform prints the same.
+            l.share = ((u128::from(l.bytes) * 1000 + all / 2) / all) as f64 / 1000.0;
+        }
+        languages.sort_by_key(|l| (Reverse(l.bytes), Reverse(l.files), l.name.clone()));
+        let main = languages.iter().find(|l| l.testable).or(languages.first());
+        let primary = main.map(|l| l.name.clone());
+        (languages, primary)
+    }
 }
 
-#[derive(Serialize)]
-struct CodebaseContext {
-    file_count: usize,
-    frameworks: Vec<String>,
-    languages: Vec<LanguageShare>,
-    layout: Layout,
-    manifests: Vec<Manifest>,
-    test_framework: Option<TestFramework>,
-    total_bytes: u64,
-}
-
-/// The tech profile as written to the discovery context (the same content as the state
-/// update's).
-#[derive(Serialize)]
-struct TechProfileOut {
-    confidence: String,
-    evidence: BTreeMap<String, Vec<String>>,
-    signals: Vec<String>,
-}
-
-/// `spec/spec-config.json`.
-#[derive(Serialize)]
-struct SpecConfig {
-    complexity: &'static str,
-    depth: &'static str,
-    focus_areas: Vec<String>,
-    has_codebase: bool,
-    input_type: &'static str,
-    seed_input: String,
-    session_id: String,
-}
-
-/// `explorations/general.json`.
-#[derive(Serialize)]
-struct Exploration {
-    #[serde(rename = "_metadata")]
-    metadata: Metadata,
-    angle: &'static str,
-    integration_points: Vec<String>,
-    keywords: Vec<String>,
-    patterns: Vec<String>,
-    query: String,
-    recommendations: Vec<String>,
-    relevant_files: Vec<RelevantFile>,
-}
-
-#[derive(Serialize)]
-struct Metadata {
-    cache_key: &'static str,
-    created_by: String,
-    /// The session's start: the analyst reads no clock.
-    timestamp: String,
-}
-
-/// Pretty JSON with sorted keys and a final newline.
-fn json<T: Serialize>(value: &T) -> Vec<u8> {
-    let value = serde_json::to_value(value).expect("plain data with string keys serialises");
-    let mut text =
-        serde_json::to_string_pretty(&value).expect("a JSON value serialises to a string");
-    text.push('\n');
-    text.into_bytes()
+/// Pretty JSON with a final newline.
+fn json_bytes(value: &Value) -> Vec<u8> {
+    let text = serde_json::to_string_pretty(value).expect("a JSON value serialises to a string");
+    format!("{text}\n").into_bytes()
 }
 
 /// The cache index: the entries already in the folder, with the `general` one added or
 /// replaced in place. Returns the index and a decision note.
-fn cache_index(input: &TaskInput) -> (serde_json::Value, String) {
-    use serde_json::{Map, Value};
-    let ours = serde_json::json!({
+fn cache_index(input: &TaskInput) -> (Value, String) {
+    let ours = json!({
         "angle": "general",
         "file": EXPLORATION,
         "source": "new",
         "task": input.task.id.to_string(),
     });
-    let (mut index, note) = match input.folder.get(CACHE_INDEX) {
-        None => (Map::new(), None),
-        Some(raw) => match serde_json::from_slice::<Value>(raw) {
-            Ok(Value::Object(obj)) if obj.get("entries").is_some_and(Value::is_array) => {
-                (obj, None)
-            }
-            _ => (
-                Map::new(),
-                Some("cache-index: the existing index had no list of entries and was rewritten"),
-            ),
-        },
-    };
-    let entries = index
-        .entry("entries")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let list = entries
-        .as_array_mut()
-        .expect("entries was checked to be a list");
-    let kept = list
-        .iter()
-        .filter(|e| e.get("angle").and_then(Value::as_str) != Some("general"))
-        .count();
-    match list
-        .iter()
-        .position(|e| e.get("angle").and_then(Value::as_str) == Some("general"))
-    {
+    let old = input.folder.get(CACHE_INDEX).map(|raw| {
+        let index = serde_json::from_slice::<Value>(raw).ok();
+        index.filter(|v| v["entries"].is_array())
+    });
+    let mut index = old.clone().flatten().unwrap_or(json!({"entries": []}));
+    let list = index["entries"].as_array_mut().expect("entries is a list");
+    let general = |e: &Value| e["angle"] == "general";
+    let kept = list.iter().filter(|e| !general(e)).count();
+    match list.iter().position(general) {
         Some(at) => list[at] = ours,
         None => list.push(ours),
     }
-    let note = note.map_or_else(
-        || format!("cache-index: general angle written, {kept} other entries kept"),
-        str::to_owned,
-    );
-    (Value::Object(index), note)
+    let note = match old {
+        Some(None) => {
+            "cache-index: the existing index had no list of entries and was rewritten".to_owned()
+        }
+        _ => format!("cache-index: general angle written, {kept} other entries kept"),
+    };
+    (index, note)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every builtin data file of the analyst parses into its structs, and its patterns
+    /// compile: a malformed one is a bug, caught here rather than at run time.
+    #[test]
+    fn the_builtin_data_files_parse() {
+        assert!(signals::RULES.len() > 40);
+        assert!(!seed::TABLES.mention.is_empty());
+        assert!(!manifest::DEPS.frameworks.is_empty());
+        assert!(manifest::KINDS.iter().any(|k| k.kind == "cargo"));
+        assert!(!scan::FILES.ci_prefixes.is_empty());
+        assert!(scan::TEST_NAME.is_match("test_app.py"));
+        assert!(scan::LANGS.iter().any(|l| l.name == "Rust"));
+        let ruby = scan::language("Rakefile").unwrap();
+        assert!(ruby.name == "Ruby" && !ruby.testable);
+    }
     use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
     use serde_json::Value;
 

@@ -7,89 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use super::manifest::Manifest;
-use super::scan::{Entry, dirs, file_name};
+use super::manifest::{DEPS, Manifest, dep_matches};
+use super::scan::{Entry, FILES, dirs, file_name, listed};
 
 /// At most this many relevant files are listed.
 pub const MAX_RELEVANT: usize = 20;
 
-/// Dependencies that show a convention of the code base.
-const CONVENTIONS: &[(&str, &str)] = &[
-    ("thiserror", "typed errors with thiserror"),
-    ("anyhow", "error propagation with anyhow"),
-    ("serde", "serialization with serde"),
-    ("tokio", "async code on the tokio runtime"),
-    ("clap", "command-line parsing with clap"),
-    ("tracing", "structured logging with tracing"),
-    ("log", "logging through the log facade"),
-    ("gix", "git access through gix"),
-    ("pydantic", "data validation with pydantic"),
-    ("black", "formatting with black"),
-    ("ruff", "linting with ruff"),
-    ("mypy", "type checking with mypy"),
-    ("typescript", "typed JavaScript (TypeScript)"),
-    ("eslint", "linting with ESLint"),
-    ("prettier", "formatting with Prettier"),
-    ("zod", "schema validation with zod"),
-    ("tailwindcss", "styling with Tailwind CSS"),
-    ("@reduxjs/toolkit", "state management with Redux"),
-    ("redux", "state management with Redux"),
-    ("winston", "logging with winston"),
-    ("dotenv", "configuration from .env files"),
-    ("python-dotenv", "configuration from .env files"),
-    ("rubocop", "linting with RuboCop"),
-];
-
-/// Dependencies that reach outside the program.
-const INTEGRATIONS: &[(&str, &str)] = &[
-    ("reqwest", "outbound HTTP"),
-    ("ureq", "outbound HTTP"),
-    ("axios", "outbound HTTP"),
-    ("node-fetch", "outbound HTTP"),
-    ("requests", "outbound HTTP"),
-    ("httpx", "outbound HTTP"),
-    ("redis", "Redis"),
-    ("ioredis", "Redis"),
-    ("rdkafka", "Kafka"),
-    ("kafkajs", "Kafka"),
-    ("kafka-python", "Kafka"),
-    ("lapin", "AMQP messaging"),
-    ("pika", "AMQP messaging"),
-    ("amqplib", "AMQP messaging"),
-    ("boto3", "AWS"),
-    ("aws-sdk-*", "AWS"),
-    ("@aws-sdk/*", "AWS"),
-    ("google-cloud-*", "Google Cloud"),
-    ("@google-cloud/*", "Google Cloud"),
-    ("stripe", "Stripe payments"),
-    ("twilio", "Twilio"),
-    ("@sendgrid/mail", "SendGrid e-mail"),
-    ("lettre", "e-mail (SMTP)"),
-    ("nodemailer", "e-mail (SMTP)"),
-    ("openai", "OpenAI API"),
-    ("anthropic", "Anthropic API"),
-    ("@anthropic-ai/sdk", "Anthropic API"),
-    ("tonic", "gRPC"),
-    ("grpcio", "gRPC"),
-    ("@grpc/grpc-js", "gRPC"),
-    ("mongodb", "MongoDB"),
-    ("pymongo", "MongoDB"),
-    ("mongoose", "MongoDB"),
-    ("elasticsearch", "Elasticsearch"),
-    ("@elastic/elasticsearch", "Elasticsearch"),
-    ("gix", "git repositories"),
-    ("git2", "git repositories"),
-];
-
-/// Words that introduce a definition, for key symbols.
-#[rustfmt::skip]
-const DEFINITIONS: &[&str] = &[
-    "fn ", "def ", "class ", "struct ", "enum ", "trait ", "interface ", "function ", "func ",
-    "type ", "mod ",
-];
-
 /// A file the request is likely about.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RelevantFile {
     /// `name`, `content` or `name+content`.
     pub discovery_source: &'static str,
@@ -103,128 +28,102 @@ pub struct RelevantFile {
     pub role: &'static str,
     /// The relevance score.
     pub score: u32,
-}
-
-#[derive(Debug, Default)]
-struct Found {
-    name: Vec<String>,
-    content: Vec<(String, u32)>,
-    symbols: Vec<String>,
-    role: &'static str,
-    score: u32,
+    /// The keywords its path names.
+    #[serde(skip)]
+    named: Vec<String>,
+    /// The keywords its text mentions, with how often (`login (5+)`).
+    #[serde(skip)]
+    mentioned: Vec<String>,
 }
 
 /// Scores files against the keywords of the task text.
 #[derive(Debug)]
 pub struct Finder<'k> {
     keywords: &'k [String],
-    found: BTreeMap<String, Found>,
+    found: BTreeMap<String, RelevantFile>,
 }
 
 impl<'k> Finder<'k> {
     /// A finder for `keywords` (lower-case).
     pub fn new(keywords: &'k [String]) -> Finder<'k> {
-        Finder {
-            keywords,
-            found: BTreeMap::new(),
-        }
+        let found = BTreeMap::new();
+        Finder { keywords, found }
     }
 
     /// Scores the path of a file.
     pub fn name(&mut self, entry: &Entry<'_>) {
         let path = entry.path().to_lowercase();
-        let name = file_name(&path);
-        let mut found = Found {
+        let mut found = RelevantFile {
+            path: entry.path().to_owned(),
             role: role(entry),
-            ..Found::default()
+            ..RelevantFile::default()
         };
         for kw in self.keywords {
-            if mentions(name, kw, 1) > 0 {
-                found.score += 10;
-                found.name.push(kw.clone());
+            found.score += if mentions(file_name(&path), kw, 1) > 0 {
+                10
             } else if dirs(&path).any(|d| mentions(d, kw, 1) > 0) {
-                found.score += 5;
-                found.name.push(kw.clone());
-            }
+                5
+            } else {
+                continue;
+            };
+            found.named.push(kw.clone());
         }
-        self.found.insert(entry.path().to_owned(), found);
+        self.found.insert(found.path.clone(), found);
     }
 
     /// Scores the text of a file (after [`Finder::name`]).
     pub fn content(&mut self, entry: &Entry<'_>, text: &str) {
-        if self.keywords.is_empty() {
-            return;
-        }
         let lower = text.to_lowercase();
         let Some(found) = self.found.get_mut(entry.path()) else {
             return;
         };
         for kw in self.keywords {
-            let n = mentions(&lower, kw, 5) as u32;
+            let n = mentions(&lower, kw, 5);
             if n > 0 {
-                found.score += n;
-                found.content.push((kw.clone(), n));
+                found.score += n as u32;
+                let plus = if n >= 5 { "+" } else { "" };
+                found.mentioned.push(format!("{kw} ({n}{plus})"));
             }
         }
-        if entry.lang.is_some() && !found.content.is_empty() {
-            found.symbols = symbols(text, self.keywords);
+        if entry.lang.is_some() && !found.mentioned.is_empty() {
+            found.key_symbols = symbols(text, self.keywords);
         }
     }
 
     /// The relevant files, best first, at most [`MAX_RELEVANT`].
     pub fn finish(self) -> Vec<RelevantFile> {
-        let mut out: Vec<RelevantFile> = self
-            .found
-            .into_iter()
-            .filter(|(_, f)| f.score > 0)
-            .map(|(path, f)| {
-                let mut why = Vec::new();
-                if !f.name.is_empty() {
-                    why.push(format!("its path names {}", f.name.join(", ")));
-                }
-                if !f.content.is_empty() {
-                    let list: Vec<String> = f
-                        .content
-                        .iter()
-                        .map(|(k, n)| format!("{k} ({n}{})", if *n >= 5 { "+" } else { "" }))
-                        .collect();
-                    why.push(format!("its text mentions {}", list.join(", ")));
-                }
-                let source = match (f.name.is_empty(), f.content.is_empty()) {
-                    (false, false) => "name+content",
-                    (false, true) => "name",
-                    _ => "content",
-                };
-                RelevantFile {
-                    discovery_source: source,
-                    key_symbols: f.symbols,
-                    path,
-                    rationale: why.join("; "),
-                    role: f.role,
-                    score: f.score,
-                }
-            })
-            .collect();
+        let mut out: Vec<RelevantFile> = self.found.into_values().filter(|f| f.score > 0).collect();
+        for f in &mut out {
+            let why = [
+                ("its path names", &f.named),
+                ("its text mentions", &f.mentioned),
+            ];
+            let why: Vec<String> = why
+                .iter()
+                .filter(|(_, kws)| !kws.is_empty())
+                .map(|(what, kws)| format!("{what} {}", kws.join(", ")))
+                .collect();
+            f.rationale = why.join("; ");
+            f.discovery_source = match (f.named.is_empty(), f.mentioned.is_empty()) {
+                (false, false) => "name+content",
+                (false, true) => "name",
+                _ => "content",
+            };
+        }
         out.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
         out.truncate(MAX_RELEVANT);
         out
     }
 }
 
+/// What a file is to the request: `manifest`, `test`, `source`, `docs` or `config`.
 fn role(entry: &Entry<'_>) -> &'static str {
-    if entry.manifest.is_some() {
-        "manifest"
-    } else if entry.test {
-        "test"
-    } else if entry.lang.is_some() {
-        "source"
-    } else if matches!(
-        entry.ext().as_str(),
-        "md" | "markdown" | "rst" | "adoc" | "txt"
-    ) {
-        "docs"
-    } else {
-        "config"
+    match (entry.manifest, entry.test, entry.lang) {
+        (Some(_), _, _) => "manifest",
+        (_, true, _) => "test",
+        (_, _, Some(_)) => "source",
+        _ if listed(&FILES.doc_exts, &entry.ext()) => "docs",
+        _ => "config",
     }
 }
 
@@ -245,54 +144,41 @@ fn mentions(hay: &str, kw: &str, cap: usize) -> usize {
 
 /// Names defined in `text` that contain a keyword, in text order, at most five.
 fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        for def in DEFINITIONS {
-            let Some(at) = line.find(def) else { continue };
-            if at > 0 && !line[..at].ends_with([' ', '\t', '(']) {
-                continue;
-            }
-            let ident: String = line[at + def.len()..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            let lower = ident.to_lowercase();
-            if !ident.is_empty()
-                && keywords.iter().any(|k| lower.contains(k.as_str()))
-                && !out.contains(&ident)
-            {
-                out.push(ident);
-                if out.len() == 5 {
-                    return out;
-                }
-            }
-        }
-    }
-    out
+    // In each line, the first place each definition word starts a word.
+    let defined = text.lines().flat_map(|line| {
+        FILES.definitions.iter().filter_map(move |def| {
+            let at = line.find(def.as_str())?;
+            let starts = at == 0 || line[..at].ends_with([' ', '\t', '(']);
+            let rest = line[at + def.len()..].chars();
+            starts.then(|| {
+                rest.take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            })
+        })
+    });
+    let named = defined.filter(|ident: &String| {
+        let lower = ident.to_lowercase();
+        !ident.is_empty() && keywords.iter().any(|k| lower.contains(k.as_str()))
+    });
+    super::unique(named).into_iter().take(5).collect()
 }
 
 /// Conventions shown by the manifests, unique, in table order.
 pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for (dep, what) in CONVENTIONS {
-        if manifests.iter().any(|m| m.declares(dep)) && !out.iter().any(|o| o == what) {
-            out.push((*what).to_owned());
-        }
-    }
-    out
+    let shown = DEPS
+        .conventions
+        .iter()
+        .filter(|c| manifests.iter().any(|m| m.declares(&c.dep)));
+    super::unique(shown.map(|c| c.what.clone()))
 }
 
 /// External systems the manifests reach, as `what via dep (manifest)`, in table order.
 pub fn integrations(manifests: &[Manifest]) -> Vec<String> {
     let mut out = Vec::new();
-    for (dep, what) in INTEGRATIONS {
+    for i in &DEPS.integrations {
         for m in manifests {
-            if let Some(name) = m
-                .dependencies
-                .iter()
-                .find(|d| super::manifest::dep_matches(dep, d))
-            {
-                out.push(format!("{what} via {name} ({})", m.path));
+            if let Some(name) = m.dependencies.iter().find(|d| dep_matches(&i.dep, d)) {
+                out.push(format!("{} via {name} ({})", i.what, m.path));
             }
         }
     }

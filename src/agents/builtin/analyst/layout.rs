@@ -3,53 +3,28 @@
 
 use std::collections::BTreeSet;
 
-use super::manifest::{Ecosystem, Manifest};
-use super::scan::{Entry, Inventory, dirs, file_name, is_test_dir};
+use super::manifest::{DEPS, Manifest};
+use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed};
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
 
-/// Directories that hold documentation.
-const DOC_DIRS: &[&str] = &["docs", "doc", "documentation"];
-
-/// Directory names under which source usually starts (`packages/web/src`).
-const SOURCE_ROOTS: &[&str] = &["src", "lib", "app", "pkg", "cmd", "internal", "source"];
-
-/// CI configuration: exact paths, and path prefixes.
-#[rustfmt::skip]
-const CI_FILES: &[&str] = &[
-    ".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml",
-    "bitbucket-pipelines.yml", ".drone.yml", "appveyor.yml", ".woodpecker.yml",
-];
-const CI_PREFIXES: &[&str] = &[".github/workflows/", ".circleci/", ".buildkite/"];
-
-/// JavaScript test runners, most specific first, with the command that runs them.
-const JS_RUNNERS: &[(&str, &str, &str)] = &[
-    ("vitest", "vitest", "npx vitest run"),
-    ("jest", "jest", "npx jest"),
-    ("mocha", "mocha", "npx mocha"),
-    ("ava", "ava", "npx ava"),
-    ("jasmine", "jasmine", "npx jasmine"),
-    ("@playwright/test", "playwright", "npx playwright test"),
-    ("cypress", "cypress", "npx cypress run"),
-    ("tap", "tap", "npx tap"),
-];
-
-/// The layout written to `discovery-context.json`.
+/// The layout written to `discovery-context.json`: sorted lists of at most [`MAX_LIST`]
+/// paths.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Layout {
     /// CI configuration files.
-    pub ci: Vec<String>,
+    pub ci: BTreeSet<String>,
     /// Documentation directories and top-level documents.
-    pub docs: Vec<String>,
+    pub docs: BTreeSet<String>,
     /// Files where the program or library starts.
-    pub entry_points: Vec<String>,
+    pub entry_points: BTreeSet<String>,
     /// Directories holding product source (`.` for the root).
-    pub source_dirs: Vec<String>,
+    pub source_dirs: BTreeSet<String>,
     /// Directories holding tests.
-    pub test_dirs: Vec<String>,
+    pub test_dirs: BTreeSet<String>,
     /// Directories at the root.
-    pub top_level_dirs: Vec<String>,
+    pub top_level_dirs: BTreeSet<String>,
 }
 
 /// How the tests are run.
@@ -77,122 +52,105 @@ pub struct TestHints {
 impl TestHints {
     /// Looks at one file's text.
     pub fn observe(&mut self, entry: &Entry<'_>, text: &str) {
-        let path = || Some(entry.path().to_owned());
-        if entry.test && entry.ext() == "py" {
-            if self.pytest_import.is_none() && text.contains("import pytest") {
-                self.pytest_import = path();
+        // Each keeps the first file that shows it.
+        let first = |slot: &mut Option<String>, found: bool| {
+            if slot.is_none() && found {
+                *slot = Some(entry.path().to_owned());
             }
-            if self.unittest_import.is_none() && text.contains("unittest") {
-                self.unittest_import = path();
-            }
-        }
-        if matches!(entry.name(), "tox.ini" | "setup.cfg")
-            && self.pytest_section.is_none()
-            && (text.contains("[pytest]") || text.contains("[tool:pytest]"))
-        {
-            self.pytest_section = path();
-        }
+        };
+        let python_test = entry.test && entry.ext() == "py";
+        let pytest = python_test && text.contains("import pytest");
+        let unittest = python_test && text.contains("unittest");
+        let config = matches!(entry.name(), "tox.ini" | "setup.cfg");
+        let section = config && (text.contains("[pytest]") || text.contains("[tool:pytest]"));
+        first(&mut self.pytest_import, pytest);
+        first(&mut self.unittest_import, unittest);
+        first(&mut self.pytest_section, section);
     }
 }
 
 /// The layout of the files in `inv`.
 pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
-    let mut top = BTreeSet::new();
-    let mut source = BTreeSet::new();
-    let mut tests = BTreeSet::new();
-    let mut docs = BTreeSet::new();
-    let mut ci = BTreeSet::new();
-    let mut entry_points = BTreeSet::new();
+    let mut l = Layout::default();
     // JavaScript starts at the root of a package: the repository's, or any package.json's.
-    let mut js_roots = vec![String::new()];
-    js_roots.extend(
-        manifests
-            .iter()
-            .filter_map(|m| m.path.strip_suffix("package.json"))
-            .filter(|d| !d.is_empty())
-            .map(str::to_owned),
-    );
+    let packages = manifests
+        .iter()
+        .filter_map(|m| m.path.strip_suffix("package.json"));
+    let js_roots: Vec<&str> = std::iter::once("")
+        .chain(packages.filter(|d| !d.is_empty()))
+        .collect();
     for e in &inv.entries {
         let path = e.path();
         let parts: Vec<&str> = dirs(path).collect();
         if let Some(first) = parts.first() {
-            top.insert((*first).to_owned());
-            if DOC_DIRS.contains(first) {
-                docs.insert((*first).to_owned());
+            l.top_level_dirs.insert((*first).to_owned());
+            if listed(&FILES.doc_dirs, first) {
+                l.docs.insert((*first).to_owned());
             }
         } else if matches!(e.ext().as_str(), "md" | "rst" | "adoc") {
-            docs.insert(path.to_owned());
+            l.docs.insert(path.to_owned());
         }
         if e.is_product_source() {
             let end = parts
                 .iter()
-                .position(|d| SOURCE_ROOTS.contains(d))
+                .position(|d| listed(&FILES.source_roots, d))
                 .map_or(1, |i| i + 1)
                 .min(parts.len());
-            source.insert(if end == 0 {
-                ".".to_owned()
-            } else {
-                parts[..end].join("/")
-            });
+            let dir = parts[..end].join("/");
+            l.source_dirs
+                .insert(if dir.is_empty() { ".".into() } else { dir });
         }
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
-            tests.insert(parts[..=i].join("/"));
+            l.test_dirs.insert(parts[..=i].join("/"));
         }
-        if CI_FILES.contains(&path) || CI_PREFIXES.iter().any(|p| path.starts_with(p)) {
-            ci.insert(path.to_owned());
+        if listed(&FILES.ci_files, path)
+            || FILES
+                .ci_prefixes
+                .iter()
+                .any(|p| path.starts_with(p.as_str()))
+        {
+            l.ci.insert(path.to_owned());
         }
         if is_entry_point(path, &js_roots) {
-            entry_points.insert(path.to_owned());
+            l.entry_points.insert(path.to_owned());
         }
     }
-    for m in manifests {
-        for f in &m.entry_files {
-            if inv.contains(f) {
-                entry_points.insert(f.clone());
-            }
-        }
-    }
+    let named = manifests.iter().flat_map(|m| &m.entry_files);
+    l.entry_points
+        .extend(named.filter(|f| inv.contains(f)).cloned());
     // `frontend` holding only config next to `frontend/src`: the nested one says more.
-    let nested: Vec<String> = source
-        .iter()
-        .filter(|d| *d != "." && source.iter().any(|o| o.starts_with(&format!("{d}/"))))
-        .cloned()
-        .collect();
-    for d in nested {
-        source.remove(&d);
+    let source = l.source_dirs.clone();
+    l.source_dirs
+        .retain(|d| d == "." || !source.iter().any(|o| o.starts_with(&format!("{d}/"))));
+    for set in [
+        &mut l.ci,
+        &mut l.docs,
+        &mut l.entry_points,
+        &mut l.source_dirs,
+        &mut l.test_dirs,
+        &mut l.top_level_dirs,
+    ] {
+        while set.len() > MAX_LIST {
+            set.pop_last();
+        }
     }
-    let list = |set: BTreeSet<String>| set.into_iter().take(MAX_LIST).collect();
-    Layout {
-        ci: list(ci),
-        docs: list(docs),
-        entry_points: list(entry_points),
-        source_dirs: list(source),
-        test_dirs: list(tests),
-        top_level_dirs: list(top),
-    }
+    l
 }
 
 /// Whether `path` is where a program or library usually starts. `js_roots` are the
 /// directories (`""`, `web/`) where JavaScript packages start.
-fn is_entry_point(path: &str, js_roots: &[String]) -> bool {
-    let depth = path.matches('/').count();
-    let in_src_bin = path.starts_with("src/bin/") || path.contains("/src/bin/");
-    match file_name(path) {
-        "main.rs" | "lib.rs" => {
-            path == format!("src/{}", file_name(path))
-                || path.ends_with(&format!("/src/{}", file_name(path)))
-                || in_src_bin
-        }
+fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
+    let name = file_name(path);
+    let parent = &path[..path.len() - name.len()];
+    let in_src_bin = parent.starts_with("src/bin/") || parent.contains("/src/bin/");
+    match name {
+        "main.rs" | "lib.rs" => parent == "src/" || parent.ends_with("/src/") || in_src_bin,
         n if in_src_bin && n.ends_with(".rs") && dirs(path).last() == Some("bin") => true,
-        "main.go" => depth == 0 || dirs(path).any(|d| d == "cmd"),
-        "main.py" | "__main__.py" | "app.py" | "manage.py" | "wsgi.py" | "asgi.py" => depth <= 2,
-        "index.js" | "index.ts" | "index.mjs" | "index.jsx" | "index.tsx" | "main.js"
-        | "main.ts" | "main.jsx" | "main.tsx" | "server.js" | "server.ts" | "app.js" | "app.ts" => {
-            let name = file_name(path);
-            js_roots
-                .iter()
-                .any(|root| path == format!("{root}{name}") || path == format!("{root}src/{name}"))
-        }
+        "main.go" => parent.is_empty() || dirs(path).any(|d| d == "cmd"),
+        n if listed(&FILES.python_starts, n) => path.matches('/').count() <= 2,
+        n if listed(&FILES.js_starts, n) => js_roots
+            .iter()
+            .any(|root| parent == *root || parent == format!("{root}src/")),
         "Main.java" | "Program.cs" => true,
         n => n.ends_with("Application.java"),
     }
@@ -205,106 +163,99 @@ pub fn test_framework(
     hints: &TestHints,
     primary: Option<&str>,
 ) -> Option<TestFramework> {
-    let found = |name: &str, command: &str, evidence: &str| TestFramework {
-        name: name.to_owned(),
-        command: command.to_owned(),
-        evidence: evidence.to_owned(),
-    };
     // Manifests nearest the root first.
     let mut ordered: Vec<&Manifest> = manifests.iter().collect();
     ordered.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
+    let of = |eco: &'static str| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
+    // Each with its languages: name, command and evidence.
+    let mut candidates: Vec<(&[&str], [String; 3])> = Vec::new();
+    let mut add = |langs: &'static [&'static str], name: &str, command: &str, evidence: &str| {
+        candidates.push((langs, [name.into(), command.into(), evidence.into()]));
+    };
 
-    let mut candidates: Vec<(&[&str], TestFramework)> = Vec::new();
-    let of = |eco: Ecosystem| ordered.iter().copied().filter(move |m| m.ecosystem == eco);
-
-    if let Some(m) = of(Ecosystem::Rust).next() {
-        candidates.push((&["Rust"], found("cargo test", "cargo test", &m.path)));
+    if let Some(m) = of("rust").next() {
+        add(&["Rust"], "cargo test", "cargo test", &m.path);
     }
-    let pytest = of(Ecosystem::Python)
+    let pytest = of("python")
         .find(|m| m.declares("pytest") || m.pytest_config)
-        .map(|m| m.path.clone())
+        .map(|m| m.path.as_str())
         .or_else(|| {
-            inv.entries
-                .iter()
-                .find(|e| matches!(e.name(), "pytest.ini" | "conftest.py"))
-                .map(|e| e.path().to_owned())
+            let config = |e: &&Entry<'_>| matches!(e.name(), "pytest.ini" | "conftest.py");
+            inv.entries.iter().find(config).map(Entry::path)
         })
-        .or_else(|| hints.pytest_section.clone())
-        .or_else(|| hints.pytest_import.clone());
+        .or(hints.pytest_section.as_deref())
+        .or(hints.pytest_import.as_deref());
     if let Some(evidence) = pytest {
-        candidates.push((&["Python"], found("pytest", "pytest", &evidence)));
+        add(&["Python"], "pytest", "pytest", evidence);
     } else if let Some(evidence) = &hints.unittest_import {
-        candidates.push((
-            &["Python"],
-            found("unittest", "python -m unittest", evidence),
-        ));
+        add(&["Python"], "unittest", "python -m unittest", evidence);
     }
-    for m in of(Ecosystem::Node) {
+    for m in of("node") {
         let dir = m.path.strip_suffix("package.json").unwrap_or("");
-        let pm = [
+        let locks = [
             ("pnpm-lock.yaml", "pnpm"),
             ("yarn.lock", "yarn"),
             ("bun.lockb", "bun"),
-        ]
-        .iter()
-        .find(|(lock, _)| inv.contains(&format!("{dir}{lock}")))
-        .map_or("npm", |(_, pm)| *pm);
+        ];
+        let pm = locks
+            .iter()
+            .find(|(lock, _)| inv.contains(&format!("{dir}{lock}")))
+            .map_or("npm", |(_, pm)| *pm);
+        let run = format!("{pm} test");
         let script = m
             .scripts
             .get("test")
             .filter(|s| !s.contains("no test specified"));
-        let runner = JS_RUNNERS.iter().find(|(dep, _, _)| m.declares(dep));
-        let framework = match (runner, script) {
-            (Some((_, name, _)), Some(_)) => found(name, &format!("{pm} test"), &m.path),
-            (Some((_, name, cmd)), None) => found(name, cmd, &m.path),
-            (None, Some(s)) if s.contains("node --test") => {
-                found("node:test", &format!("{pm} test"), &m.path)
-            }
-            (None, Some(_)) => found("test script", &format!("{pm} test"), &m.path),
+        let runner = DEPS.test_runners.iter().find(|r| m.declares(&r.dep));
+        let (name, command) = match (runner, script) {
+            (Some(r), Some(_)) => (r.name.as_str(), run.as_str()),
+            (Some(r), None) => (r.name.as_str(), r.command.as_str()),
+            (None, Some(s)) if s.contains("node --test") => ("node:test", run.as_str()),
+            (None, Some(_)) => ("test script", run.as_str()),
             (None, None) => continue,
         };
-        candidates.push((&["JavaScript", "TypeScript"], framework));
+        add(&["JavaScript", "TypeScript"], name, command, &m.path);
         break;
     }
-    if let Some(m) = of(Ecosystem::Go).next() {
-        candidates.push((&["Go"], found("go test", "go test ./...", &m.path)));
+    if let Some(m) = of("go").next() {
+        add(&["Go"], "go test", "go test ./...", &m.path);
     }
-    if let Some(m) = of(Ecosystem::Java).next() {
-        let name = if m.declares("junit*") || m.declares("junit-jupiter*") {
+    if let Some(m) = of("java").next() {
+        // `junit*` covers `junit-jupiter*` too.
+        let name = if m.declares("junit*") {
             "JUnit"
         } else {
             "JVM tests"
         };
-        let command = if m.kind == "maven" {
-            "mvn test".to_owned()
-        } else if inv.contains("gradlew")
-            || inv.contains(&m.path.replace(file_name(&m.path), "gradlew"))
-        {
-            "./gradlew test".to_owned()
-        } else {
-            "gradle test".to_owned()
+        let wrapper = m.path.replace(file_name(&m.path), "gradlew");
+        let command = match m.kind {
+            "maven" => "mvn test",
+            _ if inv.contains("gradlew") || inv.contains(&wrapper) => "./gradlew test",
+            _ => "gradle test",
         };
-        candidates.push((&["Java", "Kotlin", "Scala"], found(name, &command, &m.path)));
+        add(&["Java", "Kotlin", "Scala"], name, command, &m.path);
     }
-    if let Some(m) = of(Ecosystem::Ruby).next() {
+    if let Some(m) = of("ruby").next() {
         if m.declares("rspec*") {
-            candidates.push((&["Ruby"], found("rspec", "bundle exec rspec", &m.path)));
+            add(&["Ruby"], "rspec", "bundle exec rspec", &m.path);
         } else if m.declares("minitest") {
-            candidates.push((
-                &["Ruby"],
-                found("minitest", "bundle exec rake test", &m.path),
-            ));
+            add(&["Ruby"], "minitest", "bundle exec rake test", &m.path);
         }
     }
-    if let Some(m) = of(Ecosystem::Php).find(|m| m.declares("phpunit/phpunit")) {
-        candidates.push((&["PHP"], found("phpunit", "vendor/bin/phpunit", &m.path)));
+    if let Some(m) = of("php").find(|m| m.declares("phpunit/phpunit")) {
+        add(&["PHP"], "phpunit", "vendor/bin/phpunit", &m.path);
     }
 
     let preferred = candidates
         .iter()
         .position(|(langs, _)| primary.is_some_and(|p| langs.contains(&p)))
         .unwrap_or(0);
-    (!candidates.is_empty()).then(|| candidates.swap_remove(preferred).1)
+    let [name, command, evidence] = candidates.get(preferred)?.1.clone();
+    Some(TestFramework {
+        command,
+        evidence,
+        name,
+    })
 }
 
 #[cfg(test)]
@@ -313,7 +264,7 @@ mod tests {
 
     #[test]
     fn entry_points() {
-        let roots = [String::new(), "web/".to_owned()];
+        let roots = ["", "web/"];
         for p in [
             "src/main.rs",
             "crates/cli/src/main.rs",

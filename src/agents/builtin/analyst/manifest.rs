@@ -1,108 +1,75 @@
 //! Manifests: the files where a project declares its dependencies, read without running any
 //! package manager.
 //!
-//! Each parser is forgiving: a manifest that does not parse still counts as a manifest (it
-//! shows the ecosystem) but declares nothing. Dependency names are kept as written; matching
-//! against rule tables goes through [`dep_matches`], which normalises case and `_`/`-`.
+//! Which files are manifests, and where a TOML or JSON one declares its dependencies, is
+//! data (`analyst-manifests.toml`), read by one routine; the text formats (requirements
+//! files, `setup.py`, `go.mod`, `pom.xml`, Gradle, Gemfile) each have their own. Each reading
+//! is forgiving: a manifest that does not parse still counts as a manifest (it shows the
+//! ecosystem) but declares nothing. Dependency names are kept as written; matching against
+//! rule tables goes through [`dep_matches`], which normalises case and `_`/`-`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
-/// The ecosystem a manifest belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ecosystem {
-    Rust,
-    Node,
-    Python,
-    Go,
-    Java,
-    Ruby,
-    Php,
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One kind of manifest of `analyst-manifests.toml`; see the file for the fields.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Kind {
+    pub kind: String,
+    /// `rust`, `node`, `python`, `go`, `java`, `ruby` or `php`.
+    pub ecosystem: String,
+    files: Vec<String>,
+    keys: Vec<String>,
+    lists: Vec<String>,
+    skip: Vec<String>,
+    /// For the kinds read as text: words that start a line declaring a dependency.
+    lines: Vec<String>,
+    /// Where the manifest names the files the program starts at.
+    entries: Vec<String>,
 }
 
-/// What a framework is for; it decides how the project is described in one line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Category {
-    Frontend,
-    Backend,
-    Cli,
-    Other,
+/// A row of `analyst-dependencies.toml`: a dependency pattern (see [`dep_matches`]) and what
+/// it shows.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Dep {
+    pub dep: String,
+    /// The framework, or the runner, it shows.
+    pub name: String,
+    /// The framework's category: `frontend`, `backend`, `cli` or `other`.
+    pub category: String,
+    /// The convention, or the outside system, it shows.
+    pub what: String,
+    /// The test runner's command.
+    pub command: String,
 }
 
-/// Dependency patterns (see [`dep_matches`]) and the framework they show.
-pub const FRAMEWORKS: &[(&str, &str, Category)] = &[
-    ("react", "React", Category::Frontend),
-    ("vue", "Vue", Category::Frontend),
-    ("svelte", "Svelte", Category::Frontend),
-    ("@sveltejs/kit", "SvelteKit", Category::Frontend),
-    ("next", "Next.js", Category::Frontend),
-    ("nuxt", "Nuxt", Category::Frontend),
-    ("@angular/core", "Angular", Category::Frontend),
-    ("solid-js", "Solid", Category::Frontend),
-    ("preact", "Preact", Category::Frontend),
-    ("astro", "Astro", Category::Frontend),
-    ("@remix-run/*", "Remix", Category::Frontend),
-    ("gatsby", "Gatsby", Category::Frontend),
-    ("react-native", "React Native", Category::Frontend),
-    ("electron", "Electron", Category::Frontend),
-    ("yew", "Yew", Category::Frontend),
-    ("leptos", "Leptos", Category::Frontend),
-    ("dioxus", "Dioxus", Category::Frontend),
-    ("tauri", "Tauri", Category::Frontend),
-    ("express", "Express", Category::Backend),
-    ("koa", "Koa", Category::Backend),
-    ("fastify", "Fastify", Category::Backend),
-    ("@nestjs/core", "NestJS", Category::Backend),
-    ("hono", "Hono", Category::Backend),
-    ("django", "Django", Category::Backend),
-    (
-        "djangorestframework",
-        "Django REST framework",
-        Category::Backend,
-    ),
-    ("flask", "Flask", Category::Backend),
-    ("fastapi", "FastAPI", Category::Backend),
-    ("starlette", "Starlette", Category::Backend),
-    ("tornado", "Tornado", Category::Backend),
-    ("aiohttp", "aiohttp", Category::Backend),
-    ("actix-web", "actix-web", Category::Backend),
-    ("axum", "axum", Category::Backend),
-    ("rocket", "Rocket", Category::Backend),
-    ("warp", "warp", Category::Backend),
-    ("poem", "Poem", Category::Backend),
-    ("rails", "Rails", Category::Backend),
-    ("sinatra", "Sinatra", Category::Backend),
-    (
-        "org.springframework.boot:*",
-        "Spring Boot",
-        Category::Backend,
-    ),
-    ("org.springframework:*", "Spring", Category::Backend),
-    ("laravel/framework", "Laravel", Category::Backend),
-    ("symfony/framework-bundle", "Symfony", Category::Backend),
-    ("github.com/gin-gonic/gin", "Gin", Category::Backend),
-    ("github.com/labstack/echo*", "Echo", Category::Backend),
-    ("github.com/gofiber/fiber*", "Fiber", Category::Backend),
-    ("github.com/go-chi/chi*", "chi", Category::Backend),
-    ("github.com/gorilla/mux", "gorilla/mux", Category::Backend),
-    ("clap", "clap", Category::Cli),
-    ("structopt", "structopt", Category::Cli),
-    ("argh", "argh", Category::Cli),
-    ("click", "Click", Category::Cli),
-    ("typer", "Typer", Category::Cli),
-    ("commander", "Commander.js", Category::Cli),
-    ("yargs", "yargs", Category::Cli),
-    ("github.com/spf13/cobra", "Cobra", Category::Cli),
-    ("tokio", "tokio", Category::Other),
-    ("async-std", "async-std", Category::Other),
-    ("bevy", "Bevy", Category::Other),
-];
+/// The tables of `analyst-dependencies.toml`.
+#[derive(Debug, Deserialize)]
+pub struct Deps {
+    pub frameworks: Vec<Dep>,
+    pub conventions: Vec<Dep>,
+    pub integrations: Vec<Dep>,
+    pub test_runners: Vec<Dep>,
+}
+
+/// What dependencies show, read once.
+pub static DEPS: LazyLock<Deps> =
+    LazyLock::new(|| super::data(builtin!("analyst-dependencies.toml")));
+
+/// The manifest kinds, read once.
+pub static KINDS: LazyLock<Vec<Kind>> =
+    LazyLock::new(|| super::list(builtin!("analyst-manifests.toml")));
 
 /// A manifest and what it declares.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Manifest {
     /// Dependency names as written, sorted and unique (runtime, dev and build together).
     pub dependencies: Vec<String>,
-    /// Frameworks recognised from the dependencies, in [`FRAMEWORKS`] order.
+    /// Frameworks recognised from the dependencies, in table order.
     pub frameworks: Vec<String>,
     /// `cargo`, `npm`, `pyproject`, `requirements`, `setup.py`, `pipfile`, `go`, `maven`,
     /// `gradle`, `bundler` or `composer`.
@@ -111,7 +78,7 @@ pub struct Manifest {
     pub path: String,
     /// The ecosystem.
     #[serde(skip)]
-    pub ecosystem: Ecosystem,
+    pub ecosystem: &'static str,
     /// `package.json` scripts.
     #[serde(skip)]
     pub scripts: BTreeMap<String, String>,
@@ -131,79 +98,48 @@ impl Manifest {
 }
 
 /// Whether `path` names a manifest, and which kind.
-pub fn kind_of(path: &str) -> Option<(&'static str, Ecosystem)> {
+pub fn kind_of(path: &str) -> Option<&'static Kind> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let parent_is_requirements = path
-        .rsplit('/')
-        .nth(1)
-        .is_some_and(|dir| dir == "requirements");
-    Some(match name {
-        "Cargo.toml" => ("cargo", Ecosystem::Rust),
-        "package.json" => ("npm", Ecosystem::Node),
-        "pyproject.toml" => ("pyproject", Ecosystem::Python),
-        "setup.py" => ("setup.py", Ecosystem::Python),
-        "Pipfile" => ("pipfile", Ecosystem::Python),
-        "go.mod" => ("go", Ecosystem::Go),
-        "pom.xml" => ("maven", Ecosystem::Java),
-        "build.gradle" | "build.gradle.kts" => ("gradle", Ecosystem::Java),
-        "Gemfile" => ("bundler", Ecosystem::Ruby),
-        "composer.json" => ("composer", Ecosystem::Php),
-        n if n.ends_with(".txt") && (n.starts_with("requirements") || parent_is_requirements) => {
-            ("requirements", Ecosystem::Python)
-        }
-        _ => return None,
-    })
+    let requirements = name.ends_with(".txt")
+        && (name.starts_with("requirements")
+            || path.rsplit('/').nth(1).is_some_and(|d| d == "requirements"));
+    let kind = if requirements { "requirements" } else { "" };
+    KINDS
+        .iter()
+        .find(|k| k.kind == kind || k.files.iter().any(|f| f == name))
 }
 
 /// Parses the manifest at `path` (whose kind [`kind_of`] recognised) from its text.
 pub fn parse(path: &str, text: &str) -> Option<Manifest> {
-    let (kind, ecosystem) = kind_of(path)?;
-    let dir = match path.rfind('/') {
-        Some(i) => &path[..=i],
-        None => "",
-    };
+    let kind = kind_of(path)?;
+    let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
     let mut m = Manifest {
-        dependencies: Vec::new(),
-        frameworks: Vec::new(),
-        kind,
+        kind: &kind.kind,
         path: path.to_owned(),
-        ecosystem,
-        scripts: BTreeMap::new(),
-        entry_files: Vec::new(),
-        pytest_config: false,
+        ecosystem: &kind.ecosystem,
+        ..Manifest::default()
     };
     let mut deps = BTreeSet::new();
-    match kind {
-        "cargo" => cargo(text, dir, &mut deps, &mut m),
-        "npm" => npm(text, dir, &mut deps, &mut m),
-        "pyproject" => pyproject(text, &mut deps, &mut m),
-        "pipfile" => {
-            if let Ok(t) = toml::from_str::<toml::Table>(text) {
-                for key in ["packages", "dev-packages"] {
-                    toml_keys(t.get(key), &mut deps);
-                }
-            }
-        }
-        "requirements" => {
-            for line in text.lines() {
-                requirement_line(line, &mut deps);
-            }
-        }
+    match m.kind {
+        "requirements" => deps.extend(text.lines().filter_map(requirement)),
         "setup.py" => setup_py(text, &mut deps),
         "go" => go_mod(text, &mut deps),
         "maven" => maven(text, &mut deps),
-        "gradle" => gradle(text, &mut deps),
-        "bundler" => gemfile(text, &mut deps),
-        "composer" => composer(text, &mut deps),
-        _ => {}
-    }
-    m.dependencies = deps.into_iter().collect();
-    let mut seen = BTreeSet::new();
-    for (pattern, name, _) in FRAMEWORKS {
-        if m.declares(pattern) && seen.insert(*name) {
-            m.frameworks.push((*name).to_owned());
+        "gradle" | "bundler" => declarations(kind, text, &mut deps),
+        _ => {
+            let parsed = if path.ends_with(".json") {
+                serde_json::from_str::<Value>(text).ok()
+            } else {
+                toml::from_str::<Value>(text).ok()
+            };
+            if let Some(v) = parsed {
+                structured(kind, &v, dir, &mut deps, &mut m);
+            }
         }
     }
+    m.dependencies = deps.into_iter().collect();
+    let frameworks = DEPS.frameworks.iter().filter(|f| m.declares(&f.dep));
+    m.frameworks = super::unique(frameworks.map(|f| f.name.clone()));
     Some(m)
 }
 
@@ -220,136 +156,56 @@ pub fn dep_matches(pattern: &str, dep: &str) -> bool {
     test(&dep) || (artifact != dep && test(artifact))
 }
 
-/// The category of the frameworks `name` belongs to.
-pub fn category(name: &str) -> Category {
-    FRAMEWORKS
-        .iter()
-        .find(|(_, n, _)| *n == name)
-        .map_or(Category::Other, |(_, _, c)| *c)
+/// The category of the framework `name`, or `""`.
+pub fn category(name: &str) -> &'static str {
+    let framework = DEPS.frameworks.iter().find(|f| f.name == name);
+    framework.map_or("", |f| f.category.as_str())
 }
 
-fn cargo(text: &str, dir: &str, deps: &mut BTreeSet<String>, m: &mut Manifest) {
-    let Ok(t) = toml::from_str::<toml::Table>(text) else {
-        return;
-    };
-    let sections = ["dependencies", "dev-dependencies", "build-dependencies"];
-    for key in sections {
-        cargo_deps(t.get(key), deps);
-    }
-    if let Some(ws) = t.get("workspace") {
-        cargo_deps(ws.get("dependencies"), deps);
-    }
-    if let Some(targets) = t.get("target").and_then(|v| v.as_table()) {
-        for target in targets.values() {
-            for key in sections {
-                cargo_deps(target.get(key), deps);
+/// The values at `path` in `root`: keys separated by dots, `*` for every value of a table.
+fn at<'v>(root: &'v Value, path: &str) -> Vec<&'v Value> {
+    path.split('.').fold(vec![root], |nodes, key| {
+        let nodes = nodes.into_iter();
+        match key {
+            "*" => nodes
+                .filter_map(Value::as_object)
+                .flat_map(|o| o.values())
+                .collect(),
+            _ => nodes.filter_map(|n| n.get(key)).collect(),
+        }
+    })
+}
+
+/// Reads a TOML or JSON manifest: its dependencies by the paths of its kind, its scripts,
+/// entry files and pytest configuration where it has them.
+fn structured(kind: &Kind, v: &Value, dir: &str, deps: &mut BTreeSet<String>, m: &mut Manifest) {
+    for table in kind.keys.iter().flat_map(|p| at(v, p)) {
+        for (key, value) in table.as_object().into_iter().flatten() {
+            if !kind.skip.iter().any(|s| dep_matches(s, key)) {
+                let name = value.get("package").and_then(Value::as_str);
+                deps.insert(name.unwrap_or(key).to_owned());
             }
         }
     }
-    if let Some(bins) = t.get("bin").and_then(|v| v.as_array()) {
-        for bin in bins {
-            let path = bin.get("path").and_then(|p| p.as_str()).map(str::to_owned);
-            let named = bin
-                .get("name")
-                .and_then(|n| n.as_str())
-                .map(|n| format!("src/bin/{n}.rs"));
-            if let Some(p) = path.or(named) {
-                m.entry_files.push(format!("{dir}{p}"));
-            }
+    let lists = kind.lists.iter().flat_map(|p| at(v, p));
+    for item in lists.filter_map(Value::as_array).flatten() {
+        deps.extend(item.as_str().and_then(pep508_name));
+    }
+    // Only `package.json` scripts are read, and they are strings.
+    m.scripts = serde_json::from_value(v["scripts"].clone()).unwrap_or_default();
+    m.pytest_config = !at(v, "tool.pytest").is_empty();
+    let entries = kind.entries.iter().flat_map(|p| at(v, p));
+    for p in entries.filter_map(Value::as_str) {
+        m.entry_files
+            .push(format!("{dir}{}", p.trim_start_matches("./")));
+    }
+    // A Cargo `[[bin]]` starts at its `path`, or else at `src/bin/<name>.rs`.
+    for bin in v["bin"].as_array().into_iter().flatten() {
+        let path = bin.get("path").and_then(Value::as_str).map(str::to_owned);
+        let named = bin.get("name").and_then(Value::as_str);
+        if let Some(p) = path.or_else(|| named.map(|n| format!("src/bin/{n}.rs"))) {
+            m.entry_files.push(format!("{dir}{p}"));
         }
-    }
-}
-
-/// Cargo dependency keys, or the `package` a key renames.
-fn cargo_deps(section: Option<&toml::Value>, deps: &mut BTreeSet<String>) {
-    let Some(table) = section.and_then(|v| v.as_table()) else {
-        return;
-    };
-    for (key, value) in table {
-        let name = value.get("package").and_then(|p| p.as_str()).unwrap_or(key);
-        deps.insert(name.to_owned());
-    }
-}
-
-fn toml_keys(section: Option<&toml::Value>, deps: &mut BTreeSet<String>) {
-    if let Some(table) = section.and_then(|v| v.as_table()) {
-        for key in table.keys().filter(|k| !k.eq_ignore_ascii_case("python")) {
-            deps.insert(key.clone());
-        }
-    }
-}
-
-fn npm(text: &str, dir: &str, deps: &mut BTreeSet<String>, m: &mut Manifest) {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
-    };
-    for key in [
-        "dependencies",
-        "devDependencies",
-        "peerDependencies",
-        "optionalDependencies",
-    ] {
-        if let Some(obj) = v.get(key).and_then(|d| d.as_object()) {
-            deps.extend(obj.keys().cloned());
-        }
-    }
-    if let Some(obj) = v.get("scripts").and_then(|s| s.as_object()) {
-        for (name, cmd) in obj {
-            if let Some(cmd) = cmd.as_str() {
-                m.scripts.insert(name.clone(), cmd.to_owned());
-            }
-        }
-    }
-    let mut entry = |p: &str| {
-        let p = p.trim_start_matches("./");
-        m.entry_files.push(format!("{dir}{p}"));
-    };
-    if let Some(main) = v.get("main").and_then(|s| s.as_str()) {
-        entry(main);
-    }
-    match v.get("bin") {
-        Some(serde_json::Value::String(s)) => entry(s),
-        Some(serde_json::Value::Object(obj)) => {
-            obj.values().filter_map(|b| b.as_str()).for_each(entry)
-        }
-        _ => {}
-    }
-}
-
-fn pyproject(text: &str, deps: &mut BTreeSet<String>, m: &mut Manifest) {
-    let Ok(t) = toml::from_str::<toml::Table>(text) else {
-        return;
-    };
-    let strings = |v: Option<&toml::Value>, deps: &mut BTreeSet<String>| {
-        for item in v.and_then(|a| a.as_array()).into_iter().flatten() {
-            if let Some(name) = item.as_str().and_then(pep508_name) {
-                deps.insert(name);
-            }
-        }
-    };
-    if let Some(project) = t.get("project") {
-        strings(project.get("dependencies"), deps);
-        if let Some(extras) = project
-            .get("optional-dependencies")
-            .and_then(|v| v.as_table())
-        {
-            extras.values().for_each(|list| strings(Some(list), deps));
-        }
-    }
-    if let Some(groups) = t.get("dependency-groups").and_then(|v| v.as_table()) {
-        groups.values().for_each(|list| strings(Some(list), deps));
-    }
-    if let Some(tool) = t.get("tool") {
-        if let Some(poetry) = tool.get("poetry") {
-            toml_keys(poetry.get("dependencies"), deps);
-            toml_keys(poetry.get("dev-dependencies"), deps);
-            if let Some(groups) = poetry.get("group").and_then(|v| v.as_table()) {
-                for group in groups.values() {
-                    toml_keys(group.get("dependencies"), deps);
-                }
-            }
-        }
-        m.pytest_config = tool.get("pytest").is_some();
     }
 }
 
@@ -366,14 +222,10 @@ fn pep508_name(req: &str) -> Option<String> {
 
 /// One line of a requirements file: options (`-r`, `-e`, `--hash`), URLs and comments
 /// declare no name.
-fn requirement_line(line: &str, deps: &mut BTreeSet<String>) {
+fn requirement(line: &str) -> Option<String> {
     let line = line.split(" #").next().unwrap_or("").trim();
-    if line.starts_with('#') || line.starts_with('-') || line.contains("://") {
-        return;
-    }
-    if let Some(name) = pep508_name(line) {
-        deps.insert(name);
-    }
+    let declares = !line.starts_with(['#', '-']) && !line.contains("://");
+    pep508_name(line).filter(|_| declares)
 }
 
 /// `install_requires=[…]` and `tests_require=[…]` lists of a `setup.py`, read as text.
@@ -381,14 +233,10 @@ fn setup_py(text: &str, deps: &mut BTreeSet<String>) {
     for key in ["install_requires", "tests_require", "setup_requires"] {
         let Some(at) = text.find(key) else { continue };
         let rest = &text[at + key.len()..];
-        let (Some(open), Some(close)) = (rest.find('['), rest.find(']')) else {
-            continue;
-        };
-        if open > close {
-            continue;
-        }
-        for name in quoted(&rest[open + 1..close]).filter_map(pep508_name) {
-            deps.insert(name);
+        if let (Some(open), Some(close)) = (rest.find('['), rest.find(']'))
+            && open < close
+        {
+            deps.extend(quoted(&rest[open + 1..close]).filter_map(pep508_name));
         }
     }
 }
@@ -408,22 +256,20 @@ fn quoted(text: &str) -> impl Iterator<Item = &str> {
 
 fn go_mod(text: &str, deps: &mut BTreeSet<String>) {
     let mut in_block = false;
-    for line in text.lines() {
-        let line = line.split("//").next().unwrap_or("").trim();
-        if in_block {
-            if line.starts_with(')') {
-                in_block = false;
-            } else if let Some(module) = line.split_whitespace().next() {
-                deps.insert(module.to_owned());
-            }
+    for line in text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+    {
+        let module = if in_block {
+            in_block = !line.starts_with(')');
+            line.split_whitespace().next().filter(|_| in_block)
         } else if let Some(rest) = line.strip_prefix("require") {
-            let rest = rest.trim();
-            if rest.starts_with('(') {
-                in_block = true;
-            } else if let Some(module) = rest.split_whitespace().next() {
-                deps.insert(module.to_owned());
-            }
-        }
+            in_block = rest.trim().starts_with('(');
+            rest.split_whitespace().next().filter(|_| !in_block)
+        } else {
+            None
+        };
+        deps.extend(module.map(str::to_owned));
     }
 }
 
@@ -449,58 +295,26 @@ fn maven(text: &str, deps: &mut BTreeSet<String>) {
     }
 }
 
-/// Dependency lines of a Gradle build (`implementation("g:a:v")`), as `group:artifact`.
-fn gradle(text: &str, deps: &mut BTreeSet<String>) {
-    const CONFIGURATIONS: &[&str] = &[
-        "implementation",
-        "api",
-        "compileOnly",
-        "runtimeOnly",
-        "testImplementation",
-        "testRuntimeOnly",
-        "annotationProcessor",
-        "kapt",
-    ];
-    for line in text.lines() {
-        let line = line.trim();
-        let Some(rest) = CONFIGURATIONS
+/// Lines declaring a dependency in a Gradle build (`implementation("g:a:v")`, as
+/// `group:artifact`) or a Gemfile (`gem 'rails'`): a word of the kind's `lines`, then the
+/// first quoted string.
+fn declarations(kind: &Kind, text: &str, deps: &mut BTreeSet<String>) {
+    for line in text.lines().map(str::trim) {
+        let Some(name) = kind
+            .lines
             .iter()
-            .find_map(|c| line.strip_prefix(c))
+            .find_map(|w| line.strip_prefix(w.as_str()))
             .filter(|r| r.starts_with([' ', '(', '"', '\'']))
+            .and_then(|rest| quoted(rest).next())
         else {
             continue;
         };
-        if let Some(coord) = quoted(rest).next() {
-            let mut parts = coord.split(':');
-            if let (Some(group), Some(artifact)) = (parts.next(), parts.next()) {
-                deps.insert(format!("{group}:{artifact}"));
-            }
-        }
-    }
-}
-
-fn gemfile(text: &str, deps: &mut BTreeSet<String>) {
-    for line in text.lines() {
-        if let Some(rest) = line.trim().strip_prefix("gem ")
-            && let Some(name) = quoted(rest).next()
-        {
-            deps.insert(name.to_owned());
-        }
-    }
-}
-
-fn composer(text: &str, deps: &mut BTreeSet<String>) {
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
-    };
-    for key in ["require", "require-dev"] {
-        if let Some(obj) = v.get(key).and_then(|d| d.as_object()) {
-            deps.extend(
-                obj.keys()
-                    .filter(|k| *k != "php" && !k.starts_with("ext-"))
-                    .cloned(),
-            );
-        }
+        let mut parts = name.split(':');
+        match (kind.kind.as_str(), parts.next(), parts.next()) {
+            ("bundler", _, _) => deps.insert(name.to_owned()),
+            (_, Some(group), Some(artifact)) => deps.insert(format!("{group}:{artifact}")),
+            _ => continue,
+        };
     }
 }
 

@@ -6,158 +6,74 @@
 //! most 3000 of them, manifests first, then source, then other text, each in path order),
 //! so the scan costs the same on every run and the result does not depend on timing.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
 use crate::agents::{CodeFile, CodeTree};
 use crate::error::Result;
 
-use super::manifest::{self, Ecosystem};
+use super::manifest;
 
 /// Files larger than this are counted but not read.
 pub const MAX_READ_BYTES: u64 = 256 * 1024;
 /// At most this many files are read.
 pub const MAX_READ_FILES: usize = 3000;
 
-/// Directories whose content is vendored, installed or generated.
-#[rustfmt::skip]
-const IGNORED_DIRS: &[&str] = &[
-    "node_modules", "target", "dist", "build", "vendor", ".venv", "venv", "__pycache__", ".tox",
-    ".mypy_cache", ".pytest_cache", ".next", ".nuxt", ".svelte-kit", "coverage", ".gradle",
-    "bower_components", ".terraform", "Pods",
-];
+/// The file tables of `analyst-files.toml`; see the file for what each is.
+#[derive(Debug, Deserialize)]
+pub struct Files {
+    ignored_dirs: Vec<String>,
+    generated_suffixes: Vec<String>,
+    lock_files: Vec<String>,
+    text_exts: Vec<String>,
+    text_names: Vec<String>,
+    test_dirs: Vec<String>,
+    test_name: String,
+    aux_dirs: Vec<String>,
+    pub doc_dirs: Vec<String>,
+    pub source_roots: Vec<String>,
+    pub ci_files: Vec<String>,
+    pub ci_prefixes: Vec<String>,
+    pub definitions: Vec<String>,
+    pub doc_exts: Vec<String>,
+    pub python_starts: Vec<String>,
+    pub js_starts: Vec<String>,
+}
 
-/// Generated files, by the end of their name.
-const GENERATED_SUFFIXES: &[&str] = &[".min.js", ".min.css", ".map"];
+/// The file tables, read once.
+pub static FILES: LazyLock<Files> = LazyLock::new(|| super::data(builtin!("analyst-files.toml")));
 
-/// Lock files: generated, and long; counted, never read.
-#[rustfmt::skip]
-const LOCK_FILES: &[&str] = &[
-    "Cargo.lock", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
-    "bun.lockb", "poetry.lock", "Pipfile.lock", "uv.lock", "Gemfile.lock", "composer.lock",
-    "go.sum",
-];
+/// File names of tests: `FILES.test_name`, compiled once.
+pub static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&FILES.test_name).expect("a unit test compiles the builtin test-name pattern")
+});
 
-/// A language, as counted by the scan.
-#[derive(Debug, PartialEq, Eq)]
+/// A language, as counted by the scan: one entry of `analyst-languages.toml`.
+#[derive(Debug, PartialEq, Eq, Deserialize)]
 pub struct Lang {
     /// Display name.
-    pub name: &'static str,
+    pub name: String,
+    /// Lower-case extensions of its files.
+    #[serde(default)]
+    extensions: Vec<String>,
+    /// File names that give the language whatever the extension (`Dockerfile`).
+    #[serde(default)]
+    names: Vec<String>,
     /// Whether its files are code that tests are expected to cover (not markup, not build
     /// or deployment scripts).
     pub testable: bool,
 }
 
-macro_rules! lang {
-    ($name:literal, $testable:literal) => {
-        &Lang {
-            name: $name,
-            testable: $testable,
-        }
-    };
+/// The languages, read once.
+pub static LANGS: LazyLock<Vec<Lang>> =
+    LazyLock::new(|| super::list(builtin!("analyst-languages.toml")));
+
+/// Whether `list` holds `item`.
+pub fn listed(list: &[String], item: &str) -> bool {
+    list.iter().any(|l| l == item)
 }
-
-/// File extensions (lower-case) and their language.
-const LANGS: &[(&str, &Lang)] = &[
-    ("rs", lang!("Rust", true)),
-    ("py", lang!("Python", true)),
-    ("pyi", lang!("Python", true)),
-    ("js", lang!("JavaScript", true)),
-    ("mjs", lang!("JavaScript", true)),
-    ("cjs", lang!("JavaScript", true)),
-    ("jsx", lang!("JavaScript", true)),
-    ("ts", lang!("TypeScript", true)),
-    ("tsx", lang!("TypeScript", true)),
-    ("mts", lang!("TypeScript", true)),
-    ("go", lang!("Go", true)),
-    ("java", lang!("Java", true)),
-    ("kt", lang!("Kotlin", true)),
-    ("kts", lang!("Kotlin", false)),
-    ("scala", lang!("Scala", true)),
-    ("groovy", lang!("Groovy", true)),
-    ("rb", lang!("Ruby", true)),
-    ("php", lang!("PHP", true)),
-    ("c", lang!("C", true)),
-    ("h", lang!("C", true)),
-    ("cc", lang!("C++", true)),
-    ("cpp", lang!("C++", true)),
-    ("cxx", lang!("C++", true)),
-    ("hpp", lang!("C++", true)),
-    ("hh", lang!("C++", true)),
-    ("cs", lang!("C#", true)),
-    ("fs", lang!("F#", true)),
-    ("swift", lang!("Swift", true)),
-    ("m", lang!("Objective-C", true)),
-    ("mm", lang!("Objective-C", true)),
-    ("dart", lang!("Dart", true)),
-    ("lua", lang!("Lua", true)),
-    ("ex", lang!("Elixir", true)),
-    ("exs", lang!("Elixir", true)),
-    ("erl", lang!("Erlang", true)),
-    ("hs", lang!("Haskell", true)),
-    ("ml", lang!("OCaml", true)),
-    ("mli", lang!("OCaml", true)),
-    ("clj", lang!("Clojure", true)),
-    ("cljs", lang!("Clojure", true)),
-    ("elm", lang!("Elm", true)),
-    ("jl", lang!("Julia", true)),
-    ("r", lang!("R", true)),
-    ("zig", lang!("Zig", true)),
-    ("nim", lang!("Nim", true)),
-    ("pl", lang!("Perl", true)),
-    ("pm", lang!("Perl", true)),
-    ("sol", lang!("Solidity", true)),
-    ("vue", lang!("Vue", true)),
-    ("svelte", lang!("Svelte", true)),
-    ("astro", lang!("Astro", false)),
-    ("html", lang!("HTML", false)),
-    ("htm", lang!("HTML", false)),
-    ("css", lang!("CSS", false)),
-    ("scss", lang!("SCSS", false)),
-    ("sass", lang!("SCSS", false)),
-    ("less", lang!("Less", false)),
-    ("sql", lang!("SQL", false)),
-    ("sh", lang!("Shell", false)),
-    ("bash", lang!("Shell", false)),
-    ("zsh", lang!("Shell", false)),
-    ("ps1", lang!("PowerShell", false)),
-    ("tf", lang!("HCL", false)),
-    ("hcl", lang!("HCL", false)),
-    ("proto", lang!("Protocol Buffers", false)),
-    ("ipynb", lang!("Jupyter Notebook", false)),
-];
-
-/// Files whose name, not extension, gives the language.
-const NAMED_LANGS: &[(&str, &Lang)] = &[
-    ("Dockerfile", lang!("Dockerfile", false)),
-    ("Makefile", lang!("Makefile", false)),
-    ("GNUmakefile", lang!("Makefile", false)),
-    ("Rakefile", lang!("Ruby", false)),
-];
-
-/// Extensions of text files that are read although they are not source.
-#[rustfmt::skip]
-const TEXT_EXTS: &[&str] = &[
-    "md", "markdown", "rst", "adoc", "txt", "toml", "yaml", "yml", "json", "xml", "ini", "cfg",
-    "conf", "properties", "gradle", "prisma", "graphql", "gql", "env", "example",
-];
-
-/// Extension-less text files that are read.
-#[rustfmt::skip]
-const TEXT_NAMES: &[&str] = &[
-    "Gemfile", "Pipfile", "Procfile", "Jenkinsfile", "Vagrantfile", "go.mod", "CODEOWNERS",
-];
-
-/// Directory names that hold tests.
-#[rustfmt::skip]
-const TEST_DIRS: &[&str] = &[
-    "test", "tests", "__tests__", "spec", "specs", "testing", "e2e", "integration_tests",
-    "testdata", "fixtures", "__mocks__",
-];
-
-/// Directories whose code is not the product (examples, benchmarks, docs, scripts): not
-/// counted when comparing tests to source.
-#[rustfmt::skip]
-const AUX_DIRS: &[&str] = &[
-    "examples", "example", "benches", "benchmarks", "docs", "doc", "scripts", "migrations",
-];
 
 /// One file that counts.
 #[derive(Debug)]
@@ -169,7 +85,7 @@ pub struct Entry<'a> {
     /// Whether it is a test: source code with a test name or in a test directory.
     pub test: bool,
     /// Its manifest kind, if it is one.
-    pub manifest: Option<(&'static str, Ecosystem)>,
+    pub manifest: Option<&'static manifest::Kind>,
 }
 
 impl Entry<'_> {
@@ -193,17 +109,17 @@ impl Entry<'_> {
     pub fn is_product_source(&self) -> bool {
         self.lang.is_some_and(|l| l.testable)
             && !self.test
-            && !dirs(self.path()).any(|d| AUX_DIRS.contains(&d))
+            && !dirs(self.path()).any(|d| listed(&FILES.aux_dirs, d))
     }
 
     /// Whether it is worth reading as text.
     fn readable(&self) -> bool {
         let name = self.name();
-        !LOCK_FILES.contains(&name)
+        !listed(&FILES.lock_files, name)
             && (self.lang.is_some()
                 || self.manifest.is_some()
-                || TEXT_NAMES.contains(&name)
-                || TEXT_EXTS.contains(&self.ext().as_str()))
+                || listed(&FILES.text_names, name)
+                || listed(&FILES.text_exts, &self.ext()))
     }
 }
 
@@ -217,16 +133,6 @@ pub struct Inventory<'a> {
 }
 
 impl Inventory<'_> {
-    /// Total size of the files that count.
-    pub fn total_bytes(&self) -> u64 {
-        self.entries.iter().map(|e| e.file.size).sum()
-    }
-
-    /// Whether there is any source file.
-    pub fn has_source(&self) -> bool {
-        self.entries.iter().any(|e| e.lang.is_some())
-    }
-
     /// Whether a file exists at `path`.
     pub fn contains(&self, path: &str) -> bool {
         self.entries
@@ -242,9 +148,11 @@ pub fn inventory(code: &CodeTree) -> Inventory<'_> {
     for file in code.files() {
         let path = file.path.as_str();
         let name = file_name(path);
-        if dirs(path).any(|d| IGNORED_DIRS.contains(&d))
-            || GENERATED_SUFFIXES.iter().any(|s| name.ends_with(s))
-        {
+        let generated = FILES
+            .generated_suffixes
+            .iter()
+            .any(|s| name.ends_with(s.as_str()));
+        if generated || dirs(path).any(|d| listed(&FILES.ignored_dirs, d)) {
             ignored += 1;
             continue;
         }
@@ -267,22 +175,13 @@ pub fn read_each(
     inv: &Inventory<'_>,
     mut visit: impl FnMut(&Entry<'_>, &str),
 ) -> Result<usize> {
-    let rank = |e: &Entry<'_>| {
-        if e.manifest.is_some() {
-            0
-        } else if e.lang.is_some() {
-            1
-        } else {
-            2
-        }
-    };
     let mut order: Vec<&Entry<'_>> = inv
         .entries
         .iter()
         .filter(|e| e.file.size <= MAX_READ_BYTES && e.readable())
         .collect();
-    // A stable sort keeps path order within each rank.
-    order.sort_by_key(|e| rank(e));
+    // Manifests, then source, then the rest; a stable sort keeps path order within each.
+    order.sort_by_key(|e| (e.manifest.is_none(), e.lang.is_none()));
     let mut read = 0;
     for entry in order.into_iter().take(MAX_READ_FILES) {
         let bytes = code.read(entry.file)?;
@@ -295,45 +194,27 @@ pub fn read_each(
     Ok(read)
 }
 
-/// The language of a file called `name`.
+/// The language of a file called `name`: by its name, else by its extension.
 pub fn language(name: &str) -> Option<&'static Lang> {
-    if let Some((_, lang)) = NAMED_LANGS
-        .iter()
-        .find(|(n, _)| name == *n || name.strip_prefix(n).is_some_and(|r| r.starts_with('.')))
-    {
-        return Some(lang);
-    }
+    let named = |n: &String| {
+        name.strip_prefix(n.as_str())
+            .is_some_and(|r| r.is_empty() || r.starts_with('.'))
+    };
     let ext = extension(name);
-    LANGS.iter().find(|(e, _)| *e == ext).map(|(_, l)| *l)
+    LANGS
+        .iter()
+        .find(|l| l.names.iter().any(named))
+        .or_else(|| LANGS.iter().find(|l| l.extensions.contains(&ext)))
 }
 
 /// Whether `path` is a test file, by its directory or its name.
 pub fn is_test_path(path: &str) -> bool {
-    if dirs(path).any(is_test_dir) {
-        return true;
-    }
-    let name = file_name(path);
-    let stem = name.split('.').next().unwrap_or(name);
-    (name.starts_with("test_") && name.ends_with(".py"))
-        || name == "conftest.py"
-        || stem == "test"
-        || stem == "tests"
-        || stem.ends_with("_test")
-        || stem.ends_with("_spec")
-        || [".test.", ".spec."].iter().any(|m| name.contains(m))
-        || ["Test", "Tests", "IT"].iter().any(|s| {
-            stem.len() > s.len()
-                && stem.ends_with(s)
-                && matches!(
-                    extension(name).as_str(),
-                    "java" | "kt" | "cs" | "php" | "scala"
-                )
-        })
+    dirs(path).any(is_test_dir) || TEST_NAME.is_match(file_name(path))
 }
 
 /// Whether a directory called `name` holds tests.
 pub fn is_test_dir(name: &str) -> bool {
-    TEST_DIRS.contains(&name)
+    listed(&FILES.test_dirs, name)
 }
 
 /// Whether source `text` carries its own unit tests (Rust's `#[test]` next to the code).

@@ -1,14 +1,18 @@
-//! Seed analysis: what the task text says, read with keyword tables and no model.
+//! Seed analysis: what the task text says, read with the word tables of
+//! `analyst-request.toml` and no model.
 //!
 //! The text is cut into lower-case words. A table keyword matches a word exactly, or a word
 //! it starts when it ends in `*` (`optimi*` matches `optimise` and `optimization`); a keyword
 //! with a space matches consecutive words. The explore-angle presets and the complexity
 //! score are the reference's (planner explore, §5.6).
 
-use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
 
 /// How big the request looks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Complexity {
     Simple,
     Moderate,
@@ -18,261 +22,54 @@ pub enum Complexity {
 impl Complexity {
     /// `simple`, `moderate` or `complex`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Complexity::Simple => "simple",
-            Complexity::Moderate => "moderate",
-            Complexity::Complex => "complex",
-        }
+        ["simple", "moderate", "complex"][self as usize]
     }
 
     /// The depth of the spec work that fits: `light`, `standard` or `comprehensive`.
     pub fn depth(self) -> &'static str {
-        match self {
-            Complexity::Simple => "light",
-            Complexity::Moderate => "standard",
-            Complexity::Complex => "comprehensive",
-        }
+        ["light", "standard", "comprehensive"][self as usize]
     }
 
     /// How many exploration dimensions to pursue (3 to 5).
     fn dimensions(self) -> usize {
-        match self {
-            Complexity::Simple => 3,
-            Complexity::Moderate => 4,
-            Complexity::Complex => 5,
-        }
+        3 + self as usize
     }
 }
 
-/// Domains and the words that point to them; the first with the most hits wins.
-#[rustfmt::skip]
-const DOMAINS: &[(&str, &[&str])] = &[
-    (
-        "security and authentication",
-        &[
-            "auth", "authent*", "authori*", "login*", "logout", "signup", "sign in",
-            "password*", "oauth*", "sso", "jwt", "permission*", "security", "secure",
-            "vulnerab*", "encrypt*", "credential*", "2fa", "mfa",
-        ],
-    ),
-    (
-        "data and persistence",
-        &[
-            "database*", "db", "sql", "postgres*", "mysql", "sqlite", "migration*", "schema*",
-            "query", "queries", "orm", "persist*", "storage", "backup*",
-        ],
-    ),
-    (
-        "web frontend",
-        &[
-            "ui", "ux", "frontend", "front end", "page", "pages", "component*", "button*",
-            "css", "style*", "layout*", "react", "vue", "svelte", "theme*", "dark mode",
-            "responsive", "accessib*", "browser*",
-        ],
-    ),
-    (
-        "web API and backend",
-        &[
-            "api", "apis", "endpoint*", "rest", "graphql", "route*", "server*", "backend",
-            "http", "webhook*", "grpc",
-        ],
-    ),
-    (
-        "performance",
-        &[
-            "perf", "performance", "slow*", "optimi*", "latency", "speed*", "throughput",
-            "memory", "cache*", "caching", "benchmark*",
-        ],
-    ),
-    (
-        "infrastructure and delivery",
-        &[
-            "deploy*", "docker*", "container*", "kubernetes", "k8s", "ci", "infra*",
-            "terraform", "helm", "release*",
-        ],
-    ),
-    (
-        "machine learning",
-        &[
-            "ml", "machine learning", "training", "inference", "dataset*", "neural", "llm",
-            "embedding*", "classifier*", "pytorch", "tensorflow",
-        ],
-    ),
-    (
-        "developer tooling",
-        &[
-            "cli", "command*", "subcommand*", "flag*", "terminal", "shell", "git", "plugin*",
-        ],
-    ),
-    (
-        "realtime and messaging",
-        &[
-            "realtime", "real time", "websocket*", "chat*", "notification*", "stream*",
-            "queue*", "kafka", "pubsub",
-        ],
-    ),
-    (
-        "payments and commerce",
-        &[
-            "payment*", "billing", "invoice*", "checkout", "stripe", "cart", "subscription*",
-            "pricing",
-        ],
-    ),
-    ("search", &["search*", "full text", "ranking", "fuzzy"]),
-    (
-        "testing and quality",
-        &[
-            "test", "tests", "testing", "coverage", "lint*", "flaky", "e2e",
-        ],
-    ),
-    (
-        "documentation",
-        &[
-            "doc", "docs", "documentation", "readme*", "tutorial*", "guide*",
-        ],
-    ),
-];
+/// The word tables of `analyst-request.toml`; see the file for what each is.
+#[derive(Debug, Deserialize)]
+pub struct Tables {
+    feature_angles: Vec<String>,
+    constraint_words: Vec<String>,
+    criteria_words: Vec<String>,
+    vague_words: Vec<String>,
+    not_qualifiers: Vec<String>,
+    stopwords: Vec<String>,
+    user_nouns: Vec<String>,
+    domain: Vec<Named>,
+    preset: Vec<Named>,
+    complexity_group: Vec<Named>,
+    /// Subjects the request names, for the open questions.
+    pub mention: Vec<Named>,
+}
 
-/// Explore-angle presets: name, trigger words, angles (reference §5.6).
-#[rustfmt::skip]
-const PRESETS: &[(&str, &[&str], &[&str])] = &[
-    (
-        "architecture",
-        &[
-            "refactor*", "architect*", "restructur*", "modular*", "redesign*", "decoupl*",
-        ],
-        &[
-            "architecture", "dependencies", "modularity", "integration-points",
-        ],
-    ),
-    (
-        "security",
-        &[
-            "security", "secure", "auth", "authent*", "authori*", "permission*", "access",
-            "login*", "password*", "oauth*", "vulnerab*",
-        ],
-        &["security", "auth-patterns", "dataflow", "validation"],
-    ),
-    (
-        "performance",
-        &[
-            "performance", "perf", "slow*", "optimi*", "cache", "caching", "latency", "speed*",
-        ],
-        &["performance", "bottlenecks", "caching", "data-access"],
-    ),
-    (
-        "bugfix",
-        &[
-            "fix", "fixes", "fixing", "bug*", "error*", "issue*", "broken", "crash*", "fail*",
-            "regression*",
-        ],
-        &[
-            "error-handling", "dataflow", "state-management", "edge-cases",
-        ],
-    ),
-];
+/// A group of words: a domain, a preset (with its angles), a complexity group (with its
+/// points), or a subject the request may name (with the signal that would show it in the
+/// code, and the question to ask when the code does not).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Named {
+    name: String,
+    pub words: Vec<String>,
+    angles: Vec<String>,
+    points: u32,
+    pub signal: String,
+    pub question: String,
+}
 
-/// The default preset's angles.
-const FEATURE_ANGLES: &[&str] = &["patterns", "integration-points", "testing", "dependencies"];
-
-/// Complexity keyword groups and their points, counted once per group (reference §5.6).
-#[rustfmt::skip]
-const COMPLEXITY_GROUPS: &[(&str, &[&str], u32)] = &[
-    (
-        "structural",
-        &["refactor*", "architect*", "restructur*", "modular*"],
-        2,
-    ),
-    ("multi-scope", &["multiple", "across", "cross cutting"], 2),
-    ("integration", &["integrat*", "api", "apis", "database*"], 1),
-    (
-        "non-functional",
-        &["security", "performance", "auth", "authent*", "authori*"],
-        1,
-    ),
-];
-
-/// Words that make a sentence a constraint.
-#[rustfmt::skip]
-const CONSTRAINT_WORDS: &[&str] = &[
-    "must", "should", "without", "only", "never", "cannot", "avoid", "do not", "don t",
-    "at most", "at least", "no more than", "required",
-];
-
-/// Words that suggest the text says how to tell the work is done.
-#[rustfmt::skip]
-const CRITERIA_WORDS: &[&str] = &[
-    "acceptance", "criteria", "done when", "so that", "expect*", "should", "must", "given",
-    "returns", "return",
-];
-
-/// Words that leave the scope open.
-#[rustfmt::skip]
-const VAGUE_WORDS: &[&str] = &[
-    "improve*", "better", "clean*", "various", "etc", "stuff", "things", "misc*", "somehow",
-    "everything", "general", "some",
-];
-
-/// Who a request can be for, and the plural used to name them.
-const USER_NOUNS: &[(&str, &str)] = &[
-    ("user", "users"),
-    ("users", "users"),
-    ("admin", "admins"),
-    ("admins", "admins"),
-    ("administrator", "administrators"),
-    ("administrators", "administrators"),
-    ("developer", "developers"),
-    ("developers", "developers"),
-    ("customer", "customers"),
-    ("customers", "customers"),
-    ("operator", "operators"),
-    ("operators", "operators"),
-    ("maintainer", "maintainers"),
-    ("maintainers", "maintainers"),
-    ("contributor", "contributors"),
-    ("contributors", "contributors"),
-    ("student", "students"),
-    ("students", "students"),
-    ("teacher", "teachers"),
-    ("teachers", "teachers"),
-    ("visitor", "visitors"),
-    ("visitors", "visitors"),
-    ("member", "members"),
-    ("members", "members"),
-    ("engineer", "engineers"),
-    ("engineers", "engineers"),
-    ("player", "players"),
-    ("players", "players"),
-    ("patient", "patients"),
-    ("patients", "patients"),
-    ("staff", "staff"),
-    ("people", "people"),
-];
-
-/// Words before a user noun that are not part of its name.
-#[rustfmt::skip]
-const NOT_QUALIFIERS: &[&str] = &[
-    "the", "a", "an", "for", "to", "of", "and", "or", "our", "all", "by", "with", "as", "let",
-    "lets", "allow", "allows", "help", "helps", "other", "new", "so", "that", "when", "if", "each",
-    "every", "any", "some", "many", "more", "most", "their", "your", "my", "can",
-];
-
-/// Words that say nothing about where in the code the work is.
-#[rustfmt::skip]
-const STOPWORDS: &[&str] = &[
-    "the", "and", "for", "with", "that", "this", "from", "into", "onto", "when", "then", "than",
-    "should", "must", "will", "would", "could", "can", "not", "only", "never", "without", "all",
-    "any", "some", "each", "every", "our", "your", "their", "its", "are", "was", "were", "been",
-    "being", "has", "have", "had", "does", "did", "add", "adds", "added", "adding", "make",
-    "makes", "use", "uses", "using", "used", "new", "implement", "implementing", "create",
-    "support", "allow", "allows", "change", "changes", "update", "need", "needs", "want",
-    "also", "just", "like", "via", "per", "out", "but", "get", "let", "lets", "way", "able",
-    "sure", "etc", "please", "there", "here", "what", "which", "who", "how", "why", "where",
-    "them", "they", "these", "those", "one", "two", "more", "less", "most", "least", "very",
-    "too", "same", "other", "such", "about", "over", "under", "after", "before", "while",
-    "again", "keep", "still", "instead", "existing", "current", "currently", "fix", "don",
-    "doesn", "isn", "you", "yes", "both", "within",
-];
+/// The word tables, read once.
+pub static TABLES: LazyLock<Tables> =
+    LazyLock::new(|| super::data(builtin!("analyst-request.toml")));
 
 /// At most this many keywords are searched for.
 const MAX_KEYWORDS: usize = 12;
@@ -309,18 +106,13 @@ impl Words {
     }
 
     /// Total hits of `keywords`.
-    pub fn score(&self, keywords: &[&str]) -> usize {
+    pub fn score(&self, keywords: &[String]) -> usize {
         keywords.iter().map(|k| self.hits(k)).sum()
     }
 
     /// Whether any of `keywords` matches.
-    pub fn any(&self, keywords: &[&str]) -> bool {
+    pub fn any(&self, keywords: &[String]) -> bool {
         keywords.iter().any(|k| self.hits(k) > 0)
-    }
-
-    /// The number of words.
-    pub fn len(&self) -> usize {
-        self.list.len()
     }
 }
 
@@ -340,7 +132,7 @@ pub struct SeedAnalysis {
 }
 
 /// Everything read from the task text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Seed {
     /// The part written out.
     pub analysis: SeedAnalysis,
@@ -351,80 +143,69 @@ pub struct Seed {
     /// Why, in words.
     pub complexity_reason: String,
     /// The explore-angle preset the dimensions came from first (`feature` by default).
-    pub preset: &'static str,
+    pub preset: String,
     /// Whether the text says how to tell the work is done.
     pub has_criteria: bool,
     /// Whether the scope is open (very short, or vague words).
     pub vague: bool,
     /// The words, for later questions.
+    #[serde(skip)]
     pub words: Words,
 }
 
 /// Reads `text`.
 pub fn analyse(text: &str) -> Seed {
+    let t = &*TABLES;
     let statement = text.trim().to_owned();
     let words = Words::new(&statement);
 
-    let domain = DOMAINS
+    // The first domain with the most hits.
+    let domain = t
+        .domain
         .iter()
-        .map(|(name, kws)| (*name, words.score(kws)))
-        .fold(
-            ("general software", 0),
-            |best, d| if d.1 > best.1 { d } else { best },
-        )
-        .0;
+        .rev()
+        .max_by_key(|d| words.score(&d.words))
+        .filter(|d| words.score(&d.words) > 0)
+        .map_or("general software", |d| d.name.as_str());
 
-    let mut points = 0;
-    let mut groups = Vec::new();
-    for (group, kws, p) in COMPLEXITY_GROUPS {
-        if words.any(kws) {
-            points += p;
-            groups.push(*group);
-        }
-    }
-    let by_words = match points {
-        0..=1 => Complexity::Simple,
-        2..=3 => Complexity::Moderate,
-        _ => Complexity::Complex,
-    };
+    let groups: Vec<&Named> = t
+        .complexity_group
+        .iter()
+        .filter(|g| words.any(&g.words))
+        .collect();
+    let points: u32 = groups.iter().map(|g| g.points).sum();
+    let groups: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
     let chars = statement.chars().count();
-    let by_length = match chars {
-        0..200 => Complexity::Simple,
-        200..=500 => Complexity::Moderate,
-        _ => Complexity::Complex,
-    };
-    let complexity = by_words.max(by_length);
-    let complexity_reason = if groups.is_empty() {
-        format!("keyword score 0, {chars} characters")
+    // Moderate from 2 points or 200 characters, complex from 4 points or 501 characters.
+    let level = |n: usize, from: [usize; 2]| from.iter().filter(|f| n >= **f).count();
+    let complexity = [
+        Complexity::Simple,
+        Complexity::Moderate,
+        Complexity::Complex,
+    ][level(points as usize, [2, 4]).max(level(chars, [200, 501]))];
+    let named = if groups.is_empty() {
+        String::new()
     } else {
-        format!(
-            "keyword score {points} ({}), {chars} characters",
-            groups.join(", ")
-        )
+        format!(" ({})", groups.join(", "))
     };
+    let complexity_reason = format!("keyword score {points}{named}, {chars} characters");
 
-    let mut presets: Vec<(usize, usize)> = PRESETS
+    let mut presets: Vec<(usize, &Named)> = t
+        .preset
         .iter()
-        .enumerate()
-        .map(|(i, (_, kws, _))| (words.score(kws), i))
+        .map(|p| (words.score(&p.words), p))
         .filter(|(score, _)| *score > 0)
         .collect();
-    presets.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let preset = presets.first().map_or("feature", |(_, i)| PRESETS[*i].0);
-    let mut dimensions: Vec<String> = Vec::new();
-    let angles = presets
-        .iter()
-        .flat_map(|(_, i)| PRESETS[*i].2.iter())
-        .chain(FEATURE_ANGLES);
-    for angle in angles {
-        if dimensions.len() < complexity.dimensions() && !dimensions.iter().any(|d| d == angle) {
-            dimensions.push((*angle).to_owned());
-        }
-    }
+    // Stable: equal scores keep the table order.
+    presets.sort_by_key(|p| std::cmp::Reverse(p.0));
+    let preset = presets.first().map_or("feature", |(_, p)| p.name.as_str());
+    let angles = presets.iter().flat_map(|(_, p)| p.angles.clone());
+    let mut dimensions = super::unique(angles.chain(t.feature_angles.clone()));
+    dimensions.truncate(complexity.dimensions());
 
     let constraints = sentences(&statement)
         .into_iter()
-        .filter(|s| Words::new(s).any(CONSTRAINT_WORDS))
+        .filter(|s| Words::new(s).any(&t.constraint_words))
         .collect();
 
     Seed {
@@ -438,9 +219,9 @@ pub fn analyse(text: &str) -> Seed {
         keywords: keywords(&words),
         complexity,
         complexity_reason,
-        preset,
-        has_criteria: words.any(CRITERIA_WORDS),
-        vague: words.len() < 6 || words.any(VAGUE_WORDS),
+        preset: preset.to_owned(),
+        has_criteria: words.any(&t.criteria_words),
+        vague: words.list.len() < 6 || words.any(&t.vague_words),
         words,
     }
 }
@@ -449,62 +230,54 @@ pub fn analyse(text: &str) -> Seed {
 /// without list bullets; unique, in order.
 fn sentences(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let mut chars = text.chars().peekable();
-    let mut flush = |current: &mut String| {
-        let s = current
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Where the sentence ends, and where the next one starts.
+        let cut = rest.char_indices().find_map(|(i, c)| {
+            let next = rest[i + c.len_utf8()..].chars().next();
+            match c {
+                '\n' | ';' => Some((i, i + 1)),
+                '!' | '?' => Some((i + 1, i + 1)),
+                '.' if next.is_none_or(char::is_whitespace) => Some((i + 1, i + 1)),
+                _ => None,
+            }
+        });
+        let (end, next) = cut.unwrap_or((rest.len(), rest.len()));
+        let sentence = rest[..end]
             .trim()
             .trim_start_matches(['-', '*', '•'])
-            .trim()
-            .to_owned();
-        if !s.is_empty() && !out.contains(&s) {
-            out.push(s);
+            .trim();
+        if !sentence.is_empty() && !out.iter().any(|s| s == sentence) {
+            out.push(sentence.to_owned());
         }
-        current.clear();
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' | ';' => flush(&mut current),
-            '!' | '?' => {
-                current.push(c);
-                flush(&mut current);
-            }
-            '.' if chars.peek().is_none_or(|n| n.is_whitespace()) => {
-                current.push(c);
-                flush(&mut current);
-            }
-            _ => current.push(c),
-        }
+        rest = &rest[next..];
     }
-    flush(&mut current);
     out
 }
 
 /// The user groups named in the text, with one qualifying word when there is one
 /// (`mobile users`), unique, at most five.
 fn target_users(words: &Words) -> Vec<String> {
+    let t = &*TABLES;
+    let not_qualifier = |w: &str| t.not_qualifiers.iter().any(|q| q == w);
     let mut out: Vec<String> = Vec::new();
     for (i, w) in words.list.iter().enumerate() {
-        let Some((_, plural)) = USER_NOUNS.iter().find(|(n, _)| n == w) else {
+        let noun = |p: &&String| *p == w || p.strip_suffix('s') == Some(w);
+        let Some(plural) = t.user_nouns.iter().find(noun) else {
             continue;
         };
-        let qualifier = i
-            .checked_sub(1)
-            .map(|j| words.list[j].as_str())
-            .filter(|q| {
-                !NOT_QUALIFIERS.contains(q)
-                    && !STOPWORDS.contains(q)
-                    && q.chars().all(|c| c.is_alphabetic())
-            })
-            .filter(|_| {
-                // Only a qualifier that itself follows a word like "for" or "the", so that
-                // "let users" stays "users" and "for mobile users" becomes "mobile users".
-                i.checked_sub(2)
-                    .is_some_and(|k| NOT_QUALIFIERS.contains(&words.list[k].as_str()))
-            });
-        let name = match qualifier {
-            Some(q) => format!("{q} {plural}"),
-            None => (*plural).to_owned(),
+        // Only a qualifier that itself follows a word like "for" or "the", so that "let
+        // users" stays "users" and "for mobile users" becomes "mobile users".
+        let name = match &words.list[i.saturating_sub(2)..i] {
+            [before, q]
+                if not_qualifier(before)
+                    && !not_qualifier(q)
+                    && !t.stopwords.contains(q)
+                    && q.chars().all(char::is_alphabetic) =>
+            {
+                format!("{q} {plural}")
+            }
+            _ => plural.clone(),
         };
         if out.len() < 5 && !out.contains(&name) {
             out.push(name);
@@ -516,16 +289,13 @@ fn target_users(words: &Words) -> Vec<String> {
 /// Search words: not stop words, at least three characters, not numbers; unique, in text
 /// order.
 fn keywords(words: &Words) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    words
+    let searchable = words
         .list
         .iter()
         .filter(|w| w.chars().count() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .filter(|w| seen.insert(w.as_str()))
-        .take(MAX_KEYWORDS)
-        .cloned()
-        .collect()
+        .filter(|w| !TABLES.stopwords.contains(w));
+    let unique = super::unique(searchable.cloned());
+    unique.into_iter().take(MAX_KEYWORDS).collect()
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
 //! Tech-profile signals (`sql_detected`, `auth_detected`, …) detected from evidence in the
 //! repository, for specialist injection.
 //!
-//! Every rule is one row of [`RULES`]: the signal, the kind of evidence, and the patterns.
+//! Every rule is one row of `analyst-signals.toml` ([`RULES`]): the signal, the kind of
+//! evidence, and the patterns.
 //! The kind sets how much a hit is worth: a dependency declared in a manifest is strong
 //! (`high`), a pattern in code is fair (`medium`), a file or directory name is weak (`low`).
 //! A signal's evidence lists its strongest paths first.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use super::manifest::Manifest;
 use super::scan::{Entry, dirs, file_name};
@@ -22,210 +24,54 @@ pub enum Strength {
     Manifest,
 }
 
-impl Strength {
-    /// The reference's confidence word.
-    pub fn confidence(self) -> &'static str {
-        match self {
-            Strength::Manifest => "high",
-            Strength::Code => "medium",
-            Strength::Name => "low",
-        }
-    }
-
-    /// Where the evidence came from, in words.
-    pub fn source(self) -> &'static str {
-        match self {
-            Strength::Manifest => "manifests",
-            Strength::Code => "code patterns",
-            Strength::Name => "file names",
-        }
-    }
-}
-
-/// What a rule looks at. A rule matches when any of its patterns does, except for the
-/// `…All` kinds, which need every pattern.
-#[derive(Debug, Clone, Copy)]
+/// What a rule looks at (see the data file's header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
-    /// A declared dependency; a pattern ending in `*` matches a prefix.
     Dep,
-    /// Every dependency, in one manifest.
-    DepAll,
-    /// A file name: exact, or with `*` at the start, the end or both.
+    Code,
     Name,
-    /// A directory of that name anywhere in the path.
     Dir,
-    /// The start of the path.
     Prefix,
-    /// A substring of a file with one of these extensions; no extension means any source
-    /// file. A pattern starting with a newline also matches at the start of the file.
-    Code(&'static [&'static str]),
-    /// Every substring, in one file, as for [`Kind::Code`].
-    CodeAll(&'static [&'static str]),
 }
 
-impl Kind {
-    fn strength(self) -> Strength {
-        match self {
-            Kind::Dep | Kind::DepAll => Strength::Manifest,
-            Kind::Code(_) | Kind::CodeAll(_) => Strength::Code,
-            Kind::Name | Kind::Dir | Kind::Prefix => Strength::Name,
+/// One detection rule of `analyst-signals.toml`.
+#[derive(Debug, serde::Deserialize)]
+pub struct Rule {
+    signal: String,
+    kind: Kind,
+    /// Whether every pattern must match (in one manifest or one file), not just one.
+    #[serde(default)]
+    all: bool,
+    /// For `code`: the extensions of the files it applies to; none means any source file.
+    #[serde(default)]
+    exts: Vec<String>,
+    patterns: Vec<String>,
+}
+
+impl Rule {
+    fn strength(&self) -> Strength {
+        match self.kind {
+            Kind::Dep => Strength::Manifest,
+            Kind::Code => Strength::Code,
+            _ => Strength::Name,
+        }
+    }
+
+    /// Whether `test` holds for any pattern, or for every one when the rule says `all`.
+    fn matches(&self, test: impl FnMut(&String) -> bool) -> bool {
+        let mut patterns = self.patterns.iter();
+        if self.all {
+            patterns.all(test)
+        } else {
+            patterns.any(test)
         }
     }
 }
 
-const ANY: &[&str] = &[];
-const JS: &[&str] = &["js", "mjs", "cjs", "jsx"];
-#[rustfmt::skip]
-const JS_TS: &[&str] = &[
-    "js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "vue", "svelte",
-];
-const PY: &[&str] = &["py"];
-const RS: &[&str] = &["rs"];
-const GO: &[&str] = &["go"];
-const JVM: &[&str] = &["java", "kt", "scala"];
-const YAML: &[&str] = &["yaml", "yml"];
-
-use Kind::{Code, CodeAll, Dep, DepAll, Dir, Name, Prefix};
-
-/// The detection rules: (signal, kind, patterns).
-#[rustfmt::skip]
-pub const RULES: &[(&str, Kind, &[&str])] = &[
-    // Databases: drivers and ORMs, SQL in code, SQL files.
-    ("sql_detected", Dep, &[
-        "sqlx", "diesel", "sea-orm", "rusqlite", "postgres", "tokio-postgres", "mysql",
-        "mysql-async", "libsql", "sqlalchemy", "psycopg", "psycopg2", "psycopg2-binary",
-        "pymysql", "mysqlclient", "asyncpg", "aiosqlite", "peewee", "databases", "pg",
-        "mysql2", "sqlite3", "better-sqlite3", "sequelize", "typeorm", "knex", "prisma",
-        "@prisma/client", "drizzle-orm", "github.com/lib/pq", "github.com/jackc/pgx*",
-        "gorm.io/gorm", "github.com/go-sql-driver/mysql", "github.com/mattn/go-sqlite3",
-        "spring-boot-starter-data-jpa", "spring-boot-starter-jdbc", "hibernate-core",
-        "postgresql", "mysql-connector-java", "activerecord", "doctrine/orm",
-        "illuminate/database",
-    ]),
-    ("sql_detected", CodeAll(ANY), &["SELECT ", " FROM "]),
-    ("sql_detected", Code(ANY), &[
-        "INSERT INTO ", "CREATE TABLE ", "DELETE FROM ", "sqlite3.connect(",
-        "\"database/sql\"", "from django.db import models",
-    ]),
-    ("sql_detected", Name, &["*.sql"]),
-    // Authentication: token, session and password libraries, auth code, auth modules.
-    ("auth_detected", Dep, &[
-        "jsonwebtoken", "jwt", "pyjwt", "python-jose", "oauth*", "passport*", "bcrypt",
-        "bcryptjs", "argon2", "rust-argon2", "argon2-cffi", "password-hash", "django-allauth",
-        "flask-login", "flask-jwt-extended", "djangorestframework-simplejwt", "authlib",
-        "next-auth", "@auth/*", "express-session", "devise", "omniauth*",
-        "spring-boot-starter-security", "spring-security-*", "jjwt*", "github.com/golang-jwt/jwt*",
-        "golang.org/x/oauth2", "openidconnect", "keycloak*", "auth0*", "@auth0/*",
-        "firebase/php-jwt", "laravel/sanctum", "tymon/jwt-auth",
-    ]),
-    ("auth_detected", Code(ANY), &[
-        "django.contrib.auth", "password", "Password", "jwt", "JWT", "Bearer ",
-        "login_required", "authenticate(",
-    ]),
-    ("auth_detected", Dir, &["auth", "authentication"]),
-    ("auth_detected", Name, &["auth.*", "*_auth.*", "login.*"]),
-    // Machine learning: frameworks, imports, notebooks and model files.
-    ("ml_detected", Dep, &[
-        "torch", "tensorflow", "tensorflow-*", "keras", "scikit-learn", "sklearn", "xgboost",
-        "lightgbm", "catboost", "transformers", "jax", "onnx", "onnxruntime",
-        "pytorch-lightning", "@tensorflow/*", "tch", "candle-core", "burn", "linfa", "ort",
-    ]),
-    ("ml_detected", DepAll, &["numpy", "pandas"]),
-    ("ml_detected", Code(PY), &[
-        "import torch", "import tensorflow", "from sklearn", "import keras", "from transformers",
-    ]),
-    ("ml_detected", Name, &["*.ipynb", "*.onnx", "*.pt", "*.h5", "*.safetensors"]),
-    // Frontend frameworks.
-    ("frontend_framework", Dep, &[
-        "react", "vue", "svelte", "@sveltejs/kit", "next", "nuxt", "@angular/core", "solid-js",
-        "preact", "astro", "@remix-run/*", "gatsby", "lit", "ember-source", "alpinejs",
-        "htmx.org", "yew", "leptos", "dioxus",
-    ]),
-    ("frontend_framework", Code(JS_TS), &[
-        "from 'react'", "from \"react\"", "from 'vue'", "from \"vue\"", "@angular/core",
-    ]),
-    ("frontend_framework", Name, &[
-        "*.vue", "*.svelte", "*.jsx", "*.tsx", "angular.json", "svelte.config.*", "next.config.*",
-        "nuxt.config.*",
-    ]),
-    // Delivery: containers, CI, infrastructure as code, Kubernetes.
-    ("devops_detected", Name, &[
-        "Dockerfile", "Dockerfile.*", "*.dockerfile", "docker-compose*", "compose.yaml",
-        "compose.yml", "*.tf", "Jenkinsfile", ".gitlab-ci.yml", ".travis.yml",
-        "azure-pipelines.yml", "bitbucket-pipelines.yml", ".drone.yml", "Chart.yaml",
-        "skaffold.yaml", "Procfile", "Vagrantfile", "kustomization.yaml",
-    ]),
-    ("devops_detected", Prefix, &[".github/workflows/", ".circleci/", ".buildkite/"]),
-    ("devops_detected", Dir, &["k8s", "kubernetes", "helm", "terraform", "ansible"]),
-    ("devops_detected", CodeAll(YAML), &["apiVersion:", "kind: "]),
-    // Schema changes: migration tools, migration directories, schema files.
-    ("data_migration", Dep, &[
-        "alembic", "flyway-core", "liquibase-core", "diesel-migrations", "refinery",
-        "sea-orm-migration", "knex", "db-migrate", "umzug", "github.com/golang-migrate/migrate*",
-        "github.com/pressly/goose*",
-    ]),
-    ("data_migration", Code(RS), &["sqlx::migrate!", "embed_migrations!"]),
-    ("data_migration", Code(PY), &["from alembic import op", "migrations.Migration"]),
-    ("data_migration", Dir, &["migrations", "migration", "alembic", "migrate", "flyway"]),
-    ("data_migration", Name, &["*.sql", "schema.prisma", "alembic.ini", "schema.rb", "liquibase*"]),
-    // Realtime: WebSocket and push libraries and code.
-    ("realtime_detected", Dep, &[
-        "tokio-tungstenite", "tungstenite", "async-tungstenite", "actix-web-actors", "socket.io",
-        "socket.io-client", "ws", "websockets", "websocket-client", "channels",
-        "python-socketio", "flask-socketio", "sse-starlette", "pusher", "pusher-js",
-        "github.com/gorilla/websocket", "nhooyr.io/websocket", "actioncable", "@microsoft/signalr",
-    ]),
-    ("realtime_detected", Code(ANY), &[
-        "WebSocket", "new EventSource(", "socket.io", "text/event-stream",
-    ]),
-    ("realtime_detected", Name, &["*websocket*", "*socket.*"]),
-    // Performance: benchmark harnesses, unsafe and inlining, benchmark directories.
-    ("perf_sensitive", Dep, &[
-        "criterion", "divan", "iai", "iai-callgrind", "pytest-benchmark", "asv", "benchmark",
-        "tinybench", "numba", "cython", "rayon",
-    ]),
-    ("perf_sensitive", Code(RS), &["unsafe {", "#[inline]", "#[bench]", "criterion_group!", "std::arch::"]),
-    ("perf_sensitive", Code(GO), &["func Benchmark"]),
-    ("perf_sensitive", Code(ANY), &["criterion", "benchmark"]),
-    ("perf_sensitive", Dir, &["benches", "benchmarks"]),
-    // Cryptography: libraries and primitives in code.
-    ("crypto_usage", Dep, &[
-        "ring", "openssl", "openssl-sys", "sha2", "sha1", "sha-1", "sha3", "md-5", "md5", "aes",
-        "aes-gcm", "chacha20poly1305", "rsa", "ed25519-dalek", "x25519-dalek", "rustls",
-        "blake3", "hmac", "cryptography", "pycryptodome", "pycryptodomex", "pycrypto", "pynacl",
-        "crypto-js", "node-forge", "tweetnacl", "golang.org/x/crypto", "bcprov-*",
-        "org.bouncycastle:*",
-    ]),
-    ("crypto_usage", Code(ANY), &[
-        "hashlib", "require('crypto')", "require(\"crypto\")", "from 'crypto'", "from \"crypto\"",
-        "from 'node:crypto'", "crypto.subtle", "\"crypto/", "javax.crypto", "Cipher.getInstance",
-        "createHash(", "createCipheriv(", "use sha2", "use ring::", "use openssl",
-    ]),
-    // Legacy idioms: `var` in JavaScript, `%` formatting and Python 2 in Python, old Rust.
-    ("legacy_patterns", Code(JS), &["\nvar ", " var ", "\tvar ", "(var "]),
-    ("legacy_patterns", Code(PY), &[
-        "\" % ", "' % ", "\nprint \"", " print \"", ".has_key(", "xrange(", ".iteritems(",
-        "except Exception, ",
-    ]),
-    ("legacy_patterns", Code(RS), &["try!(", "\nextern crate "]),
-    ("legacy_patterns", Code(JS_TS), &["React.createClass", "componentWillMount"]),
-    ("legacy_patterns", Dep, &["jquery", "bower", "grunt", "moment"]),
-    ("legacy_patterns", Name, &["bower.json", "Gruntfile.js"]),
-    // HTTP routes and handlers.
-    ("api_surface", Code(RS), &[
-        "#[get(", "#[post(", "#[put(", "#[delete(", ".route(\"", "Router::new()", "HttpServer::new",
-    ]),
-    ("api_surface", Code(PY), &[
-        "@app.route(", "@app.get(", "@app.post(", "@router.get(", "@router.post(",
-        "@bp.route(", "@api_view", "urlpatterns",
-    ]),
-    ("api_surface", Code(JS_TS), &[
-        "app.get('", "app.get(\"", "app.post(", "router.get(", "router.post(", "@Get(", "@Post(",
-    ]),
-    ("api_surface", Code(GO), &["http.HandleFunc(", ".HandleFunc(", "r.GET(", "e.GET("]),
-    ("api_surface", Code(JVM), &["@GetMapping", "@PostMapping", "@RequestMapping", "@RestController"]),
-    ("api_surface", Name, &["openapi.yaml", "openapi.yml", "openapi.json", "swagger.json", "swagger.yaml"]),
-];
+/// The detection rules, in file order.
+pub static RULES: LazyLock<Vec<Rule>> =
+    LazyLock::new(|| super::list(builtin!("analyst-signals.toml")));
 
 /// At most this many paths are kept per signal.
 pub const MAX_EVIDENCE: usize = 5;
@@ -237,30 +83,20 @@ pub struct Detector {
 }
 
 /// The detected signals.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Profile {
     /// Signal names, sorted.
     pub signals: Vec<String>,
     /// Up to [`MAX_EVIDENCE`] paths per signal, strongest first.
     pub evidence: BTreeMap<String, Vec<String>>,
     /// The strongest evidence per signal.
+    #[serde(skip)]
     pub strength: BTreeMap<String, Strength>,
-}
-
-impl Profile {
-    /// The strongest evidence over all signals: how sure the profile is of what it says.
-    pub fn confidence(&self) -> Strength {
-        self.strength
-            .values()
-            .copied()
-            .max()
-            .unwrap_or(Strength::Name)
-    }
-
-    /// Whether `signal` was detected.
-    pub fn has(&self, signal: &str) -> bool {
-        self.strength.contains_key(signal)
-    }
+    /// How sure the profile is of what it says: the confidence word of the strongest
+    /// evidence over all signals.
+    pub confidence: &'static str,
+    /// The signals shown by evidence that strong.
+    pub strongest: Vec<String>,
 }
 
 impl Detector {
@@ -278,34 +114,29 @@ impl Detector {
             .map_or(0, |h| h.iter().filter(|(s, _)| *s == strength).count())
     }
 
+    /// Records `path` as evidence for every rule `hit` holds for.
+    fn apply(&mut self, path: &str, hit: impl Fn(&Rule) -> bool) {
+        for rule in RULES.iter().filter(|r| hit(r)) {
+            self.add(&rule.signal, rule.strength(), path);
+        }
+    }
+
     /// Applies the dependency rules to a manifest.
     pub fn manifest(&mut self, m: &Manifest) {
-        for (signal, kind, patterns) in RULES {
-            let hit = match kind {
-                Kind::Dep => patterns.iter().any(|p| m.declares(p)),
-                Kind::DepAll => patterns.iter().all(|p| m.declares(p)),
-                _ => false,
-            };
-            if hit {
-                self.add(signal, kind.strength(), &m.path);
-            }
-        }
+        self.apply(&m.path, |r| {
+            r.kind == Kind::Dep && r.matches(|p| m.declares(p))
+        });
     }
 
     /// Applies the name rules to a path.
     pub fn path(&mut self, path: &str) {
         let name = file_name(path);
-        for (signal, kind, patterns) in RULES {
-            let hit = match kind {
-                Kind::Name => patterns.iter().any(|p| glob(p, name)),
-                Kind::Dir => dirs(path).any(|d| patterns.contains(&d)),
-                Kind::Prefix => patterns.iter().any(|p| path.starts_with(p)),
-                _ => false,
-            };
-            if hit {
-                self.add(signal, kind.strength(), path);
-            }
-        }
+        self.apply(path, |rule| match rule.kind {
+            Kind::Name => rule.matches(|p| glob(p, name)),
+            Kind::Dir => dirs(path).any(|d| rule.patterns.iter().any(|p| p == d)),
+            Kind::Prefix => rule.matches(|p| path.starts_with(p.as_str())),
+            _ => false,
+        });
     }
 
     /// Applies the code rules to the text of a file. Tests are skipped: what their fixtures
@@ -315,28 +146,18 @@ impl Detector {
             return;
         }
         let ext = entry.ext();
-        for (signal, kind, patterns) in RULES {
-            let (exts, all) = match kind {
-                Kind::Code(exts) => (*exts, false),
-                Kind::CodeAll(exts) => (*exts, true),
-                _ => continue,
-            };
-            let applies = if exts.is_empty() {
+        for rule in RULES.iter().filter(|r| r.kind == Kind::Code) {
+            let applies = if rule.exts.is_empty() {
                 entry.lang.is_some()
             } else {
-                exts.contains(&ext.as_str())
+                rule.exts.contains(&ext)
             };
             // Evidence beyond the cap would never be shown: stop looking.
-            if !applies || self.count(signal, Strength::Code) >= MAX_EVIDENCE {
-                continue;
-            }
-            let hit = if all {
-                patterns.iter().all(|p| contains(text, p))
-            } else {
-                patterns.iter().any(|p| contains(text, p))
-            };
-            if hit {
-                self.add(signal, kind.strength(), entry.path());
+            if applies
+                && self.count(&rule.signal, Strength::Code) < MAX_EVIDENCE
+                && rule.matches(|p| contains(text, p))
+            {
+                self.add(&rule.signal, rule.strength(), entry.path());
             }
         }
     }
@@ -347,16 +168,21 @@ impl Detector {
         for (signal, mut hits) in self.hits {
             // Stable: equal strengths keep the order they were found in (path order).
             hits.sort_by_key(|h| std::cmp::Reverse(h.0));
-            let mut paths: Vec<String> = Vec::new();
-            for (_, path) in &hits {
-                if paths.len() < MAX_EVIDENCE && !paths.contains(path) {
-                    paths.push(path.clone());
-                }
-            }
+            let mut paths = super::unique(hits.iter().map(|h| h.1.clone()));
+            paths.truncate(MAX_EVIDENCE);
             profile.signals.push(signal.to_owned());
             profile.evidence.insert(signal.to_owned(), paths);
             profile.strength.insert(signal.to_owned(), hits[0].0);
         }
+        let top = profile.strength.values().copied().max();
+        // The reference's confidence words, weakest first.
+        profile.confidence = ["low", "medium", "high"][top.unwrap_or(Strength::Name) as usize];
+        profile.strongest = profile
+            .strength
+            .iter()
+            .filter(|(_, s)| Some(**s) == top)
+            .map(|(name, _)| name.clone())
+            .collect();
         profile
     }
 }
@@ -415,6 +241,6 @@ mod tests {
         assert_eq!(p.evidence["sql_detected"].len(), MAX_EVIDENCE);
         assert_eq!(p.strength["sql_detected"], Strength::Manifest);
         assert_eq!(p.strength["devops_detected"], Strength::Name);
-        assert_eq!(p.confidence(), Strength::Manifest);
+        assert_eq!(p.confidence, "high");
     }
 }
