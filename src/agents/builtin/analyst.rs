@@ -9,25 +9,9 @@
 //! byte-identical files: there is no clock, no network and no model. Where a fact cannot be
 //! known this way, it becomes an open question instead of a guess.
 
-/// The name and the text of the file `$name` of `specs/templates/builtin/`, built into the
-/// binary.
-macro_rules! builtin {
-    ($name:literal) => {
-        (
-            $name,
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/specs/templates/builtin/",
-                $name
-            )),
-        )
-    };
-}
-pub(super) use builtin;
-
 mod explore;
 mod layout;
-mod manifest;
+pub(super) mod manifest;
 mod report;
 pub(super) mod scan;
 mod seed;
@@ -42,10 +26,11 @@ use serde_json::{Value, json};
 use crate::agents::{CodeTree, Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
 use crate::error::Result;
 
+use super::template::{data, list};
+
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestFramework, TestHints};
 use manifest::Manifest;
-pub(super) use report::render;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 
 /// Where the files go, relative to the pipeline folder.
@@ -53,18 +38,6 @@ const DISCOVERY: &str = "spec/discovery-context.json";
 const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
-
-/// Parses the builtin data file `name` (see [`builtin!`]). Every one is parsed by a unit test,
-/// so a malformed file is a bug found there, not an error at run time.
-pub(super) fn data<T: serde::de::DeserializeOwned>((name, text): (&str, &str)) -> T {
-    toml::from_str(text).unwrap_or_else(|e| panic!("the builtin data file {name}: {e}"))
-}
-
-/// Parses a builtin data file holding one list of tables (`[[rule]]`, `[[language]]`, …).
-pub(super) fn list<T: serde::de::DeserializeOwned>(file: (&str, &str)) -> Vec<T> {
-    let lists: BTreeMap<String, Vec<T>> = data(file);
-    lists.into_values().flatten().collect()
-}
 
 /// `items` without repeats, in the order they first come.
 fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {

@@ -1,6 +1,9 @@
 //! The builtin agent: offline and deterministic. It scans, writes and plans for real from
 //! the repository and the task text; it cannot write code, and says so.
 
+#[macro_use]
+mod template;
+
 mod analyst;
 mod planner;
 mod specialist;

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use serde::Serialize;
 
-use super::analyst::{builtin, data, render};
+use super::template::{data, render};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 

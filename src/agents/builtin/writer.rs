@@ -22,7 +22,10 @@ mod epics;
 mod parse;
 mod requirements;
 mod template;
-mod text;
+pub(super) mod text;
+
+/// The plural rules of the documents, for the templates' `count` and `plural` filters.
+pub(super) use brief::{count, plural};
 mod validate;
 
 use std::collections::BTreeMap;

@@ -6,58 +6,13 @@
 //! seed analysis, so the same facts always read the same way and the words are not code.
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
-
-use minijinja::Environment;
-use serde::Serialize;
 
 use super::seed::{Named, Seed, TABLES};
-use super::{Facts, explore, manifest};
+use super::{Facts, explore};
+use crate::agents::builtin::template::render;
 
 /// The report's sections, by name (see the template's header).
 pub(super) type Report = BTreeMap<String, Vec<String>>;
-
-/// The builtin agent's own text templates beside the writer's, compiled once: the analyst's
-/// report and the specialist's. Undefined values are errors: the template and the code
-/// disagree.
-static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .expect("the default delimiters are valid"),
-    );
-    for (name, source) in [
-        builtin!("analyst-report.txt"),
-        builtin!("specialist-report.md"),
-    ] {
-        env.add_template(name, source)
-            .unwrap_or_else(|e| panic!("the builtin template {name}: {e:#}"));
-    }
-    // `n` and `word`, plural unless `n` is 1: `1 file`, `3 files`.
-    env.add_filter("count", |n: usize, word: String| {
-        format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-    });
-    // Whole percent, as Rust rounds it.
-    env.add_filter("percent", |share: f64| {
-        format!("{}", (share * 100.0).round())
-    });
-    env.add_test("manifest", |path: String| {
-        manifest::kind_of(&path).is_some()
-    });
-    env
-});
-
-/// Renders the builtin template `name` over `data`. The templates are checked by a unit
-/// test, so rendering them over the data they are written for does not fail.
-pub(in crate::agents::builtin) fn render(name: &str, data: impl Serialize) -> String {
-    ENV.get_template(name)
-        .and_then(|t| t.render(minijinja::value::Serde(data)))
-        .unwrap_or_else(|e| panic!("the builtin template {name}: {e:#}"))
-}
 
 /// The report on `seed` and `facts`; `topic_file` is where the request was read from, if
 /// not the task text, and `index_note` what became of the cache index.

@@ -80,12 +80,8 @@ pub struct Patterns {
 }
 
 /// The code tables, parsed once.
-pub static TABLES: LazyLock<Tables> = LazyLock::new(|| {
-    toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/planner-code.toml"
-    ))
-    .expect("planner-code.toml is valid (a unit test parses it)")
-});
+pub static TABLES: LazyLock<Tables> =
+    LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
 
 /// Whether `list` holds `x`.
 pub fn has(list: &[String], x: &str) -> bool {

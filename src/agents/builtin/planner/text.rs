@@ -3,11 +3,8 @@
 //! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
 //! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
-
-use minijinja::Environment;
-use minijinja::syntax::SyntaxConfig;
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
@@ -30,45 +27,12 @@ pub struct Angle {
 }
 
 /// The word tables, parsed once.
-pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
-    toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/planner-words.toml"
-    ))
-    .expect("planner-words.toml is valid (a unit test parses it)")
-});
-
-/// The planner's sentences, from `specs/templates/builtin/planner-text.toml`: minijinja
-/// templates by name, compiled once.
-static TEXT: LazyLock<Environment<'static>> = LazyLock::new(|| {
-    let table: BTreeMap<String, String> = toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/planner-text.toml"
-    ))
-    .expect("planner-text.toml is valid (a unit test parses it)");
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_syntax(
-        SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .expect("the default delimiters are valid"),
-    );
-    env.add_filter("code", |t: String| format!("`{t}`"));
-    env.add_filter("count", |n: usize, thing: String| {
-        format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
-    });
-    for (name, source) in table {
-        env.add_template_owned(name, source)
-            .expect("the planner's sentences compile (a unit test loads them)");
-    }
-    env
-});
+pub static WORDS: LazyLock<Words> =
+    LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-words.toml")));
 
 /// Sentence `name` said over `facts`.
 pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
-    TEXT.get_template(name)
-        .and_then(|t| t.render(minijinja::value::Serde(facts)))
-        .expect("the planner's sentences fit its facts (its tests say each)")
+    crate::agents::builtin::template::render(name, facts)
 }
 
 /// The lines of the list sentence `name`, said over `facts`.
@@ -289,7 +253,8 @@ mod data {
     #[test]
     fn the_data_files_parse() {
         assert!(!super::WORDS.angles.is_empty());
-        assert!(super::TEXT.get_template("risks_list").is_ok());
+        let env = crate::agents::builtin::template::ENV.as_ref().unwrap();
+        assert!(env.get_template("risks_list").is_ok());
         assert!(
             super::super::code::TABLES
                 .languages

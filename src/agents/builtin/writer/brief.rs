@@ -34,12 +34,8 @@ struct Metric {
 }
 
 /// The [`Metric`] of each main topic a goal may have, and of `none`; see `goal-metrics.toml`.
-static METRICS: LazyLock<BTreeMap<String, Metric>> = LazyLock::new(|| {
-    toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/goal-metrics.toml"
-    ))
-    .expect("goal-metrics.toml parses (a unit test reads it)")
-});
+static METRICS: LazyLock<BTreeMap<String, Metric>> =
+    LazyLock::new(|| crate::agents::builtin::template::data(builtin!("goal-metrics.toml")));
 
 /// A success metric and its target for a goal, by its main topic.
 fn metric_for(goal: &str) -> &'static Metric {

@@ -81,12 +81,8 @@ struct Catalogue {
 }
 
 /// [`Catalogue`], read once; a test parses the file.
-static CATALOGUE: LazyLock<Catalogue> = LazyLock::new(|| {
-    toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/nfr-catalogue.toml"
-    ))
-    .expect("nfr-catalogue.toml parses (a unit test reads it)")
-});
+static CATALOGUE: LazyLock<Catalogue> =
+    LazyLock::new(|| crate::agents::builtin::template::data(builtin!("nfr-catalogue.toml")));
 
 impl Category {
     fn info(self) -> &'static CategoryInfo {

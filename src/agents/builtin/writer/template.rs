@@ -7,90 +7,9 @@
 //! `<!-- part: NAME -->`) are the contract that agents and the readiness gate read too; the
 //! writer checks its output against the headings they require.
 
-use std::sync::LazyLock;
-
-use minijinja::Environment;
-
-use super::text;
 use crate::specdoc::md::WRITER;
 
-/// `(name, text)` of each named template of `specs/templates/builtin/`.
-macro_rules! builtin {
-    ($($name:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../../../../specs/templates/builtin/", $name)))),*]
-    };
-}
-
-/// The writer's templates, by name.
-const TEMPLATES: &[(&str, &str)] = builtin![
-    "product-brief.md",
-    "revision-notes.md",
-    "adr.md",
-    "architecture-index.md",
-    "requirement.md",
-    "nfr.md",
-    "requirements-index.md",
-    "epics-index.md",
-    "epic.md",
-    "common-questions.md",
-];
-
-/// The environment holding [`TEMPLATES`] and the filters they use, or why a template does
-/// not compile. A value a template asks for and the data lacks is an error: either means
-/// template and writer disagree.
-static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
-    let mut env = Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .expect("the default delimiters are valid"),
-    );
-    for (name, source) in TEMPLATES {
-        env.add_template(name, source)
-            .map_err(|e| format!("the template `{name}` does not compile: {e:#}"))?;
-    }
-    env.add_filter("and_list", |items: Vec<String>| text::and_list(&items));
-    env.add_filter("series", |items: Vec<String>| text::series(&items));
-    env.add_filter("lower_first", |t: String| text::lower_first(&t));
-    env.add_filter("upper_first", |t: String| text::upper_first(&t));
-    env.add_filter("article", |t: String| text::article(&t));
-    env.add_filter("cell", |t: String| text::cell(&t));
-    env.add_filter("mermaid_label", |t: String| text::mermaid_label(&t));
-    env.add_filter("shorten", |t: String, max: usize| text::shorten(&t, max));
-    env.add_filter("yaml_list", |items: Vec<String>| text::yaml_list(&items));
-    env.add_filter("count", |n: usize, thing: String| {
-        super::brief::count(n, &thing)
-    });
-    env.add_filter("quoted", |items: Vec<String>| {
-        items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>()
-    });
-    env.add_filter("backticked", |items: Vec<String>| {
-        items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>()
-    });
-    env.add_filter("whole", |n: f64| format!("{n:.0}"));
-    env.add_filter("trim_end", |t: String, chars: String| {
-        t.trim_end_matches(|c| chars.contains(c)).to_owned()
-    });
-    env.add_filter("plural", |t: String| super::brief::plural(&t));
-    env.add_filter("inline", |t: String| crate::specdoc::md::inline(&t));
-    env.add_filter("node", |id: String| id.replace('-', ""));
-    Ok(env)
-});
-
-/// Renders the writer's template `name` over `data`, then folds runs of blank lines into one
-/// and ends the text with exactly one newline, so that templates may leave blank lines where
-/// an optional part is empty.
-pub fn fill(name: &str, data: &impl serde::Serialize) -> Result<String, String> {
-    let env = ENV.as_ref().map_err(Clone::clone)?;
-    env.get_template(name)
-        .and_then(|t| t.render(minijinja::value::Serde(data)))
-        .map(|text| tidy(&text))
-        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))
-}
+pub(super) use crate::agents::builtin::template::{fill, fill_and_read};
 
 /// The text of part `name` of `template`, without its marker line.
 pub fn part<'t>(template: &'t str, name: &str) -> Result<&'t str, String> {
@@ -116,49 +35,6 @@ fn line_start_find(hay: &str, needle: &str) -> Option<usize> {
     None
 }
 
-/// Folds runs of blank lines into one and ends the text with one newline.
-fn tidy(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
-    for line in text.lines() {
-        let line = line.trim_end();
-        if line.is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-        } else {
-            blank = 0;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    while out.ends_with("\n\n") {
-        out.pop();
-    }
-    out
-}
-
-/// Like [`fill`], and also returns the text the template set as `var`: what a document says
-/// that another one quotes.
-pub fn fill_and_read(
-    name: &str,
-    data: &impl serde::Serialize,
-    var: &str,
-) -> Result<(String, String), String> {
-    let env = ENV.as_ref().map_err(Clone::clone)?;
-    let captured = env
-        .get_template(name)
-        .and_then(|t| t.render_captured(minijinja::value::Serde(data)))
-        .map_err(|e| format!("cannot render the template `{name}`: {e:#}"))?;
-    let value = captured
-        .state()
-        .lookup(var)
-        .filter(|v| !v.is_undefined())
-        .ok_or_else(|| format!("the template `{name}` sets no `{var}`"))?;
-    Ok((tidy(captured.output()), value.to_string()))
-}
-
 /// The headings a part writes out literally (those holding no placeholder), in order, as
 /// `(level, text)`. The frontmatter and placeholder headings are not counted.
 pub fn required_headings(part: &str) -> Vec<(usize, String)> {
@@ -176,9 +52,6 @@ mod tests {
 
     #[test]
     fn the_writers_templates_compile() {
-        if let Err(e) = &*ENV {
-            panic!("{e}");
-        }
         let none = serde_json::json!({"feedback": []});
         assert_eq!(fill("revision-notes.md", &none).unwrap(), "");
         // A value the template needs and the data lacks is an error.
@@ -203,10 +76,6 @@ mod tests {
         assert_eq!(a, "# {{t}}\n\n## Fixed\n\n{{x}}\n\n\n{{y}}\n");
         assert_eq!(part(template, "b").unwrap(), "B {{t}}\n");
         assert!(part(template, "c").is_err());
-        assert_eq!(
-            tidy("# T\n\n\n## Fixed  \n\nX\n\n"),
-            "# T\n\n## Fixed\n\nX\n"
-        );
         assert_eq!(required_headings(a), vec![(2, "Fixed".to_owned())]);
     }
 }

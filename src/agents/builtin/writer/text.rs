@@ -91,12 +91,8 @@ struct StatedPriority {
 }
 
 /// [`Words`], read once; a test parses the file.
-pub static WORDS: LazyLock<Words> = LazyLock::new(|| {
-    toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/writer-words.toml"
-    ))
-    .expect("writer-words.toml parses (a unit test reads it)")
-});
+pub static WORDS: LazyLock<Words> =
+    LazyLock::new(|| crate::agents::builtin::template::data(builtin!("writer-words.toml")));
 
 /// Whether `list` holds `word`.
 pub fn has(list: &[String], word: &str) -> bool {

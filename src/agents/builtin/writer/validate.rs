@@ -29,10 +29,7 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
     struct File {
         shape: Vec<Shape>,
     }
-    let file: File = toml::from_str(include_str!(
-        "../../../../specs/templates/builtin/writer-shapes.toml"
-    ))
-    .expect("writer-shapes.toml parses (a unit test reads it)");
+    let file: File = crate::agents::builtin::template::data(builtin!("writer-shapes.toml"));
     file.shape
 });
 
