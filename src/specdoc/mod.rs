@@ -1,5 +1,6 @@
 //! The spec documents of a pipeline folder, read back: the markdown primitives every reader
-//! shares ([`md`]), and the folder's layout and typed model ([`spec`]).
+//! shares ([`md`]), the folder's layout and typed model ([`spec`]), and the spec templates
+//! that say what each document must contain ([`template`]).
 //!
 //! The documents may come from the builtin writer or from any agent, so reading is lenient:
 //! whatever the ids, tables, headings and frontmatter give is taken, the rest is left empty,
@@ -7,3 +8,4 @@
 
 pub mod md;
 pub mod spec;
+pub mod template;

@@ -9,9 +9,10 @@ use serde::Deserialize;
 
 use super::brief::count;
 use super::parse;
-use super::{Ctx, Draft, Folder, Phase, Step, template};
+use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec;
+use crate::specdoc::template as contract;
 
 /// What the documents at a path must look like; see `writer-shapes.toml`.
 #[derive(Deserialize)]
@@ -33,16 +34,12 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
     file.shape
 });
 
-/// The spec template `name` (`specs/templates/<name>.md`): what a document must contain (its
-/// literal headings), the same contract agents and the readiness gate read.
-fn spec_template(name: &str) -> &'static str {
-    match name {
-        "product-brief" => include_str!("../../../../specs/templates/product-brief.md"),
-        "requirements" => include_str!("../../../../specs/templates/requirements.md"),
-        "architecture" => include_str!("../../../../specs/templates/architecture.md"),
-        "epics" => include_str!("../../../../specs/templates/epics.md"),
-        _ => "",
-    }
+/// Part `part` of the spec template `name` (`specs/templates/<name>.md`): what a document
+/// must contain, the same contract agents and the readiness gate read.
+fn spec_part(name: &str, part: &str) -> Result<&'static str, String> {
+    contract::named(name)
+        .and_then(|t| contract::part(t, part))
+        .ok_or_else(|| format!("the spec template `{name}` has no part `{part}`"))
 }
 
 /// Checks one document: frontmatter and template headings. Returns the number of headings
@@ -87,8 +84,8 @@ fn document(phase: Phase, path: &str, doc: &str, problems: &mut Vec<String>) -> 
             }
         }
     }
-    let part = template::part(spec_template(&shape.template), &shape.part)?;
-    let required = template::required_headings(part);
+    let part = spec_part(&shape.template, &shape.part)?;
+    let required = contract::literal_headings(&MD, part);
     let found: Vec<(usize, String)> = MD
         .headings(doc)
         .into_iter()
@@ -325,8 +322,12 @@ mod tests {
     fn every_shape_has_its_template_part() {
         assert_eq!(SHAPES.len(), 8);
         for s in SHAPES.iter() {
-            let part = template::part(spec_template(&s.template), &s.part).unwrap();
-            assert!(!template::required_headings(part).is_empty(), "{}", s.path);
+            let part = spec_part(&s.template, &s.part).unwrap();
+            assert!(
+                !contract::literal_headings(&MD, part).is_empty(),
+                "{}",
+                s.path
+            );
         }
     }
 }
