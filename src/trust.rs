@@ -308,9 +308,10 @@ impl Stored {
 /// The record of the last `trust` in the repository at `root`, read on its own (for
 /// `trust --show`; a run reads it with its configuration, [`Stored::of`]).
 pub fn stored(root: &Path) -> Stored {
-    let mut config = Config::default();
-    config.trust_record = crate::git::run(root, &["config", "--local", "--get", KEY]).ok();
-    Stored::of(&config)
+    Stored::of(&Config {
+        trust_record: crate::git::run(root, &["config", "--local", "--get", KEY]).ok(),
+        ..Config::default()
+    })
 }
 
 /// How each of `items` stands against the stored record: `None` when trusted, else why not.
