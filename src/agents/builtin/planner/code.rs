@@ -83,10 +83,8 @@ pub struct Patterns {
 pub static TABLES: LazyLock<Tables> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
 
-/// Whether `list` holds `x`.
-pub fn has(list: &[String], x: &str) -> bool {
-    list.iter().any(|s| s == x)
-}
+/// Whether a list of the tables holds a word: the writer's.
+pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::has;
 
 /// The extension of a path's file name, if any.
 pub fn ext(path: &str) -> Option<&str> {

@@ -197,14 +197,8 @@ fn split_at_connectors(text: &str, out: &mut Vec<String>) {
     }
 }
 
-/// `text` with its first letter in upper case.
-pub fn sentence_case(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
+/// `text` with its first letter upper-case: the writer's rule, under the planner's name.
+pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::upper_first as sentence_case;
 
 /// `text` on one line, at most `max` characters, cut at a word boundary with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {
