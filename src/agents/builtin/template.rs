@@ -62,6 +62,17 @@ const TEMPLATES: &[(&str, &str)] = &[
 /// why one does not compile (or two share a name). A value a template asks for and the data
 /// lacks is an error: either means the template and the code disagree.
 pub(super) static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock::new(|| {
+    let sentences: BTreeMap<String, String> = data(builtin!("planner-text.toml"));
+    let named = TEMPLATES
+        .iter()
+        .map(|(n, s)| ((*n).to_owned(), (*s).to_owned()));
+    environment(named.chain(sentences))
+});
+
+/// The environment of `templates` (name, source), with the syntax and filters of the agent.
+fn environment(
+    templates: impl IntoIterator<Item = (String, String)>,
+) -> Result<Environment<'static>, String> {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
@@ -72,11 +83,7 @@ pub(super) static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock
             .build()
             .expect("the default delimiters are valid"),
     );
-    let sentences: BTreeMap<String, String> = data(builtin!("planner-text.toml"));
-    let named = TEMPLATES
-        .iter()
-        .map(|(n, s)| ((*n).to_owned(), (*s).to_owned()));
-    for (name, source) in named.chain(sentences) {
+    for (name, source) in templates {
         if env.get_template(&name).is_ok() {
             return Err(format!("two builtin templates are named `{name}`"));
         }
@@ -85,7 +92,7 @@ pub(super) static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock
     }
     filters(&mut env);
     Ok(env)
-});
+}
 
 /// The filters and tests the templates use.
 fn filters(env: &mut Environment<'static>) {
@@ -197,6 +204,14 @@ mod tests {
         if let Err(e) = &*super::ENV {
             panic!("{e}");
         }
+    }
+
+    #[test]
+    fn two_templates_with_one_name_are_an_error() {
+        let twice = [("a", "x"), ("a", "y")].map(|(n, s)| (n.to_owned(), s.to_owned()));
+        let err = super::environment(twice).err().expect("refused");
+        assert!(err.contains("two builtin templates are named `a`"), "{err}");
+        assert!(super::environment([("a".to_owned(), "{{".to_owned())]).is_err());
     }
 
     #[test]
