@@ -3,13 +3,13 @@
 //! `NFR-S-001`, `COMP-001`, `ADR-001`, `EPIC-001`, `STORY-001-002`). Nothing here fails: a
 //! document from any agent is read as far as its structure allows.
 //!
-//! The writer (reading earlier documents back), the spec gate and the supervisor checkpoints
-//! grew their readers separately, and the three disagree on edge cases: which ids count and
-//! where one may start, how a frontmatter block is delimited, whether trailing `#`s close a
-//! heading, how a section title matches, what a checkbox looks like. Each keeps its reading
-//! through its [`Dialect`] ([`WRITER`], [`GATE`], [`CHECKPOINT`]): one implementation of each
-//! idea, with every point of disagreement a named setting, so that bringing two readers
-//! together is a visible change of one setting.
+//! The builtin agent (reading earlier documents back), the spec gate and the supervisor
+//! checkpoints grew their readers separately, and the three disagree on edge cases: which ids
+//! count and where one may start, how a frontmatter block is delimited, whether trailing `#`s
+//! close a heading, how a section title matches, what a list item looks like. Each keeps its
+//! reading through its [`Dialect`] ([`WRITER`], [`GATE`], [`CHECKPOINT`]): one implementation
+//! of each idea, with every point of disagreement a named setting, so that bringing two
+//! readers together is a visible change of one setting.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -39,13 +39,12 @@ pub struct Dialect {
     pub titles: TitleMatch,
     /// How [`Dialect::title`] takes the title from the H1.
     pub h1: H1,
-    /// What a checkbox item looks like.
-    pub checkboxes: Checkboxes,
     /// What a list item looks like.
     pub items: Items,
 }
 
-/// The writer reading back the documents of earlier phases (its own or another agent's).
+/// The builtin writer and planner reading back the documents of earlier phases (their own or
+/// another agent's).
 pub const WRITER: Dialect = Dialect {
     ids: Grammar::Ascii,
     plain_stars: false,
@@ -68,8 +67,7 @@ pub const WRITER: Dialect = Dialect {
     },
     titles: TitleMatch::Exact,
     h1: H1::AfterColon,
-    checkboxes: Checkboxes::Dash,
-    // The writer reads no list items; the setting is the gate's.
+    // Acceptance criteria are list items: `- `, `* ` or `1. `, a leading `[ ]` or `[x]` dropped.
     items: Items::All,
 };
 
@@ -96,7 +94,6 @@ pub const GATE: Dialect = Dialect {
     },
     titles: TitleMatch::Normalised,
     h1: H1::AfterColonTrimmed,
-    checkboxes: Checkboxes::Loose,
     items: Items::All,
 };
 
@@ -123,8 +120,6 @@ pub const CHECKPOINT: Dialect = Dialect {
     },
     titles: TitleMatch::LeadingWords,
     h1: H1::AfterId,
-    // The checkpoints count criteria as list items; the setting is the gate's.
-    checkboxes: Checkboxes::Loose,
     items: Items::Meaningful,
 };
 
@@ -275,15 +270,6 @@ pub enum H1 {
     AfterColonTrimmed,
     /// The text after a leading id and the `:`, `-` or `—` after it; none when empty.
     AfterId,
-}
-
-/// What a checkbox item looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checkboxes {
-    /// `- [ ] `, `- [x] ` or `- [X] `, maybe indented; empty items kept.
-    Dash,
-    /// `-` or `*`, maybe spaces, then `[ ]`, `[x]` or `[X]`; empty items dropped.
-    Loose,
 }
 
 /// What a list item looks like.
@@ -640,25 +626,17 @@ impl Dialect {
         }
     }
 
-    /// The checkbox items of `text`, without their markers.
+    /// The checkbox items of `text` (`-` or `*`, maybe spaces, then `[ ]`, `[x]` or `[X]`),
+    /// without their markers; empty ones left out.
     pub fn checkboxes(&self, text: &str) -> Vec<String> {
         text.lines()
             .filter_map(|l| {
-                let l = l.trim_start();
-                let rest = match self.checkboxes {
-                    Checkboxes::Dash => l
-                        .strip_prefix("- [ ] ")
-                        .or_else(|| l.strip_prefix("- [x] "))
-                        .or_else(|| l.strip_prefix("- [X] ")),
-                    Checkboxes::Loose => {
-                        let l = l.strip_prefix(['-', '*'])?.trim_start();
-                        l.strip_prefix("[ ]")
-                            .or_else(|| l.strip_prefix("[x]"))
-                            .or_else(|| l.strip_prefix("[X]"))
-                    }
-                }?;
-                let rest = rest.trim();
-                (self.checkboxes == Checkboxes::Dash || !rest.is_empty()).then(|| rest.to_owned())
+                let l = l.trim_start().strip_prefix(['-', '*'])?.trim_start();
+                let rest = (l.strip_prefix("[ ]"))
+                    .or_else(|| l.strip_prefix("[x]"))
+                    .or_else(|| l.strip_prefix("[X]"))?
+                    .trim();
+                (!rest.is_empty()).then(|| rest.to_owned())
             })
             .collect()
     }

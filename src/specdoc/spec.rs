@@ -2,13 +2,16 @@
 //! documents (product brief, requirements, architecture, epics), the readiness report and the
 //! plan, with the layout they live in ([`Kind`] and the paths).
 //!
-//! [`Spec`] is the reading the supervisor checkpoints and the discuss critics measure by. It
-//! takes what the ids, tables, headings and frontmatter give ([`md::CHECKPOINT`]) and leaves
-//! the rest empty; an index's rows and the item files complete each other; `FR-NNN`, the
-//! reference's other spelling of a functional requirement, is read as one too. The spec gate
-//! and the writer read the same layout with the same primitives into views of their own: the
-//! gate keeps an index's values apart from its files' to report where they disagree, and the
-//! writer fills in the defaults it writes with.
+//! [`Spec`] is the one reading of the spec documents: the supervisor checkpoints and the
+//! discuss critics measure by it, and the builtin writer and planner read the earlier phases
+//! with it. It takes what the ids, tables, headings and frontmatter give and leaves the rest
+//! empty (a missing title is the id, a missing decision status `Proposed`); an index's rows
+//! and the item files complete each other, and items come in id order. The consumers differ
+//! only in the [`md::Dialect`] they read in ([`md::CHECKPOINT`] for the quality checks,
+//! [`md::WRITER`] for the builtin agent); with the checkpoints' ids, `FR-NNN`, the reference's
+//! other spelling of a functional requirement, is read as one too. The spec gate reads the
+//! same layout with the same primitives into a view of its own, which keeps an index's values
+//! apart from its files' to report where they disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -16,7 +19,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use super::md::{self, CHECKPOINT as MD};
+use super::md::{self, CHECKPOINT as MD, Dialect};
 
 /// Pipeline-folder files by relative path.
 pub type Folder = BTreeMap<String, Vec<u8>>;
@@ -213,8 +216,13 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// Reads every document of `folder`.
+    /// Reads every document of `folder` as the checkpoints do ([`md::CHECKPOINT`]).
     pub fn read(folder: &Folder) -> Spec {
+        Spec::read_as(folder, &MD)
+    }
+
+    /// Reads every document of `folder`, the four spec documents in the dialect `md`.
+    pub fn read_as(folder: &Folder, md: &Dialect) -> Spec {
         let texts: BTreeMap<String, String> = folder
             .iter()
             .filter(|(p, _)| Kind::ALL.iter().any(|k| k.owns(p)))
@@ -223,10 +231,10 @@ impl Spec {
         let present = |k: Kind| texts.keys().any(|p| k.owns(p));
         Spec {
             discovery: texts.get(DISCOVERY).map(|t| Discovery::read(t)),
-            brief: texts.get(BRIEF).map(|t| Brief::read(t)),
-            requirements: present(Kind::Requirements).then(|| Requirements::read(&texts)),
-            architecture: present(Kind::Architecture).then(|| Architecture::read(&texts)),
-            epics: present(Kind::Epics).then(|| Epics::read(&texts)),
+            brief: texts.get(BRIEF).map(|t| Brief::read(t, md)),
+            requirements: present(Kind::Requirements).then(|| Requirements::read(&texts, md)),
+            architecture: present(Kind::Architecture).then(|| Architecture::read(&texts, md)),
+            epics: present(Kind::Epics).then(|| Epics::read(&texts, md)),
             readiness: READINESS
                 .iter()
                 .find_map(|p| texts.get(*p).map(|t| Readiness::read(p, t))),
@@ -404,13 +412,49 @@ impl Discovery {
     }
 }
 
+/// A MoSCoW priority, written as its word.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Moscow {
+    /// Needed for the change to make sense.
+    Must,
+    /// Important, not vital.
+    Should,
+    /// Wanted if there is room.
+    Could,
+    /// Agreed to be left out this time.
+    #[serde(rename = "Won't")]
+    Wont,
+}
+
+impl Moscow {
+    /// Reads the word back, in any case, with or without brackets or emphasis: `Must`,
+    /// `[should]`, `**Could**`, `Won't`, also `Must have` and `P0`–`P2`.
+    pub fn parse(text: &str) -> Option<Moscow> {
+        let t = md::plain(text)
+            .trim_matches(['[', ']', '*'])
+            .trim()
+            .to_ascii_lowercase();
+        match t.as_str() {
+            "must" | "must have" | "p0" => Some(Moscow::Must),
+            "should" | "should have" | "p1" => Some(Moscow::Should),
+            "could" | "could have" | "p2" => Some(Moscow::Could),
+            "won't" | "wont" | "won't have" | "will not" => Some(Moscow::Wont),
+            _ => None,
+        }
+    }
+}
+
 /// One goal of the brief.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Goal {
     /// `G-NNN`.
     pub id: String,
     /// The goal.
     pub text: String,
+    /// Its priority (Must when the brief gives none).
+    pub priority: Moscow,
     /// Its success metric.
     pub metric: String,
     /// The metric's target.
@@ -435,44 +479,43 @@ pub struct Brief {
 }
 
 impl Brief {
-    fn read(text: &str) -> Brief {
+    /// Reads the brief `text` in the dialect `md`.
+    pub fn read(text: &str, md: &Dialect) -> Brief {
         let mut goals: Vec<Goal> = Vec::new();
-        for k in MD.keyed(&MD.tables(text), &["G-"]) {
+        for k in md.keyed(&md.tables(text), &["G-"]) {
             if goals.iter().any(|g| g.id == k.id) {
                 continue;
             }
-            let cell = |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).unwrap_or_default();
+            let cell = |names: &[&str]| k.cell(names).map(|c| md.plain(c)).unwrap_or_default();
+            let goal = k
+                .cell(&["goal"])
+                .or_else(|| k.row.get(1).map(String::as_str));
             goals.push(Goal {
-                text: MD.strip_id(&cell(&["goal"])),
+                text: md.strip_id(&md.plain(goal.unwrap_or_default())),
+                priority: k
+                    .cell(&["priority"])
+                    .and_then(Moscow::parse)
+                    .unwrap_or(Moscow::Must),
                 metric: cell(&["success metric", "metric", "success"]),
                 target: cell(&["target"]),
                 id: k.id,
             });
         }
-        let users = MD
+        let items = |title: &str| md.section(text, title).map(|s| md.items(s));
+        let users = md
             .section(text, "Target Users")
             .map(|s| {
-                let heads: Vec<String> = MD.headings(s).into_iter().map(|h| h.text).collect();
-                if heads.is_empty() { MD.items(s) } else { heads }
+                let heads: Vec<String> = md.headings(s).into_iter().map(|h| h.text).collect();
+                if heads.is_empty() { md.items(s) } else { heads }
             })
             .unwrap_or_default();
-        let mut constraints = Vec::new();
-        if let Some(s) = MD.section(text, "Constraints") {
-            constraints = MD.items(s);
-        }
         Brief {
             goals,
             users,
-            in_scope: MD
-                .section(text, "In Scope")
-                .map(|s| MD.items(s))
-                .unwrap_or_default(),
-            out_of_scope: MD
-                .section(text, "Out of Scope")
-                .map(|s| MD.items(s))
-                .unwrap_or_default(),
-            constraints,
-            dependencies: MD
+            in_scope: items("In Scope").unwrap_or_default(),
+            out_of_scope: items("Out of Scope").unwrap_or_default(),
+            constraints: items("Constraints").unwrap_or_default(),
+            dependencies: md
                 .frontmatter(text)
                 .and_then(|fm| fm.get("dependencies").map(|d| md::list(d)))
                 .unwrap_or_default(),
@@ -481,23 +524,31 @@ impl Brief {
 }
 
 /// One requirement, functional or not.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Req {
     /// `REQ-NNN` (or `FR-NNN`) or `NFR-<cat>-NNN`.
     pub id: String,
-    /// Its title.
+    /// Its title (its id when it has none).
     pub title: String,
-    /// `Must`, `Should`, `Could` or `Won't`, when given.
-    pub priority: Option<String>,
+    /// Its priority, when given.
+    pub priority: Option<Moscow>,
     /// Ids it traces to (goals for a REQ).
     pub traces: Vec<String>,
-    /// Number of acceptance criteria.
-    pub criteria: usize,
-    /// Whether it has a user story ("As a …").
-    pub story: bool,
+    /// Its file, when there is one.
+    pub path: Option<String>,
+    /// Its description, on one line.
+    pub description: String,
+    /// Its user story, on one line.
+    pub story: String,
+    /// Its acceptance criteria (the list items of that section).
+    pub criteria: Vec<String>,
     /// The category of an NFR.
     pub category: String,
-    /// Whether an NFR names a metric and a target.
+    /// The metric of an NFR.
+    pub metric: String,
+    /// The target of an NFR.
+    pub target: String,
+    /// Whether an NFR names a metric and a target (or its index row a target).
     pub measurable: bool,
 }
 
@@ -509,7 +560,18 @@ impl Req {
 
     /// Whether it is a Must.
     pub fn must(&self) -> bool {
-        self.priority.as_deref() == Some("Must")
+        self.priority == Some(Moscow::Must)
+    }
+
+    /// Its priority; a requirement that gives none is a Should.
+    pub fn moscow(&self) -> Moscow {
+        self.priority.unwrap_or(Moscow::Should)
+    }
+
+    /// Whether it has a user story ("As a …").
+    pub fn has_story(&self) -> bool {
+        let lower = self.story.to_lowercase();
+        lower.contains("as a ") || lower.contains("as an ")
     }
 }
 
@@ -528,88 +590,83 @@ impl Requirements {
         self.functional.iter().chain(&self.non_functional)
     }
 
-    fn read(texts: &BTreeMap<String, String>) -> Requirements {
+    /// Reads the requirements index and files of `texts` in the dialect `md`.
+    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Requirements {
         let mut found: BTreeMap<String, Req> = BTreeMap::new();
         if let Some(index) = texts.get(REQUIREMENTS_INDEX) {
-            for k in MD.keyed(&MD.tables(index), &["REQ-", "FR-", "NFR-"]) {
+            for k in md.keyed(&md.tables(index), &["REQ-", "FR-", "NFR-"]) {
                 let r = found.entry(k.id.clone()).or_insert_with(|| Req {
                     id: k.id.clone(),
                     ..Req::default()
                 });
                 let cell =
-                    |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).filter(|c| !c.is_empty());
+                    |names: &[&str]| k.cell(names).map(|c| md.plain(c)).filter(|c| !c.is_empty());
                 if r.title.is_empty() {
                     r.title = cell(&["title", "requirement", "name"]).unwrap_or_default();
                 }
                 if r.priority.is_none() {
-                    r.priority = cell(&["priority"]).and_then(|p| moscow(&p));
+                    r.priority = cell(&["priority"]).and_then(|p| Moscow::parse(&p));
                 }
                 if r.category.is_empty() {
                     r.category = cell(&["category"]).unwrap_or_default();
                 }
                 if let Some(t) = cell(&["traces to", "traces", "goal"]) {
-                    merge(&mut r.traces, MD.unique_ids(&t));
+                    merge(&mut r.traces, md.unique_ids(&t));
                 }
-                if cell(&["target"]).is_some_and(|t| !MD.is_blank(&t)) {
+                if cell(&["target"]).is_some_and(|t| !md.is_blank(&t)) {
                     r.measurable = true;
                 }
             }
         }
-        for (_, name, text) in files_in(texts, REQUIREMENTS_DIR) {
-            if name.starts_with('_') || !name.ends_with(".md") {
-                continue;
-            }
-            let fm = MD.frontmatter(text).unwrap_or_default();
-            let id = fm
-                .get("id")
-                .map(|i| MD.plain(i))
-                .filter(|i| MD.is_id(i, ""))
-                .or_else(|| {
-                    MD.unique_ids(name)
-                        .into_iter()
-                        .next()
-                        .filter(|i| name.starts_with(i.as_str()))
-                });
-            let Some(id) = id else { continue };
+        for (path, id, fm, text) in item_files(texts, REQUIREMENTS_DIR, "", md) {
             let r = found.entry(id.clone()).or_insert_with(|| Req {
                 id: id.clone(),
                 ..Req::default()
             });
-            if let Some(t) = MD.title(text)
+            r.path.get_or_insert_with(|| path.to_owned());
+            if let Some(t) = md.title(text)
                 && r.title.is_empty()
             {
                 r.title = t;
             }
-            if let Some(p) = fm.get("priority").and_then(|p| moscow(p)) {
+            if let Some(p) = fm.get("priority").and_then(|p| Moscow::parse(p)) {
                 r.priority = Some(p);
             }
             if let Some(c) = fm.get("category").filter(|c| !c.is_empty()) {
                 r.category = c.clone();
             }
             if let Some(t) = fm.get("traces_to") {
-                merge(&mut r.traces, MD.unique_ids(t));
+                merge(&mut r.traces, md.unique_ids(t));
             }
-            if let Some(s) = MD.section(text, "Acceptance Criteria") {
-                r.criteria = r.criteria.max(MD.items(s).len());
-            }
-            if let Some(s) = MD.section(text, "User Story") {
-                let lower = s.to_lowercase();
-                r.story |= lower.contains("as a ") || lower.contains("as an ");
-            }
-            if let Some(t) = MD.section_table(text, "Metric")
-                && let Some(row) = t.rows.first()
-            {
-                let metric = t.column(&["metric"], 0).and_then(|i| row.get(i));
-                let target = t.column(&["target"], 0).and_then(|i| row.get(i));
-                if metric.is_some_and(|m| !MD.is_blank(m))
-                    && target.is_some_and(|t| !MD.is_blank(t))
-                {
-                    r.measurable = true;
+            if let Some(s) = md.section(text, "Acceptance Criteria") {
+                let items = md.items(s);
+                if items.len() > r.criteria.len() {
+                    r.criteria = items;
                 }
             }
+            r.description = one_line(md.section(text, "Description").unwrap_or_default());
+            r.story = one_line(md.section(text, "User Story").unwrap_or_default());
+            let metric = md
+                .section(text, "Metric & Target")
+                .or_else(|| md.section(text, "Metric"))
+                .and_then(|s| md.tables(s).into_iter().next());
+            if let Some(t) = metric
+                && let Some(row) = t.rows.first()
+            {
+                let cell = |h: &str| t.get(row, h).map(|c| md.plain(c)).unwrap_or_default();
+                (r.metric, r.target) = (cell("metric"), cell("target"));
+                r.measurable |= !md.is_blank(&r.metric) && !md.is_blank(&r.target);
+            }
         }
-        let (non_functional, functional): (Vec<Req>, Vec<Req>) =
-            found.into_values().partition(|r| r.id.starts_with("NFR-"));
+        let (non_functional, functional): (Vec<Req>, Vec<Req>) = found
+            .into_values()
+            .map(|mut r| {
+                if r.title.is_empty() {
+                    r.title = r.id.clone();
+                }
+                r
+            })
+            .partition(|r| r.id.starts_with("NFR-"));
         Requirements {
             functional,
             non_functional,
@@ -618,29 +675,33 @@ impl Requirements {
 }
 
 /// One component of the architecture.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Component {
     /// `COMP-NNN`.
     pub id: String,
-    /// Its name.
+    /// Its name (its id when it has none).
     pub name: String,
     /// The requirement ids it implements.
     pub implements: Vec<String>,
+    /// The components it depends on.
+    pub depends_on: Vec<String>,
 }
 
 /// One architecture decision.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Adr {
     /// `ADR-NNN`.
     pub id: String,
-    /// Its title.
+    /// Its title (its id when it has none).
     pub title: String,
-    /// `Accepted`, `Proposed`, …
+    /// `Accepted`, `Proposed` (when none is given), …
     pub status: String,
     /// Rows of its Alternatives Considered table.
     pub alternatives: usize,
     /// Ids it traces to.
     pub traces: Vec<String>,
+    /// Its file, when there is one.
+    pub path: Option<String>,
 }
 
 /// One row of a risk table.
@@ -664,12 +725,13 @@ pub struct Architecture {
 }
 
 impl Architecture {
-    fn read(texts: &BTreeMap<String, String>) -> Architecture {
+    /// Reads the architecture index and decision files of `texts` in the dialect `md`.
+    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Architecture {
         let mut out = Architecture::default();
         let mut adrs: BTreeMap<String, Adr> = BTreeMap::new();
         if let Some(index) = texts.get(ARCHITECTURE_INDEX) {
-            for k in MD.keyed(&MD.tables(index), &["COMP-", "ADR-"]) {
-                let cell = |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).unwrap_or_default();
+            for k in md.keyed(&md.tables(index), &["COMP-", "ADR-"]) {
+                let cell = |names: &[&str]| k.cell(names).map(|c| md.plain(c)).unwrap_or_default();
                 if k.id.starts_with("ADR-") {
                     let a = adrs.entry(k.id.clone()).or_insert_with(|| Adr {
                         id: k.id.clone(),
@@ -679,43 +741,57 @@ impl Architecture {
                     a.status = cell(&["status"]);
                     merge(
                         &mut a.traces,
-                        MD.unique_ids(&cell(&["traces to", "traces"])),
+                        md.unique_ids(&cell(&["traces to", "traces"])),
                     );
                 } else if !out.components.iter().any(|c| c.id == k.id) {
+                    let name = cell(&["component", "name"]);
                     out.components.push(Component {
-                        name: cell(&["component", "name"]),
-                        implements: MD
+                        name: if name.is_empty() { k.id.clone() } else { name },
+                        implements: md
                             .unique_ids(&cell(&["implements"]))
                             .into_iter()
                             .filter(|i| requirement_id(i))
                             .collect(),
+                        depends_on: md.ids_of(&cell(&["dependencies"]), &["COMP-"]),
                         id: k.id.clone(),
                     });
                 }
             }
-            if let Some(s) = MD.section(index, "Risks") {
-                out.risks = risks(s);
+            if let Some(s) = md.section(index, "Risks") {
+                out.risks = risks(s, md);
             }
         }
-        for (id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-") {
+        for (path, id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-", md) {
             let a = adrs.entry(id.clone()).or_insert_with(|| Adr {
                 id: id.clone(),
                 ..Adr::default()
             });
+            a.path.get_or_insert_with(|| path.to_owned());
             if a.title.is_empty() {
-                a.title = MD.title(text).unwrap_or_default();
+                a.title = md.title(text).unwrap_or_default();
             }
             if let Some(s) = fm.get("status").filter(|s| !s.is_empty()) {
                 a.status = s.clone();
             }
             if let Some(t) = fm.get("traces_to") {
-                merge(&mut a.traces, MD.unique_ids(t));
+                merge(&mut a.traces, md.unique_ids(t));
             }
-            a.alternatives = MD
+            a.alternatives = md
                 .section_table(text, "Alternatives Considered")
                 .map_or(0, |t| t.rows.len());
         }
-        out.adrs = adrs.into_values().collect();
+        out.adrs = adrs
+            .into_values()
+            .map(|mut a| {
+                if a.title.is_empty() {
+                    a.title = a.id.clone();
+                }
+                if a.status.is_empty() {
+                    a.status = "Proposed".into();
+                }
+                a
+            })
+            .collect();
         out
     }
 }
@@ -731,8 +807,8 @@ pub struct Story {
     pub traces: Vec<String>,
     /// Ids on its `Component:` line.
     pub components: Vec<String>,
-    /// Number of acceptance criteria.
-    pub criteria: usize,
+    /// Its acceptance criteria (its list items but `Traces`, `Size` and `Component`).
+    pub criteria: Vec<String>,
 }
 
 /// One epic.
@@ -744,6 +820,16 @@ pub struct Epic {
     pub title: String,
     /// Whether it is part of the MVP.
     pub mvp: bool,
+    /// Its file, when there is one.
+    pub path: Option<String>,
+    /// Its description, on one line.
+    pub description: String,
+    /// The requirements it covers: its frontmatter's `requirements`, else the REQ ids of its
+    /// Requirements section.
+    pub requirements: Vec<String>,
+    /// The epics it waits for: its frontmatter's `dependencies`, else the EPIC ids of its
+    /// Dependencies section; never itself.
+    pub dependencies: Vec<String>,
     /// Its stories.
     pub stories: Vec<Story>,
 }
@@ -761,10 +847,11 @@ impl Epics {
         self.epics.iter().flat_map(|e| &e.stories)
     }
 
-    fn read(texts: &BTreeMap<String, String>) -> Epics {
+    /// Reads the epics index and epic files of `texts` in the dialect `md`.
+    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Epics {
         let mut epics: BTreeMap<String, Epic> = BTreeMap::new();
         if let Some(index) = texts.get(EPICS_INDEX) {
-            for k in MD.keyed(&MD.tables(index), &["EPIC-"]) {
+            for k in md.keyed(&md.tables(index), &["EPIC-"]) {
                 let e = epics.entry(k.id.clone()).or_insert_with(|| Epic {
                     id: k.id.clone(),
                     ..Epic::default()
@@ -772,23 +859,37 @@ impl Epics {
                 if let Some(t) = k.cell(&["title"])
                     && e.title.is_empty()
                 {
-                    e.title = MD.plain(t);
+                    e.title = md.plain(t);
                 }
                 if let Some(m) = k.cell(&["mvp"]) {
-                    e.mvp |= truthy(m);
+                    e.mvp |= truthy(m, md);
                 }
             }
         }
-        for (id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-") {
+        for (path, id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-", md) {
             let e = epics.entry(id.clone()).or_insert_with(|| Epic {
                 id: id.clone(),
                 ..Epic::default()
             });
-            if let Some(t) = MD.title(text) {
+            e.path.get_or_insert_with(|| path.to_owned());
+            if let Some(t) = md.title(text) {
                 e.title = t;
             }
-            e.mvp |= fm.get("mvp").is_some_and(|m| truthy(m));
-            e.stories = stories(text);
+            e.mvp |= fm.get("mvp").is_some_and(|m| truthy(m, md));
+            e.description = one_line(md.section(text, "Description").unwrap_or_default());
+            let listed = |key: &str, section: &str, prefix: &str| {
+                let listed = fm.get(key).map(|v| md::list(v)).unwrap_or_default();
+                if listed.is_empty() {
+                    let s = md.section(text, section).unwrap_or_default();
+                    md.ids_of(s, &[prefix])
+                } else {
+                    listed
+                }
+            };
+            e.requirements = listed("requirements", "Requirements", "REQ-");
+            e.dependencies = listed("dependencies", "Dependencies", "EPIC-");
+            e.dependencies.retain(|d| *d != id);
+            e.stories = stories(text, md);
         }
         Epics {
             epics: epics.into_values().collect(),
@@ -954,24 +1055,29 @@ pub fn requirement_id(id: &str) -> bool {
     id.starts_with("REQ-") || id.starts_with("FR-") || id.starts_with("NFR-")
 }
 
-/// The `<prefix>…md` files of the folder `dir` with the id each is about (its frontmatter's
-/// `id` when that is one of `prefix`, else the first id of its name), its frontmatter and its
-/// text.
+/// The `<prefix>…md` files of the folder `dir` (not `_…`) with the id each is about (its
+/// frontmatter's `id` when that is one of `prefix`, else the id its name starts with), read
+/// in the dialect `md`: (path, id, frontmatter, text).
 fn item_files<'t>(
     texts: &'t BTreeMap<String, String>,
     dir: &'t str,
     prefix: &'t str,
-) -> impl Iterator<Item = (String, BTreeMap<String, String>, &'t str)> {
+    md: &'t Dialect,
+) -> impl Iterator<Item = (&'t str, String, BTreeMap<String, String>, &'t str)> {
     files_in(texts, dir)
-        .filter(move |(_, name, _)| name.starts_with(prefix) && name.ends_with(".md"))
-        .filter_map(move |(_, name, text)| {
-            let fm = MD.frontmatter(text).unwrap_or_default();
+        .filter(move |(_, name, _)| {
+            name.starts_with(prefix) && !name.starts_with('_') && name.ends_with(".md")
+        })
+        .filter_map(move |(path, name, text)| {
+            let fm = md.frontmatter(text).unwrap_or_default();
             let id = fm
                 .get("id")
-                .map(|i| MD.plain(i))
-                .filter(|i| MD.is_id(i, prefix))
-                .or_else(|| MD.unique_ids(name).into_iter().next())?;
-            Some((id, fm, text.as_str()))
+                .map(|i| md.plain(i))
+                .filter(|i| md.is_id(i, prefix))
+                .or_else(|| {
+                    (md.ids(name).into_iter().next()).filter(|i| name.starts_with(i.as_str()))
+                })?;
+            Some((path, id, fm, text.as_str()))
         })
 }
 
@@ -983,60 +1089,65 @@ fn merge(into: &mut Vec<String>, more: Vec<String>) {
     }
 }
 
+/// `text` on one line: its runs of white space as single spaces.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The rows of the first table of `text` as risks with their mitigations.
-fn risks(text: &str) -> Vec<Risk> {
-    let Some(t) = MD.tables(text).into_iter().next() else {
+fn risks(text: &str, md: &Dialect) -> Vec<Risk> {
+    let Some(t) = md.tables(text).into_iter().next() else {
         return Vec::new();
     };
     let m = t.column(&["mitigation"], 1);
     t.rows
         .iter()
-        .filter(|r| r.first().is_some_and(|c| !MD.is_blank(c)))
+        .filter(|r| r.first().is_some_and(|c| !md.is_blank(c)))
         .map(|r| Risk {
-            risk: MD.plain(&r[0]),
+            risk: md.plain(&r[0]),
             mitigation: m
                 .and_then(|i| r.get(i))
-                .map(|c| MD.plain(c))
-                .filter(|c| !MD.is_blank(c))
+                .map(|c| md.plain(c))
+                .filter(|c| !md.is_blank(c))
                 .unwrap_or_default(),
         })
         .collect()
 }
 
 /// The stories of an epic file: headings naming a `STORY-…` id, with the lines under them.
-fn stories(doc: &str) -> Vec<Story> {
+fn stories(doc: &str, md: &Dialect) -> Vec<Story> {
     let mut out: Vec<Story> = Vec::new();
     let mut current: Option<(usize, Story, String)> = None;
     let flush = |c: Option<(usize, Story, String)>, out: &mut Vec<Story>| {
         if let Some((_, mut s, body)) = c {
             for line in body.lines() {
-                let l = MD.plain(line.trim().trim_start_matches("- "));
+                let l = md.plain(line.trim().trim_start_matches("- "));
                 let lower = l.to_lowercase();
                 if lower.starts_with("traces") {
-                    merge(&mut s.traces, MD.unique_ids(&l));
+                    merge(&mut s.traces, md.unique_ids(&l));
                 } else if lower.starts_with("component") {
-                    merge(&mut s.components, MD.unique_ids(&l));
+                    merge(&mut s.components, md.unique_ids(&l));
                 }
             }
-            s.criteria = MD
+            s.criteria = md
                 .items(&body)
-                .iter()
+                .into_iter()
                 .filter(|i| {
                     let l = i.to_lowercase();
                     !(l.starts_with("traces")
                         || l.starts_with("size")
                         || l.starts_with("component"))
                 })
-                .count();
+                .collect();
             out.push(s);
         }
     };
     for line in doc.lines() {
-        if let Some((level, text)) = MD.heading(line) {
+        if let Some((level, text)) = md.heading(line) {
             if current.as_ref().is_some_and(|(open, _, _)| level <= *open) {
                 flush(current.take(), &mut out);
             }
-            if let Some(id) = MD
+            if let Some(id) = md
                 .unique_ids(text)
                 .into_iter()
                 .next()
@@ -1047,7 +1158,7 @@ fn stories(doc: &str) -> Vec<Story> {
                     level,
                     Story {
                         id,
-                        title: MD.strip_id(text),
+                        title: md.strip_id(text),
                         ..Story::default()
                     },
                     String::new(),
@@ -1064,24 +1175,9 @@ fn stories(doc: &str) -> Vec<Story> {
     out
 }
 
-/// A MoSCoW word, normalised.
-fn moscow(text: &str) -> Option<String> {
-    let t = MD
-        .plain(text)
-        .trim_matches(|c| c == '[' || c == ']')
-        .to_ascii_lowercase();
-    match t.as_str() {
-        "must" | "must have" | "p0" => Some("Must".into()),
-        "should" | "should have" | "p1" => Some("Should".into()),
-        "could" | "could have" | "p2" => Some("Could".into()),
-        "won't" | "wont" | "won't have" | "will not" => Some("Won't".into()),
-        _ => None,
-    }
-}
-
-fn truthy(text: &str) -> bool {
+fn truthy(text: &str, md: &Dialect) -> bool {
     matches!(
-        MD.plain(text).to_lowercase().as_str(),
+        md.plain(text).to_lowercase().as_str(),
         "true" | "yes" | "y" | "x" | "✓" | "✔" | "mvp"
     )
 }
