@@ -3,7 +3,7 @@
 //! `NFR-S-001`, `COMP-001`, `ADR-001`, `EPIC-001`, `STORY-001-002`). Nothing here fails: a
 //! document from any agent is read as far as its structure allows.
 //!
-//! The builtin agent (reading earlier documents back), the spec gate and the supervisor
+//! The builtin writer (checking its documents), the spec gate and the supervisor
 //! checkpoints grew their readers separately, and the three disagree on edge cases: which ids
 //! count and where one may start, how a frontmatter block is delimited, whether trailing `#`s
 //! close a heading, how a section title matches, what a list item looks like. Each keeps its
@@ -23,8 +23,6 @@ pub struct Dialect {
     pub ids: Grammar,
     /// Whether [`Dialect::plain`] drops single `*`s too, not only `**` and backticks.
     pub plain_stars: bool,
-    /// Whether table headers are read as plain text, or lower-cased as written.
-    pub plain_headers: bool,
     /// Where a frontmatter block starts and ends.
     pub block: Block,
     /// Which lines of the block are keys.
@@ -43,12 +41,10 @@ pub struct Dialect {
     pub items: Items,
 }
 
-/// The builtin writer and planner reading back the documents of earlier phases (their own or
-/// another agent's).
+/// The builtin writer checking the documents it writes.
 pub const WRITER: Dialect = Dialect {
     ids: Grammar::Ascii,
     plain_stars: false,
-    plain_headers: false,
     block: Block::Strict,
     keys: Keys::Unindented,
     heading: HeadingRule {
@@ -66,8 +62,8 @@ pub const WRITER: Dialect = Dialect {
         blank: true,
     },
     titles: TitleMatch::Exact,
-    h1: H1::AfterColon,
-    // Acceptance criteria are list items: `- `, `* ` or `1. `, a leading `[ ]` or `[x]` dropped.
+    h1: H1::AfterColonTrimmed,
+    // The writer reads no list items; the setting is the gate's.
     items: Items::All,
 };
 
@@ -75,7 +71,6 @@ pub const WRITER: Dialect = Dialect {
 pub const GATE: Dialect = Dialect {
     ids: Grammar::Word,
     plain_stars: false,
-    plain_headers: true,
     block: Block::Strict,
     keys: Keys::TopLevel,
     heading: HeadingRule {
@@ -101,7 +96,6 @@ pub const GATE: Dialect = Dialect {
 pub const CHECKPOINT: Dialect = Dialect {
     ids: Grammar::Loose,
     plain_stars: true,
-    plain_headers: true,
     block: Block::Lenient,
     keys: Keys::Unindented,
     heading: HeadingRule {
@@ -264,8 +258,6 @@ pub enum TitleMatch {
 /// How the title of a document is taken from its H1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum H1 {
-    /// The text after the first `: `, if any, as it is.
-    AfterColon,
     /// The text after the first `: `, if any, trimmed.
     AfterColonTrimmed,
     /// The text after a leading id and the `:`, `-` or `—` after it; none when empty.
@@ -320,10 +312,10 @@ impl<'t> Keyed<'t> {
     }
 }
 
-/// A markdown table: header cells (lower case) and body rows.
+/// A markdown table: header cells (plain text, lower case) and body rows.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
-    /// Header cells, lower case.
+    /// Header cells, as plain text in lower case.
     pub headers: Vec<String>,
     /// Body rows.
     pub rows: Vec<Vec<String>>,
@@ -484,10 +476,6 @@ impl Dialect {
     pub fn title(&self, doc: &str) -> Option<String> {
         let text = self.headings(doc).into_iter().find(|h| h.level == 1)?.text;
         match self.h1 {
-            H1::AfterColon => Some(match text.split_once(": ") {
-                Some((_, t)) => t.to_owned(),
-                None => text,
-            }),
             H1::AfterColonTrimmed => Some(match text.split_once(": ") {
                 Some((_, t)) => t.trim().to_owned(),
                 None => text,
@@ -513,13 +501,7 @@ impl Dialect {
             match &mut current {
                 None => {
                     current = Some(Table {
-                        headers: cells
-                            .iter()
-                            .map(|c| match self.plain_headers {
-                                true => self.plain(c).to_lowercase(),
-                                false => c.to_lowercase(),
-                            })
-                            .collect(),
+                        headers: cells.iter().map(|c| self.plain(c).to_lowercase()).collect(),
                         rows: Vec::new(),
                     })
                 }

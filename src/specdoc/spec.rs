@@ -4,14 +4,13 @@
 //!
 //! [`Spec`] is the one reading of the spec documents: the supervisor checkpoints and the
 //! discuss critics measure by it, and the builtin writer and planner read the earlier phases
-//! with it. It takes what the ids, tables, headings and frontmatter give and leaves the rest
-//! empty (a missing title is the id, a missing decision status `Proposed`); an index's rows
-//! and the item files complete each other, and items come in id order. The consumers differ
-//! only in the [`md::Dialect`] they read in ([`md::CHECKPOINT`] for the quality checks,
-//! [`md::WRITER`] for the builtin agent); with the checkpoints' ids, `FR-NNN`, the reference's
-//! other spelling of a functional requirement, is read as one too. The spec gate reads the
-//! same layout with the same primitives into a view of its own, which keeps an index's values
-//! apart from its files' to report where they disagree.
+//! with it. It takes what the ids, tables, headings and frontmatter give ([`md::CHECKPOINT`],
+//! the most lenient dialect: a document from any agent is read as far as it goes) and leaves
+//! the rest empty (a missing title is the id, a missing decision status `Proposed`); an
+//! index's rows and the item files complete each other, and items come in id order; `FR-NNN`,
+//! the reference's other spelling of a functional requirement, is read as one too. The spec
+//! gate reads the same layout with the same primitives into a view of its own, which keeps an
+//! index's values apart from its files' to report where they disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -19,7 +18,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use super::md::{self, CHECKPOINT as MD, Dialect};
+use super::md::{self, CHECKPOINT as MD};
 
 /// Pipeline-folder files by relative path.
 pub type Folder = BTreeMap<String, Vec<u8>>;
@@ -216,13 +215,8 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// Reads every document of `folder` as the checkpoints do ([`md::CHECKPOINT`]).
+    /// Reads every document of `folder`.
     pub fn read(folder: &Folder) -> Spec {
-        Spec::read_as(folder, &MD)
-    }
-
-    /// Reads every document of `folder`, the four spec documents in the dialect `md`.
-    pub fn read_as(folder: &Folder, md: &Dialect) -> Spec {
         let texts: BTreeMap<String, String> = folder
             .iter()
             .filter(|(p, _)| Kind::ALL.iter().any(|k| k.owns(p)))
@@ -231,10 +225,10 @@ impl Spec {
         let present = |k: Kind| texts.keys().any(|p| k.owns(p));
         Spec {
             discovery: texts.get(DISCOVERY).map(|t| Discovery::read(t)),
-            brief: texts.get(BRIEF).map(|t| Brief::read(t, md)),
-            requirements: present(Kind::Requirements).then(|| Requirements::read(&texts, md)),
-            architecture: present(Kind::Architecture).then(|| Architecture::read(&texts, md)),
-            epics: present(Kind::Epics).then(|| Epics::read(&texts, md)),
+            brief: texts.get(BRIEF).map(|t| Brief::read(t)),
+            requirements: present(Kind::Requirements).then(|| Requirements::read(&texts)),
+            architecture: present(Kind::Architecture).then(|| Architecture::read(&texts)),
+            epics: present(Kind::Epics).then(|| Epics::read(&texts)),
             readiness: READINESS
                 .iter()
                 .find_map(|p| texts.get(*p).map(|t| Readiness::read(p, t))),
@@ -479,19 +473,18 @@ pub struct Brief {
 }
 
 impl Brief {
-    /// Reads the brief `text` in the dialect `md`.
-    pub fn read(text: &str, md: &Dialect) -> Brief {
+    fn read(text: &str) -> Brief {
         let mut goals: Vec<Goal> = Vec::new();
-        for k in md.keyed(&md.tables(text), &["G-"]) {
+        for k in MD.keyed(&MD.tables(text), &["G-"]) {
             if goals.iter().any(|g| g.id == k.id) {
                 continue;
             }
-            let cell = |names: &[&str]| k.cell(names).map(|c| md.plain(c)).unwrap_or_default();
+            let cell = |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).unwrap_or_default();
             let goal = k
                 .cell(&["goal"])
                 .or_else(|| k.row.get(1).map(String::as_str));
             goals.push(Goal {
-                text: md.strip_id(&md.plain(goal.unwrap_or_default())),
+                text: MD.strip_id(&MD.plain(goal.unwrap_or_default())),
                 priority: k
                     .cell(&["priority"])
                     .and_then(Moscow::parse)
@@ -501,12 +494,12 @@ impl Brief {
                 id: k.id,
             });
         }
-        let items = |title: &str| md.section(text, title).map(|s| md.items(s));
-        let users = md
+        let items = |title: &str| MD.section(text, title).map(|s| MD.items(s));
+        let users = MD
             .section(text, "Target Users")
             .map(|s| {
-                let heads: Vec<String> = md.headings(s).into_iter().map(|h| h.text).collect();
-                if heads.is_empty() { md.items(s) } else { heads }
+                let heads: Vec<String> = MD.headings(s).into_iter().map(|h| h.text).collect();
+                if heads.is_empty() { MD.items(s) } else { heads }
             })
             .unwrap_or_default();
         Brief {
@@ -515,7 +508,7 @@ impl Brief {
             in_scope: items("In Scope").unwrap_or_default(),
             out_of_scope: items("Out of Scope").unwrap_or_default(),
             constraints: items("Constraints").unwrap_or_default(),
-            dependencies: md
+            dependencies: MD
                 .frontmatter(text)
                 .and_then(|fm| fm.get("dependencies").map(|d| md::list(d)))
                 .unwrap_or_default(),
@@ -590,17 +583,16 @@ impl Requirements {
         self.functional.iter().chain(&self.non_functional)
     }
 
-    /// Reads the requirements index and files of `texts` in the dialect `md`.
-    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Requirements {
+    fn read(texts: &BTreeMap<String, String>) -> Requirements {
         let mut found: BTreeMap<String, Req> = BTreeMap::new();
         if let Some(index) = texts.get(REQUIREMENTS_INDEX) {
-            for k in md.keyed(&md.tables(index), &["REQ-", "FR-", "NFR-"]) {
+            for k in MD.keyed(&MD.tables(index), &["REQ-", "FR-", "NFR-"]) {
                 let r = found.entry(k.id.clone()).or_insert_with(|| Req {
                     id: k.id.clone(),
                     ..Req::default()
                 });
                 let cell =
-                    |names: &[&str]| k.cell(names).map(|c| md.plain(c)).filter(|c| !c.is_empty());
+                    |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).filter(|c| !c.is_empty());
                 if r.title.is_empty() {
                     r.title = cell(&["title", "requirement", "name"]).unwrap_or_default();
                 }
@@ -611,20 +603,20 @@ impl Requirements {
                     r.category = cell(&["category"]).unwrap_or_default();
                 }
                 if let Some(t) = cell(&["traces to", "traces", "goal"]) {
-                    merge(&mut r.traces, md.unique_ids(&t));
+                    merge(&mut r.traces, MD.unique_ids(&t));
                 }
-                if cell(&["target"]).is_some_and(|t| !md.is_blank(&t)) {
+                if cell(&["target"]).is_some_and(|t| !MD.is_blank(&t)) {
                     r.measurable = true;
                 }
             }
         }
-        for (path, id, fm, text) in item_files(texts, REQUIREMENTS_DIR, "", md) {
+        for (path, id, fm, text) in item_files(texts, REQUIREMENTS_DIR, "") {
             let r = found.entry(id.clone()).or_insert_with(|| Req {
                 id: id.clone(),
                 ..Req::default()
             });
             r.path.get_or_insert_with(|| path.to_owned());
-            if let Some(t) = md.title(text)
+            if let Some(t) = MD.title(text)
                 && r.title.is_empty()
             {
                 r.title = t;
@@ -636,26 +628,22 @@ impl Requirements {
                 r.category = c.clone();
             }
             if let Some(t) = fm.get("traces_to") {
-                merge(&mut r.traces, md.unique_ids(t));
+                merge(&mut r.traces, MD.unique_ids(t));
             }
-            if let Some(s) = md.section(text, "Acceptance Criteria") {
-                let items = md.items(s);
+            if let Some(s) = MD.section(text, "Acceptance Criteria") {
+                let items = MD.items(s);
                 if items.len() > r.criteria.len() {
                     r.criteria = items;
                 }
             }
-            r.description = one_line(md.section(text, "Description").unwrap_or_default());
-            r.story = one_line(md.section(text, "User Story").unwrap_or_default());
-            let metric = md
-                .section(text, "Metric & Target")
-                .or_else(|| md.section(text, "Metric"))
-                .and_then(|s| md.tables(s).into_iter().next());
-            if let Some(t) = metric
+            r.description = one_line(MD.section(text, "Description").unwrap_or_default());
+            r.story = one_line(MD.section(text, "User Story").unwrap_or_default());
+            if let Some(t) = MD.section_table(text, "Metric")
                 && let Some(row) = t.rows.first()
             {
-                let cell = |h: &str| t.get(row, h).map(|c| md.plain(c)).unwrap_or_default();
+                let cell = |h: &str| t.get(row, h).map(|c| MD.plain(c)).unwrap_or_default();
                 (r.metric, r.target) = (cell("metric"), cell("target"));
-                r.measurable |= !md.is_blank(&r.metric) && !md.is_blank(&r.target);
+                r.measurable |= !MD.is_blank(&r.metric) && !MD.is_blank(&r.target);
             }
         }
         let (non_functional, functional): (Vec<Req>, Vec<Req>) = found
@@ -725,13 +713,12 @@ pub struct Architecture {
 }
 
 impl Architecture {
-    /// Reads the architecture index and decision files of `texts` in the dialect `md`.
-    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Architecture {
+    fn read(texts: &BTreeMap<String, String>) -> Architecture {
         let mut out = Architecture::default();
         let mut adrs: BTreeMap<String, Adr> = BTreeMap::new();
         if let Some(index) = texts.get(ARCHITECTURE_INDEX) {
-            for k in md.keyed(&md.tables(index), &["COMP-", "ADR-"]) {
-                let cell = |names: &[&str]| k.cell(names).map(|c| md.plain(c)).unwrap_or_default();
+            for k in MD.keyed(&MD.tables(index), &["COMP-", "ADR-"]) {
+                let cell = |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).unwrap_or_default();
                 if k.id.starts_with("ADR-") {
                     let a = adrs.entry(k.id.clone()).or_insert_with(|| Adr {
                         id: k.id.clone(),
@@ -741,42 +728,42 @@ impl Architecture {
                     a.status = cell(&["status"]);
                     merge(
                         &mut a.traces,
-                        md.unique_ids(&cell(&["traces to", "traces"])),
+                        MD.unique_ids(&cell(&["traces to", "traces"])),
                     );
                 } else if !out.components.iter().any(|c| c.id == k.id) {
                     let name = cell(&["component", "name"]);
                     out.components.push(Component {
                         name: if name.is_empty() { k.id.clone() } else { name },
-                        implements: md
+                        implements: MD
                             .unique_ids(&cell(&["implements"]))
                             .into_iter()
                             .filter(|i| requirement_id(i))
                             .collect(),
-                        depends_on: md.ids_of(&cell(&["dependencies"]), &["COMP-"]),
+                        depends_on: MD.ids_of(&cell(&["dependencies"]), &["COMP-"]),
                         id: k.id.clone(),
                     });
                 }
             }
-            if let Some(s) = md.section(index, "Risks") {
-                out.risks = risks(s, md);
+            if let Some(s) = MD.section(index, "Risks") {
+                out.risks = risks(s);
             }
         }
-        for (path, id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-", md) {
+        for (path, id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-") {
             let a = adrs.entry(id.clone()).or_insert_with(|| Adr {
                 id: id.clone(),
                 ..Adr::default()
             });
             a.path.get_or_insert_with(|| path.to_owned());
             if a.title.is_empty() {
-                a.title = md.title(text).unwrap_or_default();
+                a.title = MD.title(text).unwrap_or_default();
             }
             if let Some(s) = fm.get("status").filter(|s| !s.is_empty()) {
                 a.status = s.clone();
             }
             if let Some(t) = fm.get("traces_to") {
-                merge(&mut a.traces, md.unique_ids(t));
+                merge(&mut a.traces, MD.unique_ids(t));
             }
-            a.alternatives = md
+            a.alternatives = MD
                 .section_table(text, "Alternatives Considered")
                 .map_or(0, |t| t.rows.len());
         }
@@ -847,11 +834,10 @@ impl Epics {
         self.epics.iter().flat_map(|e| &e.stories)
     }
 
-    /// Reads the epics index and epic files of `texts` in the dialect `md`.
-    pub fn read(texts: &BTreeMap<String, String>, md: &Dialect) -> Epics {
+    fn read(texts: &BTreeMap<String, String>) -> Epics {
         let mut epics: BTreeMap<String, Epic> = BTreeMap::new();
         if let Some(index) = texts.get(EPICS_INDEX) {
-            for k in md.keyed(&md.tables(index), &["EPIC-"]) {
+            for k in MD.keyed(&MD.tables(index), &["EPIC-"]) {
                 let e = epics.entry(k.id.clone()).or_insert_with(|| Epic {
                     id: k.id.clone(),
                     ..Epic::default()
@@ -859,29 +845,29 @@ impl Epics {
                 if let Some(t) = k.cell(&["title"])
                     && e.title.is_empty()
                 {
-                    e.title = md.plain(t);
+                    e.title = MD.plain(t);
                 }
                 if let Some(m) = k.cell(&["mvp"]) {
-                    e.mvp |= truthy(m, md);
+                    e.mvp |= truthy(m);
                 }
             }
         }
-        for (path, id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-", md) {
+        for (path, id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-") {
             let e = epics.entry(id.clone()).or_insert_with(|| Epic {
                 id: id.clone(),
                 ..Epic::default()
             });
             e.path.get_or_insert_with(|| path.to_owned());
-            if let Some(t) = md.title(text) {
+            if let Some(t) = MD.title(text) {
                 e.title = t;
             }
-            e.mvp |= fm.get("mvp").is_some_and(|m| truthy(m, md));
-            e.description = one_line(md.section(text, "Description").unwrap_or_default());
+            e.mvp |= fm.get("mvp").is_some_and(|m| truthy(m));
+            e.description = one_line(MD.section(text, "Description").unwrap_or_default());
             let listed = |key: &str, section: &str, prefix: &str| {
                 let listed = fm.get(key).map(|v| md::list(v)).unwrap_or_default();
                 if listed.is_empty() {
-                    let s = md.section(text, section).unwrap_or_default();
-                    md.ids_of(s, &[prefix])
+                    let s = MD.section(text, section).unwrap_or_default();
+                    MD.ids_of(s, &[prefix])
                 } else {
                     listed
                 }
@@ -889,7 +875,7 @@ impl Epics {
             e.requirements = listed("requirements", "Requirements", "REQ-");
             e.dependencies = listed("dependencies", "Dependencies", "EPIC-");
             e.dependencies.retain(|d| *d != id);
-            e.stories = stories(text, md);
+            e.stories = stories(text);
         }
         Epics {
             epics: epics.into_values().collect(),
@@ -1056,26 +1042,25 @@ pub fn requirement_id(id: &str) -> bool {
 }
 
 /// The `<prefix>…md` files of the folder `dir` (not `_…`) with the id each is about (its
-/// frontmatter's `id` when that is one of `prefix`, else the id its name starts with), read
-/// in the dialect `md`: (path, id, frontmatter, text).
+/// frontmatter's `id` when that is one of `prefix`, else the id its name starts with):
+/// (path, id, frontmatter, text).
 fn item_files<'t>(
     texts: &'t BTreeMap<String, String>,
     dir: &'t str,
     prefix: &'t str,
-    md: &'t Dialect,
 ) -> impl Iterator<Item = (&'t str, String, BTreeMap<String, String>, &'t str)> {
     files_in(texts, dir)
         .filter(move |(_, name, _)| {
             name.starts_with(prefix) && !name.starts_with('_') && name.ends_with(".md")
         })
         .filter_map(move |(path, name, text)| {
-            let fm = md.frontmatter(text).unwrap_or_default();
+            let fm = MD.frontmatter(text).unwrap_or_default();
             let id = fm
                 .get("id")
-                .map(|i| md.plain(i))
-                .filter(|i| md.is_id(i, prefix))
+                .map(|i| MD.plain(i))
+                .filter(|i| MD.is_id(i, prefix))
                 .or_else(|| {
-                    (md.ids(name).into_iter().next()).filter(|i| name.starts_with(i.as_str()))
+                    (MD.ids(name).into_iter().next()).filter(|i| name.starts_with(i.as_str()))
                 })?;
             Some((path, id, fm, text.as_str()))
         })
@@ -1095,41 +1080,41 @@ fn one_line(text: &str) -> String {
 }
 
 /// The rows of the first table of `text` as risks with their mitigations.
-fn risks(text: &str, md: &Dialect) -> Vec<Risk> {
-    let Some(t) = md.tables(text).into_iter().next() else {
+fn risks(text: &str) -> Vec<Risk> {
+    let Some(t) = MD.tables(text).into_iter().next() else {
         return Vec::new();
     };
     let m = t.column(&["mitigation"], 1);
     t.rows
         .iter()
-        .filter(|r| r.first().is_some_and(|c| !md.is_blank(c)))
+        .filter(|r| r.first().is_some_and(|c| !MD.is_blank(c)))
         .map(|r| Risk {
-            risk: md.plain(&r[0]),
+            risk: MD.plain(&r[0]),
             mitigation: m
                 .and_then(|i| r.get(i))
-                .map(|c| md.plain(c))
-                .filter(|c| !md.is_blank(c))
+                .map(|c| MD.plain(c))
+                .filter(|c| !MD.is_blank(c))
                 .unwrap_or_default(),
         })
         .collect()
 }
 
 /// The stories of an epic file: headings naming a `STORY-…` id, with the lines under them.
-fn stories(doc: &str, md: &Dialect) -> Vec<Story> {
+fn stories(doc: &str) -> Vec<Story> {
     let mut out: Vec<Story> = Vec::new();
     let mut current: Option<(usize, Story, String)> = None;
     let flush = |c: Option<(usize, Story, String)>, out: &mut Vec<Story>| {
         if let Some((_, mut s, body)) = c {
             for line in body.lines() {
-                let l = md.plain(line.trim().trim_start_matches("- "));
+                let l = MD.plain(line.trim().trim_start_matches("- "));
                 let lower = l.to_lowercase();
                 if lower.starts_with("traces") {
-                    merge(&mut s.traces, md.unique_ids(&l));
+                    merge(&mut s.traces, MD.unique_ids(&l));
                 } else if lower.starts_with("component") {
-                    merge(&mut s.components, md.unique_ids(&l));
+                    merge(&mut s.components, MD.unique_ids(&l));
                 }
             }
-            s.criteria = md
+            s.criteria = MD
                 .items(&body)
                 .into_iter()
                 .filter(|i| {
@@ -1143,11 +1128,11 @@ fn stories(doc: &str, md: &Dialect) -> Vec<Story> {
         }
     };
     for line in doc.lines() {
-        if let Some((level, text)) = md.heading(line) {
+        if let Some((level, text)) = MD.heading(line) {
             if current.as_ref().is_some_and(|(open, _, _)| level <= *open) {
                 flush(current.take(), &mut out);
             }
-            if let Some(id) = md
+            if let Some(id) = MD
                 .unique_ids(text)
                 .into_iter()
                 .next()
@@ -1158,7 +1143,7 @@ fn stories(doc: &str, md: &Dialect) -> Vec<Story> {
                     level,
                     Story {
                         id,
-                        title: md.strip_id(text),
+                        title: MD.strip_id(text),
                         ..Story::default()
                     },
                     String::new(),
@@ -1175,9 +1160,9 @@ fn stories(doc: &str, md: &Dialect) -> Vec<Story> {
     out
 }
 
-fn truthy(text: &str, md: &Dialect) -> bool {
+fn truthy(text: &str) -> bool {
     matches!(
-        md.plain(text).to_lowercase().as_str(),
+        MD.plain(text).to_lowercase().as_str(),
         "true" | "yes" | "y" | "x" | "✓" | "✔" | "mvp"
     )
 }
@@ -1207,6 +1192,170 @@ fn strings(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn texts(files: &[(&str, &str)]) -> BTreeMap<String, String> {
+        (files.iter())
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn moscow_words() {
+        for (word, want) in [
+            ("Must", Some(Moscow::Must)),
+            ("[should]", Some(Moscow::Should)),
+            ("**Could**", Some(Moscow::Could)),
+            ("Won't", Some(Moscow::Wont)),
+            ("will not", Some(Moscow::Wont)),
+            ("Must have", Some(Moscow::Must)),
+            ("P1", Some(Moscow::Should)),
+            ("soon", None),
+        ] {
+            assert_eq!(Moscow::parse(word), want, "{word}");
+        }
+    }
+
+    #[test]
+    fn a_brief_gives_goals_with_their_defaults_and_users() {
+        let brief = "# Product Brief: x\n\n## Target Users\n\n### Developer\n\n### Operator\n\n\
+                     ## Goals & Success Metrics\n\n| ID | Goal | Priority | Success Metric | Target |\n\
+                     |---|---|---|---|---|\n| G-001 | Add login | Could | logins | 1 |\n\
+                     | G-002 | G-002: Add logout | | | |\n";
+        let b = Brief::read(brief);
+        assert_eq!(b.users, ["Developer", "Operator"]);
+        let goals: Vec<(&str, &str, Moscow)> = (b.goals.iter())
+            .map(|g| (g.id.as_str(), g.text.as_str(), g.priority))
+            .collect();
+        assert_eq!(
+            goals,
+            [
+                ("G-001", "Add login", Moscow::Could),
+                ("G-002", "Add logout", Moscow::Must)
+            ]
+        );
+        assert_eq!(
+            (b.goals[0].metric.as_str(), b.goals[0].target.as_str()),
+            ("logins", "1")
+        );
+    }
+
+    #[test]
+    fn an_index_and_the_files_complete_each_other() {
+        let t = texts(&[
+            (
+                REQUIREMENTS_INDEX,
+                "| ID | Title | Priority | Traces To |\n|---|---|---|---|\n\
+                 | [REQ-002](REQ-002-b.md) | Second | Must | G-001 |\n| REQ-003 | Third | | |\n",
+            ),
+            (
+                "spec/requirements/REQ-002-b.md",
+                "---\nid: REQ-002\npriority: Could\ntraces_to: [G-002]\n---\n\n# REQ-002: Second\n\n\
+                 ## Description\n\nDoes\nthe second thing.\n\n## User Story\n\nAs a user, I want it.\n\n\
+                 ## Acceptance Criteria\n\n- [ ] one\n- [x] two\n",
+            ),
+            (
+                "spec/requirements/NFR-P-001-fast.md",
+                "---\nid: NFR-P-001\ncategory: Performance\n---\n\n# NFR-P-001: Fast\n\n\
+                 ## Metric & Target\n\n| Metric | Target |\n|---|---|\n| p95 latency | 200 ms |\n",
+            ),
+            ("spec/requirements/REQ-001-a.md", "# REQ-001: First\n"),
+        ]);
+        let r = Requirements::read(&t);
+        let ids: Vec<&str> = r.all().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["REQ-001", "REQ-002", "REQ-003", "NFR-P-001"]);
+        let [first, second, third] = &r.functional[..] else {
+            panic!("three REQs")
+        };
+        assert_eq!((first.title.as_str(), first.priority), ("First", None));
+        assert_eq!(first.moscow(), Moscow::Should);
+        assert_eq!(second.priority, Some(Moscow::Could), "the file wins");
+        assert_eq!(second.traces, ["G-001", "G-002"]);
+        assert_eq!(
+            second.path.as_deref(),
+            Some("spec/requirements/REQ-002-b.md")
+        );
+        assert_eq!(second.description, "Does the second thing.");
+        assert!(second.has_story());
+        assert_eq!(second.criteria, ["one", "two"]);
+        assert_eq!(
+            (third.title.as_str(), third.path.as_deref()),
+            ("Third", None)
+        );
+        let nfr = &r.non_functional[0];
+        assert_eq!(nfr.category, "Performance");
+        assert_eq!(
+            (nfr.metric.as_str(), nfr.target.as_str()),
+            ("p95 latency", "200 ms")
+        );
+        assert!(nfr.measurable);
+    }
+
+    #[test]
+    fn epics_and_decisions_fill_in_from_their_files() {
+        let t = texts(&[
+            (
+                ARCHITECTURE_INDEX,
+                "| ID | Component | Dependencies | Implements |\n|---|---|---|---|\n\
+                 | COMP-001 | Login | — | REQ-001, NFR-P-001 |\n| COMP-002 | | COMP-001 | REQ-002 |\n\n\
+                 | ID | Title | Status |\n|---|---|---|\n| ADR-001 | Use Rust | |\n",
+            ),
+            (
+                "spec/architecture/ADR-002-x.md",
+                "---\nid: ADR-002\nstatus: Accepted\ntraces_to: [REQ-001]\n---\n\n# ADR-002: Cache\n",
+            ),
+            (
+                EPICS_INDEX,
+                "| Epic | Title | MVP |\n|---|---|---|\n| [EPIC-001](EPIC-001-a.md) | A | yes |\n",
+            ),
+            (
+                "spec/epics/EPIC-001-a.md",
+                "---\nid: EPIC-001\nrequirements: [REQ-001]\ndependencies: []\n---\n\n# EPIC-001: Login\n\n\
+                 ## Dependencies\n\n- EPIC-002 and EPIC-001\n\n## Stories\n\n\
+                 ### STORY-001-001: Log in\n\n- [ ] it works\n\nSize: S\nTraces: REQ-001\n\
+                 Component: COMP-001\n",
+            ),
+        ]);
+        let a = Architecture::read(&t);
+        let c: Vec<(&str, &str, usize, usize)> = (a.components.iter())
+            .map(|c| {
+                (
+                    c.id.as_str(),
+                    c.name.as_str(),
+                    c.implements.len(),
+                    c.depends_on.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            c,
+            [("COMP-001", "Login", 2, 0), ("COMP-002", "COMP-002", 1, 1)]
+        );
+        let d: Vec<(&str, &str, &str)> = (a.adrs.iter())
+            .map(|a| (a.id.as_str(), a.title.as_str(), a.status.as_str()))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("ADR-001", "Use Rust", "Proposed"),
+                ("ADR-002", "Cache", "Accepted")
+            ]
+        );
+        let e = Epics::read(&t);
+        let epic = &e.epics[0];
+        assert_eq!((epic.title.as_str(), epic.mvp), ("Login", true));
+        assert_eq!(epic.requirements, ["REQ-001"]);
+        assert_eq!(epic.dependencies, ["EPIC-002"], "its section, never itself");
+        let s = &epic.stories[0];
+        assert_eq!(
+            (s.id.as_str(), s.title.as_str()),
+            ("STORY-001-001", "Log in")
+        );
+        assert_eq!(
+            (s.traces.clone(), s.components.clone()),
+            (vec!["REQ-001".to_owned()], vec!["COMP-001".to_owned()])
+        );
+        assert_eq!(s.criteria, ["it works"]);
+    }
 
     #[test]
     fn readiness_score_and_gate() {

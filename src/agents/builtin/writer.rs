@@ -36,12 +36,6 @@ use crate::specdoc::spec::{self, Folder, Moscow};
 
 use context::{Availability, Discovery};
 
-/// The documents of earlier phases in `folder`, read back in the writer's dialect (lenient:
-/// a document another agent wrote is read as far as its ids and tables allow).
-fn read(folder: &Folder) -> spec::Spec {
-    spec::Spec::read_as(folder, &MD)
-}
-
 /// The four documents, in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Phase {
@@ -623,7 +617,7 @@ mod tests {
              document_type: product-brief\nstatus: draft\ngenerated_at: 2026-11-29T10:00:00Z\n\
              version: 1\ndependencies: [spec/discovery-context.json]\n---\n\n# Product Brief: "
         ));
-        let read = super::read(&folder);
+        let read = spec::Spec::read(&folder);
         let goals = read.brief.as_ref().unwrap().goals.clone();
         let goal_ids: Vec<&str> = goals.iter().map(|g| g.id.as_str()).collect();
         assert_eq!(goal_ids, ["G-001", "G-002", "G-003", "G-004"]);
@@ -865,7 +859,7 @@ mod tests {
             &many,
         ] {
             let (folder, outputs) = pipeline_for(task, &code, Folder::new());
-            let read = super::read(&folder);
+            let read = spec::Spec::read(&folder);
             let goals = read.brief.unwrap().goals;
             assert!(!goals.is_empty() && goals.len() <= 7, "{task}: {goals:?}");
             let reqs = read.requirements.unwrap();

@@ -204,9 +204,9 @@ impl Origin {
 }
 
 /// The work items: from the epics if any, else the requirements (but the Won't ones), else
-/// the task text. The documents are read as the writer reads them back.
+/// the task text.
 pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) {
-    let read = Spec::read_as(&input.folder, &md::WRITER);
+    let read = Spec::read(&input.folder);
     let reqs = read.requirements.map_or(Vec::new(), |r| r.functional);
     let epics = read.epics.map_or(Vec::new(), |e| e.epics);
     if !epics.is_empty() {

@@ -337,7 +337,7 @@ struct IndexDoc<'a> {
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     ctx.require(folder, spec::BRIEF, Phase::Architecture)?;
     ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Architecture)?;
-    let read = super::read(folder);
+    let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let reqs = read.requirements.unwrap_or_default();
     if reqs.functional.is_empty() {

@@ -197,7 +197,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     ctx.require(folder, spec::BRIEF, Phase::Epics)?;
     ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Epics)?;
     ctx.require(folder, spec::ARCHITECTURE_INDEX, Phase::Epics)?;
-    let read = super::read(folder);
+    let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let inputs = Inputs {
         goals: brief.goals,
@@ -246,8 +246,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     ctx.draft(Phase::Epics, &index, files)
 }
 
-/// One epic per component that implements a known requirement, then one for the
-/// requirements no component implements; their dependencies follow the components'.
+/// One epic per component that implements a known functional requirement, then one for the
+/// functional requirements no component implements; their dependencies follow the
+/// components'.
 fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
     let mut groups: Vec<(Option<ComponentRow>, Vec<String>)> = inputs
         .arch
@@ -257,7 +258,7 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
             let known: Vec<String> = c
                 .implements
                 .iter()
-                .filter(|r| inputs.req(r).is_some())
+                .filter(|r| inputs.req(r).is_some_and(ReqRow::functional))
                 .cloned()
                 .collect();
             (Some(c.clone()), known)

@@ -235,8 +235,8 @@ struct IndexDoc<'a> {
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
-    let spec::Brief { goals, users, .. } = spec::Brief::read(brief, &super::MD);
+    ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
+    let spec::Brief { goals, users, .. } = spec::Spec::read(folder).brief.unwrap_or_default();
     if goals.is_empty() {
         return Err(format!(
             "cannot write the requirements: `{}` has no goals table with G-NNN ids",

@@ -152,7 +152,7 @@ struct Written {
 
 impl Written {
     fn read(phase: Phase, folder: &Folder) -> Written {
-        let read = super::read(folder);
+        let read = spec::Spec::read(folder);
         Written {
             goals: read.brief.map(|b| b.goals).unwrap_or_default(),
             reqs: (read.requirements.filter(|_| phase >= Phase::Requirements)).unwrap_or_default(),
