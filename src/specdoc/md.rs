@@ -3,13 +3,13 @@
 //! `NFR-S-001`, `COMP-001`, `ADR-001`, `EPIC-001`, `STORY-001-002`). Nothing here fails: a
 //! document from any agent is read as far as its structure allows.
 //!
-//! The writer (reading earlier documents back), the spec gate and the supervisor checkpoints
-//! grew their readers separately, and the three disagree on edge cases: which ids count and
-//! where one may start, how a frontmatter block is delimited, whether trailing `#`s close a
-//! heading, how a section title matches, what a checkbox looks like. Each keeps its reading
-//! through its [`Dialect`] ([`WRITER`], [`GATE`], [`CHECKPOINT`]): one implementation of each
-//! idea, with every point of disagreement a named setting, so that bringing two readers
-//! together is a visible change of one setting.
+//! The builtin writer (checking its documents), the spec gate and the supervisor
+//! checkpoints grew their readers separately, and the three disagree on edge cases: which ids
+//! count and where one may start, how a frontmatter block is delimited, whether trailing `#`s
+//! close a heading, how a section title matches, what a list item looks like. Each keeps its
+//! reading through its [`Dialect`] ([`WRITER`], [`GATE`], [`CHECKPOINT`]): one implementation
+//! of each idea, with every point of disagreement a named setting, so that bringing two
+//! readers together is a visible change of one setting.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -23,8 +23,6 @@ pub struct Dialect {
     pub ids: Grammar,
     /// Whether [`Dialect::plain`] drops single `*`s too, not only `**` and backticks.
     pub plain_stars: bool,
-    /// Whether table headers are read as plain text, or lower-cased as written.
-    pub plain_headers: bool,
     /// Where a frontmatter block starts and ends.
     pub block: Block,
     /// Which lines of the block are keys.
@@ -39,17 +37,14 @@ pub struct Dialect {
     pub titles: TitleMatch,
     /// How [`Dialect::title`] takes the title from the H1.
     pub h1: H1,
-    /// What a checkbox item looks like.
-    pub checkboxes: Checkboxes,
     /// What a list item looks like.
     pub items: Items,
 }
 
-/// The writer reading back the documents of earlier phases (its own or another agent's).
+/// The builtin writer checking the documents it writes.
 pub const WRITER: Dialect = Dialect {
     ids: Grammar::Ascii,
     plain_stars: false,
-    plain_headers: false,
     block: Block::Strict,
     keys: Keys::Unindented,
     heading: HeadingRule {
@@ -67,8 +62,7 @@ pub const WRITER: Dialect = Dialect {
         blank: true,
     },
     titles: TitleMatch::Exact,
-    h1: H1::AfterColon,
-    checkboxes: Checkboxes::Dash,
+    h1: H1::AfterColonTrimmed,
     // The writer reads no list items; the setting is the gate's.
     items: Items::All,
 };
@@ -77,7 +71,6 @@ pub const WRITER: Dialect = Dialect {
 pub const GATE: Dialect = Dialect {
     ids: Grammar::Word,
     plain_stars: false,
-    plain_headers: true,
     block: Block::Strict,
     keys: Keys::TopLevel,
     heading: HeadingRule {
@@ -96,7 +89,6 @@ pub const GATE: Dialect = Dialect {
     },
     titles: TitleMatch::Normalised,
     h1: H1::AfterColonTrimmed,
-    checkboxes: Checkboxes::Loose,
     items: Items::All,
 };
 
@@ -104,7 +96,6 @@ pub const GATE: Dialect = Dialect {
 pub const CHECKPOINT: Dialect = Dialect {
     ids: Grammar::Loose,
     plain_stars: true,
-    plain_headers: true,
     block: Block::Lenient,
     keys: Keys::Unindented,
     heading: HeadingRule {
@@ -123,8 +114,6 @@ pub const CHECKPOINT: Dialect = Dialect {
     },
     titles: TitleMatch::LeadingWords,
     h1: H1::AfterId,
-    // The checkpoints count criteria as list items; the setting is the gate's.
-    checkboxes: Checkboxes::Loose,
     items: Items::Meaningful,
 };
 
@@ -269,21 +258,10 @@ pub enum TitleMatch {
 /// How the title of a document is taken from its H1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum H1 {
-    /// The text after the first `: `, if any, as it is.
-    AfterColon,
     /// The text after the first `: `, if any, trimmed.
     AfterColonTrimmed,
     /// The text after a leading id and the `:`, `-` or `—` after it; none when empty.
     AfterId,
-}
-
-/// What a checkbox item looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checkboxes {
-    /// `- [ ] `, `- [x] ` or `- [X] `, maybe indented; empty items kept.
-    Dash,
-    /// `-` or `*`, maybe spaces, then `[ ]`, `[x]` or `[X]`; empty items dropped.
-    Loose,
 }
 
 /// What a list item looks like.
@@ -334,10 +312,10 @@ impl<'t> Keyed<'t> {
     }
 }
 
-/// A markdown table: header cells (lower case) and body rows.
+/// A markdown table: header cells (plain text, lower case) and body rows.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
-    /// Header cells, lower case.
+    /// Header cells, as plain text in lower case.
     pub headers: Vec<String>,
     /// Body rows.
     pub rows: Vec<Vec<String>>,
@@ -498,10 +476,6 @@ impl Dialect {
     pub fn title(&self, doc: &str) -> Option<String> {
         let text = self.headings(doc).into_iter().find(|h| h.level == 1)?.text;
         match self.h1 {
-            H1::AfterColon => Some(match text.split_once(": ") {
-                Some((_, t)) => t.to_owned(),
-                None => text,
-            }),
             H1::AfterColonTrimmed => Some(match text.split_once(": ") {
                 Some((_, t)) => t.trim().to_owned(),
                 None => text,
@@ -527,13 +501,7 @@ impl Dialect {
             match &mut current {
                 None => {
                     current = Some(Table {
-                        headers: cells
-                            .iter()
-                            .map(|c| match self.plain_headers {
-                                true => self.plain(c).to_lowercase(),
-                                false => c.to_lowercase(),
-                            })
-                            .collect(),
+                        headers: cells.iter().map(|c| self.plain(c).to_lowercase()).collect(),
                         rows: Vec::new(),
                     })
                 }
@@ -640,25 +608,17 @@ impl Dialect {
         }
     }
 
-    /// The checkbox items of `text`, without their markers.
+    /// The checkbox items of `text` (`-` or `*`, maybe spaces, then `[ ]`, `[x]` or `[X]`),
+    /// without their markers; empty ones left out.
     pub fn checkboxes(&self, text: &str) -> Vec<String> {
         text.lines()
             .filter_map(|l| {
-                let l = l.trim_start();
-                let rest = match self.checkboxes {
-                    Checkboxes::Dash => l
-                        .strip_prefix("- [ ] ")
-                        .or_else(|| l.strip_prefix("- [x] "))
-                        .or_else(|| l.strip_prefix("- [X] ")),
-                    Checkboxes::Loose => {
-                        let l = l.strip_prefix(['-', '*'])?.trim_start();
-                        l.strip_prefix("[ ]")
-                            .or_else(|| l.strip_prefix("[x]"))
-                            .or_else(|| l.strip_prefix("[X]"))
-                    }
-                }?;
-                let rest = rest.trim();
-                (self.checkboxes == Checkboxes::Dash || !rest.is_empty()).then(|| rest.to_owned())
+                let l = l.trim_start().strip_prefix(['-', '*'])?.trim_start();
+                let rest = (l.strip_prefix("[ ]"))
+                    .or_else(|| l.strip_prefix("[x]"))
+                    .or_else(|| l.strip_prefix("[X]"))?
+                    .trim();
+                (!rest.is_empty()).then(|| rest.to_owned())
             })
             .collect()
     }

@@ -2,13 +2,15 @@
 //! documents (product brief, requirements, architecture, epics), the readiness report and the
 //! plan, with the layout they live in ([`Kind`] and the paths).
 //!
-//! [`Spec`] is the reading the supervisor checkpoints and the discuss critics measure by. It
-//! takes what the ids, tables, headings and frontmatter give ([`md::CHECKPOINT`]) and leaves
-//! the rest empty; an index's rows and the item files complete each other; `FR-NNN`, the
-//! reference's other spelling of a functional requirement, is read as one too. The spec gate
-//! and the writer read the same layout with the same primitives into views of their own: the
-//! gate keeps an index's values apart from its files' to report where they disagree, and the
-//! writer fills in the defaults it writes with.
+//! [`Spec`] is the one reading of the spec documents: the supervisor checkpoints and the
+//! discuss critics measure by it, and the builtin writer and planner read the earlier phases
+//! with it. It takes what the ids, tables, headings and frontmatter give ([`md::CHECKPOINT`],
+//! the most lenient dialect: a document from any agent is read as far as it goes) and leaves
+//! the rest empty (a missing title is the id, a missing decision status `Proposed`); an
+//! index's rows and the item files complete each other, and items come in id order; `FR-NNN`,
+//! the reference's other spelling of a functional requirement, is read as one too. The spec
+//! gate reads the same layout with the same primitives into a view of its own, which keeps an
+//! index's values apart from its files' to report where they disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -404,13 +406,49 @@ impl Discovery {
     }
 }
 
+/// A MoSCoW priority, written as its word.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Moscow {
+    /// Needed for the change to make sense.
+    Must,
+    /// Important, not vital.
+    Should,
+    /// Wanted if there is room.
+    Could,
+    /// Agreed to be left out this time.
+    #[serde(rename = "Won't")]
+    Wont,
+}
+
+impl Moscow {
+    /// Reads the word back, in any case, with or without brackets or emphasis: `Must`,
+    /// `[should]`, `**Could**`, `Won't`, also `Must have` and `P0`–`P2`.
+    pub fn parse(text: &str) -> Option<Moscow> {
+        let t = md::plain(text)
+            .trim_matches(['[', ']', '*'])
+            .trim()
+            .to_ascii_lowercase();
+        match t.as_str() {
+            "must" | "must have" | "p0" => Some(Moscow::Must),
+            "should" | "should have" | "p1" => Some(Moscow::Should),
+            "could" | "could have" | "p2" => Some(Moscow::Could),
+            "won't" | "wont" | "won't have" | "will not" => Some(Moscow::Wont),
+            _ => None,
+        }
+    }
+}
+
 /// One goal of the brief.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Goal {
     /// `G-NNN`.
     pub id: String,
     /// The goal.
     pub text: String,
+    /// Its priority (Must when the brief gives none).
+    pub priority: Moscow,
     /// Its success metric.
     pub metric: String,
     /// The metric's target.
@@ -442,13 +480,21 @@ impl Brief {
                 continue;
             }
             let cell = |names: &[&str]| k.cell(names).map(|c| MD.plain(c)).unwrap_or_default();
+            let goal = k
+                .cell(&["goal"])
+                .or_else(|| k.row.get(1).map(String::as_str));
             goals.push(Goal {
-                text: MD.strip_id(&cell(&["goal"])),
+                text: MD.strip_id(&MD.plain(goal.unwrap_or_default())),
+                priority: k
+                    .cell(&["priority"])
+                    .and_then(Moscow::parse)
+                    .unwrap_or(Moscow::Must),
                 metric: cell(&["success metric", "metric", "success"]),
                 target: cell(&["target"]),
                 id: k.id,
             });
         }
+        let items = |title: &str| MD.section(text, title).map(|s| MD.items(s));
         let users = MD
             .section(text, "Target Users")
             .map(|s| {
@@ -456,22 +502,12 @@ impl Brief {
                 if heads.is_empty() { MD.items(s) } else { heads }
             })
             .unwrap_or_default();
-        let mut constraints = Vec::new();
-        if let Some(s) = MD.section(text, "Constraints") {
-            constraints = MD.items(s);
-        }
         Brief {
             goals,
             users,
-            in_scope: MD
-                .section(text, "In Scope")
-                .map(|s| MD.items(s))
-                .unwrap_or_default(),
-            out_of_scope: MD
-                .section(text, "Out of Scope")
-                .map(|s| MD.items(s))
-                .unwrap_or_default(),
-            constraints,
+            in_scope: items("In Scope").unwrap_or_default(),
+            out_of_scope: items("Out of Scope").unwrap_or_default(),
+            constraints: items("Constraints").unwrap_or_default(),
             dependencies: MD
                 .frontmatter(text)
                 .and_then(|fm| fm.get("dependencies").map(|d| md::list(d)))
@@ -481,23 +517,31 @@ impl Brief {
 }
 
 /// One requirement, functional or not.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Req {
     /// `REQ-NNN` (or `FR-NNN`) or `NFR-<cat>-NNN`.
     pub id: String,
-    /// Its title.
+    /// Its title (its id when it has none).
     pub title: String,
-    /// `Must`, `Should`, `Could` or `Won't`, when given.
-    pub priority: Option<String>,
+    /// Its priority, when given.
+    pub priority: Option<Moscow>,
     /// Ids it traces to (goals for a REQ).
     pub traces: Vec<String>,
-    /// Number of acceptance criteria.
-    pub criteria: usize,
-    /// Whether it has a user story ("As a …").
-    pub story: bool,
+    /// Its file, when there is one.
+    pub path: Option<String>,
+    /// Its description, on one line.
+    pub description: String,
+    /// Its user story, on one line.
+    pub story: String,
+    /// Its acceptance criteria (the list items of that section).
+    pub criteria: Vec<String>,
     /// The category of an NFR.
     pub category: String,
-    /// Whether an NFR names a metric and a target.
+    /// The metric of an NFR.
+    pub metric: String,
+    /// The target of an NFR.
+    pub target: String,
+    /// Whether an NFR names a metric and a target (or its index row a target).
     pub measurable: bool,
 }
 
@@ -509,7 +553,18 @@ impl Req {
 
     /// Whether it is a Must.
     pub fn must(&self) -> bool {
-        self.priority.as_deref() == Some("Must")
+        self.priority == Some(Moscow::Must)
+    }
+
+    /// Its priority; a requirement that gives none is a Should.
+    pub fn moscow(&self) -> Moscow {
+        self.priority.unwrap_or(Moscow::Should)
+    }
+
+    /// Whether it has a user story ("As a …").
+    pub fn has_story(&self) -> bool {
+        let lower = self.story.to_lowercase();
+        lower.contains("as a ") || lower.contains("as an ")
     }
 }
 
@@ -542,7 +597,7 @@ impl Requirements {
                     r.title = cell(&["title", "requirement", "name"]).unwrap_or_default();
                 }
                 if r.priority.is_none() {
-                    r.priority = cell(&["priority"]).and_then(|p| moscow(&p));
+                    r.priority = cell(&["priority"]).and_then(|p| Moscow::parse(&p));
                 }
                 if r.category.is_empty() {
                     r.category = cell(&["category"]).unwrap_or_default();
@@ -555,32 +610,18 @@ impl Requirements {
                 }
             }
         }
-        for (_, name, text) in files_in(texts, REQUIREMENTS_DIR) {
-            if name.starts_with('_') || !name.ends_with(".md") {
-                continue;
-            }
-            let fm = MD.frontmatter(text).unwrap_or_default();
-            let id = fm
-                .get("id")
-                .map(|i| MD.plain(i))
-                .filter(|i| MD.is_id(i, ""))
-                .or_else(|| {
-                    MD.unique_ids(name)
-                        .into_iter()
-                        .next()
-                        .filter(|i| name.starts_with(i.as_str()))
-                });
-            let Some(id) = id else { continue };
+        for (path, id, fm, text) in item_files(texts, REQUIREMENTS_DIR, "") {
             let r = found.entry(id.clone()).or_insert_with(|| Req {
                 id: id.clone(),
                 ..Req::default()
             });
+            r.path.get_or_insert_with(|| path.to_owned());
             if let Some(t) = MD.title(text)
                 && r.title.is_empty()
             {
                 r.title = t;
             }
-            if let Some(p) = fm.get("priority").and_then(|p| moscow(p)) {
+            if let Some(p) = fm.get("priority").and_then(|p| Moscow::parse(p)) {
                 r.priority = Some(p);
             }
             if let Some(c) = fm.get("category").filter(|c| !c.is_empty()) {
@@ -590,26 +631,30 @@ impl Requirements {
                 merge(&mut r.traces, MD.unique_ids(t));
             }
             if let Some(s) = MD.section(text, "Acceptance Criteria") {
-                r.criteria = r.criteria.max(MD.items(s).len());
+                let items = MD.items(s);
+                if items.len() > r.criteria.len() {
+                    r.criteria = items;
+                }
             }
-            if let Some(s) = MD.section(text, "User Story") {
-                let lower = s.to_lowercase();
-                r.story |= lower.contains("as a ") || lower.contains("as an ");
-            }
+            r.description = one_line(MD.section(text, "Description").unwrap_or_default());
+            r.story = one_line(MD.section(text, "User Story").unwrap_or_default());
             if let Some(t) = MD.section_table(text, "Metric")
                 && let Some(row) = t.rows.first()
             {
-                let metric = t.column(&["metric"], 0).and_then(|i| row.get(i));
-                let target = t.column(&["target"], 0).and_then(|i| row.get(i));
-                if metric.is_some_and(|m| !MD.is_blank(m))
-                    && target.is_some_and(|t| !MD.is_blank(t))
-                {
-                    r.measurable = true;
-                }
+                let cell = |h: &str| t.get(row, h).map(|c| MD.plain(c)).unwrap_or_default();
+                (r.metric, r.target) = (cell("metric"), cell("target"));
+                r.measurable |= !MD.is_blank(&r.metric) && !MD.is_blank(&r.target);
             }
         }
-        let (non_functional, functional): (Vec<Req>, Vec<Req>) =
-            found.into_values().partition(|r| r.id.starts_with("NFR-"));
+        let (non_functional, functional): (Vec<Req>, Vec<Req>) = found
+            .into_values()
+            .map(|mut r| {
+                if r.title.is_empty() {
+                    r.title = r.id.clone();
+                }
+                r
+            })
+            .partition(|r| r.id.starts_with("NFR-"));
         Requirements {
             functional,
             non_functional,
@@ -618,29 +663,33 @@ impl Requirements {
 }
 
 /// One component of the architecture.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Component {
     /// `COMP-NNN`.
     pub id: String,
-    /// Its name.
+    /// Its name (its id when it has none).
     pub name: String,
     /// The requirement ids it implements.
     pub implements: Vec<String>,
+    /// The components it depends on.
+    pub depends_on: Vec<String>,
 }
 
 /// One architecture decision.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Adr {
     /// `ADR-NNN`.
     pub id: String,
-    /// Its title.
+    /// Its title (its id when it has none).
     pub title: String,
-    /// `Accepted`, `Proposed`, …
+    /// `Accepted`, `Proposed` (when none is given), …
     pub status: String,
     /// Rows of its Alternatives Considered table.
     pub alternatives: usize,
     /// Ids it traces to.
     pub traces: Vec<String>,
+    /// Its file, when there is one.
+    pub path: Option<String>,
 }
 
 /// One row of a risk table.
@@ -682,13 +731,15 @@ impl Architecture {
                         MD.unique_ids(&cell(&["traces to", "traces"])),
                     );
                 } else if !out.components.iter().any(|c| c.id == k.id) {
+                    let name = cell(&["component", "name"]);
                     out.components.push(Component {
-                        name: cell(&["component", "name"]),
+                        name: if name.is_empty() { k.id.clone() } else { name },
                         implements: MD
                             .unique_ids(&cell(&["implements"]))
                             .into_iter()
                             .filter(|i| requirement_id(i))
                             .collect(),
+                        depends_on: MD.ids_of(&cell(&["dependencies"]), &["COMP-"]),
                         id: k.id.clone(),
                     });
                 }
@@ -697,11 +748,12 @@ impl Architecture {
                 out.risks = risks(s);
             }
         }
-        for (id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-") {
+        for (path, id, fm, text) in item_files(texts, ARCHITECTURE_DIR, "ADR-") {
             let a = adrs.entry(id.clone()).or_insert_with(|| Adr {
                 id: id.clone(),
                 ..Adr::default()
             });
+            a.path.get_or_insert_with(|| path.to_owned());
             if a.title.is_empty() {
                 a.title = MD.title(text).unwrap_or_default();
             }
@@ -715,7 +767,18 @@ impl Architecture {
                 .section_table(text, "Alternatives Considered")
                 .map_or(0, |t| t.rows.len());
         }
-        out.adrs = adrs.into_values().collect();
+        out.adrs = adrs
+            .into_values()
+            .map(|mut a| {
+                if a.title.is_empty() {
+                    a.title = a.id.clone();
+                }
+                if a.status.is_empty() {
+                    a.status = "Proposed".into();
+                }
+                a
+            })
+            .collect();
         out
     }
 }
@@ -731,8 +794,8 @@ pub struct Story {
     pub traces: Vec<String>,
     /// Ids on its `Component:` line.
     pub components: Vec<String>,
-    /// Number of acceptance criteria.
-    pub criteria: usize,
+    /// Its acceptance criteria (its list items but `Traces`, `Size` and `Component`).
+    pub criteria: Vec<String>,
 }
 
 /// One epic.
@@ -744,6 +807,16 @@ pub struct Epic {
     pub title: String,
     /// Whether it is part of the MVP.
     pub mvp: bool,
+    /// Its file, when there is one.
+    pub path: Option<String>,
+    /// Its description, on one line.
+    pub description: String,
+    /// The requirements it covers: its frontmatter's `requirements`, else the REQ ids of its
+    /// Requirements section.
+    pub requirements: Vec<String>,
+    /// The epics it waits for: its frontmatter's `dependencies`, else the EPIC ids of its
+    /// Dependencies section; never itself.
+    pub dependencies: Vec<String>,
     /// Its stories.
     pub stories: Vec<Story>,
 }
@@ -779,15 +852,29 @@ impl Epics {
                 }
             }
         }
-        for (id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-") {
+        for (path, id, fm, text) in item_files(texts, EPICS_DIR, "EPIC-") {
             let e = epics.entry(id.clone()).or_insert_with(|| Epic {
                 id: id.clone(),
                 ..Epic::default()
             });
+            e.path.get_or_insert_with(|| path.to_owned());
             if let Some(t) = MD.title(text) {
                 e.title = t;
             }
             e.mvp |= fm.get("mvp").is_some_and(|m| truthy(m));
+            e.description = one_line(MD.section(text, "Description").unwrap_or_default());
+            let listed = |key: &str, section: &str, prefix: &str| {
+                let listed = fm.get(key).map(|v| md::list(v)).unwrap_or_default();
+                if listed.is_empty() {
+                    let s = MD.section(text, section).unwrap_or_default();
+                    MD.ids_of(s, &[prefix])
+                } else {
+                    listed
+                }
+            };
+            e.requirements = listed("requirements", "Requirements", "REQ-");
+            e.dependencies = listed("dependencies", "Dependencies", "EPIC-");
+            e.dependencies.retain(|d| *d != id);
             e.stories = stories(text);
         }
         Epics {
@@ -954,24 +1041,28 @@ pub fn requirement_id(id: &str) -> bool {
     id.starts_with("REQ-") || id.starts_with("FR-") || id.starts_with("NFR-")
 }
 
-/// The `<prefix>…md` files of the folder `dir` with the id each is about (its frontmatter's
-/// `id` when that is one of `prefix`, else the first id of its name), its frontmatter and its
-/// text.
+/// The `<prefix>…md` files of the folder `dir` (not `_…`) with the id each is about (its
+/// frontmatter's `id` when that is one of `prefix`, else the id its name starts with):
+/// (path, id, frontmatter, text).
 fn item_files<'t>(
     texts: &'t BTreeMap<String, String>,
     dir: &'t str,
     prefix: &'t str,
-) -> impl Iterator<Item = (String, BTreeMap<String, String>, &'t str)> {
+) -> impl Iterator<Item = (&'t str, String, BTreeMap<String, String>, &'t str)> {
     files_in(texts, dir)
-        .filter(move |(_, name, _)| name.starts_with(prefix) && name.ends_with(".md"))
-        .filter_map(move |(_, name, text)| {
+        .filter(move |(_, name, _)| {
+            name.starts_with(prefix) && !name.starts_with('_') && name.ends_with(".md")
+        })
+        .filter_map(move |(path, name, text)| {
             let fm = MD.frontmatter(text).unwrap_or_default();
             let id = fm
                 .get("id")
                 .map(|i| MD.plain(i))
                 .filter(|i| MD.is_id(i, prefix))
-                .or_else(|| MD.unique_ids(name).into_iter().next())?;
-            Some((id, fm, text.as_str()))
+                .or_else(|| {
+                    (MD.ids(name).into_iter().next()).filter(|i| name.starts_with(i.as_str()))
+                })?;
+            Some((path, id, fm, text.as_str()))
         })
 }
 
@@ -981,6 +1072,11 @@ fn merge(into: &mut Vec<String>, more: Vec<String>) {
             into.push(m);
         }
     }
+}
+
+/// `text` on one line: its runs of white space as single spaces.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The rows of the first table of `text` as risks with their mitigations.
@@ -1020,14 +1116,14 @@ fn stories(doc: &str) -> Vec<Story> {
             }
             s.criteria = MD
                 .items(&body)
-                .iter()
+                .into_iter()
                 .filter(|i| {
                     let l = i.to_lowercase();
                     !(l.starts_with("traces")
                         || l.starts_with("size")
                         || l.starts_with("component"))
                 })
-                .count();
+                .collect();
             out.push(s);
         }
     };
@@ -1064,21 +1160,6 @@ fn stories(doc: &str) -> Vec<Story> {
     out
 }
 
-/// A MoSCoW word, normalised.
-fn moscow(text: &str) -> Option<String> {
-    let t = MD
-        .plain(text)
-        .trim_matches(|c| c == '[' || c == ']')
-        .to_ascii_lowercase();
-    match t.as_str() {
-        "must" | "must have" | "p0" => Some("Must".into()),
-        "should" | "should have" | "p1" => Some("Should".into()),
-        "could" | "could have" | "p2" => Some("Could".into()),
-        "won't" | "wont" | "won't have" | "will not" => Some("Won't".into()),
-        _ => None,
-    }
-}
-
 fn truthy(text: &str) -> bool {
     matches!(
         MD.plain(text).to_lowercase().as_str(),
@@ -1111,6 +1192,170 @@ fn strings(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn texts(files: &[(&str, &str)]) -> BTreeMap<String, String> {
+        (files.iter())
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn moscow_words() {
+        for (word, want) in [
+            ("Must", Some(Moscow::Must)),
+            ("[should]", Some(Moscow::Should)),
+            ("**Could**", Some(Moscow::Could)),
+            ("Won't", Some(Moscow::Wont)),
+            ("will not", Some(Moscow::Wont)),
+            ("Must have", Some(Moscow::Must)),
+            ("P1", Some(Moscow::Should)),
+            ("soon", None),
+        ] {
+            assert_eq!(Moscow::parse(word), want, "{word}");
+        }
+    }
+
+    #[test]
+    fn a_brief_gives_goals_with_their_defaults_and_users() {
+        let brief = "# Product Brief: x\n\n## Target Users\n\n### Developer\n\n### Operator\n\n\
+                     ## Goals & Success Metrics\n\n| ID | Goal | Priority | Success Metric | Target |\n\
+                     |---|---|---|---|---|\n| G-001 | Add login | Could | logins | 1 |\n\
+                     | G-002 | G-002: Add logout | | | |\n";
+        let b = Brief::read(brief);
+        assert_eq!(b.users, ["Developer", "Operator"]);
+        let goals: Vec<(&str, &str, Moscow)> = (b.goals.iter())
+            .map(|g| (g.id.as_str(), g.text.as_str(), g.priority))
+            .collect();
+        assert_eq!(
+            goals,
+            [
+                ("G-001", "Add login", Moscow::Could),
+                ("G-002", "Add logout", Moscow::Must)
+            ]
+        );
+        assert_eq!(
+            (b.goals[0].metric.as_str(), b.goals[0].target.as_str()),
+            ("logins", "1")
+        );
+    }
+
+    #[test]
+    fn an_index_and_the_files_complete_each_other() {
+        let t = texts(&[
+            (
+                REQUIREMENTS_INDEX,
+                "| ID | Title | Priority | Traces To |\n|---|---|---|---|\n\
+                 | [REQ-002](REQ-002-b.md) | Second | Must | G-001 |\n| REQ-003 | Third | | |\n",
+            ),
+            (
+                "spec/requirements/REQ-002-b.md",
+                "---\nid: REQ-002\npriority: Could\ntraces_to: [G-002]\n---\n\n# REQ-002: Second\n\n\
+                 ## Description\n\nDoes\nthe second thing.\n\n## User Story\n\nAs a user, I want it.\n\n\
+                 ## Acceptance Criteria\n\n- [ ] one\n- [x] two\n",
+            ),
+            (
+                "spec/requirements/NFR-P-001-fast.md",
+                "---\nid: NFR-P-001\ncategory: Performance\n---\n\n# NFR-P-001: Fast\n\n\
+                 ## Metric & Target\n\n| Metric | Target |\n|---|---|\n| p95 latency | 200 ms |\n",
+            ),
+            ("spec/requirements/REQ-001-a.md", "# REQ-001: First\n"),
+        ]);
+        let r = Requirements::read(&t);
+        let ids: Vec<&str> = r.all().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["REQ-001", "REQ-002", "REQ-003", "NFR-P-001"]);
+        let [first, second, third] = &r.functional[..] else {
+            panic!("three REQs")
+        };
+        assert_eq!((first.title.as_str(), first.priority), ("First", None));
+        assert_eq!(first.moscow(), Moscow::Should);
+        assert_eq!(second.priority, Some(Moscow::Could), "the file wins");
+        assert_eq!(second.traces, ["G-001", "G-002"]);
+        assert_eq!(
+            second.path.as_deref(),
+            Some("spec/requirements/REQ-002-b.md")
+        );
+        assert_eq!(second.description, "Does the second thing.");
+        assert!(second.has_story());
+        assert_eq!(second.criteria, ["one", "two"]);
+        assert_eq!(
+            (third.title.as_str(), third.path.as_deref()),
+            ("Third", None)
+        );
+        let nfr = &r.non_functional[0];
+        assert_eq!(nfr.category, "Performance");
+        assert_eq!(
+            (nfr.metric.as_str(), nfr.target.as_str()),
+            ("p95 latency", "200 ms")
+        );
+        assert!(nfr.measurable);
+    }
+
+    #[test]
+    fn epics_and_decisions_fill_in_from_their_files() {
+        let t = texts(&[
+            (
+                ARCHITECTURE_INDEX,
+                "| ID | Component | Dependencies | Implements |\n|---|---|---|---|\n\
+                 | COMP-001 | Login | — | REQ-001, NFR-P-001 |\n| COMP-002 | | COMP-001 | REQ-002 |\n\n\
+                 | ID | Title | Status |\n|---|---|---|\n| ADR-001 | Use Rust | |\n",
+            ),
+            (
+                "spec/architecture/ADR-002-x.md",
+                "---\nid: ADR-002\nstatus: Accepted\ntraces_to: [REQ-001]\n---\n\n# ADR-002: Cache\n",
+            ),
+            (
+                EPICS_INDEX,
+                "| Epic | Title | MVP |\n|---|---|---|\n| [EPIC-001](EPIC-001-a.md) | A | yes |\n",
+            ),
+            (
+                "spec/epics/EPIC-001-a.md",
+                "---\nid: EPIC-001\nrequirements: [REQ-001]\ndependencies: []\n---\n\n# EPIC-001: Login\n\n\
+                 ## Dependencies\n\n- EPIC-002 and EPIC-001\n\n## Stories\n\n\
+                 ### STORY-001-001: Log in\n\n- [ ] it works\n\nSize: S\nTraces: REQ-001\n\
+                 Component: COMP-001\n",
+            ),
+        ]);
+        let a = Architecture::read(&t);
+        let c: Vec<(&str, &str, usize, usize)> = (a.components.iter())
+            .map(|c| {
+                (
+                    c.id.as_str(),
+                    c.name.as_str(),
+                    c.implements.len(),
+                    c.depends_on.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            c,
+            [("COMP-001", "Login", 2, 0), ("COMP-002", "COMP-002", 1, 1)]
+        );
+        let d: Vec<(&str, &str, &str)> = (a.adrs.iter())
+            .map(|a| (a.id.as_str(), a.title.as_str(), a.status.as_str()))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("ADR-001", "Use Rust", "Proposed"),
+                ("ADR-002", "Cache", "Accepted")
+            ]
+        );
+        let e = Epics::read(&t);
+        let epic = &e.epics[0];
+        assert_eq!((epic.title.as_str(), epic.mvp), ("Login", true));
+        assert_eq!(epic.requirements, ["REQ-001"]);
+        assert_eq!(epic.dependencies, ["EPIC-002"], "its section, never itself");
+        let s = &epic.stories[0];
+        assert_eq!(
+            (s.id.as_str(), s.title.as_str()),
+            ("STORY-001-001", "Log in")
+        );
+        assert_eq!(
+            (s.traces.clone(), s.components.clone()),
+            (vec!["REQ-001".to_owned()], vec!["COMP-001".to_owned()])
+        );
+        assert_eq!(s.criteria, ["it works"]);
+    }
 
     #[test]
     fn readiness_score_and_gate() {

@@ -19,7 +19,6 @@ mod architecture;
 mod brief;
 mod context;
 mod epics;
-mod parse;
 mod requirements;
 mod template;
 pub(super) mod text;
@@ -33,42 +32,9 @@ use std::collections::BTreeMap;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::specdoc::md::{self, WRITER as MD};
-use crate::specdoc::spec::{self, Folder};
+use crate::specdoc::spec::{self, Folder, Moscow};
 
 use context::{Availability, Discovery};
-
-/// A MoSCoW priority, written as its word.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum Moscow {
-    /// Needed for the change to make sense.
-    Must,
-    /// Important, not vital.
-    Should,
-    /// Wanted if there is room.
-    Could,
-    /// Agreed to be left out this time.
-    #[serde(rename = "Won't")]
-    Wont,
-}
-
-impl Moscow {
-    /// Reads the word back, in any case, with or without brackets.
-    fn parse(text: &str) -> Option<Moscow> {
-        let t = text
-            .trim()
-            .trim_matches(|c| c == '[' || c == ']' || c == '*')
-            .to_ascii_lowercase();
-        match t.as_str() {
-            "must" => Some(Moscow::Must),
-            "should" => Some(Moscow::Should),
-            "could" => Some(Moscow::Could),
-            "won't" | "wont" | "will not" => Some(Moscow::Wont),
-            _ => None,
-        }
-    }
-}
 
 /// The four documents, in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -651,7 +617,8 @@ mod tests {
              document_type: product-brief\nstatus: draft\ngenerated_at: 2026-11-29T10:00:00Z\n\
              version: 1\ndependencies: [spec/discovery-context.json]\n---\n\n# Product Brief: "
         ));
-        let goals = parse::goals(brief);
+        let read = spec::Spec::read(&folder);
+        let goals = read.brief.as_ref().unwrap().goals.clone();
         let goal_ids: Vec<&str> = goals.iter().map(|g| g.id.as_str()).collect();
         assert_eq!(goal_ids, ["G-001", "G-002", "G-003", "G-004"]);
         assert_eq!(goals[0].text, "Add OAuth login");
@@ -661,7 +628,7 @@ mod tests {
         assert!(brief.contains("Breaking the CLI (ruled out by the request)"));
         assert!(brief.contains("Which OAuth providers must be supported?"));
         assert!(brief.contains("- [ ] "));
-        assert_eq!(parse::users(brief), ["Developer", "Operator"]);
+        assert_eq!(read.brief.unwrap().users, ["Developer", "Operator"]);
 
         // Requirements: one REQ per list item, NFRs from signals and constraints.
         let names: Vec<&str> = folder
@@ -690,7 +657,7 @@ mod tests {
              status: draft\n"
         ));
         assert!(req.contains("## User Story\n\nAs a developer, I want to add logout, so that"));
-        let reqs = parse::requirements(&folder);
+        let reqs = read.requirements.unwrap();
         assert_eq!(reqs.functional.len(), 6);
         for g in &goals {
             assert!(
@@ -708,7 +675,7 @@ mod tests {
                 .find(|r| r.id == "REQ-006")
                 .unwrap()
                 .priority,
-            Moscow::Could
+            Some(Moscow::Could)
         );
         let index = doc(&folder, "spec/requirements/_index.md");
         assert!(index.contains(
@@ -721,7 +688,7 @@ mod tests {
         assert!(index.contains("| Redis | to confirm |"));
 
         // Architecture: every REQ implemented by a component; ADRs with three options.
-        let arch = parse::architecture(&folder);
+        let arch = read.architecture.unwrap();
         assert!(arch.components.len() >= 4);
         for r in &reqs.functional {
             assert!(
@@ -749,9 +716,9 @@ mod tests {
         );
 
         // Epics: every REQ and component covered by a story.
-        let epics = parse::epics(&folder);
+        let epics = read.epics.unwrap().epics;
         assert!(epics.len() >= 2);
-        let stories: Vec<&parse::StoryRow> = epics.iter().flat_map(|e| &e.stories).collect();
+        let stories: Vec<&spec::Story> = epics.iter().flat_map(|e| &e.stories).collect();
         for r in reqs.all() {
             assert!(
                 stories.iter().any(|s| s.traces.contains(&r.id)),
@@ -768,7 +735,7 @@ mod tests {
         }
         assert!(stories.iter().all(|s| !s.criteria.is_empty()));
         assert_eq!(stories[0].id, "STORY-001-001");
-        let epic = doc(&folder, &epics[0].path);
+        let epic = doc(&folder, epics[0].path.as_deref().unwrap());
         assert!(epic.starts_with("---\nid: EPIC-001\npriority: Must\nmvp: true\nsize: "));
         assert!(epic.contains("### STORY-001-001: Add OAuth login\n"));
         assert!(epic.contains("\nTraces: REQ-001\n"));
@@ -892,11 +859,11 @@ mod tests {
             &many,
         ] {
             let (folder, outputs) = pipeline_for(task, &code, Folder::new());
-            let goals = parse::goals(doc(&folder, "spec/product-brief.md"));
+            let read = spec::Spec::read(&folder);
+            let goals = read.brief.unwrap().goals;
             assert!(!goals.is_empty() && goals.len() <= 7, "{task}: {goals:?}");
-            let reqs = parse::requirements(&folder);
-            let stories: Vec<parse::StoryRow> = parse::epics(&folder)
-                .into_iter()
+            let reqs = read.requirements.unwrap();
+            let stories: Vec<spec::Story> = (read.epics.unwrap().epics.into_iter())
                 .flat_map(|e| e.stories)
                 .collect();
             for r in &reqs.functional {

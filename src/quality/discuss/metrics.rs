@@ -315,7 +315,7 @@ fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals:
     out.insert("requirements.functional", m(f.len() as f64, Vec::new()));
     let no_story: Vec<String> = f
         .iter()
-        .filter(|q| !q.story)
+        .filter(|q| !q.has_story())
         .map(|q| q.id.clone())
         .collect();
     out.insert(
@@ -361,7 +361,7 @@ fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals:
         "requirements.without_criteria",
         count(
             f.iter()
-                .filter(|q| q.criteria == 0)
+                .filter(|q| q.criteria.is_empty())
                 .map(|q| q.id.clone())
                 .collect(),
         ),
@@ -369,7 +369,7 @@ fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals:
     let avg = if f.is_empty() {
         0.0
     } else {
-        f.iter().map(|q| q.criteria).sum::<usize>() as f64 / f.len() as f64
+        f.iter().map(|q| q.criteria.len()).sum::<usize>() as f64 / f.len() as f64
     };
     out.insert(
         "requirements.criteria_average",
@@ -497,7 +497,7 @@ fn epics_metrics(out: &mut Metrics, spec: &Spec, e: &Epics, goals: &[&str]) {
         "epics.stories_without_criteria",
         count(
             e.stories()
-                .filter(|s| s.criteria == 0)
+                .filter(|s| s.criteria.is_empty())
                 .map(|s| s.id.clone())
                 .collect(),
         ),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::specdoc::md::{self, GATE as MD, Table};
-use crate::specdoc::spec::{BRIEF, Folder, Goal, Kind, files_in};
+use crate::specdoc::spec::{BRIEF, Folder, Goal, Kind, Moscow, files_in};
 
 /// The template part a file follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,6 +353,7 @@ impl Spec {
                 .unwrap_or_default();
             self.goals.push(Goal {
                 text: goal,
+                priority: Moscow::Must,
                 metric: cell("success"),
                 target: cell("target"),
                 id: k.id,

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::context::{self, CodeView, Library};
-use super::parse::{self, GoalRow, ReqRow, Requirements};
 use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Phase, Step};
-use crate::specdoc::spec;
+use crate::specdoc::spec::{self, Goal as GoalRow, Req as ReqRow, Requirements};
 
 /// One component.
 #[derive(Serialize)]
@@ -336,17 +335,18 @@ struct IndexDoc<'a> {
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, spec::BRIEF, Phase::Architecture)?;
+    ctx.require(folder, spec::BRIEF, Phase::Architecture)?;
     ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Architecture)?;
-    let goals = parse::goals(brief);
-    let reqs = parse::requirements(folder);
+    let read = spec::Spec::read(folder);
+    let brief = read.brief.unwrap_or_default();
+    let reqs = read.requirements.unwrap_or_default();
     if reqs.functional.is_empty() {
         return Err(format!(
             "cannot write the architecture: `{}` lists no REQ-NNN requirement",
             spec::REQUIREMENTS_INDEX
         ));
     }
-    let comps = components(&goals, &reqs, ctx.input.code.files());
+    let comps = components(&brief.goals, &reqs, ctx.input.code.files());
     let adrs = decisions(ctx, &reqs);
     let d = &ctx.discovery;
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
@@ -387,14 +387,14 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             decision,
         });
     }
-    let index = index(ctx, brief, &reqs, &comps, &rows);
+    let index = index(ctx, brief.users, &reqs, &comps, &rows);
     ctx.draft(Phase::Architecture, &index, files)
 }
 
 /// The data of the index.
 fn index<'a>(
     ctx: &'a Ctx,
-    brief: &str,
+    users: Vec<String>,
     reqs: &'a Requirements,
     comps: &'a [Component],
     rows: &'a [AdrRow<'a>],
@@ -414,7 +414,7 @@ fn index<'a>(
         title: &ctx.title,
         functional: reqs.functional.len(),
         components: comps,
-        users: parse::users(brief),
+        users,
         external: text::systems(&ctx.task_text),
         code: code.view(),
         adrs: rows,

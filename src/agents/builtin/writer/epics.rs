@@ -9,9 +9,11 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::parse::{self, Architecture, ComponentRow, GoalRow, ReqRow, Requirements};
 use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
-use crate::specdoc::spec;
+use crate::specdoc::spec::{
+    self, Adr, Architecture, Component as ComponentRow, Goal as GoalRow, Req as ReqRow,
+    Requirements,
+};
 
 /// What kind of work a story is; its text follows from it.
 #[derive(Serialize, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +78,7 @@ struct EpicDoc<'a> {
     #[serde(flatten)]
     epic: &'a Epic,
     requirements: Vec<&'a ReqRow>,
-    decisions: Vec<&'a parse::AdrRow>,
+    decisions: Vec<&'a Adr>,
     user: &'a str,
     test_command: Option<&'a str>,
 }
@@ -105,7 +107,7 @@ struct IndexDoc<'a> {
     test_command: Option<&'a str>,
     traces: Vec<TraceRow>,
     /// The decisions of the architecture.
-    adrs: &'a [parse::AdrRow],
+    adrs: &'a [Adr],
 }
 
 /// What the epics are cut from.
@@ -133,7 +135,7 @@ impl Inputs<'_> {
         stories: Vec<Story>,
     ) -> Epic {
         let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-        let priority = (rows.iter().map(|r| r.priority).min()).unwrap_or(Moscow::Should);
+        let priority = (rows.iter().map(|r| r.moscow()).min()).unwrap_or(Moscow::Should);
         let id = format!("EPIC-{n:03}");
         Epic {
             file: format!("{id}-{}.md", super::text::slug(&title, "epic")),
@@ -192,13 +194,15 @@ fn story_size(criteria: usize) -> &'static str {
 
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, spec::BRIEF, Phase::Epics)?;
+    ctx.require(folder, spec::BRIEF, Phase::Epics)?;
     ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Epics)?;
     ctx.require(folder, spec::ARCHITECTURE_INDEX, Phase::Epics)?;
+    let read = spec::Spec::read(folder);
+    let brief = read.brief.unwrap_or_default();
     let inputs = Inputs {
-        goals: parse::goals(brief),
-        reqs: parse::requirements(folder),
-        arch: parse::architecture(folder),
+        goals: brief.goals,
+        reqs: read.requirements.unwrap_or_default(),
+        arch: read.architecture.unwrap_or_default(),
         test_command: ctx.discovery.code.test_command(),
         ctx,
     };
@@ -214,8 +218,7 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
             spec::ARCHITECTURE_INDEX
         ));
     }
-    let users = parse::users(brief);
-    let user = users.first().map_or("Developer", String::as_str);
+    let user = brief.users.first().map_or("Developer", String::as_str);
     let mut epics = feature_epics(&inputs);
     if let Some(quality) = quality_epic(&inputs, &epics) {
         epics.push(quality);
@@ -243,8 +246,9 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     ctx.draft(Phase::Epics, &index, files)
 }
 
-/// One epic per component that implements a known requirement, then one for the
-/// requirements no component implements; their dependencies follow the components'.
+/// One epic per component that implements a known functional requirement, then one for the
+/// functional requirements no component implements; their dependencies follow the
+/// components'.
 fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
     let mut groups: Vec<(Option<ComponentRow>, Vec<String>)> = inputs
         .arch
@@ -254,7 +258,7 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
             let known: Vec<String> = c
                 .implements
                 .iter()
-                .filter(|r| inputs.req(r).is_some())
+                .filter(|r| inputs.req(r).is_some_and(ReqRow::functional))
                 .cloned()
                 .collect();
             (Some(c.clone()), known)
@@ -441,7 +445,7 @@ fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> Index
         must_reqs: inputs
             .reqs
             .all()
-            .filter(|r| r.priority == Moscow::Must)
+            .filter(|r| r.moscow() == Moscow::Must)
             .map(|r| r.id.clone())
             .collect(),
         goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),

@@ -8,10 +8,9 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 
 use super::context::{self, Discovery};
-use super::parse::{self, GoalRow};
 use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
-use crate::specdoc::spec;
+use crate::specdoc::spec::{self, Goal as GoalRow};
 
 /// The category of a non-functional requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
@@ -236,15 +235,14 @@ struct IndexDoc<'a> {
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    let brief = ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
-    let goals = parse::goals(brief);
+    ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
+    let spec::Brief { goals, users, .. } = spec::Spec::read(folder).brief.unwrap_or_default();
     if goals.is_empty() {
         return Err(format!(
             "cannot write the requirements: `{}` has no goals table with G-NNN ids",
             spec::BRIEF
         ));
     }
-    let users = parse::users(brief);
     let user = users.first().map_or("Developer", String::as_str);
     let d = &ctx.discovery;
     let mut reqs: Vec<Req> = Vec::new();

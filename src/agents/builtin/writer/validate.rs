@@ -8,7 +8,6 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 
 use super::brief::count;
-use super::parse;
 use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec;
@@ -145,34 +144,20 @@ pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<St
 
 /// What the documents of each phase up to the one checked define.
 struct Written {
-    goals: Vec<parse::GoalRow>,
-    reqs: parse::Requirements,
-    arch: parse::Architecture,
-    epics: Vec<parse::EpicRow>,
+    goals: Vec<spec::Goal>,
+    reqs: spec::Requirements,
+    arch: spec::Architecture,
+    epics: Vec<spec::Epic>,
 }
 
 impl Written {
     fn read(phase: Phase, folder: &Folder) -> Written {
-        let brief = folder
-            .get(spec::BRIEF)
-            .and_then(|b| std::str::from_utf8(b).ok());
+        let read = spec::Spec::read(folder);
         Written {
-            goals: brief.map(parse::goals).unwrap_or_default(),
-            reqs: if phase >= Phase::Requirements {
-                parse::requirements(folder)
-            } else {
-                parse::Requirements::default()
-            },
-            arch: if phase >= Phase::Architecture {
-                parse::architecture(folder)
-            } else {
-                parse::Architecture::default()
-            },
-            epics: if phase >= Phase::Epics {
-                parse::epics(folder)
-            } else {
-                Vec::new()
-            },
+            goals: read.brief.map(|b| b.goals).unwrap_or_default(),
+            reqs: (read.requirements.filter(|_| phase >= Phase::Requirements)).unwrap_or_default(),
+            arch: (read.architecture.filter(|_| phase >= Phase::Architecture)).unwrap_or_default(),
+            epics: (read.epics.filter(|_| phase >= Phase::Epics)).map_or(Vec::new(), |e| e.epics),
         }
     }
 
@@ -280,7 +265,7 @@ fn trace(phase: Phase, w: &Written, problems: &mut Vec<String>) -> String {
             )
         }
         Phase::Epics => {
-            let stories: Vec<&parse::StoryRow> =
+            let stories: Vec<&spec::Story> =
                 w.epics.iter().flat_map(|e| e.stories.iter()).collect();
             for r in &reqs.functional {
                 if !stories.iter().any(|s| s.traces.contains(&r.id)) {
@@ -297,7 +282,8 @@ fn trace(phase: Phase, w: &Written, problems: &mut Vec<String>) -> String {
             }
             for e in &w.epics {
                 if e.stories.is_empty() {
-                    problems.push(format!("{} (`{}`) has no story", e.id, e.path));
+                    let path = e.path.as_deref().unwrap_or(spec::EPICS_INDEX);
+                    problems.push(format!("{} (`{path}`) has no story", e.id));
                 }
             }
             for s in &stories {
