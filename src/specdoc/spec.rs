@@ -1,5 +1,5 @@
-//! The pipeline folder as one typed model: the analyst's discovery context, the four spec
-//! documents (product brief, requirements, architecture, epics), the readiness report and the
+//! The pipeline folder as one typed model: the analyst's discovery context (read by
+//! [`super::discovery`]), the four spec documents (product brief, requirements, architecture, epics), the readiness report and the
 //! plan, with the layout they live in ([`Kind`] and the paths).
 //!
 //! [`Spec`] is the reading the supervisor checkpoints and the discuss critics measure by. It
@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+use super::discovery::Discovery;
 use super::md::{self, CHECKPOINT as MD};
 
 /// Pipeline-folder files by relative path.
@@ -222,7 +223,8 @@ impl Spec {
             .collect();
         let present = |k: Kind| texts.keys().any(|p| k.owns(p));
         Spec {
-            discovery: texts.get(DISCOVERY).map(|t| Discovery::read(t)),
+            discovery: (texts.get(DISCOVERY))
+                .map(|t| Discovery::parse(t.as_bytes()).unwrap_or_default()),
             brief: texts.get(BRIEF).map(|t| Brief::read(t)),
             requirements: present(Kind::Requirements).then(|| Requirements::read(&texts)),
             architecture: present(Kind::Architecture).then(|| Architecture::read(&texts)),
@@ -339,68 +341,6 @@ impl Spec {
                     .map(move |q| (p.to_owned(), q))
             })
             .collect()
-    }
-}
-
-/// The analyst's findings.
-#[derive(Debug, Clone, Default)]
-pub struct Discovery {
-    /// Whether the file is a JSON object.
-    pub valid: bool,
-    /// The problem statement (or the task text when it has none).
-    pub problem: String,
-    /// User groups named.
-    pub users: Vec<String>,
-    /// Explore angles.
-    pub dimensions: Vec<String>,
-    /// Constraints found in the request.
-    pub constraints: Vec<String>,
-    /// What the analyst could not know.
-    pub open_questions: Vec<String>,
-    /// Advice for the next roles.
-    pub recommendations: Vec<String>,
-    /// Tech-profile signals.
-    pub signals: Vec<String>,
-    /// Whether code facts were reported (`codebase_context` not null).
-    pub has_codebase: bool,
-}
-
-impl Discovery {
-    fn read(text: &str) -> Discovery {
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
-            return Discovery::default();
-        };
-        if !v.is_object() {
-            return Discovery::default();
-        }
-        let seed = &v["seed_analysis"];
-        let pick = |key: &str| {
-            if seed[key].is_null() {
-                &v[key]
-            } else {
-                &seed[key]
-            }
-        };
-        let mut problem = string(pick("problem_statement"));
-        if problem.is_empty() {
-            problem = string(&v["task_text"]);
-        }
-        let profile = if v["tech_profile"].is_null() {
-            &v["signals"]
-        } else {
-            &v["tech_profile"]["signals"]
-        };
-        Discovery {
-            valid: true,
-            problem,
-            users: strings(pick("target_users")),
-            dimensions: strings(pick("exploration_dimensions")),
-            constraints: strings(pick("constraints")),
-            open_questions: strings(&v["open_questions"]),
-            recommendations: strings(&v["recommendations"]),
-            signals: strings(profile),
-            has_codebase: v["codebase_context"].is_object(),
-        }
     }
 }
 
