@@ -6,7 +6,7 @@
 //! be a single value, and a list item an object, read by its most telling key; the request's
 //! analysis and the tech profile may sit at the top level instead of under their key;
 //! languages may be a map from name to share; what is missing is left empty. Every text is
-//! read as one line.
+//! read as one line. The plan's reader ([`super::spec`]) reads JSON text the same way.
 
 use std::collections::BTreeMap;
 
@@ -266,7 +266,7 @@ fn items(v: &Value) -> impl Iterator<Item = &Value> {
 
 /// A value as one line of text: a string as it is, a number or boolean printed, an object by
 /// its most telling key.
-fn text(v: &Value) -> String {
+pub(super) fn text(v: &Value) -> String {
     let s = match v {
         Value::String(s) => s.as_str(),
         Value::Number(n) => return n.to_string(),
@@ -280,12 +280,12 @@ fn text(v: &Value) -> String {
 }
 
 /// A path as [`text`], an object by its `path` first.
-fn path(v: &Value) -> String {
+pub(super) fn path(v: &Value) -> String {
     text(v.get("path").unwrap_or(v))
 }
 
 /// A value as a list (see [`items`]) of texts read by `each`, without empty ones.
-fn list(v: &Value, each: fn(&Value) -> String) -> Vec<String> {
+pub(super) fn list(v: &Value, each: fn(&Value) -> String) -> Vec<String> {
     items(v).map(each).filter(|s| !s.is_empty()).collect()
 }
 

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use super::discovery::Discovery;
+use super::discovery::{Discovery, list, path, text};
 use super::md::{self, CHECKPOINT as MD};
 
 /// Pipeline-folder files by relative path.
@@ -813,49 +813,31 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn read(text: &str, texts: &BTreeMap<String, String>) -> Plan {
+    fn read(json: &str, texts: &BTreeMap<String, String>) -> Plan {
         let task_files = texts
             .keys()
             .filter_map(|p| under(p, PLAN_TASKS_DIR))
             .filter_map(|n| n.strip_suffix(".json"))
             .map(str::to_owned)
             .collect();
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
+        let Ok(v) = serde_json::from_str::<Value>(json) else {
             return Plan {
                 task_files,
                 ..Plan::default()
             };
         };
-        let tasks: Vec<PlanTask> = v["tasks"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|t| {
-                        let deps = ["depends_on", "dependsOn", "blocked_by"]
-                            .iter()
-                            .map(|k| strings(&t[*k]))
-                            .find(|d| !d.is_empty())
-                            .unwrap_or_default();
-                        let files = t["files"]
-                            .as_array()
-                            .map(|f| {
-                                f.iter()
-                                    .filter_map(|x| {
-                                        x.as_str().or_else(|| x["path"].as_str()).map(str::to_owned)
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        PlanTask {
-                            id: string(&t["id"]),
-                            depends_on: deps,
-                            files,
-                        }
-                    })
-                    .collect()
+        let tasks: Vec<PlanTask> = (v["tasks"].as_array().into_iter().flatten())
+            .map(|t| PlanTask {
+                id: text(&t["id"]),
+                depends_on: ["depends_on", "dependsOn", "blocked_by"]
+                    .iter()
+                    .map(|k| list(&t[*k], text))
+                    .find(|d| !d.is_empty())
+                    .unwrap_or_default(),
+                files: list(&t["files"], path),
             })
-            .unwrap_or_default();
-        let mut modules = strings(&v["modules"]);
+            .collect();
+        let mut modules = list(&v["modules"], text);
         if modules.is_empty() {
             let dirs: BTreeSet<String> = tasks
                 .iter()
@@ -866,7 +848,7 @@ impl Plan {
         }
         Plan {
             valid: v.is_object(),
-            complexity: string(&v["complexity"]),
+            complexity: text(&v["complexity"]),
             modules,
             tasks,
             task_files,
@@ -1024,28 +1006,6 @@ fn truthy(text: &str) -> bool {
         MD.plain(text).to_lowercase().as_str(),
         "true" | "yes" | "y" | "x" | "✓" | "✔" | "mvp"
     )
-}
-
-fn string(v: &Value) -> String {
-    v.as_str().map(|s| s.trim().to_owned()).unwrap_or_default()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::Array(a) => a
-            .iter()
-            .filter_map(|x| {
-                x.as_str()
-                    .map(str::to_owned)
-                    .or_else(|| x["name"].as_str().map(str::to_owned))
-                    .or_else(|| x["text"].as_str().map(str::to_owned))
-            })
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        Value::String(s) if !s.trim().is_empty() => vec![s.trim().to_owned()],
-        _ => Vec::new(),
-    }
 }
 
 #[cfg(test)]
