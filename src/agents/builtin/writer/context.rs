@@ -28,21 +28,21 @@ pub enum Availability {
 pub struct Discovery {
     /// Whether the file was there.
     pub availability: Availability,
-    /// `seed_analysis.problem_statement`.
+    /// The problem statement, as Markdown source.
     pub problem_statement: String,
-    /// `seed_analysis.target_users`.
+    /// Who the request is for, as Markdown source.
     pub target_users: Vec<String>,
-    /// `seed_analysis.domain`.
+    /// The domain, as Markdown source.
     pub domain: String,
-    /// `seed_analysis.constraints`.
+    /// The constraints, as Markdown source.
     pub constraints: Vec<String>,
     /// `open_questions`.
     pub open_questions: Vec<String>,
     /// `recommendations`.
     pub recommendations: Vec<String>,
-    /// `tech_profile.signals`.
+    /// The tech profile's signals.
     pub signals: Vec<String>,
-    /// `tech_profile.evidence`.
+    /// The paths that show each signal.
     pub evidence: BTreeMap<String, Vec<String>>,
     /// Facts about the code: from `codebase_context`, else from the code tree's paths.
     pub code: CodeFacts,
