@@ -447,10 +447,11 @@ struct Setup {
 /// (the analyst's) is used only where it equals the detected one; otherwise it is named in
 /// `notes` and not run.
 fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -> Option<Setup> {
-    let discovery = input.folder.get(DISCOVERY).map(|b| Discovery::parse(b));
-    let hint = discovery
-        .as_ref()
-        .and_then(|d| d.as_ref().ok()?.test_framework());
+    let discovery = input
+        .folder
+        .get(DISCOVERY)
+        .and_then(|b| Discovery::parse(b).ok());
+    let hint = discovery.as_ref().and_then(Discovery::test_framework);
     let detected = detect::detect(&input.code, hint);
     let plan_command = input
         .folder_text(PLAN)

@@ -137,6 +137,7 @@ impl Discovery {
         if !v.is_object() {
             return Err("it is not a JSON object".into());
         }
+        // The request's analysis and the tech profile, under their key or at the top level.
         let seed = &v["seed_analysis"];
         let pick = |key: &str| {
             if seed[key].is_null() {
@@ -271,7 +272,8 @@ pub(super) fn text(v: &Value) -> String {
         Value::String(s) => s.as_str(),
         Value::Number(n) => return n.to_string(),
         Value::Bool(b) => return b.to_string(),
-        Value::Object(map) => (TELLING.iter())
+        Value::Object(map) => TELLING
+            .iter()
             .find_map(|k| map.get(*k)?.as_str())
             .unwrap_or_default(),
         _ => "",

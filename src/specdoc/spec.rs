@@ -826,7 +826,10 @@ impl Plan {
                 ..Plan::default()
             };
         };
-        let tasks: Vec<PlanTask> = (v["tasks"].as_array().into_iter().flatten())
+        let tasks: Vec<PlanTask> = v["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
             .map(|t| PlanTask {
                 id: text(&t["id"]),
                 depends_on: ["depends_on", "dependsOn", "blocked_by"]

@@ -42,10 +42,12 @@ pub fn discovery(input: &TaskInput, notes: &mut Vec<String>) -> Discovery {
             return Discovery::default();
         }
     };
-    let test_command = d.test_framework().map(|t| t.command.clone());
     let code = d.codebase.unwrap_or_default();
     Discovery {
-        test_command: test_command.filter(|c| !c.is_empty()),
+        test_command: code
+            .test_framework
+            .map(|t| t.command)
+            .filter(|c| !c.is_empty()),
         languages: code.languages.into_iter().map(|l| l.name).collect(),
         source_dirs: dirs(code.source_dirs),
         test_dirs: dirs(code.test_dirs),
