@@ -18,6 +18,8 @@ pub mod prompt;
 pub mod replay;
 pub mod result;
 pub mod roster;
+/// The tech profile an agent reports is the one of the discovery context.
+pub use crate::specdoc::discovery::TechProfile;
 
 use std::collections::BTreeMap;
 
@@ -167,19 +169,6 @@ pub struct StateUpdate {
     /// Signals about the code base, for specialist injection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tech_profile: Option<TechProfile>,
-}
-
-/// Signals about the code base and the files that show them.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TechProfile {
-    /// Signal names (`sql_detected`, `auth_detected`, …).
-    pub signals: Vec<String>,
-    /// For each signal, up to a few paths that show it.
-    #[serde(default)]
-    pub evidence: BTreeMap<String, Vec<String>>,
-    /// `high`, `medium` or `low`.
-    pub confidence: String,
 }
 
 impl StateUpdate {

@@ -22,7 +22,7 @@ mod tests;
 
 use std::time::Duration;
 
-use detect::{AnalystHint, Framework, Kind};
+use detect::{Framework, Kind};
 use parse::{Counts, Failure, Severity};
 use report::{Record, ResultSet, RunRecord};
 
@@ -30,6 +30,8 @@ use super::{FixRequest, QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::{TaskId, Verdict};
+use crate::specdoc::discovery::Discovery;
+use crate::specdoc::spec::{DISCOVERY, PLAN};
 
 /// At most this many test iterations (the first run and its fix re-runs).
 pub const MAX_ITERATIONS: u32 = 10;
@@ -47,8 +49,6 @@ const FIX_TEXT_BYTES: usize = 6000;
 /// Where the report and the records go, relative to the pipeline folder.
 const REPORT: &str = "artifacts/test-report.md";
 const RUNS: &str = "artifacts/test-runs";
-const DISCOVERY: &str = "spec/discovery-context.json";
-const PLAN: &str = "plan/plan.json";
 
 /// Runs a tester task.
 pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
@@ -447,11 +447,12 @@ struct Setup {
 /// (the analyst's) is used only where it equals the detected one; otherwise it is named in
 /// `notes` and not run.
 fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -> Option<Setup> {
-    let hint = input
+    let discovery = input
         .folder
         .get(DISCOVERY)
-        .and_then(|b| AnalystHint::from_discovery(b));
-    let detected = detect::detect(&input.code, hint.as_ref());
+        .and_then(|b| Discovery::parse(b).ok());
+    let hint = discovery.as_ref().and_then(Discovery::test_framework);
+    let detected = detect::detect(&input.code, hint);
     let plan_command = input
         .folder_text(PLAN)
         .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
@@ -461,8 +462,7 @@ fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -
         .map(|c| (format!("{PLAN} test_command"), c))
         .into_iter()
         .chain(
-            hint.as_ref()
-                .filter(|h| !h.command.is_empty())
+            hint.filter(|h| !h.command.is_empty())
                 .map(|h| (format!("{DISCOVERY} test_framework"), h.command.clone())),
         )
         .collect();

@@ -1,11 +1,13 @@
 //! The spec documents of a pipeline folder, read back: the markdown primitives every reader
-//! shares ([`md`]), the folder's layout and typed model ([`spec`]), and the spec templates
-//! that say what each document must contain ([`template`]).
+//! shares ([`md`]), the analyst's report ([`discovery`]), the folder's layout and typed model
+//! ([`spec`]), and the spec templates that say what each document must contain
+//! ([`template`]).
 //!
 //! The documents may come from the builtin writer or from any agent, so reading is lenient:
 //! whatever the ids, tables, headings and frontmatter give is taken, the rest is left empty,
 //! and nothing fails.
 
+pub mod discovery;
 pub mod md;
 pub mod spec;
 pub mod template;

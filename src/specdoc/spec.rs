@@ -1,5 +1,5 @@
-//! The pipeline folder as one typed model: the analyst's discovery context, the four spec
-//! documents (product brief, requirements, architecture, epics), the readiness report and the
+//! The pipeline folder as one typed model: the analyst's discovery context (read by
+//! [`super::discovery`]), the four spec documents (product brief, requirements, architecture, epics), the readiness report and the
 //! plan, with the layout they live in ([`Kind`] and the paths).
 //!
 //! [`Spec`] is the one reading of the spec documents: the supervisor checkpoints and the
@@ -18,6 +18,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+use super::discovery::{Discovery, list, path, text};
 use super::md::{self, CHECKPOINT as MD};
 
 /// Pipeline-folder files by relative path.
@@ -224,7 +225,8 @@ impl Spec {
             .collect();
         let present = |k: Kind| texts.keys().any(|p| k.owns(p));
         Spec {
-            discovery: texts.get(DISCOVERY).map(|t| Discovery::read(t)),
+            discovery: (texts.get(DISCOVERY))
+                .map(|t| Discovery::parse(t.as_bytes()).unwrap_or_default()),
             brief: texts.get(BRIEF).map(|t| Brief::read(t)),
             requirements: present(Kind::Requirements).then(|| Requirements::read(&texts)),
             architecture: present(Kind::Architecture).then(|| Architecture::read(&texts)),
@@ -341,68 +343,6 @@ impl Spec {
                     .map(move |q| (p.to_owned(), q))
             })
             .collect()
-    }
-}
-
-/// The analyst's findings.
-#[derive(Debug, Clone, Default)]
-pub struct Discovery {
-    /// Whether the file is a JSON object.
-    pub valid: bool,
-    /// The problem statement (or the task text when it has none).
-    pub problem: String,
-    /// User groups named.
-    pub users: Vec<String>,
-    /// Explore angles.
-    pub dimensions: Vec<String>,
-    /// Constraints found in the request.
-    pub constraints: Vec<String>,
-    /// What the analyst could not know.
-    pub open_questions: Vec<String>,
-    /// Advice for the next roles.
-    pub recommendations: Vec<String>,
-    /// Tech-profile signals.
-    pub signals: Vec<String>,
-    /// Whether code facts were reported (`codebase_context` not null).
-    pub has_codebase: bool,
-}
-
-impl Discovery {
-    fn read(text: &str) -> Discovery {
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
-            return Discovery::default();
-        };
-        if !v.is_object() {
-            return Discovery::default();
-        }
-        let seed = &v["seed_analysis"];
-        let pick = |key: &str| {
-            if seed[key].is_null() {
-                &v[key]
-            } else {
-                &seed[key]
-            }
-        };
-        let mut problem = string(pick("problem_statement"));
-        if problem.is_empty() {
-            problem = string(&v["task_text"]);
-        }
-        let profile = if v["tech_profile"].is_null() {
-            &v["signals"]
-        } else {
-            &v["tech_profile"]["signals"]
-        };
-        Discovery {
-            valid: true,
-            problem,
-            users: strings(pick("target_users")),
-            dimensions: strings(pick("exploration_dimensions")),
-            constraints: strings(pick("constraints")),
-            open_questions: strings(&v["open_questions"]),
-            recommendations: strings(&v["recommendations"]),
-            signals: strings(profile),
-            has_codebase: v["codebase_context"].is_object(),
-        }
     }
 }
 
@@ -960,14 +900,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn read(text: &str, texts: &BTreeMap<String, String>) -> Plan {
+    fn read(json: &str, texts: &BTreeMap<String, String>) -> Plan {
         let task_files = texts
             .keys()
             .filter_map(|p| under(p, PLAN_TASKS_DIR))
             .filter_map(|n| n.strip_suffix(".json"))
             .map(str::to_owned)
             .collect();
-        let Ok(v) = serde_json::from_str::<Value>(text) else {
+        let Ok(v) = serde_json::from_str::<Value>(json) else {
             return Plan {
                 task_files,
                 ..Plan::default()
@@ -975,34 +915,19 @@ impl Plan {
         };
         let tasks: Vec<PlanTask> = v["tasks"]
             .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|t| {
-                        let deps = ["depends_on", "dependsOn", "blocked_by"]
-                            .iter()
-                            .map(|k| strings(&t[*k]))
-                            .find(|d| !d.is_empty())
-                            .unwrap_or_default();
-                        let files = t["files"]
-                            .as_array()
-                            .map(|f| {
-                                f.iter()
-                                    .filter_map(|x| {
-                                        x.as_str().or_else(|| x["path"].as_str()).map(str::to_owned)
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        PlanTask {
-                            id: string(&t["id"]),
-                            depends_on: deps,
-                            files,
-                        }
-                    })
-                    .collect()
+            .into_iter()
+            .flatten()
+            .map(|t| PlanTask {
+                id: text(&t["id"]),
+                depends_on: ["depends_on", "dependsOn", "blocked_by"]
+                    .iter()
+                    .map(|k| list(&t[*k], text))
+                    .find(|d| !d.is_empty())
+                    .unwrap_or_default(),
+                files: list(&t["files"], path),
             })
-            .unwrap_or_default();
-        let mut modules = strings(&v["modules"]);
+            .collect();
+        let mut modules = list(&v["modules"], text);
         if modules.is_empty() {
             let dirs: BTreeSet<String> = tasks
                 .iter()
@@ -1013,7 +938,7 @@ impl Plan {
         }
         Plan {
             valid: v.is_object(),
-            complexity: string(&v["complexity"]),
+            complexity: text(&v["complexity"]),
             modules,
             tasks,
             task_files,
@@ -1165,28 +1090,6 @@ fn truthy(text: &str) -> bool {
         MD.plain(text).to_lowercase().as_str(),
         "true" | "yes" | "y" | "x" | "✓" | "✔" | "mvp"
     )
-}
-
-fn string(v: &Value) -> String {
-    v.as_str().map(|s| s.trim().to_owned()).unwrap_or_default()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    match v {
-        Value::Array(a) => a
-            .iter()
-            .filter_map(|x| {
-                x.as_str()
-                    .map(str::to_owned)
-                    .or_else(|| x["name"].as_str().map(str::to_owned))
-                    .or_else(|| x["text"].as_str().map(str::to_owned))
-            })
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect(),
-        Value::String(s) if !s.trim().is_empty() => vec![s.trim().to_owned()],
-        _ => Vec::new(),
-    }
 }
 
 #[cfg(test)]

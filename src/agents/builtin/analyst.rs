@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::agents::{CodeTree, Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
 use crate::error::Result;
+use crate::specdoc::spec::DISCOVERY;
 
 use super::template::{data, list};
 
@@ -33,8 +34,7 @@ use layout::{Layout, TestFramework, TestHints};
 use manifest::Manifest;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 
-/// Where the files go, relative to the pipeline folder.
-const DISCOVERY: &str = "spec/discovery-context.json";
+/// Where the files go, relative to the pipeline folder (and [`DISCOVERY`]).
 const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";

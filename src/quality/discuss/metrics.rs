@@ -4,10 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::RiskSpec;
+use crate::specdoc::discovery::Discovery;
 use crate::specdoc::md::CHECKPOINT as MD;
-use crate::specdoc::spec::{
-    Architecture, Brief, Discovery, Epics, Kind, Readiness, Requirements, Spec,
-};
+use crate::specdoc::spec::{Architecture, Brief, Epics, Kind, Readiness, Requirements, Spec};
 
 /// One measured value and the items behind a shortfall (goal ids without requirements, …).
 #[derive(Debug, Clone, PartialEq)]
@@ -243,24 +242,24 @@ fn discovery_metrics(out: &mut Metrics, d: &Discovery, risks: &[RiskSpec], prose
     };
     out.insert(
         "discovery.problem_chars",
-        m(d.problem.chars().count() as f64, Vec::new()),
+        m(d.problem().chars().count() as f64, Vec::new()),
     );
-    let users = if !d.users.is_empty() {
-        d.users.len()
+    let users = if !d.seed.target_users.is_empty() {
+        d.seed.target_users.len()
     } else {
         usize::from(asked(&["who ", "user", "audience"]))
     };
     out.insert("discovery.users_or_asked", m(users as f64, Vec::new()));
     out.insert(
         "discovery.dimensions",
-        m(d.dimensions.len() as f64, Vec::new()),
+        m(d.seed.exploration_dimensions.len() as f64, Vec::new()),
     );
     out.insert(
         "discovery.recommendations",
         m(d.recommendations.len() as f64, Vec::new()),
     );
-    let constraints = if !d.constraints.is_empty() {
-        d.constraints.len()
+    let constraints = if !d.seed.constraints.is_empty() {
+        d.seed.constraints.len()
     } else {
         usize::from(asked(&["scope", "constraint", "limit", "deadline"]))
     };
@@ -269,7 +268,8 @@ fn discovery_metrics(out: &mut Metrics, d: &Discovery, risks: &[RiskSpec], prose
         m(constraints as f64, Vec::new()),
     );
     out.insert("discovery.open_questions", count(d.open_questions.clone()));
-    let code = d.has_codebase || asked(&["new project", "source code", "codebase", "code base"]);
+    let code =
+        d.codebase.is_some() || asked(&["new project", "source code", "codebase", "code base"]);
     out.insert(
         "discovery.codebase_or_asked",
         m(f64::from(u8::from(code)), Vec::new()),
@@ -277,12 +277,12 @@ fn discovery_metrics(out: &mut Metrics, d: &Discovery, risks: &[RiskSpec], prose
     let own = [
         d.recommendations.join("\n"),
         d.open_questions.join("\n"),
-        d.constraints.join("\n"),
+        d.seed.constraints.join("\n"),
     ]
     .join("\n");
     let unaddressed: Vec<String> = risks
         .iter()
-        .filter(|r| r.signals.iter().all(|s| d.signals.contains(s)))
+        .filter(|r| r.signals.iter().all(|s| d.tech_profile.signals.contains(s)))
         .filter(|r| !mentions(&own, &r.words) && !mentions(prose, &r.words))
         .map(|r| r.name.clone())
         .collect();
@@ -417,7 +417,7 @@ fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals:
             ),
         );
     }
-    if let Some(d) = &spec.discovery {
+    if let Some(d) = spec.discovery.as_ref().map(|d| &d.seed) {
         let text: String = spec
             .texts_of(Kind::Requirements)
             .map(|(_, t)| t.to_lowercase())

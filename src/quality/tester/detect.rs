@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use crate::agents::CodeTree;
+use crate::specdoc::discovery::TestFramework;
 
 /// The test frameworks the tester can run and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,33 +121,6 @@ pub struct Framework {
     pub evidence: String,
     /// The command that runs the whole suite.
     pub full: String,
-}
-
-/// What the analyst wrote in `spec/discovery-context.json` under
-/// `codebase_context.test_framework`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AnalystHint {
-    /// The framework name.
-    pub name: String,
-    /// The command.
-    pub command: String,
-    /// The file that shows it.
-    pub evidence: String,
-}
-
-impl AnalystHint {
-    /// Reads the hint from the discovery context, if it names a framework.
-    pub fn from_discovery(json: &[u8]) -> Option<AnalystHint> {
-        let v: serde_json::Value = serde_json::from_slice(json).ok()?;
-        let t = &v["codebase_context"]["test_framework"];
-        let get = |k: &str| t[k].as_str().map(str::trim).unwrap_or("").to_owned();
-        let hint = AnalystHint {
-            name: get("name"),
-            command: get("command"),
-            evidence: get("evidence"),
-        };
-        (!hint.command.is_empty() || !hint.name.is_empty()).then_some(hint)
-    }
 }
 
 /// Directories whose content is vendored or generated, never the project's own tests.
@@ -454,7 +428,7 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
 
 /// The framework to use: the shallowest candidate, or the analyst's choice among the
 /// shallowest ones.
-pub fn detect(code: &CodeTree, hint: Option<&AnalystHint>) -> Option<Framework> {
+pub fn detect(code: &CodeTree, hint: Option<&TestFramework>) -> Option<Framework> {
     let all = candidates(code);
     let first = all.first()?;
     let preferred = hint.and_then(|h| Kind::of_analyst_name(&h.name));

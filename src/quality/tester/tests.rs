@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::agents::{CodeTree, TaskInput};
 use crate::model::{Session, Task};
+use crate::specdoc::discovery::TestFramework;
 
 use crate::testutil::git;
 
@@ -359,16 +360,18 @@ fn the_shallowest_framework_wins_and_the_analyst_breaks_ties() {
     ];
     let (_dir, code) = code_tree(&files);
     assert_eq!(detect::detect(&code, None).unwrap().kind, Kind::Pytest);
-    let hint = detect::AnalystHint::from_discovery(
+    let discovery = Discovery::parse(
         br#"{"codebase_context": {"test_framework": {"name": "cargo test", "command": "cargo test", "evidence": "Cargo.toml"}}}"#,
     )
     .unwrap();
     assert_eq!(
-        detect::detect(&code, Some(&hint)).unwrap().kind,
+        detect::detect(&code, discovery.test_framework())
+            .unwrap()
+            .kind,
         Kind::Cargo
     );
     // A hint for a deeper framework does not win over a shallower one.
-    let jest = detect::AnalystHint {
+    let jest = TestFramework {
         name: "jest".into(),
         ..Default::default()
     };

@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
+use crate::specdoc::discovery::SeedAnalysis;
+
 /// How big the request looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -114,21 +116,6 @@ impl Words {
     pub fn any(&self, keywords: &[String]) -> bool {
         keywords.iter().any(|k| self.hits(k) > 0)
     }
-}
-
-/// The seed analysis as written to `discovery-context.json`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct SeedAnalysis {
-    /// Sentences that limit the solution.
-    pub constraints: Vec<String>,
-    /// The domain the words point to.
-    pub domain: String,
-    /// 3 to 5 explore angles.
-    pub exploration_dimensions: Vec<String>,
-    /// The text, trimmed.
-    pub problem_statement: String,
-    /// Who the request is for, when it says so.
-    pub target_users: Vec<String>,
 }
 
 /// Everything read from the task text.

@@ -4,10 +4,9 @@
 //! plan is cut from: one per epic in dependency order, else one per requirement, else one per
 //! clause of the task text.
 
-use serde_json::Value;
-
 use super::text;
 use crate::agents::{TaskInput, TechProfile};
+use crate::specdoc::discovery::Discovery as Report;
 use crate::specdoc::md;
 use crate::specdoc::spec::{DISCOVERY, Epic, Moscow, Req, Spec};
 
@@ -31,102 +30,35 @@ pub struct Discovery {
 
 /// Reads the discovery context, if there is one.
 pub fn discovery(input: &TaskInput, notes: &mut Vec<String>) -> Discovery {
-    let Some(raw) = input.folder.get(DISCOVERY) else {
-        return Discovery::default();
-    };
-    let v: Value = match serde_json::from_slice(raw) {
-        Ok(v) => v,
-        Err(e) => {
+    let d = match input.folder.get(DISCOVERY).map(|raw| Report::parse(raw)) {
+        None => return Discovery::default(),
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
             notes.push(format!(
                 "{DISCOVERY} does not parse ({e}); planned without it"
             ));
             return Discovery::default();
         }
     };
-    let ctx = &v["codebase_context"];
-    let test_command = ctx["test_framework"]["command"]
-        .as_str()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
+    let code = d.codebase.unwrap_or_default();
     Discovery {
-        test_command,
-        languages: names(&ctx["languages"]),
-        source_dirs: dirs(&ctx["layout"]["source_dirs"]),
-        test_dirs: dirs(&ctx["layout"]["test_dirs"]),
-        upstream: tech_profile(&v["tech_profile"]),
+        test_command: code
+            .test_framework
+            .map(|t| t.command)
+            .filter(|c| !c.is_empty()),
+        languages: code.languages.into_iter().map(|l| l.name).collect(),
+        source_dirs: dirs(code.source_dirs),
+        test_dirs: dirs(code.test_dirs),
+        upstream: Some(d.tech_profile),
     }
 }
 
-/// The strings of a JSON list whose items are strings, or objects holding one under the first
-/// of `keys` that does; nothing when `v` is not a list.
-fn strings(v: &Value, keys: &[&str]) -> Vec<String> {
-    let items = v.as_array().map_or(&[][..], Vec::as_slice);
-    let string = |x: &Value| match x {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => keys
-            .iter()
-            .find_map(|k| o.get(*k).and_then(Value::as_str).map(str::to_owned)),
-        _ => None,
-    };
-    items.iter().filter_map(string).collect()
-}
-
-/// Language names from a name, a list of names or of `{name}` objects, or a map from name to
-/// a share (number, or an object with `bytes` or `files`), largest share first.
-fn names(v: &Value) -> Vec<String> {
-    let Value::Object(map) = v else {
-        return match v.as_str() {
-            Some(s) => vec![s.to_owned()],
-            None => strings(v, &["name", "language"]),
-        };
-    };
-    let share = |x: &Value| {
-        [x, &x["bytes"], &x["files"]]
-            .iter()
-            .find_map(|x| x.as_f64())
-    };
-    let mut by_share: Vec<(f64, &String)> = map
-        .iter()
-        .map(|(n, x)| (share(x).unwrap_or(0.0), n))
-        .collect();
-    by_share.sort_by(|a, b| {
-        b.0.partial_cmp(&a.0)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.1.cmp(b.1))
-    });
-    by_share.into_iter().map(|(_, n)| n.clone()).collect()
-}
-
-/// Directories from a list of paths or of `{path}` objects, without `./` and trailing `/`.
-fn dirs(v: &Value) -> Vec<String> {
-    let clean = |s: String| {
-        s.trim()
-            .trim_start_matches("./")
-            .trim_end_matches('/')
-            .to_owned()
-    };
-    let mut out: Vec<String> = strings(v, &["path"]).into_iter().map(clean).collect();
+/// Directories without `./` and trailing `/`; the root and paths leaving it are left out.
+fn dirs(paths: Vec<String>) -> Vec<String> {
+    let clean = |s: String| s.trim_start_matches("./").trim_end_matches('/').to_owned();
+    let mut out: Vec<String> = paths.into_iter().map(clean).collect();
     out.retain(|s| !s.is_empty() && s != "." && !s.contains(".."));
     out
-}
-
-/// The analyst's tech profile, if it lists its signals.
-fn tech_profile(v: &Value) -> Option<TechProfile> {
-    v["signals"].as_array()?;
-    let evidence = v["evidence"].as_object().into_iter().flatten();
-    let evidence = evidence.map(|(signal, paths)| {
-        let paths = match paths.as_str() {
-            Some(s) => vec![s.to_owned()],
-            None => strings(paths, &[]),
-        };
-        (signal.clone(), paths)
-    });
-    Some(TechProfile {
-        signals: strings(&v["signals"], &[]),
-        evidence: evidence.collect(),
-        confidence: v["confidence"].as_str().unwrap_or("medium").to_owned(),
-    })
 }
 
 /// The work item of a requirement or an epic: `title` is Markdown source (a heading or a

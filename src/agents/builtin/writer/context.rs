@@ -1,14 +1,14 @@
 //! What the writer knows about the repository and the request: the analyst's
-//! `spec/discovery-context.json`, read leniently, and, when it has no code facts, a few facts
-//! taken from the code tree's paths.
+//! `spec/discovery-context.json` (read by [`crate::specdoc::discovery`]), and, when it has no
+//! code facts, a few facts taken from the code tree's paths.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::text::{self, WORDS, has};
 use crate::agents::CodeFile;
+use crate::specdoc::discovery::{Codebase, Discovery as Report, Language, Manifest, TestFramework};
 use crate::specdoc::md;
 
 /// Whether the discovery context could be used.
@@ -28,21 +28,21 @@ pub enum Availability {
 pub struct Discovery {
     /// Whether the file was there.
     pub availability: Availability,
-    /// `seed_analysis.problem_statement`.
+    /// The problem statement, as Markdown source.
     pub problem_statement: String,
-    /// `seed_analysis.target_users`.
+    /// Who the request is for, as Markdown source.
     pub target_users: Vec<String>,
-    /// `seed_analysis.domain`.
+    /// The domain, as Markdown source.
     pub domain: String,
-    /// `seed_analysis.constraints`.
+    /// The constraints, as Markdown source.
     pub constraints: Vec<String>,
     /// `open_questions`.
     pub open_questions: Vec<String>,
     /// `recommendations`.
     pub recommendations: Vec<String>,
-    /// `tech_profile.signals`.
+    /// The tech profile's signals.
     pub signals: Vec<String>,
-    /// `tech_profile.evidence`.
+    /// The paths that show each signal.
     pub evidence: BTreeMap<String, Vec<String>>,
     /// Facts about the code: from `codebase_context`, else from the code tree's paths.
     pub code: CodeFacts,
@@ -71,41 +71,6 @@ pub struct CodeFacts {
     pub ci: Vec<String>,
     /// Number of files.
     pub file_count: u64,
-}
-
-/// One language of the code base.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Language {
-    /// Its name.
-    pub name: String,
-    /// Files written in it.
-    pub files: u64,
-    /// Its share of the code, in percent.
-    pub share: f64,
-}
-
-/// One build manifest.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Manifest {
-    /// Its path.
-    pub path: String,
-    /// Its kind (`cargo`, `npm`, …).
-    pub kind: String,
-    /// Frameworks it pulls in.
-    pub frameworks: Vec<String>,
-    /// Dependencies it declares.
-    pub dependencies: Vec<String>,
-}
-
-/// The test framework and how to run it.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct TestFramework {
-    /// Its name.
-    pub name: String,
-    /// The command that runs the tests.
-    pub command: String,
-    /// What showed it.
-    pub evidence: String,
 }
 
 impl CodeFacts {
@@ -210,40 +175,30 @@ impl Discovery {
     /// Reads the discovery context from `text` (`None` when the file is missing), falling
     /// back to the code tree's paths for code facts.
     pub fn read(text: Option<&str>, files: &[CodeFile]) -> Discovery {
-        let mut d = Discovery::default();
-        let mut code = None;
-        if let Some(text) = text {
-            match serde_json::from_str::<Value>(text) {
-                Ok(v) if v.is_object() => {
-                    d.availability = Availability::Present;
-                    // What the analyst read from the request is the user's text: it goes
-                    // into the documents as Markdown source that reads as itself.
-                    let seed = &v["seed_analysis"];
-                    let texts = |v: &Value| strings(v).iter().map(|s| md::inline(s)).collect();
-                    d.problem_statement = md::inline(&string(&seed["problem_statement"]));
-                    d.target_users = texts(&seed["target_users"]);
-                    d.domain = md::inline(&string(&seed["domain"]));
-                    d.constraints = texts(&seed["constraints"]);
-                    // The analyst's own questions and advice are Markdown already.
-                    d.open_questions = strings(&v["open_questions"]);
-                    d.recommendations = strings(&v["recommendations"]);
-                    let profile = &v["tech_profile"];
-                    d.signals = strings(&profile["signals"]);
-                    if let Some(map) = profile["evidence"].as_object() {
-                        for (k, v) in map {
-                            d.evidence.insert(k.clone(), strings(v));
-                        }
-                    }
-                    code = code_facts(&v["codebase_context"]);
-                }
-                Ok(_) => {
-                    d.availability = Availability::Unreadable("it is not a JSON object".into())
-                }
-                Err(e) => d.availability = Availability::Unreadable(e.to_string()),
-            }
+        let (availability, report) = match text.map(|t| Report::parse(t.as_bytes())) {
+            None => (Availability::Missing, Report::default()),
+            Some(Ok(report)) => (Availability::Present, report),
+            Some(Err(why)) => (Availability::Unreadable(why), Report::default()),
+        };
+        // What the analyst read from the request is the user's text: it goes into the
+        // documents as Markdown source that reads as itself. The analyst's own questions and
+        // advice are Markdown already.
+        let seed = report.seed;
+        let inline = |texts: Vec<String>| texts.iter().map(|s| md::inline(s)).collect();
+        Discovery {
+            availability,
+            problem_statement: md::inline(&seed.problem_statement),
+            target_users: inline(seed.target_users),
+            domain: md::inline(&seed.domain),
+            constraints: inline(seed.constraints),
+            open_questions: report.open_questions,
+            recommendations: report.recommendations,
+            signals: report.tech_profile.signals,
+            evidence: report.tech_profile.evidence,
+            code: report
+                .codebase
+                .map_or_else(|| from_paths(files), code_facts),
         }
-        d.code = code.unwrap_or_else(|| from_paths(files));
-        d
     }
 
     /// Whether the analyst reported `signal`.
@@ -266,89 +221,23 @@ impl Discovery {
     }
 }
 
-/// A JSON value as one line of text: strings as they are, objects by their most telling
-/// field, numbers and booleans printed.
-fn string(v: &Value) -> String {
-    match v {
-        Value::String(s) => text::one_line(s),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Object(map) => WORDS
-            .telling_fields
-            .iter()
-            .find_map(|key| map.get(key).and_then(Value::as_str))
-            .map(text::one_line)
-            .unwrap_or_default(),
-        _ => String::new(),
-    }
-}
-
-/// A JSON value as a list of text: arrays item by item, a single value as one item.
-fn strings(v: &Value) -> Vec<String> {
-    let items: Vec<String> = match v {
-        Value::Array(items) => items.iter().map(string).collect(),
-        Value::Null => Vec::new(),
-        other => vec![string(other)],
-    };
-    items.into_iter().filter(|s| !s.is_empty()).collect()
-}
-
-fn code_facts(v: &Value) -> Option<CodeFacts> {
-    if !v.is_object() {
-        return None;
-    }
-    let mut languages: Vec<Language> = (v["languages"].as_array().into_iter().flatten())
-        .filter_map(|l| {
-            let name = string(&l["name"]);
-            let share = l["share"].as_f64().unwrap_or(0.0);
-            (!name.is_empty()).then(|| Language {
-                name,
-                files: l["files"].as_u64().unwrap_or(0),
-                share: if share <= 1.0 { share * 100.0 } else { share },
-            })
-        })
-        .collect();
+/// The analyst's code facts, as the documents show them: languages largest first, and a test
+/// framework only when it is named.
+fn code_facts(c: Codebase) -> CodeFacts {
+    let mut languages = c.languages;
     sort(&mut languages);
-    let manifests = (v["manifests"].as_array().into_iter().flatten())
-        .filter_map(|m| {
-            let path = string(&m["path"]);
-            (!path.is_empty()).then(|| Manifest {
-                path,
-                kind: string(&m["kind"]),
-                frameworks: strings(&m["frameworks"]),
-                dependencies: strings(&m["dependencies"]),
-            })
-        })
-        .collect();
-    let test_framework = match &v["test_framework"] {
-        Value::Object(_) => {
-            let t = &v["test_framework"];
-            let name = string(&t["name"]);
-            (!name.is_empty()).then(|| TestFramework {
-                command: string(&t["command"]),
-                evidence: strings(&t["evidence"]).join(", "),
-                name,
-            })
-        }
-        Value::String(name) if !name.is_empty() => Some(TestFramework {
-            name: name.clone(),
-            ..TestFramework::default()
-        }),
-        _ => None,
-    };
-    let layout = &v["layout"];
-    Some(CodeFacts {
+    CodeFacts {
         source: "the discovery context".into(),
         languages,
-        manifests,
-        frameworks: strings(&v["frameworks"]),
-        test_framework,
-        source_dirs: strings(&layout["source_dirs"]),
-        test_dirs: strings(&layout["test_dirs"]),
-        entry_points: strings(&layout["entry_points"]),
-        ci: strings(&layout["ci"]),
-        file_count: v["file_count"].as_u64().unwrap_or(0),
-    })
+        manifests: c.manifests,
+        frameworks: c.frameworks,
+        test_framework: c.test_framework.filter(|t| !t.name.is_empty()),
+        source_dirs: c.source_dirs,
+        test_dirs: c.test_dirs,
+        entry_points: c.entry_points,
+        ci: c.ci,
+        file_count: c.file_count,
+    }
 }
 
 /// Sorts languages largest first, then by name.

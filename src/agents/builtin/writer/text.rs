@@ -45,8 +45,6 @@ pub struct Words {
     pub test_dirs: Vec<String>,
     pub vendored: Vec<String>,
     pub entry_points: Vec<String>,
-    /// The fields that name a JSON object given where text is expected.
-    pub telling_fields: Vec<String>,
     /// File extensions by language.
     pub extensions: BTreeMap<String, Vec<String>>,
     /// Build manifests by file name, with their kind.
