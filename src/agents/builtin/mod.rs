@@ -5,8 +5,10 @@
 mod template;
 
 mod analyst;
+mod code;
 mod planner;
 mod specialist;
+mod words;
 mod writer;
 
 use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};

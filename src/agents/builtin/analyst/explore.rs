@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use super::manifest::{DEPS, Manifest, dep_matches};
-use super::scan::{Entry, FILES, dirs, file_name, listed};
+use super::scan::{Entry, FILES};
+use crate::agents::builtin::code::{dirs, file_name};
+use crate::agents::builtin::words::has;
 
 /// At most this many relevant files are listed.
 pub const MAX_RELEVANT: usize = 20;
@@ -122,7 +124,7 @@ fn role(entry: &Entry<'_>) -> &'static str {
         (Some(_), _, _) => "manifest",
         (_, true, _) => "test",
         (_, _, Some(_)) => "source",
-        _ if listed(&FILES.doc_exts, &entry.ext()) => "docs",
+        _ if has(&FILES.doc_exts, &entry.ext()) => "docs",
         _ => "config",
     }
 }

@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::manifest::{DEPS, Manifest};
-use super::scan::{Entry, FILES, Inventory, dirs, file_name, is_test_dir, listed};
+use super::scan::{Entry, FILES, Inventory};
+use crate::agents::builtin::code::{CODE, dirs, file_name, is_entry_point, is_test_dir};
+use crate::agents::builtin::words::has;
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
@@ -84,7 +86,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         let parts: Vec<&str> = dirs(path).collect();
         if let Some(first) = parts.first() {
             l.top_level_dirs.insert((*first).to_owned());
-            if listed(&FILES.doc_dirs, first) {
+            if has(&FILES.doc_dirs, first) {
                 l.docs.insert((*first).to_owned());
             }
         } else if matches!(e.ext().as_str(), "md" | "rst" | "adoc") {
@@ -93,7 +95,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         if e.is_product_source() {
             let end = parts
                 .iter()
-                .position(|d| listed(&FILES.source_roots, d))
+                .position(|d| has(&CODE.source_roots, d))
                 .map_or(1, |i| i + 1)
                 .min(parts.len());
             let dir = parts[..end].join("/");
@@ -103,7 +105,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         if let Some(i) = parts.iter().position(|d| is_test_dir(d)).filter(|_| e.test) {
             l.test_dirs.insert(parts[..=i].join("/"));
         }
-        if listed(&FILES.ci_files, path)
+        if has(&FILES.ci_files, path)
             || FILES
                 .ci_prefixes
                 .iter()
@@ -135,25 +137,6 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
         }
     }
     l
-}
-
-/// Whether `path` is where a program or library usually starts. `js_roots` are the
-/// directories (`""`, `web/`) where JavaScript packages start.
-fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
-    let name = file_name(path);
-    let parent = &path[..path.len() - name.len()];
-    let in_src_bin = parent.starts_with("src/bin/") || parent.contains("/src/bin/");
-    match name {
-        "main.rs" | "lib.rs" => parent == "src/" || parent.ends_with("/src/") || in_src_bin,
-        n if in_src_bin && n.ends_with(".rs") && dirs(path).last() == Some("bin") => true,
-        "main.go" => parent.is_empty() || dirs(path).any(|d| d == "cmd"),
-        n if listed(&FILES.python_starts, n) => path.matches('/').count() <= 2,
-        n if listed(&FILES.js_starts, n) => js_roots
-            .iter()
-            .any(|root| parent == *root || parent == format!("{root}src/")),
-        "Main.java" | "Program.cs" => true,
-        n => n.ends_with("Application.java"),
-    }
 }
 
 /// The test framework, preferring the one of `primary` language when several are found.
@@ -256,40 +239,4 @@ pub fn test_framework(
         evidence,
         name,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_points() {
-        let roots = ["", "web/"];
-        for p in [
-            "src/main.rs",
-            "crates/cli/src/main.rs",
-            "src/lib.rs",
-            "src/bin/tool.rs",
-            "cmd/server/main.go",
-            "main.go",
-            "manage.py",
-            "pkg/__main__.py",
-            "index.js",
-            "src/index.ts",
-            "src/main/java/x/DemoApplication.java",
-            "web/src/main.tsx",
-        ] {
-            assert!(is_entry_point(p, &roots), "{p}");
-        }
-        for p in [
-            "src/agents/mod.rs",
-            "lib/util/main.rs",
-            "src/components/index.ts",
-            "a/b/c/main.py",
-            "pkg/main.go",
-            "lib/src/main.ts",
-        ] {
-            assert!(!is_entry_point(p, &roots), "{p}");
-        }
-    }
 }

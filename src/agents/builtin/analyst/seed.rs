@@ -1,9 +1,9 @@
 //! Seed analysis: what the task text says, read with the word tables of
 //! `analyst-request.toml` and no model.
 //!
-//! The text is cut into lower-case words. A table keyword matches a word exactly, or a word
-//! it starts when it ends in `*` (`optimi*` matches `optimise` and `optimization`); a keyword
-//! with a space matches consecutive words. The explore-angle presets and the complexity
+//! The text is cut into lower-case words and into sentences (`builtin::words`). A table
+//! keyword matches a word exactly, or a word it starts when it ends in `*` (`optimi*` matches
+//! `optimise` and `optimization`); a keyword with a space matches consecutive words. The explore-angle presets and the complexity
 //! score are the reference's (planner explore, §5.6).
 
 use std::sync::LazyLock;
@@ -85,13 +85,9 @@ pub struct Words {
 }
 
 impl Words {
-    /// Cuts `text` into words of ASCII letters and digits.
+    /// Cuts `text` into words (`builtin::words`).
     pub fn new(text: &str) -> Words {
-        let list: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let list = crate::agents::builtin::words::words(text);
         let joined = format!(" {} ", list.join(" "));
         Words { list, joined }
     }
@@ -190,7 +186,8 @@ pub fn analyse(text: &str) -> Seed {
     let mut dimensions = super::unique(angles.chain(t.feature_angles.clone()));
     dimensions.truncate(complexity.dimensions());
 
-    let constraints = sentences(&statement)
+    let sentences = crate::agents::builtin::words::sentences(&statement);
+    let constraints = super::unique(sentences.into_iter().map(str::to_owned))
         .into_iter()
         .filter(|s| Words::new(s).any(&t.constraint_words))
         .collect();
@@ -211,35 +208,6 @@ pub fn analyse(text: &str) -> Seed {
         vague: words.list.len() < 6 || words.any(&t.vague_words),
         words,
     }
-}
-
-/// Sentences of `text`: cut at `!`, `?`, `;`, new lines, and full stops followed by a space,
-/// without list bullets; unique, in order.
-fn sentences(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        // Where the sentence ends, and where the next one starts.
-        let cut = rest.char_indices().find_map(|(i, c)| {
-            let next = rest[i + c.len_utf8()..].chars().next();
-            match c {
-                '\n' | ';' => Some((i, i + 1)),
-                '!' | '?' => Some((i + 1, i + 1)),
-                '.' if next.is_none_or(char::is_whitespace) => Some((i + 1, i + 1)),
-                _ => None,
-            }
-        });
-        let (end, next) = cut.unwrap_or((rest.len(), rest.len()));
-        let sentence = rest[..end]
-            .trim()
-            .trim_start_matches(['-', '*', '•'])
-            .trim();
-        if !sentence.is_empty() && !out.iter().any(|s| s == sentence) {
-            out.push(sentence.to_owned());
-        }
-        rest = &rest[next..];
-    }
-    out
 }
 
 /// The user groups named in the text, with one qualifying word when there is one
@@ -366,14 +334,6 @@ mod tests {
         assert_eq!(
             s.analysis.constraints,
             ["Do not touch the schema", "at most two queries per page"]
-        );
-    }
-
-    #[test]
-    fn sentence_cutting() {
-        assert_eq!(
-            sentences("Read config.toml. Then stop!\n- only once"),
-            ["Read config.toml.", "Then stop!", "only once"]
         );
     }
 }

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use super::manifest::Manifest;
-use super::scan::{Entry, dirs, file_name};
+use super::scan::Entry;
+use crate::agents::builtin::code::{dirs, file_name};
 
 /// How much a piece of evidence is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

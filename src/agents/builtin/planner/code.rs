@@ -8,15 +8,22 @@
 //! contents less again, with repeated mentions adding up to a cap so that a file touching
 //! many of an item's keywords beats one repeating a single keyword.
 //!
-//! The tables (languages, files never read, manifests, test and source directory names,
+//! Languages, the files never read, tests and source roots are the builtin agent's one rule
+//! (`builtin::code`); the planner's own tables (what else counts as code, docs, manifests,
 //! entry files, the signal scan's patterns) are data: `planner-code.toml`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use super::spec::Discovery;
-use super::text::{self, Naming, Relation};
+use super::text::{self, Relation};
 use crate::agents::CodeTree;
+use crate::agents::builtin::code::{
+    CODE, Lang, Naming, NewFiles, ancestors, extension, is_test_path, is_unread,
+};
+/// The path helpers, the builtin agent's.
+pub use crate::agents::builtin::code::{file_name, parent};
+use crate::agents::builtin::words;
 
 /// Files larger than this are matched by path only.
 const MAX_READ_SIZE: u64 = 256 * 1024;
@@ -30,33 +37,13 @@ const DIR_PREFIX: u32 = 4;
 /// Points added to a matching file that the exploration cache lists as relevant.
 pub const CACHE_BONUS: u32 = 8;
 
-/// A programming language the planner can name files for.
-#[derive(Debug, serde::Deserialize, serde::Serialize)]
-pub struct Lang {
-    /// Display name.
-    pub name: String,
-    /// The extension of new files.
-    pub ext: String,
-    exts: Vec<String>,
-    aliases: Vec<String>,
-    /// How file names are written.
-    pub naming: Naming,
-}
-
 /// The planner's code tables, from `specs/templates/builtin/planner-code.toml`; each list is
 /// described there.
 #[derive(Debug, serde::Deserialize)]
 pub struct Tables {
-    /// The languages new files are named in, earlier rows first.
-    pub languages: Vec<Lang>,
     code_like: Vec<String>,
     docs: Vec<String>,
-    skip_dirs: Vec<String>,
-    locks: Vec<String>,
-    binary: Vec<String>,
     manifests: Vec<String>,
-    test_dirs: Vec<String>,
-    source_roots: Vec<String>,
     entry_files: Vec<String>,
     /// The signal scan's patterns.
     pub signals: Patterns,
@@ -83,42 +70,23 @@ pub struct Patterns {
 pub static TABLES: LazyLock<Tables> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
 
-/// Whether a list of the tables holds a word: the writer's.
-pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::has;
+/// Whether a list of the tables holds a word.
+pub(in crate::agents::builtin) use words::has;
 
-/// The extension of a path's file name, if any.
-pub fn ext(path: &str) -> Option<&str> {
-    let name = file_name(path);
-    let (stem, ext) = name.rsplit_once('.')?;
-    (!stem.is_empty()).then_some(ext)
-}
-
-/// The last component of a path.
-pub fn file_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-/// The directories holding `path`, innermost first, without the root.
-fn ancestors(path: &str) -> impl Iterator<Item = &str> {
-    std::iter::successors(Some(parent(path)), |d| Some(parent(d))).take_while(|d| !d.is_empty())
-}
-
-/// The directory of a path, `""` for the root.
-pub fn parent(path: &str) -> &str {
-    path.rsplit_once('/').map_or("", |(d, _)| d)
-}
-
-/// The index in [`Tables::languages`] of the language of `path`, if it has one.
+/// The index in the language table of the language the planner names `path`'s files in, if it
+/// has one.
 fn lang_of(path: &str) -> Option<usize> {
-    let ext = ext(path)?.to_ascii_lowercase();
-    TABLES.languages.iter().position(|l| has(&l.exts, &ext))
+    let lang = crate::agents::builtin::code::language(path)?;
+    CODE.language
+        .iter()
+        .position(|l| l.name == lang.name && l.new_files.is_some())
 }
 
-fn skipped(path: &str) -> bool {
-    let t = &*TABLES;
-    path.split('/').any(|c| has(&t.skip_dirs, c))
-        || has(&t.locks, file_name(path))
-        || ext(path).is_some_and(|e| has(&t.binary, &e.to_ascii_lowercase()))
+/// How the planner names new files of `lang`, one it names files in.
+fn new_files(lang: &Lang) -> &NewFiles {
+    lang.new_files
+        .as_ref()
+        .expect("the planner's language names new files")
 }
 
 /// What a file is, for weighing its matches.
@@ -154,25 +122,28 @@ impl Layout {
         let files: Vec<(&str, u64)> = tree
             .files()
             .iter()
-            .filter(|f| !skipped(&f.path))
+            .filter(|f| !is_unread(&f.path))
             .map(|f| (f.path.as_str(), f.size))
             .collect();
         let dirs: BTreeSet<&str> = files.iter().flat_map(|(p, _)| ancestors(p)).collect();
         let t = &*TABLES;
+        let langs = &CODE.language;
         let mut test_dirs: Vec<String> = discovery.test_dirs.clone();
         if test_dirs.is_empty() {
-            test_dirs = t.test_dirs.clone();
+            test_dirs = CODE.test_dirs.clone();
             test_dirs.retain(|d| dirs.contains(d.as_str()));
         }
         let is_test = |p: &str| test_path(p, &test_dirs);
         let from_discovery = discovery.languages.iter().find_map(|name| {
             let name = name.to_ascii_lowercase();
-            t.languages
-                .iter()
-                .find(|l| has(&l.aliases, &name) || l.name.eq_ignore_ascii_case(&name))
+            langs.iter().find(|l| {
+                l.new_files
+                    .as_ref()
+                    .is_some_and(|n| has(&n.aliases, &name) || l.name.eq_ignore_ascii_case(&name))
+            })
         });
         let lang = from_discovery.or_else(|| {
-            let mut bytes = vec![0u64; t.languages.len()];
+            let mut bytes = vec![0u64; langs.len()];
             for (p, size) in files.iter().filter(|(p, _)| !is_test(p)) {
                 if let Some(i) = lang_of(p) {
                     bytes[i] += (*size).max(1);
@@ -181,7 +152,7 @@ impl Layout {
             let best = (0..bytes.len())
                 .filter(|&i| bytes[i] > 0)
                 .max_by_key(|&i| (bytes[i], std::cmp::Reverse(i)))?;
-            Some(&t.languages[best])
+            Some(&langs[best])
         });
         let main_dir = discovery
             .source_dirs
@@ -191,7 +162,7 @@ impl Layout {
         let mut roots: Vec<String> = discovery.source_dirs.clone();
         roots.extend(
             dirs.iter()
-                .filter(|d| has(&t.source_roots, file_name(d)))
+                .filter(|d| has(&CODE.source_roots, file_name(d)))
                 .map(|d| (*d).to_owned()),
         );
         if !main_dir.is_empty() {
@@ -252,7 +223,10 @@ impl Layout {
     /// Where a new source file for `words` goes.
     pub fn new_file(&self, words: &[String]) -> String {
         let (stem, ext) = match self.lang {
-            Some(l) => (text::file_stem(words, l.naming), l.ext.as_str()),
+            Some(l) => {
+                let new = new_files(l);
+                (text::file_stem(words, new.naming), new.ext.as_str())
+            }
             None => (text::file_stem(words, Naming::Kebab), "md"),
         };
         join(&self.main_dir, &format!("{stem}.{ext}"))
@@ -268,6 +242,7 @@ impl Layout {
                 &format!("{}.md", text::file_stem(words, Naming::Kebab)),
             );
         };
+        let lang = new_files(lang);
         let stem = text::file_stem(words, lang.naming);
         let source_stem = file_name(source).split('.').next().unwrap_or("change");
         match lang.ext.as_str() {
@@ -290,14 +265,9 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
+/// Whether `path` is a test: under one of `test_dirs`, or one by the builtin agent's rule.
 fn test_path(path: &str, test_dirs: &[String]) -> bool {
-    let name = file_name(path);
-    let stem = name.split('.').next().unwrap_or(name);
-    test_dirs.iter().any(|d| path.starts_with(&format!("{d}/")))
-        || parent(path).split('/').any(|c| has(&TABLES.test_dirs, c))
-        || stem.starts_with("test_")
-        || ["_test", "_spec", "Test"].iter().any(|s| stem.ends_with(s))
-        || [".test.", ".spec."].iter().any(|s| name.contains(s))
+    test_dirs.iter().any(|d| path.starts_with(&format!("{d}/"))) || is_test_path(path)
 }
 
 /// The main source directory: the shallowest directory named like a source root that holds
@@ -313,13 +283,13 @@ fn infer_main_dir(
         .map(|(p, _)| *p)
         .filter(|p| !is_test(p))
         .filter(|p| match lang {
-            Some(l) => lang_of(p).is_some_and(|x| TABLES.languages[x].name == l.name),
+            Some(l) => lang_of(p).is_some_and(|x| CODE.language[x].name == l.name),
             None => true,
         })
         .collect();
     let mut roots: Vec<&str> = Vec::new();
     for d in relevant.iter().flat_map(|p| ancestors(p)) {
-        if has(&TABLES.source_roots, file_name(d)) && !roots.contains(&d) {
+        if has(&CODE.source_roots, file_name(d)) && !roots.contains(&d) {
             roots.push(d);
         }
     }
@@ -440,7 +410,7 @@ impl<'a> Code<'a> {
         let mut candidates: Vec<(Kind, &crate::agents::CodeFile)> = tree
             .files()
             .iter()
-            .filter(|f| !skipped(&f.path))
+            .filter(|f| !is_unread(&f.path))
             .map(|f| (kind(&f.path, &layout), f))
             .collect();
         // Read code before tests before the rest, so the read budget goes to code first.
@@ -456,7 +426,7 @@ impl<'a> Code<'a> {
                 read += 1;
                 if !bytes[..bytes.len().min(8000)].contains(&0) {
                     hits = vec![(0, 0); index.words.len()];
-                    text::for_each_word(&String::from_utf8_lossy(&bytes), |w| {
+                    words::for_each_camel_word(&String::from_utf8_lossy(&bytes), |w| {
                         index.count(w, &mut hits);
                     });
                 }
@@ -464,8 +434,8 @@ impl<'a> Code<'a> {
             let name = file_name(&file.path);
             let stem = name.split('.').next().unwrap_or(name);
             entries.push(Entry {
-                stem_words: text::words(stem),
-                dir_words: text::words(parent(&file.path)),
+                stem_words: words::camel_words(stem),
+                dir_words: words::camel_words(parent(&file.path)),
                 path: file.path.clone(),
                 kind,
                 hits,
@@ -548,13 +518,12 @@ impl<'a> Code<'a> {
 }
 
 fn kind(path: &str, layout: &Layout) -> Kind {
-    let ext = ext(path).map(str::to_ascii_lowercase);
-    let ext = ext.as_deref().unwrap_or("");
+    let ext = extension(path);
     if layout.is_test(path) {
         Kind::Test
-    } else if lang_of(path).is_some() || has(&TABLES.code_like, ext) {
+    } else if lang_of(path).is_some() || has(&TABLES.code_like, &ext) {
         Kind::Source
-    } else if has(&TABLES.docs, ext) {
+    } else if has(&TABLES.docs, &ext) {
         Kind::Doc
     } else {
         Kind::Other

@@ -22,7 +22,7 @@ pub const INDEX: &str = "explorations/cache-index.json";
 /// one of whose trigger words the text has (a word starting with `auth` counts as `auth`),
 /// else `patterns`.
 pub fn angle(text: &str) -> &'static str {
-    let words = text::words(text);
+    let words = crate::agents::builtin::words::camel_words(text);
     let hit = |t: &String| {
         words.iter().any(|w| {
             w == t

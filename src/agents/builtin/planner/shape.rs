@@ -98,7 +98,7 @@ pub fn draft(
     }
     if files.is_empty() {
         let words = if item.keywords.is_empty() {
-            super::text::words(&item.title)
+            crate::agents::builtin::words::camel_words(&item.title)
         } else {
             item.keywords.clone()
         };

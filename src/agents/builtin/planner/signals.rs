@@ -84,13 +84,13 @@ fn migration(path: &str) -> Option<String> {
     {
         return Some("a migration".to_owned());
     }
-    let ext = code::ext(path).map(str::to_ascii_lowercase);
-    if matches!(ext.as_deref(), Some("sql")) {
+    let ext = crate::agents::builtin::code::extension(path);
+    if ext == "sql" {
         return Some("an SQL file".to_owned());
     }
     let name = code::file_name(path);
     let stem = name.split('.').next().unwrap_or(name);
-    if stem.eq_ignore_ascii_case("schema") || matches!(ext.as_deref(), Some("prisma")) {
+    if stem.eq_ignore_ascii_case("schema") || ext == "prisma" {
         return Some("a schema file".to_owned());
     }
     None

@@ -1,10 +1,14 @@
-//! Words: how the planner cuts text and paths into words, picks the keywords of a work item,
-//! splits a task text into clauses and names things; and what it says. The word lists are
+//! Words: how the planner picks the keywords of a work item, splits a task text into clauses
+//! and names things (cutting text into words and sentences is the builtin agent's one way,
+//! `builtin::words`); and what it says. The word lists are
 //! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
 //! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
+
+use crate::agents::builtin::code::Naming;
+use crate::agents::builtin::words::{camel_words as words, sentences};
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
@@ -38,34 +42,6 @@ pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
 /// The lines of the list sentence `name`, said over `facts`.
 pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
     say(name, facts).lines().map(str::to_owned).collect()
-}
-
-/// Calls `f` with each lower-case word of `text`: runs of letters and digits, cut where a
-/// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
-pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
-    let mut word = String::new();
-    let mut after_lower = false;
-    for c in text.chars() {
-        let word_char = c.is_alphanumeric();
-        if (!word_char || (c.is_uppercase() && after_lower)) && !word.is_empty() {
-            f(&word);
-            word.clear();
-        }
-        after_lower = word_char && (c.is_lowercase() || c.is_ascii_digit());
-        if word_char {
-            word.extend(c.to_lowercase());
-        }
-    }
-    if !word.is_empty() {
-        f(&word);
-    }
-}
-
-/// The words of `text`, in order.
-pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for_each_word(text, |w| out.push(w.to_owned()));
-    out
 }
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
@@ -129,47 +105,16 @@ fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
-/// The clauses of a task text: its sentences and lines, each cut at connectors such as
-/// "and" or a comma where both sides are at least three words long.
+/// The clauses of a task text: its sentences, each cut at connectors such as "and" or a
+/// comma where both sides are at least three words long.
 pub fn clauses(text: &str) -> Vec<String> {
-    let mut sentences = vec![String::new()];
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let ends = match c {
-            '\n' | ';' => true,
-            '.' | '!' | '?' => chars.peek().is_none_or(|n| n.is_whitespace()),
-            _ => false,
-        };
-        if ends {
-            sentences.push(String::new());
-        } else if let Some(current) = sentences.last_mut() {
-            current.push(c);
-        }
-    }
     let mut out = Vec::new();
-    for s in &sentences {
-        let s = s.trim();
-        let s = s
-            .strip_prefix("- ")
-            .or_else(|| s.strip_prefix("* "))
-            .unwrap_or(s);
-        split_at_connectors(strip_numbering(s), &mut out);
+    for s in sentences(text) {
+        split_at_connectors(s, &mut out);
     }
     let mut seen = BTreeSet::new();
     out.retain(|c| seen.insert(c.to_ascii_lowercase()));
     out
-}
-
-/// `text` without a leading `1.` or `2)`.
-fn strip_numbering(text: &str) -> &str {
-    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if digits == 0 {
-        return text;
-    }
-    match text[digits..].strip_prefix(['.', ')']) {
-        Some(rest) => rest.trim_start(),
-        None => text,
-    }
 }
 
 fn split_at_connectors(text: &str, out: &mut Vec<String>) {
@@ -200,31 +145,9 @@ fn split_at_connectors(text: &str, out: &mut Vec<String>) {
 /// `text` with its first letter upper-case: the writer's rule, under the planner's name.
 pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::upper_first as sentence_case;
 
-/// `text` on one line, at most `max` characters, cut at a word boundary with `…` when cut.
-pub fn truncate(text: &str, max: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= max {
-        return line;
-    }
-    let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-    let cut = match cut.rfind(' ') {
-        Some(space) if space > cut.len() / 2 => cut[..space].to_owned(),
-        _ => cut,
-    };
-    format!("{}…", cut.trim_end_matches([' ', ',', ';', ':', '.']))
-}
-
-/// How a language names its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Naming {
-    /// `token_store`
-    Snake,
-    /// `token-store`
-    Kebab,
-    /// `TokenStore`
-    Pascal,
-}
+/// `text` on one line, at most `max` characters, cut at a word boundary with `…` when cut:
+/// the writer's rule, under the planner's name.
+pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::shorten as truncate;
 
 /// A file name (without extension) from up to two words.
 pub fn file_stem(words: &[String], naming: Naming) -> String {
@@ -249,11 +172,6 @@ mod data {
         assert!(!super::WORDS.angles.is_empty());
         let env = crate::agents::builtin::template::ENV.as_ref().unwrap();
         assert!(env.get_template("risks_list").is_ok());
-        assert!(
-            super::super::code::TABLES
-                .languages
-                .iter()
-                .any(|l| l.name == "Rust")
-        );
+        assert!(!super::super::code::TABLES.signals.loops.is_empty());
     }
 }

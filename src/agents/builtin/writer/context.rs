@@ -250,8 +250,10 @@ fn sort(languages: &mut [Language]) {
     });
 }
 
-/// Code facts from paths alone, for when the analyst gave none.
+/// Code facts from paths alone, for when the analyst gave none: languages, tests and entry
+/// points by the builtin agent's one rule (`builtin::code`).
 fn from_paths(files: &[CodeFile]) -> CodeFacts {
+    use crate::agents::builtin::code;
     let mut bytes: BTreeMap<&String, (u64, u64)> = BTreeMap::new();
     let mut top: Vec<String> = Vec::new();
     let mut manifests = Vec::new();
@@ -262,7 +264,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         {
             top.push(dir.to_owned());
         }
-        let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+        let name = code::file_name(&f.path);
         if let Some(kind) = WORDS.manifests.get(name)
             && f.path.matches('/').count() <= 1
         {
@@ -275,11 +277,8 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {
             ci.push(f.path.clone());
         }
-        if let Some((lang, _)) = name
-            .rsplit_once('.')
-            .and_then(|(_, ext)| WORDS.extensions.iter().find(|(_, exts)| has(exts, ext)))
-        {
-            let entry = bytes.entry(lang).or_default();
+        if let Some(lang) = code::language(&f.path) {
+            let entry = bytes.entry(&lang.name).or_default();
             entry.0 += 1;
             entry.1 += f.size;
         }
@@ -310,11 +309,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
     let entry_points = files
         .iter()
         .map(|f| f.path.as_str())
-        .filter(|p| {
-            has(&WORDS.entry_points, p)
-                || (p.starts_with("src/bin/") && p.ends_with(".rs"))
-                || (p.starts_with("cmd/") && p.ends_with("/main.go"))
-        })
+        .filter(|p| code::is_entry_point(p, &[""]))
         .map(str::to_owned)
         .collect();
     CodeFacts {
@@ -330,7 +325,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
             .collect(),
         test_dirs: top
             .iter()
-            .filter(|d| has(&WORDS.test_dirs, d))
+            .filter(|d| code::is_test_dir(d))
             .cloned()
             .collect(),
         entry_points,
@@ -340,19 +335,17 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
 }
 
 /// The existing directory whose files best match `key_words` by name, with the number of
-/// matching words. Test and vendored paths are skipped; ties go to the first path in order.
+/// matching words. Tests, vendored and hidden paths are skipped; ties go to the first path in
+/// order.
 pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(String, usize)> {
+    use crate::agents::builtin::code;
     if key_words.is_empty() {
         return None;
     }
     let mut scores: BTreeMap<String, usize> = BTreeMap::new();
     for f in files {
-        let segments: Vec<&str> = f.path.split('/').collect();
-        if segments.iter().any(|s| {
-            has(&WORDS.vendored, s)
-                || has(&WORDS.test_dirs, s)
-                || (s.starts_with('.') && s.len() > 1)
-        }) {
+        let hidden = f.path.split('/').any(|s| s.starts_with('.') && s.len() > 1);
+        if hidden || code::is_vendored(&f.path) || code::is_test_path(&f.path) {
             continue;
         }
         let name_words = text::key_words(&f.path.replace(['/', '.', '_', '-'], " "));

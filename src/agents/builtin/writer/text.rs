@@ -14,7 +14,6 @@ use super::Moscow;
 /// `writer-words.toml` for what each holds.
 #[derive(Deserialize)]
 pub struct Words {
-    abbreviations: Vec<String>,
     separators: Vec<String>,
     lead_ins: Vec<String>,
     tails: Vec<String>,
@@ -40,13 +39,8 @@ pub struct Words {
     pub systems: Vec<System>,
     /// Language names: word, language.
     pub languages: Vec<[String; 2]>,
-    /// Source, test and vendored directories, and entry points, of a code tree.
+    /// Directories that hold source code at the top of a code tree.
     pub source_dirs: Vec<String>,
-    pub test_dirs: Vec<String>,
-    pub vendored: Vec<String>,
-    pub entry_points: Vec<String>,
-    /// File extensions by language.
-    pub extensions: BTreeMap<String, Vec<String>>,
     /// Build manifests by file name, with their kind.
     pub manifests: BTreeMap<String, String>,
     /// The test framework a manifest kind implies: its name and command.
@@ -92,10 +86,8 @@ struct StatedPriority {
 pub static WORDS: LazyLock<Words> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("writer-words.toml")));
 
-/// Whether `list` holds `word`.
-pub fn has(list: &[String], word: &str) -> bool {
-    list.iter().any(|w| w == word)
-}
+/// Whether a list holds a word, and the words of a text: the builtin agent's.
+pub use crate::agents::builtin::words::{has, words};
 
 /// One clause of the task text.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,26 +101,22 @@ pub struct Clause {
     pub negative: bool,
 }
 
-/// Splits the task text into clauses: on line breaks, sentence ends and `;`, then on `and`,
+/// Splits the task text into clauses: into its sentences (`builtin::words`), then on `and`,
 /// `then` and commas where the words after them start a new verb phrase ("add X and store Y"
 /// is two clauses; "add X and Y" is one). A `without …` tail becomes its own negative clause.
 pub fn clauses(text: &str) -> Vec<Clause> {
     let mut out: Vec<Clause> = Vec::new();
-    for line in text.lines() {
-        let line = strip_bullet(line.trim());
-        for sentence in sentences(line) {
-            for part in sentence.split(';') {
-                for piece in split_on_verbs(part) {
-                    let (positive, negative) = split_without(&piece);
-                    for (piece, negative) in [(positive, false), (negative, true)] {
-                        if let Some(clause) = clean(&piece, negative)
-                            && !out
-                                .iter()
-                                .any(|c| c.text.eq_ignore_ascii_case(&clause.text))
-                        {
-                            out.push(clause);
-                        }
-                    }
+    for sentence in crate::agents::builtin::words::sentences(text) {
+        let sentence = sentence.strip_suffix(['.', '!', '?']).unwrap_or(sentence);
+        for piece in split_on_verbs(sentence) {
+            let (positive, negative) = split_without(&piece);
+            for (piece, negative) in [(positive, false), (negative, true)] {
+                if let Some(clause) = clean(&piece, negative)
+                    && !out
+                        .iter()
+                        .any(|c| c.text.eq_ignore_ascii_case(&clause.text))
+                {
+                    out.push(clause);
                 }
             }
         }
@@ -137,51 +125,6 @@ pub fn clauses(text: &str) -> Vec<Clause> {
     if out.iter().filter(|c| !c.negative).count() > 1 {
         out.retain(|c| c.negative || c.text.split_whitespace().count() > 1);
     }
-    out
-}
-
-fn strip_bullet(line: &str) -> &str {
-    for prefix in ["- ", "* ", "+ "] {
-        if let Some(rest) = line.strip_prefix(prefix) {
-            return rest.trim_start();
-        }
-    }
-    let digits = line.chars().take_while(|c| c.is_ascii_digit()).count();
-    if digits > 0 && digits < 4 {
-        let rest = &line[digits..];
-        if let Some(rest) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
-            return rest.trim_start();
-        }
-    }
-    line
-}
-
-/// Splits a line at `.`, `!` and `?` followed by a space or the end, except after common
-/// abbreviations.
-fn sentences(line: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = line.as_bytes();
-    for (i, c) in line.char_indices() {
-        if !matches!(c, '.' | '!' | '?') {
-            continue;
-        }
-        let at_end = i + 1 == line.len() || bytes[i + 1] == b' ';
-        if !at_end {
-            continue;
-        }
-        let word = line[start..i]
-            .rsplit(' ')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        if c == '.' && has(&WORDS.abbreviations, word.trim_start_matches('(')) {
-            continue;
-        }
-        out.push(&line[start..i]);
-        start = i + 1;
-    }
-    out.push(&line[start..]);
     out
 }
 
@@ -412,14 +355,6 @@ pub fn topics(text: &str) -> Vec<Topic> {
         .collect()
 }
 
-/// The lower-case alphanumeric words of `text`.
-pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
-        .collect()
-}
-
 /// The words of `text` that say what it is about: no stop words, no opening verbs, no words
 /// under three letters, a plural `s` dropped.
 pub fn key_words(text: &str) -> Vec<String> {
@@ -583,16 +518,14 @@ pub fn yaml_list(items: &[String]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The text up to its first sentence end, `;` or line break, without the final stop.
+/// The first sentence of the text (`builtin::words`) on one line, without its final stop.
 pub fn first_sentence(text: &str) -> String {
-    let text = text.trim();
-    let mut end = text.len();
-    for stop in [". ", "! ", "? ", ";", "\n"] {
-        if let Some(at) = text.find(stop) {
-            end = end.min(at);
-        }
-    }
-    one_line(text[..end].trim_end_matches(['.', '!', '?']))
+    let first = crate::agents::builtin::words::sentences(text);
+    one_line(
+        first
+            .first()
+            .map_or("", |s| s.trim_end_matches(['.', '!', '?'])),
+    )
 }
 
 /// Items joined as `a, b and c`, or as `a; b; and c` when an item holds a comma.
