@@ -209,7 +209,7 @@ mod tests {
     #[test]
     fn two_templates_with_one_name_are_an_error() {
         let twice = [("a", "x"), ("a", "y")].map(|(n, s)| (n.to_owned(), s.to_owned()));
-        let err = super::environment(twice).err().expect("refused");
+        let err = super::environment(twice).expect_err("refused");
         assert!(err.contains("two builtin templates are named `a`"), "{err}");
         assert!(super::environment([("a".to_owned(), "{{".to_owned())]).is_err());
     }
