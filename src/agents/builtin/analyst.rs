@@ -29,8 +29,9 @@ use crate::specdoc::spec::DISCOVERY;
 
 use super::template::{data, list};
 
+use crate::specdoc::discovery::TestFramework;
 use explore::{Finder, RelevantFile};
-use layout::{Layout, TestFramework, TestHints};
+use layout::{Layout, TestHints};
 use manifest::Manifest;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 

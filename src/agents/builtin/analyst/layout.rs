@@ -7,6 +7,7 @@ use super::manifest::{DEPS, Manifest};
 use super::scan::{Entry, FILES, Inventory};
 use crate::agents::builtin::code::{CODE, dirs, file_name, is_entry_point, is_test_dir};
 use crate::agents::builtin::words::has;
+use crate::specdoc::discovery::TestFramework;
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;
@@ -27,17 +28,6 @@ pub struct Layout {
     pub test_dirs: BTreeSet<String>,
     /// Directories at the root.
     pub top_level_dirs: BTreeSet<String>,
-}
-
-/// How the tests are run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct TestFramework {
-    /// The command that runs the tests.
-    pub command: String,
-    /// The file that shows the framework.
-    pub evidence: String,
-    /// The framework.
-    pub name: String,
 }
 
 /// Facts from file contents that only the test-framework detection needs.
