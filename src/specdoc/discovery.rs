@@ -72,7 +72,7 @@ pub struct TechProfile {
 }
 
 /// Facts about the code base.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Codebase {
     /// Number of files.
     pub file_count: u64,

@@ -195,7 +195,7 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
     let mut adrs = vec![
         stack,
         Adr::new(Kind::Structure, structure, true, all_reqs.clone()),
-        match &code.test_framework {
+        match &code.facts.test_framework {
             Some(t) => Adr::new(
                 Kind::Tests,
                 format!("Verify with {}", t.name),
@@ -422,6 +422,7 @@ fn index<'a>(
         data_components: comps_with(Topic::Data),
         security_components: comps_with(Topic::Security),
         untouched: code
+            .facts
             .source_dirs
             .iter()
             .filter(|s| {

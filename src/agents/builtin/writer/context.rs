@@ -48,49 +48,36 @@ pub struct Discovery {
     pub code: CodeFacts,
 }
 
-/// Facts about the code base.
+/// Facts about the code base, and where they come from.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CodeFacts {
     /// Where the facts come from, for the documents (`the discovery context`, …).
     pub source: String,
-    /// Languages, largest first.
-    pub languages: Vec<Language>,
-    /// Build manifests.
-    pub manifests: Vec<Manifest>,
-    /// Frameworks found anywhere.
-    pub frameworks: Vec<String>,
-    /// The test framework, if one was found.
-    pub test_framework: Option<TestFramework>,
-    /// Directories holding source code.
-    pub source_dirs: Vec<String>,
-    /// Directories holding tests.
-    pub test_dirs: Vec<String>,
-    /// Entry points (binaries, main modules).
-    pub entry_points: Vec<String>,
-    /// Continuous-integration files.
-    pub ci: Vec<String>,
-    /// Number of files.
-    pub file_count: u64,
+    /// The facts; languages largest first, a test framework only when it is named.
+    #[serde(flatten)]
+    pub facts: Codebase,
 }
 
 impl CodeFacts {
     /// Whether anything is known about the code.
     pub fn is_empty(&self) -> bool {
-        self.file_count == 0 && self.languages.is_empty() && self.manifests.is_empty()
+        self.facts.file_count == 0
+            && self.facts.languages.is_empty()
+            && self.facts.manifests.is_empty()
     }
 
     /// The main language, if known.
     pub fn primary_language(&self) -> Option<&str> {
-        self.languages.first().map(|l| l.name.as_str())
+        self.facts.languages.first().map(|l| l.name.as_str())
     }
 
     /// The main language and frameworks, as a short phrase (`Rust (clap, serde)`).
     pub fn stack_phrase(&self) -> Option<String> {
         let lang = self.primary_language()?;
-        Some(if self.frameworks.is_empty() {
+        Some(if self.facts.frameworks.is_empty() {
             lang.to_owned()
         } else {
-            let shown: Vec<String> = self.frameworks.iter().take(3).cloned().collect();
+            let shown: Vec<String> = self.facts.frameworks.iter().take(3).cloned().collect();
             format!("{lang} ({})", shown.join(", "))
         })
     }
@@ -98,7 +85,7 @@ impl CodeFacts {
     /// Every declared dependency, with the manifest declaring it, in manifest order.
     pub fn dependencies(&self) -> Vec<Library> {
         let mut out: Vec<Library> = Vec::new();
-        for m in &self.manifests {
+        for m in &self.facts.manifests {
             for d in &m.dependencies {
                 if !out.iter().any(|l| l.name == *d) {
                     out.push(Library {
@@ -115,7 +102,7 @@ impl CodeFacts {
     pub fn view(&self) -> CodeView<'_> {
         let mut libraries = self.dependencies();
         let mut framework_manifests = BTreeMap::new();
-        for m in &self.manifests {
+        for m in &self.facts.manifests {
             for f in &m.frameworks {
                 framework_manifests
                     .entry(f.as_str())
@@ -125,7 +112,7 @@ impl CodeFacts {
         CodeView {
             facts: self,
             lang: self.primary_language(),
-            share: self.languages.first().map_or(0.0, |l| l.share),
+            share: self.facts.languages.first().map_or(0.0, |l| l.share),
             stack: self.stack_phrase(),
             test_command: self.test_command(),
             empty: self.is_empty(),
@@ -140,7 +127,11 @@ impl CodeFacts {
 
     /// The command that runs the tests, if known.
     pub fn test_command(&self) -> Option<&str> {
-        let command = self.test_framework.as_ref().map(|t| t.command.as_str());
+        let command = self
+            .facts
+            .test_framework
+            .as_ref()
+            .map(|t| t.command.as_str());
         command.filter(|c| !c.is_empty())
     }
 }
@@ -223,20 +214,12 @@ impl Discovery {
 
 /// The analyst's code facts, as the documents show them: languages largest first, and a test
 /// framework only when it is named.
-fn code_facts(c: Codebase) -> CodeFacts {
-    let mut languages = c.languages;
-    sort(&mut languages);
+fn code_facts(mut facts: Codebase) -> CodeFacts {
+    sort(&mut facts.languages);
+    facts.test_framework = facts.test_framework.filter(|t| !t.name.is_empty());
     CodeFacts {
         source: "the discovery context".into(),
-        languages,
-        manifests: c.manifests,
-        frameworks: c.frameworks,
-        test_framework: c.test_framework.filter(|t| !t.name.is_empty()),
-        source_dirs: c.source_dirs,
-        test_dirs: c.test_dirs,
-        entry_points: c.entry_points,
-        ci: c.ci,
-        file_count: c.file_count,
+        facts,
     }
 }
 
@@ -312,8 +295,7 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         .filter(|p| code::is_entry_point(p, &[""]))
         .map(str::to_owned)
         .collect();
-    CodeFacts {
-        source: "the file names of the code tree (no discovery context)".into(),
+    let facts = Codebase {
         languages,
         manifests,
         frameworks: Vec::new(),
@@ -331,6 +313,10 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
         entry_points,
         ci,
         file_count: files.len() as u64,
+    };
+    CodeFacts {
+        source: "the file names of the code tree (no discovery context)".into(),
+        facts,
     }
 }
 
