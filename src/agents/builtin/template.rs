@@ -104,7 +104,10 @@ fn filters(env: &mut Environment<'static>) {
     env.add_filter("cell", |t: String| text::cell(&t));
     env.add_filter("mermaid_label", |t: String| text::mermaid_label(&t));
     env.add_filter("shorten", |t: String, max: usize| text::shorten(&t, max));
-    env.add_filter("yaml_list", |items: Vec<String>| text::yaml_list(&items));
+    // An inline YAML list, `[a, b]`: its items are ids and paths, which need no quoting.
+    env.add_filter("yaml_list", |items: Vec<String>| {
+        format!("[{}]", items.join(", "))
+    });
     // `n` and `thing`, plural unless `n` is 1: `1 file`, `3 files`, `2 stories`.
     env.add_filter("count", |n: usize, thing: String| count(n, &thing));
     env.add_filter("plural", |t: String| plural(&t));
@@ -125,6 +128,9 @@ fn filters(env: &mut Environment<'static>) {
     });
     env.add_filter("inline", |t: String| crate::specdoc::md::inline(&t));
     env.add_filter("node", |id: String| id.replace('-', ""));
+    env.add_test("has", |items: Vec<String>, item: String| {
+        items.contains(&item)
+    });
     env.add_test("manifest", |path: String| {
         super::analyst::manifest::kind_of(&path).is_some()
     });

@@ -34,7 +34,7 @@ use crate::error::Result;
 use crate::specdoc::md::{self, WRITER as MD};
 use crate::specdoc::spec::{self, Folder, Moscow};
 
-use context::{Availability, Discovery};
+use context::{Availability, CodeView, Discovery};
 
 /// The four documents, in pipeline order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,23 +57,21 @@ impl Phase {
         Phase::Epics,
     ];
 
-    /// The task `phase` that selects each phase, the `phase` number of its frontmatter, its
-    /// main document and that document's template, in [`Phase::ALL`] order.
-    const INFO: [(&str, u8, &str, &str); 4] = [
-        ("product-brief", 2, spec::BRIEF, "product-brief.md"),
+    /// The task `phase` that selects each phase, its main document and that document's
+    /// template, in [`Phase::ALL`] order.
+    const INFO: [(&str, &str, &str); 4] = [
+        ("product-brief", spec::BRIEF, "product-brief.md"),
         (
             "requirements",
-            3,
             spec::REQUIREMENTS_INDEX,
             "requirements-index.md",
         ),
         (
             "architecture",
-            4,
             spec::ARCHITECTURE_INDEX,
             "architecture-index.md",
         ),
-        ("epics", 5, spec::EPICS_INDEX, "epics-index.md"),
+        ("epics", spec::EPICS_INDEX, "epics-index.md"),
     ];
 
     /// The task `phase` that selects it.
@@ -81,14 +79,19 @@ impl Phase {
         Phase::INFO[self as usize].0
     }
 
-    /// The `phase` number in the frontmatter.
+    /// The `phase` number in the frontmatter: the analyst's discovery is phase 1.
     fn number(self) -> u8 {
-        Phase::INFO[self as usize].1
+        self as u8 + 2
     }
 
     /// Its main document.
     fn index(self) -> &'static str {
-        Phase::INFO[self as usize].2
+        Phase::INFO[self as usize].1
+    }
+
+    /// The main documents of the phases before it, which it needs.
+    fn earlier(self) -> impl Iterator<Item = &'static str> {
+        Phase::ALL[..self as usize].iter().map(|p| p.index())
     }
 
     fn from_name(name: &str) -> Option<Phase> {
@@ -99,14 +102,10 @@ impl Phase {
 /// What a run knows before it writes anything.
 struct Ctx<'a> {
     input: &'a TaskInput,
-    /// The session id.
-    session_id: String,
     /// The user's request.
     task_text: String,
-    /// The session's creation time: the `generated_at` of every document.
-    generated_at: String,
-    /// Its date part, for ADRs.
-    date: String,
+    /// Its clauses.
+    clauses: Vec<text::Clause>,
     /// `Feedback:` lines of the task description, as Markdown source.
     feedback: Vec<String>,
     /// Whether the task rewrites documents that exist (`…-R1`, `IMPROVE-…`).
@@ -135,17 +134,18 @@ impl<'a> Ctx<'a> {
                     .then(|| md::inline(value))
             })
             .collect();
-        let created = &input.session.created_at;
-        let title = match text::shorten(&text::first_sentence(&input.session.task), 70) {
+        let first = crate::agents::builtin::words::sentences(&input.session.task);
+        let first = first
+            .first()
+            .map_or("", |s| s.trim_end_matches(['.', '!', '?']));
+        let title = match text::shorten(first, 70) {
             t if t.is_empty() => "untitled request".to_owned(),
             t => md::inline(&t),
         };
         Ctx {
             input,
-            session_id: input.session.id.to_string(),
             task_text: input.session.task.clone(),
-            generated_at: created.clone(),
-            date: created.get(..10).unwrap_or(created).to_owned(),
+            clauses: text::clauses(&input.session.task),
             feedback,
             revision,
             discovery: Discovery::read(input.folder_text(spec::DISCOVERY), input.code.files()),
@@ -166,26 +166,26 @@ impl<'a> Ctx<'a> {
     }
 
     /// What every document's template is given, for the document at `path`.
-    fn shared(&self, path: &str) -> Step<Common> {
+    fn shared(&self, path: &str) -> Common<'_> {
         let d = &self.discovery;
-        let mut common = Common {
-            session_id: self.session_id.clone(),
-            generated_at: self.generated_at.clone(),
+        let (discovery, discovery_error) = match &d.availability {
+            Availability::Present => ("read", ""),
+            Availability::Missing => ("missing", ""),
+            Availability::Unreadable(why) => ("unreadable", why.as_str()),
+        };
+        Common {
+            session_id: self.input.session.id.to_string(),
+            generated_at: &self.input.session.created_at,
             version: self.version(path),
             task_id: self.input.task.id.to_string(),
-            revision_notes: String::new(),
-            common_questions: Vec::new(),
-            feedback: self.feedback.clone(),
-            discovery: match d.availability {
-                Availability::Present => "read",
-                Availability::Missing => "missing",
-                Availability::Unreadable(_) => "unreadable",
-            },
-            discovery_error: match &d.availability {
-                Availability::Unreadable(why) => why.clone(),
-                _ => String::new(),
-            },
-            code_source: d.code.source.clone(),
+            feedback: &self.feedback,
+            discovery,
+            discovery_error,
+            code: d.code.view(),
+            signals: &d.signals,
+            evidence: (d.signals.iter())
+                .map(|s| (s.as_str(), d.evidence_of(s)))
+                .collect(),
             paths: BTreeMap::from([
                 ("discovery", spec::DISCOVERY),
                 ("brief", spec::BRIEF),
@@ -193,22 +193,7 @@ impl<'a> Ctx<'a> {
                 ("architecture", spec::ARCHITECTURE_INDEX),
                 ("epics", spec::EPICS_INDEX),
             ]),
-        };
-        common.revision_notes = template::fill("revision-notes.md", &common)?;
-        let questions = template::fill("common-questions.md", &common)?;
-        common.common_questions = questions.lines().map(str::to_owned).collect();
-        Ok(common)
-    }
-
-    /// The `dependencies` of an index document: the discovery context when present, then
-    /// the documents of earlier phases.
-    fn dependency_paths(&self, earlier: &[&str]) -> Vec<String> {
-        let mut deps = Vec::new();
-        if self.discovery.availability == Availability::Present {
-            deps.push(spec::DISCOVERY.to_owned());
         }
-        deps.extend(earlier.iter().map(|s| (*s).to_owned()));
-        deps
     }
 
     /// Renders the template `name` of the document at `path` over `data` and what every
@@ -229,12 +214,12 @@ impl<'a> Ctx<'a> {
         #[derive(serde::Serialize)]
         struct Doc<'a, T> {
             #[serde(flatten)]
-            common: Common,
+            common: Common<'a>,
             #[serde(flatten)]
             data: &'a T,
         }
         let doc = Doc {
-            common: self.shared(path)?,
+            common: self.shared(path),
             data,
         };
         if var.is_empty() {
@@ -242,45 +227,32 @@ impl<'a> Ctx<'a> {
         }
         template::fill_and_read(name, &doc, var)
     }
-
-    /// The prior document at `path`, or the reason the task cannot go on without it.
-    fn require<'f>(&self, folder: &'f Folder, path: &str, by: Phase) -> Step<&'f str> {
-        folder
-            .get(path)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .ok_or_else(|| {
-                format!(
-                    "cannot write the {} document: the earlier document `{path}` is missing \
-                     from the pipeline folder",
-                    by.name()
-                )
-            })
-    }
 }
 
-/// What every document's template is given besides its own data.
+/// What every document's template is given besides its own data. Its open questions start
+/// with those of `common-questions.md` (an unusable discovery context, the feedback), and
+/// an index document includes `revision-notes.md`.
 #[derive(serde::Serialize)]
-struct Common {
+struct Common<'a> {
     /// The session id.
     session_id: String,
-    /// See [`Ctx::generated_at`].
-    generated_at: String,
+    /// The session's creation time: the `generated_at` of every document (the `date` of an
+    /// ADR is its date part).
+    generated_at: &'a str,
     /// See [`Ctx::version`].
     version: String,
     /// The task writing it.
     task_id: String,
-    /// The Revision Notes section, empty when the task carries no feedback.
-    revision_notes: String,
-    /// The open questions every document starts with: an unusable discovery context, and
-    /// the feedback.
-    common_questions: Vec<String>,
     /// See [`Ctx::feedback`].
-    feedback: Vec<String>,
+    feedback: &'a [String],
     /// Whether the discovery context was `read`, `missing` or `unreadable`, and why not.
     discovery: &'static str,
-    discovery_error: String,
-    /// Where the code facts come from.
-    code_source: String,
+    discovery_error: &'a str,
+    /// The code facts, as the templates see them.
+    code: CodeView<'a>,
+    /// The analyst's signals, and what shows each.
+    signals: &'a [String],
+    evidence: BTreeMap<&'a str, String>,
     /// The paths of the documents, by phase (`brief`, …) and `discovery`.
     paths: BTreeMap<&'static str, &'static str>,
 }
@@ -301,32 +273,53 @@ struct Draft {
 }
 
 impl Ctx<'_> {
-    /// The main document of `phase`, rendered by its template over `data`, followed by
-    /// `files`; with the summary, findings and decisions the template sets as `report`.
+    /// The main document of `phase`, rendered by its template over `data`, the shared title,
+    /// its `dependencies` (the discovery context when present, then the documents of earlier
+    /// phases) and what the request rules out, followed by `files`; with the summary, findings
+    /// and decisions the template sets as `report`.
     fn draft(
         &self,
         phase: Phase,
         data: &impl serde::Serialize,
         mut files: Vec<(String, String)>,
     ) -> Step<Draft> {
-        let name = Phase::INFO[phase as usize].3;
-        let (text, report) = self.fill_and_read(phase.index(), name, data, "report")?;
-        files.insert(0, (phase.index().to_owned(), text));
-        let mut draft = Draft {
-            files,
-            summary: String::new(),
-            findings: Vec::new(),
-            decisions: Vec::new(),
-        };
-        for line in report.lines() {
-            match line.split_once(": ") {
-                Some(("summary", s)) => draft.summary = s.to_owned(),
-                Some(("finding", s)) => draft.findings.push(s.to_owned()),
-                Some(("decision", s)) => draft.decisions.push(s.to_owned()),
-                _ => {}
-            }
+        #[derive(serde::Serialize)]
+        struct Index<'a, T> {
+            title: &'a str,
+            dependencies: Vec<&'static str>,
+            /// What the request rules out.
+            ruled_out: Vec<&'a str>,
+            #[serde(flatten)]
+            data: &'a T,
         }
-        Ok(draft)
+        let present = self.discovery.availability == Availability::Present;
+        let index = Index {
+            title: &self.title,
+            dependencies: (present.then_some(spec::DISCOVERY).into_iter())
+                .chain(phase.earlier())
+                .collect(),
+            ruled_out: (self.clauses.iter())
+                .filter(|c| c.negative)
+                .map(|c| c.text.as_str())
+                .collect(),
+            data,
+        };
+        let name = Phase::INFO[phase as usize].2;
+        let (text, report) = self.fill_and_read(phase.index(), name, &index, "report")?;
+        files.insert(0, (phase.index().to_owned(), text));
+        let lines = |key: &str| {
+            let key = format!("{key}: ");
+            let found = report
+                .lines()
+                .filter_map(|l| l.strip_prefix(&key).map(str::to_owned));
+            found.collect::<Vec<_>>()
+        };
+        Ok(Draft {
+            files,
+            summary: lines("summary").pop().unwrap_or_default(),
+            findings: lines("finding"),
+            decisions: lines("decision"),
+        })
     }
 }
 
@@ -335,12 +328,21 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     Ok(write(input).unwrap_or_else(failed))
 }
 
-/// Writes and checks the documents of every phase the task writes, or says why not.
+/// Writes and checks the documents of every phase the task writes, or says why not. A phase
+/// needs the main documents of the phases before it.
 fn write(input: &TaskInput) -> Step<TaskOutput> {
     let ctx = Ctx::new(input);
     let mut folder = input.folder.clone();
     let mut done: Vec<(Draft, String)> = Vec::new();
     for phase in phases_of(input)? {
+        let unreadable = |path: &&str| folder.get(*path).is_none_or(|b| str::from_utf8(b).is_err());
+        if let Some(path) = phase.earlier().find(unreadable) {
+            return Err(format!(
+                "cannot write the {} document: the earlier document `{path}` is missing \
+                 from the pipeline folder",
+                phase.name()
+            ));
+        }
         let draft = match phase {
             Phase::Brief => brief::write(&ctx),
             Phase::Requirements => requirements::write(&ctx, &folder),
@@ -359,16 +361,17 @@ fn write(input: &TaskInput) -> Step<TaskOutput> {
         done.push((draft, report));
     }
     let mut update = StateUpdate::default();
-    let rounds = done.iter().map(|(d, _)| d.findings.len()).max();
-    for i in 0..rounds.unwrap_or(0) {
-        for (d, _) in &done {
-            if let Some(f) = d.findings.get(i)
-                && update.key_findings.len() < 5
-            {
-                update.key_findings.push(text::finding(f));
-            }
-        }
-    }
+    // The findings of the phases in turn, the first of each first.
+    let rounds = done
+        .iter()
+        .map(|(d, _)| d.findings.len())
+        .max()
+        .unwrap_or(0);
+    update.key_findings = (0..rounds)
+        .flat_map(|i| done.iter().filter_map(move |(d, _)| d.findings.get(i)))
+        .take(5)
+        .map(|f| text::shorten(f, 98))
+        .collect();
     let mut files = Vec::new();
     let mut summaries = Vec::new();
     let mut verification = Vec::new();

@@ -2,13 +2,12 @@
 //! match; decisions recorded as ADRs, each backed by what the repository shows (Accepted) or
 //! left for a person to confirm (Proposed).
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::context::{self, CodeView, Library};
+use super::context::{self, Library};
 use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Phase, Step};
+use crate::agents::CodeFile;
 use crate::specdoc::spec::{self, Goal as GoalRow, Req as ReqRow, Requirements};
 
 /// One component.
@@ -18,7 +17,6 @@ struct Component {
     name: String,
     goal: Option<GoalRow>,
     reqs: Vec<String>,
-    #[serde(skip)]
     topics: Vec<Topic>,
     module: Option<String>,
     integration: &'static str,
@@ -27,9 +25,10 @@ struct Component {
 }
 
 /// What a decision is about; its text follows from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 enum Kind {
+    #[default]
     Stack,
     Structure,
     Tests,
@@ -40,19 +39,24 @@ enum Kind {
 
 /// One decision: what it is about, and the facts its text quotes besides those of the code
 /// and the analyst; each kind uses its own.
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct Adr {
+    /// `ADR-NNN`, and its file name in `spec/architecture/`.
+    id: String,
+    file: String,
     kind: Kind,
     title: String,
     status: &'static str,
     traces: Vec<String>,
-    /// A language the request names (without code).
+    /// A language the request names (used when there is no code).
     named_language: Option<&'static str>,
     nfrs: Vec<ReqRow>,
     libs: Vec<Library>,
     /// A store the request names.
     store: Option<&'static str>,
     data_reqs: Vec<String>,
+    /// The decision as its file words it, which the index quotes.
+    decision: String,
 }
 
 impl Adr {
@@ -62,40 +66,23 @@ impl Adr {
             title: title.into(),
             status: if accepted { "Accepted" } else { "Proposed" },
             traces,
-            named_language: None,
-            nfrs: Vec::new(),
-            libs: Vec::new(),
-            store: None,
-            data_reqs: Vec::new(),
+            ..Adr::default()
         }
     }
 }
 
-fn components(
-    goals: &[GoalRow],
-    reqs: &Requirements,
-    files: &[crate::agents::CodeFile],
-) -> Vec<Component> {
-    let mut groups: Vec<(Option<GoalRow>, Vec<&ReqRow>)> = goals
-        .iter()
-        .map(|g| (Some(g.clone()), Vec::new()))
-        .collect();
-    let mut orphans = Vec::new();
-    for r in &reqs.functional {
-        match groups.iter_mut().find(|(g, _)| {
-            g.as_ref()
-                .is_some_and(|g| r.traces.first().is_some_and(|t| *t == g.id))
-        }) {
-            Some((_, rs)) => rs.push(r),
-            None => orphans.push(r),
-        }
-    }
-    if !orphans.is_empty() {
-        groups.push((None, orphans));
-    }
+/// One component per goal with requirements, in goal order, then one for the requirements
+/// that trace to no goal.
+fn components(goals: &[GoalRow], reqs: &Requirements, files: &[CodeFile]) -> Vec<Component> {
+    let owner = |r: &&ReqRow| goals.iter().position(|g| r.traces.first() == Some(&g.id));
     let mut out: Vec<Component> = Vec::new();
-    for (goal, rs) in groups.into_iter().filter(|(_, rs)| !rs.is_empty()) {
-        let basis = match &goal {
+    for i in (0..goals.len()).map(Some).chain([None]) {
+        let rs: Vec<&ReqRow> = reqs.functional.iter().filter(|r| owner(r) == i).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let goal = i.map(|i| &goals[i]);
+        let basis = match goal {
             Some(g) => g.text.clone(),
             None => rs
                 .iter()
@@ -103,19 +90,14 @@ fn components(
                 .collect::<Vec<_>>()
                 .join(" "),
         };
-        let mut name = match &goal {
-            Some(g) => text::topic_name(&g.text),
-            None => "Shared core".to_owned(),
-        };
+        let mut name = goal.map_or_else(|| "Shared core".to_owned(), |g| text::topic_name(&g.text));
         if out.iter().any(|c| c.name == name) {
             name = format!("{name} ({})", out.len() + 1);
         }
         let mut key_words = text::key_words(&basis);
-        for r in &rs {
-            for w in text::key_words(&r.title) {
-                if !key_words.contains(&w) {
-                    key_words.push(w);
-                }
+        for w in rs.iter().flat_map(|r| text::key_words(&r.title)) {
+            if !key_words.contains(&w) {
+                key_words.push(w);
             }
         }
         let module = context::matching_module(files, &key_words).map(|(m, _)| m);
@@ -128,7 +110,6 @@ fn components(
             (Some(_), false) => "Extend",
             (None, _) => "New",
         };
-        let id = format!("COMP-{:03}", out.len() + 1);
         let deps = out
             .iter()
             .filter(|c| {
@@ -137,13 +118,12 @@ fn components(
             })
             .map(|c| c.id.clone())
             .collect();
-        let topics = text::topics(&basis);
         out.push(Component {
-            id,
+            id: format!("COMP-{:03}", out.len() + 1),
             name,
-            goal,
+            goal: goal.cloned(),
             reqs: rs.iter().map(|r| r.id.clone()).collect(),
-            topics,
+            topics: text::topics(&basis),
             module,
             integration,
             deps,
@@ -173,42 +153,38 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
             .cloned()
             .collect()
     };
-    let stack = match code.primary_language() {
-        Some(lang) => {
-            let title = format!("Build on the existing {lang} code base");
-            Adr::new(Kind::Stack, title, true, all_reqs.clone())
-        }
-        None => {
-            let words = text::words(&ctx.task_text);
-            let title = "Choose the implementation stack";
-            Adr {
-                named_language: text::WORDS
-                    .languages
-                    .iter()
-                    .find(|[w, _]| text::has(&words, w))
-                    .map(|[_, l]| l.as_str()),
-                ..Adr::new(Kind::Stack, title, false, all_reqs.clone())
-            }
-        }
+    // The ids of `nfrs`, then of the requirements with any of `topics`.
+    let traced = |nfrs: &[ReqRow], topics: &[Topic]| -> Vec<String> {
+        let mut ids: Vec<String> = nfrs.iter().map(|n| n.id.clone()).collect();
+        ids.extend(topics.iter().flat_map(|t| with_topic(*t)));
+        ids.dedup();
+        ids
     };
-    let structure = "One component per goal";
+    let words = text::words(&ctx.task_text);
+    let lang = code.primary_language();
+    let stack = lang.map_or_else(
+        || "Choose the implementation stack".to_owned(),
+        |lang| format!("Build on the existing {lang} code base"),
+    );
+    let tests = code.facts.test_framework.as_ref();
+    let verify = tests.map_or_else(
+        || "Choose how the change is tested".to_owned(),
+        |t| format!("Verify with {}", t.name),
+    );
     let mut adrs = vec![
-        stack,
-        Adr::new(Kind::Structure, structure, true, all_reqs.clone()),
-        match &code.facts.test_framework {
-            Some(t) => Adr::new(
-                Kind::Tests,
-                format!("Verify with {}", t.name),
-                true,
-                all_reqs.clone(),
-            ),
-            None => Adr::new(
-                Kind::Tests,
-                "Choose how the change is tested",
-                false,
-                all_reqs.clone(),
-            ),
+        Adr {
+            named_language: (text::WORDS.languages.iter())
+                .find(|[w, _]| text::has(&words, w))
+                .map(|[_, l]| l.as_str()),
+            ..Adr::new(Kind::Stack, stack, lang.is_some(), all_reqs.clone())
         },
+        Adr::new(
+            Kind::Structure,
+            "One component per goal",
+            true,
+            all_reqs.clone(),
+        ),
+        Adr::new(Kind::Tests, verify, tests.is_some(), all_reqs.clone()),
     ];
     let security = nfrs_of("S");
     if !security.is_empty() {
@@ -223,8 +199,7 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
             })
             .take(3)
             .collect();
-        let mut traces: Vec<String> = security.iter().map(|n| n.id.clone()).collect();
-        traces.extend(with_topic(Topic::Security));
+        let traces = traced(&security, &[Topic::Security]);
         let title = "Meet the security requirements with vetted libraries and boundary checks";
         let accepted = !libs.is_empty();
         adrs.push(Adr {
@@ -235,18 +210,11 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
     }
     let perf: Vec<ReqRow> = nfrs_of("P").into_iter().chain(nfrs_of("SC")).collect();
     if !perf.is_empty() {
-        let mut traces: Vec<String> = perf.iter().map(|n| n.id.clone()).collect();
-        traces.extend(with_topic(Topic::Performance));
-        traces.extend(with_topic(Topic::Scale));
-        traces.dedup();
+        let traces = traced(&perf, &[Topic::Performance, Topic::Scale]);
+        let title = "Measure before optimising";
         adrs.push(Adr {
             nfrs: perf,
-            ..Adr::new(
-                Kind::Performance,
-                "Measure before optimising",
-                false,
-                traces,
-            )
+            ..Adr::new(Kind::Performance, title, false, traces)
         });
     }
     let data_reqs = with_topic(Topic::Data);
@@ -282,6 +250,10 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
         .map(|n| n.id.clone())
         .collect();
     adrs[0].traces.extend(rest);
+    for (i, a) in adrs.iter_mut().enumerate() {
+        a.id = format!("ADR-{:03}", i + 1);
+        a.file = format!("{}-{}.md", a.id, text::slug(&a.title, "decision"));
+    }
     adrs
 }
 
@@ -290,53 +262,27 @@ fn decisions(ctx: &Ctx, reqs: &Requirements) -> Vec<Adr> {
 struct AdrDoc<'a> {
     #[serde(flatten)]
     adr: &'a Adr,
-    id: &'a str,
-    date: &'a str,
-    all_reqs: Vec<String>,
+    all_reqs: &'a [String],
     /// The components implementing a requirement it serves.
     components: Vec<String>,
     all_components: &'a [Component],
-    code: CodeView<'a>,
-    signals: &'a [String],
-    /// What shows each signal the decisions quote.
-    evidence: BTreeMap<&'static str, String>,
-}
-
-/// A row of the decisions table, and the decision as its file words it.
-#[derive(Serialize)]
-struct AdrRow<'a> {
-    id: String,
-    kind: Kind,
-    file: String,
-    title: &'a str,
-    status: &'static str,
-    traces: &'a [String],
-    decision: String,
 }
 
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    dependencies: Vec<String>,
-    title: &'a str,
     functional: usize,
     components: &'a [Component],
     users: Vec<String>,
     external: Vec<&'static System>,
-    code: CodeView<'a>,
-    adrs: &'a [AdrRow<'a>],
+    adrs: &'a [Adr],
     nfrs: &'a [ReqRow],
-    data_components: Vec<String>,
-    security_components: Vec<String>,
+    /// The source directories no component touches.
     untouched: Vec<String>,
-    /// What shows each risk signal the analyst reported.
-    evidence: BTreeMap<&'static str, String>,
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    ctx.require(folder, spec::BRIEF, Phase::Architecture)?;
-    ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Architecture)?;
     let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let reqs = read.requirements.unwrap_or_default();
@@ -347,101 +293,41 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ));
     }
     let comps = components(&brief.goals, &reqs, ctx.input.code.files());
-    let adrs = decisions(ctx, &reqs);
-    let d = &ctx.discovery;
+    let mut adrs = decisions(ctx, &reqs);
     let all_reqs: Vec<String> = reqs.functional.iter().map(|r| r.id.clone()).collect();
     let mut files = Vec::new();
-    let mut rows = Vec::new();
-    for (i, a) in adrs.iter().enumerate() {
-        let id = format!("ADR-{:03}", i + 1);
-        let file = format!("{id}-{}.md", text::slug(&a.title, "decision"));
-        let path = format!("spec/architecture/{file}");
+    for adr in &mut adrs {
+        let path = format!("spec/architecture/{}", adr.file);
         let doc = AdrDoc {
-            adr: a,
-            id: &id,
-            date: &ctx.date,
-            all_reqs: all_reqs.clone(),
+            adr,
+            all_reqs: &all_reqs,
             components: comps
                 .iter()
-                .filter(|c| c.reqs.iter().any(|r| a.traces.contains(r)))
+                .filter(|c| c.reqs.iter().any(|r| adr.traces.contains(r)))
                 .map(|c| c.id.clone())
                 .collect(),
             all_components: &comps,
-            code: d.code.view(),
-            signals: &d.signals,
-            evidence: ["legacy_patterns", "test_gap", "sql_detected"]
-                .into_iter()
-                .filter(|s| d.has_signal(s))
-                .map(|s| (s, d.evidence_of(s)))
-                .collect(),
         };
         let (text, decision) = ctx.fill_and_read(&path, "adr.md", &doc, "decision")?;
         files.push((path, text));
-        rows.push(AdrRow {
-            id,
-            kind: a.kind,
-            file,
-            title: &a.title,
-            status: a.status,
-            traces: &a.traces,
-            decision,
-        });
+        adr.decision = decision;
     }
-    let index = index(ctx, brief.users, &reqs, &comps, &rows);
-    ctx.draft(Phase::Architecture, &index, files)
-}
-
-/// The data of the index.
-fn index<'a>(
-    ctx: &'a Ctx,
-    users: Vec<String>,
-    reqs: &'a Requirements,
-    comps: &'a [Component],
-    rows: &'a [AdrRow<'a>],
-) -> IndexDoc<'a> {
-    let d = &ctx.discovery;
-    let code = &d.code;
-    let comps_with = |topic: Topic| -> Vec<String> {
-        comps
-            .iter()
-            .filter(|c| c.topics.contains(&topic))
-            .map(|c| c.id.clone())
-            .collect()
-    };
     let touched: Vec<&String> = comps.iter().filter_map(|c| c.module.as_ref()).collect();
-    IndexDoc {
-        dependencies: ctx.dependency_paths(&[spec::BRIEF, spec::REQUIREMENTS_INDEX]),
-        title: &ctx.title,
+    let source_dirs = &ctx.discovery.code.facts.source_dirs;
+    let index = IndexDoc {
         functional: reqs.functional.len(),
-        components: comps,
-        users,
+        components: &comps,
+        users: brief.users,
         external: text::systems(&ctx.task_text),
-        code: code.view(),
-        adrs: rows,
+        adrs: &adrs,
         nfrs: &reqs.non_functional,
-        data_components: comps_with(Topic::Data),
-        security_components: comps_with(Topic::Security),
-        untouched: code
-            .facts
-            .source_dirs
-            .iter()
+        untouched: (source_dirs.iter())
             .filter(|s| {
-                !touched
-                    .iter()
-                    .any(|t| t.starts_with(&format!("{}/", s.trim_end_matches('/'))))
+                let dir = format!("{}/", s.trim_end_matches('/'));
+                !touched.iter().any(|t| t.starts_with(&dir))
             })
             .cloned()
             .collect(),
-        evidence: [
-            "test_gap",
-            "legacy_patterns",
-            "breaking_change",
-            "data_migration",
-            "concurrency_issue",
-        ]
-        .into_iter()
-        .filter(|s| d.has_signal(s))
-        .map(|s| (s, d.evidence_of(s)))
-        .collect(),
-    }
+    };
+    ctx.draft(Phase::Architecture, &index, files)
 }

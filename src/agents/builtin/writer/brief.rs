@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::context::{self, CodeView, Discovery};
+use super::context::{self, Discovery};
 use super::text;
 use super::{Ctx, Draft, Moscow, Phase, Step};
 use crate::specdoc::md;
@@ -33,16 +33,22 @@ struct Metric {
     target: String,
 }
 
-/// The [`Metric`] of each main topic a goal may have, and of `none`; see `goal-metrics.toml`.
-static METRICS: LazyLock<BTreeMap<String, Metric>> =
+/// The [`Metric`] of a goal by its main topic, and of one without; see `goal-metrics.toml`.
+#[derive(Deserialize)]
+struct Metrics {
+    none: Metric,
+    #[serde(flatten)]
+    topic: BTreeMap<text::Topic, Metric>,
+}
+
+static METRICS: LazyLock<Metrics> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("goal-metrics.toml")));
 
 /// A success metric and its target for a goal, by its main topic.
 fn metric_for(goal: &str) -> &'static Metric {
-    let topic = text::topics(goal)
+    text::topics(goal)
         .first()
-        .map(|t| format!("{t:?}").to_lowercase());
-    &METRICS[topic.as_deref().unwrap_or("none")]
+        .map_or(&METRICS.none, |t| &METRICS.topic[t])
 }
 
 /// Where the user groups came from.
@@ -79,32 +85,19 @@ fn users(task: &str, d: &Discovery) -> (Vec<String>, UserSource) {
     (vec![guess.to_owned()], UserSource::Assumed)
 }
 
-fn is_business(constraint: &str) -> bool {
-    let lower = constraint.to_lowercase();
-    text::WORDS
-        .business
-        .iter()
-        .any(|b| lower.contains(b.as_str()))
-}
-
 /// The data of the brief.
 #[derive(Serialize)]
 struct BriefDoc<'a> {
-    dependencies: Vec<String>,
-    title: &'a str,
     request: &'a str,
     problem: &'a str,
     goals: &'a [Goal],
     users: &'a [String],
     user_source: UserSource,
     personas: Vec<Persona>,
-    ruled_out: Vec<String>,
     technical: Vec<String>,
     business: Vec<String>,
     domain: &'a str,
-    signals: &'a [String],
     recommendations: &'a [String],
-    code: CodeView<'a>,
     /// Whether the request named no goal, so one was assumed.
     named_none: bool,
     /// The analyst's open questions.
@@ -113,7 +106,7 @@ struct BriefDoc<'a> {
     overflow: Vec<String>,
 }
 
-/// A user group and the goals it needs.
+/// A user group and the goals that name it.
 #[derive(Serialize)]
 struct Persona {
     role: String,
@@ -123,8 +116,7 @@ struct Persona {
 /// Writes `spec/product-brief.md`.
 pub fn write(ctx: &Ctx) -> Step<Draft> {
     let d = &ctx.discovery;
-    let clauses = text::clauses(&ctx.task_text);
-    let positives: Vec<&text::Clause> = clauses.iter().filter(|c| !c.negative).collect();
+    let positives: Vec<&text::Clause> = ctx.clauses.iter().filter(|c| !c.negative).collect();
     let goal = |i: usize, text: &str, priority: Option<Moscow>| Goal {
         id: format!("G-{:03}", i + 1),
         text: text.to_owned(),
@@ -153,69 +145,48 @@ pub fn write(ctx: &Ctx) -> Step<Draft> {
         d.problem_statement.as_str()
     };
     let (users, user_source) = users(&ctx.task_text, d);
-    let overflow: Vec<String> = positives
-        .iter()
-        .skip(MAX_GOALS)
-        .map(|c| c.text.clone())
-        .collect();
+    let (business, technical) = d.constraints.iter().cloned().partition(|c| {
+        let lower = c.to_lowercase();
+        text::WORDS
+            .business
+            .iter()
+            .any(|b| lower.contains(b.as_str()))
+    });
     let doc = BriefDoc {
-        dependencies: ctx.dependency_paths(&[]),
-        title: &ctx.title,
         request: &ctx.task_text,
         problem,
         personas: users.iter().map(|u| persona(u, &goals)).collect(),
         goals: &goals,
         users: &users,
         user_source,
-        ruled_out: clauses
-            .iter()
-            .filter(|c| c.negative)
-            .map(|c| c.text.clone())
-            .collect(),
-        technical: d
-            .constraints
-            .iter()
-            .filter(|c| !is_business(c))
-            .cloned()
-            .collect(),
-        business: d
-            .constraints
-            .iter()
-            .filter(|c| is_business(c))
-            .cloned()
-            .collect(),
+        technical,
+        business,
         domain: &d.domain,
-        signals: &d.signals,
         recommendations: &d.recommendations,
-        code: d.code.view(),
         named_none,
         open_questions: &d.open_questions,
-        overflow,
+        overflow: positives
+            .iter()
+            .skip(MAX_GOALS)
+            .map(|c| c.text.clone())
+            .collect(),
     };
     ctx.draft(Phase::Brief, &doc, Vec::new())
 }
 
-/// A user group needs the goals that name it, or all of them.
+/// A user group and the goals that name it; the brief says it needs all of them when none
+/// does.
 fn persona(user: &str, goals: &[Goal]) -> Persona {
-    let words = text::words(user);
-    let mine: Vec<String> = goals
-        .iter()
-        .filter(|g| {
-            let gw = text::words(&g.text);
-            words.iter().any(|w| {
-                gw.iter()
-                    .any(|x| x.trim_end_matches('s') == w.trim_end_matches('s'))
-            })
-        })
-        .map(|g| g.id.clone())
-        .collect();
+    let stem = |w: &String| w.trim_end_matches('s').to_owned();
+    let words: Vec<String> = text::words(user).iter().map(stem).collect();
+    let names = |g: &&Goal| {
+        text::words(&g.text)
+            .iter()
+            .any(|x| words.contains(&stem(x)))
+    };
     Persona {
         role: user.to_owned(),
-        needs: if mine.is_empty() {
-            goals.iter().map(|g| g.id.clone()).collect()
-        } else {
-            mine
-        },
+        needs: goals.iter().filter(names).map(|g| g.id.clone()).collect(),
     }
 }
 
@@ -246,11 +217,7 @@ mod tests {
     #[test]
     fn every_topic_has_a_metric() {
         for t in text::Topic::ALL {
-            assert!(
-                METRICS.contains_key(&format!("{t:?}").to_lowercase()),
-                "{t:?}"
-            );
+            assert!(METRICS.topic.contains_key(&t), "{t:?}");
         }
-        assert!(METRICS.contains_key("none"));
     }
 }

@@ -5,7 +5,7 @@
 //! This module decides what the epics are; the text is in the templates `epic.md` and
 //! `epics-index.md` of `specs/templates/builtin/`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -16,10 +16,11 @@ use crate::specdoc::spec::{
 };
 
 /// What kind of work a story is; its text follows from it.
-#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 enum StoryKind {
     /// Delivers one functional requirement.
+    #[default]
     Feature,
     /// Tests and documents a whole epic end to end.
     Whole,
@@ -27,8 +28,9 @@ enum StoryKind {
     Quality,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct Story {
+    /// `STORY-<epic>-NNN`, given by [`Inputs::epic`].
     id: String,
     kind: StoryKind,
     /// The requirement it delivers or meets (none for `whole`): its title, its user story
@@ -80,60 +82,49 @@ struct EpicDoc<'a> {
     requirements: Vec<&'a ReqRow>,
     decisions: Vec<&'a Adr>,
     user: &'a str,
-    test_command: Option<&'a str>,
-}
-
-/// One row of the traceability matrix.
-#[derive(Serialize)]
-struct TraceRow {
-    id: String,
-    epics: Vec<String>,
-    stories: Vec<String>,
-    adrs: Vec<String>,
 }
 
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    dependencies: Vec<String>,
-    title: &'a str,
     epics: &'a [Epic],
     order: Vec<&'a Epic>,
     mvp_fallback: bool,
     /// How many functional requirements there are.
     functional: usize,
-    must_reqs: Vec<String>,
-    goals: Vec<String>,
-    test_command: Option<&'a str>,
-    traces: Vec<TraceRow>,
+    goals: &'a [GoalRow],
+    /// Every requirement, and the stories of every epic, in order.
+    reqs: Vec<&'a ReqRow>,
+    stories: Vec<&'a Story>,
     /// The decisions of the architecture.
     adrs: &'a [Adr],
 }
 
 /// What the epics are cut from.
-struct Inputs<'a> {
+struct Inputs {
     goals: Vec<GoalRow>,
     reqs: Requirements,
     arch: Architecture,
-    test_command: Option<&'a str>,
-    ctx: &'a Ctx<'a>,
 }
 
-impl Inputs<'_> {
+impl Inputs {
     fn req(&self, id: &str) -> Option<&ReqRow> {
         self.reqs.all().find(|r| r.id == id)
     }
 
-    /// Epic number `n` of `kind` over the requirements `rows`, with its stories; it has the
-    /// highest priority of its requirements and is in the MVP when that is Must.
+    /// Epic number `n` of `kind` over the requirements `rows`, with its stories, numbered;
+    /// it has the highest priority of its requirements and is in the MVP when that is Must.
     fn epic(
         &self,
         n: usize,
         kind: EpicKind,
         title: String,
         rows: &[&ReqRow],
-        stories: Vec<Story>,
+        mut stories: Vec<Story>,
     ) -> Epic {
+        for (i, s) in stories.iter_mut().enumerate() {
+            s.id = format!("STORY-{n:03}-{:03}", i + 1);
+        }
         let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
         let priority = (rows.iter().map(|r| r.moscow()).min()).unwrap_or(Moscow::Should);
         let id = format!("EPIC-{n:03}");
@@ -166,16 +157,13 @@ impl Inputs<'_> {
     }
 }
 
-fn points(size: &str) -> u32 {
-    match size {
+fn epic_size(stories: &[Story]) -> &'static str {
+    let points = |size: &str| match size {
         "S" => 1,
         "M" => 2,
         "L" => 3,
         _ => 5,
-    }
-}
-
-fn epic_size(stories: &[Story]) -> &'static str {
+    };
     match stories.iter().map(|s| points(s.size)).sum::<u32>() {
         0..=2 => "S",
         3..=5 => "M",
@@ -194,17 +182,12 @@ fn story_size(criteria: usize) -> &'static str {
 
 /// Writes `spec/epics/_index.md` and one file per epic.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    ctx.require(folder, spec::BRIEF, Phase::Epics)?;
-    ctx.require(folder, spec::REQUIREMENTS_INDEX, Phase::Epics)?;
-    ctx.require(folder, spec::ARCHITECTURE_INDEX, Phase::Epics)?;
     let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let inputs = Inputs {
         goals: brief.goals,
         reqs: read.requirements.unwrap_or_default(),
         arch: read.architecture.unwrap_or_default(),
-        test_command: ctx.discovery.code.test_command(),
-        ctx,
     };
     if inputs.reqs.functional.is_empty() {
         return Err(format!(
@@ -238,7 +221,6 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
                 .filter(|a| e.adrs.contains(&a.id))
                 .collect(),
             user,
-            test_command: inputs.test_command,
         };
         files.push((path.clone(), ctx.fill(&path, "epic.md", &doc)?));
     }
@@ -297,21 +279,19 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
                 r.criteria.len()
             };
             stories.push(Story {
-                id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
                 kind: StoryKind::Feature,
                 req: Some((*r).clone()),
                 size: story_size(criteria + metrics.len()),
                 metrics,
                 traces: vec![r.id.clone()],
+                ..Story::default()
             });
         }
         stories.push(Story {
-            id: format!("STORY-{n:03}-{:03}", stories.len() + 1),
             kind: StoryKind::Whole,
-            req: None,
-            metrics: Vec::new(),
             size: "S",
             traces: ids.clone(),
+            ..Story::default()
         });
         let (kind, title) = match &component {
             Some(c) => (EpicKind::Component, c.name.clone()),
@@ -329,24 +309,16 @@ fn feature_epics(inputs: &Inputs) -> Vec<Epic> {
         epic.component = component;
         epics.push(epic);
     }
-    for i in 0..epics.len() {
-        let deps: Vec<String> = epics[i]
-            .component
-            .as_ref()
-            .map(|c| {
-                c.depends_on
-                    .iter()
-                    .filter_map(|d| {
-                        epics
-                            .iter()
-                            .find(|e| e.component.as_ref().is_some_and(|x| x.id == *d))
-                            .map(|e| e.id.clone())
-                    })
-                    .filter(|e| *e != epics[i].id)
-                    .collect()
-            })
-            .unwrap_or_default();
-        epics[i].deps = deps;
+    // An epic waits for the epics of the components its component depends on.
+    let epic_of: BTreeMap<String, String> = (epics.iter())
+        .filter_map(|e| Some((e.component.as_ref()?.id.clone(), e.id.clone())))
+        .collect();
+    for e in &mut epics {
+        let depends_on = e.component.iter().flat_map(|c| &c.depends_on);
+        e.deps = (depends_on.filter_map(|d| epic_of.get(d)))
+            .filter(|d| **d != e.id)
+            .cloned()
+            .collect();
     }
     epics
 }
@@ -360,14 +332,12 @@ fn quality_epic(inputs: &Inputs, features: &[Epic]) -> Option<Epic> {
     let n = features.len() + 1;
     let stories: Vec<Story> = nfrs
         .iter()
-        .enumerate()
-        .map(|(i, r)| Story {
-            id: format!("STORY-{n:03}-{:03}", i + 1),
+        .map(|r| Story {
             kind: StoryKind::Quality,
             req: Some(r.clone()),
-            metrics: Vec::new(),
             size: "M",
             traces: vec![r.id.clone()],
+            ..Story::default()
         })
         .collect();
     let categories: Vec<String> = nfrs
@@ -409,48 +379,14 @@ fn index<'a>(inputs: &'a Inputs, epics: &'a [Epic], mvp_fallback: bool) -> Index
             None => break,
         }
     }
-    let traces = inputs
-        .reqs
-        .all()
-        .map(|r| {
-            let mut row = TraceRow {
-                id: r.id.clone(),
-                epics: Vec::new(),
-                stories: Vec::new(),
-                adrs: inputs.adrs_for(std::slice::from_ref(&r.id)),
-            };
-            for e in epics {
-                for s in e.stories.iter().filter(|s| s.traces.contains(&r.id)) {
-                    row.stories.push(s.id.clone());
-                    if !row.epics.contains(&e.id) {
-                        row.epics.push(e.id.clone());
-                    }
-                }
-            }
-            row
-        })
-        .collect();
-    let ctx = inputs.ctx;
     IndexDoc {
-        dependencies: ctx.dependency_paths(&[
-            spec::BRIEF,
-            spec::REQUIREMENTS_INDEX,
-            spec::ARCHITECTURE_INDEX,
-        ]),
-        title: &ctx.title,
         epics,
         order,
         mvp_fallback,
         functional: inputs.reqs.functional.len(),
-        must_reqs: inputs
-            .reqs
-            .all()
-            .filter(|r| r.moscow() == Moscow::Must)
-            .map(|r| r.id.clone())
-            .collect(),
-        goals: inputs.goals.iter().map(|g| g.id.clone()).collect(),
-        test_command: inputs.test_command,
-        traces,
+        goals: &inputs.goals,
+        reqs: inputs.reqs.all().collect(),
+        stories: epics.iter().flat_map(|e| &e.stories).collect(),
         adrs: &inputs.arch.adrs,
     }
 }

@@ -179,10 +179,12 @@ struct Req {
     goal: GoalRow,
     /// How many requirements its goal was split into.
     parts: usize,
-    #[serde(skip)]
+    /// Its topics; the first, the main one, chooses its benefit and an extra criterion.
     topics: Vec<Topic>,
-    /// The main topic, which chooses its benefit and an extra criterion.
-    topic: Option<Topic>,
+    /// Whether its title starts with a verb.
+    verb_led: bool,
+    /// A path its key words match.
+    module: Option<String>,
     /// The file name, in `spec/requirements/`.
     file: String,
 }
@@ -198,44 +200,28 @@ struct Nfr<'a> {
     file: String,
 }
 
-/// The data of one functional requirement's file.
+/// The data of one functional requirement's file: it names the security requirements and
+/// the benchmark of the first performance one.
 #[derive(Serialize)]
 struct ReqDoc<'a> {
     #[serde(flatten)]
     req: &'a Req,
     user: &'a str,
-    verb_led: bool,
-    /// A path its key words match.
-    module: Option<String>,
-    /// Whether the security requirements apply to it.
-    security: bool,
-    security_ids: Vec<String>,
-    /// The first performance NFR, whose benchmark a performance criterion names.
-    benchmark: Option<String>,
-    test_command: Option<&'a str>,
+    nfrs: &'a [Nfr<'a>],
 }
 
 /// The data of the index.
 #[derive(Serialize)]
 struct IndexDoc<'a> {
-    dependencies: Vec<String>,
-    title: &'a str,
     goals: &'a [GoalRow],
     reqs: &'a [Req],
     nfrs: &'a [Nfr<'a>],
-    /// What shows the data signals the analyst reported.
-    evidence: BTreeMap<&'static str, String>,
-    data_reqs: Vec<String>,
     systems: Vec<&'static System>,
     unclassified: &'a [String],
-    /// What the request rules out.
-    ruled_out: Vec<String>,
-    stack: Option<String>,
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
 pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
-    ctx.require(folder, spec::BRIEF, Phase::Requirements)?;
     let spec::Brief { goals, users, .. } = spec::Spec::read(folder).brief.unwrap_or_default();
     if goals.is_empty() {
         return Err(format!(
@@ -244,47 +230,34 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         ));
     }
     let user = users.first().map_or("Developer", String::as_str);
-    let d = &ctx.discovery;
     let mut reqs: Vec<Req> = Vec::new();
     for g in &goals {
         let parts = text::decompose(&g.text);
         let n = parts.len();
         for title in parts {
             let id = format!("REQ-{:03}", reqs.len() + 1);
-            let topics = text::topics(&format!("{title} {}", g.text));
             reqs.push(Req {
                 file: format!("{id}-{}.md", text::slug(&title, "requirement")),
                 id,
-                topic: topics.first().copied(),
-                topics,
+                topics: text::topics(&format!("{title} {}", g.text)),
+                verb_led: title.split_whitespace().next().is_some_and(text::is_verb),
+                module: context::matching_module(ctx.input.code.files(), &text::key_words(&title))
+                    .map(|(m, _)| m),
                 title,
                 goal: g.clone(),
                 parts: n,
             });
         }
     }
-    let (specs, unclassified) = nfr_specs(d, &goals);
+    let (specs, unclassified) = nfr_specs(&ctx.discovery, &goals);
     let nfrs = number(&specs, &goals);
-    let ids_of = |category: Category| -> Vec<String> {
-        nfrs.iter()
-            .filter(|n| n.spec.category == category)
-            .map(|n| n.id.clone())
-            .collect()
-    };
-    let test_command = d.code.test_command();
     let mut files: Vec<(String, String)> = Vec::new();
-    for r in &reqs {
-        let path = format!("spec/requirements/{}", r.file);
+    for req in &reqs {
+        let path = format!("spec/requirements/{}", req.file);
         let doc = ReqDoc {
-            req: r,
+            req,
             user,
-            verb_led: r.title.split_whitespace().next().is_some_and(text::is_verb),
-            module: context::matching_module(ctx.input.code.files(), &text::key_words(&r.title))
-                .map(|(m, _)| m),
-            security: r.topics.contains(&Topic::Security),
-            security_ids: ids_of(Category::Security),
-            benchmark: ids_of(Category::Performance).into_iter().next(),
-            test_command,
+            nfrs: &nfrs,
         };
         files.push((path.clone(), ctx.fill(&path, "requirement.md", &doc)?));
     }
@@ -292,7 +265,13 @@ pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
         let path = format!("spec/requirements/{}", n.file);
         files.push((path.clone(), ctx.fill(&path, "nfr.md", n)?));
     }
-    let index = index(ctx, &goals, &reqs, &nfrs, &unclassified);
+    let index = IndexDoc {
+        goals: &goals,
+        reqs: &reqs,
+        nfrs: &nfrs,
+        systems: text::systems(&ctx.task_text),
+        unclassified: &unclassified,
+    };
     ctx.draft(Phase::Requirements, &index, files)
 }
 
@@ -325,42 +304,6 @@ fn number<'a>(specs: &'a [NfrSpec], goals: &[GoalRow]) -> Vec<Nfr<'a>> {
         });
     }
     out
-}
-
-/// The data of the index.
-fn index<'a>(
-    ctx: &'a Ctx,
-    goals: &'a [GoalRow],
-    reqs: &'a [Req],
-    nfrs: &'a [Nfr<'a>],
-    unclassified: &'a [String],
-) -> IndexDoc<'a> {
-    let d = &ctx.discovery;
-    IndexDoc {
-        dependencies: ctx.dependency_paths(&[spec::BRIEF]),
-        title: &ctx.title,
-        goals,
-        reqs,
-        nfrs,
-        evidence: ["sql_detected", "data_migration"]
-            .into_iter()
-            .filter(|s| d.has_signal(s))
-            .map(|s| (s, d.evidence_of(s)))
-            .collect(),
-        data_reqs: reqs
-            .iter()
-            .filter(|r| r.topics.contains(&Topic::Data))
-            .map(|r| r.id.clone())
-            .collect(),
-        systems: text::systems(&ctx.task_text),
-        unclassified,
-        ruled_out: text::clauses(&ctx.task_text)
-            .into_iter()
-            .filter(|c| c.negative)
-            .map(|c| c.text)
-            .collect(),
-        stack: d.code.stack_phrase(),
-    }
 }
 
 #[cfg(test)]

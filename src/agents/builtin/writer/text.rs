@@ -1,6 +1,6 @@
 //! Fixed rules for reading the task text: clauses, verbs, topics, slugs; and the small
-//! formatting helpers every document shares (table cells, lists, inline YAML lists). The word
-//! lists the rules use, and the small tables the phases look words up in, are data:
+//! formatting helpers every document shares (table cells, lists). The word lists the rules
+//! use, and the small tables the phases look words up in, are data:
 //! `specs/templates/builtin/writer-words.toml`, read once into [`WORDS`].
 
 use std::collections::BTreeMap;
@@ -50,9 +50,9 @@ pub struct Words {
 /// An external system a request may name.
 #[derive(Deserialize, serde::Serialize)]
 pub struct System {
-    /// The word that names it.
+    /// The words that name it.
     #[serde(skip_serializing)]
-    word: String,
+    words: Vec<String>,
     /// Its name.
     pub name: String,
     /// The protocol it speaks.
@@ -61,16 +61,12 @@ pub struct System {
     format: String,
 }
 
-/// The external systems `text` names, each once, in table order.
+/// The external systems `text` names, in table order.
 pub fn systems(text: &str) -> Vec<&'static System> {
     let words = words(text);
-    let mut out: Vec<&System> = Vec::new();
-    for s in &WORDS.systems {
-        if has(&words, &s.word) && !out.iter().any(|o| o.name == s.name) {
-            out.push(s);
-        }
-    }
-    out
+    (WORDS.systems.iter())
+        .filter(|s| s.words.iter().any(|w| has(&words, w)))
+        .collect()
 }
 
 /// A priority and the wording that states it.
@@ -135,51 +131,39 @@ fn split_on_verbs(part: &str) -> Vec<String> {
     let mut pieces: Vec<(String, String)> = Vec::new(); // (separator before, text)
     let mut start = 0;
     let mut sep_before = String::new();
-    let mut i = 0;
-    while i < part.len() {
-        if !part.is_char_boundary(i) {
-            i += 1;
+    for (i, _) in part.char_indices() {
+        if i < start {
             continue;
         }
         let found = WORDS
             .separators
             .iter()
             .find(|sep| lower[i..].starts_with(*sep) && starts_with_verb(&part[i + sep.len()..]));
-        match found {
-            Some(sep) => {
-                pieces.push((sep_before, part[start..i].to_owned()));
-                sep_before = part[i..i + sep.len()].to_owned();
-                i += sep.len();
-                start = i;
-            }
-            None => i += 1,
+        if let Some(sep) = found {
+            pieces.push((sep_before, part[start..i].to_owned()));
+            sep_before = part[i..i + sep.len()].to_owned();
+            start = i + sep.len();
         }
     }
     pieces.push((sep_before, part[start..].to_owned()));
+    // A one-word piece joins the one before it; one at the start stays open for the next
+    // one: "build and deploy X".
     let mut out: Vec<String> = Vec::new();
-    // A one-word piece at the start waits for the next one: "build and deploy X".
-    let mut waiting: Option<String> = None;
+    let mut open = false;
     for (sep, text) in pieces {
         let short = text.split_whitespace().count() < 2;
-        if let Some(head) = waiting.take() {
-            let joined = format!("{head}{sep}{text}");
-            if short {
-                waiting = Some(joined);
-            } else {
-                out.push(joined);
-            }
-            continue;
-        }
         match out.last_mut() {
-            Some(last) if short => {
+            Some(last) if short || open => {
                 last.push_str(&sep);
                 last.push_str(&text);
+                open &= short;
             }
-            None if short => waiting = Some(text),
-            _ => out.push(text),
+            _ => {
+                open = short;
+                out.push(text);
+            }
         }
     }
-    out.extend(waiting);
     out
 }
 
@@ -236,8 +220,8 @@ fn stated_priority(lower: &str) -> Option<Moscow> {
     let p = WORDS.priorities.iter().find(|p| {
         p.words.iter().any(|w| lower.contains(&format!(" {w} ")))
             || p.phrases.iter().any(|ph| lower.contains(ph.as_str()))
-    })?;
-    Some(p.priority)
+    });
+    p.map(|p| p.priority)
 }
 
 /// Whether `word` is a verb that opens a requirement.
@@ -251,19 +235,17 @@ pub fn is_verb(word: &str) -> bool {
 
 /// Whether `text`, after lead-in words, starts with a verb.
 fn starts_with_verb(text: &str) -> bool {
-    let mut words = strip_lead_ins(text).split_whitespace();
-    let Some(first) = words.next() else {
-        return false;
-    };
-    if !is_verb(first) {
-        return false;
+    let mut words = strip_lead_ins(text)
+        .split_whitespace()
+        .map(str::to_ascii_lowercase);
+    match words.next() {
+        // A verb that is as often a noun needs a determiner after it.
+        Some(first) if is_verb(&first) => {
+            !has(&WORDS.nounish, &first)
+                || words.next().is_some_and(|w| has(&WORDS.determiners, &w))
+        }
+        _ => false,
     }
-    if has(&WORDS.nounish, &first.to_ascii_lowercase()) {
-        return words
-            .next()
-            .is_some_and(|w| has(&WORDS.determiners, &w.to_ascii_lowercase()));
-    }
-    true
 }
 
 /// Splits a verb phrase with a plain list as its object into one phrase per item: "Add
@@ -308,7 +290,8 @@ pub fn decompose(goal: &str) -> Vec<String> {
     items.into_iter().map(|i| format!("{verb} {i}")).collect()
 }
 
-/// What a piece of text is about, by keyword. Several may apply.
+/// What a piece of text is about, by keyword. Several may apply; the first, in the order
+/// declared here, is the main one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Topic {
@@ -328,6 +311,7 @@ pub enum Topic {
     Docs,
 }
 
+#[cfg(test)]
 impl Topic {
     /// Every topic, in the order used to pick the main one.
     pub const ALL: [Topic; 7] = [
@@ -341,18 +325,16 @@ impl Topic {
     ];
 }
 
-/// The topics `text` touches, in [`Topic::ALL`] order.
+/// The topics `text` touches, in the order of [`Topic`], which picks the main one.
 pub fn topics(text: &str) -> Vec<Topic> {
     let words = words(text);
-    Topic::ALL
-        .into_iter()
-        .filter(|t| {
-            WORDS.topics[t].iter().any(|k| match k.strip_suffix('*') {
-                Some(stem) => words.iter().any(|w| w.starts_with(stem)),
-                None => words.iter().any(|w| w == k),
-            })
+    let found = WORDS.topics.iter().filter(|(_, keys)| {
+        keys.iter().any(|k| match k.strip_suffix('*') {
+            Some(stem) => words.iter().any(|w| w.starts_with(stem)),
+            None => words.iter().any(|w| w == k),
         })
-        .collect()
+    });
+    found.map(|(t, _)| *t).collect()
 }
 
 /// The words of `text` that say what it is about: no stop words, no opening verbs, no words
@@ -399,34 +381,25 @@ pub fn topic_name(goal: &str) -> String {
     {
         kept.pop();
     }
-    let name = kept
-        .join(" ")
-        .trim_matches(|c: char| !c.is_alphanumeric())
-        .to_owned();
-    if name.is_empty() {
-        upper_first(goal)
-    } else {
-        upper_first(&name)
-    }
+    let name = kept.join(" ");
+    let name = name.trim_matches(|c: char| !c.is_alphanumeric());
+    upper_first(if name.is_empty() { goal } else { name })
 }
 
 /// A kebab-case slug of at most five words and 40 characters; `fallback` when `text` has
 /// no ASCII letters or digits.
 pub fn slug(text: &str, fallback: &str) -> String {
     let mut out = String::new();
-    for word in text
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(5)
-    {
+    let words = text.split(|c: char| !c.is_ascii_alphanumeric());
+    for word in words.filter(|w| !w.is_empty()).take(5) {
         let word = word.to_ascii_lowercase();
-        if !out.is_empty() && out.len() + word.len() + 1 > 40 {
+        if out.is_empty() {
+            out = word.chars().take(40).collect();
+        } else if out.len() + word.len() + 1 > 40 {
             break;
+        } else {
+            out = format!("{out}-{word}");
         }
-        if !out.is_empty() {
-            out.push('-');
-        }
-        out.push_str(&word[..word.len().min(40)]);
     }
     if out.is_empty() {
         fallback.to_owned()
@@ -470,26 +443,15 @@ pub fn cell(text: &str) -> String {
 
 /// Text safe inside a Mermaid label.
 pub fn mermaid_label(text: &str) -> String {
-    one_line(text)
-        .chars()
-        .map(|c| match c {
-            // `\\` too: the text may be Markdown source, with its escapes.
-            '"' | '[' | ']' | '(' | ')' | '{' | '}' | '<' | '>' | '|' | '`' | '\\' => ' ',
-            c => c,
-        })
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    // `\\` too: the text may be Markdown source, with its escapes.
+    let unsafe_chars = ['"', '[', ']', '(', ')', '{', '}', '<', '>', '|', '`', '\\'];
+    one_line(&text.replace(unsafe_chars, " "))
 }
 
 /// `text` with its first letter upper-case.
 pub fn upper_first(text: &str) -> String {
     let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    (chars.next()).map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// `text` with its first letter lower-case, unless the first word is an acronym.
@@ -499,10 +461,7 @@ pub fn lower_first(text: &str) -> String {
         return text.to_owned();
     }
     let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+    (chars.next()).map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 /// `a` or `an` before `word`.
@@ -511,21 +470,6 @@ pub fn article(word: &str) -> &'static str {
         Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
         _ => "a",
     }
-}
-
-/// An inline YAML list: `[a, b]`. Items are ids and paths, which need no quoting.
-pub fn yaml_list(items: &[String]) -> String {
-    format!("[{}]", items.join(", "))
-}
-
-/// The first sentence of the text (`builtin::words`) on one line, without its final stop.
-pub fn first_sentence(text: &str) -> String {
-    let first = crate::agents::builtin::words::sentences(text);
-    one_line(
-        first
-            .first()
-            .map_or("", |s| s.trim_end_matches(['.', '!', '?'])),
-    )
 }
 
 /// Items joined as `a, b and c`, or as `a; b; and c` when an item holds a comma.
@@ -545,11 +489,6 @@ pub fn and_list(items: &[String]) -> String {
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
-}
-
-/// `text` cut so that it is under 100 characters, for a key finding.
-pub fn finding(text: &str) -> String {
-    shorten(text, 98)
 }
 
 #[cfg(test)]
