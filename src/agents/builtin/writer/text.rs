@@ -251,43 +251,34 @@ fn starts_with_verb(text: &str) -> bool {
 /// Splits a verb phrase with a plain list as its object into one phrase per item: "Add
 /// login, logout and password reset" gives three. Anything else stays whole.
 pub fn decompose(goal: &str) -> Vec<String> {
-    let whole = vec![goal.to_owned()];
+    list_items(goal).unwrap_or_else(|| vec![goal.to_owned()])
+}
+
+/// The phrases of [`decompose`], when `goal` is a verb with a plain list of two to five
+/// short items, none after a preposition.
+fn list_items(goal: &str) -> Option<Vec<String>> {
     let mut words = goal.split_whitespace();
-    let Some(verb) = words.next() else {
-        return whole;
-    };
-    if !is_verb(verb) {
-        return whole;
-    }
+    let verb = words.next().filter(|v| is_verb(v))?;
     let rest: String = words.collect::<Vec<_>>().join(" ");
     let lower = rest.to_ascii_lowercase();
-    let first_sep = [", ", " and "].iter().filter_map(|s| lower.find(s)).min();
-    let Some(first_sep) = first_sep else {
-        return whole;
-    };
+    let first_sep = [", ", " and "].iter().filter_map(|s| lower.find(s)).min()?;
     if lower[..first_sep]
         .split_whitespace()
         .any(|w| has(&WORDS.prepositions, w))
     {
-        return whole;
+        return None;
     }
-    let mut items = Vec::new();
-    for chunk in rest.split(", ") {
-        let chunk = chunk.trim();
-        let chunk = chunk.strip_prefix("and ").unwrap_or(chunk);
-        for item in chunk.split(" and ") {
-            items.push(item.trim().to_owned());
-        }
-    }
-    if items.len() < 2
-        || items.len() > 5
-        || items
-            .iter()
-            .any(|i| i.is_empty() || i.split_whitespace().count() > 5)
-    {
-        return whole;
-    }
-    items.into_iter().map(|i| format!("{verb} {i}")).collect()
+    let chunks = rest
+        .split(", ")
+        .map(str::trim)
+        .map(|c| c.strip_prefix("and ").unwrap_or(c));
+    let items: Vec<&str> = chunks
+        .flat_map(|c| c.split(" and "))
+        .map(str::trim)
+        .collect();
+    let short = |i: &&str| !i.is_empty() && i.split_whitespace().count() <= 5;
+    ((2..=5).contains(&items.len()) && items.iter().all(short))
+        .then(|| items.iter().map(|i| format!("{verb} {i}")).collect())
 }
 
 /// What a piece of text is about, by keyword. Several may apply; the first, in the order
