@@ -7,13 +7,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::code::{self, Code, Match};
-use super::shape::{self, Draft};
+use super::shape::Draft;
 use super::spec::Discovery;
 use super::text;
 use crate::agents::TaskInput;
+use crate::agents::builtin::json_bytes;
+use crate::agents::builtin::words::unique;
 
 /// The cache index, relative to the pipeline folder.
 pub const INDEX: &str = "explorations/cache-index.json";
@@ -174,44 +176,19 @@ pub fn path(angle: &str) -> String {
     format!("explorations/planner-{angle}.json")
 }
 
-/// The planner's entry in the cache index.
-#[derive(Debug, serde::Serialize)]
-struct IndexEntry<'a> {
-    angle: &'a str,
-    file: &'a str,
-    /// Who explored.
-    source: &'static str,
-    /// The task that explored.
-    task: &'a str,
-}
-
-/// The files to write for a new exploration: the exploration and the updated index.
-pub fn write(
-    cache: &Cache,
-    exploration: &Exploration,
-    task: &str,
-) -> serde_json::Result<Vec<(String, Vec<u8>)>> {
+/// The files to write for a new exploration: the exploration and the index with the
+/// planner's entry added.
+pub fn write(cache: &Cache, exploration: &Exploration, task: &str) -> Vec<(String, Vec<u8>)> {
     let file = path(&exploration.angle);
     let mut entries = cache.entries.clone();
-    entries.push(serde_json::to_value(IndexEntry {
-        angle: &exploration.angle,
-        file: &file,
-        source: "planner",
-        task,
-    })?);
+    let angle = &exploration.angle;
+    entries.push(json!({ "angle": angle, "file": file, "source": "planner", "task": task }));
     let mut index = cache.index.clone();
     index.insert("entries".to_owned(), Value::Array(entries));
-    Ok(vec![
-        (file, pretty(exploration)?),
-        (INDEX.to_owned(), pretty(&Value::Object(index))?),
-    ])
-}
-
-/// Pretty JSON with a final newline.
-pub fn pretty<T: serde::Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let mut out = serde_json::to_vec_pretty(value)?;
-    out.push(b'\n');
-    Ok(out)
+    vec![
+        (file, json_bytes(exploration)),
+        (INDEX.to_owned(), json_bytes(&index)),
+    ]
 }
 
 /// The planner's own exploration of its angle.
@@ -237,15 +214,11 @@ pub fn explore(
     }
     let mut relevant_files: Vec<RelevantFile> = relevant
         .into_iter()
-        .map(|(path, (score, mut words, mut roles))| {
-            shape::dedup(&mut words);
-            shape::dedup(&mut roles);
-            RelevantFile {
-                rationale: format!("its path or contents match {}", words.join(", ")),
-                role: roles.join(", "),
-                path,
-                score,
-            }
+        .map(|(path, (score, words, roles))| RelevantFile {
+            rationale: format!("its path or contents match {}", unique(words).join(", ")),
+            role: unique(roles).join(", "),
+            path,
+            score,
         })
         .collect();
     relevant_files.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
@@ -279,14 +252,12 @@ pub fn explore(
             format!("{}: {}", d.sources.join(", "), files.join(", "))
         })
         .collect();
-    let mut keywords: Vec<String> = drafts.iter().flat_map(|d| d.keywords.clone()).collect();
-    shape::dedup(&mut keywords);
     Exploration {
         angle: angle.to_owned(),
         query: input.session.task.clone(),
         created_by: "planner".to_owned(),
         task: input.task.id.to_string(),
-        keywords,
+        keywords: unique(drafts.iter().flat_map(|d| d.keywords.clone())),
         relevant_files,
         patterns,
         integration_points,

@@ -108,31 +108,18 @@ pub struct Item {
     pub keywords: Vec<String>,
 }
 
-/// Where the work items came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the work items came from; the planner's sentences call it `epics`, `requirements` or
+/// `task text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Origin {
     /// `spec/epics/`.
     Epics,
     /// `spec/requirements/`.
     Requirements,
     /// The task text.
+    #[serde(rename = "task text")]
     TaskText,
-}
-
-impl Origin {
-    /// Its name in the planner's sentences, and how they count `n` of its items.
-    pub fn names(self, n: usize) -> (&'static str, String) {
-        let (name, one, many) = match self {
-            Origin::Epics => ("epics", "epic", "epics"),
-            Origin::Requirements => ("requirements", "requirement", "requirements"),
-            Origin::TaskText => (
-                "task text",
-                "clause of the task text",
-                "clauses of the task text",
-            ),
-        };
-        (name, format!("{n} {}", if n == 1 { one } else { many }))
-    }
 }
 
 /// The work items: from the epics if any, else the requirements (but the Won't ones), else

@@ -19,6 +19,21 @@ pub struct Words {
     connectors: Vec<String>,
     /// The exploration angles, each with the words of a task that call for it.
     pub angles: Vec<Angle>,
+    /// What each complexity is called, Low, Medium and High in this order.
+    pub complexity: Vec<Level>,
+}
+
+/// What a complexity is called and how its plan runs.
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
+pub struct Level {
+    /// Its name in `plan.json` (`Low`).
+    pub complexity: String,
+    /// The range of module counts it covers.
+    pub range: String,
+    /// Its `recommended_execution`.
+    pub execution: String,
+    /// How its tasks run.
+    pub how: String,
 }
 
 /// An exploration angle and its trigger words.
@@ -170,6 +185,7 @@ mod data {
     #[test]
     fn the_data_files_parse() {
         assert!(!super::WORDS.angles.is_empty());
+        assert_eq!(super::WORDS.complexity.len(), 3, "Low, Medium, High");
         let env = crate::agents::builtin::template::ENV.as_ref().unwrap();
         assert!(env.get_template("risks_list").is_ok());
         assert!(!super::super::code::TABLES.signals.loops.is_empty());
