@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use super::spec::Discovery;
-use super::text::{self, Relation};
+use super::text;
 use crate::agents::CodeTree;
 use crate::agents::builtin::code::{
     CODE, Lang, Naming, NewFiles, ancestors, extension, is_test_path, is_unread,
@@ -64,6 +64,8 @@ pub struct Patterns {
     pub comments: Vec<String>,
     /// Starts of a public item's line in a Rust `lib.rs` or `mod.rs`.
     pub rust_public: Vec<String>,
+    /// Starts of a top-level definition in a Python package's `__init__.py`.
+    pub python_public: Vec<String>,
 }
 
 /// The code tables, parsed once.
@@ -73,13 +75,9 @@ pub static TABLES: LazyLock<Tables> =
 /// Whether a list of the tables holds a word.
 pub(in crate::agents::builtin) use words::has;
 
-/// The index in the language table of the language the planner names `path`'s files in, if it
-/// has one.
-fn lang_of(path: &str) -> Option<usize> {
-    let lang = crate::agents::builtin::code::language(path)?;
-    CODE.language
-        .iter()
-        .position(|l| l.name == lang.name && l.new_files.is_some())
+/// The language of `path`, if it is one the planner names new files in.
+fn lang_of(path: &str) -> Option<&'static Lang> {
+    crate::agents::builtin::code::language(path).filter(|l| l.new_files.is_some())
 }
 
 /// How the planner names new files of `lang`, one it names files in.
@@ -142,17 +140,16 @@ impl Layout {
                     .is_some_and(|n| has(&n.aliases, &name) || l.name.eq_ignore_ascii_case(&name))
             })
         });
+        // Else the language with most bytes outside tests, the first in the table on a tie.
         let lang = from_discovery.or_else(|| {
             let mut bytes = vec![0u64; langs.len()];
             for (p, size) in files.iter().filter(|(p, _)| !is_test(p)) {
-                if let Some(i) = lang_of(p) {
+                if let Some(i) = lang_of(p).and_then(|l| langs.iter().position(|x| x == l)) {
                     bytes[i] += (*size).max(1);
                 }
             }
-            let best = (0..bytes.len())
-                .filter(|&i| bytes[i] > 0)
-                .max_by_key(|&i| (bytes[i], std::cmp::Reverse(i)))?;
-            Some(&langs[best])
+            let present = langs.iter().zip(bytes).rev().filter(|(_, b)| *b > 0);
+            present.max_by_key(|(_, b)| *b).map(|(l, _)| l)
         });
         let main_dir = discovery
             .source_dirs
@@ -283,7 +280,7 @@ fn infer_main_dir(
         .map(|(p, _)| *p)
         .filter(|p| !is_test(p))
         .filter(|p| match lang {
-            Some(l) => lang_of(p).is_some_and(|x| CODE.language[x].name == l.name),
+            Some(l) => lang_of(p) == Some(l),
             None => true,
         })
         .collect();
@@ -533,16 +530,26 @@ fn kind(path: &str, layout: &Layout) -> Kind {
 /// Points for `keyword` in a path: the best of its relation to the file name's words and to
 /// the directories' words.
 fn path_points(keyword: &str, stem: &[String], dirs: &[String]) -> u32 {
-    let best = |words: &[String], same: u32, prefix: u32| {
-        words
-            .iter()
-            .map(|w| match text::related(keyword, w) {
-                Relation::Same => same,
-                Relation::Prefix => prefix,
-                Relation::None => 0,
-            })
-            .max()
-            .unwrap_or(0)
+    best(keyword, stem, STEM_SAME, STEM_PREFIX).max(best(keyword, dirs, DIR_SAME, DIR_PREFIX))
+}
+
+/// The points of the word of `words` best related to `keyword`: `same` for the same word,
+/// `prefix` when one is the other's start (`token`/`tokens`, `auth`/`authentication`), the
+/// shorter having at least four letters.
+fn best(keyword: &str, words: &[String], same: u32, prefix: u32) -> u32 {
+    let points = |w: &String| {
+        let (short, long) = if keyword.len() < w.len() {
+            (keyword, w.as_str())
+        } else {
+            (w.as_str(), keyword)
+        };
+        if w == keyword {
+            same
+        } else if short.chars().count() >= 4 && long.starts_with(short) {
+            prefix
+        } else {
+            0
+        }
     };
-    best(stem, STEM_SAME, STEM_PREFIX).max(best(dirs, DIR_SAME, DIR_PREFIX))
+    words.iter().map(points).max().unwrap_or(0)
 }

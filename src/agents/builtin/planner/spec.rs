@@ -5,6 +5,7 @@
 //! clause of the task text.
 
 use super::text;
+use crate::agents::builtin::words::unique;
 use crate::agents::{TaskInput, TechProfile};
 use crate::specdoc::discovery::Discovery as Report;
 use crate::specdoc::md;
@@ -61,19 +62,13 @@ fn dirs(paths: Vec<String>) -> Vec<String> {
     out
 }
 
-/// The work item of a requirement or an epic: `title` is Markdown source (a heading or a
-/// cell), the plan is JSON, so the item's title is the text it reads as.
-fn item(
-    id: &str,
-    title: &str,
-    description: &str,
-    stories: &[String],
-    criteria: Vec<String>,
-    requirements: Vec<String>,
-    after: Vec<usize>,
-) -> Item {
+/// The work item of a requirement or an epic, without its criteria, requirements and order:
+/// `title` is Markdown source (a heading or a cell), the plan is JSON, so the item's title is
+/// the text it reads as. Its keywords come from the title, then from `description` and `more`
+/// (stories, criteria).
+fn item(id: &str, title: &str, description: &str, more: &[String]) -> Item {
     let title = md::unescape(title);
-    let secondary = format!("{description} {} {}", stories.join(" "), criteria.join(" "));
+    let secondary = format!("{description} {}", more.join(" "));
     Item {
         key: id.to_owned(),
         description: if description.is_empty() {
@@ -83,9 +78,7 @@ fn item(
         },
         keywords: text::keywords(&title, &secondary, KEYWORDS),
         title,
-        criteria,
-        requirements,
-        after,
+        ..Item::default()
     }
 }
 
@@ -134,17 +127,10 @@ pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) 
     let wanted: Vec<Item> = reqs
         .iter()
         .filter(|r| r.priority != Some(Moscow::Wont))
-        .map(|r| {
-            let (criteria, ids) = (r.criteria.clone(), vec![r.id.clone()]);
-            item(
-                &r.id,
-                &r.title,
-                &r.description,
-                &[],
-                criteria,
-                ids,
-                Vec::new(),
-            )
+        .map(|r| Item {
+            criteria: r.criteria.clone(),
+            requirements: vec![r.id.clone()],
+            ..item(&r.id, &r.title, &r.description, &r.criteria)
         })
         .collect();
     if !wanted.is_empty() {
@@ -196,28 +182,19 @@ fn epic_items(epics: &[Epic], reqs: &[Req], notes: &mut Vec<String>) -> Vec<Item
                 .filter(|&p| p < pos)
                 .collect();
             after.sort_unstable();
-            let mut criteria: Vec<String> = Vec::new();
-            for c in e.stories.iter().flat_map(|s| &s.criteria) {
-                if !criteria.contains(c) {
-                    criteria.push(c.clone());
-                }
-            }
+            let mut criteria = unique(e.stories.iter().flat_map(|s| s.criteria.clone()));
             if criteria.is_empty() {
-                for r in reqs.iter().filter(|r| e.requirements.contains(&r.id)) {
-                    criteria.extend(r.criteria.iter().cloned());
-                }
+                let theirs = reqs.iter().filter(|r| e.requirements.contains(&r.id));
+                criteria = theirs.flat_map(|r| r.criteria.clone()).collect();
             }
-            let stories: Vec<String> = e.stories.iter().map(|s| md::unescape(&s.title)).collect();
-            let ids = e.requirements.clone();
-            item(
-                &e.id,
-                &e.title,
-                &e.description,
-                &stories,
+            let stories = e.stories.iter().map(|s| md::unescape(&s.title));
+            let more: Vec<String> = stories.chain(criteria.iter().cloned()).collect();
+            Item {
                 criteria,
-                ids,
+                requirements: e.requirements.clone(),
                 after,
-            )
+                ..item(&e.id, &e.title, &e.description, &more)
+            }
         })
         .collect()
 }

@@ -64,31 +64,6 @@ pub fn is_keyword(word: &str) -> bool {
     word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !WORDS.stop.contains(word)
 }
 
-/// Whether a keyword and a word of the code are the same word or one is the other's start
-/// (`token`/`tokens`, `auth`/`authentication`), the shorter having at least four letters.
-pub fn related(a: &str, b: &str) -> Relation {
-    if a == b {
-        return Relation::Same;
-    }
-    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
-    if short.chars().count() >= 4 && long.starts_with(short) {
-        Relation::Prefix
-    } else {
-        Relation::None
-    }
-}
-
-/// How two words relate; see [`related`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relation {
-    /// The same word.
-    Same,
-    /// One starts with the other.
-    Prefix,
-    /// Unrelated.
-    None,
-}
-
 /// The keywords of a work item, at most `cap`: the words of `primary` (its title) in order,
 /// then the words of `secondary` (description, criteria) by how often they occur.
 pub fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
