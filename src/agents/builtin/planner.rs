@@ -165,7 +165,8 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let complexity = Complexity::of(modules.len());
     let deps = shape::dependencies(&drafts, complexity);
 
-    let planned = planned_files(&drafts);
+    // Every file the drafts plan to change, once, in the order they first name it.
+    let planned = shape::unique_files(drafts.iter().flat_map(|d| &d.files));
     let findings = signals::scan(&planned, &code);
     let modified = planned
         .iter()
@@ -254,17 +255,6 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         files,
         state_update,
     })
-}
-
-/// Every file the drafts plan to change, once, in the order they first name it.
-fn planned_files(drafts: &[Draft]) -> Vec<shape::PlannedFile> {
-    let mut planned: Vec<shape::PlannedFile> = Vec::new();
-    for f in drafts.iter().flat_map(|d| &d.files) {
-        if !planned.iter().any(|p| p.path == f.path) {
-            planned.push(f.clone());
-        }
-    }
-    planned
 }
 
 impl TaskRef {

@@ -80,13 +80,6 @@ fn lang_of(path: &str) -> Option<&'static Lang> {
     crate::agents::builtin::code::language(path).filter(|l| l.new_files.is_some())
 }
 
-/// How the planner names new files of `lang`, one it names files in.
-fn new_files(lang: &Lang) -> &NewFiles {
-    lang.new_files
-        .as_ref()
-        .expect("the planner's language names new files")
-}
-
 /// What a file is, for weighing its matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
@@ -186,6 +179,11 @@ impl Layout {
         }
     }
 
+    /// How new files of the main language are named.
+    fn new_files(&self) -> Option<&'static NewFiles> {
+        self.lang?.new_files.as_ref()
+    }
+
     /// Whether `path` is a test file.
     pub fn is_test(&self, path: &str) -> bool {
         test_path(path, &self.test_dirs)
@@ -195,13 +193,8 @@ impl Layout {
     /// the directory one level below a source root, else its top-level directory; `.` for
     /// files at the root.
     pub fn module_of(&self, path: &str) -> String {
-        if let Some(pkg) = self
-            .packages
-            .iter()
-            .filter(|p| path.starts_with(&format!("{p}/")))
-            .max_by_key(|p| p.len())
-        {
-            return pkg.clone();
+        if let Some(pkg) = ancestors(path).find(|d| self.packages.contains(*d)) {
+            return pkg.to_owned();
         }
         for root in &self.roots {
             if let Some(rest) = path.strip_prefix(&format!("{root}/")) {
@@ -219,11 +212,8 @@ impl Layout {
 
     /// Where a new source file for `words` goes.
     pub fn new_file(&self, words: &[String]) -> String {
-        let (stem, ext) = match self.lang {
-            Some(l) => {
-                let new = new_files(l);
-                (text::file_stem(words, new.naming), new.ext.as_str())
-            }
+        let (stem, ext) = match self.new_files() {
+            Some(new) => (text::file_stem(words, new.naming), new.ext.as_str()),
             None => (text::file_stem(words, Naming::Kebab), "md"),
         };
         join(&self.main_dir, &format!("{stem}.{ext}"))
@@ -233,13 +223,12 @@ impl Layout {
     /// beside the code.
     pub fn new_test(&self, words: &[String], source: &str) -> String {
         let dir = self.test_dirs.first().map_or("tests", String::as_str);
-        let Some(lang) = self.lang else {
+        let Some(lang) = self.new_files() else {
             return join(
                 dir,
                 &format!("{}.md", text::file_stem(words, Naming::Kebab)),
             );
         };
-        let lang = new_files(lang);
         let stem = text::file_stem(words, lang.naming);
         let source_stem = file_name(source).split('.').next().unwrap_or("change");
         match lang.ext.as_str() {
@@ -278,26 +267,19 @@ fn infer_main_dir(
     let relevant: Vec<&str> = files
         .iter()
         .map(|(p, _)| *p)
-        .filter(|p| !is_test(p))
-        .filter(|p| match lang {
-            Some(l) => lang_of(p) == Some(l),
-            None => true,
-        })
+        .filter(|p| !is_test(p) && (lang.is_none() || lang_of(p) == lang))
         .collect();
-    let mut roots: Vec<&str> = Vec::new();
-    for d in relevant.iter().flat_map(|p| ancestors(p)) {
-        if has(&CODE.source_roots, file_name(d)) && !roots.contains(&d) {
-            roots.push(d);
-        }
-    }
+    let roots: BTreeSet<&str> = relevant.iter().flat_map(|p| ancestors(p)).collect();
+    let roots = roots
+        .into_iter()
+        .filter(|d| has(&CODE.source_roots, file_name(d)));
     let shallowest = roots
-        .iter()
         .map(|root| {
             let count = relevant
                 .iter()
                 .filter(|p| p.starts_with(&format!("{root}/")))
                 .count();
-            (root.split('/').count(), std::cmp::Reverse(count), *root)
+            (root.split('/').count(), std::cmp::Reverse(count), root)
         })
         .min();
     if let Some((_, _, dir)) = shallowest {
@@ -320,6 +302,7 @@ fn infer_main_dir(
 }
 
 /// Every keyword of the plan, looked up by the words of the code.
+#[derive(Default)]
 struct Index {
     words: Vec<String>,
     same: HashMap<String, usize>,
@@ -329,11 +312,7 @@ struct Index {
 
 impl Index {
     fn new(keywords: &[String]) -> Index {
-        let mut index = Index {
-            words: Vec::new(),
-            same: HashMap::new(),
-            starts: HashMap::new(),
-        };
+        let mut index = Index::default();
         for k in keywords {
             if index.same.contains_key(k) {
                 continue;

@@ -2,6 +2,7 @@
 //! merged or split into 2 to 7 tasks, its complexity from the modules touched, and the
 //! dependencies that complexity calls for.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::code::{self, Code, Layout, Match};
@@ -141,6 +142,16 @@ fn references(candidates: impl IntoIterator<Item = String>, files: &[PlannedFile
     unique(others).into_iter().take(REFERENCES).collect()
 }
 
+/// `files` without a second entry for one path, in order.
+pub fn unique_files<'a>(files: impl IntoIterator<Item = &'a PlannedFile>) -> Vec<PlannedFile> {
+    let mut seen = BTreeSet::new();
+    files
+        .into_iter()
+        .filter(|f| seen.insert(&f.path))
+        .cloned()
+        .collect()
+}
+
 /// Appends `more` to `list`, keeping each item once.
 fn append(list: &mut Vec<String>, more: Vec<String>) {
     *list = unique(std::mem::take(list).into_iter().chain(more));
@@ -152,15 +163,9 @@ fn append(list: &mut Vec<String>, more: Vec<String>) {
 pub fn bound(mut drafts: Vec<Draft>, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
     let layout = &code.layout;
     while drafts.len() > MAX_TASKS {
-        let smallest = (0..drafts.len())
-            .min_by_key(|&i| {
-                (
-                    drafts[i].files.len(),
-                    drafts[i].criteria.len(),
-                    std::cmp::Reverse(i),
-                )
-            })
-            .expect("there are drafts");
+        let size = |i: usize| (drafts[i].files.len(), drafts[i].criteria.len(), Reverse(i));
+        let smallest = (0..drafts.len()).min_by_key(|&i| size(i));
+        let smallest = smallest.expect("there are drafts");
         let modules = |i: usize| -> BTreeSet<String> {
             drafts[i]
                 .files
@@ -198,11 +203,7 @@ fn merge(drafts: &mut Vec<Draft>, at: usize) {
     d.title = format!("{}; {}", d.title, next.title);
     d.description = format!("{}\n\n{}", d.description, next.description);
     d.sources.extend(next.sources);
-    for f in next.files {
-        if !d.files.iter().any(|x| x.path == f.path) {
-            d.files.push(f);
-        }
-    }
+    d.files = unique_files(d.files.iter().chain(&next.files));
     for (path, words) in next.matched {
         append(d.matched.entry(path).or_default(), words);
     }
@@ -284,10 +285,7 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
         .into_iter()
         .enumerate()
         .map(|(i, files)| {
-            let names: Vec<String> = files
-                .iter()
-                .map(|f| code::file_name(&f.path).to_owned())
-                .collect();
+            let names: Vec<&str> = files.iter().map(|f| code::file_name(&f.path)).collect();
             let listed: Vec<String> = files.iter().map(|f| format!("`{}`", f.path)).collect();
             // The last part completes the work item, so it carries the spec's criteria.
             let criteria = if i + 1 == n {
