@@ -30,6 +30,7 @@ use signals::Finding;
 use spec::Origin;
 use text::Level;
 
+use super::template::render;
 use super::words::unique;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
 use crate::error::Result;
@@ -188,7 +189,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     signal_names.dedup();
     let facts = PlanFacts {
         task: text::truncate(&input.session.task, 120),
-        items: text::say(
+        items: render(
             "items",
             &minijinja::context! { origin => minijinja::value::Serde(origin), n },
         ),
@@ -211,22 +212,22 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         min: shape::MIN_TASKS,
         max: shape::MAX_TASKS,
     };
-    let mut decisions = vec![text::say("planned_from", &facts)];
+    let mut decisions = vec![render("planned_from", &facts)];
     decisions.extend(notes);
     decisions.extend(cache.notes.iter().cloned());
     if cache.hit.is_none() {
-        decisions.push(text::say("explored", &facts));
+        decisions.push(render("explored", &facts));
     }
     decisions.extend(shaping);
     decisions.extend(text::say_lines("decisions_list", &facts));
 
     let plan = Plan {
         session_id: input.session.id.to_string(),
-        summary: text::say("summary", &facts),
+        summary: render("summary", &facts),
         complexity: &level.complexity,
         complexity_reasons: text::say_lines("reasons_list", &facts),
         modules: modules.clone(),
-        approach: text::say("approach", &facts),
+        approach: render("approach", &facts),
         tasks: tasks.iter().map(TaskRef::of).collect(),
         recommended_execution: &level.execution,
         test_command: discovery.test_command.clone(),
@@ -239,19 +240,19 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     files.extend(task_files.chain(written));
 
     let tech_profile = tech_profile(&findings, discovery.upstream.as_ref(), &mut decisions);
-    let mut key_findings = vec![text::say("headline", &facts)];
+    let mut key_findings = vec![render("headline", &facts)];
     key_findings.extend(text::say_lines("findings_list", &facts));
     let state_update = StateUpdate {
         key_findings: key_findings.iter().map(|f| text::truncate(f, 99)).collect(),
         decisions,
         files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
-        verification: text::say("verification", &facts),
+        verification: render("verification", &facts),
         tech_profile,
     };
     state_update.validate()?;
     Ok(TaskOutput {
         outcome: Outcome::Completed,
-        summary: text::say("done", &facts),
+        summary: render("done", &facts),
         files,
         state_update,
     })
@@ -392,7 +393,7 @@ fn task_file(
     TaskFile {
         id: task_id(i),
         title: text::truncate(&d.title, 120),
-        description: text::say("description", &facts),
+        description: render("description", &facts),
         files: d.files.clone(),
         implementation: text::say_lines("implementation_list", &facts),
         convergence: Convergence { criteria },
@@ -400,7 +401,7 @@ fn task_file(
         requirements: d.requirements.clone(),
         pre_analysis,
         reference: json!({ "files": d.reference }),
-        rationale: json!({ "chosen_approach": text::say("approach_one", &facts) }),
+        rationale: json!({ "chosen_approach": render("approach_one", &facts) }),
         risks: text::say_lines("risks_list", &facts),
         meta: json!({ "execution_config": { "method": "agent" } }),
     }
@@ -426,13 +427,10 @@ fn validate(tasks: &[TaskFile]) -> std::result::Result<(), String> {
         if t.files.is_empty() {
             return Err(format!("{} touches no file", t.id));
         }
-        if let Some(f) = t.files.iter().find(|f| {
-            f.path.is_empty()
-                || f.path.starts_with('/')
-                || f.path
-                    .split('/')
-                    .any(|c| c.is_empty() || c == "." || c == "..")
-        }) {
+        // An empty path, an absolute one and `a//b` all have an empty component.
+        let unsafe_path =
+            |f: &&PlannedFile| f.path.split('/').any(|c| matches!(c, "" | "." | ".."));
+        if let Some(f) = t.files.iter().find(unsafe_path) {
             return Err(format!("{} has an unsafe path `{}`", t.id, f.path));
         }
         if t.convergence.criteria.is_empty() {

@@ -23,7 +23,7 @@ use crate::agents::builtin::code::{
 };
 /// The path helpers, the builtin agent's.
 pub use crate::agents::builtin::code::{file_name, parent};
-use crate::agents::builtin::words;
+use crate::agents::builtin::words::{self, has};
 
 /// Files larger than this are matched by path only.
 const MAX_READ_SIZE: u64 = 256 * 1024;
@@ -71,9 +71,6 @@ pub struct Patterns {
 /// The code tables, parsed once.
 pub static TABLES: LazyLock<Tables> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
-
-/// Whether a list of the tables holds a word.
-pub(in crate::agents::builtin) use words::has;
 
 /// The language of `path`, if it is one the planner names new files in.
 fn lang_of(path: &str) -> Option<&'static Lang> {
@@ -372,7 +369,6 @@ pub struct Code<'a> {
     pub layout: Layout,
     index: Index,
     entries: Vec<Entry>,
-    paths: BTreeSet<String>,
     /// How many files were read.
     pub read: usize,
 }
@@ -382,7 +378,6 @@ impl<'a> Code<'a> {
     pub fn scan(tree: &'a CodeTree, discovery: &Discovery, keywords: &[String]) -> Code<'a> {
         let layout = Layout::infer(tree, discovery);
         let index = Index::new(keywords);
-        let paths: BTreeSet<String> = tree.files().iter().map(|f| f.path.clone()).collect();
         let mut candidates: Vec<(Kind, &crate::agents::CodeFile)> = tree
             .files()
             .iter()
@@ -423,14 +418,13 @@ impl<'a> Code<'a> {
             layout,
             index,
             entries,
-            paths,
             read,
         }
     }
 
     /// Whether the tree has a file at `path`.
     pub fn exists(&self, path: &str) -> bool {
-        self.paths.contains(path)
+        self.tree.find(path).is_some()
     }
 
     /// How many files were considered.

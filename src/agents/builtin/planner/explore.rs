@@ -204,9 +204,7 @@ pub fn explore(
     let mut relevant: BTreeMap<String, (u32, Vec<String>, Vec<String>)> = BTreeMap::new();
     for (d, ms) in drafts.iter().zip(matches) {
         for m in ms.iter().filter(|m| d.matched.contains_key(&m.path)) {
-            let e = relevant
-                .entry(m.path.clone())
-                .or_insert((0, Vec::new(), Vec::new()));
+            let e = relevant.entry(m.path.clone()).or_default();
             e.0 = e.0.max(m.score);
             e.1.extend(m.words.iter().cloned());
             e.2.extend(d.sources.iter().cloned());

@@ -126,7 +126,7 @@ pub fn draft(
         matched,
         criteria: item.criteria.clone(),
         requirements: item.requirements.clone(),
-        after: item.after.iter().copied().collect(),
+        after: item.after.clone(),
         reference,
         keywords: item.keywords.clone(),
     };

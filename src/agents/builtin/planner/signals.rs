@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::code::{self, Code, TABLES};
+use super::code::{Code, TABLES};
 use super::shape::{Change, PlannedFile};
+use crate::agents::builtin::code;
 
 /// The inner loop must start within this many lines of the outer one.
 const NESTING_WINDOW: usize = 30;
@@ -74,14 +75,11 @@ pub fn evidence(findings: &[Finding]) -> BTreeMap<String, Vec<String>> {
 
 /// Why `path` is a migration, SQL or schema file, if it is one.
 fn migration(path: &str) -> Option<String> {
-    let dirs = code::parent(path);
-    if dirs
-        .split('/')
-        .any(|c| matches!(c, "migrations" | "migration" | "migrate"))
-    {
+    let migrations = |d: &str| matches!(d, "migrations" | "migration" | "migrate");
+    if code::dirs(path).any(migrations) {
         return Some("a migration".to_owned());
     }
-    let ext = crate::agents::builtin::code::extension(path);
+    let ext = code::extension(path);
     if ext == "sql" {
         return Some("an SQL file".to_owned());
     }

@@ -4,6 +4,8 @@
 //! plan is cut from: one per epic in dependency order, else one per requirement, else one per
 //! clause of the task text.
 
+use std::collections::BTreeSet;
+
 use super::text;
 use crate::agents::builtin::words::unique;
 use crate::agents::{TaskInput, TechProfile};
@@ -96,7 +98,7 @@ pub struct Item {
     /// Requirement ids it serves.
     pub requirements: Vec<String>,
     /// Indices of earlier items it depends on.
-    pub after: Vec<usize>,
+    pub after: BTreeSet<usize>,
     /// The words files are matched against.
     pub keywords: Vec<String>,
 }
@@ -176,12 +178,11 @@ fn epic_items(epics: &[Epic], reqs: &[Req], notes: &mut Vec<String>) -> Vec<Item
         .enumerate()
         .map(|(pos, &i)| {
             let e = &epics[i];
-            let mut after: Vec<usize> = deps[i]
+            let after = deps[i]
                 .iter()
                 .filter_map(|d| order.iter().position(|o| o == d))
                 .filter(|&p| p < pos)
                 .collect();
-            after.sort_unstable();
             let mut criteria = unique(e.stories.iter().flat_map(|s| s.criteria.clone()));
             if criteria.is_empty() {
                 let theirs = reqs.iter().filter(|r| e.requirements.contains(&r.id));

@@ -2,13 +2,14 @@
 //! and names things (cutting text into words and sentences is the builtin agent's one way,
 //! `builtin::words`); and what it says. The word lists are
 //! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
-//! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
+//! minijinja template in `planner-text.toml`, said over plain facts (`builtin::template::render`, [`say_lines`] for lists).
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use crate::agents::builtin::code::Naming;
-use crate::agents::builtin::words::{camel_words as words, sentences};
+use crate::agents::builtin::template::render;
+use crate::agents::builtin::words::{camel_words as words, sentences, unique};
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
@@ -49,14 +50,9 @@ pub struct Angle {
 pub static WORDS: LazyLock<Words> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-words.toml")));
 
-/// Sentence `name` said over `facts`.
-pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
-    crate::agents::builtin::template::render(name, facts)
-}
-
 /// The lines of the list sentence `name`, said over `facts`.
 pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
-    say(name, facts).lines().map(str::to_owned).collect()
+    render(name, facts).lines().map(str::to_owned).collect()
 }
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
@@ -67,25 +63,15 @@ pub fn is_keyword(word: &str) -> bool {
 /// The keywords of a work item, at most `cap`: the words of `primary` (its title) in order,
 /// then the words of `secondary` (description, criteria) by how often they occur.
 pub fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in words(primary) {
-        if is_keyword(&w) && !out.contains(&w) {
-            out.push(w);
-        }
-    }
-    // (count, first position, word) so that ties keep the order of the text.
-    let mut counted: Vec<(usize, usize, String)> = Vec::new();
-    for (pos, w) in words(secondary).into_iter().enumerate() {
-        if !is_keyword(&w) || out.contains(&w) {
-            continue;
-        }
-        match counted.iter_mut().find(|c| c.2 == w) {
-            Some(c) => c.0 += 1,
-            None => counted.push((1, pos, w)),
-        }
-    }
-    counted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    out.extend(counted.into_iter().map(|c| c.2));
+    let mut out = unique(words(primary).into_iter().filter(|w| is_keyword(w)));
+    let rest: Vec<String> = words(secondary)
+        .into_iter()
+        .filter(|w| is_keyword(w) && !out.contains(w))
+        .collect();
+    // Most frequent first; the sort keeps ties in the order of the text.
+    let mut ranked = unique(rest.iter().cloned());
+    ranked.sort_by_cached_key(|w| std::cmp::Reverse(rest.iter().filter(|r| *r == w).count()));
+    out.extend(ranked);
     out.truncate(cap);
     out
 }
