@@ -82,34 +82,29 @@ pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(angle));
         if !same_angle {
             cache.entries.push(entry);
-            continue;
-        }
-        if cache.hit.is_some() {
-            continue;
-        }
-        let file = entry["file"].as_str().unwrap_or("");
-        match read(folder, file) {
-            Some((path, relevant)) => {
-                cache.notes.push(format!(
-                    "reused the cached `{angle}` exploration ({path}) instead of exploring again"
-                ));
-                cache.hit = Some(Hit {
-                    file: path,
-                    relevant,
-                });
-                cache.entries.push(entry);
+        } else if cache.hit.is_none() {
+            let file = entry["file"].as_str().unwrap_or("");
+            match read(folder, file) {
+                Some(hit) => {
+                    cache.notes.push(format!(
+                        "reused the cached `{angle}` exploration ({}) instead of exploring again",
+                        hit.file
+                    ));
+                    cache.hit = Some(hit);
+                    cache.entries.push(entry);
+                }
+                None => cache.notes.push(format!(
+                    "the cached `{angle}` exploration ({}) is missing or unreadable: dropped it and explored again",
+                    if file.is_empty() { "no file" } else { file }
+                )),
             }
-            None => cache.notes.push(format!(
-                "the cached `{angle}` exploration ({}) is missing or unreadable: dropped it and explored again",
-                if file.is_empty() { "no file" } else { file }
-            )),
         }
     }
     cache
 }
 
-/// Reads a cached exploration: the folder path it was found at and its relevant files.
-fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<(String, BTreeSet<String>)> {
+/// Reads a cached exploration, found at `file` or under `explorations/`.
+fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<Hit> {
     let file = file.trim().trim_start_matches("./");
     if file.is_empty() {
         return None;
@@ -132,7 +127,10 @@ fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<(String, BTree
         })
         .map(|s| s.trim_start_matches("./").to_owned())
         .collect();
-    Some((path, relevant))
+    Some(Hit {
+        file: path,
+        relevant,
+    })
 }
 
 /// A file an exploration found relevant.
