@@ -118,13 +118,15 @@ impl CodeTree {
         Ok(blob.data.clone())
     }
 
+    /// The file at `path`, if there is one.
+    pub fn find(&self, path: &str) -> Option<&CodeFile> {
+        let i = self.files.binary_search_by(|f| f.path.as_str().cmp(path));
+        Some(&self.files[i.ok()?])
+    }
+
     /// The content of the file at `path`, if there is one.
     pub fn read_path(&self, path: &str) -> Option<Vec<u8>> {
-        let file = self
-            .files
-            .binary_search_by(|f| f.path.as_str().cmp(path))
-            .ok()?;
-        self.read(&self.files[file]).ok()
+        self.read(self.find(path)?).ok()
     }
 }
 

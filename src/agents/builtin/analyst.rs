@@ -27,7 +27,9 @@ use crate::agents::{CodeTree, Outcome, StateUpdate, TaskInput, TaskOutput, TechP
 use crate::error::Result;
 use crate::specdoc::spec::DISCOVERY;
 
+use super::json_bytes;
 use super::template::{data, list};
+use super::words::unique;
 
 use crate::specdoc::discovery::TestFramework;
 use explore::{Finder, RelevantFile};
@@ -39,15 +41,6 @@ use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
 const SPEC_CONFIG: &str = "spec/spec-config.json";
 const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
-
-/// `items` without repeats, in the order they first come.
-fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    items
-        .into_iter()
-        .filter(|i| seen.insert(i.clone()))
-        .collect()
-}
 
 /// Runs the analyst on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
@@ -293,12 +286,6 @@ impl LanguageShare {
         let primary = main.map(|l| l.name.clone());
         (languages, primary)
     }
-}
-
-/// Pretty JSON with a final newline.
-fn json_bytes(value: &Value) -> Vec<u8> {
-    let text = serde_json::to_string_pretty(value).expect("a JSON value serialises to a string");
-    format!("{text}\n").into_bytes()
 }
 
 /// The cache index: the entries already in the folder, with the `general` one added or

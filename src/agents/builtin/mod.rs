@@ -40,6 +40,13 @@ impl Agent for Builtin {
     }
 }
 
+/// `value` as pretty JSON with a final newline: how every role writes a JSON file.
+fn json_bytes(value: &impl serde::Serialize) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("the builtin documents serialise");
+    out.push(b'\n');
+    out
+}
+
 /// The builtin executor cannot write code: it completes with no change and says so.
 fn executor(input: &TaskInput) -> TaskOutput {
     let summary =

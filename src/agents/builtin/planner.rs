@@ -24,11 +24,16 @@ mod text;
 use std::collections::BTreeSet;
 
 use code::Code;
-use shape::{Change, Complexity, Draft};
+use serde_json::{Value, json};
+use shape::{Change, Complexity, Draft, PlannedFile};
 use signals::Finding;
+use spec::Origin;
+use text::Level;
 
+use super::template::render;
+use super::words::unique;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Where the plan goes, relative to the pipeline folder.
 const PLAN: &str = "plan/plan.json";
@@ -56,15 +61,9 @@ struct Plan {
 struct TaskRef {
     id: String,
     title: String,
-    files: Vec<FileChange>,
+    files: Vec<PlannedFile>,
     depends_on: Vec<String>,
     requirements: Vec<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-struct FileChange {
-    path: String,
-    change: &'static str,
 }
 
 /// `plan/.task/TASK-NNN.json`, the executor's brief.
@@ -73,16 +72,19 @@ struct TaskFile {
     id: String,
     title: String,
     description: String,
-    files: Vec<FileChange>,
+    files: Vec<PlannedFile>,
     implementation: Vec<String>,
     convergence: Convergence,
     depends_on: Vec<String>,
     requirements: Vec<String>,
     pre_analysis: Vec<PreStep>,
-    reference: Reference,
-    rationale: Rationale,
+    /// `{"files": [...]}`: the files to read.
+    reference: Value,
+    /// `{"chosen_approach": "..."}`.
+    rationale: Value,
     risks: Vec<String>,
-    meta: Meta,
+    /// `{"execution_config": {"method": "agent"}}`.
+    meta: Value,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -96,26 +98,6 @@ struct PreStep {
     on_error: String,
 }
 
-#[derive(Debug, serde::Serialize)]
-struct Reference {
-    files: Vec<String>,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct Rationale {
-    chosen_approach: String,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct Meta {
-    execution_config: ExecutionConfig,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct ExecutionConfig {
-    method: &'static str,
-}
-
 fn task_id(i: usize) -> String {
     format!("TASK-{:03}", i + 1)
 }
@@ -125,12 +107,11 @@ fn task_id(i: usize) -> String {
 struct PlanFacts<'a> {
     task: String,
     items: String,
-    origin: &'static str,
+    origin: Origin,
     tasks: usize,
-    complexity: &'static str,
-    range: &'static str,
-    execution: &'static str,
-    how: &'static str,
+    /// The complexity's name, range, execution and how its tasks run.
+    #[serde(flatten)]
+    level: &'static Level,
     modules: &'a [String],
     left_out: &'a [String],
     modified: usize,
@@ -176,7 +157,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     if cache.hit.is_none() {
         let exploration = explore::explore(input, angle, &drafts, &matches, &code, &discovery);
         relevant = exploration.relevant_files.len();
-        written = explore::write(&cache, &exploration, input.task.id.as_str()).map_err(json)?;
+        written = explore::write(&cache, &exploration, input.task.id.as_str());
     }
 
     let mut shaping = Vec::new();
@@ -185,7 +166,8 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     let complexity = Complexity::of(modules.len());
     let deps = shape::dependencies(&drafts, complexity);
 
-    let planned = planned_files(&drafts);
+    // Every file the drafts plan to change, once, in the order they first name it.
+    let planned = shape::unique_files(drafts.iter().flat_map(|d| &d.files));
     let findings = signals::scan(&planned, &code);
     let modified = planned
         .iter()
@@ -201,19 +183,19 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         return Ok(rejected(reason));
     }
 
-    let [complexity_name, range, execution, how] = complexity.says();
-    let (origin_name, origin_items) = origin.names(items.len());
+    let level = complexity.says();
+    let n = items.len();
     let mut signal_names: Vec<&str> = findings.iter().map(|f| f.signal).collect();
     signal_names.dedup();
     let facts = PlanFacts {
         task: text::truncate(&input.session.task, 120),
-        items: origin_items,
-        origin: origin_name,
+        items: render(
+            "items",
+            &minijinja::context! { origin => minijinja::value::Serde(origin), n },
+        ),
+        origin,
         tasks: tasks.len(),
-        complexity: complexity_name,
-        range,
-        execution,
-        how,
+        level,
         modules: &modules,
         left_out: &left_out,
         modified,
@@ -230,64 +212,50 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
         min: shape::MIN_TASKS,
         max: shape::MAX_TASKS,
     };
-    let mut decisions = vec![text::say("planned_from", &facts)];
+    let mut decisions = vec![render("planned_from", &facts)];
     decisions.extend(notes);
     decisions.extend(cache.notes.iter().cloned());
     if cache.hit.is_none() {
-        decisions.push(text::say("explored", &facts));
+        decisions.push(render("explored", &facts));
     }
     decisions.extend(shaping);
     decisions.extend(text::say_lines("decisions_list", &facts));
 
     let plan = Plan {
         session_id: input.session.id.to_string(),
-        summary: text::say("summary", &facts),
-        complexity: complexity_name,
+        summary: render("summary", &facts),
+        complexity: &level.complexity,
         complexity_reasons: text::say_lines("reasons_list", &facts),
         modules: modules.clone(),
-        approach: text::say("approach", &facts),
+        approach: render("approach", &facts),
         tasks: tasks.iter().map(TaskRef::of).collect(),
-        recommended_execution: execution,
+        recommended_execution: &level.execution,
         test_command: discovery.test_command.clone(),
     };
 
-    let mut files = vec![(PLAN.to_owned(), explore::pretty(&plan).map_err(json)?)];
-    for t in &tasks {
-        files.push((
-            format!("{TASK_DIR}/{}.json", t.id),
-            explore::pretty(t).map_err(json)?,
-        ));
-    }
-    files.extend(written);
+    let mut files = vec![(PLAN.to_owned(), super::json_bytes(&plan))];
+    let task_files = tasks
+        .iter()
+        .map(|t| (format!("{TASK_DIR}/{}.json", t.id), super::json_bytes(t)));
+    files.extend(task_files.chain(written));
 
     let tech_profile = tech_profile(&findings, discovery.upstream.as_ref(), &mut decisions);
-    let mut key_findings = vec![text::say("headline", &facts)];
+    let mut key_findings = vec![render("headline", &facts)];
     key_findings.extend(text::say_lines("findings_list", &facts));
     let state_update = StateUpdate {
         key_findings: key_findings.iter().map(|f| text::truncate(f, 99)).collect(),
         decisions,
         files_modified: files.iter().map(|(p, _)| p.clone()).collect(),
-        verification: text::say("verification", &facts),
+        verification: render("verification", &facts),
         tech_profile,
     };
     state_update.validate()?;
     Ok(TaskOutput {
         outcome: Outcome::Completed,
-        summary: text::say("done", &facts),
+        summary: render("done", &facts),
         files,
         state_update,
     })
-}
-
-/// Every file the drafts plan to change, once, in the order they first name it.
-fn planned_files(drafts: &[Draft]) -> Vec<shape::PlannedFile> {
-    let mut planned: Vec<shape::PlannedFile> = Vec::new();
-    for f in drafts.iter().flat_map(|d| &d.files) {
-        if !planned.iter().any(|p| p.path == f.path) {
-            planned.push(f.clone());
-        }
-    }
-    planned
 }
 
 impl TaskRef {
@@ -303,10 +271,6 @@ impl TaskRef {
     }
 }
 
-fn json(e: serde_json::Error) -> Error {
-    Error::Invalid(format!("cannot write the plan as JSON: {e}"))
-}
-
 /// The output for a plan that failed its own checks.
 fn rejected(reason: String) -> TaskOutput {
     TaskOutput {
@@ -315,19 +279,18 @@ fn rejected(reason: String) -> TaskOutput {
         files: Vec::new(),
         state_update: StateUpdate {
             key_findings: vec![text::truncate(&format!("Plan rejected: {reason}"), 99)],
-            decisions: Vec::new(),
-            files_modified: Vec::new(),
             verification: format!("self-check failed: {reason}"),
-            tech_profile: None,
+            ..StateUpdate::default()
         },
     }
 }
 
 /// A planned file as a task's sentences see it.
 #[derive(Debug, serde::Serialize)]
-struct FileFacts {
-    path: String,
-    change: &'static str,
+struct FileFacts<'a> {
+    /// Its path and change.
+    #[serde(flatten)]
+    file: &'a PlannedFile,
     /// Up to four of the keywords it matched, joined.
     words: String,
     /// The file declaring the modules of its directory, for a new file.
@@ -349,7 +312,7 @@ struct TaskFacts<'a> {
     title: &'a str,
     from: String,
     description: &'a str,
-    files: Vec<FileFacts>,
+    files: Vec<FileFacts<'a>>,
     modifies: Vec<&'a str>,
     creates: Vec<&'a str>,
     keywords: &'a [String],
@@ -387,8 +350,7 @@ fn task_file(
             .files
             .iter()
             .map(|f| FileFacts {
-                path: f.path.clone(),
-                change: f.change.as_str(),
+                file: f,
                 words: d.matched.get(&f.path).map_or(String::new(), |w| {
                     w.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
                 }),
@@ -417,8 +379,7 @@ fn task_file(
         lang: code.layout.lang.is_some(),
         test_command: discovery.test_command.as_deref(),
     };
-    let mut criteria = text::say_lines("criteria_list", &facts);
-    shape::dedup(&mut criteria);
+    let criteria = unique(text::say_lines("criteria_list", &facts));
     let pre_analysis = text::say_lines("pre_analysis_list", &facts)
         .into_iter()
         .map(|line| {
@@ -432,30 +393,17 @@ fn task_file(
     TaskFile {
         id: task_id(i),
         title: text::truncate(&d.title, 120),
-        description: text::say("description", &facts),
-        files: d
-            .files
-            .iter()
-            .map(|f| FileChange {
-                path: f.path.clone(),
-                change: f.change.as_str(),
-            })
-            .collect(),
+        description: render("description", &facts),
+        files: d.files.clone(),
         implementation: text::say_lines("implementation_list", &facts),
         convergence: Convergence { criteria },
         depends_on: deps.iter().map(|&j| task_id(j)).collect(),
         requirements: d.requirements.clone(),
         pre_analysis,
-        reference: Reference {
-            files: d.reference.clone(),
-        },
-        rationale: Rationale {
-            chosen_approach: text::say("approach_one", &facts),
-        },
+        reference: json!({ "files": d.reference }),
+        rationale: json!({ "chosen_approach": render("approach_one", &facts) }),
         risks: text::say_lines("risks_list", &facts),
-        meta: Meta {
-            execution_config: ExecutionConfig { method: "agent" },
-        },
+        meta: json!({ "execution_config": { "method": "agent" } }),
     }
 }
 
@@ -479,13 +427,10 @@ fn validate(tasks: &[TaskFile]) -> std::result::Result<(), String> {
         if t.files.is_empty() {
             return Err(format!("{} touches no file", t.id));
         }
-        if let Some(f) = t.files.iter().find(|f| {
-            f.path.is_empty()
-                || f.path.starts_with('/')
-                || f.path
-                    .split('/')
-                    .any(|c| c.is_empty() || c == "." || c == "..")
-        }) {
+        // An empty path, an absolute one and `a//b` all have an empty component.
+        let unsafe_path =
+            |f: &&PlannedFile| f.path.split('/').any(|c| matches!(c, "" | "." | ".."));
+        if let Some(f) = t.files.iter().find(unsafe_path) {
             return Err(format!("{} has an unsafe path `{}`", t.id, f.path));
         }
         if t.convergence.criteria.is_empty() {
@@ -519,11 +464,8 @@ fn tech_profile(
         ));
         for s in &up.signals {
             let paths = evidence.entry(s.clone()).or_default();
-            for p in up.evidence.get(s).into_iter().flatten() {
-                if !paths.contains(p) {
-                    paths.push(p.clone());
-                }
-            }
+            let theirs = up.evidence.get(s).into_iter().flatten().cloned();
+            *paths = unique(std::mem::take(paths).into_iter().chain(theirs));
         }
     }
     if evidence.is_empty() {

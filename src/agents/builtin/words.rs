@@ -1,5 +1,6 @@
 //! How every role of the builtin agent cuts text: into lower-case words (plain, or also at
-//! camel-case humps for names in code), and into sentences. The abbreviations a sentence does
+//! camel-case humps for names in code), and into sentences; and the two helpers for lists of
+//! words (is one in it, each once). The abbreviations a sentence does
 //! not end at and the bullets dropped from its start are data: `words.toml`.
 
 use std::sync::LazyLock;
@@ -16,6 +17,15 @@ static TABLES: LazyLock<Tables> = LazyLock::new(|| super::template::data(builtin
 /// Whether `list` holds `word`.
 pub fn has(list: &[String], word: &str) -> bool {
     list.iter().any(|w| w == word)
+}
+
+/// `items` without repeats, in the order they first come.
+pub fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    items
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
 }
 
 /// The lower-case words of `text`: its runs of letters and digits.

@@ -16,14 +16,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use super::spec::Discovery;
-use super::text::{self, Relation};
+use super::text;
 use crate::agents::CodeTree;
 use crate::agents::builtin::code::{
     CODE, Lang, Naming, NewFiles, ancestors, extension, is_test_path, is_unread,
 };
 /// The path helpers, the builtin agent's.
 pub use crate::agents::builtin::code::{file_name, parent};
-use crate::agents::builtin::words;
+use crate::agents::builtin::words::{self, has};
 
 /// Files larger than this are matched by path only.
 const MAX_READ_SIZE: u64 = 256 * 1024;
@@ -64,29 +64,17 @@ pub struct Patterns {
     pub comments: Vec<String>,
     /// Starts of a public item's line in a Rust `lib.rs` or `mod.rs`.
     pub rust_public: Vec<String>,
+    /// Starts of a top-level definition in a Python package's `__init__.py`.
+    pub python_public: Vec<String>,
 }
 
 /// The code tables, parsed once.
 pub static TABLES: LazyLock<Tables> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
 
-/// Whether a list of the tables holds a word.
-pub(in crate::agents::builtin) use words::has;
-
-/// The index in the language table of the language the planner names `path`'s files in, if it
-/// has one.
-fn lang_of(path: &str) -> Option<usize> {
-    let lang = crate::agents::builtin::code::language(path)?;
-    CODE.language
-        .iter()
-        .position(|l| l.name == lang.name && l.new_files.is_some())
-}
-
-/// How the planner names new files of `lang`, one it names files in.
-fn new_files(lang: &Lang) -> &NewFiles {
-    lang.new_files
-        .as_ref()
-        .expect("the planner's language names new files")
+/// The language of `path`, if it is one the planner names new files in.
+fn lang_of(path: &str) -> Option<&'static Lang> {
+    crate::agents::builtin::code::language(path).filter(|l| l.new_files.is_some())
 }
 
 /// What a file is, for weighing its matches.
@@ -142,17 +130,16 @@ impl Layout {
                     .is_some_and(|n| has(&n.aliases, &name) || l.name.eq_ignore_ascii_case(&name))
             })
         });
+        // Else the language with most bytes outside tests, the first in the table on a tie.
         let lang = from_discovery.or_else(|| {
             let mut bytes = vec![0u64; langs.len()];
             for (p, size) in files.iter().filter(|(p, _)| !is_test(p)) {
-                if let Some(i) = lang_of(p) {
+                if let Some(i) = lang_of(p).and_then(|l| langs.iter().position(|x| x == l)) {
                     bytes[i] += (*size).max(1);
                 }
             }
-            let best = (0..bytes.len())
-                .filter(|&i| bytes[i] > 0)
-                .max_by_key(|&i| (bytes[i], std::cmp::Reverse(i)))?;
-            Some(&langs[best])
+            let present = langs.iter().zip(bytes).rev().filter(|(_, b)| *b > 0);
+            present.max_by_key(|(_, b)| *b).map(|(l, _)| l)
         });
         let main_dir = discovery
             .source_dirs
@@ -189,6 +176,11 @@ impl Layout {
         }
     }
 
+    /// How new files of the main language are named.
+    fn new_files(&self) -> Option<&'static NewFiles> {
+        self.lang?.new_files.as_ref()
+    }
+
     /// Whether `path` is a test file.
     pub fn is_test(&self, path: &str) -> bool {
         test_path(path, &self.test_dirs)
@@ -198,13 +190,8 @@ impl Layout {
     /// the directory one level below a source root, else its top-level directory; `.` for
     /// files at the root.
     pub fn module_of(&self, path: &str) -> String {
-        if let Some(pkg) = self
-            .packages
-            .iter()
-            .filter(|p| path.starts_with(&format!("{p}/")))
-            .max_by_key(|p| p.len())
-        {
-            return pkg.clone();
+        if let Some(pkg) = ancestors(path).find(|d| self.packages.contains(*d)) {
+            return pkg.to_owned();
         }
         for root in &self.roots {
             if let Some(rest) = path.strip_prefix(&format!("{root}/")) {
@@ -222,11 +209,8 @@ impl Layout {
 
     /// Where a new source file for `words` goes.
     pub fn new_file(&self, words: &[String]) -> String {
-        let (stem, ext) = match self.lang {
-            Some(l) => {
-                let new = new_files(l);
-                (text::file_stem(words, new.naming), new.ext.as_str())
-            }
+        let (stem, ext) = match self.new_files() {
+            Some(new) => (text::file_stem(words, new.naming), new.ext.as_str()),
             None => (text::file_stem(words, Naming::Kebab), "md"),
         };
         join(&self.main_dir, &format!("{stem}.{ext}"))
@@ -236,13 +220,12 @@ impl Layout {
     /// beside the code.
     pub fn new_test(&self, words: &[String], source: &str) -> String {
         let dir = self.test_dirs.first().map_or("tests", String::as_str);
-        let Some(lang) = self.lang else {
+        let Some(lang) = self.new_files() else {
             return join(
                 dir,
                 &format!("{}.md", text::file_stem(words, Naming::Kebab)),
             );
         };
-        let lang = new_files(lang);
         let stem = text::file_stem(words, lang.naming);
         let source_stem = file_name(source).split('.').next().unwrap_or("change");
         match lang.ext.as_str() {
@@ -281,26 +264,19 @@ fn infer_main_dir(
     let relevant: Vec<&str> = files
         .iter()
         .map(|(p, _)| *p)
-        .filter(|p| !is_test(p))
-        .filter(|p| match lang {
-            Some(l) => lang_of(p).is_some_and(|x| CODE.language[x].name == l.name),
-            None => true,
-        })
+        .filter(|p| !is_test(p) && (lang.is_none() || lang_of(p) == lang))
         .collect();
-    let mut roots: Vec<&str> = Vec::new();
-    for d in relevant.iter().flat_map(|p| ancestors(p)) {
-        if has(&CODE.source_roots, file_name(d)) && !roots.contains(&d) {
-            roots.push(d);
-        }
-    }
+    let roots: BTreeSet<&str> = relevant.iter().flat_map(|p| ancestors(p)).collect();
+    let roots = roots
+        .into_iter()
+        .filter(|d| has(&CODE.source_roots, file_name(d)));
     let shallowest = roots
-        .iter()
         .map(|root| {
             let count = relevant
                 .iter()
                 .filter(|p| p.starts_with(&format!("{root}/")))
                 .count();
-            (root.split('/').count(), std::cmp::Reverse(count), *root)
+            (root.split('/').count(), std::cmp::Reverse(count), root)
         })
         .min();
     if let Some((_, _, dir)) = shallowest {
@@ -323,6 +299,7 @@ fn infer_main_dir(
 }
 
 /// Every keyword of the plan, looked up by the words of the code.
+#[derive(Default)]
 struct Index {
     words: Vec<String>,
     same: HashMap<String, usize>,
@@ -332,11 +309,7 @@ struct Index {
 
 impl Index {
     fn new(keywords: &[String]) -> Index {
-        let mut index = Index {
-            words: Vec::new(),
-            same: HashMap::new(),
-            starts: HashMap::new(),
-        };
+        let mut index = Index::default();
         for k in keywords {
             if index.same.contains_key(k) {
                 continue;
@@ -396,7 +369,6 @@ pub struct Code<'a> {
     pub layout: Layout,
     index: Index,
     entries: Vec<Entry>,
-    paths: BTreeSet<String>,
     /// How many files were read.
     pub read: usize,
 }
@@ -406,7 +378,6 @@ impl<'a> Code<'a> {
     pub fn scan(tree: &'a CodeTree, discovery: &Discovery, keywords: &[String]) -> Code<'a> {
         let layout = Layout::infer(tree, discovery);
         let index = Index::new(keywords);
-        let paths: BTreeSet<String> = tree.files().iter().map(|f| f.path.clone()).collect();
         let mut candidates: Vec<(Kind, &crate::agents::CodeFile)> = tree
             .files()
             .iter()
@@ -447,14 +418,13 @@ impl<'a> Code<'a> {
             layout,
             index,
             entries,
-            paths,
             read,
         }
     }
 
     /// Whether the tree has a file at `path`.
     pub fn exists(&self, path: &str) -> bool {
-        self.paths.contains(path)
+        self.tree.find(path).is_some()
     }
 
     /// How many files were considered.
@@ -533,16 +503,26 @@ fn kind(path: &str, layout: &Layout) -> Kind {
 /// Points for `keyword` in a path: the best of its relation to the file name's words and to
 /// the directories' words.
 fn path_points(keyword: &str, stem: &[String], dirs: &[String]) -> u32 {
-    let best = |words: &[String], same: u32, prefix: u32| {
-        words
-            .iter()
-            .map(|w| match text::related(keyword, w) {
-                Relation::Same => same,
-                Relation::Prefix => prefix,
-                Relation::None => 0,
-            })
-            .max()
-            .unwrap_or(0)
+    best(keyword, stem, STEM_SAME, STEM_PREFIX).max(best(keyword, dirs, DIR_SAME, DIR_PREFIX))
+}
+
+/// The points of the word of `words` best related to `keyword`: `same` for the same word,
+/// `prefix` when one is the other's start (`token`/`tokens`, `auth`/`authentication`), the
+/// shorter having at least four letters.
+fn best(keyword: &str, words: &[String], same: u32, prefix: u32) -> u32 {
+    let points = |w: &String| {
+        let (short, long) = if keyword.len() < w.len() {
+            (keyword, w.as_str())
+        } else {
+            (w.as_str(), keyword)
+        };
+        if w == keyword {
+            same
+        } else if short.chars().count() >= 4 && long.starts_with(short) {
+            prefix
+        } else {
+            0
+        }
     };
-    best(stem, STEM_SAME, STEM_PREFIX).max(best(dirs, DIR_SAME, DIR_PREFIX))
+    words.iter().map(points).max().unwrap_or(0)
 }

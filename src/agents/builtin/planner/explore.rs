@@ -7,13 +7,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::code::{self, Code, Match};
-use super::shape::{self, Draft};
+use super::shape::Draft;
 use super::spec::Discovery;
 use super::text;
 use crate::agents::TaskInput;
+use crate::agents::builtin::json_bytes;
+use crate::agents::builtin::words::unique;
 
 /// The cache index, relative to the pipeline folder.
 pub const INDEX: &str = "explorations/cache-index.json";
@@ -80,34 +82,29 @@ pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
             .is_some_and(|a| a.trim().eq_ignore_ascii_case(angle));
         if !same_angle {
             cache.entries.push(entry);
-            continue;
-        }
-        if cache.hit.is_some() {
-            continue;
-        }
-        let file = entry["file"].as_str().unwrap_or("");
-        match read(folder, file) {
-            Some((path, relevant)) => {
-                cache.notes.push(format!(
-                    "reused the cached `{angle}` exploration ({path}) instead of exploring again"
-                ));
-                cache.hit = Some(Hit {
-                    file: path,
-                    relevant,
-                });
-                cache.entries.push(entry);
+        } else if cache.hit.is_none() {
+            let file = entry["file"].as_str().unwrap_or("");
+            match read(folder, file) {
+                Some(hit) => {
+                    cache.notes.push(format!(
+                        "reused the cached `{angle}` exploration ({}) instead of exploring again",
+                        hit.file
+                    ));
+                    cache.hit = Some(hit);
+                    cache.entries.push(entry);
+                }
+                None => cache.notes.push(format!(
+                    "the cached `{angle}` exploration ({}) is missing or unreadable: dropped it and explored again",
+                    if file.is_empty() { "no file" } else { file }
+                )),
             }
-            None => cache.notes.push(format!(
-                "the cached `{angle}` exploration ({}) is missing or unreadable: dropped it and explored again",
-                if file.is_empty() { "no file" } else { file }
-            )),
         }
     }
     cache
 }
 
-/// Reads a cached exploration: the folder path it was found at and its relevant files.
-fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<(String, BTreeSet<String>)> {
+/// Reads a cached exploration, found at `file` or under `explorations/`.
+fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<Hit> {
     let file = file.trim().trim_start_matches("./");
     if file.is_empty() {
         return None;
@@ -130,7 +127,10 @@ fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<(String, BTree
         })
         .map(|s| s.trim_start_matches("./").to_owned())
         .collect();
-    Some((path, relevant))
+    Some(Hit {
+        file: path,
+        relevant,
+    })
 }
 
 /// A file an exploration found relevant.
@@ -174,44 +174,19 @@ pub fn path(angle: &str) -> String {
     format!("explorations/planner-{angle}.json")
 }
 
-/// The planner's entry in the cache index.
-#[derive(Debug, serde::Serialize)]
-struct IndexEntry<'a> {
-    angle: &'a str,
-    file: &'a str,
-    /// Who explored.
-    source: &'static str,
-    /// The task that explored.
-    task: &'a str,
-}
-
-/// The files to write for a new exploration: the exploration and the updated index.
-pub fn write(
-    cache: &Cache,
-    exploration: &Exploration,
-    task: &str,
-) -> serde_json::Result<Vec<(String, Vec<u8>)>> {
+/// The files to write for a new exploration: the exploration and the index with the
+/// planner's entry added.
+pub fn write(cache: &Cache, exploration: &Exploration, task: &str) -> Vec<(String, Vec<u8>)> {
     let file = path(&exploration.angle);
     let mut entries = cache.entries.clone();
-    entries.push(serde_json::to_value(IndexEntry {
-        angle: &exploration.angle,
-        file: &file,
-        source: "planner",
-        task,
-    })?);
+    let angle = &exploration.angle;
+    entries.push(json!({ "angle": angle, "file": file, "source": "planner", "task": task }));
     let mut index = cache.index.clone();
     index.insert("entries".to_owned(), Value::Array(entries));
-    Ok(vec![
-        (file, pretty(exploration)?),
-        (INDEX.to_owned(), pretty(&Value::Object(index))?),
-    ])
-}
-
-/// Pretty JSON with a final newline.
-pub fn pretty<T: serde::Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let mut out = serde_json::to_vec_pretty(value)?;
-    out.push(b'\n');
-    Ok(out)
+    vec![
+        (file, json_bytes(exploration)),
+        (INDEX.to_owned(), json_bytes(&index)),
+    ]
 }
 
 /// The planner's own exploration of its angle.
@@ -227,9 +202,7 @@ pub fn explore(
     let mut relevant: BTreeMap<String, (u32, Vec<String>, Vec<String>)> = BTreeMap::new();
     for (d, ms) in drafts.iter().zip(matches) {
         for m in ms.iter().filter(|m| d.matched.contains_key(&m.path)) {
-            let e = relevant
-                .entry(m.path.clone())
-                .or_insert((0, Vec::new(), Vec::new()));
+            let e = relevant.entry(m.path.clone()).or_default();
             e.0 = e.0.max(m.score);
             e.1.extend(m.words.iter().cloned());
             e.2.extend(d.sources.iter().cloned());
@@ -237,15 +210,11 @@ pub fn explore(
     }
     let mut relevant_files: Vec<RelevantFile> = relevant
         .into_iter()
-        .map(|(path, (score, mut words, mut roles))| {
-            shape::dedup(&mut words);
-            shape::dedup(&mut roles);
-            RelevantFile {
-                rationale: format!("its path or contents match {}", words.join(", ")),
-                role: roles.join(", "),
-                path,
-                score,
-            }
+        .map(|(path, (score, words, roles))| RelevantFile {
+            rationale: format!("its path or contents match {}", unique(words).join(", ")),
+            role: unique(roles).join(", "),
+            path,
+            score,
         })
         .collect();
     relevant_files.sort_by(|a, b| b.score.cmp(&a.score).then(a.path.cmp(&b.path)));
@@ -279,14 +248,12 @@ pub fn explore(
             format!("{}: {}", d.sources.join(", "), files.join(", "))
         })
         .collect();
-    let mut keywords: Vec<String> = drafts.iter().flat_map(|d| d.keywords.clone()).collect();
-    shape::dedup(&mut keywords);
     Exploration {
         angle: angle.to_owned(),
         query: input.session.task.clone(),
         created_by: "planner".to_owned(),
         task: input.task.id.to_string(),
-        keywords,
+        keywords: unique(drafts.iter().flat_map(|d| d.keywords.clone())),
         relevant_files,
         patterns,
         integration_points,

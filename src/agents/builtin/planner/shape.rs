@@ -2,10 +2,13 @@
 //! merged or split into 2 to 7 tasks, its complexity from the modules touched, and the
 //! dependencies that complexity calls for.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::code::{self, Code, Layout, Match};
 use super::spec::Item;
+use super::text::{Level, WORDS};
+use crate::agents::builtin::words::unique;
 
 /// The fewest and most tasks a plan has.
 pub const MIN_TASKS: usize = 2;
@@ -17,8 +20,9 @@ const FILES_PER_ITEM: usize = 3;
 /// At most this many reference files per task.
 const REFERENCES: usize = 6;
 
-/// How a planned file changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a planned file changes; in the plan, `modify` or `create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Change {
     /// The file exists and is changed.
     Modify,
@@ -29,15 +33,12 @@ pub enum Change {
 impl Change {
     /// The name in the plan.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Change::Modify => "modify",
-            Change::Create => "create",
-        }
+        ["modify", "create"][self as usize]
     }
 }
 
-/// A file a task touches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file a task touches, as the plan and its task files list it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedFile {
     /// Path relative to the repository root.
     pub path: String,
@@ -111,19 +112,12 @@ pub fn draft(
         };
         files.push(PlannedFile { path, change });
     }
-    let mut reference: Vec<String> = matches
+    let near = matches.iter().skip(chosen.len());
+    let near = near.filter(|m| m.score >= MIN_SCORE / 2).take(3);
+    let entries = files
         .iter()
-        .skip(chosen.len())
-        .filter(|m| m.score >= MIN_SCORE / 2)
-        .take(3)
-        .map(|m| m.path.clone())
-        .collect();
-    for f in &files {
-        if let Some(entry) = code.entry_file(code::parent(&f.path)) {
-            reference.push(entry);
-        }
-    }
-    tidy_reference(&mut reference, &files);
+        .filter_map(|f| code.entry_file(code::parent(&f.path)));
+    let reference = references(near.map(|m| m.path.clone()).chain(entries), &files);
     let draft = Draft {
         title: item.title.clone(),
         description: item.description.clone(),
@@ -132,30 +126,35 @@ pub fn draft(
         matched,
         criteria: item.criteria.clone(),
         requirements: item.requirements.clone(),
-        after: item.after.iter().copied().collect(),
+        after: item.after.clone(),
         reference,
         keywords: item.keywords.clone(),
     };
     (draft, matches)
 }
 
-/// Keeps at most [`REFERENCES`] reference files, once each and none of them a planned one.
-fn tidy_reference(reference: &mut Vec<String>, files: &[PlannedFile]) {
-    reference.retain(|r| !files.iter().any(|f| &f.path == r));
-    dedup(reference);
-    reference.truncate(REFERENCES);
+/// At most [`REFERENCES`] of `candidates` as reference files, once each and none of them a
+/// planned one.
+fn references(candidates: impl IntoIterator<Item = String>, files: &[PlannedFile]) -> Vec<String> {
+    let others = candidates
+        .into_iter()
+        .filter(|r| !files.iter().any(|f| &f.path == r));
+    unique(others).into_iter().take(REFERENCES).collect()
+}
+
+/// `files` without a second entry for one path, in order.
+pub fn unique_files<'a>(files: impl IntoIterator<Item = &'a PlannedFile>) -> Vec<PlannedFile> {
+    let mut seen = BTreeSet::new();
+    files
+        .into_iter()
+        .filter(|f| seen.insert(&f.path))
+        .cloned()
+        .collect()
 }
 
 /// Appends `more` to `list`, keeping each item once.
 fn append(list: &mut Vec<String>, more: Vec<String>) {
-    list.extend(more);
-    dedup(list);
-}
-
-/// Removes later duplicates, keeping the order.
-pub fn dedup(list: &mut Vec<String>) {
-    let mut seen = BTreeSet::new();
-    list.retain(|x| seen.insert(x.clone()));
+    *list = unique(std::mem::take(list).into_iter().chain(more));
 }
 
 /// Brings the drafts within [`MIN_TASKS`]..=[`MAX_TASKS`]: merges the smallest draft into the
@@ -164,15 +163,9 @@ pub fn dedup(list: &mut Vec<String>) {
 pub fn bound(mut drafts: Vec<Draft>, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
     let layout = &code.layout;
     while drafts.len() > MAX_TASKS {
-        let smallest = (0..drafts.len())
-            .min_by_key(|&i| {
-                (
-                    drafts[i].files.len(),
-                    drafts[i].criteria.len(),
-                    std::cmp::Reverse(i),
-                )
-            })
-            .expect("there are drafts");
+        let size = |i: usize| (drafts[i].files.len(), drafts[i].criteria.len(), Reverse(i));
+        let smallest = (0..drafts.len()).min_by_key(|&i| size(i));
+        let smallest = smallest.expect("there are drafts");
         let modules = |i: usize| -> BTreeSet<String> {
             drafts[i]
                 .files
@@ -210,18 +203,16 @@ fn merge(drafts: &mut Vec<Draft>, at: usize) {
     d.title = format!("{}; {}", d.title, next.title);
     d.description = format!("{}\n\n{}", d.description, next.description);
     d.sources.extend(next.sources);
-    for f in next.files {
-        if !d.files.iter().any(|x| x.path == f.path) {
-            d.files.push(f);
-        }
-    }
+    d.files = unique_files(d.files.iter().chain(&next.files));
     for (path, words) in next.matched {
         append(d.matched.entry(path).or_default(), words);
     }
     append(&mut d.criteria, next.criteria);
     append(&mut d.requirements, next.requirements);
-    d.reference.extend(next.reference);
-    tidy_reference(&mut d.reference, &d.files);
+    let reference = std::mem::take(&mut d.reference)
+        .into_iter()
+        .chain(next.reference);
+    d.reference = references(reference, &d.files);
     append(&mut d.keywords, next.keywords);
     d.after.extend(next.after);
     // Renumber: the removed draft is now `at`, later ones move down by one.
@@ -294,10 +285,7 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
         .into_iter()
         .enumerate()
         .map(|(i, files)| {
-            let names: Vec<String> = files
-                .iter()
-                .map(|f| code::file_name(&f.path).to_owned())
-                .collect();
+            let names: Vec<&str> = files.iter().map(|f| code::file_name(&f.path)).collect();
             let listed: Vec<String> = files.iter().map(|f| format!("`{}`", f.path)).collect();
             // The last part completes the work item, so it carries the spec's criteria.
             let criteria = if i + 1 == n {
@@ -349,39 +337,20 @@ impl Complexity {
     }
 
     /// Its name in `plan.json`, the range of module counts it covers, its
-    /// `recommended_execution` and how its tasks run.
-    pub fn says(self) -> [&'static str; 4] {
-        match self {
-            Complexity::Low => [
-                "Low",
-                "1–2 modules",
-                "single",
-                "the tasks run one after another",
-            ],
-            Complexity::Medium => [
-                "Medium",
-                "3–4 modules",
-                "parallel",
-                "the tasks run in parallel, ordered only where they share a file",
-            ],
-            Complexity::High => [
-                "High",
-                "5 or more modules",
-                "dag",
-                "the tasks follow the work items' dependencies and shared files as a DAG",
-            ],
-        }
+    /// `recommended_execution` and how its tasks run (`planner-words.toml`).
+    pub fn says(self) -> &'static Level {
+        &WORDS.complexity[self as usize]
     }
 }
 
 /// The modules the drafts touch, and the test files left out of the count. Test files count
 /// only when a plan touches nothing else.
 pub fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) {
-    let mut paths: Vec<String> = drafts
-        .iter()
-        .flat_map(|d| d.files.iter().map(|f| f.path.clone()))
-        .collect();
-    dedup(&mut paths);
+    let paths = unique(
+        drafts
+            .iter()
+            .flat_map(|d| d.files.iter().map(|f| f.path.clone())),
+    );
     let (tests, code): (Vec<String>, Vec<String>) =
         paths.into_iter().partition(|p| layout.is_test(p));
     let (counted, left_out) = if code.is_empty() {

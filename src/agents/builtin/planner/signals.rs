@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::code::{self, Code, TABLES};
+use super::code::{Code, TABLES};
 use super::shape::{Change, PlannedFile};
+use crate::agents::builtin::code;
 
 /// The inner loop must start within this many lines of the outer one.
 const NESTING_WINDOW: usize = 30;
@@ -60,31 +61,25 @@ pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
     out
 }
 
-/// Signal name to evidence paths.
+/// Signal name to evidence paths, sorted, from the findings of [`scan`] (which are sorted).
 pub fn evidence(findings: &[Finding]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in findings {
         let paths = out.entry(f.signal.to_owned()).or_default();
-        if !paths.contains(&f.path) {
+        if paths.last() != Some(&f.path) {
             paths.push(f.path.clone());
         }
-    }
-    for paths in out.values_mut() {
-        paths.sort();
     }
     out
 }
 
 /// Why `path` is a migration, SQL or schema file, if it is one.
 fn migration(path: &str) -> Option<String> {
-    let dirs = code::parent(path);
-    if dirs
-        .split('/')
-        .any(|c| matches!(c, "migrations" | "migration" | "migrate"))
-    {
+    let migrations = |d: &str| matches!(d, "migrations" | "migration" | "migrate");
+    if code::dirs(path).any(migrations) {
         return Some("a migration".to_owned());
     }
-    let ext = crate::agents::builtin::code::extension(path);
+    let ext = code::extension(path);
     if ext == "sql" {
         return Some("an SQL file".to_owned());
     }
@@ -168,16 +163,10 @@ pub fn public_api(path: &str, text: &str) -> Option<String> {
             .any(|l| l.starts_with("export "))
             .then(|| "exports".to_owned()),
         "__init__.py" if text.contains("__all__") => Some("`__all__`".to_owned()),
-        "__init__.py" => {
-            let definition = |l: &str| {
-                ["def ", "class ", "async def "]
-                    .iter()
-                    .any(|p| l.starts_with(p))
-            };
-            text.lines()
-                .any(definition)
-                .then(|| "top-level definitions".to_owned())
-        }
+        "__init__.py" => text
+            .lines()
+            .any(|l| starts(l, &TABLES.signals.python_public))
+            .then(|| "top-level definitions".to_owned()),
         _ => None,
     }
 }

@@ -4,7 +4,10 @@
 //! plan is cut from: one per epic in dependency order, else one per requirement, else one per
 //! clause of the task text.
 
+use std::collections::BTreeSet;
+
 use super::text;
+use crate::agents::builtin::words::unique;
 use crate::agents::{TaskInput, TechProfile};
 use crate::specdoc::discovery::Discovery as Report;
 use crate::specdoc::md;
@@ -61,19 +64,13 @@ fn dirs(paths: Vec<String>) -> Vec<String> {
     out
 }
 
-/// The work item of a requirement or an epic: `title` is Markdown source (a heading or a
-/// cell), the plan is JSON, so the item's title is the text it reads as.
-fn item(
-    id: &str,
-    title: &str,
-    description: &str,
-    stories: &[String],
-    criteria: Vec<String>,
-    requirements: Vec<String>,
-    after: Vec<usize>,
-) -> Item {
+/// The work item of a requirement or an epic, without its criteria, requirements and order:
+/// `title` is Markdown source (a heading or a cell), the plan is JSON, so the item's title is
+/// the text it reads as. Its keywords come from the title, then from `description` and `more`
+/// (stories, criteria).
+fn item(id: &str, title: &str, description: &str, more: &[String]) -> Item {
     let title = md::unescape(title);
-    let secondary = format!("{description} {} {}", stories.join(" "), criteria.join(" "));
+    let secondary = format!("{description} {}", more.join(" "));
     Item {
         key: id.to_owned(),
         description: if description.is_empty() {
@@ -83,9 +80,7 @@ fn item(
         },
         keywords: text::keywords(&title, &secondary, KEYWORDS),
         title,
-        criteria,
-        requirements,
-        after,
+        ..Item::default()
     }
 }
 
@@ -103,36 +98,23 @@ pub struct Item {
     /// Requirement ids it serves.
     pub requirements: Vec<String>,
     /// Indices of earlier items it depends on.
-    pub after: Vec<usize>,
+    pub after: BTreeSet<usize>,
     /// The words files are matched against.
     pub keywords: Vec<String>,
 }
 
-/// Where the work items came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the work items came from; the planner's sentences call it `epics`, `requirements` or
+/// `task text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Origin {
     /// `spec/epics/`.
     Epics,
     /// `spec/requirements/`.
     Requirements,
     /// The task text.
+    #[serde(rename = "task text")]
     TaskText,
-}
-
-impl Origin {
-    /// Its name in the planner's sentences, and how they count `n` of its items.
-    pub fn names(self, n: usize) -> (&'static str, String) {
-        let (name, one, many) = match self {
-            Origin::Epics => ("epics", "epic", "epics"),
-            Origin::Requirements => ("requirements", "requirement", "requirements"),
-            Origin::TaskText => (
-                "task text",
-                "clause of the task text",
-                "clauses of the task text",
-            ),
-        };
-        (name, format!("{n} {}", if n == 1 { one } else { many }))
-    }
 }
 
 /// The work items: from the epics if any, else the requirements (but the Won't ones), else
@@ -147,17 +129,10 @@ pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) 
     let wanted: Vec<Item> = reqs
         .iter()
         .filter(|r| r.priority != Some(Moscow::Wont))
-        .map(|r| {
-            let (criteria, ids) = (r.criteria.clone(), vec![r.id.clone()]);
-            item(
-                &r.id,
-                &r.title,
-                &r.description,
-                &[],
-                criteria,
-                ids,
-                Vec::new(),
-            )
+        .map(|r| Item {
+            criteria: r.criteria.clone(),
+            requirements: vec![r.id.clone()],
+            ..item(&r.id, &r.title, &r.description, &r.criteria)
         })
         .collect();
     if !wanted.is_empty() {
@@ -203,34 +178,24 @@ fn epic_items(epics: &[Epic], reqs: &[Req], notes: &mut Vec<String>) -> Vec<Item
         .enumerate()
         .map(|(pos, &i)| {
             let e = &epics[i];
-            let mut after: Vec<usize> = deps[i]
+            let after = deps[i]
                 .iter()
                 .filter_map(|d| order.iter().position(|o| o == d))
                 .filter(|&p| p < pos)
                 .collect();
-            after.sort_unstable();
-            let mut criteria: Vec<String> = Vec::new();
-            for c in e.stories.iter().flat_map(|s| &s.criteria) {
-                if !criteria.contains(c) {
-                    criteria.push(c.clone());
-                }
-            }
+            let mut criteria = unique(e.stories.iter().flat_map(|s| s.criteria.clone()));
             if criteria.is_empty() {
-                for r in reqs.iter().filter(|r| e.requirements.contains(&r.id)) {
-                    criteria.extend(r.criteria.iter().cloned());
-                }
+                let theirs = reqs.iter().filter(|r| e.requirements.contains(&r.id));
+                criteria = theirs.flat_map(|r| r.criteria.clone()).collect();
             }
-            let stories: Vec<String> = e.stories.iter().map(|s| md::unescape(&s.title)).collect();
-            let ids = e.requirements.clone();
-            item(
-                &e.id,
-                &e.title,
-                &e.description,
-                &stories,
+            let stories = e.stories.iter().map(|s| md::unescape(&s.title));
+            let more: Vec<String> = stories.chain(criteria.iter().cloned()).collect();
+            Item {
                 criteria,
-                ids,
+                requirements: e.requirements.clone(),
                 after,
-            )
+                ..item(&e.id, &e.title, &e.description, &more)
+            }
         })
         .collect()
 }

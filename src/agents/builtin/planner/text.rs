@@ -2,13 +2,14 @@
 //! and names things (cutting text into words and sentences is the builtin agent's one way,
 //! `builtin::words`); and what it says. The word lists are
 //! data (`planner-words.toml`); every sentence of the plan, its tasks and its decisions is a
-//! minijinja template in `planner-text.toml`, said over plain facts ([`say`]).
+//! minijinja template in `planner-text.toml`, said over plain facts (`builtin::template::render`, [`say_lines`] for lists).
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use crate::agents::builtin::code::Naming;
-use crate::agents::builtin::words::{camel_words as words, sentences};
+use crate::agents::builtin::template::render;
+use crate::agents::builtin::words::{camel_words as words, sentences, unique};
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
@@ -19,6 +20,21 @@ pub struct Words {
     connectors: Vec<String>,
     /// The exploration angles, each with the words of a task that call for it.
     pub angles: Vec<Angle>,
+    /// What each complexity is called, Low, Medium and High in this order.
+    pub complexity: Vec<Level>,
+}
+
+/// What a complexity is called and how its plan runs.
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
+pub struct Level {
+    /// Its name in `plan.json` (`Low`).
+    pub complexity: String,
+    /// The range of module counts it covers.
+    pub range: String,
+    /// Its `recommended_execution`.
+    pub execution: String,
+    /// How its tasks run.
+    pub how: String,
 }
 
 /// An exploration angle and its trigger words.
@@ -34,14 +50,9 @@ pub struct Angle {
 pub static WORDS: LazyLock<Words> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-words.toml")));
 
-/// Sentence `name` said over `facts`.
-pub fn say(name: &str, facts: &impl serde::Serialize) -> String {
-    crate::agents::builtin::template::render(name, facts)
-}
-
 /// The lines of the list sentence `name`, said over `facts`.
 pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
-    say(name, facts).lines().map(str::to_owned).collect()
+    render(name, facts).lines().map(str::to_owned).collect()
 }
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
@@ -49,53 +60,18 @@ pub fn is_keyword(word: &str) -> bool {
     word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !WORDS.stop.contains(word)
 }
 
-/// Whether a keyword and a word of the code are the same word or one is the other's start
-/// (`token`/`tokens`, `auth`/`authentication`), the shorter having at least four letters.
-pub fn related(a: &str, b: &str) -> Relation {
-    if a == b {
-        return Relation::Same;
-    }
-    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
-    if short.chars().count() >= 4 && long.starts_with(short) {
-        Relation::Prefix
-    } else {
-        Relation::None
-    }
-}
-
-/// How two words relate; see [`related`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Relation {
-    /// The same word.
-    Same,
-    /// One starts with the other.
-    Prefix,
-    /// Unrelated.
-    None,
-}
-
 /// The keywords of a work item, at most `cap`: the words of `primary` (its title) in order,
 /// then the words of `secondary` (description, criteria) by how often they occur.
 pub fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in words(primary) {
-        if is_keyword(&w) && !out.contains(&w) {
-            out.push(w);
-        }
-    }
-    // (count, first position, word) so that ties keep the order of the text.
-    let mut counted: Vec<(usize, usize, String)> = Vec::new();
-    for (pos, w) in words(secondary).into_iter().enumerate() {
-        if !is_keyword(&w) || out.contains(&w) {
-            continue;
-        }
-        match counted.iter_mut().find(|c| c.2 == w) {
-            Some(c) => c.0 += 1,
-            None => counted.push((1, pos, w)),
-        }
-    }
-    counted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    out.extend(counted.into_iter().map(|c| c.2));
+    let mut out = unique(words(primary).into_iter().filter(|w| is_keyword(w)));
+    let rest: Vec<String> = words(secondary)
+        .into_iter()
+        .filter(|w| is_keyword(w) && !out.contains(w))
+        .collect();
+    // Most frequent first; the sort keeps ties in the order of the text.
+    let mut ranked = unique(rest.iter().cloned());
+    ranked.sort_by_cached_key(|w| std::cmp::Reverse(rest.iter().filter(|r| *r == w).count()));
+    out.extend(ranked);
     out.truncate(cap);
     out
 }
@@ -170,6 +146,7 @@ mod data {
     #[test]
     fn the_data_files_parse() {
         assert!(!super::WORDS.angles.is_empty());
+        assert_eq!(super::WORDS.complexity.len(), 3, "Low, Medium, High");
         let env = crate::agents::builtin::template::ENV.as_ref().unwrap();
         assert!(env.get_template("risks_list").is_ok());
         assert!(!super::super::code::TABLES.signals.loops.is_empty());
