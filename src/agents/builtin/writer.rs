@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
-use crate::specdoc::md::{self, WRITER as MD};
+use crate::specdoc::md::{self, GATE as MD};
 use crate::specdoc::spec::{self, Folder, Moscow};
 
 use context::{Availability, Discovery};
@@ -57,23 +57,21 @@ impl Phase {
         Phase::Epics,
     ];
 
-    /// The task `phase` that selects each phase, the `phase` number of its frontmatter, its
-    /// main document and that document's template, in [`Phase::ALL`] order.
-    const INFO: [(&str, u8, &str, &str); 4] = [
-        ("product-brief", 2, spec::BRIEF, "product-brief.md"),
+    /// The task `phase` that selects each phase, its main document and that document's
+    /// template, in [`Phase::ALL`] order.
+    const INFO: [(&str, &str, &str); 4] = [
+        ("product-brief", spec::BRIEF, "product-brief.md"),
         (
             "requirements",
-            3,
             spec::REQUIREMENTS_INDEX,
             "requirements-index.md",
         ),
         (
             "architecture",
-            4,
             spec::ARCHITECTURE_INDEX,
             "architecture-index.md",
         ),
-        ("epics", 5, spec::EPICS_INDEX, "epics-index.md"),
+        ("epics", spec::EPICS_INDEX, "epics-index.md"),
     ];
 
     /// The task `phase` that selects it.
@@ -81,14 +79,9 @@ impl Phase {
         Phase::INFO[self as usize].0
     }
 
-    /// The `phase` number in the frontmatter.
-    fn number(self) -> u8 {
-        Phase::INFO[self as usize].1
-    }
-
     /// Its main document.
     fn index(self) -> &'static str {
-        Phase::INFO[self as usize].2
+        Phase::INFO[self as usize].1
     }
 
     fn from_name(name: &str) -> Option<Phase> {
@@ -309,7 +302,7 @@ impl Ctx<'_> {
         data: &impl serde::Serialize,
         mut files: Vec<(String, String)>,
     ) -> Step<Draft> {
-        let name = Phase::INFO[phase as usize].3;
+        let name = Phase::INFO[phase as usize].2;
         let (text, report) = self.fill_and_read(phase.index(), name, data, "report")?;
         files.insert(0, (phase.index().to_owned(), text));
         let mut draft = Draft {
