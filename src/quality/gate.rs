@@ -13,18 +13,16 @@ mod checks;
 mod report;
 mod rules;
 mod score;
-mod spec;
-mod templates;
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
 
+use crate::specdoc::audit::Spec;
 use crate::specdoc::spec::Kind;
 use rules::{Rules, Severity};
 use score::{DIMENSIONS, Evaluation};
-use spec::Spec;
 
 /// At most this many lines go to `wisdom/issues.md`.
 const MAX_WARNINGS: usize = 10;

@@ -3,13 +3,13 @@
 //! `NFR-S-001`, `COMP-001`, `ADR-001`, `EPIC-001`, `STORY-001-002`). Nothing here fails: a
 //! document from any agent is read as far as its structure allows.
 //!
-//! The builtin writer (checking its documents), the spec gate and the supervisor
-//! checkpoints grew their readers separately, and the three disagree on edge cases: which ids
-//! count and where one may start, how a frontmatter block is delimited, whether trailing `#`s
-//! close a heading, how a section title matches, what a list item looks like. Each keeps its
-//! reading through its [`Dialect`] ([`WRITER`], [`GATE`], [`CHECKPOINT`]): one implementation
-//! of each idea, with every point of disagreement a named setting, so that bringing two
-//! readers together is a visible change of one setting.
+//! The spec gate (whose reading the builtin writer checks its documents by) and the
+//! supervisor checkpoints grew their readers separately, and the two disagree on edge cases:
+//! which ids count, how a frontmatter block is delimited, whether a tab may follow a
+//! heading's `#`s, how a section title matches, what a list item looks like. Each keeps its
+//! reading through its [`Dialect`] ([`GATE`], [`CHECKPOINT`]): one implementation of each
+//! idea, with every point of disagreement a named setting, so that bringing the readers
+//! together is a visible change of one setting.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -27,8 +27,8 @@ pub struct Dialect {
     pub block: Block,
     /// Which lines of the block are keys.
     pub keys: Keys,
-    /// What a heading line looks like.
-    pub heading: HeadingRule,
+    /// Whether a tab may follow a heading's `#`s (a space always may).
+    pub heading_tab: bool,
     /// How [`Dialect::section`] finds the headings of a document.
     pub section: Scan,
     /// How [`Dialect::headings`], [`Dialect::heading`] and [`Dialect::title`] find them.
@@ -41,50 +41,19 @@ pub struct Dialect {
     pub items: Items,
 }
 
-/// The builtin writer checking the documents it writes.
-pub const WRITER: Dialect = Dialect {
-    ids: Grammar::Ascii,
-    plain_stars: false,
-    block: Block::Strict,
-    keys: Keys::Unindented,
-    heading: HeadingRule {
-        tab: false,
-        closing: false,
-    },
-    section: Scan {
-        skip: Skip::Nothing,
-        fences: Fences::Ignored,
-        blank: false,
-    },
-    outline: Scan {
-        skip: Skip::Closed,
-        fences: Fences::Flush,
-        blank: true,
-    },
-    titles: TitleMatch::Exact,
-    h1: H1::AfterColonTrimmed,
-    // The writer reads no list items; the setting is the gate's.
-    items: Items::All,
-};
-
 /// The spec quality gate.
 pub const GATE: Dialect = Dialect {
     ids: Grammar::Word,
     plain_stars: false,
     block: Block::Strict,
     keys: Keys::TopLevel,
-    heading: HeadingRule {
-        tab: true,
-        closing: true,
-    },
+    heading_tab: true,
     section: Scan {
         skip: Skip::Block,
-        fences: Fences::Indented,
         blank: false,
     },
     outline: Scan {
         skip: Skip::Block,
-        fences: Fences::Indented,
         blank: false,
     },
     titles: TitleMatch::Normalised,
@@ -98,18 +67,13 @@ pub const CHECKPOINT: Dialect = Dialect {
     plain_stars: true,
     block: Block::Lenient,
     keys: Keys::Unindented,
-    heading: HeadingRule {
-        tab: false,
-        closing: true,
-    },
+    heading_tab: false,
     section: Scan {
         skip: Skip::Nothing,
-        fences: Fences::Indented,
         blank: false,
     },
     outline: Scan {
         skip: Skip::Nothing,
-        fences: Fences::Indented,
         blank: true,
     },
     titles: TitleMatch::LeadingWords,
@@ -120,23 +84,12 @@ pub const CHECKPOINT: Dialect = Dialect {
 /// Which ids a reader knows, and where one may start and end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grammar {
-    /// The template ids (`NFR-` with the categories `SC`, `P`, `S`, `U`), with ASCII digits;
-    /// no ASCII letter, digit or `-` before one, no digit after.
-    Ascii,
     /// The template ids between word boundaries (Unicode), with any decimal digits.
     Word,
     /// The template ids, `FR-NNN` and `NFR-` with any category of one to three capitals,
     /// between word boundaries, with ASCII digits.
     Loose,
 }
-
-static ASCII_IDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"STORY-[0-9]{3}-[0-9]{3}|NFR-(?:SC|P|S|U)-[0-9]{3}|EPIC-[0-9]{3}|COMP-[0-9]{3}",
-        r"|REQ-[0-9]{3}|ADR-[0-9]{3}|G-[0-9]{3}"
-    ))
-    .expect("a valid pattern")
-});
 
 static WORD_IDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -164,22 +117,10 @@ impl Grammar {
     /// The byte ranges of the ids of `text`, in order.
     fn find(self, text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
         let regex: &Regex = match self {
-            Grammar::Ascii => &ASCII_IDS,
             Grammar::Word => &WORD_IDS,
             Grammar::Loose => &LOOSE_IDS,
         };
-        let bytes = text.as_bytes();
-        // The regex crate has no look-behind, so the ASCII edges are checked here. No id can
-        // start inside a rejected match: every byte of one follows a letter, digit or `-`.
-        regex
-            .find_iter(text)
-            .map(|m| (m.start(), m.end()))
-            .filter(move |&(start, end)| {
-                self != Grammar::Ascii
-                    || ((start == 0
-                        || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'-'))
-                        && !bytes.get(end).is_some_and(u8::is_ascii_digit))
-            })
+        regex.find_iter(text).map(|m| (m.start(), m.end()))
     }
 }
 
@@ -202,22 +143,11 @@ pub enum Keys {
     TopLevel,
 }
 
-/// What a heading line looks like, besides its one to six `#`s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeadingRule {
-    /// Whether a tab may follow the `#`s (a space always may).
-    pub tab: bool,
-    /// Whether trailing `#`s are dropped from the text.
-    pub closing: bool,
-}
-
 /// How the headings of a document are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scan {
     /// What is skipped as frontmatter.
     pub skip: Skip,
-    /// How code fences hide headings.
-    pub fences: Fences,
     /// Whether `#`s followed by nothing but spaces count, as a heading with an empty text.
     pub blank: bool,
 }
@@ -227,28 +157,13 @@ pub struct Scan {
 pub enum Skip {
     /// Nothing.
     Nothing,
-    /// A [`Block::Strict`] block closed by a `---` line with more after it.
-    Closed,
     /// A [`Block::Strict`] block.
     Block,
-}
-
-/// How code fences hide headings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fences {
-    /// They do not.
-    Ignored,
-    /// Between lines starting with ```` ``` ````, indented or not.
-    Indented,
-    /// Between lines starting with ```` ``` ```` in the first column.
-    Flush,
 }
 
 /// How a section title matches a heading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TitleMatch {
-    /// The same text but for ASCII case.
-    Exact,
     /// The same after [`norm`].
     Normalised,
     /// The heading's words (lower case, without `and`) start with the title's.
@@ -389,21 +304,18 @@ impl Dialect {
         }
         let rest = &line[level..];
         let text = rest.trim();
-        if !(rest.starts_with(' ') || (self.heading.tab && rest.starts_with('\t')))
+        if !(rest.starts_with(' ') || (self.heading_tab && rest.starts_with('\t')))
             || (text.is_empty() && !blank)
         {
             return None;
         }
         Some((
             level,
-            if self.heading.closing {
-                // An escaped `#` (`\#`, as `inline` writes it) closes nothing.
-                match text.trim_end_matches('#') {
-                    open if open.ends_with('\\') => text,
-                    open => open.trim(),
-                }
-            } else {
-                text
+            // Trailing `#`s close it; an escaped `#` (`\#`, as `inline` writes it) closes
+            // nothing.
+            match text.trim_end_matches('#') {
+                open if open.ends_with('\\') => text,
+                open => open.trim(),
             },
         ))
     }
@@ -417,10 +329,6 @@ impl Dialect {
         let start = match scan.skip {
             Skip::Nothing => 0,
             Skip::Block => doc.len() - body(doc).len(),
-            Skip::Closed => doc
-                .strip_prefix("---\n")
-                .and_then(|rest| rest.find("\n---\n"))
-                .map_or(0, |end| end + 9),
         };
         let mut out = Vec::new();
         let mut fence = false;
@@ -431,12 +339,8 @@ impl Dialect {
             let line = line
                 .strip_suffix('\n')
                 .map_or(line, |l| l.strip_suffix('\r').unwrap_or(l));
-            let marker = match scan.fences {
-                Fences::Ignored => false,
-                Fences::Indented => line.trim_start().starts_with("```"),
-                Fences::Flush => line.starts_with("```"),
-            };
-            if marker {
+            // Code fences, indented or not, hide headings.
+            if line.trim_start().starts_with("```") {
                 fence = !fence;
                 continue;
             }
@@ -708,7 +612,6 @@ impl TitleMatch {
     /// What a title is compared by.
     fn key(self, title: &str) -> String {
         match self {
-            TitleMatch::Exact => title.to_ascii_lowercase(),
             TitleMatch::Normalised => norm(title),
             TitleMatch::LeadingWords => title_words(title),
         }
@@ -992,7 +895,7 @@ mod tests {
 
     #[test]
     fn ids_and_tables() {
-        let md = WRITER;
+        let md = GATE;
         assert_eq!(
             md.ids("REQ-001, NFR-SC-002 and STORY-001-002; not XREQ-001, REQ-0011 or G-01"),
             vec!["REQ-001", "NFR-SC-002", "STORY-001-002"]
@@ -1088,11 +991,7 @@ mod tests {
 
     #[test]
     fn dialects_keep_their_edges() {
-        // The ASCII edges of the writer against the word boundaries of the others.
-        assert_eq!(
-            WRITER.ids("X-REQ-001 _REQ-002 REQ-003a"),
-            ["REQ-002", "REQ-003"]
-        );
+        // Ids between word boundaries, and the checkpoints' wider grammar.
         assert_eq!(GATE.ids("X-REQ-001 _REQ-002 REQ-003a"), ["REQ-001"]);
         assert_eq!(
             CHECKPOINT.ids("FR-001 NFR-AB-002"),
@@ -1100,21 +999,19 @@ mod tests {
         );
         assert!(GATE.ids("FR-001 NFR-AB-002").is_empty());
         // Closing hashes, tabs and empty headings.
-        assert_eq!(WRITER.heading("## A ##"), Some((2, "A ##")));
         assert_eq!(GATE.heading("##\tA ##"), Some((2, "A")));
         assert_eq!(CHECKPOINT.heading("##\tA"), None);
-        assert_eq!(WRITER.heading("## "), Some((2, "")));
+        assert_eq!(CHECKPOINT.heading("## "), Some((2, "")));
         assert_eq!(GATE.heading("## "), None);
         // Frontmatter after a byte-order mark, and indented keys.
         let doc = "\u{feff}---\r\nid: X\r\n\tkey: v\r\n---\r\n";
-        assert_eq!(WRITER.frontmatter(doc), None);
+        assert_eq!(GATE.frontmatter(doc), None);
         let fm = CHECKPOINT.frontmatter(doc).unwrap();
         assert_eq!((fm["id"].as_str(), fm["key"].as_str()), ("X", "v"));
         let fm = GATE.frontmatter("---\nid: X\n\tkey: v\n---\n").unwrap();
         assert!(!fm.contains_key("key"));
-        // Section titles: exact, normalised, leading words.
+        // Section titles: normalised, leading words.
         let doc = "## Metric & Target\n\nm\n";
-        assert_eq!(WRITER.section(doc, "metric & target"), Some("\nm\n"));
         assert_eq!(GATE.section(doc, "Metric and Target"), Some("\nm\n"));
         assert_eq!(CHECKPOINT.section(doc, "Metric"), Some("\nm\n"));
         assert_eq!(GATE.section(doc, "Metric"), None);

@@ -9,8 +9,9 @@
 //! the rest empty (a missing title is the id, a missing decision status `Proposed`); an
 //! index's rows and the item files complete each other, and items come in id order; `FR-NNN`,
 //! the reference's other spelling of a functional requirement, is read as one too. The spec
-//! gate reads the same layout with the same primitives into a view of its own, which keeps an
-//! index's values apart from its files' to report where they disagree.
+//! gate and the builtin writer's checks read the same layout with the same primitives into
+//! a view of their own ([`super::audit`]), which keeps an index's values apart from its
+//! files' to report where they disagree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;

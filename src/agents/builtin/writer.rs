@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
-use crate::specdoc::md::{self, WRITER as MD};
+use crate::specdoc::md::{self, GATE as MD};
 use crate::specdoc::spec::{self, Folder, Moscow};
 
 use context::{Availability, CodeView, Discovery};

@@ -1,74 +1,29 @@
 //! The rules of the gate: consistency (§7.2), cross-document validation (§7.4) and the
-//! per-phase checks (§7.3). Each violation is one [`Finding`] with its rule's class.
+//! per-phase checks (§7.3), those the builtin writer does not share too; the shared ones are
+//! in `specdoc::check`. Each adds its violations, which `score` classes by the data file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::rules::{Rules, Severity};
-use super::score::{Finding, Links, frontmatter_keys, key_words, nfr_addressed, overlap, plural};
-use super::spec::Spec;
+use super::rules::Rules;
+use super::score::{key_words, nfr_addressed, overlap};
+use crate::specdoc::audit::Spec;
+use crate::specdoc::check::{Links, Violations, loose, plural};
 use crate::specdoc::md::{self, GATE as MD};
 use crate::specdoc::spec::Kind;
 
-/// Collects findings with their rule's class.
-pub struct Findings<'r> {
-    pub rules: &'r Rules,
-    pub out: Vec<Finding>,
-}
-
-impl Findings<'_> {
-    pub fn add(&mut self, rule: &'static str, place: &str, message: String) {
-        let severity = self.rules.rule(rule).severity;
-        self.push(rule, severity, place, message);
-    }
-
-    /// A finding about a requirement: a Must requirement gets the rule's `must_severity`.
-    pub fn add_req(&mut self, rule: &'static str, must: bool, place: &str, message: String) {
-        let r = self.rules.rule(rule);
-        let severity = match (must, r.must_severity) {
-            (true, Some(s)) => s,
-            _ => r.severity,
-        };
-        self.push(rule, severity, place, message);
-    }
-
-    fn push(&mut self, rule: &'static str, severity: Severity, place: &str, message: String) {
-        let f = Finding {
-            rule,
-            severity,
-            place: place.to_owned(),
-            message,
-        };
-        if !self.out.contains(&f) {
-            self.out.push(f);
-        }
-    }
-}
-
 // --- consistency rules ----------------------------------------------------------------------
 
-/// Frontmatter: present, with its keys, and one session id across the documents.
-pub fn frontmatter(spec: &Spec, rules: &Rules, f: &mut Findings) {
+/// `frontmatter`, besides what [`crate::specdoc::check::frontmatter`] checks: one session id
+/// across the documents.
+pub fn session_ids(spec: &Spec, f: &mut Violations) {
     let mut sessions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for file in &spec.files {
-        let Some(text) = &file.text else { continue };
-        let Some(fm) = MD.frontmatter(text) else {
-            f.add("frontmatter", &file.path, "has no frontmatter".into());
-            continue;
-        };
-        let missing: Vec<&str> = frontmatter_keys(rules, file.part)
-            .iter()
-            .filter(|k| fm.get(*k).is_none_or(|v| v.is_empty()))
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            f.add(
-                "frontmatter",
-                &file.path,
-                format!("frontmatter lacks {}", missing.join(", ")),
-            );
-        }
-        if let Some(s) = fm.get("session_id").filter(|s| !s.is_empty()) {
-            sessions.entry(s.clone()).or_default().push(&file.path);
+        if let Some(s) = file
+            .frontmatter()
+            .and_then(|fm| fm.get("session_id").cloned())
+            .filter(|s| !s.is_empty())
+        {
+            sessions.entry(s).or_default().push(&file.path);
         }
     }
     if sessions.len() > 1 {
@@ -93,70 +48,8 @@ pub fn frontmatter(spec: &Spec, rules: &Rules, f: &mut Findings) {
     }
 }
 
-/// Every id the spec defines.
-fn defined(spec: &Spec) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    out.extend(spec.goals.iter().map(|g| g.id.clone()));
-    out.extend(spec.requirements.iter().map(|r| r.id.clone()));
-    out.extend(spec.components.iter().map(|c| c.id.clone()));
-    out.extend(spec.adrs.iter().map(|a| a.id.clone()));
-    out.extend(spec.epics.iter().map(|e| e.id.clone()));
-    out.extend(spec.stories().map(|(_, s)| s.id.clone()));
-    out
-}
-
-/// Broken references, dangling links, listed files that are missing, duplicate ids.
-pub fn references(spec: &Spec, f: &mut Findings) {
-    let known = defined(spec);
-    let mut unknown: BTreeMap<String, String> = BTreeMap::new();
-    for file in &spec.files {
-        let Some(text) = &file.text else { continue };
-        for id in MD.ids(text) {
-            if !known.contains(&id) {
-                unknown.entry(id).or_insert_with(|| file.path.clone());
-            }
-        }
-    }
-    for (id, path) in unknown {
-        f.add(
-            "reference",
-            &path,
-            format!("names {id}, which no document defines"),
-        );
-    }
-    for (index, target) in &spec.dangling_links {
-        f.add(
-            "reference",
-            index,
-            format!("links `{target}`, which does not exist"),
-        );
-    }
-    for file in spec.files.iter().filter(|x| x.part.is_item()) {
-        let id = file.id.as_deref().unwrap_or("an item");
-        // A dangling link of the same item already says so.
-        let linked = spec
-            .dangling_links
-            .iter()
-            .any(|(_, target)| target.rsplit('/').next().is_some_and(|n| n.starts_with(id)));
-        if file.text.is_none() && !linked {
-            f.add(
-                "reference",
-                file.doc.index(),
-                format!("lists {id}, but its file is missing"),
-            );
-        }
-    }
-    for (id, place) in &spec.duplicates {
-        f.add(
-            "unique-id",
-            place,
-            format!("{id} is defined more than once"),
-        );
-    }
-}
-
 /// File names, index listings, story numbering, id forms, priorities, statuses, sizes.
-pub fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Findings) {
+pub fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Violations) {
     for (path, id) in &spec.unlisted {
         f.add(
             "naming",
@@ -267,13 +160,8 @@ pub fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Findings) {
     }
 }
 
-/// `text` reduced for a loose comparison of names.
-fn loose(text: &str) -> String {
-    md::words(&md::plain(text)).join(" ")
-}
-
 /// One title, the same item names and priorities in index and file, the brief's personas.
-pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Findings) {
+pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Violations) {
     // One title for the four documents.
     let titles: Vec<(Kind, String)> = Kind::SPEC
         .iter()
@@ -346,7 +234,7 @@ pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Findings) {
         .collect();
     let mut roles: BTreeMap<String, String> = BTreeMap::new();
     for r in &spec.requirements {
-        if let Some(role) = super::spec::role_of(&r.user_story) {
+        if let Some(role) = crate::specdoc::audit::role_of(&r.user_story) {
             roles.entry(role).or_insert_with(|| r.id.clone());
         }
     }
@@ -371,7 +259,7 @@ pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Findings) {
 }
 
 /// Ids that relate the same way everywhere: traces, matrices, epic requirements, counts.
-pub fn id_agreement(spec: &Spec, f: &mut Findings) {
+pub fn id_agreement(spec: &Spec, f: &mut Violations) {
     let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<String>>();
     let show = |s: &BTreeSet<String>| {
         if s.is_empty() {
@@ -499,15 +387,16 @@ pub fn id_agreement(spec: &Spec, f: &mut Findings) {
 
 // --- cross-document rules (§7.4) ------------------------------------------------------------
 
-/// The cross-document rules (§7.4); a rule whose documents are missing is skipped.
+/// The cross-document rules (§7.4) besides the links of the traceability chain
+/// ([`crate::specdoc::check::links`]): whether the goals' metrics and the non-functional
+/// requirements are carried downstream; a rule whose documents are missing is skipped.
 pub fn cross_document(
     spec: &Spec,
     rules: &Rules,
-    f: &mut Findings,
+    f: &mut Violations,
     skipped: &mut Vec<&'static str>,
 ) {
     let links = Links::of(spec);
-    let brief = spec.has(Kind::Brief);
     let reqs = spec.has(Kind::Requirements);
     let arch = spec.has(Kind::Architecture);
     let epics = spec.has(Kind::Epics);
@@ -517,59 +406,7 @@ pub fn cross_document(
         }
         needed
     };
-    if check("goal-requirement", brief && reqs) {
-        for g in &spec.goals {
-            if links.requirements_of(spec, &g.id).is_empty() {
-                f.add(
-                    "goal-requirement",
-                    &g.id,
-                    format!("no requirement traces to {} \"{}\"", g.id, g.text),
-                );
-            }
-        }
-    }
-    if check("requirement-component", reqs && arch) {
-        for r in spec.requirements.iter().filter(|r| r.functional) {
-            if !links.has_component(&r.id) {
-                f.add_req(
-                    "requirement-component",
-                    r.is_must(),
-                    &r.id,
-                    format!("no component implements {} \"{}\"", r.id, r.title()),
-                );
-            }
-        }
-    }
-    if check("requirement-story", reqs && epics) {
-        for r in spec.requirements.iter().filter(|r| r.functional) {
-            if !links.has_story(&r.id) {
-                f.add_req(
-                    "requirement-story",
-                    r.is_must(),
-                    &r.id,
-                    format!("no story traces {} \"{}\"", r.id, r.title()),
-                );
-            }
-        }
-    }
-    if check("component-story", arch && epics) {
-        for c in &spec.components {
-            let by_req = c.implements.iter().any(|r| links.has_story(r));
-            let by_name = spec.stories().any(|(_, s)| {
-                s.component.as_deref().is_some_and(|line| {
-                    MD.ids(line).contains(&c.id) || loose(line).contains(&loose(&c.name))
-                })
-            });
-            if !by_req && !by_name {
-                f.add(
-                    "component-story",
-                    &c.id,
-                    format!("no story implements {} \"{}\"", c.id, c.name),
-                );
-            }
-        }
-    }
-    if check("metric-criteria", brief && epics) {
+    if check("metric-criteria", spec.has(Kind::Brief) && epics) {
         for g in &spec.goals {
             let metric = format!("{} {}", g.metric, g.target);
             let want = key_words(rules, &metric);
@@ -601,21 +438,6 @@ pub fn cross_document(
             }
         }
     }
-    if check("adr-requirement", arch) {
-        for a in &spec.adrs {
-            if !a
-                .requirements()
-                .iter()
-                .any(|r| spec.requirement(r).is_some())
-            {
-                f.add(
-                    "adr-requirement",
-                    &a.id,
-                    format!("{} \"{}\" traces to no known requirement", a.id, a.title()),
-                );
-            }
-        }
-    }
     if check("nfr-addressed", reqs && (arch || epics)) {
         for r in spec.requirements.iter().filter(|r| !r.functional) {
             if !nfr_addressed(spec, &links, &r.id) {
@@ -642,7 +464,7 @@ pub fn is_empty_cell(rules: &Rules, cell: &str) -> bool {
 }
 
 /// `goal-metric`: every goal of the brief has a success metric and a target.
-fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Findings) {
+fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Violations) {
     for g in &spec.goals {
         let mut lacks = Vec::new();
         if is_empty_cell(rules, &g.metric) {
@@ -661,8 +483,9 @@ fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Findings) {
     }
 }
 
-/// The per-phase checks (§7.3).
-pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
+/// The per-phase checks (§7.3) besides what each item must hold
+/// ([`crate::specdoc::check::items`]).
+pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Violations) {
     goal_metrics(spec, rules, f);
     let moscow = |p: &str| {
         matches!(
@@ -679,14 +502,6 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
                 format!("{} has priority `{p}`, which is not MoSCoW", r.id),
             ),
             Some(_) => {}
-        }
-        if r.functional && r.path.is_some() && r.criteria.is_empty() {
-            f.add_req(
-                "acceptance-criteria",
-                r.is_must(),
-                &r.id,
-                format!("{} has no `- [ ]` acceptance criteria", r.id),
-            );
         }
     }
     if spec.has(Kind::Requirements) {
@@ -722,28 +537,6 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
             );
         }
     }
-    if spec.has(Kind::Architecture) && spec.adrs.is_empty() {
-        f.add(
-            "adr-count",
-            Kind::Architecture.index(),
-            "the architecture records no decision (ADR)".into(),
-        );
-    }
-    let min_alts = rules.rule("adr-alternatives").min.unwrap_or(2);
-    for a in spec.adrs.iter().filter(|a| a.path.is_some()) {
-        if a.alternatives.len() < min_alts {
-            f.add(
-                "adr-alternatives",
-                &a.id,
-                format!(
-                    "{} weighs {} option{}; at least {min_alts} are expected",
-                    a.id,
-                    a.alternatives.len(),
-                    plural(a.alternatives.len())
-                ),
-            );
-        }
-    }
     if spec.has(Kind::Epics) {
         let r = rules.rule("epic-count");
         let (lo, hi) = (r.min.unwrap_or(2), r.max.unwrap_or(8));
@@ -772,28 +565,6 @@ pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Findings) {
                     e.id,
                     if n == 1 { "y" } else { "ies" }
                 ),
-            );
-        }
-    }
-    for (_, s) in spec.stories() {
-        let mut lacks = Vec::new();
-        if s.user_story.is_none() {
-            lacks.push("a user story");
-        }
-        if s.criteria.is_empty() {
-            lacks.push("acceptance criteria");
-        }
-        if s.size.is_none() {
-            lacks.push("a size");
-        }
-        if s.traces.is_empty() {
-            lacks.push("traces to a requirement");
-        }
-        if !lacks.is_empty() {
-            f.add(
-                "story-format",
-                &s.id,
-                format!("{} has no {}", s.id, lacks.join(", ")),
             );
         }
     }

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::rules::{Rules, Severity};
 use super::score::{DIMENSIONS, Evaluation, GateResult, Ratio};
-use super::spec::Spec;
 use crate::agents::TaskInput;
+use crate::specdoc::audit::Spec;
 use crate::specdoc::md::{self, GATE as MD};
 use crate::specdoc::spec::Kind;
 
@@ -768,7 +768,7 @@ fn requirements_section(o: &mut String, spec: &Spec) {
             o,
             "| Priority | Functional | Non-functional |\n|---|---|---|"
         );
-        let bucket = |r: &super::spec::Requirement| {
+        let bucket = |r: &crate::specdoc::audit::Requirement| {
             let p = r.moscow().map(md::norm).unwrap_or_default();
             match p.trim_matches(['[', ']']) {
                 "must" => 0,

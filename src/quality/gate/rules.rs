@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::specdoc::template::Part;
 
 /// The embedded data file.
 const GATES: &str = include_str!("../../../specs/quality-gates.toml");
@@ -195,6 +196,19 @@ pub struct Frontmatter {
     pub epic: Vec<String>,
 }
 
+impl Frontmatter {
+    /// The keys a file of `part` needs.
+    pub fn keys(&self, part: Part) -> &[String] {
+        match part {
+            Part::Functional => &self.requirement,
+            Part::NonFunctional => &self.non_functional,
+            Part::Adr => &self.adr,
+            Part::Epic => &self.epic,
+            _ => &self.document,
+        }
+    }
+}
+
 /// One rule.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -301,6 +315,16 @@ impl Rules {
             .iter()
             .find(|r| r.id == id)
             .expect("`check` made sure every rule the code knows is defined")
+    }
+
+    /// The class of a violation of rule `id`: a Must requirement's gets the rule's
+    /// `must_severity`.
+    pub fn severity(&self, id: &str, must: bool) -> Severity {
+        let r = self.rule(id);
+        match (must, r.must_severity) {
+            (true, Some(s)) => s,
+            _ => r.severity,
+        }
     }
 
     /// Whether `word` is a stop word.

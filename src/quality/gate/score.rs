@@ -1,12 +1,12 @@
 //! The five dimensions and the gate: each dimension is 0–100, computed from the spec with
 //! the constants of the data file; the rules' findings (see `checks`) feed consistency.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use super::checks::{self, Findings};
+use super::checks;
 use super::rules::{Penalty, Rules, Severity};
-use super::spec::{Part, Requirement, Spec};
-use super::templates;
+use crate::specdoc::audit::Spec;
+use crate::specdoc::check::{self, Links, Violations, plural};
 use crate::specdoc::md::{self, GATE as MD};
 use crate::specdoc::spec::Kind;
 
@@ -170,18 +170,20 @@ pub fn round1(x: f64) -> f64 {
 
 /// Scores `spec` against `rules`; `request` is the user's task text.
 pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
-    let mut f = Findings {
-        rules,
-        out: Vec::new(),
-    };
+    let mut f = Violations::default();
     let mut skipped = Vec::new();
     let completeness = completeness(spec, rules, &mut f);
-    checks::frontmatter(spec, rules, &mut f);
-    checks::references(spec, &mut f);
+    // The rules of `specdoc::check` are the ones the builtin writer holds itself to too.
+    check::frontmatter(spec, |part| rules.frontmatter.keys(part).to_vec(), &mut f);
+    checks::session_ids(spec, &mut f);
+    check::references(spec, &BTreeSet::new(), &mut f);
     checks::naming_and_format(spec, rules, &mut f);
     checks::terminology(spec, rules, &mut f);
     checks::id_agreement(spec, &mut f);
+    check::links(spec, &mut f, &mut skipped);
     checks::cross_document(spec, rules, &mut f, &mut skipped);
+    let min_alternatives = rules.rule("adr-alternatives").min.unwrap_or(2);
+    check::items(spec, min_alternatives, &mut f);
     checks::phase_checks(spec, rules, &mut f);
 
     let links = Links::of(spec);
@@ -189,7 +191,15 @@ pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
     let depth = depth(spec, rules);
     let (coverage, uncaptured) = coverage(spec, rules, &links, request);
 
-    let consistency = penalties(rules, &f.out);
+    let findings: Vec<Finding> = (f.out.into_iter())
+        .map(|v| Finding {
+            severity: rules.severity(v.rule, v.must),
+            rule: v.rule,
+            place: v.place,
+            message: v.message,
+        })
+        .collect();
+    let consistency = penalties(rules, &findings);
     let penalty: f64 = consistency.iter().map(|c| c.2).sum();
     let docs_present = Kind::SPEC.iter().filter(|d| spec.has(**d)).count();
     // With no document there is nothing to be consistent: the dimension scores 0 like the
@@ -225,7 +235,7 @@ pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
     ];
     let total: f64 = weights.iter().sum();
     let overall = round1(scores.iter().zip(weights).map(|(s, w)| s * w).sum::<f64>() / total);
-    let mut findings = f.out;
+    let mut findings = findings;
     findings.sort_by_key(|x| {
         (
             x.severity,
@@ -348,7 +358,7 @@ fn penalties(rules: &Rules, findings: &[Finding]) -> Vec<(&'static str, usize, f
 
 // --- completeness ---------------------------------------------------------------------------
 
-fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocCompleteness> {
+fn completeness(spec: &Spec, rules: &Rules, f: &mut Violations) -> Vec<DocCompleteness> {
     let c = &rules.completeness;
     let mut out = Vec::new();
     for doc in Kind::SPEC {
@@ -370,10 +380,9 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
         }
         for file in spec.files.iter().filter(|x| x.doc == doc) {
             d.files += 1;
-            let required = templates::required(file.part);
-            let keys = frontmatter_keys(rules, file.part);
+            let keys = rules.frontmatter.keys(file.part);
             // Each heading and the frontmatter are one unit each.
-            d.possible += (required.len() + 1) as f64;
+            d.possible += (file.part.required().len() + 1) as f64;
             let Some(text) = &file.text else {
                 continue;
             };
@@ -387,14 +396,11 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
             } else {
                 c.substantial_chars
             };
-            let hs = MD.headings(text);
             let mut missing = Vec::new();
-            for want in &required {
-                let n = md::norm(want);
-                match hs.iter().position(|h| md::norm(&h.text) == n) {
-                    None => missing.push(want.clone()),
-                    Some(i) => {
-                        let body = md::section_at(text, &hs, i);
+            for (want, body) in file.part.sections(text) {
+                match body {
+                    None => missing.push(want),
+                    Some(body) => {
                         let chars = MD.substance(body);
                         d.earned += c.present_share;
                         if chars > threshold {
@@ -422,83 +428,6 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Findings) -> Vec<DocComplete
         out.push(d);
     }
     out
-}
-
-/// The frontmatter keys a file of `part` needs.
-pub fn frontmatter_keys(rules: &Rules, part: Part) -> &[String] {
-    let fm = &rules.frontmatter;
-    match part {
-        Part::Functional => &fm.requirement,
-        Part::NonFunctional => &fm.non_functional,
-        Part::Adr => &fm.adr,
-        Part::Epic => &fm.epic,
-        _ => &fm.document,
-    }
-}
-
-/// `s` unless `n` is 1.
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-// --- links -------------------------------------------------------------------------------
-
-/// Who links to whom.
-pub struct Links {
-    /// Requirement → components implementing it.
-    components: BTreeMap<String, Vec<String>>,
-    /// Requirement → stories tracing it.
-    stories: BTreeMap<String, Vec<String>>,
-    /// Goal → requirements tracing to it.
-    goals: BTreeMap<String, Vec<String>>,
-}
-
-impl Links {
-    /// The links of `spec`.
-    pub fn of(spec: &Spec) -> Links {
-        let mut l = Links {
-            components: BTreeMap::new(),
-            stories: BTreeMap::new(),
-            goals: BTreeMap::new(),
-        };
-        for c in &spec.components {
-            for r in &c.implements {
-                l.components
-                    .entry(r.clone())
-                    .or_default()
-                    .push(c.id.clone());
-            }
-        }
-        for (_, s) in spec.stories() {
-            for r in &s.traces {
-                l.stories.entry(r.clone()).or_default().push(s.id.clone());
-            }
-        }
-        for r in &spec.requirements {
-            for g in r.goals() {
-                l.goals.entry(g).or_default().push(r.id.clone());
-            }
-        }
-        l
-    }
-
-    /// Whether a component implements `req`.
-    pub fn has_component(&self, req: &str) -> bool {
-        self.components.get(req).is_some_and(|v| !v.is_empty())
-    }
-
-    /// Whether a story traces `req`.
-    pub fn has_story(&self, req: &str) -> bool {
-        self.stories.get(req).is_some_and(|v| !v.is_empty())
-    }
-
-    /// Known requirements tracing to `goal`.
-    pub fn requirements_of<'s>(&self, spec: &'s Spec, goal: &str) -> Vec<&'s Requirement> {
-        self.goals
-            .get(goal)
-            .map(|ids| ids.iter().filter_map(|id| spec.requirement(id)).collect())
-            .unwrap_or_default()
-    }
 }
 
 /// Whether an NFR is addressed downstream: traced by an ADR, implemented by a component,

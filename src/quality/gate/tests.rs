@@ -6,11 +6,11 @@ use std::sync::OnceLock;
 
 use super::rules::{Rules, Severity};
 use super::score::{self, DIMENSIONS};
-use super::spec::Spec;
 use super::{QualityContext, QualityResult, run_task};
 use crate::agents::builtin::Builtin;
 use crate::agents::{Agent, CodeTree, Outcome, TaskInput};
 use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
+use crate::specdoc::audit::Spec;
 
 type Folder = BTreeMap<String, Vec<u8>>;
 

@@ -1,42 +1,15 @@
-//! The spec as the gate sees it: the four documents of the pipeline folder read into goals,
-//! requirements, components, decisions, epics and stories. Lenient: whatever is missing is
-//! simply absent, and the scores and rules say so.
+//! The spec read file by file, for auditing: the four documents of the pipeline folder read
+//! into goals, requirements, components, decisions, epics and stories, with every file and
+//! the template part it follows, and an index's values kept apart from its files' so that
+//! the checks can say where documents disagree. The readiness gate scores it and the builtin
+//! writer checks its own documents by it, both through the rules of [`super::check`].
+//! Lenient: whatever is missing is simply absent, and the rules say so.
 
 use std::collections::BTreeMap;
 
-use crate::specdoc::md::{self, GATE as MD, Table};
-use crate::specdoc::spec::{BRIEF, Folder, Goal, Kind, Moscow, files_in};
-
-/// The template part a file follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    /// `spec/product-brief.md`.
-    Brief,
-    /// `spec/requirements/_index.md`.
-    RequirementsIndex,
-    /// `REQ-NNN-<slug>.md`.
-    Functional,
-    /// `NFR-<cat>-NNN-<slug>.md`.
-    NonFunctional,
-    /// `spec/architecture/_index.md`.
-    ArchitectureIndex,
-    /// `ADR-NNN-<slug>.md`.
-    Adr,
-    /// `spec/epics/_index.md`.
-    EpicsIndex,
-    /// `EPIC-NNN-<slug>.md`.
-    Epic,
-}
-
-impl Part {
-    /// Whether it is one item of a document rather than its main file.
-    pub fn is_item(self) -> bool {
-        matches!(
-            self,
-            Part::Functional | Part::NonFunctional | Part::Adr | Part::Epic
-        )
-    }
-}
+use super::md::{self, GATE as MD, Table};
+use super::spec::{BRIEF, Folder, Goal, Kind, Moscow, files_in};
+use super::template::Part;
 
 /// One file the spec has or should have.
 #[derive(Debug, Clone)]
