@@ -118,7 +118,7 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(input: &'a TaskInput) -> Ctx<'a> {
+    fn new(input: &'a TaskInput) -> Result<Ctx<'a>> {
         let id = input.task.id.as_str();
         let revision = input.task.id.prefix() == "IMPROVE"
             || id
@@ -140,7 +140,7 @@ impl<'a> Ctx<'a> {
             t if t.is_empty() => "untitled request".to_owned(),
             t => md::inline(&t),
         };
-        Ctx {
+        Ok(Ctx {
             input,
             session_id: input.session.id.to_string(),
             task_text: input.session.task.clone(),
@@ -148,9 +148,9 @@ impl<'a> Ctx<'a> {
             date: created.get(..10).unwrap_or(created).to_owned(),
             feedback,
             revision,
-            discovery: Discovery::read(input.folder_text(spec::DISCOVERY), input.code.files()),
+            discovery: Discovery::read(input.folder_text(spec::DISCOVERY), &input.code)?,
             title,
-        }
+        })
     }
 
     /// The `version` of the document at `path`: 1, or one more than the version it had
@@ -332,25 +332,25 @@ impl Ctx<'_> {
 
 /// Runs the writer on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
-    Ok(write(input).unwrap_or_else(failed))
+    Ok(write(&Ctx::new(input)?).unwrap_or_else(failed))
 }
 
 /// Writes and checks the documents of every phase the task writes, or says why not.
-fn write(input: &TaskInput) -> Step<TaskOutput> {
-    let ctx = Ctx::new(input);
+fn write(ctx: &Ctx<'_>) -> Step<TaskOutput> {
+    let input = ctx.input;
     let mut folder = input.folder.clone();
     let mut done: Vec<(Draft, String)> = Vec::new();
     for phase in phases_of(input)? {
         let draft = match phase {
-            Phase::Brief => brief::write(&ctx),
-            Phase::Requirements => requirements::write(&ctx, &folder),
-            Phase::Architecture => architecture::write(&ctx, &folder),
-            Phase::Epics => epics::write(&ctx, &folder),
+            Phase::Brief => brief::write(ctx),
+            Phase::Requirements => requirements::write(ctx, &folder),
+            Phase::Architecture => architecture::write(ctx, &folder),
+            Phase::Epics => epics::write(ctx, &folder),
         }?;
         for (path, text) in &draft.files {
             folder.insert(path.clone(), text.clone().into_bytes());
         }
-        let report = validate::phase(&ctx, phase, &draft, &folder).map_err(|reason| {
+        let report = validate::phase(ctx, phase, &draft, &folder).map_err(|reason| {
             format!(
                 "the {} document failed its own checks: {reason}",
                 phase.name()
@@ -801,8 +801,9 @@ mod tests {
                 "- [ ] The discovery context (`spec/discovery-context.json`) was not found"
             )
         );
-        // Code facts then come from the file names.
-        assert!(brief.contains("mostly Rust"));
+        // Code facts then come from the builtin analyst's scan.
+        assert!(brief.contains("mostly Rust (100% of the code), according to the builtin analyst's scan of the code tree."));
+        assert!(brief.contains("- Changes are verified with cargo test (`cargo test`)\n"));
         assert!(doc(&folder, "spec/epics/_index.md").contains("EPIC-001"));
     }
 
@@ -886,7 +887,7 @@ mod tests {
         let (_dir, code) = code();
         let folder = with_discovery();
         let inp = input(&code, "DRAFT-001", "product-brief", "", &folder);
-        let ctx = Ctx::new(&inp);
+        let ctx = Ctx::new(&inp).unwrap();
         let draft = brief::write(&ctx).unwrap();
         let (path, text) = &draft.files[0];
         let broken = Draft {
