@@ -1,12 +1,14 @@
 //! The analyst's report, `spec/discovery-context.json`, as one typed model and its one reader.
 //!
-//! The builtin analyst writes it (its `seed_analysis` and `tech_profile` are the structs
-//! below), but any agent may, so the writer, the planner, the discuss critics and the tester
-//! all read it through [`Discovery::parse`], which takes whatever shape it finds: a list may
-//! be a single value, and a list item an object, read by its most telling key; the request's
-//! analysis and the tech profile may sit at the top level instead of under their key;
-//! languages may be a map from name to share; what is missing is left empty. Every text is
-//! read as one line. The plan's reader ([`super::spec`]) reads JSON text the same way.
+//! The builtin analyst writes it (its `seed_analysis`, `tech_profile`, languages and test
+//! framework are the structs below; the builtin writer reads its scan through
+//! [`Codebase::read`] when the report has no code facts), but any agent may, so the writer,
+//! the planner, the discuss critics and the tester all read it through [`Discovery::parse`],
+//! which takes whatever shape it finds: a list may be a single value, and a list item an
+//! object, read by its most telling key; the request's analysis and the tech profile may sit
+//! at the top level instead of under their key; languages may be a map from name to share;
+//! what is missing is left empty. Every text is read as one line. The plan's reader
+//! ([`super::spec`]) reads JSON text the same way.
 
 use std::collections::BTreeMap;
 
