@@ -1,12 +1,14 @@
 //! The analyst's report, `spec/discovery-context.json`, as one typed model and its one reader.
 //!
-//! The builtin analyst writes it (its `seed_analysis` and `tech_profile` are the structs
-//! below), but any agent may, so the writer, the planner, the discuss critics and the tester
-//! all read it through [`Discovery::parse`], which takes whatever shape it finds: a list may
-//! be a single value, and a list item an object, read by its most telling key; the request's
-//! analysis and the tech profile may sit at the top level instead of under their key;
-//! languages may be a map from name to share; what is missing is left empty. Every text is
-//! read as one line. The plan's reader ([`super::spec`]) reads JSON text the same way.
+//! The builtin analyst writes it (its `seed_analysis`, `tech_profile`, languages and test
+//! framework are the structs below; the builtin writer reads its scan through
+//! [`Codebase::read`] when the report has no code facts), but any agent may, so the writer,
+//! the planner, the discuss critics and the tester all read it through [`Discovery::parse`],
+//! which takes whatever shape it finds: a list may be a single value, and a list item an
+//! object, read by its most telling key; the request's analysis and the tech profile may sit
+//! at the top level instead of under their key; languages may be a map from name to share;
+//! what is missing is left empty. Every text is read as one line. The plan's reader
+//! ([`super::spec`]) reads JSON text the same way.
 
 use std::collections::BTreeMap;
 
@@ -95,13 +97,15 @@ pub struct Codebase {
 }
 
 /// One language of the code base.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Language {
     /// Its name.
     pub name: String,
     /// Files written in it.
     pub files: u64,
-    /// Its share of the code, in percent (a share up to 1 is read as a fraction).
+    /// Their size.
+    pub bytes: u64,
+    /// Its share of the code, a fraction (a share above 1 is read as a percentage).
     pub share: f64,
 }
 
@@ -193,7 +197,8 @@ impl Discovery {
 }
 
 impl Codebase {
-    fn read(v: &Value) -> Codebase {
+    /// Reads `codebase_context` from its value, whatever its shape.
+    pub fn read(v: &Value) -> Codebase {
         let manifests = items(&v["manifests"]).map(|m| Manifest {
             path: path(&m["path"]),
             kind: text(&m["kind"]),
@@ -223,7 +228,7 @@ impl Codebase {
     }
 }
 
-/// Languages from a list of names or of objects (`{name, files, share}`), or from a map
+/// Languages from a list of names or of objects (`{name, files, bytes, share}`), or from a map
 /// from name to a share or to such an object, ranked by share, bytes or files.
 fn languages(v: &Value) -> Vec<Language> {
     let language = |name: String, x: &Value| {
@@ -231,7 +236,8 @@ fn languages(v: &Value) -> Vec<Language> {
         Language {
             name,
             files: x["files"].as_u64().unwrap_or(0),
-            share: if share <= 1.0 { share * 100.0 } else { share },
+            bytes: x["bytes"].as_u64().unwrap_or(0),
+            share: if share > 1.0 { share / 100.0 } else { share },
         }
     };
     let mut out: Vec<Language> = match v {
@@ -336,7 +342,7 @@ mod tests {
         assert_eq!(d.tech_profile.confidence, "high");
         let c = d.codebase.as_ref().unwrap();
         assert_eq!((c.file_count, c.languages[0].files), (6, 4));
-        assert_eq!(c.languages[0].share, 90.0);
+        assert_eq!((c.languages[0].share, c.languages[0].bytes), (0.9, 900));
         assert_eq!(
             c.manifests.len(),
             1,
@@ -381,7 +387,7 @@ mod tests {
         let c = d.codebase.as_ref().unwrap();
         let names: Vec<&str> = c.languages.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["Rust", "Go", "C"]);
-        assert_eq!(c.languages[2].share, 50.0);
+        assert_eq!(c.languages[2].share, 0.5);
         assert_eq!(
             (c.source_dirs[0].as_str(), c.test_dirs[0].as_str()),
             ("src", "tests")

@@ -31,7 +31,7 @@ use super::json_bytes;
 use super::template::{data, list};
 use super::words::unique;
 
-use crate::specdoc::discovery::TestFramework;
+use crate::specdoc::discovery::{Codebase, Language, TestFramework};
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestHints};
 use manifest::Manifest;
@@ -60,15 +60,7 @@ pub fn run(input: &TaskInput) -> Result<TaskOutput> {
     // The documents, as JSON values: their maps sort their keys, so keys are sorted
     // throughout.
     let discovery = json!({
-        "codebase_context": facts.has_source.then(|| json!({
-            "file_count": facts.files,
-            "frameworks": facts.frameworks,
-            "languages": facts.languages,
-            "layout": facts.layout,
-            "manifests": facts.manifests,
-            "test_framework": facts.test_framework,
-            "total_bytes": facts.total_bytes,
-        })),
+        "codebase_context": facts.has_source.then_some(&facts.context),
         "open_questions": words("open_questions"),
         "phase": 1,
         "recommendations": words("recommendations"),
@@ -135,17 +127,44 @@ fn topic(input: &TaskInput) -> (String, Option<String>) {
     }
 }
 
+/// The facts about the code base that the analyst reports (`codebase_context`) and the other
+/// roles read (as [`crate::specdoc::discovery::Codebase`]).
+#[derive(Serialize)]
+struct CodebaseContext {
+    /// Files that count (outside vendored and generated directories).
+    file_count: usize,
+    /// Frameworks of all manifests, unique.
+    frameworks: Vec<String>,
+    /// Languages, largest first.
+    languages: Vec<Language>,
+    /// Where things are.
+    layout: Layout,
+    /// Manifests, in path order.
+    manifests: Vec<Manifest>,
+    /// How the tests run, if that could be told.
+    test_framework: Option<TestFramework>,
+    /// Size of the files that count.
+    total_bytes: u64,
+}
+
+/// The facts about the code base of `code`, as the other roles read them from the analyst's
+/// report: for a role that has no such report.
+pub(super) fn codebase(code: &CodeTree) -> Result<Codebase> {
+    let facts = Facts::scan(code, &[])?;
+    let written = serde_json::to_value(&facts.context).expect("the code facts serialise to JSON");
+    Ok(Codebase::read(&written))
+}
+
 /// What the scan found; the report template reads it.
 #[derive(Serialize)]
 struct Facts {
-    /// Files that count (outside vendored and generated directories).
-    files: usize,
+    /// What `codebase_context` says.
+    #[serde(flatten)]
+    context: CodebaseContext,
     /// Files left out.
     ignored: usize,
     /// Files read.
     read: usize,
-    /// Size of the files that count.
-    total_bytes: u64,
     /// Whether any source file exists.
     has_source: bool,
     /// Product source files (testable, not tests, not examples).
@@ -158,16 +177,6 @@ struct Facts {
     primary: Option<String>,
     /// The categories of the frameworks (`frontend`, `backend`, `cli`), unique.
     categories: BTreeSet<&'static str>,
-    /// Languages, largest first.
-    languages: Vec<LanguageShare>,
-    /// Manifests, in path order.
-    manifests: Vec<Manifest>,
-    /// Frameworks of all manifests, unique.
-    frameworks: Vec<String>,
-    /// How the tests run, if that could be told.
-    test_framework: Option<TestFramework>,
-    /// Where things are.
-    layout: Layout,
     /// The tech-profile signals.
     profile: Profile,
     /// Files the request is likely about, best first.
@@ -222,70 +231,62 @@ impl Facts {
             }
         }
 
-        let (languages, primary) = LanguageShare::of(&inv);
+        let (languages, primary) = languages(&inv);
         let frameworks = unique(manifests.iter().flat_map(|m| m.frameworks.clone()));
-        let layout = layout::layout(&inv, &manifests);
+        let categories = frameworks.iter().map(|f| manifest::category(f)).collect();
+        let context = CodebaseContext {
+            file_count: inv.entries.len(),
+            frameworks,
+            languages,
+            layout: layout::layout(&inv, &manifests),
+            test_framework: layout::test_framework(&inv, &manifests, &hints, primary.as_deref()),
+            manifests,
+            total_bytes: inv.entries.iter().map(|e| e.file.size).sum(),
+        };
         Ok(Facts {
-            files: inv.entries.len(),
+            context,
             ignored: inv.ignored,
             read,
-            total_bytes: inv.entries.iter().map(|e| e.file.size).sum(),
             has_source: inv.entries.iter().any(|e| e.lang.is_some()),
             source_files: sources.len(),
             test_files,
             inline_tests,
-            categories: frameworks.iter().map(|f| manifest::category(f)).collect(),
-            test_framework: layout::test_framework(&inv, &manifests, &hints, primary.as_deref()),
+            categories,
             primary,
-            languages,
-            layout,
-            frameworks,
-            manifests,
             profile: detector.finish(),
             relevant: finder.finish(),
         })
     }
 }
 
-/// One language's part of the code.
-#[derive(Debug, Clone, Default, Serialize)]
-struct LanguageShare {
-    bytes: u64,
-    files: usize,
-    name: String,
-    /// Fraction of the bytes of all source, to three decimals.
-    share: f64,
-    #[serde(skip)]
-    testable: bool,
-}
-
-impl LanguageShare {
-    /// The languages of `inv`, largest first, and the main one: the largest that tests are
-    /// expected for, else the largest.
-    fn of(inv: &scan::Inventory<'_>) -> (Vec<LanguageShare>, Option<String>) {
-        let mut by_lang: BTreeMap<&str, LanguageShare> = BTreeMap::new();
-        for e in &inv.entries {
-            if let Some(lang) = e.lang {
-                let slot = by_lang.entry(&lang.name).or_insert_with(|| LanguageShare {
-                    name: lang.name.clone(),
-                    testable: lang.testable,
-                    ..LanguageShare::default()
-                });
-                slot.files += 1;
-                slot.bytes += e.file.size;
-            }
+/// The languages of `inv`, largest first, and the main one: the largest that tests are
+/// expected for, else the largest.
+fn languages(inv: &scan::Inventory<'_>) -> (Vec<Language>, Option<String>) {
+    let mut by_lang: BTreeMap<&str, Language> = BTreeMap::new();
+    // Whether tests are expected for a language, as the entry of its first file says.
+    let mut testable: BTreeMap<&str, bool> = BTreeMap::new();
+    for e in &inv.entries {
+        if let Some(lang) = e.lang {
+            testable.entry(&lang.name).or_insert(lang.testable);
+            let slot = by_lang.entry(&lang.name).or_insert_with(|| Language {
+                name: lang.name.clone(),
+                ..Language::default()
+            });
+            slot.files += 1;
+            slot.bytes += e.file.size;
         }
-        let all = u128::from(by_lang.values().map(|l| l.bytes).sum::<u64>());
-        let mut languages: Vec<LanguageShare> = by_lang.into_values().collect();
-        for l in languages.iter_mut().filter(|_| all > 0) {
-            // Thousandths, computed in integers so every platform prints the same.
-            l.share = ((u128::from(l.bytes) * 1000 + all / 2) / all) as f64 / 1000.0;
-        }
-        languages.sort_by_key(|l| (Reverse(l.bytes), Reverse(l.files), l.name.clone()));
-        let main = languages.iter().find(|l| l.testable).or(languages.first());
-        let primary = main.map(|l| l.name.clone());
-        (languages, primary)
     }
+    let all = u128::from(by_lang.values().map(|l| l.bytes).sum::<u64>());
+    let mut languages: Vec<Language> = by_lang.into_values().collect();
+    for l in languages.iter_mut().filter(|_| all > 0) {
+        // Thousandths, computed in integers so every platform prints the same.
+        l.share = ((u128::from(l.bytes) * 1000 + all / 2) / all) as f64 / 1000.0;
+    }
+    languages.sort_by_key(|l| (Reverse(l.bytes), Reverse(l.files), l.name.clone()));
+    let main = languages.iter().find(|l| testable[l.name.as_str()]);
+    let main = main.or(languages.first());
+    let primary = main.map(|l| l.name.clone());
+    (languages, primary)
 }
 
 /// The cache index: the entries already in the folder, with the `general` one added or

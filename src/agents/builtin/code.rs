@@ -3,8 +3,8 @@
 //! which are tests, where source starts and where a program starts; and the path helpers.
 //!
 //! One table, `code.toml`, read once into [`CODE`]: the analyst counts and reads with it, the
-//! planner weighs and places files with it, the writer describes a tree without a discovery
-//! context with it. What only one role needs stays in that role's own table.
+//! planner weighs and places files with it, the writer matches the request's words to paths
+//! with it. What only one role needs stays in that role's own table.
 
 use std::sync::LazyLock;
 

@@ -79,11 +79,6 @@ impl Phase {
         Phase::INFO[self as usize].0
     }
 
-    /// The `phase` number in the frontmatter: the analyst's discovery is phase 1.
-    fn number(self) -> u8 {
-        self as u8 + 2
-    }
-
     /// Its main document.
     fn index(self) -> &'static str {
         Phase::INFO[self as usize].1
@@ -117,7 +112,7 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(input: &'a TaskInput) -> Ctx<'a> {
+    fn new(input: &'a TaskInput) -> Result<Ctx<'a>> {
         let id = input.task.id.as_str();
         let revision = input.task.id.prefix() == "IMPROVE"
             || id
@@ -142,15 +137,15 @@ impl<'a> Ctx<'a> {
             t if t.is_empty() => "untitled request".to_owned(),
             t => md::inline(&t),
         };
-        Ctx {
+        Ok(Ctx {
             input,
             task_text: input.session.task.clone(),
             clauses: text::clauses(&input.session.task),
             feedback,
             revision,
-            discovery: Discovery::read(input.folder_text(spec::DISCOVERY), input.code.files()),
+            discovery: Discovery::read(input.folder_text(spec::DISCOVERY), &input.code)?,
             title,
-        }
+        })
     }
 
     /// The `version` of the document at `path`: 1, or one more than the version it had
@@ -325,13 +320,13 @@ impl Ctx<'_> {
 
 /// Runs the writer on `input`.
 pub fn run(input: &TaskInput) -> Result<TaskOutput> {
-    Ok(write(input).unwrap_or_else(failed))
+    Ok(write(&Ctx::new(input)?).unwrap_or_else(failed))
 }
 
 /// Writes and checks the documents of every phase the task writes, or says why not. A phase
 /// needs the main documents of the phases before it.
-fn write(input: &TaskInput) -> Step<TaskOutput> {
-    let ctx = Ctx::new(input);
+fn write(ctx: &Ctx<'_>) -> Step<TaskOutput> {
+    let input = ctx.input;
     let mut folder = input.folder.clone();
     let mut done: Vec<(Draft, String)> = Vec::new();
     for phase in phases_of(input)? {
@@ -344,15 +339,15 @@ fn write(input: &TaskInput) -> Step<TaskOutput> {
             ));
         }
         let draft = match phase {
-            Phase::Brief => brief::write(&ctx),
-            Phase::Requirements => requirements::write(&ctx, &folder),
-            Phase::Architecture => architecture::write(&ctx, &folder),
-            Phase::Epics => epics::write(&ctx, &folder),
+            Phase::Brief => brief::write(ctx),
+            Phase::Requirements => requirements::write(ctx, &folder),
+            Phase::Architecture => architecture::write(ctx, &folder),
+            Phase::Epics => epics::write(ctx, &folder),
         }?;
         for (path, text) in &draft.files {
             folder.insert(path.clone(), text.clone().into_bytes());
         }
-        let report = validate::phase(&ctx, phase, &draft, &folder).map_err(|reason| {
+        let report = validate::phase(ctx, phase, &draft, &folder).map_err(|reason| {
             format!(
                 "the {} document failed its own checks: {reason}",
                 phase.name()
@@ -804,8 +799,9 @@ mod tests {
                 "- [ ] The discovery context (`spec/discovery-context.json`) was not found"
             )
         );
-        // Code facts then come from the file names.
-        assert!(brief.contains("mostly Rust"));
+        // Code facts then come from the builtin analyst's scan.
+        assert!(brief.contains("mostly Rust (100% of the code), according to the builtin analyst's scan of the code tree."));
+        assert!(brief.contains("- Changes are verified with cargo test (`cargo test`)\n"));
         assert!(doc(&folder, "spec/epics/_index.md").contains("EPIC-001"));
     }
 
@@ -889,7 +885,7 @@ mod tests {
         let (_dir, code) = code();
         let folder = with_discovery();
         let inp = input(&code, "DRAFT-001", "product-brief", "", &folder);
-        let ctx = Ctx::new(&inp);
+        let ctx = Ctx::new(&inp).unwrap();
         let draft = brief::write(&ctx).unwrap();
         let (path, text) = &draft.files[0];
         let broken = Draft {

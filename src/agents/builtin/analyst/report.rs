@@ -37,8 +37,8 @@ pub(super) fn report(
         "facts": facts,
         "depth": seed.complexity.depth(),
         "mentioned": mentioned,
-        "conventions": explore::conventions(&facts.manifests),
-        "integrations": explore::integrations(&facts.manifests),
+        "conventions": explore::conventions(&facts.context.manifests),
+        "integrations": explore::integrations(&facts.context.manifests),
         "topic_file": topic_file,
         "index_note": index_note,
     });

@@ -1,14 +1,17 @@
 //! What the writer knows about the repository and the request: the analyst's
 //! `spec/discovery-context.json` (read by [`crate::specdoc::discovery`]), and, when it has no
-//! code facts, a few facts taken from the code tree's paths.
+//! code facts, the builtin analyst's scan of the code tree.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::text::{self, WORDS, has};
-use crate::agents::CodeFile;
-use crate::specdoc::discovery::{Codebase, Discovery as Report, Language, Manifest, TestFramework};
+use super::text;
+use crate::agents::builtin::{analyst, code};
+use crate::agents::{CodeFile, CodeTree};
+use crate::error::Result;
+use crate::specdoc::discovery::{Codebase, Discovery as Report};
 use crate::specdoc::md;
 
 /// Whether the discovery context could be used.
@@ -44,7 +47,7 @@ pub struct Discovery {
     pub signals: Vec<String>,
     /// The paths that show each signal.
     pub evidence: BTreeMap<String, Vec<String>>,
-    /// Facts about the code: from `codebase_context`, else from the code tree's paths.
+    /// Facts about the code: from `codebase_context`, else from the builtin analyst's scan.
     pub code: CodeFacts,
 }
 
@@ -109,10 +112,11 @@ impl CodeFacts {
                     .or_insert(m.path.as_str());
             }
         }
+        let main = self.facts.languages.first();
         CodeView {
             facts: self,
             lang: self.primary_language(),
-            share: self.facts.languages.first().map_or(0.0, |l| l.share),
+            share: main.map_or(0.0, |l| l.share * 100.0),
             stack: self.stack_phrase(),
             test_command: self.test_command(),
             empty: self.is_empty(),
@@ -164,8 +168,8 @@ pub struct Library {
 
 impl Discovery {
     /// Reads the discovery context from `text` (`None` when the file is missing), falling
-    /// back to the code tree's paths for code facts.
-    pub fn read(text: Option<&str>, files: &[CodeFile]) -> Discovery {
+    /// back to the builtin analyst's scan of `code` for code facts.
+    pub fn read(text: Option<&str>, code: &CodeTree) -> Result<Discovery> {
         let (availability, report) = match text.map(|t| Report::parse(t.as_bytes())) {
             None => (Availability::Missing, Report::default()),
             Some(Ok(report)) => (Availability::Present, report),
@@ -176,7 +180,14 @@ impl Discovery {
         // advice are Markdown already.
         let seed = report.seed;
         let inline = |texts: Vec<String>| texts.iter().map(|s| md::inline(s)).collect();
-        Discovery {
+        let code = match report.codebase {
+            Some(facts) => code_facts(facts, "the discovery context"),
+            None => code_facts(
+                analyst::codebase(code)?,
+                "the builtin analyst's scan of the code tree",
+            ),
+        };
+        Ok(Discovery {
             availability,
             problem_statement: md::inline(&seed.problem_statement),
             target_users: inline(seed.target_users),
@@ -186,10 +197,8 @@ impl Discovery {
             recommendations: report.recommendations,
             signals: report.tech_profile.signals,
             evidence: report.tech_profile.evidence,
-            code: report
-                .codebase
-                .map_or_else(|| from_paths(files), code_facts),
-        }
+            code,
+        })
     }
 
     /// Whether the analyst reported `signal`.
@@ -212,110 +221,18 @@ impl Discovery {
     }
 }
 
-/// The analyst's code facts, as the documents show them: languages largest first, and a test
-/// framework only when it is named.
-fn code_facts(mut facts: Codebase) -> CodeFacts {
-    sort(&mut facts.languages);
-    facts.test_framework = facts.test_framework.filter(|t| !t.name.is_empty());
-    CodeFacts {
-        source: "the discovery context".into(),
-        facts,
-    }
-}
-
-/// Sorts languages largest first, then by name.
-fn sort(languages: &mut [Language]) {
-    languages.sort_by(|a, b| {
-        b.share
-            .partial_cmp(&a.share)
-            .unwrap_or(std::cmp::Ordering::Equal)
+/// Code facts from `source`, as the documents show them: languages largest first (then by
+/// name), and a test framework only when it is named.
+fn code_facts(mut facts: Codebase, source: &str) -> CodeFacts {
+    facts.languages.sort_by(|a, b| {
+        let larger = b.share.partial_cmp(&a.share);
+        larger
+            .unwrap_or(Ordering::Equal)
             .then_with(|| a.name.cmp(&b.name))
     });
-}
-
-/// Code facts from paths alone, for when the analyst gave none: languages, tests and entry
-/// points by the builtin agent's one rule (`builtin::code`).
-fn from_paths(files: &[CodeFile]) -> CodeFacts {
-    use crate::agents::builtin::code;
-    let mut bytes: BTreeMap<&String, (u64, u64)> = BTreeMap::new();
-    let mut top: Vec<String> = Vec::new();
-    let mut manifests = Vec::new();
-    let mut ci = Vec::new();
-    for f in files {
-        if let Some((dir, _)) = f.path.split_once('/')
-            && !top.iter().any(|t| t == dir)
-        {
-            top.push(dir.to_owned());
-        }
-        let name = code::file_name(&f.path);
-        if let Some(kind) = WORDS.manifests.get(name)
-            && f.path.matches('/').count() <= 1
-        {
-            manifests.push(Manifest {
-                path: f.path.clone(),
-                kind: kind.clone(),
-                ..Manifest::default()
-            });
-        }
-        if f.path.starts_with(".github/workflows/") || f.path == ".gitlab-ci.yml" {
-            ci.push(f.path.clone());
-        }
-        if let Some(lang) = code::language(&f.path) {
-            let entry = bytes.entry(&lang.name).or_default();
-            entry.0 += 1;
-            entry.1 += f.size;
-        }
-    }
-    top.sort();
-    let total: u64 = bytes.values().map(|(_, b)| b).sum();
-    let mut languages: Vec<Language> = bytes
-        .into_iter()
-        .map(|(name, (files, b))| Language {
-            name: name.clone(),
-            files,
-            share: if total == 0 {
-                0.0
-            } else {
-                b as f64 * 100.0 / total as f64
-            },
-        })
-        .collect();
-    sort(&mut languages);
-    let test_framework = manifests.iter().find_map(|m| {
-        let [name, command] = WORDS.test_runners.get(&m.kind)?;
-        Some(TestFramework {
-            name: name.clone(),
-            command: command.clone(),
-            evidence: m.path.clone(),
-        })
-    });
-    let entry_points = files
-        .iter()
-        .map(|f| f.path.as_str())
-        .filter(|p| code::is_entry_point(p, &[""]))
-        .map(str::to_owned)
-        .collect();
-    let facts = Codebase {
-        languages,
-        manifests,
-        frameworks: Vec::new(),
-        test_framework,
-        source_dirs: top
-            .iter()
-            .filter(|d| has(&WORDS.source_dirs, d))
-            .cloned()
-            .collect(),
-        test_dirs: top
-            .iter()
-            .filter(|d| code::is_test_dir(d))
-            .cloned()
-            .collect(),
-        entry_points,
-        ci,
-        file_count: files.len() as u64,
-    };
+    facts.test_framework = facts.test_framework.filter(|t| !t.name.is_empty());
     CodeFacts {
-        source: "the file names of the code tree (no discovery context)".into(),
+        source: source.into(),
         facts,
     }
 }
@@ -324,7 +241,6 @@ fn from_paths(files: &[CodeFile]) -> CodeFacts {
 /// matching words. Tests, vendored and hidden paths are skipped; ties go to the first path in
 /// order.
 pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(String, usize)> {
-    use crate::agents::builtin::code;
     if key_words.is_empty() {
         return None;
     }

@@ -39,12 +39,6 @@ pub struct Words {
     pub systems: Vec<System>,
     /// Language names: word, language.
     pub languages: Vec<[String; 2]>,
-    /// Directories that hold source code at the top of a code tree.
-    pub source_dirs: Vec<String>,
-    /// Build manifests by file name, with their kind.
-    pub manifests: BTreeMap<String, String>,
-    /// The test framework a manifest kind implies: its name and command.
-    pub test_runners: BTreeMap<String, [String; 2]>,
 }
 
 /// An external system a request may name.
