@@ -158,12 +158,7 @@ pub fn links(spec: &Spec, v: &mut Violations, skipped: &mut Vec<&'static str>) {
     let reqs = spec.has(Kind::Requirements);
     let arch = spec.has(Kind::Architecture);
     let epics = spec.has(Kind::Epics);
-    let mut check = |rule: &'static str, needed: bool| {
-        if !needed {
-            skipped.push(rule);
-        }
-        needed
-    };
+    let mut check = |rule, needed| applies(skipped, rule, needed);
     if check("goal-requirement", brief && reqs) {
         for g in &spec.goals {
             if links.requirements_of(spec, &g.id).is_empty() {
@@ -348,4 +343,13 @@ impl Links {
             .map(|ids| ids.iter().filter_map(|id| spec.requirement(id)).collect())
             .unwrap_or_default()
     }
+}
+
+/// Whether `rule` is checked: it is when the documents it `needed` are there; when they are
+/// not, it goes to `skipped`.
+pub fn applies(skipped: &mut Vec<&'static str>, rule: &'static str, needed: bool) -> bool {
+    if !needed {
+        skipped.push(rule);
+    }
+    needed
 }

@@ -400,12 +400,7 @@ pub fn cross_document(
     let reqs = spec.has(Kind::Requirements);
     let arch = spec.has(Kind::Architecture);
     let epics = spec.has(Kind::Epics);
-    let mut check = |rule: &'static str, needed: bool| {
-        if !needed {
-            skipped.push(rule);
-        }
-        needed
-    };
+    let mut check = |rule, needed| crate::specdoc::check::applies(skipped, rule, needed);
     if check("metric-criteria", spec.has(Kind::Brief) && epics) {
         for g in &spec.goals {
             let metric = format!("{} {}", g.metric, g.target);
