@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod coordinator;
+pub mod environment;
 pub mod error;
 pub mod git;
 pub mod hooks;

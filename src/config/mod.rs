@@ -34,6 +34,9 @@ pub struct Config {
     /// How the tester runs the tests.
     #[serde(default)]
     pub tests: TestsConfig,
+    /// How checkouts get the project's environment.
+    #[serde(default)]
+    pub environment: EnvironmentConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -153,6 +156,21 @@ pub struct TestsConfig {
     /// The command that runs the whole suite (`sh -c`, from the repository root) instead of
     /// the detected one; it makes the file need trust.
     pub command: Option<String>,
+}
+
+/// `[environment]`: how a checkout gets the project's environment before agents or tests
+/// run in it, and how much disk the kept checkouts may use.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvironmentConfig {
+    /// Commands (`sh -c`, from the checkout root, in order) that prepare a checkout instead of
+    /// the detected ones; they make the file need trust.
+    pub setup: Option<Vec<String>>,
+    /// How long one setup command may run (`"20m"`), else 20 minutes.
+    pub timeout: Option<String>,
+    /// The disk the kept checkouts of this repository may use (`"20GiB"`); the least recently
+    /// used idle ones are removed beyond it.
+    pub max_disk: Option<String>,
 }
 
 /// `[session]`: how sessions start.
