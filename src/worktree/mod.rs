@@ -26,6 +26,7 @@
 
 mod check;
 mod merge;
+pub mod pool;
 #[cfg(test)]
 mod tests;
 
@@ -224,12 +225,11 @@ impl TaskWorktree {
         };
         // The reason names this process, so `resume` can clear the checkout of one that died.
         let reason = format!("{} ({sid} {task})", crate::git::lock_reason());
-        let checkout = Checkout::add(
+        let checkout = Checkout::leased(
             store,
-            &format!("tlv4-{sid}.{task}-"),
-            task.as_str(),
+            pool::Purpose::Agent,
             &reason,
-            &[short(&branch)],
+            pool::Target::Branch(&branch),
             OnDrop::Keep,
         )?;
         Ok(TaskWorktree {
@@ -711,6 +711,8 @@ pub fn keep_abandoned(
             parent: None,
             live: false,
             on_drop: OnDrop::Keep,
+            lease: None,
+            grown: false,
         },
         store: Store::from_repo(store.repo().clone())?,
         sid: sid.clone(),
@@ -988,12 +990,12 @@ impl ScratchCheckout {
     pub fn create(store: &Store, commit: ObjectId, name: &str) -> Result<ScratchCheckout> {
         let hex = commit.to_string();
         let reason = format!("{} (test checkout of {hex})", crate::git::lock_reason());
-        let checkout = Checkout::add(
+        let _ = name;
+        let checkout = Checkout::leased(
             store,
-            "tlv4-test-",
-            name,
+            pool::Purpose::Test,
             &reason,
-            &["--detach", hex.as_str()],
+            pool::Target::Detached(commit),
             OnDrop::Remove,
         )?;
         Ok(ScratchCheckout { checkout })
@@ -1109,6 +1111,10 @@ struct Checkout {
     live: bool,
     /// What a drop does while it is live.
     on_drop: OnDrop,
+    /// The pool slot it is leased from; teardown gives it back instead of removing it.
+    lease: Option<pool::Lease>,
+    /// Whether what it holds beyond git grew (a setup ran): its size is measured on release.
+    grown: bool,
 }
 
 /// Options for every git command on a checkout: no sparse checkout (the checkout is full
@@ -1154,27 +1160,7 @@ impl Checkout {
             ));
         }
         let path = parent.path().join(name);
-        let path_str = utf8(&path)?;
-        let common = utf8(&common_dir)?;
-        let mut args = vec!["--git-dir", common];
-        args.extend_from_slice(&CHECKOUT_CONFIG);
-        args.extend_from_slice(&[
-            "worktree", "add", "--quiet", "--lock", "--reason", reason, path_str,
-        ]);
-        args.extend_from_slice(target);
-        if let Err(e) = add_worktree(parent.path(), &args) {
-            // A checkout that failed half-way (a filter that failed, a full disk) may be
-            // registered, and locked: nothing of anyone's is in it yet.
-            with_admin_lock(|| {
-                let run = |a: &[&str]| {
-                    crate::git::run(&common_dir, &[&["--git-dir", common], a].concat())
-                };
-                if run(&["worktree", "unlock", path_str]).is_ok() {
-                    let _ = run(&["worktree", "remove", "--force", "--force", path_str]);
-                }
-            });
-            return Err(e);
-        }
+        Checkout::register(&common_dir, parent.path(), &path, reason, target)?;
         let mut checkout = Checkout {
             common_dir: common_dir.clone(),
             admin: PathBuf::new(),
@@ -1182,6 +1168,8 @@ impl Checkout {
             parent: Some(parent),
             live: true,
             on_drop: OnDrop::Remove,
+            lease: None,
+            grown: false,
         };
         let gitfile = std::fs::read_to_string(path.join(".git"))
             .map_err(|e| Error::io("cannot read the `.git` file of a new worktree", e))?;
@@ -1203,6 +1191,63 @@ impl Checkout {
         let _ = std::fs::remove_file(checkout.admin.join("info").join("sparse-checkout"));
         checkout.on_drop = on_drop;
         Ok(checkout)
+    }
+
+    /// Runs `git worktree add --lock --reason REASON PATH TARGET…` from `cwd`. When that
+    /// fails, whatever git registered of the new worktree is removed again.
+    fn register(
+        common_dir: &Path,
+        cwd: &Path,
+        path: &Path,
+        reason: &str,
+        target: &[&str],
+    ) -> Result<()> {
+        let path_str = utf8(path)?;
+        let common = utf8(common_dir)?;
+        let mut args = vec!["--git-dir", common];
+        args.extend_from_slice(&CHECKOUT_CONFIG);
+        args.extend_from_slice(&[
+            "worktree", "add", "--quiet", "--lock", "--reason", reason, path_str,
+        ]);
+        args.extend_from_slice(target);
+        if let Err(e) = add_worktree(cwd, &args) {
+            // A checkout that failed half-way (a filter that failed, a full disk) may be
+            // registered, and locked: nothing of anyone's is in it yet.
+            with_admin_lock(|| {
+                let run = |a: &[&str]| {
+                    crate::git::run(common_dir, &[&["--git-dir", common], a].concat())
+                };
+                if run(&["worktree", "unlock", path_str]).is_ok() {
+                    let _ = run(&["worktree", "remove", "--force", "--force", path_str]);
+                }
+            });
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// A checkout leased from the repository's pool of `purpose`, moved to `target`.
+    fn leased(
+        store: &Store,
+        purpose: pool::Purpose,
+        reason: &str,
+        target: pool::Target<'_>,
+        on_drop: OnDrop,
+    ) -> Result<Checkout> {
+        check_environment()?;
+        let pool = pool::Pool::open(store, None)?;
+        let lease = pool.lease(store, purpose, reason, target)?;
+        Ok(Checkout {
+            common_dir: std::path::absolute(store.repo().common_dir())
+                .map_err(|e| Error::io("cannot resolve the git directory", e))?,
+            admin: lease.admin.clone(),
+            path: lease.path.clone(),
+            parent: None,
+            live: true,
+            on_drop,
+            lease: Some(lease),
+            grown: false,
+        })
     }
 
     /// The options that run git on the worktree's own git directory, in its root.
@@ -1228,6 +1273,10 @@ impl Checkout {
     fn teardown(&mut self) -> Result<()> {
         if !self.live {
             return Ok(());
+        }
+        if let Some(lease) = self.lease.take() {
+            self.live = false;
+            return lease.release(self.grown);
         }
         // A read-only view's directories must be writable for their files to be deleted.
         let _ = set_writable(&self.path, true);

@@ -1,0 +1,638 @@
+//! Warm checkouts: linked worktrees kept between the tasks and test runs of a repository and
+//! moved to the next commit by writing only what changed.
+//!
+//! A checkout is slow to make and slower to prepare: `git worktree add` writes every file, and
+//! the project's dependencies and build outputs (`node_modules/`, `.venv/`, `target/`) are not
+//! in git at all. So the checkouts are kept, in two pools per repository — one for agents, one
+//! for the tester, so that the tester never runs where an agent wrote — in the repository's
+//! git directory, `.git/tlv4/checkouts/` (never in the user's working tree; gone with the
+//! repository):
+//!
+//! ```text
+//! pool.lock              held while a slot is chosen, made or removed
+//! test-1/<repo>/         the checkout (a linked worktree, locked)
+//! test-1.lock            held (flock) by the one process that leases the slot
+//! test-1.json            when it was last used, how big it is
+//! test-1.setup.json      what its environment was made from (the caller's)
+//! ```
+//!
+//! **Leasing** takes a free slot (its flock: one run at a time across processes, released by
+//! the kernel when the process dies) or makes one, names the run in its worktree lock (the
+//! same reason a fresh checkout gets, so `resume` recognises it), and moves it: `git checkout
+//! -f` to the commit or task branch, writing only the files that differ, then `git clean` of
+//! what is neither tracked nor ignored — ignored dependency and build trees stay. An index an
+//! agent marked (`assume-unchanged`, `skip-worktree`) is dropped first, so nothing it hid
+//! survives into the next run.
+//!
+//! **Releasing** happens only after the owner recorded what the checkout holds under a ref
+//! (see [`super::TaskWorktree::remove`]): HEAD is detached at the commit it was on (so the
+//! task branch can be checked out by hand elsewhere), the lock reason says the slot is idle,
+//! the flock is dropped. Beyond `max_disk`, the least recently used idle slots are removed.
+//!
+//! **A crash** leaves the slot locked in the dead process's name: `resume` and `gc` keep its
+//! work like any dead checkout's; a lease that meets such a slot does the same before reusing
+//! it, so nothing a later run could mistake for its own survives.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use gix::ObjectId;
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// The lock reason of an idle slot. Not a [`crate::git::LockReason`]: `resume` leaves it be.
+pub const IDLE_REASON: &str = "git-tlv4 pool: idle";
+
+/// The disk all kept checkouts of a repository may use unless `[environment] max_disk` says.
+pub const DEFAULT_MAX_DISK: u64 = 16 << 30;
+
+/// Trees `git clean` keeps in the tester's checkouts even where the project does not ignore
+/// them: what setup installs and builds write.
+pub const KEPT_TREES: [&str; 8] = [
+    "node_modules",
+    ".venv",
+    "venv",
+    "target",
+    ".pnpm-store",
+    ".yarn",
+    "__pycache__",
+    ".pytest_cache",
+];
+
+/// Which pool: agents and the tester never share a checkout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Task checkouts of code tasks.
+    Agent,
+    /// The tester's checkouts.
+    Test,
+}
+
+impl Purpose {
+    fn prefix(self) -> &'static str {
+        match self {
+            Purpose::Agent => "agent",
+            Purpose::Test => "test",
+        }
+    }
+}
+
+/// What a leased checkout is moved to.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// A commit, detached.
+    Detached(ObjectId),
+    /// A branch (its full ref name), checked out.
+    Branch(&'a str),
+}
+
+/// The pools of one repository.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    root: PathBuf,
+    common_dir: PathBuf,
+    max_disk: u64,
+}
+
+/// One slot of a pool, leased to this process until dropped or released.
+#[derive(Debug)]
+pub struct Lease {
+    /// The held flock of the slot.
+    _lock: File,
+    /// `<pool>/<purpose>-<n>`: the slot's files are this with `.json`, `.setup.json`.
+    slot: PathBuf,
+    /// The checkout.
+    pub path: PathBuf,
+    /// Its admin folder, `<common>/worktrees/<name>`.
+    pub admin: PathBuf,
+    /// Whether the checkout was made for this lease (else it was reused).
+    pub fresh: bool,
+    purpose: Purpose,
+    max_disk: u64,
+    root: PathBuf,
+    common_dir: PathBuf,
+}
+
+/// A slot's bookkeeping.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Meta {
+    /// Unix seconds of the last release.
+    used: u64,
+    /// Bytes on disk at the last measure.
+    bytes: u64,
+}
+
+/// A kept checkout, for reports and `gc`.
+#[derive(Debug, Clone)]
+pub struct SlotInfo {
+    /// The checkout.
+    pub path: PathBuf,
+    /// Bytes on disk at the last measure.
+    pub bytes: u64,
+    /// Whether a process leases it now.
+    pub busy: bool,
+}
+
+impl Pool {
+    /// The pools of the repository of `store`; `max_disk` bounds the disk of its idle slots.
+    pub fn open(store: &Store, max_disk: Option<u64>) -> Result<Pool> {
+        let common_dir = std::path::absolute(store.repo().common_dir())
+            .map_err(|e| Error::io("cannot resolve the git directory", e))?;
+        let common_dir = std::fs::canonicalize(&common_dir).unwrap_or(common_dir);
+        let root = common_dir.join("tlv4").join("checkouts");
+        Ok(Pool {
+            root,
+            common_dir,
+            max_disk: max_disk.unwrap_or(DEFAULT_MAX_DISK),
+        })
+    }
+
+    /// Where the checkouts of this repository are kept.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Leases a checkout of `purpose` moved to `target`, its worktree locked with `reason`.
+    pub fn lease(
+        &self,
+        store: &Store,
+        purpose: Purpose, reason: &str,
+        target: Target<'_>,
+    ) -> Result<Lease> {
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| Error::io(format!("cannot make {}", self.root.display()), e))?;
+        let guard = self.pool_lock()?;
+        // Free slots, most recently used first: the warmest.
+        let mut free = Vec::new();
+        let mut taken = std::collections::BTreeSet::new();
+        // A number is taken by a slot's folder or by its lock file (a slot being made).
+        taken.extend(self.numbers(purpose));
+        for (_, slot) in self.slots(purpose) {
+            if let Some(lock) = try_lock(&slot.with_extension("lock"))? {
+                free.push((read_meta(&slot).used, slot, lock));
+            }
+        }
+        free.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, slot, lock) in free {
+            match self.reuse(store, purpose, &slot, lock, reason, target) {
+                Ok(Some(lease)) => return Ok(lease),
+                Ok(None) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let n = (1..).find(|n| !taken.contains(n)).unwrap_or(1);
+        let slot = self.root.join(format!("{}-{n}", purpose.prefix()));
+        let lock = try_lock(&slot.with_extension("lock"))?
+            .ok_or_else(|| Error::Git(format!("the new slot {} is locked", slot.display())))?;
+        std::fs::create_dir_all(&slot)
+            .map_err(|e| Error::io(format!("cannot make {}", slot.display()), e))?;
+        drop(guard);
+        self.make(purpose, &slot, lock, reason, target)
+    }
+
+    /// The slots of `purpose`, by number.
+    fn slots(&self, purpose: Purpose) -> Vec<(u32, PathBuf)> {
+        let prefix = format!("{}-", purpose.prefix());
+        let mut out: Vec<(u32, PathBuf)> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let n = name.strip_prefix(&prefix)?.parse().ok()?;
+                Some((n, e.path()))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The numbers of `purpose` in use: by a slot's folder or its lock file.
+    fn numbers(&self, purpose: Purpose) -> Vec<u32> {
+        let prefix = format!("{}-", purpose.prefix());
+        std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let rest = name.strip_prefix(&prefix)?;
+                let n = rest.split('.').next()?;
+                n.parse().ok()
+            })
+            .collect()
+    }
+
+    /// Every slot of both pools.
+    pub fn list(&self) -> Vec<SlotInfo> {
+        [Purpose::Agent, Purpose::Test]
+            .into_iter()
+            .flat_map(|p| self.slots(p))
+            .map(|(_, slot)| {
+                let busy = !matches!(try_lock(&slot.with_extension("lock")), Ok(Some(_)));
+                SlotInfo {
+                    path: checkout_in(&slot).unwrap_or_else(|| slot.clone()),
+                    bytes: read_meta(&slot).bytes,
+                    busy,
+                }
+            })
+            .collect()
+    }
+
+    /// Removes every idle slot; returns how many and their bytes.
+    pub fn clear(&self) -> Result<(usize, u64)> {
+        if !self.root.exists() {
+            return Ok((0, 0));
+        }
+        let _guard = self.pool_lock()?;
+        let mut removed = (0, 0);
+        for p in [Purpose::Agent, Purpose::Test] {
+            for (_, slot) in self.slots(p) {
+                if let Some(lock) = try_lock(&slot.with_extension("lock"))? {
+                    let bytes = read_meta(&slot).bytes;
+                    if self.remove_slot(&slot, &lock).is_ok() {
+                        removed.0 += 1;
+                        removed.1 += bytes;
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    fn pool_lock(&self) -> Result<File> {
+        let path = self.root.join("pool.lock");
+        let file = open_lock(&path)?;
+        flock(&file, true)
+            .map_err(|e| Error::io(format!("cannot lock {}", path.display()), e))?;
+        Ok(file)
+    }
+
+    /// Reuses the free `slot`: `None` when it cannot be (it was removed).
+    fn reuse(
+        &self,
+        store: &Store,
+        purpose: Purpose,
+        slot: &Path,
+        lock: File,
+        reason: &str,
+        target: Target<'_>,
+    ) -> Result<Option<Lease>> {
+        let path = checkout_in(slot);
+        let admin = path
+            .as_ref()
+            .and_then(|p| super::admin_dir_of(&self.common_dir, p));
+        let (Some(path), Some(admin)) = (path, admin) else {
+            // Not a registered checkout any more (removed by `resume`, `gc`, or by hand):
+            // nothing in it is recorded as anyone's work.
+            self.remove_slot(slot, &lock)?;
+            return Ok(None);
+        };
+        let held = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+        if let Some(r) = crate::git::LockReason::parse(&held) {
+            if crate::host::process_alive(r.pid, r.start) && r.host == crate::host::name() {
+                // A live process uses it without the slot's lock (it should not happen).
+                return Ok(None);
+            }
+            // A run that died here: what it left is kept first, like `resume` does.
+            if super::checkout_task(&self.common_dir, &path).is_some() {
+                super::keep_abandoned(store, &path, &super::SnapshotLimits::default())?;
+            }
+        }
+        write_reason(&admin, reason)?;
+        let lease = Lease {
+            _lock: lock,
+            slot: slot.to_path_buf(),
+            path,
+            admin,
+            fresh: false,
+            purpose,
+            max_disk: self.max_disk,
+            root: self.root.clone(),
+            common_dir: self.common_dir.clone(),
+        };
+        lease.move_to(target)?;
+        Ok(Some(lease))
+    }
+
+    /// Makes a new checkout in `slot`.
+    fn make(
+        &self,
+        purpose: Purpose,
+        slot: &Path,
+        lock: File,
+        reason: &str,
+        target: Target<'_>,
+    ) -> Result<Lease> {
+        let name = self
+            .common_dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .filter(|n| !n.is_empty() && *n != ".git")
+            .unwrap_or("checkout")
+            .to_owned();
+        let path = slot.join(&name);
+        let _ = std::fs::remove_dir_all(slot);
+        std::fs::create_dir_all(slot)
+            .map_err(|e| Error::io(format!("cannot make {}", slot.display()), e))?;
+        let hex;
+        let what: Vec<&str> = match target {
+            Target::Detached(c) => {
+                hex = c.to_string();
+                vec!["--detach", &hex]
+            }
+            Target::Branch(b) => vec![super::short(b)],
+        };
+        super::Checkout::register(&self.common_dir, slot, &path, reason, &what)?;
+        let admin = super::admin_dir_of(&self.common_dir, &path)
+            .ok_or_else(|| Error::Git(format!("`{}` is not registered", path.display())))?;
+        let lease = Lease {
+            _lock: lock,
+            slot: slot.to_path_buf(),
+            path,
+            admin,
+            fresh: true,
+            purpose,
+            max_disk: self.max_disk,
+            root: self.root.clone(),
+            common_dir: self.common_dir.clone(),
+        };
+        lease.unsparse()?;
+        Ok(lease)
+    }
+
+    /// Unregisters and deletes the checkout of `slot` (whose flock `_lock` is held) and its
+    /// files.
+    fn remove_slot(&self, slot: &Path, _lock: &File) -> Result<()> {
+        if let Some(path) = checkout_in(slot) {
+            super::set_writable(&path, true).ok();
+            let common = super::utf8(&self.common_dir)?;
+            let p = super::utf8(&path)?;
+            super::with_admin_lock(|| {
+                let run = |a: &[&str]| {
+                    crate::git::run(&self.common_dir, &[&["--git-dir", common], a].concat())
+                };
+                let _ = run(&["worktree", "unlock", p]);
+                let _ = run(&["worktree", "remove", "--force", "--force", p]);
+            });
+        }
+        std::fs::remove_dir_all(slot)
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| Error::io(format!("cannot remove {}", slot.display()), e))?;
+        let _ = crate::git::run(
+            &self.common_dir,
+            &["--git-dir", super::utf8(&self.common_dir)?, "worktree", "prune"],
+        );
+        for ext in ["json", "setup.json"] {
+            let _ = std::fs::remove_file(slot.with_extension(ext));
+        }
+        let _ = std::fs::remove_file(slot.with_extension("lock"));
+        Ok(())
+    }
+}
+
+impl Lease {
+    /// A file of the slot's own, beside it (`<slot>.<ext>`), for the caller's bookkeeping:
+    /// out of the checkout, where no agent writes.
+    pub fn state_file(&self, ext: &str) -> PathBuf {
+        self.slot.with_extension(ext)
+    }
+
+    /// Git on the checkout's own admin folder, in its root, with the checkout options.
+    fn git(&self, args: &[&str]) -> Result<String> {
+        let mut all = super::CHECKOUT_CONFIG.to_vec();
+        all.extend_from_slice(&[
+            "--git-dir",
+            super::utf8(&self.admin)?,
+            "--work-tree",
+            super::utf8(&self.path)?,
+        ]);
+        all.extend_from_slice(args);
+        crate::git::run(&self.path, &all)
+    }
+
+    /// Turns off the sparse checkout `worktree add` copies from the user's worktree.
+    fn unsparse(&self) -> Result<()> {
+        let own_config = self.admin.join("config.worktree");
+        if own_config.exists() {
+            let file = super::utf8(&own_config)?.to_owned();
+            crate::git::run(
+                &self.path,
+                &["config", "--file", &file, "core.sparseCheckout", "false"],
+            )?;
+        }
+        let _ = std::fs::remove_file(self.admin.join("info").join("sparse-checkout"));
+        Ok(())
+    }
+
+    /// Moves the reused checkout to `target`: only what differs is written; what is neither
+    /// tracked nor ignored is removed, ignored trees and [`KEPT_TREES`] stay.
+    fn move_to(&self, target: Target<'_>) -> Result<()> {
+        // The `.git` file is the tool's, whatever the last run wrote there.
+        let gitfile = format!("gitdir: {}\n", self.admin.display());
+        if std::fs::read_to_string(self.path.join(".git")).ok().as_deref() != Some(&gitfile) {
+            let _ = std::fs::remove_dir_all(self.path.join(".git"));
+            std::fs::write(self.path.join(".git"), &gitfile)
+                .map_err(|e| Error::io("cannot write the `.git` file of a checkout", e))?;
+        }
+        self.unsparse()?;
+        for lock in ["index.lock", "HEAD.lock"] {
+            let _ = std::fs::remove_file(self.admin.join(lock));
+        }
+        // Flags an agent set on index entries would hide its changes from `checkout`.
+        let index = self.admin.join("index");
+        if index.exists() {
+            let listed = self.git(&["ls-files", "-v", "-z"]).unwrap_or_default();
+            let marked = listed
+                .split('\0')
+                .any(|e| e.starts_with(|c: char| c.is_ascii_lowercase() || c == 'S'));
+            if marked {
+                std::fs::remove_file(&index)
+                    .map_err(|e| Error::io("cannot drop a checkout's index", e))?;
+            }
+        }
+        let hex;
+        let to = match target {
+            Target::Detached(c) => {
+                hex = c.to_string();
+                vec!["checkout", "-q", "-f", "--detach", hex.as_str()]
+            }
+            Target::Branch(b) => vec!["checkout", "-q", "-f", super::short(b)],
+        };
+        self.git(&to)?;
+        let mut clean = vec!["clean", "-q", "-f", "-f", "-d"];
+        // The tester's checkouts keep dependency and build trees even where the project does
+        // not ignore them (nothing there is ever recorded); an agent's keep only what the
+        // project ignores, so that nothing a run left behind reaches a later task's snapshot.
+        if self.purpose == Purpose::Test {
+            for t in KEPT_TREES {
+                clean.extend_from_slice(&["-e", t]);
+            }
+        }
+        self.git(&clean)?;
+        Ok(())
+    }
+
+    /// Gives the checkout back to the pool: HEAD detached where it is, the lock idle, its size
+    /// noted; the pool is then trimmed to its disk limit. Call only once what the checkout
+    /// holds is recorded.
+    pub fn release(self, measure: bool) -> Result<()> {
+        if let Ok(head) = std::fs::read_to_string(self.admin.join("HEAD"))
+            && let Some(branch) = head.trim().strip_prefix("ref: ")
+            && let Ok(tip) = self.git(&["rev-parse", "--verify", "-q", branch])
+        {
+            write_atomic(&self.admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes())?;
+        }
+        write_reason(&self.admin, IDLE_REASON)?;
+        let mut meta = read_meta(&self.slot);
+        meta.used = now();
+        if measure || self.fresh || meta.bytes == 0 {
+            meta.bytes = disk_usage(&self.path);
+        }
+        let json = serde_json::to_vec(&meta).unwrap_or_default();
+        write_atomic(&self.slot.with_extension("json"), &json)?;
+        let pool = Pool {
+            root: self.root.clone(),
+            common_dir: self.common_dir.clone(),
+            max_disk: self.max_disk,
+        };
+        let slot = self.slot.clone();
+        drop(self);
+        pool.trim(&slot);
+        Ok(())
+    }
+}
+
+impl Pool {
+    /// Removes the least recently used idle slots while the pool is over its limit; `last`
+    /// (just released) goes last.
+    fn trim(&self, last: &Path) {
+        let Ok(_guard) = self.pool_lock() else {
+            return;
+        };
+        let mut all: Vec<(bool, u64, u64, PathBuf)> = [Purpose::Agent, Purpose::Test]
+            .into_iter()
+            .flat_map(|p| self.slots(p))
+            .map(|(_, s)| {
+                let m = read_meta(&s);
+                (s == last, m.used, m.bytes, s)
+            })
+            .collect();
+        let mut total: u64 = all.iter().map(|a| a.2).sum();
+        if total <= self.max_disk {
+            return;
+        }
+        all.sort();
+        for (_, _, bytes, slot) in all {
+            if total <= self.max_disk {
+                break;
+            }
+            if let Ok(Some(lock)) = try_lock(&slot.with_extension("lock"))
+                && self.remove_slot(&slot, &lock).is_ok()
+            {
+                total = total.saturating_sub(bytes);
+            }
+        }
+    }
+}
+
+/// The checkout directory inside `slot`, if there is one.
+fn checkout_in(slot: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(slot)
+        .ok()?
+        .flatten()
+        .find(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+}
+
+fn read_meta(slot: &Path) -> Meta {
+    std::fs::read(slot.with_extension("json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes the worktree's lock reason (git's `locked` file), aside then renamed over.
+fn write_reason(admin: &Path, reason: &str) -> Result<()> {
+    write_atomic(&admin.join("locked"), reason.as_bytes())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tlv4-new");
+    let done = File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    done.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(format!("cannot write {}", path.display()), e)
+    })
+}
+
+fn open_lock(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))
+}
+
+/// The flock of `path`, if no other process holds it.
+fn try_lock(path: &Path) -> Result<Option<File>> {
+    let file = open_lock(path)?;
+    match flock(&file, false) {
+        Ok(()) => Ok(Some(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(Error::io(format!("cannot lock {}", path.display()), e)),
+    }
+}
+
+fn flock(file: &File, wait: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let op = libc::LOCK_EX | if wait { 0 } else { libc::LOCK_NB };
+    loop {
+        // SAFETY: flock on a file descriptor this function borrows.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Bytes used by the files under `dir` (not following symlinks).
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            total += m.blocks() * 512;
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    total
+}
