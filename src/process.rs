@@ -76,6 +76,8 @@ pub struct Invocation {
     pub workdir: PathBuf,
     /// Variables added to (or replacing those of) the inherited environment, in order.
     pub env: Vec<(String, String)>,
+    /// Variables of the inherited environment left out (before `env` is applied).
+    pub env_remove: Vec<String>,
     /// Bytes written to stdin; `None` connects stdin to `/dev/null`.
     pub stdin: Option<Vec<u8>>,
     /// The wall-clock limit.
@@ -111,6 +113,7 @@ impl Invocation {
             args: Vec::new(),
             workdir: workdir.into(),
             env: Vec::new(),
+            env_remove: Vec::new(),
             stdin: None,
             timeout: DEFAULT_TIMEOUT,
             kill_grace: KILL_GRACE,
@@ -287,6 +290,9 @@ fn command(
         }
     }
     for var in GIT_LOCATION_VARS {
+        cmd.env_remove(var);
+    }
+    for var in &inv.env_remove {
         cmd.env_remove(var);
     }
     for (k, v) in &inv.env {

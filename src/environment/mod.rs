@@ -10,6 +10,7 @@
 
 pub mod detect;
 pub mod isolate;
+pub mod setup;
 
 pub use detect::detect;
 

@@ -109,9 +109,14 @@ description = "Run the tests"
 }
 
 fn worktrees(dir: &Path) -> usize {
+    // Idle checkouts kept in the pool do not count: they hold nothing of anyone's.
     git(dir, &["worktree", "list", "--porcelain"])
-        .lines()
-        .filter(|l| l.starts_with("worktree "))
+        .split("\n\n")
+        .filter(|rec| rec.starts_with("worktree "))
+        .filter(|rec| {
+            !rec.lines()
+                .any(|l| l == format!("locked {}", crate::worktree::pool::IDLE_REASON))
+        })
         .count()
 }
 

@@ -1,0 +1,329 @@
+//! Running a plan in a checkout, only as often as needed: a step runs when the checkout has
+//! never run it, when its commands changed, when the blob id of one of its inputs (lockfiles,
+//! manifests) differs from the last successful run there, or when the last run failed or was
+//! interrupted. What ran is kept in a stamp file the caller keeps out of the checkout.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::isolate::RunEnv;
+use super::{Plan, Step};
+
+/// How long one setup command may run unless `[environment] timeout` says.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+
+/// How much of a failed command's output an error shows.
+const TAIL_LINES: usize = 30;
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Made {
+    /// The step's directory (`""` for the root).
+    pub dir: String,
+    /// Its ecosystem's name.
+    pub ecosystem: &'static str,
+    /// Its commands, joined with `&&`; empty when it has none.
+    pub command: String,
+    /// Seconds spent; 0 when nothing ran.
+    pub seconds: f64,
+    /// Whether it was skipped because the checkout already had it (same inputs).
+    pub cached: bool,
+}
+
+impl Made {
+    /// One line for a report: `npm ci in web/: 19.2 s` or `… (cached: inputs unchanged)`.
+    pub fn line(&self) -> String {
+        let at = if self.dir.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}/", self.dir)
+        };
+        if self.command.is_empty() {
+            return format!("{}{at}: nothing to install (shared caches)", self.ecosystem);
+        }
+        if self.cached {
+            format!("`{}`{at}: cached (inputs unchanged)", self.command)
+        } else {
+            format!("`{}`{at}: ran, {:.1} s", self.command, self.seconds)
+        }
+    }
+}
+
+/// Why a checkout could not be prepared: an environment error, never the tests' failure.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetupError {
+    /// A program the step needs is not installed.
+    MissingTool {
+        /// The program.
+        tool: String,
+        /// How to get it.
+        how: String,
+        /// What needed it.
+        evidence: String,
+    },
+    /// A command failed or timed out.
+    Failed {
+        /// The command.
+        command: String,
+        /// The directory it ran in.
+        dir: String,
+        /// Its exit code; `None` when killed.
+        exit: Option<i32>,
+        /// Whether the time limit killed it.
+        timed_out: bool,
+        /// The end of its output.
+        tail: String,
+    },
+    /// Anything else (the stamp file, spawning).
+    Other(String),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::MissingTool {
+                tool,
+                how,
+                evidence,
+            } => write!(
+                f,
+                "the environment setup needs `{tool}` ({evidence}), which is not installed; get it with: {how}"
+            ),
+            SetupError::Failed {
+                command,
+                dir,
+                exit,
+                timed_out,
+                tail,
+            } => {
+                let at = if dir.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {dir}/")
+                };
+                let how = match (timed_out, exit) {
+                    (true, _) => "timed out".to_owned(),
+                    (false, Some(c)) => format!("exited with {c}"),
+                    (false, None) => "was killed by a signal".to_owned(),
+                };
+                write!(f, "the environment setup `{command}`{at} {how}")?;
+                if !tail.is_empty() {
+                    write!(f, "; the end of its output:\n{tail}")?;
+                }
+                Ok(())
+            }
+            SetupError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What a checkout's stamp file keeps per step.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct StepStamp {
+    commands: Vec<String>,
+    inputs: BTreeMap<String, Option<String>>,
+}
+
+/// Prepares the checkout at `root` by `plan`. `ids` gives the blob id of each input path at
+/// the checkout's commit (`None` when it has no such file); `stamp` is the file that keeps
+/// what ran there. Commands run with `env`, one at a time, each for at most `timeout`.
+pub fn prepare(
+    root: &Path,
+    plan: &Plan,
+    ids: &dyn Fn(&str) -> Option<String>,
+    stamp: &Path,
+    env: &RunEnv,
+    timeout: Duration,
+) -> Result<Vec<Made>, SetupError> {
+    let mut stamps: BTreeMap<String, StepStamp> = std::fs::read(stamp)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let mut made = Vec::new();
+    for step in &plan.steps {
+        let key = format!("{}|{}", step.dir, step.kind);
+        let want = StepStamp {
+            commands: step.commands.clone(),
+            inputs: step.inputs.iter().map(|p| (p.clone(), ids(p))).collect(),
+        };
+        let mut m = Made {
+            dir: step.dir.clone(),
+            ecosystem: step.ecosystem().name(),
+            command: step.commands.join(" && "),
+            seconds: 0.0,
+            cached: true,
+        };
+        if step.commands.is_empty() || stamps.get(&key) == Some(&want) {
+            made.push(m);
+            continue;
+        }
+        // Forgotten before it runs: a step interrupted half-way runs again next time.
+        stamps.remove(&key);
+        write_stamp(stamp, &stamps)?;
+        missing_tool(step, env)?;
+        let started = std::time::Instant::now();
+        let dir = root.join(&step.dir);
+        for command in &step.commands {
+            run_one(&dir, &step.dir, command, env, timeout)?;
+        }
+        m.seconds = started.elapsed().as_secs_f64();
+        m.cached = false;
+        stamps.insert(key, want);
+        write_stamp(stamp, &stamps)?;
+        made.push(m);
+    }
+    Ok(made)
+}
+
+fn write_stamp(path: &Path, stamps: &BTreeMap<String, StepStamp>) -> Result<(), SetupError> {
+    let bytes = serde_json::to_vec_pretty(stamps).unwrap_or_default();
+    let tmp = path.with_extension("tlv4-new");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| SetupError::Other(format!("cannot write {}: {e}", path.display())))
+}
+
+/// The first program `step` needs that is not on the PATH of `env`.
+fn missing_tool(step: &Step, env: &RunEnv) -> Result<(), SetupError> {
+    let path = env
+        .set
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    for (tool, how) in &step.tools {
+        if !on_path(tool, &path) {
+            return Err(SetupError::MissingTool {
+                tool: tool.clone(),
+                how: how.clone(),
+                evidence: step.evidence.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether `program` is an executable file in a directory of `path`.
+pub fn on_path(program: &str, path: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path).any(|d: PathBuf| {
+        std::fs::metadata(d.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+fn run_one(
+    dir: &Path,
+    rel: &str,
+    command: &str,
+    env: &RunEnv,
+    timeout: Duration,
+) -> Result<(), SetupError> {
+    let mut inv = crate::process::Invocation::new("/bin/sh", dir);
+    inv.args = vec!["-c".to_owned(), command.to_owned()];
+    inv.timeout = timeout;
+    inv.streams = crate::process::Streams::Together;
+    inv.env = [
+        ("CI", "true"),
+        ("NO_COLOR", "1"),
+        ("npm_config_yes", "false"),
+        ("npm_config_update_notifier", "false"),
+        ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .chain(env.set.iter().cloned())
+    .collect();
+    inv.env_remove = env.remove.clone();
+    let fail = |exit, timed_out, tail: String| SetupError::Failed {
+        command: command.to_owned(),
+        dir: rel.to_owned(),
+        exit,
+        timed_out,
+        tail,
+    };
+    match crate::process::run(&inv) {
+        Ok(out) if out.success() => Ok(()),
+        Ok(out) => Err(fail(
+            if out.timed_out { None } else { out.code },
+            out.timed_out,
+            out.tail(TAIL_LINES),
+        )),
+        Err(e) => Err(fail(None, false, format!("cannot start it: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(commands: &[&str]) -> Plan {
+        Plan {
+            steps: vec![Step {
+                dir: String::new(),
+                kind: "configured".to_owned(),
+                commands: commands.iter().map(|c| (*c).to_owned()).collect(),
+                inputs: vec!["lock".to_owned()],
+                tools: Vec::new(),
+                evidence: "test".to_owned(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_step_runs_again_only_when_an_input_changes() {
+        let co = tempfile::tempdir().unwrap();
+        let stamp = co.path().join("stamp.json");
+        let p = plan(&["echo run >> count"]);
+        let env = RunEnv::default();
+        let t = Duration::from_secs(30);
+        let one = |_: &str| Some("a".to_owned());
+        let two = |_: &str| Some("b".to_owned());
+        assert!(!prepare(co.path(), &p, &one, &stamp, &env, t).unwrap()[0].cached);
+        assert!(prepare(co.path(), &p, &one, &stamp, &env, t).unwrap()[0].cached);
+        assert!(!prepare(co.path(), &p, &two, &stamp, &env, t).unwrap()[0].cached);
+        let count = std::fs::read_to_string(co.path().join("count")).unwrap();
+        assert_eq!(count.lines().count(), 2);
+    }
+
+    #[test]
+    fn a_failed_step_is_an_error_naming_it_and_runs_again_next_time() {
+        let co = tempfile::tempdir().unwrap();
+        let stamp = co.path().join("stamp.json");
+        let p = plan(&["echo installing; echo 'no registry' >&2; exit 3"]);
+        let ids = |_: &str| Some("a".to_owned());
+        let e = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), Duration::from_secs(30))
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("exited with 3"), "{text}");
+        assert!(text.contains("no registry"), "{text}");
+        let e2 = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), Duration::from_secs(30))
+            .unwrap_err();
+        assert_eq!(e, e2, "not remembered as done");
+    }
+
+    #[test]
+    fn a_missing_tool_says_which_and_how_to_get_it() {
+        let co = tempfile::tempdir().unwrap();
+        let mut p = plan(&["pnpm install --frozen-lockfile"]);
+        p.steps[0].tools = vec![(
+            "tlv4-no-such-tool".to_owned(),
+            "npm install -g tlv4-no-such-tool".to_owned(),
+        )];
+        let e = prepare(
+            co.path(),
+            &p,
+            &|_| None,
+            &co.path().join("s"),
+            &RunEnv::default(),
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, SetupError::MissingTool { tool, .. } if tool == "tlv4-no-such-tool"),
+            "{e}"
+        );
+    }
+}
