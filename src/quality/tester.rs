@@ -602,24 +602,52 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         )),
     }
 
-    let checkout = crate::store::Store::from_repo(ctx.repo.to_thread_local())
+    let repo = ctx.repo.to_thread_local();
+    // Which setup runs is the session base's to say; what it installs, the tip's lockfiles.
+    let plan = match crate::worktree::prepare::plan_at(&repo, ctx.base, &ctx.conf.config.environment) {
+        Ok(p) => p,
+        Err(e) => return Ok(failed(format!("cannot read the project's environment setup: {e}"))),
+    };
+    let checkout = crate::store::Store::from_repo(repo.clone())
         .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
-    let worktree = match checkout {
+    let mut worktree = match checkout {
         Ok(w) => w,
         Err(e) => {
             return Ok(failed(format!(
-                "cannot check out {} in a temporary worktree: {e}",
+                "cannot check out {} for the tests: {e}",
                 ctx.tip
             )));
         }
     };
+    decisions.push(if worktree.reused() {
+        "checkout: a kept test checkout, moved to the session tip (only what changed was written)".to_owned()
+    } else {
+        "checkout: a new test checkout of the session tip".to_owned()
+    });
+    let timeout_setup = crate::worktree::prepare::timeout(&ctx.conf.config.environment);
+    let prepared = match worktree.prepare(&repo, ctx.tip, &plan, timeout_setup) {
+        Ok(Ok(p)) => p,
+        Ok(Err(why)) => {
+            return Ok(failed(format!(
+                "environment error: {why}\nthe tests did not run; fix the environment, then run `git tlv4 resume --retry`"
+            )));
+        }
+        Err(e) => return Ok(failed(format!("cannot prepare the test checkout: {e}"))),
+    };
+    if plan.steps.is_empty() {
+        decisions.push("environment: nothing to install (no lockfile or manifest detected)".to_owned());
+    }
+    for m in &prepared.made {
+        decisions.push(format!("environment: {}", m.line()));
+    }
+    decisions.extend(prepared.checked.iter().map(|c| format!("environment check: {c}")));
     let cwd = if setup.dir.is_empty() {
         worktree.path().to_path_buf()
     } else {
         worktree.path().join(&setup.dir)
     };
-    let mut env: Vec<(String, String)> = Vec::new();
-    prepare(ctx, &setup, &cwd, &mut env, &mut decisions);
+    let env: Vec<(String, String)> = prepared.env.set.clone();
+    let remove: Vec<String> = prepared.env.remove.clone();
 
     let root = worktree.path().to_path_buf();
     let reports = match tempfile::Builder::new().prefix("tlv4-results-").tempdir() {
@@ -634,7 +662,7 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         let (command, extra, file) = machine_readable(kind, cmd, reports.path());
         let mut env = env.clone();
         env.extend(extra);
-        let ran = relative(exec::run(dir, &command, timeout, &env), &root);
+        let ran = relative(exec::run(dir, &command, timeout, &env, &remove), &root);
         let report = file.and_then(|(path, form)| {
             let text = std::fs::read_to_string(&path).ok();
             let _ = std::fs::remove_file(&path);
@@ -712,50 +740,6 @@ fn relative(mut ran: exec::Ran, root: &std::path::Path) -> exec::Ran {
         ran.output = ran.output.replace(&format!("{}/", r.display()), "");
     }
     ran
-}
-
-/// Makes the checkout runnable: JavaScript dependencies from the user's working tree, and a
-/// Cargo target directory that survives the iterations.
-fn prepare(
-    ctx: &QualityContext,
-    setup: &Setup,
-    cwd: &std::path::Path,
-    env: &mut Vec<(String, String)>,
-    decisions: &mut Vec<String>,
-) {
-    if setup.kind.is_js() || setup.fallback.as_ref().is_some_and(|f| f.kind.is_js()) {
-        let from = ctx
-            .repo
-            .work_dir()
-            .map(|w| w.join(&setup.dir).join("node_modules"));
-        let to = cwd.join("node_modules");
-        if let Some(from) = from.filter(|f| f.is_dir()) {
-            #[cfg(unix)]
-            if !to.exists() && std::os::unix::fs::symlink(&from, &to).is_ok() {
-                decisions.push(format!(
-                    "node_modules linked from the working tree ({})",
-                    from.display()
-                ));
-            }
-        }
-    }
-    if setup.kind == Kind::Cargo && std::env::var_os("CARGO_TARGET_DIR").is_none() {
-        // Keyed by repository so the fix iterations rebuild only what changed.
-        let key = ctx
-            .repo
-            .git_dir()
-            .to_string_lossy()
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-        let dir = std::env::temp_dir().join(format!("git-tlv4-target-{key:016x}"));
-        decisions.push(format!("cargo builds in {}", dir.display()));
-        env.push((
-            "CARGO_TARGET_DIR".into(),
-            dir.to_string_lossy().into_owned(),
-        ));
-    }
 }
 
 /// Records of earlier iterations of the same test chain, from the pipeline folder.

@@ -27,6 +27,7 @@
 mod check;
 mod merge;
 pub mod pool;
+pub mod prepare;
 #[cfg(test)]
 mod tests;
 
@@ -246,6 +247,18 @@ impl TaskWorktree {
                 limits: SnapshotLimits::default(),
             }),
         })
+    }
+
+    /// Prepares the checkout by `plan` at the commit it was made from, like the tester's
+    /// ([`ScratchCheckout::prepare`]), for agents that run commands.
+    pub fn prepare(
+        &mut self,
+        plan: &crate::environment::Plan,
+        timeout: std::time::Duration,
+    ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
+        let repo = self.store.repo().clone();
+        let from = self.recorded().base;
+        self.checkout.prepare(&repo, from, plan, timeout)
     }
 
     /// Sets the role and attempt number that snapshot commits record.
@@ -985,7 +998,53 @@ pub struct ScratchCheckout {
     checkout: Checkout,
 }
 
+impl Checkout {
+    /// Prepares the leased checkout (at `commit`) by `plan`; see [`prepare::prepare`]. A
+    /// checkout not from a pool keeps its stamp nowhere and runs every step.
+    fn prepare(
+        &mut self,
+        repo: &gix::Repository,
+        commit: ObjectId,
+        plan: &crate::environment::Plan,
+        timeout: std::time::Duration,
+    ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
+        let scratch;
+        let stamp = match &self.lease {
+            Some(l) => l.state_file("setup.json"),
+            None => {
+                scratch = tempfile::tempdir()
+                    .map_err(|e| Error::io("cannot make a temporary directory", e))?;
+                scratch.path().join("setup.json")
+            }
+        };
+        let out = prepare::prepare(repo, commit, &self.path, &stamp, plan, timeout)?;
+        if let Ok(p) = &out
+            && p.made.iter().any(|m| !m.cached)
+        {
+            self.grown = true;
+        }
+        Ok(out)
+    }
+}
+
 impl ScratchCheckout {
+    /// Prepares the checkout (of `commit`) by `plan`: setup steps whose inputs changed since
+    /// this checkout last ran them, then the check of where the project's code comes from.
+    pub fn prepare(
+        &mut self,
+        repo: &gix::Repository,
+        commit: ObjectId,
+        plan: &crate::environment::Plan,
+        timeout: std::time::Duration,
+    ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
+        self.checkout.prepare(repo, commit, plan, timeout)
+    }
+
+    /// Whether the checkout was made for this run (else a kept one was reused).
+    pub fn reused(&self) -> bool {
+        self.checkout.lease.as_ref().is_some_and(|l| !l.fresh)
+    }
+
     /// Checks out `commit` detached in a new locked worktree named `name` (the task).
     pub fn create(store: &Store, commit: ObjectId, name: &str) -> Result<ScratchCheckout> {
         let hex = commit.to_string();

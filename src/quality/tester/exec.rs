@@ -28,10 +28,16 @@ const CAPTURE: usize = 4 << 20;
 
 /// Runs `command` with `sh -c` in `cwd`, stdin closed, for at most `timeout`; `env` is added
 /// to the inherited environment. It goes through the tool's one process runner
-/// ([`crate::process::run`]): its own process group, killed when the command ends (a test
+/// ([`crate::process::run`]), with `remove` left out of the inherited environment: its own process group, killed when the command ends (a test
 /// that leaves a server running does not outlive the run), times out, or the tool is
 /// stopped by a signal or dies.
-pub fn run(cwd: &Path, command: &str, timeout: Duration, env: &[(String, String)]) -> Ran {
+pub fn run(
+    cwd: &Path,
+    command: &str,
+    timeout: Duration,
+    env: &[(String, String)],
+    remove: &[String],
+) -> Ran {
     let mut inv = crate::process::Invocation::new("/bin/sh", cwd);
     inv.args = vec!["-c".into(), command.to_owned()];
     inv.timeout = timeout;
@@ -51,6 +57,7 @@ pub fn run(cwd: &Path, command: &str, timeout: Duration, env: &[(String, String)
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .chain(env.iter().cloned())
     .collect();
+    inv.env_remove = remove.to_vec();
     let mut ran = Ran {
         command: command.to_owned(),
         ..Ran::default()
