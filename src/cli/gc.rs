@@ -79,11 +79,36 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             }
         }
         crate::git::remove_worktree(&common, &wt)?;
+        crate::worktree::pool::forget(&wt);
         ctx.ui.status(format!(
             "{verb} the checkout {} of a process that is gone",
             wt.display()
         ));
         removed += 1;
+    }
+    // The kept checkouts (agents' and the tester's), with their installed dependencies and
+    // build outputs: idle ones are freed; one a run leases now is left to it.
+    let pool = crate::worktree::pool::Pool::open(&store, None)?;
+    if args.dry_run {
+        let idle: Vec<_> = pool.list().into_iter().filter(|s| !s.busy).collect();
+        if !idle.is_empty() {
+            let bytes: u64 = idle.iter().map(|s| s.bytes).sum();
+            ctx.ui.status(format!(
+                "would remove {} kept checkout(s) in {} ({} MiB)",
+                idle.len(),
+                pool.root().display(),
+                bytes >> 20
+            ));
+        }
+    } else {
+        let (n, bytes) = pool.clear()?;
+        if n > 0 {
+            ctx.ui.status(format!(
+                "removed {n} kept checkout(s) in {} ({} MiB freed)",
+                pool.root().display(),
+                bytes >> 20
+            ));
+        }
     }
     for sid in store.sessions()? {
         let Ok((tip, state)) = store.read_state(&sid) else {

@@ -139,10 +139,13 @@ fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
             }
         }
         match crate::git::remove_worktree(store.repo().common_dir(), &wt) {
-            Ok(()) => ctx.ui.status(format!(
-                "removed the checkout {} of a process that is gone",
-                wt.display()
-            )),
+            Ok(()) => {
+                crate::worktree::pool::forget(&wt);
+                ctx.ui.status(format!(
+                    "removed the checkout {} of a process that is gone",
+                    wt.display()
+                ))
+            }
             Err(e) => ctx.ui.warn(format!(
                 "cannot remove the stale checkout {}: {e}",
                 wt.display()

@@ -95,7 +95,10 @@ pub fn run_env(root: &Path, plan: &Plan, vars: &[(String, String)]) -> RunEnv {
         // `pip install --user -e .` is an editable install too.
         ("PYTHONNOUSERSITE".to_owned(), "1".to_owned()),
         // Poetry makes its virtualenv in the project, where the PATH above finds it.
-        ("POETRY_VIRTUALENVS_IN_PROJECT".to_owned(), "true".to_owned()),
+        (
+            "POETRY_VIRTUALENVS_IN_PROJECT".to_owned(),
+            "true".to_owned(),
+        ),
     ];
     if let Some(v) = set_venv {
         set.push(("VIRTUAL_ENV".to_owned(), v.to_string_lossy().into_owned()));
@@ -163,7 +166,9 @@ pub fn check(root: &Path, plan: &Plan, env: &RunEnv) -> Result<Vec<String>, Stri
                 continue;
             };
             if origin.is_empty() {
-                notes.push(format!("`import {name}`{at}: not importable before the tests set it up"));
+                notes.push(format!(
+                    "`import {name}`{at}: not importable before the tests set it up"
+                ));
                 continue;
             }
             let real = std::fs::canonicalize(origin).unwrap_or_else(|_| PathBuf::from(origin));
@@ -183,16 +188,17 @@ pub fn check(root: &Path, plan: &Plan, env: &RunEnv) -> Result<Vec<String>, Stri
 }
 
 /// Prints `<name>\t<real path of its origin>` for each module named on the command line.
-const WHERE_FROM: &str = "import importlib.util, os, sys\n\
-for n in sys.argv[1:]:\n\
-    try:\n\
-        s = importlib.util.find_spec(n)\n\
-    except Exception:\n\
-        s = None\n\
-    o = ''\n\
-    if s is not None:\n\
-        o = s.origin if s.origin not in (None, 'namespace') else next(iter(s.submodule_search_locations or []), '')\n\
-    print(n + '\\t' + (os.path.realpath(o) if o else ''))\n";
+const WHERE_FROM: &str = r#"import importlib.util, os, sys
+for n in sys.argv[1:]:
+    try:
+        s = importlib.util.find_spec(n)
+    except Exception:
+        s = None
+    o = ''
+    if s is not None:
+        o = s.origin if s.origin not in (None, 'namespace') else next(iter(s.submodule_search_locations or []), '')
+    print(n + '\t' + (os.path.realpath(o) if o else ''))
+"#;
 
 /// The import names of the Python project in `dir`: the packages under `src/` and at the
 /// top (folders with an `__init__.py`, not tests), and the normalized `[project] name`.
@@ -203,7 +209,10 @@ pub fn python_packages(dir: &Path) -> Vec<String> {
             let name = e.file_name().to_string_lossy().into_owned();
             let skip = name.starts_with('.')
                 || name.starts_with("test")
-                || matches!(name.as_str(), "docs" | "examples" | "node_modules" | "build")
+                || matches!(
+                    name.as_str(),
+                    "docs" | "examples" | "node_modules" | "build"
+                )
                 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !skip && e.path().join("__init__.py").is_file() {
                 out.push(name);
@@ -252,7 +261,10 @@ mod tests {
             steps: vec![step("api", "uv"), step("web", "npm")],
         };
         let vars: Vec<(String, String)> = [
-            ("PATH", "/home/u/proj/.venv/bin:/opt/conda/envs/x/bin:/usr/bin:/bin"),
+            (
+                "PATH",
+                "/home/u/proj/.venv/bin:/opt/conda/envs/x/bin:/usr/bin:/bin",
+            ),
             ("VIRTUAL_ENV", "/home/u/proj/.venv"),
             ("CONDA_PREFIX", "/opt/conda/envs/x"),
             ("PYTHONPATH", "/home/u/proj/src"),
@@ -269,7 +281,10 @@ mod tests {
         assert_eq!(get("VIRTUAL_ENV").unwrap(), "/co/api/.venv");
         assert!(env.remove.contains(&"PYTHONPATH".to_owned()));
         assert!(env.remove.contains(&"NODE_PATH".to_owned()));
-        assert!(!env.remove.contains(&"VIRTUAL_ENV".to_owned()), "set, not removed");
+        assert!(
+            !env.remove.contains(&"VIRTUAL_ENV".to_owned()),
+            "set, not removed"
+        );
     }
 
     #[test]

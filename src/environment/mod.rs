@@ -69,7 +69,11 @@ impl Ecosystem {
     pub fn is_js(self) -> bool {
         matches!(
             self,
-            Ecosystem::Npm | Ecosystem::Pnpm | Ecosystem::Yarn | Ecosystem::YarnBerry | Ecosystem::Bun
+            Ecosystem::Npm
+                | Ecosystem::Pnpm
+                | Ecosystem::Yarn
+                | Ecosystem::YarnBerry
+                | Ecosystem::Bun
         )
     }
 }

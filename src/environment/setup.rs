@@ -294,13 +294,27 @@ mod tests {
         let stamp = co.path().join("stamp.json");
         let p = plan(&["echo installing; echo 'no registry' >&2; exit 3"]);
         let ids = |_: &str| Some("a".to_owned());
-        let e = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), Duration::from_secs(30))
-            .unwrap_err();
+        let e = prepare(
+            co.path(),
+            &p,
+            &ids,
+            &stamp,
+            &RunEnv::default(),
+            Duration::from_secs(30),
+        )
+        .unwrap_err();
         let text = e.to_string();
         assert!(text.contains("exited with 3"), "{text}");
         assert!(text.contains("no registry"), "{text}");
-        let e2 = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), Duration::from_secs(30))
-            .unwrap_err();
+        let e2 = prepare(
+            co.path(),
+            &p,
+            &ids,
+            &stamp,
+            &RunEnv::default(),
+            Duration::from_secs(30),
+        )
+        .unwrap_err();
         assert_eq!(e, e2, "not remembered as done");
     }
 

@@ -604,10 +604,15 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
 
     let repo = ctx.repo.to_thread_local();
     // Which setup runs is the session base's to say; what it installs, the tip's lockfiles.
-    let plan = match crate::worktree::prepare::plan_at(&repo, ctx.base, &ctx.conf.config.environment) {
-        Ok(p) => p,
-        Err(e) => return Ok(failed(format!("cannot read the project's environment setup: {e}"))),
-    };
+    let plan =
+        match crate::worktree::prepare::plan_at(&repo, ctx.base, &ctx.conf.config.environment) {
+            Ok(p) => p,
+            Err(e) => {
+                return Ok(failed(format!(
+                    "cannot read the project's environment setup: {e}"
+                )));
+            }
+        };
     let checkout = crate::store::Store::from_repo(repo.clone())
         .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
     let mut worktree = match checkout {
@@ -620,7 +625,8 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         }
     };
     decisions.push(if worktree.reused() {
-        "checkout: a kept test checkout, moved to the session tip (only what changed was written)".to_owned()
+        "checkout: a kept test checkout, moved to the session tip (only what changed was written)"
+            .to_owned()
     } else {
         "checkout: a new test checkout of the session tip".to_owned()
     });
@@ -635,12 +641,18 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         Err(e) => return Ok(failed(format!("cannot prepare the test checkout: {e}"))),
     };
     if plan.steps.is_empty() {
-        decisions.push("environment: nothing to install (no lockfile or manifest detected)".to_owned());
+        decisions
+            .push("environment: nothing to install (no lockfile or manifest detected)".to_owned());
     }
     for m in &prepared.made {
         decisions.push(format!("environment: {}", m.line()));
     }
-    decisions.extend(prepared.checked.iter().map(|c| format!("environment check: {c}")));
+    decisions.extend(
+        prepared
+            .checked
+            .iter()
+            .map(|c| format!("environment check: {c}")),
+    );
     let cwd = if setup.dir.is_empty() {
         worktree.path().to_path_buf()
     } else {

@@ -1273,9 +1273,8 @@ impl Checkout {
             // A checkout that failed half-way (a filter that failed, a full disk) may be
             // registered, and locked: nothing of anyone's is in it yet.
             with_admin_lock(|| {
-                let run = |a: &[&str]| {
-                    crate::git::run(common_dir, &[&["--git-dir", common], a].concat())
-                };
+                let run =
+                    |a: &[&str]| crate::git::run(common_dir, &[&["--git-dir", common], a].concat());
                 if run(&["worktree", "unlock", path_str]).is_ok() {
                     let _ = run(&["worktree", "remove", "--force", "--force", path_str]);
                 }

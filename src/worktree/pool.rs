@@ -158,7 +158,8 @@ impl Pool {
     pub fn lease(
         &self,
         store: &Store,
-        purpose: Purpose, reason: &str,
+        purpose: Purpose,
+        reason: &str,
         target: Target<'_>,
     ) -> Result<Lease> {
         std::fs::create_dir_all(&self.root)
@@ -266,8 +267,7 @@ impl Pool {
     fn pool_lock(&self) -> Result<File> {
         let path = self.root.join("pool.lock");
         let file = open_lock(&path)?;
-        flock(&file, true)
-            .map_err(|e| Error::io(format!("cannot lock {}", path.display()), e))?;
+        flock(&file, true).map_err(|e| Error::io(format!("cannot lock {}", path.display()), e))?;
         Ok(file)
     }
 
@@ -391,13 +391,32 @@ impl Pool {
             .map_err(|e| Error::io(format!("cannot remove {}", slot.display()), e))?;
         let _ = crate::git::run(
             &self.common_dir,
-            &["--git-dir", super::utf8(&self.common_dir)?, "worktree", "prune"],
+            &[
+                "--git-dir",
+                super::utf8(&self.common_dir)?,
+                "worktree",
+                "prune",
+            ],
         );
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
+    }
+}
+
+/// After `resume` or `gc` removed the checkout at `path` of a process that is gone: when it
+/// was a pool slot's, the slot's empty folder and bookkeeping go too.
+pub fn forget(path: &Path) {
+    let Some(slot) = path.parent() else {
+        return;
+    };
+    let in_pool = slot.parent().is_some_and(|p| p.ends_with("tlv4/checkouts"));
+    if in_pool && std::fs::remove_dir(slot).is_ok() {
+        for ext in ["json", "setup.json"] {
+            let _ = std::fs::remove_file(slot.with_extension(ext));
+        }
     }
 }
 
@@ -440,7 +459,11 @@ impl Lease {
     fn move_to(&self, target: Target<'_>) -> Result<()> {
         // The `.git` file is the tool's, whatever the last run wrote there.
         let gitfile = format!("gitdir: {}\n", self.admin.display());
-        if std::fs::read_to_string(self.path.join(".git")).ok().as_deref() != Some(&gitfile) {
+        if std::fs::read_to_string(self.path.join(".git"))
+            .ok()
+            .as_deref()
+            != Some(&gitfile)
+        {
             let _ = std::fs::remove_dir_all(self.path.join(".git"));
             std::fs::write(self.path.join(".git"), &gitfile)
                 .map_err(|e| Error::io("cannot write the `.git` file of a checkout", e))?;
@@ -491,7 +514,10 @@ impl Lease {
             && let Some(branch) = head.trim().strip_prefix("ref: ")
             && let Ok(tip) = self.git(&["rev-parse", "--verify", "-q", branch])
         {
-            write_atomic(&self.admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes())?;
+            write_atomic(
+                &self.admin.join("HEAD"),
+                format!("{}\n", tip.trim()).as_bytes(),
+            )?;
         }
         write_reason(&self.admin, IDLE_REASON)?;
         let mut meta = read_meta(&self.slot);

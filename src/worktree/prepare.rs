@@ -32,7 +32,11 @@ const SKIPPED: [&str; 9] = [
 /// The setup plan of the repository at `commit`: `[environment] setup` when configured, else
 /// what its lockfiles and manifests declare. Read from the commit, never the working tree:
 /// the session's base decides it, and an agent that adds a lockfile does not choose it.
-pub fn plan_at(repo: &gix::Repository, commit: ObjectId, config: &EnvironmentConfig) -> Result<Plan> {
+pub fn plan_at(
+    repo: &gix::Repository,
+    commit: ObjectId,
+    config: &EnvironmentConfig,
+) -> Result<Plan> {
     let tree = repo
         .find_commit(commit)
         .and_then(|c| c.tree_id())

@@ -161,13 +161,16 @@ impl TestRepo {
         self.git(&["worktree", "list", "--porcelain"])
             .split("\n\n")
             .find(|rec| {
-                rec.lines().next().and_then(|l| l.strip_prefix("worktree ")).is_some_and(|p| {
-                    std::fs::canonicalize(p).unwrap_or_else(|_| p.into()) == want
-                })
+                rec.lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("worktree "))
+                    .is_some_and(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.into()) == want)
             })
             .is_some_and(|rec| {
                 rec.lines().any(|l| l == "detached")
-                    && rec.lines().any(|l| l == format!("locked {}", pool::IDLE_REASON))
+                    && rec
+                        .lines()
+                        .any(|l| l == format!("locked {}", pool::IDLE_REASON))
             })
     }
 
@@ -176,7 +179,10 @@ impl TestRepo {
         self.git(&["worktree", "list", "--porcelain"])
             .split("\n\n")
             .skip(1)
-            .filter(|rec| !rec.lines().any(|l| l == format!("locked {}", pool::IDLE_REASON)))
+            .filter(|rec| {
+                !rec.lines()
+                    .any(|l| l == format!("locked {}", pool::IDLE_REASON))
+            })
             .count()
     }
 
@@ -248,7 +254,10 @@ fn a_snapshot_is_one_commit_with_trailers_and_remove_leaves_only_the_branch() {
         std::fs::canonicalize(wt.path()).unwrap()
     );
     // Never in the user's working tree: in the pool under the git directory.
-    assert!(wt.path().starts_with(repo.path().join(".git/tlv4/checkouts")));
+    assert!(
+        wt.path()
+            .starts_with(repo.path().join(".git/tlv4/checkouts"))
+    );
     assert_eq!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
     // The worker sees the session's pipeline folder.
     assert!(

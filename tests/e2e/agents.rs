@@ -52,9 +52,9 @@ fn parents(repo: &TestRepo, rev: &str) -> usize {
         - 1
 }
 
-/// Only the user's own checkout is left; the user's HEAD, index and files are untouched.
+/// Only the user's own checkout is in use (kept checkouts are idle in the pool); the user's HEAD, index and files are untouched.
 fn no_checkout_left(repo: &TestRepo) {
-    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let list = repo.worktrees_in_use();
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     assert_eq!(
         repo.git(&["symbolic-ref", "HEAD"]).trim(),

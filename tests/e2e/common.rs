@@ -183,6 +183,16 @@ impl TestRepo {
 
     /// Runs a read command whose `--json` is a list (`list`, `log`, `msg list`): checks its
     /// `schema` and returns the rows under `key`.
+    /// `git worktree list --porcelain` without the checkouts kept idle in the tool's pool
+    /// (detached, locked `git-tlv4 pool: idle`): what is left is in use or left behind.
+    pub fn worktrees_in_use(&self) -> String {
+        self.git(&["worktree", "list", "--porcelain"])
+            .split("\n\n")
+            .filter(|rec| !rec.lines().any(|l| l == "locked git-tlv4 pool: idle"))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
     pub fn rows(&self, args: &[&str], key: &str) -> serde_json::Value {
         let doc = self.json(args);
         assert_eq!(doc["schema"], 1, "git tlv4 {args:?}: {doc}");

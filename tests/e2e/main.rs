@@ -11,6 +11,7 @@ mod concurrency;
 mod conformance;
 mod crash;
 mod discuss;
+mod environment;
 mod hooks;
 mod oddrepo;
 mod pictures;

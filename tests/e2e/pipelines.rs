@@ -543,7 +543,7 @@ fn ctrl_c_returns_running_tasks_to_pending_and_resume_finishes() {
         &["spec/readiness-report.md", "artifacts/test-report.md"],
     );
     // No checkout of the interrupted run is left registered.
-    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    let worktrees = repo.worktrees_in_use();
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
 }
 

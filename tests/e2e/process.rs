@@ -83,9 +83,9 @@ fn only_session(repo: &TestRepo) -> String {
         .to_owned()
 }
 
-/// No worktree but the main one is registered, so none is locked.
+/// No worktree but the main one is in use (kept checkouts are idle in the pool, detached).
 fn no_checkout_left(repo: &TestRepo) {
-    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let list = repo.worktrees_in_use();
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     assert!(!list.contains("locked"), "{list}");
 }
@@ -327,7 +327,7 @@ fn resume_never_removes_a_checkout_whose_agent_still_runs() {
         stderr.contains(&format!("process {} ", pids[0])),
         "{stderr}"
     );
-    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let list = repo.worktrees_in_use();
     assert_eq!(list.matches("worktree ").count(), 2, "{list}");
     let checkout = list
         .lines()

@@ -61,9 +61,9 @@ fn result_json(repo: &TestRepo, sid: &str, task: &str) -> serde_json::Value {
     serde_json::from_str(&repo.git(&["show", &path])).unwrap()
 }
 
-/// Only the user's own checkout is registered, nothing is locked.
+/// Only the user's own checkout is in use (kept checkouts are idle in the pool), nothing else locked.
 fn no_checkout_left(repo: &TestRepo) {
-    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    let list = repo.worktrees_in_use();
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
     assert!(!list.contains("locked"), "{list}");
 }

@@ -835,7 +835,7 @@ fn a_worker_that_loses_its_remote_mid_run_stops_and_a_later_worker_finishes() {
     assert!(log.contains("run out by"), "{log}");
     // Its agents were stopped and their checkouts removed (an agent still asleep would have
     // kept its worktree past the worker's exit).
-    let worktrees = repo.git(&["worktree", "list", "--porcelain"]);
+    let worktrees = repo.worktrees_in_use();
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
     repo.fsck();
     bare.fsck();
