@@ -533,6 +533,19 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(total)
 }
 
+/// Quotes a word for `sh -c`.
+pub fn quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// Resolves `program` the way a shell would, but up front and with a clear error: a name
 /// with a `/` is a path (relative ones are taken from `base`, the repository root), a bare
 /// name is looked up in `path` (the agent's `PATH`).

@@ -15,7 +15,10 @@
 //! A run needs trust when it uses an agent the file defines or names that runs a program or
 //! reaches an endpoint, when any override exists, and before the tester runs the
 //! repository's own test command; every entry it uses must then be in the record with the
-//! same blob id. Names given by the user (`--agent`, `git config tlv4.agent`) are the user's
+//! same blob id. The project's environment setup ([`setup`]) is covered the same way: the
+//! lockfiles and manifests each step installs from, and `.tlv4.toml` when it sets
+//! `[environment] setup`; only running the setup needs them trusted
+//! ([`setup_allowed`]), not starting a session in a repository that has lockfiles. Names given by the user (`--agent`, `git config tlv4.agent`) are the user's
 //! own choice and need no trust; the file's `[roles]` and `[discuss.perspectives]` do.
 //!
 //! A session pins the configuration it started with ([`pin`]): the blob ids go to
@@ -28,9 +31,11 @@ use std::path::{Path, PathBuf};
 
 mod files;
 mod pin;
+mod setup;
 
 pub use files::{Configuration, Files};
 pub use pin::{LOCK, lock_text, pin, pinned, pinned_against, pinned_agents, pinned_ref, repin};
+pub use setup::{setup_allowed, setup_items};
 
 use files::walk;
 
@@ -123,6 +128,9 @@ pub fn needed(
     }
     if let Some(c) = &config.tests.command {
         why.push(format!("sets the test command `{c}`"));
+    }
+    if let Some(commands) = &config.environment.setup {
+        why.push(setup::configured_why(commands));
     }
     if !why.is_empty()
         && let Some(b) = files.get(FILE)
@@ -333,12 +341,17 @@ pub fn judge<'a>(stored: &Stored, items: &'a [Item]) -> Vec<(&'a Item, Option<&'
         .collect()
 }
 
-/// Whether everything in `items` is trusted: each is in the `stored` record with its blob id.
-pub fn check(stored: &Stored, items: &[Item]) -> Result<()> {
-    let bad: Vec<String> = judge(stored, items)
+/// Each of `items` that is not trusted in the `stored` record: `path (why): problem`.
+fn problems(stored: &Stored, items: &[Item]) -> Vec<String> {
+    judge(stored, items)
         .into_iter()
         .filter_map(|(i, s)| s.map(|s| format!("{} ({}): {s}", i.path, i.why)))
-        .collect();
+        .collect()
+}
+
+/// Whether everything in `items` is trusted: each is in the `stored` record with its blob id.
+pub fn check(stored: &Stored, items: &[Item]) -> Result<()> {
+    let bad = problems(stored, items);
     if bad.is_empty() {
         return Ok(());
     }
@@ -354,9 +367,15 @@ pub fn check(stored: &Stored, items: &[Item]) -> Result<()> {
     ))
 }
 
-/// Everything the working tree at `root` would make trust cover: its configuration files
-/// and the in-repository files of every agent its configuration defines or names.
-pub fn everything(root: &Path, files: &Files, config: &Config) -> Result<Vec<Item>> {
+/// Everything the working tree at `root` would make trust cover: its configuration files,
+/// the in-repository files of every agent its configuration defines or names, and `setup`,
+/// the input files of the environment setup (see [`setup_items`]).
+pub fn everything(
+    root: &Path,
+    files: &Files,
+    config: &Config,
+    setup: &[Item],
+) -> Result<Vec<Item>> {
     let agents = configured_agents(config);
     let mut items = needed(root, files, config, &agents)?;
     if !items.iter().any(|i| i.path == FILE)
@@ -371,22 +390,26 @@ pub fn everything(root: &Path, files: &Files, config: &Config) -> Result<Vec<Ite
             },
         );
     }
+    for s in setup {
+        match items.iter_mut().find(|i| i.path == s.path) {
+            Some(i) => i.why = format!("{}; {}", i.why, s.why),
+            None => items.push(s.clone()),
+        }
+    }
     Ok(items)
 }
 
-/// Trusts what the working tree at `root` holds now: its configuration (which must parse),
-/// the files its agents run, its overrides, and the repository's own tests. Returns what the
-/// record covers.
-pub fn trust(root: &Path) -> Result<Vec<Item>> {
-    let files = Files::read(root)?;
-    // A configuration that does not parse is not worth trusting.
-    let config = files.config(root)?;
-    trust_read(root, &files, &config)
-}
-
-/// [`trust`] with the working tree's `files` and the `config` they give, already read.
-pub fn trust_read(root: &Path, files: &Files, config: &Config) -> Result<Vec<Item>> {
-    let items = everything(root, files, config)?;
+/// Trusts what the working tree at `root` holds now: the configuration `files` (which must
+/// give `config`: a configuration that does not parse is not worth trusting), the files its
+/// agents run, its overrides, the repository's own tests, and `setup`, the input files of the
+/// environment setup. Returns what the record covers.
+pub fn trust_read(
+    root: &Path,
+    files: &Files,
+    config: &Config,
+    setup: &[Item],
+) -> Result<Vec<Item>> {
+    let items = everything(root, files, config, setup)?;
     store_record(root, &items)?;
     Ok(items)
 }
@@ -519,6 +542,42 @@ mod tests {
         );
         assert_eq!(items[0].id, blob_id(b"#!/bin/sh\n"));
         assert_eq!(items[0].why, "program of agent mine");
+    }
+
+    #[test]
+    fn a_configured_setup_makes_the_file_needed_and_everything_takes_the_setup_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let text = "[environment]\nsetup = [\"make deps\"]\n";
+        std::fs::write(root.join(FILE), text).unwrap();
+        let files = Files::read(root).unwrap();
+        let config = Config::parse(FILE, text).unwrap();
+        let run = needed(root, &files, &config, &[]).unwrap();
+        assert_eq!(run.len(), 1);
+        assert_eq!(
+            (run[0].path.as_str(), run[0].why.as_str()),
+            (FILE, "sets the environment setup `make deps`")
+        );
+        let setup = |path: &str, why: &str| Item {
+            path: path.into(),
+            id: blob_id(path.as_bytes()),
+            why: why.into(),
+        };
+        let items = everything(
+            root,
+            &files,
+            &config,
+            &[setup(
+                "package-lock.json",
+                "environment setup `make deps` at the root (x)",
+            )],
+        )
+        .unwrap();
+        let paths: Vec<&str> = items.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(paths, [FILE, "package-lock.json"]);
+        // Without the section the file needs no trust for a run, and lockfiles never do.
+        let plain = Config::default();
+        assert!(needed(root, &files, &plain, &[]).unwrap().is_empty());
     }
 
     #[test]

@@ -102,7 +102,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
     // The sample is ours, made just now: its tests (cargo test) may run.
-    crate::trust::trust(store.workdir())?;
+    let conf = crate::trust::Configuration::read(store.workdir())?;
+    let (_, setup) = super::trust::head_setup(&store, &conf.config);
+    crate::trust::trust_read(store.workdir(), &conf.files, &conf.config, &setup)?;
     ctx.ui
         .status("trusted the sample repository (its tests run: `git tlv4 trust --show` there)");
     // The demo runs the builtin agent it announces, whatever agents the user chose for

@@ -324,7 +324,8 @@ fn offer_trust_for_tests(
         read = crate::trust::Configuration::read(root)?;
         &read
     };
-    let covered = crate::trust::everything(root, &current.files, &current.config)?;
+    let (_, setup) = super::trust::head_setup(store, &current.config);
+    let covered = crate::trust::everything(root, &current.files, &current.config, &setup)?;
     eprintln!(
         "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
     );
@@ -337,7 +338,7 @@ fn offer_trust_for_tests(
     eprint!("trust this repository now? [y/N] ");
     let mut line = String::new();
     if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
-        let items = crate::trust::trust_read(root, &current.files, &current.config)?;
+        let items = crate::trust::trust_read(root, &current.files, &current.config, &setup)?;
         // The run goes on with what was just stored, without reading it back.
         conf.config.trust_record = Some(crate::trust::record_of(&items).format());
         ctx.ui.status(format!(

@@ -2,7 +2,9 @@
 //! defines or names, the files inside the repository they run, the overrides under
 //! `.tlv4/specs/` and its own test command — after showing all of it.
 
+use crate::agents::CodeTree;
 use crate::config::Config;
+use crate::environment::Plan;
 use crate::error::Result;
 use crate::trust::{Files, Item};
 
@@ -35,8 +37,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     let files = Files::read(root)?;
     let config = files.config(root)?;
-    let items = crate::trust::everything(root, &files, &config)?;
+    let code = head_code(&store);
+    let (plan, setup) = setup_of(code.as_ref(), &config);
     if args.show {
+        let items = crate::trust::everything(root, &files, &config, &setup)?;
         let stored = crate::trust::Stored::of(&config);
         let judged = crate::trust::judge(&stored, &items);
         let all = judged.iter().all(|(_, s)| s.is_none());
@@ -49,21 +53,72 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             crate::trust::Stored::None => ("untrusted", "is NOT trusted"),
         };
         if args.json {
-            ctx.ui.json(&show_json(&store, &config, key, &judged));
+            let shown = Shown {
+                code: code.as_ref(),
+                config: &config,
+                plan: &plan,
+            };
+            ctx.ui.json(&show_json(&store, &shown, key, &judged));
             return Ok(());
         }
         ctx.ui
             .out(format!("the repository at {} {state}", root.display()));
-        describe(ctx, &store, &config, &items, Some(&judged));
+        let shown = Shown {
+            code: code.as_ref(),
+            config: &config,
+            plan: &plan,
+        };
+        describe(ctx, &shown, &items, Some(&judged));
         return Ok(());
     }
-    let items = crate::trust::trust(root)?;
+    let items = crate::trust::trust_read(root, &files, &config, &setup)?;
     ctx.ui.out(format!(
         "trusted the repository at {}; it may run:",
         root.display()
     ));
-    describe(ctx, &store, &config, &items, None);
+    let shown = Shown {
+        code: code.as_ref(),
+        config: &config,
+        plan: &plan,
+    };
+    describe(ctx, &shown, &items, None);
     Ok(())
+}
+
+/// What `trust` shows besides the files it covers: the configuration, and the code at `HEAD`
+/// with the environment setup it declares.
+struct Shown<'a> {
+    code: Option<&'a CodeTree>,
+    config: &'a Config,
+    plan: &'a Plan,
+}
+
+/// The code at `HEAD`, when there is a commit.
+fn head_code(store: &crate::store::Store) -> Option<CodeTree> {
+    store
+        .head_commit()
+        .and_then(|c| store.commit_tree(c))
+        .and_then(|t| CodeTree::from_tree(store.repo(), t))
+        .ok()
+}
+
+/// The environment setup of `code` with `config` (its `[environment] setup`, else what the
+/// lockfiles and manifests of the code declare), and the files of it trust covers, with their
+/// blob ids in `code`.
+fn setup_of(code: Option<&CodeTree>, config: &Config) -> (Plan, Vec<Item>) {
+    let detected = code.map_or_else(Vec::new, |code| {
+        let paths: Vec<&str> = code.files().iter().map(|f| f.path.as_str()).collect();
+        crate::environment::detect(&paths, &|p| code.read_path(p))
+    });
+    let plan = Plan::new(config.environment.setup.as_deref(), detected);
+    let items = crate::trust::setup_items(&plan, &|p| code?.find(p).map(|f| f.id.to_string()));
+    (plan, items)
+}
+
+/// The environment setup of the code at `HEAD` with `config`, and the files of it trust
+/// covers: what `git tlv4 trust` records of the setup.
+pub(crate) fn head_setup(store: &crate::store::Store, config: &Config) -> (Plan, Vec<Item>) {
+    setup_of(head_code(store).as_ref(), config)
 }
 
 /// The roles and perspectives that use agent `name`.
@@ -89,10 +144,11 @@ fn used_by(config: &Config, name: &str) -> Vec<String> {
 /// `changed` (trusted, but not what the repository holds now), `old` or `untrusted`.
 fn show_json(
     store: &crate::store::Store,
-    config: &Config,
+    shown: &Shown<'_>,
     state: &str,
     judged: &[(&Item, Option<&'static str>)],
 ) -> serde_json::Value {
+    let config = shown.config;
     let agents: Vec<serde_json::Value> = crate::trust::configured_agents(config)
         .iter()
         .map(|(name, a)| {
@@ -126,41 +182,41 @@ fn show_json(
         .collect();
     let tests = match &config.tests.command {
         Some(c) => serde_json::json!({ "command": c, "from": "[tests] command of .tlv4.toml" }),
-        None => match detected_tests(store) {
+        None => match detected_tests(shown.code) {
             Some((cmd, evidence)) => serde_json::json!({ "command": cmd, "from": evidence }),
             None => serde_json::Value::Null,
         },
     };
+    let environment = serde_json::json!({
+        "from": if config.environment.setup.is_some() { "configured" } else { "detected" },
+        "steps": shown.plan.steps,
+    });
     serde_json::json!({
         "schema": super::JSON_SCHEMA,
         "repository": store.workdir(),
         "state": state,
         "agents": agents,
         "files": files,
+        "environment": environment,
         "tests": tests,
     })
 }
 
-/// The test command detected in the code at `HEAD`, with the file that shows it.
-fn detected_tests(store: &crate::store::Store) -> Option<(String, String)> {
-    store
-        .head_commit()
-        .and_then(|c| store.commit_tree(c))
-        .and_then(|t| crate::agents::CodeTree::from_tree(store.repo(), t))
-        .ok()
-        .and_then(|code| crate::quality::tester::detected_command(&code))
+/// The test command detected in `code` (at `HEAD`), with the file that shows it.
+fn detected_tests(code: Option<&CodeTree>) -> Option<(String, String)> {
+    crate::quality::tester::detected_command(code?)
 }
 
 /// Prints everything a user needs to judge the trust: each agent with its program, args,
-/// environment (secret-looking values masked), url and home; the files covered; the test
-/// command.
+/// environment (secret-looking values masked), url and home; the files covered; the
+/// environment setup; the test command.
 fn describe(
     ctx: &Ctx<'_>,
-    store: &crate::store::Store,
-    config: &Config,
+    shown: &Shown<'_>,
     items: &[Item],
     judged: Option<&[(&Item, Option<&'static str>)]>,
 ) {
+    let config = shown.config;
     let agents = crate::trust::configured_agents(config);
     if agents.is_empty() {
         ctx.ui
@@ -235,17 +291,66 @@ fn describe(
             i.why
         ));
     }
+    describe_setup(ctx, shown);
     if let Some(c) = &config.tests.command {
         ctx.ui
             .out(format!("tests: `{c}` ([tests] command of .tlv4.toml)"));
         return;
     }
-    match detected_tests(store) {
+    match detected_tests(shown.code) {
         Some((cmd, evidence)) => ctx.ui.out(format!(
             "tests: the repository's own test command, now `{cmd}` (from {evidence}), as detected in each session's code"
         )),
         None => ctx
             .ui
             .out("tests: no test command detected now; a detected one runs in sessions"),
+    }
+}
+
+/// Prints the environment setup: where each step runs, what decided it, its commands, the
+/// programs it needs and the files whose change runs it again.
+fn describe_setup(ctx: &Ctx<'_>, shown: &Shown<'_>) {
+    let plan = shown.plan;
+    if plan.steps.is_empty() {
+        ctx.ui
+            .out("environment setup: none (no lockfile or manifest found in the code at HEAD)");
+        return;
+    }
+    let from = if shown.config.environment.setup.is_some() {
+        "[environment] setup of .tlv4.toml, instead of what the code at HEAD declares"
+    } else {
+        "detected in the code at HEAD"
+    };
+    ctx.ui.out(format!(
+        "environment setup ({from}; it runs in each checkout before agents and tests):"
+    ));
+    for step in &plan.steps {
+        let head = format!(
+            "  {}: {}, from {}",
+            step.place(),
+            step.ecosystem().name(),
+            step.evidence
+        );
+        if step.commands.is_empty() {
+            ctx.ui.out(format!(
+                "{head}: nothing to install (its caches are shared)"
+            ));
+        } else {
+            ctx.ui.out(head);
+        }
+        for command in &step.commands {
+            ctx.ui.out(format!("    run: {command}"));
+        }
+        for (program, how) in &step.tools {
+            ctx.ui.out(format!("    needs: {program} ({how})"));
+        }
+        let inputs = step.inputs.join(", ");
+        match (step.inputs.is_empty(), step.commands.is_empty()) {
+            (true, _) => {}
+            (false, true) => ctx.ui.out(format!("    inputs: {inputs}")),
+            (false, false) => ctx
+                .ui
+                .out(format!("    inputs (a change runs it again): {inputs}")),
+        }
     }
 }

@@ -124,29 +124,40 @@ impl Default for SnapshotConfig {
 impl SnapshotConfig {
     /// The limits, or why `max_file_size` is not a size.
     pub fn limits(&self) -> Result<SnapshotLimits> {
-        let text = self.max_file_size.trim();
-        let split = text
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len());
-        let (number, unit) = text.split_at(split);
-        let shift = match unit.trim() {
-            "" | "B" => 0,
-            "K" | "KiB" | "k" => 10,
-            "M" | "MiB" => 20,
-            "G" | "GiB" => 30,
-            _ => u32::MAX,
-        };
-        match number.parse::<u64>() {
-            Ok(n) if shift != u32::MAX && n > 0 => Ok(SnapshotLimits {
-                max_file_bytes: n << shift,
-                max_files: self.max_files.max(1),
-                leave_out: self.leave_out.clone(),
-            }),
-            _ => Err(Error::Invalid(format!(
-                "not a size: write one like \"10MiB\", \"512KiB\" or a number of bytes (read \"{text}\")"
-            ))),
-        }
+        Ok(SnapshotLimits {
+            max_file_bytes: parse_size(&self.max_file_size)?,
+            max_files: self.max_files.max(1),
+            leave_out: self.leave_out.clone(),
+        })
     }
+}
+
+/// A size as the configuration writes it, in bytes: a number of bytes, or one with a binary
+/// unit (`512KiB`, `10MiB`, `20GiB`, `1TiB`; `K`, `M`, `G`, `T` alone mean the same). Zero,
+/// and what does not fit in 64 bits, are not sizes.
+pub fn parse_size(text: &str) -> Result<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => Some(0),
+        "K" | "KiB" | "k" => Some(10),
+        "M" | "MiB" => Some(20),
+        "G" | "GiB" => Some(30),
+        "T" | "TiB" => Some(40),
+        _ => None,
+    };
+    match (number.parse::<u64>(), shift) {
+        (Ok(n), Some(shift)) if n > 0 => n.checked_mul(1 << shift),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        Error::Invalid(format!(
+            "not a size: write one like \"10MiB\", \"512KiB\" or a number of bytes (read \"{text}\")"
+        ))
+    })
 }
 
 /// `[tests]`: how the tester runs the repository's tests.
@@ -171,6 +182,46 @@ pub struct EnvironmentConfig {
     /// The disk the kept checkouts of this repository may use (`"20GiB"`); the least recently
     /// used idle ones are removed beyond it.
     pub max_disk: Option<String>,
+}
+
+/// How long one setup command may run when `[environment] timeout` is not set.
+pub const SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
+impl EnvironmentConfig {
+    /// The commands of `setup`, or why they are not a list of commands.
+    pub fn setup(&self) -> Result<Option<&[String]>> {
+        let Some(commands) = &self.setup else {
+            return Ok(None);
+        };
+        if commands.is_empty() {
+            return Err(Error::Invalid(
+                "must list at least one command (leave `setup` out to use the detected setup)"
+                    .into(),
+            ));
+        }
+        if let Some(n) = commands.iter().position(|c| c.trim().is_empty()) {
+            return Err(Error::Invalid(format!(
+                "command {} of {} is empty",
+                n + 1,
+                commands.len()
+            )));
+        }
+        Ok(Some(commands))
+    }
+
+    /// How long one setup command may run ([`SETUP_TIMEOUT`] unless set), or why `timeout`
+    /// is not a duration.
+    pub fn timeout(&self) -> Result<std::time::Duration> {
+        self.timeout
+            .as_deref()
+            .map_or(Ok(SETUP_TIMEOUT), crate::process::parse_duration)
+    }
+
+    /// The disk the kept checkouts may use, in bytes (`None`: no bound set), or why
+    /// `max_disk` is not a size.
+    pub fn max_disk(&self) -> Result<Option<u64>> {
+        self.max_disk.as_deref().map(parse_size).transpose()
+    }
 }
 
 /// `[session]`: how sessions start.
@@ -328,6 +379,16 @@ impl Config {
         }
         if self.snapshot.max_files == 0 {
             return Err(self.value_error("snapshot.max_files", "must be at least 1"));
+        }
+        let environment = [
+            ("environment.setup", self.environment.setup().err()),
+            ("environment.timeout", self.environment.timeout().err()),
+            ("environment.max_disk", self.environment.max_disk().err()),
+        ];
+        for (key, error) in environment {
+            if let Some(Error::Invalid(message)) = error {
+                return Err(self.value_error(key, message));
+            }
         }
         Ok(())
     }
@@ -502,6 +563,89 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("is not a boolean"), "{e}");
+    }
+
+    #[test]
+    fn the_environment_section_is_checked_naming_file_line_and_key() {
+        let c = Config::parse(
+            "x.toml",
+            "[environment]\nsetup = [\"npm ci\", \"make deps\"]\ntimeout = \"1h30m\"\nmax_disk = \"20GiB\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        let env = &c.environment;
+        assert_eq!(
+            env.setup().unwrap(),
+            Some(&["npm ci".to_owned(), "make deps".to_owned()][..])
+        );
+        assert_eq!(env.timeout().unwrap(), std::time::Duration::from_secs(5400));
+        assert_eq!(env.max_disk().unwrap(), Some(20 << 30));
+        let d = EnvironmentConfig::default();
+        assert_eq!(
+            (
+                d.setup().unwrap(),
+                d.timeout().unwrap(),
+                d.max_disk().unwrap()
+            ),
+            (None, SETUP_TIMEOUT, None)
+        );
+        let error = |text: &str| {
+            Config::parse("x.toml", text)
+                .and_then(|c| c.validate())
+                .unwrap_err()
+                .to_string()
+        };
+        for (text, expected) in [
+            (
+                "[environment]\nsetup = []\n",
+                "x.toml:2: [environment] setup = []: must list at least one command",
+            ),
+            (
+                "[session]\nmax_parallel = 2\n\n[environment]\nsetup = [\n  \"npm ci\",\n  \"  \",\n]\n",
+                "x.toml:5: [environment] setup: command 2 of 2 is empty",
+            ),
+            (
+                "[environment]\ntimeout = \"soon\"\n",
+                "x.toml:2: [environment] timeout = \"soon\": invalid duration `soon`",
+            ),
+            (
+                "[environment]\nmax_disk = \"20GB\"\n",
+                "x.toml:2: [environment] max_disk = \"20GB\": not a size",
+            ),
+            (
+                "[environment]\nmax_disk = \"0\"\n",
+                "x.toml:2: [environment] max_disk = \"0\": not a size",
+            ),
+            ("[environment]\nsetup = \"npm ci\"\n", "x.toml:2:"),
+            ("[environment]\nsetpu = [\"npm ci\"]\n", "x.toml:2:"),
+        ] {
+            let e = error(text);
+            assert!(e.starts_with(expected), "{text:?} gave {e}");
+        }
+    }
+
+    #[test]
+    fn one_size_parser_for_snapshots_and_disk_bounds() {
+        assert_eq!(parse_size("512KiB").unwrap(), 512 << 10);
+        assert_eq!(parse_size(" 3 M ").unwrap(), 3 << 20);
+        assert_eq!(parse_size("1TiB").unwrap(), 1 << 40);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        for bad in [
+            "",
+            "0",
+            "-1",
+            "1.5GiB",
+            "10 MB",
+            "99999999999999999TiB",
+            "GiB",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        let snapshot = SnapshotConfig {
+            max_file_size: "2TiB".into(),
+            ..SnapshotConfig::default()
+        };
+        assert_eq!(snapshot.limits().unwrap().max_file_bytes, 2 << 40);
     }
 
     #[test]

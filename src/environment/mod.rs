@@ -99,6 +99,20 @@ pub struct Step {
 }
 
 impl Step {
+    /// Where it runs, for reports: `frontend/`, or `the root`.
+    pub fn place(&self) -> String {
+        if self.dir.is_empty() {
+            "the root".to_owned()
+        } else {
+            format!("{}/", self.dir)
+        }
+    }
+
+    /// Its commands as one line (`a && b`: each runs once the one before succeeded).
+    pub fn command_line(&self) -> String {
+        self.commands.join(" && ")
+    }
+
     /// The ecosystem of this step.
     pub fn ecosystem(&self) -> Ecosystem {
         ECOSYSTEMS

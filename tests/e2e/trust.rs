@@ -596,3 +596,139 @@ fn a_script_an_earlier_task_rewrote_is_not_what_runs_later() {
     assert!(!marker.exists(), "the rewritten script ran");
     repo.fsck();
 }
+
+/// A repository with a Node frontend and a Python backend, committed.
+fn frontend_and_backend() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.write(
+        "frontend/package.json",
+        "{\"name\": \"web\", \"devDependencies\": {\"jest\": \"^29\"}}\n",
+    );
+    repo.write("frontend/package-lock.json", "{\"lockfileVersion\": 3}\n");
+    repo.write(
+        "backend/pyproject.toml",
+        "[project]\nname = \"api\"\nversion = \"0.1.0\"\n\n[dependency-groups]\ntest = [\"pytest>=8\"]\n",
+    );
+    repo.write("backend/uv.lock", "version = 1\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "frontend and backend"]);
+    repo
+}
+
+/// The environment setup runs the repository's install scripts: `trust --show` lists each
+/// step (where, what decided it, its commands, what it needs, its inputs), `trust` records its
+/// input files with the blob ids of the commit HEAD is on, and a changed lockfile is no
+/// longer trusted. Starting a session needs none of it: only the setup does.
+#[test]
+fn the_environment_setup_is_shown_and_its_lockfiles_are_trusted() {
+    let repo = frontend_and_backend();
+    let show = repo.ok(&["trust", "--show"]);
+    let block = "\
+environment setup (detected in the code at HEAD; it runs in each checkout before agents and tests):
+  backend/: uv, from uv.lock
+    run: uv sync --frozen --group test
+    needs: uv (pip install uv, or curl -LsSf https://astral.sh/uv/install.sh | sh)
+    inputs (a change runs it again): backend/pyproject.toml, backend/uv.lock
+  frontend/: npm, from package-lock.json
+    run: npm ci --no-audit --no-fund --prefer-offline
+    needs: npm (comes with Node.js: https://nodejs.org/en/download)
+    inputs (a change runs it again): frontend/package-lock.json, frontend/package.json
+";
+    assert!(show.contains(block), "{show}");
+    assert!(
+        show.contains("is NOT trusted")
+            && show.contains(
+                " frontend/package-lock.json (environment setup `npm ci --no-audit --no-fund --prefer-offline` in frontend/ (package-lock.json))  -- NOT trusted: not trusted yet"
+            )
+            && show.contains(
+                " backend/uv.lock (environment setup `uv sync --frozen --group test` in backend/ (uv.lock))  -- NOT trusted"
+            ),
+        "{show}"
+    );
+    let json = repo.json(&["trust", "--show", "--json"]);
+    let steps = &json["environment"]["steps"];
+    assert_eq!(json["environment"]["from"], "detected");
+    assert_eq!(
+        (&steps[0]["dir"], &steps[0]["kind"], &steps[1]["dir"]),
+        (
+            &serde_json::json!("backend"),
+            &serde_json::json!("uv"),
+            &serde_json::json!("frontend")
+        ),
+        "{json}"
+    );
+
+    // Lockfiles alone make nothing refuse: the builtin agent runs untrusted.
+    repo.runs(&["start", "--pipeline", "spec-only", "--yes", "x"]);
+
+    let out = repo.ok(&["trust"]);
+    assert!(out.contains(block), "{out}");
+    let record = repo.git(&["config", "--local", "tlv4.trusted"]);
+    for path in [
+        "backend/pyproject.toml",
+        "backend/uv.lock",
+        "frontend/package-lock.json",
+        "frontend/package.json",
+    ] {
+        let id = repo.git(&["rev-parse", &format!("HEAD:{path}")]);
+        assert!(
+            record.contains(&format!(" {path}={}", id.trim())),
+            "{path} missing from {record}"
+        );
+    }
+    assert!(repo.ok(&["trust", "--show"]).contains("is trusted\n"));
+
+    // A new lockfile is not the one trusted.
+    repo.write(
+        "frontend/package-lock.json",
+        "{\"lockfileVersion\": 3, \"packages\": {}}\n",
+    );
+    repo.git(&["commit", "-q", "-am", "update the lockfile"]);
+    let show = repo.ok(&["trust", "--show"]);
+    assert!(
+        show.contains("is trusted, but NOT what it holds now")
+            && show.contains("frontend/package-lock.json (environment setup `npm ci")
+            && show.contains("-- NOT trusted: changed since you trusted it"),
+        "{show}"
+    );
+}
+
+/// `[environment] setup` replaces what is detected, keeps the detected inputs, and makes
+/// `.tlv4.toml` need trust like `[tests] command` does.
+#[test]
+fn a_configured_environment_setup_is_shown_instead_and_needs_the_file_trusted() {
+    let repo = frontend_and_backend();
+    repo.write(
+        ".tlv4.toml",
+        "[environment]\nsetup = [\"make deps\", \"npm --prefix frontend ci\"]\ntimeout = \"30m\"\n",
+    );
+    let show = repo.ok(&["trust", "--show"]);
+    let block = "\
+environment setup ([environment] setup of .tlv4.toml, instead of what the code at HEAD declares; it runs in each checkout before agents and tests):
+  the root: configured, from .tlv4.toml [environment] setup
+    run: make deps
+    run: npm --prefix frontend ci
+    inputs (a change runs it again): backend/pyproject.toml, backend/uv.lock, frontend/package-lock.json, frontend/package.json
+";
+    assert!(show.contains(block), "{show}");
+    assert!(
+        show.contains(
+            " .tlv4.toml (sets the environment setup `make deps && npm --prefix frontend ci`)  -- NOT trusted"
+        ),
+        "{show}"
+    );
+    let err = repo.fails(&["start", "--pipeline", "spec-only", "--yes", "x"], 1);
+    assert!(
+        err.contains(
+            ".tlv4.toml (sets the environment setup `make deps && npm --prefix frontend ci`): not trusted yet"
+        ),
+        "{err}"
+    );
+    // A setup that is not a list of commands names the file, the line and the key.
+    repo.write(".tlv4.toml", "[environment]\nsetup = []\n");
+    let err = repo.fails(&["trust", "--show"], 1);
+    assert!(
+        err.contains(".tlv4.toml:2: [environment] setup = []: must list at least one command"),
+        "{err}"
+    );
+}

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use crate::agents::CodeTree;
+pub use crate::process::quote;
 use crate::specdoc::discovery::TestFramework;
 
 /// The test frameworks the tester can run and read.
@@ -158,19 +159,6 @@ fn join(dir: &str, rel: &str) -> String {
         rel.to_owned()
     } else {
         format!("{dir}/{rel}")
-    }
-}
-
-/// Quotes a word for `sh -c`.
-pub fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
