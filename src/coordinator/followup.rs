@@ -404,8 +404,15 @@ pub fn fix_iteration(
             inner_loop: false,
             attempts: 0,
             description: format!(
-                "PURPOSE: Make the failing tests pass (iteration {}, pass rate {:.1}%) | Success: the next test run passes at 95% or more\nTASK:\n  - Strategy: {}\n  - Fix the failures below; change behaviour only where the tests are right\nCONTEXT:\n  - Session: {}\n  - Test task: {}\nFAILURES:\n{failures}\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n---\nInnerLoop: false\nRoleSpec: specs/roles/executor.md\n",
-                fix.iteration, fix.pass_rate, fix.strategy, state.session.id, test.id
+                "PURPOSE: Make the failing tests pass (iteration {}, {}) | Success: the next test run passes at 95% or more\nTASK:\n  - Strategy: {}\n  - Fix the failures below; change behaviour only where the tests are right\nCONTEXT:\n  - Session: {}\n  - Test task: {}\nFAILURES:\n{failures}\nEXPECTED: a commit on the task branch\nCONSTRAINTS: Work only in the task worktree\n---\nInnerLoop: false\nRoleSpec: specs/roles/executor.md\n",
+                fix.iteration,
+                fix.pass_rate.map_or(
+                    "test counts unknown: the tests failed before any was counted".to_owned(),
+                    |r| format!("pass rate {r:.1}%")
+                ),
+                fix.strategy,
+                state.session.id,
+                test.id
             ),
             owner: None,
             result: None,

@@ -368,9 +368,11 @@ pub(super) fn fix_iteration(state: &mut State, result: &WorkResult, rec: &mut Re
         return;
     };
     let ids = followup::fix_iteration(state, &rec.task, fix);
+    let rate = fix
+        .pass_rate
+        .map_or("unknown (no test counted)".to_owned(), |r| format!("{r:.0}%"));
     rec.notes.push(format!(
-        "test pass rate {:.0}%: fix iteration {}",
-        fix.pass_rate,
+        "test pass rate {rate}: fix iteration {}",
         joined(&ids, ", ")
     ));
     rec.trailer("Fix", joined(&ids, ","));

@@ -52,8 +52,9 @@ pub struct FixRequest {
     pub iteration: u32,
     /// `conservative`, `surgical` or `aggressive`.
     pub strategy: String,
-    /// Pass rate of this iteration, 0–100.
-    pub pass_rate: f64,
+    /// Pass rate of this iteration, 0–100; `None` when the tests failed before the runner
+    /// counted any (a compile error, a crash): then nothing says how many pass.
+    pub pass_rate: Option<f64>,
     /// The failures to fix, with their output (trimmed), most severe first.
     pub failures: String,
 }

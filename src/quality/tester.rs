@@ -195,15 +195,18 @@ struct RunResult {
     scope: Scope,
     /// The command and its raw result.
     ran: exec::Ran,
-    /// Counts, failed including the failures the framework does not count.
+    /// Counts as the runner reported them, failed including the failures it does not count
+    /// (a suite that did not load); all zero when it reported none.
     counts: Counts,
-    /// Whether the framework printed counts (else they come from the exit status).
+    /// Whether the runner reported counts at all. Without them nothing is made up from the
+    /// exit status: the run is no test counted (exit 0) or a failure with unknown counts.
     counted: bool,
     /// Failures, in output order.
     failures: Vec<Failure>,
     /// Warning lines (Low).
     warnings: Vec<String>,
-    /// `None` when no test ran.
+    /// The rate the decision goes by: `None` when no test ran or none was counted, 0 for a
+    /// run that failed without a count (see [`RunResult::counts_known`]).
     pass_rate: Option<f64>,
     /// Where the counts were read.
     source: parse::Source,
@@ -222,12 +225,63 @@ impl RunResult {
         self.pass_rate
             .is_some_and(|r| r >= PASS_RATE_TARGET && self.critical() == 0)
     }
+
+    /// Whether the counts say how many tests passed and failed: the runner counted some. A
+    /// run that failed before its runner counted any test (a compile error, a crash, a
+    /// timeout) has unknown counts, whatever its exit status.
+    fn counts_known(&self) -> bool {
+        self.counted && self.counts.passed + self.counts.failed > 0
+    }
+
+    /// The pass rate as reported and recorded: unknown (`None`) where the counts are.
+    fn shown_rate(&self) -> Option<f64> {
+        self.pass_rate.filter(|_| self.counts_known())
+    }
+
+    /// How the command ended: "exited 2", "timed out", "was killed by a signal".
+    fn ended(&self) -> String {
+        if self.ran.timed_out {
+            "timed out".to_owned()
+        } else {
+            match self.ran.exit_code {
+                Some(c) => format!("exited {c}"),
+                None => "was killed by a signal".to_owned(),
+            }
+        }
+    }
+
+    /// The counts in words: "3 passed, 1 failed, 0 skipped", or what is known instead.
+    fn describe_counts(&self) -> String {
+        if self.counts_known() || (self.counted && self.pass_rate.is_none()) {
+            format!(
+                "{} passed, {} failed, {} skipped",
+                self.counts.passed, self.counts.failed, self.counts.skipped
+            )
+        } else if self.counted {
+            format!(
+                "counts unknown: `{}` {} and counted no test",
+                self.ran.command,
+                self.ended()
+            )
+        } else {
+            format!(
+                "counts unknown: `{}` {} and printed no test count",
+                self.ran.command,
+                self.ended()
+            )
+        }
+    }
 }
 
 /// Reads a finished command: counts (from the machine-readable `report` it wrote, if any,
-/// else from its output), failures (a timeout and an unexplained non-zero exit become
-/// failures too) and the pass rate — `None` when no test ran: a run that says it found no
-/// test, counted none, or (for a framework that prints counts) printed no count at all.
+/// else from its output), failures (a timeout, and a failed exit no failure explains, become
+/// failures too) and the pass rate.
+///
+/// The counts are the runner's, never the exit status's: a run whose runner counted no test
+/// has no pass rate (`None`: no test ran) when it exited 0 — whatever the command, since a
+/// command that prints no count shows nothing tested — and is a failure with unknown counts
+/// when it failed (a compile error or a crash is the code's to fix), with the compiler's
+/// text or the end of the output as its failure.
 fn evaluate(
     kind: Kind,
     scope: Scope,
@@ -236,8 +290,15 @@ fn evaluate(
     report: Option<&parse::Report>,
 ) -> RunResult {
     let (parsed, source) = parse::parse_run(kind, &ran.output, report);
+    let console = parse::normalize(&ran.output);
     let mut failures = parsed.failures;
-    let tail = || exec::trim_middle(&parse::normalize(&ran.output), 1500);
+    if source != parse::Source::Console {
+        for f in &mut failures {
+            f.name = relative_paths(&f.name, &console);
+            f.detail = relative_paths(&f.detail, &console);
+        }
+    }
+    let tail = || exec::trim_middle(console.trim(), 1500);
     if ran.timed_out {
         failures.push(Failure {
             name: format!(
@@ -252,55 +313,66 @@ fn evaluate(
     }
     let counted = parsed.counts.is_some();
     let mut counts = parsed.counts.unwrap_or_default();
-    counts.failed += failures.iter().filter(|f| !f.counted).count() as u64;
-    // Failures the counts do not show, named by nothing in the output.
-    if counts.failed > 0 && failures.is_empty() {
-        failures.push(Failure {
-            name: format!("{} failing test(s) not named in the output", counts.failed),
-            severity: parse::classify(&ran.output),
-            detail: tail(),
-            counted: true,
-        });
-    }
-    let exit_ok = ran.exit_code == Some(0);
+    let exit_ok =
+        ran.exit_code == Some(0) || (counted && doc_tests_without_library(kind, &ran, &console));
     // pytest and unittest (3.12+) exit 5 when no test was collected.
     let no_tests_exit = ran.exit_code == Some(5) && matches!(kind, Kind::Pytest | Kind::Unittest);
     let says_none = !ran.timed_out && parse::says_no_tests(&ran.output);
-    let pass_rate = if counts.passed + counts.failed > 0 {
-        Some(counts.passed as f64 * 100.0 / (counts.passed + counts.failed) as f64)
-    } else if no_tests_exit || says_none || (counted && exit_ok) {
+    let exit = || {
+        ran.exit_code
+            .map_or("killed by a signal".to_owned(), |c| format!("exit {c}"))
+    };
+    if counted {
+        counts.failed += failures.iter().filter(|f| !f.counted).count() as u64;
+        // Failures the counts show, named by nothing in the output.
+        if counts.failed > 0 && failures.is_empty() {
+            failures.push(Failure {
+                name: format!("{} failing test(s) not named in the output", counts.failed),
+                severity: parse::classify(&ran.output),
+                detail: tail(),
+                counted: true,
+            });
+        }
+    }
+    let tests = counts.passed + counts.failed;
+    let pass_rate = if counted && tests > 0 {
+        Some(counts.passed as f64 * 100.0 / tests as f64)
+    } else if ran.timed_out {
+        Some(0.0)
+    } else if no_tests_exit || says_none || exit_ok {
+        // Nothing ran, or nothing was counted: no pass (the verdict says which).
         None
-    } else if !counted && exit_ok {
-        // No count to read. A command of our own framework list always prints one, so
-        // none means no test ran; a custom command (or an npm script) may print anything,
-        // and its exit status is all it says.
-        matches!(kind, Kind::Custom | Kind::NpmScript).then_some(100.0)
     } else {
-        let f = Failure {
-            name: format!(
-                "`{}` failed (exit {}) without reporting a failing test",
-                ran.command,
-                ran.exit_code
-                    .map_or("by signal".to_owned(), |c| c.to_string())
-            ),
-            severity: parse::classify(&ran.output),
-            detail: tail(),
-            counted: false,
-        };
-        failures.push(f);
-        counts.failed += 1;
+        // Failed before the runner counted a test: the counts are unknown, the failure is
+        // what the output names (a compile error), else the end of the output.
+        if failures.is_empty() {
+            failures.push(Failure {
+                name: format!(
+                    "`{}` failed ({}) and {}",
+                    ran.command,
+                    exit(),
+                    if counted {
+                        "counted no test"
+                    } else {
+                        "printed no test count"
+                    }
+                ),
+                severity: parse::classify(&ran.output),
+                detail: tail(),
+                counted: false,
+            });
+        }
         Some(0.0)
     };
     // A run whose counts say all passed but whose command failed: one more failure, so a
     // coverage threshold or a crash after the summary is not taken for a pass.
     let pass_rate = match pass_rate {
-        Some(r) if !exit_ok && !ran.timed_out && counts.failed == 0 && r >= 100.0 => {
+        Some(r) if counted && !exit_ok && !ran.timed_out && counts.failed == 0 && r >= 100.0 => {
             failures.push(Failure {
                 name: format!(
-                    "`{}` exited with {} although every counted test passed",
+                    "`{}` failed ({}) although every counted test passed",
                     ran.command,
-                    ran.exit_code
-                        .map_or("a signal".to_owned(), |c| c.to_string())
+                    exit()
                 ),
                 severity: parse::classify(&ran.output),
                 detail: tail(),
@@ -321,6 +393,53 @@ fn evaluate(
         pass_rate,
         source,
     }
+}
+
+/// `text` (a failure's name or output, from a report the runner wrote to a file) with the
+/// absolute paths into the checkout shortened to the repository paths the console shows.
+/// The console was made relative to the checkout (see `relative`); a report was not, and
+/// Node's names a test file that did not load by its absolute path. A path the console shows
+/// whole is outside the checkout and stays; of one it does not, the longest tail the console
+/// shows is the repository path.
+fn relative_paths(text: &str, console: &str) -> String {
+    static PATH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"(^|[^\w./~-])(/[^\s()\[\]'"`:,;]+)"#).expect("a valid pattern")
+    });
+    PATH.replace_all(text, |c: &regex::Captures| {
+        let path = &c[2];
+        let short = if console.contains(path) {
+            None
+        } else {
+            path.match_indices('/')
+                .map(|(i, _)| &path[i + 1..])
+                .find(|tail| !tail.is_empty() && shows_path(console, tail))
+        };
+        format!("{}{}", &c[1], short.unwrap_or(path))
+    })
+    .into_owned()
+}
+
+/// Whether `console` shows `path` as a path of its own, not as the tail of a longer one.
+fn shows_path(console: &str, path: &str) -> bool {
+    console.match_indices(path).any(|(i, _)| {
+        console[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || "_./~-".contains(c)))
+    })
+}
+
+/// Whether `cargo test --doc`, run after nextest (see [`nextest_command`]), stopped only
+/// because there is no library to take doc tests from: its error is the last line, and it
+/// means "no doc tests", not a failure.
+fn doc_tests_without_library(kind: Kind, ran: &exec::Ran, console: &str) -> bool {
+    kind == Kind::Cargo
+        && ran.command.contains("cargo test --doc")
+        && console
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.starts_with("error: no library targets found"))
 }
 
 /// Why a command could not start at all, if so: it could not be spawned, the shell could
@@ -359,6 +478,9 @@ fn unavailable(ran: &exec::Ran) -> Option<String> {
         "missing script: test",
         "go: cannot find main module",
         "go.mod requires go >=",
+        // A Node too old for the reporters the tester adds (see `machine_readable`).
+        "Cannot find package 'junit'",
+        "is not allowed in NODE_OPTIONS",
     ];
     missing.iter().find(|m| text.contains(*m)).map(|m| {
         text.lines()
@@ -385,10 +507,25 @@ fn environment_error(ran: &exec::Ran, why: &str) -> QualityResult {
 }
 
 /// The command as run, variables to add, and the machine-readable report it writes (a
-/// file in `dir`, and how to read it), for the frameworks that write one: pytest writes
-/// JUnit XML (`--junitxml` through `PYTEST_ADDOPTS`, so the command stays as it is, and a
-/// command that runs pytest underneath writes it too), Jest its JSON report (`--json
-/// --outputFile`), `go test` JSON events on stdout (`-json`). Anything else runs as given.
+/// file in `dir`, and how to read it), for the runners that write one:
+///
+/// - pytest writes JUnit XML (`--junitxml` through `PYTEST_ADDOPTS`, so the command stays as
+///   it is, and a command that runs pytest underneath writes it too);
+/// - Node's runner its `junit` reporter's XML, beside the `spec` reporter on stdout, through
+///   `NODE_OPTIONS` for the same reasons: `npm test -- <flags>` would append them to the
+///   script, where `node --test test/` takes them for file names. A command that chooses its
+///   own reporters keeps them (Node wants one destination per reporter; adding ours to a
+///   bare `--test-reporter=dot` would stop the run);
+/// - Jest its JSON report (`--json --outputFile`);
+/// - Vitest its `junit` reporter's XML beside the `default` one on the console;
+/// - Mocha its `xunit` reporter's XML: Mocha runs one reporter only, so the console then
+///   shows what the tests print and errors, no longer the spec tree;
+/// - `go test` JSON events on stdout (`-json`);
+/// - the detected `cargo test`, when cargo-nextest is installed: `cargo nextest run` with a
+///   JUnit report (see [`nextest_command`]).
+///
+/// Anything else, and a command that already names its reporter, runs as given and is read
+/// from its console.
 type ReportFile = (std::path::PathBuf, fn(String) -> parse::Report);
 fn machine_readable(
     kind: Kind,
@@ -397,6 +534,7 @@ fn machine_readable(
 ) -> (String, Vec<(String, String)>, Option<ReportFile>) {
     let file = dir.join("results");
     let path = file.to_string_lossy().into_owned();
+    let same = |k: Kind| Kind::of_command(command) == Some(k);
     match kind {
         Kind::Pytest => {
             let mut opts = std::env::var("PYTEST_ADDOPTS").unwrap_or_default();
@@ -410,8 +548,23 @@ fn machine_readable(
                 Some((file, parse::Report::JUnit)),
             )
         }
+        Kind::NodeTest if !command.contains("--test-reporter") => {
+            let mut opts = std::env::var("NODE_OPTIONS").unwrap_or_default();
+            if !opts.is_empty() {
+                opts.push(' ');
+            }
+            opts.push_str(&format!(
+                "--test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit --test-reporter-destination={}",
+                node_option_quote(&path)
+            ));
+            (
+                command.to_owned(),
+                vec![("NODE_OPTIONS".into(), opts)],
+                Some((file, parse::Report::JUnit)),
+            )
+        }
         Kind::Jest
-            if Kind::of_command(command) == Some(Kind::Jest)
+            if same(Kind::Jest)
                 && !command.contains("--json")
                 && !command.contains("--outputFile") =>
         {
@@ -421,13 +574,124 @@ fn machine_readable(
                 Some((file, parse::Report::JestJson)),
             )
         }
+        Kind::Vitest
+            if same(Kind::Vitest)
+                && !command.contains("--reporter")
+                && !command.contains("--outputFile") =>
+        {
+            (
+                format!(
+                    "{command} --reporter=default --reporter=junit --outputFile.junit={}",
+                    detect::quote(&path)
+                ),
+                Vec::new(),
+                Some((file, parse::Report::JUnit)),
+            )
+        }
+        Kind::Mocha if same(Kind::Mocha) => {
+            // The detected command names the spec reporter: the report takes its place.
+            let bare = command.replace(" --reporter spec", "");
+            if bare.contains("--reporter") || bare.contains(" -R ") {
+                return (command.to_owned(), Vec::new(), None);
+            }
+            (
+                format!(
+                    "{bare} --reporter xunit --reporter-option {}",
+                    detect::quote(&format!("output={path}"))
+                ),
+                Vec::new(),
+                Some((file, parse::Report::JUnit)),
+            )
+        }
         Kind::Go if command.starts_with("go test ") && !command.contains("-json") => (
             format!("go test -json {}", &command["go test ".len()..]),
             Vec::new(),
             None,
         ),
+        Kind::Cargo => match nextest_command(command, dir, &file, nextest_installed()) {
+            Some(run) => (
+                run,
+                // A run of no test is read from the report's zero, not nextest's exit 4.
+                vec![("NEXTEST_NO_TESTS".into(), "pass".into())],
+                Some((file, parse::Report::JUnit)),
+            ),
+            None => (command.to_owned(), Vec::new(), None),
+        },
         _ => (command.to_owned(), Vec::new(), None),
     }
+}
+
+/// A value in `NODE_OPTIONS`, which Node splits at spaces unless double-quoted.
+fn node_option_quote(value: &str) -> String {
+    if value.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\') {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        value.to_owned()
+    }
+}
+
+/// The nextest profile the tester adds, as a tool configuration layered under the
+/// repository's own `.config/nextest.toml` (whose settings it inherits through `default`).
+const NEXTEST_PROFILE: &str = "git-tlv4";
+
+/// `cargo nextest run` for the detected `cargo test` (the whole suite, or the affected
+/// `--test` targets), when `installed`, writing nextest's JUnit report to `report` through a
+/// profile in a tool configuration file in `dir`; `None` for any other command (a configured
+/// one runs as written) or when the file cannot be written.
+///
+/// nextest's JUnit report is read rather than its closing `Summary … N tests run: N passed,
+/// M failed` line: the report is the format nextest documents for machines (one
+/// `<testcase>` per test, each failure with its output), where the console is written for
+/// people and changes between versions (counters, `(1 flaky)`-style notes, new outcomes).
+/// The `Summary` line stays the fallback when no report was written.
+///
+/// nextest runs no doc tests, and dropping them would turn a suite with a failing doc test
+/// into a passing one: the whole suite's command runs `cargo test --doc` after nextest
+/// (unless nextest's build failed, exit 101: the compile errors are already there), and its
+/// libtest summaries are added to the report's counts. A package with no library has no doc
+/// tests; `cargo test --doc` says so with an error, which is not a failure (see
+/// [`doc_tests_without_library`]).
+fn nextest_command(
+    command: &str,
+    dir: &std::path::Path,
+    report: &std::path::Path,
+    installed: bool,
+) -> Option<String> {
+    let detected = "cargo test --no-fail-fast";
+    let targets = command.strip_prefix(detected)?;
+    if !installed || !(targets.is_empty() || targets.starts_with(" --test ")) {
+        return None;
+    }
+    let config = dir.join("nextest.toml");
+    let profile = format!(
+        "[profile.{NEXTEST_PROFILE}]\nfail-fast = false\n\n[profile.{NEXTEST_PROFILE}.junit]\npath = {}\n",
+        toml::Value::String(report.to_string_lossy().into_owned())
+    );
+    std::fs::write(&config, profile).ok()?;
+    let nextest = format!(
+        "cargo nextest run --no-fail-fast{targets} --profile {NEXTEST_PROFILE} --tool-config-file {}",
+        detect::quote(&format!("{NEXTEST_PROFILE}:{}", config.display()))
+    );
+    Some(if targets.is_empty() {
+        format!(
+            "{nextest}; s=$?; [ $s -eq 101 ] || cargo test --doc --no-fail-fast || s=$?; exit $s"
+        )
+    } else {
+        nextest
+    })
+}
+
+/// Whether `cargo nextest` would run: `cargo-nextest` on the `PATH` or in Cargo's `bin`
+/// directory, where cargo looks for its subcommands.
+fn nextest_installed() -> bool {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cargo")));
+    dirs.extend(cargo_home.map(|h| h.join("bin")));
+    dirs.iter().any(|d| d.join("cargo-nextest").is_file())
 }
 
 /// The command to run, where it came from, and what to fall back to.
@@ -792,13 +1056,13 @@ fn conclude(
     // Files: the logs, the record, the report.
     let (mut files, run_records) = run_logs(&runs, iteration);
     let record = Record {
-        schema: 1,
+        schema: report::RECORD_SCHEMA,
         task: input.task.id.to_string(),
         iteration,
         framework: kind.name().into(),
         evidence: setup.evidence.clone(),
         runs: run_records,
-        pass_rate: tally.rate.map(|p| (p * 10.0).round() / 10.0),
+        pass_rate: tally.shown.map(|p| (p * 10.0).round() / 10.0),
         best_pass_rate: tally.best.map(|p| (p * 10.0).round() / 10.0),
         result_set,
         failures: tally
@@ -824,7 +1088,7 @@ fn conclude(
         verdict: judgement.verdict,
         summary: &judgement.summary,
         runs: &runs,
-        pass_rate: tally.rate,
+        pass_rate: tally.shown,
         best: tally.best,
         strategy,
         failures: &tally.failures,
@@ -864,11 +1128,14 @@ struct Tally<'a> {
     last: &'a RunResult,
     /// The failures of every run, each name once, the most severe first.
     failures: Vec<Failure>,
-    /// The last run's pass rate.
+    /// The last run's pass rate, as the decision takes it (0 for a failed run of unknown
+    /// counts).
     rate: Option<f64>,
-    /// The best pass rate of this iteration and the earlier ones.
+    /// The last run's pass rate as reported: unknown where its counts are.
+    shown: Option<f64>,
+    /// The best pass rate of this iteration and the earlier ones (known ones only).
     best: Option<f64>,
-    /// "N passed, N failed, N skipped" of the last run.
+    /// "N passed, N failed, N skipped" of the last run, or what is known instead.
     counts: String,
 }
 
@@ -899,21 +1166,19 @@ fn tally<'a>(runs: &'a [RunResult], earlier: &[Record]) -> Tally<'a> {
     failures.retain(|f| seen.insert(f.name.clone()));
     failures.sort_by_key(|f| f.severity);
     let rate = last.pass_rate;
+    let shown = last.shown_rate();
     let best = earlier
         .iter()
         .filter_map(|r| r.pass_rate)
-        .chain(rate)
+        .chain(shown)
         .fold(None, |b: Option<f64>, r| Some(b.map_or(r, |b| b.max(r))));
-    let counts = format!(
-        "{} passed, {} failed, {} skipped",
-        last.counts.passed, last.counts.failed, last.counts.skipped
-    );
     Tally {
         last,
         failures,
         rate,
+        shown,
         best,
-        counts,
+        counts: last.describe_counts(),
     }
 }
 
@@ -935,16 +1200,6 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
     let (last, rate, best, counts) = (t.last, t.rate, t.best, &t.counts);
     let mut warnings = Vec::new();
     let (verdict, score, summary, fix) = match decision {
-        Decision::Pass if !last.counted => (
-            "pass",
-            rate,
-            format!(
-                "tests pass by exit status: `{}` exited 0 and printed no test count ({})",
-                last.ran.command,
-                kind.name()
-            ),
-            None,
-        ),
         Decision::Pass => (
             "pass",
             rate,
@@ -955,6 +1210,24 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
             ),
             None,
         ),
+        // The runner printed no count: whatever its exit status, that shows nothing tested.
+        Decision::NoTests if !last.counted && !said_no_tests(&last.ran) => {
+            warnings.push(format!(
+                "`{}` printed no test count ({}); no test was counted, the implementation is untested",
+                last.ran.command,
+                kind.name()
+            ));
+            (
+                "no_tests",
+                None,
+                format!(
+                    "no tests counted: `{}` exited 0 and printed no test count ({}); not a pass, the implementation is untested",
+                    last.ran.command,
+                    kind.name()
+                ),
+                None,
+            )
+        }
         Decision::NoTests => {
             warnings.push(format!(
                 "`{}` ran no test; the implementation is untested",
@@ -972,20 +1245,22 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
             )
         }
         Decision::Fix(strategy) => {
-            let r = rate.unwrap_or(0.0);
+            let measured = match t.shown {
+                Some(r) => format!("tests below {PASS_RATE_TARGET}%: {counts} ({})", pct(r)),
+                None => format!("tests fail, {counts}"),
+            };
             (
                 "fix_required",
-                rate,
+                t.shown,
                 format!(
-                    "tests below {PASS_RATE_TARGET}%: {counts} ({}); fix iteration {} ({})",
-                    pct(r),
+                    "{measured}; fix iteration {} ({})",
                     iteration + 1,
                     strategy.as_str()
                 ),
                 Some(FixRequest {
                     iteration,
                     strategy: strategy.as_str().into(),
-                    pass_rate: (r * 10.0).round() / 10.0,
+                    pass_rate: t.shown.map(|r| (r * 10.0).round() / 10.0),
                     failures: report::fix_text(&t.failures, FIX_TEXT_BYTES),
                 }),
             )
@@ -999,19 +1274,19 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
                     format!("the last {IDENTICAL_RUNS} iterations gave identical results")
                 }
             };
-            let b = best.unwrap_or(0.0);
+            let b = best.map_or("unknown".to_owned(), pct);
             warnings.push(format!(
-                "tests still fail after iteration {iteration} ({counts}, best pass rate {}): {why}; {} failure(s) left to fix by hand",
-                pct(b),
+                "tests still fail after iteration {iteration} ({counts}, best pass rate {b}): {why}; {} failure(s) left to fix by hand",
                 t.failures.len()
             ));
+            let measured = match t.shown {
+                Some(_) => format!("tests below {PASS_RATE_TARGET}% after iteration {iteration}: {counts}"),
+                None => format!("tests fail after iteration {iteration}, {counts}"),
+            };
             (
                 "fix_required",
                 best,
-                format!(
-                    "tests below {PASS_RATE_TARGET}% after iteration {iteration}: {counts}; stopped, {why} (best {})",
-                    pct(b)
-                ),
+                format!("{measured}; stopped, {why} (best {b})"),
                 None,
             )
         }
@@ -1023,6 +1298,12 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
         warnings,
         fix,
     }
+}
+
+/// Whether the run's output or exit status says it found no test (rather than printing no
+/// count).
+fn said_no_tests(ran: &exec::Ran) -> bool {
+    ran.exit_code == Some(5) || parse::says_no_tests(&ran.output)
 }
 
 /// Each run's log file (normalised, trimmed in the middle) and its record.
@@ -1041,12 +1322,12 @@ fn run_logs(runs: &[RunResult], iteration: u32) -> (Vec<(String, Vec<u8>)>, Vec<
             exit_code: r.ran.exit_code,
             timed_out: r.ran.timed_out,
             seconds: (r.ran.seconds * 100.0).round() / 100.0,
-            passed: r.counts.passed,
-            failed: r.counts.failed,
-            skipped: r.counts.skipped,
+            passed: r.counted.then_some(r.counts.passed),
+            failed: r.counted.then_some(r.counts.failed),
+            skipped: r.counted.then_some(r.counts.skipped),
             counted: r.counted,
             results_from: r.source.name().into(),
-            pass_rate: r.pass_rate.map(|p| (p * 10.0).round() / 10.0),
+            pass_rate: r.shown_rate().map(|p| (p * 10.0).round() / 10.0),
             log,
         });
     }
@@ -1081,7 +1362,7 @@ fn key_findings(
             "{} run: {}{}",
             t.last.scope.as_str(),
             t.counts,
-            t.rate.map_or(String::new(), |r| format!(" ({})", pct(r)))
+            t.shown.map_or(String::new(), |r| format!(" ({})", pct(r)))
         ),
         format!(
             "iteration {iteration} of at most {MAX_ITERATIONS}; best pass rate {}",

@@ -205,7 +205,7 @@ fn failing_tests_make_a_fix_iteration() {
     result.fix = Some(crate::quality::FixRequest {
         iteration: 1,
         strategy: "conservative".into(),
-        pass_rate: 50.0,
+        pass_rate: Some(50.0),
         failures: "test_a failed".into(),
     });
     let before = s.tasks.len();

@@ -26,6 +26,8 @@ pub enum Kind {
     Vitest,
     /// `npx mocha`.
     Mocha,
+    /// Node's built-in runner (`node --test`), run by `npm test` or directly.
+    NodeTest,
     /// `npm test` with a runner that is not recognised.
     NpmScript,
     /// `go test`.
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Jest => "jest",
             Kind::Vitest => "vitest",
             Kind::Mocha => "mocha",
+            Kind::NodeTest => "node:test",
             Kind::NpmScript => "npm test",
             Kind::Go => "go test",
             Kind::Custom => "custom command",
@@ -54,7 +57,7 @@ impl Kind {
     pub fn is_js(self) -> bool {
         matches!(
             self,
-            Kind::Jest | Kind::Vitest | Kind::Mocha | Kind::NpmScript
+            Kind::Jest | Kind::Vitest | Kind::Mocha | Kind::NodeTest | Kind::NpmScript
         )
     }
 
@@ -77,6 +80,8 @@ impl Kind {
             Some(Kind::Jest)
         } else if has("mocha") {
             Some(Kind::Mocha)
+        } else if runs_node_test(&c) {
+            Some(Kind::NodeTest)
         } else if c.contains("go test") {
             Some(Kind::Go)
         } else if [
@@ -105,10 +110,24 @@ impl Kind {
             "vitest" => Kind::Vitest,
             "mocha" => Kind::Mocha,
             "go test" | "go" => Kind::Go,
-            "test script" | "node:test" => Kind::NpmScript,
+            "node:test" | "node --test" => Kind::NodeTest,
+            "test script" => Kind::NpmScript,
             _ => return None,
         })
     }
+}
+
+/// Whether a command runs Node's built-in test runner: `node` with a `--test` flag after it in
+/// the same simple command (`node --test`, `node --import tsx --test test/`).
+pub fn runs_node_test(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, w)| {
+        file_name(w) == "node"
+            && words[i + 1..]
+                .iter()
+                .take_while(|a| !["&&", "||", ";", "|"].contains(*a))
+                .any(|a| *a == "--test")
+    })
 }
 
 /// A framework found in the code tree.
@@ -386,7 +405,34 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
             .find(|n| prefixes.iter().any(|pre| n.starts_with(pre)))
             .map(|n| join(&dir, n))
     };
-    let (kind, evidence) = if let Some((name, kind)) = runners.iter().find(|(n, _)| declared(n)) {
+    // What `npm test` runs: the `test` script, through `npm run <name>` to the script it names.
+    let mut resolved = script.clone();
+    for _ in 0..3 {
+        let next = resolved.as_deref().and_then(|s| {
+            let w: Vec<&str> = s.split_whitespace().collect();
+            match w.as_slice() {
+                ["npm", "run" | "run-script", name, ..] => v["scripts"][*name].as_str(),
+                _ => None,
+            }
+        });
+        match next {
+            Some(n) => resolved = Some(n.to_owned()),
+            None => break,
+        }
+    }
+    let node_test = resolved.as_deref().filter(|s| runs_node_test(s));
+    let (kind, evidence) = if let Some(s) = node_test {
+        // A script that chooses its own reporters keeps them: the tester cannot add its
+        // machine-readable one beside them (see `machine_readable`), so it reads the console.
+        if s.contains("--test-reporter") {
+            (
+                Kind::NpmScript,
+                format!("{manifest} (scripts.test runs `node --test` with its own reporter)"),
+            )
+        } else {
+            (Kind::NodeTest, format!("{manifest} (scripts.test: node --test)"))
+        }
+    } else if let Some((name, kind)) = runners.iter().find(|(n, _)| declared(n)) {
         (*kind, format!("{manifest} (devDependencies: {name})"))
     } else if let Some(kind) = script.as_deref().and_then(from_script) {
         (kind, format!("{manifest} (scripts.test)"))
@@ -440,7 +486,7 @@ pub fn affected(code: &CodeTree, fw: &Framework, changed: &[String]) -> Vec<Stri
         }
         Kind::Cargo => parent(p).ends_with("tests") && p.ends_with(".rs"),
         Kind::Go => p.ends_with("_test.go"),
-        Kind::NpmScript | Kind::Custom => false,
+        Kind::NodeTest | Kind::NpmScript | Kind::Custom => false,
     };
     let mut out: BTreeSet<String> = BTreeSet::new();
     for path in changed {
@@ -549,6 +595,7 @@ pub fn affected_command(kind: Kind, files: &[String]) -> Option<String> {
             }
             c
         }
-        Kind::NpmScript | Kind::Custom => return None,
+        // `npm test` runs the script's own selection; adding files to it could run them twice.
+        Kind::NodeTest | Kind::NpmScript | Kind::Custom => return None,
     })
 }

@@ -100,6 +100,7 @@ pub fn parse(kind: Kind, output: &str) -> Parsed {
         Kind::Vitest,
         Kind::Mocha,
         Kind::Go,
+        Kind::NodeTest,
     ];
     let (mut counts, mut failures) = parse_as(kind, &text);
     if counts.is_none() {
@@ -133,10 +134,35 @@ pub enum Report {
 /// Reads one run: its machine-readable results where there are some that read (a `report`
 /// it wrote, or `go test -json` events in its output), else its console output
 /// ([`parse`]). Warnings always come from the console text.
+///
+/// Cargo's report is nextest's JUnit XML, which leaves out two things the console has: the
+/// doc tests (`cargo test --doc` runs them after nextest, and prints libtest's summaries)
+/// and the skipped tests (only nextest's `Summary` line counts them). Both are added.
 pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, Source) {
     let text = normalize(output);
+    let naming = if kind == Kind::NodeTest {
+        structured::Naming::SuitePath
+    } else {
+        structured::Naming::ClassName
+    };
     let read = match report {
-        Some(Report::JUnit(xml)) => structured::junit(xml).map(|r| (r, Source::JUnit, None)),
+        Some(Report::JUnit(xml)) if kind == Kind::Cargo => structured::junit(xml, naming)
+            .map(|(mut counts, mut failures)| {
+                if let Some(doc) = libtest_counts(&text) {
+                    counts.passed += doc.passed;
+                    counts.failed += doc.failed;
+                    counts.skipped += doc.skipped;
+                }
+                if let Some(summary) = nextest_summary(&text) {
+                    counts.skipped = counts.skipped.max(summary.skipped);
+                }
+                // The console names nextest's failures again, as the report does: once each.
+                failures.extend(cargo(&text).1);
+                ((counts, dedup(failures)), Source::JUnit, None)
+            }),
+        Some(Report::JUnit(xml)) => {
+            structured::junit(xml, naming).map(|r| (r, Source::JUnit, None))
+        }
         Some(Report::JestJson(json)) => {
             structured::jest_json(json).map(|r| (r, Source::JestJson, None))
         }
@@ -165,7 +191,7 @@ pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, 
 pub fn says_no_tests(output: &str) -> bool {
     static NONE: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"(?m)collected 0 items|no tests ran|NO TESTS RAN|^Ran 0 tests|No tests found|No test files found|\[no test files\]|Error: no test specified",
+            r"(?m)collected 0 items|no tests ran|NO TESTS RAN|^Ran 0 tests|No tests found|No test files found|\[no test files\]|Error: no test specified|^error: no tests to run",
         )
     });
     NONE.is_match(&normalize(output))
@@ -180,6 +206,7 @@ fn parse_as(kind: Kind, text: &str) -> (Option<Counts>, Vec<Failure>) {
         Kind::Vitest => vitest(text),
         Kind::Mocha => mocha(text),
         Kind::Go => go(text),
+        Kind::NodeTest => node(text),
         Kind::NpmScript | Kind::Custom => (None, Vec::new()),
     }
 }
@@ -300,11 +327,16 @@ fn dedup(failures: Vec<Failure>) -> Vec<Failure> {
     out
 }
 
-/// `cargo test`: every `test result:` line summed; `---- name stdout ----` blocks; compile
-/// errors (with a `-->` location) as uncounted Critical failures.
+/// `cargo test` and `cargo nextest run`. libtest prints one `test result:` line per test
+/// binary and doc-test run: every one is summed; its `---- name stdout ----` blocks are the
+/// failures, named after the test binary (`alpha::tests::adds`, the name the `Running` line
+/// shows), since two crates may each have a `tests::adds`. nextest prints one `Summary` line
+/// for its whole run (added to the doc tests' lines that follow it) and a `FAIL` line per
+/// failure, already named `<binary id> <test>`. A compile error (with its `-->` location) is
+/// an uncounted Critical failure with the compiler's text.
 fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
-    static RESULT: LazyLock<Regex> =
-        LazyLock::new(|| re(r"(?m)^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored"));
+    static RUNNING: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^\s*(Running \S+ .*?\(.*?([^/\\ ]+?)(?:-[0-9a-f]{16})?(?:\.exe)?\)|Doc-tests \S+)\s*$"));
     static BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^---- (.+?) stdout ----$"));
     static ERROR: LazyLock<Regex> = LazyLock::new(|| re(r"^error(?:\[E\d+\])?: (.+)$"));
     static SUMMARY_ERROR: LazyLock<Regex> = LazyLock::new(|| {
@@ -314,18 +346,29 @@ fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
     });
     static FAILED_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^test (\S+) \.\.\. FAILED$"));
 
-    let mut counts: Option<Counts> = None;
-    for c in RESULT.captures_iter(text) {
+    let mut counts = libtest_counts(text);
+    if let Some(n) = nextest_summary(text) {
         let t = counts.get_or_insert_with(Counts::default);
-        t.passed += num(&c[1]);
-        t.failed += num(&c[2]);
-        t.skipped += num(&c[3]);
+        t.passed += n.passed;
+        t.failed += n.failed;
+        t.skipped += n.skipped;
     }
     let lines: Vec<&str> = text.lines().collect();
-    let mut failures = Vec::new();
+    let mut failures = nextest_failures(&lines);
+    // The test binary whose output follows (`None` in doc tests: their names are paths).
+    let mut binary: Option<String> = None;
+    let named = |binary: &Option<String>, test: &str| match binary {
+        Some(b) => format!("{b}::{test}"),
+        None => test.to_owned(),
+    };
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
+        if let Some(c) = RUNNING.captures(line) {
+            binary = c.get(2).map(|b| b.as_str().to_owned());
+            i += 1;
+            continue;
+        }
         if let Some(c) = BLOCK.captures(line) {
             let start = i + 1;
             let mut j = start;
@@ -336,8 +379,21 @@ fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
             {
                 j += 1;
             }
-            failures.push(failure(&c[1], &lines[start..j], true));
+            failures.push(failure(&named(&binary, &c[1]), &lines[start..j], true));
             i = j;
+            continue;
+        }
+        // A failed test whose output block was not printed.
+        if let Some(c) = FAILED_LINE.captures(line) {
+            let name = named(&binary, &c[1]);
+            let blocks_follow = lines[i..]
+                .iter()
+                .take_while(|l| !l.starts_with("test result:"))
+                .any(|l| *l == format!("---- {} stdout ----", &c[1]));
+            if !blocks_follow {
+                failures.push(failure(&name, &[], true));
+            }
+            i += 1;
             continue;
         }
         if ERROR.is_match(line) && !SUMMARY_ERROR.is_match(line) {
@@ -356,13 +412,77 @@ fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
         }
         i += 1;
     }
-    // Failed tests whose output block was not printed.
-    for c in lines.iter().filter_map(|l| FAILED_LINE.captures(l)) {
-        if !failures.iter().any(|f| f.name == c[1]) {
-            failures.push(failure(&c[1], &[], true));
+    (counts, dedup(failures))
+}
+
+/// Every libtest `test result:` line (one per test binary and doc-test run), summed.
+fn libtest_counts(text: &str) -> Option<Counts> {
+    static RESULT: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored"));
+    let mut counts: Option<Counts> = None;
+    for c in RESULT.captures_iter(text) {
+        let t = counts.get_or_insert_with(Counts::default);
+        t.passed += num(&c[1]);
+        t.failed += num(&c[2]);
+        t.skipped += num(&c[3]);
+    }
+    counts
+}
+
+/// nextest's closing `Summary [ 0.027s] 5 tests run: 3 passed, 2 failed, 1 skipped` (with
+/// `(1 flaky)`-style notes, and `3/5 tests run` when it stopped early): passed, skipped, and
+/// every other outcome (failed, timed out, exec failed, …) as failed.
+fn nextest_summary(text: &str) -> Option<Counts> {
+    static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(?m)^\s*Summary \[\s*[\d.]+s\] \d+(?:/\d+)? tests? run: (.+?)\s*$")
+    });
+    static NOTE: LazyLock<Regex> = LazyLock::new(|| re(r"\([^)]*\)"));
+    static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d+) ([a-z][a-z -]*)$"));
+    let c = SUMMARY.captures_iter(text).last()?;
+    let mut t = Counts::default();
+    for part in NOTE.replace_all(&c[1], "").split(',') {
+        let Some(p) = PAIR.captures(part.trim()) else {
+            continue;
+        };
+        let n = num(&p[1]);
+        match p[2].trim() {
+            "passed" => t.passed += n,
+            "skipped" => t.skipped += n,
+            _ => t.failed += n,
         }
     }
-    (counts, dedup(failures))
+    Some(t)
+}
+
+/// nextest's failure lines (`FAIL [ 0.009s] (1/5) alpha tests::subtracts`, also `TIMEOUT`,
+/// `SIGSEGV`, …) with the output it prints under them, named `alpha::tests::subtracts` as its
+/// JUnit report names them. The repeat of each after the `Summary` line adds nothing.
+fn nextest_failures(lines: &[&str]) -> Vec<Failure> {
+    static STATUS: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"^\s+(PASS|FAIL|TIMEOUT|LEAK|LEAK-FAIL|ABORT|SIG[A-Z]+|FLAKY|TRY \d+ \w+|SKIP) \[\s*[\d.]+s\] (?:\(\s*\d+/\d+\) )?(\S+) (.+?)\s*$")
+    });
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(c) = STATUS.captures(l) else {
+            continue;
+        };
+        if matches!(&c[1], "PASS" | "FLAKY" | "SKIP" | "LEAK") || c[1].starts_with("TRY ") {
+            continue;
+        }
+        let detail: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|x| {
+                !STATUS.is_match(x) && !x.starts_with('─') && !x.trim_start().starts_with("Summary [")
+            })
+            .copied()
+            .collect();
+        let mut f = failure(&format!("{}::{}", &c[2], &c[3]), &detail, true);
+        if &c[1] == "TIMEOUT" {
+            f.severity = Severity::Medium;
+        }
+        out.push(f);
+    }
+    out
 }
 
 /// pytest: the final `N passed, M failed, K errors in Ts` line; the `FAILURES` and `ERRORS`
@@ -644,7 +764,148 @@ fn mocha(text: &str) -> (Option<Counts>, Vec<Failure>) {
             i = j;
         }
     }
+    // A test file that does not load stops Mocha before any test runs.
+    if let Some(at) = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("Exception during run:"))
+    {
+        let end = lines[at + 1..]
+            .iter()
+            .position(|l| l.trim().is_empty())
+            .map_or(lines.len(), |n| at + 1 + n);
+        let mut f = failure(lines[at].trim(), &lines[at + 1..end], false);
+        f.severity = f.severity.min(Severity::High);
+        failures.push(f);
+    }
     (counts, failures)
+}
+
+/// Node's built-in runner (`node --test`), as its `spec` and `tap` reporters print it. The
+/// summary (`ℹ tests 8` … or `# tests 8` …, one block per run, summed): `pass`, `fail` and
+/// `cancelled` as failed, `skipped` and `todo` as skipped. Failures: TAP's `not ok` lines
+/// that are not a suite failing for its subtests, or the spec tree's `✖` lines that do not
+/// close a suite; named by the suites they are in (`math > divides wrongly`), as Node's JUnit
+/// report is read.
+fn node(text: &str) -> (Option<Counts>, Vec<Failure>) {
+    static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"^(?:ℹ|#) (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) \d+(?:\.\d+)?$")
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    let mut counts: Option<Counts> = None;
+    for l in &lines {
+        let Some(c) = SUMMARY.captures(l) else {
+            continue;
+        };
+        let n = l
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        let t = counts.get_or_insert_with(Counts::default);
+        match &c[1] {
+            "pass" => t.passed += n,
+            "fail" | "cancelled" => t.failed += n,
+            "skipped" | "todo" => t.skipped += n,
+            _ => {}
+        }
+    }
+    let failures = if lines.iter().any(|l| l.starts_with("TAP version")) {
+        node_tap(&lines)
+    } else {
+        node_spec(&lines)
+    };
+    (counts, dedup(failures))
+}
+
+/// The indentation of a line, in spaces.
+fn indent(l: &str) -> usize {
+    l.len() - l.trim_start().len()
+}
+
+/// TAP from `node --test`: `# Subtest: name` opens a test (four spaces deeper per level),
+/// `not ok N - name` closes a failed one, its YAML block (`---` … `...`) below it.
+fn node_tap(lines: &[&str]) -> Vec<Failure> {
+    static NOT_OK: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^(\s*)not ok \d+ - (.*?)(?: # (?:SKIP|TODO)\b.*)?$"));
+    static DIRECTIVE: LazyLock<Regex> = LazyLock::new(|| re(r" # (?:SKIP|TODO)\b"));
+    let mut path: Vec<(usize, String)> = Vec::new();
+    let mut failures = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let depth = indent(l);
+        if let Some(name) = l.trim_start().strip_prefix("# Subtest: ") {
+            path.retain(|(d, _)| *d < depth);
+            path.push((depth, name.to_owned()));
+            continue;
+        }
+        let Some(c) = NOT_OK.captures(l) else {
+            continue;
+        };
+        path.retain(|(d, _)| *d < depth);
+        if DIRECTIVE.is_match(l) {
+            continue;
+        }
+        let block: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|x| x.trim().is_empty() || indent(x) > depth)
+            .copied()
+            .collect();
+        let yaml: Vec<&str> = block
+            .iter()
+            .copied()
+            .skip_while(|x| x.trim() != "---")
+            .skip(1)
+            .take_while(|x| x.trim() != "...")
+            .filter(|x| !x.trim_start().starts_with("duration_ms:"))
+            .collect();
+        if yaml.iter().any(|x| x.trim() == "failureType: 'subtestsFailed'") {
+            continue;
+        }
+        let mut name: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
+        name.push(&c[2]);
+        failures.push(failure(&name.join(" > "), &yaml, true));
+    }
+    failures
+}
+
+/// The `spec` reporter's tree up to its summary: `▶ suite` opens a suite (two spaces deeper
+/// per level), `✖ name (1.2ms)` is a failed test with its output indented below — or the end
+/// of a suite of that name, which is not a test of its own.
+fn node_spec(lines: &[&str]) -> Vec<Failure> {
+    static MARK: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^(\s*)(▶|✖) (.+?)(?: \([\d.]+m?s\))?(?: # .*)?$"));
+    let mut suites: Vec<(usize, String)> = Vec::new();
+    let mut failures = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.starts_with("ℹ tests ") || l.starts_with("✖ failing tests:") {
+            break;
+        }
+        let Some(c) = MARK.captures(l) else {
+            continue;
+        };
+        let depth = c[1].len();
+        suites.retain(|(d, _)| *d < depth);
+        let name = c[3].to_owned();
+        if &c[2] == "▶" {
+            suites.push((depth, name));
+            continue;
+        }
+        let closes_suite = lines[..i].iter().rev().any(|p| {
+            MARK.captures(p)
+                .is_some_and(|m| &m[2] == "▶" && m[1].len() == depth && m[3] == *name)
+        });
+        if closes_suite {
+            continue;
+        }
+        let detail: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|x| x.trim().is_empty() || indent(x) > depth)
+            .copied()
+            .collect();
+        let mut full: Vec<&str> = suites.iter().map(|(_, n)| n.as_str()).collect();
+        full.push(&name);
+        failures.push(failure(&full.join(" > "), &detail, true));
+    }
+    failures
 }
 
 /// `go test -v`: `--- PASS` / `--- FAIL` / `--- SKIP` lines counted (subtests too); a

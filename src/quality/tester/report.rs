@@ -4,6 +4,11 @@
 use super::parse::{Failure, Severity};
 use super::{MAX_ITERATIONS, PASS_RATE_TARGET, RunResult, Scope, Strategy, exec::trim_middle};
 
+/// The format version of [`Record`]. 2: a run's counts are `null` when its runner reported
+/// none (1 wrote zeros and passed such a run by its exit status), and the pass rates are
+/// `null` where the counts are unknown.
+pub const RECORD_SCHEMA: u32 = 2;
+
 /// One iteration's record, stored as `artifacts/test-runs/<iteration>.json`. Read leniently:
 /// a field missing in an older record takes its default.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -21,7 +26,8 @@ pub struct Record {
     pub evidence: String,
     /// The commands run, in order.
     pub runs: Vec<RunRecord>,
-    /// Pass rate of the last run, percent; `None` when no test ran.
+    /// Pass rate of the last run, percent; `None` when no test ran or was counted, and when
+    /// the tests failed before any was counted (then `verdict` is `fix_required`).
     pub pass_rate: Option<f64>,
     /// Best pass rate of this iteration and the earlier ones.
     pub best_pass_rate: Option<f64>,
@@ -49,18 +55,20 @@ pub struct RunRecord {
     pub timed_out: bool,
     /// Wall-clock seconds.
     pub seconds: f64,
-    /// Tests passed.
-    pub passed: u64,
-    /// Tests failed, with failures the framework does not count (compile errors, …).
-    pub failed: u64,
-    /// Tests skipped.
-    pub skipped: u64,
-    /// Whether the framework printed counts (else the exit status decided).
+    /// Tests passed; `None` when the runner reported no count.
+    pub passed: Option<u64>,
+    /// Tests failed, with failures the runner reports but does not count (a test file that
+    /// did not load, …); `None` when the runner reported no count.
+    pub failed: Option<u64>,
+    /// Tests skipped; `None` when the runner reported no count.
+    pub skipped: Option<u64>,
+    /// Whether the runner reported counts. Without them the run is no test counted (exit 0,
+    /// verdict `no_tests`) or a failure with unknown counts, never a pass.
     pub counted: bool,
     /// Where the counts were read: `JUnit XML`, `go test -json`, `Jest JSON report` or
     /// `console output` (empty in records written before this field).
     pub results_from: String,
-    /// Pass rate, percent.
+    /// Pass rate, percent; `None` when no test ran or the counts are unknown.
     pub pass_rate: Option<f64>,
     /// The stored output, relative to the pipeline folder.
     pub log: String,
@@ -154,6 +162,9 @@ pub struct Report<'a> {
     pub earlier: &'a [Record],
 }
 
+/// How many lines of a run without a count the report shows.
+const TAIL_LINES: usize = 30;
+
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
@@ -169,9 +180,12 @@ pub fn render(r: &Report<'_>) -> String {
         r.task, r.iteration
     );
     s.push_str(&format!("- **Verdict:** {} — {}\n", r.verdict, r.summary));
+    let rate = match (r.pass_rate, r.runs.last()) {
+        (None, Some(last)) if !last.counted => "unknown (the runner printed no test count)".to_owned(),
+        (rate, _) => pct(rate),
+    };
     s.push_str(&format!(
-        "- **Pass rate:** {} (target {PASS_RATE_TARGET}%, no critical failure); best so far {}\n",
-        pct(r.pass_rate),
+        "- **Pass rate:** {rate} (target {PASS_RATE_TARGET}%, no critical failure); best so far {}\n",
         pct(r.best)
     ));
     s.push_str(&format!(
@@ -196,16 +210,28 @@ pub fn render(r: &Report<'_>) -> String {
                 .exit_code
                 .map_or("signal".to_owned(), |c| c.to_string())
         };
+        let count = |n: u64| {
+            if run.counted {
+                n.to_string()
+            } else {
+                "?".to_owned()
+            }
+        };
+        let rate = match run.shown_rate() {
+            Some(p) => pct(Some(p)),
+            None if run.pass_rate.is_some() => "unknown".to_owned(),
+            None if run.counted => "no tests".to_owned(),
+            None => "no count".to_owned(),
+        };
         s.push_str(&format!(
-            "| {} | `{}` | {} | {} | {} | {} | {}{} | {:.1} | `{}/{}-{}.log` |\n",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {:.1} | `{}/{}-{}.log` |\n",
             run.scope.as_str(),
             cell(&run.ran.command),
             exit,
-            run.counts.passed,
-            run.counts.failed,
-            run.counts.skipped,
-            pct(run.pass_rate),
-            if run.counted { "" } else { " (exit status)" },
+            count(run.counts.passed),
+            count(run.counts.failed),
+            count(run.counts.skipped),
+            rate,
             run.ran.seconds,
             super::RUNS,
             r.iteration,
@@ -214,6 +240,31 @@ pub fn render(r: &Report<'_>) -> String {
     }
     if !r.runs.iter().any(|x| x.scope == Scope::Full) {
         s.push_str("| full | — | not run: the affected tests are below target | | | | | | |\n");
+    }
+    // A run without a count says nothing about its tests: what it printed is the evidence.
+    for run in r.runs.iter().filter(|x| !x.counted) {
+        let meaning = if run.pass_rate.is_some() {
+            "its counts are unknown, and it is no pass"
+        } else {
+            "no test was counted, and it is no pass"
+        };
+        s.push_str(&format!(
+            "\nThe {} run printed no test count (`{}` {}): {meaning}. The end of its output:\n\n",
+            run.scope.as_str(),
+            run.ran.command.replace('`', "'"),
+            run.ended()
+        ));
+        let text = super::parse::normalize(&run.ran.output);
+        let lines: Vec<&str> = text.trim_end().lines().collect();
+        let tail = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+        if tail.is_empty() {
+            s.push_str("    (no output)\n");
+        }
+        for l in tail {
+            s.push_str("    ");
+            s.push_str(l);
+            s.push('\n');
+        }
     }
 
     s.push_str("\n## Failures by severity\n");
@@ -269,14 +320,15 @@ pub fn render(r: &Report<'_>) -> String {
             e.verdict
         ));
     }
-    let last = r.runs.last();
+    let last = r.runs.last().filter(|l| l.counted);
+    let count = |n: fn(&RunResult) -> u64| last.map_or("?".to_owned(), |l| n(l).to_string());
     s.push_str(&format!(
         "| {} | {} | {} | {} | {} | {} | {} |\n",
         r.iteration,
         r.task,
         pct(r.pass_rate),
-        last.map_or(0, |l| l.counts.passed),
-        last.map_or(0, |l| l.counts.failed),
+        count(|l| l.counts.passed),
+        count(|l| l.counts.failed),
         r.strategy.map_or("—", Strategy::as_str),
         r.verdict
     ));

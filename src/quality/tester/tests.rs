@@ -13,6 +13,7 @@ use crate::specdoc::discovery::TestFramework;
 use crate::testutil::git;
 
 mod outcome;
+mod runners;
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (path, content) in files {
@@ -323,6 +324,26 @@ fn frameworks_are_detected_from_the_tree() {
         ),
         (
             vec![("package.json", r#"{"scripts": {"test": "node --test"}}"#)],
+            Some((Kind::NodeTest, "", "npm test")),
+        ),
+        // Through another script, and with options before `--test`.
+        (
+            vec![(
+                "package.json",
+                r#"{"scripts": {"test": "npm run unit", "unit": "node --import tsx --test test/"}}"#,
+            )],
+            Some((Kind::NodeTest, "", "npm test")),
+        ),
+        // A script that picks its own reporter keeps it: `npm test`, read from the console.
+        (
+            vec![(
+                "package.json",
+                r#"{"scripts": {"test": "node --test --test-reporter=dot"}}"#,
+            )],
+            Some((Kind::NpmScript, "", "npm test")),
+        ),
+        (
+            vec![("package.json", r#"{"scripts": {"test": "node test/run.js"}}"#)],
             Some((Kind::NpmScript, "", "npm test")),
         ),
         (
@@ -522,8 +543,11 @@ fn commands_time_out_and_take_their_children_along() {
     assert!(unavailable(&missing).is_some_and(|w| w.contains("command not found")));
 }
 
+/// The rule that replaced "the exit status fills in when counts are missing": a run whose
+/// runner printed no count is never a pass, and its failure is never counted as "0 passed,
+/// 1 failed".
 #[test]
-fn exit_status_fills_in_when_counts_are_missing() {
+fn no_count_is_never_a_pass() {
     let ran = |code: i32, output: &str| exec::Ran {
         command: "make test".into(),
         exit_code: Some(code),
@@ -531,13 +555,26 @@ fn exit_status_fills_in_when_counts_are_missing() {
         ..exec::Ran::default()
     };
     let t = Duration::from_secs(600);
-    assert_eq!(
-        evaluate(Kind::Custom, Scope::Full, ran(0, "all good\n"), t, None).pass_rate,
-        Some(100.0)
-    );
+    // Exit 0 without a count: no test counted, not 100 %.
+    let quiet = evaluate(Kind::Custom, Scope::Full, ran(0, "all good\n"), t, None);
+    assert_eq!((quiet.pass_rate, quiet.counted), (None, false));
+    assert!(quiet.failures.is_empty());
+    // A failed exit without a count: a failure, counts unknown (not "0 passed, 1 failed").
     let bad = evaluate(Kind::Custom, Scope::Full, ran(2, "boom\n"), t, None);
     assert_eq!(bad.pass_rate, Some(0.0));
-    assert_eq!(bad.counts.failed, 1);
+    assert!(!bad.counted && !bad.counts_known());
+    assert_eq!(bad.counts, parse::Counts::default());
+    assert_eq!(bad.shown_rate(), None);
+    assert_eq!(bad.failures.len(), 1);
+    assert_eq!(
+        bad.failures[0].name,
+        "`make test` failed (exit 2) and printed no test count"
+    );
+    assert_eq!(bad.failures[0].detail, "boom");
+    assert_eq!(
+        bad.describe_counts(),
+        "counts unknown: `make test` exited 2 and printed no test count"
+    );
     // unittest found nothing to run.
     let none = "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n";
     assert_eq!(
@@ -549,6 +586,82 @@ fn exit_status_fills_in_when_counts_are_missing() {
     let r = evaluate(Kind::Unittest, Scope::Full, ran(139, odd), t, None);
     assert_eq!((r.counts.passed, r.counts.failed), (3, 1));
     assert_eq!(r.pass_rate, Some(75.0));
+
+    // What the verdict, the record and the report make of them.
+    let repo = repo(&[("Makefile", "test:\n\ttrue\n")], &[]);
+    let inp = input("TEST-001", repo.code.clone(), &[]);
+    let setup = Setup {
+        kind: Kind::Custom,
+        dir: String::new(),
+        evidence: ".tlv4.toml [tests] command".into(),
+        full: "make test".into(),
+        source: ".tlv4.toml [tests] command".into(),
+        fallback: None,
+    };
+    let result = conclude(&inp, 1, &setup, Kind::Custom, vec![quiet], Vec::new(), Vec::new());
+    let v = result.verdict.clone().unwrap();
+    assert_eq!((v.verdict.as_str(), v.score), ("no_tests", None));
+    assert!(
+        v.summary.starts_with(
+            "no tests counted: `make test` exited 0 and printed no test count (custom command); not a pass"
+        ),
+        "{}",
+        v.summary
+    );
+    assert!(result.fix.is_none());
+    assert!(
+        result.warnings[0].starts_with("`make test` printed no test count"),
+        "{:?}",
+        result.warnings
+    );
+    let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
+    assert_eq!(rec.schema, 2);
+    assert_eq!((rec.runs[0].passed, rec.runs[0].counted), (None, false));
+    let report = file(&result, "artifacts/test-report.md");
+    assert!(
+        report.contains("| full | `make test` | 0 | ? | ? | ? | no count |"),
+        "{report}"
+    );
+    assert!(report.contains("    all good\n"), "{report}");
+
+    let result = conclude(&inp, 1, &setup, Kind::Custom, vec![bad], Vec::new(), Vec::new());
+    let v = result.verdict.clone().unwrap();
+    assert_eq!((v.verdict.as_str(), v.score), ("fix_required", None));
+    assert_eq!(
+        v.summary,
+        "tests fail, counts unknown: `make test` exited 2 and printed no test count; fix iteration 2 (conservative)"
+    );
+    let fix = result.fix.as_ref().expect("a failure of the code asks for a fix");
+    assert_eq!(fix.pass_rate, None);
+    assert!(
+        fix.failures
+            .starts_with("- [High] `make test` failed (exit 2) and printed no test count\n    boom"),
+        "{}",
+        fix.failures
+    );
+    let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
+    assert_eq!((rec.pass_rate, rec.verdict.as_str()), (None, "fix_required"));
+    assert_eq!(
+        (rec.runs[0].passed, rec.runs[0].failed, rec.runs[0].pass_rate),
+        (None, None, None)
+    );
+    let report = file(&result, "artifacts/test-report.md");
+    assert!(
+        report.contains("- **Pass rate:** unknown (the runner printed no test count)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| full | `make test` | 2 | ? | ? | ? | unknown |"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "The full run printed no test count (`make test` exited 2): its counts are unknown, and it is no pass. The end of its output:\n\n    boom\n"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("    boom\n"), "{report}");
+    assert!(!report.contains("0 passed, 1 failed"), "{report}");
 }
 
 #[test]
@@ -568,7 +681,7 @@ fn a_failing_python_suite_asks_for_a_conservative_fix() {
     let fix = result.fix.as_ref().expect("a fix request");
     assert_eq!(fix.iteration, 1);
     assert_eq!(fix.strategy, "conservative");
-    assert_eq!(fix.pass_rate, 50.0);
+    assert_eq!(fix.pass_rate, Some(50.0));
     assert!(
         fix.failures.starts_with("- [High] FAIL: test_wrong"),
         "{}",
@@ -627,7 +740,7 @@ fn a_passing_python_suite_passes_after_the_affected_tests() {
     let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/2.json")).unwrap();
     assert_eq!(rec.runs.len(), 2);
     assert_eq!(rec.runs[1].scope, "full");
-    assert_eq!((rec.runs[1].passed, rec.runs[1].failed), (2, 0));
+    assert_eq!((rec.runs[1].passed, rec.runs[1].failed), (Some(2), Some(0)));
     assert_eq!(worktrees(r.dir.path()), 1);
 }
 

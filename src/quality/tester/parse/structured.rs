@@ -1,7 +1,7 @@
 //! Machine-readable test results, preferred over the console text where the runner writes
-//! them: JUnit XML (pytest `--junitxml`, and any runner with a JUnit reporter), the event
-//! stream of `go test -json`, and the JSON report of Jest (`--json`, which Vitest's `json`
-//! reporter also writes). Each reader gives counts and named failures, or `None` when the
+//! them: JUnit XML (pytest `--junitxml`, Node's and Vitest's `junit` reporters, Mocha's
+//! `xunit`, nextest's JUnit profile), the event stream of `go test -json`, and the JSON report
+//! of Jest (`--json`, which Vitest's `json` reporter also writes). Each reader gives counts and named failures, or `None` when the
 //! input is not what it reads — the caller then falls back to the console parser.
 
 use super::{Counts, Failure, Severity, classify, failure, one_line};
@@ -31,9 +31,20 @@ impl Source {
     }
 }
 
+/// How a JUnit report names a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// `classname::name` (pytest's module, Vitest's file, Mocha's suites, nextest's binary),
+    /// or just `name` where the two are the same (a Vitest file that did not load).
+    ClassName,
+    /// The enclosing `<testsuite>` names and the test's, joined by ` > `: Node's runner nests
+    /// a suite per `describe` and gives every case the same `classname="test"`.
+    SuitePath,
+}
+
 /// A JUnit XML report: every `<testcase>`; one with `<failure>` or `<error>` failed, one
-/// with `<skipped>` was skipped, any other passed. A failure's name is `classname::name`.
-pub fn junit(xml: &str) -> Option<(Counts, Vec<Failure>)> {
+/// with `<skipped>` was skipped, any other passed. Failures are named as `naming` says.
+pub fn junit(xml: &str, naming: Naming) -> Option<(Counts, Vec<Failure>)> {
     let doc = roxmltree::Document::parse(xml).ok()?;
     let root = doc.root_element();
     if !matches!(root.tag_name().name(), "testsuites" | "testsuite") {
@@ -46,9 +57,21 @@ pub fn junit(xml: &str) -> Option<(Counts, Vec<Failure>)> {
         .filter(|n| n.is_element() && n.tag_name().name() == "testcase")
     {
         let name = case.attribute("name").unwrap_or("(unnamed)");
-        let name = match case.attribute("classname").filter(|c| !c.is_empty()) {
-            Some(class) => format!("{class}::{name}"),
-            None => name.to_owned(),
+        let name = match naming {
+            Naming::ClassName => match case.attribute("classname").filter(|c| !c.is_empty()) {
+                Some(class) if class != name => format!("{class}::{name}"),
+                _ => name.to_owned(),
+            },
+            Naming::SuitePath => {
+                let mut path: Vec<&str> = case
+                    .ancestors()
+                    .filter(|a| a.is_element() && a.tag_name().name() == "testsuite")
+                    .filter_map(|a| a.attribute("name"))
+                    .collect();
+                path.reverse();
+                path.push(name);
+                path.join(" > ")
+            }
         };
         let child = |tag: &str| {
             case.children()
@@ -229,7 +252,7 @@ E       NameError: name 'conn' is not defined</error></testcase>
 
     #[test]
     fn junit_counts_cases_and_names_failures() {
-        let (counts, failures) = junit(PYTEST_JUNIT).unwrap();
+        let (counts, failures) = junit(PYTEST_JUNIT, Naming::ClassName).unwrap();
         assert_eq!(
             counts,
             Counts {
@@ -266,16 +289,16 @@ E       NameError: name 'conn' is not defined</error></testcase>
     #[test]
     fn junit_of_no_case_is_zero_tests_and_other_xml_is_not_junit() {
         let empty = r#"<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="0" errors="0" failures="0" skipped="0"></testsuite></testsuites>"#;
-        assert_eq!(junit(empty), Some((Counts::default(), Vec::new())));
+        assert_eq!(junit(empty, Naming::ClassName), Some((Counts::default(), Vec::new())));
         // A bare <testsuite> root (other runners), with CDATA.
         let bare = "<testsuite><testcase name=\"t\"><failure><![CDATA[x < y]]></failure></testcase></testsuite>";
-        let (c, f) = junit(bare).unwrap();
+        let (c, f) = junit(bare, Naming::ClassName).unwrap();
         assert_eq!(
             (c.failed, f[0].name.as_str(), f[0].detail.as_str()),
             (1, "t", "x < y")
         );
-        assert_eq!(junit("<html><body/></html>"), None);
-        assert_eq!(junit("not xml at all <"), None);
+        assert_eq!(junit("<html><body/></html>", Naming::ClassName), None);
+        assert_eq!(junit("not xml at all <", Naming::ClassName), None);
     }
 
     #[test]

@@ -329,7 +329,8 @@ fn cargo_sums_every_result_line() {
     let p = parse(Kind::Cargo, CARGO);
     assert_eq!(p.counts, counts(2, 2, 1));
     let names: Vec<&str> = p.failures.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["tests::bad", "more_bad"]);
+    // Named after their test binary: two crates may each have a `tests::bad`.
+    assert_eq!(names, ["ct::tests::bad", "more::more_bad"]);
     assert_eq!(p.failures[0].severity, Severity::High);
     assert!(p.failures[0].detail.contains("left: 3"));
     assert!(p.failures.iter().all(|f| f.counted));
@@ -526,5 +527,209 @@ fn severity_patterns() {
         ("ValueError: bad value", Severity::High),
     ] {
         assert_eq!(classify(text), want, "{text}");
+    }
+}
+
+/// Captured by `testdata/capture.sh` from the real runners (see its header for versions).
+fn data(name: &str) -> &'static str {
+    match name {
+        "node-spec.txt" => include_str!("testdata/node-spec.txt"),
+        "node-tap.txt" => include_str!("testdata/node-tap.txt"),
+        "node-junit.xml" => include_str!("testdata/node-junit.xml"),
+        "vitest.txt" => include_str!("testdata/vitest.txt"),
+        "vitest-junit.xml" => include_str!("testdata/vitest-junit.xml"),
+        "mocha.txt" => include_str!("testdata/mocha.txt"),
+        "mocha-xunit.xml" => include_str!("testdata/mocha-xunit.xml"),
+        "mocha-load-error.txt" => include_str!("testdata/mocha-load-error.txt"),
+        "cargo-workspace.txt" => include_str!("testdata/cargo-workspace.txt"),
+        "cargo-compile-error.txt" => include_str!("testdata/cargo-compile-error.txt"),
+        "nextest.txt" => include_str!("testdata/nextest.txt"),
+        "nextest-junit.xml" => include_str!("testdata/nextest-junit.xml"),
+        "nextest-compile-error.txt" => include_str!("testdata/nextest-compile-error.txt"),
+        _ => panic!("no capture {name}"),
+    }
+}
+
+fn names(p: &Parsed) -> Vec<&str> {
+    p.failures.iter().map(|f| f.name.as_str()).collect()
+}
+
+/// Node 20's `spec` reporter (as the tester asks for it) and its default `tap` one (what a
+/// configured `npm test` prints): `ℹ`/`#` summary lines, failures named by their suites, a
+/// suite that failed for its subtests and a `todo` not taken for failures.
+#[test]
+fn node_test_summary_and_failures_from_spec_and_tap() {
+    for (capture, kind) in [
+        ("node-spec.txt", Kind::NodeTest),
+        ("node-tap.txt", Kind::NodeTest),
+        // `npm test` of an unknown runner: tried against every format.
+        ("node-tap.txt", Kind::NpmScript),
+        ("node-spec.txt", Kind::Custom),
+    ] {
+        let p = parse(kind, data(capture));
+        // tests 8: pass 3, fail 3, skipped 1, todo 1.
+        assert_eq!(p.counts, counts(3, 3, 2), "{capture} as {kind:?}");
+        assert_eq!(
+            names(&p),
+            [
+                "test/broken.test.js",
+                "subtracts wrongly",
+                "math > divides wrongly"
+            ],
+            "{capture} as {kind:?}"
+        );
+        assert!(
+            p.failures[1].detail.contains("2 !== 1"),
+            "{capture}: {}",
+            p.failures[1].detail
+        );
+        assert_eq!(p.failures[2].severity, Severity::High, "{capture}");
+    }
+    // Two runs of the runner in one script add up.
+    let twice = format!("{}\n{}", data("node-tap.txt"), data("node-tap.txt"));
+    assert_eq!(parse(Kind::NodeTest, &twice).counts, counts(6, 6, 4));
+}
+
+#[test]
+fn node_test_junit_report_names_failures_by_suite() {
+    let report = Report::JUnit(data("node-junit.xml").into());
+    let (p, source) = parse_run(Kind::NodeTest, data("node-spec.txt"), Some(&report));
+    assert_eq!(source, Source::JUnit);
+    assert_eq!(p.counts, counts(3, 3, 2));
+    // The file that did not load is named by its absolute path in the report (the tester
+    // shortens it, see `relative_name`).
+    assert_eq!(
+        names(&p),
+        [
+            "/tmp/tlv4-capture/node/test/broken.test.js",
+            "subtracts wrongly",
+            "math > divides wrongly"
+        ]
+    );
+    assert!(p.failures[2].detail.contains("q: 4"), "{}", p.failures[2].detail);
+}
+
+#[test]
+fn vitest_junit_report_and_its_console() {
+    let report = Report::JUnit(data("vitest-junit.xml").into());
+    let (p, source) = parse_run(Kind::Vitest, data("vitest.txt"), Some(&report));
+    assert_eq!(source, Source::JUnit);
+    // The file that does not load is a failing case of its own in the report.
+    assert_eq!(p.counts, counts(2, 2, 1));
+    assert_eq!(
+        names(&p),
+        ["src/broken.test.js", "src/math.test.js::math > subtracts"]
+    );
+    assert_eq!(p.failures[0].severity, Severity::Critical);
+    assert!(p.failures[1].detail.contains("expected 2 to be 1"));
+    // Vitest 4's console still reads, for a command that names its own reporter.
+    let c = parse(Kind::Vitest, data("vitest.txt"));
+    assert_eq!(c.counts, counts(2, 1, 1));
+    assert_eq!(
+        names(&c),
+        [
+            "src/broken.test.js [ src/broken.test.js ]",
+            "src/math.test.js > math > subtracts"
+        ]
+    );
+}
+
+#[test]
+fn mocha_xunit_report_and_a_file_that_does_not_load() {
+    let report = Report::JUnit(data("mocha-xunit.xml").into());
+    let (p, source) = parse_run(Kind::Mocha, data("mocha.txt"), Some(&report));
+    assert_eq!(source, Source::JUnit);
+    assert_eq!(p.counts, counts(2, 2, 1));
+    assert_eq!(names(&p), ["math::subtracts", "math nested::multiplies"]);
+    assert!(p.failures[0].detail.contains("2 !== 1"));
+    // A test file that does not load: no report, no count, the error named.
+    let (e, source) = parse_run(Kind::Mocha, data("mocha-load-error.txt"), None);
+    assert_eq!((e.counts, source), (None, Source::Console));
+    assert_eq!(
+        names(&e),
+        ["Exception during run: Error: Cannot find module './nope'"]
+    );
+    assert_eq!(e.failures[0].severity, Severity::Critical);
+    assert!(!e.failures[0].counted);
+    assert!(e.failures[0].detail.contains("test/missing.test.js"));
+}
+
+/// A workspace of two crates: the unit tests of each, an integration test and the doc
+/// tests are five `test result:` lines, summed; the failures of three binaries are named.
+#[test]
+fn cargo_workspace_sums_every_binary_and_the_doc_tests() {
+    let p = parse(Kind::Cargo, data("cargo-workspace.txt"));
+    assert_eq!(p.counts, counts(4, 3, 1));
+    assert_eq!(
+        names(&p),
+        [
+            "alpha::tests::subtracts",
+            "more::more_bad",
+            "alpha/src/lib.rs - sub (line 12)"
+        ]
+    );
+    assert!(p.failures.iter().all(|f| f.counted && f.severity == Severity::High));
+    assert!(p.failures[1].detail.contains("twice(3) is not 7"));
+    assert!(p.failures[2].detail.contains("left: 2"));
+}
+
+/// A compile error: no test ran, no count, the compiler's error as the failure.
+#[test]
+fn cargo_and_nextest_compile_errors_are_failures_without_counts() {
+    for capture in ["cargo-compile-error.txt", "nextest-compile-error.txt"] {
+        let p = parse(Kind::Cargo, data(capture));
+        assert_eq!(p.counts, None, "{capture}");
+        assert_eq!(names(&p), ["error[E0425]: cannot find value `y` in this scope"]);
+        let f = &p.failures[0];
+        assert_eq!((f.severity, f.counted), (Severity::Critical, false));
+        assert!(f.detail.contains("--> beta/src/lib.rs:2:9"), "{}", f.detail);
+    }
+}
+
+/// nextest's JUnit report and the doc tests `cargo test --doc` ran after it: both counted,
+/// and the tests nextest skipped, which its report leaves out, from its `Summary` line.
+#[test]
+fn nextest_junit_report_with_the_doc_tests() {
+    let report = Report::JUnit(data("nextest-junit.xml").into());
+    let (p, source) = parse_run(Kind::Cargo, data("nextest.txt"), Some(&report));
+    assert_eq!(source, Source::JUnit);
+    // nextest: 3 passed, 2 failed, 1 skipped; doc tests: 1 passed, 1 failed.
+    assert_eq!(p.counts, counts(4, 3, 1));
+    let want = [
+        "alpha::tests::subtracts",
+        "beta::more::more_bad",
+        "alpha/src/lib.rs - sub (line 12)",
+    ];
+    assert_eq!(names(&p), want);
+    assert!(p.failures[1].detail.contains("twice(3) is not 7"));
+    // Without the report: the `Summary` line and the `FAIL` lines, named the same.
+    let c = parse(Kind::Cargo, data("nextest.txt"));
+    assert_eq!(c.counts, counts(4, 3, 1));
+    assert_eq!(names(&c), want);
+    assert!(c.failures[0].detail.contains("left: 2"), "{}", c.failures[0].detail);
+    assert!(!c.failures[0].detail.contains("more_bad"));
+}
+
+#[test]
+fn nextest_summary_variants() {
+    for (line, want) in [
+        (
+            "     Summary [   0.027s] 5 tests run: 3 passed, 2 failed, 1 skipped",
+            counts(3, 2, 1),
+        ),
+        (
+            "     Summary [  12.100s] 7 tests run: 5 passed (1 slow, 1 flaky), 1 failed, 1 timed out, 0 skipped",
+            counts(5, 2, 0),
+        ),
+        (
+            "     Summary [   1.000s] 3/9 tests run: 2 passed, 1 failed, 4 skipped",
+            counts(2, 1, 4),
+        ),
+        (
+            "     Summary [   0.000s] 0 tests run: 0 passed, 0 skipped",
+            counts(0, 0, 0),
+        ),
+    ] {
+        assert_eq!(parse(Kind::Cargo, line).counts, want, "{line}");
     }
 }

@@ -52,7 +52,8 @@ fn zero_tests_are_no_tests_never_a_pass() {
         None,
     );
     assert_eq!(py.pass_rate, None);
-    // A custom command says only its exit status: that is all there is to go by.
+    // A custom command that prints no count has counted no test: its exit status is no
+    // count (this was a pass "by exit status").
     let custom = evaluate(
         Kind::Custom,
         Scope::Full,
@@ -60,7 +61,7 @@ fn zero_tests_are_no_tests_never_a_pass() {
         T,
         None,
     );
-    assert_eq!(custom.pass_rate, Some(100.0));
+    assert_eq!(custom.pass_rate, None);
 
     let r = repo(&[("go.mod", "module example.com/calc\n")], &[]);
     let inp = input("TEST-001", r.code.clone(), &[]);
@@ -86,7 +87,7 @@ fn zero_tests_are_no_tests_never_a_pass() {
     assert!(result.warnings.iter().any(|w| w.contains("untested")));
     let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
     assert_eq!((rec.verdict.as_str(), rec.pass_rate), ("no_tests", None));
-    // And the custom command's pass says how it was judged.
+    // And the custom command's run says that nothing was counted.
     let result = conclude(
         &inp,
         1,
@@ -97,8 +98,12 @@ fn zero_tests_are_no_tests_never_a_pass() {
         Vec::new(),
     );
     let v = result.verdict.unwrap();
-    assert_eq!(v.verdict, "pass");
-    assert!(v.summary.contains("by exit status"), "{}", v.summary);
+    assert_eq!(v.verdict, "no_tests");
+    assert!(
+        v.summary.starts_with("no tests counted: `make check` exited 0 and printed no test count"),
+        "{}",
+        v.summary
+    );
 }
 
 #[test]
@@ -177,6 +182,179 @@ fn runners_are_asked_for_machine_readable_results() {
 }
 
 #[test]
+fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
+    let dir = Path::new("/tmp/r");
+    let junit = |f: Option<ReportFile>| {
+        let (path, form) = f.expect("a report file");
+        assert_eq!(path, dir.join("results"));
+        assert_eq!(form("<x/>".into()), parse::Report::JUnit("<x/>".into()));
+    };
+    // Node's runner: through NODE_OPTIONS, so `npm test` and any script keep their words.
+    for command in ["npm test", "npm ci && npm test", "node --test test/"] {
+        let (cmd, env, file) = machine_readable(Kind::NodeTest, command, dir);
+        assert_eq!(cmd, command);
+        let (k, v) = &env[0];
+        assert_eq!(k, "NODE_OPTIONS");
+        assert!(
+            v.ends_with("--test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit --test-reporter-destination=/tmp/r/results"),
+            "{v}"
+        );
+        junit(file);
+    }
+    // A command that picks its reporters keeps them, and is read from its console.
+    let (cmd, env, file) =
+        machine_readable(Kind::NodeTest, "node --test --test-reporter=dot", dir);
+    assert_eq!(
+        (cmd.as_str(), env.len(), file.is_none()),
+        ("node --test --test-reporter=dot", 0, true)
+    );
+    assert_eq!(node_option_quote("/tmp/a b/results"), r#""/tmp/a b/results""#);
+
+    let (cmd, _, file) = machine_readable(Kind::Vitest, "npx --no -- vitest run", dir);
+    assert_eq!(
+        cmd,
+        "npx --no -- vitest run --reporter=default --reporter=junit --outputFile.junit=/tmp/r/results"
+    );
+    junit(file);
+    let (cmd, _, file) = machine_readable(Kind::Vitest, "npx vitest run --reporter=verbose", dir);
+    assert_eq!((cmd.as_str(), file.is_none()), ("npx vitest run --reporter=verbose", true));
+
+    let (cmd, _, file) = machine_readable(
+        Kind::Mocha,
+        "npx --no -- mocha --reporter spec test/a.test.js",
+        dir,
+    );
+    assert_eq!(
+        cmd,
+        "npx --no -- mocha test/a.test.js --reporter xunit --reporter-option output=/tmp/r/results"
+    );
+    junit(file);
+    let (cmd, _, file) = machine_readable(Kind::Mocha, "npx mocha --reporter dot", dir);
+    assert_eq!((cmd.as_str(), file.is_none()), ("npx mocha --reporter dot", true));
+    // `npm test` running some runner: its script is not ours to change.
+    let (cmd, env, file) = machine_readable(Kind::NpmScript, "npm test", dir);
+    assert_eq!((cmd.as_str(), env.len(), file.is_none()), ("npm test", 0, true));
+}
+
+#[test]
+fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("results");
+    let config = dir.path().join("nextest.toml");
+    let full = nextest_command("cargo test --no-fail-fast", dir.path(), &report, true).unwrap();
+    assert_eq!(
+        full,
+        format!(
+            "cargo nextest run --no-fail-fast --profile git-tlv4 --tool-config-file git-tlv4:{}; s=$?; [ $s -eq 101 ] || cargo test --doc --no-fail-fast || s=$?; exit $s",
+            config.display()
+        )
+    );
+    let written: toml::Value = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(
+        written["profile"]["git-tlv4"]["junit"]["path"].as_str(),
+        Some(report.to_str().unwrap())
+    );
+    assert_eq!(written["profile"]["git-tlv4"]["fail-fast"].as_bool(), Some(false));
+    // The affected tests: their targets, no doc tests.
+    let affected = nextest_command(
+        "cargo test --no-fail-fast --test lexer --test parser",
+        dir.path(),
+        &report,
+        true,
+    )
+    .unwrap();
+    assert!(
+        affected.starts_with("cargo nextest run --no-fail-fast --test lexer --test parser --profile git-tlv4 ")
+            && !affected.contains("--doc"),
+        "{affected}"
+    );
+    // Without nextest, or for a configured command, cargo runs as given.
+    assert_eq!(
+        nextest_command("cargo test --no-fail-fast", dir.path(), &report, false),
+        None
+    );
+    for configured in ["cargo test --workspace", "cargo nextest run", "cargo test --no-fail-fastx"] {
+        assert_eq!(
+            nextest_command(configured, dir.path(), &report, true),
+            None,
+            "{configured}"
+        );
+    }
+    let (cmd, env, file) = machine_readable(Kind::Cargo, "cargo test --workspace", dir.path());
+    assert_eq!((cmd.as_str(), env.len(), file.is_none()), ("cargo test --workspace", 0, true));
+}
+
+/// What evaluate makes of real runs' results: Node's absolute file name shortened to the
+/// repository path; a compile error a failure of unknown counts with the compiler's text;
+/// a crate without a library has no doc tests, which is not a failure.
+#[test]
+fn real_captures_through_evaluate() {
+    let node = ran(
+        "npm test",
+        1,
+        include_str!("../parse/testdata/node-spec.txt"),
+    );
+    let report = parse::Report::JUnit(include_str!("../parse/testdata/node-junit.xml").into());
+    let r = evaluate(Kind::NodeTest, Scope::Full, node, T, Some(&report));
+    assert_eq!((r.counts.passed, r.counts.failed, r.counts.skipped), (3, 3, 2));
+    assert_eq!(r.failures[0].name, "test/broken.test.js");
+    assert_eq!(r.pass_rate, Some(50.0));
+
+    let compile = ran(
+        "cargo test --no-fail-fast",
+        101,
+        include_str!("../parse/testdata/cargo-compile-error.txt"),
+    );
+    let r = evaluate(Kind::Cargo, Scope::Full, compile, T, None);
+    assert!(!r.counted && !r.counts_known());
+    assert_eq!(r.counts, parse::Counts::default());
+    assert_eq!(r.pass_rate, Some(0.0));
+    assert_eq!(r.failures.len(), 1, "{:?}", r.failures);
+    assert_eq!(r.failures[0].severity, Severity::Critical);
+    assert!(r.failures[0].detail.contains("beta/src/lib.rs:2:9"));
+    assert_eq!(
+        r.describe_counts(),
+        "counts unknown: `cargo test --no-fail-fast` exited 101 and printed no test count"
+    );
+
+    let junit = r#"<testsuites><testsuite name="app"><testcase classname="app" name="tests::ok"/></testsuite></testsuites>"#;
+    let mut bins = ran(
+        "cargo nextest run --no-fail-fast --profile git-tlv4 --tool-config-file git-tlv4:/tmp/r/nextest.toml; s=$?; [ $s -eq 101 ] || cargo test --doc --no-fail-fast || s=$?; exit $s",
+        101,
+        "     Summary [   0.003s] 1 test run: 1 passed, 0 skipped
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.01s
+error: no library targets found in package `app`
+",
+    );
+    let r = evaluate(
+        Kind::Cargo,
+        Scope::Full,
+        bins.clone(),
+        T,
+        Some(&parse::Report::JUnit(junit.into())),
+    );
+    assert_eq!((r.pass_rate, r.failures.len()), (Some(100.0), 0), "{:?}", r.failures);
+    // The same error from a command of the user's own is a failure.
+    bins.command = "cargo test --no-fail-fast".into();
+    let r = evaluate(Kind::Cargo, Scope::Full, bins, T, None);
+    assert!(r.pass_rate.is_some_and(|p| p < 100.0));
+    let console = "✖ test/a.test.js (1ms)\n    at f (/rustc/abc/library/std/src/lib.rs:3:1)\n";
+    assert_eq!(
+        relative_paths("/tmp/x/tlv4-test-1/TEST-001/test/a.test.js", console),
+        "test/a.test.js"
+    );
+    assert_eq!(
+        relative_paths(
+            "at g (/tmp/x/TEST-001/test/a.test.js:6:37)\nat f (/rustc/abc/library/std/src/lib.rs:3:1)",
+            console
+        ),
+        "at g (test/a.test.js:6:37)\nat f (/rustc/abc/library/std/src/lib.rs:3:1)"
+    );
+    assert_eq!(relative_paths("/etc/other", console), "/etc/other");
+    assert_eq!(relative_paths("math > adds/subtracts", console), "math > adds/subtracts");
+}
+
+#[test]
 fn a_junit_report_wins_over_the_console_and_a_bad_one_falls_back() {
     let xml = r#"<testsuites><testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><failure message="boom">assert False</failure></testcase></testsuite></testsuites>"#;
     // The console says something else (a plugin rewrote it): the report counts.
@@ -222,5 +400,5 @@ fn real_pytest_results_come_from_junit_xml() {
     let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
     let last = rec.runs.last().unwrap();
     assert_eq!(last.results_from, "JUnit XML", "{rec:?}");
-    assert_eq!((last.passed, last.failed), (1, 1));
+    assert_eq!((last.passed, last.failed), (Some(1), Some(1)));
 }
