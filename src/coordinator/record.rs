@@ -370,7 +370,9 @@ pub(super) fn fix_iteration(state: &mut State, result: &WorkResult, rec: &mut Re
     let ids = followup::fix_iteration(state, &rec.task, fix);
     let rate = fix
         .pass_rate
-        .map_or("unknown (no test counted)".to_owned(), |r| format!("{r:.0}%"));
+        .map_or("unknown (no test counted)".to_owned(), |r| {
+            format!("{r:.0}%")
+        });
     rec.notes.push(format!(
         "test pass rate {rate}: fix iteration {}",
         joined(&ids, ", ")

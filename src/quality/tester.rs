@@ -1280,7 +1280,9 @@ fn judge(t: &Tally, decision: Decision, iteration: u32, kind: Kind) -> Judgement
                 t.failures.len()
             ));
             let measured = match t.shown {
-                Some(_) => format!("tests below {PASS_RATE_TARGET}% after iteration {iteration}: {counts}"),
+                Some(_) => {
+                    format!("tests below {PASS_RATE_TARGET}% after iteration {iteration}: {counts}")
+                }
                 None => format!("tests fail after iteration {iteration}, {counts}"),
             };
             (

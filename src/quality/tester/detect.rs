@@ -53,14 +53,6 @@ impl Kind {
         }
     }
 
-    /// Whether this framework runs JavaScript or TypeScript.
-    pub fn is_js(self) -> bool {
-        matches!(
-            self,
-            Kind::Jest | Kind::Vitest | Kind::Mocha | Kind::NodeTest | Kind::NpmScript
-        )
-    }
-
     /// The framework a test command runs, if it names one.
     pub fn of_command(command: &str) -> Option<Kind> {
         let c = command.to_ascii_lowercase();
@@ -430,7 +422,10 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
                 format!("{manifest} (scripts.test runs `node --test` with its own reporter)"),
             )
         } else {
-            (Kind::NodeTest, format!("{manifest} (scripts.test: node --test)"))
+            (
+                Kind::NodeTest,
+                format!("{manifest} (scripts.test: node --test)"),
+            )
         }
     } else if let Some((name, kind)) = runners.iter().find(|(n, _)| declared(n)) {
         (*kind, format!("{manifest} (devDependencies: {name})"))

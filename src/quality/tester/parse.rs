@@ -146,8 +146,8 @@ pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, 
         structured::Naming::ClassName
     };
     let read = match report {
-        Some(Report::JUnit(xml)) if kind == Kind::Cargo => structured::junit(xml, naming)
-            .map(|(mut counts, mut failures)| {
+        Some(Report::JUnit(xml)) if kind == Kind::Cargo => {
+            structured::junit(xml, naming).map(|(mut counts, mut failures)| {
                 if let Some(doc) = libtest_counts(&text) {
                     counts.passed += doc.passed;
                     counts.failed += doc.failed;
@@ -159,7 +159,8 @@ pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, 
                 // The console names nextest's failures again, as the report does: once each.
                 failures.extend(cargo(&text).1);
                 ((counts, dedup(failures)), Source::JUnit, None)
-            }),
+            })
+        }
         Some(Report::JUnit(xml)) => {
             structured::junit(xml, naming).map(|r| (r, Source::JUnit, None))
         }
@@ -335,8 +336,9 @@ fn dedup(failures: Vec<Failure>) -> Vec<Failure> {
 /// failure, already named `<binary id> <test>`. A compile error (with its `-->` location) is
 /// an uncounted Critical failure with the compiler's text.
 fn cargo(text: &str) -> (Option<Counts>, Vec<Failure>) {
-    static RUNNING: LazyLock<Regex> =
-        LazyLock::new(|| re(r"^\s*(Running \S+ .*?\(.*?([^/\\ ]+?)(?:-[0-9a-f]{16})?(?:\.exe)?\)|Doc-tests \S+)\s*$"));
+    static RUNNING: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"^\s*(Running \S+ .*?\(.*?([^/\\ ]+?)(?:-[0-9a-f]{16})?(?:\.exe)?\)|Doc-tests \S+)\s*$")
+    });
     static BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^---- (.+?) stdout ----$"));
     static ERROR: LazyLock<Regex> = LazyLock::new(|| re(r"^error(?:\[E\d+\])?: (.+)$"));
     static SUMMARY_ERROR: LazyLock<Regex> = LazyLock::new(|| {
@@ -433,9 +435,8 @@ fn libtest_counts(text: &str) -> Option<Counts> {
 /// `(1 flaky)`-style notes, and `3/5 tests run` when it stopped early): passed, skipped, and
 /// every other outcome (failed, timed out, exec failed, …) as failed.
 fn nextest_summary(text: &str) -> Option<Counts> {
-    static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?m)^\s*Summary \[\s*[\d.]+s\] \d+(?:/\d+)? tests? run: (.+?)\s*$")
-    });
+    static SUMMARY: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^\s*Summary \[\s*[\d.]+s\] \d+(?:/\d+)? tests? run: (.+?)\s*$"));
     static NOTE: LazyLock<Regex> = LazyLock::new(|| re(r"\([^)]*\)"));
     static PAIR: LazyLock<Regex> = LazyLock::new(|| re(r"^(\d+) ([a-z][a-z -]*)$"));
     let c = SUMMARY.captures_iter(text).last()?;
@@ -459,7 +460,9 @@ fn nextest_summary(text: &str) -> Option<Counts> {
 /// JUnit report names them. The repeat of each after the `Summary` line adds nothing.
 fn nextest_failures(lines: &[&str]) -> Vec<Failure> {
     static STATUS: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"^\s+(PASS|FAIL|TIMEOUT|LEAK|LEAK-FAIL|ABORT|SIG[A-Z]+|FLAKY|TRY \d+ \w+|SKIP) \[\s*[\d.]+s\] (?:\(\s*\d+/\d+\) )?(\S+) (.+?)\s*$")
+        re(
+            r"^\s+(PASS|FAIL|TIMEOUT|LEAK|LEAK-FAIL|ABORT|SIG[A-Z]+|FLAKY|TRY \d+ \w+|SKIP) \[\s*[\d.]+s\] (?:\(\s*\d+/\d+\) )?(\S+) (.+?)\s*$",
+        )
     });
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -472,7 +475,9 @@ fn nextest_failures(lines: &[&str]) -> Vec<Failure> {
         let detail: Vec<&str> = lines[i + 1..]
             .iter()
             .take_while(|x| {
-                !STATUS.is_match(x) && !x.starts_with('─') && !x.trim_start().starts_with("Summary [")
+                !STATUS.is_match(x)
+                    && !x.starts_with('─')
+                    && !x.trim_start().starts_with("Summary [")
             })
             .copied()
             .collect();
@@ -857,7 +862,10 @@ fn node_tap(lines: &[&str]) -> Vec<Failure> {
             .take_while(|x| x.trim() != "...")
             .filter(|x| !x.trim_start().starts_with("duration_ms:"))
             .collect();
-        if yaml.iter().any(|x| x.trim() == "failureType: 'subtestsFailed'") {
+        if yaml
+            .iter()
+            .any(|x| x.trim() == "failureType: 'subtestsFailed'")
+        {
             continue;
         }
         let mut name: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();

@@ -181,7 +181,9 @@ pub fn render(r: &Report<'_>) -> String {
     );
     s.push_str(&format!("- **Verdict:** {} — {}\n", r.verdict, r.summary));
     let rate = match (r.pass_rate, r.runs.last()) {
-        (None, Some(last)) if !last.counted => "unknown (the runner printed no test count)".to_owned(),
+        (None, Some(last)) if !last.counted => {
+            "unknown (the runner printed no test count)".to_owned()
+        }
         (rate, _) => pct(rate),
     };
     s.push_str(&format!(

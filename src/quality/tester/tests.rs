@@ -343,7 +343,10 @@ fn frameworks_are_detected_from_the_tree() {
             Some((Kind::NpmScript, "", "npm test")),
         ),
         (
-            vec![("package.json", r#"{"scripts": {"test": "node test/run.js"}}"#)],
+            vec![(
+                "package.json",
+                r#"{"scripts": {"test": "node test/run.js"}}"#,
+            )],
             Some((Kind::NpmScript, "", "npm test")),
         ),
         (
@@ -598,7 +601,15 @@ fn no_count_is_never_a_pass() {
         source: ".tlv4.toml [tests] command".into(),
         fallback: None,
     };
-    let result = conclude(&inp, 1, &setup, Kind::Custom, vec![quiet], Vec::new(), Vec::new());
+    let result = conclude(
+        &inp,
+        1,
+        &setup,
+        Kind::Custom,
+        vec![quiet],
+        Vec::new(),
+        Vec::new(),
+    );
     let v = result.verdict.clone().unwrap();
     assert_eq!((v.verdict.as_str(), v.score), ("no_tests", None));
     assert!(
@@ -624,25 +635,44 @@ fn no_count_is_never_a_pass() {
     );
     assert!(report.contains("    all good\n"), "{report}");
 
-    let result = conclude(&inp, 1, &setup, Kind::Custom, vec![bad], Vec::new(), Vec::new());
+    let result = conclude(
+        &inp,
+        1,
+        &setup,
+        Kind::Custom,
+        vec![bad],
+        Vec::new(),
+        Vec::new(),
+    );
     let v = result.verdict.clone().unwrap();
     assert_eq!((v.verdict.as_str(), v.score), ("fix_required", None));
     assert_eq!(
         v.summary,
         "tests fail, counts unknown: `make test` exited 2 and printed no test count; fix iteration 2 (conservative)"
     );
-    let fix = result.fix.as_ref().expect("a failure of the code asks for a fix");
+    let fix = result
+        .fix
+        .as_ref()
+        .expect("a failure of the code asks for a fix");
     assert_eq!(fix.pass_rate, None);
     assert!(
-        fix.failures
-            .starts_with("- [High] `make test` failed (exit 2) and printed no test count\n    boom"),
+        fix.failures.starts_with(
+            "- [High] `make test` failed (exit 2) and printed no test count\n    boom"
+        ),
         "{}",
         fix.failures
     );
     let rec: Record = serde_json::from_str(file(&result, "artifacts/test-runs/1.json")).unwrap();
-    assert_eq!((rec.pass_rate, rec.verdict.as_str()), (None, "fix_required"));
     assert_eq!(
-        (rec.runs[0].passed, rec.runs[0].failed, rec.runs[0].pass_rate),
+        (rec.pass_rate, rec.verdict.as_str()),
+        (None, "fix_required")
+    );
+    assert_eq!(
+        (
+            rec.runs[0].passed,
+            rec.runs[0].failed,
+            rec.runs[0].pass_rate
+        ),
         (None, None, None)
     );
     let report = file(&result, "artifacts/test-report.md");

@@ -289,7 +289,10 @@ E       NameError: name 'conn' is not defined</error></testcase>
     #[test]
     fn junit_of_no_case_is_zero_tests_and_other_xml_is_not_junit() {
         let empty = r#"<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="0" errors="0" failures="0" skipped="0"></testsuite></testsuites>"#;
-        assert_eq!(junit(empty, Naming::ClassName), Some((Counts::default(), Vec::new())));
+        assert_eq!(
+            junit(empty, Naming::ClassName),
+            Some((Counts::default(), Vec::new()))
+        );
         // A bare <testsuite> root (other runners), with CDATA.
         let bare = "<testsuite><testcase name=\"t\"><failure><![CDATA[x < y]]></failure></testcase></testsuite>";
         let (c, f) = junit(bare, Naming::ClassName).unwrap();

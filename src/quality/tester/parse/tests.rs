@@ -606,7 +606,11 @@ fn node_test_junit_report_names_failures_by_suite() {
             "math > divides wrongly"
         ]
     );
-    assert!(p.failures[2].detail.contains("q: 4"), "{}", p.failures[2].detail);
+    assert!(
+        p.failures[2].detail.contains("q: 4"),
+        "{}",
+        p.failures[2].detail
+    );
 }
 
 #[test]
@@ -668,7 +672,11 @@ fn cargo_workspace_sums_every_binary_and_the_doc_tests() {
             "alpha/src/lib.rs - sub (line 12)"
         ]
     );
-    assert!(p.failures.iter().all(|f| f.counted && f.severity == Severity::High));
+    assert!(
+        p.failures
+            .iter()
+            .all(|f| f.counted && f.severity == Severity::High)
+    );
     assert!(p.failures[1].detail.contains("twice(3) is not 7"));
     assert!(p.failures[2].detail.contains("left: 2"));
 }
@@ -679,7 +687,10 @@ fn cargo_and_nextest_compile_errors_are_failures_without_counts() {
     for capture in ["cargo-compile-error.txt", "nextest-compile-error.txt"] {
         let p = parse(Kind::Cargo, data(capture));
         assert_eq!(p.counts, None, "{capture}");
-        assert_eq!(names(&p), ["error[E0425]: cannot find value `y` in this scope"]);
+        assert_eq!(
+            names(&p),
+            ["error[E0425]: cannot find value `y` in this scope"]
+        );
         let f = &p.failures[0];
         assert_eq!((f.severity, f.counted), (Severity::Critical, false));
         assert!(f.detail.contains("--> beta/src/lib.rs:2:9"), "{}", f.detail);
@@ -706,7 +717,11 @@ fn nextest_junit_report_with_the_doc_tests() {
     let c = parse(Kind::Cargo, data("nextest.txt"));
     assert_eq!(c.counts, counts(4, 3, 1));
     assert_eq!(names(&c), want);
-    assert!(c.failures[0].detail.contains("left: 2"), "{}", c.failures[0].detail);
+    assert!(
+        c.failures[0].detail.contains("left: 2"),
+        "{}",
+        c.failures[0].detail
+    );
     assert!(!c.failures[0].detail.contains("more_bad"));
 }
 

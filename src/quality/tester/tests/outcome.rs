@@ -100,7 +100,8 @@ fn zero_tests_are_no_tests_never_a_pass() {
     let v = result.verdict.unwrap();
     assert_eq!(v.verdict, "no_tests");
     assert!(
-        v.summary.starts_with("no tests counted: `make check` exited 0 and printed no test count"),
+        v.summary
+            .starts_with("no tests counted: `make check` exited 0 and printed no test count"),
         "{}",
         v.summary
     );
@@ -202,13 +203,15 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
         junit(file);
     }
     // A command that picks its reporters keeps them, and is read from its console.
-    let (cmd, env, file) =
-        machine_readable(Kind::NodeTest, "node --test --test-reporter=dot", dir);
+    let (cmd, env, file) = machine_readable(Kind::NodeTest, "node --test --test-reporter=dot", dir);
     assert_eq!(
         (cmd.as_str(), env.len(), file.is_none()),
         ("node --test --test-reporter=dot", 0, true)
     );
-    assert_eq!(node_option_quote("/tmp/a b/results"), r#""/tmp/a b/results""#);
+    assert_eq!(
+        node_option_quote("/tmp/a b/results"),
+        r#""/tmp/a b/results""#
+    );
 
     let (cmd, _, file) = machine_readable(Kind::Vitest, "npx --no -- vitest run", dir);
     assert_eq!(
@@ -217,7 +220,10 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
     );
     junit(file);
     let (cmd, _, file) = machine_readable(Kind::Vitest, "npx vitest run --reporter=verbose", dir);
-    assert_eq!((cmd.as_str(), file.is_none()), ("npx vitest run --reporter=verbose", true));
+    assert_eq!(
+        (cmd.as_str(), file.is_none()),
+        ("npx vitest run --reporter=verbose", true)
+    );
 
     let (cmd, _, file) = machine_readable(
         Kind::Mocha,
@@ -230,10 +236,16 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
     );
     junit(file);
     let (cmd, _, file) = machine_readable(Kind::Mocha, "npx mocha --reporter dot", dir);
-    assert_eq!((cmd.as_str(), file.is_none()), ("npx mocha --reporter dot", true));
+    assert_eq!(
+        (cmd.as_str(), file.is_none()),
+        ("npx mocha --reporter dot", true)
+    );
     // `npm test` running some runner: its script is not ours to change.
     let (cmd, env, file) = machine_readable(Kind::NpmScript, "npm test", dir);
-    assert_eq!((cmd.as_str(), env.len(), file.is_none()), ("npm test", 0, true));
+    assert_eq!(
+        (cmd.as_str(), env.len(), file.is_none()),
+        ("npm test", 0, true)
+    );
 }
 
 #[test]
@@ -254,7 +266,10 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
         written["profile"]["git-tlv4"]["junit"]["path"].as_str(),
         Some(report.to_str().unwrap())
     );
-    assert_eq!(written["profile"]["git-tlv4"]["fail-fast"].as_bool(), Some(false));
+    assert_eq!(
+        written["profile"]["git-tlv4"]["fail-fast"].as_bool(),
+        Some(false)
+    );
     // The affected tests: their targets, no doc tests.
     let affected = nextest_command(
         "cargo test --no-fail-fast --test lexer --test parser",
@@ -264,8 +279,9 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
     )
     .unwrap();
     assert!(
-        affected.starts_with("cargo nextest run --no-fail-fast --test lexer --test parser --profile git-tlv4 ")
-            && !affected.contains("--doc"),
+        affected.starts_with(
+            "cargo nextest run --no-fail-fast --test lexer --test parser --profile git-tlv4 "
+        ) && !affected.contains("--doc"),
         "{affected}"
     );
     // Without nextest, or for a configured command, cargo runs as given.
@@ -273,7 +289,11 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
         nextest_command("cargo test --no-fail-fast", dir.path(), &report, false),
         None
     );
-    for configured in ["cargo test --workspace", "cargo nextest run", "cargo test --no-fail-fastx"] {
+    for configured in [
+        "cargo test --workspace",
+        "cargo nextest run",
+        "cargo test --no-fail-fastx",
+    ] {
         assert_eq!(
             nextest_command(configured, dir.path(), &report, true),
             None,
@@ -281,7 +301,10 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
         );
     }
     let (cmd, env, file) = machine_readable(Kind::Cargo, "cargo test --workspace", dir.path());
-    assert_eq!((cmd.as_str(), env.len(), file.is_none()), ("cargo test --workspace", 0, true));
+    assert_eq!(
+        (cmd.as_str(), env.len(), file.is_none()),
+        ("cargo test --workspace", 0, true)
+    );
 }
 
 /// What evaluate makes of real runs' results: Node's absolute file name shortened to the
@@ -296,7 +319,10 @@ fn real_captures_through_evaluate() {
     );
     let report = parse::Report::JUnit(include_str!("../parse/testdata/node-junit.xml").into());
     let r = evaluate(Kind::NodeTest, Scope::Full, node, T, Some(&report));
-    assert_eq!((r.counts.passed, r.counts.failed, r.counts.skipped), (3, 3, 2));
+    assert_eq!(
+        (r.counts.passed, r.counts.failed, r.counts.skipped),
+        (3, 3, 2)
+    );
     assert_eq!(r.failures[0].name, "test/broken.test.js");
     assert_eq!(r.pass_rate, Some(50.0));
 
@@ -333,7 +359,12 @@ error: no library targets found in package `app`
         T,
         Some(&parse::Report::JUnit(junit.into())),
     );
-    assert_eq!((r.pass_rate, r.failures.len()), (Some(100.0), 0), "{:?}", r.failures);
+    assert_eq!(
+        (r.pass_rate, r.failures.len()),
+        (Some(100.0), 0),
+        "{:?}",
+        r.failures
+    );
     // The same error from a command of the user's own is a failure.
     bins.command = "cargo test --no-fail-fast".into();
     let r = evaluate(Kind::Cargo, Scope::Full, bins, T, None);
@@ -351,7 +382,10 @@ error: no library targets found in package `app`
         "at g (test/a.test.js:6:37)\nat f (/rustc/abc/library/std/src/lib.rs:3:1)"
     );
     assert_eq!(relative_paths("/etc/other", console), "/etc/other");
-    assert_eq!(relative_paths("math > adds/subtracts", console), "math > adds/subtracts");
+    assert_eq!(
+        relative_paths("math > adds/subtracts", console),
+        "math > adds/subtracts"
+    );
 }
 
 #[test]

@@ -42,13 +42,21 @@ fn real_node_test_results_come_from_its_junit_report() {
     );
     let inp = input("TEST-001", r.code.clone(), &[]);
     let result = run_task(&inp, &r.ctx).unwrap();
-    assert_eq!(result.output.outcome, Outcome::Completed, "{}", result.output.summary);
+    assert_eq!(
+        result.output.outcome,
+        Outcome::Completed,
+        "{}",
+        result.output.summary
+    );
     let rec = record_of(&result);
     assert_eq!(rec.framework, "node:test", "{rec:?}");
     let run = rec.runs.last().unwrap();
     assert_eq!(run.command, "npm test");
     assert_eq!(run.results_from, "JUnit XML", "{rec:?}");
-    assert_eq!((run.passed, run.failed, run.counted), (Some(1), Some(1), true));
+    assert_eq!(
+        (run.passed, run.failed, run.counted),
+        (Some(1), Some(1), true)
+    );
     assert_eq!(rec.pass_rate, Some(50.0));
     assert_eq!(rec.result_set.failures, ["adds wrongly"]);
     let fix = result.fix.as_ref().expect("a fix request");
@@ -134,7 +142,11 @@ fn real_cargo_workspace_is_counted_over_every_binary_and_the_doc_tests() {
     let mut names = rec.result_set.failures.clone();
     names.sort();
     if nextest_installed() {
-        assert!(run.command.starts_with("cargo nextest run --no-fail-fast "), "{}", run.command);
+        assert!(
+            run.command.starts_with("cargo nextest run --no-fail-fast "),
+            "{}",
+            run.command
+        );
         assert_eq!(run.results_from, "JUnit XML");
         assert_eq!(
             names,
