@@ -36,6 +36,13 @@ pub trait Driver: Send + Sync {
     fn checkout(&self) -> bool {
         true
     }
+    /// Whether the agent is a program that can run commands in its checkout (a CLI with a
+    /// shell, or whatever a configured program does): it then gets the checkout prepared with
+    /// the project's environment, as the tester will have it. An agent that only edits files
+    /// needs none.
+    fn runs_commands(&self) -> bool {
+        false
+    }
     /// Does the task. Blocks; runs on a worker thread.
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput>;
     /// Checks what can be checked before any task runs (the program is there), so that a
@@ -60,6 +67,10 @@ pub struct RunContext {
     /// When the run must be over at the latest, whatever the agent's own `timeout` (a
     /// discussion turn's limit); `None`: the agent's timeout alone.
     pub deadline: Option<std::time::Instant>,
+    /// The environment of the prepared checkout (its own `.venv/bin` and `node_modules/.bin`
+    /// first, the user's virtualenv and import paths left out), for an agent that runs
+    /// commands there; `None`: the inherited one.
+    pub env: Option<crate::environment::isolate::RunEnv>,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -462,6 +473,10 @@ impl Driver for CliDriver {
         self.program().map(|_| ())
     }
 
+    fn runs_commands(&self) -> bool {
+        true
+    }
+
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let task = &input.task;
         let deliverable = Deliverable::of(&task.role);
@@ -514,6 +529,13 @@ impl Driver for CliDriver {
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
             inv.env = self.env(&call, ctx, &launch);
+            if let Some(prepared) = &ctx.env {
+                // The checkout's environment first; the agent's own settings still win.
+                let mut env = prepared.set.clone();
+                env.append(&mut inv.env);
+                inv.env = env;
+                inv.env_remove = prepared.remove.clone();
+            }
             inv.args = trusted_copies(launch.args, &self.spec.args, &self.repo_root);
             inv.stdin = launch.stdin;
             inv.timeout = ctx.within(self.timeout);
@@ -822,6 +844,7 @@ pub(crate) mod tests {
             attempt: 1,
             meter: Default::default(),
             deadline: None,
+            env: None,
         }
     }
 

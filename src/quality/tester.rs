@@ -877,6 +877,15 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
                 )));
             }
         };
+    match crate::worktree::prepare::allowed(&repo, ctx.base, &plan, &ctx.conf) {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => {
+            return Ok(failed(format!(
+                "{why}\nthe tests did not run; after `git tlv4 trust`, run `git tlv4 resume --retry`"
+            )));
+        }
+        Err(e) => return Ok(failed(format!("cannot read the setup's files: {e}"))),
+    }
     let checkout = crate::store::Store::from_repo(repo.clone())
         .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
     let mut worktree = match checkout {
@@ -888,6 +897,7 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
+    worktree.bound(ctx.conf.config.environment.max_disk().ok().flatten());
     decisions.push(if worktree.reused() {
         "checkout: a kept test checkout, moved to the session tip (only what changed was written)"
             .to_owned()

@@ -261,6 +261,14 @@ impl TaskWorktree {
         self.checkout.prepare(&repo, from, plan, timeout)
     }
 
+    /// Bounds the disk its pool keeps by `max_disk` (`[environment] max_disk`) when it goes
+    /// back.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        if let Some(l) = &mut self.checkout.lease {
+            l.bound(max_disk);
+        }
+    }
+
     /// Sets the role and attempt number that snapshot commits record.
     pub fn with_run(mut self, role: impl Into<String>, attempt: u32) -> TaskWorktree {
         self.run = Some((role.into(), attempt));
@@ -1038,6 +1046,14 @@ impl ScratchCheckout {
         timeout: std::time::Duration,
     ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
         self.checkout.prepare(repo, commit, plan, timeout)
+    }
+
+    /// Bounds the disk its pool keeps by `max_disk` (`[environment] max_disk`) when it goes
+    /// back.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        if let Some(l) = &mut self.checkout.lease {
+            l.bound(max_disk);
+        }
     }
 
     /// Whether the checkout was made for this run (else a kept one was reused).

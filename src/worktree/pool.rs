@@ -506,6 +506,12 @@ impl Lease {
         Ok(())
     }
 
+    /// Bounds the disk of the pool's idle slots by `max_disk` (`[environment] max_disk`)
+    /// when this lease goes back, instead of the default.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        self.max_disk = max_disk.unwrap_or(DEFAULT_MAX_DISK);
+    }
+
     /// Gives the checkout back to the pool: HEAD detached where it is, the lock idle, its size
     /// noted; the pool is then trimmed to its disk limit. Call only once what the checkout
     /// holds is recorded.

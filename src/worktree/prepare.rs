@@ -171,3 +171,33 @@ pub fn timeout(config: &EnvironmentConfig) -> Duration {
         .and_then(|t| crate::process::parse_duration(t).ok())
         .unwrap_or(setup::DEFAULT_TIMEOUT)
 }
+
+/// Whether the setup `plan` of the session may run under its pinned configuration `conf`:
+/// each input file of a step that runs commands is trusted with its content at `base`, the
+/// commit the plan was read from, and so is `.tlv4.toml` when the plan is its
+/// `[environment] setup` (see [`crate::trust::setup_allowed`]). The session's own changes
+/// to those files re-run the pinned commands; they do not choose them. The error says which
+/// files are not trusted and what to run.
+pub fn allowed(
+    repo: &gix::Repository,
+    base: ObjectId,
+    plan: &Plan,
+    conf: &crate::trust::Configuration,
+) -> Result<std::result::Result<(), String>> {
+    if !plan.runs_anything() {
+        return Ok(Ok(()));
+    }
+    let ids = ids_at(repo, base, &plan.inputs())?;
+    let config_id = conf
+        .files
+        .get(crate::config::FILE)
+        .map(crate::trust::blob_id);
+    let lookup = |p: &str| -> Option<String> {
+        if p == crate::config::FILE {
+            return config_id.clone();
+        }
+        ids.get(p).cloned().flatten()
+    };
+    let stored = crate::trust::Stored::of(&conf.config);
+    Ok(crate::trust::setup_allowed(&stored, plan, &lookup))
+}

@@ -1206,3 +1206,105 @@ fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
     no_checkout_left(&repo);
     repo.fsck();
 }
+
+/// An agent that runs commands gets its task checkout prepared with the project's setup,
+/// and its commands see the checkout's environment: `python` is the checkout's virtualenv,
+/// which imports the project from the checkout, never the user's active virtualenv (whose
+/// editable install points at their working tree) or their `PYTHONPATH`.
+#[test]
+fn an_agent_that_runs_commands_works_in_a_prepared_checkout_of_its_own() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        "pyproject.toml",
+        "[project]\nname = \"calcpkg\"\nversion = \"0.1.0\"\n",
+    );
+    repo.write(
+        "src/calcpkg/__init__.py",
+        "def add(a, b):\n    return a + b\n",
+    );
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[environment]\nsetup = [\n  \"python3 -m venv --without-pip .venv\",\n  \".venv/bin/python -c \\\"import os, site; open(os.path.join(site.getsitepackages()[0], 'calcpkg.pth'), 'w').write(os.path.abspath('src'))\\\"\",\n]\n\
+             [agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nenv = {{ SCRIPTED_MODE = \"probe\", PROBE_MODULE = \"calcpkg\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "calcpkg"]);
+    repo.ok(&["trust"]);
+    // The user's active virtualenv imports their working tree.
+    let venv = repo.home.path().join("uservenv");
+    let made = crate::common::hermetic("python3", repo.path(), repo.home.path())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(
+        site.join("calcpkg.pth"),
+        repo.path().join("src").display().to_string(),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "probe",
+        ])
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", path)
+        .env("PYTHONPATH", repo.path().join("src"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let probe = repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]);
+    let imported = probe
+        .lines()
+        .find_map(|l| l.strip_prefix("imports calcpkg from: "))
+        .unwrap_or_else(|| panic!("{probe}\n{stderr}"));
+    let cwd = probe.lines().find_map(|l| l.strip_prefix("cwd: ")).unwrap();
+    assert!(
+        cwd.contains("/tlv4/checkouts/agent-"),
+        "the agent runs in a pool checkout: {cwd}"
+    );
+    assert_eq!(
+        imported,
+        format!("{cwd}/src/calcpkg/__init__.py"),
+        "the agent's python imports the checkout's code:\n{probe}\n{stderr}"
+    );
+    assert!(
+        probe.contains(&format!("VIRTUAL_ENV={cwd}/.venv")),
+        "{probe}"
+    );
+    assert!(probe.contains("PYTHONPATH=\n"), "{probe}");
+    // The setup ran in the agent's checkout, and what it made is not part of the task's work.
+    let files = tip_files(&repo, &sid);
+    assert!(!files.iter().any(|f| f.starts_with(".venv")), "{files:?}");
+    assert!(
+        stderr.contains("IMPL-001: its checkout's environment: "),
+        "the run says how the agent's environment was made:\n{stderr}"
+    );
+    repo.fsck();
+}

@@ -732,3 +732,83 @@ environment setup ([environment] setup of .tlv4.toml, instead of what the code a
         "{err}"
     );
 }
+
+/// The environment setup is trusted with the files it installs from: a requirements file
+/// added after the repository was trusted stops the tests before anything is installed,
+/// naming the file; once trusted, the retry makes the checkout's virtualenv and the tests run.
+#[test]
+fn an_environment_setup_runs_only_once_its_files_are_trusted() {
+    let repo = python_sample();
+    repo.ok(&["trust"]);
+    repo.write("requirements.txt", "# nothing to install yet\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "requirements"]);
+    let sid = repo
+        .stops(
+            &[
+                "start",
+                "--pipeline",
+                "impl-only",
+                "--yes",
+                "--completion",
+                "keep",
+                "fix it",
+            ],
+            STALLED,
+        )
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "failed", "{test}");
+    let reason = test["result"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the environment setup runs the repository's install scripts")
+            && reason.contains("requirements.txt (environment setup `python3 -m venv .venv")
+            && reason.contains("not trusted yet"),
+        "{test}"
+    );
+    let pool = repo.path().join(".git/tlv4/checkouts");
+    let venvs = walk_for(&pool, ".venv");
+    assert!(venvs.is_empty(), "nothing was installed: {venvs:?}");
+
+    let shown = repo.ok(&["trust", "--show"]);
+    assert!(shown.contains("requirements.txt"), "{shown}");
+    repo.ok(&["trust"]);
+    repo.ok(&[
+        "--session",
+        &sid,
+        "resume",
+        "--retry",
+        "--completion",
+        "keep",
+    ]);
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "completed", "{test}");
+    assert_eq!(
+        walk_for(&pool, ".venv").len(),
+        1,
+        "the test checkout's venv"
+    );
+    repo.fsck();
+}
+
+/// The directories named `name` two levels under each slot of the pool at `pool`.
+fn walk_for(pool: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for slot in std::fs::read_dir(pool).into_iter().flatten().flatten() {
+        for checkout in std::fs::read_dir(slot.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = checkout.path().join(name);
+            if p.is_dir() {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
