@@ -362,6 +362,7 @@ impl Pool {
             common_dir: self.common_dir.clone(),
         };
         lease.unsparse()?;
+        lease.submodules()?;
         Ok(lease)
     }
 
@@ -503,7 +504,37 @@ impl Lease {
             }
         }
         self.git(&clean)?;
-        Ok(())
+        self.submodules()
+    }
+
+    /// Checks out the submodules the checkout's commit names, recursively, where the
+    /// repository has them (`.gitmodules`): each at the commit its gitlink records. Their
+    /// repositories are cloned once per checkout (under its admin folder) and kept with it;
+    /// a move fetches only what they lack.
+    fn submodules(&self) -> Result<()> {
+        if !self.path.join(".gitmodules").is_file() {
+            return Ok(());
+        }
+        crate::git::run(
+            &self.path,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "--init",
+                "--recursive",
+                "--force",
+                "--quiet",
+            ],
+        )
+        .map(|_| ())
+        .map_err(|e| {
+            Error::Git(format!(
+                "cannot check out the submodules of {}: {e}",
+                self.path.display()
+            ))
+        })
     }
 
     /// Bounds the disk of the pool's idle slots by `max_disk` (`[environment] max_disk`)
