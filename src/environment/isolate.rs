@@ -51,7 +51,7 @@ pub fn run_env(root: &Path, plan: &Plan, vars: &[(String, String)]) -> RunEnv {
     // PATH entries inside an active environment go: its interpreter is not the checkout's.
     let active: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
         .into_iter()
-        .filter_map(|k| get(k))
+        .filter_map(&get)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .collect();

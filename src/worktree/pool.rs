@@ -175,7 +175,7 @@ impl Pool {
                 free.push((read_meta(&slot).used, slot, lock));
             }
         }
-        free.sort_by(|a, b| b.0.cmp(&a.0));
+        free.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (_, slot, lock) in free {
             match self.reuse(store, purpose, &slot, lock, reason, target) {
                 Ok(Some(lease)) => return Ok(lease),
