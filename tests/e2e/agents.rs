@@ -1308,3 +1308,151 @@ fn an_agent_that_runs_commands_works_in_a_prepared_checkout_of_its_own() {
     );
     repo.fsck();
 }
+
+/// Two sessions of one repository running at once never share a checkout: each task's agent
+/// works in a slot of its own, leased across the two processes.
+#[test]
+fn two_sessions_at_once_never_share_a_checkout() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"30s\"\nenv = {{ SCRIPTED_MODE = \"probe\", SCRIPTED_SLEEP = \"2\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let run = |text: &str| {
+        repo.tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            text,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (one, two) = (run("one"), run("two"));
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let sessions = repo.rows(&["list", "--json"], "sessions");
+    let cwds: Vec<String> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let sid = s["id"].as_str().unwrap();
+            let probe = repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]);
+            probe
+                .lines()
+                .find_map(|l| l.strip_prefix("cwd: "))
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(cwds.len(), 2);
+    assert_ne!(cwds[0], cwds[1], "each run had a checkout of its own");
+    assert!(
+        cwds.iter().all(|c| c.contains("/tlv4/checkouts/agent-")),
+        "{cwds:?}"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+/// A run killed while its agent worked leaves its checkout leased to nobody: the next session's
+/// task takes that checkout over, but only once what the dead run's agent wrote is kept under
+/// the dead task's ref; none of it reaches the new task's work, and the dead session still
+/// resumes and completes.
+#[test]
+fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let pidpath = pidfile.path().display().to_string();
+    std::fs::remove_file(&pidpath).unwrap();
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let config = |env: &str| {
+        format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        )
+    };
+    repo.write(
+        ".tlv4.toml",
+        &config(&format!(
+            "SCRIPTED_MODE = \"partial_hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\""
+        )),
+    );
+    repo.ok(&["trust"]);
+    let (mut child, agent) = start_until_the_agent_runs(&repo, "crash", &pidpath);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: signalling a process group this test started.
+    unsafe { libc::kill(-agent, libc::SIGKILL) };
+    let dead = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    repo.write(".tlv4.toml", &config(""));
+    repo.ok(&["trust"]);
+    let new = start(&repo, "after the crash", &[]);
+    let new = new
+        .split_whitespace()
+        .find(|w| w.starts_with("TLV4-"))
+        .unwrap()
+        .trim_end_matches(':')
+        .to_owned();
+    assert_ne!(new, dead);
+    assert_eq!(status_of(&repo, &new), "completed");
+    // The one kept checkout was the dead run's: the new task took it over.
+    let slots: Vec<_> = std::fs::read_dir(repo.path().join(".git/tlv4/checkouts"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("agent-") && e.path().is_dir())
+        .collect();
+    assert_eq!(slots.len(), 1, "{slots:?}");
+    let kept = format!("refs/tlv4/runs/{dead}/IMPL-001/1");
+    assert_eq!(
+        repo.git(&["show", &format!("{kept}:partial-IMPL-001.txt")]),
+        "half done\n",
+        "the dead run's work is kept before its checkout is reused"
+    );
+    let files = tip_files(&repo, &new);
+    assert!(
+        files.contains(&"scripted-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains(&"partial-IMPL-001.txt".to_owned()),
+        "nothing of the dead run reaches the new task: {files:?}"
+    );
+    repo.ok(&[
+        "--session",
+        &dead,
+        "resume",
+        "--reconfigure",
+        "--completion",
+        "keep",
+    ]);
+    assert_eq!(status_of(&repo, &dead), "completed");
+    let files = tip_files(&repo, &dead);
+    assert!(
+        !files.contains(&"partial-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
