@@ -897,13 +897,19 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
-    worktree.bound(ctx.conf.config.environment.max_disk().ok().flatten());
+    let max_disk = ctx.conf.config.environment.max_disk().ok().flatten();
+    worktree.bound(max_disk);
     decisions.push(if worktree.reused() {
         "checkout: a kept test checkout, moved to the session tip (only what changed was written)"
             .to_owned()
     } else {
         "checkout: a new test checkout of the session tip".to_owned()
     });
+    if let Ok(pool) = crate::store::Store::from_repo(repo.clone())
+        .and_then(|store| crate::worktree::pool::Pool::open(&store, max_disk))
+    {
+        decisions.push(format!("checkouts: {}", pool.summary()));
+    }
     let timeout_setup = crate::worktree::prepare::timeout(&ctx.conf.config.environment);
     let prepared = match worktree.prepare(&repo, ctx.tip, &plan, timeout_setup) {
         Ok(Ok(p)) => p,

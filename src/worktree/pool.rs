@@ -149,6 +149,21 @@ impl Pool {
         })
     }
 
+    /// What the pools hold, for reports: `3 kept checkouts (1 in use), 1.2 GiB of the 16 GiB
+    /// limit`; sizes as measured when each was last given back.
+    pub fn summary(&self) -> String {
+        let slots = self.list();
+        let busy = slots.iter().filter(|s| s.busy).count();
+        let bytes: u64 = slots.iter().map(|s| s.bytes).sum();
+        format!(
+            "{} kept checkout{} ({busy} in use), {} of the {} limit ([environment] max_disk)",
+            slots.len(),
+            if slots.len() == 1 { "" } else { "s" },
+            size(bytes),
+            size(self.max_disk)
+        )
+    }
+
     /// Where the checkouts of this repository are kept.
     pub fn root(&self) -> &Path {
         &self.root
@@ -698,4 +713,13 @@ pub fn disk_usage(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// `bytes` for people: `512 MiB`, `1.2 GiB`.
+pub fn size(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
 }

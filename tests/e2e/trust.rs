@@ -792,6 +792,14 @@ fn an_environment_setup_runs_only_once_its_files_are_trusted() {
         1,
         "the test checkout's venv"
     );
+    let report = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/artifacts/test-report.md"),
+    ]);
+    assert!(
+        report.contains("checkouts: 1 kept checkout (1 in use), 0 MiB of the 16.0 GiB limit"),
+        "the report says what the kept checkouts use:\n{report}"
+    );
     repo.fsck();
 }
 
