@@ -511,6 +511,7 @@ impl Driver for CliDriver {
         let mut transcript = format!("=== prompt: {} ===\n", composed.report());
         let mut prompt = base.clone();
         let mut answer_no = 0;
+        let mut confined = None;
         loop {
             answer_no += 1;
             std::fs::write(&prompt_file, &prompt)
@@ -540,6 +541,16 @@ impl Driver for CliDriver {
             inv.stdin = launch.stdin;
             inv.timeout = ctx.within(self.timeout);
             inv.kill_grace = self.kill_grace;
+            if confined.is_none() {
+                confined = Some(confine(&call, ctx, &program, &inv)?);
+            }
+            inv.sandbox = confined.clone();
+            inv.env_remove
+                .extend(crate::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
+            inv.env.push((
+                "TMPDIR".to_owned(),
+                home.path().join(".tmp").display().to_string(),
+            ));
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
                 let meter = ctx.meter.clone();
@@ -729,6 +740,38 @@ impl Cli for CommandCli {
             }
         }
     }
+}
+
+/// The confinement of one agent run (see [`crate::sandbox::for_agent`]), built before it
+/// starts: the places of `call`, its program and the environment of `inv`.
+fn confine(
+    call: &Call<'_>,
+    ctx: &RunContext,
+    program: &Path,
+    inv: &Invocation,
+) -> Result<std::sync::Arc<crate::sandbox::Prepared>> {
+    let tmp = call.home.path().join(".tmp");
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
+    let inherited = std::env::var("PATH").unwrap_or_default();
+    let path = inv
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or(inherited.as_str(), |(_, v)| v.as_str());
+    let places = crate::sandbox::AgentPlaces {
+        workdir: &ctx.workdir,
+        writes: call.writes_code(),
+        home: call.home.path(),
+        scratch: call.scratch,
+        program,
+        path,
+        values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+    };
+    Ok(std::sync::Arc::new(
+        crate::sandbox::for_agent(&places).prepare()?,
+    ))
 }
 
 /// The builtin agent behind the [`Driver`] trait.

@@ -1016,14 +1016,13 @@ impl Checkout {
         plan: &crate::environment::Plan,
         timeout: std::time::Duration,
     ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
-        let scratch;
         let stamp = match &self.lease {
             Some(l) => l.state_file("setup.json"),
-            None => {
-                scratch = tempfile::tempdir()
-                    .map_err(|e| Error::io("cannot make a temporary directory", e))?;
-                scratch.path().join("setup.json")
-            }
+            // Kept: the checkout's temporary directory is made beside the stamp.
+            None => tempfile::tempdir()
+                .map_err(|e| Error::io("cannot make a temporary directory", e))?
+                .keep()
+                .join("setup.json"),
         };
         let out = prepare::prepare(repo, commit, &self.path, &stamp, plan, timeout)?;
         if let Ok(p) = &out

@@ -417,6 +417,7 @@ impl Pool {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
+        let _ = std::fs::remove_dir_all(slot.with_extension("tmp"));
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
     }

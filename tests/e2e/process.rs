@@ -365,14 +365,12 @@ fn resume_never_removes_a_checkout_whose_agent_still_runs() {
 
 /// A repository whose tests are one unittest module that writes its pid (and that of a child
 /// it starts) to `pidfile`, then sleeps; the session runs only the tester.
-fn slow_tests_repo(pidfile: &Path) -> TestRepo {
+fn slow_tests_repo() -> TestRepo {
     let repo = TestRepo::new();
+    // The tests may write only their checkout and its temporary directory ($TMPDIR).
     repo.write(
         "test_slow.py",
-        &format!(
-            "import os, subprocess, time, unittest\n\n\nclass Slow(unittest.TestCase):\n    def test_slow(self):\n        child = subprocess.Popen(['sleep', '600'])\n        with open({:?}, 'w') as fh:\n            fh.write('%d %d\\n' % (os.getpid(), child.pid))\n        time.sleep(600)\n",
-            pidfile.display().to_string()
-        ),
+        "import os, subprocess, time, unittest\n\n\nclass Slow(unittest.TestCase):\n    def test_slow(self):\n        child = subprocess.Popen(['sleep', '600'])\n        with open(os.path.join(os.environ['TMPDIR'], 'tests.pids'), 'w') as fh:\n            fh.write('%d %d\\n' % (os.getpid(), child.pid))\n        time.sleep(600)\n",
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "slow tests"]);
@@ -394,9 +392,10 @@ fn trust(repo: &TestRepo) {
 }
 
 fn interrupt_a_test_run(signal: libc::c_int, code: i32) {
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("tests.pids");
-    let repo = slow_tests_repo(&pidfile);
+    let repo = slow_tests_repo();
+    let pidfile = repo
+        .path()
+        .join(".git/tlv4/checkouts/test-1.tmp/tests.pids");
     let child = repo
         .tlv4_cmd(&[
             "start",
@@ -439,7 +438,7 @@ fn sigterm_stops_a_test_run_and_removes_its_checkout() {
 
 #[test]
 fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
-    let repo = slow_tests_repo(&std::env::temp_dir().join("unused.pids"));
+    let repo = slow_tests_repo();
     repo.git(&["rm", "-q", "test_slow.py"]);
     repo.write(
         "Cargo.toml",
