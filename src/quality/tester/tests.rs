@@ -307,6 +307,19 @@ fn frameworks_are_detected_from_the_tree() {
             ],
             Some((Kind::Unittest, "", "python3 -m unittest -v")),
         ),
+        // A Python project in a directory of its own: its tests run there.
+        (
+            vec![
+                ("backend/requirements.txt", "# none\n"),
+                ("backend/api/__init__.py", ""),
+                ("backend/tests/test_api.py", ""),
+            ],
+            Some((
+                Kind::Unittest,
+                "backend",
+                "python3 -m unittest discover -v -s tests",
+            )),
+        ),
         (
             vec![(
                 "package.json",
