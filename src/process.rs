@@ -274,13 +274,14 @@ fn command(
     inv: &Invocation,
 ) -> std::io::Result<(std::process::Command, Option<std::io::PipeReader>)> {
     let contained = inv.sandbox.as_ref().is_some_and(|s| s.contain);
-    let mut cmd = match std::env::current_exe() {
-        Ok(me) if contained => {
+    let reaper = contained.then(crate::sandbox::contain::reaper).flatten();
+    let mut cmd = match reaper {
+        Some(me) => {
             let mut c = std::process::Command::new(me);
             c.arg(crate::sandbox::contain::SUBCOMMAND).arg(&inv.program);
             c
         }
-        _ => std::process::Command::new(&inv.program),
+        None => std::process::Command::new(&inv.program),
     };
     cmd.args(&inv.args)
         .current_dir(&inv.workdir)

@@ -542,7 +542,7 @@ impl Driver for CliDriver {
             inv.timeout = ctx.within(self.timeout);
             inv.kill_grace = self.kill_grace;
             if confined.is_none() {
-                confined = Some(confine(&call, ctx, &program, &inv)?);
+                confined = Some(confine(&call, ctx, &program, &inv, &self.repo_root)?);
             }
             inv.sandbox = confined.clone();
             inv.env_remove
@@ -749,7 +749,9 @@ fn confine(
     ctx: &RunContext,
     program: &Path,
     inv: &Invocation,
+    repo_root: &Path,
 ) -> Result<std::sync::Arc<crate::sandbox::Prepared>> {
+    let spec = call.spec;
     let tmp = call.home.path().join(".tmp");
     std::fs::create_dir_all(&tmp)
         .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
@@ -768,6 +770,23 @@ fn confine(
         program,
         path,
         values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+        writes_more: spec
+            .writes
+            .iter()
+            .map(|w| process::expand_home(w, repo_root))
+            .collect(),
+        // The files its arguments name (a script it runs), and what it is granted.
+        reads_more: inv
+            .args
+            .iter()
+            .map(|a| ctx.workdir.join(a))
+            .filter(|p| p.is_file())
+            .chain(
+                spec.reads
+                    .iter()
+                    .map(|r| process::expand_home(r, repo_root)),
+            )
+            .collect(),
     };
     Ok(std::sync::Arc::new(
         crate::sandbox::for_agent(&places).prepare()?,
@@ -847,11 +866,18 @@ pub(crate) mod tests {
             .collect();
         env.entry("PATH".into())
             .or_insert_with(|| fast_path().to_owned());
+        // The fakes log to the files their variables name: their sandbox lets them.
+        let writes = env
+            .iter()
+            .filter(|(k, v)| k.as_str() != "PATH" && v.starts_with('/'))
+            .filter_map(|(_, v)| Some(Path::new(v).parent()?.display().to_string()))
+            .collect();
         AgentSpec {
             driver: driver.into(),
             program: Some(fixture(program)),
             env,
             timeout: Some("20s".into()),
+            writes,
             ..AgentSpec::default()
         }
     }

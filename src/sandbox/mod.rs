@@ -335,7 +335,11 @@ pub fn caches(home: &Path) -> Vec<PathBuf> {
 /// read anything and connect anywhere (a test suite starts servers on loopback ports it
 /// picks, a setup fetches from registries); nothing they start outlives them.
 pub fn for_checkout(root: &Path, tmp: &Path) -> Policy {
-    let mut write = vec![root.to_path_buf(), tmp.to_path_buf(), PathBuf::from("/dev/shm")];
+    let mut write = vec![
+        root.to_path_buf(),
+        tmp.to_path_buf(),
+        PathBuf::from("/dev/shm"),
+    ];
     if let Some(home) = std::env::var_os("HOME") {
         write.extend(caches(Path::new(&home)));
     }
@@ -365,6 +369,10 @@ pub struct AgentPlaces<'a> {
     pub path: &'a str,
     /// The values of its environment, where endpoints are named (`…_BASE_URL`).
     pub values: Vec<&'a str>,
+    /// More places it may write and read, as its configuration grants (`writes`), and
+    /// places it may read (`reads`, and the files its arguments name).
+    pub writes_more: Vec<PathBuf>,
+    pub reads_more: Vec<PathBuf>,
 }
 
 /// The policy of an agent: it writes its checkout (for a code task), its home, its run's
@@ -415,6 +423,8 @@ pub fn for_agent(at: &AgentPlaces<'_>) -> Policy {
         }
     }
     read.extend(own_installation());
+    read.extend(at.reads_more.iter().cloned());
+    write.extend(at.writes_more.iter().cloned());
     read.sort();
     read.dedup();
     let mut ports: Vec<u16> = vec![443];
@@ -467,8 +477,8 @@ fn git_dirs(workdir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// The directory of the running `git-tlv4` (its installation, which a confined program may
 /// read: the reaper is this program).
 pub fn own_installation() -> Option<PathBuf> {
-    std::env::current_exe()
-        .ok()
+    contain::reaper()
+        .or_else(|| std::env::current_exe().ok())
         .and_then(|p| std::fs::canonicalize(p).ok())
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }

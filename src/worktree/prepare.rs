@@ -157,7 +157,8 @@ pub fn prepare(
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)
         .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
-    env.set.push(("TMPDIR".to_owned(), tmp.display().to_string()));
+    env.set
+        .push(("TMPDIR".to_owned(), tmp.display().to_string()));
     env.sandbox = Some(std::sync::Arc::new(
         crate::sandbox::for_checkout(root, &tmp).prepare()?,
     ));
