@@ -205,8 +205,16 @@ impl TaskWorktree {
         from: ObjectId,
     ) -> Result<TaskWorktree> {
         let branch = task_ref(sid, task);
-        // Checked for first: a branch someone has checked out is never moved.
-        if let Some(dir) = store.checked_out_in(&branch).into_iter().next() {
+        // Checked for first: a branch someone has checked out is never moved. An idle kept
+        // checkout still on it (a run killed while giving it back) holds nothing: it is
+        // detached where the branch is.
+        let common = store.repo().common_dir().to_path_buf();
+        let holders: Vec<PathBuf> = store
+            .checked_out_in(&branch)
+            .into_iter()
+            .filter(|dir| !pool::detach_if_idle(&common, dir, &branch))
+            .collect();
+        if let Some(dir) = holders.into_iter().next() {
             return Err(Error::state(
                 format!(
                     "task branch `{}` is already checked out in `{}`",
