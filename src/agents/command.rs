@@ -511,6 +511,7 @@ impl Driver for CliDriver {
         let mut transcript = format!("=== prompt: {} ===\n", composed.report());
         let mut prompt = base.clone();
         let mut answer_no = 0;
+        let mut confined = None;
         loop {
             answer_no += 1;
             std::fs::write(&prompt_file, &prompt)
@@ -540,6 +541,16 @@ impl Driver for CliDriver {
             inv.stdin = launch.stdin;
             inv.timeout = ctx.within(self.timeout);
             inv.kill_grace = self.kill_grace;
+            if confined.is_none() {
+                confined = Some(confine(&call, ctx, &program, &inv, &self.repo_root)?);
+            }
+            inv.sandbox = confined.clone();
+            inv.env_remove
+                .extend(crate::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
+            inv.env.push((
+                "TMPDIR".to_owned(),
+                home.path().join(".tmp").display().to_string(),
+            ));
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
                 let meter = ctx.meter.clone();
@@ -731,6 +742,57 @@ impl Cli for CommandCli {
     }
 }
 
+/// The confinement of one agent run (see [`crate::sandbox::for_agent`]), built before it
+/// starts: the places of `call`, its program and the environment of `inv`.
+fn confine(
+    call: &Call<'_>,
+    ctx: &RunContext,
+    program: &Path,
+    inv: &Invocation,
+    repo_root: &Path,
+) -> Result<std::sync::Arc<crate::sandbox::Prepared>> {
+    let spec = call.spec;
+    let tmp = call.home.path().join(".tmp");
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
+    let inherited = std::env::var("PATH").unwrap_or_default();
+    let path = inv
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or(inherited.as_str(), |(_, v)| v.as_str());
+    let places = crate::sandbox::AgentPlaces {
+        workdir: &ctx.workdir,
+        writes: call.writes_code(),
+        home: call.home.path(),
+        scratch: call.scratch,
+        program,
+        path,
+        values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+        writes_more: spec
+            .writes
+            .iter()
+            .map(|w| process::expand_home(w, repo_root))
+            .collect(),
+        // The files its arguments name (a script it runs), and what it is granted.
+        reads_more: inv
+            .args
+            .iter()
+            .map(|a| ctx.workdir.join(a))
+            .filter(|p| p.is_file())
+            .chain(
+                spec.reads
+                    .iter()
+                    .map(|r| process::expand_home(r, repo_root)),
+            )
+            .collect(),
+    };
+    Ok(std::sync::Arc::new(
+        crate::sandbox::for_agent(&places).prepare()?,
+    ))
+}
+
 /// The builtin agent behind the [`Driver`] trait.
 pub struct BuiltinDriver;
 
@@ -804,11 +866,18 @@ pub(crate) mod tests {
             .collect();
         env.entry("PATH".into())
             .or_insert_with(|| fast_path().to_owned());
+        // The fakes log to the files their variables name: their sandbox lets them.
+        let writes = env
+            .iter()
+            .filter(|(k, v)| k.as_str() != "PATH" && v.starts_with('/'))
+            .filter_map(|(_, v)| Some(Path::new(v).parent()?.display().to_string()))
+            .collect();
         AgentSpec {
             driver: driver.into(),
             program: Some(fixture(program)),
             env,
             timeout: Some("20s".into()),
+            writes,
             ..AgentSpec::default()
         }
     }

@@ -287,6 +287,7 @@ fn run_one(
     .chain(env.set.iter().cloned())
     .collect();
     inv.env_remove = env.remove.clone();
+    inv.sandbox = env.sandbox.clone();
     let fail = |exit, timed_out, tail: String| SetupError::Failed {
         command: command.to_owned(),
         dir: rel.to_owned(),

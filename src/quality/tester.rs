@@ -938,11 +938,19 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     } else {
         worktree.path().join(&setup.dir)
     };
-    let env: Vec<(String, String)> = prepared.env.set.clone();
-    let remove: Vec<String> = prepared.env.remove.clone();
-
+    let env = prepared.env.clone();
     let root = worktree.path().to_path_buf();
-    let reports = match tempfile::Builder::new().prefix("tlv4-results-").tempdir() {
+    // In the checkout's own temporary directory: the confined runner may write only there.
+    let tmp = env
+        .set
+        .iter()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .unwrap_or_else(std::env::temp_dir);
+    let reports = match tempfile::Builder::new()
+        .prefix("tlv4-results-")
+        .tempdir_in(&tmp)
+    {
         Ok(d) => d,
         Err(e) => {
             return Ok(failed(format!(
@@ -953,8 +961,8 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let run = |dir: &std::path::Path, cmd: &str, kind: Kind| {
         let (command, extra, file) = machine_readable(kind, cmd, reports.path());
         let mut env = env.clone();
-        env.extend(extra);
-        let ran = relative(exec::run(dir, &command, timeout, &env, &remove), &root);
+        env.set.extend(extra);
+        let ran = relative(exec::run(dir, &command, timeout, &env), &root);
         let report = file.and_then(|(path, form)| {
             let text = std::fs::read_to_string(&path).ok();
             let _ = std::fs::remove_file(&path);

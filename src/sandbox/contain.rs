@@ -7,7 +7,8 @@
 //! stop (SIGTERM, SIGINT, SIGHUP: it forwards the signal to the program and waits a moment),
 //! it kills every process left below it, reaps them, and exits as the program did: with its
 //! exit code, or by its signal. The reaper runs inside the same sandbox as the program (it
-//! is started confined), and it dies with the tool (`PR_SET_PDEATHSIG`).
+//! is started confined); the tool's death signal reaches it (`PR_SET_PDEATHSIG`) and is
+//! forwarded, and the program dies if the reaper is killed outright.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -16,6 +17,18 @@ use std::time::{Duration, Instant};
 
 /// The hidden first argument that makes `git-tlv4` the reaper.
 pub const SUBCOMMAND: &str = "__contain";
+
+/// The `git-tlv4` program that serves as the reaper: the running one, or (for this crate's
+/// own test programs) the one built beside them; `None` when there is none, and a program
+/// then runs confined but without a reaper.
+pub fn reaper() -> Option<std::path::PathBuf> {
+    let me = std::env::current_exe().ok()?;
+    if me.file_name().is_some_and(|n| n == "git-tlv4") {
+        return Some(me);
+    }
+    let built = me.parent()?.parent()?.join("git-tlv4");
+    built.is_file().then_some(built)
+}
 
 /// How long the program has to end after the reaper forwarded a stop signal.
 const GRACE: Duration = Duration::from_secs(2);
@@ -42,16 +55,10 @@ pub fn main_if_asked() {
 /// Runs `program` with `args` as the subreaper of everything it starts. Returns the exit
 /// code to leave with (after re-raising a fatal signal of the program on itself).
 fn reap(program: &OsString, args: &[OsString]) -> i32 {
-    // SAFETY: plain prctl and signal-mask calls on this single-threaded process.
+    // The death signal the tool set (SIGTERM) stays: it is forwarded like any stop.
+    // SAFETY: a plain prctl on this single-threaded process.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
     }
     let stops = stop_signals();
     // SAFETY: blocking signals of this thread; they are read with sigtimedwait below.
@@ -64,6 +71,14 @@ fn reap(program: &OsString, args: &[OsString]) -> i32 {
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // Should the reaper be killed outright, the program goes with it.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             Ok(())
         });
     }

@@ -300,11 +300,185 @@ impl Prepared {
     }
 }
 
+/// The package managers' caches under the user's home that a setup and a test run write
+/// (downloads, built wheels, the cargo registry): shared across checkouts so that installs
+/// stay warm, and holding nothing of the user's but packages.
+const CACHES: [&str; 14] = [
+    ".npm",
+    ".cache/npm",
+    ".cache/yarn",
+    ".yarn/berry/cache",
+    ".local/share/pnpm",
+    ".cache/pnpm",
+    ".bun/install/cache",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/pypoetry",
+    ".cargo/registry",
+    ".cargo/git",
+    "go/pkg/mod",
+    ".cache/go-build",
+];
+
+/// The caches of [`CACHES`] under `home` that exist.
+pub fn caches(home: &Path) -> Vec<PathBuf> {
+    CACHES
+        .iter()
+        .map(|c| home.join(c))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// The policy of the repository's own commands in a checkout (the setup, the tests, the
+/// check of where packages import from): they write only the checkout at `root`, its
+/// temporary directory `tmp`, the package caches and `/dev/shm` (POSIX semaphores); they
+/// read anything and connect anywhere (a test suite starts servers on loopback ports it
+/// picks, a setup fetches from registries); nothing they start outlives them.
+pub fn for_checkout(root: &Path, tmp: &Path) -> Policy {
+    let mut write = vec![
+        root.to_path_buf(),
+        tmp.to_path_buf(),
+        PathBuf::from("/dev/shm"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        write.extend(caches(Path::new(&home)));
+    }
+    Policy {
+        write,
+        read: None,
+        connect: None,
+        unix_sockets: true,
+        contain: true,
+    }
+}
+
+/// Where an agent runs, for [`for_agent`].
+#[derive(Debug, Clone)]
+pub struct AgentPlaces<'a> {
+    /// Its working directory: a task checkout, or a read-only view of the session.
+    pub workdir: &'a Path,
+    /// Whether it may write `workdir` (a code task's checkout).
+    pub writes: bool,
+    /// Its home (and XDG directories) and the directory of its run's files (the prompt).
+    pub home: &'a Path,
+    /// The directory of the run's files (the prompt, what the CLI writes for us).
+    pub scratch: &'a Path,
+    /// Its program, resolved.
+    pub program: &'a Path,
+    /// The `PATH` it runs with.
+    pub path: &'a str,
+    /// The values of its environment, where endpoints are named (`…_BASE_URL`).
+    pub values: Vec<&'a str>,
+    /// More places it may write and read, as its configuration grants (`writes`), and
+    /// places it may read (`reads`, and the files its arguments name).
+    pub writes_more: Vec<PathBuf>,
+    pub reads_more: Vec<PathBuf>,
+}
+
+/// The policy of an agent: it writes its checkout (for a code task), its home, its run's
+/// files, its temporary directory (in its home) and the git administrative folder of its
+/// checkout (index and HEAD, so that `git status` and `git diff` work); it reads the system,
+/// its own installation (its program's and the `PATH` tools' prefixes), `git-tlv4`'s, its
+/// checkout and the repository's git directory (history, read-only), and nothing else of
+/// the user's home; it connects over TCP only to port 443 and the ports of the URLs its
+/// environment names; it creates no Unix socket; nothing it starts outlives it.
+pub fn for_agent(at: &AgentPlaces<'_>) -> Policy {
+    let mut write = vec![at.home.to_path_buf(), at.scratch.to_path_buf()];
+    let mut read = vec![at.workdir.to_path_buf()];
+    if at.writes {
+        write.push(at.workdir.to_path_buf());
+    }
+    if let Some((admin, common)) = git_dirs(at.workdir) {
+        if at.writes {
+            write.push(admin);
+        }
+        read.push(common);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let prefix_of = |dir: &Path| -> Vec<PathBuf> {
+        let Ok(dir) = std::fs::canonicalize(dir) else {
+            return Vec::new();
+        };
+        let mut out = vec![dir.clone()];
+        if let Some(parent) = dir.parent()
+            && parent.parent().is_some()
+            && Some(parent) != home.as_deref()
+        {
+            out.push(parent.to_path_buf());
+        }
+        out
+    };
+    if let Some(dir) = std::fs::canonicalize(at.program)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        read.extend(prefix_of(&dir));
+    }
+    if let Some(dir) = at.program.parent() {
+        read.extend(prefix_of(dir));
+    }
+    for entry in std::env::split_paths(at.path) {
+        if entry.is_absolute() {
+            read.extend(prefix_of(&entry));
+        }
+    }
+    read.extend(own_installation());
+    read.extend(at.reads_more.iter().cloned());
+    write.extend(at.writes_more.iter().cloned());
+    read.sort();
+    read.dedup();
+    let mut ports: Vec<u16> = vec![443];
+    ports.extend(at.values.iter().filter_map(|v| url_port(v)));
+    ports.sort_unstable();
+    ports.dedup();
+    Policy {
+        write,
+        read: Some(read),
+        connect: Some(ports),
+        unix_sockets: false,
+        contain: true,
+    }
+}
+
+/// The port of `value` when it is an `http://` or `https://` URL.
+fn url_port(value: &str) -> Option<u16> {
+    let (scheme, rest) = value.split_once("://")?;
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let port = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once("]:").map(|(_, p)| p),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    port.and_then(|p| p.parse().ok()).or(Some(default))
+}
+
+/// The administrative folder of the linked worktree at `workdir` and the repository's
+/// common git directory, from its `.git` file.
+fn git_dirs(workdir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
+    let admin = PathBuf::from(text.trim().strip_prefix("gitdir: ")?);
+    let admin = if admin.is_absolute() {
+        admin
+    } else {
+        workdir.join(admin)
+    };
+    let common = std::fs::read_to_string(admin.join("commondir"))
+        .ok()
+        .map(|c| admin.join(c.trim()))
+        .and_then(|c| std::fs::canonicalize(c).ok())?;
+    Some((admin, common))
+}
+
 /// The directory of the running `git-tlv4` (its installation, which a confined program may
 /// read: the reaper is this program).
 pub fn own_installation() -> Option<PathBuf> {
-    std::env::current_exe()
-        .ok()
+    contain::reaper()
+        .or_else(|| std::env::current_exe().ok())
         .and_then(|p| std::fs::canonicalize(p).ok())
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }

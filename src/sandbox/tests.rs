@@ -112,3 +112,13 @@ fn tcp_connects_only_to_the_allowed_ports() {
     assert!(out.contains(&format!("{p1} connected")), "{out}");
     assert!(out.contains(&format!("{p2} refused 13")), "{out}");
 }
+
+#[test]
+fn the_ports_an_agent_may_reach_are_those_its_urls_name() {
+    assert_eq!(url_port("http://127.0.0.1:8080/v1"), Some(8080));
+    assert_eq!(url_port("https://api.example.com/v1"), Some(443));
+    assert_eq!(url_port("http://user:pw@host/x"), Some(80));
+    assert_eq!(url_port("http://[::1]:9000/"), Some(9000));
+    assert_eq!(url_port("not a url"), None);
+    assert_eq!(url_port("ftp://host:21"), None);
+}

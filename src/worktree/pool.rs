@@ -417,9 +417,26 @@ impl Pool {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
+        let _ = std::fs::remove_dir_all(slot.with_extension("tmp"));
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
     }
+}
+
+/// When the checkout at `dir` is an idle kept one (its lock says [`IDLE_REASON`]) whose HEAD
+/// is still on `branch`, detaches it at the branch's tip and says so; else changes nothing.
+pub fn detach_if_idle(common_dir: &Path, dir: &Path, branch: &str) -> bool {
+    let Some(admin) = super::admin_dir_of(common_dir, dir) else {
+        return false;
+    };
+    let idle = std::fs::read_to_string(admin.join("locked")).is_ok_and(|r| r.trim() == IDLE_REASON);
+    if !idle {
+        return false;
+    }
+    let Ok(tip) = crate::git::run(common_dir, &["rev-parse", "--verify", "-q", branch]) else {
+        return false;
+    };
+    write_atomic(&admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes()).is_ok()
 }
 
 /// After `resume` or `gc` removed the checkout at `path` of a process that is gone: when it

@@ -150,7 +150,18 @@ pub fn prepare(
     let vars: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    let env = isolate::run_env(root, plan, &vars);
+    let mut env = isolate::run_env(root, plan, &vars);
+    // The checkout's own temporary directory, emptied for each run: the only one its
+    // commands may write.
+    let tmp = stamp.with_extension("").with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
+    env.set
+        .push(("TMPDIR".to_owned(), tmp.display().to_string()));
+    env.sandbox = Some(std::sync::Arc::new(
+        crate::sandbox::for_checkout(root, &tmp).prepare()?,
+    ));
     let ids = ids_at(repo, commit, &plan.inputs())?;
     let lookup = |p: &str| ids.get(p).cloned().flatten();
     let made = match setup::prepare(root, plan, &lookup, stamp, &env, timeout) {

@@ -286,12 +286,12 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
         let t = repo.task(&sid, t);
         format!("{} {}", t["status"], t["result"]["reason"])
     };
-    // Outside the worktree is not ours to take: the task's own file is merged, the stray
-    // one is never in the session.
+    // Outside the worktree is not the agent's to write: the kernel refuses it (the agent
+    // fails on it here), and the stray file is never in the session.
+    let r = reason("IMPL-001");
     assert!(
-        reason("IMPL-001").starts_with("\"completed\""),
-        "{}",
-        reason("IMPL-001")
+        r.contains("failed") && r.contains("Permission denied: '../escaped-IMPL-001.txt'"),
+        "{r}"
     );
     let r = reason("IMPL-002");
     assert!(
@@ -347,10 +347,6 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
     assert!(raw.contains("\"state_update\": {,}"), "{raw}");
 
     let files = tip_files(&repo, &sid);
-    assert!(
-        files.contains(&"scripted-IMPL-001.txt".to_owned()),
-        "{files:?}"
-    );
     assert!(files.contains(&"blob-IMPL-004.bin".to_owned()), "{files:?}");
     for bad in ["leak", "vendor/.git/config", "escaped-IMPL-001.txt"] {
         assert!(
@@ -513,8 +509,9 @@ fn ctrl_c_stops_the_agent_programs_too() {
     repo.write(
         ".tlv4.toml",
         &format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10m\"\nenv = {{ SCRIPTED_MODE = \"hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\" }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10m\"\nwrites = [\"{}\"]\nenv = {{ SCRIPTED_MODE = \"hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
         ),
     );
     repo.ok(&["trust"]);
@@ -598,8 +595,9 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     repo.wide_pipeline(1);
     let config = |env: &str| {
         format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nwrites = [\"{}\"]\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
         )
     };
     repo.write(
@@ -1385,8 +1383,9 @@ fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
     repo.wide_pipeline(1);
     let config = |env: &str| {
         format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nwrites = [\"{}\"]\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
         )
     };
     repo.write(
@@ -1421,7 +1420,10 @@ fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
     let slots: Vec<_> = std::fs::read_dir(repo.path().join(".git/tlv4/checkouts"))
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("agent-") && e.path().is_dir())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("agent-") && !name.contains('.') && e.path().is_dir()
+        })
         .collect();
     assert_eq!(slots.len(), 1, "{slots:?}");
     let kept = format!("refs/tlv4/runs/{dead}/IMPL-001/1");

@@ -6,7 +6,7 @@
 //! The samples of each ecosystem are in the submodules: [`npm`] (a lockfile, `node --test`),
 //! [`cargo`] (a workspace), [`bad_input`] (setups that fail, hang, or span two ecosystems).
 //! Every sample's tests record where the modules they imported resolve to (realpath) in
-//! `~/imports.log`, and [`imported_from_the_checkout`] holds them to the test checkout.
+//! `$TMPDIR/imports.log` (the test checkout's temporary directory), and [`imported_from_the_checkout`] holds them to the test checkout.
 
 mod bad_input;
 mod cargo;
@@ -34,7 +34,7 @@ pub(super) fn tests_only(repo: &TestRepo, config: &str) {
 
 /// A src-layout package `calcpkg` whose tests check `add` and that every module of the
 /// package they imported lives under the directory the tests run in (realpath); the test
-/// module records where `calcpkg` came from in `~/imports.log` (see [`imported`]).
+/// module records where `calcpkg` came from in `$TMPDIR/imports.log` (the test checkout's temporary directory) (see [`imported`]).
 fn src_layout(repo: &TestRepo, add: &str) {
     repo.write(
         "pyproject.toml",
@@ -48,7 +48,7 @@ fn src_layout(repo: &TestRepo, add: &str) {
     repo.write(
         "tests/test_calc.py",
         "import os\nimport sys\nimport unittest\n\nimport calcpkg\n\n\
-         with open(os.path.expanduser('~/imports.log'), 'a') as log:\n\
+         with open(os.path.join(os.environ['TMPDIR'], 'imports.log'), 'a') as log:\n\
          \x20   log.write('calcpkg ' + os.path.realpath(calcpkg.__file__) + '\\n')\n\n\n\
          class Calc(unittest.TestCase):\n\
          \x20   def test_add(self):\n        self.assertEqual(calcpkg.add(2, 3), 5)\n\n\
@@ -223,12 +223,19 @@ pub(super) fn checkout_root(repo: &TestRepo, slot: &str) -> PathBuf {
 }
 
 /// Where the modules the samples' tests imported resolve to (realpath), as the tests wrote
-/// them to `~/imports.log`: `(what, path)` in order. The log is emptied, so that the next
+/// them to `$TMPDIR/imports.log` (the test checkout's temporary directory): `(what, path)` in order. The log is emptied, so that the next
 /// call sees the next run's.
 pub(super) fn imported(repo: &TestRepo) -> Vec<(String, PathBuf)> {
-    let log = repo.home.path().join("imports.log");
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
+    // Each test checkout's temporary directory is `<pool>/test-<n>.tmp`.
+    let pool = repo.path().join(".git/tlv4/checkouts");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&pool).into_iter().flatten().flatten() {
+        let log = entry.path().join("imports.log");
+        if entry.file_name().to_string_lossy().ends_with(".tmp") && log.is_file() {
+            text.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
+            let _ = std::fs::remove_file(&log);
+        }
+    }
     text.lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(what, path)| (what.to_owned(), PathBuf::from(path)))

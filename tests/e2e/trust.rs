@@ -40,11 +40,13 @@ fn python_sample() -> TestRepo {
 fn a_driver_named_only_in_roles_runs_only_once_trusted() {
     let repo = TestRepo::new();
     let bin = repo.home.path().join("bin");
-    let marker = repo.home.path().join("claude-ran");
+    // It says it ran on stderr, which the failed task records (a confined agent writes
+    // nothing outside its own places).
     executable(
         &bin.join("claude"),
-        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+        "#!/bin/sh\necho claude-ran >&2\nexit 1\n",
     );
+    let ran = |out: &std::process::Output| stderr(out).contains("claude-ran");
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -70,7 +72,7 @@ fn a_driver_named_only_in_roles_runs_only_once_trusted() {
         "{}",
         stderr(&out)
     );
-    assert!(!marker.exists(), "claude ran before the file was trusted");
+    assert!(!ran(&out), "claude ran before the file was trusted");
     assert_eq!(
         repo.snapshot(),
         before,
@@ -91,19 +93,15 @@ fn a_driver_named_only_in_roles_runs_only_once_trusted() {
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(
-        marker.exists(),
-        "--agent claude needs no trust: {}",
-        stderr(&out)
-    );
-    std::fs::remove_file(&marker).unwrap();
+    assert!(ran(&out), "--agent claude needs no trust: {}", stderr(&out));
 
     repo.ok(&["trust"]);
-    repo.tlv4_cmd(&["start", "--pipeline", "spec-only", "--yes", "z"])
+    let out = repo
+        .tlv4_cmd(&["start", "--pipeline", "spec-only", "--yes", "z"])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(marker.exists(), "once trusted, the file's choice runs");
+    assert!(ran(&out), "once trusted, the file's choice runs");
     repo.fsck();
 }
 
@@ -493,11 +491,13 @@ fn the_demo_trusts_its_own_sample() {
 fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
     let repo = TestRepo::new();
     let bin = repo.home.path().join("bin");
-    let marker = repo.home.path().join("claude-ran");
+    // It says it ran on stderr, which the failed task records (a confined agent writes
+    // nothing outside its own places).
     executable(
         &bin.join("claude"),
-        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+        "#!/bin/sh\necho claude-ran >&2\nexit 1\n",
     );
+    let ran = |out: &std::process::Output| stderr(out).contains("claude-ran");
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -532,13 +532,14 @@ fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
         "{}",
         stderr(&out)
     );
-    assert!(!marker.exists(), "the session's recorded agent ran");
+    assert!(!ran(&out), "the session's recorded agent ran");
     // Named on the command line, it is the user's choice.
-    repo.tlv4_cmd(&["--session", &sid, "resume", "--agent", "claude"])
+    let out = repo
+        .tlv4_cmd(&["--session", &sid, "resume", "--agent", "claude"])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(marker.exists());
+    assert!(ran(&out), "{}", stderr(&out));
     repo.fsck();
 }
 
@@ -564,8 +565,12 @@ fn a_script_an_earlier_task_rewrote_is_not_what_runs_later() {
     );
     repo.write(
         ".tlv4.toml",
-        "[agents.mine]\ndriver = \"command\"\nprogram = \"sh\"\nargs = [\"tools/agent.sh\"]\n\
-         timeout = \"20s\"\n[roles]\nexecutor = \"mine\"\n",
+        &format!(
+            "[agents.mine]\ndriver = \"command\"\nprogram = \"sh\"\nargs = [\"tools/agent.sh\"]\n\
+             reads = [\"{}\"]\nwrites = [\"{}\"]\ntimeout = \"20s\"\n[roles]\nexecutor = \"mine\"\n",
+            fixture("snapshot-agent"),
+            repo.home.path().display()
+        ),
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "agent"]);

@@ -514,8 +514,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "echo started; sleep 30 & sleep 30",
         Duration::from_millis(500),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert!(ran.timed_out);
     assert_eq!(ran.exit_code, None);
@@ -542,8 +541,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "echo out; echo err >&2; exit 3",
         Duration::from_secs(10),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert_eq!(ok.exit_code, Some(3));
     assert!(!ok.timed_out);
@@ -553,8 +551,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "no-such-test-runner-xyz",
         Duration::from_secs(10),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert!(unavailable(&missing).is_some_and(|w| w.contains("command not found")));
 }

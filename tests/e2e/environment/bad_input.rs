@@ -90,13 +90,11 @@ fn a_setup_that_hangs_is_killed_at_the_environment_timeout() {
         "tests/test_one.py",
         "import unittest\n\n\nclass One(unittest.TestCase):\n    def test_one(self):\n        self.assertTrue(True)\n",
     );
-    let pidfile = repo.home.path().join("setup.pid");
+    // The setup may write only its checkout and its temporary directory.
+    let pidfile = repo.path().join(".git/tlv4/checkouts/test-1.tmp/setup.pid");
     tests_only(
         &repo,
-        &format!(
-            "[environment]\nsetup = [\"echo $$ > '{}'; exec sleep 60\"]\ntimeout = \"2s\"\n",
-            pidfile.display()
-        ),
+        "[environment]\nsetup = [\"echo $$ > \\\"$TMPDIR/setup.pid\\\"; exec sleep 60\"]\ntimeout = \"2s\"\n",
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "tests, and a setup that hangs"]);
@@ -158,7 +156,7 @@ fn a_project_of_two_ecosystems_gets_both_prepared() {
     repo.write(
         "backend/tests/test_api.py",
         "import os\nimport unittest\n\nimport api\n\n\
-         with open(os.path.expanduser('~/imports.log'), 'a') as log:\n\
+         with open(os.path.join(os.environ['TMPDIR'], 'imports.log'), 'a') as log:\n\
          \x20   log.write('api ' + os.path.realpath(api.__file__) + '\\n')\n\n\n\
          class Api(unittest.TestCase):\n\
          \x20   def test_ping(self):\n        self.assertEqual(api.ping(), 'pong')\n",

@@ -75,7 +75,7 @@ fn lib(mul: &str) -> String {
 /// The npm sample in `dir` of `repo` (`""`: the root): package `app` depending on
 /// `vendor/greet` 1.0.0 (a `file:` dependency that `.npmrc` installs as a copy, as a registry
 /// package would be), `lib.js` with `mul` broken, and four `node --test` tests. The test file
-/// records where `greet` and `lib.js` resolve to (realpath) in `~/imports.log`. The lockfile
+/// records where `greet` and `lib.js` resolve to (realpath) in `$TMPDIR/imports.log` (the test checkout's temporary directory). The lockfile
 /// is npm's own: `npm install` writes it, in the working tree, before the commit.
 pub(super) fn npm_sample(repo: &TestRepo, dir: &str) {
     let at = |rel: &str| {
@@ -106,7 +106,7 @@ pub(super) fn npm_sample(repo: &TestRepo, dir: &str) {
          const path = require('node:path');\n\
          const lib = require('../lib');\n\n\
          for (const [what, name] of [['greet', 'greet'], ['lib.js', '../lib']]) {\n\
-         \x20 fs.appendFileSync(path.join(os.homedir(), 'imports.log'),\n\
+         \x20 fs.appendFileSync(path.join(os.tmpdir(), 'imports.log'),\n\
          \x20   what + ' ' + fs.realpathSync(require.resolve(name)) + '\\n');\n\
          }\n\n\
          test('welcome greets', () => assert.strictEqual(lib.welcome('ann'), 'hello, ann!'));\n\
@@ -200,12 +200,14 @@ fn an_npm_project_is_set_up_from_its_lockfile_in_the_test_checkout_never_the_use
     let repo = TestRepo::new();
     repo.git(&["rm", "-q", "src/lib.rs"]);
     npm_sample(&repo, "");
-    let agent = copying_agent(&repo, &agent_changes(&repo));
+    let changes = agent_changes(&repo);
+    let agent = copying_agent(&repo, &changes);
     tests_only(
         &repo,
         &format!(
-            "[agents.copy]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\n[roles]\nexecutor = \"copy\"\n",
-            agent.display()
+            "[agents.copy]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\nreads = [\"{}\"]\n[roles]\nexecutor = \"copy\"\n",
+            agent.display(),
+            changes.display()
         ),
     );
     repo.git(&["add", "-A"]);
