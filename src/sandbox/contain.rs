@@ -60,9 +60,14 @@ fn reap(program: &OsString, args: &[OsString]) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let stops = stop_signals();
-    // SAFETY: blocking signals of this thread; they are read with sigtimedwait below.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &stops, std::ptr::null_mut()) };
+    // The stop signals, and SIGCHLD so that a child's end wakes the wait at once.
+    let mut waited = stop_signals();
+    // SAFETY: adding to a signal set on the stack, then blocking the set in this thread;
+    // its signals are read with sigtimedwait below.
+    unsafe {
+        libc::sigaddset(&mut waited, libc::SIGCHLD);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &waited, std::ptr::null_mut());
+    }
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
     // SAFETY: only sigemptyset and pthread_sigmask, which are async-signal-safe.
@@ -123,9 +128,9 @@ fn reap(program: &OsString, args: &[OsString]) -> i32 {
             tv_sec: 0,
             tv_nsec: 20_000_000,
         };
-        // SAFETY: waits for one of the blocked stop signals, 20 ms at most.
-        let sig = unsafe { libc::sigtimedwait(&stops, std::ptr::null_mut(), &timeout) };
-        if sig > 0 {
+        // SAFETY: waits for a stop signal or a child's end, 20 ms at most.
+        let sig = unsafe { libc::sigtimedwait(&waited, std::ptr::null_mut(), &timeout) };
+        if sig > 0 && sig != libc::SIGCHLD {
             // SAFETY: signalling the program's process group, then the program.
             unsafe {
                 libc::kill(main, sig);
