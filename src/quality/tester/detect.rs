@@ -468,17 +468,64 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
         return None;
     };
     let full = match kind {
-        Kind::Vitest => "npx --no -- vitest run",
-        Kind::Jest => "npx --no -- jest --ci --no-coverage",
-        Kind::Mocha => "npx --no -- mocha --reporter spec",
-        _ => "npm test",
+        Kind::Vitest => "npx --no -- vitest run".into(),
+        Kind::Jest => "npx --no -- jest --ci --no-coverage".into(),
+        Kind::Mocha => resolved
+            .as_deref()
+            .and_then(mocha_script)
+            .unwrap_or_else(|| "npx --no -- mocha --reporter spec".into()),
+        _ => "npm test".into(),
     };
     Some(Framework {
         kind,
         dir,
         evidence,
-        full: full.into(),
+        full,
     })
+}
+
+/// The project's own Mocha command, from the script `npm test` runs, when that script is one
+/// plain `mocha` command (after `VAR=value` assignments): the spec files, `--require`s and
+/// options it names are the suite (Mocha alone runs only `./test/*.js`, without them), so it
+/// runs as written through `npx`, its reporter replaced by `spec`, which the tester swaps for
+/// its machine-readable one. `None` for another program first, shell operators or
+/// substitutions, and watch mode: the bare runner then.
+fn mocha_script(script: &str) -> Option<String> {
+    let words: Vec<&str> = script.split_whitespace().collect();
+    if words
+        .iter()
+        .any(|w| w.contains(['&', '|', ';', '<', '>', '`', '$', '(', ')']))
+    {
+        return None;
+    }
+    let assignment = |w: &str| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    let at = words.iter().position(|w| !assignment(w))?;
+    if file_name(words[at]) != "mocha" {
+        return None;
+    }
+    let mut out: Vec<&str> = words[..at].to_vec();
+    out.extend(["npx", "--no", "--", "mocha"]);
+    let mut rest = words[at + 1..].iter();
+    while let Some(w) = rest.next() {
+        match *w {
+            "--watch" | "-w" => return None,
+            // The script's reporter and its options give way to the tester's.
+            "--reporter" | "-R" | "--reporter-option" | "--reporter-options" | "-O" => {
+                rest.next();
+            }
+            w if w.starts_with("--reporter=")
+                || w.starts_with("--reporter-option=")
+                || w.starts_with("--reporter-options=") => {}
+            w => out.push(w),
+        }
+    }
+    out.extend(["--reporter", "spec"]);
+    Some(out.join(" "))
 }
 
 /// The framework to use: the shallowest candidate, or the analyst's choice among the

@@ -333,6 +333,52 @@ fn frameworks_are_detected_from_the_tree() {
         ),
         (
             vec![("package.json", r#"{"scripts": {"test": "mocha test/"}}"#)],
+            Some((Kind::Mocha, "", "npx --no -- mocha test/ --reporter spec")),
+        ),
+        // Express's script: its requires, spec directories and options are the suite; its
+        // reporter gives way to the tester's.
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "mocha --require test/support/env --reporter spec --check-leaks test/ test/acceptance/"}}"#,
+            )],
+            Some((
+                Kind::Mocha,
+                "",
+                "npx --no -- mocha --require test/support/env --check-leaks test/ test/acceptance/ --reporter spec",
+            )),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "npm run unit", "unit": "NODE_ENV=test mocha -R dot --reporter-option maxDiffSize=0 'test/**/*.spec.js'"}}"#,
+            )],
+            Some((
+                Kind::Mocha,
+                "",
+                "NODE_ENV=test npx --no -- mocha 'test/**/*.spec.js' --reporter spec",
+            )),
+        ),
+        // Not one plain mocha command: the bare runner.
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "nyc mocha test/"}}"#,
+            )],
+            Some((Kind::Mocha, "", "npx --no -- mocha --reporter spec")),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "mocha --watch test/"}}"#,
+            )],
+            Some((Kind::Mocha, "", "npx --no -- mocha --reporter spec")),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "mocha test/ && eslint ."}}"#,
+            )],
             Some((Kind::Mocha, "", "npx --no -- mocha --reporter spec")),
         ),
         (
