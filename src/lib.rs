@@ -18,6 +18,7 @@ pub mod host;
 pub mod model;
 pub mod process;
 pub mod quality;
+pub mod sandbox;
 pub mod specdoc;
 pub mod store;
 #[cfg(test)]

@@ -6,6 +6,8 @@ use git_tlv4::error::exit;
 use git_tlv4::ui::Ui;
 
 fn main() {
+    // The reaper of a confined program (`git-tlv4 __contain …`) is not a command.
+    git_tlv4::sandbox::contain::main_if_asked();
     // First, before any thread starts: every thread inherits the blocked signals.
     git_tlv4::process::signals::install();
     let cli = match cli::command()

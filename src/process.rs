@@ -90,6 +90,9 @@ pub struct Invocation {
     pub streams: Streams,
     /// Called with each line of stdout as it arrives (progress from an event stream).
     pub on_line: Option<LineSink>,
+    /// The kernel's confinement of the program and all it starts (see [`crate::sandbox`]);
+    /// `None`: none.
+    pub sandbox: Option<Arc<crate::sandbox::Prepared>>,
 }
 
 /// What [`Invocation::on_line`] calls: one line of stdout, without its newline.
@@ -120,6 +123,7 @@ impl Invocation {
             capture_limit: CAPTURE_LIMIT,
             streams: Streams::Separate,
             on_line: None,
+            sandbox: None,
         }
     }
 
@@ -269,7 +273,16 @@ pub fn stop_all(grace: Duration) -> usize {
 fn command(
     inv: &Invocation,
 ) -> std::io::Result<(std::process::Command, Option<std::io::PipeReader>)> {
-    let mut cmd = std::process::Command::new(&inv.program);
+    let contained = inv.sandbox.as_ref().is_some_and(|s| s.contain);
+    let reaper = contained.then(crate::sandbox::contain::reaper).flatten();
+    let mut cmd = match reaper {
+        Some(me) => {
+            let mut c = std::process::Command::new(me);
+            c.arg(crate::sandbox::contain::SUBCOMMAND).arg(&inv.program);
+            c
+        }
+        None => std::process::Command::new(&inv.program),
+    };
     cmd.args(&inv.args)
         .current_dir(&inv.workdir)
         .stdin(if inv.stdin.is_some() {
@@ -298,6 +311,7 @@ fn command(
     for (k, v) in &inv.env {
         cmd.env(k, v);
     }
+    let sandbox = inv.sandbox.clone();
     // SAFETY: getpid cannot fail.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs in the forked child before exec and calls only sigemptyset,
@@ -327,6 +341,10 @@ fn command(
             // The tool died between fork and prctl: nobody would stop this run.
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            // Last: the confinement (it allocates nothing, see `Prepared::apply`).
+            if let Some(s) = &sandbox {
+                s.apply()?;
             }
             Ok(())
         });

@@ -36,6 +36,13 @@ pub trait Driver: Send + Sync {
     fn checkout(&self) -> bool {
         true
     }
+    /// Whether the agent is a program that can run commands in its checkout (a CLI with a
+    /// shell, or whatever a configured program does): it then gets the checkout prepared with
+    /// the project's environment, as the tester will have it. An agent that only edits files
+    /// needs none.
+    fn runs_commands(&self) -> bool {
+        false
+    }
     /// Does the task. Blocks; runs on a worker thread.
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput>;
     /// Checks what can be checked before any task runs (the program is there), so that a
@@ -60,6 +67,10 @@ pub struct RunContext {
     /// When the run must be over at the latest, whatever the agent's own `timeout` (a
     /// discussion turn's limit); `None`: the agent's timeout alone.
     pub deadline: Option<std::time::Instant>,
+    /// The environment of the prepared checkout (its own `.venv/bin` and `node_modules/.bin`
+    /// first, the user's virtualenv and import paths left out), for an agent that runs
+    /// commands there; `None`: the inherited one.
+    pub env: Option<crate::environment::isolate::RunEnv>,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -462,6 +473,10 @@ impl Driver for CliDriver {
         self.program().map(|_| ())
     }
 
+    fn runs_commands(&self) -> bool {
+        true
+    }
+
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let task = &input.task;
         let deliverable = Deliverable::of(&task.role);
@@ -496,6 +511,7 @@ impl Driver for CliDriver {
         let mut transcript = format!("=== prompt: {} ===\n", composed.report());
         let mut prompt = base.clone();
         let mut answer_no = 0;
+        let mut confined = None;
         loop {
             answer_no += 1;
             std::fs::write(&prompt_file, &prompt)
@@ -514,10 +530,27 @@ impl Driver for CliDriver {
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
             inv.env = self.env(&call, ctx, &launch);
+            if let Some(prepared) = &ctx.env {
+                // The checkout's environment first; the agent's own settings still win.
+                let mut env = prepared.set.clone();
+                env.append(&mut inv.env);
+                inv.env = env;
+                inv.env_remove = prepared.remove.clone();
+            }
             inv.args = trusted_copies(launch.args, &self.spec.args, &self.repo_root);
             inv.stdin = launch.stdin;
             inv.timeout = ctx.within(self.timeout);
             inv.kill_grace = self.kill_grace;
+            if confined.is_none() {
+                confined = Some(confine(&call, ctx, &program, &inv, &self.repo_root)?);
+            }
+            inv.sandbox = confined.clone();
+            inv.env_remove
+                .extend(crate::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
+            inv.env.push((
+                "TMPDIR".to_owned(),
+                home.path().join(".tmp").display().to_string(),
+            ));
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
                 let meter = ctx.meter.clone();
@@ -709,6 +742,57 @@ impl Cli for CommandCli {
     }
 }
 
+/// The confinement of one agent run (see [`crate::sandbox::for_agent`]), built before it
+/// starts: the places of `call`, its program and the environment of `inv`.
+fn confine(
+    call: &Call<'_>,
+    ctx: &RunContext,
+    program: &Path,
+    inv: &Invocation,
+    repo_root: &Path,
+) -> Result<std::sync::Arc<crate::sandbox::Prepared>> {
+    let spec = call.spec;
+    let tmp = call.home.path().join(".tmp");
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
+    let inherited = std::env::var("PATH").unwrap_or_default();
+    let path = inv
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or(inherited.as_str(), |(_, v)| v.as_str());
+    let places = crate::sandbox::AgentPlaces {
+        workdir: &ctx.workdir,
+        writes: call.writes_code(),
+        home: call.home.path(),
+        scratch: call.scratch,
+        program,
+        path,
+        values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+        writes_more: spec
+            .writes
+            .iter()
+            .map(|w| process::expand_home(w, repo_root))
+            .collect(),
+        // The files its arguments name (a script it runs), and what it is granted.
+        reads_more: inv
+            .args
+            .iter()
+            .map(|a| ctx.workdir.join(a))
+            .filter(|p| p.is_file())
+            .chain(
+                spec.reads
+                    .iter()
+                    .map(|r| process::expand_home(r, repo_root)),
+            )
+            .collect(),
+    };
+    Ok(std::sync::Arc::new(
+        crate::sandbox::for_agent(&places).prepare()?,
+    ))
+}
+
 /// The builtin agent behind the [`Driver`] trait.
 pub struct BuiltinDriver;
 
@@ -782,11 +866,18 @@ pub(crate) mod tests {
             .collect();
         env.entry("PATH".into())
             .or_insert_with(|| fast_path().to_owned());
+        // The fakes log to the files their variables name: their sandbox lets them.
+        let writes = env
+            .iter()
+            .filter(|(k, v)| k.as_str() != "PATH" && v.starts_with('/'))
+            .filter_map(|(_, v)| Some(Path::new(v).parent()?.display().to_string()))
+            .collect();
         AgentSpec {
             driver: driver.into(),
             program: Some(fixture(program)),
             env,
             timeout: Some("20s".into()),
+            writes,
             ..AgentSpec::default()
         }
     }
@@ -822,6 +913,7 @@ pub(crate) mod tests {
             attempt: 1,
             meter: Default::default(),
             deadline: None,
+            env: None,
         }
     }
 

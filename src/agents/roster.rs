@@ -195,11 +195,35 @@ impl Roster {
 
     /// Runs every driver's preflight check: the first problem, if any.
     pub fn preflight(&self) -> Result<()> {
+        self.all().try_for_each(|d| d.preflight())
+    }
+
+    /// Every driver of the roster.
+    fn all(&self) -> impl Iterator<Item = &Arc<dyn Driver>> {
         std::iter::once(&self.default)
             .chain(self.roles.values())
             .chain(self.perspectives.values())
             .chain(self.members.values())
-            .try_for_each(|d| d.preflight())
+    }
+
+    /// Refuses, when `required` (`[sandbox] required`), a roster with an agent that starts
+    /// programs on a kernel that cannot fully confine them.
+    pub fn sandbox_required(&self, required: bool) -> Result<()> {
+        let level = crate::sandbox::level();
+        if !required || level.active() {
+            return Ok(());
+        }
+        match self.all().find(|d| d.runs_commands()) {
+            Some(d) => Err(crate::error::Error::state(
+                format!(
+                    "agent `{}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
+                    d.name(),
+                    level.describe()
+                ),
+                Some("run on a kernel with Landlock ABI 6 or later (lsm= must list landlock), or choose agents that run no program (builtin, openai)".to_owned()),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The agents that add their opinion to discuss perspectives.

@@ -54,6 +54,7 @@ pub(crate) fn roster(
     let needed = crate::trust::needed(root, files, config, roster.configured_specs())?;
     crate::trust::check(&crate::trust::Stored::of(config), &needed)?;
     roster.preflight()?;
+    roster.sandbox_required(config.sandbox.required)?;
     Ok(roster)
 }
 

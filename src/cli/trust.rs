@@ -198,6 +198,7 @@ fn show_json(
         "agents": agents,
         "files": files,
         "environment": environment,
+        "sandbox": crate::sandbox::level().describe(),
         "tests": tests,
     })
 }
@@ -292,6 +293,10 @@ fn describe(
         ));
     }
     describe_setup(ctx, shown);
+    ctx.ui.out(format!(
+        "sandbox: {} — agents write only their checkout, home and run files, read the system, their own installation, their checkout and the repository's git directory, and connect over TCP only to port 443 and the ports their URLs name; setup and tests write only their checkout, its temporary directory and the package caches",
+        crate::sandbox::level().describe()
+    ));
     if let Some(c) = &config.tests.command {
         ctx.ui
             .out(format!("tests: `{c}` ([tests] command of .tlv4.toml)"));

@@ -46,6 +46,13 @@ pub struct AgentSpec {
     /// from `context_tokens`, else the driver's own limit.
     #[serde(default)]
     pub prompt_budget: Option<u64>,
+    /// More places the agent may write under its sandbox (`~/` is the user's home): its CLI's
+    /// own configuration or cache, when it keeps them outside its home.
+    #[serde(default)]
+    pub writes: Vec<String>,
+    /// More places the agent may read under its sandbox.
+    #[serde(default)]
+    pub reads: Vec<String>,
 }
 
 /// `[discuss]`.

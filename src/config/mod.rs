@@ -37,6 +37,9 @@ pub struct Config {
     /// How checkouts get the project's environment.
     #[serde(default)]
     pub environment: EnvironmentConfig,
+    /// How agents are confined.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -182,6 +185,14 @@ pub struct EnvironmentConfig {
     /// The disk the kept checkouts of this repository may use (`"20GiB"`); the least recently
     /// used idle ones are removed beyond it.
     pub max_disk: Option<String>,
+}
+
+/// `[sandbox]`: how agents are confined (see [`crate::sandbox`]).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Refuse to run agents that start programs unless the kernel gives full protection.
+    pub required: bool,
 }
 
 /// How long one setup command may run when `[environment] timeout` is not set.
@@ -622,6 +633,17 @@ mod tests {
             let e = error(text);
             assert!(e.starts_with(expected), "{text:?} gave {e}");
         }
+    }
+
+    #[test]
+    fn the_sandbox_section_says_whether_confinement_is_required() {
+        let c = Config::parse("x.toml", "[sandbox]\nrequired = true\n").unwrap();
+        assert!(c.sandbox.required);
+        assert!(!Config::default().sandbox.required);
+        let e = Config::parse("x.toml", "[sandbox]\nrequire = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("x.toml:2:"), "{e}");
     }
 
     #[test]

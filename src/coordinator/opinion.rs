@@ -81,6 +81,7 @@ pub(crate) fn add(
                 attempt: input.task.attempts,
                 meter: Default::default(),
                 deadline: None,
+                env: None,
             };
             return driver.run(&asked, &ctx);
         }
@@ -92,6 +93,7 @@ pub(crate) fn add(
             attempt: input.task.attempts,
             meter: Default::default(),
             deadline: None,
+            env: None,
         };
         let out = driver.run(&asked, &ctx);
         let _ = view.remove();

@@ -188,6 +188,7 @@ fn run_agent(
             attempt: input.task.attempts,
             meter: meter.clone(),
             deadline: None,
+            env: None,
         };
         meter.step(format!("agent {name} running"));
         Ran::bare(driver.run(input, &ctx), Vec::new())
@@ -200,6 +201,64 @@ fn run_agent(
         }
     };
     Ok(work_result(name, ran))
+}
+
+/// Prepares the task checkout `wt` with the project's environment, as the tester prepares
+/// its own: the setup the session's base declares (or `[environment] setup`), run only when
+/// trusted and only when its inputs changed since this checkout last ran it. Returns the
+/// environment the agent's commands run with. An agent whose checkout cannot be prepared
+/// still runs, as before, with a note saying why: the tester, in its own checkout, is what
+/// decides whether the code passes, and it reports an environment error there.
+fn prepare_for_agent(
+    store: &Store,
+    wt: &mut TaskWorktree,
+    qctx: &QualityContext,
+    task: &crate::model::TaskId,
+    notes: &mut Vec<String>,
+) -> Option<crate::environment::isolate::RunEnv> {
+    let repo = store.repo();
+    let config = &qctx.conf.config.environment;
+    let plan = match worktree::prepare::plan_at(repo, qctx.base, config) {
+        Ok(p) => p,
+        Err(e) => {
+            notes.push(format!(
+                "{task}: its checkout was not prepared: cannot read the environment setup: {e}"
+            ));
+            return None;
+        }
+    };
+    match worktree::prepare::allowed(repo, qctx.base, &plan, &qctx.conf) {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => {
+            let first = why.lines().next().unwrap_or_default();
+            notes.push(format!(
+                "{task}: its checkout was not prepared ({first}); the agent ran without the project's dependencies"
+            ));
+            return None;
+        }
+        Err(e) => {
+            notes.push(format!("{task}: its checkout was not prepared: {e}"));
+            return None;
+        }
+    }
+    match wt.prepare(&plan, worktree::prepare::timeout(config)) {
+        Ok(Ok(prepared)) => {
+            for m in &prepared.made {
+                notes.push(format!("{task}: its checkout's environment: {}", m.line()));
+            }
+            Some(prepared.env)
+        }
+        Ok(Err(why)) => {
+            notes.push(format!(
+                "{task}: its checkout's environment could not be made, the agent ran without it: {why}"
+            ));
+            None
+        }
+        Err(e) => {
+            notes.push(format!("{task}: its checkout was not prepared: {e}"));
+            None
+        }
+    }
 }
 
 /// A code task's agent in a task worktree, whose changes are snapshotted into a commit on the
@@ -227,13 +286,21 @@ fn in_task_worktree(
         ));
     }
     meter.step("making its checkout");
-    let wt = TaskWorktree::create(store, sid, &task.id, qctx.tip)?;
+    let mut wt = TaskWorktree::create(store, sid, &task.id, qctx.tip)?;
+    wt.bound(qctx.conf.config.environment.max_disk().ok().flatten());
+    let env = if driver.runs_commands() {
+        meter.step("preparing its checkout's environment");
+        prepare_for_agent(store, &mut wt, qctx, &task.id, &mut notes)
+    } else {
+        None
+    };
     let ctx = RunContext {
         workdir: wt.path().to_path_buf(),
         run_dir: None,
         attempt: task.attempts,
         meter: meter.clone(),
         deadline: None,
+        env,
     };
     meter.step(format!("agent {name} running"));
     let mut ran = driver.run(input, &ctx);
@@ -333,6 +400,7 @@ fn in_view(
         attempt: input.task.attempts,
         meter: meter.clone(),
         deadline: None,
+        env: None,
     };
     meter.step(format!("agent {} running", driver.name()));
     let ran = driver.run(input, &ctx);

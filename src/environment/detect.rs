@@ -901,10 +901,10 @@ fn requirement_inputs(tree: &Tree<'_>, dir: &str, files: &[String]) -> Vec<Strin
                 .iter()
                 .find_map(|o| line.strip_prefix(o))
                 .map(|r| r.trim_start_matches('=').trim());
-            if let Some(target) = named.filter(|t| !t.is_empty() && !t.contains("://")) {
-                if let Some(p) = resolve(base, target) {
-                    todo.push(p);
-                }
+            if let Some(target) = named.filter(|t| !t.is_empty() && !t.contains("://"))
+                && let Some(p) = resolve(base, target)
+            {
+                todo.push(p);
             }
         }
     }

@@ -36,12 +36,14 @@ pub const REMOVED: [&str; 17] = [
 ];
 
 /// What a command in a checkout runs with: variables to set and to remove.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct RunEnv {
     /// Set, over the inherited environment.
     pub set: Vec<(String, String)>,
     /// Removed from the inherited environment.
     pub remove: Vec<String>,
+    /// The confinement commands there run under (see [`crate::sandbox`]); `None`: none.
+    pub sandbox: Option<std::sync::Arc<crate::sandbox::Prepared>>,
 }
 
 /// The environment of setup and test commands in the checkout at `root` prepared by `plan`,
@@ -51,7 +53,7 @@ pub fn run_env(root: &Path, plan: &Plan, vars: &[(String, String)]) -> RunEnv {
     // PATH entries inside an active environment go: its interpreter is not the checkout's.
     let active: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"]
         .into_iter()
-        .filter_map(|k| get(k))
+        .filter_map(&get)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .collect();
@@ -108,7 +110,11 @@ pub fn run_env(root: &Path, plan: &Plan, vars: &[(String, String)]) -> RunEnv {
         .filter(|k| !set.iter().any(|(s, _)| s == *k))
         .map(|k| (*k).to_owned())
         .collect();
-    RunEnv { set, remove }
+    RunEnv {
+        set,
+        remove,
+        sandbox: None,
+    }
 }
 
 /// Checks that the checkout at `root`, prepared by `plan`, runs its own code: each Python
@@ -149,6 +155,7 @@ pub fn check(root: &Path, plan: &Plan, env: &RunEnv) -> Result<Vec<String>, Stri
         inv.args.extend(packages.iter().cloned());
         inv.env = env.set.clone();
         inv.env_remove = env.remove.clone();
+        inv.sandbox = env.sandbox.clone();
         inv.timeout = std::time::Duration::from_secs(60);
         let out = match crate::process::run(&inv) {
             Ok(o) if o.success() => o,

@@ -13,8 +13,10 @@ use super::{Plan, Step};
 /// How long one setup command may run unless `[environment] timeout` says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
-/// How much of a failed command's output an error shows.
+/// How much of a failed command's output an error shows: its last lines, and its first ones
+/// when there are more (npm says why it refused first, then prints its usage).
 const TAIL_LINES: usize = 30;
+const HEAD_LINES: usize = 10;
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +74,8 @@ pub enum SetupError {
         exit: Option<i32>,
         /// Whether the time limit killed it.
         timed_out: bool,
+        /// The time limit it ran under (`[environment] timeout`).
+        limit: Duration,
         /// The end of its output.
         tail: String,
     },
@@ -95,6 +99,7 @@ impl std::fmt::Display for SetupError {
                 dir,
                 exit,
                 timed_out,
+                limit,
                 tail,
             } => {
                 let at = if dir.is_empty() {
@@ -103,7 +108,9 @@ impl std::fmt::Display for SetupError {
                     format!(" in {dir}/")
                 };
                 let how = match (timed_out, exit) {
-                    (true, _) => "timed out".to_owned(),
+                    (true, _) => {
+                        format!("timed out after {} (`[environment] timeout`)", span(*limit))
+                    }
                     (false, Some(c)) => format!("exited with {c}"),
                     (false, None) => "was killed by a signal".to_owned(),
                 };
@@ -116,6 +123,49 @@ impl std::fmt::Display for SetupError {
             SetupError::Other(s) => f.write_str(s),
         }
     }
+}
+
+/// A time limit in words: `2 s`, `20 min`.
+fn span(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 && s.is_multiple_of(60) && d.subsec_nanos() == 0 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+/// The output a failed command's error shows: its last [`TAIL_LINES`] lines, after its first
+/// [`HEAD_LINES`] when it printed more than both (the reason is at the start for npm, at the
+/// end for pip and uv).
+fn excerpt(out: &crate::process::Output) -> String {
+    let text = if out.stderr.trim().is_empty() {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if lines.len() <= HEAD_LINES + TAIL_LINES {
+        return out.tail(HEAD_LINES + TAIL_LINES);
+    }
+    let mut head = lines[..HEAD_LINES].join("\n");
+    if head.len() > 1000 {
+        let mut cut = 1000;
+        while !head.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        head.truncate(cut);
+        head.push('…');
+    }
+    format!(
+        "{head}\n[… {} lines …]\n{}",
+        lines.len() - HEAD_LINES - TAIL_LINES,
+        out.tail(TAIL_LINES)
+    )
 }
 
 /// What a checkout's stamp file keeps per step.
@@ -237,11 +287,13 @@ fn run_one(
     .chain(env.set.iter().cloned())
     .collect();
     inv.env_remove = env.remove.clone();
+    inv.sandbox = env.sandbox.clone();
     let fail = |exit, timed_out, tail: String| SetupError::Failed {
         command: command.to_owned(),
         dir: rel.to_owned(),
         exit,
         timed_out,
+        limit: timeout,
         tail,
     };
     match crate::process::run(&inv) {
@@ -249,7 +301,7 @@ fn run_one(
         Ok(out) => Err(fail(
             if out.timed_out { None } else { out.code },
             out.timed_out,
-            out.tail(TAIL_LINES),
+            excerpt(&out),
         )),
         Err(e) => Err(fail(None, false, format!("cannot start it: {e}"))),
     }
@@ -316,6 +368,31 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e, e2, "not remembered as done");
+    }
+
+    #[test]
+    fn a_failed_step_shows_the_start_of_a_long_output_and_a_hung_one_its_limit() {
+        let co = tempfile::tempdir().unwrap();
+        let stamp = co.path().join("stamp.json");
+        let ids = |_: &str| Some("a".to_owned());
+        // npm's way: the reason first, then a long usage.
+        let p = plan(&["echo 'error: out of sync'; seq 1 100; exit 1"]);
+        let t = Duration::from_secs(30);
+        let text = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), t)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("error: out of sync"), "{text}");
+        assert!(text.contains("[… 61 lines …]\n71\n"), "{text}");
+        assert!(text.ends_with("\n100"), "{text}");
+        let p = plan(&["sleep 30"]);
+        let t = Duration::from_millis(300);
+        let text = prepare(co.path(), &p, &ids, &stamp, &RunEnv::default(), t)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("`sleep 30` timed out after 0.3 s (`[environment] timeout`)"),
+            "{text}"
+        );
     }
 
     #[test]

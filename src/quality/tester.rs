@@ -877,6 +877,15 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
                 )));
             }
         };
+    match crate::worktree::prepare::allowed(&repo, ctx.base, &plan, &ctx.conf) {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => {
+            return Ok(failed(format!(
+                "{why}\nthe tests did not run; after `git tlv4 trust`, run `git tlv4 resume --retry`"
+            )));
+        }
+        Err(e) => return Ok(failed(format!("cannot read the setup's files: {e}"))),
+    }
     let checkout = crate::store::Store::from_repo(repo.clone())
         .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
     let mut worktree = match checkout {
@@ -888,12 +897,19 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
+    let max_disk = ctx.conf.config.environment.max_disk().ok().flatten();
+    worktree.bound(max_disk);
     decisions.push(if worktree.reused() {
         "checkout: a kept test checkout, moved to the session tip (only what changed was written)"
             .to_owned()
     } else {
         "checkout: a new test checkout of the session tip".to_owned()
     });
+    if let Ok(pool) = crate::store::Store::from_repo(repo.clone())
+        .and_then(|store| crate::worktree::pool::Pool::open(&store, max_disk))
+    {
+        decisions.push(format!("checkouts: {}", pool.summary()));
+    }
     let timeout_setup = crate::worktree::prepare::timeout(&ctx.conf.config.environment);
     let prepared = match worktree.prepare(&repo, ctx.tip, &plan, timeout_setup) {
         Ok(Ok(p)) => p,
@@ -922,11 +938,19 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     } else {
         worktree.path().join(&setup.dir)
     };
-    let env: Vec<(String, String)> = prepared.env.set.clone();
-    let remove: Vec<String> = prepared.env.remove.clone();
-
+    let env = prepared.env.clone();
     let root = worktree.path().to_path_buf();
-    let reports = match tempfile::Builder::new().prefix("tlv4-results-").tempdir() {
+    // In the checkout's own temporary directory: the confined runner may write only there.
+    let tmp = env
+        .set
+        .iter()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .unwrap_or_else(std::env::temp_dir);
+    let reports = match tempfile::Builder::new()
+        .prefix("tlv4-results-")
+        .tempdir_in(&tmp)
+    {
         Ok(d) => d,
         Err(e) => {
             return Ok(failed(format!(
@@ -937,8 +961,8 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let run = |dir: &std::path::Path, cmd: &str, kind: Kind| {
         let (command, extra, file) = machine_readable(kind, cmd, reports.path());
         let mut env = env.clone();
-        env.extend(extra);
-        let ran = relative(exec::run(dir, &command, timeout, &env, &remove), &root);
+        env.set.extend(extra);
+        let ran = relative(exec::run(dir, &command, timeout, &env), &root);
         let report = file.and_then(|(path, form)| {
             let text = std::fs::read_to_string(&path).ok();
             let _ = std::fs::remove_file(&path);

@@ -205,8 +205,16 @@ impl TaskWorktree {
         from: ObjectId,
     ) -> Result<TaskWorktree> {
         let branch = task_ref(sid, task);
-        // Checked for first: a branch someone has checked out is never moved.
-        if let Some(dir) = store.checked_out_in(&branch).into_iter().next() {
+        // Checked for first: a branch someone has checked out is never moved. An idle kept
+        // checkout still on it (a run killed while giving it back) holds nothing: it is
+        // detached where the branch is.
+        let common = store.repo().common_dir().to_path_buf();
+        let holders: Vec<PathBuf> = store
+            .checked_out_in(&branch)
+            .into_iter()
+            .filter(|dir| !pool::detach_if_idle(&common, dir, &branch))
+            .collect();
+        if let Some(dir) = holders.into_iter().next() {
             return Err(Error::state(
                 format!(
                     "task branch `{}` is already checked out in `{}`",
@@ -259,6 +267,14 @@ impl TaskWorktree {
         let repo = self.store.repo().clone();
         let from = self.recorded().base;
         self.checkout.prepare(&repo, from, plan, timeout)
+    }
+
+    /// Bounds the disk its pool keeps by `max_disk` (`[environment] max_disk`) when it goes
+    /// back.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        if let Some(l) = &mut self.checkout.lease {
+            l.bound(max_disk);
+        }
     }
 
     /// Sets the role and attempt number that snapshot commits record.
@@ -1008,14 +1024,13 @@ impl Checkout {
         plan: &crate::environment::Plan,
         timeout: std::time::Duration,
     ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
-        let scratch;
         let stamp = match &self.lease {
             Some(l) => l.state_file("setup.json"),
-            None => {
-                scratch = tempfile::tempdir()
-                    .map_err(|e| Error::io("cannot make a temporary directory", e))?;
-                scratch.path().join("setup.json")
-            }
+            // Kept: the checkout's temporary directory is made beside the stamp.
+            None => tempfile::tempdir()
+                .map_err(|e| Error::io("cannot make a temporary directory", e))?
+                .keep()
+                .join("setup.json"),
         };
         let out = prepare::prepare(repo, commit, &self.path, &stamp, plan, timeout)?;
         if let Ok(p) = &out
@@ -1038,6 +1053,14 @@ impl ScratchCheckout {
         timeout: std::time::Duration,
     ) -> Result<std::result::Result<prepare::Prepared, prepare::NotPrepared>> {
         self.checkout.prepare(repo, commit, plan, timeout)
+    }
+
+    /// Bounds the disk its pool keeps by `max_disk` (`[environment] max_disk`) when it goes
+    /// back.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        if let Some(l) = &mut self.checkout.lease {
+            l.bound(max_disk);
+        }
     }
 
     /// Whether the checkout was made for this run (else a kept one was reused).

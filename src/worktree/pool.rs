@@ -149,6 +149,21 @@ impl Pool {
         })
     }
 
+    /// What the pools hold, for reports: `3 kept checkouts (1 in use), 1.2 GiB of the 16 GiB
+    /// limit`; sizes as measured when each was last given back.
+    pub fn summary(&self) -> String {
+        let slots = self.list();
+        let busy = slots.iter().filter(|s| s.busy).count();
+        let bytes: u64 = slots.iter().map(|s| s.bytes).sum();
+        format!(
+            "{} kept checkout{} ({busy} in use), {} of the {} limit ([environment] max_disk)",
+            slots.len(),
+            if slots.len() == 1 { "" } else { "s" },
+            size(bytes),
+            size(self.max_disk)
+        )
+    }
+
     /// Where the checkouts of this repository are kept.
     pub fn root(&self) -> &Path {
         &self.root
@@ -175,7 +190,7 @@ impl Pool {
                 free.push((read_meta(&slot).used, slot, lock));
             }
         }
-        free.sort_by(|a, b| b.0.cmp(&a.0));
+        free.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (_, slot, lock) in free {
             match self.reuse(store, purpose, &slot, lock, reason, target) {
                 Ok(Some(lease)) => return Ok(lease),
@@ -362,6 +377,7 @@ impl Pool {
             common_dir: self.common_dir.clone(),
         };
         lease.unsparse()?;
+        lease.submodules()?;
         Ok(lease)
     }
 
@@ -401,9 +417,26 @@ impl Pool {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
+        let _ = std::fs::remove_dir_all(slot.with_extension("tmp"));
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
     }
+}
+
+/// When the checkout at `dir` is an idle kept one (its lock says [`IDLE_REASON`]) whose HEAD
+/// is still on `branch`, detaches it at the branch's tip and says so; else changes nothing.
+pub fn detach_if_idle(common_dir: &Path, dir: &Path, branch: &str) -> bool {
+    let Some(admin) = super::admin_dir_of(common_dir, dir) else {
+        return false;
+    };
+    let idle = std::fs::read_to_string(admin.join("locked")).is_ok_and(|r| r.trim() == IDLE_REASON);
+    if !idle {
+        return false;
+    }
+    let Ok(tip) = crate::git::run(common_dir, &["rev-parse", "--verify", "-q", branch]) else {
+        return false;
+    };
+    write_atomic(&admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes()).is_ok()
 }
 
 /// After `resume` or `gc` removed the checkout at `path` of a process that is gone: when it
@@ -503,7 +536,43 @@ impl Lease {
             }
         }
         self.git(&clean)?;
-        Ok(())
+        self.submodules()
+    }
+
+    /// Checks out the submodules the checkout's commit names, recursively, where the
+    /// repository has them (`.gitmodules`): each at the commit its gitlink records. Their
+    /// repositories are cloned once per checkout (under its admin folder) and kept with it;
+    /// a move fetches only what they lack.
+    fn submodules(&self) -> Result<()> {
+        if !self.path.join(".gitmodules").is_file() {
+            return Ok(());
+        }
+        crate::git::run(
+            &self.path,
+            &[
+                "-c",
+                "protocol.file.allow=always",
+                "submodule",
+                "update",
+                "--init",
+                "--recursive",
+                "--force",
+                "--quiet",
+            ],
+        )
+        .map(|_| ())
+        .map_err(|e| {
+            Error::Git(format!(
+                "cannot check out the submodules of {}: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Bounds the disk of the pool's idle slots by `max_disk` (`[environment] max_disk`)
+    /// when this lease goes back, instead of the default.
+    pub fn bound(&mut self, max_disk: Option<u64>) {
+        self.max_disk = max_disk.unwrap_or(DEFAULT_MAX_DISK);
     }
 
     /// Gives the checkout back to the pool: HEAD detached where it is, the lock idle, its size
@@ -661,4 +730,13 @@ pub fn disk_usage(dir: &Path) -> u64 {
         }
     }
     total
+}
+
+/// `bytes` for people: `512 MiB`, `1.2 GiB`.
+pub fn size(bytes: u64) -> String {
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
 }

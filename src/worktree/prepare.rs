@@ -150,7 +150,18 @@ pub fn prepare(
     let vars: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    let env = isolate::run_env(root, plan, &vars);
+    let mut env = isolate::run_env(root, plan, &vars);
+    // The checkout's own temporary directory, emptied for each run: the only one its
+    // commands may write.
+    let tmp = stamp.with_extension("").with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("cannot make {}", tmp.display()), e))?;
+    env.set
+        .push(("TMPDIR".to_owned(), tmp.display().to_string()));
+    env.sandbox = Some(std::sync::Arc::new(
+        crate::sandbox::for_checkout(root, &tmp).prepare()?,
+    ));
     let ids = ids_at(repo, commit, &plan.inputs())?;
     let lookup = |p: &str| ids.get(p).cloned().flatten();
     let made = match setup::prepare(root, plan, &lookup, stamp, &env, timeout) {
@@ -170,4 +181,34 @@ pub fn timeout(config: &EnvironmentConfig) -> Duration {
         .as_deref()
         .and_then(|t| crate::process::parse_duration(t).ok())
         .unwrap_or(setup::DEFAULT_TIMEOUT)
+}
+
+/// Whether the setup `plan` of the session may run under its pinned configuration `conf`:
+/// each input file of a step that runs commands is trusted with its content at `base`, the
+/// commit the plan was read from, and so is `.tlv4.toml` when the plan is its
+/// `[environment] setup` (see [`crate::trust::setup_allowed`]). The session's own changes
+/// to those files re-run the pinned commands; they do not choose them. The error says which
+/// files are not trusted and what to run.
+pub fn allowed(
+    repo: &gix::Repository,
+    base: ObjectId,
+    plan: &Plan,
+    conf: &crate::trust::Configuration,
+) -> Result<std::result::Result<(), String>> {
+    if !plan.runs_anything() {
+        return Ok(Ok(()));
+    }
+    let ids = ids_at(repo, base, &plan.inputs())?;
+    let config_id = conf
+        .files
+        .get(crate::config::FILE)
+        .map(crate::trust::blob_id);
+    let lookup = |p: &str| -> Option<String> {
+        if p == crate::config::FILE {
+            return config_id.clone();
+        }
+        ids.get(p).cloned().flatten()
+    };
+    let stored = crate::trust::Stored::of(&conf.config);
+    Ok(crate::trust::setup_allowed(&stored, plan, &lookup))
 }

@@ -286,12 +286,12 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
         let t = repo.task(&sid, t);
         format!("{} {}", t["status"], t["result"]["reason"])
     };
-    // Outside the worktree is not ours to take: the task's own file is merged, the stray
-    // one is never in the session.
+    // Outside the worktree is not the agent's to write: the kernel refuses it (the agent
+    // fails on it here), and the stray file is never in the session.
+    let r = reason("IMPL-001");
     assert!(
-        reason("IMPL-001").starts_with("\"completed\""),
-        "{}",
-        reason("IMPL-001")
+        r.contains("failed") && r.contains("Permission denied: '../escaped-IMPL-001.txt'"),
+        "{r}"
     );
     let r = reason("IMPL-002");
     assert!(
@@ -347,10 +347,6 @@ fn hostile_agents_take_nothing_and_lose_nothing() {
     assert!(raw.contains("\"state_update\": {,}"), "{raw}");
 
     let files = tip_files(&repo, &sid);
-    assert!(
-        files.contains(&"scripted-IMPL-001.txt".to_owned()),
-        "{files:?}"
-    );
     assert!(files.contains(&"blob-IMPL-004.bin".to_owned()), "{files:?}");
     for bad in ["leak", "vendor/.git/config", "escaped-IMPL-001.txt"] {
         assert!(
@@ -513,8 +509,9 @@ fn ctrl_c_stops_the_agent_programs_too() {
     repo.write(
         ".tlv4.toml",
         &format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10m\"\nenv = {{ SCRIPTED_MODE = \"hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\" }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"10m\"\nwrites = [\"{}\"]\nenv = {{ SCRIPTED_MODE = \"hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
         ),
     );
     repo.ok(&["trust"]);
@@ -598,8 +595,9 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     repo.wide_pipeline(1);
     let config = |env: &str| {
         format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent")
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nwrites = [\"{}\"]\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
         )
     };
     repo.write(
@@ -1203,6 +1201,260 @@ fn a_reviewer_agent_adds_its_opinion_and_a_stricter_verdict_counts() {
     .unwrap();
     assert_eq!(usage["agent"], "quality+local");
     assert_eq!(usage["model"], "reviewer-model");
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+/// An agent that runs commands gets its task checkout prepared with the project's setup,
+/// and its commands see the checkout's environment: `python` is the checkout's virtualenv,
+/// which imports the project from the checkout, never the user's active virtualenv (whose
+/// editable install points at their working tree) or their `PYTHONPATH`.
+#[test]
+fn an_agent_that_runs_commands_works_in_a_prepared_checkout_of_its_own() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        "pyproject.toml",
+        "[project]\nname = \"calcpkg\"\nversion = \"0.1.0\"\n",
+    );
+    repo.write(
+        "src/calcpkg/__init__.py",
+        "def add(a, b):\n    return a + b\n",
+    );
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[environment]\nsetup = [\n  \"python3 -m venv --without-pip .venv\",\n  \".venv/bin/python -c \\\"import os, site; open(os.path.join(site.getsitepackages()[0], 'calcpkg.pth'), 'w').write(os.path.abspath('src'))\\\"\",\n]\n\
+             [agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nenv = {{ SCRIPTED_MODE = \"probe\", PROBE_MODULE = \"calcpkg\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "calcpkg"]);
+    repo.ok(&["trust"]);
+    // The user's active virtualenv imports their working tree.
+    let venv = repo.home.path().join("uservenv");
+    let made = crate::common::hermetic("python3", repo.path(), repo.home.path())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(
+        site.join("calcpkg.pth"),
+        repo.path().join("src").display().to_string(),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "probe",
+        ])
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", path)
+        .env("PYTHONPATH", repo.path().join("src"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let probe = repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]);
+    let imported = probe
+        .lines()
+        .find_map(|l| l.strip_prefix("imports calcpkg from: "))
+        .unwrap_or_else(|| panic!("{probe}\n{stderr}"));
+    let cwd = probe.lines().find_map(|l| l.strip_prefix("cwd: ")).unwrap();
+    assert!(
+        cwd.contains("/tlv4/checkouts/agent-"),
+        "the agent runs in a pool checkout: {cwd}"
+    );
+    assert_eq!(
+        imported,
+        format!("{cwd}/src/calcpkg/__init__.py"),
+        "the agent's python imports the checkout's code:\n{probe}\n{stderr}"
+    );
+    assert!(
+        probe.contains(&format!("VIRTUAL_ENV={cwd}/.venv")),
+        "{probe}"
+    );
+    assert!(probe.contains("PYTHONPATH=\n"), "{probe}");
+    // The setup ran in the agent's checkout, and what it made is not part of the task's work.
+    let files = tip_files(&repo, &sid);
+    assert!(!files.iter().any(|f| f.starts_with(".venv")), "{files:?}");
+    assert!(
+        stderr.contains("IMPL-001: its checkout's environment: "),
+        "the run says how the agent's environment was made:\n{stderr}"
+    );
+    repo.fsck();
+}
+
+/// Two sessions of one repository running at once never share a checkout: each task's agent
+/// works in a slot of its own, leased across the two processes.
+#[test]
+fn two_sessions_at_once_never_share_a_checkout() {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"30s\"\nenv = {{ SCRIPTED_MODE = \"probe\", SCRIPTED_SLEEP = \"2\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent")
+        ),
+    );
+    repo.ok(&["trust"]);
+    let run = |text: &str| {
+        repo.tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            text,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (one, two) = (run("one"), run("two"));
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let sessions = repo.rows(&["list", "--json"], "sessions");
+    let cwds: Vec<String> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let sid = s["id"].as_str().unwrap();
+            let probe = repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]);
+            probe
+                .lines()
+                .find_map(|l| l.strip_prefix("cwd: "))
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(cwds.len(), 2);
+    assert_ne!(cwds[0], cwds[1], "each run had a checkout of its own");
+    assert!(
+        cwds.iter().all(|c| c.contains("/tlv4/checkouts/agent-")),
+        "{cwds:?}"
+    );
+    no_checkout_left(&repo);
+    repo.fsck();
+}
+
+/// A run killed while its agent worked leaves its checkout leased to nobody: the next session's
+/// task takes that checkout over, but only once what the dead run's agent wrote is kept under
+/// the dead task's ref; none of it reaches the new task's work, and the dead session still
+/// resumes and completes.
+#[test]
+fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
+    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let pidpath = pidfile.path().display().to_string();
+    std::fs::remove_file(&pidpath).unwrap();
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    let config = |env: &str| {
+        format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nwrites = [\"{}\"]\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+            std::path::Path::new(&pidpath).parent().unwrap().display()
+        )
+    };
+    repo.write(
+        ".tlv4.toml",
+        &config(&format!(
+            "SCRIPTED_MODE = \"partial_hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\""
+        )),
+    );
+    repo.ok(&["trust"]);
+    let (mut child, agent) = start_until_the_agent_runs(&repo, "crash", &pidpath);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // SAFETY: signalling a process group this test started.
+    unsafe { libc::kill(-agent, libc::SIGKILL) };
+    let dead = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    repo.write(".tlv4.toml", &config(""));
+    repo.ok(&["trust"]);
+    let new = start(&repo, "after the crash", &[]);
+    let new = new
+        .split_whitespace()
+        .find(|w| w.starts_with("TLV4-"))
+        .unwrap()
+        .trim_end_matches(':')
+        .to_owned();
+    assert_ne!(new, dead);
+    assert_eq!(status_of(&repo, &new), "completed");
+    // The one kept checkout was the dead run's: the new task took it over.
+    let slots: Vec<_> = std::fs::read_dir(repo.path().join(".git/tlv4/checkouts"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("agent-") && !name.contains('.') && e.path().is_dir()
+        })
+        .collect();
+    assert_eq!(slots.len(), 1, "{slots:?}");
+    let kept = format!("refs/tlv4/runs/{dead}/IMPL-001/1");
+    assert_eq!(
+        repo.git(&["show", &format!("{kept}:partial-IMPL-001.txt")]),
+        "half done\n",
+        "the dead run's work is kept before its checkout is reused"
+    );
+    let files = tip_files(&repo, &new);
+    assert!(
+        files.contains(&"scripted-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains(&"partial-IMPL-001.txt".to_owned()),
+        "nothing of the dead run reaches the new task: {files:?}"
+    );
+    repo.ok(&[
+        "--session",
+        &dead,
+        "resume",
+        "--reconfigure",
+        "--completion",
+        "keep",
+    ]);
+    assert_eq!(status_of(&repo, &dead), "completed");
+    let files = tip_files(&repo, &dead);
+    assert!(
+        !files.contains(&"partial-IMPL-001.txt".to_owned()),
+        "{files:?}"
+    );
     no_checkout_left(&repo);
     repo.fsck();
 }

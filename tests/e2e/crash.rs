@@ -172,8 +172,9 @@ fn crash_repo(pids: &Path, slow: &Path) -> TestRepo {
     repo.write(
         ".tlv4.toml",
         &format!(
-            "[agents.crash]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nenv = {{ CRASH_AGENT_PIDS = \"{}\", CRASH_AGENT_SLOW = \"{}\" }}\n[roles]\nexecutor = \"crash\"\n",
+            "[agents.crash]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\nwrites = [\"{}\"]\nenv = {{ CRASH_AGENT_PIDS = \"{}\", CRASH_AGENT_SLOW = \"{}\" }}\n[roles]\nexecutor = \"crash\"\n",
             fixture("crash-agent"),
+            pids.display(),
             pids.display(),
             slow.display()
         ),

@@ -14,11 +14,23 @@ fn members(mode: &str, env: &[(&str, &str)]) -> TestRepo {
     let repo = TestRepo::new();
     let mut vars = vec![format!("DISCUSS_MODE = \"{mode}\"")];
     vars.extend(env.iter().map(|(k, v)| format!("{k} = \"{v}\"")));
+    // The folders of the files it logs to, which its sandbox must let it write.
+    let writes: Vec<String> = env
+        .iter()
+        .filter(|(_, v)| v.starts_with('/'))
+        .filter_map(|(_, v)| {
+            Some(format!(
+                "\"{}\"",
+                std::path::Path::new(v).parent()?.display()
+            ))
+        })
+        .collect();
     repo.write(
         ".tlv4.toml",
         &format!(
-            "[agents.fake]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nenv = {{ {} }}\n[discuss.members]\ndefault = \"fake\"\n",
+            "[agents.fake]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\nwrites = [{}]\nenv = {{ {} }}\n[discuss.members]\ndefault = \"fake\"\n",
             fixture("discuss-agent"),
+            writes.join(", "),
             vars.join(", ")
         ),
     );

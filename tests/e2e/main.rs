@@ -21,6 +21,7 @@ mod real_model_bounds;
 mod remote;
 mod review;
 mod review_cli;
+mod sandbox;
 mod sessions;
 mod snapshot;
 mod store;

@@ -480,3 +480,83 @@ fn demo_refuses_a_used_directory_and_runs_the_builtin_agent() {
         "{text}"
     );
 }
+
+/// A repository with a submodule: the agent's checkout and the tester's have it checked out
+/// at the commit the gitlink records, the tests that read it pass, and the agent's work is
+/// recorded with the gitlink unchanged.
+#[test]
+fn submodules_are_checked_out_in_the_agents_and_the_testers_checkouts() {
+    let sub = TestRepo::new();
+    sub.write("answer.txt", "42\n");
+    sub.git(&["add", "-A"]);
+    sub.git(&["commit", "-q", "-m", "the answer"]);
+    let pinned = sub.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let repo = TestRepo::new();
+    repo.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.path().to_str().unwrap(),
+        "vendor/sub",
+    ]);
+    repo.write("app/__init__.py", "");
+    repo.write("tests/__init__.py", "");
+    repo.write(
+        "tests/test_sub.py",
+        "import unittest\n\n\nclass Sub(unittest.TestCase):\n    def test_answer(self):\n        with open('vendor/sub/answer.txt') as f:\n            self.assertEqual(f.read(), '42\\n')\n",
+    );
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"20s\"\n[roles]\nexecutor = \"scripted\"\n",
+            crate::common::fixture("scripted-agent")
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a submodule and its test"]);
+    // Later commits of the submodule are not what the gitlink records.
+    sub.write("answer.txt", "43\n");
+    sub.git(&["commit", "-q", "-am", "another answer"]);
+    repo.ok(&["trust"]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "impl-only",
+            "--yes",
+            "--completion",
+            "keep",
+            "use the answer",
+        ])
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
+        .env("GIT_CONFIG_VALUE_0", "always")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "completed", "{test}\n{stderr}");
+    let tip = format!("tlv4/{sid}");
+    let link = repo.git(&["ls-tree", &tip, "vendor/sub"]);
+    assert!(
+        link.starts_with(&format!("160000 commit {pinned}")),
+        "{link}"
+    );
+    let agent_file = repo.git(&["ls-tree", "-r", "--name-only", &tip]);
+    assert!(agent_file.contains("scripted-IMPL-001.txt"), "{agent_file}");
+    let record = repo.git(&[
+        "show",
+        &format!("{tip}:.tlv4/sessions/{sid}/artifacts/test-runs/1.json"),
+    ]);
+    assert!(
+        record.contains("\"passed\": 1") || record.contains("\"passed\":1"),
+        "{record}"
+    );
+    repo.fsck();
+}

@@ -40,11 +40,13 @@ fn python_sample() -> TestRepo {
 fn a_driver_named_only_in_roles_runs_only_once_trusted() {
     let repo = TestRepo::new();
     let bin = repo.home.path().join("bin");
-    let marker = repo.home.path().join("claude-ran");
+    // It says it ran on stderr, which the failed task records (a confined agent writes
+    // nothing outside its own places).
     executable(
         &bin.join("claude"),
-        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+        "#!/bin/sh\necho claude-ran >&2\nexit 1\n",
     );
+    let ran = |out: &std::process::Output| stderr(out).contains("claude-ran");
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -70,7 +72,7 @@ fn a_driver_named_only_in_roles_runs_only_once_trusted() {
         "{}",
         stderr(&out)
     );
-    assert!(!marker.exists(), "claude ran before the file was trusted");
+    assert!(!ran(&out), "claude ran before the file was trusted");
     assert_eq!(
         repo.snapshot(),
         before,
@@ -91,19 +93,15 @@ fn a_driver_named_only_in_roles_runs_only_once_trusted() {
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(
-        marker.exists(),
-        "--agent claude needs no trust: {}",
-        stderr(&out)
-    );
-    std::fs::remove_file(&marker).unwrap();
+    assert!(ran(&out), "--agent claude needs no trust: {}", stderr(&out));
 
     repo.ok(&["trust"]);
-    repo.tlv4_cmd(&["start", "--pipeline", "spec-only", "--yes", "z"])
+    let out = repo
+        .tlv4_cmd(&["start", "--pipeline", "spec-only", "--yes", "z"])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(marker.exists(), "once trusted, the file's choice runs");
+    assert!(ran(&out), "once trusted, the file's choice runs");
     repo.fsck();
 }
 
@@ -493,11 +491,13 @@ fn the_demo_trusts_its_own_sample() {
 fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
     let repo = TestRepo::new();
     let bin = repo.home.path().join("bin");
-    let marker = repo.home.path().join("claude-ran");
+    // It says it ran on stderr, which the failed task records (a confined agent writes
+    // nothing outside its own places).
     executable(
         &bin.join("claude"),
-        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
+        "#!/bin/sh\necho claude-ran >&2\nexit 1\n",
     );
+    let ran = |out: &std::process::Output| stderr(out).contains("claude-ran");
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -532,13 +532,14 @@ fn agents_recorded_in_a_session_from_elsewhere_are_not_the_users_choice() {
         "{}",
         stderr(&out)
     );
-    assert!(!marker.exists(), "the session's recorded agent ran");
+    assert!(!ran(&out), "the session's recorded agent ran");
     // Named on the command line, it is the user's choice.
-    repo.tlv4_cmd(&["--session", &sid, "resume", "--agent", "claude"])
+    let out = repo
+        .tlv4_cmd(&["--session", &sid, "resume", "--agent", "claude"])
         .env("PATH", &path)
         .output()
         .unwrap();
-    assert!(marker.exists());
+    assert!(ran(&out), "{}", stderr(&out));
     repo.fsck();
 }
 
@@ -564,8 +565,12 @@ fn a_script_an_earlier_task_rewrote_is_not_what_runs_later() {
     );
     repo.write(
         ".tlv4.toml",
-        "[agents.mine]\ndriver = \"command\"\nprogram = \"sh\"\nargs = [\"tools/agent.sh\"]\n\
-         timeout = \"20s\"\n[roles]\nexecutor = \"mine\"\n",
+        &format!(
+            "[agents.mine]\ndriver = \"command\"\nprogram = \"sh\"\nargs = [\"tools/agent.sh\"]\n\
+             reads = [\"{}\"]\nwrites = [\"{}\"]\ntimeout = \"20s\"\n[roles]\nexecutor = \"mine\"\n",
+            fixture("snapshot-agent"),
+            repo.home.path().display()
+        ),
     );
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "agent"]);
@@ -731,4 +736,92 @@ environment setup ([environment] setup of .tlv4.toml, instead of what the code a
         err.contains(".tlv4.toml:2: [environment] setup = []: must list at least one command"),
         "{err}"
     );
+}
+
+/// The environment setup is trusted with the files it installs from: a requirements file
+/// added after the repository was trusted stops the tests before anything is installed,
+/// naming the file; once trusted, the retry makes the checkout's virtualenv and the tests run.
+#[test]
+fn an_environment_setup_runs_only_once_its_files_are_trusted() {
+    let repo = python_sample();
+    repo.ok(&["trust"]);
+    repo.write("requirements.txt", "# nothing to install yet\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "requirements"]);
+    let sid = repo
+        .stops(
+            &[
+                "start",
+                "--pipeline",
+                "impl-only",
+                "--yes",
+                "--completion",
+                "keep",
+                "fix it",
+            ],
+            STALLED,
+        )
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "failed", "{test}");
+    let reason = test["result"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the environment setup runs the repository's install scripts")
+            && reason.contains("requirements.txt (environment setup `python3 -m venv .venv")
+            && reason.contains("not trusted yet"),
+        "{test}"
+    );
+    let pool = repo.path().join(".git/tlv4/checkouts");
+    let venvs = walk_for(&pool, ".venv");
+    assert!(venvs.is_empty(), "nothing was installed: {venvs:?}");
+
+    let shown = repo.ok(&["trust", "--show"]);
+    assert!(shown.contains("requirements.txt"), "{shown}");
+    repo.ok(&["trust"]);
+    repo.ok(&[
+        "--session",
+        &sid,
+        "resume",
+        "--retry",
+        "--completion",
+        "keep",
+    ]);
+    let test = repo.task(&sid, "TEST-001");
+    assert_eq!(test["status"], "completed", "{test}");
+    assert_eq!(
+        walk_for(&pool, ".venv").len(),
+        1,
+        "the test checkout's venv"
+    );
+    let report = repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/artifacts/test-report.md"),
+    ]);
+    assert!(
+        report.contains("checkouts: 1 kept checkout (1 in use), 0 MiB of the 16.0 GiB limit"),
+        "the report says what the kept checkouts use:\n{report}"
+    );
+    repo.fsck();
+}
+
+/// The directories named `name` two levels under each slot of the pool at `pool`.
+fn walk_for(pool: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for slot in std::fs::read_dir(pool).into_iter().flatten().flatten() {
+        for checkout in std::fs::read_dir(slot.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = checkout.path().join(name);
+            if p.is_dir() {
+                found.push(p);
+            }
+        }
+    }
+    found
 }

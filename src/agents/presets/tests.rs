@@ -31,6 +31,8 @@ fn run_in(
     ];
     vars.extend_from_slice(env);
     let mut spec = spec(driver, &format!("fake-{driver}"), &vars);
+    // The fakes keep their log and state in `work`, also for document tasks.
+    spec.writes.push(work.display().to_string());
     tweak(&mut spec);
     let cli = preset(driver).expect("a preset");
     let driver = CliDriver::new("agent1", &spec, work, cli)

@@ -77,6 +77,7 @@ impl AgentCritic {
             attempt: 1,
             meter: Default::default(),
             deadline: None,
+            env: None,
         };
         let ran = self.driver.run(&input, &ctx).map_err(|e| e.to_string())?;
         *self

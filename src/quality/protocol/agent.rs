@@ -164,6 +164,7 @@ impl Seated {
             // The driver says on it when the agent's service failed.
             meter: crate::agents::meter::Meter::new(),
             deadline,
+            env: None,
         };
         let out = self
             .driver

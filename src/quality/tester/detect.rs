@@ -300,17 +300,43 @@ pub fn candidates(code: &CodeTree) -> Vec<Framework> {
             })
             .collect();
         if !tests.is_empty() {
+            // Run from the Python project that holds every test module — the deepest
+            // directory with a manifest above them all — where its own packages import as
+            // they do for its developers (`backend/` of a backend and a frontend); else the
+            // root.
+            let project = files
+                .iter()
+                .filter(|p| {
+                    let n = file_name(p);
+                    matches!(n, "pyproject.toml" | "setup.py" | "setup.cfg")
+                        || (n.starts_with("requirements") && n.ends_with(".txt"))
+                })
+                .map(|p| parent(p))
+                .filter(|d| d.is_empty() || tests.iter().all(|t| t.starts_with(&format!("{d}/"))))
+                .max_by_key(|d| depth(d))
+                .unwrap_or("");
+            let inside: Vec<&str> = tests
+                .iter()
+                .map(|t| {
+                    if project.is_empty() {
+                        t
+                    } else {
+                        &t[project.len() + 1..]
+                    }
+                })
+                .collect();
+            let has_inside = |p: &str| has(&join(project, p));
             add(
                 4,
                 Framework {
                     kind: Kind::Unittest,
-                    dir: String::new(),
+                    dir: project.to_owned(),
                     evidence: format!(
                         "{}{}",
                         tests[..tests.len().min(3)].join(", "),
                         if tests.len() > 3 { ", …" } else { "" }
                     ),
-                    full: unittest_command(&tests, &has),
+                    full: unittest_command(&inside, &has_inside),
                 },
             );
         }

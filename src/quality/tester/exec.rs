@@ -35,8 +35,7 @@ pub fn run(
     cwd: &Path,
     command: &str,
     timeout: Duration,
-    env: &[(String, String)],
-    remove: &[String],
+    env: &crate::environment::isolate::RunEnv,
 ) -> Ran {
     let mut inv = crate::process::Invocation::new("/bin/sh", cwd);
     inv.args = vec!["-c".into(), command.to_owned()];
@@ -55,9 +54,10 @@ pub fn run(
     ]
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-    .chain(env.iter().cloned())
+    .chain(env.set.iter().cloned())
     .collect();
-    inv.env_remove = remove.to_vec();
+    inv.env_remove = env.remove.clone();
+    inv.sandbox = env.sandbox.clone();
     let mut ran = Ran {
         command: command.to_owned(),
         ..Ran::default()

@@ -307,6 +307,19 @@ fn frameworks_are_detected_from_the_tree() {
             ],
             Some((Kind::Unittest, "", "python3 -m unittest -v")),
         ),
+        // A Python project in a directory of its own: its tests run there.
+        (
+            vec![
+                ("backend/requirements.txt", "# none\n"),
+                ("backend/api/__init__.py", ""),
+                ("backend/tests/test_api.py", ""),
+            ],
+            Some((
+                Kind::Unittest,
+                "backend",
+                "python3 -m unittest discover -v -s tests",
+            )),
+        ),
         (
             vec![(
                 "package.json",
@@ -547,8 +560,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "echo started; sleep 30 & sleep 30",
         Duration::from_millis(500),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert!(ran.timed_out);
     assert_eq!(ran.exit_code, None);
@@ -575,8 +587,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "echo out; echo err >&2; exit 3",
         Duration::from_secs(10),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert_eq!(ok.exit_code, Some(3));
     assert!(!ok.timed_out);
@@ -586,8 +597,7 @@ fn commands_time_out_and_take_their_children_along() {
         dir.path(),
         "no-such-test-runner-xyz",
         Duration::from_secs(10),
-        &[],
-        &[],
+        &Default::default(),
     );
     assert!(unavailable(&missing).is_some_and(|w| w.contains("command not found")));
 }
