@@ -197,8 +197,8 @@ fn empty() {
             reaped = true;
         }
         if left.is_empty() {
-            // A process that was just forking may not be listed yet: one last blocking
-            // look at our children settles it.
+            // A process that was just forking may not be listed yet: one more look at our
+            // children (without waiting) goes round again if one ended meanwhile.
             let mut st = 0;
             // SAFETY: as above.
             if unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } <= 0 {

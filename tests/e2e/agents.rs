@@ -1233,25 +1233,7 @@ fn an_agent_that_runs_commands_works_in_a_prepared_checkout_of_its_own() {
     repo.git(&["commit", "-q", "-m", "calcpkg"]);
     repo.ok(&["trust"]);
     // The user's active virtualenv imports their working tree.
-    let venv = repo.home.path().join("uservenv");
-    let made = crate::common::hermetic("python3", repo.path(), repo.home.path())
-        .args(["-m", "venv", "--without-pip"])
-        .arg(&venv)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let site = std::fs::read_dir(venv.join("lib"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path()
-        .join("site-packages");
-    std::fs::write(
-        site.join("calcpkg.pth"),
-        repo.path().join("src").display().to_string(),
-    )
-    .unwrap();
+    let venv = crate::environment::users_venv(&repo);
     let path = format!(
         "{}:{}",
         venv.join("bin").display(),

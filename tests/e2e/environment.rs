@@ -69,7 +69,7 @@ fn src_layout(repo: &TestRepo, add: &str) {
 const EDITABLE_SETUP: &str = "[environment]\nsetup = [\n  \"python3 -m venv .venv\",\n  \".venv/bin/python -c \\\"import os, site; open(os.path.join(site.getsitepackages()[0], 'calcpkg-editable.pth'), 'w').write(os.path.abspath('src'))\\\"\",\n]\n[tests]\ncommand = \"python -m unittest discover -s tests -t . -v\"\n";
 
 /// The user's own virtualenv, active, with an editable install of their working tree.
-fn users_venv(repo: &TestRepo) -> std::path::PathBuf {
+pub(crate) fn users_venv(repo: &TestRepo) -> std::path::PathBuf {
     let venv = repo.home.path().join("uservenv");
     let made = hermetic("python3", repo.path(), repo.home.path())
         .args(["-m", "venv", "--without-pip"])
