@@ -29,7 +29,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use git_tlv4::coordinator::{StartOptions, start};
@@ -42,21 +41,7 @@ const PER_DIR: usize = 100;
 /// Measured checkouts per side and size.
 const RUNS: usize = 7;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run git");
-    assert!(
-        out.status.success(),
-        "`git {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("git printed non-UTF-8")
-}
+use common::git_output as git;
 
 /// A repository `root/name` of `files` small source files, committed, and a chain of
 /// `RUNS + 1` commits on top, each changing two files and adding one. Returns its directory

@@ -63,3 +63,23 @@ pub fn git(dir: &Path, args: &[&str]) {
         .success();
     assert!(ok, "git {args:?}");
 }
+
+/// Runs `git args` in `dir` like [`git`] and returns what it printed; panics with its stderr
+/// if it fails.
+pub fn git_output(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "`git {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("git printed non-UTF-8")
+}
