@@ -101,7 +101,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             ));
         }
     } else {
-        let (n, bytes) = pool.clear()?;
+        for gone in pool.clear_orphans() {
+            ctx.ui.status(format!(
+                "removed {}: the kept checkouts of a repository that is gone",
+                gone.display()
+            ));
+        }
+        let (n, bytes) = pool.clear(&store)?;
         if n > 0 {
             ctx.ui.status(format!(
                 "removed {n} kept checkout(s) in {} ({} MiB freed)",

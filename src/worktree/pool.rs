@@ -4,11 +4,14 @@
 //! A checkout is slow to make and slower to prepare: `git worktree add` writes every file, and
 //! the project's dependencies and build outputs (`node_modules/`, `.venv/`, `target/`) are not
 //! in git at all. So the checkouts are kept, in two pools per repository — one for agents, one
-//! for the tester, so that the tester never runs where an agent wrote — in the repository's
-//! git directory, `.git/tlv4/checkouts/` (never in the user's working tree; gone with the
-//! repository):
+//! for the tester, so that the tester never runs where an agent wrote — in a folder of the
+//! repository's own under the user's cache, `~/.cache/git-tlv4/checkouts/<repo>-<id>/` (see
+//! [`checkouts_home`] for how to move it). Not inside the repository: a checkout below the
+//! user's working tree resolves packages from the user's `node_modules` (Node looks in every
+//! parent folder), and nothing of the tool's is in the working tree or the objects' folder.
 //!
 //! ```text
+//! repo                   the git directory whose pools these are (`gc` drops orphans)
 //! pool.lock              held while a slot is chosen, made or removed
 //! test-1/<repo>/         the checkout (a linked worktree, locked)
 //! test-1.lock            held (flock) by the one process that leases the slot
@@ -96,6 +99,61 @@ pub struct Pool {
     max_disk: u64,
 }
 
+/// Where earlier versions kept the pools, inside the git directory: still emptied (idle
+/// slots removed, dead runs' work kept first) so that nothing is stranded there.
+const LEGACY: &str = "tlv4/checkouts";
+
+/// Where the pools of every repository are kept: `$GIT_TLV4_CHECKOUTS`, else git's
+/// `tlv4.checkouts` (the user's own configuration: a repository cannot ship its `.git/config`),
+/// else `$XDG_CACHE_HOME/git-tlv4/checkouts`, else `~/.cache/git-tlv4/checkouts`. `None`
+/// without a home: the pools then stay in the git directory, as before.
+///
+/// Some test suites refuse files below a folder whose name starts with a dot (express's
+/// `res.sendFile` tests serve nothing from such a path); for those, point `tlv4.checkouts`
+/// at a folder without one.
+pub fn checkouts_home(store: &Store) -> Option<PathBuf> {
+    // The unit tests' repositories keep their pools inside themselves, in their temporary
+    // folders, whatever the environment of `cargo test` says; the e2e tests cover the rest.
+    if cfg!(test) {
+        return None;
+    }
+    let absolute = |p: PathBuf| p.is_absolute().then_some(p);
+    if let Some(dir) = std::env::var_os("GIT_TLV4_CHECKOUTS").map(PathBuf::from) {
+        return absolute(dir);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute());
+    let configured = store
+        .repo()
+        .config_snapshot()
+        .string("tlv4.checkouts")
+        .map(|v| v.to_string());
+    if let Some(dir) = configured.filter(|d| !d.is_empty()) {
+        let dir = match (dir.strip_prefix("~/"), &home) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ => PathBuf::from(dir),
+        };
+        return absolute(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .and_then(absolute)
+        .or_else(|| home.map(|h| h.join(".cache")))?;
+    Some(cache.join("git-tlv4").join("checkouts"))
+}
+
+/// The name checkouts of the repository at `common_dir` get: its folder's name.
+fn repo_name(common_dir: &Path) -> String {
+    common_dir
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.is_empty() && *n != ".git")
+        .unwrap_or("checkout")
+        .to_owned()
+}
+
 /// One slot of a pool, leased to this process until dropped or released.
 #[derive(Debug)]
 pub struct Lease {
@@ -141,7 +199,16 @@ impl Pool {
         let common_dir = std::path::absolute(store.repo().common_dir())
             .map_err(|e| Error::io("cannot resolve the git directory", e))?;
         let common_dir = std::fs::canonicalize(&common_dir).unwrap_or(common_dir);
-        let root = common_dir.join("tlv4").join("checkouts");
+        let root = match checkouts_home(store) {
+            Some(home) => {
+                let path = common_dir.as_os_str().as_encoded_bytes();
+                let id = crate::git::blob_id(crate::git::OBJECT_FORMAT, path)
+                    .map(|id| id.to_hex_with_len(10).to_string())
+                    .unwrap_or_default();
+                home.join(format!("{}-{id}", repo_name(&common_dir)))
+            }
+            None => common_dir.join(LEGACY),
+        };
         Ok(Pool {
             root,
             common_dir,
@@ -177,8 +244,8 @@ impl Pool {
         reason: &str,
         target: Target<'_>,
     ) -> Result<Lease> {
-        std::fs::create_dir_all(&self.root)
-            .map_err(|e| Error::io(format!("cannot make {}", self.root.display()), e))?;
+        self.retire_legacy(store)?;
+        self.make_root()?;
         let guard = self.pool_lock()?;
         // Free slots, most recently used first: the warmest.
         let mut free = Vec::new();
@@ -258,8 +325,10 @@ impl Pool {
             .collect()
     }
 
-    /// Removes every idle slot; returns how many and their bytes.
-    pub fn clear(&self) -> Result<(usize, u64)> {
+    /// Removes every idle slot (and empties the git directory's pools of earlier versions);
+    /// returns how many and their bytes.
+    pub fn clear(&self, store: &Store) -> Result<(usize, u64)> {
+        self.retire_legacy(store)?;
         if !self.root.exists() {
             return Ok((0, 0));
         }
@@ -277,6 +346,41 @@ impl Pool {
             }
         }
         Ok(removed)
+    }
+
+    /// Removes the pools of repositories that are gone (their `repo` file names a git
+    /// directory that no longer exists) and that no process leases; returns their folders.
+    /// Their checkouts were worktrees of that repository: with it, their work is gone too.
+    pub fn clear_orphans(&self) -> Vec<PathBuf> {
+        let Some(home) = self.root.parent().filter(|_| !self.root.ends_with(LEGACY)) else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for entry in std::fs::read_dir(home).into_iter().flatten().flatten() {
+            let dir = entry.path();
+            let Ok(named) = std::fs::read(dir.join("repo")) else {
+                continue;
+            };
+            let repo = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&named));
+            if repo.exists() {
+                continue;
+            }
+            let pool = Pool {
+                root: dir.clone(),
+                ..self.clone()
+            };
+            let Ok(Some(_guard)) = try_lock(&dir.join("pool.lock")) else {
+                continue;
+            };
+            let leased = [Purpose::Agent, Purpose::Test]
+                .into_iter()
+                .flat_map(|p| pool.slots(p))
+                .any(|(_, s)| !matches!(try_lock(&s.with_extension("lock")), Ok(Some(_))));
+            if !leased && std::fs::remove_dir_all(&dir).is_ok() {
+                removed.push(dir);
+            }
+        }
+        removed
     }
 
     fn pool_lock(&self) -> Result<File> {
@@ -306,16 +410,8 @@ impl Pool {
             self.remove_slot(slot, &lock)?;
             return Ok(None);
         };
-        let held = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
-        if let Some(r) = crate::git::LockReason::parse(&held) {
-            if crate::host::process_alive(r.pid, r.start) && r.host == crate::host::name() {
-                // A live process uses it without the slot's lock (it should not happen).
-                return Ok(None);
-            }
-            // A run that died here: what it left is kept first, like `resume` does.
-            if super::checkout_task(&self.common_dir, &path).is_some() {
-                super::keep_abandoned(store, &path, &super::SnapshotLimits::default())?;
-            }
+        if !self.keep_if_dead(store, &path, &admin)? {
+            return Ok(None);
         }
         write_reason(&admin, reason)?;
         let lease = Lease {
@@ -333,6 +429,73 @@ impl Pool {
         Ok(Some(lease))
     }
 
+    /// Before a slot whose checkout is `path` (admin folder `admin`) is reused or removed:
+    /// when a run died there, what it left is kept under a ref first, as `resume` does.
+    /// `false` when a live process holds the checkout (without the slot's flock: it should
+    /// not happen) and the slot must be left alone.
+    fn keep_if_dead(&self, store: &Store, path: &Path, admin: &Path) -> Result<bool> {
+        let held = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+        if let Some(r) = crate::git::LockReason::parse(&held) {
+            if crate::host::process_alive(r.pid, r.start) && r.host == crate::host::name() {
+                return Ok(false);
+            }
+            if super::checkout_task(&self.common_dir, path).is_some() {
+                super::keep_abandoned(store, path, &super::SnapshotLimits::default())?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Makes the pools' folder (only the user may enter it) and names the repository in it.
+    fn make_root(&self) -> Result<()> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.root)
+            .map_err(|e| Error::io(format!("cannot make {}", self.root.display()), e))?;
+        let named = self.root.join("repo");
+        let common = std::os::unix::ffi::OsStrExt::as_bytes(self.common_dir.as_os_str());
+        if std::fs::read(&named).ok().as_deref() != Some(common) {
+            write_atomic(&named, common)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the pools an earlier version kept in the git directory: every slot no process
+    /// leases is removed, a dead run's work kept first. Slots still leased stay until later.
+    fn retire_legacy(&self, store: &Store) -> Result<()> {
+        let legacy = self.common_dir.join(LEGACY);
+        if legacy == self.root || !legacy.is_dir() {
+            return Ok(());
+        }
+        let old = Pool {
+            root: legacy.clone(),
+            ..self.clone()
+        };
+        let _guard = old.pool_lock()?;
+        for p in [Purpose::Agent, Purpose::Test] {
+            for (_, slot) in old.slots(p) {
+                let Some(lock) = try_lock(&slot.with_extension("lock"))? else {
+                    continue;
+                };
+                let checkout = checkout_in(&slot)
+                    .and_then(|c| Some((super::admin_dir_of(&self.common_dir, &c)?, c)));
+                if let Some((admin, path)) = checkout
+                    && !old.keep_if_dead(store, &path, &admin)?
+                {
+                    continue;
+                }
+                old.remove_slot(&slot, &lock)?;
+            }
+        }
+        let left = old.slots(Purpose::Agent).len() + old.slots(Purpose::Test).len();
+        if left == 0 {
+            let _ = std::fs::remove_dir_all(&legacy);
+        }
+        Ok(())
+    }
+
     /// Makes a new checkout in `slot`.
     fn make(
         &self,
@@ -342,15 +505,7 @@ impl Pool {
         reason: &str,
         target: Target<'_>,
     ) -> Result<Lease> {
-        let name = self
-            .common_dir
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str())
-            .filter(|n| !n.is_empty() && *n != ".git")
-            .unwrap_or("checkout")
-            .to_owned();
-        let path = slot.join(&name);
+        let path = slot.join(repo_name(&self.common_dir));
         let _ = std::fs::remove_dir_all(slot);
         std::fs::create_dir_all(slot)
             .map_err(|e| Error::io(format!("cannot make {}", slot.display()), e))?;
@@ -445,7 +600,12 @@ pub fn forget(path: &Path) {
     let Some(slot) = path.parent() else {
         return;
     };
-    let in_pool = slot.parent().is_some_and(|p| p.ends_with("tlv4/checkouts"));
+    let numbered = slot
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.split_once('-'))
+        .is_some_and(|(kind, n)| ["agent", "test"].contains(&kind) && n.parse::<u32>().is_ok());
+    let in_pool = numbered && slot.parent().is_some_and(|p| p.join("pool.lock").is_file());
     if in_pool && std::fs::remove_dir(slot).is_ok() {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));

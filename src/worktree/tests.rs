@@ -253,7 +253,8 @@ fn a_snapshot_is_one_commit_with_trailers_and_remove_leaves_only_the_branch() {
         std::fs::canonicalize(listed_path).unwrap(),
         std::fs::canonicalize(wt.path()).unwrap()
     );
-    // Never in the user's working tree: in the pool under the git directory.
+    // Never in the user's working tree: in the pool (unit tests keep it in the git
+    // directory, the temporary repository's own; see `pool::checkouts_home`).
     assert!(
         wt.path()
             .starts_with(repo.path().join(".git/tlv4/checkouts"))

@@ -1266,7 +1266,7 @@ fn an_agent_that_runs_commands_works_in_a_prepared_checkout_of_its_own() {
         .unwrap_or_else(|| panic!("{probe}\n{stderr}"));
     let cwd = probe.lines().find_map(|l| l.strip_prefix("cwd: ")).unwrap();
     assert!(
-        cwd.contains("/tlv4/checkouts/agent-"),
+        cwd.contains("/git-tlv4/checkouts/") && cwd.contains("/agent-"),
         "the agent runs in a pool checkout: {cwd}"
     );
     assert_eq!(
@@ -1345,7 +1345,9 @@ fn two_sessions_at_once_never_share_a_checkout() {
     assert_eq!(cwds.len(), 2);
     assert_ne!(cwds[0], cwds[1], "each run had a checkout of its own");
     assert!(
-        cwds.iter().all(|c| c.contains("/tlv4/checkouts/agent-")),
+        cwds
+            .iter()
+            .all(|c| c.contains("/git-tlv4/checkouts/") && c.contains("/agent-")),
         "{cwds:?}"
     );
     no_checkout_left(&repo);
@@ -1399,7 +1401,7 @@ fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
     assert_ne!(new, dead);
     assert_eq!(status_of(&repo, &new), "completed");
     // The one kept checkout was the dead run's: the new task took it over.
-    let slots: Vec<_> = std::fs::read_dir(repo.path().join(".git/tlv4/checkouts"))
+    let slots: Vec<_> = std::fs::read_dir(repo.pool_dir())
         .unwrap()
         .flatten()
         .filter(|e| {

@@ -94,6 +94,30 @@ impl TestRepo {
         p
     }
 
+    /// The folder of the repository's kept checkouts (its pools), under the test's home:
+    /// `~/.cache/git-tlv4/checkouts/<name>-<id>`, the id being the first ten hex digits of
+    /// the blob id of the git directory's real path. It may not exist yet.
+    pub fn pool_dir(&self) -> PathBuf {
+        let git_dir = self.path().join(".git").canonicalize().unwrap();
+        let mut hash = self.git_cmd(&["hash-object", "--stdin"]);
+        hash.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = hash.spawn().unwrap();
+        {
+            use std::io::Write as _;
+            use std::os::unix::ffi::OsStrExt as _;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(git_dir.as_os_str().as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let id = String::from_utf8(out.stdout).unwrap();
+        let name = self.path().file_name().unwrap().to_string_lossy();
+        self.home
+            .path()
+            .join(".cache/git-tlv4/checkouts")
+            .join(format!("{name}-{}", &id.trim()[..10]))
+    }
+
     pub fn git_cmd(&self, args: &[&str]) -> Command {
         let mut c = hermetic("git", self.path(), self.home.path());
         c.args(args);

@@ -209,9 +209,9 @@ pub(super) fn full_counts(record: &serde_json::Value) -> (u64, u64) {
 }
 
 /// The root of the checkout in the test slot `slot` (`test-<n>`, see
-/// [`imported_from_the_checkout`]): `.git/tlv4/checkouts/<slot>/<repo>/`.
+/// [`imported_from_the_checkout`]): `<pool>/<slot>/<repo>/`.
 pub(super) fn checkout_root(repo: &TestRepo, slot: &str) -> PathBuf {
-    let dir = repo.path().join(".git/tlv4/checkouts").join(slot);
+    let dir = repo.pool_dir().join(slot);
     let mut roots: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -227,7 +227,7 @@ pub(super) fn checkout_root(repo: &TestRepo, slot: &str) -> PathBuf {
 /// call sees the next run's.
 pub(super) fn imported(repo: &TestRepo) -> Vec<(String, PathBuf)> {
     // Each test checkout's temporary directory is `<pool>/test-<n>.tmp`.
-    let pool = repo.path().join(".git/tlv4/checkouts");
+    let pool = repo.pool_dir();
     let mut text = String::new();
     for entry in std::fs::read_dir(&pool).into_iter().flatten().flatten() {
         let log = entry.path().join("imports.log");
@@ -243,16 +243,12 @@ pub(super) fn imported(repo: &TestRepo) -> Vec<(String, PathBuf)> {
 }
 
 /// The guard: every module the tests imported (and at least one) resolves inside one of the
-/// repository's test checkouts, `.git/tlv4/checkouts/test-<n>/`, never in the user's working
+/// repository's test checkouts, `<pool>/test-<n>/`, never in the user's working
 /// tree or anywhere else. Returns the checkout's directory (`test-<n>`).
 pub(super) fn imported_from_the_checkout(repo: &TestRepo) -> String {
     let seen = imported(repo);
     assert!(!seen.is_empty(), "the tests recorded no import");
-    let checkouts = repo
-        .path()
-        .canonicalize()
-        .unwrap()
-        .join(".git/tlv4/checkouts");
+    let checkouts = repo.pool_dir().canonicalize().unwrap();
     let mut slots: Vec<String> = seen
         .iter()
         .map(|(what, path)| {

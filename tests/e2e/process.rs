@@ -366,9 +366,7 @@ fn trust(repo: &TestRepo) {
 
 fn interrupt_a_test_run(signal: libc::c_int, code: i32) {
     let repo = slow_tests_repo();
-    let pidfile = repo
-        .path()
-        .join(".git/tlv4/checkouts/test-1.tmp/tests.pids");
+    let pidfile = repo.pool_dir().join("test-1.tmp/tests.pids");
     let child = repo
         .tlv4_cmd(&[
             "start",

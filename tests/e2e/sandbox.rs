@@ -42,7 +42,7 @@ fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
             repo.path().display(),
             repo.home.path().display(),
             sock.display(),
-            repo.path().join(".git/tlv4/checkouts").display(),
+            repo.pool_dir().display(),
         ),
     );
     repo.git(&["add", "-A"]);

@@ -494,6 +494,45 @@ fn gc_removes_merged_task_branches_and_dead_checkouts_keeps_unmerged_work() {
 }
 
 #[test]
+fn kept_checkouts_leave_the_git_directory_and_gc_drops_the_pools_of_repositories_gone() {
+    let repo = TestRepo::new();
+    // A pool slot as an earlier version kept it, inside the git directory, idle.
+    let legacy = repo.path().join(".git/tlv4/checkouts");
+    let slot = legacy.join("test-1/sample");
+    std::fs::create_dir_all(slot.parent().unwrap()).unwrap();
+    std::fs::write(legacy.join("pool.lock"), "").unwrap();
+    repo.git(&["worktree", "add", "-q", "--detach", slot.to_str().unwrap()]);
+    repo.git(&[
+        "worktree",
+        "lock",
+        "--reason",
+        "git-tlv4 pool: idle",
+        slot.to_str().unwrap(),
+    ]);
+    // The pools of a repository that is gone, and of one that is still there.
+    let home = repo.home.path().join(".cache/git-tlv4/checkouts");
+    let orphan = home.join("gone-0123456789");
+    std::fs::create_dir_all(orphan.join("test-1/gone")).unwrap();
+    std::fs::write(orphan.join("repo"), "/nonexistent/gone/.git").unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let alive = home.join("alive-0123456789");
+    std::fs::create_dir_all(alive.join("test-1")).unwrap();
+    std::fs::write(alive.join("repo"), other.path().to_str().unwrap()).unwrap();
+
+    let err = String::from_utf8(repo.tlv4(&["gc"]).stderr).unwrap();
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("tlv4/checkouts"), "{list}\n{err}");
+    assert!(!legacy.exists(), "{err}");
+    assert!(!orphan.exists(), "{err}");
+    assert!(
+        err.contains("the kept checkouts of a repository that is gone"),
+        "{err}"
+    );
+    assert!(alive.exists(), "a pool of a repository that is there stays: {err}");
+    repo.fsck();
+}
+
+#[test]
 fn delete_refuses_unique_work_archives_on_request_and_deletes_what_is_elsewhere() {
     let repo = TestRepo::new();
     let a = repo.start("spec-only", "Add search to notes");

@@ -775,7 +775,7 @@ fn an_environment_setup_runs_only_once_its_files_are_trusted() {
             && reason.contains("not trusted yet"),
         "{test}"
     );
-    let pool = repo.path().join(".git/tlv4/checkouts");
+    let pool = repo.pool_dir();
     let venvs = walk_for(&pool, ".venv");
     assert!(venvs.is_empty(), "nothing was installed: {venvs:?}");
 

@@ -91,7 +91,7 @@ fn a_setup_that_hangs_is_killed_at_the_environment_timeout() {
         "import unittest\n\n\nclass One(unittest.TestCase):\n    def test_one(self):\n        self.assertTrue(True)\n",
     );
     // The setup may write only its checkout and its temporary directory.
-    let pidfile = repo.path().join(".git/tlv4/checkouts/test-1.tmp/setup.pid");
+    let pidfile = repo.pool_dir().join("test-1.tmp/setup.pid");
     tests_only(
         &repo,
         "[environment]\nsetup = [\"echo $$ > \\\"$TMPDIR/setup.pid\\\"; exec sleep 60\"]\ntimeout = \"2s\"\n",

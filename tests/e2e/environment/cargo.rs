@@ -81,7 +81,7 @@ fn built_core(root: &Path) -> Option<(PathBuf, std::time::SystemTime)> {
 
 /// The checkout roots of the repository's test pool.
 fn test_checkouts(repo: &TestRepo) -> Vec<PathBuf> {
-    let dir = repo.path().join(".git/tlv4/checkouts");
+    let dir = repo.pool_dir();
     let mut roots = Vec::new();
     for slot in std::fs::read_dir(dir).unwrap().flatten() {
         let name = slot.file_name().to_string_lossy().into_owned();
