@@ -138,6 +138,13 @@ fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
                 continue;
             }
         }
+        if crate::worktree::pool::give_back(&common, &wt) {
+            ctx.ui.status(format!(
+                "returned the checkout {} of a process that is gone to the pool",
+                wt.display()
+            ));
+            continue;
+        }
         match crate::git::remove_worktree(store.repo().common_dir(), &wt) {
             Ok(()) => {
                 crate::worktree::pool::forget(&wt);

@@ -361,7 +361,8 @@ impl Pool {
             let Ok(named) = std::fs::read(dir.join("repo")) else {
                 continue;
             };
-            let repo = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&named));
+            let repo =
+                Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&named));
             if repo.exists() {
                 continue;
             }
@@ -594,19 +595,54 @@ pub fn detach_if_idle(common_dir: &Path, dir: &Path, branch: &str) -> bool {
     write_atomic(&admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes()).is_ok()
 }
 
-/// After `resume` or `gc` removed the checkout at `path` of a process that is gone: when it
-/// was a pool slot's, the slot's empty folder and bookkeeping go too.
-pub fn forget(path: &Path) {
-    let Some(slot) = path.parent() else {
-        return;
-    };
+/// The slot (`<pool>/<purpose>-<n>`) whose checkout is `path`, if it is a pool's.
+fn slot_of(path: &Path) -> Option<&Path> {
+    let slot = path.parent()?;
     let numbered = slot
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.split_once('-'))
         .is_some_and(|(kind, n)| ["agent", "test"].contains(&kind) && n.parse::<u32>().is_ok());
     let in_pool = numbered && slot.parent().is_some_and(|p| p.join("pool.lock").is_file());
-    if in_pool && std::fs::remove_dir(slot).is_ok() {
+    in_pool.then_some(slot)
+}
+
+/// After `resume` kept what a dead run left in the checkout at `path`: when it is a pool
+/// slot's that no process leases, it goes back to the pool idle (detached where it was), so
+/// the next run starts warm; the next lease moves and cleans it as any. `false` when it is
+/// not a slot's or cannot be given back: the caller removes it.
+pub fn give_back(common_dir: &Path, path: &Path) -> bool {
+    let Some(slot) = slot_of(path) else {
+        return false;
+    };
+    let Ok(Some(_lock)) = try_lock(&slot.with_extension("lock")) else {
+        return false;
+    };
+    let Some(admin) = super::admin_dir_of(common_dir, path) else {
+        return false;
+    };
+    let head = std::fs::read_to_string(admin.join("HEAD")).unwrap_or_default();
+    if let Some(branch) = head.trim().strip_prefix("ref: ") {
+        let Ok(tip) = crate::git::run(common_dir, &["rev-parse", "--verify", "-q", branch]) else {
+            return false;
+        };
+        if write_atomic(&admin.join("HEAD"), format!("{}\n", tip.trim()).as_bytes()).is_err() {
+            return false;
+        }
+    }
+    for lock in ["index.lock", "HEAD.lock"] {
+        let _ = std::fs::remove_file(admin.join(lock));
+    }
+    write_reason(&admin, IDLE_REASON).is_ok()
+}
+
+/// After `resume` or `gc` removed the checkout at `path` of a process that is gone: when it
+/// was a pool slot's, the slot's empty folder and bookkeeping go too.
+pub fn forget(path: &Path) {
+    let Some(slot) = slot_of(path) else {
+        return;
+    };
+    if std::fs::remove_dir(slot).is_ok() {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }

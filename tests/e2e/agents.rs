@@ -586,12 +586,13 @@ fn status_of(repo: &TestRepo, sid: &str) -> String {
         .to_owned()
 }
 
-#[test]
-fn work_of_a_killed_run_is_kept_and_set_aside() {
+/// A session whose run died (killed, with its agent) while the scripted agent was half done
+/// with IMPL-001 (`partial-IMPL-001.txt` written, the rest not); the repository's
+/// configuration is then one whose agent finishes. Returns the session id.
+fn a_killed_run(repo: &TestRepo) -> String {
     let pidfile = tempfile::NamedTempFile::new().unwrap();
     let pidpath = pidfile.path().display().to_string();
     std::fs::remove_file(&pidpath).unwrap();
-    let repo = TestRepo::new();
     repo.wide_pipeline(1);
     let config = |env: &str| {
         format!(
@@ -607,16 +608,25 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
         )),
     );
     repo.ok(&["trust"]);
-    let (mut child, agent) = start_until_the_agent_runs(&repo, "crash", &pidpath);
+    let (mut child, agent) = start_until_the_agent_runs(repo, "crash", &pidpath);
     // The coordinator dies without a word; its agent with it (as a machine crash would).
     child.kill().unwrap();
     child.wait().unwrap();
     // SAFETY: signalling a process group this test started.
     unsafe { libc::kill(-agent, libc::SIGKILL) };
-    let sid = repo.rows(&["list", "--json"], "sessions")[0]["id"]
+    let _ = std::fs::remove_file(&pidpath);
+    repo.write(".tlv4.toml", &config(""));
+    repo.ok(&["trust"]);
+    repo.rows(&["list", "--json"], "sessions")[0]["id"]
         .as_str()
         .unwrap()
-        .to_owned();
+        .to_owned()
+}
+
+#[test]
+fn work_of_a_killed_run_is_kept_and_set_aside() {
+    let repo = TestRepo::new();
+    let sid = a_killed_run(&repo);
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "in_progress");
     // The dead process may have held its checkout's index lock.
     let list = repo.git(&["worktree", "list", "--porcelain"]);
@@ -637,10 +647,25 @@ fn work_of_a_killed_run_is_kept_and_set_aside() {
     let admin = String::from_utf8(admin.stdout).unwrap();
     std::fs::write(Path::new(admin.trim()).join("index.lock"), "").unwrap();
 
-    repo.write(".tlv4.toml", &config(""));
-    repo.ok(&["trust"]);
     // A session runs with the configuration it started with unless told otherwise.
-    repo.ok(&["resume", "--reconfigure", "--completion", "keep"]);
+    let out = repo.tlv4(&["resume", "--reconfigure", "--completion", "keep"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Its work kept, the dead run's checkout goes back to the pool warm, not removed: the
+    // resumed run takes it (one agent slot, the same checkout).
+    assert!(
+        err.contains(&format!(
+            "returned the checkout {checkout} of a process that is gone to the pool"
+        )),
+        "{err}"
+    );
+    let slots: Vec<_> = std::fs::read_dir(repo.pool_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("agent-") && !n.contains('.'))
+        .collect();
+    assert_eq!(slots, ["agent-1"], "{err}");
     assert_eq!(status_of(&repo, &sid), "completed");
     // What the agent wrote before the crash is kept under the attempt's ref, not merged.
     let kept = format!("refs/tlv4/runs/{sid}/IMPL-001/1");
@@ -1345,8 +1370,7 @@ fn two_sessions_at_once_never_share_a_checkout() {
     assert_eq!(cwds.len(), 2);
     assert_ne!(cwds[0], cwds[1], "each run had a checkout of its own");
     assert!(
-        cwds
-            .iter()
+        cwds.iter()
             .all(|c| c.contains("/git-tlv4/checkouts/") && c.contains("/agent-")),
         "{cwds:?}"
     );
@@ -1360,37 +1384,8 @@ fn two_sessions_at_once_never_share_a_checkout() {
 /// resumes and completes.
 #[test]
 fn a_checkout_a_killed_run_left_is_kept_before_another_session_reuses_it() {
-    let pidfile = tempfile::NamedTempFile::new().unwrap();
-    let pidpath = pidfile.path().display().to_string();
-    std::fs::remove_file(&pidpath).unwrap();
     let repo = TestRepo::new();
-    repo.wide_pipeline(1);
-    let config = |env: &str| {
-        format!(
-            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nwrites = [\"{}\"]\nenv = {{ {env} }}\n[roles]\nexecutor = \"scripted\"\n",
-            fixture("scripted-agent"),
-            std::path::Path::new(&pidpath).parent().unwrap().display()
-        )
-    };
-    repo.write(
-        ".tlv4.toml",
-        &config(&format!(
-            "SCRIPTED_MODE = \"partial_hang\", FAKE_AGENT_PIDFILE = \"{pidpath}\""
-        )),
-    );
-    repo.ok(&["trust"]);
-    let (mut child, agent) = start_until_the_agent_runs(&repo, "crash", &pidpath);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    // SAFETY: signalling a process group this test started.
-    unsafe { libc::kill(-agent, libc::SIGKILL) };
-    let dead = repo.rows(&["list", "--json"], "sessions")[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-
-    repo.write(".tlv4.toml", &config(""));
-    repo.ok(&["trust"]);
+    let dead = a_killed_run(&repo);
     let new = start(&repo, "after the crash", &[]);
     let new = new
         .split_whitespace()

@@ -528,7 +528,10 @@ fn kept_checkouts_leave_the_git_directory_and_gc_drops_the_pools_of_repositories
         err.contains("the kept checkouts of a repository that is gone"),
         "{err}"
     );
-    assert!(alive.exists(), "a pool of a repository that is there stays: {err}");
+    assert!(
+        alive.exists(),
+        "a pool of a repository that is there stays: {err}"
+    );
     repo.fsck();
 }
 
