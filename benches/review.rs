@@ -37,25 +37,13 @@ const LINES: usize = 250;
 const CHANGED_PER_FILE: usize = 5;
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run git");
-    assert!(
-        out.status.success(),
-        "`git {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("git printed non-UTF-8")
+    let who = [
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.com",
+    ];
+    common::git_output(dir, &[&who[..], args].concat())
 }
 
 /// Line `i` of file `f`, old version: ordinary code, a little different in every file.

@@ -33,21 +33,7 @@ use git_tlv4::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task}
 const DIRS: usize = 50;
 const FILES_PER_DIR: usize = 10;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run git");
-    assert!(
-        out.status.success(),
-        "`git {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("git printed non-UTF-8")
-}
+use common::git_output as git;
 
 /// A repository `root/name` of `DIRS × FILES_PER_DIR` small source files, one commit.
 fn new_repo(root: &Path, name: &str) -> PathBuf {

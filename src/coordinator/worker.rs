@@ -216,31 +216,23 @@ fn prepare_for_agent(
     task: &crate::model::TaskId,
     notes: &mut Vec<String>,
 ) -> Option<crate::environment::isolate::RunEnv> {
-    let repo = store.repo();
     let config = &qctx.conf.config.environment;
-    let plan = match worktree::prepare::plan_at(repo, qctx.base, config) {
+    let plan = match worktree::prepare::session_plan(store.repo(), qctx.base, &qctx.conf) {
         Ok(p) => p,
-        Err(e) => {
+        Err(worktree::prepare::PlanRefused::Unreadable(e)) => {
             notes.push(format!(
                 "{task}: its checkout was not prepared: cannot read the environment setup: {e}"
             ));
             return None;
         }
-    };
-    match worktree::prepare::allowed(repo, qctx.base, &plan, &qctx.conf) {
-        Ok(Ok(())) => {}
-        Ok(Err(why)) => {
+        Err(worktree::prepare::PlanRefused::Untrusted(why)) => {
             let first = why.lines().next().unwrap_or_default();
             notes.push(format!(
                 "{task}: its checkout was not prepared ({first}); the agent ran without the project's dependencies"
             ));
             return None;
         }
-        Err(e) => {
-            notes.push(format!("{task}: its checkout was not prepared: {e}"));
-            return None;
-        }
-    }
+    };
     match wt.prepare(&plan, worktree::prepare::timeout(config)) {
         Ok(Ok(prepared)) => {
             for m in &prepared.made {

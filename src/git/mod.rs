@@ -10,7 +10,7 @@
 //! a half-made worktree behind). The tool's lifecycle hooks (`tlv4.hooksPath`,
 //! [`crate::hooks`]) are a separate thing and not affected.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The options that turn the user's git hooks off for one command.
@@ -280,7 +280,10 @@ pub fn live_run(checkout: &Path) -> Option<u32> {
 }
 
 /// The `locked` file of the linked worktree `dir` is in: `<dir>/.git` is a file naming the
-/// worktree's administrative directory. `None` for the main working tree or no worktree.
+/// worktree's administrative directory — or, in an agent's checkout, its private git
+/// directory (see `worktree::pool::Lease::private_git`), whose registered admin folder is then
+/// found among the worktrees of the repository it borrows objects from, by the checkout's
+/// path. `None` for the main working tree or no worktree.
 fn lock_file(dir: &Path) -> Option<std::path::PathBuf> {
     for d in dir.ancestors() {
         let dot_git = d.join(".git");
@@ -288,11 +291,36 @@ fn lock_file(dir: &Path) -> Option<std::path::PathBuf> {
             return None;
         }
         if let Ok(text) = std::fs::read_to_string(&dot_git) {
-            let admin = text.strip_prefix("gitdir:")?.trim();
-            return Some(d.join(admin).join("locked"));
+            let gitdir = d.join(text.strip_prefix("gitdir:")?.trim());
+            if gitdir.join("commondir").is_file() {
+                return Some(gitdir.join("locked"));
+            }
+            let alternates =
+                std::fs::read_to_string(gitdir.join("objects/info/alternates")).ok()?;
+            let common = Path::new(alternates.lines().next()?.trim()).parent()?;
+            return admin_dir_of(common, d).map(|admin| admin.join("locked"));
         }
     }
     None
+}
+
+/// The linked worktree admin directory (`<common>/worktrees/<name>`) whose checkout is `path`.
+pub fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
+    // By name, so that a checkout whose directory is gone is found too; else canonically.
+    let want = std::fs::canonicalize(path).ok();
+    std::fs::read_dir(common_dir.join("worktrees"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|admin| {
+            let Some(checkout) = std::fs::read_to_string(admin.join("gitdir"))
+                .ok()
+                .and_then(|g| Some(Path::new(g.trim()).parent()?.to_path_buf()))
+            else {
+                return false;
+            };
+            checkout == path || want.is_some() && std::fs::canonicalize(&checkout).ok() == want
+        })
 }
 
 /// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.

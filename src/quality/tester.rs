@@ -32,6 +32,7 @@ use crate::error::Result;
 use crate::model::{TaskId, Verdict};
 use crate::specdoc::discovery::Discovery;
 use crate::specdoc::spec::{DISCOVERY, PLAN};
+use crate::worktree::prepare::PlanRefused;
 
 /// At most this many test iterations (the first run and its fix re-runs).
 pub const MAX_ITERATIONS: u32 = 10;
@@ -868,24 +869,19 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
 
     let repo = ctx.repo.to_thread_local();
     // Which setup runs is the session base's to say; what it installs, the tip's lockfiles.
-    let plan =
-        match crate::worktree::prepare::plan_at(&repo, ctx.base, &ctx.conf.config.environment) {
-            Ok(p) => p,
-            Err(e) => {
-                return Ok(failed(format!(
-                    "cannot read the project's environment setup: {e}"
-                )));
-            }
-        };
-    match crate::worktree::prepare::allowed(&repo, ctx.base, &plan, &ctx.conf) {
-        Ok(Ok(())) => {}
-        Ok(Err(why)) => {
+    let plan = match crate::worktree::prepare::session_plan(&repo, ctx.base, &ctx.conf) {
+        Ok(p) => p,
+        Err(PlanRefused::Unreadable(e)) => {
+            return Ok(failed(format!(
+                "cannot read the project's environment setup: {e}"
+            )));
+        }
+        Err(PlanRefused::Untrusted(why)) => {
             return Ok(failed(format!(
                 "{why}\nthe tests did not run; after `git tlv4 trust`, run `git tlv4 resume --retry`"
             )));
         }
-        Err(e) => return Ok(failed(format!("cannot read the setup's files: {e}"))),
-    }
+    };
     let checkout = crate::store::Store::from_repo(repo.clone())
         .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
     let mut worktree = match checkout {
@@ -941,15 +937,9 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     let env = prepared.env.clone();
     let root = worktree.path().to_path_buf();
     // In the checkout's own temporary directory: the confined runner may write only there.
-    let tmp = env
-        .set
-        .iter()
-        .find(|(k, _)| k == "TMPDIR")
-        .map(|(_, v)| std::path::PathBuf::from(v))
-        .unwrap_or_else(std::env::temp_dir);
     let reports = match tempfile::Builder::new()
         .prefix("tlv4-results-")
-        .tempdir_in(&tmp)
+        .tempdir_in(&prepared.tmp)
     {
         Ok(d) => d,
         Err(e) => {

@@ -376,8 +376,8 @@ pub struct AgentPlaces<'a> {
 }
 
 /// The policy of an agent: it writes its checkout (for a code task), its home, its run's
-/// files, its temporary directory (in its home) and the git administrative folder of its
-/// checkout (index and HEAD, so that `git status` and `git diff` work); it reads the system,
+/// files, its temporary directory (in its home) and its checkout's own git directory (index,
+/// HEAD, its commits: see [`crate::worktree::pool::Lease::private_git`]); it reads the system,
 /// its own installation (its program's and the `PATH` tools' prefixes), `git-tlv4`'s, its
 /// checkout and the repository's git directory (history, read-only), and nothing else of
 /// the user's home; it connects over TCP only to port 443 and the ports of the URLs its
@@ -457,8 +457,10 @@ fn url_port(value: &str) -> Option<u16> {
     port.and_then(|p| p.parse().ok()).or(Some(default))
 }
 
-/// The administrative folder of the linked worktree at `workdir` and the repository's
-/// common git directory, from its `.git` file.
+/// The git directory of the checkout at `workdir` (the linked worktree's admin folder, or the
+/// private git directory of an agent's checkout) and the repository's common git directory,
+/// from its `.git` file: the admin folder's `commondir`, or the repository whose objects the
+/// private directory borrows (`objects/info/alternates`).
 fn git_dirs(workdir: &Path) -> Option<(PathBuf, PathBuf)> {
     let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
     let admin = PathBuf::from(text.trim().strip_prefix("gitdir: ")?);
@@ -467,11 +469,15 @@ fn git_dirs(workdir: &Path) -> Option<(PathBuf, PathBuf)> {
     } else {
         workdir.join(admin)
     };
-    let common = std::fs::read_to_string(admin.join("commondir"))
-        .ok()
-        .map(|c| admin.join(c.trim()))
-        .and_then(|c| std::fs::canonicalize(c).ok())?;
-    Some((admin, common))
+    let common = match std::fs::read_to_string(admin.join("commondir")) {
+        Ok(c) => admin.join(c.trim()),
+        Err(_) => {
+            let alternates = std::fs::read_to_string(admin.join("objects/info/alternates")).ok()?;
+            let objects = PathBuf::from(alternates.lines().next()?.trim());
+            objects.parent()?.to_path_buf()
+        }
+    };
+    Some((admin, std::fs::canonicalize(common).ok()?))
 }
 
 /// The directory of the running `git-tlv4` (its installation, which a confined program may

@@ -241,6 +241,10 @@ impl TaskWorktree {
             pool::Target::Branch(&branch),
             OnDrop::Keep,
         )?;
+        // Its agent commits into a git directory of its own, never the repository's.
+        if let Some(lease) = &checkout.lease {
+            lease.private_git(store)?;
+        }
         Ok(TaskWorktree {
             checkout,
             store: Store::from_repo(store.repo().clone())?,
@@ -275,6 +279,38 @@ impl TaskWorktree {
         if let Some(l) = &mut self.checkout.lease {
             l.bound(max_disk);
         }
+    }
+
+    /// The commits the agent made in its checkout's own git directory (see
+    /// [`pool::Lease::private_git`]), newest first, as `<short id> <subject>`: read with gix,
+    /// with no configuration of that directory's (which the agent could have written), and only
+    /// the commits the repository does not have. At most [`AGENT_COMMITS_SHOWN`].
+    fn agent_commits(&self) -> Vec<String> {
+        let Some(dir) = self.checkout.lease.as_ref().and_then(|l| l.own_git()) else {
+            return Vec::new();
+        };
+        let Ok(own) = gix::open_opts(&dir, gix::open::Options::isolated()) else {
+            return Vec::new();
+        };
+        let Ok(head) = own.head_id() else {
+            return Vec::new();
+        };
+        let ours = self.store.repo();
+        let mut out = Vec::new();
+        let mut next = Some(head.detach());
+        while let Some(id) = next.take() {
+            if ours.has_object(id) || out.len() >= AGENT_COMMITS_SHOWN {
+                break;
+            }
+            let Ok(commit) = own.find_commit(id) else {
+                break;
+            };
+            let message = commit.message_raw_sloppy().to_string();
+            let subject = message.lines().next().unwrap_or_default();
+            out.push(format!("{} {}", id.to_hex_with_len(7), one_line(subject)));
+            next = commit.parent_ids().next().map(|p| p.detach());
+        }
+        out
     }
 
     /// Sets the role and attempt number that snapshot commits record.
@@ -408,7 +444,21 @@ impl TaskWorktree {
             snap.changed.clear();
             return Ok(snap);
         }
-        let message = snapshot_message(&self.sid, &self.task, &role, attempt, &snap);
+        let mut message = snapshot_message(&self.sid, &self.task, &role, attempt, &snap);
+        let commits = self.agent_commits();
+        if !commits.is_empty() {
+            // Before the trailers: what the agent committed, taken as files, not as history.
+            let at = message
+                .rfind("\nTlv4-Session:")
+                .map_or(message.len(), |i| i + 1);
+            let mut block =
+                String::from("Commits the agent made (their changes are in this snapshot):\n");
+            for c in &commits {
+                block.push_str(&format!("  {c}\n"));
+            }
+            block.push('\n');
+            message.insert_str(at, &block);
+        }
         let commit = self.write_commit(tree, base, &message)?;
         // The worker's own commits on the branch are in the snapshot: it replaces them.
         self.store.update_ref(
@@ -774,24 +824,7 @@ pub fn keep_abandoned(
     Ok(kept.map(|k| k.name))
 }
 
-/// The linked worktree admin directory (`<common>/worktrees/<name>`) whose checkout is `path`.
-pub fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
-    // By name, so that a checkout whose directory is gone is found too; else canonically.
-    let want = std::fs::canonicalize(path).ok();
-    std::fs::read_dir(common_dir.join("worktrees"))
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|admin| {
-            let Some(checkout) = std::fs::read_to_string(admin.join("gitdir"))
-                .ok()
-                .and_then(|g| Some(Path::new(g.trim()).parent()?.to_path_buf()))
-            else {
-                return false;
-            };
-            checkout == path || want.is_some() && std::fs::canonicalize(&checkout).ok() == want
-        })
-}
+pub use crate::git::admin_dir_of;
 
 /// The last commit on the first-parent line of `tip` that the tool recorded: one the session
 /// at `session_tip` contains, or a snapshot commit; `tip` when there is none.
@@ -894,6 +927,9 @@ fn snapshot_message(
     msg.push_str(&trailers(sid, task, role, SNAPSHOT_EVENT, attempt));
     msg
 }
+
+/// How many of an agent's own commits a snapshot message names.
+pub const AGENT_COMMITS_SHOWN: usize = 20;
 
 /// The commit message of work kept under `refs/tlv4/runs/…`: a refused snapshot or work
 /// found when the worktree was removed.

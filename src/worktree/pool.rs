@@ -17,7 +17,18 @@
 //! test-1.lock            held (flock) by the one process that leases the slot
 //! test-1.json            when it was last used, how big it is
 //! test-1.setup.json      what its environment was made from (the caller's)
+//! test-1.tmp/            its commands' temporary directory (the caller's)
+//! agent-1.git/           an agent checkout's private git directory (see below)
 //! ```
+//!
+//! **An agent's own git.** An agent may run `git commit` (Aider does by default), but its
+//! sandbox lets it write neither the repository's objects nor its refs. So an agent's
+//! checkout gets a git directory of its own, `<slot>.git/`: the repository's objects borrowed
+//! through `objects/info/alternates`, its branches and tags copied into `packed-refs`, the task
+//! branch checked out, the index copied. The agent's commits land there; the checkout's `.git`
+//! file points there while the agent runs. The tool itself never uses that directory's
+//! configuration or hooks: its own git always runs on the registered worktree's admin folder
+//! (`--git-dir`), and the agent's commit messages are read with gix without configuration.
 //!
 //! **Leasing** takes a free slot (its flock: one run at a time across processes, released by
 //! the kernel when the process dies) or makes one, names the run in its worktree lock (the
@@ -574,6 +585,7 @@ impl Pool {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
         let _ = std::fs::remove_dir_all(slot.with_extension("tmp"));
+        let _ = std::fs::remove_dir_all(slot.with_extension("git"));
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
     }
@@ -646,6 +658,9 @@ pub fn forget(path: &Path) {
         for ext in ["json", "setup.json"] {
             let _ = std::fs::remove_file(slot.with_extension(ext));
         }
+        for ext in ["tmp", "git"] {
+            let _ = std::fs::remove_dir_all(slot.with_extension(ext));
+        }
     }
 }
 
@@ -654,6 +669,58 @@ impl Lease {
     /// out of the checkout, where no agent writes.
     pub fn state_file(&self, ext: &str) -> PathBuf {
         self.slot.with_extension(ext)
+    }
+
+    /// Gives the checkout a git directory of its own (`<slot>.git/`, made afresh) for an agent
+    /// that commits, and points the checkout's `.git` file at it: the repository's objects
+    /// through alternates, its branches and tags in `packed-refs`, `HEAD` on the checked-out
+    /// branch, the index of the checkout. Returns its path.
+    pub fn private_git(&self, store: &Store) -> Result<PathBuf> {
+        let dir = self.slot.with_extension("git");
+        let _ = std::fs::remove_dir_all(&dir);
+        let fail = |e| Error::io(format!("cannot make {}", dir.display()), e);
+        for sub in ["objects/info", "objects/pack", "refs/heads", "refs/tags"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(fail)?;
+        }
+        let objects = self.common_dir.join("objects");
+        std::fs::write(
+            dir.join("objects/info/alternates"),
+            format!("{}\n", objects.display()),
+        )
+        .map_err(fail)?;
+        std::fs::write(
+            dir.join("config"),
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+        )
+        .map_err(fail)?;
+        let head = std::fs::read_to_string(self.admin.join("HEAD")).map_err(fail)?;
+        let mut packed = String::from("# pack-refs with: sorted \n");
+        let mut refs: Vec<(String, ObjectId)> = store
+            .refs_with_prefix("refs/heads/")?
+            .into_iter()
+            .chain(store.refs_with_prefix("refs/tags/")?)
+            .collect();
+        refs.sort();
+        for (name, id) in refs {
+            packed.push_str(&format!("{id} {name}\n"));
+        }
+        std::fs::write(dir.join("packed-refs"), packed).map_err(fail)?;
+        std::fs::write(dir.join("HEAD"), head).map_err(fail)?;
+        if self.admin.join("index").is_file() {
+            std::fs::copy(self.admin.join("index"), dir.join("index")).map_err(fail)?;
+        }
+        std::fs::write(
+            self.path.join(".git"),
+            format!("gitdir: {}\n", dir.display()),
+        )
+        .map_err(fail)?;
+        Ok(dir)
+    }
+
+    /// The checkout's private git directory, when [`Lease::private_git`] made one.
+    pub fn own_git(&self) -> Option<PathBuf> {
+        let dir = self.slot.with_extension("git");
+        dir.join("HEAD").is_file().then_some(dir)
     }
 
     /// Git on the checkout's own admin folder, in its root, with the checkout options.

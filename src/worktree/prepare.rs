@@ -116,6 +116,9 @@ pub struct Prepared {
     pub env: RunEnv,
     /// What the check of the checkout's own code found.
     pub checked: Vec<String>,
+    /// The checkout's own temporary directory (`TMPDIR` in `env`): the one place outside the
+    /// checkout its commands may write.
+    pub tmp: std::path::PathBuf,
 }
 
 /// Why a checkout could not be prepared.
@@ -169,8 +172,38 @@ pub fn prepare(
         Err(e) => return Ok(Err(NotPrepared::Setup(e))),
     };
     match isolate::check(root, plan, &env) {
-        Ok(checked) => Ok(Ok(Prepared { made, env, checked })),
+        Ok(checked) => Ok(Ok(Prepared {
+            made,
+            env,
+            checked,
+            tmp,
+        })),
         Err(why) => Ok(Err(NotPrepared::Foreign(why))),
+    }
+}
+
+/// Why a session's setup plan is not used.
+#[derive(Debug)]
+pub enum PlanRefused {
+    /// Its files could not be read.
+    Unreadable(Error),
+    /// Files it runs are not trusted with this content: the reason, naming them and what to
+    /// run.
+    Untrusted(String),
+}
+
+/// The setup plan of a session — read from its base commit `base` under its pinned
+/// configuration `conf` (see [`plan_at`]) — once [`allowed`] says it may run.
+pub fn session_plan(
+    repo: &gix::Repository,
+    base: ObjectId,
+    conf: &crate::trust::Configuration,
+) -> std::result::Result<Plan, PlanRefused> {
+    let plan = plan_at(repo, base, &conf.config.environment).map_err(PlanRefused::Unreadable)?;
+    match allowed(repo, base, &plan, conf) {
+        Ok(Ok(())) => Ok(plan),
+        Ok(Err(why)) => Err(PlanRefused::Untrusted(why)),
+        Err(e) => Err(PlanRefused::Unreadable(e)),
     }
 }
 

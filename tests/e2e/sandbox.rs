@@ -6,19 +6,7 @@ use crate::common::{TestRepo, fixture};
 
 #[test]
 fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
-    let level = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))",
-        ])
-        .output()
-        .unwrap();
-    let abi: i32 = String::from_utf8_lossy(&level.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0);
-    if abi < 6 && std::env::var_os("TLV4_REQUIRE_SANDBOX").is_none() {
-        eprintln!("skipped: Landlock ABI {abi} here (6 or more is needed)");
+    if !sandbox_is_full() {
         return;
     }
     let repo = TestRepo::new();
@@ -101,4 +89,112 @@ fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
         "{}",
         String::from_utf8_lossy(&fsck.stderr)
     );
+}
+
+/// Whether the kernel sandbox is complete here (Landlock ABI 6 or more); else the test says it
+/// skips, unless `TLV4_REQUIRE_SANDBOX` makes a missing sandbox a failure.
+fn sandbox_is_full() -> bool {
+    let level = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))",
+        ])
+        .output()
+        .unwrap();
+    let abi: i32 = String::from_utf8_lossy(&level.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    if abi < 6 && std::env::var_os("TLV4_REQUIRE_SANDBOX").is_none() {
+        eprintln!("skipped: Landlock ABI {abi} here (6 or more is needed)");
+        return false;
+    }
+    true
+}
+
+/// An agent that commits its work, as Aider does, inside the sandbox that keeps it out of the
+/// repository's objects and refs: its commit lands in its checkout's own git directory, the
+/// snapshot takes the change and names the commit, and the repository has no object or ref
+/// of the agent's.
+#[test]
+fn an_agent_that_commits_keeps_working_without_writing_the_repository() {
+    if !sandbox_is_full() {
+        return;
+    }
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.scripted]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ SCRIPTED_MODE = \"commit\" }}\n[roles]\nexecutor = \"scripted\"\n",
+            fixture("scripted-agent"),
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "an agent that commits"]);
+    repo.ok(&["trust"]);
+    let refs = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/heads/",
+        "refs/tags/",
+    ]);
+    let out = repo.ok(&[
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+        "commit it",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    let task = repo.task(&sid, "IMPL-001");
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{sid}:scripted-IMPL-001.txt")]),
+        "IMPL-001 was here\n"
+    );
+    // The snapshot names the agent's commit; that commit is not in the repository.
+    let log = repo.git(&["log", "--format=%B%x00", &format!("tlv4/{sid}.IMPL-001")]);
+    let snapshot = log
+        .split('\0')
+        .find(|m| m.contains("Tlv4-Event: task_snapshot"))
+        .unwrap_or_else(|| panic!("{log}"));
+    let named = snapshot
+        .lines()
+        .skip_while(|l| !l.starts_with("Commits the agent made"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{snapshot}"));
+    assert!(named.ends_with(" add scripted-IMPL-001.txt"), "{snapshot}");
+    let short = named.split_whitespace().next().unwrap();
+    let found = repo
+        .git_cmd(&[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("{short}^{{commit}}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !found.status.success(),
+        "the agent's commit reached the repository"
+    );
+    // No branch or tag of the user's moved or appeared, but the session's own.
+    let after = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/heads/",
+        "refs/tags/",
+    ]);
+    let added: Vec<&str> = after
+        .lines()
+        .filter(|r| !refs.lines().any(|b| b == *r))
+        .collect();
+    assert!(
+        added.iter().all(|r| r.starts_with("refs/heads/tlv4/")),
+        "{added:?}"
+    );
+    repo.fsck();
 }
