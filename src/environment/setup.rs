@@ -83,6 +83,25 @@ pub enum SetupError {
     Other(String),
 }
 
+/// The first line of `output` where a program says the system refused it (what the sandbox's
+/// refusals look like to it: `EACCES`/`EPERM`, a read-only file system), trimmed.
+fn refused_write(output: &str) -> Option<&str> {
+    const SAID: [&str; 4] = [
+        "permission denied",
+        "operation not permitted",
+        "read-only file system",
+        "eacces",
+    ];
+    output
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            let lower = l.to_ascii_lowercase();
+            SAID.iter().any(|s| lower.contains(s))
+        })
+        .map(|l| l.get(..l.floor_char_boundary(200)).unwrap_or(l))
+}
+
 impl std::fmt::Display for SetupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -115,6 +134,12 @@ impl std::fmt::Display for SetupError {
                     (false, None) => "was killed by a signal".to_owned(),
                 };
                 write!(f, "the environment setup `{command}`{at} {how}")?;
+                if let Some(line) = refused_write(tail) {
+                    write!(
+                        f,
+                        "; it was refused a write (`{line}`): the setup may write only its checkout, its temporary directory ($TMPDIR) and the package managers' caches"
+                    )?;
+                }
                 if !tail.is_empty() {
                     write!(f, "; the end of its output:\n{tail}")?;
                 }
@@ -391,6 +416,41 @@ mod tests {
             .to_string();
         assert!(
             text.contains("`sleep 30` timed out after 0.3 s (`[environment] timeout`)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_setup_the_sandbox_refuses_a_write_says_so() {
+        if !matches!(crate::sandbox::level(), crate::sandbox::Level::Full(_))
+            && std::env::var_os("TLV4_REQUIRE_SANDBOX").is_none()
+        {
+            eprintln!("skipped: no full sandbox here");
+            return;
+        }
+        let co = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let stamp = co.path().join("stamp.json");
+        let ids = |_: &str| Some("a".to_owned());
+        let env = RunEnv {
+            sandbox: Some(std::sync::Arc::new(
+                crate::sandbox::for_checkout(co.path(), tmp.path())
+                    .prepare()
+                    .unwrap(),
+            )),
+            ..RunEnv::default()
+        };
+        let outside = format!("/var/tmp/tlv4-setup-outside-{}", std::process::id());
+        let p = plan(&["touch inside", &format!("touch {outside}")]);
+        let text = prepare(co.path(), &p, &ids, &stamp, &env, Duration::from_secs(30))
+            .unwrap_err()
+            .to_string();
+        assert!(co.path().join("inside").exists());
+        assert!(!std::path::Path::new(&outside).exists());
+        assert!(
+            text.contains(&format!(
+                "it was refused a write (`touch: cannot touch '{outside}': Permission denied`): the setup may write only its checkout"
+            )),
             "{text}"
         );
     }
