@@ -275,14 +275,17 @@ fn command(
 ) -> std::io::Result<(std::process::Command, Option<std::io::PipeReader>)> {
     let contained = inv.sandbox.as_ref().is_some_and(|s| s.contain);
     let reaper = contained.then(crate::sandbox::contain::reaper).flatten();
-    let mut cmd = match reaper {
-        Some(me) => {
+    let mut cmd = match (&reaper, &inv.sandbox) {
+        (Some(me), Some(sandbox)) => {
             let mut c = std::process::Command::new(me);
-            c.arg(crate::sandbox::contain::SUBCOMMAND).arg(&inv.program);
+            c.arg(crate::sandbox::contain::SUBCOMMAND)
+                .args(sandbox.reaper_args())
+                .arg(&inv.program);
             c
         }
-        None => std::process::Command::new(&inv.program),
+        _ => std::process::Command::new(&inv.program),
     };
+    let by_reaper = reaper.is_some();
     cmd.args(&inv.args)
         .current_dir(&inv.workdir)
         .stdin(if inv.stdin.is_some() {
@@ -342,9 +345,14 @@ fn command(
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
-            // Last: the confinement (it allocates nothing, see `Prepared::apply`).
+            // Last: the confinement (it allocates nothing, see `Prepared::apply`), or, with a
+            // reaper, its hand-over: the reaper confines the program, not itself.
             if let Some(s) = &sandbox {
-                s.apply()?;
+                if by_reaper {
+                    s.hand_over()?;
+                } else {
+                    s.apply()?;
+                }
             }
             Ok(())
         });

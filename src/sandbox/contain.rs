@@ -6,12 +6,16 @@
 //! double fork stays in its subtree. When the program ends, or when the reaper is told to
 //! stop (SIGTERM, SIGINT, SIGHUP: it forwards the signal to the program and waits a moment),
 //! it kills every process left below it, reaps them, and exits as the program did: with its
-//! exit code, or by its signal. The reaper runs inside the same sandbox as the program (it
-//! is started confined); the tool's death signal reaches it (`PR_SET_PDEATHSIG`) and is
-//! forwarded, and the program dies if the reaper is killed outright.
+//! exit code, or by its signal. The reaper itself runs unconfined and confines the program
+//! between its fork and exec, with the Landlock ruleset the tool built and handed over
+//! (`--confine FD unix|any`): the program is then in a Landlock domain the reaper is not in,
+//! so its signal scope keeps it from killing the reaper (which would hand its daemons to
+//! init). The tool's death signal reaches the reaper (`PR_SET_PDEATHSIG`) and is forwarded,
+//! and the program dies if the reaper is killed outright.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
@@ -41,9 +45,16 @@ pub fn main_if_asked() {
     if args.next().as_deref() != Some(std::ffi::OsStr::new(SUBCOMMAND)) {
         return;
     }
-    let rest: Vec<OsString> = args.collect();
+    let mut rest: Vec<OsString> = args.collect();
+    let mut confinement = None;
+    if rest.first().is_some_and(|a| a == "--confine") && rest.len() >= 3 {
+        let fd = rest[1].to_str().and_then(|f| f.parse::<RawFd>().ok());
+        let unix = rest[2] == "unix";
+        confinement = Some((fd, unix));
+        rest.drain(..3);
+    }
     let code = match rest.split_first() {
-        Some((program, args)) => reap(program, args),
+        Some((program, args)) => reap(program, args, confinement),
         None => {
             eprintln!("git-tlv4 {SUBCOMMAND}: no program to run");
             2
@@ -52,9 +63,22 @@ pub fn main_if_asked() {
     std::process::exit(code);
 }
 
-/// Runs `program` with `args` as the subreaper of everything it starts. Returns the exit
-/// code to leave with (after re-raising a fatal signal of the program on itself).
-fn reap(program: &OsString, args: &[OsString]) -> i32 {
+/// Runs `program` with `args` as the subreaper of everything it starts, confined (between its
+/// fork and exec) by `confinement`: the Landlock ruleset descriptor the tool handed over and
+/// whether Unix sockets are refused. Returns the exit code to leave with (after re-raising a
+/// fatal signal of the program on itself).
+fn reap(program: &OsString, args: &[OsString], confinement: Option<(Option<RawFd>, bool)>) -> i32 {
+    let filter = match confinement {
+        Some((_, true)) => match crate::sandbox::unix_socket_filter() {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("git-tlv4 {SUBCOMMAND}: {e}");
+                return 126;
+            }
+        },
+        _ => None,
+    };
+    let ruleset = confinement.and_then(|(fd, _)| fd);
     // The death signal the tool set (SIGTERM) stays: it is forwarded like any stop.
     // SAFETY: a plain prctl on this single-threaded process.
     unsafe {
@@ -70,9 +94,10 @@ fn reap(program: &OsString, args: &[OsString]) -> i32 {
     }
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
-    // SAFETY: only sigemptyset and pthread_sigmask, which are async-signal-safe.
+    // SAFETY: only sigemptyset, pthread_sigmask, prctl, the confinement (prctl, the seccomp
+    // and Landlock system calls) and close, which are async-signal-safe.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
@@ -84,10 +109,22 @@ fn reap(program: &OsString, args: &[OsString]) -> i32 {
                 0,
                 0,
             );
+            if confinement.is_some() {
+                crate::sandbox::confine(ruleset, filter.as_ref())?;
+                if let Some(fd) = ruleset {
+                    libc::close(fd);
+                }
+            }
             Ok(())
         });
     }
-    let child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // The program has its confinement (or never started); the reaper keeps no handle on it.
+    if let Some(fd) = ruleset {
+        // SAFETY: the descriptor the tool handed over, used by nothing else here.
+        unsafe { libc::close(fd) };
+    }
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             eprintln!(

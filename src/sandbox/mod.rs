@@ -281,23 +281,78 @@ impl Prepared {
     /// # Safety
     /// Call only in a forked child before exec (it confines the calling thread for good).
     pub unsafe fn apply(&self) -> std::io::Result<()> {
-        // SAFETY: prctl with constant arguments.
-        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if let Some(filter) = &self.seccomp {
-            seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
-        }
+        let fd = self.ruleset.as_ref().map(AsRawFd::as_raw_fd);
+        // SAFETY: the caller's; the descriptor is open for the life of `self`.
+        unsafe { confine(fd, self.seccomp.as_ref()) }
+    }
+
+    /// The arguments that hand this confinement to the reaper (`git-tlv4 __contain
+    /// --confine FD unix|any PROGRAM…`): the number of the Landlock ruleset's descriptor
+    /// (`-` for none), which [`Prepared::hand_over`] keeps open across exec, and whether Unix
+    /// sockets are refused. The reaper itself then runs unconfined — out of the program's
+    /// Landlock domain, so the program cannot signal it — and confines the program between
+    /// its own fork and exec ([`confine`]).
+    pub fn reaper_args(&self) -> [String; 3] {
+        [
+            "--confine".to_owned(),
+            self.ruleset
+                .as_ref()
+                .map_or("-".to_owned(), |fd| fd.as_raw_fd().to_string()),
+            if self.seccomp.is_some() {
+                "unix"
+            } else {
+                "any"
+            }
+            .to_owned(),
+        ]
+    }
+
+    /// Keeps the ruleset's descriptor open across exec, for the reaper (see
+    /// [`Prepared::reaper_args`]).
+    ///
+    /// # Safety
+    /// Call only in a forked child before exec; it calls only `fcntl`.
+    pub unsafe fn hand_over(&self) -> std::io::Result<()> {
         if let Some(fd) = &self.ruleset {
-            // SAFETY: the ruleset descriptor is open for the life of `self`.
-            let rc =
-                unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) };
-            if rc != 0 {
+            // SAFETY: F_SETFD on a descriptor open for the life of `self`.
+            if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) } != 0 {
                 return Err(std::io::Error::last_os_error());
             }
         }
         Ok(())
     }
+}
+
+/// The seccomp filter the reaper installs for `--confine … unix` (built before its fork).
+pub fn unix_socket_filter() -> Result<seccompiler::BpfProgram> {
+    no_unix_sockets()
+}
+
+/// Confines the calling process: no new privileges, the seccomp `filter`, the Landlock
+/// ruleset whose descriptor is `ruleset`.
+///
+/// # Safety
+/// Call only in a forked child before exec (it confines the calling thread for good), with
+/// `ruleset` an open Landlock ruleset descriptor. Only async-signal-safe calls.
+pub unsafe fn confine(
+    ruleset: Option<std::os::fd::RawFd>,
+    filter: Option<&seccompiler::BpfProgram>,
+) -> std::io::Result<()> {
+    // SAFETY: prctl with constant arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if let Some(filter) = filter {
+        seccompiler::apply_filter(filter).map_err(|_| std::io::Error::last_os_error())?;
+    }
+    if let Some(fd) = ruleset {
+        // SAFETY: the caller's descriptor.
+        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// The package managers' caches under the user's home that a setup and a test run write

@@ -56,7 +56,7 @@ fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
             "an escape went through: {line}\n{escapes}"
         );
     }
-    assert_eq!(escapes.lines().count(), 14, "{escapes}");
+    assert_eq!(escapes.lines().count(), 15, "{escapes}");
     // Nothing of the user's changed.
     assert_eq!(
         std::fs::read(repo.path().join(".git/config")).unwrap(),
