@@ -10,6 +10,9 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::model::{Priority, SessionId, Task, TaskId, TaskStatus};
 
+/// A task of a pipeline's graph: its id, role, the tasks it waits for, its track.
+type GraphNode = (TaskId, String, Vec<TaskId>, Option<String>);
+
 /// The pipelines file compiled into the binary.
 pub const BUILTIN: &str = include_str!("../../specs/pipelines.toml");
 /// Where a repository may put its own pipelines file, relative to the working tree root.
@@ -271,20 +274,16 @@ impl PipelineSpec {
         Ok(())
     }
 
-    /// The task graph of pipeline `name`: `(id, role, blocked_by, track)` in file order, with
+    /// The task graph of pipeline `name` ([`GraphNode`]s) in file order, with
     /// checkpoints bridged when supervision is off. Errors name the file and line.
-    fn graph(
-        &self,
-        name: &str,
-        supervision: Supervision,
-    ) -> Result<Vec<(TaskId, String, Vec<TaskId>, Option<String>)>> {
+    fn graph(&self, name: &str, supervision: Supervision) -> Result<Vec<GraphNode>> {
         let def = self
             .doc
             .pipeline
             .get(name)
             .ok_or_else(|| Error::Invalid(format!("unknown pipeline `{name}`")))?;
         let anchor = format!("[pipeline.{name}]");
-        let mut nodes: Vec<(TaskId, String, Vec<TaskId>, Option<String>)> = Vec::new();
+        let mut nodes: Vec<GraphNode> = Vec::new();
         let mut seen = BTreeSet::new();
         for t in &def.tasks {
             let id: TaskId = t.id.parse().map_err(|e: crate::model::IdError| {

@@ -99,7 +99,7 @@ fn refused_write(output: &str) -> Option<&str> {
             let lower = l.to_ascii_lowercase();
             SAID.iter().any(|s| lower.contains(s))
         })
-        .map(|l| l.get(..l.floor_char_boundary(200)).unwrap_or(l))
+        .map(|l| l.char_indices().nth(200).map_or(l, |(end, _)| &l[..end]))
 }
 
 impl std::fmt::Display for SetupError {

@@ -546,7 +546,8 @@ fn ctrl_c_stops_the_agent_programs_too() {
 }
 
 /// Starts the `wide` pipeline in the background and waits until its agent wrote its pid to
-/// `pidfile`: the coordinator and the agent's pid.
+/// `pidfile`: the coordinator and the agent's pid. The caller kills and waits for the child.
+#[allow(clippy::zombie_processes)]
 fn start_until_the_agent_runs(
     repo: &TestRepo,
     text: &str,
