@@ -323,6 +323,20 @@ pub fn admin_dir_of(common_dir: &Path, path: &Path) -> Option<PathBuf> {
         })
 }
 
+/// Points the `.git` file of the linked worktree at `path` back at its registered admin
+/// folder, where it pointed elsewhere (an agent's checkout points at its private git
+/// directory): `git worktree remove` refuses a checkout that does not point back.
+pub fn point_back(common_dir: &Path, path: &Path) {
+    let Some(admin) = admin_dir_of(common_dir, path) else {
+        return;
+    };
+    let gitfile = format!("gitdir: {}\n", admin.display());
+    let dot_git = path.join(".git");
+    if dot_git.is_file() && std::fs::read_to_string(&dot_git).ok().as_deref() != Some(&gitfile) {
+        let _ = std::fs::write(&dot_git, gitfile);
+    }
+}
+
 /// Locked worktrees of this repository left by git-tlv4 processes of this host that are gone.
 pub fn stale_worktrees(git_dir: &Path) -> Vec<std::path::PathBuf> {
     let Ok(out) = git()
@@ -358,6 +372,7 @@ pub fn stale_lock(reason: &str, host: &str) -> bool {
 
 /// Unlocks and removes a worktree git-tlv4 left behind.
 pub fn remove_worktree(git_dir: &Path, path: &Path) -> crate::Result<()> {
+    point_back(git_dir, path);
     let gd = git_dir.to_string_lossy().into_owned();
     let wt = path.to_string_lossy().into_owned();
     let dir = git_dir.parent().unwrap_or(git_dir);

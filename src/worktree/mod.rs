@@ -1409,6 +1409,7 @@ impl Checkout {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Fails only when it is not locked (any more), which is what is wanted.
         let _ = run(&["worktree", "unlock", path]);
+        crate::git::point_back(&self.common_dir, &self.path);
         let removed = run(&["worktree", "remove", "--force", path]);
         self.live = false;
         if removed.is_err() {
@@ -1423,6 +1424,9 @@ impl Checkout {
     /// Leaves the worktree in place: registered, locked, its directory not deleted.
     fn keep(&mut self) -> PathBuf {
         self.live = false;
+        // Left for a person: `git worktree remove` (the hint) needs the `.git` file to point
+        // at the registered admin folder, not at the agent's own git directory.
+        crate::git::point_back(&self.common_dir, &self.path);
         if let Some(parent) = self.parent.take() {
             let _ = parent.keep();
         }

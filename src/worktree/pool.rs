@@ -258,6 +258,7 @@ impl Pool {
         self.retire_legacy(store)?;
         self.make_root()?;
         let guard = self.pool_lock()?;
+        self.name_repo()?;
         // Free slots, most recently used first: the warmest.
         let mut free = Vec::new();
         let mut taken = std::collections::BTreeSet::new();
@@ -458,14 +459,18 @@ impl Pool {
         Ok(true)
     }
 
-    /// Makes the pools' folder (only the user may enter it) and names the repository in it.
+    /// Makes the pools' folder (only the user may enter it).
     fn make_root(&self) -> Result<()> {
         use std::os::unix::fs::DirBuilderExt as _;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.root)
-            .map_err(|e| Error::io(format!("cannot make {}", self.root.display()), e))?;
+            .map_err(|e| Error::io(format!("cannot make {}", self.root.display()), e))
+    }
+
+    /// Names the repository in its pools' folder (under the pool lock: one writer at a time).
+    fn name_repo(&self) -> Result<()> {
         let named = self.root.join("repo");
         let common = std::os::unix::ffi::OsStrExt::as_bytes(self.common_dir.as_os_str());
         if std::fs::read(&named).ok().as_deref() != Some(common) {
@@ -553,6 +558,7 @@ impl Pool {
     fn remove_slot(&self, slot: &Path, _lock: &File) -> Result<()> {
         if let Some(path) = checkout_in(slot) {
             super::set_writable(&path, true).ok();
+            crate::git::point_back(&self.common_dir, &path);
             let common = super::utf8(&self.common_dir)?;
             let p = super::utf8(&path)?;
             super::with_admin_lock(|| {

@@ -4,7 +4,7 @@
 //! (HEAD, index, working tree, with changes of their own in both) is left as it was.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use super::*;
 use crate::coordinator::{StartOptions, start};
@@ -22,14 +22,7 @@ struct TestRepo {
 }
 
 fn git_output(dir: &Path, args: &[&str]) -> Output {
-    Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+    crate::testutil::git_command(dir)
         .args(args)
         .output()
         .expect("git runs")
@@ -44,6 +37,18 @@ fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Git on the registered worktree's own admin folder, going around the checkout's private git
+/// directory (see `pool::Lease::private_git`): what an agent without a sandbox could do.
+fn admin_git(repo: &TestRepo, checkout: &Path, args: &[&str]) -> String {
+    let admin = super::admin_dir_of(&repo.common_dir(), checkout).expect("registered");
+    let admin = admin.to_str().unwrap().to_owned();
+    let tree = checkout.to_str().unwrap().to_owned();
+    git(
+        checkout,
+        &[&["--git-dir", &admin, "--work-tree", &tree], args].concat(),
+    )
 }
 
 fn write(dir: &Path, path: &str, bytes: impl AsRef<[u8]>) {
@@ -105,6 +110,15 @@ impl TestRepo {
 
     fn git(&self, args: &[&str]) -> String {
         git(self.path(), args)
+    }
+
+    fn git_output(&self, args: &[&str]) -> Output {
+        git_output(self.path(), args)
+    }
+
+    /// The repository's git directory.
+    fn common_dir(&self) -> PathBuf {
+        self.path().join(".git")
     }
 
     /// HEAD, the index and the working tree of the user's checkout, as text.
@@ -686,7 +700,7 @@ fn a_worker_that_leaves_its_branch_is_refused_and_its_work_kept() {
     let repo = TestRepo::new();
     let wt = repo.worktree("IMPL-001");
     write(wt.path(), "src/a.py", "a = 1\n");
-    git(wt.path(), &["switch", "-q", "--detach"]);
+    admin_git(&repo, wt.path(), &["switch", "-q", "--detach"]);
     let snap = wt.snapshot(&SnapshotLimits::default()).expect("refused");
     let refused: Vec<String> = snap.refused.iter().map(ToString::to_string).collect();
     assert_eq!(refused.len(), 1);
@@ -701,6 +715,54 @@ fn a_worker_that_leaves_its_branch_is_refused_and_its_work_kept() {
     drop(wt);
     assert!(repo.released(&path), "recorded, so given back to the pool");
     assert_eq!(repo.show(&kept.name, "src/a.py"), "a = 1");
+    repo.assert_untouched_and_sound();
+}
+
+#[test]
+fn an_agents_commits_land_in_its_own_git_directory_and_the_snapshot_names_them() {
+    let repo = TestRepo::new();
+    let branch = task_ref(&repo.sid, &id("IMPL-001"));
+    let wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    // The checkout's git sees the task branch, the user's branches and the history.
+    assert_eq!(
+        git(&p, &["symbolic-ref", "HEAD"]).trim(),
+        branch,
+        "on the task branch"
+    );
+    assert_eq!(
+        git(&p, &["rev-parse", "main"]).trim(),
+        repo.git(&["rev-parse", "main"])
+    );
+    assert!(
+        git(&p, &["status", "--porcelain"]).is_empty(),
+        "a clean status"
+    );
+    write(&p, "src/a.py", "a = 1\n");
+    git(&p, &["add", "-A"]);
+    git(&p, &["commit", "-q", "-m", "add a"]);
+    let mine = git(&p, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert_eq!(repo.git(&["rev-parse", &branch]), repo.tip.to_string());
+    assert!(
+        !repo.git_output(&["cat-file", "-e", &mine]).status.success(),
+        "the repository has no object of the agent's"
+    );
+    let snap = wt.snapshot(&SnapshotLimits::default()).expect("taken");
+    let commit = snap.commit.expect("a snapshot");
+    assert_eq!(repo.show(&commit.to_string(), "src/a.py"), "a = 1");
+    let message = repo.git(&["log", "-1", "--format=%B", &commit.to_string()]);
+    assert!(
+        message.contains(&format!(
+            "Commits the agent made (their changes are in this snapshot):\n  {} add a\n",
+            &mine[..7]
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        repo.trailer(&commit.to_string(), "Tlv4-Event"),
+        "task_snapshot"
+    );
+    wt.remove().expect("removed");
     repo.assert_untouched_and_sound();
 }
 
@@ -741,7 +803,7 @@ fn remove_and_drop_keep_unrecorded_work_under_a_run_ref_first() {
     let wt = repo.worktree("IMPL-001");
     let path = wt.path().to_owned();
     write(&path, "src/a.py", "kept in place = True\n");
-    let admin = git(&path, &["rev-parse", "--absolute-git-dir"]);
+    let admin = super::admin_dir_of(&repo.common_dir(), &path).expect("registered");
     std::fs::write(Path::new(&admin).join("HEAD"), "garbage\n").unwrap();
     std::fs::remove_file(Path::new(&admin).join("index")).ok();
     // A status that cannot run (the worktree's HEAD is not a ref or commit).
@@ -1047,12 +1109,13 @@ fn the_checkout_of_a_dead_process_is_kept_through_the_checks_and_its_branch_rese
     let branch = task_ref(&repo.sid, &id("IMPL-001"));
     let mut wt = repo.worktree("IMPL-001");
     let p = wt.path().to_owned();
-    // The agent committed on the branch, a symlink out of the worktree among it, then wrote
-    // more and a generated tree; then its process died.
+    // The agent (unconfined, going around its own git directory) committed on the branch, a
+    // symlink out of the worktree among it, then wrote more and a generated tree; then its
+    // process died.
     write(&p, "src/a.py", "a = 1\n");
     std::os::unix::fs::symlink("/etc/passwd", p.join("leak")).unwrap();
-    git(&p, &["add", "-A"]);
-    git(&p, &["commit", "-q", "-m", "agent commit"]);
+    admin_git(&repo, &p, &["add", "-A"]);
+    admin_git(&repo, &p, &["commit", "-q", "-m", "agent commit"]);
     write(&p, "src/b.py", "b = 2\n");
     write(&p, "node_modules/x/index.js", "x\n");
     wt.checkout.keep();

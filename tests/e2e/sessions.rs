@@ -312,10 +312,8 @@ fn status_of_a_completed_session_says_its_outcome_and_how_to_land_it() {
     std::fs::write(wt.join("src/search.rs"), "pub fn search() {}\n").unwrap();
     std::fs::write(wt.join(".tlv4/notes.md"), "not code\n").unwrap();
     for args in [&["add", "-A"][..], &["commit", "-q", "-m", "search"]] {
-        let out = std::process::Command::new("git")
+        let out = crate::common::hermetic("git", &wt, repo.home.path())
             .args(args)
-            .current_dir(&wt)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .unwrap();
         assert!(

@@ -431,7 +431,6 @@ fn failed(reason: String) -> TaskOutput {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
 
     use super::*;
     use crate::agents::CodeTree;
@@ -473,11 +472,8 @@ mod tests {
     fn code() -> (tempfile::TempDir, CodeTree) {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let out = Command::new("git")
+            let out = crate::testutil::git_command(dir.path())
                 .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
                 .output()
                 .unwrap();
             assert!(

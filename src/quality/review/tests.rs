@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use super::*;
@@ -28,16 +27,9 @@ impl TestRepo {
     }
 
     fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .current_dir(self.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        let out = crate::testutil::git_command(self.path())
             .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
             .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_INDEX_FILE")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
             .output()
             .expect("git runs");
