@@ -71,6 +71,31 @@ pub struct RunContext {
     /// first, the user's virtualenv and import paths left out), for an agent that runs
     /// commands there; `None`: the inherited one.
     pub env: Option<crate::environment::isolate::RunEnv>,
+    /// The shell a code task's agent gets in its checkout, when the session runs with shell
+    /// on (decided at `start`, where the kernel's sandbox is full); `None`: the CLI's tools
+    /// without a shell.
+    pub shell: Option<Shell>,
+}
+
+/// What an agent's shell is for: running the project's build and tests in its checkout, the
+/// kernel's sandbox keeping it there. Given only to code tasks of a session that runs with
+/// shell on (see [`crate::model::Settings::shell`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shell {
+    /// The project's test command, as the tester would run it, and where it comes from;
+    /// `None`: the tool knows of none.
+    pub tests: Option<TestCommand>,
+    /// Whether the checkout was prepared with the project's environment (its setup ran).
+    pub prepared: bool,
+}
+
+/// The command that runs the project's tests: the tool's choice, never the agent's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestCommand {
+    /// The command (`sh -c`, from the checkout's root).
+    pub command: String,
+    /// Where it comes from (`.tlv4.toml [tests] command`, or the files that show it).
+    pub from: String,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -298,12 +323,20 @@ pub struct Call<'a> {
     pub home: &'a Home,
     /// The working directory.
     pub workdir: &'a Path,
+    /// The shell the run gets (see [`RunContext::shell`]).
+    pub shell: Option<&'a Shell>,
 }
 
 impl Call<'_> {
     /// Whether the task changes code.
     pub fn writes_code(&self) -> bool {
         self.deliverable == Deliverable::Code
+    }
+
+    /// The shell of a code task whose session runs with shell on; document tasks never get
+    /// one.
+    pub fn shell(&self) -> Option<&Shell> {
+        self.shell.filter(|_| self.writes_code())
     }
 
     /// The configured model.
@@ -526,6 +559,7 @@ impl Driver for CliDriver {
                 scratch: &scratch,
                 home: &home,
                 workdir: &ctx.workdir,
+                shell: ctx.shell.as_ref(),
             };
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
@@ -914,6 +948,7 @@ pub(crate) mod tests {
             meter: Default::default(),
             deadline: None,
             env: None,
+            shell: None,
         }
     }
 

@@ -206,6 +206,12 @@ impl Roster {
             .chain(self.members.values())
     }
 
+    /// The name of the first agent of the roster that starts programs (see
+    /// [`Driver::runs_commands`]), if any.
+    pub fn runs_commands(&self) -> Option<&str> {
+        self.all().find(|d| d.runs_commands()).map(|d| d.name())
+    }
+
     /// Refuses, when `required` (`[sandbox] required`), a roster with an agent that starts
     /// programs on a kernel that cannot fully confine them.
     pub fn sandbox_required(&self, required: bool) -> Result<()> {
@@ -213,14 +219,36 @@ impl Roster {
         if !required || level.active() {
             return Ok(());
         }
-        match self.all().find(|d| d.runs_commands()) {
-            Some(d) => Err(crate::error::Error::state(
+        match self.runs_commands() {
+            Some(name) => Err(crate::error::Error::state(
                 format!(
-                    "agent `{}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
-                    d.name(),
+                    "agent `{name}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
                     level.describe()
                 ),
                 Some("run on a kernel with Landlock ABI 6 or later (lsm= must list landlock), or choose agents that run no program (builtin, openai)".to_owned()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses to run session `sid`, which runs with shell on (`settings.shell`, decided when
+    /// it started), with an agent that starts programs where the kernel's sandbox is not
+    /// full: giving the agent its shell without the box is not an option, and taking the
+    /// shell away would change the session's tool sets under its tasks without a word.
+    pub fn shell_here(&self, sid: &crate::model::SessionId, shell: bool) -> Result<()> {
+        let level = crate::sandbox::level();
+        if !shell || level.active() {
+            return Ok(());
+        }
+        match self.runs_commands() {
+            Some(name) => Err(crate::error::Error::state(
+                format!(
+                    "session {sid} runs with shell on (its agents run commands in their checkouts, inside the kernel's sandbox), and this kernel's sandbox is {}: agent `{name}` would get its shell without the box",
+                    level.describe()
+                ),
+                Some(format!(
+                    "resume it on a machine whose sandbox is full (`git tlv4 trust --show` says), or take the shell away from its later tasks: `git tlv4 resume --session {sid} --reconfigure`"
+                )),
             )),
             None => Ok(()),
         }

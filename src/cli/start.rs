@@ -51,6 +51,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         completion: args.run.completion.clone(),
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),
+        // Decided once, here, and kept with the session (see `Settings::shell`).
+        shell: crate::sandbox::level().active(),
     };
     if !args.new
         && let Some((sid, status)) = same_text(&store, &args.text)?

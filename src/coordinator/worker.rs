@@ -7,7 +7,7 @@
 
 use gix::ObjectId;
 
-use crate::agents::command::{Driver, DriverOutput, RunContext, Usage};
+use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestCommand, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
@@ -189,6 +189,7 @@ fn run_agent(
             meter: meter.clone(),
             deadline: None,
             env: None,
+            shell: None,
         };
         meter.step(format!("agent {name} running"));
         Ran::bare(driver.run(input, &ctx), Vec::new())
@@ -294,6 +295,11 @@ fn in_task_worktree(
     } else {
         None
     };
+    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
+        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
+            .map(|(command, from)| TestCommand { command, from }),
+        prepared: env.is_some(),
+    });
     let ctx = RunContext {
         workdir: wt.path().to_path_buf(),
         run_dir: None,
@@ -301,6 +307,7 @@ fn in_task_worktree(
         meter: meter.clone(),
         deadline: None,
         env,
+        shell,
     };
     meter.step(format!("agent {name} running"));
     let mut ran = driver.run(input, &ctx);
@@ -401,6 +408,7 @@ fn in_view(
         meter: meter.clone(),
         deadline: None,
         env: None,
+        shell: None,
     };
     meter.step(format!("agent {} running", driver.name()));
     let ran = driver.run(input, &ctx);
