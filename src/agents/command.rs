@@ -289,6 +289,11 @@ pub trait Cli: Send + Sync {
     /// Reads a finished run (not a timed-out one): the agent's final answer, or why the run
     /// failed.
     fn read(&self, call: &Call<'_>, out: &process::Output) -> Reply;
+    /// Whether the CLI, given a shell (see [`Call::shell`]), offers the model a shell tool;
+    /// `false` for one that only runs the project's tests after its edits (Aider).
+    fn has_shell(&self) -> bool {
+        true
+    }
     /// Whether a run failed for a passing reason (a rate limit) and is worth repeating.
     fn transient(&self, _out: &process::Output) -> bool {
         false
@@ -528,7 +533,24 @@ impl Driver for CliDriver {
                 t.saturating_mul(prompt::CHARS_PER_TOKEN).min(PROMPT_LIMIT)
             });
         let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
-        let composed = prompt::compose_within(input, &role_spec, template, limit - retry_reserve);
+        let commands = ctx.shell.as_ref().and_then(|shell| {
+            if self.cli.has_shell() {
+                Some(prompt::Commands::Shell(shell))
+            } else {
+                // Without a shell, only a known test command gives it any.
+                shell
+                    .tests
+                    .is_some()
+                    .then_some(prompt::Commands::TestsAfterEdits(shell))
+            }
+        });
+        let composed = prompt::compose_with(
+            input,
+            &role_spec,
+            template,
+            limit - retry_reserve,
+            commands,
+        );
         let base = composed.text.clone();
 
         let program = self.program()?;
