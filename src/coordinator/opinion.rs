@@ -117,6 +117,7 @@ pub(crate) fn add(
         raw: out.raw.clone(),
         transcript: out.transcript.clone(),
         usage: out.usage.clone(),
+        refusals: Vec::new(),
     };
     let parsed = match &out.output.outcome {
         Outcome::Failed(why) => Err(why.clone()),
