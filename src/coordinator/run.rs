@@ -244,7 +244,9 @@ fn run_with(
     };
     // A session that runs with shell on runs only where the sandbox can hold its agents.
     let (tip, state) = store.read_state(sid)?;
-    runner.roster.shell_here(sid, state.control.settings.shell)?;
+    runner
+        .roster
+        .shell_here(sid, state.control.settings.shell)?;
     // The session pins what its prompts were built from; say so when that changed since.
     let pinned = store.read_blob_at(
         store.commit_tree(tip)?,

@@ -523,11 +523,22 @@ fn shell_on_and_off(
 ) {
     let (_d, executor) = executor_input();
     let work = tempfile::tempdir().unwrap();
-    let out = run_shell(work.path(), driver, "ok", &executor, env, |_| {}, Some(shell()));
+    let out = run_shell(
+        work.path(),
+        driver,
+        "ok",
+        &executor,
+        env,
+        |_| {},
+        Some(shell()),
+    );
     completed(&out);
     let args = argv(work.path(), 1);
     let seen = logged(work.path(), "env", 1);
-    assert!(shell_args(&args, &seen), "{driver}: no shell in {args:?} {seen}");
+    assert!(
+        shell_args(&args, &seen),
+        "{driver}: no shell in {args:?} {seen}"
+    );
     assert!(
         work.path().join("tests-ran.txt").exists(),
         "{driver}: the test command did not run"
@@ -574,7 +585,15 @@ fn shell_on_and_off(
     // A document task stays read-only, shell on or not.
     let (_d, writer) = writer_input();
     let work = tempfile::tempdir().unwrap();
-    let out = run_shell(work.path(), driver, "ok", &writer, env, |_| {}, Some(shell()));
+    let out = run_shell(
+        work.path(),
+        driver,
+        "ok",
+        &writer,
+        env,
+        |_| {},
+        Some(shell()),
+    );
     completed(&out);
     assert!(
         !shell_args(&argv(work.path(), 1), &logged(work.path(), "env", 1)),
@@ -601,7 +620,9 @@ fn claude_shell() {
 
 #[test]
 fn codex_shell() {
-    shell_on_and_off("codex", &[], |args, _| pair(args, "-s", "danger-full-access"));
+    shell_on_and_off("codex", &[], |args, _| {
+        pair(args, "-s", "danger-full-access")
+    });
 }
 
 #[test]
