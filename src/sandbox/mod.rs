@@ -497,7 +497,7 @@ const MAX_REFUSALS: usize = 20;
 
 /// The refusals a confined program reported in `text` (its output, or a transcript of it):
 /// each place where it says it was refused access to an absolute path outside `inside` (the
-/// places it may write), as the words around it, once each, at most [`MAX_REFUSALS`]. Text
+/// places it may write), as the words around it, once each, at most 20. Text
 /// inside JSON strings counts too (`\n` separates lines there): CLIs report their commands'
 /// output that way. A path inside `inside` is left out: there a refusal is not the
 /// sandbox's. This reads what was printed, so it finds what a program chose to report, and
