@@ -820,7 +820,14 @@ fn confine(
         scratch: call.scratch,
         program,
         path,
-        values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+        // The agent's `url` too: several presets hand it over in a config file or an
+        // argument rather than a variable (Codex, OpenCode, Aider).
+        values: inv
+            .env
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .chain(spec.url.as_deref())
+            .collect(),
         writes_more: spec
             .writes
             .iter()

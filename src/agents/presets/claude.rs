@@ -5,13 +5,17 @@
 //! never the web. `--permission-mode acceptEdits` lets it edit without asking.
 //!
 //! A code task of a session that runs with shell on (the kernel's sandbox is full) also gets
-//! Bash, allowed without asking (`--allowedTools=Bash`): it builds and tests in its checkout,
-//! and the sandbox keeps it there. Claude Code's own sandbox for Bash is bubblewrap, which
-//! cannot start inside Landlock (mounting is refused: measured, "bwrap: Failed to make /
-//! slave: Operation not permitted"), so it is switched off (`--settings
-//! {"sandbox":{"enabled":false}}`, also its default): ours is the box. Such a run prints
-//! `stream-json` (with `--verbose`, which it requires), so that the transcript holds every
-//! command and what it printed. Below a full sandbox, code tasks get no Bash. The
+//! Bash, and runs with `--permission-mode bypassPermissions` (with `IS_SANDBOX=1`, without
+//! which Claude refuses that mode to root): it builds and tests in its checkout, and the
+//! kernel's sandbox keeps it there. Its permission prompts would hold nothing more back, and
+//! `acceptEdits` refuses to write a checkout kept under a `.git` directory, as the pool's are
+//! ("… which is a sensitive file", seen in the real-CLI conformance run). Claude Code's own
+//! sandbox for Bash is bubblewrap, which cannot start inside Landlock (mounting is refused:
+//! measured, "bwrap: Failed to make / slave: Operation not permitted"), so it is switched
+//! off (`--settings {"sandbox":{"enabled":false}}`, also its default): ours is the box. Such
+//! a run prints `stream-json` (with `--verbose`, which it requires), so that the transcript
+//! holds every command and what it printed. Below a full sandbox, code tasks get no Bash.
+//! The
 //! config lives in `$CLAUDE_CONFIG_DIR` inside the run's home; `url` becomes
 //! `ANTHROPIC_BASE_URL`; the key comes from the environment (`ANTHROPIC_API_KEY`), or use
 //! `home` to run with a logged-in config.
@@ -76,19 +80,18 @@ impl Cli for Claude {
 
     fn launch(&self, call: &Call<'_>) -> Result<Launch> {
         let args: &[&str] = match (call.shell(), call.writes_code()) {
-            // Bash, allowed without asking (acceptEdits alone refuses it in print mode); its
-            // own sandbox off, since bubblewrap cannot start inside Landlock; stream-json, so
-            // that what its commands printed (a refusal of the kernel's too) is in the
-            // transcript.
+            // Bash, and no permission prompts: the kernel's sandbox is what holds it (see the
+            // module's documentation); its own sandbox off, since bubblewrap cannot start
+            // inside Landlock; stream-json, so that what its commands printed (a refusal of
+            // the kernel's too) is in the transcript.
             (Some(_), _) => &[
                 "-p",
                 "--output-format",
                 "stream-json",
                 "--verbose",
                 "--permission-mode",
-                "acceptEdits",
+                "bypassPermissions",
                 "--tools=Read,Edit,Write,Glob,Grep,Bash",
-                "--allowedTools=Bash",
                 "--settings",
                 r#"{"sandbox":{"enabled":false}}"#,
             ],
@@ -130,6 +133,11 @@ impl Cli for Claude {
         ];
         if let Some(url) = &call.spec.url {
             env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
+        }
+        if call.shell().is_some() {
+            // What bypassPermissions needs when run as root: the word that it is in a
+            // sandbox, which it is.
+            env.push(("IS_SANDBOX".into(), "1".into()));
         }
         Ok(Launch {
             args,

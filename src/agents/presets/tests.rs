@@ -609,9 +609,10 @@ fn pair(args: &[String], a: &str, b: &str) -> bool {
 
 #[test]
 fn claude_shell() {
-    shell_on_and_off("claude", &[], |args, _| {
-        args.contains(&"--tools=Read,Edit,Write,Glob,Grep,Bash".to_owned())
-            && args.contains(&"--allowedTools=Bash".to_owned())
+    shell_on_and_off("claude", &[], |args, env| {
+        env["IS_SANDBOX"] == "1"
+            && args.contains(&"--tools=Read,Edit,Write,Glob,Grep,Bash".to_owned())
+            && pair(args, "--permission-mode", "bypassPermissions")
             && pair(args, "--settings", r#"{"sandbox":{"enabled":false}}"#)
             && pair(args, "--output-format", "stream-json")
             && args.contains(&"--verbose".to_owned())
