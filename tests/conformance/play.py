@@ -107,14 +107,15 @@ def executor_files(cli, prompt):
 
 
 # What the shell step prints: the marker followed by the directory it ran in (the command
-# itself holds only `$(pwd)`, so the path in a request shows the command ran).
+# itself has the marker before `&& pwd`, so the marker followed by a path in a request shows
+# that the command ran). No command substitution: Gemini CLI refuses `$(…)`.
 SHELL_MARK = "conformance-shell-ran-in-"
 
 
 def shell_command(prompt):
     """The command an executor with a shell runs once its files are written: where it runs,
     then the project's tests when the prompt names their command."""
-    command = 'echo "%s$(pwd)"' % SHELL_MARK
+    command = "printf %s && pwd" % SHELL_MARK
     if prompt.test_command:
         command += " && " + prompt.test_command
     return command
