@@ -1243,6 +1243,45 @@ pub(crate) mod tests {
         assert!(out.output.summary.contains("cannot write code"));
     }
 
+    /// An agent's `url` is a port its sandbox lets it connect to, whether or not its driver
+    /// puts the URL in a variable (the `command` driver does not, nor does Codex's preset).
+    #[test]
+    fn an_agents_url_is_a_port_its_sandbox_may_connect_to() {
+        if !crate::sandbox::level().active() {
+            eprintln!("skipped: the sandbox is not full here");
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = executor_input();
+        let script = format!(
+            "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5).close()\n\
+             print('```json')\nprint('{{\"summary\": \"connected\", \"state_update\": {{}}}}')\nprint('```')\n"
+        );
+        let mut spec = spec("command", "fake-command", &[]);
+        spec.program = Some("python3".into());
+        spec.args = vec!["-c".into(), script];
+        spec.url = Some(format!("http://127.0.0.1:{port}/v1"));
+        let run = |spec: &AgentSpec| {
+            driver_for("mine", spec, work.path())
+                .unwrap()
+                .run(&input, &ctx(work.path()))
+                .unwrap()
+        };
+        let out = run(&spec);
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        // Without the url, the port is closed to it.
+        spec.url = None;
+        let out = run(&spec);
+        assert!(failure(&out).contains("the program failed"), "{out:?}");
+    }
+
     #[test]
     fn human_durations() {
         assert_eq!(human(Duration::from_secs(1200)), "20m");
