@@ -71,6 +71,31 @@ pub struct RunContext {
     /// first, the user's virtualenv and import paths left out), for an agent that runs
     /// commands there; `None`: the inherited one.
     pub env: Option<crate::environment::isolate::RunEnv>,
+    /// The shell a code task's agent gets in its checkout, when the session runs with shell
+    /// on (decided at `start`, where the kernel's sandbox is full); `None`: the CLI's tools
+    /// without a shell.
+    pub shell: Option<Shell>,
+}
+
+/// What an agent's shell is for: running the project's build and tests in its checkout, the
+/// kernel's sandbox keeping it there. Given only to code tasks of a session that runs with
+/// shell on (see [`crate::model::Settings::shell`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shell {
+    /// The project's test command, as the tester would run it, and where it comes from;
+    /// `None`: the tool knows of none.
+    pub tests: Option<TestCommand>,
+    /// Whether the checkout was prepared with the project's environment (its setup ran).
+    pub prepared: bool,
+}
+
+/// The command that runs the project's tests: the tool's choice, never the agent's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestCommand {
+    /// The command (`sh -c`, from the checkout's root).
+    pub command: String,
+    /// Where it comes from (`.tlv4.toml [tests] command`, or the files that show it).
+    pub from: String,
 }
 
 /// A directory for the files of one run: the run directory, or a temporary one that goes
@@ -264,6 +289,11 @@ pub trait Cli: Send + Sync {
     /// Reads a finished run (not a timed-out one): the agent's final answer, or why the run
     /// failed.
     fn read(&self, call: &Call<'_>, out: &process::Output) -> Reply;
+    /// Whether the CLI, given a shell (see [`Call::shell`]), offers the model a shell tool;
+    /// `false` for one that only runs the project's tests after its edits (Aider).
+    fn has_shell(&self) -> bool {
+        true
+    }
     /// Whether a run failed for a passing reason (a rate limit) and is worth repeating.
     fn transient(&self, _out: &process::Output) -> bool {
         false
@@ -298,12 +328,20 @@ pub struct Call<'a> {
     pub home: &'a Home,
     /// The working directory.
     pub workdir: &'a Path,
+    /// The shell the run gets (see [`RunContext::shell`]).
+    pub shell: Option<&'a Shell>,
 }
 
 impl Call<'_> {
     /// Whether the task changes code.
     pub fn writes_code(&self) -> bool {
         self.deliverable == Deliverable::Code
+    }
+
+    /// The shell of a code task whose session runs with shell on; document tasks never get
+    /// one.
+    pub fn shell(&self) -> Option<&Shell> {
+        self.shell.filter(|_| self.writes_code())
     }
 
     /// The configured model.
@@ -495,7 +533,19 @@ impl Driver for CliDriver {
                 t.saturating_mul(prompt::CHARS_PER_TOKEN).min(PROMPT_LIMIT)
             });
         let retry_reserve = prompt::RETRY_RESERVE.min(limit / 5);
-        let composed = prompt::compose_within(input, &role_spec, template, limit - retry_reserve);
+        let commands = ctx.shell.as_ref().and_then(|shell| {
+            if self.cli.has_shell() {
+                Some(prompt::Commands::Shell(shell))
+            } else {
+                // Without a shell, only a known test command gives it any.
+                shell
+                    .tests
+                    .is_some()
+                    .then_some(prompt::Commands::TestsAfterEdits(shell))
+            }
+        });
+        let composed =
+            prompt::compose_with(input, &role_spec, template, limit - retry_reserve, commands);
         let base = composed.text.clone();
 
         let program = self.program()?;
@@ -526,6 +576,7 @@ impl Driver for CliDriver {
                 scratch: &scratch,
                 home: &home,
                 workdir: &ctx.workdir,
+                shell: ctx.shell.as_ref(),
             };
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
@@ -769,7 +820,14 @@ fn confine(
         scratch: call.scratch,
         program,
         path,
-        values: inv.env.iter().map(|(_, v)| v.as_str()).collect(),
+        // The agent's `url` too: several presets hand it over in a config file or an
+        // argument rather than a variable (Codex, OpenCode, Aider).
+        values: inv
+            .env
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .chain(spec.url.as_deref())
+            .collect(),
         writes_more: spec
             .writes
             .iter()
@@ -914,6 +972,7 @@ pub(crate) mod tests {
             meter: Default::default(),
             deadline: None,
             env: None,
+            shell: None,
         }
     }
 
@@ -1182,6 +1241,45 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(out.output.outcome, Outcome::Completed);
         assert!(out.output.summary.contains("cannot write code"));
+    }
+
+    /// An agent's `url` is a port its sandbox lets it connect to, whether or not its driver
+    /// puts the URL in a variable (the `command` driver does not, nor does Codex's preset).
+    #[test]
+    fn an_agents_url_is_a_port_its_sandbox_may_connect_to() {
+        if !crate::sandbox::level().active() {
+            eprintln!("skipped: the sandbox is not full here");
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let work = tempfile::tempdir().unwrap();
+        let (_d, input) = executor_input();
+        let script = format!(
+            "import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5).close()\n\
+             print('```json')\nprint('{{\"summary\": \"connected\", \"state_update\": {{}}}}')\nprint('```')\n"
+        );
+        let mut spec = spec("command", "fake-command", &[]);
+        spec.program = Some("python3".into());
+        spec.args = vec!["-c".into(), script];
+        spec.url = Some(format!("http://127.0.0.1:{port}/v1"));
+        let run = |spec: &AgentSpec| {
+            driver_for("mine", spec, work.path())
+                .unwrap()
+                .run(&input, &ctx(work.path()))
+                .unwrap()
+        };
+        let out = run(&spec);
+        assert_eq!(
+            out.output.outcome,
+            Outcome::Completed,
+            "{:?}",
+            out.transcript
+        );
+        // Without the url, the port is closed to it.
+        spec.url = None;
+        let out = run(&spec);
+        assert!(failure(&out).contains("the program failed"), "{out:?}");
     }
 
     #[test]

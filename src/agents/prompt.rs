@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::TaskInput;
+use super::command::Shell;
 use super::process::floor_char_boundary;
 use crate::error::Result;
 
@@ -274,9 +275,34 @@ pub fn compose_within(
     template: Option<&str>,
     limit: usize,
 ) -> Composed {
+    compose_with(input, role_spec, template, limit, None)
+}
+
+/// How the agent of a code task may run commands in its checkout, as its prompt says.
+#[derive(Debug, Clone, Copy)]
+pub enum Commands<'a> {
+    /// Its CLI's shell, inside the kernel's sandbox.
+    Shell(&'a Shell),
+    /// No shell; its CLI runs the project's test command after the edits and hands the
+    /// failures back (Aider's `--test-cmd`).
+    TestsAfterEdits(&'a Shell),
+}
+
+/// [`compose_within`], telling the agent of a code task how it may run commands (`None`: it
+/// cannot, and the prompt says nothing of commands).
+pub fn compose_with(
+    input: &TaskInput,
+    role_spec: &str,
+    template: Option<&str>,
+    limit: usize,
+    commands: Option<Commands<'_>>,
+) -> Composed {
     let code = writes_code(&input.task.role);
     let folder_dir = format!(".tlv4/sessions/{}/", input.session.id.as_str());
-    let head = head(input, role_spec, template, code, &folder_dir);
+    let mut head = head(input, role_spec, template, code, &folder_dir);
+    if let Some(commands) = commands.filter(|_| code) {
+        head.push_str(&commands_section(commands));
+    }
     let selection = select(input);
     let listing = listing(&selection, &folder_dir);
     let upstream = upstream(&selection);
@@ -401,6 +427,60 @@ fn head(
         head.push('\n');
     }
     head
+}
+
+/// `# Running commands`: what the agent of a code task may run, the project's test command
+/// and whether its checkout's environment is prepared.
+fn commands_section(commands: Commands<'_>) -> String {
+    let mut s = String::from("# Running commands\n\n");
+    let shell = match commands {
+        Commands::Shell(shell) => {
+            s.push_str(
+                "You have a shell in your working directory: build the code, run the tests, \
+                 look at what they print, and fix what fails before you finish. The kernel's \
+                 sandbox holds every command: it may write only in this checkout and in your \
+                 temporary directory (`$TMPDIR`), reach the network only on the ports your \
+                 configuration names, and nothing it starts outlives your run. What the \
+                 sandbox refuses fails with \"Permission denied\" or \"Operation not \
+                 permitted\": do not try to get around it; if it kept you from checking your \
+                 change, say so in a finding.\n\n",
+            );
+            shell
+        }
+        Commands::TestsAfterEdits(shell) => {
+            s.push_str(
+                "You have no shell, but the project's test command runs after your edits and \
+                 its failures come back to you: fix them before you finish.\n\n",
+            );
+            shell
+        }
+    };
+    match &shell.tests {
+        Some(t) => s.push_str(&format!(
+            "- Test command: `{}` (from {}). Run it from the root of your working directory \
+             before you finish: the tester runs the same command on your change.\n",
+            t.command, t.from
+        )),
+        None => s.push_str(
+            "- Test command: git-tlv4 found none for this project. If it has tests, run the \
+             ones that cover your change.\n",
+        ),
+    }
+    if shell.prepared {
+        s.push_str(
+            "- Environment: prepared. The project's setup ran in this checkout (its own \
+             virtualenv, `node_modules`, …), and your commands find what it installed first; \
+             install nothing yourself.\n",
+        );
+    } else {
+        s.push_str(
+            "- Environment: not prepared. The project's setup did not run in this checkout; \
+             if a command fails for a missing dependency, say so in a finding rather than \
+             installing it.\n",
+        );
+    }
+    s.push('\n');
+    s
 }
 
 /// `## Other files in the pipeline folder`: the files only listed, with their sizes.

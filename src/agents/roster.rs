@@ -206,6 +206,12 @@ impl Roster {
             .chain(self.members.values())
     }
 
+    /// The name of the first agent of the roster that starts programs (see
+    /// [`Driver::runs_commands`]), if any.
+    pub fn runs_commands(&self) -> Option<&str> {
+        self.all().find(|d| d.runs_commands()).map(|d| d.name())
+    }
+
     /// Refuses, when `required` (`[sandbox] required`), a roster with an agent that starts
     /// programs on a kernel that cannot fully confine them.
     pub fn sandbox_required(&self, required: bool) -> Result<()> {
@@ -213,17 +219,24 @@ impl Roster {
         if !required || level.active() {
             return Ok(());
         }
-        match self.all().find(|d| d.runs_commands()) {
-            Some(d) => Err(crate::error::Error::state(
+        match self.runs_commands() {
+            Some(name) => Err(crate::error::Error::state(
                 format!(
-                    "agent `{}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
-                    d.name(),
+                    "agent `{name}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
                     level.describe()
                 ),
                 Some("run on a kernel with Landlock ABI 6 or later (lsm= must list landlock), or choose agents that run no program (builtin, openai)".to_owned()),
             )),
             None => Ok(()),
         }
+    }
+
+    /// Refuses to run session `sid`, which runs with shell on (`settings.shell`, decided when
+    /// it started), with an agent that starts programs where the kernel's sandbox is not
+    /// full: giving the agent its shell without the box is not an option, and taking the
+    /// shell away would change the session's tool sets under its tasks without a word.
+    pub fn shell_here(&self, sid: &crate::model::SessionId, shell: bool) -> Result<()> {
+        shell_refused(sid, shell, crate::sandbox::level(), self.runs_commands())
     }
 
     /// The agents that add their opinion to discuss perspectives.
@@ -465,6 +478,28 @@ fn is_agent_role(role: &str, known: &Known) -> bool {
     known.roles.contains(role)
 }
 
+/// [`Roster::shell_here`] on a kernel whose sandbox is `level`, with `agent` the first agent
+/// that starts programs.
+fn shell_refused(
+    sid: &crate::model::SessionId,
+    shell: bool,
+    level: crate::sandbox::Level,
+    agent: Option<&str>,
+) -> Result<()> {
+    match agent {
+        Some(name) if shell && !level.active() => Err(Error::state(
+            format!(
+                "session {sid} runs with shell on (its agents run commands in their checkouts, inside the kernel's sandbox), and this kernel's sandbox is {}: agent `{name}` would get its shell without the box",
+                level.describe()
+            ),
+            Some(format!(
+                "resume it on a machine whose sandbox is full (`git tlv4 trust --show` says), or take the shell away from its later tasks: `git tlv4 resume --session {sid} --reconfigure`"
+            )),
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,5 +628,25 @@ mod tests {
         .unwrap();
         assert_eq!(r.perspectives().len(), 1);
         assert_eq!(r.perspectives()["product"].name(), "other");
+    }
+
+    #[test]
+    fn a_session_with_shell_on_runs_only_where_the_sandbox_is_full() {
+        use crate::sandbox::Level;
+        let sid: crate::model::SessionId = "TLV4-shell-20260101".parse().unwrap();
+        let e = shell_refused(&sid, true, Level::Partial(3), Some("cc"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("session TLV4-shell-20260101 runs with shell on")
+                && e.contains("this kernel's sandbox is partial (Landlock ABI 3")
+                && e.contains("agent `cc` would get its shell without the box"),
+            "{e}"
+        );
+        assert!(shell_refused(&sid, true, Level::None, Some("cc")).is_err());
+        // Where it is full, with no agent that runs programs, or with shell off: it runs.
+        assert!(shell_refused(&sid, true, Level::Full(7), Some("cc")).is_ok());
+        assert!(shell_refused(&sid, true, Level::None, None).is_ok());
+        assert!(shell_refused(&sid, false, Level::None, Some("cc")).is_ok());
     }
 }

@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long)]
     pub retry: bool,
     /// Run with the working tree's configuration (.tlv4.toml, .tlv4/specs/) from now on,
-    /// instead of the one the session was pinned to when it started
+    /// instead of the one the session was pinned to when it started, and give agents a shell
+    /// only if this kernel's sandbox is full
     #[arg(long)]
     pub reconfigure: bool,
     /// Loop options
@@ -264,7 +265,33 @@ fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
             "session {sid} already runs with the working tree's configuration"
         )),
     }
-
+    // Whether its agents get a shell is decided again, here: on only where this kernel's
+    // sandbox is full.
+    let level = crate::sandbox::level();
+    let shell = level.active();
+    let written = store.transact(sid, |txn| {
+        if txn.state.control.settings.shell == shell {
+            return Ok(None);
+        }
+        txn.state.control.settings.shell = shell;
+        let summary = if shell {
+            format!(
+                "reconfigure: the agents of later code tasks get their CLI's shell, inside this kernel's sandbox ({})",
+                level.describe()
+            )
+        } else {
+            format!(
+                "reconfigure: the agents of later code tasks get no shell; this kernel's sandbox is {}",
+                level.describe()
+            )
+        };
+        Ok(Some(
+            Event::session(EventKind::UserDecision, summary).with("Decision", "reconfigure"),
+        ))
+    })?;
+    if let Some(w) = written {
+        ctx.ui.status(w.event.summary);
+    }
     Ok(())
 }
 

@@ -51,6 +51,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         completion: args.run.completion.clone(),
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),
+        // Decided once, here, and kept with the session (see `Settings::shell`).
+        shell: crate::sandbox::level().active(),
     };
     if !args.new
         && let Some((sid, status)) = same_text(&store, &args.text)?
@@ -65,11 +67,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // An agent that cannot run is found before the session exists; the configuration read
     // for it is the one the session starts with.
+    let mut commands = false;
     let conf = if args.run.no_run {
         None
     } else {
         let conf = crate::trust::Configuration::read(store.workdir())?;
-        super::drive::roster(&store, &conf, &args.run)?;
+        commands = super::drive::roster(&store, &conf, &args.run)?
+            .runs_commands()
+            .is_some();
         Some(conf)
     };
     let (sid, state) = start_with(&store, &args.text, &opts, conf.as_ref())?;
@@ -99,6 +104,17 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             a.score,
             a.reasons.join("; ")
         ));
+    }
+    // Said once, where agents run programs: whether they get a shell, and why not.
+    if commands {
+        ctx.ui.status(if state.control.settings.shell {
+            "  shell: on: the agents of code tasks run commands in their checkouts, inside the kernel's sandbox".to_owned()
+        } else {
+            format!(
+                "  shell: off: this kernel's sandbox is {}; agents get no shell",
+                crate::sandbox::level().describe()
+            )
+        });
     }
     if store.repo().is_dirty().unwrap_or(false) {
         ctx.ui.warn("the working tree has uncommitted changes; the session forks from the last commit and does not see them");

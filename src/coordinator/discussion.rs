@@ -159,6 +159,8 @@ pub fn start_with(
                     completion: "keep".into(),
                     agents: opts.agents.clone(),
                     replay: opts.replay.clone(),
+                    // A discussion has no code tasks.
+                    shell: false,
                 },
                 ..Control::default()
             },

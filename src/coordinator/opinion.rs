@@ -82,6 +82,7 @@ pub(crate) fn add(
                 meter: Default::default(),
                 deadline: None,
                 env: None,
+                shell: None,
             };
             return driver.run(&asked, &ctx);
         }
@@ -94,6 +95,7 @@ pub(crate) fn add(
             meter: Default::default(),
             deadline: None,
             env: None,
+            shell: None,
         };
         let out = driver.run(&asked, &ctx);
         let _ = view.remove();
@@ -115,6 +117,7 @@ pub(crate) fn add(
         raw: out.raw.clone(),
         transcript: out.transcript.clone(),
         usage: out.usage.clone(),
+        refusals: Vec::new(),
     };
     let parsed = match &out.output.outcome {
         Outcome::Failed(why) => Err(why.clone()),

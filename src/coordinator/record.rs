@@ -191,9 +191,10 @@ pub(super) fn merge(txn: &mut Txn<'_>, rec: &mut Recording, result: &WorkResult)
     Ok(())
 }
 
-/// Step 4: the run record, `runs/<TASK>/<attempt>/`: `result.json` (outcome, state update, the files with their blob
-/// ids, the snapshot), `usage.json` (what `git tlv4 cost` sums), and what the agent was told
-/// and said: `prompt.md`, `answer.txt`, `transcript.txt`.
+/// Step 4: the run record, `runs/<TASK>/<attempt>/`: `result.json` (outcome, state update,
+/// the files with their blob ids, the snapshot, what the sandbox refused the agent),
+/// `usage.json` (what `git tlv4 cost` sums), and what the agent was told and said:
+/// `prompt.md`, `answer.txt`, `transcript.txt`.
 pub(super) fn write_run_record(
     txn: &mut Txn<'_>,
     id: &TaskId,
@@ -216,7 +217,7 @@ pub(super) fn write_run_record(
         .map(|r| r.usage.clone())
         .unwrap_or_default();
     let model = usage.model.clone();
-    let record = serde_json::json!({
+    let mut record = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
         "model": model, "seconds": seconds,
         "outcome": match &output.outcome { Outcome::Completed => "completed".to_owned(), Outcome::Failed(r) => format!("failed: {r}") },
@@ -226,6 +227,11 @@ pub(super) fn write_run_record(
             "refused": s.refused, "left_out": s.left_out, "kept": s.kept,
         })),
     });
+    // What the kernel's sandbox refused, as the agent's output reported it: only when there
+    // was something.
+    if let Some(run) = result.run.as_ref().filter(|r| !r.refusals.is_empty()) {
+        record["sandbox_refusals"] = serde_json::json!(run.refusals);
+    }
     txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;
     let usage = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,

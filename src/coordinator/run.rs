@@ -242,8 +242,12 @@ fn run_with(
         remote,
         on,
     };
+    // A session that runs with shell on runs only where the sandbox can hold its agents.
+    let (tip, state) = store.read_state(sid)?;
+    runner
+        .roster
+        .shell_here(sid, state.control.settings.shell)?;
     // The session pins what its prompts were built from; say so when that changed since.
-    let tip = store.tip(sid)?;
     let pinned = store.read_blob_at(
         store.commit_tree(tip)?,
         &format!("{}/roles.lock", session_dir(sid)),
@@ -614,6 +618,9 @@ impl Runner<'_> {
             base,
             tip: written.commit,
             conf: Arc::clone(&self.conf),
+            // Never a shell without the box, whatever the session says (the run refused
+            // such a session when it began; see `Roster::shell_here`).
+            shell: written.state.control.settings.shell && crate::sandbox::level().active(),
         };
         Ok(Some((
             TaskInput {

@@ -27,6 +27,9 @@ pub struct StartOptions {
     pub agents: Vec<String>,
     /// `--replay SID`, kept likewise.
     pub replay: Option<String>,
+    /// Whether code tasks' agents get their CLI's shell (the caller decides: where the
+    /// kernel's sandbox is full); kept as the session's `settings.shell`.
+    pub shell: bool,
 }
 
 /// The completion actions.
@@ -194,6 +197,7 @@ fn control(
             completion,
             agents: opts.agents.clone(),
             replay: opts.replay.clone(),
+            shell: opts.shell,
         },
         ..Control::default()
     })

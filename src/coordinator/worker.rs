@@ -7,7 +7,7 @@
 
 use gix::ObjectId;
 
-use crate::agents::command::{Driver, DriverOutput, RunContext, Usage};
+use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestCommand, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
@@ -42,6 +42,9 @@ pub(crate) struct RunData {
     pub raw: String,
     pub transcript: Option<String>,
     pub usage: Usage,
+    /// What the kernel's sandbox refused the agent outside its checkout, as its output
+    /// reported it (see [`crate::sandbox::refusals`]).
+    pub refusals: Vec<String>,
 }
 
 /// A code task's snapshot (or, for a refused one, the commit keeping what passed the checks).
@@ -157,6 +160,8 @@ struct Ran {
     notes: Vec<String>,
     snapshot: Option<SnapshotData>,
     refused: Option<String>,
+    /// The checkout the agent worked in, if any.
+    workdir: Option<std::path::PathBuf>,
 }
 
 impl Ran {
@@ -166,6 +171,7 @@ impl Ran {
             notes,
             snapshot: None,
             refused: None,
+            workdir: None,
         }
     }
 }
@@ -189,6 +195,7 @@ fn run_agent(
             meter: meter.clone(),
             deadline: None,
             env: None,
+            shell: None,
         };
         meter.step(format!("agent {name} running"));
         Ran::bare(driver.run(input, &ctx), Vec::new())
@@ -286,6 +293,11 @@ fn in_task_worktree(
     } else {
         None
     };
+    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
+        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
+            .map(|(command, from)| TestCommand { command, from }),
+        prepared: env.is_some(),
+    });
     let ctx = RunContext {
         workdir: wt.path().to_path_buf(),
         run_dir: None,
@@ -293,9 +305,11 @@ fn in_task_worktree(
         meter: meter.clone(),
         deadline: None,
         env,
+        shell,
     };
     meter.step(format!("agent {name} running"));
     let mut ran = driver.run(input, &ctx);
+    let workdir = ctx.workdir;
     let from = wt.from();
     meter.step("taking the snapshot of its checkout");
     let ran = match wt.snapshot(limits) {
@@ -374,6 +388,7 @@ fn in_task_worktree(
         notes,
         snapshot,
         refused,
+        workdir: Some(workdir),
     })
 }
 
@@ -393,6 +408,7 @@ fn in_view(
         meter: meter.clone(),
         deadline: None,
         env: None,
+        shell: None,
     };
     meter.step(format!("agent {} running", driver.name()));
     let ran = driver.run(input, &ctx);
@@ -400,16 +416,20 @@ fn in_view(
     if let Err(e) = view.remove() {
         notes.push(e.to_string());
     }
-    Ok(Ran::bare(ran, notes))
+    Ok(Ran {
+        workdir: Some(ctx.workdir),
+        ..Ran::bare(ran, notes)
+    })
 }
 
 /// What a worker hands back for agent `name`'s run.
 fn work_result(name: String, ran: Ran) -> WorkResult {
     let Ran {
         ran,
-        notes,
+        mut notes,
         snapshot,
         refused,
+        workdir,
     } = ran;
     let DriverOutput {
         output,
@@ -430,6 +450,21 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
             return failed;
         }
     };
+    // What the sandbox refused is noted, never a failure of its own: the agent's answer and
+    // the snapshot's checks say whether the work is done.
+    let refusals = match (&transcript, &workdir) {
+        (Some(t), Some(w)) => crate::sandbox::refusals(t, &[w.as_path()]),
+        _ => Vec::new(),
+    };
+    if let Some(first) = refusals.first() {
+        notes.push(format!(
+            "the sandbox refused agent {name} {} outside its checkout (kept in its run record), first: {first}",
+            match refusals.len() {
+                1 => "one access".to_owned(),
+                n => format!("{n} accesses"),
+            }
+        ));
+    }
     WorkResult {
         output,
         fix: None,
@@ -442,6 +477,7 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
             raw,
             transcript,
             usage,
+            refusals,
         }),
         snapshot,
         notes,

@@ -71,6 +71,12 @@ pub struct Settings {
     /// `--replay SID` given to `start`, likewise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
+    /// Whether the agents of code tasks get their CLI's shell, inside the kernel's sandbox.
+    /// `start` decides it once: on where the sandbox is full. Every later run keeps it, so a
+    /// session never changes tool sets under its tasks: a run where the sandbox is not full
+    /// refuses, and `resume --reconfigure` decides again on the machine it runs on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shell: bool,
 }
 
 impl Default for Settings {
@@ -81,6 +87,7 @@ impl Default for Settings {
             completion: "interactive".into(),
             agents: Vec::new(),
             replay: None,
+            shell: false,
         }
     }
 }

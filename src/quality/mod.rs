@@ -29,6 +29,9 @@ pub struct QualityContext {
     /// The configuration the session runs with (pinned at its start), as the command read
     /// it once: the review rules, the tests' command, the trust record.
     pub conf: std::sync::Arc<crate::trust::Configuration>,
+    /// Whether the agent of a code task gets its CLI's shell: the session runs with shell on
+    /// (`settings.shell`) and this kernel's sandbox is full.
+    pub shell: bool,
 }
 
 /// The result of a quality task.

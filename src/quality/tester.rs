@@ -779,6 +779,22 @@ fn configured_command(ctx: &QualityContext) -> Option<String> {
     (!command.is_empty()).then(|| command.to_owned())
 }
 
+/// The command that runs the whole suite of `code` with the configuration `conf`, as the
+/// tester chooses it (`[tests] command`, else the detected one, never an agent's), and
+/// where it comes from: what an agent with a shell is told to run.
+pub fn suite_command(
+    conf: &crate::trust::Configuration,
+    code: &crate::agents::CodeTree,
+) -> Option<(String, String)> {
+    match conf.config.tests.command.as_deref().map(str::trim) {
+        Some(c) if !c.is_empty() => Some((
+            c.to_owned(),
+            format!("{} [tests] command", crate::config::FILE),
+        )),
+        _ => detected_command(code),
+    }
+}
+
 /// The test command the tester would run on `code`, and the files that show it.
 pub fn detected_command(code: &crate::agents::CodeTree) -> Option<(String, String)> {
     detect::detect(code, None).map(|d| {

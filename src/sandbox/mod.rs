@@ -544,5 +544,49 @@ pub fn own_installation() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
+/// What the kernel says when the sandbox refuses: Landlock's `EACCES` and `EPERM` as the C
+/// library words them, and as Python and Node name them.
+const REFUSED: [&str; 4] = [
+    "Permission denied",
+    "Operation not permitted",
+    "EACCES",
+    "EPERM",
+];
+
+/// At most this many refusals are kept of one run.
+const MAX_REFUSALS: usize = 20;
+
+/// The refusals a confined program reported in `text` (its output, or a transcript of it):
+/// each place where it says it was refused access to an absolute path outside `inside` (the
+/// places it may write), as the words around it, once each, at most 20. Text
+/// inside JSON strings counts too (`\n` separates lines there): CLIs report their commands'
+/// output that way. A path inside `inside` is left out: there a refusal is not the
+/// sandbox's. This reads what was printed, so it finds what a program chose to report, and
+/// may name a refusal that ordinary file permissions made.
+pub fn refusals(text: &str, inside: &[&Path]) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for piece in text.split(['\n', '\r']).flat_map(|l| l.split("\\n")) {
+        if !REFUSED.iter().any(|r| piece.contains(r)) {
+            continue;
+        }
+        let outside = piece
+            .split(|c: char| c.is_whitespace() || "'\"`,;()[]{}<>=".contains(c))
+            .map(|w| w.trim_end_matches([':', '.', '\\']))
+            .filter(|w| w.len() > 1 && w.starts_with('/') && !w.starts_with("//"))
+            .any(|w| !inside.iter().any(|i| Path::new(w).starts_with(i)));
+        if !outside {
+            continue;
+        }
+        let line: String = piece.trim().chars().take(240).collect();
+        if !found.contains(&line) {
+            found.push(line);
+            if found.len() == MAX_REFUSALS {
+                break;
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests;

@@ -122,3 +122,27 @@ fn the_ports_an_agent_may_reach_are_those_its_urls_name() {
     assert_eq!(url_port("not a url"), None);
     assert_eq!(url_port("ftp://host:21"), None);
 }
+
+#[test]
+fn refusals_are_found_in_output_and_in_json_strings_outside_the_checkout_only() {
+    let checkout = Path::new("/work/checkout");
+    let text = "running tests\n\
+        sh: 1: cannot create /home/u/.bashrc: Permission denied\n\
+        {\"type\":\"item.completed\",\"item\":{\"aggregated_output\":\"ok\\ntouch: cannot touch '/tmp/x': Permission denied\\n\"}}\n\
+        PermissionError: [Errno 13] Permission denied: '/work/checkout/ro.txt'\n\
+        OSError: [Errno 1] Operation not permitted: '/etc/hosts'\n\
+        sh: 1: cannot create /home/u/.bashrc: Permission denied\n\
+        Permission denied (no path)\n\
+        all good\n";
+    let found = refusals(text, &[checkout]);
+    assert_eq!(
+        found,
+        vec![
+            "sh: 1: cannot create /home/u/.bashrc: Permission denied",
+            "touch: cannot touch '/tmp/x': Permission denied",
+            "OSError: [Errno 1] Operation not permitted: '/etc/hosts'",
+        ],
+        "{found:?}"
+    );
+    assert!(refusals("all passed\n", &[checkout]).is_empty());
+}

@@ -19,7 +19,10 @@ role git-tlv4's prompt names (play.py says what each role answers):
     files of the plan tasks its description names), in the CLI's dialect (Claude: `Write`,
     Gemini and Qwen: `write_file`, OpenCode: `write`, each with an absolute path taken from
     the system prompt or the first user message; Codex: the freeform `apply_patch` tool when
-    offered, else `exec_command`), then the final answer ending with the result block.
+    offered, else `exec_command`), then — when git-tlv4's prompt says it has a shell and
+    the CLI offers a shell tool (Claude `Bash`, Codex `exec_command`, Gemini and Qwen
+    `run_shell_command`, OpenCode `bash`) — one command (play.shell_command), then the
+    final answer ending with the result block.
 Aider calls no tools: its one coder request gets the files as SEARCH/REPLACE blocks (the
 format git-tlv4's preset asks for), or as "whole" file listings when its system prompt
 asks for that, and the result block in the same answer. Requests that offer no tools
@@ -92,15 +95,19 @@ def texts(value):
                 yield from texts(v)
 
 
-def decide(cli, prompt_texts, done, last_output):
+def decide(cli, prompt_texts, done, last_output, shell_tool=False):
     """What the agent does next: ("write", path, content) for a file its tool is to write,
-    or ("final", text). `done`: how many tool results the conversation holds."""
+    ("shell", command) for a command its shell tool is to run (once the files are written,
+    when the prompt says it has a shell and `shell_tool` says its CLI offers one), or
+    ("final", text). `done`: how many tool results the conversation holds."""
     prompt = play.Prompt("\n".join(texts(prompt_texts)))
     if prompt.role and prompt.role != "executor":
         return ("final", play.document_answer(cli, prompt)), prompt
     files = play.executor_files(cli, prompt)
     if done < len(files):
         return ("write",) + files[done], prompt
+    if prompt.shell and shell_tool and done == len(files):
+        return ("shell", play.shell_command(prompt)), prompt
     if play.breaks_contract(CONTRACT[0], prompt):
         return ("final", play.out_of_contract(cli, prompt)), prompt
     return ("final", play.executor_final(cli, prompt, files, last_output)), prompt
@@ -281,13 +288,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = " ".join(texts(out)) if not isinstance(out, str) else out
             if results[-1].get("is_error"):
                 out = "ERROR: " + out
-        step, prompt = decide("claude", [m.get("content") for m in users], len(results), out)
+        step, prompt = decide("claude", [m.get("content") for m in users], len(results), out,
+                              "Bash" in tool_names)
         if not tools:
             block = {"type": "text", "text": "Conformance run"}
             stop = "end_turn"
         elif step[0] == "final":
             block = {"type": "text", "text": step[1]}
             stop = "end_turn"
+        elif step[0] == "shell":
+            block = {"type": "tool_use", "id": next_id("toolu_"), "name": "Bash",
+                     "input": {"command": step[1], "description": "Run the tests"}}
+            stop = "tool_use"
         elif "Write" in tool_names:
             cwd = claude_cwd(body)
             if not cwd:
@@ -346,7 +358,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if outputs:
             out = outputs[-1].get("output")
             out = out if isinstance(out, str) else json.dumps(out)
-        step, prompt = decide("codex", [i.get("content") for i in prompt_items], len(outputs), out)
+        step, prompt = decide("codex", [i.get("content") for i in prompt_items], len(outputs), out,
+                              "exec_command" in names or "shell" in names)
         task = prompt.task
         if not tools:
             item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
@@ -354,6 +367,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif step[0] == "final":
             item = {"type": "message", "role": "assistant", "id": next_id("msg_"),
                     "content": [{"type": "output_text", "text": step[1]}]}
+        elif step[0] == "shell":
+            tool = "exec_command" if "exec_command" in names else "shell"
+            args = ({"cmd": step[1]} if tool == "exec_command"
+                    else {"command": ["bash", "-lc", step[1]]})
+            item = {"type": "function_call", "id": next_id("fc_"), "status": "completed",
+                    "name": tool, "call_id": next_id("call_"), "arguments": json.dumps(args)}
         elif "apply_patch" in names:
             name, text = step[1], step[2]
             added = "".join("+" + line + "\n" for line in text.rstrip("\n").split("\n"))
@@ -408,13 +427,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = answers[-1].get("response")
             out = out if isinstance(out, str) else " ".join(texts(out)) or json.dumps(out)
         users = [c for c in contents if isinstance(c, dict) and c.get("role") == "user"]
-        step, prompt = decide("gemini", users, len(answers), out)
+        step, prompt = decide("gemini", users, len(answers), out, "run_shell_command" in names)
         if wants_json:
             part = {"text": json.dumps(UTILITY_JSON)}
         elif not names:
             part = {"text": "Conformance run"}
         elif step[0] == "final":
             part = {"text": step[1]}
+        elif step[0] == "shell":
+            part = {"functionCall": {"name": "run_shell_command", "args": {"command": step[1]}}}
         elif "write_file" in names:
             cwd = agent_cwd(body.get("systemInstruction"), contents)
             if not cwd:
@@ -465,7 +486,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             cli, tool, path_key = "aider", None, None
         else:
             cli, tool, path_key = "chat", None, None
-        step, prompt = decide(cli, [m.get("content") for m in users], len(tool_msgs), out)
+        shell_tool = {"qwen": "run_shell_command", "opencode": "bash"}.get(cli)
+        step, prompt = decide(cli, [m.get("content") for m in users], len(tool_msgs), out,
+                              shell_tool in names)
         if cli == "aider":
             content = self.aider_answer(prompt, system)
         elif wants_json:
@@ -474,6 +497,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             content = "Conformance run"
         elif step[0] == "final":
             content = step[1]
+        elif step[0] == "shell":
+            args = {"command": step[1]}
+            if cli == "opencode":
+                args["description"] = "Run the tests"
+            call = {"id": next_id("call_"), "type": "function",
+                    "function": {"name": shell_tool, "arguments": json.dumps(args)}}
+            tool = shell_tool
         elif tool not in names:
             raise RuntimeError("%s offered no %s tool: %s" % (cli, tool, names))
         else:

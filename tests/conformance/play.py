@@ -10,8 +10,9 @@ template, and `# Your previous answer was not accepted` on a retry).
 - planner   `plan/plan.json` and `plan/.task/TASK-NNN.json`: a Medium plan of two tasks, one
             file each (PLAN_FILES), so the coordinator makes one IMPL task per plan task;
 - executor  the files its description names (`- TASK-NNN: title (files: PATH)`), written
-            with the CLI's own tool, then the result block listing them; without a plan
-            (the one-task pipeline) `conformance-<cli>-<TASK>.txt`;
+            with the CLI's own tool, then (when the prompt says it has a shell and the CLI
+            offers a shell tool) one command, `shell_command`, then the result block listing
+            the files; without a plan (the one-task pipeline) `conformance-<cli>-<TASK>.txt`;
 - critic    `discussions/<ROUND>-<perspective>.json` (rating 4, risk low);
 - reviewer  `artifacts/<TASK>-agent-review.json` (verdict APPROVE, one low finding).
 
@@ -56,6 +57,10 @@ class Prompt:
         self.session = field(r"^- Session: (\S+)", text)
         self.expected = field(r"^- Expected: (.+)$", text)
         self.retry = RETRY_HEADING in text
+        # The executor of a session with shell on is told it has a shell, and the tests'
+        # command when git-tlv4 knows one.
+        self.shell = "You have a shell in your working directory" in text
+        self.test_command = field(r"^- Test command: `(.+)` \(from ", text)
 
     def template(self):
         """The template of the `# Template` section (the body of its fence), or None."""
@@ -99,6 +104,21 @@ def executor_files(cli, prompt):
         for p in paths:
             out.append((p, known.get(p, "%s (%s) written by %s: %s\n" % (plan_task, title, cli, MARK))))
     return out
+
+
+# What the shell step prints: the marker followed by the directory it ran in (the command
+# itself has the marker before `&& pwd`, so the marker followed by a path in a request shows
+# that the command ran). No command substitution: Gemini CLI refuses `$(…)`.
+SHELL_MARK = "conformance-shell-ran-in-"
+
+
+def shell_command(prompt):
+    """The command an executor with a shell runs once its files are written: where it runs,
+    then the project's tests when the prompt names their command."""
+    command = "printf %s && pwd" % SHELL_MARK
+    if prompt.test_command:
+        command += " && " + prompt.test_command
+    return command
 
 
 def executor_final(cli, prompt, written, tool_output):

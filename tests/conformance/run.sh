@@ -11,7 +11,10 @@
 # Each CLI runs a few times (see `all_scenarios` below), each time in a fresh repository
 # with a fresh mock:
 #   - plain, reconnect (its first turn's stream cut short), and for Codex exec (a model
-#     outside its catalog): a one-task pipeline. Checked with git: the session completed
+#     outside its catalog): a one-task pipeline. Where the kernel's sandbox is full the
+#     session runs with shell on, and the model also asks the CLI's shell tool for one
+#     command, whose output (the directory it ran in: the task's checkout) must come back to
+#     it; the summary says so. Checked with git: the session completed
 #     with the summary of the model's result block, the file the model asked the CLI to
 #     write is in the session tip's tree and in the task snapshot, the snapshot changes
 #     nothing else (no history or cache files of the CLI), the user's checkout is untouched,
@@ -421,8 +424,26 @@ print(next((t.get("result") or {}).get("summary", "") for t in json.load(sys.std
     return 1
   fi
 
+  # A session started where the sandbox is full runs with shell on: the model asked for one
+  # command after its file (play.shell_command), and its output — the directory it ran in —
+  # must have come back to the model from the task's checkout. (Aider has no shell tool.)
+  local shell_on ran
+  shell_on="$(printf '%s' "$status" | python3 -c 'import json,sys
+print(json.load(sys.stdin)["control"]["settings"].get("shell", False))')"
+  if [[ "$shell_on" == True && "$cli" != aider ]]; then
+    ran="$(grep -o 'conformance-shell-ran-in-/[^"\ ]*' "$MOCK_LOG" | head -n1 || true)"
+    [[ -n "$ran" ]] || { fail "shell on, but no command's output came back to the model"; return 1; }
+    [[ "$ran" == *"/tlv4/checkouts/agent-"* ]] \
+      || { fail "the command did not run in the task's checkout: $ran"; return 1; }
+    RUN_NOTE="; shell on: a command ran in the task's checkout ${ran#conformance-shell-ran-in-}"
+  elif [[ "$shell_on" == True ]]; then
+    RUN_NOTE="; shell on (no shell tool: no test command to give --test-cmd here)"
+  else
+    RUN_NOTE="; shell off"
+  fi
+
   stop_mock
-  say "[$name] ok: session $sid completed, $file merged by ${merge:0:12}"
+  say "[$name] ok: session $sid completed, $file merged by ${merge:0:12}${RUN_NOTE}"
   return 0
 }
 
@@ -645,9 +666,10 @@ for cli in $CLIS; do
       contract-*) runner=run_contract ;;
     esac
     t0=$SECONDS
+    RUN_NOTE=""
     # shellcheck disable=SC2086 # the mock options are words
     if "$runner" "$cli" "$scenario" "$model" $mock_args </dev/null; then
-      SUMMARY+=("    PASS  $cli/$scenario (model $model, $((SECONDS - t0))s)")
+      SUMMARY+=("    PASS  $cli/$scenario (model $model, $((SECONDS - t0))s${RUN_NOTE})")
     else
       SUMMARY+=("    FAIL  $cli/$scenario (model $model, $((SECONDS - t0))s)")
       RESULT[$cli]=FAIL

@@ -1,12 +1,34 @@
 //! The kernel's sandbox around agents: an agent that tries every way out of its checkout is
 //! refused each time, its one legitimate edit is merged, nothing it started outlives its run,
-//! and the repository stays whole.
+//! and the repository stays whole. Inside the box, an agent CLI gets its shell: it runs the
+//! project's tests in its checkout, and what the box refused it is in the run record.
 
 use crate::common::{TestRepo, fixture};
 
+/// Whether the kernel's sandbox is full here (Landlock ABI 6 or more); a test that needs it
+/// is skipped otherwise, unless `TLV4_REQUIRE_SANDBOX` is set (CI), where it then fails.
+fn full_sandbox() -> bool {
+    let level = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))",
+        ])
+        .output()
+        .unwrap();
+    let abi: i32 = String::from_utf8_lossy(&level.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    if abi < 6 && std::env::var_os("TLV4_REQUIRE_SANDBOX").is_none() {
+        eprintln!("skipped: Landlock ABI {abi} here (6 or more is needed)");
+        return false;
+    }
+    true
+}
+
 #[test]
 fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
-    if !sandbox_is_full() {
+    if !full_sandbox() {
         return;
     }
     let repo = TestRepo::new();
@@ -91,25 +113,105 @@ fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
     );
 }
 
-/// Whether the kernel sandbox is complete here (Landlock ABI 6 or more); else the test says it
-/// skips, unless `TLV4_REQUIRE_SANDBOX` makes a missing sandbox a failure.
-fn sandbox_is_full() -> bool {
-    let level = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))",
+/// A session started where the sandbox is full runs with shell on: the executor's CLI (the
+/// fake Claude Code) gets Bash, runs the sample's tests, which the prompt names, in its
+/// checkout, where they pass; a write it tries outside is refused, noted in the run record
+/// and the progress, and does not fail the task.
+#[test]
+fn an_agent_with_a_shell_runs_the_samples_tests_in_its_checkout() {
+    if !full_sandbox() {
+        return;
+    }
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write("app/__init__.py", "");
+    repo.write("app/calc.py", "def add(a, b):\n    return a + b\n");
+    repo.write("tests/__init__.py", "");
+    repo.write(
+        "tests/test_calc.py",
+        "import unittest\n\nfrom app.calc import add\n\n\nclass Calc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    let outside = repo.home.path().join("from-the-shell.txt");
+    let tests = "python3 -m unittest discover -s tests -t . -v";
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[tests]\ncommand = \"{tests}\"\n\
+             [agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\ntimeout = \"60s\"\n\
+             env = {{ FAKE_AGENT_COMMAND = \"echo x > {}\" }}\n\
+             [roles]\nexecutor = \"cc\"\n",
+            fixture("fake-claude"),
+            outside.display(),
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "calc, its tests, a shell agent"]);
+    repo.ok(&["trust"]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "add it",
         ])
         .output()
         .unwrap();
-    let abi: i32 = String::from_utf8_lossy(&level.stdout)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("  shell: on: "), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
         .trim()
-        .parse()
-        .unwrap_or(0);
-    if abi < 6 && std::env::var_os("TLV4_REQUIRE_SANDBOX").is_none() {
-        eprintln!("skipped: Landlock ABI {abi} here (6 or more is needed)");
-        return false;
-    }
-    true
+        .to_owned();
+    // Decided at start, kept with the session.
+    let status = repo.json(&["--session", &sid, "status", "--json"]);
+    assert_eq!(status["control"]["settings"]["shell"], true, "{status}");
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+    // The tests ran in the agent's checkout, and passed.
+    let work = repo.git(&["show", &format!("tlv4/{sid}:fake-IMPL-001.txt")]);
+    assert!(
+        work.contains(&format!("ran `{tests}`: exit 0")),
+        "{work}\n{stderr}"
+    );
+    assert!(work.contains("Ran 1 test") && work.contains("OK"), "{work}");
+    let dir = format!(".tlv4/sessions/{sid}/runs/IMPL-001/1");
+    let prompt = repo.git(&["show", &format!("tlv4/{sid}:{dir}/prompt.md")]);
+    assert!(
+        prompt.contains(&format!(
+            "- Test command: `{tests}` (from .tlv4.toml [tests] command)"
+        )),
+        "{prompt}"
+    );
+    // Its write outside was refused, and is on record; the task is not failed for it.
+    assert!(!outside.exists());
+    let record: serde_json::Value =
+        serde_json::from_str(&repo.git(&["show", &format!("tlv4/{sid}:{dir}/result.json")]))
+            .unwrap();
+    let refusals = record["sandbox_refusals"].to_string();
+    assert!(
+        refusals.contains(&outside.display().to_string()) && refusals.contains("Permission denied"),
+        "{record}"
+    );
+    assert!(
+        record["state_update"]["verification"]
+            .as_str()
+            .unwrap()
+            .starts_with("tested"),
+        "{record}"
+    );
+    assert!(
+        stderr.contains("the sandbox refused agent cc one access"),
+        "{stderr}"
+    );
+    // Python's bytecode caches stay out of the session.
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    assert!(!files.contains("__pycache__"), "{files}");
+    repo.fsck();
 }
 
 /// An agent that commits its work, as Aider does, inside the sandbox that keeps it out of the
@@ -118,7 +220,7 @@ fn sandbox_is_full() -> bool {
 /// of the agent's.
 #[test]
 fn an_agent_that_commits_keeps_working_without_writing_the_repository() {
-    if !sandbox_is_full() {
+    if !full_sandbox() {
         return;
     }
     let repo = TestRepo::new();

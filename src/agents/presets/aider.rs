@@ -4,7 +4,11 @@
 //!
 //! Code tasks run in the worktree (a git checkout; git-tlv4 commits, so no auto-commits),
 //! with the code files the description names added to the chat; suggested shell commands
-//! and URL fetching are off. The edit format is SEARCH/REPLACE ("diff"): in the "whole"
+//! and URL fetching are off. Aider has no shell tool: in a session that runs with shell on
+//! (the kernel's sandbox is full), a code task gets the project's test command as
+//! `--test-cmd` with `--auto-test` — chosen by the tool (`[tests] command`, else the
+//! detected one), never by the model — which Aider runs after its edits, handing failures
+//! back to the model. Aider has no sandbox of its own: ours is the box. The edit format is SEARCH/REPLACE ("diff"): in the "whole"
 //! format every fenced block, the result block too, is a file to write. Aider's chat
 //! history goes to the run's scratch directory and its repo map is off, so that neither
 //! the history nor the map's tags cache lands in the working directory; `COLUMNS` is
@@ -121,6 +125,14 @@ impl Cli for Aider {
         if !call.writes_code() {
             args.extend(["--no-git".into(), "--dry-run".into()]);
         }
+        // Its one command: the project's tests after each edit, the tool's choice of command.
+        if let Some(tests) = call.shell().and_then(|s| s.tests.as_ref()) {
+            args.extend([
+                "--test-cmd".into(),
+                tests.command.clone(),
+                "--auto-test".into(),
+            ]);
+        }
         match (&call.spec.url, call.model()) {
             (Some(url), model) => {
                 let m = model.unwrap_or("default");
@@ -167,6 +179,10 @@ impl Cli for Aider {
             ],
             stdin: None,
         })
+    }
+
+    fn has_shell(&self) -> bool {
+        false
     }
 
     fn read(&self, call: &Call<'_>, out: &Output) -> Reply {

@@ -2,7 +2,21 @@
 //!
 //! Tools are given with `--tools=…` (one argument: the flag is variadic and would swallow a
 //! following prompt): read-only ones for document tasks, plus Edit and Write for code tasks,
-//! never Bash or the web. `--permission-mode acceptEdits` lets it edit without asking. The
+//! never the web. `--permission-mode acceptEdits` lets it edit without asking.
+//!
+//! A code task of a session that runs with shell on (the kernel's sandbox is full) also gets
+//! Bash, and runs with `--permission-mode bypassPermissions` (with `IS_SANDBOX=1`, without
+//! which Claude refuses that mode to root): it builds and tests in its checkout, and the
+//! kernel's sandbox keeps it there. Its permission prompts would hold nothing more back (and
+//! headless, nothing answers them). `acceptEdits` also refuses to write a checkout below a
+//! `.git` directory ("… which is a sensitive file", seen in the real-CLI conformance run when
+//! the pools were kept there; they are under the user's cache now). Claude Code's own
+//! sandbox for Bash is bubblewrap, which cannot start inside Landlock (mounting is refused:
+//! measured, "bwrap: Failed to make / slave: Operation not permitted"), so it is switched
+//! off (`--settings {"sandbox":{"enabled":false}}`, also its default): ours is the box. Such
+//! a run prints `stream-json` (with `--verbose`, which it requires), so that the transcript
+//! holds every command and what it printed. Below a full sandbox, code tasks get no Bash.
+//! The
 //! config lives in `$CLAUDE_CONFIG_DIR` inside the run's home; `url` becomes
 //! `ANTHROPIC_BASE_URL`; the key comes from the environment (`ANTHROPIC_API_KEY`), or use
 //! `home` to run with a logged-in config.
@@ -66,21 +80,40 @@ impl Cli for Claude {
     }
 
     fn launch(&self, call: &Call<'_>) -> Result<Launch> {
-        let tools = if call.writes_code() {
-            "--tools=Read,Edit,Write,Glob,Grep"
-        } else {
-            "--tools=Read,Glob,Grep"
+        let args: &[&str] = match (call.shell(), call.writes_code()) {
+            // Bash, and no permission prompts: the kernel's sandbox is what holds it (see the
+            // module's documentation); its own sandbox off, since bubblewrap cannot start
+            // inside Landlock; stream-json, so that what its commands printed (a refusal of
+            // the kernel's too) is in the transcript.
+            (Some(_), _) => &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode",
+                "bypassPermissions",
+                "--tools=Read,Edit,Write,Glob,Grep,Bash",
+                "--settings",
+                r#"{"sandbox":{"enabled":false}}"#,
+            ],
+            (None, true) => &[
+                "-p",
+                "--output-format",
+                "json",
+                "--permission-mode",
+                "acceptEdits",
+                "--tools=Read,Edit,Write,Glob,Grep",
+            ],
+            (None, false) => &[
+                "-p",
+                "--output-format",
+                "json",
+                "--permission-mode",
+                "acceptEdits",
+                "--tools=Read,Glob,Grep",
+            ],
         };
-        let mut args: Vec<String> = [
-            "-p",
-            "--output-format",
-            "json",
-            "--permission-mode",
-            "acceptEdits",
-            tools,
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         if let Some(m) = call.model() {
             args.extend(["--model".into(), m.to_owned()]);
         }
@@ -101,6 +134,11 @@ impl Cli for Claude {
         ];
         if let Some(url) = &call.spec.url {
             env.push(("ANTHROPIC_BASE_URL".into(), url.clone()));
+        }
+        if call.shell().is_some() {
+            // What bypassPermissions needs when run as root: the word that it is in a
+            // sandbox, which it is.
+            env.push(("IS_SANDBOX".into(), "1".into()));
         }
         Ok(Launch {
             args,

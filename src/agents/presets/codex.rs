@@ -2,7 +2,15 @@
 //!
 //! Code tasks run in the `workspace-write` sandbox (shell sandboxed, network off, `.git`
 //! read-only: git-tlv4 commits), document tasks in `read-only`; the hosted web search is
-//! switched off. `$CODEX_HOME` is inside the run's home; for an isolated home git-tlv4
+//! switched off.
+//!
+//! Where the kernel's sandbox is full and the session runs with shell on, a code task runs
+//! with `-s danger-full-access` instead: Codex's own sandbox on Linux is bubblewrap, which
+//! cannot start inside Landlock (it mounts, and Landlock refuses mounting to a confined
+//! process: "bwrap: Failed to make / slave: Operation not permitted"), so its commands would
+//! all fail. git-tlv4's sandbox is then the one box: writes only in the checkout, its home
+//! and its run's files, TCP only to the configured ports, no Unix sockets. `exec` asks no
+//! approvals either way. `$CODEX_HOME` is inside the run's home; for an isolated home git-tlv4
 //! writes its `config.toml` (no update check, and with `url` a provider speaking the
 //! Responses API with the key from `OPENAI_API_KEY`). Codex waits forever on a dead
 //! endpoint, so the wall-clock limit always applies to it, and the provider gets idle and
@@ -131,10 +139,11 @@ impl Cli for Codex {
             "--json".into(),
             "--skip-git-repo-check".into(),
             "-s".into(),
-            if call.writes_code() {
-                "workspace-write"
-            } else {
-                "read-only"
+            match (call.shell(), call.writes_code()) {
+                // Ours is the box: Codex's own (bubblewrap) cannot start inside it.
+                (Some(_), _) => "danger-full-access",
+                (None, true) => "workspace-write",
+                (None, false) => "read-only",
             }
             .into(),
             "-C".into(),

@@ -2,7 +2,11 @@
 //! a longer one goes on stdin, which Gemini puts before the `-p` text.
 //!
 //! Code tasks use `--approval-mode auto_edit` (edits without asking, no shell), document
-//! tasks the default mode. The home is the run's own; for an isolated one git-tlv4 writes
+//! tasks the default mode. A code task of a session that runs with shell on (the kernel's
+//! sandbox is full) uses `yolo`, the one mode that offers `run_shell_command` headless
+//! (`--allowed-tools` is deprecated for the policy engine): it also lets the web tools run
+//! unasked, which adds nothing the shell could not do, and both stay inside the sandbox's
+//! network rules. Gemini's own sandbox (`-s`, a container) stays off: ours is the box. The home is the run's own; for an isolated one git-tlv4 writes
 //! `~/.gemini/settings.json` choosing API-key auth (without it a custom `url` makes Gemini
 //! exit 41), and the workspace is trusted through `GEMINI_CLI_TRUST_WORKSPACE` (else exit
 //! 55). `url` becomes `GOOGLE_GEMINI_BASE_URL`; the key comes from `GEMINI_API_KEY`.
@@ -78,10 +82,10 @@ impl Cli for Gemini {
             "--output-format".into(),
             "json".into(),
             "--approval-mode".into(),
-            if call.writes_code() {
-                "auto_edit"
-            } else {
-                "default"
+            match (call.shell(), call.writes_code()) {
+                (Some(_), _) => "yolo",
+                (None, true) => "auto_edit",
+                (None, false) => "default",
             }
             .into(),
         ];

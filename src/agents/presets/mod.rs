@@ -7,6 +7,12 @@
 //! incomplete). Document tasks run read-only on purpose and hand their documents back in the
 //! result block, so there a refused write only fails the task where it cannot be by design
 //! (Claude: document tasks are offered no writing tools at all).
+//!
+//! Shell on, inside the box: a code task of a session that runs with shell on ([`Call::shell`],
+//! decided at `start` where the kernel's sandbox is full) gets its CLI's shell, and each
+//! preset says how, and what becomes of the CLI's own sandbox (off where it is bubblewrap,
+//! which cannot start inside Landlock). Without it, and for every document task, the tool
+//! sets stay without a shell.
 
 mod aider;
 mod claude;

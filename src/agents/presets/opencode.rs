@@ -2,8 +2,10 @@
 //! long for the command line is attached as a file (`-f`, last: the flag takes every word
 //! after it) behind a short lead message.
 //!
-//! Its config comes from `OPENCODE_CONFIG_CONTENT`: edits allowed for code tasks only, shell
-//! and web fetch denied; with `url`, a provider `tlv4` using the bundled OpenAI-compatible
+//! Its config comes from `OPENCODE_CONFIG_CONTENT`: edits allowed for code tasks only, web
+//! fetch denied, shell (`bash`) denied unless the task is a code task of a session that runs
+//! with shell on (the kernel's sandbox is full; OpenCode has no sandbox of its own, so ours is
+//! the box); with `url`, a provider `tlv4` using the bundled OpenAI-compatible
 //! SDK and the model `tlv4/<model>`. The home and XDG directories are the run's own;
 //! update checks, model downloads, LSP downloads and sharing are switched off. `PWD` is set
 //! to the working directory, which OpenCode reads instead of its actual one.
@@ -108,7 +110,7 @@ impl Cli for OpenCode {
         let mut config = json!({
             "permission": {
                 "edit": if call.writes_code() { "allow" } else { "deny" },
-                "bash": "deny",
+                "bash": if call.shell().is_some() { "allow" } else { "deny" },
                 "webfetch": "deny",
             },
         });

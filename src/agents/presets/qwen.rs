@@ -1,7 +1,10 @@
 //! Qwen Code: `qwen -o json "PROMPT"`. A prompt that fits on the command line is the
 //! positional argument; a longer one goes on stdin, which Qwen appends to a short lead.
 //!
-//! Code tasks use `--approval-mode auto-edit` (no shell), document tasks the default. The
+//! Code tasks use `--approval-mode auto-edit` (no shell), document tasks the default. A code
+//! task of a session that runs with shell on (the kernel's sandbox is full) uses `yolo`,
+//! which offers and runs `run_shell_command` unasked; Qwen's own sandbox (`-s`, a container)
+//! stays off: ours is the box. The
 //! home is the run's own. `url` selects OpenAI-compatible auth (`--auth-type openai`,
 //! `OPENAI_BASE_URL`, `OPENAI_MODEL`); the key comes from `OPENAI_API_KEY`.
 //!
@@ -54,10 +57,10 @@ impl Cli for Qwen {
             "--output-format".into(),
             "json".into(),
             "--approval-mode".into(),
-            if call.writes_code() {
-                "auto-edit"
-            } else {
-                "default"
+            match (call.shell(), call.writes_code()) {
+                (Some(_), _) => "yolo",
+                (None, true) => "auto-edit",
+                (None, false) => "default",
             }
             .into(),
         ];

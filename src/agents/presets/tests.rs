@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::preset;
 use crate::agents::command::tests::{ctx, executor_input, failure, spec, writer_input};
-use crate::agents::command::{CliDriver, Driver, DriverOutput};
+use crate::agents::command::{CliDriver, Driver, DriverOutput, Shell, TestCommand};
 use crate::agents::{Outcome, TaskInput};
 use crate::process::RetryPolicy;
 
@@ -21,6 +21,19 @@ fn run_in(
     input: &TaskInput,
     env: &[(&str, &str)],
     tweak: impl FnOnce(&mut crate::config::agents::AgentSpec),
+) -> DriverOutput {
+    run_shell(work, driver, mode, input, env, tweak, None)
+}
+
+/// [`run_in`], with the shell of a session that runs with shell on (`None`: without).
+fn run_shell(
+    work: &Path,
+    driver: &str,
+    mode: &str,
+    input: &TaskInput,
+    env: &[(&str, &str)],
+    tweak: impl FnOnce(&mut crate::config::agents::AgentSpec),
+    shell: Option<Shell>,
 ) -> DriverOutput {
     let log = work.join("log");
     let state = work.join("state");
@@ -41,7 +54,9 @@ fn run_in(
             tries: 3,
             backoff: Duration::from_millis(10),
         });
-    driver.run(input, &ctx(work)).expect("the driver runs")
+    let mut ctx = ctx(work);
+    ctx.shell = shell;
+    driver.run(input, &ctx).expect("the driver runs")
 }
 
 fn run(
@@ -482,4 +497,161 @@ fn aider() {
     let (_d, writer) = writer_input();
     let (_w, out) = run("aider", "api_error_retried", &writer, &[]);
     completed(&out);
+}
+
+/// The test command of the shell tests: it leaves a file behind and says how it went.
+const TESTS: &str = "echo ran > tests-ran.txt && echo '3 passed, 0 failed'";
+
+fn shell() -> Shell {
+    Shell {
+        tests: Some(TestCommand {
+            command: TESTS.into(),
+            from: ".tlv4.toml [tests] command".into(),
+        }),
+        prepared: true,
+    }
+}
+
+/// A code task of preset `driver` with shell on: the arguments that give its CLI the shell
+/// (checked by `shell_args`), the fake's run of the test command the prompt names (or that
+/// Aider is given), and a prompt that tells the executor about it. The same task without a
+/// shell, and a document task with one, get none of it.
+fn shell_on_and_off(
+    driver: &str,
+    env: &[(&str, &str)],
+    shell_args: impl Fn(&[String], &Value) -> bool,
+) {
+    let (_d, executor) = executor_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_shell(
+        work.path(),
+        driver,
+        "ok",
+        &executor,
+        env,
+        |_| {},
+        Some(shell()),
+    );
+    completed(&out);
+    let args = argv(work.path(), 1);
+    let seen = logged(work.path(), "env", 1);
+    assert!(
+        shell_args(&args, &seen),
+        "{driver}: no shell in {args:?} {seen}"
+    );
+    assert!(
+        work.path().join("tests-ran.txt").exists(),
+        "{driver}: the test command did not run"
+    );
+    let code = std::fs::read_to_string(work.path().join("fake-IMPL-001.txt")).unwrap();
+    assert!(
+        code.contains(&format!("ran `{TESTS}`: exit 0")) && code.contains("3 passed"),
+        "{driver}: {code}"
+    );
+    // Aider's answer comes before its test run: it cannot say it tested.
+    assert!(
+        driver == "aider" || out.output.state_update.verification.starts_with("tested"),
+        "{driver}: {:?}",
+        out.output.state_update
+    );
+    let prompt = std::fs::read_to_string(work.path().join("log/prompt-1.txt")).unwrap();
+    assert!(prompt.contains("# Running commands"), "{driver}");
+    assert!(
+        prompt.contains(&format!(
+            "- Test command: `{TESTS}` (from .tlv4.toml [tests] command)"
+        )),
+        "{driver}"
+    );
+    assert!(prompt.contains("- Environment: prepared."), "{driver}");
+    let offered = if driver == "aider" {
+        "You have no shell, but the project's test command runs after your edits"
+    } else {
+        "You have a shell in your working directory"
+    };
+    assert!(prompt.contains(offered), "{driver}");
+
+    // Without a shell: today's tool set, and nothing runs.
+    let work = tempfile::tempdir().unwrap();
+    let out = run_shell(work.path(), driver, "ok", &executor, env, |_| {}, None);
+    completed(&out);
+    assert!(
+        !shell_args(&argv(work.path(), 1), &logged(work.path(), "env", 1)),
+        "{driver}: a shell without the session's shell on"
+    );
+    assert!(!work.path().join("tests-ran.txt").exists(), "{driver}");
+    let prompt = std::fs::read_to_string(work.path().join("log/prompt-1.txt")).unwrap();
+    assert!(!prompt.contains("# Running commands"), "{driver}");
+
+    // A document task stays read-only, shell on or not.
+    let (_d, writer) = writer_input();
+    let work = tempfile::tempdir().unwrap();
+    let out = run_shell(
+        work.path(),
+        driver,
+        "ok",
+        &writer,
+        env,
+        |_| {},
+        Some(shell()),
+    );
+    completed(&out);
+    assert!(
+        !shell_args(&argv(work.path(), 1), &logged(work.path(), "env", 1)),
+        "{driver}: a document task got a shell"
+    );
+    let prompt = std::fs::read_to_string(work.path().join("log/prompt-1.txt")).unwrap();
+    assert!(!prompt.contains("# Running commands"), "{driver}");
+}
+
+fn pair(args: &[String], a: &str, b: &str) -> bool {
+    args.windows(2).any(|w| w == [a, b])
+}
+
+#[test]
+fn claude_shell() {
+    shell_on_and_off("claude", &[], |args, env| {
+        env["IS_SANDBOX"] == "1"
+            && args.contains(&"--tools=Read,Edit,Write,Glob,Grep,Bash".to_owned())
+            && pair(args, "--permission-mode", "bypassPermissions")
+            && pair(args, "--settings", r#"{"sandbox":{"enabled":false}}"#)
+            && pair(args, "--output-format", "stream-json")
+            && args.contains(&"--verbose".to_owned())
+    });
+}
+
+#[test]
+fn codex_shell() {
+    shell_on_and_off("codex", &[], |args, _| {
+        pair(args, "-s", "danger-full-access")
+    });
+}
+
+#[test]
+fn gemini_shell() {
+    shell_on_and_off("gemini", &[("GEMINI_API_KEY", "x")], |args, _| {
+        pair(args, "--approval-mode", "yolo")
+    });
+}
+
+#[test]
+fn qwen_shell() {
+    shell_on_and_off("qwen", &[], |args, _| pair(args, "--approval-mode", "yolo"));
+}
+
+#[test]
+fn opencode_shell() {
+    shell_on_and_off("opencode", &[], |_, env| {
+        let config: Value =
+            serde_json::from_str(env["OPENCODE_CONFIG_CONTENT"].as_str().unwrap()).unwrap();
+        config["permission"]["bash"] == "allow"
+    });
+}
+
+#[test]
+fn aider_shell() {
+    // Aider has no shell tool: it runs the tool's test command after its edits, and its
+    // prompt says so.
+    shell_on_and_off("aider", &[], |args, _| {
+        pair(args, "--test-cmd", TESTS) && args.contains(&"--auto-test".to_owned())
+    });
 }

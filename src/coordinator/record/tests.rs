@@ -324,6 +324,7 @@ fn the_run_record_holds_the_result_usage_and_texts() {
         raw: String::new(),
         transcript: Some("said".into()),
         usage: crate::agents::command::Usage::default(),
+        refusals: Vec::new(),
     });
     inside(&store, &sid, |txn| {
         let mut rec = Recording::new(
@@ -392,6 +393,7 @@ fn outputs_roles_lock_and_warnings_go_into_the_folder() {
         raw: String::new(),
         transcript: None,
         usage: crate::agents::command::Usage::default(),
+        refusals: Vec::new(),
     });
     inside(&store, &sid, |txn| {
         let had_lock = text(txn, &sid, "roles.lock");

@@ -116,6 +116,7 @@ impl Harness {
             base: written.state.session.base.parse().unwrap(),
             tip: written.commit,
             conf: Default::default(),
+            shell: false,
         };
         (input, ctx)
     }

@@ -78,6 +78,7 @@ impl AgentCritic {
             meter: Default::default(),
             deadline: None,
             env: None,
+            shell: None,
         };
         let ran = self.driver.run(&input, &ctx).map_err(|e| e.to_string())?;
         *self

@@ -150,6 +150,7 @@ fn gate(folder: Folder) -> (QualityResult, TaskInput) {
         base: r.head,
         tip: r.head,
         conf: Default::default(),
+        shell: false,
     };
     let input = input(&r, task("QUALITY-001", "reviewer", "readiness"), folder);
     let result = run_task(&input, &ctx).expect("the gate runs");

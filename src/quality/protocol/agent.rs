@@ -165,6 +165,7 @@ impl Seated {
             meter: crate::agents::meter::Meter::new(),
             deadline,
             env: None,
+            shell: None,
         };
         let out = self
             .driver

@@ -890,6 +890,7 @@ fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
         base,
         tip,
         conf: Default::default(),
+        shell: false,
     };
     let result = run_task(&input, &ctx).expect("the review runs");
     let verdict = result.verdict.expect("a verdict");

@@ -60,6 +60,7 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
         base,
         tip: head.id,
         conf: std::sync::Arc::new(crate::trust::Configuration::read(dir.path()).unwrap()),
+        shell: false,
     };
     Repo { dir, code, ctx }
 }
@@ -961,6 +962,7 @@ fn an_untrusted_repository_does_not_run_its_tests() {
     // The command that runs the session reads the configuration (and so the record) now.
     let ctx = QualityContext {
         conf: std::sync::Arc::new(crate::trust::Configuration::read(r.dir.path()).unwrap()),
+        shell: false,
         ..r.ctx
     };
     let inp = input("TEST-001", r.code.clone(), &[]);

@@ -84,6 +84,7 @@ fn a_configured_npm_test_running_node_test_is_counted_from_its_console() {
     conf.config.tests.command = Some("npm test".into());
     let ctx = QualityContext {
         conf: std::sync::Arc::new(conf),
+        shell: false,
         ..r.ctx.clone()
     };
     let inp = input("TEST-001", r.code.clone(), &[]);
