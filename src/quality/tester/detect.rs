@@ -528,6 +528,27 @@ fn mocha_script(script: &str) -> Option<String> {
     Some(out.join(" "))
 }
 
+/// The cargo-nextest configuration the Cargo project in `dir` keeps, if the tree has one:
+/// `.config/nextest.toml` in `dir` or in a directory above it (a workspace's root, where
+/// nextest reads it). Its path; a project with one runs its tests under nextest.
+pub fn nextest_config(code: &CodeTree, dir: &str) -> Option<String> {
+    let mut at = dir;
+    loop {
+        let config = join(at, ".config/nextest.toml");
+        if code
+            .files()
+            .binary_search_by(|f| f.path.as_str().cmp(&config))
+            .is_ok()
+        {
+            return Some(config);
+        }
+        if at.is_empty() {
+            return None;
+        }
+        at = parent(at);
+    }
+}
+
 /// The framework to use: the shallowest candidate, or the analyst's choice among the
 /// shallowest ones.
 pub fn detect(code: &CodeTree, hint: Option<&TestFramework>) -> Option<Framework> {
