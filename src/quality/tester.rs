@@ -522,8 +522,9 @@ fn environment_error(ran: &exec::Ran, why: &str) -> QualityResult {
 /// - Mocha its `xunit` reporter's XML: Mocha runs one reporter only, so the console then
 ///   shows what the tests print and errors, no longer the spec tree;
 /// - `go test` JSON events on stdout (`-json`);
-/// - the detected `cargo test`, when cargo-nextest is installed: `cargo nextest run` with a
-///   JUnit report (see [`nextest_command`]).
+/// - the detected `cargo test`, under [`CargoRunner::Nextest`]: `cargo nextest run` with a
+///   JUnit report (see [`nextest_command`]); under libtest it runs as given, read from
+///   libtest's own `test result:` lines.
 ///
 /// Anything else, and a command that already names its reporter, runs as given and is read
 /// from its console.
@@ -532,6 +533,7 @@ fn machine_readable(
     kind: Kind,
     command: &str,
     dir: &std::path::Path,
+    cargo: CargoRunner,
 ) -> (String, Vec<(String, String)>, Option<ReportFile>) {
     let file = dir.join("results");
     let path = file.to_string_lossy().into_owned();
@@ -609,15 +611,17 @@ fn machine_readable(
             Vec::new(),
             None,
         ),
-        Kind::Cargo => match nextest_command(command, dir, &file, nextest_installed()) {
-            Some(run) => (
-                run,
-                // A run of no test is read from the report's zero, not nextest's exit 4.
-                vec![("NEXTEST_NO_TESTS".into(), "pass".into())],
-                Some((file, parse::Report::JUnit)),
-            ),
-            None => (command.to_owned(), Vec::new(), None),
-        },
+        Kind::Cargo if cargo == CargoRunner::Nextest => {
+            match nextest_command(command, dir, &file) {
+                Some(run) => (
+                    run,
+                    // A run of no test is read from the report's zero, not nextest's exit 4.
+                    vec![("NEXTEST_NO_TESTS".into(), "pass".into())],
+                    Some((file, parse::Report::JUnit)),
+                ),
+                None => (command.to_owned(), Vec::new(), None),
+            }
+        }
         _ => (command.to_owned(), Vec::new(), None),
     }
 }
@@ -631,14 +635,118 @@ fn node_option_quote(value: &str) -> String {
     }
 }
 
+/// `command` with the `npx --no -- <runner>` that the detected JavaScript commands start with
+/// (see `detect`) replaced by the checkout's own `node_modules/.bin/<runner>`, looked for from
+/// `cwd` up to the checkout's `root` as npx looks for it, and that `.bin` directory, which
+/// npx puts first on the runner's PATH (for the programs its tests start). npx is a program
+/// of its own that loads npm to find that same file: some 0.3 s of every run, where
+/// body-parser's whole suite takes 1.6 s. `None` when the command does not start a runner
+/// through npx, or the checkout has no such file (npx then runs, and says what is missing).
+fn local_runner(
+    command: &str,
+    cwd: &std::path::Path,
+    root: &std::path::Path,
+) -> Option<(String, std::path::PathBuf)> {
+    const NPX: &str = "npx --no -- ";
+    let at = command
+        .match_indices(NPX)
+        .map(|(i, _)| i)
+        .find(|&i| i == 0 || command[..i].ends_with(' '))?;
+    let rest = &command[at + NPX.len()..];
+    let name = rest.split(' ').next()?;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return None;
+    }
+    let mut dir = cwd;
+    let mut up = String::new();
+    loop {
+        let bin = dir.join("node_modules").join(".bin");
+        if bin.join(name).is_file() {
+            let run = format!(
+                "{}{up}node_modules/.bin/{name}{}",
+                &command[..at],
+                &rest[name.len()..]
+            );
+            return Some((run, bin));
+        }
+        if dir == root {
+            return None;
+        }
+        dir = dir.parent().filter(|d| d.starts_with(root))?;
+        up.push_str("../");
+    }
+}
+
+/// `dir` put first on the PATH `env` sets, unless it is on it already.
+fn first_on_path(env: &mut crate::environment::isolate::RunEnv, dir: &std::path::Path) {
+    let inherited = || std::env::var("PATH").unwrap_or_default();
+    let at = env.set.iter().position(|(k, _)| k == "PATH");
+    let current = at.map_or_else(inherited, |i| env.set[i].1.clone());
+    if std::env::split_paths(&current).any(|p| p == dir) {
+        return;
+    }
+    let path = std::env::join_paths(
+        std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&current)),
+    )
+    .map(|p| p.to_string_lossy().into_owned())
+    .unwrap_or(current);
+    match at {
+        Some(i) => env.set[i].1 = path,
+        None => env.set.push(("PATH".to_owned(), path)),
+    }
+}
+
 /// The nextest profile the tester adds, as a tool configuration layered under the
 /// repository's own `.config/nextest.toml` (whose settings it inherits through `default`).
 const NEXTEST_PROFILE: &str = "git-tlv4";
 
+/// Which runner the detected `cargo test` runs under.
+///
+/// cargo-nextest runs each test in a process of its own, where libtest runs a binary's tests
+/// as threads of one process. A suite written for one may not hold under the other: walkdir's
+/// tests name their temporary directories from a per-process counter, and under nextest
+/// every process starts it at zero, so the directories collide and tests that pass under
+/// `cargo test` fail at random. So nextest runs only where the project says it uses it: a
+/// `.config/nextest.toml` in the commit under test (see [`detect::nextest_config`]), and
+/// cargo-nextest installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CargoRunner {
+    /// `cargo test` as detected, read from libtest's `test result:` lines.
+    Libtest,
+    /// `cargo nextest run` (see [`nextest_command`]).
+    Nextest,
+}
+
+impl CargoRunner {
+    /// The runner for the Cargo project in `dir` of `code`, and the decision that says why.
+    fn choose(code: &crate::agents::CodeTree, dir: &str) -> (CargoRunner, String) {
+        match detect::nextest_config(code, dir) {
+            Some(config) if nextest_installed() => (
+                CargoRunner::Nextest,
+                format!("cargo-nextest runs the tests: the project configures it in `{config}`"),
+            ),
+            Some(config) => (
+                CargoRunner::Libtest,
+                format!(
+                    "cargo test runs the tests: the project configures cargo-nextest in `{config}`, which is not installed here"
+                ),
+            ),
+            None => (
+                CargoRunner::Libtest,
+                "cargo test runs the tests, read from libtest's summaries: the project has no `.config/nextest.toml`".to_owned(),
+            ),
+        }
+    }
+}
+
 /// `cargo nextest run` for the detected `cargo test` (the whole suite, or the affected
-/// `--test` targets), when `installed`, writing nextest's JUnit report to `report` through a
-/// profile in a tool configuration file in `dir`; `None` for any other command (a configured
-/// one runs as written) or when the file cannot be written.
+/// `--test` targets), writing nextest's JUnit report to `report` through a profile in a tool
+/// configuration file in `dir`; `None` for any other command (a configured one runs as
+/// written) or when the file cannot be written.
 ///
 /// nextest's JUnit report is read rather than its closing `Summary … N tests run: N passed,
 /// M failed` line: the report is the format nextest documents for machines (one
@@ -656,11 +764,10 @@ fn nextest_command(
     command: &str,
     dir: &std::path::Path,
     report: &std::path::Path,
-    installed: bool,
 ) -> Option<String> {
     let detected = "cargo test --no-fail-fast";
     let targets = command.strip_prefix(detected)?;
-    if !installed || !(targets.is_empty() || targets.starts_with(" --test ")) {
+    if !(targets.is_empty() || targets.starts_with(" --test ")) {
         return None;
     }
     let config = dir.join("nextest.toml");
@@ -868,8 +975,15 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         evidence: setup.evidence.clone(),
         full: setup.full.clone(),
     };
+    let cargo = if setup.kind == Kind::Cargo {
+        let (runner, why) = CargoRunner::choose(&input.code, &setup.dir);
+        decisions.push(why);
+        runner
+    } else {
+        CargoRunner::Libtest
+    };
     let affected = detect::affected(&input.code, &fw, &changed);
-    let affected_cmd = detect::affected_command(setup.kind, &affected);
+    let affected_cmd = detect::affected_command(&fw, &affected);
     match &affected_cmd {
         Some(_) => decisions.push(format!(
             "affected tests first: {}{} for {} changed file(s)",
@@ -964,9 +1078,25 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
+    // The detected JavaScript runners run from the checkout's `node_modules/.bin`, not npx;
+    // a configured command runs as written.
+    let local = |dir: &std::path::Path, cmd: &str| {
+        configured
+            .is_none()
+            .then(|| local_runner(cmd, dir, &root))
+            .flatten()
+    };
+    if let Some((cmd, _)) = local(&cwd, &setup.full) {
+        decisions.push(format!("runner: the checkout's own, without npx: `{cmd}`"));
+    }
     let run = |dir: &std::path::Path, cmd: &str, kind: Kind| {
-        let (command, extra, file) = machine_readable(kind, cmd, reports.path());
+        let local = local(dir, cmd);
+        let cmd = local.as_ref().map_or(cmd, |(c, _)| c.as_str());
+        let (command, extra, file) = machine_readable(kind, cmd, reports.path(), cargo);
         let mut env = env.clone();
+        if let Some((_, bin)) = &local {
+            first_on_path(&mut env, bin);
+        }
         env.set.extend(extra);
         let ran = relative(exec::run(dir, &command, timeout, &env), &root);
         let report = file.and_then(|(path, form)| {

@@ -450,7 +450,7 @@ fn a_test_command_that_cannot_start_is_an_environment_error_not_a_fix() {
     assert_eq!(test["status"], "failed", "{test}\n{stderr}");
     let shown = format!("{test}\n{stderr}");
     assert!(
-        // `cargo test`, or `cargo nextest run` where cargo-nextest is installed.
+        // `cargo test`: the crate keeps no `.config/nextest.toml`.
         shown.contains("environment error: the test command `cargo ")
             && shown.contains("` could not start"),
         "{shown}"

@@ -467,14 +467,12 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
     } else {
         return None;
     };
-    let full = match kind {
-        Kind::Vitest => "npx --no -- vitest run".into(),
-        Kind::Jest => "npx --no -- jest --ci --no-coverage".into(),
-        Kind::Mocha => resolved
+    let full = match Runner::of(kind) {
+        Some(runner) => resolved
             .as_deref()
-            .and_then(mocha_script)
-            .unwrap_or_else(|| "npx --no -- mocha --reporter spec".into()),
-        _ => "npm test".into(),
+            .and_then(|s| runner.script(s))
+            .unwrap_or_else(|| runner.bare()),
+        None => "npm test".into(),
     };
     Some(Framework {
         kind,
@@ -484,48 +482,321 @@ fn javascript(code: &CodeTree, files: &[&str], manifest: &str) -> Option<Framewo
     })
 }
 
-/// The project's own Mocha command, from the script `npm test` runs, when that script is one
-/// plain `mocha` command (after `VAR=value` assignments): the spec files, `--require`s and
-/// options it names are the suite (Mocha alone runs only `./test/*.js`, without them), so it
-/// runs as written through `npx`, its reporter replaced by `spec`, which the tester swaps for
-/// its machine-readable one. `None` for another program first, shell operators or
-/// substitutions, and watch mode: the bare runner then.
-fn mocha_script(script: &str) -> Option<String> {
-    let words: Vec<&str> = script.split_whitespace().collect();
-    if words
-        .iter()
-        .any(|w| w.contains(['&', '|', ';', '<', '>', '`', '$', '(', ')']))
-    {
-        return None;
-    }
-    let assignment = |w: &str| {
-        w.split_once('=').is_some_and(|(name, _)| {
-            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        })
-    };
-    let at = words.iter().position(|w| !assignment(w))?;
-    if file_name(words[at]) != "mocha" {
-        return None;
-    }
-    let mut out: Vec<&str> = words[..at].to_vec();
-    out.extend(["npx", "--no", "--", "mocha"]);
-    let mut rest = words[at + 1..].iter();
-    while let Some(w) = rest.next() {
-        match *w {
-            "--watch" | "-w" => return None,
-            // The script's reporter and its options give way to the tester's.
-            "--reporter" | "-R" | "--reporter-option" | "--reporter-options" | "-O" => {
-                rest.next();
-            }
-            w if w.starts_with("--reporter=")
-                || w.starts_with("--reporter-option=")
-                || w.starts_with("--reporter-options=") => {}
-            w => out.push(w),
+/// A JavaScript runner the tester runs by its own command line, and what it knows of that
+/// command line: which options take no value (any other takes the next word, unless it is
+/// written `--name=value`), which choose the test files, which it replaces with its own, and
+/// which mean watch mode.
+struct Runner {
+    /// The program (`node_modules/.bin/<name>`).
+    name: &'static str,
+    /// The words after the name that make a single run (`vitest run`).
+    run: &'static [&'static str],
+    /// Its subcommands that do something else than one run of the suite.
+    elsewhere: &'static [&'static str],
+    /// The options the tester adds after the script's.
+    ours: &'static [&'static str],
+    /// Options that take no value, besides every `--no-…`.
+    flags: &'static [&'static str],
+    /// Options that choose the test files; dropped, with their value, when other files are
+    /// named.
+    selection: &'static [&'static str],
+    /// The script's options that give way to the tester's (`ours`, its reporter, no
+    /// coverage), with their value unless they are flags or written `--name=value`.
+    replaced: &'static [&'static str],
+    /// Watch mode: a script that asks for it is not run as written.
+    watch: &'static [&'static str],
+}
+
+/// Mocha, its options as its `run` command declares them, and Node's flags that a `mocha`
+/// command passes on.
+const MOCHA: Runner = Runner {
+    name: "mocha",
+    run: &[],
+    elsewhere: &["init"],
+    ours: &["--reporter", "spec"],
+    flags: &[
+        "-A",
+        "--async-only",
+        "--allow-uncaught",
+        "-b",
+        "--bail",
+        "--check-leaks",
+        "-c",
+        "--color",
+        "--colors",
+        "-C",
+        "--delay",
+        "--diff",
+        "--dry-run",
+        "--exit",
+        "--fail-hook-affected-tests",
+        "--fail-zero",
+        "--forbid-only",
+        "--forbid-pending",
+        "--full-trace",
+        "-G",
+        "--growl",
+        "--inline-diffs",
+        "-i",
+        "--invert",
+        "--list-interfaces",
+        "--list-reporters",
+        "-p",
+        "--parallel",
+        "--pass-on-failing-test-suite",
+        "--posix-exit-codes",
+        "--recursive",
+        "-S",
+        "--sort",
+        "--enable-source-maps",
+        "--expose-gc",
+        "--inspect",
+        "--inspect-brk",
+        "--throw-deprecation",
+        "--trace-deprecation",
+        "--trace-warnings",
+    ],
+    selection: &["--spec"],
+    replaced: &[
+        "-R",
+        "--reporter",
+        "-O",
+        "--reporter-option",
+        "--reporter-options",
+    ],
+    watch: &["-w", "--watch"],
+};
+
+/// Jest.
+const JEST: Runner = Runner {
+    name: "jest",
+    run: &[],
+    elsewhere: &[],
+    ours: &["--ci", "--no-coverage"],
+    flags: &[
+        "--ci",
+        "--clearMocks",
+        "--collectCoverage",
+        "--colors",
+        "--coverage",
+        "--debug",
+        "--detectLeaks",
+        "--detectOpenHandles",
+        "-e",
+        "--errorOnDeprecated",
+        "--expand",
+        "--forceExit",
+        "-i",
+        "--injectGlobals",
+        "--json",
+        "--logHeapUsage",
+        "--noStackTrace",
+        "--passWithNoTests",
+        "--randomize",
+        "--resetMocks",
+        "--restoreMocks",
+        "--runInBand",
+        "--runTestsByPath",
+        "--silent",
+        "--testLocationInResults",
+        "-u",
+        "--updateSnapshot",
+        "--useStderr",
+        "--verbose",
+        "--watch",
+        "--watchAll",
+    ],
+    selection: &["--testPathPattern", "--testPathPatterns"],
+    replaced: &[
+        "--ci",
+        "--coverage",
+        "--collectCoverage",
+        "--no-coverage",
+        "--json",
+        "--outputFile",
+    ],
+    watch: &["--watch", "--watchAll"],
+};
+
+/// Vitest: `vitest run`, whatever the script says, since a bare `vitest` watches.
+const VITEST: Runner = Runner {
+    name: "vitest",
+    run: &["run"],
+    elsewhere: &["bench", "dev", "init", "list", "related", "watch"],
+    ours: &[],
+    flags: &[
+        "--allowOnly",
+        "--coverage",
+        "--dom",
+        "--fileParallelism",
+        "--globals",
+        "--hideSkippedTests",
+        "--isolate",
+        "--logHeapUsage",
+        "--passWithNoTests",
+        "--run",
+        "--silent",
+        "--standalone",
+        "--typecheck",
+        "-u",
+        "--update",
+        "-w",
+        "--watch",
+    ],
+    selection: &[],
+    replaced: &["--run", "--reporter", "--outputFile", "--coverage"],
+    watch: &["-w", "--watch"],
+};
+
+impl Runner {
+    /// The runner of a framework, for the JavaScript ones the tester runs itself.
+    fn of(kind: Kind) -> Option<&'static Runner> {
+        match kind {
+            Kind::Mocha => Some(&MOCHA),
+            Kind::Jest => Some(&JEST),
+            Kind::Vitest => Some(&VITEST),
+            _ => None,
         }
     }
-    out.extend(["--reporter", "spec"]);
-    Some(out.join(" "))
+
+    /// The runner alone, on its own defaults.
+    fn bare(&self) -> String {
+        let mut words = vec!["npx", "--no", "--", self.name];
+        words.extend(self.run);
+        words.extend(self.ours);
+        words.join(" ")
+    }
+
+    /// Whether `word`, an option, takes no value.
+    fn flag(&self, word: &str) -> bool {
+        word.contains('=') || word.starts_with("--no-") || self.flags.contains(&word)
+    }
+
+    /// Whether `word` is one of `options`, or a dotted sub-option of one (`--coverage.enabled`,
+    /// `--outputFile.junit`), in either spelling (`--name value`, `--name=value`).
+    fn names(options: &[&str], word: &str) -> bool {
+        let name = word.split_once('=').map_or(word, |(n, _)| n);
+        options
+            .iter()
+            .any(|o| name == *o || name.strip_prefix(o).is_some_and(|r| r.starts_with('.')))
+    }
+
+    /// The project's own command for this runner, from the script `npm test` runs, when that
+    /// script is one plain command of the runner (after `VAR=value` assignments): the files,
+    /// `--require`s, `--config` and options it names are the suite (the runner alone may run
+    /// other files, or none of the setup they need), so it runs as written through `npx`, the
+    /// options the tester replaces taken out and its own added (Mocha's `--reporter spec`,
+    /// which the tester's `machine_readable` swaps for its report; Jest's `--ci
+    /// --no-coverage`; Vitest's `run`). `None` for another program first, shell operators or
+    /// substitutions, a subcommand other than a single run, and watch mode: the bare runner
+    /// then.
+    fn script(&self, script: &str) -> Option<String> {
+        let words: Vec<&str> = script.split_whitespace().collect();
+        if words.iter().any(|w| shell_syntax(w)) {
+            return None;
+        }
+        let assignment = |w: &str| {
+            w.split_once('=').is_some_and(|(name, _)| {
+                name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        };
+        let at = words.iter().position(|w| !assignment(w))?;
+        if file_name(words[at]) != self.name {
+            return None;
+        }
+        let mut out: Vec<&str> = words[..at].to_vec();
+        out.extend(["npx", "--no", "--", self.name]);
+        out.extend(self.run);
+        let mut rest = words[at + 1..].iter().peekable();
+        // `vitest run` is what the tester runs anyway.
+        rest.next_if(|w| self.run.contains(*w));
+        if rest.peek().is_some_and(|w| self.elsewhere.contains(*w)) {
+            return None;
+        }
+        while let Some(w) = rest.next() {
+            if Self::names(self.watch, w) {
+                return None;
+            }
+            if Self::names(self.replaced, w) {
+                if !self.flag(w) && rest.peek().is_some_and(|v| !v.starts_with('-')) {
+                    rest.next();
+                }
+                continue;
+            }
+            out.push(w);
+        }
+        out.extend(self.ours);
+        Some(out.join(" "))
+    }
+
+    /// The command that runs only `files`, from the suite's command `full`: every word up to
+    /// the runner's (the assignments, `npx --no --`, `vitest run`), then its options with
+    /// their values, in order — the script's `--require`s and `--config`, the tester's own —
+    /// and `files` in place of the files, directories and patterns it named. `None` when
+    /// `full` does not name the runner or is not one plain command.
+    fn narrowed(&self, full: &str, files: &[String]) -> Option<String> {
+        let words: Vec<&str> = full.split_whitespace().collect();
+        if words.iter().any(|w| shell_syntax(w)) {
+            return None;
+        }
+        let at = words.iter().position(|w| file_name(w) == self.name)?;
+        let mut out: Vec<String> = words[..=at].iter().map(|w| w.to_string()).collect();
+        let mut rest = words[at + 1..].iter().peekable();
+        if let Some(w) = rest.next_if(|w| self.run.contains(*w)) {
+            out.push(w.to_string());
+        }
+        while let Some(w) = rest.next() {
+            if *w == "--" {
+                // What follows is the runner's files (or a script's own arguments).
+                break;
+            }
+            if !w.starts_with('-') {
+                // A file, a directory or a pattern of the suite's.
+                continue;
+            }
+            let value = !self.flag(w) && rest.peek().is_some_and(|v| !v.starts_with('-'));
+            if Self::names(self.selection, w) {
+                if value {
+                    rest.next();
+                }
+                continue;
+            }
+            out.push(w.to_string());
+            if let Some(v) = rest.next_if(|_| value) {
+                out.push(v.to_string());
+            }
+        }
+        out.extend(files.iter().map(|f| quote(f)));
+        Some(out.join(" "))
+    }
+}
+
+/// Whether a word of a command line is shell syntax rather than an argument: an operator, a
+/// redirection, a substitution.
+fn shell_syntax(word: &str) -> bool {
+    word.contains(['&', '|', ';', '<', '>', '`', '$', '(', ')'])
+}
+
+/// The cargo-nextest configuration the Cargo project in `dir` keeps, if the tree has one:
+/// `.config/nextest.toml` in `dir` or in a directory above it (a workspace's root, where
+/// nextest reads it). Its path; a project with one runs its tests under nextest.
+pub fn nextest_config(code: &CodeTree, dir: &str) -> Option<String> {
+    let mut at = dir;
+    loop {
+        let config = join(at, ".config/nextest.toml");
+        if code
+            .files()
+            .binary_search_by(|f| f.path.as_str().cmp(&config))
+            .is_ok()
+        {
+            return Some(config);
+        }
+        if at.is_empty() {
+            return None;
+        }
+        at = parent(at);
+    }
 }
 
 /// The framework to use: the shallowest candidate, or the analyst's choice among the
@@ -629,18 +900,23 @@ fn test_candidates(path: &str, project: &str) -> Vec<String> {
 }
 
 /// The command that runs only `files` (relative to the framework's directory), if the
-/// framework can run a subset.
-pub fn affected_command(kind: Kind, files: &[String]) -> Option<String> {
+/// framework can run a subset. A JavaScript runner's keeps what the suite's command `full`
+/// passes it (see [`Runner::narrowed`]); where that is not one plain command of the runner,
+/// the runner alone runs the files.
+pub fn affected_command(fw: &Framework, files: &[String]) -> Option<String> {
     if files.is_empty() {
         return None;
     }
     let list = || files.iter().map(|f| quote(f)).collect::<Vec<_>>().join(" ");
-    Some(match kind {
+    Some(match fw.kind {
+        Kind::Jest | Kind::Vitest | Kind::Mocha => {
+            let runner = Runner::of(fw.kind)?;
+            runner
+                .narrowed(&fw.full, files)
+                .unwrap_or_else(|| format!("{} {}", runner.bare(), list()))
+        }
         Kind::Pytest => format!("python3 -m pytest -v --tb=short {}", list()),
         Kind::Unittest => format!("python3 -m unittest -v {}", list()),
-        Kind::Jest => format!("npx --no -- jest --ci --no-coverage {}", list()),
-        Kind::Vitest => format!("npx --no -- vitest run {}", list()),
-        Kind::Mocha => format!("npx --no -- mocha --reporter spec {}", list()),
         Kind::Cargo => {
             let mut c = "cargo test --no-fail-fast".to_owned();
             for f in files {

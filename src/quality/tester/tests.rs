@@ -382,6 +382,51 @@ fn frameworks_are_detected_from_the_tree() {
             )],
             Some((Kind::Mocha, "", "npx --no -- mocha --reporter spec")),
         ),
+        // Jest's and Vitest's scripts too: their `--config` stays, coverage, reporters and
+        // watch mode give way to the tester's.
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"jest": "^29"}, "scripts": {"test": "TZ=UTC jest --config jest.unit.config.js --coverage --ci -w 2 src/"}}"#,
+            )],
+            Some((
+                Kind::Jest,
+                "",
+                "TZ=UTC npx --no -- jest --config jest.unit.config.js -w 2 src/ --ci --no-coverage",
+            )),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"jest": "^29"}, "scripts": {"test": "jest --watchAll"}}"#,
+            )],
+            Some((Kind::Jest, "", "npx --no -- jest --ci --no-coverage")),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"jest": "^29"}, "scripts": {"test": "cross-env CI=1 jest"}}"#,
+            )],
+            Some((Kind::Jest, "", "npx --no -- jest --ci --no-coverage")),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"vitest": "^1"}, "scripts": {"test": "vitest run --config vitest.unit.ts --reporter=verbose --coverage.enabled true unit"}}"#,
+            )],
+            Some((
+                Kind::Vitest,
+                "",
+                "npx --no -- vitest run --config vitest.unit.ts unit",
+            )),
+        ),
+        (
+            vec![(
+                "package.json",
+                r#"{"devDependencies": {"vitest": "^1"}, "scripts": {"test": "vitest bench"}}"#,
+            )],
+            Some((Kind::Vitest, "", "npx --no -- vitest run")),
+        ),
         (
             vec![("package.json", r#"{"scripts": {"test": "node --test"}}"#)],
             Some((Kind::NodeTest, "", "npm test")),
@@ -507,7 +552,7 @@ fn affected_tests_map_from_changed_files() {
         ]
     );
     assert_eq!(
-        detect::affected_command(fw.kind, &got).unwrap(),
+        detect::affected_command(&fw, &got).unwrap(),
         "npx --no -- jest --ci --no-coverage src/__tests__/util.test.ts src/api.spec.ts src/math.test.ts tests/date.test.ts"
     );
 
@@ -528,7 +573,7 @@ fn affected_tests_map_from_changed_files() {
     let got = detect::affected(&code, &fw, &changed);
     assert_eq!(got, ["test_calc.py", "tests/test_store.py"]);
     assert_eq!(
-        detect::affected_command(Kind::Unittest, &got).unwrap(),
+        detect::affected_command(&fw, &got).unwrap(),
         "python3 -m unittest -v test_calc.py tests/test_store.py"
     );
 
@@ -545,11 +590,155 @@ fn affected_tests_map_from_changed_files() {
     let got = detect::affected(&code, &fw, &changed);
     assert_eq!(got, ["tests/lexer.rs", "tests/parser.rs"]);
     assert_eq!(
-        detect::affected_command(Kind::Cargo, &got).unwrap(),
+        detect::affected_command(&fw, &got).unwrap(),
         "cargo test --no-fail-fast --test lexer --test parser"
     );
-    assert_eq!(detect::affected_command(Kind::NpmScript, &got), None);
-    assert_eq!(detect::affected_command(Kind::Cargo, &[]), None);
+    let npm = Framework {
+        kind: Kind::NpmScript,
+        full: "npm test".into(),
+        ..fw.clone()
+    };
+    assert_eq!(detect::affected_command(&npm, &got), None);
+    assert_eq!(detect::affected_command(&fw, &[]), None);
+}
+
+/// The affected tests of a JavaScript project run with what the suite's own command passes
+/// its runner — the script's `--require`s, `--config` and options, the tester's reporter —
+/// and the affected files in place of the script's files, directories and patterns.
+#[test]
+fn affected_javascript_tests_keep_the_suites_options() {
+    let js = |package: &str| {
+        let (_dir, code) = code_tree(&[("package.json", package)]);
+        detect::detect(&code, None).expect("a runner")
+    };
+    let files = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let dir = Path::new("/tmp/r");
+
+    // Express's script: its setup file and --check-leaks stay, test/ and test/acceptance/ go.
+    let express = js(
+        r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "mocha --require test/support/env --reporter spec --check-leaks test/ test/acceptance/"}}"#,
+    );
+    let cmd = detect::affected_command(&express, &files(&["test/app.router.js"])).unwrap();
+    assert_eq!(
+        cmd,
+        "npx --no -- mocha --require test/support/env --check-leaks --reporter spec test/app.router.js"
+    );
+    let (run, _, report) = machine_readable(Kind::Mocha, &cmd, dir, CargoRunner::Libtest);
+    assert_eq!(
+        run,
+        "npx --no -- mocha --require test/support/env --check-leaks test/app.router.js --reporter xunit --reporter-option output=/tmp/r/results"
+    );
+    assert!(report.is_some());
+    // Assignments, values of options the tester does not know, and the script's own
+    // selection of files (`--spec`) left out.
+    let mocha = js(
+        r#"{"devDependencies": {"mocha": "10"}, "scripts": {"test": "NODE_ENV=test mocha --spec 'test/unit/**' --timeout 5000 --recursive test/int --file test/setup.js"}}"#,
+    );
+    assert_eq!(
+        detect::affected_command(&mocha, &files(&["test/a.spec.js", "test/b c.js"])).unwrap(),
+        "NODE_ENV=test npx --no -- mocha --timeout 5000 --recursive --file test/setup.js --reporter spec test/a.spec.js 'test/b c.js'"
+    );
+
+    let jest = js(
+        r#"{"devDependencies": {"jest": "^29"}, "scripts": {"test": "jest --config jest.unit.config.js --testPathPattern unit src/"}}"#,
+    );
+    let cmd = detect::affected_command(&jest, &files(&["src/a.test.ts"])).unwrap();
+    assert_eq!(
+        cmd,
+        "npx --no -- jest --config jest.unit.config.js --ci --no-coverage src/a.test.ts"
+    );
+    let (run, _, _) = machine_readable(Kind::Jest, &cmd, dir, CargoRunner::Libtest);
+    assert_eq!(
+        run,
+        "npx --no -- jest --config jest.unit.config.js --ci --no-coverage src/a.test.ts --json --outputFile=/tmp/r/results"
+    );
+
+    let vitest = js(
+        r#"{"devDependencies": {"vitest": "^1"}, "scripts": {"test": "vitest --config vitest.unit.ts unit"}}"#,
+    );
+    let cmd = detect::affected_command(&vitest, &files(&["src/a.test.ts"])).unwrap();
+    assert_eq!(
+        cmd,
+        "npx --no -- vitest run --config vitest.unit.ts src/a.test.ts"
+    );
+    let (run, _, _) = machine_readable(Kind::Vitest, &cmd, dir, CargoRunner::Libtest);
+    assert_eq!(
+        run,
+        "npx --no -- vitest run --config vitest.unit.ts src/a.test.ts --reporter=default --reporter=junit --outputFile.junit=/tmp/r/results"
+    );
+
+    // A configured command of one runner is narrowed the same way; one that is not one plain
+    // command gives the runner alone.
+    let configured = |full: &str| Framework {
+        kind: Kind::of_command(full).unwrap(),
+        dir: String::new(),
+        evidence: String::new(),
+        full: full.to_owned(),
+    };
+    assert_eq!(
+        detect::affected_command(
+            &configured("npx mocha -r ts-node/register test/"),
+            &files(&["test/a.ts"])
+        )
+        .unwrap(),
+        "npx mocha -r ts-node/register test/a.ts"
+    );
+    assert_eq!(
+        detect::affected_command(
+            &configured("npx mocha test/ && eslint ."),
+            &files(&["test/a.js"])
+        )
+        .unwrap(),
+        "npx --no -- mocha --reporter spec test/a.js"
+    );
+}
+
+/// A detected runner started through npx runs from the checkout's `node_modules/.bin`, the
+/// nearest one from the command's directory up to the checkout's root, with that directory
+/// first on its PATH; without one, npx runs.
+#[test]
+fn a_detected_runner_runs_from_the_checkouts_node_modules() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = root.path().join("node_modules/.bin");
+    write(
+        root.path(),
+        &[("node_modules/.bin/mocha", "#!/bin/sh\n"), ("web/x", "")],
+    );
+    let web = root.path().join("web");
+    let full = "NODE_ENV=test npx --no -- mocha --require test/env test/ --reporter spec";
+    assert_eq!(
+        local_runner(full, root.path(), root.path()),
+        Some((
+            "NODE_ENV=test node_modules/.bin/mocha --require test/env test/ --reporter spec"
+                .to_owned(),
+            bin.clone()
+        ))
+    );
+    // From a project directory below a workspace's root.
+    assert_eq!(
+        local_runner("npx --no -- mocha test/", &web, root.path()),
+        Some(("../node_modules/.bin/mocha test/".to_owned(), bin.clone()))
+    );
+    // No such runner installed, a command that is not npx's, above the root: as it is.
+    for cmd in [
+        "npx --no -- jest --ci",
+        "npm test",
+        "xnpx --no -- mocha",
+        "npx mocha",
+    ] {
+        assert_eq!(local_runner(cmd, root.path(), root.path()), None, "{cmd}");
+    }
+    assert_eq!(local_runner("npx --no -- mocha", &web, &web), None);
+
+    let mut env = crate::environment::isolate::RunEnv {
+        set: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..Default::default()
+    };
+    first_on_path(&mut env, &bin);
+    let want = format!("{}:/usr/bin:/bin", bin.display());
+    assert_eq!(env.set, [("PATH".to_owned(), want.clone())]);
+    first_on_path(&mut env, &bin);
+    assert_eq!(env.set, [("PATH".to_owned(), want)], "not twice");
 }
 
 #[test]

@@ -278,3 +278,173 @@ fn an_npm_project_is_set_up_from_its_lockfile_in_the_test_checkout_never_the_use
     assert!(greet_in(repo.path()).contains("2.0.0"));
     repo.fsck();
 }
+
+/// A stand-in for Mocha, installed as the package `mocha` from `vendor/mocha`: it loads the
+/// `--require`d modules and the spec files and directories named on its command line (a
+/// directory's own `.js` files, as Mocha without `--recursive`), runs their `it` tests, writes
+/// an xunit report where `--reporter-option output=…` says, and prints its arguments and
+/// whether npm started it (`npm_command`, which npx sets) to the run's log.
+const FAKE_MOCHA: &str = r#"#!/usr/bin/env node
+const fs = require('fs');
+const path = require('path');
+const args = process.argv.slice(2);
+const requires = [], specs = [];
+let output = null;
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  if (a === '--require' || a === '-r') requires.push(args[++i]);
+  else if (a === '--reporter-option') { const v = args[++i]; if (v.startsWith('output=')) output = v.slice(7); }
+  else if (a === '--reporter') i++;
+  else if (!a.startsWith('-')) specs.push(a);
+}
+console.log('fake-mocha ' + JSON.stringify({ args, npm: process.env.npm_command || null }));
+const tests = [];
+global.it = (name, fn) => tests.push({ name, fn });
+for (const r of requires) require(path.resolve(r));
+for (const s of specs) {
+  const files = fs.statSync(s).isDirectory()
+    ? fs.readdirSync(s).filter((f) => f.endsWith('.js')).sort().map((f) => path.join(s, f))
+    : [s];
+  for (const f of files) require(path.resolve(f));
+}
+let failures = 0;
+const cases = tests.map((t) => {
+  try { t.fn(); return '<testcase classname="app" name="' + t.name + '"/>'; }
+  catch (e) { failures++; return '<testcase classname="app" name="' + t.name + '"><failure message="failed"/></testcase>'; }
+});
+const xml = '<testsuite name="Mocha Tests" tests="' + tests.length + '" failures="' + failures +
+  '" errors="0" skipped="0">\n' + cases.join('\n') + '\n</testsuite>\n';
+if (output) fs.writeFileSync(output, xml); else process.stdout.write(xml);
+process.exit(failures ? 1 : 0);
+"#;
+
+/// A Mocha project whose `test` script needs its options (`--require test/support/env` sets
+/// the global its tests read): the detected runner runs from the test checkout's
+/// `node_modules/.bin`, not through npx, for the affected tests and for the suite, and the
+/// affected tests' command keeps the script's options, with the changed file's test in place
+/// of the script's `test/`.
+#[test]
+fn a_mocha_project_runs_its_own_runner_and_its_affected_tests_keep_the_scripts_options() {
+    if !node_and_npm() {
+        return;
+    }
+    let lib =
+        |mul: &str| format!("exports.add = (a, b) => a + b;\nexports.mul = (a, b) => {mul};\n");
+    let repo = TestRepo::new();
+    repo.git(&["rm", "-q", "src/lib.rs"]);
+    repo.write(".gitignore", "node_modules/\n");
+    repo.write(".npmrc", "install-links=true\n");
+    repo.write(
+        "package.json",
+        "{\n  \"name\": \"app\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \
+         \"scripts\": { \"test\": \"mocha --require test/support/env --check-leaks test/\" },\n  \
+         \"devDependencies\": { \"mocha\": \"file:vendor/mocha\" }\n}\n",
+    );
+    repo.write(
+        "vendor/mocha/package.json",
+        "{\"name\": \"mocha\", \"version\": \"0.0.1\", \"bin\": {\"mocha\": \"bin/mocha.js\"}}\n",
+    );
+    repo.write("vendor/mocha/bin/mocha.js", FAKE_MOCHA);
+    repo.write("lib.js", &lib("a + b"));
+    repo.write("test/support/env.js", "global.answer = 42;\n");
+    let imports = "const fs = require('node:fs');\nconst os = require('node:os');\nconst path = require('node:path');\n\
+                   fs.appendFileSync(path.join(os.tmpdir(), 'imports.log'), 'lib.js ' + fs.realpathSync(require.resolve('../lib')) + '\\n');\n";
+    repo.write(
+        "test/lib.test.js",
+        &format!(
+            "const assert = require('node:assert');\nconst lib = require('../lib');\n{imports}\n\
+             it('add', () => assert.strictEqual(lib.add(3, 4), 7));\n\
+             it('mul', () => assert.strictEqual(lib.mul(3, 4), 12));\n\
+             it('sees the required setup', () => assert.strictEqual(answer, 42));\n"
+        ),
+    );
+    repo.write(
+        "test/other.test.js",
+        "const assert = require('node:assert');\n\
+         it('one', () => assert.strictEqual(1, 1));\n\
+         it('two', () => assert.strictEqual(answer / 21, 2));\n",
+    );
+    npm(&repo, repo.path(), &["install"]);
+    let patches = repo.home.path().join("patch");
+    std::fs::create_dir_all(patches.join("IMPL")).unwrap();
+    std::fs::write(patches.join("IMPL/lib.js"), lib("a * b")).unwrap();
+    let agent = copying_agent(&repo, &patches);
+    tests_only(
+        &repo,
+        &format!(
+            "[agents.copy]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\nreads = [\"{}\"]\n[roles]\nexecutor = \"copy\"\n",
+            agent.display(),
+            patches.display()
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "app, tested with mocha, mul broken"]);
+    repo.ok(&["trust"]);
+
+    // The code task fixes lib.js: its test file runs first, then the suite.
+    let out = start(&repo, "impl-tests", "fix mul", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = only_session(&repo);
+    let text = report(&repo, &sid);
+    let record = test_record(&repo, &sid, 1);
+    let runs = record["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.len(),
+        2,
+        "affected, then full:\n{record}\n{text}\n{stderr}"
+    );
+    let xunit = "--reporter xunit --reporter-option output=";
+    let affected = &runs[0];
+    assert_eq!(affected["scope"], "affected", "{record}");
+    assert!(
+        affected["command"].as_str().unwrap().starts_with(&format!(
+            "node_modules/.bin/mocha --require test/support/env --check-leaks test/lib.test.js {xunit}"
+        )),
+        "the checkout's own mocha, the script's options, the changed file's test:\n{record}"
+    );
+    assert_eq!(
+        (&affected["passed"], &affected["failed"]),
+        (&3.into(), &0.into()),
+        "{record}"
+    );
+    assert_eq!(affected["results_from"], "JUnit XML", "{record}");
+    let full = &runs[1];
+    assert!(
+        full["command"].as_str().unwrap().starts_with(&format!(
+            "node_modules/.bin/mocha --require test/support/env --check-leaks test/ {xunit}"
+        )),
+        "{record}"
+    );
+    assert_eq!(full_counts(&record), (5, 0), "{record}\n{text}");
+    assert!(
+        text.contains("runner: the checkout's own, without npx: `node_modules/.bin/mocha "),
+        "{text}"
+    );
+    // What the runner was given, and that npm did not start it.
+    for (run, spec) in [(affected, "test/lib.test.js"), (full, "test/")] {
+        let log = repo.git(&[
+            "show",
+            &format!(
+                "tlv4/{sid}:.tlv4/sessions/{sid}/{}",
+                run["log"].as_str().unwrap()
+            ),
+        ]);
+        let line = log
+            .lines()
+            .find_map(|l| l.strip_prefix("fake-mocha "))
+            .unwrap_or_else(|| panic!("the runner's line:\n{log}"));
+        let seen: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            seen["npm"],
+            serde_json::Value::Null,
+            "not through npx: {line}"
+        );
+        assert_eq!(
+            seen["args"].as_array().unwrap()[..4],
+            ["--require", "test/support/env", "--check-leaks", spec],
+            "{line}"
+        );
+    }
+    imported_from_the_checkout(&repo);
+    repo.fsck();
+}

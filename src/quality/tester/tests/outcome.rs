@@ -156,7 +156,12 @@ fn a_command_that_cannot_start_is_an_environment_error() {
 #[test]
 fn runners_are_asked_for_machine_readable_results() {
     let dir = Path::new("/tmp/r");
-    let (cmd, env, file) = machine_readable(Kind::Pytest, "python3 -m pytest -v --tb=short", dir);
+    let (cmd, env, file) = machine_readable(
+        Kind::Pytest,
+        "python3 -m pytest -v --tb=short",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(cmd, "python3 -m pytest -v --tb=short");
     let (k, v) = &env[0];
     assert_eq!(k, "PYTEST_ADDOPTS");
@@ -164,18 +169,28 @@ fn runners_are_asked_for_machine_readable_results() {
     let (path, form) = file.unwrap();
     assert_eq!(path, dir.join("results"));
     assert_eq!(form("<x/>".into()), parse::Report::JUnit("<x/>".into()));
-    let (cmd, _, file) = machine_readable(Kind::Go, "go test -v ./...", dir);
+    let (cmd, _, file) = machine_readable(Kind::Go, "go test -v ./...", dir, CargoRunner::Libtest);
     assert_eq!(
         (cmd.as_str(), file.is_none()),
         ("go test -json -v ./...", true)
     );
-    let (cmd, _, file) = machine_readable(Kind::Jest, "npx --no -- jest --ci --no-coverage", dir);
+    let (cmd, _, file) = machine_readable(
+        Kind::Jest,
+        "npx --no -- jest --ci --no-coverage",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         cmd,
         "npx --no -- jest --ci --no-coverage --json --outputFile=/tmp/r/results"
     );
     assert!(file.is_some());
-    let (cmd, env, file) = machine_readable(Kind::Unittest, "python3 -m unittest -v", dir);
+    let (cmd, env, file) = machine_readable(
+        Kind::Unittest,
+        "python3 -m unittest -v",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         (cmd.as_str(), env.len(), file.is_none()),
         ("python3 -m unittest -v", 0, true)
@@ -192,7 +207,7 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
     };
     // Node's runner: through NODE_OPTIONS, so `npm test` and any script keep their words.
     for command in ["npm test", "npm ci && npm test", "node --test test/"] {
-        let (cmd, env, file) = machine_readable(Kind::NodeTest, command, dir);
+        let (cmd, env, file) = machine_readable(Kind::NodeTest, command, dir, CargoRunner::Libtest);
         assert_eq!(cmd, command);
         let (k, v) = &env[0];
         assert_eq!(k, "NODE_OPTIONS");
@@ -203,7 +218,12 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
         junit(file);
     }
     // A command that picks its reporters keeps them, and is read from its console.
-    let (cmd, env, file) = machine_readable(Kind::NodeTest, "node --test --test-reporter=dot", dir);
+    let (cmd, env, file) = machine_readable(
+        Kind::NodeTest,
+        "node --test --test-reporter=dot",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         (cmd.as_str(), env.len(), file.is_none()),
         ("node --test --test-reporter=dot", 0, true)
@@ -213,13 +233,23 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
         r#""/tmp/a b/results""#
     );
 
-    let (cmd, _, file) = machine_readable(Kind::Vitest, "npx --no -- vitest run", dir);
+    let (cmd, _, file) = machine_readable(
+        Kind::Vitest,
+        "npx --no -- vitest run",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         cmd,
         "npx --no -- vitest run --reporter=default --reporter=junit --outputFile.junit=/tmp/r/results"
     );
     junit(file);
-    let (cmd, _, file) = machine_readable(Kind::Vitest, "npx vitest run --reporter=verbose", dir);
+    let (cmd, _, file) = machine_readable(
+        Kind::Vitest,
+        "npx vitest run --reporter=verbose",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         (cmd.as_str(), file.is_none()),
         ("npx vitest run --reporter=verbose", true)
@@ -229,19 +259,25 @@ fn node_vitest_and_mocha_are_asked_for_junit_beside_their_console() {
         Kind::Mocha,
         "npx --no -- mocha --reporter spec test/a.test.js",
         dir,
+        CargoRunner::Libtest,
     );
     assert_eq!(
         cmd,
         "npx --no -- mocha test/a.test.js --reporter xunit --reporter-option output=/tmp/r/results"
     );
     junit(file);
-    let (cmd, _, file) = machine_readable(Kind::Mocha, "npx mocha --reporter dot", dir);
+    let (cmd, _, file) = machine_readable(
+        Kind::Mocha,
+        "npx mocha --reporter dot",
+        dir,
+        CargoRunner::Libtest,
+    );
     assert_eq!(
         (cmd.as_str(), file.is_none()),
         ("npx mocha --reporter dot", true)
     );
     // `npm test` running some runner: its script is not ours to change.
-    let (cmd, env, file) = machine_readable(Kind::NpmScript, "npm test", dir);
+    let (cmd, env, file) = machine_readable(Kind::NpmScript, "npm test", dir, CargoRunner::Libtest);
     assert_eq!(
         (cmd.as_str(), env.len(), file.is_none()),
         ("npm test", 0, true)
@@ -253,7 +289,7 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("results");
     let config = dir.path().join("nextest.toml");
-    let full = nextest_command("cargo test --no-fail-fast", dir.path(), &report, true).unwrap();
+    let full = nextest_command("cargo test --no-fail-fast", dir.path(), &report).unwrap();
     assert_eq!(
         full,
         format!(
@@ -275,7 +311,6 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
         "cargo test --no-fail-fast --test lexer --test parser",
         dir.path(),
         &report,
-        true,
     )
     .unwrap();
     assert!(
@@ -284,27 +319,99 @@ fn the_detected_cargo_test_runs_under_nextest_with_the_doc_tests() {
         ) && !affected.contains("--doc"),
         "{affected}"
     );
-    // Without nextest, or for a configured command, cargo runs as given.
-    assert_eq!(
-        nextest_command("cargo test --no-fail-fast", dir.path(), &report, false),
-        None
+    // Under libtest, or for a configured command, cargo runs as given.
+    let (cmd, env, file) = machine_readable(
+        Kind::Cargo,
+        "cargo test --no-fail-fast",
+        dir.path(),
+        CargoRunner::Libtest,
     );
+    assert_eq!(
+        (cmd.as_str(), env.len(), file.is_none()),
+        ("cargo test --no-fail-fast", 0, true)
+    );
+    let (cmd, _, file) = machine_readable(
+        Kind::Cargo,
+        "cargo test --no-fail-fast",
+        dir.path(),
+        CargoRunner::Nextest,
+    );
+    assert!(cmd.starts_with("cargo nextest run "), "{cmd}");
+    assert!(file.is_some());
     for configured in [
         "cargo test --workspace",
         "cargo nextest run",
         "cargo test --no-fail-fastx",
     ] {
         assert_eq!(
-            nextest_command(configured, dir.path(), &report, true),
+            nextest_command(configured, dir.path(), &report),
             None,
             "{configured}"
         );
     }
-    let (cmd, env, file) = machine_readable(Kind::Cargo, "cargo test --workspace", dir.path());
+    let (cmd, env, file) = machine_readable(
+        Kind::Cargo,
+        "cargo test --workspace",
+        dir.path(),
+        CargoRunner::Nextest,
+    );
     assert_eq!(
         (cmd.as_str(), env.len(), file.is_none()),
         ("cargo test --workspace", 0, true)
     );
+}
+
+/// nextest runs only for a project that keeps a `.config/nextest.toml` (in its directory
+/// or a workspace root above it) and only where it is installed; every other Cargo project
+/// runs `cargo test`, whatever is installed.
+#[test]
+fn cargo_nextest_runs_only_for_a_project_that_configures_it() {
+    let manifest = ("Cargo.toml", "[package]\nname = \"x\"\n");
+    let (_dir, plain) = code_tree(&[manifest, ("src/lib.rs", "")]);
+    assert_eq!(detect::nextest_config(&plain, ""), None);
+    let (runner, why) = CargoRunner::choose(&plain, "");
+    assert_eq!(runner, CargoRunner::Libtest, "{why}");
+    assert!(why.contains("no `.config/nextest.toml`"), "{why}");
+
+    let (_dir, configured) = code_tree(&[
+        (
+            ".config/nextest.toml",
+            "[profile.default]\nslow-timeout = \"60s\"\n",
+        ),
+        manifest,
+        ("src/lib.rs", ""),
+    ]);
+    assert_eq!(
+        detect::nextest_config(&configured, "").as_deref(),
+        Some(".config/nextest.toml")
+    );
+    let (runner, why) = CargoRunner::choose(&configured, "");
+    let want = if nextest_installed() {
+        CargoRunner::Nextest
+    } else {
+        CargoRunner::Libtest
+    };
+    assert_eq!(runner, want, "{why}");
+    assert!(why.contains("`.config/nextest.toml`"), "{why}");
+
+    // A member crate reads the workspace root's; a configuration elsewhere is not its own.
+    let (_dir, workspace) = code_tree(&[
+        (".config/nextest.toml", ""),
+        ("Cargo.toml", "[workspace]\nmembers = [\"crates/a\"]\n"),
+        ("crates/a/Cargo.toml", "[package]\nname = \"a\"\n"),
+        ("crates/a/src/lib.rs", ""),
+        ("other/.config/nextest.toml", ""),
+    ]);
+    assert_eq!(
+        detect::nextest_config(&workspace, "crates/a").as_deref(),
+        Some(".config/nextest.toml")
+    );
+    let (_dir, elsewhere) = code_tree(&[
+        manifest,
+        ("src/lib.rs", ""),
+        ("other/.config/nextest.toml", ""),
+    ]);
+    assert_eq!(detect::nextest_config(&elsewhere, ""), None);
 }
 
 /// What evaluate makes of real runs' results: Node's absolute file name shortened to the

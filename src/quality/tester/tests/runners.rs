@@ -1,5 +1,5 @@
 //! Whole tester runs with the real runners installed here — Node's built-in runner (through
-//! `npm test`, detected and configured) and cargo with cargo-nextest — on small repositories
+//! `npm test`, detected and configured) and cargo, under libtest and cargo-nextest — on small repositories
 //! these tests write. Each is skipped, saying why, when its runner is not installed.
 
 use super::*;
@@ -99,9 +99,10 @@ fn a_configured_npm_test_running_node_test_is_counted_from_its_console() {
 }
 
 /// A workspace of two crates, with a failing unit test in one, a failing integration test
-/// in the other and a failing doc test: under cargo-nextest (installed here) the counts are
-/// nextest's JUnit report plus the doc tests, every failure named; under `cargo test`
-/// (without nextest) the sum of libtest's lines.
+/// in the other and a failing doc test. Without a `.config/nextest.toml` it runs under `cargo
+/// test`, whether cargo-nextest is installed or not, and the counts are the sum of libtest's
+/// lines; with one (and nextest installed here) they are nextest's JUnit report plus the doc
+/// tests. Every failure is named either way.
 #[test]
 fn real_cargo_workspace_is_counted_over_every_binary_and_the_doc_tests() {
     if !installed("cargo", &["--version"]) {
@@ -115,60 +116,73 @@ fn real_cargo_workspace_is_counted_over_every_binary_and_the_doc_tests() {
         format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
     };
     let (a, b) = (manifest("alpha"), manifest("beta"));
-    let r = repo(
-        &[
+    let workspace = |extra: &[(&'static str, &'static str)]| {
+        let mut base = vec![
             (
                 "Cargo.toml",
                 "[workspace]\nmembers = [\"alpha\", \"beta\"]\nresolver = \"2\"\n",
             ),
-            ("alpha/Cargo.toml", &a),
-            ("beta/Cargo.toml", &b),
+            ("alpha/Cargo.toml", a.as_str()),
+            ("beta/Cargo.toml", b.as_str()),
             ("beta/src/lib.rs", beta),
             ("beta/tests/more.rs", more),
-        ],
-        &[("alpha/src/lib.rs", alpha)],
-    );
-    let inp = input("TEST-001", r.code.clone(), &[]);
-    let result = run_task(&inp, &r.ctx).unwrap();
-    // The build directory the tester chose (kept between iterations) goes with the test.
-    for d in &result.output.state_update.decisions {
-        if let Some(dir) = d.strip_prefix("cargo builds in ") {
-            let _ = std::fs::remove_dir_all(dir);
+        ];
+        base.extend_from_slice(extra);
+        let r = repo(&base, &[("alpha/src/lib.rs", alpha)]);
+        let inp = input("TEST-001", r.code.clone(), &[]);
+        let result = run_task(&inp, &r.ctx).unwrap();
+        // The build directory the tester chose (kept between iterations) goes with the test.
+        for d in &result.output.state_update.decisions {
+            if let Some(dir) = d.strip_prefix("cargo builds in ") {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         }
-    }
+        assert_eq!(worktrees(r.dir.path()), 1);
+        result
+    };
+
+    let result = workspace(&[]);
     let rec = record_of(&result);
     let run = rec.runs.last().unwrap();
+    assert_eq!(run.command, "cargo test --no-fail-fast", "{rec:?}");
+    assert_eq!(run.results_from, "console output");
     // 2 unit tests of alpha, 2 integration tests of beta, 1 doc test of alpha.
     assert_eq!((run.passed, run.failed), (Some(2), Some(3)), "{rec:?}");
     let mut names = rec.result_set.failures.clone();
     names.sort();
-    if nextest_installed() {
-        assert!(
-            run.command.starts_with("cargo nextest run --no-fail-fast "),
-            "{}",
-            run.command
-        );
-        assert_eq!(run.results_from, "JUnit XML");
-        assert_eq!(
-            names,
-            [
-                "alpha/src/lib.rs - sub (line 3)",
-                "alpha::tests::wrong",
-                "beta::more::twice_wrong"
-            ]
-        );
-    } else {
-        eprintln!("cargo-nextest is not installed: checked `cargo test` only");
-        assert_eq!(run.command, "cargo test --no-fail-fast");
-        assert_eq!(
-            names,
-            [
-                "alpha/src/lib.rs - sub (line 3)",
-                "alpha::tests::wrong",
-                "more::twice_wrong"
-            ]
-        );
-    }
+    assert_eq!(
+        names,
+        [
+            "alpha/src/lib.rs - sub (line 3)",
+            "alpha::tests::wrong",
+            "more::twice_wrong"
+        ]
+    );
     assert_eq!(result.verdict.unwrap().verdict, "fix_required");
-    assert_eq!(worktrees(r.dir.path()), 1);
+
+    if !nextest_installed() {
+        eprintln!("cargo-nextest is not installed: checked `cargo test` only");
+        return;
+    }
+    let result = workspace(&[(".config/nextest.toml", "[profile.default]\nretries = 0\n")]);
+    let rec = record_of(&result);
+    let run = rec.runs.last().unwrap();
+    assert!(
+        run.command.starts_with("cargo nextest run --no-fail-fast "),
+        "{}",
+        run.command
+    );
+    assert_eq!(run.results_from, "JUnit XML");
+    assert_eq!((run.passed, run.failed), (Some(2), Some(3)), "{rec:?}");
+    let mut names = rec.result_set.failures.clone();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "alpha/src/lib.rs - sub (line 3)",
+            "alpha::tests::wrong",
+            "beta::more::twice_wrong"
+        ]
+    );
+    assert_eq!(result.verdict.unwrap().verdict, "fix_required");
 }
