@@ -13,14 +13,14 @@
 use std::path::{Path, PathBuf};
 
 use super::config::AgentSpec;
+use super::contract::{self, Settled, Turn};
 use super::process::{self, Home, Invocation, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
-use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
+use super::{Agent, TaskInput, TaskOutput};
 use crate::error::{Error, Result};
 
-/// How many answers an agent gets to meet the result contract.
-pub const CONTRACT_TRIES: u32 = 3;
+pub use super::contract::CONTRACT_TRIES;
 
 /// Drivers this module provides, besides the presets.
 const OWN_DRIVERS: [&str; 2] = ["builtin", "command"];
@@ -454,20 +454,10 @@ impl CliDriver {
     }
 
     fn failed(&self, reason: &str) -> TaskOutput {
-        let reason = format!("agent `{}` ({}): {reason}", self.agent, self.cli.name());
-        let first = reason
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(200)
-            .collect::<String>();
-        TaskOutput {
-            outcome: Outcome::Failed(reason),
-            summary: format!("failed: {first}"),
-            files: Vec::new(),
-            state_update: StateUpdate::default(),
-        }
+        contract::failed(
+            &format!("agent `{}` ({})", self.agent, self.cli.name()),
+            reason,
+        )
     }
 
     fn env(&self, call: &Call<'_>, ctx: &RunContext, launch: &Launch) -> Vec<(String, String)> {
@@ -559,19 +549,20 @@ impl Driver for CliDriver {
             ..Usage::default()
         };
         let mut transcript = format!("=== prompt: {} ===\n", composed.report());
-        let mut prompt = base.clone();
-        let mut answer_no = 0;
         let mut confined = None;
-        loop {
-            answer_no += 1;
-            std::fs::write(&prompt_file, &prompt)
+        // What the last answer left: its prompt and what the program printed.
+        let mut last_prompt = base.clone();
+        let mut raw = String::new();
+        let settled = contract::negotiate(&base, retry_reserve, |answer_no, prompt| {
+            last_prompt = prompt.to_owned();
+            std::fs::write(&prompt_file, prompt)
                 .map_err(|e| Error::io(format!("cannot write {}", prompt_file.display()), e))?;
             let call = Call {
                 agent: &self.agent,
                 spec: &self.spec,
                 input,
                 deliverable,
-                prompt: &prompt,
+                prompt,
                 prompt_file: &prompt_file,
                 scratch: &scratch,
                 home: &home,
@@ -620,56 +611,48 @@ impl Driver for CliDriver {
                 process::run_with_retries(&inv, &self.retry, &|o| self.cli.transient(o))?;
             usage.seconds += out.seconds;
             transcript.push_str(&transcript_entry(answer_no, runs, &inv, &out));
-            let done = |output: TaskOutput, prompt: String, usage: Usage, transcript: String| {
-                if let Some(dir) = &ctx.run_dir {
-                    let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
-                }
-                Ok(DriverOutput {
-                    output,
-                    prompt,
-                    raw: out.stdout.clone(),
-                    transcript: Some(transcript),
-                    usage,
-                })
-            };
+            raw = out.stdout.clone();
             if out.timed_out {
-                let reason = format!(
+                return Ok(Turn::Failed(format!(
                     "did not finish within {}; its process group was killed{}",
                     human(inv.timeout),
                     match out.tail(3) {
                         t if t.is_empty() => String::new(),
                         t => format!(". Last output:\n{t}"),
                     }
-                );
-                return done(self.failed(&reason), prompt, usage, transcript);
+                )));
             }
-            match self.cli.read(&call, &out) {
+            Ok(match self.cli.read(&call, &out) {
                 Reply::Failed { reason, usage: u } => {
                     usage.add(&u);
-                    return done(self.failed(&reason), prompt, usage, transcript);
+                    Turn::Failed(reason)
                 }
                 Reply::Answer { text, usage: u } => {
                     usage.add(&u);
                     match result::parse_in(&text, deliverable, Some(&ctx.workdir)) {
-                        Ok(output) => return done(output, prompt, usage, transcript),
-                        Err(e) if answer_no < CONTRACT_TRIES => {
-                            prompt = prompt::retry_prompt_within(
-                                &base,
-                                &e.message,
-                                &text,
-                                retry_reserve,
-                            );
-                        }
-                        Err(e) => {
-                            let reason = format!(
-                                "its result was rejected {CONTRACT_TRIES} times; the last problem: {e}"
-                            );
-                            return done(self.failed(&reason), prompt, usage, transcript);
-                        }
+                        Ok(output) => Turn::Done(output),
+                        Err(e) => Turn::Rejected {
+                            problem: e.message,
+                            answer: text,
+                        },
                     }
                 }
-            }
+            })
+        })?;
+        let output = match settled {
+            Settled::Output(output) => output,
+            Settled::Failed(reason) => self.failed(&reason),
+        };
+        if let Some(dir) = &ctx.run_dir {
+            let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
         }
+        Ok(DriverOutput {
+            output,
+            prompt: last_prompt,
+            raw,
+            transcript: Some(transcript),
+            usage,
+        })
     }
 }
 
@@ -886,6 +869,7 @@ pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::agents::Outcome;
     use crate::agents::prompt::RETRY_HEADING;
     use crate::agents::prompt::tests::{empty_code, input};
 

@@ -7,6 +7,7 @@
 
 pub mod builtin;
 pub mod command;
+pub mod contract;
 /// `[agents.*]`, `[roles]` and `[discuss]` of `.tlv4.toml`, kept in [`crate::config`].
 pub use crate::config::agents as config;
 pub mod meter;

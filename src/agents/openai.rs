@@ -40,13 +40,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::command::{CONTRACT_TRIES, Driver, DriverOutput, RunContext, Usage};
+use super::command::{Driver, DriverOutput, RunContext, Usage};
 use super::config::AgentSpec;
+use super::contract::{self, CONTRACT_TRIES, Settled, Turn};
 use super::meter::Meter;
 use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
-use super::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use super::{Outcome, TaskInput, TaskOutput};
 use crate::error::{Error, Result};
 
 /// The environment variable holding the API key, in the agent's `env` or the process's.
@@ -287,20 +288,7 @@ impl OpenAiDriver {
     }
 
     fn failed(&self, reason: &str) -> TaskOutput {
-        let reason = format!("agent `{}` (openai): {reason}", self.agent);
-        let first: String = reason
-            .lines()
-            .next()
-            .unwrap_or("")
-            .chars()
-            .take(200)
-            .collect();
-        TaskOutput {
-            outcome: Outcome::Failed(reason),
-            summary: format!("failed: {first}"),
-            files: Vec::new(),
-            state_update: StateUpdate::default(),
-        }
+        contract::failed(&format!("agent `{}` (openai)", self.agent), reason)
     }
 
     /// One question, with retries of transient failures. The answer is streamed when the
@@ -765,12 +753,12 @@ impl Driver for OpenAiDriver {
         let mut transcript = format!(
             "=== prompt: {report}; output bound {bound} tokens ===\n=== system message ===\n{system}\n"
         );
-        let mut user = base.clone();
-        let mut answer_no = 0;
         let mut bad_patches = 0;
-        loop {
-            answer_no += 1;
-            let record = format!("[system]\n{system}\n\n[user]\n{user}");
+        // What the last question and its response were.
+        let mut record = String::new();
+        let mut raw = String::new();
+        let settled = contract::negotiate(&base, retry_reserve, |answer_no, user| {
+            record = format!("[system]\n{system}\n\n[user]\n{user}");
             if ctx.run_dir.is_some() {
                 let file = scratch.join("prompt.md");
                 std::fs::write(&file, &record)
@@ -778,7 +766,7 @@ impl Driver for OpenAiDriver {
             }
             let q = Question {
                 system: &system,
-                user: &user,
+                user,
                 bound,
                 answer_no,
                 meter: &ctx.meter,
@@ -786,21 +774,10 @@ impl Driver for OpenAiDriver {
             };
             let ex = self.chat(&q, &mut transcript);
             usage.add(&ex.usage);
-            let done = |output: TaskOutput, usage: Usage, transcript: String| {
-                if let Some(dir) = &ctx.run_dir {
-                    let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
-                }
-                Ok(DriverOutput {
-                    output,
-                    prompt: record.clone(),
-                    raw: ex.body.clone(),
-                    transcript: Some(transcript),
-                    usage,
-                })
-            };
+            raw = ex.body.clone();
             let text = match &ex.reply {
                 Ok(text) => text,
-                Err(reason) => return done(self.failed(reason), usage, transcript),
+                Err(reason) => return Ok(Turn::Failed(reason.clone())),
             };
             let parsed = result::parse_in(text, deliverable, Some(&ctx.workdir));
             // An answer the bound cut short is sent back as that, whatever else is wrong.
@@ -817,7 +794,7 @@ impl Driver for OpenAiDriver {
                 ),
                 Err(e) => e.message,
                 Ok(output) if !code || output.outcome != Outcome::Completed => {
-                    return done(output, usage, transcript);
+                    return Ok(Turn::Done(output));
                 }
                 Ok(mut output) => match self.hand_over(
                     text,
@@ -827,7 +804,7 @@ impl Driver for OpenAiDriver {
                     answer_no,
                     &mut transcript,
                 ) {
-                    Ok(()) => return done(output, usage, transcript),
+                    Ok(()) => return Ok(Turn::Done(output)),
                     Err(Handover::Local(e)) => return Err(e),
                     // Sent back like any other broken contract.
                     Err(Handover::NoPatch) => "the answer carried no patch: it lists changed \
@@ -838,8 +815,7 @@ impl Driver for OpenAiDriver {
                     Err(Handover::Patch(p)) => {
                         bad_patches += 1;
                         if bad_patches >= PATCH_TRIES || answer_no >= CONTRACT_TRIES {
-                            let reason = format!("its change was not applied: {p}");
-                            return done(self.failed(&reason), usage, transcript);
+                            return Ok(Turn::Failed(format!("its change was not applied: {p}")));
                         }
                         format!(
                             "{p}\n\nThe files are unchanged, as shown above. Send the whole \
@@ -848,15 +824,25 @@ impl Driver for OpenAiDriver {
                     }
                 },
             };
-            if answer_no >= CONTRACT_TRIES {
-                let first = problem.lines().next().unwrap_or_default();
-                let reason = format!(
-                    "its result was rejected {CONTRACT_TRIES} times; the last problem: {first}"
-                );
-                return done(self.failed(&reason), usage, transcript);
-            }
-            user = prompt::retry_prompt_within(&base, &problem, text, retry_reserve);
+            Ok(Turn::Rejected {
+                problem,
+                answer: text.clone(),
+            })
+        })?;
+        let output = match settled {
+            Settled::Output(output) => output,
+            Settled::Failed(reason) => self.failed(&reason),
+        };
+        if let Some(dir) = &ctx.run_dir {
+            let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
         }
+        Ok(DriverOutput {
+            output,
+            prompt: record,
+            raw,
+            transcript: Some(transcript),
+            usage,
+        })
     }
 }
 

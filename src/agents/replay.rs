@@ -129,12 +129,8 @@ impl Driver for ReplayDriver {
         let started = std::time::Instant::now();
         let store = Store::from_repo(self.repo.to_thread_local())?;
         let task = input.task.id.as_str();
-        let failed = |reason: String| TaskOutput {
-            outcome: Outcome::Failed(reason.clone()),
-            summary: format!("failed: {reason}"),
-            files: Vec::new(),
-            state_update: StateUpdate::default(),
-        };
+        let failed =
+            |reason: String| TaskOutput::failed(reason.clone(), format!("failed: {reason}"));
         // A discussion turn sent back is asked again within the same run, and each of its
         // attempts gets the answer that attempt gave, so the send-backs happen again as they
         // did; a pipeline task's later attempts follow a review or a reset, and the last

@@ -11,7 +11,7 @@ use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestComman
 use crate::agents::meter::Meter;
 use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
-use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::agents::{Outcome, TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::hooks::Hooks;
 use crate::model::Verdict;
@@ -64,12 +64,7 @@ impl WorkResult {
     /// A failure before the agent produced anything.
     pub fn failed(agent: &str, reason: String) -> WorkResult {
         WorkResult {
-            output: TaskOutput {
-                outcome: Outcome::Failed(reason.clone()),
-                summary: format!("error: {reason}"),
-                files: Vec::new(),
-                state_update: StateUpdate::default(),
-            },
+            output: TaskOutput::failed(reason.clone(), format!("error: {reason}")),
             fix: None,
             verdict: None,
             warnings: Vec::new(),

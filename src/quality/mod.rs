@@ -9,7 +9,7 @@ pub mod protocol;
 pub mod review;
 pub mod tester;
 
-use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use crate::agents::{TaskInput, TaskOutput};
 use crate::error::Result;
 use crate::model::Verdict;
 
@@ -82,15 +82,13 @@ pub(crate) fn not_built(input: &TaskInput) -> Result<QualityResult> {
         _ => "the supervisor (checkpoint scoring)",
     };
     Ok(QualityResult {
-        output: TaskOutput {
-            outcome: Outcome::Failed(format!(
+        output: TaskOutput::failed(
+            format!(
                 "{missing} is not part of this build yet, so {} cannot be judged",
                 input.task.id
-            )),
-            summary: format!("not run: {missing} is missing"),
-            files: Vec::new(),
-            state_update: StateUpdate::default(),
-        },
+            ),
+            format!("not run: {missing} is missing"),
+        ),
         verdict: None,
         warnings: Vec::new(),
         fix: None,

@@ -30,12 +30,10 @@ impl Agent for Builtin {
             "planner" => planner::run(input),
             "executor" => Ok(executor(input)),
             _ if input.task.phase == "specialist" => specialist::run(input),
-            other => Ok(TaskOutput {
-                outcome: Outcome::Failed(format!("the builtin agent has no `{other}` role")),
-                summary: format!("no builtin {other}"),
-                files: Vec::new(),
-                state_update: StateUpdate::default(),
-            }),
+            other => Ok(TaskOutput::failed(
+                format!("the builtin agent has no `{other}` role"),
+                format!("no builtin {other}"),
+            )),
         }
     }
 }
