@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use super::config::AgentSpec;
-use super::contract::{self, Settled, Turn};
+use super::contract::{self, Turn};
 use super::process::{self, Home, Invocation, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
@@ -639,10 +639,7 @@ impl Driver for CliDriver {
                 }
             })
         })?;
-        let output = match settled {
-            Settled::Output(output) => output,
-            Settled::Failed(reason) => self.failed(&reason),
-        };
+        let output = settled.unwrap_or_else(|reason| self.failed(&reason));
         if let Some(dir) = &ctx.run_dir {
             let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
         }

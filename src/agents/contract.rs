@@ -24,14 +24,9 @@ pub enum Turn {
     Rejected { problem: String, answer: String },
 }
 
-/// How the exchange settled.
-#[derive(Debug)]
-pub enum Settled {
-    /// The task's output (completed, or failed as the agent itself reported).
-    Output(TaskOutput),
-    /// The agent failed: why, without the agent's name (see [`failed`]).
-    Failed(String),
-}
+/// How the exchange settled: the task's output (completed, or failed as the agent itself
+/// reported), or why the agent failed, without its name (see [`failed`]).
+pub type Settled = std::result::Result<TaskOutput, String>;
 
 /// Runs the contract loop: `turn(n, prompt)` asks with `prompt` (first `base`, then `base`
 /// with the last problem and answer, kept within the prompt's budget by `retry_reserve`
@@ -44,12 +39,12 @@ pub fn negotiate(
     let mut prompt = base.to_owned();
     for answer_no in 1.. {
         match turn(answer_no, &prompt)? {
-            Turn::Done(output) => return Ok(Settled::Output(output)),
-            Turn::Failed(reason) => return Ok(Settled::Failed(reason)),
+            Turn::Done(output) => return Ok(Ok(output)),
+            Turn::Failed(reason) => return Ok(Err(reason)),
             Turn::Rejected { problem, answer } => {
                 if answer_no >= CONTRACT_TRIES {
                     let first = problem.lines().next().unwrap_or_default();
-                    return Ok(Settled::Failed(format!(
+                    return Ok(Err(format!(
                         "its result was rejected {CONTRACT_TRIES} times; the last problem: {first}"
                     )));
                 }
@@ -115,7 +110,7 @@ mod tests {
             })
         })
         .unwrap();
-        assert!(matches!(settled, Settled::Output(_)));
+        assert!(settled.is_ok());
         assert_eq!(prompts.len(), 3);
         assert_eq!(prompts[0], "BASE");
         assert!(prompts[1].starts_with("BASE") && prompts[1].contains("problem 1"));
@@ -128,9 +123,7 @@ mod tests {
             })
         })
         .unwrap();
-        let Settled::Failed(reason) = settled else {
-            panic!("{settled:?}")
-        };
+        let reason = settled.unwrap_err();
         assert_eq!(
             reason,
             "its result was rejected 3 times; the last problem: problem 3"
@@ -145,7 +138,7 @@ mod tests {
             Ok(Turn::Failed("gone".into()))
         })
         .unwrap();
-        assert!(matches!(settled, Settled::Failed(r) if r == "gone"));
+        assert_eq!(settled.unwrap_err(), "gone");
         assert_eq!(asked, 1);
         let err = negotiate("B", 100, |_, _| Err(crate::Error::Invalid("x".into())));
         assert!(err.is_err());

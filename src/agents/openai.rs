@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 
 use super::command::{Driver, DriverOutput, RunContext, Usage};
 use super::config::AgentSpec;
-use super::contract::{self, CONTRACT_TRIES, Settled, Turn};
+use super::contract::{self, CONTRACT_TRIES, Turn};
 use super::meter::Meter;
 use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
@@ -829,10 +829,7 @@ impl Driver for OpenAiDriver {
                 answer: text.clone(),
             })
         })?;
-        let output = match settled {
-            Settled::Output(output) => output,
-            Settled::Failed(reason) => self.failed(&reason),
-        };
+        let output = settled.unwrap_or_else(|reason| self.failed(&reason));
         if let Some(dir) = &ctx.run_dir {
             let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
         }
