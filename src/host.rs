@@ -138,6 +138,24 @@ pub fn group_alive(pgid: u32, leader_start: Option<u64>) -> bool {
         })
 }
 
+/// Unblocks every signal in the calling thread. For a child between fork and exec: the tool
+/// blocks SIGINT, SIGTERM and SIGHUP in its threads (it reads them itself) and a child
+/// inherits the mask, so a program it starts must begin with none blocked, or it could not be
+/// stopped. Only `sigemptyset` and `pthread_sigmask`, which are async-signal-safe.
+pub fn unblock_all_signals() -> std::io::Result<()> {
+    // SAFETY: a signal set on the stack, emptied before use, set as this thread's mask.
+    let rc = unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(rc))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -324,11 +324,7 @@ fn command(
             // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads (see [`signals`]), and
             // a child inherits the mask: the program must start with none blocked, or it could
             // not be stopped (nor get its death signal).
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            if libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            crate::host::unblock_all_signals()?;
             // See the module comment: SIGTERM when the thread waiting for this run ends,
             // which is when the tool dies.
             if libc::prctl(
@@ -933,9 +929,7 @@ mod watchdog {
             // Its own group, out of the terminal's reach (Ctrl-C and a hang-up go to the
             // tool, which stops its runs itself); all signals unblocked.
             libc::setpgid(0, 0);
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            let _ = crate::host::unblock_all_signals();
             libc::signal(libc::SIGINT, libc::SIG_IGN);
             libc::signal(libc::SIGHUP, libc::SIG_IGN);
             // Hold nothing of the tool's open: not its output (a caller waits for the end

@@ -98,9 +98,7 @@ fn reap(program: &OsString, args: &[OsString], confinement: Option<(Option<RawFd
     // and Landlock system calls) and close, which are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            crate::host::unblock_all_signals()?;
             // Should the reaper be killed outright, the program goes with it.
             libc::prctl(
                 libc::PR_SET_PDEATHSIG,

@@ -67,10 +67,7 @@ impl Ui {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
                 // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads and a child
                 // inherits the mask: the pager must get them (a closed terminal ends it).
-                let mut none: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut none);
-                libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-                Ok(())
+                crate::host::unblock_all_signals()
             });
         }
         let child = cmd.spawn();
