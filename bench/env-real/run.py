@@ -266,7 +266,8 @@ def tool_result(tree, sid):
     run = json.loads(git("show", f"{ref}:{folder}/test-runs/{last}", cwd=tree))
     report = git("show", f"{ref}:{folder}/test-report.md", cwd=tree)
     full = [r for r in run["runs"] if r["scope"] == "full"] or run["runs"]
-    decisions = [l[2:] for l in report.splitlines() if l.startswith("- checkout:") or l.startswith("- environment")]
+    shown = ("- checkout:", "- environment", "- runner:", "- cargo")
+    decisions = [l[2:] for l in report.splitlines() if l.startswith(shown)]
     env_s = sum(float(x) for x in re.findall(r"ran, ([\d.]+) s", "\n".join(decisions)))
     return {
         "iterations": int(last.split(".")[0]),
