@@ -4,11 +4,14 @@
 //! A checkout is slow to make and slower to prepare: `git worktree add` writes every file, and
 //! the project's dependencies and build outputs (`node_modules/`, `.venv/`, `target/`) are not
 //! in git at all. So the checkouts are kept, in two pools per repository — one for agents, one
-//! for the tester, so that the tester never runs where an agent wrote — in a folder of the
-//! repository's own under the user's cache, `~/.cache/git-tlv4/checkouts/<repo>-<id>/` (see
-//! [`checkouts_home`] for how to move it). Not inside the repository: a checkout below the
-//! user's working tree resolves packages from the user's `node_modules` (Node looks in every
-//! parent folder), and nothing of the tool's is in the working tree or the objects' folder.
+//! for the tester, so that the tester never runs where an agent wrote — in a folder beside the
+//! repository's working tree, `<repo>.tlv4/` (see [`place`] for the order of choices and how
+//! to move it). Not inside the repository: a checkout below the user's working tree resolves
+//! packages from the user's `node_modules` (Node looks in every parent folder), and a test
+//! tree below a `.git` is taken for part of that repository (fd's tests). Not below a folder
+//! whose name starts with a dot either, as `~/.cache` is: some test suites refuse such paths
+//! (express's `res.sendFile` tests serve nothing there), and CI machines, where suites are
+//! known to pass, check out in plain folders.
 //!
 //! ```text
 //! repo                   the git directory whose pools these are (`gc` drops orphans)
@@ -106,6 +109,8 @@ pub enum Target<'a> {
 #[derive(Debug, Clone)]
 pub struct Pool {
     root: PathBuf,
+    /// Whether `root` is one of the pools under a folder shared by many repositories.
+    shared: bool,
     common_dir: PathBuf,
     max_disk: u64,
 }
@@ -114,20 +119,56 @@ pub struct Pool {
 /// slots removed, dead runs' work kept first) so that nothing is stranded there.
 const LEGACY: &str = "tlv4/checkouts";
 
-/// Where the pools of every repository are kept: `$GIT_TLV4_CHECKOUTS`, else git's
-/// `tlv4.checkouts` (the user's own configuration: a repository cannot ship its `.git/config`),
-/// else `$XDG_CACHE_HOME/git-tlv4/checkouts`, else `~/.cache/git-tlv4/checkouts`. `None`
-/// without a home: the pools then stay in the git directory, as before.
+/// Where the pools of the repository whose git directory is `common_dir` are kept, and
+/// whether that folder is one of many under a shared one (whose orphans `gc` may drop):
+/// 1. `$GIT_TLV4_CHECKOUTS/<repo>-<id>`, else git's `tlv4.checkouts` (the user's own
+///    configuration: a repository cannot ship its `.git/config`) the same way;
+/// 2. beside the working tree, `<parent>/<repo>.tlv4` (where that folder may be written);
+/// 3. `$XDG_CACHE_HOME/git-tlv4/checkouts/<repo>-<id>` (`~/.cache/…`);
+/// 4. without a home, in the git directory, as earlier versions did.
 ///
-/// Some test suites refuse files below a folder whose name starts with a dot (express's
-/// `res.sendFile` tests serve nothing from such a path); for those, point `tlv4.checkouts`
-/// at a folder without one.
-pub fn checkouts_home(store: &Store) -> Option<PathBuf> {
+/// `<id>`: the first ten hex digits of the blob id of the git directory's real path.
+pub fn place(store: &Store, common_dir: &Path) -> (PathBuf, bool) {
+    let legacy = (common_dir.join(LEGACY), false);
     // The unit tests' repositories keep their pools inside themselves, in their temporary
     // folders, whatever the environment of `cargo test` says; the e2e tests cover the rest.
     if cfg!(test) {
-        return None;
+        return legacy;
     }
+    let name = repo_name(common_dir);
+    let path = common_dir.as_os_str().as_encoded_bytes();
+    let id = crate::git::blob_id(crate::git::OBJECT_FORMAT, path)
+        .map(|id| id.to_hex_with_len(10).to_string())
+        .unwrap_or_default();
+    let shared = |home: PathBuf| (home.join(format!("{name}-{id}")), true);
+    if let Some(home) = checkouts_home(store) {
+        return shared(home);
+    }
+    // The main working tree's parent, for a repository that has one (not a bare one).
+    let beside = common_dir
+        .file_name()
+        .filter(|n| *n == ".git")
+        .and_then(|_| common_dir.parent()?.parent())
+        .filter(|p| writable(p));
+    if let Some(parent) = beside {
+        return (parent.join(format!("{name}.tlv4")), false);
+    }
+    cache_home().map_or(legacy, shared)
+}
+
+/// Whether this process may make a folder in `dir`.
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) on a NUL-terminated path this function owns.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// The folder the user names for the pools of every repository: `$GIT_TLV4_CHECKOUTS`, else
+/// git's `tlv4.checkouts`.
+fn checkouts_home(store: &Store) -> Option<PathBuf> {
     let absolute = |p: PathBuf| p.is_absolute().then_some(p);
     if let Some(dir) = std::env::var_os("GIT_TLV4_CHECKOUTS").map(PathBuf::from) {
         return absolute(dir);
@@ -147,10 +188,18 @@ pub fn checkouts_home(store: &Store) -> Option<PathBuf> {
         };
         return absolute(dir);
     }
+    None
+}
+
+/// `$XDG_CACHE_HOME/git-tlv4/checkouts`, else `~/.cache/git-tlv4/checkouts`.
+fn cache_home() -> Option<PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .and_then(absolute)
-        .or_else(|| home.map(|h| h.join(".cache")))?;
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from)?;
+            home.is_absolute().then(|| home.join(".cache"))
+        })?;
     Some(cache.join("git-tlv4").join("checkouts"))
 }
 
@@ -210,18 +259,10 @@ impl Pool {
         let common_dir = std::path::absolute(store.repo().common_dir())
             .map_err(|e| Error::io("cannot resolve the git directory", e))?;
         let common_dir = std::fs::canonicalize(&common_dir).unwrap_or(common_dir);
-        let root = match checkouts_home(store) {
-            Some(home) => {
-                let path = common_dir.as_os_str().as_encoded_bytes();
-                let id = crate::git::blob_id(crate::git::OBJECT_FORMAT, path)
-                    .map(|id| id.to_hex_with_len(10).to_string())
-                    .unwrap_or_default();
-                home.join(format!("{}-{id}", repo_name(&common_dir)))
-            }
-            None => common_dir.join(LEGACY),
-        };
+        let (root, shared) = place(store, &common_dir);
         Ok(Pool {
             root,
+            shared,
             common_dir,
             max_disk: max_disk.unwrap_or(DEFAULT_MAX_DISK),
         })
@@ -364,7 +405,7 @@ impl Pool {
     /// directory that no longer exists) and that no process leases; returns their folders.
     /// Their checkouts were worktrees of that repository: with it, their work is gone too.
     pub fn clear_orphans(&self) -> Vec<PathBuf> {
-        let Some(home) = self.root.parent().filter(|_| !self.root.ends_with(LEGACY)) else {
+        let Some(home) = self.root.parent().filter(|_| self.shared) else {
             return Vec::new();
         };
         let mut removed = Vec::new();
@@ -867,6 +908,7 @@ impl Lease {
         write_atomic(&self.slot.with_extension("json"), &json)?;
         let pool = Pool {
             root: self.root.clone(),
+            shared: false,
             common_dir: self.common_dir.clone(),
             max_disk: self.max_disk,
         };

@@ -27,6 +27,13 @@ pub struct TestRepo {
     pub home: tempfile::TempDir,
 }
 
+impl Drop for TestRepo {
+    /// The kept checkouts beside the temporary repository go with it.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.pool_dir());
+    }
+}
+
 /// A command with a clean, fixed environment: no user or system config, fixed dates.
 pub fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
     let mut cmd = Command::new(program);
@@ -94,28 +101,12 @@ impl TestRepo {
         p
     }
 
-    /// The folder of the repository's kept checkouts (its pools), under the test's home:
-    /// `~/.cache/git-tlv4/checkouts/<name>-<id>`, the id being the first ten hex digits of
-    /// the blob id of the git directory's real path. It may not exist yet.
+    /// The folder of the repository's kept checkouts (its pools): beside its working tree,
+    /// `<parent>/<name>.tlv4`. It may not exist yet.
     pub fn pool_dir(&self) -> PathBuf {
-        let git_dir = self.path().join(".git").canonicalize().unwrap();
-        let mut hash = self.git_cmd(&["hash-object", "--stdin"]);
-        hash.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped());
-        let mut child = hash.spawn().unwrap();
-        {
-            use std::io::Write as _;
-            use std::os::unix::ffi::OsStrExt as _;
-            let mut stdin = child.stdin.take().unwrap();
-            stdin.write_all(git_dir.as_os_str().as_bytes()).unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        let id = String::from_utf8(out.stdout).unwrap();
-        let name = self.path().file_name().unwrap().to_string_lossy();
-        self.home
-            .path()
-            .join(".cache/git-tlv4/checkouts")
-            .join(format!("{name}-{}", &id.trim()[..10]))
+        let dir = self.path().canonicalize().unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        dir.parent().unwrap().join(format!("{name}.tlv4"))
     }
 
     pub fn git_cmd(&self, args: &[&str]) -> Command {

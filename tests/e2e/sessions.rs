@@ -507,8 +507,9 @@ fn kept_checkouts_leave_the_git_directory_and_gc_drops_the_pools_of_repositories
         "git-tlv4 pool: idle",
         slot.to_str().unwrap(),
     ]);
-    // The pools of a repository that is gone, and of one that is still there.
-    let home = repo.home.path().join(".cache/git-tlv4/checkouts");
+    // Under a folder of pools named for every repository: the pools of a repository that is
+    // gone, and of one that is still there.
+    let home = repo.home.path().join("pools");
     let orphan = home.join("gone-0123456789");
     std::fs::create_dir_all(orphan.join("test-1/gone")).unwrap();
     std::fs::write(orphan.join("repo"), "/nonexistent/gone/.git").unwrap();
@@ -517,7 +518,12 @@ fn kept_checkouts_leave_the_git_directory_and_gc_drops_the_pools_of_repositories
     std::fs::create_dir_all(alive.join("test-1")).unwrap();
     std::fs::write(alive.join("repo"), other.path().to_str().unwrap()).unwrap();
 
-    let err = String::from_utf8(repo.tlv4(&["gc"]).stderr).unwrap();
+    let out = repo
+        .tlv4_cmd(&["gc"])
+        .env("GIT_TLV4_CHECKOUTS", &home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
     let list = repo.git(&["worktree", "list", "--porcelain"]);
     assert!(!list.contains("tlv4/checkouts"), "{list}\n{err}");
     assert!(!legacy.exists(), "{err}");
