@@ -345,7 +345,7 @@ impl crate::agents::command::Driver for CriticAgent {
         input: &crate::agents::TaskInput,
         _ctx: &crate::agents::command::RunContext,
     ) -> crate::error::Result<crate::agents::command::DriverOutput> {
-        assert_eq!(input.task.role, "critic");
+        assert_eq!(input.task.role, crate::model::Role::Critic);
         assert!(input.task.description.contains("product perspective"));
         assert!(input.task.description.contains("Round: DISCUSS-001"));
         let path = "discussions/DISCUSS-001-product.json".to_owned();
