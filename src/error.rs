@@ -204,8 +204,12 @@ pub mod exit {
 
     /// The code for a session that paused with a pause of `kind`: [`STALLED`] when nothing
     /// can run, [`WAITING`] for every pause that asks for a decision.
-    pub fn for_pause(kind: &str) -> i32 {
-        if kind == "stalled" { STALLED } else { WAITING }
+    pub fn for_pause(kind: &crate::model::PauseKind) -> i32 {
+        if *kind == crate::model::PauseKind::Stalled {
+            STALLED
+        } else {
+            WAITING
+        }
     }
 }
 

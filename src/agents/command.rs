@@ -19,6 +19,7 @@ use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
 use super::{Agent, TaskInput, TaskOutput};
 use crate::error::{Error, Result};
+use crate::model::Role;
 
 pub use super::contract::CONTRACT_TRIES;
 
@@ -471,7 +472,7 @@ impl CliDriver {
             ),
             ("TLV4_SESSION".into(), sid.to_owned()),
             ("TLV4_TASK".into(), input.task.id.to_string()),
-            ("TLV4_ROLE".into(), input.task.role.clone()),
+            ("TLV4_ROLE".into(), input.task.role.to_string()),
             ("TLV4_ATTEMPT".into(), ctx.attempt.to_string()),
             (
                 "TLV4_OUTPUT".into(),
@@ -508,8 +509,8 @@ impl Driver for CliDriver {
     fn run(&self, input: &TaskInput, ctx: &RunContext) -> Result<DriverOutput> {
         let task = &input.task;
         let deliverable = Deliverable::of(&task.role);
-        let role_spec = self.specs.role(&task.role);
-        let template = if task.role == "writer" {
+        let role_spec = self.specs.role(task.role.as_str());
+        let template = if task.role == Role::Writer {
             self.specs.template(&task.phase)
         } else {
             None
@@ -744,7 +745,7 @@ impl Cli for CommandCli {
                     .replace("{prompt_file}", &call.prompt_file.display().to_string())
                     .replace("{workdir}", &call.workdir.display().to_string())
                     .replace("{task}", call.input.task.id.as_str())
-                    .replace("{role}", &call.input.task.role),
+                    .replace("{role}", call.input.task.role.as_str()),
             );
         }
         Ok(Launch {

@@ -236,7 +236,7 @@ mod tests {
         let store = crate::store::Store::discover(dir.path()).unwrap();
         let opts = crate::coordinator::StartOptions {
             pipeline: Some("one".into()),
-            completion: Some("keep".into()),
+            completion: Some(crate::model::Completion::Keep),
             ..Default::default()
         };
         let (sid, _) = crate::coordinator::start(&store, "count tokens", &opts).unwrap();

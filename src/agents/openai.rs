@@ -49,6 +49,7 @@ use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
 use super::{Outcome, TaskInput, TaskOutput};
 use crate::error::{Error, Result};
+use crate::model::Role;
 
 /// The environment variable holding the API key, in the agent's `env` or the process's.
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -75,10 +76,10 @@ const BOUND_SLACK: u64 = 16;
 /// requirements, an architecture, epics, a plan) and code (a diff and the result block) get
 /// the most; the analyst's research is a short context document; an opinion or a critique is
 /// a few findings.
-pub fn default_output_tokens(role: &str) -> u64 {
+pub fn default_output_tokens(role: &Role) -> u64 {
     match role {
-        "writer" | "planner" | "executor" => 8192,
-        "analyst" | "supervisor" | "tester" => 4096,
+        Role::Writer | Role::Planner | Role::Executor => 8192,
+        Role::Analyst | Role::Supervisor | Role::Tester => 4096,
         // critics, the reviewer's opinion, specialists' reports
         _ => 2048,
     }
@@ -252,7 +253,7 @@ impl OpenAiDriver {
 
     /// The most tokens one answer of `role` may have: `max_output_tokens`, else the role's
     /// default ([`default_output_tokens`]), at most half of `context_tokens`.
-    pub fn output_bound(&self, role: &str) -> u64 {
+    pub fn output_bound(&self, role: &Role) -> u64 {
         match (self.max_output, self.context_tokens) {
             (Some(n), _) => n,
             (None, Some(ctx)) => default_output_tokens(role).min(ctx / 2).max(1),
@@ -264,7 +265,7 @@ impl OpenAiDriver {
     /// retry's additions included): `prompt_budget`, else what `context_tokens` leaves beside
     /// the output bound and the chat template, else [`PROMPT_LIMIT`]; tokens are taken as
     /// [`prompt::CHARS_PER_TOKEN`] bytes each.
-    pub fn prompt_limit(&self, role: &str) -> usize {
+    pub fn prompt_limit(&self, role: &Role) -> usize {
         let tokens = match (self.prompt_budget, self.context_tokens) {
             (Some(b), _) => b,
             (None, Some(ctx)) => ctx.saturating_sub(self.output_bound(role) + TEMPLATE_TOKENS),
@@ -605,11 +606,11 @@ impl OpenAiDriver {
     /// message.
     fn messages(&self, input: &TaskInput, workdir: &Path) -> Messages {
         let task = &input.task;
-        let code = prompt::writes_code(&task.role);
-        let system = strip_comment(&self.specs.role(&task.role))
+        let code = task.role.writes_code();
+        let system = strip_comment(&self.specs.role(task.role.as_str()))
             .trim()
             .to_owned();
-        let template = if task.role == "writer" {
+        let template = if task.role == Role::Writer {
             self.specs.template(&task.phase)
         } else {
             None
@@ -2212,12 +2213,12 @@ mod tests {
 
         // Roles: documents and code get the most, opinions the least.
         let d = driver(&spec("http://127.0.0.1:9/v1", "20s", &[]), work.path());
-        assert_eq!(d.output_bound("planner"), 8192);
-        assert_eq!(d.output_bound("executor"), 8192);
-        assert_eq!(d.output_bound("analyst"), 4096);
-        assert_eq!(d.output_bound("critic"), 2048);
-        assert_eq!(d.output_bound("reviewer"), 2048);
-        assert_eq!(d.prompt_limit("writer"), PROMPT_LIMIT);
+        assert_eq!(d.output_bound(&Role::Planner), 8192);
+        assert_eq!(d.output_bound(&Role::Executor), 8192);
+        assert_eq!(d.output_bound(&Role::Analyst), 4096);
+        assert_eq!(d.output_bound(&Role::Critic), 2048);
+        assert_eq!(d.output_bound(&Role::Reviewer), 2048);
+        assert_eq!(d.prompt_limit(&Role::Writer), PROMPT_LIMIT);
 
         // A bound that leaves no room for a prompt, or a zero, is refused when the driver is made.
         let mut bad = spec("http://127.0.0.1:9/v1", "20s", &[]);
@@ -2535,7 +2536,7 @@ mod tests {
         let mut s = spec(&server.url(), "20s", &[]);
         s.context_tokens = Some(8192);
         let d = driver(&s, work.path());
-        let limit = d.prompt_limit("writer");
+        let limit = d.prompt_limit(&Role::Writer);
         assert_eq!(limit, (8192 - 4096 - TEMPLATE_TOKENS as usize) * 3);
         let out = d.run(&input, &ctx(work.path())).unwrap();
         assert_eq!(
@@ -2564,7 +2565,7 @@ mod tests {
         // An explicit budget wins.
         let mut s2 = s.clone();
         s2.prompt_budget = Some(3000);
-        assert_eq!(driver(&s2, work.path()).prompt_limit("writer"), 9000);
+        assert_eq!(driver(&s2, work.path()).prompt_limit(&Role::Writer), 9000);
     }
 
     /// A git repository with `hello.txt` committed, inside a directory that also holds

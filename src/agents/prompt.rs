@@ -24,6 +24,7 @@ use super::TaskInput;
 use super::command::Shell;
 use super::process::floor_char_boundary;
 use crate::error::Result;
+use crate::model::Role;
 
 /// The upper bound of a prompt, in bytes.
 pub const PROMPT_LIMIT: usize = 256 * 1024;
@@ -37,17 +38,7 @@ pub const RETRY_RESERVE: usize = 20 * 1024;
 /// Words of the retry section that fake agents look for.
 pub const RETRY_HEADING: &str = "# Your previous answer was not accepted";
 
-/// The roles with instructions of their own, in pipeline order.
-pub const ROLES: [&str; 7] = [
-    "analyst",
-    "writer",
-    "planner",
-    "executor",
-    "tester",
-    "reviewer",
-    "supervisor",
-];
-
+/// The instructions of the builtin roles (every [`Role`] but `Other`).
 const BUILTIN_ROLES: [(&str, &str); 10] = [
     ("analyst", include_str!("../../specs/roles/analyst.md")),
     ("critic", include_str!("../../specs/roles/critic.md")),
@@ -89,11 +80,6 @@ const TEMPLATE_CAP: usize = 48 * 1024;
 const MAX_DOCUMENTS: usize = 60;
 /// At most this many other files are listed.
 const MAX_LISTED: usize = 200;
-
-/// Whether a role changes code in its working directory (rather than returning documents).
-pub fn writes_code(role: &str) -> bool {
-    role == "executor"
-}
 
 /// Where a spec text came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,7 +283,7 @@ pub fn compose_with(
     limit: usize,
     commands: Option<Commands<'_>>,
 ) -> Composed {
-    let code = writes_code(&input.task.role);
+    let code = input.task.role.writes_code();
     let folder_dir = format!(".tlv4/sessions/{}/", input.session.id.as_str());
     let mut head = head(input, role_spec, template, code, &folder_dir);
     if let Some(commands) = commands.filter(|_| code) {
@@ -785,15 +771,14 @@ struct Selection {
 }
 
 /// Directories of the pipeline folder each role builds on, in reading order.
-fn role_dirs(role: &str) -> &'static [&'static str] {
+fn role_dirs(role: &Role) -> &'static [&'static str] {
     match role {
-        "analyst" => &[],
-        "writer" => &["spec/"],
-        "planner" => &["spec/"],
-        "executor" => &["plan/"],
-        "tester" => &["plan/", "artifacts/"],
-        "reviewer" => &["spec/", "plan/", "artifacts/"],
-        "supervisor" => &["spec/", "plan/", "artifacts/", "discussions/"],
+        Role::Analyst => &[],
+        Role::Writer | Role::Planner => &["spec/"],
+        Role::Executor => &["plan/"],
+        Role::Tester => &["plan/", "artifacts/"],
+        Role::Reviewer => &["spec/", "plan/", "artifacts/"],
+        Role::Supervisor => &["spec/", "plan/", "artifacts/", "discussions/"],
         _ => &["plan/", "artifacts/"],
     }
 }
@@ -904,7 +889,7 @@ fn select(input: &TaskInput) -> Selection {
     {
         add(Section::Explorations, index, &mut shown);
     }
-    if matches!(task.role.as_str(), "analyst" | "planner") {
+    if matches!(task.role, Role::Analyst | Role::Planner) {
         for p in under_all(folder, "explorations/") {
             add(Section::Explorations, p, &mut shown);
         }
@@ -1293,7 +1278,7 @@ events = 3
             lock,
             roles_lock(&RoleSpecs::builtin(), gix::hash::Kind::Sha1)
         );
-        for role in ROLES {
+        for role in Role::KNOWN {
             assert!(
                 lock.contains(&format!(" roles/{role}.md builtin\n")),
                 "{lock}"
@@ -1342,9 +1327,9 @@ events = 3
     #[test]
     fn every_role_has_builtin_instructions() {
         let specs = RoleSpecs::builtin();
-        for role in ROLES {
-            assert_eq!(specs.origin(role), Some(Origin::Builtin));
-            assert!(specs.role(role).len() > 500, "{role} is too short");
+        for role in Role::KNOWN {
+            assert_eq!(specs.origin(role.as_str()), Some(Origin::Builtin));
+            assert!(specs.role(role.as_str()).len() > 500, "{role} is too short");
         }
         assert!(
             specs

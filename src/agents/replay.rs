@@ -18,7 +18,7 @@ use gix::ObjectId;
 use super::command::{Driver, DriverOutput, RunContext, Usage};
 use super::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::{Error, Result};
-use crate::model::SessionId;
+use crate::model::{Role, SessionId};
 use crate::store::{Store, archive_ref, session_dir, session_ref};
 
 /// Replays the runs of one recorded session.
@@ -136,7 +136,7 @@ impl Driver for ReplayDriver {
         // did; a pipeline task's later attempts follow a review or a reset, and the last
         // completed one is the work.
         let exact =
-            matches!(input.task.role.as_str(), "member" | "moderator").then_some(ctx.attempt);
+            matches!(input.task.role, Role::Member | Role::Moderator).then_some(ctx.attempt);
         let Some((attempt, record, prompt)) = self.record(&store, task, exact)? else {
             return Ok(output(
                 failed(format!(

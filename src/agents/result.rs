@@ -31,8 +31,8 @@ pub enum Deliverable {
 
 impl Deliverable {
     /// What `role` hands over.
-    pub fn of(role: &str) -> Deliverable {
-        if super::prompt::writes_code(role) {
+    pub fn of(role: &crate::model::Role) -> Deliverable {
+        if role.writes_code() {
             Deliverable::Code
         } else {
             Deliverable::Documents

@@ -17,10 +17,7 @@ use super::replay::ReplayDriver;
 use super::{Agent, TaskInput};
 use crate::config::Config;
 use crate::error::{Error, Result};
-
-/// Roles whose tasks the quality machinery runs instead of an agent (an agent may add its
-/// opinion to the reviewer's rules).
-pub const QUALITY_ROLES: [&str; 3] = ["reviewer", "tester", "supervisor"];
+use crate::model::Role;
 
 /// The agents that add their opinion to a perspective, by perspective name; in a round run as
 /// the protocol also those of the [`DEVIL`] and [`MODERATOR`] seats.
@@ -263,7 +260,7 @@ impl Roster {
     pub fn member(&self, seat: &str) -> Option<Arc<dyn Driver>> {
         self.members
             .get(seat)
-            .or_else(|| self.members.get("default").filter(|_| seat != "moderator"))
+            .or_else(|| self.members.get("default").filter(|_| seat != MODERATOR))
             .cloned()
     }
 
@@ -467,15 +464,13 @@ impl Drivers<'_> {
 
 /// Whether `role` is done by an agent (not by the quality machinery): a role of the builtin
 /// pipelines or a specialist, as `known` names them.
-fn is_agent_role(role: &str, known: &Known) -> bool {
-    // The reviewer's rules always run; an agent's opinion may be added to them.
-    if role == "reviewer" {
-        return true;
+fn is_agent_role(name: &str, known: &Known) -> bool {
+    match Role::from(name) {
+        // The reviewer's rules always run; an agent's opinion may be added to them.
+        Role::Reviewer => true,
+        role if role.is_quality() => false,
+        _ => known.roles.contains(name),
     }
-    if QUALITY_ROLES.contains(&role) {
-        return false;
-    }
-    known.roles.contains(role)
 }
 
 /// [`Roster::shell_here`] on a kernel whose sandbox is `level`, with `agent` the first agent

@@ -4,10 +4,11 @@ use std::path::Path;
 
 use crate::coordinator::{StartOptions, start};
 use crate::error::{Error, Result};
+use crate::model::Completion;
 use crate::store::Store;
 
 use super::Ctx;
-use super::drive::RunFlags;
+use super::drive::{CompletionArg, RunFlags};
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -114,7 +115,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let opts = StartOptions {
         pipeline: Some("full-lifecycle".into()),
         yes: true,
-        completion: Some("keep".into()),
+        completion: Some(Completion::Keep),
         agents: builtin.clone(),
         ..StartOptions::default()
     };
@@ -124,7 +125,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     ));
     let flags = RunFlags {
         no_run: false,
-        completion: Some("keep".into()),
+        completion: Some(CompletionArg::Keep),
         agent: builtin,
         ..RunFlags::default()
     };

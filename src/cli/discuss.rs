@@ -3,10 +3,11 @@
 
 use crate::coordinator::discussion::{self, DiscussOptions, Progress};
 use crate::error::{Error, Result};
+use crate::model::Completion;
 use crate::quality::protocol::{self, Decision, Limits, Preset, Status};
 
 use super::Ctx;
-use super::drive::RunFlags;
+use super::drive::{CompletionArg, RunFlags};
 
 /// The user's decision at a surface consensus.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -15,6 +16,27 @@ pub enum DecideArg {
     Adopt,
     /// Run another Challenge and Synthesis
     Challenge,
+}
+
+/// What happens to a discussion's session when it ends (`--completion`).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum EndArg {
+    /// Leave the session branch as it is
+    Keep,
+    /// Move the session to refs/tlv4/archive/<SID> and remove its branches
+    Archive,
+    /// A branch tlv4-export/<SID> carrying the output document
+    Export,
+}
+
+impl From<EndArg> for CompletionArg {
+    fn from(arg: EndArg) -> CompletionArg {
+        match arg {
+            EndArg::Keep => CompletionArg::Keep,
+            EndArg::Archive => CompletionArg::Archive,
+            EndArg::Export => CompletionArg::Export,
+        }
+    }
 }
 
 /// Arguments of `discuss`.
@@ -52,10 +74,9 @@ pub struct Args {
     /// Record only; run no round
     #[arg(long)]
     pub no_run: bool,
-    /// When the discussion ends: keep (default), archive, or export (a branch
-    /// tlv4-export/<SID> carrying the output document)
-    #[arg(long, value_name = "ACTION")]
-    pub completion: Option<String>,
+    /// What happens when the discussion ends (default: keep)
+    #[arg(long, value_enum, value_name = "ACTION")]
+    pub completion: Option<EndArg>,
     /// The agent of a seat: SEAT=NAME, SEAT a member's role, `devil` or `moderator`; NAME
     /// alone for every seat but the moderator (repeatable; over `[discuss.members]`; later
     /// runs of the discussion keep them)
@@ -69,10 +90,10 @@ pub struct Args {
     pub topic: Option<String>,
 }
 
-fn flags(replay: Option<String>, completion: Option<String>) -> RunFlags {
+fn flags(replay: Option<String>, completion: Option<EndArg>) -> RunFlags {
     RunFlags {
         no_run: false,
-        completion,
+        completion: completion.map(CompletionArg::from),
         agent: Vec::new(),
         replay,
     }
@@ -182,7 +203,7 @@ fn seat_agents(given: &[String], members: &[String]) -> Result<Vec<String>> {
         members
             .iter()
             .map(String::as_str)
-            .chain([protocol::DEVIL, "moderator"])
+            .chain([protocol::DEVIL, crate::agents::roster::MODERATOR])
     };
     given
         .iter()
@@ -226,13 +247,15 @@ fn go_read(
     flags: &RunFlags,
     read: Option<crate::trust::Configuration>,
 ) -> Result<()> {
-    if let Some(a) = &flags.completion
-        && !["keep", "archive", "export"].contains(&a.as_str())
-    {
-        return Err(Error::Invalid(format!(
-            "unknown completion action `{a}`; use keep, archive or export"
-        )));
-    }
+    // `resume --completion` takes `interactive` too, which a discussion has no use for.
+    let action = match flags.completion.map_or(Completion::Keep, Completion::from) {
+        Completion::Interactive => {
+            return Err(Error::Invalid(
+                "unknown completion action `interactive`; use keep, archive or export".into(),
+            ));
+        }
+        action => action,
+    };
     let ended_before = matches!(
         discussion::read(store, sid, store.tip(sid)?)?.status,
         Status::Ended(_)
@@ -255,9 +278,8 @@ fn go_read(
         ctx.exit.set(crate::error::exit::WAITING);
     }
     if matches!(d.status, Status::Ended(_)) && !ended_before {
-        let action = flags.completion.as_deref().unwrap_or("keep");
         let export_spec = conf.config.session.export_spec;
-        match crate::coordinator::complete::apply(store, sid, action, export_spec)? {
+        match crate::coordinator::complete::apply(store, sid, &action, export_spec)? {
             crate::coordinator::complete::Done::Kept => {}
             crate::coordinator::complete::Done::Archived(r) => {
                 ctx.ui.status(format!("archived to {r}"))

@@ -9,7 +9,7 @@ use crate::agents::roster::{Overrides, Roster};
 use crate::coordinator::complete::{self, Done};
 use crate::coordinator::run::{self, Progress, RunEnd};
 use crate::error::{Error, Result, exit};
-use crate::model::SessionId;
+use crate::model::{Completion, Role, SessionId};
 use crate::store::Store;
 
 use super::Ctx;
@@ -20,9 +20,9 @@ pub struct RunFlags {
     /// Record the decision only; do not run the pipeline on
     #[arg(long)]
     pub no_run: bool,
-    /// Completion action when every task is done: archive, keep or export
-    #[arg(long, value_name = "ACTION")]
-    pub completion: Option<String>,
+    /// Completion action when every task is done
+    #[arg(long, value_enum, value_name = "ACTION")]
+    pub completion: Option<CompletionArg>,
     /// The agent for every role (NAME), or for one role (ROLE=NAME); NAME is an agent of
     /// .tlv4.toml or a driver (claude, codex, gemini, qwen, opencode, aider, builtin)
     #[arg(long, value_name = "[ROLE=]NAME")]
@@ -30,6 +30,30 @@ pub struct RunFlags {
     /// Replay the recorded agent runs of session SID instead of calling any agent
     #[arg(long, value_name = "SID")]
     pub replay: Option<String>,
+}
+
+/// A completion action on the command line (`--completion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionArg {
+    /// Ask on a terminal; keep the session otherwise
+    Interactive,
+    /// Move the session to refs/tlv4/archive/<SID> and remove its branches
+    Archive,
+    /// Leave the session branch as it is
+    Keep,
+    /// Write the result without the run records on the branch tlv4-export/<SID>
+    Export,
+}
+
+impl From<CompletionArg> for Completion {
+    fn from(arg: CompletionArg) -> Completion {
+        match arg {
+            CompletionArg::Interactive => Completion::Interactive,
+            CompletionArg::Archive => Completion::Archive,
+            CompletionArg::Keep => Completion::Keep,
+            CompletionArg::Export => Completion::Export,
+        }
+    }
 }
 
 /// The agents of a run with the repository configuration `conf` (the working tree's, or
@@ -107,15 +131,12 @@ pub(crate) fn drive_read(
             }
             let action = flags
                 .completion
-                .clone()
-                .unwrap_or(state.control.settings.completion.clone());
+                .map_or(state.control.settings.completion.clone(), Completion::from);
             // `--yes` runs unattended to the end: nothing is asked, the session is kept.
-            let action = if action == "interactive" && state.control.settings.auto_approve {
-                "keep".to_owned()
-            } else if action == "interactive" {
-                ask_completion(ctx)
-            } else {
-                action
+            let action = match action {
+                Completion::Interactive if state.control.settings.auto_approve => Completion::Keep,
+                Completion::Interactive => ask_completion(ctx),
+                action => action,
             };
             let done = complete::apply(store, sid, &action, conf.config.session.export_spec);
             let hooks = crate::hooks::Hooks::load(
@@ -307,10 +328,9 @@ fn offer_trust_for_tests(
     if state.control.settings.auto_approve {
         return Ok(());
     }
-    let testing = state
-        .tasks
-        .values()
-        .any(|t| t.role == "tester" && !matches!(t.status, crate::model::TaskStatus::Completed));
+    let testing = state.tasks.values().any(|t| {
+        t.role == Role::Tester && !matches!(t.status, crate::model::TaskStatus::Completed)
+    });
     if !testing {
         return Ok(());
     }
@@ -351,20 +371,20 @@ fn offer_trust_for_tests(
 }
 
 /// Asks for the completion action on a terminal; keeps the session otherwise.
-fn ask_completion(ctx: &Ctx<'_>) -> String {
+fn ask_completion(ctx: &Ctx<'_>) -> Completion {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return "keep".into();
+        return Completion::Keep;
     }
     eprint!("every task is done: [a]rchive, [k]eep, or [e]xport? [k] ");
     let mut line = String::new();
     if std::io::stdin().read_line(&mut line).is_err() {
-        return "keep".into();
+        return Completion::Keep;
     }
     let _ = ctx;
     match line.trim().chars().next() {
-        Some('a' | 'A') => "archive".into(),
-        Some('e' | 'E') => "export".into(),
-        _ => "keep".into(),
+        Some('a' | 'A') => Completion::Archive,
+        Some('e' | 'E') => Completion::Export,
+        _ => Completion::Keep,
     }
 }
 

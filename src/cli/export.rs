@@ -3,6 +3,7 @@
 
 use crate::coordinator::complete::{self, Done};
 use crate::error::Result;
+use crate::model::Completion;
 
 use super::Ctx;
 
@@ -14,7 +15,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, _args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let files = crate::trust::Files::read(store.workdir())?;
     let export_spec = files.config(store.workdir())?.session.export_spec;
-    if let Done::Exported(name) = complete::apply(&store, &sid, "export", export_spec)? {
+    if let Done::Exported(name) = complete::apply(&store, &sid, &Completion::Export, export_spec)? {
         let branch = crate::store::refs::short_branch(&name);
         ctx.ui.status(format!(
             "exported: {branch} holds the result without the run records"

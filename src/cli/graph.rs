@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use crate::error::Result;
-use crate::model::{SessionId, State, TaskId};
+use crate::model::{Role, SessionId, State, TaskId};
 use crate::store::Store;
 
 use super::Ctx;
@@ -64,7 +64,7 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
-    fn of(id: &TaskId, role: &str) -> NodeKind {
+    fn of(id: &TaskId, role: &Role) -> NodeKind {
         let s = id.as_str();
         if crate::coordinator::revise::base_id(id) != *id {
             NodeKind::Revision
@@ -75,7 +75,7 @@ impl NodeKind {
             .is_some_and(|(_, n)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
         {
             NodeKind::Iteration
-        } else if id.prefix() == "CHECKPOINT" || role == "supervisor" {
+        } else if id.prefix() == "CHECKPOINT" || *role == Role::Supervisor {
             NodeKind::Checkpoint
         } else if id.prefix() == "QUALITY" {
             NodeKind::Gate
@@ -184,7 +184,7 @@ impl Graph {
             .iter()
             .map(|t| Node {
                 id: t.id.clone(),
-                role: t.role.clone(),
+                role: t.role.to_string(),
                 phase: t.phase.clone(),
                 status: state.display_status(t),
                 kind: NodeKind::of(&t.id, &t.role),

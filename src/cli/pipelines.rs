@@ -54,7 +54,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 .into_iter()
                 .map(|t| TaskJson {
                     id: t.id.to_string(),
-                    role: t.role.clone(),
+                    role: t.role.to_string(),
                     blocked_by: t.blocked_by.iter().map(ToString::to_string).collect(),
                 })
                 .collect();

@@ -364,7 +364,9 @@ fn go_on(
                 .map_or(String::new(), |p| format!(" ({}): {}", p.kind, p.reason));
             ctx.ui.status(format!("session {sid} is paused{why}"));
             ctx.exit.set(crate::error::exit::for_pause(
-                pause.as_ref().map_or("paused", |p| p.kind.as_str()),
+                pause
+                    .as_ref()
+                    .map_or(&crate::model::PauseKind::Unrecorded, |p| &p.kind),
             ));
             if let Some(p) = pause {
                 ctx.ui.status("next:");

@@ -2,6 +2,7 @@
 
 use crate::coordinator::{StartOptions, start_with};
 use crate::error::Result;
+use crate::model::Completion;
 
 use super::Ctx;
 use super::drive::{RunFlags, drive_read};
@@ -48,7 +49,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         no_supervision: args.no_supervision,
         yes: args.yes,
         max_parallel: args.max_parallel,
-        completion: args.run.completion.clone(),
+        completion: args.run.completion.map(Completion::from),
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),
         // Decided once, here, and kept with the session (see `Settings::shell`).

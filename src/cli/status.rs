@@ -256,7 +256,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             let deps: Vec<&str> = t.blocked_by.iter().map(|d| d.as_str()).collect();
             [
                 t.id.to_string(),
-                t.role.clone(),
+                t.role.to_string(),
                 state.display_status(t).to_owned(),
                 if deps.is_empty() {
                     "-".into()

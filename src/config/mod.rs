@@ -5,9 +5,7 @@ pub mod agents;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-
-/// What `session.completion` may say: what happens when every task is done.
-pub const COMPLETIONS: [&str; 4] = ["interactive", "archive", "keep", "export"];
+use crate::model::Completion;
 
 /// The file name, at the root of the working tree.
 pub const FILE: &str = ".tlv4.toml";
@@ -247,7 +245,7 @@ pub struct SessionConfig {
     pub max_parallel: u32,
     /// What happens when every task is done: `interactive` (ask on a terminal, else keep),
     /// `archive`, `keep` or `export`.
-    pub completion: String,
+    pub completion: Completion,
     /// Whether an export carries the spec documents (under `docs/tlv4/<SID>/`).
     pub export_spec: bool,
 }
@@ -258,7 +256,7 @@ impl Default for SessionConfig {
             pipeline: "full-lifecycle".into(),
             supervision: true,
             max_parallel: 3,
-            completion: "interactive".into(),
+            completion: Completion::Interactive,
             export_spec: true,
         }
     }
@@ -374,14 +372,12 @@ impl Config {
         if self.session.max_parallel == 0 {
             return Err(self.value_error("session.max_parallel", "must be at least 1"));
         }
-        let completions = COMPLETIONS;
-        if !completions.contains(&self.session.completion.as_str()) {
+        if let Completion::Other(name) = &self.session.completion {
             return Err(self.value_error(
                 "session.completion",
                 format!(
-                    "unknown completion action `{}`; use one of {}",
-                    self.session.completion,
-                    completions.join(", ")
+                    "unknown completion action `{name}`; use one of {}",
+                    Completion::known_names().join(", ")
                 ),
             ));
         }
@@ -450,7 +446,7 @@ impl Config {
                         .filter(|n| *n >= 1)
                         .ok_or_else(|| bad("a number of at least 1"))?;
                 }
-                "tlv4.completion" => self.session.completion = value.to_owned(),
+                "tlv4.completion" => self.session.completion = value.into(),
                 "tlv4.agent" if !value.is_empty() => self.user_agents.push(value.to_owned()),
                 "tlv4.agent" => return Err(bad("an agent (NAME or ROLE=NAME)")),
                 "tlv4.hookspath" => {
@@ -558,7 +554,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.session.max_parallel, 6);
-        assert_eq!(c.session.completion, "archive");
+        assert_eq!(c.session.completion, Completion::Archive);
         assert!(!c.session.supervision);
         assert_eq!(c.user_agents, ["executor=claude", "writer=gemini"]);
         let e = Config::default()

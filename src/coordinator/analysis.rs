@@ -4,7 +4,7 @@
 //! complexity score adds +1 per capability, +2 when the text spans domains, +1 per parallel
 //! track, and +1 when the capabilities form a serial chain deeper than 3 tiers.
 
-use crate::model::Analysis;
+use crate::model::{Analysis, Role};
 
 /// Keywords that point at each pipeline family.
 const SPEC: &[&str] = &[
@@ -33,14 +33,15 @@ const FRONTEND: &[&str] = &[
 ];
 const BACKEND: &[&str] = &["api", "database", "server", "backend", "endpoint"];
 
-/// Capability keywords, with the tier each capability sits at.
-const CAPABILITIES: &[(&str, u32, &[&str])] = &[
-    ("analyst", 0, &["investigate", "explore", "research"]),
-    ("planner", 0, &["design", "architect", "plan"]),
-    ("writer", 1, &["write", "draft", "document"]),
-    ("executor", 2, &["implement", "build", "code", "fix"]),
-    ("tester", 3, &["test", "verify", "validate"]),
-    ("reviewer", 3, &["analyze", "review", "audit"]),
+/// Capability keywords (each the role that has the capability), with the tier each
+/// capability sits at.
+const CAPABILITIES: &[(Role, u32, &[&str])] = &[
+    (Role::Analyst, 0, &["investigate", "explore", "research"]),
+    (Role::Planner, 0, &["design", "architect", "plan"]),
+    (Role::Writer, 1, &["write", "draft", "document"]),
+    (Role::Executor, 2, &["implement", "build", "code", "fix"]),
+    (Role::Tester, 3, &["test", "verify", "validate"]),
+    (Role::Reviewer, 3, &["analyze", "review", "audit"]),
 ];
 
 /// Domains; a text touching two or more is cross-domain, and each extra one is a track.
@@ -173,7 +174,7 @@ pub fn analyze(text: &str, pipeline_reason: String) -> Analysis {
     for (name, tier, keys) in CAPABILITIES {
         let hit = has(&w, keys);
         if !hit.is_empty() {
-            capabilities.push((*name).to_owned());
+            capabilities.push(name.to_string());
             tiers.insert(*tier);
             reasons.push(format!("+1 capability {name} ({})", hit.join(", ")));
         }

@@ -3,7 +3,7 @@
 use gix::object::tree::EntryKind;
 
 use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, SessionId, SessionStatus, TaskId};
+use crate::model::{Completion, Event, EventKind, SessionId, SessionStatus, TaskId};
 use crate::store::{SESSION_REF_PREFIX, Store, archive_ref, session_dir, session_ref};
 
 /// What was done.
@@ -17,8 +17,14 @@ pub enum Done {
     Exported(String),
 }
 
-/// Runs completion action `action` (`archive`, `keep`, `export`) on a completed session.
-pub fn apply(store: &Store, sid: &SessionId, action: &str, export_spec: bool) -> Result<Done> {
+/// Runs completion action `action` (`archive`, `keep`, `export`) on a completed session;
+/// `interactive` is for the caller to decide first.
+pub fn apply(
+    store: &Store,
+    sid: &SessionId,
+    action: &Completion,
+    export_spec: bool,
+) -> Result<Done> {
     let (_, state) = store.read_state(sid)?;
     if state.session.status != SessionStatus::Completed {
         return Err(Error::state(
@@ -30,27 +36,33 @@ pub fn apply(store: &Store, sid: &SessionId, action: &str, export_spec: bool) ->
         ));
     }
     match action {
-        "keep" => {
+        Completion::Keep => {
             record(
                 store,
                 sid,
-                "keep",
+                action,
                 "Kept: the session branch stays as it is",
             )?;
             Ok(Done::Kept)
         }
-        "archive" => archive(store, sid),
-        "export" => export(store, sid, export_spec),
-        other => Err(Error::Invalid(format!(
-            "unknown completion action `{other}`; use archive, keep or export"
+        Completion::Archive => archive(store, sid),
+        Completion::Export => export(store, sid, export_spec),
+        Completion::Interactive | Completion::Other(_) => Err(Error::Invalid(format!(
+            "unknown completion action `{action}`; use archive, keep or export"
         ))),
     }
 }
 
-fn record(store: &Store, sid: &SessionId, action: &str, summary: &str) -> Result<gix::ObjectId> {
+fn record(
+    store: &Store,
+    sid: &SessionId,
+    action: &Completion,
+    summary: &str,
+) -> Result<gix::ObjectId> {
     let written = store.transact(sid, |_| {
         Ok(Some(
-            Event::session(EventKind::CompletionAction, summary.to_owned()).with("Action", action),
+            Event::session(EventKind::CompletionAction, summary.to_owned())
+                .with("Action", action.as_str()),
         ))
     })?;
     Ok(written.expect("the change always writes").commit)
@@ -63,7 +75,12 @@ fn record(store: &Store, sid: &SessionId, action: &str, summary: &str) -> Result
 fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
     let target = archive_ref(sid);
     archive_with(store, sid, || {
-        record(store, sid, "archive", &format!("Archived to {target}"))
+        record(
+            store,
+            sid,
+            &Completion::Archive,
+            &format!("Archived to {target}"),
+        )
     })
 }
 
@@ -182,7 +199,7 @@ fn export(store: &Store, sid: &SessionId, with_spec: bool) -> Result<Done> {
     record(
         store,
         sid,
-        "export",
+        &Completion::Export,
         &format!("Exported to {name} ({commit})"),
     )?;
     Ok(Done::Exported(name))
@@ -243,7 +260,7 @@ mod tests {
     #[test]
     fn export_removes_only_the_sessions_pipeline_folder() {
         let (dir, store, sid) = completed();
-        let Done::Exported(branch) = apply(&store, &sid, "export", true).unwrap() else {
+        let Done::Exported(branch) = apply(&store, &sid, &Completion::Export, true).unwrap() else {
             panic!("exported")
         };
         let files = git(dir.path(), &["ls-tree", "-r", "--name-only", &branch]);
@@ -306,7 +323,8 @@ mod tests {
                 &tip,
             ],
         );
-        let Done::Archived(target) = apply(&store, &sid, "archive", false).unwrap() else {
+        let Done::Archived(target) = apply(&store, &sid, &Completion::Archive, false).unwrap()
+        else {
             panic!("archived")
         };
         assert_eq!(target, format!("refs/tlv4/archive/{sid}"));

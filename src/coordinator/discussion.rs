@@ -13,8 +13,8 @@ use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, Outcome};
 use crate::error::{Error, Result};
 use crate::model::{
-    Control, Event, EventKind, Pause, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings,
-    State,
+    Completion, Control, Event, EventKind, Pause, PauseKind, SCHEMA_VERSION, Session, SessionId,
+    SessionStatus, Settings, State,
 };
 use crate::quality::protocol::agent::{RunLog, Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
@@ -109,7 +109,7 @@ pub fn start_with(
         opts.preset,
         &opts.members,
         agent_of,
-        &agent_of("moderator"),
+        &agent_of(crate::agents::roster::MODERATOR),
         material,
         opts.limits,
     )
@@ -156,7 +156,7 @@ pub fn start_with(
                 settings: Settings {
                     max_parallel: 1,
                     auto_approve: false,
-                    completion: "keep".into(),
+                    completion: Completion::Keep,
                     agents: opts.agents.clone(),
                     replay: opts.replay.clone(),
                     // A discussion has no code tasks.
@@ -273,7 +273,7 @@ fn cast(d: &Discussion, roster: &Roster, session: &Session, code: &CodeTree, run
             (s.role.clone(), m)
         })
         .collect();
-    let moderator: Arc<dyn Moderator> = match roster.member("moderator") {
+    let moderator: Arc<dyn Moderator> = match roster.member(crate::agents::roster::MODERATOR) {
         Some(driver) => Arc::new(SeatModerator(seated(driver))),
         None => Arc::new(builtin::BuiltinModerator),
     };
@@ -450,7 +450,7 @@ fn record_round(
         });
         files.push((format!("{dir}/result.json"), json(&result)));
         let usage = serde_json::json!({
-            "task": log.task, "role": log.role, "attempt": log.attempt, "agent": agent_name(d, &log.role, &log.task),
+            "task": log.task, "role": log.role, "attempt": log.attempt, "agent": agent_name(d, log.role.as_str(), &log.task),
             "model": u.model, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
             "cost_usd": u.cost_usd, "seconds": u.seconds,
         });
@@ -529,7 +529,7 @@ fn record_round(
             Status::AwaitingDecision => (
                 SessionStatus::Paused,
                 Some(Pause {
-                    kind: "discuss".into(),
+                    kind: PauseKind::Discuss,
                     task: None,
                     reason: "Unanimous agreement was detected and the members' reasons are much the same; check the diversity of the reasoning before adopting it.".into(),
                     next: vec![
@@ -550,7 +550,7 @@ fn record_round(
             event = event.with("Discussion-End", e.as_str().to_owned());
         }
         if d.status == Status::AwaitingDecision {
-            event = event.with("Paused", "discuss".to_owned());
+            event = event.with("Paused", PauseKind::Discuss.as_str());
         }
         Ok(Some(event))
     })?;

@@ -4,10 +4,12 @@
 use super::pipeline::PipelineSpec;
 use crate::agents::TaskOutput;
 use crate::error::{Error, Result};
-use crate::model::{ImplDispatch, Pause, Priority, SessionStatus, State, Task, TaskId, TaskStatus};
+use crate::model::{
+    ImplDispatch, Pause, PauseKind, Priority, Role, SessionStatus, State, Task, TaskId, TaskStatus,
+};
 
 /// Roles whose tech-profile signals count (the reference's emitters).
-const EMITTERS: [&str; 3] = ["analyst", "planner", "executor"];
+const EMITTERS: [Role; 3] = [Role::Analyst, Role::Planner, Role::Executor];
 /// Paths whose change counts as a CI configuration change.
 const CI_PATHS: [&str; 5] = [
     ".github/workflows/",
@@ -19,7 +21,7 @@ const CI_PATHS: [&str; 5] = [
 
 /// Merges the task's reported signals (and their evidence) into the session's.
 pub fn collect_signals(state: &mut State, task: &Task, output: &TaskOutput) {
-    if !EMITTERS.contains(&task.role.as_str()) {
+    if !EMITTERS.contains(&task.role) {
         return;
     }
     let c = &mut state.control;
@@ -47,7 +49,7 @@ pub fn collect_signals(state: &mut State, task: &Task, output: &TaskOutput) {
             );
         }
     }
-    if task.role == "executor" {
+    if task.role == Role::Executor {
         let ci: Vec<String> = output
             .state_update
             .files_modified
@@ -68,7 +70,7 @@ pub fn inject_specialists(
     state: &mut State,
     task: &Task,
 ) -> Result<Vec<TaskId>> {
-    if !EMITTERS.contains(&task.role.as_str()) {
+    if !EMITTERS.contains(&task.role) {
         return Ok(Vec::new());
     }
     let mut made = Vec::new();
@@ -104,7 +106,7 @@ pub fn inject_specialists(
             id.clone(),
             Task {
                 id: id.clone(),
-                role: name.clone(),
+                role: Role::from(name.as_str()),
                 status: TaskStatus::Pending,
                 blocked_by: vec![task.id.clone()],
                 phase: "specialist".into(),
@@ -349,7 +351,7 @@ fn wait_for_new(state: &mut State, old: &[TaskId], made: &[TaskId]) {
 fn impl_task(id: &TaskId, blocked_by: Vec<TaskId>, inner_loop: bool, description: String) -> Task {
     Task {
         id: id.clone(),
-        role: "executor".into(),
+        role: Role::Executor,
         status: TaskStatus::Pending,
         blocked_by,
         phase: "implementation".into(),
@@ -395,7 +397,7 @@ pub fn fix_iteration(
         fix_id.clone(),
         Task {
             id: fix_id.clone(),
-            role: "executor".into(),
+            role: Role::Executor,
             status: TaskStatus::Pending,
             blocked_by: vec![test.id.clone()],
             phase: "fix".into(),
@@ -480,7 +482,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
                 return;
             }
             (
-                "gate",
+                PauseKind::Gate,
                 format!(
                     "spec readiness gate after {}: {v}; approve before planning starts",
                     task.id
@@ -498,7 +500,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
         "REVIEW" if verdict.as_ref().is_some_and(|v| v.verdict == "BLOCK") => {
             let v = verdict.expect("checked above");
             (
-                "review",
+                PauseKind::Review,
                 format!("{} blocks the change: {}", task.id, v.summary),
                 vec![
                     "git tlv4 approve   (accept the change anyway)".to_owned(),
@@ -518,7 +520,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
         {
             let v = verdict.expect("checked above");
             (
-                "tests",
+                PauseKind::Tests,
                 format!(
                     "{}: the fix cycle ended below the pass target: {}",
                     task.id, v.summary
@@ -537,7 +539,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
                 .first()
                 .map_or("TASK".to_owned(), ToString::to_string);
             (
-                "checkpoint",
+                PauseKind::Checkpoint,
                 format!("{} blocks: {}", task.id, v.summary),
                 vec![
                     "git tlv4 approve   (override the block)".to_owned(),
@@ -550,7 +552,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
     };
     state.session.status = SessionStatus::Paused;
     state.control.pause = Some(Pause {
-        kind: kind.into(),
+        kind,
         task: Some(task.id.clone()),
         reason,
         next,

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::model::{Priority, SessionId, Task, TaskId, TaskStatus};
+use crate::model::{Priority, Role, SessionId, Task, TaskId, TaskStatus};
 
 /// A task of a pipeline's graph: its id, role, the tasks it waits for, its track.
 type GraphNode = (TaskId, String, Vec<TaskId>, Option<String>);
@@ -413,7 +413,7 @@ impl PipelineSpec {
             ));
             tasks.push(Task {
                 id: id.clone(),
-                role: role.clone(),
+                role: Role::from(role.as_str()),
                 status: TaskStatus::Pending,
                 blocked_by: deps.clone(),
                 phase: meta.phase.clone(),
@@ -518,12 +518,12 @@ mod tests {
         );
         assert!(
             off.iter()
-                .filter(|t| t.role == "writer")
+                .filter(|t| t.role == Role::Writer)
                 .all(|t| t.inner_loop)
         );
         assert!(
             off.iter()
-                .filter(|t| t.role != "writer")
+                .filter(|t| t.role != Role::Writer)
                 .all(|t| !t.inner_loop)
         );
     }

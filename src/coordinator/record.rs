@@ -15,7 +15,7 @@ use super::{followup, revise};
 use crate::agents::{Outcome, TaskOutput};
 use crate::error::Result;
 use crate::model::{
-    Event, EventKind, Message, SessionId, SessionStatus, State, Task, TaskId, TaskResult,
+    Event, EventKind, Message, Role, SessionId, SessionStatus, State, Task, TaskId, TaskResult,
     TaskStatus,
 };
 use crate::store::{Txn, Written};
@@ -242,7 +242,7 @@ pub(super) fn write_run_record(
     // Agent critics of the task's discuss round: one usage record each.
     for (perspective, agent, u) in result.discuss.iter().flat_map(|(_, d)| &d.usage) {
         let usage = serde_json::json!({
-            "task": id, "role": "critic", "perspective": perspective, "attempt": task.attempts,
+            "task": id, "role": Role::Critic, "perspective": perspective, "attempt": task.attempts,
             "agent": agent, "model": u.model, "input_tokens": u.input_tokens,
             "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "seconds": u.seconds,
         });
@@ -388,7 +388,7 @@ pub(super) fn fix_iteration(state: &mut State, result: &WorkResult, rec: &mut Re
 
 /// Step 9d: a planner's `plan.json` dispatches the IMPL tasks.
 pub(super) fn dispatch_plan(state: &mut State, rec: &mut Recording) -> Result<()> {
-    if rec.task.role != "planner" {
+    if rec.task.role != Role::Planner {
         return Ok(());
     }
     let Some(plan) = plan_of(&rec.output).map(<[u8]>::to_vec) else {
@@ -475,7 +475,7 @@ pub(super) fn event(state: &State, id: &TaskId, mut rec: Recording) -> Result<Ev
     if let Some(p) = &state.control.pause
         && state.session.status == SessionStatus::Paused
     {
-        rec.trailer("Paused", p.kind.clone());
+        rec.trailer("Paused", p.kind.to_string());
     }
     let t = state.task(id)?;
     let summary = match &rec.output.outcome {
@@ -507,7 +507,7 @@ pub(super) fn hook_events(
         "verdict": written.state.control.verdicts.get(id.as_str()),
     });
     let mut events = vec!["after-task"];
-    if task.role == "supervisor" {
+    if task.role == Role::Supervisor {
         events.push("checkpoint");
     }
     events
@@ -527,7 +527,7 @@ pub(super) fn message(id: &TaskId, written: &Written, output: &TaskOutput) -> Me
     Message {
         id: crate::clock::unique_id(),
         ts: crate::clock::now_rfc3339(),
-        from: task.role.clone(),
+        from: task.role.to_string(),
         to: None,
         kind: if ok {
             message_type(task)
@@ -548,17 +548,17 @@ pub(super) fn message(id: &TaskId, written: &Written, output: &TaskOutput) -> Me
 /// The bus message type a role sends when a task completes.
 pub(super) fn message_type(task: &Task) -> String {
     let revision = task.id.as_str().contains("-R");
-    match task.role.as_str() {
-        "analyst" => "research_ready".into(),
-        "writer" if revision => "draft_revision".into(),
-        "writer" => "draft_ready".into(),
-        "planner" if revision => "plan_revision".into(),
-        "planner" => "plan_ready".into(),
-        "executor" => "impl_complete".into(),
-        "tester" => "test_result".into(),
-        "reviewer" if task.id.prefix() == "REVIEW" => "review_result".into(),
-        "reviewer" => "quality_result".into(),
-        "supervisor" => "supervision_report".into(),
+    match task.role {
+        Role::Analyst => "research_ready".into(),
+        Role::Writer if revision => "draft_revision".into(),
+        Role::Writer => "draft_ready".into(),
+        Role::Planner if revision => "plan_revision".into(),
+        Role::Planner => "plan_ready".into(),
+        Role::Executor => "impl_complete".into(),
+        Role::Tester => "test_result".into(),
+        Role::Reviewer if task.id.prefix() == "REVIEW" => "review_result".into(),
+        Role::Reviewer => "quality_result".into(),
+        Role::Supervisor => "supervision_report".into(),
         _ => format!("{}_report", task.id.prefix().to_ascii_lowercase()),
     }
 }

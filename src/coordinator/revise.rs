@@ -3,7 +3,7 @@
 
 use super::followup::is_revised;
 use crate::error::{Error, Result};
-use crate::model::{Pause, SessionStatus, State, Task, TaskId, TaskStatus};
+use crate::model::{Pause, PauseKind, Role, SessionStatus, State, Task, TaskId, TaskStatus};
 use crate::quality::DiscussOutcome;
 
 /// Where a discuss round's divergence leads.
@@ -43,7 +43,7 @@ pub fn route_discuss(
         }
         state.session.status = SessionStatus::Paused;
         state.control.pause = Some(Pause {
-            kind: "discuss".into(),
+            kind: PauseKind::Discuss,
             task: Some(task.id.clone()),
             reason: format!(
                 "{round} on {}: every seat agrees, for much the same reasons; check the diversity of the reasoning before building on it",
@@ -66,7 +66,7 @@ pub fn route_discuss(
             if final_round || is_revised(state, &base) || base != task.id {
                 state.session.status = SessionStatus::Paused;
                 state.control.pause = Some(Pause {
-                    kind: "discuss".into(),
+                    kind: PauseKind::Discuss,
                     task: Some(task.id.clone()),
                     reason: format!(
                         "{round} on {} diverged (HIGH): {}",
@@ -174,7 +174,7 @@ pub fn revise(
     let mut affected: Vec<TaskId> = vec![target.clone()];
     for id in &order {
         let t = &state.tasks[id];
-        if id == target || t.status != TaskStatus::Completed || t.role == "supervisor" {
+        if id == target || t.status != TaskStatus::Completed || t.role == Role::Supervisor {
             continue;
         }
         if t.blocked_by
@@ -193,7 +193,7 @@ pub fn revise(
             // for the revisions the checkpoint waited for instead.
             let through: Vec<TaskId> = match state.tasks.get(d) {
                 Some(cp)
-                    if cp.role == "supervisor"
+                    if cp.role == Role::Supervisor
                         && cp
                             .blocked_by
                             .iter()
@@ -269,7 +269,7 @@ pub fn conflict_revision(state: &mut State, id: &TaskId, detail: &str) -> Result
 /// but pass the cascade on).
 fn revised_from(affected: &[TaskId], state: &State, dep: &TaskId) -> bool {
     state.tasks.get(dep).is_some_and(|t| {
-        t.role == "supervisor" && t.blocked_by.iter().any(|d| affected.contains(d))
+        t.role == Role::Supervisor && t.blocked_by.iter().any(|d| affected.contains(d))
     })
 }
 
@@ -333,7 +333,7 @@ pub fn feedback(state: &mut State, text: &str) -> Result<FeedbackRoute> {
     let drafts: Vec<TaskId> = state
         .ordered()
         .into_iter()
-        .filter(|t| t.role == "writer")
+        .filter(|t| t.role == Role::Writer)
         .map(|t| t.id.clone())
         .collect();
     let target = match feedback_target(text)
@@ -467,7 +467,7 @@ pub fn improve(
         improve_id.clone(),
         Task {
             id: improve_id.clone(),
-            role: "writer".into(),
+            role: Role::Writer,
             status: TaskStatus::Pending,
             blocked_by: Vec::new(),
             phase: (*phase).into(),
@@ -547,10 +547,10 @@ pub fn approve(state: &mut State) -> Result<String> {
         ));
     }
     let pause = state.control.pause.clone();
-    match pause.as_ref().map(|p| p.kind.as_str()) {
+    match pause.as_ref().map(|p| &p.kind) {
         // A stall whose cause is gone is no longer one: approving just resumes.
-        Some("stalled") if !super::run::stalled(state) => {}
-        Some("stalled") => {
+        Some(PauseKind::Stalled) if !super::run::stalled(state) => {}
+        Some(PauseKind::Stalled) => {
             let failed = state.tasks.values().any(|t| t.status == TaskStatus::Failed);
             return Err(Error::state(
                 if failed {
@@ -561,7 +561,8 @@ pub fn approve(state: &mut State) -> Result<String> {
                 Some("`git tlv4 resume --retry` runs failed tasks again; `git tlv4 revise TASK` redoes one with feedback; `git tlv4 status` shows what waits".into()),
             ));
         }
-        Some("interrupted") | None => {}
+        None => {}
+        // Any other pause, one a newer version wrote included, waits for this approval.
         Some(_) => {
             if let Some(t) = pause.as_ref().and_then(|p| p.task.clone())
                 && !state.control.approved.contains(&t)
@@ -620,7 +621,7 @@ pub fn retry_failed(state: &mut State) -> Vec<TaskId> {
             .control
             .pause
             .as_ref()
-            .is_some_and(|p| p.kind == "stalled")
+            .is_some_and(|p| p.kind == PauseKind::Stalled)
     {
         state.session.status = SessionStatus::Active;
         state.control.pause = None;

@@ -19,7 +19,8 @@ use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, TaskInput};
 use crate::error::{Error, Result};
 use crate::model::{
-    Event, EventKind, Owner, Pause, SessionId, SessionStatus, State, TaskId, TaskStatus,
+    Event, EventKind, Owner, Pause, PauseKind, Role, SessionId, SessionStatus, State, TaskId,
+    TaskStatus,
 };
 use crate::quality::QualityContext;
 use crate::store::{Store, Txn, Written, session_dir};
@@ -148,7 +149,7 @@ pub fn stall_cleared(state: &State) -> bool {
             .control
             .pause
             .as_ref()
-            .is_some_and(|p| p.kind == "stalled")
+            .is_some_and(|p| p.kind == PauseKind::Stalled)
         && !stalled(state)
 }
 
@@ -342,19 +343,23 @@ impl Runner<'_> {
                     if taken >= slots {
                         break;
                     }
-                    if task.inner_loop && roles.values().any(|r| *r == task.role) {
+                    if task.inner_loop && roles.values().any(|r| r == task.role.as_str()) {
                         continue;
                     }
-                    if self.remote.as_ref().is_some_and(|r| !r.takes(&task.role)) {
+                    if self
+                        .remote
+                        .as_ref()
+                        .is_some_and(|r| !r.takes(task.role.as_str()))
+                    {
                         continue;
                     }
                     let Some((input, qctx)) = self.claim(&task.id)? else {
                         continue;
                     };
-                    roles.insert(task.id.clone(), task.role.clone());
+                    roles.insert(task.id.clone(), task.role.to_string());
                     (self.on)(Progress::Started {
                         task: task.id.clone(),
-                        role: task.role.clone(),
+                        role: task.role.to_string(),
                     });
                     let roster = Arc::clone(&self.roster);
                     let limits = self.limits.clone();
@@ -668,7 +673,7 @@ impl Runner<'_> {
         seconds: f64,
     ) -> Result<()> {
         let result = result.unwrap_or_else(|e| {
-            if crate::quality::ROLES.contains(&role) {
+            if Role::from(role).is_quality() {
                 return WorkResult::failed("quality", e.to_string());
             }
             let agent = self.roster.for_role(role);
@@ -1040,7 +1045,7 @@ impl Runner<'_> {
             SessionStatus::Paused => {
                 return Ok(RunEnd::Paused(state.control.pause.clone().unwrap_or(
                     Pause {
-                        kind: "paused".into(),
+                        kind: PauseKind::Unrecorded,
                         task: None,
                         reason: "the session is paused".into(),
                         next: vec!["git tlv4 resume".into()],
@@ -1095,7 +1100,8 @@ impl Runner<'_> {
             txn.state.session.status = SessionStatus::Paused;
             txn.state.control.pause = Some(pause);
             Ok(Some(
-                Event::session(EventKind::SessionPaused, summary).with("Paused", "stalled"),
+                Event::session(EventKind::SessionPaused, summary)
+                    .with("Paused", PauseKind::Stalled.as_str()),
             ))
         })?;
         match written.map(|w| w.state) {
@@ -1164,7 +1170,7 @@ fn stall(state: &State) -> Pause {
             })
             .collect();
         return Pause {
-            kind: "stalled".into(),
+            kind: PauseKind::Stalled,
             task: Some(first.id.clone()),
             reason: format!("nothing can run: failed {}", list.join("; ")),
             next: vec![
@@ -1175,7 +1181,7 @@ fn stall(state: &State) -> Pause {
         };
     }
     Pause {
-        kind: "stalled".into(),
+        kind: PauseKind::Stalled,
         task: None,
         reason: "nothing can run: the pending tasks wait for tasks that cannot complete".into(),
         next: vec!["git tlv4 status".into(), "git tlv4 abort".into()],

@@ -6,7 +6,8 @@ use super::analysis;
 use super::pipeline::{PipelineSpec, Supervision};
 use crate::error::{Error, Result};
 use crate::model::{
-    Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus, Settings, State,
+    Completion, Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus,
+    Settings, State,
 };
 use crate::store::Store;
 
@@ -22,7 +23,7 @@ pub struct StartOptions {
     /// Overrides `session.max_parallel`.
     pub max_parallel: Option<u32>,
     /// Overrides `session.completion`.
-    pub completion: Option<String>,
+    pub completion: Option<Completion>,
     /// `--agent` values, kept for the session's later runs.
     pub agents: Vec<String>,
     /// `--replay SID`, kept likewise.
@@ -31,9 +32,6 @@ pub struct StartOptions {
     /// kernel's sandbox is full); kept as the session's `settings.shell`.
     pub shell: bool,
 }
-
-/// The completion actions.
-pub use crate::config::COMPLETIONS;
 
 /// Files every session starts with, relative to its folder.
 fn initial_files() -> BTreeMap<String, Vec<u8>> {
@@ -179,10 +177,10 @@ fn control(
         .completion
         .clone()
         .unwrap_or(config.session.completion.clone());
-    if !COMPLETIONS.contains(&completion.as_str()) {
+    if let Completion::Other(name) = &completion {
         return Err(Error::Invalid(format!(
-            "unknown completion action `{completion}`; use one of {}",
-            COMPLETIONS.join(", ")
+            "unknown completion action `{name}`; use one of {}",
+            Completion::known_names().join(", ")
         )));
     }
     let max_parallel = opts.max_parallel.unwrap_or(config.session.max_parallel);

@@ -8,7 +8,8 @@ use super::pipeline::{PipelineSpec, Supervision};
 use super::revise;
 use crate::agents::{Outcome, StateUpdate, TaskOutput, TechProfile};
 use crate::model::{
-    Control, SCHEMA_VERSION, Session, SessionId, SessionStatus, State, TaskId, TaskStatus, Verdict,
+    Control, PauseKind, Role, SCHEMA_VERSION, Session, SessionId, SessionStatus, State, TaskId,
+    TaskStatus, Verdict,
 };
 
 pub(super) fn id(s: &str) -> TaskId {
@@ -186,7 +187,10 @@ fn specialists_are_injected_once_from_signals() {
     );
     let made = inject_specialists(&spec, &mut s, &analyst).unwrap();
     assert_eq!(made, vec![id("SECURITY-001")]);
-    assert_eq!(s.tasks[&id("SECURITY-001")].role, "security-expert");
+    assert_eq!(
+        s.tasks[&id("SECURITY-001")].role.as_str(),
+        "security-expert"
+    );
     assert_eq!(deps(&s, "SECURITY-001"), ["RESEARCH-001"]);
     // P0: what waited for the analyst now waits for the specialist too.
     assert_eq!(deps(&s, "DRAFT-001"), ["RESEARCH-001", "SECURITY-001"]);
@@ -206,7 +210,7 @@ fn specialists_are_injected_once_from_signals() {
     let mut exec = signals(&[]);
     exec.state_update.files_modified = vec![".github/workflows/ci.yml".into()];
     let executor = crate::model::Task {
-        role: "executor".into(),
+        role: crate::model::Role::Executor,
         ..s.tasks[&id("IMPL-001")].clone()
     };
     super::followup::collect_signals(&mut s, &executor, &exec);
@@ -325,7 +329,7 @@ fn quality_gates_pause_unless_auto_approved_on_pass() {
     );
     pause_if_needed(&mut s, &gate);
     assert_eq!(s.session.status, SessionStatus::Paused);
-    assert_eq!(s.control.pause.as_ref().unwrap().kind, "gate");
+    assert_eq!(s.control.pause.as_ref().unwrap().kind, PauseKind::Gate);
     let said = revise::approve(&mut s).unwrap();
     assert!(said.contains("approved"), "{said}");
     assert_eq!(s.session.status, SessionStatus::Active);
@@ -382,7 +386,7 @@ fn improve_targets_the_weakest_dimension() {
     assert_eq!(imp.as_str(), "IMPROVE-traceability-001");
     assert_eq!(gate.as_str(), "QUALITY-001-R1");
     assert_eq!(deps(&s, "QUALITY-001-R1"), ["IMPROVE-traceability-001"]);
-    assert_eq!(s.tasks[&imp].role, "writer");
+    assert_eq!(s.tasks[&imp].role, Role::Writer);
     assert!(revise::improve(&mut s, report, Some("nonsense")).is_err());
 }
 

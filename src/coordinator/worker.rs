@@ -9,7 +9,6 @@ use gix::ObjectId;
 
 use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestCommand, Usage};
 use crate::agents::meter::Meter;
-use crate::agents::prompt::writes_code;
 use crate::agents::roster::Roster;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
 use crate::error::Result;
@@ -86,7 +85,7 @@ pub(crate) fn work(
     hooks: &Hooks,
     meter: &Meter,
 ) -> Result<WorkResult> {
-    let quality_role = quality::ROLES.contains(&input.task.role.as_str());
+    let quality_role = input.task.role.is_quality();
     let task = &input.task;
     let payload = serde_json::json!({
         "event": "before-task", "session": input.session.id, "task": task.id, "role": task.role,
@@ -98,7 +97,7 @@ pub(crate) fn work(
         let agent = if quality_role {
             "quality".to_owned()
         } else {
-            roster.for_role(&task.role).name().to_owned()
+            roster.for_role(task.role.as_str()).name().to_owned()
         };
         return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
     }
@@ -116,7 +115,7 @@ pub(crate) fn work(
         let mut run = None;
         // A code review may get an agent's opinion on top of the rules'.
         if task.id.prefix() == "REVIEW"
-            && let Some(driver) = roster.opinion(&task.role)
+            && let Some(driver) = roster.opinion(task.role.as_str())
         {
             meter.step(format!("asking agent {} for its review", driver.name()));
             let (ran, said) = super::opinion::add(&*driver, input, qctx, &mut output, &mut verdict);
@@ -180,7 +179,7 @@ fn run_agent(
     hooks: &Hooks,
     meter: &Meter,
 ) -> Result<WorkResult> {
-    let driver = roster.for_role(&input.task.role);
+    let driver = roster.for_role(input.task.role.as_str());
     let name = driver.name().to_owned();
     let ran = if !driver.checkout() {
         let ctx = RunContext {
@@ -196,7 +195,7 @@ fn run_agent(
         Ran::bare(driver.run(input, &ctx), Vec::new())
     } else {
         let store = Store::from_repo(qctx.repo.to_thread_local())?;
-        if writes_code(&input.task.role) {
+        if input.task.role.writes_code() {
             in_task_worktree(&store, &*driver, input, qctx, limits, hooks, meter)?
         } else {
             in_view(&store, &*driver, input, qctx, meter)?

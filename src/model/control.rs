@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::TaskId;
+use super::open::open_enum;
 
 /// The coordinator's record, stored as `.tlv4/sessions/<SID>/control.toml`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -62,8 +63,8 @@ pub struct Settings {
     pub max_parallel: u32,
     /// Gates whose verdict passes are approved without asking (`start --yes`).
     pub auto_approve: bool,
-    /// What happens when every task is done: `interactive`, `archive`, `keep` or `export`.
-    pub completion: String,
+    /// What happens when every task is done.
+    pub completion: Completion,
     /// `--agent` values given to `start`, used by every later run of the session that gives
     /// none of its own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -84,7 +85,7 @@ impl Default for Settings {
         Settings {
             max_parallel: 3,
             auto_approve: false,
-            completion: "interactive".into(),
+            completion: Completion::Interactive,
             agents: Vec::new(),
             replay: None,
             shell: false,
@@ -96,8 +97,8 @@ impl Default for Settings {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pause {
-    /// `gate`, `checkpoint`, `discuss`, `stalled` or `completion`.
-    pub kind: String,
+    /// What the session waits for.
+    pub kind: PauseKind,
     /// The task that caused it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskId>,
@@ -105,6 +106,43 @@ pub struct Pause {
     pub reason: String,
     /// Commands the user can run next.
     pub next: Vec<String>,
+}
+
+open_enum! {
+    /// What a paused session waits for (`pause.kind`, the `Tlv4-Paused` trailer). A kind a
+    /// newer version writes (a budget or a limit, say) reads as `Other`, shows as written,
+    /// and is approved like a gate.
+    pub enum PauseKind {
+        /// The spec readiness gate (`QUALITY-*`), unless `--yes` approved a pass.
+        Gate = "gate",
+        /// A review (`REVIEW-*`) that blocks the change.
+        Review = "review",
+        /// Tests that stay below the pass target after the fix cycle.
+        Tests = "tests",
+        /// A checkpoint (`CHECKPOINT-*`) that blocks.
+        Checkpoint = "checkpoint",
+        /// A discuss round that escalates, or a consensus whose reasons are too alike.
+        Discuss = "discuss",
+        /// Nothing can run: tasks failed, or wait for tasks that cannot complete.
+        Stalled = "stalled",
+        /// A paused session whose pause is not recorded; the loop's stand-in, never stored.
+        Unrecorded = "paused",
+    }
+}
+
+open_enum! {
+    /// What happens when every task of a session is done (`settings.completion`,
+    /// `session.completion`, `--completion`).
+    pub enum Completion {
+        /// Ask on a terminal; keep the session otherwise (and under `--yes`).
+        Interactive = "interactive",
+        /// Move the session to `refs/tlv4/archive/<SID>` and remove its branches.
+        Archive = "archive",
+        /// Leave the session branch as it is.
+        Keep = "keep",
+        /// Write the result, without the run records, on `tlv4-export/<SID>`.
+        Export = "export",
+    }
 }
 
 /// IMPL tasks made from `plan/plan.json`.
@@ -136,4 +174,75 @@ pub struct Verdict {
     pub score: Option<f64>,
     /// One line.
     pub summary: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `control.toml` as the store writes it, with the pause kind and completion action
+    /// given.
+    fn control_toml(kind: &str, completion: &str) -> String {
+        format!(
+            "approved = [\"QUALITY-001\"]\n\n\
+             [settings]\nmax_parallel = 3\nauto_approve = false\ncompletion = \"{completion}\"\n\n\
+             [pause]\nkind = \"{kind}\"\ntask = \"QUALITY-001\"\nreason = \"waits\"\n\
+             next = [\"git tlv4 approve\"]\n"
+        )
+    }
+
+    #[test]
+    fn every_known_pause_kind_and_completion_is_stored_as_before() {
+        let kinds = [
+            ("gate", PauseKind::Gate),
+            ("review", PauseKind::Review),
+            ("tests", PauseKind::Tests),
+            ("checkpoint", PauseKind::Checkpoint),
+            ("discuss", PauseKind::Discuss),
+            ("stalled", PauseKind::Stalled),
+        ];
+        for (name, kind) in kinds {
+            let text = control_toml(name, "interactive");
+            let read: Control = toml::from_str(&text).unwrap();
+            assert_eq!(read.pause.as_ref().unwrap().kind, kind);
+            assert_eq!(toml::to_string(&read).unwrap(), text, "{name}");
+        }
+        let completions = [
+            ("interactive", Completion::Interactive),
+            ("archive", Completion::Archive),
+            ("keep", Completion::Keep),
+            ("export", Completion::Export),
+        ];
+        for (name, completion) in completions {
+            let text = control_toml("gate", name);
+            let read: Control = toml::from_str(&text).unwrap();
+            assert_eq!(read.settings.completion, completion);
+            assert_eq!(toml::to_string(&read).unwrap(), text, "{name}");
+        }
+        assert_eq!(
+            Settings::default().completion.as_str(),
+            "interactive",
+            "the default stays what sessions without the key read as"
+        );
+    }
+
+    #[test]
+    fn a_pause_kind_or_completion_of_a_newer_version_is_kept_as_written() {
+        // `budget` and `limit` are pause kinds a later version adds; `pull-request` stands
+        // for a completion action this build does not know.
+        for kind in ["budget", "limit"] {
+            let text = control_toml(kind, "pull-request");
+            let read: Control = toml::from_str(&text).unwrap();
+            let pause = read.pause.as_ref().unwrap();
+            assert_eq!(pause.kind, PauseKind::Other(kind.into()));
+            assert_eq!(pause.kind.to_string(), kind);
+            assert_eq!(
+                read.settings.completion,
+                Completion::Other("pull-request".into())
+            );
+            assert_eq!(toml::to_string(&read).unwrap(), text, "{kind}");
+            let json = serde_json::to_value(pause).unwrap();
+            assert_eq!(json["kind"], kind);
+        }
+    }
 }

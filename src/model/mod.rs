@@ -6,14 +6,17 @@
 mod control;
 mod ids;
 mod message;
+mod open;
 mod session;
 mod task;
 
-pub use control::{Analysis, Control, ImplDispatch, Pause, Settings, Verdict};
+pub use control::{
+    Analysis, Completion, Control, ImplDispatch, Pause, PauseKind, Settings, Verdict,
+};
 pub use ids::{IdError, SessionId, TaskId};
 pub use message::Message;
 pub use session::{ForkOrigin, SCHEMA_VERSION, Session, SessionStatus};
-pub use task::{Owner, Priority, Task, TaskResult, TaskStatus};
+pub use task::{Owner, Priority, Role, Task, TaskResult, TaskStatus};
 
 use std::collections::BTreeMap;
 
@@ -275,7 +278,7 @@ impl Event {
         Event {
             kind,
             task: Some(task.id.clone()),
-            role: Some(task.role.clone()),
+            role: Some(task.role.to_string()),
             status: Some(task.status.as_str().to_owned()),
             attempt: Some(task.attempts),
             summary: summary.into(),

@@ -1,6 +1,7 @@
 //! `tasks/<TASK>.toml`: one unit of work, its place in the graph and its outcome.
 
 use super::TaskId;
+use super::open::open_enum;
 
 /// One task, stored as `.tlv4/sessions/<SID>/tasks/<TASK>.toml`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -8,8 +9,8 @@ use super::TaskId;
 pub struct Task {
     /// The task id.
     pub id: TaskId,
-    /// The role that does the work (`analyst`, `writer`, …).
-    pub role: String,
+    /// The role that does the work.
+    pub role: Role,
     /// Where the task stands.
     pub status: TaskStatus,
     /// Tasks that must be completed before this one may start.
@@ -34,6 +35,48 @@ pub struct Task {
     /// The outcome of the last attempt that finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<TaskResult>,
+}
+
+open_enum! {
+    /// Who does a task's work: a role of `pipelines.toml`, or a seat of a discussion. The
+    /// builtin roles, each with instructions of its own under `specs/roles/`, are variants;
+    /// a role a repository defines in its own `pipelines.toml` is `Other`.
+    pub enum Role {
+        /// Scans the repository and the task text (`RESEARCH-*`).
+        Analyst = "analyst",
+        /// Writes the spec documents (`DRAFT-*`).
+        Writer = "writer",
+        /// Turns the spec into `plan.json` (`PLAN-*`).
+        Planner = "planner",
+        /// Changes the code (`IMPL-*`, fixes, specialists).
+        Executor = "executor",
+        /// Runs the tests and the fix cycle (`TEST-*`).
+        Tester = "tester",
+        /// Reviews the change and gates the spec (`REVIEW-*`, `QUALITY-*`, `IMPROVE-*`).
+        Reviewer = "reviewer",
+        /// Runs the checkpoints (`CHECKPOINT-*`).
+        Supervisor = "supervisor",
+        /// A discuss round's perspective, when an agent plays it.
+        Critic = "critic",
+        /// A member of a discussion (`git tlv4 discuss`).
+        Member = "member",
+        /// The moderator of a discussion.
+        Moderator = "moderator",
+    }
+}
+
+impl Role {
+    /// Whether the role's tasks are run by the quality machinery (review rules, tester,
+    /// checkpoints) rather than by an agent alone.
+    pub fn is_quality(&self) -> bool {
+        matches!(self, Role::Reviewer | Role::Tester | Role::Supervisor)
+    }
+
+    /// Whether the role changes code in its working directory (rather than returning
+    /// documents).
+    pub fn writes_code(&self) -> bool {
+        *self == Role::Executor
+    }
 }
 
 /// Where a task stands. "Ready" and "blocked" are derived: a pending task is ready when every
@@ -115,4 +158,40 @@ pub struct TaskResult {
     pub artifacts: Vec<String>,
     /// When the attempt finished (RFC 3339).
     pub finished_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_and_repository_roles_are_stored_by_name() {
+        let task = |role: &str| {
+            format!(
+                "id = \"SECURITY-001\"\nrole = \"{role}\"\nstatus = \"pending\"\nblocked_by = []\n\
+                 phase = \"specialist\"\npriority = \"P1\"\ninner_loop = false\nattempts = 0\n\
+                 description = \"d\"\n"
+            )
+        };
+        for role in Role::KNOWN {
+            let text = task(role.as_str());
+            let read: Task = toml::from_str(&text).unwrap();
+            assert_eq!(&read.role, role);
+            assert_eq!(toml::to_string(&read).unwrap(), text, "{role}");
+        }
+        // A specialist, or a role of the repository's own `pipelines.toml`.
+        let text = task("security-expert");
+        let read: Task = toml::from_str(&text).unwrap();
+        assert_eq!(read.role, Role::Other("security-expert".into()));
+        assert!(!read.role.is_quality() && !read.role.writes_code());
+        assert_eq!(toml::to_string(&read).unwrap(), text);
+    }
+
+    #[test]
+    fn the_quality_roles_and_the_code_writer() {
+        let quality: Vec<&Role> = Role::KNOWN.iter().filter(|r| r.is_quality()).collect();
+        assert_eq!(quality, [&Role::Tester, &Role::Reviewer, &Role::Supervisor]);
+        let code: Vec<&Role> = Role::KNOWN.iter().filter(|r| r.writes_code()).collect();
+        assert_eq!(code, [&Role::Executor]);
+    }
 }

@@ -25,6 +25,7 @@ use super::DiscussOutcome;
 use crate::agents::{TaskInput, TaskOutput};
 use crate::error::{Error, Result};
 use crate::model::Verdict;
+use crate::quality::protocol::Preset;
 use crate::specdoc::spec::Spec;
 
 use config::{Config, OnFail, Rule, Thresholds};
@@ -444,6 +445,60 @@ fn run_critics(critics: &[Box<dyn Critic>], subject: &Subject<'_>) -> (Vec<Criti
 /// The suffix of a task's `discuss` value that runs the round as the discussion protocol.
 const PROTOCOL: &str = "+protocol";
 
+/// How a discuss round runs (`[discuss.mode] ROUND = "…"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The perspectives' critique, the default.
+    Critique,
+    /// The discussion protocol, with its preset.
+    Protocol(Preset),
+}
+
+impl Mode {
+    /// The names `[discuss.mode]` takes (`protocol-default` is `protocol` spelled out).
+    const NAMES: [(&str, Mode); 5] = [
+        ("critique", Mode::Critique),
+        ("protocol", Mode::Protocol(Preset::Default)),
+        ("protocol-quick", Mode::Protocol(Preset::Quick)),
+        ("protocol-deep", Mode::Protocol(Preset::Deep)),
+        ("protocol-default", Mode::Protocol(Preset::Default)),
+    ];
+
+    /// The mode `[discuss.mode]` names `name`, if this build knows it.
+    pub fn named(name: &str) -> Option<Mode> {
+        Mode::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, mode)| *mode)
+    }
+
+    /// What a task's `discuss` value gets appended for this mode: nothing for the critique,
+    /// `+protocol` for the default preset, `+protocol-PRESET` for another.
+    fn suffix(self) -> String {
+        match self {
+            Mode::Critique => String::new(),
+            Mode::Protocol(Preset::Default) => PROTOCOL.to_owned(),
+            Mode::Protocol(preset) => format!("{PROTOCOL}-{}", preset.as_str()),
+        }
+    }
+
+    /// The round and the mode of a task's `discuss` value (`DISCUSS-002+protocol-quick`). A
+    /// preset this build does not know runs as the default one.
+    pub fn of_round(spec: &str) -> (&str, Mode) {
+        match spec.split_once(PROTOCOL) {
+            None => (spec, Mode::Critique),
+            Some((round, rest)) => {
+                let preset = match rest.trim_start_matches('-') {
+                    "quick" => Preset::Quick,
+                    "deep" => Preset::Deep,
+                    _ => Preset::Default,
+                };
+                (round, Mode::Protocol(preset))
+            }
+        }
+    }
+}
+
 /// Sets the `discuss` round of each of `tasks` for round set `set` and the modes `modes`
 /// (round name → `critique`, `protocol`, `protocol-quick`, `protocol-deep`). In the current
 /// set the rounds stay as `pipelines.toml` attached them; another set attaches its rounds
@@ -455,6 +510,7 @@ pub fn assign_rounds(
     set: &str,
     modes: &BTreeMap<String, String>,
 ) -> std::result::Result<(), (String, String)> {
+    let mut parsed: BTreeMap<&str, Mode> = BTreeMap::new();
     let config = Config::builtin().map_err(|e| ("discuss.rounds".to_owned(), e.to_string()))?;
     let sets = config.sets();
     if !sets.iter().any(|s| s == set) {
@@ -475,22 +531,15 @@ pub fn assign_rounds(
                 ),
             ));
         }
-        if ![
-            "critique",
-            "protocol",
-            "protocol-quick",
-            "protocol-deep",
-            "protocol-default",
-        ]
-        .contains(&mode.as_str())
-        {
+        let Some(mode) = Mode::named(mode) else {
             return Err((
                 format!("discuss.mode.{name}"),
                 format!(
                     "unknown mode `{mode}`; use critique, protocol, protocol-quick or protocol-deep"
                 ),
             ));
-        }
+        };
+        parsed.insert(name, mode);
     }
     for t in tasks.iter_mut() {
         if set != "current" {
@@ -501,14 +550,8 @@ pub fn assign_rounds(
         }
         let Some(d) = t.discuss.clone() else { continue };
         let name = d.rsplit('/').next().unwrap_or(&d).to_owned();
-        match modes.get(&name).map(String::as_str) {
-            Some("protocol") | Some("protocol-default") => {
-                t.discuss = Some(format!("{d}{PROTOCOL}"))
-            }
-            Some(m) if m.starts_with("protocol-") => {
-                t.discuss = Some(format!("{d}{PROTOCOL}-{}", &m["protocol-".len()..]))
-            }
-            _ => {}
+        if let Some(mode) = parsed.get(name.as_str()) {
+            t.discuss = Some(format!("{d}{}", mode.suffix()));
         }
     }
     Ok(())
@@ -524,17 +567,7 @@ pub fn run_round(
     agents: &Perspectives,
 ) -> Result<Option<DiscussOutcome>> {
     let config = Config::builtin()?;
-    let (key, preset) = match spec.split_once(PROTOCOL) {
-        None => (spec, None),
-        Some((key, rest)) => {
-            let preset = match rest.trim_start_matches('-') {
-                "quick" => crate::quality::protocol::Preset::Quick,
-                "deep" => crate::quality::protocol::Preset::Deep,
-                _ => crate::quality::protocol::Preset::Default,
-            };
-            (key, Some(preset))
-        }
-    };
+    let (key, mode) = Mode::of_round(spec);
     let Some(r) = config.round.get(key) else {
         return Ok(None);
     };
@@ -567,7 +600,7 @@ pub fn run_round(
         })
         .collect();
     let (mut outcome, critiques) = discuss(config, round, input, produced, &critics)?;
-    if let Some(preset) = preset {
+    if let Mode::Protocol(preset) = mode {
         protocol_round::run(
             &protocol_round::Round {
                 config,

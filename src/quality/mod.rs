@@ -11,11 +11,7 @@ pub mod tester;
 
 use crate::agents::{TaskInput, TaskOutput};
 use crate::error::Result;
-use crate::model::Verdict;
-
-/// Roles whose tasks the quality machinery runs instead of an agent (named where the roster,
-/// below this layer, needs them too).
-pub use crate::agents::roster::QUALITY_ROLES as ROLES;
+use crate::model::{Role, Verdict};
 
 /// What the coordinator needs besides the task input: where the code came from.
 #[derive(Clone)]
@@ -64,11 +60,11 @@ pub struct FixRequest {
 
 /// Runs a reviewer, tester or supervisor task.
 pub fn run(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
-    match (input.task.role.as_str(), input.task.id.prefix()) {
-        ("reviewer", "REVIEW") => return review::run_task(input, ctx),
-        ("reviewer", "QUALITY") => return gate::run_task(input, ctx),
-        ("tester", _) => return tester::run_task(input, ctx),
-        ("supervisor", _) => return checkpoint::run_task(input, ctx),
+    match (&input.task.role, input.task.id.prefix()) {
+        (Role::Reviewer, "REVIEW") => return review::run_task(input, ctx),
+        (Role::Reviewer, "QUALITY") => return gate::run_task(input, ctx),
+        (Role::Tester, _) => return tester::run_task(input, ctx),
+        (Role::Supervisor, _) => return checkpoint::run_task(input, ctx),
         _ => {}
     }
     not_built(input)
@@ -76,9 +72,9 @@ pub fn run(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult> {
 
 /// A quality task this build cannot run: it fails, naming what is missing.
 pub(crate) fn not_built(input: &TaskInput) -> Result<QualityResult> {
-    let missing = match input.task.role.as_str() {
-        "reviewer" => "the reviewer (diff review and spec quality gate)",
-        "tester" => "the tester (framework detection, test runs, fix cycle)",
+    let missing = match input.task.role {
+        Role::Reviewer => "the reviewer (diff review and spec quality gate)",
+        Role::Tester => "the tester (framework detection, test runs, fix cycle)",
         _ => "the supervisor (checkpoint scoring)",
     };
     Ok(QualityResult {

@@ -252,7 +252,7 @@ impl TaskWorktree {
             task: task.clone(),
             branch,
             from,
-            run: task_at(store, sid, task, from).map(|t| (t.role, t.attempts)),
+            run: task_at(store, sid, task, from).map(|t| (t.role.to_string(), t.attempts)),
             recorded: Mutex::new(Recorded {
                 base,
                 kept: None,
@@ -798,7 +798,7 @@ pub fn keep_abandoned(
         task: task.clone(),
         branch: branch.clone(),
         from: base,
-        run: task_at(store, &sid, &task, session_tip).map(|t| (t.role, t.attempts)),
+        run: task_at(store, &sid, &task, session_tip).map(|t| (t.role.to_string(), t.attempts)),
         recorded: Mutex::new(Recorded {
             base,
             kept: None,

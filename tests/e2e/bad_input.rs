@@ -330,3 +330,29 @@ fn a_bad_agent_configuration_is_named_before_anything_is_written() {
     assert_eq!(repo.git(&["for-each-ref", "refs/heads/tlv4/"]), "");
     repo.fsck();
 }
+
+#[test]
+fn a_misspelt_completion_action_is_refused_before_anything_runs() {
+    let repo = TestRepo::new();
+    let before = repo.snapshot();
+    let err = repo.fails(&["start", "--completion", "keeep", "write a spec"], 2);
+    assert!(
+        err.contains("invalid value 'keeep' for '--completion <ACTION>'")
+            && err.contains("[possible values: interactive, archive, keep, export]"),
+        "{err}"
+    );
+    // A discussion ends without asking, so it has no `interactive`.
+    let err = repo.fails(&["discuss", "--completion", "interactive", "a topic"], 2);
+    assert!(
+        err.contains("[possible values: keep, archive, export]"),
+        "{err}"
+    );
+    assert_eq!(repo.snapshot(), before);
+
+    // `resume` checks it before it runs the pipeline, not when every task is done.
+    repo.start("spec-only", "write a spec");
+    let before = repo.snapshot();
+    let err = repo.fails(&["resume", "--completion", "archve"], 2);
+    assert!(err.contains("invalid value 'archve'"), "{err}");
+    assert_eq!(repo.snapshot(), before);
+}

@@ -837,3 +837,94 @@ fn gc_compacts_old_archives_without_losing_an_event_or_a_result() {
     assert!(!err.contains("compacted archived"), "{err}");
     assert_eq!(repo.git(&["rev-parse", &archive]).trim(), tip);
 }
+
+/// Commits `files` (path in the tree → new text) on top of `branch` with git plumbing, as
+/// another version of git-tlv4 would write them.
+fn commit_as_another_version(repo: &TestRepo, branch: &str, files: &[(&str, &str)]) {
+    let index = repo.home.path().join("other-version-index");
+    let run = |args: &[&str]| {
+        let out = repo
+            .git_cmd(args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&["read-tree", branch]);
+    for (path, text) in files {
+        let file = repo.home.path().join("other-version-blob");
+        std::fs::write(&file, text).unwrap();
+        let blob = repo.git(&["hash-object", "-w", file.to_str().unwrap()]);
+        run(&[
+            "update-index",
+            "--cacheinfo",
+            &format!("100644,{},{path}", blob.trim()),
+        ]);
+    }
+    let tree = run(&["write-tree"]);
+    let commit = repo.git(&["commit-tree", tree.trim(), "-p", branch, "-m", "newer"]);
+    repo.git(&["update-ref", &format!("refs/heads/{branch}"), commit.trim()]);
+}
+
+#[test]
+fn a_pause_kind_of_a_newer_version_reads_shows_and_is_written_back_unchanged() {
+    let repo = TestRepo::new();
+    let sid = repo.start("spec-only", "write a spec");
+    let branch = format!("tlv4/{sid}");
+    let dir = format!(".tlv4/sessions/{sid}");
+    let show = |file: &str| repo.git(&["show", &format!("{branch}:{dir}/{file}")]);
+    // A later version pauses the session on a budget, a kind this build has never heard of.
+    let session = show("session.toml").replace("status = \"active\"", "status = \"paused\"");
+    let control = format!(
+        "{}\n[pause]\nkind = \"budget\"\ntask = \"RESEARCH-001\"\n\
+         reason = \"the session spent its budget of 2.00 USD\"\n\
+         next = [\"git tlv4 approve   (spend more)\", \"git tlv4 abort\"]\n",
+        show("control.toml")
+    );
+    commit_as_another_version(
+        &repo,
+        &branch,
+        &[
+            (&format!("{dir}/session.toml"), &session),
+            (&format!("{dir}/control.toml"), &control),
+        ],
+    );
+
+    let out = repo.ok(&["status"]);
+    assert!(
+        out.contains("paused    (budget) the session spent its budget of 2.00 USD"),
+        "{out}"
+    );
+    assert!(out.contains("git tlv4 approve   (spend more)"), "{out}");
+    let json = repo.json(&["status", "--json"]);
+    assert_eq!(json["control"]["pause"]["kind"], "budget", "{json}");
+    // It waits for the user, as every pause but a stall does.
+    let err = repo.fails(&["resume"], WAITING);
+    assert!(
+        err.contains("is paused (budget): the session spent its budget"),
+        "{err}"
+    );
+
+    // A write by this version leaves the pause as the newer one wrote it, byte for byte.
+    repo.ok(&["task", "claim", "RESEARCH-001"]);
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]).trim(),
+        "RESEARCH-001: claimed (analyst)"
+    );
+    assert_eq!(show("control.toml"), control);
+    repo.fsck();
+
+    // Approving it clears it like a gate's, recording the task it named.
+    repo.ok(&["approve", "--no-run"]);
+    let control = show("control.toml");
+    assert!(!control.contains("[pause]"), "{control}");
+    assert!(
+        control.contains("approved = [\"RESEARCH-001\"]"),
+        "{control}"
+    );
+}

@@ -372,7 +372,7 @@ mod tests {
             },
             task: Task {
                 id: "RESEARCH-001".parse().unwrap(),
-                role: "analyst".to_owned(),
+                role: crate::model::Role::Analyst,
                 status: TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: "research".to_owned(),

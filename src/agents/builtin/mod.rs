@@ -13,6 +13,7 @@ mod writer;
 
 use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
 use crate::error::Result;
+use crate::model::Role;
 
 /// The offline agent.
 #[derive(Debug, Default, Clone, Copy)]
@@ -24,11 +25,11 @@ impl Agent for Builtin {
     }
 
     fn run(&self, input: &TaskInput) -> Result<TaskOutput> {
-        match input.task.role.as_str() {
-            "analyst" => analyst::run(input),
-            "writer" => writer::run(input),
-            "planner" => planner::run(input),
-            "executor" => Ok(executor(input)),
+        match &input.task.role {
+            Role::Analyst => analyst::run(input),
+            Role::Writer => writer::run(input),
+            Role::Planner => planner::run(input),
+            Role::Executor => Ok(executor(input)),
             _ if input.task.phase == "specialist" => specialist::run(input),
             other => Ok(TaskOutput::failed(
                 format!("the builtin agent has no `{other}` role"),

@@ -546,7 +546,7 @@ mod tests {
             },
             task: Task {
                 id: id.parse().unwrap(),
-                role: "writer".into(),
+                role: crate::model::Role::Writer,
                 status: TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: phase.into(),

@@ -8,7 +8,7 @@ use crate::coordinator::pipeline::Supervision;
 use crate::coordinator::tests::{complete, id, plan, state};
 use crate::coordinator::worker::{RunData, SnapshotData};
 use crate::coordinator::{StartOptions, start};
-use crate::model::{Pause, Verdict};
+use crate::model::{Pause, PauseKind, Verdict};
 use crate::store::Store;
 
 fn completed(files: &[(&str, &[u8])]) -> WorkResult {
@@ -246,7 +246,7 @@ fn the_event_names_the_outcome_and_a_pause() {
     assert_eq!(e.extra, [("Merged".to_owned(), "abc".to_owned())]);
     s.session.status = SessionStatus::Paused;
     s.control.pause = Some(Pause {
-        kind: "gate".into(),
+        kind: PauseKind::Gate,
         task: None,
         reason: String::new(),
         next: Vec::new(),

@@ -149,7 +149,7 @@ impl Scope {
             tasks.push(ScopeTask {
                 kinds: kinds(&expected, &t.phase),
                 id: t.id.clone(),
-                role: t.role.clone(),
+                role: t.role.to_string(),
                 status: Some(t.status),
                 expected,
                 reported: t

@@ -165,7 +165,7 @@ impl Harness {
                 &Message {
                     id: crate::clock::unique_id(),
                     ts: crate::clock::now_rfc3339(),
-                    from: task.role.clone(),
+                    from: task.role.to_string(),
                     to: None,
                     kind: if completed {
                         "task_complete".into()

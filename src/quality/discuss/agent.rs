@@ -54,7 +54,7 @@ impl AgentCritic {
             folder: self.input.folder.clone(),
             code: self.input.code.clone(),
         };
-        input.task.role = "critic".into();
+        input.task.role = crate::model::Role::Critic;
         input.task.description = format!(
             "PURPOSE: Judge {artifact} from the {perspective} perspective, as the {persona}\n\
              TASK:\n  - Read {artifact} and the documents it builds on\n  - Rate it 1-5; list strengths, weaknesses, suggestions, coverage gaps and the risk\n\

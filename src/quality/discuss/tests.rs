@@ -345,7 +345,7 @@ impl crate::agents::command::Driver for CriticAgent {
         input: &crate::agents::TaskInput,
         _ctx: &crate::agents::command::RunContext,
     ) -> crate::error::Result<crate::agents::command::DriverOutput> {
-        assert_eq!(input.task.role, "critic");
+        assert_eq!(input.task.role, crate::model::Role::Critic);
         assert!(input.task.description.contains("product perspective"));
         assert!(input.task.description.contains("Round: DISCUSS-001"));
         let path = "discussions/DISCUSS-001-product.json".to_owned();
@@ -439,4 +439,65 @@ fn an_agent_critic_adds_to_the_rules_never_replaces_them() {
     );
     let text = agent(Some(r#"{"rating": 9, "risk": "low"}"#));
     assert!(text.contains("rating 9 is not between 1 and 5"), "{text}");
+}
+
+#[test]
+fn the_modes_of_discuss_mode_write_and_read_the_same_task_values() {
+    use super::{Mode, assign_rounds};
+    use crate::quality::protocol::Preset;
+    let task = |round: &str| crate::model::Task {
+        id: "DRAFT-001".parse().unwrap(),
+        role: crate::model::Role::Writer,
+        status: crate::model::TaskStatus::Pending,
+        blocked_by: Vec::new(),
+        phase: "draft".into(),
+        priority: crate::model::Priority::P0,
+        discuss: Some(round.into()),
+        inner_loop: false,
+        attempts: 0,
+        description: String::new(),
+        owner: None,
+        result: None,
+    };
+    let cases = [
+        ("critique", "DISCUSS-001", Mode::Critique),
+        (
+            "protocol",
+            "DISCUSS-001+protocol",
+            Mode::Protocol(Preset::Default),
+        ),
+        (
+            "protocol-default",
+            "DISCUSS-001+protocol",
+            Mode::Protocol(Preset::Default),
+        ),
+        (
+            "protocol-quick",
+            "DISCUSS-001+protocol-quick",
+            Mode::Protocol(Preset::Quick),
+        ),
+        (
+            "protocol-deep",
+            "DISCUSS-001+protocol-deep",
+            Mode::Protocol(Preset::Deep),
+        ),
+    ];
+    for (name, stored, mode) in cases {
+        assert_eq!(Mode::named(name), Some(mode), "{name}");
+        let mut tasks = [task("DISCUSS-001")];
+        let modes = BTreeMap::from([("DISCUSS-001".to_owned(), name.to_owned())]);
+        assign_rounds(&mut tasks, "current", &modes).unwrap();
+        assert_eq!(tasks[0].discuss.as_deref(), Some(stored), "{name}");
+        assert_eq!(Mode::of_round(stored), ("DISCUSS-001", mode), "{name}");
+    }
+    // A preset a newer version added runs as the default one here; the value stays as stored.
+    assert_eq!(
+        Mode::of_round("DISCUSS-001+protocol-marathon"),
+        ("DISCUSS-001", Mode::Protocol(Preset::Default))
+    );
+    let mut tasks = [task("DISCUSS-001")];
+    let modes = BTreeMap::from([("DISCUSS-001".to_owned(), "debate".to_owned())]);
+    let (key, message) = assign_rounds(&mut tasks, "current", &modes).unwrap_err();
+    assert_eq!(key, "discuss.mode.DISCUSS-001");
+    assert!(message.contains("unknown mode `debate`"), "{message}");
 }

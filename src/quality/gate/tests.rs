@@ -96,7 +96,7 @@ fn session() -> Session {
 fn task(id: &str, role: &str, phase: &str) -> Task {
     Task {
         id: id.parse().unwrap(),
-        role: role.to_owned(),
+        role: role.into(),
         status: TaskStatus::InProgress,
         blocked_by: Vec::new(),
         phase: phase.to_owned(),

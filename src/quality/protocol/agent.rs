@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::{Member, MemberError, Moderator, Rating, RatingInput, Turn};
 use crate::agents::command::{Driver, DriverOutput, RunContext};
 use crate::agents::{CodeTree, Outcome, TaskInput};
-use crate::model::{Session, Task};
+use crate::model::{Role, Session, Task};
 
 /// The file a member's answer must hold.
 pub const CONTRIBUTION_FILE: &str = "contribution.json";
@@ -61,7 +61,7 @@ pub struct RunLog {
     /// The task id of the turn.
     pub task: String,
     /// `member` or `moderator`.
-    pub role: String,
+    pub role: Role,
     /// The try, from 1.
     pub attempt: u32,
     /// What the driver handed back.
@@ -121,7 +121,7 @@ impl Seated {
     fn ask(
         &self,
         task: &str,
-        role: &str,
+        role: Role,
         description: String,
         file: &'static str,
         deadline: Option<std::time::Instant>,
@@ -134,7 +134,7 @@ impl Seated {
             session: self.session.clone(),
             task: Task {
                 id,
-                role: role.into(),
+                role: role.clone(),
                 status: crate::model::TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: "discuss".into(),
@@ -186,7 +186,7 @@ impl Seated {
         };
         self.runs.push(RunLog {
             task: task.to_owned(),
-            role: role.to_owned(),
+            role,
             attempt,
             output: out,
             file,
@@ -214,7 +214,7 @@ impl Member for SeatMember {
         );
         match self.0.ask(
             &turn_task(&self.0.prefix, turn.number, &turn.role),
-            "member",
+            Role::Member,
             description,
             CONTRIBUTION_FILE,
             turn.deadline,
@@ -236,7 +236,7 @@ impl Moderator for SeatModerator {
     fn rate(&self, input: &RatingInput<'_>) -> std::result::Result<Rating, MemberError> {
         let text = self.0.ask(
             &turn_task(&self.0.prefix, input.number, "moderator"),
-            "moderator",
+            Role::Moderator,
             moderator_prompt(input),
             RATING_FILE,
             None,

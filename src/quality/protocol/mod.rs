@@ -547,7 +547,7 @@ impl Discussion {
                     "member role `{m}`: use letters, digits, `-` and `_`"
                 ));
             }
-            if m == DEVIL || m == "moderator" {
+            if m == DEVIL || m == crate::agents::roster::MODERATOR {
                 return Err(format!(
                     "member role `{m}` is taken: the devil's advocate and the moderator are always there"
                 ));
