@@ -741,7 +741,11 @@ impl Lease {
         )
         .map_err(fail)?;
         let head = std::fs::read_to_string(self.admin.join("HEAD")).map_err(fail)?;
-        let mut packed = String::from("# pack-refs with: sorted \n");
+        // The header git itself writes. Every id below is peeled already (`refs_with_prefix`
+        // follows annotated tags to their target), so "peeled fully-peeled" is true with no
+        // `^` lines; and readers other than git insist on it: GitPython (Aider's git) refuses
+        // a `packed-refs` whose header lacks "peeled" as corrupt, and Aider then exits 1.
+        let mut packed = String::from("# pack-refs with: peeled fully-peeled sorted \n");
         let mut refs: Vec<(String, ObjectId)> = store
             .refs_with_prefix("refs/heads/")?
             .into_iter()

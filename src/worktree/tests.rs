@@ -767,6 +767,42 @@ fn an_agents_commits_land_in_its_own_git_directory_and_the_snapshot_names_them()
 }
 
 #[test]
+fn the_private_git_directory_has_the_packed_refs_header_git_writes() {
+    let repo = TestRepo::new();
+    repo.git(&["tag", "-a", "v1", "-m", "a release", "main"]);
+    let wt = repo.worktree("IMPL-001");
+    let p = wt.path().to_owned();
+    let dotgit = std::fs::read_to_string(p.join(".git")).expect("a .git file");
+    let own = PathBuf::from(
+        dotgit
+            .trim()
+            .strip_prefix("gitdir: ")
+            .expect("a gitdir line"),
+    );
+    let packed = std::fs::read_to_string(own.join("packed-refs")).expect("packed-refs");
+    // "peeled" in the header: GitPython (Aider's git) refuses the file without it.
+    assert_eq!(
+        packed.lines().next(),
+        Some("# pack-refs with: peeled fully-peeled sorted "),
+        "{packed}"
+    );
+    // "fully-peeled" holds with no `^` line: the annotated tag is recorded peeled.
+    assert!(!packed.contains('^'), "{packed}");
+    assert_eq!(
+        git(&p, &["rev-parse", "v1^{commit}"]).trim(),
+        repo.git(&["rev-parse", "main"]).trim()
+    );
+    assert!(
+        !git_output(&p, &["rev-parse", "--verify", "-q", "v1^{tag}"])
+            .status
+            .success(),
+        "a peeled tag, as its header says"
+    );
+    wt.remove().expect("removed");
+    repo.assert_untouched_and_sound();
+}
+
+#[test]
 fn remove_and_drop_keep_unrecorded_work_under_a_run_ref_first() {
     let repo = TestRepo::new();
     let branch = task_ref(&repo.sid, &id("IMPL-001"));
