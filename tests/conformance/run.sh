@@ -433,7 +433,13 @@ print(json.load(sys.stdin)["control"]["settings"].get("shell", False))')"
   if [[ "$shell_on" == True && "$cli" != aider ]]; then
     ran="$(grep -o 'conformance-shell-ran-in-/[^"\ ]*' "$MOCK_LOG" | head -n1 || true)"
     [[ -n "$ran" ]] || { fail "shell on, but no command's output came back to the model"; return 1; }
-    [[ "$ran" == *"/tlv4/checkouts/agent-"* ]] \
+    # The task's checkout: an agent slot of the repository's pool (`agent-<n>/<repo>`), a
+    # linked worktree of the repository wherever the pool keeps it (src/worktree/pool.rs).
+    local dir="${ran#conformance-shell-ran-in-}"
+    local worktrees
+    worktrees="$(git -C "$repo" worktree list --porcelain)"
+    [[ "$dir" == */agent-[0-9]*/"$(basename "$repo")" ]] \
+      && grep -qxF "worktree $dir" <<<"$worktrees" \
       || { fail "the command did not run in the task's checkout: $ran"; return 1; }
     RUN_NOTE="; shell on: a command ran in the task's checkout ${ran#conformance-shell-ran-in-}"
   elif [[ "$shell_on" == True ]]; then
