@@ -266,9 +266,9 @@ fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
         )),
     }
     // Whether its agents get a shell is decided again, here: on only where this kernel's
-    // sandbox is full.
+    // sandbox is full and `[sandbox] shell` does not say otherwise.
     let level = crate::sandbox::level();
-    let shell = level.active();
+    let shell = current.config(store.workdir())?.sandbox.shell_on();
     let written = store.transact(sid, |txn| {
         if txn.state.control.settings.shell == shell {
             return Ok(None);
@@ -279,6 +279,9 @@ fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
                 "reconfigure: the agents of later code tasks get their CLI's shell, inside this kernel's sandbox ({})",
                 level.describe()
             )
+        } else if level.active() {
+            "reconfigure: the agents of later code tasks get no shell (`[sandbox] shell = false`)"
+                .to_owned()
         } else {
             format!(
                 "reconfigure: the agents of later code tasks get no shell; this kernel's sandbox is {}",

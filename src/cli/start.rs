@@ -44,7 +44,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         .as_deref()
         .map(crate::store::Remote::new)
         .transpose()?;
-    let opts = StartOptions {
+    let mut opts = StartOptions {
         pipeline: args.pipeline.clone(),
         no_supervision: args.no_supervision,
         yes: args.yes,
@@ -76,6 +76,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         commands = super::drive::roster(&store, &conf, &args.run)?
             .runs_commands()
             .is_some();
+        // `[sandbox] shell = false` keeps the agents without a shell even in a full sandbox.
+        opts.shell = conf.config.sandbox.shell_on();
         Some(conf)
     };
     let (sid, state) = start_with(&store, &args.text, &opts, conf.as_ref())?;
@@ -108,8 +110,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // Said once, where agents run programs: whether they get a shell, and why not.
     if commands {
+        let level = crate::sandbox::level();
         ctx.ui.status(if state.control.settings.shell {
             "  shell: on: the agents of code tasks run commands in their checkouts, inside the kernel's sandbox".to_owned()
+        } else if level.active() {
+            "  shell: off: `[sandbox] shell = false`; agents get no shell".to_owned()
         } else {
             format!(
                 "  shell: off: this kernel's sandbox is {}; agents get no shell",

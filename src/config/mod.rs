@@ -186,11 +186,31 @@ pub struct EnvironmentConfig {
 }
 
 /// `[sandbox]`: how agents are confined (see [`crate::sandbox`]).
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
     /// Refuse to run agents that start programs unless the kernel gives full protection.
     pub required: bool,
+    /// Whether the agents of code tasks get their CLI's shell where the sandbox is full (the
+    /// default); `false` keeps them without one. Decided at `start` and kept with the session.
+    pub shell: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            required: false,
+            shell: true,
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// Whether a session starting now runs with shell on: where this kernel's sandbox is full
+    /// and the configuration does not say otherwise.
+    pub fn shell_on(&self) -> bool {
+        self.shell && crate::sandbox::level().active()
+    }
 }
 
 /// How long one setup command may run when `[environment] timeout` is not set.
@@ -635,7 +655,10 @@ mod tests {
     fn the_sandbox_section_says_whether_confinement_is_required() {
         let c = Config::parse("x.toml", "[sandbox]\nrequired = true\n").unwrap();
         assert!(c.sandbox.required);
+        assert!(c.sandbox.shell, "shell on unless said");
         assert!(!Config::default().sandbox.required);
+        let c = Config::parse("x.toml", "[sandbox]\nshell = false\n").unwrap();
+        assert!(!c.sandbox.shell && !c.sandbox.shell_on());
         let e = Config::parse("x.toml", "[sandbox]\nrequire = true\n")
             .unwrap_err()
             .to_string();

@@ -300,3 +300,56 @@ fn an_agent_that_commits_keeps_working_without_writing_the_repository() {
     );
     repo.fsck();
 }
+
+/// `[sandbox] shell = false` keeps a session without a shell even where the sandbox is full:
+/// `start` says so and the session keeps it.
+#[test]
+fn a_repository_can_keep_its_agents_without_a_shell() {
+    if !full_sandbox() {
+        return;
+    }
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[sandbox]\nshell = false\n[agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\ntimeout = \"60s\"\n[roles]\nexecutor = \"cc\"\n",
+            fixture("fake-claude"),
+        ),
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "no shell here"]);
+    repo.ok(&["trust"]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "no shell",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("  shell: off: `[sandbox] shell = false`; agents get no shell"),
+        "{stderr}"
+    );
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let status = repo.json(&["--session", &sid, "status", "--json"]);
+    // Off is not written (a session of before shell on reads the same).
+    assert_ne!(status["control"]["settings"]["shell"], true, "{status}");
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+    let dir = format!(".tlv4/sessions/{sid}/runs/IMPL-001/1");
+    let prompt = repo.git(&["show", &format!("tlv4/{sid}:{dir}/prompt.md")]);
+    assert!(!prompt.contains("Test command:"), "{prompt}");
+    repo.fsck();
+}
