@@ -118,7 +118,9 @@ def clone(p, mirrors, dest, gitdirs):
 def claim(root, side):
     """The next unused fresh clone of `side` under `root` (cold runs use each one once)."""
     (root / "claimed").mkdir(exist_ok=True)
-    for d in sorted(root.glob(f"cold-{side}-*"), key=lambda d: int(d.name.rsplit("-", 1)[1])):
+    # Only the clones: the tool keeps its checkouts beside each, in `<clone>.tlv4/`.
+    clones = [d for d in root.glob(f"cold-{side}-*") if d.name.rsplit("-", 1)[1].isdigit()]
+    for d in sorted(clones, key=lambda d: int(d.name.rsplit("-", 1)[1])):
         try:
             (root / "claimed" / d.name).mkdir()
             return d
