@@ -206,11 +206,6 @@ impl PipelineSpec {
         d
     }
 
-    /// A task's description template fields, for tasks made after dispatch (revisions, IMPL).
-    pub fn expected_of(&self, id: &str) -> Option<&str> {
-        self.doc.task.get(id).map(|t| t.expected.as_str())
-    }
-
     fn error_at(&self, needle: &str, message: String) -> Error {
         let line = self
             .text

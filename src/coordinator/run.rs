@@ -182,22 +182,10 @@ fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
     Configuration::of(files, store.workdir())
 }
 
-/// Runs session `sid` as a worker of the remote `opts` names: every event is written through
-/// the remote, every claim carries a lease (`super::lease`), and the loop waits for the
-/// tasks of other workers instead of stopping (unless `opts.once`).
-pub fn run_worker(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    opts: WorkerOptions,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    let conf = pinned(store, sid)?;
-    run_with(store, sid, roster, &conf, Some(RemoteMode::new(opts)), on)
-}
-
-/// [`run_worker`] with `conf`, the session's pinned configuration, already read by the
-/// caller.
+/// Runs session `sid` as a worker of the remote `opts` names, with `conf`, the session's
+/// pinned configuration, read by the caller: every event is written through the remote,
+/// every claim carries a lease (`super::lease`), and the loop waits for the tasks of other
+/// workers instead of stopping (unless `opts.once`).
 pub fn run_worker_configured(
     store: &Store,
     sid: &SessionId,
