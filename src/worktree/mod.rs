@@ -444,21 +444,8 @@ impl TaskWorktree {
             snap.changed.clear();
             return Ok(snap);
         }
-        let mut message = snapshot_message(&self.sid, &self.task, &role, attempt, &snap);
         let commits = self.agent_commits();
-        if !commits.is_empty() {
-            // Before the trailers: what the agent committed, taken as files, not as history.
-            let at = message
-                .rfind("\nTlv4-Session:")
-                .map_or(message.len(), |i| i + 1);
-            let mut block =
-                String::from("Commits the agent made (their changes are in this snapshot):\n");
-            for c in &commits {
-                block.push_str(&format!("  {c}\n"));
-            }
-            block.push('\n');
-            message.insert_str(at, &block);
-        }
+        let message = snapshot_message(&self.sid, &self.task, &role, attempt, &snap, &commits);
         let commit = self.write_commit(tree, base, &message)?;
         // The worker's own commits on the branch are in the snapshot: it replaces them.
         self.store.update_ref(
@@ -914,16 +901,24 @@ pub const REFUSED_EVENT: &str = "task_snapshot_refused";
 /// The `Tlv4-Event` of the commit keeping unrecorded work when a worktree is removed.
 pub const KEPT_EVENT: &str = "task_work_kept";
 
-/// The commit message of a snapshot.
+/// The commit message of a snapshot; `agent_commits` (see `TaskWorktree::agent_commits`) are
+/// named before the trailers: what the agent committed, taken as files, not as history.
 fn snapshot_message(
     sid: &SessionId,
     task: &TaskId,
     role: &str,
     attempt: u32,
     snap: &Snapshot,
+    agent_commits: &[String],
 ) -> String {
     let mut msg = format!("{task}: snapshot ({})\n\n", one_line(role));
     msg.push_str(&summary_lines(snap));
+    if !agent_commits.is_empty() {
+        msg.push_str("\nCommits the agent made (their changes are in this snapshot):\n");
+        for c in agent_commits {
+            msg.push_str(&format!("  {c}\n"));
+        }
+    }
     msg.push_str(&trailers(sid, task, role, SNAPSHOT_EVENT, attempt));
     msg
 }

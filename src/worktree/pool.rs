@@ -628,13 +628,20 @@ impl Pool {
                 "prune",
             ],
         );
-        for ext in ["json", "setup.json"] {
-            let _ = std::fs::remove_file(slot.with_extension(ext));
-        }
-        let _ = std::fs::remove_dir_all(slot.with_extension("tmp"));
-        let _ = std::fs::remove_dir_all(slot.with_extension("git"));
+        remove_slot_files(slot);
         let _ = std::fs::remove_file(slot.with_extension("lock"));
         Ok(())
+    }
+}
+
+/// The files a slot keeps beside it (bookkeeping, its temporary directory, an agent's own git
+/// directory), but its lock.
+fn remove_slot_files(slot: &Path) {
+    for ext in ["json", "setup.json"] {
+        let _ = std::fs::remove_file(slot.with_extension(ext));
+    }
+    for ext in ["tmp", "git"] {
+        let _ = std::fs::remove_dir_all(slot.with_extension(ext));
     }
 }
 
@@ -702,12 +709,7 @@ pub fn forget(path: &Path) {
         return;
     };
     if std::fs::remove_dir(slot).is_ok() {
-        for ext in ["json", "setup.json"] {
-            let _ = std::fs::remove_file(slot.with_extension(ext));
-        }
-        for ext in ["tmp", "git"] {
-            let _ = std::fs::remove_dir_all(slot.with_extension(ext));
-        }
+        remove_slot_files(slot);
     }
 }
 

@@ -5,6 +5,27 @@
 
 use crate::common::{TestRepo, fixture};
 
+/// Starts the one-task `wide` pipeline (`--yes --completion keep`), which must succeed;
+/// returns the session id and what `start` said on stderr.
+fn start_wide(repo: &TestRepo, text: &str) -> (String, String) {
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            text,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    (stdout.lines().next().unwrap().trim().to_owned(), stderr)
+}
+
 /// Whether the kernel's sandbox is full here (Landlock ABI 6 or more); a test that needs it
 /// is skipped otherwise, unless `TLV4_REQUIRE_SANDBOX` is set (CI), where it then fails.
 fn full_sandbox() -> bool {
@@ -60,16 +81,7 @@ fn an_agent_that_tries_every_way_out_is_refused_and_its_edit_is_merged() {
     repo.ok(&["trust"]);
     let config = std::fs::read(repo.path().join(".git/config")).unwrap();
     let main = repo.git(&["rev-parse", "main"]);
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "wide",
-        "--yes",
-        "--completion",
-        "keep",
-        "get out",
-    ]);
-    let sid = out.lines().next().unwrap().trim().to_owned();
+    let (sid, _) = start_wide(&repo, "get out");
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
     let escapes = repo.git(&["show", &format!("tlv4/{sid}:escapes.txt")]);
     for line in escapes.lines().filter(|l| !l.starts_with("daemon:")) {
@@ -147,27 +159,8 @@ fn an_agent_with_a_shell_runs_the_samples_tests_in_its_checkout() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "calc, its tests, a shell agent"]);
     repo.ok(&["trust"]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "add it",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (sid, stderr) = start_wide(&repo, "add it");
     assert!(stderr.contains("  shell: on: "), "{stderr}");
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
     // Decided at start, kept with the session.
     let status = repo.json(&["--session", &sid, "status", "--json"]);
     assert_eq!(status["control"]["settings"]["shell"], true, "{status}");
@@ -241,16 +234,7 @@ fn an_agent_that_commits_keeps_working_without_writing_the_repository() {
         "refs/heads/",
         "refs/tags/",
     ]);
-    let out = repo.ok(&[
-        "start",
-        "--pipeline",
-        "wide",
-        "--yes",
-        "--completion",
-        "keep",
-        "commit it",
-    ]);
-    let sid = out.lines().next().unwrap().trim().to_owned();
+    let (sid, _) = start_wide(&repo, "commit it");
     let task = repo.task(&sid, "IMPL-001");
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(
@@ -320,30 +304,11 @@ fn a_repository_can_keep_its_agents_without_a_shell() {
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "no shell here"]);
     repo.ok(&["trust"]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "no shell",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (sid, stderr) = start_wide(&repo, "no shell");
     assert!(
         stderr.contains("  shell: off: `[sandbox] shell = false`; agents get no shell"),
         "{stderr}"
     );
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
     let status = repo.json(&["--session", &sid, "status", "--json"]);
     // Off is not written (a session of before shell on reads the same).
     assert_ne!(status["control"]["settings"]["shell"], true, "{status}");
