@@ -9,7 +9,7 @@ use super::Ctx;
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print JSON (shape documented in specs/state-format.md)
+    /// Print JSON (shape documented in docs/state-format.md)
     #[arg(long)]
     pub json: bool,
 }

@@ -1,6 +1,6 @@
 //! What the run loop keeps when it is a worker on a remote (`git tlv4 worker`): its options,
 //! and the leases it holds on the tasks it claimed (the protocol: `crate::store`'s lease
-//! module, `specs/state-format.md` §18.6–§18.9).
+//! module, `docs/state-format.md` §18.6–§18.9).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

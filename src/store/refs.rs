@@ -1,5 +1,5 @@
 //! Every ref name git-tlv4 reads or writes, built here and nowhere else
-//! (`specs/state-format.md` names the same refs).
+//! (`docs/state-format.md` names the same refs).
 //!
 //! | ref | what |
 //! |---|---|

@@ -1,5 +1,5 @@
 //! The contribution contract: what a member hands over each round, and the checks the tool
-//! applies before it counts (`specs/discuss.md` §3). A contribution that breaks the contract
+//! applies before it counts (`docs/discuss.md` §3). A contribution that breaks the contract
 //! is sent back with the problem, like a task result.
 
 use std::sync::LazyLock;

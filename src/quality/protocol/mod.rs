@@ -11,7 +11,7 @@
 //! ([`reason_similarity`]); turn and overall time limits and the circuit breakers are applied
 //! here. A [`Discussion`] is plain data that [`step`] advances one round at a time, so that
 //! its caller can record each round as one event and resume from the last one recorded.
-//! The decisions that fill the reference's gaps are in `specs/discuss.md`.
+//! The decisions that fill the reference's gaps are in `docs/discuss.md`.
 
 pub mod agent;
 pub mod builtin;
