@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use git_tlv4::coordinator::{StartOptions, start};
-use git_tlv4::model::TaskId;
-use git_tlv4::store::Store;
-use git_tlv4::worktree::{ScratchCheckout, TaskWorktree};
+use tlv4_core::model::TaskId;
+use tlv4_core::store::Store;
+use tlv4_core::worktree::{ScratchCheckout, TaskWorktree};
 
 /// Files per directory of the benchmark repositories.
 const PER_DIR: usize = 100;

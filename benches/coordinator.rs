@@ -17,7 +17,7 @@ use git_tlv4::agents::roster::Roster;
 use git_tlv4::agents::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
 use git_tlv4::coordinator::run::{self, RunEnd};
 use git_tlv4::coordinator::{StartOptions, start};
-use git_tlv4::store::Store;
+use tlv4_core::store::Store;
 
 /// Completes every task at once, with nothing to show.
 struct Idle;
@@ -26,7 +26,7 @@ impl Agent for Idle {
     fn name(&self) -> &str {
         "idle"
     }
-    fn run(&self, _input: &TaskInput) -> git_tlv4::Result<TaskOutput> {
+    fn run(&self, _input: &TaskInput) -> tlv4_core::Result<TaskOutput> {
         Ok(TaskOutput {
             outcome: Outcome::Completed,
             summary: "nothing".into(),
@@ -43,7 +43,7 @@ impl Agent for Sleeper {
     fn name(&self) -> &str {
         "sleeper"
     }
-    fn run(&self, input: &TaskInput) -> git_tlv4::Result<TaskOutput> {
+    fn run(&self, input: &TaskInput) -> tlv4_core::Result<TaskOutput> {
         std::thread::sleep(Duration::from_secs(1));
         Idle.run(input)
     }
@@ -154,7 +154,7 @@ fn parallel(c: &mut Criterion) {
         "[agents.sleeper]\ndriver = \"command\"\nprogram = \"{}\"\nenv = {{ SLEEP_SECONDS = \"1\" }}\n[roles]\nexecutor = \"sleeper\"\n",
         agent.display()
     );
-    let config = git_tlv4::config::Config::parse("bench.toml", &config).unwrap();
+    let config = tlv4_core::config::Config::parse("bench.toml", &config).unwrap();
     group.bench_function("8_tasks_sleep_1s_command_agent_in_worktrees", |b| {
         b.iter_custom(|iters| {
             (0..iters)

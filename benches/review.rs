@@ -29,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use git_tlv4::quality::review::{DiffAlgorithm, Options, Requirements, RuleSet, Target, analyze};
+use tlv4_review::{DiffAlgorithm, Options, Requirements, RuleSet, Target, analyze};
 
 const FILES: usize = 200;
 const LINES: usize = 250;

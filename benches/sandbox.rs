@@ -20,8 +20,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use git_tlv4::process::{Invocation, run};
-use git_tlv4::sandbox::{AgentPlaces, for_agent};
+use tlv4_core::process::{Invocation, run};
+use tlv4_core::sandbox::{AgentPlaces, for_agent};
 
 const RUNS: usize = 200;
 
@@ -60,7 +60,7 @@ fn main() {
         writes_more: Vec::new(),
         reads_more: Vec::new(),
     };
-    let start = |policy: Option<git_tlv4::sandbox::Policy>| {
+    let start = |policy: Option<tlv4_core::sandbox::Policy>| {
         let mut inv = Invocation::new("/bin/true", dir.path());
         inv.sandbox = policy.map(|p| Arc::new(p.prepare().expect("the rules")));
         let out = run(&inv).expect("it runs");
@@ -72,12 +72,12 @@ fn main() {
         p.contain = false;
         start(Some(p));
     });
-    let reaper = git_tlv4::sandbox::contain::reaper().is_some();
+    let reaper = tlv4_core::sandbox::contain::reaper().is_some();
     let full = timed(|| start(Some(for_agent(&places))));
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "sandbox level here: {}",
-        git_tlv4::sandbox::level().describe()
+        tlv4_core::sandbox::level().describe()
     );
     println!("medians of {RUNS} starts of /bin/true through process::run");
     println!("  plain                        {:>7.3} ms", ms(plain));

@@ -29,8 +29,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use git_tlv4::model::{Event, EventKind, Owner, Session, SessionId, Task, TaskId, TaskStatus};
-use git_tlv4::store::{Store, session_dir, session_ref};
+use tlv4_core::model::{Event, EventKind, Owner, Session, SessionId, Task, TaskId, TaskStatus};
+use tlv4_core::store::{Store, session_dir, session_ref};
 
 /// The task text every benchmark session is started with.
 const TASK_TEXT: &str = "benchmark the session store";
@@ -154,7 +154,7 @@ fn toggle(task: &mut Task, now: &str) -> EventKind {
 fn append_in_process(store: &Store, sid: &SessionId, task: &TaskId) {
     store
         .transact(sid, |txn| {
-            let now = git_tlv4::clock::now_rfc3339();
+            let now = tlv4_core::clock::now_rfc3339();
             let t = txn.state.tasks.get_mut(task).expect("the task exists");
             let kind = toggle(t, &now);
             Ok(Some(Event::task(kind, t, "benchmark toggle")))
@@ -265,7 +265,7 @@ fn append_cli(s: &CliSession, build: TreeBuild) {
     let files = parse_batch(&out);
     let mut session: Session = toml::from_str(files[0]).expect("session.toml parses");
     let mut task: Task = toml::from_str(files[1]).expect("the task parses");
-    let now = git_tlv4::clock::now_rfc3339();
+    let now = tlv4_core::clock::now_rfc3339();
     let kind = toggle(&mut task, &now);
     session.events += 1;
     session.updated_at = now;

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use git_tlv4::coordinator::{StartOptions, start};
-use git_tlv4::model::{Event, EventKind, SessionId, TaskId};
-use git_tlv4::store::Store;
-use git_tlv4::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task};
+use tlv4_core::model::{Event, EventKind, SessionId, TaskId};
+use tlv4_core::store::Store;
+use tlv4_core::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task};
 
 /// Directories × files per directory of the benchmark repository.
 const DIRS: usize = 50;

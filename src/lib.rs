@@ -7,24 +7,6 @@
 
 pub mod agents;
 pub mod cli;
-pub mod clock;
-pub mod config;
 pub mod coordinator;
-pub mod environment;
-pub mod error;
-pub mod git;
-pub mod hooks;
-pub mod host;
-pub mod model;
-pub mod process;
 pub mod quality;
-pub mod sandbox;
-pub mod specdoc;
-pub mod store;
-#[cfg(test)]
-mod testutil;
-pub mod trust;
 pub mod ui;
-pub mod worktree;
-
-pub use error::{Error, Result};

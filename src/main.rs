@@ -2,14 +2,14 @@
 
 use clap::FromArgMatches;
 use git_tlv4::cli::{self, Cli};
-use git_tlv4::error::exit;
+use tlv4_core::error::exit;
 use git_tlv4::ui::Ui;
 
 fn main() {
     // The reaper of a confined program (`git-tlv4 __contain …`) is not a command.
-    git_tlv4::sandbox::contain::main_if_asked();
+    tlv4_core::sandbox::contain::main_if_asked();
     // First, before any thread starts: every thread inherits the blocked signals.
-    git_tlv4::process::signals::install();
+    tlv4_core::process::signals::install();
     let cli = match cli::command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))

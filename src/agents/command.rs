@@ -18,8 +18,8 @@ use super::process::{self, Home, Invocation, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
 use super::{Agent, TaskInput, TaskOutput};
-use crate::error::{Error, Result};
-use crate::model::Role;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Role;
 
 pub use super::contract::CONTRACT_TRIES;
 
@@ -71,7 +71,7 @@ pub struct RunContext {
     /// The environment of the prepared checkout (its own `.venv/bin` and `node_modules/.bin`
     /// first, the user's virtualenv and import paths left out), for an agent that runs
     /// commands there; `None`: the inherited one.
-    pub env: Option<crate::environment::isolate::RunEnv>,
+    pub env: Option<tlv4_core::environment::isolate::RunEnv>,
     /// The shell a code task's agent gets in its checkout, when the session runs with shell
     /// on (decided at `start`, where the kernel's sandbox is full); `None`: the CLI's tools
     /// without a shell.
@@ -80,7 +80,7 @@ pub struct RunContext {
 
 /// What an agent's shell is for: running the project's build and tests in its checkout, the
 /// kernel's sandbox keeping it there. Given only to code tasks of a session that runs with
-/// shell on (see [`crate::model::Settings::shell`]).
+/// shell on (see [`tlv4_core::model::Settings::shell`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Shell {
     /// The project's test command, as the tester would run it, and where it comes from;
@@ -589,7 +589,7 @@ impl Driver for CliDriver {
             }
             inv.sandbox = confined.clone();
             inv.env_remove
-                .extend(crate::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
+                .extend(tlv4_core::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
             inv.env.push((
                 "TMPDIR".to_owned(),
                 home.path().join(".tmp").display().to_string(),
@@ -695,7 +695,7 @@ fn human(d: std::time::Duration) -> String {
 /// `args` with each argument that names a file of the repository as it stands in `spec_args`
 /// (relative, no placeholder, not an option) made absolute in `repo_root`: the agent runs in
 /// its task's checkout, where an earlier task of the session may have rewritten that file,
-/// but trust covered the copy in the working tree (see [`crate::trust`]), so that is the one
+/// but trust covered the copy in the working tree (see [`tlv4_core::trust`]), so that is the one
 /// that runs — as a relative `program` is found in the working tree too.
 fn trusted_copies(args: Vec<String>, spec_args: &[String], repo_root: &Path) -> Vec<String> {
     args.into_iter()
@@ -774,7 +774,7 @@ impl Cli for CommandCli {
     }
 }
 
-/// The confinement of one agent run (see [`crate::sandbox::for_agent`]), built before it
+/// The confinement of one agent run (see [`tlv4_core::sandbox::for_agent`]), built before it
 /// starts: the places of `call`, its program and the environment of `inv`.
 fn confine(
     call: &Call<'_>,
@@ -782,7 +782,7 @@ fn confine(
     program: &Path,
     inv: &Invocation,
     repo_root: &Path,
-) -> Result<std::sync::Arc<crate::sandbox::Prepared>> {
+) -> Result<std::sync::Arc<tlv4_core::sandbox::Prepared>> {
     let spec = call.spec;
     let tmp = call.home.path().join(".tmp");
     std::fs::create_dir_all(&tmp)
@@ -794,7 +794,7 @@ fn confine(
         .rev()
         .find(|(k, _)| k == "PATH")
         .map_or(inherited.as_str(), |(_, v)| v.as_str());
-    let places = crate::sandbox::AgentPlaces {
+    let places = tlv4_core::sandbox::AgentPlaces {
         workdir: &ctx.workdir,
         writes: call.writes_code(),
         home: call.home.path(),
@@ -828,7 +828,7 @@ fn confine(
             .collect(),
     };
     Ok(std::sync::Arc::new(
-        crate::sandbox::for_agent(&places).prepare()?,
+        tlv4_core::sandbox::for_agent(&places).prepare()?,
     ))
 }
 
@@ -1229,7 +1229,7 @@ pub(crate) mod tests {
     /// puts the URL in a variable (the `command` driver does not, nor does Codex's preset).
     #[test]
     fn an_agents_url_is_a_port_its_sandbox_may_connect_to() {
-        if !crate::sandbox::level().active() {
+        if !tlv4_core::sandbox::level().active() {
             eprintln!("skipped: the sandbox is not full here");
             return;
         }

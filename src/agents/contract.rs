@@ -6,7 +6,7 @@
 //! transcript, usage) stays the driver's.
 
 use super::{Outcome, StateUpdate, TaskOutput, prompt};
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 /// How many answers a task gets before a broken result contract fails it.
 pub const CONTRACT_TRIES: u32 = 3;
@@ -140,7 +140,7 @@ mod tests {
         .unwrap();
         assert_eq!(settled.unwrap_err(), "gone");
         assert_eq!(asked, 1);
-        let err = negotiate("B", 100, |_, _| Err(crate::Error::Invalid("x".into())));
+        let err = negotiate("B", 100, |_, _| Err(tlv4_core::Error::Invalid("x".into())));
         assert!(err.is_err());
     }
 

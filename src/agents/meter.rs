@@ -193,7 +193,7 @@ mod tests {
             &self,
             _input: &crate::agents::TaskInput,
             ctx: &crate::agents::command::RunContext,
-        ) -> crate::Result<crate::agents::command::DriverOutput> {
+        ) -> tlv4_core::Result<crate::agents::command::DriverOutput> {
             ctx.meter.add(312);
             let shown = self
                 .0
@@ -219,7 +219,7 @@ mod tests {
     fn the_loop_shows_the_tokens_of_a_running_task() {
         use crate::coordinator::run::{self, Progress, RunEnd};
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| crate::testutil::git(dir.path(), args);
+        let git = |args: &[&str]| tlv4_core::testutil::git(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("README.md"), "x\n").unwrap();
         git(&["add", "README.md"]);
@@ -233,10 +233,10 @@ mod tests {
              [pipeline.one]\nsummary = \"one\"\ntasks = [{ id = \"IMPL-001\" }]\n",
         )
         .unwrap();
-        let store = crate::store::Store::discover(dir.path()).unwrap();
+        let store = tlv4_core::store::Store::discover(dir.path()).unwrap();
         let opts = crate::coordinator::StartOptions {
             pipeline: Some("one".into()),
-            completion: Some(crate::model::Completion::Keep),
+            completion: Some(tlv4_core::model::Completion::Keep),
             ..Default::default()
         };
         let (sid, _) = crate::coordinator::start(&store, "count tokens", &opts).unwrap();

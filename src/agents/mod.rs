@@ -8,24 +8,24 @@
 pub mod builtin;
 pub mod command;
 pub mod contract;
-/// `[agents.*]`, `[roles]` and `[discuss]` of `.tlv4.toml`, kept in [`crate::config`].
-pub use crate::config::agents as config;
+/// `[agents.*]`, `[roles]` and `[discuss]` of `.tlv4.toml`, kept in [`tlv4_core::config`].
+pub use tlv4_core::config::agents as config;
 pub mod meter;
 pub mod openai;
 pub mod presets;
-/// The process runner, which the drivers use (it lives in [`crate::process`]).
-pub use crate::process;
+/// The process runner, which the drivers use (it lives in [`tlv4_core::process`]).
+pub use tlv4_core::process;
 pub mod prompt;
 pub mod replay;
 pub mod result;
 pub mod roster;
 /// The tech profile an agent reports is the one of the discovery context.
-pub use crate::specdoc::discovery::TechProfile;
+pub use tlv4_specdoc::discovery::TechProfile;
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, Result};
-use crate::model::{Session, Task};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Session, Task};
 
 /// Everything an agent gets for one task.
 pub struct TaskInput {

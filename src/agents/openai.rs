@@ -48,8 +48,8 @@ use super::process::{self, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
 use super::{Outcome, TaskInput, TaskOutput};
-use crate::error::{Error, Result};
-use crate::model::Role;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Role;
 
 /// The environment variable holding the API key, in the agent's `env` or the process's.
 pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -1528,7 +1528,7 @@ fn refusal(path: &str) -> Option<&'static str> {
 
 /// `git` in `dir`, with no git location inherited from the environment.
 fn git(dir: &Path) -> Command {
-    crate::git::command(dir)
+    tlv4_core::git::command(dir)
 }
 
 /// Every path the diff in `patch` touches, as git reads it (both sides of a rename).
@@ -1605,7 +1605,7 @@ mod tests {
     use super::*;
     use crate::agents::command::tests::{ctx, executor_input, failure, writer_input};
     use crate::agents::prompt::RETRY_HEADING;
-    use crate::testutil::git as hermetic_git;
+    use tlv4_core::testutil::git as hermetic_git;
 
     /// What the scripted server does with one connection.
     enum Step {

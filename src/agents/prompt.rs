@@ -23,8 +23,8 @@ use std::path::Path;
 use super::TaskInput;
 use super::command::Shell;
 use super::process::floor_char_boundary;
-use crate::error::Result;
-use crate::model::Role;
+use tlv4_core::error::Result;
+use tlv4_core::model::Role;
 
 /// The upper bound of a prompt, in bytes.
 pub const PROMPT_LIMIT: usize = 256 * 1024;
@@ -115,12 +115,12 @@ impl RoleSpecs {
     /// `.tlv4/specs/templates/<name>.md` where that exists (extra roles, such as specialists,
     /// may be added the same way).
     pub fn load(repo_root: &Path) -> Result<RoleSpecs> {
-        RoleSpecs::from_files(&crate::trust::Files::read(repo_root)?)
+        RoleSpecs::from_files(&tlv4_core::trust::Files::read(repo_root)?)
     }
 
     /// [`RoleSpecs::load`] from a repository configuration (a working tree's or a session's
     /// pinned one).
-    pub fn from_files(files: &crate::trust::Files) -> Result<RoleSpecs> {
+    pub fn from_files(files: &tlv4_core::trust::Files) -> Result<RoleSpecs> {
         let mut specs = RoleSpecs::builtin();
         for (dir, map) in [
             (ROLE_OVERRIDE_DIR, &mut specs.roles),
@@ -131,7 +131,7 @@ impl RoleSpecs {
                     continue;
                 };
                 let path = format!("{dir}/{file}");
-                let text = crate::config::utf8(Path::new(&path), bytes)?;
+                let text = tlv4_core::config::utf8(Path::new(&path), bytes)?;
                 map.insert(name.to_owned(), (text.to_owned(), Origin::Repository));
             }
         }
@@ -173,7 +173,7 @@ pub fn roles_lock(specs: &RoleSpecs, hash: gix::hash::Kind) -> String {
     );
     for (dir, map) in [("roles", &specs.roles), ("templates", &specs.templates)] {
         for (name, (text, origin)) in map {
-            let id = crate::git::blob_id(hash, text.as_bytes())
+            let id = tlv4_core::git::blob_id(hash, text.as_bytes())
                 .map_or_else(|| "0".repeat(hash.len_in_hex()), |id| id.to_string());
             let origin = match origin {
                 Origin::Builtin => "builtin",
@@ -999,7 +999,7 @@ fn fenced(text: &str, lang: &str) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::agents::{CodeTree, TaskInput};
-    use crate::model::{Session, Task};
+    use tlv4_core::model::{Session, Task};
 
     /// An empty code tree (prompts never read code).
     pub(crate) fn empty_code() -> (tempfile::TempDir, CodeTree) {

@@ -17,9 +17,9 @@ use gix::ObjectId;
 
 use super::command::{Driver, DriverOutput, RunContext, Usage};
 use super::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::{Error, Result};
-use crate::model::{Role, SessionId};
-use crate::store::{Store, archive_ref, session_dir, session_ref};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Role, SessionId};
+use tlv4_core::store::{Store, archive_ref, session_dir, session_ref};
 
 /// Replays the runs of one recorded session.
 pub struct ReplayDriver {
@@ -223,7 +223,7 @@ fn output(
 
 /// Applies the change `parent..commit` (outside `.tlv4/`) to the files of `workdir`.
 fn apply(repo_dir: &Path, parent: &str, commit: &str, workdir: &Path) -> Result<()> {
-    let git = crate::git::command;
+    let git = tlv4_core::git::command;
     let diff = git(repo_dir)
         .args([
             "diff",

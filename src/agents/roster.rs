@@ -5,7 +5,7 @@
 //! agent named on the command line that `.tlv4.toml` does not define is taken as a driver
 //! name with its defaults (`--agent claude` runs Claude Code as installed). A configuration
 //! that names programs to run came with the repository: it is used only once the user
-//! trusted that exact file ([`crate::trust`]).
+//! trusted that exact file ([`tlv4_core::trust`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,9 +15,9 @@ use super::command::{BuiltinDriver, Driver, DriverOutput, RunContext, Usage, dri
 use super::config::AgentSpec;
 use super::replay::ReplayDriver;
 use super::{Agent, TaskInput};
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::model::Role;
+use tlv4_core::config::Config;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Role;
 
 /// The agents that add their opinion to a perspective, by perspective name; in a round run as
 /// the protocol also those of the [`DEVIL`] and [`MODERATOR`] seats.
@@ -212,12 +212,12 @@ impl Roster {
     /// Refuses, when `required` (`[sandbox] required`), a roster with an agent that starts
     /// programs on a kernel that cannot fully confine them.
     pub fn sandbox_required(&self, required: bool) -> Result<()> {
-        let level = crate::sandbox::level();
+        let level = tlv4_core::sandbox::level();
         if !required || level.active() {
             return Ok(());
         }
         match self.runs_commands() {
-            Some(name) => Err(crate::error::Error::state(
+            Some(name) => Err(tlv4_core::error::Error::state(
                 format!(
                     "agent `{name}` runs a program, and this kernel's sandbox is {}; [sandbox] required = true refuses to run it",
                     level.describe()
@@ -232,8 +232,8 @@ impl Roster {
     /// it started), with an agent that starts programs where the kernel's sandbox is not
     /// full: giving the agent its shell without the box is not an option, and taking the
     /// shell away would change the session's tool sets under its tasks without a word.
-    pub fn shell_here(&self, sid: &crate::model::SessionId, shell: bool) -> Result<()> {
-        shell_refused(sid, shell, crate::sandbox::level(), self.runs_commands())
+    pub fn shell_here(&self, sid: &tlv4_core::model::SessionId, shell: bool) -> Result<()> {
+        shell_refused(sid, shell, tlv4_core::sandbox::level(), self.runs_commands())
     }
 
     /// The agents that add their opinion to discuss perspectives.
@@ -417,7 +417,7 @@ impl Drivers<'_> {
         let defined = config.agents.get(name);
         // What the file defines runs with trust; so does a driver the file names.
         match defined {
-            Some(spec) if crate::trust::needs_trust(spec) => {
+            Some(spec) if tlv4_core::trust::needs_trust(spec) => {
                 configured.insert(name.to_owned(), spec.clone());
             }
             None if from_file && name != "builtin" && !name.starts_with("replay") => {
@@ -476,9 +476,9 @@ fn is_agent_role(name: &str, known: &Known) -> bool {
 /// [`Roster::shell_here`] on a kernel whose sandbox is `level`, with `agent` the first agent
 /// that starts programs.
 fn shell_refused(
-    sid: &crate::model::SessionId,
+    sid: &tlv4_core::model::SessionId,
     shell: bool,
-    level: crate::sandbox::Level,
+    level: tlv4_core::sandbox::Level,
     agent: Option<&str>,
 ) -> Result<()> {
     match agent {
@@ -627,8 +627,8 @@ mod tests {
 
     #[test]
     fn a_session_with_shell_on_runs_only_where_the_sandbox_is_full() {
-        use crate::sandbox::Level;
-        let sid: crate::model::SessionId = "TLV4-shell-20260101".parse().unwrap();
+        use tlv4_core::sandbox::Level;
+        let sid: tlv4_core::model::SessionId = "TLV4-shell-20260101".parse().unwrap();
         let e = shell_refused(&sid, true, Level::Partial(3), Some("cc"))
             .unwrap_err()
             .to_string();

@@ -10,8 +10,8 @@
 
 use std::io::Write;
 
-use crate::error::Result;
-use crate::store::Store;
+use tlv4_core::error::Result;
+use tlv4_core::store::Store;
 
 use super::Ctx;
 
@@ -91,7 +91,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(&out)
-        .map_err(|e| crate::Error::io("cannot write the completion script", e))
+        .map_err(|e| tlv4_core::Error::io("cannot write the completion script", e))
 }
 
 /// `__complete`: one value a line on stdout. It reads refs (and, for tasks, the session's

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, Result};
-use crate::store::session_dir;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::store::session_dir;
 
 use super::Ctx;
 
@@ -129,8 +129,8 @@ pub(crate) type Tables<'k> = BTreeMap<&'k str, BTreeMap<String, Total>>;
 /// The sums of session `sid`'s run records at its tip: over all runs, and per value of each
 /// key in `groups`.
 pub(crate) fn totals<'k>(
-    store: &crate::store::Store,
-    sid: &crate::model::SessionId,
+    store: &tlv4_core::store::Store,
+    sid: &tlv4_core::model::SessionId,
     groups: &[&'k str],
 ) -> Result<(Total, Tables<'k>)> {
     let tip = store.tip(sid)?;

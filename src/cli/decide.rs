@@ -2,8 +2,8 @@
 //! `abort`. Each is one event; all but `abort` then run the pipeline on.
 
 use crate::coordinator::revise::{self, FeedbackRoute};
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, State, TaskId};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind, State, TaskId};
 
 use super::Ctx;
 use super::drive::{RunFlags, drive};
@@ -66,11 +66,11 @@ fn decision(
     ctx: &Ctx<'_>,
     name: &str,
     flags: Option<&RunFlags>,
-    mut decide: impl FnMut(&mut State, &mut crate::store::Txn<'_>) -> Result<String>,
+    mut decide: impl FnMut(&mut State, &mut tlv4_core::store::Txn<'_>) -> Result<String>,
 ) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let written = store.transact(&sid, |txn| {
-        if txn.state.session.status == crate::model::SessionStatus::Aborted {
+        if txn.state.session.status == tlv4_core::model::SessionStatus::Aborted {
             return Err(Error::state(
                 format!("session `{sid}` was aborted; it takes no more decisions"),
                 Some(format!(
@@ -130,7 +130,7 @@ pub(crate) fn feedback(ctx: &Ctx<'_>, args: FeedbackArgs) -> Result<()> {
                 "feedback logged to wisdom/decisions.md (implementation has started)".to_owned()
             }
         };
-        let quoted = crate::specdoc::md::inline(&text);
+        let quoted = tlv4_specdoc::md::inline(&text);
         log.extend_from_slice(format!("- Feedback: {quoted} ({summary})\n").as_bytes());
         txn.write_file("wisdom/decisions.md", log)?;
         Ok(summary)

@@ -7,9 +7,9 @@
 //! instead (`refs/tlv4/archive/<SID>`, unmerged task work kept under `refs/tlv4/runs/`, as the
 //! `archive` completion action does), which keeps every commit and frees the branch namespace.
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, SessionId};
-use crate::store::{Store, TOOL_REF_PREFIX, archive_ref, notes_ref, session_ref};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind, SessionId};
+use tlv4_core::store::{Store, TOOL_REF_PREFIX, archive_ref, notes_ref, session_ref};
 
 use super::Ctx;
 
@@ -67,7 +67,7 @@ fn unique_commits(
     args.extend(ours.iter().map(|(n, _)| format!("--exclude={n}")));
     args.push("--all".into());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let count = crate::git::run(store.workdir(), &args)?;
+    let count = tlv4_core::git::run(store.workdir(), &args)?;
     Ok(count.trim().parse().unwrap_or(usize::MAX))
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn unique_work(
     let tip = store.tip(sid)?;
     let (_, state) = store.read_state(sid)?;
     let base = &state.session.base;
-    let code_changed = !crate::git::output(
+    let code_changed = !tlv4_core::git::output(
         store.workdir(),
         &[
             "diff",
@@ -96,7 +96,7 @@ pub(crate) fn unique_work(
     .status
     .success();
     let exported = store
-        .try_ref(&crate::store::refs::export_ref(sid))?
+        .try_ref(&tlv4_core::store::refs::export_ref(sid))?
         .is_some();
     if code_changed && !exported && unique_commits(store, &[tip], &[], refs)? > 0 {
         found.push(format!(
@@ -105,14 +105,14 @@ pub(crate) fn unique_work(
         ));
     }
     for (name, id) in refs {
-        let kept_work = name.starts_with(crate::store::refs::RUNS_REF_PREFIX)
+        let kept_work = name.starts_with(tlv4_core::store::refs::RUNS_REF_PREFIX)
             || name.starts_with(&format!("{}.", session_ref(sid)));
         if kept_work {
             let n = unique_commits(store, &[*id], &[tip], refs)?;
             if n > 0 {
                 found.push(format!(
                     "{} holds {n} commit(s) the session never merged",
-                    crate::store::refs::short_branch(name)
+                    tlv4_core::store::refs::short_branch(name)
                 ));
             }
         }
@@ -175,7 +175,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // Nothing would be lost: every ref of the session goes.
     for (name, _) in &refs {
-        if name.starts_with(crate::store::refs::BRANCH_PREFIX) {
+        if name.starts_with(tlv4_core::store::refs::BRANCH_PREFIX) {
             store.ensure_not_checked_out(name)?;
         }
     }
@@ -189,7 +189,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
     }
     if store
-        .try_ref(&crate::store::refs::export_ref(&sid))?
+        .try_ref(&tlv4_core::store::refs::export_ref(&sid))?
         .is_some()
     {
         ctx.ui

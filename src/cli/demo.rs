@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use crate::coordinator::{StartOptions, start};
-use crate::error::{Error, Result};
-use crate::model::Completion;
-use crate::store::Store;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Completion;
+use tlv4_core::store::Store;
 
 use super::Ctx;
 use super::drive::{CompletionArg, RunFlags};
@@ -43,9 +43,9 @@ fn make_sample(dir: &Path) -> Result<()> {
         }
         std::fs::write(&file, text).map_err(|e| Error::io("cannot create the sample", e))?;
     }
-    crate::git::run(dir, &["init", "-q", "-b", "main"])?;
-    crate::git::run(dir, &["add", "-A"])?;
-    crate::git::run(
+    tlv4_core::git::run(dir, &["init", "-q", "-b", "main"])?;
+    tlv4_core::git::run(dir, &["add", "-A"])?;
+    tlv4_core::git::run(
         dir,
         &[
             "-c",
@@ -103,9 +103,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     make_sample(&dir)?;
     let store = Store::discover(&dir)?;
     // The sample is ours, made just now: its tests (cargo test) may run.
-    let conf = crate::trust::Configuration::read(store.workdir())?;
+    let conf = tlv4_core::trust::Configuration::read(store.workdir())?;
     let (_, setup) = super::trust::head_setup(&store, &conf.config);
-    crate::trust::trust_read(store.workdir(), &conf.files, &conf.config, &setup)?;
+    tlv4_core::trust::trust_read(store.workdir(), &conf.files, &conf.config, &setup)?;
     ctx.ui
         .status("trusted the sample repository (its tests run: `git tlv4 trust --show` there)");
     // The demo runs the builtin agent it announces, whatever agents the user chose for
@@ -160,7 +160,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     for e in store.log(&sid, None)?.iter().rev() {
         out.push_str(&format!("  {} {}\n", super::short(&e.commit), e.subject));
     }
-    let dir_in_tree = crate::store::session_dir(&sid);
+    let dir_in_tree = tlv4_core::store::session_dir(&sid);
     let files = store.read_folder(tip_tree(&store, tip)?, &dir_in_tree, &["tasks", "runs"])?;
     out.push_str(&format!(
         "\nartifacts (in the branch, under {dir_in_tree}/):\n"

@@ -2,8 +2,8 @@
 //! Synthesis, with a devil's advocate and a moderator) run as a session of its own.
 
 use crate::coordinator::discussion::{self, DiscussOptions, Progress};
-use crate::error::{Error, Result};
-use crate::model::Completion;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Completion;
 use crate::quality::protocol::{self, Decision, Limits, Preset, Status};
 
 use super::Ctx;
@@ -131,7 +131,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let duration = |v: &Option<String>, default: std::time::Duration, flag: &str| -> Result<u64> {
         match v {
-            Some(t) => crate::process::parse_duration(t)
+            Some(t) => tlv4_core::process::parse_duration(t)
                 .map(|d| d.as_millis() as u64)
                 .map_err(|e| Error::Invalid(format!("--{flag} {t}: {e}"))),
             None => Ok(default.as_millis() as u64),
@@ -154,7 +154,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         Preset::Default
     };
     let agents = seat_agents(&args.agents, &members)?;
-    let conf = crate::trust::Configuration::read(store.workdir())?;
+    let conf = tlv4_core::trust::Configuration::read(store.workdir())?;
     let mut start_flags = flags(args.replay.clone(), None);
     start_flags.agent = agents.clone();
     let roster = super::drive::roster(&store, &conf, &start_flags)?;
@@ -231,8 +231,8 @@ fn seat_agents(given: &[String], members: &[String]) -> Result<Vec<String>> {
 /// Runs the discussion of `sid` on with its pinned configuration, then reports.
 pub(crate) fn go(
     ctx: &Ctx<'_>,
-    store: &crate::store::Store,
-    sid: &crate::model::SessionId,
+    store: &tlv4_core::store::Store,
+    sid: &tlv4_core::model::SessionId,
     flags: &RunFlags,
 ) -> Result<()> {
     go_read(ctx, store, sid, flags, None)
@@ -242,10 +242,10 @@ pub(crate) fn go(
 /// started (and pinned) with it, so that the command reads it once.
 fn go_read(
     ctx: &Ctx<'_>,
-    store: &crate::store::Store,
-    sid: &crate::model::SessionId,
+    store: &tlv4_core::store::Store,
+    sid: &tlv4_core::model::SessionId,
     flags: &RunFlags,
-    read: Option<crate::trust::Configuration>,
+    read: Option<tlv4_core::trust::Configuration>,
 ) -> Result<()> {
     // `resume --completion` takes `interactive` too, which a discussion has no use for.
     let action = match flags.completion.map_or(Completion::Keep, Completion::from) {
@@ -275,7 +275,7 @@ fn go_read(
     })?;
     report(ctx, store, sid)?;
     if d.status == Status::AwaitingDecision {
-        ctx.exit.set(crate::error::exit::WAITING);
+        ctx.exit.set(tlv4_core::error::exit::WAITING);
     }
     if matches!(d.status, Status::Ended(_)) && !ended_before {
         let export_spec = conf.config.session.export_spec;
@@ -293,7 +293,7 @@ fn go_read(
 }
 
 /// Prints where the discussion stands and where its record is.
-fn report(ctx: &Ctx<'_>, store: &crate::store::Store, sid: &crate::model::SessionId) -> Result<()> {
+fn report(ctx: &Ctx<'_>, store: &tlv4_core::store::Store, sid: &tlv4_core::model::SessionId) -> Result<()> {
     let tip = store.tip(sid)?;
     let d = discussion::read(store, sid, tip)?;
     let path = discussion::document_path(store, sid)?;

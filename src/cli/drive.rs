@@ -8,9 +8,9 @@ use std::time::Duration;
 use crate::agents::roster::{Overrides, Roster};
 use crate::coordinator::complete::{self, Done};
 use crate::coordinator::run::{self, Progress, RunEnd};
-use crate::error::{Error, Result, exit};
-use crate::model::{Completion, Role, SessionId};
-use crate::store::Store;
+use tlv4_core::error::{Error, Result, exit};
+use tlv4_core::model::{Completion, Role, SessionId};
+use tlv4_core::store::Store;
 
 use super::Ctx;
 
@@ -62,7 +62,7 @@ impl From<CompletionArg> for Completion {
 /// specs) must be trusted.
 pub(crate) fn roster(
     store: &Store,
-    conf: &crate::trust::Configuration,
+    conf: &tlv4_core::trust::Configuration,
     flags: &RunFlags,
 ) -> Result<Roster> {
     let root = store.workdir();
@@ -75,8 +75,8 @@ pub(crate) fn roster(
     let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
     let known = crate::coordinator::roster_names();
     let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known)?;
-    let needed = crate::trust::needed(root, files, config, roster.configured_specs())?;
-    crate::trust::check(&crate::trust::Stored::of(config), &needed)?;
+    let needed = tlv4_core::trust::needed(root, files, config, roster.configured_specs())?;
+    tlv4_core::trust::check(&tlv4_core::trust::Stored::of(config), &needed)?;
     roster.preflight()?;
     roster.sandbox_required(config.sandbox.required)?;
     Ok(roster)
@@ -94,7 +94,7 @@ pub(crate) fn drive_read(
     store: &Store,
     sid: &SessionId,
     flags: &RunFlags,
-    read: Option<crate::trust::Configuration>,
+    read: Option<tlv4_core::trust::Configuration>,
 ) -> Result<()> {
     if flags.no_run {
         ctx.ui.status(format!(
@@ -139,7 +139,7 @@ pub(crate) fn drive_read(
                 action => action,
             };
             let done = complete::apply(store, sid, &action, conf.config.session.export_spec);
-            let hooks = crate::hooks::Hooks::load(
+            let hooks = tlv4_core::hooks::Hooks::load(
                 store.repo().common_dir(),
                 store.workdir(),
                 conf.config.hooks_path.as_deref(),
@@ -171,7 +171,7 @@ pub(crate) fn drive_read(
                     .status(format!("kept: the session stays on branch tlv4/{sid}")),
                 Ok(Done::Exported(b)) => ctx.ui.status(format!(
                     "exported: {} holds the result without the run records",
-                    crate::store::refs::short_branch(&b)
+                    tlv4_core::store::refs::short_branch(&b)
                 )),
                 // The reference's rule: if the completion action fails, keep the session.
                 Err(e) => {
@@ -232,7 +232,7 @@ pub(crate) fn session_roster(
     store: &Store,
     sid: &SessionId,
     flags: &RunFlags,
-) -> Result<(Roster, crate::trust::Configuration, RunFlags)> {
+) -> Result<(Roster, tlv4_core::trust::Configuration, RunFlags)> {
     let (roster, conf, flags, _) = session_roster_read(ctx, store, sid, flags, None)?;
     Ok((roster, conf, flags))
 }
@@ -246,8 +246,8 @@ pub(crate) fn session_roster_read(
     store: &Store,
     sid: &SessionId,
     flags: &RunFlags,
-    read: Option<crate::trust::Configuration>,
-) -> Result<(Roster, crate::trust::Configuration, RunFlags, bool)> {
+    read: Option<tlv4_core::trust::Configuration>,
+) -> Result<(Roster, tlv4_core::trust::Configuration, RunFlags, bool)> {
     // The agents chosen on the command line when the session started hold for its later
     // runs, unless this run chooses its own.
     let mut flags = flags.clone();
@@ -257,7 +257,7 @@ pub(crate) fn session_roster_read(
         // The session's settings travel with its branch; only a choice made here (kept in
         // the local pinned record) is the user's own.
         if !recorded.is_empty()
-            && crate::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
+            && tlv4_core::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
         {
             return Err(Error::state(
                 format!(
@@ -278,10 +278,10 @@ pub(crate) fn session_roster_read(
     let (conf, changed) = match read {
         Some(conf) => (conf, Vec::new()),
         None => {
-            let current = crate::trust::Files::read(store.workdir())?;
-            let (files, changed) = crate::trust::pinned_against(store, sid, current)?;
+            let current = tlv4_core::trust::Files::read(store.workdir())?;
+            let (files, changed) = tlv4_core::trust::pinned_against(store, sid, current)?;
             (
-                crate::trust::Configuration::of(files, store.workdir())?,
+                tlv4_core::trust::Configuration::of(files, store.workdir())?,
                 changed,
             )
         }
@@ -290,7 +290,7 @@ pub(crate) fn session_roster_read(
         ctx.ui.warn(format!(
             "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
             changed.join(", "),
-            crate::trust::LOCK
+            tlv4_core::trust::LOCK
         ));
     }
     let roster = roster(store, &conf, &flags)?;
@@ -315,11 +315,11 @@ fn offer_trust_for_tests(
     ctx: &Ctx<'_>,
     store: &Store,
     sid: &SessionId,
-    conf: &mut crate::trust::Configuration,
+    conf: &mut tlv4_core::trust::Configuration,
     worktrees: bool,
 ) -> Result<()> {
     let root = store.workdir();
-    if crate::trust::Stored::of(&conf.config).trusted()
+    if tlv4_core::trust::Stored::of(&conf.config).trusted()
         || !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
     {
         return Ok(());
@@ -329,7 +329,7 @@ fn offer_trust_for_tests(
         return Ok(());
     }
     let testing = state.tasks.values().any(|t| {
-        t.role == Role::Tester && !matches!(t.status, crate::model::TaskStatus::Completed)
+        t.role == Role::Tester && !matches!(t.status, tlv4_core::model::TaskStatus::Completed)
     });
     if !testing {
         return Ok(());
@@ -342,11 +342,11 @@ fn offer_trust_for_tests(
     let current = if worktrees {
         &*conf
     } else {
-        read = crate::trust::Configuration::read(root)?;
+        read = tlv4_core::trust::Configuration::read(root)?;
         &read
     };
     let (_, setup) = super::trust::head_setup(store, &current.config);
-    let covered = crate::trust::everything(root, &current.files, &current.config, &setup)?;
+    let covered = tlv4_core::trust::everything(root, &current.files, &current.config, &setup)?;
     eprintln!(
         "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
     );
@@ -359,9 +359,9 @@ fn offer_trust_for_tests(
     eprint!("trust this repository now? [y/N] ");
     let mut line = String::new();
     if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
-        let items = crate::trust::trust_read(root, &current.files, &current.config, &setup)?;
+        let items = tlv4_core::trust::trust_read(root, &current.files, &current.config, &setup)?;
         // The run goes on with what was just stored, without reading it back.
-        conf.config.trust_record = Some(crate::trust::record_of(&items).format());
+        conf.config.trust_record = Some(tlv4_core::trust::record_of(&items).format());
         ctx.ui.status(format!(
             "trusted: {} file(s) and the repository's tests",
             items.len()
@@ -539,7 +539,7 @@ pub(crate) fn running_elsewhere(sid: &SessionId, tasks: &[run::Elsewhere]) -> Er
 }
 
 /// The error of a worker that found ready tasks only of roles it does not take (exit 3).
-pub(crate) fn waiting_for_others(sid: &SessionId, ready: &[crate::model::TaskId]) -> Error {
+pub(crate) fn waiting_for_others(sid: &SessionId, ready: &[tlv4_core::model::TaskId]) -> Error {
     let list: Vec<&str> = ready.iter().map(|t| t.as_str()).collect();
     Error::conflict(
         format!(

@@ -2,8 +2,8 @@
 //! ready to merge (the completion action `export`, for a session that was kept).
 
 use crate::coordinator::complete::{self, Done};
-use crate::error::Result;
-use crate::model::Completion;
+use tlv4_core::error::Result;
+use tlv4_core::model::Completion;
 
 use super::Ctx;
 
@@ -13,10 +13,10 @@ pub struct Args {}
 
 pub(crate) fn run(ctx: &Ctx<'_>, _args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
-    let files = crate::trust::Files::read(store.workdir())?;
+    let files = tlv4_core::trust::Files::read(store.workdir())?;
     let export_spec = files.config(store.workdir())?.session.export_spec;
     if let Done::Exported(name) = complete::apply(&store, &sid, &Completion::Export, export_spec)? {
-        let branch = crate::store::refs::short_branch(&name);
+        let branch = tlv4_core::store::refs::short_branch(&name);
         ctx.ui.status(format!(
             "exported: {branch} holds the result without the run records"
         ));

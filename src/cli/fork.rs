@@ -1,7 +1,7 @@
 //! `git tlv4 fork --at EVENT`: a new session branch that starts from an earlier event.
 
-use crate::error::{Error, Result};
-use crate::model::SessionId;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::SessionId;
 
 use super::Ctx;
 
@@ -31,7 +31,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         Some(name) if name.starts_with(SessionId::PREFIX) => {
             let id: SessionId = name
                 .parse()
-                .map_err(|e: crate::model::IdError| Error::Invalid(e.to_string()))?;
+                .map_err(|e: tlv4_core::model::IdError| Error::Invalid(e.to_string()))?;
             if id == sid || store.id_taken(&id, at_tree)? {
                 return Err(Error::state(
                     format!("session id `{id}` is taken"),
@@ -45,7 +45,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             let text = other
                 .clone()
                 .unwrap_or_else(|| format!("{} fork", state.session.task));
-            let date = crate::clock::today_compact();
+            let date = tlv4_core::clock::today_compact();
             store.free_id(&text, &date, 1, at_tree)?.0
         }
     };
@@ -60,9 +60,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ),
     )?;
     // The fork runs with the configuration its origin was pinned to.
-    if let Ok((files, _)) = crate::trust::pinned(&store, &sid) {
-        let agents = crate::trust::pinned_agents(&store, &sid).unwrap_or_default();
-        crate::trust::pin(&store, &new, &files, &agents)?;
+    if let Ok((files, _)) = tlv4_core::trust::pinned(&store, &sid) {
+        let agents = tlv4_core::trust::pinned_agents(&store, &sid).unwrap_or_default();
+        tlv4_core::trust::pin(&store, &new, &files, &agents)?;
     }
     ctx.ui.status(format!(
         "forked {new} from {sid} at {} ({})",

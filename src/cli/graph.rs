@@ -12,9 +12,9 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
-use crate::error::Result;
-use crate::model::{Role, SessionId, State, TaskId};
-use crate::store::Store;
+use tlv4_core::error::Result;
+use tlv4_core::model::{Role, SessionId, State, TaskId};
+use tlv4_core::store::Store;
 
 use super::Ctx;
 
@@ -144,7 +144,7 @@ pub struct Graph {
     pub pipeline: String,
     /// For a fork: the session and event it was forked from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<crate::model::ForkOrigin>,
+    pub forked_from: Option<tlv4_core::model::ForkOrigin>,
     /// The tasks, in dependency order.
     pub nodes: Vec<Node>,
     /// Dependencies first (in node order), then revisions.
@@ -160,7 +160,7 @@ impl Graph {
     }
 
     /// The graph of `state`, with the merges `events` (newest first) record.
-    pub fn of(state: &State, events: &[crate::store::LoggedEvent]) -> Graph {
+    pub fn of(state: &State, events: &[tlv4_core::store::LoggedEvent]) -> Graph {
         let mut merged: BTreeMap<&str, &str> = BTreeMap::new();
         for e in events {
             if let (Some(task), Some(m)) = (&e.task, e.trailer("Merged")) {
@@ -384,7 +384,7 @@ impl Graph {
 
 /// The task a revision revises: the `Revision of:` line of its description (§6 of the state
 /// format), else the task its id derives from.
-fn revision_of(state: &State, t: &crate::model::Task) -> Option<TaskId> {
+fn revision_of(state: &State, t: &tlv4_core::model::Task) -> Option<TaskId> {
     let named = t
         .description
         .lines()

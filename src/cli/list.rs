@@ -1,7 +1,7 @@
 //! `git tlv4 list`: every session with its status, pipeline, progress and base, read through
-//! the store's cache of rows by tip (see [`crate::store::Summary`]).
+//! the store's cache of rows by tip (see [`tlv4_core::store::Summary`]).
 
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 use super::Ctx;
 
@@ -57,8 +57,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 }
 
 /// `list --remote`: what the remote's refs say; the state inside is not fetched.
-fn remote_list(ctx: &Ctx<'_>, store: &crate::store::Store, remote: &str, json: bool) -> Result<()> {
-    let remote = crate::store::Remote::new(remote)?;
+fn remote_list(ctx: &Ctx<'_>, store: &tlv4_core::store::Store, remote: &str, json: bool) -> Result<()> {
+    let remote = tlv4_core::store::Remote::new(remote)?;
     let sessions = store.remote_sessions(&remote)?;
     if json {
         ctx.ui.json(&super::listing("sessions", &sessions));

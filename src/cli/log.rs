@@ -1,7 +1,7 @@
 //! `git tlv4 log`: the event history, newest first, from commits and their trailers.
 
-use crate::error::Result;
-use crate::store::HistoryEntry;
+use tlv4_core::error::Result;
+use tlv4_core::store::HistoryEntry;
 
 use super::Ctx;
 

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use tlv4_core::error::{Error, Result};
 
 use super::Ctx;
 

@@ -36,9 +36,9 @@ pub use status::{StatusJson, to_json};
 
 use std::path::PathBuf;
 
-use crate::error::Result;
-use crate::model::SessionId;
-use crate::store::Store;
+use tlv4_core::error::Result;
+use tlv4_core::model::SessionId;
+use tlv4_core::store::Store;
 use crate::ui::Ui;
 
 /// Drive a team of AI coding agents through a development pipeline, with all state in git
@@ -143,7 +143,7 @@ pub fn version() -> &'static str {
             "{} (commit {}, state format {})",
             env!("CARGO_PKG_VERSION"),
             env!("TLV4_BUILD_COMMIT"),
-            crate::model::SCHEMA_VERSION
+            tlv4_core::model::SCHEMA_VERSION
         )
     });
     &VERSION
@@ -170,7 +170,7 @@ pub struct Ctx<'a> {
     /// Whether the command works on sessions, so needs git-tlv4's ref namespaces free.
     pub sessions: bool,
     /// The exit status of a command that ran without error: set by the commands that run a
-    /// session's pipeline to say how it stopped ([`crate::error::exit`]).
+    /// session's pipeline to say how it stopped ([`tlv4_core::error::exit`]).
     pub exit: std::cell::Cell<i32>,
 }
 
@@ -202,11 +202,11 @@ impl Ctx<'_> {
 }
 
 /// Runs the parsed command line and returns the exit status of a command that ran:
-/// [`crate::error::exit::OK`], or what the command decides (`review --exit-code`, how a run
+/// [`tlv4_core::error::exit::OK`], or what the command decides (`review --exit-code`, how a run
 /// of the pipeline stopped).
 pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
     let cwd = std::env::current_dir()
-        .map_err(|e| crate::Error::io("cannot read the current directory", e))?;
+        .map_err(|e| tlv4_core::Error::io("cannot read the current directory", e))?;
     // `review` notes any diff, `pipelines` and `trust` read configuration, `demo` makes a
     // repository of its own, the completions and man pages need no repository (and
     // `__complete` must not fail on one): none of them needs the session refs.
@@ -225,7 +225,7 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         session: cli.session,
         cwd,
         sessions,
-        exit: std::cell::Cell::new(crate::error::exit::OK),
+        exit: std::cell::Cell::new(tlv4_core::error::exit::OK),
     };
     let done = match cli.command {
         Command::Review(a) => return review::run(&ctx, a),

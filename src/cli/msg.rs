@@ -1,8 +1,8 @@
 //! `git tlv4 msg send|list`: the team message bus, stored as git notes.
 
-use crate::error::{Error, Result};
-use crate::model::Message;
-use crate::store::notes_ref;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Message;
+use tlv4_core::store::notes_ref;
 
 use super::Ctx;
 
@@ -68,8 +68,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 }
             }
             let message = Message {
-                id: crate::clock::unique_id(),
-                ts: crate::clock::now_rfc3339(),
+                id: tlv4_core::clock::unique_id(),
+                ts: tlv4_core::clock::now_rfc3339(),
                 from,
                 to,
                 kind,
@@ -80,7 +80,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             ctx.ui.status(format!(
                 "sent {} (see `git notes --ref={} show {}`)",
                 message.id,
-                notes_ref(&sid).trim_start_matches(crate::store::refs::NOTES_PREFIX),
+                notes_ref(&sid).trim_start_matches(tlv4_core::store::refs::NOTES_PREFIX),
                 super::short(&commit.to_string())
             ));
         }

@@ -1,9 +1,9 @@
 //! What a completed session came to: the verdicts that matter (gate, review, tests), what
 //! it changed in the code against its base, and how to land it. `status` shows it.
 
-use crate::error::Result;
-use crate::model::State;
-use crate::store::Store;
+use tlv4_core::error::Result;
+use tlv4_core::model::State;
+use tlv4_core::store::Store;
 
 /// The outcome of a completed session, in `status --json` as `outcome`.
 #[derive(Debug, serde::Serialize)]
@@ -94,7 +94,7 @@ pub fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJso
     if changed.files == 0 {
         concerns.push("the code is unchanged against the base: nothing to land".into());
     }
-    let export_ref = crate::store::refs::export_ref(sid);
+    let export_ref = tlv4_core::store::refs::export_ref(sid);
     let export = store.try_ref(&export_ref)?;
     let landed = match (export, store.head_commit().ok()) {
         (Some(e), Some(head)) => store.is_ancestor(e, head)?,
@@ -125,7 +125,7 @@ pub fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJso
 /// `git diff --numstat BASE TIP`, `.tlv4/` left out.
 fn changed(store: &Store, base: &str, tip: gix::ObjectId) -> Result<Changed> {
     let tip = tip.to_string();
-    let text = crate::git::run(
+    let text = tlv4_core::git::run(
         store.workdir(),
         &[
             "diff",

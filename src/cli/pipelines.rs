@@ -1,8 +1,8 @@
 //! `git tlv4 pipelines`: the pipelines this repository can run.
 
 use crate::coordinator::{PipelineSpec, Supervision};
-use crate::error::Result;
-use crate::model::SessionId;
+use tlv4_core::error::Result;
+use tlv4_core::model::SessionId;
 
 use super::Ctx;
 

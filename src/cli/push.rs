@@ -1,7 +1,7 @@
 //! `git tlv4 push`: send sessions to a remote, never overwriting what this clone has not seen.
 
-use crate::error::Result;
-use crate::store::Remote;
+use tlv4_core::error::Result;
+use tlv4_core::store::Remote;
 
 use super::Ctx;
 
@@ -20,7 +20,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let remote = Remote::new(&args.remote)?;
     let store = ctx.store()?;
     if args.all && ctx.session.is_some() {
-        return Err(crate::Error::Invalid(
+        return Err(tlv4_core::Error::Invalid(
             "`--all` and `--session` cannot be used together".to_owned(),
         ));
     }

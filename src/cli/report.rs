@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
-use crate::store::{HistoryEntry, REVIEW_NOTES_REF, Store, session_dir};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::store::{HistoryEntry, REVIEW_NOTES_REF, Store, session_dir};
 
 use super::Ctx;
 use super::graph::{EdgeKind, Graph};
@@ -91,7 +91,7 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The whole page for session `sid`.
-pub fn render(store: &Store, sid: &crate::model::SessionId) -> Result<String> {
+pub fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result<String> {
     let (tip, state) = store.read_state(sid)?;
     let history = store.history(sid, None)?;
     let events: Vec<_> = history

@@ -1,7 +1,7 @@
 //! `git tlv4 reset TASK`: discard a task's result and its dependents', then run them again.
 
-use crate::error::Result;
-use crate::model::TaskId;
+use tlv4_core::error::Result;
+use tlv4_core::model::TaskId;
 
 use super::Ctx;
 use super::drive::{RunFlags, drive};

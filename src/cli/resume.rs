@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::error::Result;
-use crate::model::{Event, EventKind, SessionId, SessionStatus, TaskId, TaskStatus};
-use crate::store::Store;
+use tlv4_core::error::Result;
+use tlv4_core::model::{Event, EventKind, SessionId, SessionStatus, TaskId, TaskStatus};
+use tlv4_core::store::Store;
 
 use super::Ctx;
 
@@ -71,7 +71,7 @@ fn clear_stale_locks(ctx: &Ctx<'_>, store: &Store) -> Result<()> {
     }
     for lock in store.stale_locks(STALE_LOCK_AGE) {
         std::fs::remove_file(&lock)
-            .map_err(|e| crate::Error::io(format!("cannot remove {}", lock.display()), e))?;
+            .map_err(|e| tlv4_core::Error::io(format!("cannot remove {}", lock.display()), e))?;
         ctx.ui
             .status(format!("removed stale lock {}", lock.display()));
     }
@@ -82,29 +82,29 @@ fn clear_stale_locks(ctx: &Ctx<'_>, store: &Store) -> Result<()> {
 /// returns the tasks of `sid` whose checkout a run that still goes on holds.
 fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<Vec<TaskId>> {
     let common = std::path::absolute(store.repo().common_dir())
-        .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
+        .map_err(|e| tlv4_core::Error::io("cannot resolve the git directory", e))?;
     // Tasks whose checkout is left to a run that still goes on.
     let mut busy = Vec::new();
-    for wt in crate::git::stale_worktrees(store.repo().common_dir()) {
+    for wt in tlv4_core::git::stale_worktrees(store.repo().common_dir()) {
         // The process that made it is gone, but a run it started may still be at work there.
         // A dead tool's runs end within the grace period (their death signal and its
         // watchdog see to it): wait that long, and never remove a checkout under a live run.
-        if let Some(pid) = crate::git::live_run(&wt) {
+        if let Some(pid) = tlv4_core::git::live_run(&wt) {
             ctx.ui.status(format!(
                 "waiting for process {pid} in {}, started by a git-tlv4 that is gone, to end",
                 wt.display()
             ));
-            let deadline = std::time::Instant::now() + crate::process::KILL_GRACE + RUN_END_SLACK;
-            while crate::git::live_run(&wt).is_some() && std::time::Instant::now() < deadline {
+            let deadline = std::time::Instant::now() + tlv4_core::process::KILL_GRACE + RUN_END_SLACK;
+            while tlv4_core::git::live_run(&wt).is_some() && std::time::Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(100));
             }
-            if let Some(pid) = crate::git::live_run(&wt) {
+            if let Some(pid) = tlv4_core::git::live_run(&wt) {
                 ctx.ui.warn(format!(
                     "left the checkout {} in place: process {pid}, started there by a git-tlv4 that is gone, still runs; resume again once it has ended",
                     wt.display()
                 ));
                 // Its task stays in progress: run again now, it would meet its own checkout.
-                if let Some((s, task)) = crate::worktree::checkout_task(&common, &wt)
+                if let Some((s, task)) = tlv4_core::worktree::checkout_task(&common, &wt)
                     && s == *sid
                 {
                     busy.push(task);
@@ -139,16 +139,16 @@ fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
                 continue;
             }
         }
-        if crate::worktree::pool::give_back(&common, &wt) {
+        if tlv4_core::worktree::pool::give_back(&common, &wt) {
             ctx.ui.status(format!(
                 "returned the checkout {} of a process that is gone to the pool",
                 wt.display()
             ));
             continue;
         }
-        match crate::git::remove_worktree(store.repo().common_dir(), &wt) {
+        match tlv4_core::git::remove_worktree(store.repo().common_dir(), &wt) {
             Ok(()) => {
-                crate::worktree::pool::forget(&wt);
+                tlv4_core::worktree::pool::forget(&wt);
                 ctx.ui.status(format!(
                     "removed the checkout {} of a process that is gone",
                     wt.display()
@@ -172,7 +172,7 @@ fn recover_orphans(
     busy: &[TaskId],
     force: bool,
 ) -> Result<()> {
-    let host = crate::host::name();
+    let host = tlv4_core::host::name();
     let mut elsewhere = Vec::new();
     let written = store.transact(sid, |txn| {
         elsewhere.clear();
@@ -250,13 +250,13 @@ fn adopt_manual_revisions(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resu
 
 /// `--reconfigure`: the session runs with the working tree's configuration from now on.
 fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
-    let current = crate::trust::Files::read(store.workdir())?;
+    let current = tlv4_core::trust::Files::read(store.workdir())?;
     // A configuration that does not load would stop the session: check it first.
     current.config(store.workdir())?;
     crate::coordinator::pipeline::PipelineSpec::from_files(&current)?;
-    crate::quality::review::RuleSet::from_files(&current)?;
+    tlv4_review::RuleSet::from_files(&current)?;
     crate::agents::prompt::RoleSpecs::from_files(&current)?;
-    match crate::trust::repin(store, sid, &current)? {
+    match tlv4_core::trust::repin(store, sid, &current)? {
         Some(changed) => ctx.ui.status(format!(
             "session {sid} runs with the working tree's configuration from now on (changed: {})",
             changed.join(", ")
@@ -267,7 +267,7 @@ fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
     }
     // Whether its agents get a shell is decided again, here: on only where this kernel's
     // sandbox is full and `[sandbox] shell` does not say otherwise.
-    let level = crate::sandbox::level();
+    let level = tlv4_core::sandbox::level();
     let shell = current.config(store.workdir())?.sandbox.shell_on();
     let written = store.transact(sid, |txn| {
         if txn.state.control.settings.shell == shell {
@@ -366,10 +366,10 @@ fn go_on(
                 .as_ref()
                 .map_or(String::new(), |p| format!(" ({}): {}", p.kind, p.reason));
             ctx.ui.status(format!("session {sid} is paused{why}"));
-            ctx.exit.set(crate::error::exit::for_pause(
+            ctx.exit.set(tlv4_core::error::exit::for_pause(
                 pause
                     .as_ref()
-                    .map_or(&crate::model::PauseKind::Unrecorded, |p| &p.kind),
+                    .map_or(&tlv4_core::model::PauseKind::Unrecorded, |p| &p.kind),
             ));
             if let Some(p) = pause {
                 ctx.ui.status("next:");
@@ -394,18 +394,18 @@ fn go_on(
 /// checkout loses nothing and nothing unchecked reaches the session. Returns the ref when
 /// there was something to keep.
 pub(crate) fn keep_interrupted_work(
-    store: &crate::store::Store,
+    store: &tlv4_core::store::Store,
     wt: &std::path::Path,
 ) -> Result<Option<String>> {
     // The limits of the session the checkout worked for, as it was pinned.
     let limits = std::path::absolute(store.repo().common_dir())
         .ok()
-        .and_then(|common| crate::worktree::checkout_task(&common, wt))
-        .and_then(|(sid, _)| crate::trust::pinned(store, &sid).ok())
+        .and_then(|common| tlv4_core::worktree::checkout_task(&common, wt))
+        .and_then(|(sid, _)| tlv4_core::trust::pinned(store, &sid).ok())
         .and_then(|(files, _)| files.config(store.workdir()).ok())
         .and_then(|c| c.snapshot.limits().ok())
         .unwrap_or_default();
-    crate::worktree::keep_abandoned(store, wt, &limits)
+    tlv4_core::worktree::keep_abandoned(store, wt, &limits)
 }
 
 /// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
@@ -414,7 +414,7 @@ pub(crate) fn admin_locks(
     common: &std::path::Path,
     wt: &std::path::Path,
 ) -> Vec<std::path::PathBuf> {
-    let Some(admin) = crate::worktree::admin_dir_of(common, wt) else {
+    let Some(admin) = tlv4_core::worktree::admin_dir_of(common, wt) else {
         return Vec::new();
     };
     let mut out: Vec<_> = std::fs::read_dir(&admin)

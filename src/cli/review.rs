@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::error::{Error, Result, exit};
-use crate::quality::review::{
-    self, Confidence, Decision, DiffAlgorithm, Options, Requirements, Review, RuleSet, Severity,
+use tlv4_core::error::{Error, Result, exit};
+use tlv4_review::{
+    self as review, Confidence, Decision, DiffAlgorithm, Options, Requirements, Review, RuleSet, Severity,
     Target, looks_like_task, previous_of,
 };
-use crate::store::{Store, session_dir};
+use tlv4_core::store::{Store, session_dir};
 
 use super::Ctx;
 
@@ -150,7 +150,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<i32> {
     let review = match task {
         Some((sid, tip, state, task)) => {
             let id = task.id.as_str();
-            let rules = trusted_rules(store.workdir(), &crate::trust::pinned(&store, &sid)?.0)?;
+            let rules = trusted_rules(store.workdir(), &tlv4_core::trust::pinned(&store, &sid)?.0)?;
             let target = review::task_change(&store, &sid, id, Some(tip))?.ok_or_else(|| {
                 Error::state(
                     format!(
@@ -161,7 +161,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<i32> {
             })?;
             let reqs = review::task_requirements(&store, &sid, tip, &state, id)?;
             let mut result = review::analyze(repo, &rules, &target, &reqs, &opts)?;
-            let revised: Vec<&crate::model::Task> = if previous_of(id).is_some() {
+            let revised: Vec<&tlv4_core::model::Task> = if previous_of(id).is_some() {
                 vec![&task]
             } else if task.id.prefix() == "REVIEW" {
                 review::impl_revisions(&state)
@@ -182,7 +182,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<i32> {
         None => {
             // The working tree's rules (trusted), never those of the side under review.
             let rules = match repo.workdir() {
-                Some(root) => trusted_rules(root, &crate::trust::Files::read(root)?)?,
+                Some(root) => trusted_rules(root, &tlv4_core::trust::Files::read(root)?)?,
                 None => RuleSet::builtin()?,
             };
             let target = Target::range(repo, &args.target)?;
@@ -265,13 +265,13 @@ fn new_lines(store: &Store, target: &Target, review: &Review) -> HashMap<String,
 /// The review rules of the configuration `files` read at `root`: the embedded ones, or the
 /// override `.tlv4/specs/review-rules.toml` once it is trusted (an untrusted one refuses:
 /// it would change the verdict).
-fn trusted_rules(root: &std::path::Path, files: &crate::trust::Files) -> Result<RuleSet> {
+fn trusted_rules(root: &std::path::Path, files: &tlv4_core::trust::Files) -> Result<RuleSet> {
     if let Some(bytes) = files.get(review::RULES_OVERRIDE) {
-        crate::trust::check(
-            &crate::trust::stored(root),
-            &[crate::trust::Item {
+        tlv4_core::trust::check(
+            &tlv4_core::trust::stored(root),
+            &[tlv4_core::trust::Item {
                 path: review::RULES_OVERRIDE.to_owned(),
-                id: crate::trust::blob_id(bytes),
+                id: tlv4_core::trust::blob_id(bytes),
                 why: "review rules overriding the embedded ones".into(),
             }],
         )?;
@@ -282,7 +282,7 @@ fn trusted_rules(root: &std::path::Path, files: &crate::trust::Files) -> Result<
 #[cfg(test)]
 mod tests {
     use super::{Bar, Confidence, Decision, Review, Severity};
-    use crate::quality::review::{
+    use tlv4_review::{
         Counts, DiffAlgorithm, Dimension, Finding, RequirementsReport, Scores,
     };
 

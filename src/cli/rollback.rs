@@ -1,8 +1,8 @@
 //! `git tlv4 rollback --to EVENT|TASK`: append an event that restores an earlier state.
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, SessionId, TaskId};
-use crate::store::{LoggedEvent, Store};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind, SessionId, TaskId};
+use tlv4_core::store::{LoggedEvent, Store};
 
 use super::Ctx;
 

@@ -1,8 +1,8 @@
 //! `git tlv4 start`: create the session branch, dispatch the pipeline, and run it.
 
 use crate::coordinator::{StartOptions, start_with};
-use crate::error::Result;
-use crate::model::Completion;
+use tlv4_core::error::Result;
+use tlv4_core::model::Completion;
 
 use super::Ctx;
 use super::drive::{RunFlags, drive_read};
@@ -42,7 +42,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let remote = args
         .remote
         .as_deref()
-        .map(crate::store::Remote::new)
+        .map(tlv4_core::store::Remote::new)
         .transpose()?;
     let mut opts = StartOptions {
         pipeline: args.pipeline.clone(),
@@ -53,12 +53,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),
         // Decided once, here, and kept with the session (see `Settings::shell`).
-        shell: crate::sandbox::level().active(),
+        shell: tlv4_core::sandbox::level().active(),
     };
     if !args.new
         && let Some((sid, status)) = same_text(&store, &args.text)?
     {
-        return Err(crate::Error::state(
+        return Err(tlv4_core::Error::state(
             format!("session {sid} ({status}) already works on this text; nothing was started"),
             Some(format!(
                 "go on with it: `git tlv4 resume --session {sid}`; or start another: `git tlv4 start --new \"{}\"`",
@@ -72,7 +72,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let conf = if args.run.no_run {
         None
     } else {
-        let conf = crate::trust::Configuration::read(store.workdir())?;
+        let conf = tlv4_core::trust::Configuration::read(store.workdir())?;
         commands = super::drive::roster(&store, &conf, &args.run)?
             .runs_commands()
             .is_some();
@@ -96,7 +96,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         head.as_deref()
             .map_or("(detached HEAD)".to_owned(), |h| format!(
                 "({})",
-                crate::store::refs::short_branch(h)
+                tlv4_core::store::refs::short_branch(h)
             )),
     ));
     if let Some(a) = &state.control.analysis {
@@ -110,7 +110,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // Said once, where agents run programs: whether they get a shell, and why not.
     if commands {
-        let level = crate::sandbox::level();
+        let level = tlv4_core::sandbox::level();
         ctx.ui.status(if state.control.settings.shell {
             "  shell: on: the agents of code tasks run commands in their checkouts, inside the kernel's sandbox".to_owned()
         } else if level.active() {
@@ -118,7 +118,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         } else {
             format!(
                 "  shell: off: this kernel's sandbox is {}; agents get no shell",
-                crate::sandbox::level().describe()
+                tlv4_core::sandbox::level().describe()
             )
         });
     }
@@ -154,10 +154,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 /// A live session that is not done (active or paused) and was started with `text`, with its
 /// status. Only sessions whose id was made from the same words are read.
 fn same_text(
-    store: &crate::store::Store,
+    store: &tlv4_core::store::Store,
     text: &str,
-) -> Result<Option<(crate::model::SessionId, &'static str)>> {
-    use crate::model::{SessionId, SessionStatus};
+) -> Result<Option<(tlv4_core::model::SessionId, &'static str)>> {
+    use tlv4_core::model::{SessionId, SessionStatus};
     // `TLV4-<slug>-<date>[-n]`: the slug is what `text` makes.
     let probe = SessionId::from_text(text, "", 1);
     let stem = probe.as_str().trim_end_matches('-');

@@ -1,8 +1,8 @@
 //! `git tlv4 status`: the session and its tasks, read from the tip tree only.
 
-use crate::error::Result;
-use crate::model::{Progress, State, Task};
-use crate::store::session_ref;
+use tlv4_core::error::Result;
+use tlv4_core::model::{Progress, State, Task};
+use tlv4_core::store::session_ref;
 
 use super::Ctx;
 
@@ -24,7 +24,7 @@ pub struct StatusJson<'a> {
     /// Task counts.
     pub progress: Progress,
     /// `control.toml`: analysis, settings, pause, signals, verdicts.
-    pub control: &'a crate::model::Control,
+    pub control: &'a tlv4_core::model::Control,
     /// Every task, in dependency order.
     pub tasks: Vec<TaskJson<'a>>,
     /// For a completed session: its verdicts, what it changed and how to land it.
@@ -101,7 +101,7 @@ impl DiscussionJson {
 pub struct SessionJson<'a> {
     /// `session.toml` as stored.
     #[serde(flatten)]
-    pub session: &'a crate::model::Session,
+    pub session: &'a tlv4_core::model::Session,
     /// The branch name.
     pub branch: String,
     /// The tip commit.
@@ -145,7 +145,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
 /// Where the discussion of a discussion session stands at `tip`; `None` for other sessions
 /// (and for a discussion whose record cannot be read: `status` still shows the session).
 fn discussion_of(
-    store: &crate::store::Store,
+    store: &tlv4_core::store::Store,
     state: &State,
     tip: gix::ObjectId,
 ) -> Option<DiscussionJson> {
@@ -162,7 +162,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let (tip, state) = store.read_state(&sid)?;
     let discussion = discussion_of(&store, &state, tip);
-    let outcome = (state.session.status == crate::model::SessionStatus::Completed
+    let outcome = (state.session.status == tlv4_core::model::SessionStatus::Completed
         && discussion.is_none())
     .then(|| super::outcome::of(&store, &state, tip))
     .transpose()?;

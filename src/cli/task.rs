@@ -1,8 +1,8 @@
 //! `git tlv4 task claim|complete|fail`: the plumbing workers (and people) use.
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, Owner, TaskId, TaskResult, TaskStatus};
-use crate::store::validate_pipeline_path;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind, Owner, TaskId, TaskResult, TaskStatus};
+use tlv4_core::store::validate_pipeline_path;
 
 use super::Ctx;
 
@@ -68,7 +68,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let written = match args.action {
         Action::Claim { task, pid } => {
-            let owner_pid = pid.unwrap_or_else(crate::host::parent_pid);
+            let owner_pid = pid.unwrap_or_else(tlv4_core::host::parent_pid);
             store.transact(&sid, |txn| {
                 let ready = {
                     let t = txn.state.task(&task)?;
@@ -99,8 +99,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 let t = txn.state.task_mut(&task)?;
                 t.status = TaskStatus::InProgress;
                 t.attempts += 1;
-                t.owner = Some(Owner { host: crate::host::name(), pid: owner_pid, started_at: crate::clock::now_rfc3339(), start_time: crate::host::process_start_time(owner_pid) });
-                let summary = format!("Claimed by {}:{owner_pid}, attempt {}", crate::host::name(), t.attempts);
+                t.owner = Some(Owner { host: tlv4_core::host::name(), pid: owner_pid, started_at: tlv4_core::clock::now_rfc3339(), start_time: tlv4_core::host::process_start_time(owner_pid) });
+                let summary = format!("Claimed by {}:{owner_pid}, attempt {}", tlv4_core::host::name(), t.attempts);
                 Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
             })?
         }
@@ -123,7 +123,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                     summary: summary.clone(),
                     reason: None,
                     artifacts: artifacts.iter().map(|(p, _)| p.clone()).collect(),
-                    finished_at: crate::clock::now_rfc3339(),
+                    finished_at: tlv4_core::clock::now_rfc3339(),
                 });
                 let t = txn.state.task(&task)?.clone();
                 let unblocked: Vec<String> = txn
@@ -161,7 +161,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 summary: String::new(),
                 reason: Some(reason.clone()),
                 artifacts: Vec::new(),
-                finished_at: crate::clock::now_rfc3339(),
+                finished_at: tlv4_core::clock::now_rfc3339(),
             });
             Ok(Some(Event::task(EventKind::TaskFailed, t, reason)))
         })?,

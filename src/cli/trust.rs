@@ -3,10 +3,10 @@
 //! `.tlv4/specs/` and its own test command — after showing all of it.
 
 use crate::agents::CodeTree;
-use crate::config::Config;
-use crate::environment::Plan;
-use crate::error::Result;
-use crate::trust::{Files, Item};
+use tlv4_core::config::Config;
+use tlv4_core::environment::Plan;
+use tlv4_core::error::Result;
+use tlv4_core::trust::{Files, Item};
 
 use super::Ctx;
 
@@ -28,7 +28,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let root = store.workdir();
     if args.revoke {
-        if crate::trust::revoke(root)? {
+        if tlv4_core::trust::revoke(root)? {
             ctx.ui.status("this repository is no longer trusted");
         } else {
             ctx.ui.status("this repository was not trusted");
@@ -40,17 +40,17 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let code = head_code(&store);
     let (plan, setup) = setup_of(code.as_ref(), &config);
     if args.show {
-        let items = crate::trust::everything(root, &files, &config, &setup)?;
-        let stored = crate::trust::Stored::of(&config);
-        let judged = crate::trust::judge(&stored, &items);
+        let items = tlv4_core::trust::everything(root, &files, &config, &setup)?;
+        let stored = tlv4_core::trust::Stored::of(&config);
+        let judged = tlv4_core::trust::judge(&stored, &items);
         let all = judged.iter().all(|(_, s)| s.is_none());
         let (key, state) = match stored {
-            crate::trust::Stored::Record(_) if all => ("trusted", "is trusted"),
-            crate::trust::Stored::Record(_) => ("changed", "is trusted, but NOT what it holds now"),
-            crate::trust::Stored::Old => {
+            tlv4_core::trust::Stored::Record(_) if all => ("trusted", "is trusted"),
+            tlv4_core::trust::Stored::Record(_) => ("changed", "is trusted, but NOT what it holds now"),
+            tlv4_core::trust::Stored::Old => {
                 ("old", "was trusted by an older git-tlv4 (trust it again)")
             }
-            crate::trust::Stored::None => ("untrusted", "is NOT trusted"),
+            tlv4_core::trust::Stored::None => ("untrusted", "is NOT trusted"),
         };
         if args.json {
             let shown = Shown {
@@ -71,7 +71,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         describe(ctx, &shown, &items, Some(&judged));
         return Ok(());
     }
-    let items = crate::trust::trust_read(root, &files, &config, &setup)?;
+    let items = tlv4_core::trust::trust_read(root, &files, &config, &setup)?;
     ctx.ui.out(format!(
         "trusted the repository at {}; it may run:",
         root.display()
@@ -94,7 +94,7 @@ struct Shown<'a> {
 }
 
 /// The code at `HEAD`, when there is a commit.
-fn head_code(store: &crate::store::Store) -> Option<CodeTree> {
+fn head_code(store: &tlv4_core::store::Store) -> Option<CodeTree> {
     store
         .head_commit()
         .and_then(|c| store.commit_tree(c))
@@ -108,16 +108,16 @@ fn head_code(store: &crate::store::Store) -> Option<CodeTree> {
 fn setup_of(code: Option<&CodeTree>, config: &Config) -> (Plan, Vec<Item>) {
     let detected = code.map_or_else(Vec::new, |code| {
         let paths: Vec<&str> = code.files().iter().map(|f| f.path.as_str()).collect();
-        crate::environment::detect(&paths, &|p| code.read_path(p))
+        tlv4_core::environment::detect(&paths, &|p| code.read_path(p))
     });
     let plan = Plan::new(config.environment.setup.as_deref(), detected);
-    let items = crate::trust::setup_items(&plan, &|p| code?.find(p).map(|f| f.id.to_string()));
+    let items = tlv4_core::trust::setup_items(&plan, &|p| code?.find(p).map(|f| f.id.to_string()));
     (plan, items)
 }
 
 /// The environment setup of the code at `HEAD` with `config`, and the files of it trust
 /// covers: what `git tlv4 trust` records of the setup.
-pub(crate) fn head_setup(store: &crate::store::Store, config: &Config) -> (Plan, Vec<Item>) {
+pub(crate) fn head_setup(store: &tlv4_core::store::Store, config: &Config) -> (Plan, Vec<Item>) {
     setup_of(head_code(store).as_ref(), config)
 }
 
@@ -143,20 +143,20 @@ fn used_by(config: &Config, name: &str) -> Vec<String> {
 /// `trust --show --json`: what `--show` prints, as one document. `state` is `trusted`,
 /// `changed` (trusted, but not what the repository holds now), `old` or `untrusted`.
 fn show_json(
-    store: &crate::store::Store,
+    store: &tlv4_core::store::Store,
     shown: &Shown<'_>,
     state: &str,
     judged: &[(&Item, Option<&'static str>)],
 ) -> serde_json::Value {
     let config = shown.config;
-    let agents: Vec<serde_json::Value> = crate::trust::configured_agents(config)
+    let agents: Vec<serde_json::Value> = tlv4_core::trust::configured_agents(config)
         .iter()
         .map(|(name, a)| {
             let env: std::collections::BTreeMap<&String, &str> = a
                 .env
                 .iter()
                 .map(|(k, v)| {
-                    let v = if crate::trust::looks_secret(k) {
+                    let v = if tlv4_core::trust::looks_secret(k) {
                         "***"
                     } else {
                         v.as_str()
@@ -198,7 +198,7 @@ fn show_json(
         "agents": agents,
         "files": files,
         "environment": environment,
-        "sandbox": crate::sandbox::level().describe(),
+        "sandbox": tlv4_core::sandbox::level().describe(),
         "tests": tests,
     })
 }
@@ -218,7 +218,7 @@ fn describe(
     judged: Option<&[(&Item, Option<&'static str>)]>,
 ) {
     let config = shown.config;
-    let agents = crate::trust::configured_agents(config);
+    let agents = tlv4_core::trust::configured_agents(config);
     if agents.is_empty() {
         ctx.ui
             .out("agents: none that run programs (every role runs on the builtin agent)");
@@ -249,7 +249,7 @@ fn describe(
                 .env
                 .iter()
                 .map(|(k, v)| {
-                    if crate::trust::looks_secret(k) {
+                    if tlv4_core::trust::looks_secret(k) {
                         format!("{k}=***")
                     } else {
                         format!("{k}={v}")
@@ -295,7 +295,7 @@ fn describe(
     describe_setup(ctx, shown);
     ctx.ui.out(format!(
         "sandbox: {} — agents write only their checkout, home and run files, read the system, their own installation, their checkout and the repository's git directory, and connect over TCP only to port 443 and the ports their URLs name; setup and tests write only their checkout, its temporary directory and the package caches",
-        crate::sandbox::level().describe()
+        tlv4_core::sandbox::level().describe()
     ));
     if let Some(c) = &config.tests.command {
         ctx.ui

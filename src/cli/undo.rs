@@ -1,7 +1,7 @@
 //! `git tlv4 undo`: append an event that restores the state before the last N events.
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind};
 
 use super::Ctx;
 

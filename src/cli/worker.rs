@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::coordinator::lease::WorkerOptions;
 use crate::coordinator::run::{self, Progress, RunEnd};
-use crate::error::{Error, Result};
-use crate::model::SessionId;
-use crate::store::{Remote, Store};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::SessionId;
+use tlv4_core::store::{Remote, Store};
 
 use super::Ctx;
 use super::drive::{RunFlags, View};
@@ -116,14 +116,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 }
 
 /// The worker's closing line: what it did through the remote (`docs/state-format.md` §18.6).
-fn stats_line(remote: &Remote, tasks: Option<usize>, s: &crate::store::RemoteStats) -> String {
+fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_core::store::RemoteStats) -> String {
     let tasks = match tasks {
         Some(n) => format!("{n} task(s) run, "),
         None => String::new(),
     };
     format!(
         "worker {}:{}: {tasks}{} event(s) written through `{}`, {} refused because the remote had moved and retried ({:.2} per event); {} fetch(es) in {:.2}s, {} push(es) in {:.2}s ({} refused in all)",
-        crate::host::name(),
+        tlv4_core::host::name(),
         std::process::id(),
         s.events,
         remote.name,
@@ -223,7 +223,7 @@ pub(crate) fn serve(
     let (roster, conf, _) = super::drive::session_roster(ctx, store, sid, flags)?;
     ctx.ui.status(format!(
         "worker {}:{} on session {sid} through `{}` (lease {:.1}s)",
-        crate::host::name(),
+        tlv4_core::host::name(),
         std::process::id(),
         remote.name,
         opts.lease.as_secs_f64()

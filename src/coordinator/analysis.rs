@@ -4,7 +4,7 @@
 //! complexity score adds +1 per capability, +2 when the text spans domains, +1 per parallel
 //! track, and +1 when the capabilities form a serial chain deeper than 3 tiers.
 
-use crate::model::{Analysis, Role};
+use tlv4_core::model::{Analysis, Role};
 
 /// Keywords that point at each pipeline family.
 const SPEC: &[&str] = &[

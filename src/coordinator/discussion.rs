@@ -11,8 +11,8 @@ use std::sync::Arc;
 use crate::agents::command::Driver;
 use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, Outcome};
-use crate::error::{Error, Result};
-use crate::model::{
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{
     Completion, Control, Event, EventKind, Pause, PauseKind, SCHEMA_VERSION, Session, SessionId,
     SessionStatus, Settings, State,
 };
@@ -21,7 +21,7 @@ use crate::quality::protocol::{
     self, Cast, Decision, Discussion, End, Limits, Material, Member, Moderator, Preset, Status,
     builtin, record,
 };
-use crate::store::{Store, session_dir};
+use tlv4_core::store::{Store, session_dir};
 
 /// The pipeline name of a discussion session.
 pub const PIPELINE: &str = "discuss";
@@ -75,7 +75,7 @@ pub fn start_with(
     store: &Store,
     opts: &DiscussOptions,
     roster: &Roster,
-    files: Option<&crate::trust::Files>,
+    files: Option<&tlv4_core::trust::Files>,
 ) -> Result<(SessionId, Discussion)> {
     let topic = opts.topic.trim();
     if topic.is_empty() {
@@ -123,11 +123,11 @@ pub fn start_with(
     let pinned = match files {
         Some(f) => f,
         None => {
-            read = crate::trust::Files::read(store.workdir())?;
+            read = tlv4_core::trust::Files::read(store.workdir())?;
             &read
         }
     };
-    let date = crate::clock::today_compact();
+    let date = tlv4_core::clock::today_compact();
     let mut n = 1;
     loop {
         let (sid, taken) = store.free_id(topic, &date, n, base_tree)?;
@@ -136,7 +136,7 @@ pub fn start_with(
         let plan = Plan {
             document: record::document_path(&crate::quality::protocol::slug(&feature), &discussion),
         };
-        let now = crate::clock::now_rfc3339();
+        let now = tlv4_core::clock::now_rfc3339();
         let state = State {
             session: Session {
                 schema: SCHEMA_VERSION,
@@ -167,8 +167,8 @@ pub fn start_with(
         };
         let mut files = BTreeMap::new();
         files.insert(
-            crate::trust::LOCK.into(),
-            crate::trust::lock_text(pinned).into_bytes(),
+            tlv4_core::trust::LOCK.into(),
+            tlv4_core::trust::lock_text(pinned).into_bytes(),
         );
         let (p, b) = record::state_file(&discussion);
         files.insert(p, b);
@@ -192,7 +192,7 @@ pub fn start_with(
         .with("Base", base.to_string());
         match store.create_session(base, vec![(state, files, event)]) {
             Ok(_) => {
-                crate::trust::pin(store, &sid, pinned, &opts.agents)?;
+                tlv4_core::trust::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, discussion));
             }
             Err(Error::Conflict { .. }) if n < 100 => continue,
@@ -225,7 +225,7 @@ pub fn is_discussion(state: &State) -> bool {
 
 /// The discussion of session `sid` at `tip`.
 pub fn read(store: &Store, sid: &SessionId, tip: gix::ObjectId) -> Result<Discussion> {
-    let (state, _) = store.read_state_at(sid, tip)?;
+    let state = store.state_at(sid, tip)?;
     let slug = protocol::slug(&state.session.task);
     let tree = store.commit_tree(tip)?;
     let path = format!("{}/{}", session_dir(sid), record::state_path(&slug));
@@ -297,7 +297,7 @@ pub fn advance(
     let _running = Running::take(store, sid)?;
     loop {
         let tip = store.tip(sid)?;
-        let (state, _) = store.read_state_at(sid, tip)?;
+        let state = store.state_at(sid, tip)?;
         if !is_discussion(&state) {
             return Err(Error::state(
                 format!("session {sid} is not a discussion"),
@@ -349,7 +349,7 @@ impl Running {
         let me = format!(
             "{} {}\n",
             std::process::id(),
-            crate::host::own_start_time().unwrap_or(0)
+            tlv4_core::host::own_start_time().unwrap_or(0)
         );
         for _ in 0..3 {
             match std::fs::OpenOptions::new()
@@ -375,7 +375,7 @@ impl Running {
                     let pid = words.next().and_then(|w| w.ok());
                     let start = words.next().and_then(|w| w.ok()).filter(|t| *t != 0);
                     if let Some(pid) = pid.and_then(|p| u32::try_from(p).ok())
-                        && crate::host::process_alive(pid, start)
+                        && tlv4_core::host::process_alive(pid, start)
                     {
                         return Err(Error::conflict(
                             format!(
@@ -433,7 +433,7 @@ fn record_round(
             .map(|b| {
                 (
                     log.file.to_owned(),
-                    serde_json::Value::String(crate::git::blob_hex(store.repo().object_hash(), b)),
+                    serde_json::Value::String(tlv4_core::git::blob_hex(store.repo().object_hash(), b)),
                 )
             })
             .collect();

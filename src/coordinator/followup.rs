@@ -3,8 +3,8 @@
 
 use super::pipeline::PipelineSpec;
 use crate::agents::TaskOutput;
-use crate::error::{Error, Result};
-use crate::model::{
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{
     ImplDispatch, Pause, PauseKind, Priority, Role, SessionStatus, State, Task, TaskId, TaskStatus,
 };
 
@@ -81,7 +81,7 @@ pub fn inject_specialists(
         }
         let id: TaskId = format!("{}-001", s.prefix)
             .parse()
-            .map_err(|e: crate::model::IdError| Error::Invalid(e.to_string()))?;
+            .map_err(|e: tlv4_core::model::IdError| Error::Invalid(e.to_string()))?;
         if state.tasks.contains_key(&id) {
             continue;
         }
@@ -228,7 +228,7 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             }
             // Tasks whose planned files overlap would conflict when merged: the later one
             // waits for the earlier one instead of running beside it.
-            for (earlier, later) in crate::worktree::overlapping(&planned) {
+            for (earlier, later) in tlv4_core::worktree::overlapping(&planned) {
                 let t = state.tasks.get_mut(&later).expect("just made");
                 if !t.blocked_by.contains(&earlier) {
                     t.blocked_by.push(earlier.clone());
@@ -308,7 +308,7 @@ fn files_of(t: &PlanTask) -> Vec<String> {
 /// The description of an IMPL task doing `items` of the plan of `plan_task` in session `sid`.
 fn impl_description(
     plan_task: &TaskId,
-    sid: &crate::model::SessionId,
+    sid: &tlv4_core::model::SessionId,
     items: &[&PlanTask],
 ) -> String {
     let mut d = format!(

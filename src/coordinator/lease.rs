@@ -1,5 +1,5 @@
 //! What the run loop keeps when it is a worker on a remote (`git tlv4 worker`): its options,
-//! and the leases it holds on the tasks it claimed (the protocol: `crate::store`'s lease
+//! and the leases it holds on the tasks it claimed (the protocol: `tlv4_core::store`'s lease
 //! module, `docs/state-format.md` §18.6–§18.9).
 
 use std::cell::RefCell;
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
-use crate::model::{SessionId, TaskId};
-use crate::store::{Lease, Remote};
+use tlv4_core::model::{SessionId, TaskId};
+use tlv4_core::store::{Lease, Remote};
 
 /// How often a waiting worker looks at the remote again.
 const POLL: Duration = Duration::from_millis(300);
@@ -102,14 +102,14 @@ impl RemoteMode {
             out_of_reach: RefCell::new(None),
             unleased: RefCell::new(BTreeMap::new()),
             last_poll: Instant::now(),
-            holder: format!("{}:{}", crate::host::name(), std::process::id()),
+            holder: format!("{}:{}", tlv4_core::host::name(), std::process::id()),
         }
     }
 
     /// Reorders `ready` (in priority order) so that workers looking at the same ready set
     /// try different tasks first: within each priority, the list is rotated by an offset of
     /// this worker's own. Fewer workers then race for the same claim.
-    pub fn spread(&self, ready: &mut [crate::model::Task]) {
+    pub fn spread(&self, ready: &mut [tlv4_core::model::Task]) {
         use std::hash::BuildHasher;
         let seed = foldhash::fast::FixedState::default().hash_one(&self.holder);
         let mut start = 0;
@@ -129,12 +129,12 @@ impl RemoteMode {
     /// it as this worker last pushed it.
     pub fn still_held(
         &self,
-        store: &crate::store::Store,
+        store: &tlv4_core::store::Store,
         sid: &SessionId,
         task: &TaskId,
-    ) -> crate::error::Result<Option<Held>> {
+    ) -> tlv4_core::error::Result<Option<Held>> {
         let on_remote =
-            store.remote_value(&self.opts.remote, &crate::store::lease_ref(sid, task))?;
+            store.remote_value(&self.opts.remote, &tlv4_core::store::lease_ref(sid, task))?;
         let held = self.held.borrow().get(task).cloned();
         Ok(held.filter(|h| !h.lost && on_remote == Some(h.commit)))
     }
@@ -148,7 +148,7 @@ impl RemoteMode {
     /// worker waits that long before it takes such a task back.
     pub fn unleased_overdue(
         &self,
-        state: &crate::model::State,
+        state: &tlv4_core::model::State,
         leases: &BTreeMap<TaskId, (ObjectId, Lease)>,
     ) -> Vec<TaskId> {
         let held = self.held.borrow();
@@ -156,7 +156,7 @@ impl RemoteMode {
             .tasks
             .values()
             .filter(|t| {
-                t.status == crate::model::TaskStatus::InProgress
+                t.status == tlv4_core::model::TaskStatus::InProgress
                     && !leases.contains_key(&t.id)
                     && !held.contains_key(&t.id)
             })
@@ -178,10 +178,10 @@ impl RemoteMode {
     /// The error to stop with when renewals have failed for half a lease because the remote
     /// is out of reach (as long as a worker's fetch is retried): the leases it holds are
     /// running out, so its tasks are others' to take soon.
-    pub fn given_up(&self) -> Option<crate::error::Error> {
+    pub fn given_up(&self) -> Option<tlv4_core::error::Error> {
         let gone = self.out_of_reach.borrow();
         let (since, remote, detail) = gone.as_ref()?;
-        (since.elapsed() >= self.opts.lease / 2).then(|| crate::error::Error::Unreachable {
+        (since.elapsed() >= self.opts.lease / 2).then(|| tlv4_core::error::Error::Unreachable {
             remote: remote.clone(),
             detail: detail.clone(),
         })
@@ -194,7 +194,7 @@ impl RemoteMode {
 
     /// Whether `lease` has run out by this machine's clock, with the skew margin.
     pub fn expired(&self, lease: &Lease) -> bool {
-        lease.expired(crate::store::now_ms(), super::run::millis(self.opts.skew))
+        lease.expired(tlv4_core::store::now_ms(), super::run::millis(self.opts.skew))
     }
 
     /// A new lease on attempt `attempt` of `task`, held by this worker from now.
@@ -204,14 +204,14 @@ impl RemoteMode {
             task: task.clone(),
             attempt,
             holder: self.holder.clone(),
-            expires_ms: crate::store::now_ms() + super::run::millis(self.opts.lease),
+            expires_ms: tlv4_core::store::now_ms() + super::run::millis(self.opts.lease),
         }
     }
 
     /// How long a waiting worker sleeps before looking again: [`POLL`], up to half of it
     /// more (jittered, so workers do not knock in step).
     pub fn poll(&self) -> Duration {
-        POLL + crate::clock::jitter(POLL / 2)
+        POLL + tlv4_core::clock::jitter(POLL / 2)
     }
 
     /// Whether it is time to fetch again while tasks run.

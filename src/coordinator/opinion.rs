@@ -5,10 +5,10 @@
 
 use crate::agents::command::{Driver, RunContext};
 use crate::agents::{Outcome, TaskInput, TaskOutput};
-use crate::model::Verdict;
-use crate::quality::review::REPORT_PATH;
-use crate::store::Store;
-use crate::worktree::ReadOnlyView;
+use tlv4_core::model::Verdict;
+use tlv4_review::REPORT_PATH;
+use tlv4_core::store::Store;
+use tlv4_core::worktree::ReadOnlyView;
 
 use super::worker::RunData;
 
@@ -73,7 +73,7 @@ pub(crate) fn add(
                 v.verdict, v.summary
             )),
     );
-    let ran = (|| -> crate::error::Result<_> {
+    let ran = (|| -> tlv4_core::error::Result<_> {
         if !driver.checkout() {
             let ctx = RunContext {
                 workdir: std::env::temp_dir(),

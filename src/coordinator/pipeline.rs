@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::model::{Priority, Role, SessionId, Task, TaskId, TaskStatus};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Priority, Role, SessionId, Task, TaskId, TaskStatus};
 
 /// A task of a pipeline's graph: its id, role, the tasks it waits for, its track.
 type GraphNode = (TaskId, String, Vec<TaskId>, Option<String>);
@@ -117,12 +117,12 @@ struct PipelineTask {
 impl PipelineSpec {
     /// The pipelines of the repository at `workdir`: its override if present, else the builtin.
     pub fn load(workdir: &Path) -> Result<PipelineSpec> {
-        PipelineSpec::from_files(&crate::trust::Files::read(workdir)?)
+        PipelineSpec::from_files(&tlv4_core::trust::Files::read(workdir)?)
     }
 
     /// The pipelines of a repository configuration (a working tree's or a session's pinned
     /// one): its override if present, else the builtin.
-    pub fn from_files(files: &crate::trust::Files) -> Result<PipelineSpec> {
+    pub fn from_files(files: &tlv4_core::trust::Files) -> Result<PipelineSpec> {
         match files.text(OVERRIDE_PATH)? {
             Some(text) => PipelineSpec::parse(OVERRIDE_PATH, text),
             None => PipelineSpec::builtin(),
@@ -229,7 +229,7 @@ impl PipelineSpec {
             let anchor = format!("[task.{id}]");
             let tid: TaskId = id
                 .parse()
-                .map_err(|e: crate::model::IdError| self.error_at(&anchor, e.to_string()))?;
+                .map_err(|e: tlv4_core::model::IdError| self.error_at(&anchor, e.to_string()))?;
             let Some(role) = self.doc.role.get(&t.role) else {
                 return Err(self.error_at(
                     &anchor,
@@ -281,7 +281,7 @@ impl PipelineSpec {
         let mut nodes: Vec<GraphNode> = Vec::new();
         let mut seen = BTreeSet::new();
         for t in &def.tasks {
-            let id: TaskId = t.id.parse().map_err(|e: crate::model::IdError| {
+            let id: TaskId = t.id.parse().map_err(|e: tlv4_core::model::IdError| {
                 self.error_at(&anchor, format!("pipeline `{name}`: {e}"))
             })?;
             if !seen.insert(id.clone()) {
@@ -305,7 +305,7 @@ impl PipelineSpec {
             }
             let mut deps = Vec::new();
             for d in &t.blocked_by {
-                let dep: TaskId = d.parse().map_err(|e: crate::model::IdError| {
+                let dep: TaskId = d.parse().map_err(|e: tlv4_core::model::IdError| {
                     self.error_at(&anchor, format!("pipeline `{name}`: {e}"))
                 })?;
                 deps.push(dep);

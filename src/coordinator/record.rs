@@ -13,13 +13,13 @@ use super::pipeline::PipelineSpec;
 use super::worker::WorkResult;
 use super::{followup, revise};
 use crate::agents::{Outcome, TaskOutput};
-use crate::error::Result;
-use crate::model::{
+use tlv4_core::error::Result;
+use tlv4_core::model::{
     Event, EventKind, Message, Role, SessionId, SessionStatus, State, Task, TaskId, TaskResult,
     TaskStatus,
 };
-use crate::store::{Txn, Written};
-use crate::worktree::{self, MergeOutcome};
+use tlv4_core::store::{Txn, Written};
+use tlv4_core::worktree::{self, MergeOutcome};
 
 /// The output of `result` as it may be recorded: anything the agent wrote outside the
 /// pipeline folder fails the task (and nothing of it is kept), a plan IMPL tasks cannot be
@@ -29,7 +29,7 @@ pub(super) fn vet(result: &WorkResult) -> TaskOutput {
     if let Some(bad) = output
         .files
         .iter()
-        .find_map(|(p, _)| crate::store::validate_pipeline_path(p).err())
+        .find_map(|(p, _)| tlv4_core::store::validate_pipeline_path(p).err())
     {
         output.outcome = Outcome::Failed(format!("rejected output: {bad}"));
         output.files.clear();
@@ -158,7 +158,7 @@ pub(super) fn push_with_result(
     if let Some(local) = txn.store().try_ref(&branch)? {
         let expected = txn.store().remote_value(&r.opts.remote, &branch)?;
         if expected != Some(local) {
-            txn.also_push(crate::store::RemoteEdit {
+            txn.also_push(tlv4_core::store::RemoteEdit {
                 name: branch,
                 expected,
                 new: Some(local),
@@ -205,7 +205,7 @@ pub(super) fn write_run_record(
     let (task, output) = (&rec.task, &rec.output);
     let dir = format!("runs/{id}/{}", task.attempts);
     let hash = txn.store().repo().object_hash();
-    let blob = |bytes: &[u8]| crate::git::blob_hex(hash, bytes);
+    let blob = |bytes: &[u8]| tlv4_core::git::blob_hex(hash, bytes);
     let files: serde_json::Map<String, serde_json::Value> = output
         .files
         .iter()
@@ -310,7 +310,7 @@ pub(super) fn settle(state: &mut State, id: &TaskId, rec: &Recording) -> Result<
         } else {
             Vec::new()
         },
-        finished_at: crate::clock::now_rfc3339(),
+        finished_at: tlv4_core::clock::now_rfc3339(),
     });
     Ok(())
 }
@@ -525,8 +525,8 @@ pub(super) fn message(id: &TaskId, written: &Written, output: &TaskOutput) -> Me
     let task = &written.state.tasks[id];
     let ok = task.status == TaskStatus::Completed;
     Message {
-        id: crate::clock::unique_id(),
-        ts: crate::clock::now_rfc3339(),
+        id: tlv4_core::clock::unique_id(),
+        ts: tlv4_core::clock::now_rfc3339(),
         from: task.role.to_string(),
         to: None,
         kind: if ok {
@@ -572,8 +572,8 @@ fn bounded(text: &str) -> Vec<u8> {
         return text.as_bytes().to_vec();
     }
     let half = RECORD_TEXT_LIMIT / 2;
-    let head = crate::process::floor_char_boundary(text, half);
-    let tail = crate::process::floor_char_boundary(text, text.len() - half);
+    let head = tlv4_core::process::floor_char_boundary(text, half);
+    let tail = tlv4_core::process::floor_char_boundary(text, text.len() - half);
     format!(
         "{}\n[… git-tlv4 left out {} bytes of this record …]\n{}",
         &text[..head],

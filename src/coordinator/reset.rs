@@ -10,10 +10,10 @@ use gix::ObjectId;
 use gix::bstr::BStr;
 use gix::merge::tree::TreatAsUnresolved;
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, SessionId, SessionStatus, State, TaskId, TaskStatus};
-use crate::store::{Store, Txn, Written};
-use crate::worktree::{self, MergeOutcome, task_ref};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, EventKind, SessionId, SessionStatus, State, TaskId, TaskStatus};
+use tlv4_core::store::{Store, Txn, Written};
+use tlv4_core::worktree::{self, MergeOutcome, task_ref};
 
 /// What a reset did.
 #[derive(Debug, Clone)]
@@ -108,9 +108,9 @@ pub struct Adopted {
 /// commits conflict with the session is an error naming the paths; nothing is changed.
 pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
     let (tip, state) = store.read_state(sid)?;
-    let prefix = format!("{}.", crate::store::session_ref(sid));
+    let prefix = format!("{}.", tlv4_core::store::session_ref(sid));
     let mut found = Vec::new();
-    for (name, branch_tip) in store.refs_with_prefix(crate::store::SESSION_REF_PREFIX)? {
+    for (name, branch_tip) in store.refs_with_prefix(tlv4_core::store::SESSION_REF_PREFIX)? {
         let Some(task) = name.strip_prefix(&prefix) else {
             continue;
         };
@@ -137,7 +137,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
         if branch_tip == merged || !store.is_ancestor(merged, branch_tip)? {
             continue;
         }
-        let touched = crate::git::run(
+        let touched = tlv4_core::git::run(
             store.workdir(),
             &[
                 "diff",
@@ -205,11 +205,11 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
             t.status = TaskStatus::Completed;
             t.owner = None;
             let artifacts = t.result.as_ref().map(|r| r.artifacts.clone()).unwrap_or_default();
-            t.result = Some(crate::model::TaskResult {
+            t.result = Some(tlv4_core::model::TaskResult {
                 summary: format!("manual revision: {subject}"),
                 reason: None,
                 artifacts,
-                finished_at: crate::clock::now_rfc3339(),
+                finished_at: tlv4_core::clock::now_rfc3339(),
             });
             let record = serde_json::json!({
                 "task": task, "role": t.role, "attempt": t.attempts, "agent": "manual",
@@ -376,14 +376,14 @@ fn last_snapshot(
 ) -> Result<Option<ObjectId>> {
     let path = format!(
         "{}/runs/{task}/{attempt}/result.json",
-        crate::store::session_dir(sid)
+        tlv4_core::store::session_dir(sid)
     );
     let bytes = store.read_blob_at(store.commit_tree(tip)?, &path)?;
     Ok(bytes.as_deref().and_then(record_snapshot).map(|(c, _)| c))
 }
 
 fn count_commits(store: &Store, from: ObjectId, to: ObjectId) -> Result<usize> {
-    let out = crate::git::run(
+    let out = tlv4_core::git::run(
         store.workdir(),
         &["rev-list", "--count", &format!("{from}..{to}")],
     )?;
@@ -402,5 +402,5 @@ fn commit_subject(store: &Store, commit: ObjectId) -> String {
 }
 
 fn short(full_ref: &str) -> &str {
-    crate::store::refs::short_branch(full_ref)
+    tlv4_core::store::refs::short_branch(full_ref)
 }

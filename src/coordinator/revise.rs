@@ -2,8 +2,8 @@
 //! abort, retry. Each is applied to the state in one event by the caller.
 
 use super::followup::is_revised;
-use crate::error::{Error, Result};
-use crate::model::{Pause, PauseKind, Role, SessionStatus, State, Task, TaskId, TaskStatus};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Pause, PauseKind, Role, SessionStatus, State, Task, TaskId, TaskStatus};
 use crate::quality::DiscussOutcome;
 
 /// Where a discuss round's divergence leads.
@@ -471,7 +471,7 @@ pub fn improve(
             status: TaskStatus::Pending,
             blocked_by: Vec::new(),
             phase: (*phase).into(),
-            priority: crate::model::Priority::P2,
+            priority: tlv4_core::model::Priority::P2,
             discuss: None,
             inner_loop: true,
             attempts: 0,

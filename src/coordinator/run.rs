@@ -17,15 +17,15 @@ use super::worker::{WorkResult, work};
 use super::{followup, record};
 use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, TaskInput};
-use crate::error::{Error, Result};
-use crate::model::{
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{
     Event, EventKind, Owner, Pause, PauseKind, Role, SessionId, SessionStatus, State, TaskId,
     TaskStatus,
 };
 use crate::quality::QualityContext;
-use crate::store::{Store, Txn, Written, session_dir};
-use crate::trust::Configuration;
-use crate::worktree;
+use tlv4_core::store::{Store, Txn, Written, session_dir};
+use tlv4_core::trust::Configuration;
+use tlv4_core::worktree;
 
 /// How long an interrupted loop waits for its workers to clean up after their processes
 /// were stopped.
@@ -109,7 +109,7 @@ pub struct Elsewhere {
 
 /// The tasks of `state` in progress, with their owners and whether those still run.
 pub fn in_progress(state: &State) -> Vec<Elsewhere> {
-    let host = crate::host::name();
+    let host = tlv4_core::host::name();
     state
         .tasks
         .values()
@@ -178,7 +178,7 @@ pub fn run_configured(
 
 /// The configuration session `sid` started with, not the working tree's.
 fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
-    let (files, _) = crate::trust::pinned(store, sid)?;
+    let (files, _) = tlv4_core::trust::pinned(store, sid)?;
     Configuration::of(files, store.workdir())
 }
 
@@ -220,7 +220,7 @@ fn run_with(
             store.repo().object_hash(),
         ),
         limits: conf.config.snapshot.limits()?,
-        hooks: Arc::new(crate::hooks::Hooks::load(
+        hooks: Arc::new(tlv4_core::hooks::Hooks::load(
             store.repo().common_dir(),
             store.workdir(),
             conf.config.hooks_path.as_deref(),
@@ -262,9 +262,9 @@ struct Runner<'a> {
     /// The `roles.lock` of the role instructions prompts are built from.
     roles_lock: String,
     /// What a code task's snapshot takes (`[snapshot]` of `.tlv4.toml`).
-    limits: crate::worktree::SnapshotLimits,
+    limits: tlv4_core::worktree::SnapshotLimits,
     /// The user's lifecycle hooks.
-    hooks: Arc<crate::hooks::Hooks>,
+    hooks: Arc<tlv4_core::hooks::Hooks>,
     /// The configuration the session runs with, for the quality tasks.
     conf: Arc<Configuration>,
     /// The code tree of the last tip, keyed by the root entries outside `.tlv4`.
@@ -308,7 +308,7 @@ impl Runner<'_> {
         };
         let mut tick = tokio::time::interval(tick_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut signals = crate::process::signals::subscribe();
+        let mut signals = tlv4_core::process::signals::subscribe();
         loop {
             let state = match self.latest.take() {
                 Some(s) => s,
@@ -467,7 +467,7 @@ impl Runner<'_> {
             .map(|(_, h)| h.lease.expires_ms.saturating_add(skew))
             .max();
         if !ids.is_empty() {
-            crate::process::stop_all(crate::process::signals::STOP_GRACE);
+            tlv4_core::process::stop_all(tlv4_core::process::signals::STOP_GRACE);
             let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
                 while running.join_next().await.is_some() {}
             })
@@ -510,7 +510,7 @@ impl Runner<'_> {
 
     /// Claims `id` for this process and builds the worker's input from the new tip.
     fn claim(&mut self, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
-        let host = crate::host::name();
+        let host = tlv4_core::host::name();
         let sid = self.sid.clone();
         let remote = self.remote.as_ref();
         let mut leased = None;
@@ -554,8 +554,8 @@ impl Runner<'_> {
             t.owner = Some(Owner {
                 host: host.clone(),
                 pid: std::process::id(),
-                started_at: crate::clock::now_rfc3339(),
-                start_time: crate::host::own_start_time(),
+                started_at: tlv4_core::clock::now_rfc3339(),
+                start_time: tlv4_core::host::own_start_time(),
             });
             let mut summary = format!(
                 "Claimed by the coordinator ({host}:{}), attempt {}",
@@ -566,8 +566,8 @@ impl Runner<'_> {
             if let (Some(r), Some(previous)) = (remote, lease) {
                 let held = r.lease_for(&sid, id, event.attempt.unwrap_or(1));
                 let commit = txn.store().write_lease(&held, previous)?;
-                txn.also_push(crate::store::RemoteEdit {
-                    name: crate::store::lease_ref(&sid, id),
+                txn.also_push(tlv4_core::store::RemoteEdit {
+                    name: tlv4_core::store::lease_ref(&sid, id),
                     expected: previous,
                     new: Some(commit),
                 });
@@ -613,7 +613,7 @@ impl Runner<'_> {
             conf: Arc::clone(&self.conf),
             // Never a shell without the box, whatever the session says (the run refused
             // such a session when it began; see `Roster::shell_here`).
-            shell: written.state.control.settings.shell && crate::sandbox::level().active(),
+            shell: written.state.control.settings.shell && tlv4_core::sandbox::level().active(),
         };
         Ok(Some((
             TaskInput {
@@ -779,7 +779,7 @@ impl Runner<'_> {
     fn transact(
         &self,
         change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
-    ) -> Result<Option<crate::store::Written>> {
+    ) -> Result<Option<tlv4_core::store::Written>> {
         match &self.remote {
             None => self.store.transact(&self.sid, change),
             Some(r) => self
@@ -801,7 +801,7 @@ impl Runner<'_> {
                     match self.store.fetch_session(&r.opts.remote, &self.sid) {
                         Err(Error::Unreachable { .. })
                             if Instant::now() < give_up
-                                && crate::process::signals::received().is_none() =>
+                                && tlv4_core::process::signals::received().is_none() =>
                         {
                             std::thread::sleep(r.poll());
                         }
@@ -810,7 +810,7 @@ impl Runner<'_> {
                 };
                 self.store.forward_local(&self.sid, tip)?;
                 r.polled();
-                Ok(self.store.read_state_at(&self.sid, tip)?.0)
+                Ok(self.store.state_at(&self.sid, tip)?)
             }
         }
     }
@@ -826,7 +826,7 @@ impl Runner<'_> {
         let sid = self.sid.clone();
         let leases = self.store.remote_leases(&r.opts.remote, &sid)?;
         let overdue =
-            |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, crate::store::Lease)>| {
+            |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, tlv4_core::store::Lease)>| {
                 leases
                     .iter()
                     .filter(|(id, (c, l))| {
@@ -919,7 +919,7 @@ impl Runner<'_> {
             .filter(|(_, h)| h.due(length))
         {
             let mut lease = h.lease.clone();
-            lease.expires_ms = crate::store::now_ms() + millis(length);
+            lease.expires_ms = tlv4_core::store::now_ms() + millis(length);
             let renewed = self.store.renew_lease(&r.opts.remote, h.commit, &lease);
             match &renewed {
                 Err(Error::Unreachable { remote, detail }) => {
@@ -970,7 +970,7 @@ impl Runner<'_> {
             Some(snap) => snap.commit,
             None => {
                 let tip = self.store.fetch_session(&r.opts.remote, &self.sid)?;
-                let (state, _) = self.store.read_state_at(&self.sid, tip)?;
+                let state = self.store.state_at(&self.sid, tip)?;
                 let mut task = state.task(id)?.clone();
                 task.attempts = attempt;
                 self.store.write_late_result(
@@ -1110,22 +1110,22 @@ impl Runner<'_> {
 /// Adds to `txn`'s push the deletion of the lease of `task` on the remote, with a lease on
 /// `commit`, the value this worker judged: one that moved meanwhile fails the whole push.
 pub(super) fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit: gix::ObjectId) {
-    txn.also_push(crate::store::RemoteEdit {
-        name: crate::store::lease_ref(sid, task),
+    txn.also_push(tlv4_core::store::RemoteEdit {
+        name: tlv4_core::store::lease_ref(sid, task),
         expected: Some(commit),
         new: None,
     });
 }
 
 /// Ready tasks not yet running, by priority then dependency order.
-fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<crate::model::Task> {
+fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<tlv4_core::model::Task> {
     let order: BTreeMap<&TaskId, usize> = state
         .ordered()
         .into_iter()
         .enumerate()
         .map(|(i, t)| (&t.id, i))
         .collect();
-    let mut ready: Vec<&crate::model::Task> = state
+    let mut ready: Vec<&tlv4_core::model::Task> = state
         .tasks
         .values()
         .filter(|t| {
@@ -1138,7 +1138,7 @@ fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<crate::
 
 /// Why nothing can run although work is left.
 fn stall(state: &State) -> Pause {
-    let failed: Vec<&crate::model::Task> = state
+    let failed: Vec<&tlv4_core::model::Task> = state
         .tasks
         .values()
         .filter(|t| t.status == TaskStatus::Failed && !followup::is_revised(state, &t.id))

@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 
 use super::analysis;
 use super::pipeline::{PipelineSpec, Supervision};
-use crate::error::{Error, Result};
-use crate::model::{
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{
     Completion, Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus,
     Settings, State,
 };
-use crate::store::Store;
+use tlv4_core::store::Store;
 
 /// How to start.
 #[derive(Debug, Clone, Default)]
@@ -65,7 +65,7 @@ pub fn start_with(
     store: &Store,
     text: &str,
     opts: &StartOptions,
-    conf: Option<&crate::trust::Configuration>,
+    conf: Option<&tlv4_core::trust::Configuration>,
 ) -> Result<(SessionId, State)> {
     let text = text.trim();
     if text.is_empty() {
@@ -96,7 +96,7 @@ pub fn start_with(
     let conf = match conf {
         Some(c) => c,
         None => {
-            read = crate::trust::Configuration::read(store.workdir())?;
+            read = tlv4_core::trust::Configuration::read(store.workdir())?;
             &read
         }
     };
@@ -105,7 +105,7 @@ pub fn start_with(
     // Every file of the repository's configuration is read before anything is written: a
     // broken override is found now, not by the task that first needs it.
     crate::agents::prompt::RoleSpecs::from_files(pinned)?;
-    crate::quality::review::RuleSet::from_files(pinned)?;
+    tlv4_review::RuleSet::from_files(pinned)?;
     // A pipeline the configuration names must exist (the default may be missing from a
     // repository's own pipelines file, as long as `--pipeline` or the text picks another).
     if config.is_set("session.pipeline") && !spec.has(&config.session.pipeline) {
@@ -130,7 +130,7 @@ pub fn start_with(
         Supervision::On
     };
     let control = control(opts, config, &analysis)?;
-    let date = crate::clock::today_compact();
+    let date = tlv4_core::clock::today_compact();
     let base_tree = store.commit_tree(base)?;
     let mut n = 1;
     loop {
@@ -157,7 +157,7 @@ pub fn start_with(
         let steps = first.events(&tasks, pinned);
         match store.create_session(base, steps) {
             Ok(written) => {
-                crate::trust::pin(store, &sid, pinned, &opts.agents)?;
+                tlv4_core::trust::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, written.state));
             }
             // Someone took the id between the check and the create: take the next one.
@@ -170,8 +170,8 @@ pub fn start_with(
 /// The session's control settings: the options, else the configuration.
 fn control(
     opts: &StartOptions,
-    config: &crate::config::Config,
-    analysis: &crate::model::Analysis,
+    config: &tlv4_core::config::Config,
+    analysis: &tlv4_core::model::Analysis,
 ) -> Result<Control> {
     let completion = opts
         .completion
@@ -208,7 +208,7 @@ struct First<'a> {
     base: gix::ObjectId,
     pipeline: &'a str,
     supervision: Supervision,
-    analysis: &'a crate::model::Analysis,
+    analysis: &'a tlv4_core::model::Analysis,
     control: &'a Control,
 }
 
@@ -217,8 +217,8 @@ impl First<'_> {
     /// and the configuration `pinned`.
     fn events(
         &self,
-        tasks: &[crate::model::Task],
-        pinned: &crate::trust::Files,
+        tasks: &[tlv4_core::model::Task],
+        pinned: &tlv4_core::trust::Files,
     ) -> Vec<(State, BTreeMap<String, Vec<u8>>, Event)> {
         let First {
             sid,
@@ -229,7 +229,7 @@ impl First<'_> {
             analysis,
             control,
         } = *self;
-        let now = crate::clock::now_rfc3339();
+        let now = tlv4_core::clock::now_rfc3339();
         let session = Session {
             schema: SCHEMA_VERSION,
             id: sid.clone(),
@@ -266,8 +266,8 @@ impl First<'_> {
             .collect();
         let mut files = initial_files();
         files.insert(
-            crate::trust::LOCK.into(),
-            crate::trust::lock_text(pinned).into_bytes(),
+            tlv4_core::trust::LOCK.into(),
+            tlv4_core::trust::lock_text(pinned).into_bytes(),
         );
         files.insert(
             "task-analysis.json".into(),
@@ -301,8 +301,8 @@ impl First<'_> {
 fn task_analysis_json(
     text: &str,
     pipeline: &str,
-    a: &crate::model::Analysis,
-    tasks: &[crate::model::Task],
+    a: &tlv4_core::model::Analysis,
+    tasks: &[tlv4_core::model::Task],
 ) -> Vec<u8> {
     let graph: serde_json::Map<String, serde_json::Value> = tasks
         .iter()

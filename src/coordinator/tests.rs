@@ -7,7 +7,7 @@ use super::followup::{dispatch_impl, inject_specialists, pause_if_needed};
 use super::pipeline::{PipelineSpec, Supervision};
 use super::revise;
 use crate::agents::{Outcome, StateUpdate, TaskOutput, TechProfile};
-use crate::model::{
+use tlv4_core::model::{
     Control, PauseKind, Role, SCHEMA_VERSION, Session, SessionId, SessionStatus, State, TaskId,
     TaskStatus, Verdict,
 };
@@ -209,8 +209,8 @@ fn specialists_are_injected_once_from_signals() {
     let planner = s.tasks[&id("PLAN-001")].clone();
     let mut exec = signals(&[]);
     exec.state_update.files_modified = vec![".github/workflows/ci.yml".into()];
-    let executor = crate::model::Task {
-        role: crate::model::Role::Executor,
+    let executor = tlv4_core::model::Task {
+        role: tlv4_core::model::Role::Executor,
         ..s.tasks[&id("IMPL-001")].clone()
     };
     super::followup::collect_signals(&mut s, &executor, &exec);

@@ -11,12 +11,12 @@ use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestComman
 use crate::agents::meter::Meter;
 use crate::agents::roster::Roster;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::hooks::Hooks;
-use crate::model::Verdict;
+use tlv4_core::error::Result;
+use tlv4_core::hooks::Hooks;
+use tlv4_core::model::Verdict;
 use crate::quality::{self, DiscussOutcome, FixRequest, QualityContext};
-use crate::store::Store;
-use crate::worktree::{self, ReadOnlyView, SnapshotLimits, TaskWorktree};
+use tlv4_core::store::Store;
+use tlv4_core::worktree::{self, ReadOnlyView, SnapshotLimits, TaskWorktree};
 
 /// What a worker hands back.
 pub(crate) struct WorkResult {
@@ -42,7 +42,7 @@ pub(crate) struct RunData {
     pub transcript: Option<String>,
     pub usage: Usage,
     /// What the kernel's sandbox refused the agent outside its checkout, as its output
-    /// reported it (see [`crate::sandbox::refusals`]).
+    /// reported it (see [`tlv4_core::sandbox::refusals`]).
     pub refusals: Vec<String>,
 }
 
@@ -99,7 +99,7 @@ pub(crate) fn work(
         } else {
             roster.for_role(task.role.as_str()).name().to_owned()
         };
-        return Ok(WorkResult::failed(&agent, crate::hooks::veto(&run)));
+        return Ok(WorkResult::failed(&agent, tlv4_core::hooks::veto(&run)));
     }
     let mut result = if quality_role {
         meter.step(match task.id.prefix() {
@@ -214,9 +214,9 @@ fn prepare_for_agent(
     store: &Store,
     wt: &mut TaskWorktree,
     qctx: &QualityContext,
-    task: &crate::model::TaskId,
+    task: &tlv4_core::model::TaskId,
     notes: &mut Vec<String>,
-) -> Option<crate::environment::isolate::RunEnv> {
+) -> Option<tlv4_core::environment::isolate::RunEnv> {
     let config = &qctx.conf.config.environment;
     let plan = match worktree::prepare::session_plan(store.repo(), qctx.base, &qctx.conf) {
         Ok(p) => p,
@@ -447,7 +447,7 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
     // What the sandbox refused is noted, never a failure of its own: the agent's answer and
     // the snapshot's checks say whether the work is done.
     let refusals = match (&transcript, &workdir) {
-        (Some(t), Some(w)) => crate::sandbox::refusals(t, &[w.as_path()]),
+        (Some(t), Some(w)) => tlv4_core::sandbox::refusals(t, &[w.as_path()]),
         _ => Vec::new(),
     };
     if let Some(first) = refusals.first() {
@@ -480,7 +480,7 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
 
 /// The reason a task failed on error `e` of agent `agent`: the error naming the agent once,
 /// with its hints — the reason is all the user sees of it later.
-pub(crate) fn reason(agent: &str, e: &crate::error::Error) -> String {
+pub(crate) fn reason(agent: &str, e: &tlv4_core::error::Error) -> String {
     let mut reason = e.to_string();
     if !reason.starts_with(&format!("agent `{agent}`")) {
         reason = format!("agent `{agent}`: {reason}");
@@ -508,12 +508,12 @@ fn before_merge(
         "event": "before-merge", "session": input.session.id, "task": task.id, "role": task.role,
         "attempt": task.attempts, "snapshot": snap.commit.to_string(),
         "parent": snap.parent.to_string(), "changed": snap.changed,
-        "branch": crate::worktree::task_ref(&input.session.id, &task.id),
+        "branch": tlv4_core::worktree::task_ref(&input.session.id, &task.id),
     });
     if let Some(run) = hooks.run("before-merge", &payload, workdir)
         && !run.ok
     {
-        let reason = crate::hooks::veto(&run);
+        let reason = tlv4_core::hooks::veto(&run);
         output.summary = format!("failed: {}", reason.lines().next().unwrap_or_default());
         output.outcome = Outcome::Failed(reason);
     }
@@ -537,7 +537,7 @@ fn left_out_line(left_out: &[worktree::LeftOut]) -> String {
 }
 
 /// Why a snapshot was refused, and where what passed the checks is kept.
-fn refusal(task: &crate::model::TaskId, snap: &worktree::Snapshot) -> String {
+fn refusal(task: &tlv4_core::model::TaskId, snap: &worktree::Snapshot) -> String {
     let list: Vec<String> = snap.refused.iter().map(|r| format!("  {r}")).collect();
     let kept = match &snap.kept {
         Some(k) => format!(

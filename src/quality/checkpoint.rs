@@ -40,9 +40,9 @@ mod report;
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::model::Verdict;
-use crate::specdoc::spec;
+use tlv4_core::error::Result;
+use tlv4_core::model::Verdict;
+use tlv4_specdoc::spec;
 
 use checks::{Check, Inputs};
 use history::{History, Scope};

@@ -23,10 +23,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::DiscussOutcome;
 use crate::agents::{TaskInput, TaskOutput};
-use crate::error::{Error, Result};
-use crate::model::Verdict;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::Verdict;
 use crate::quality::protocol::Preset;
-use crate::specdoc::spec::Spec;
+use tlv4_specdoc::spec::Spec;
 
 use config::{Config, OnFail, Rule, Thresholds};
 use metrics::Metrics;
@@ -506,7 +506,7 @@ impl Mode {
 /// the protocol gets `+protocol[-PRESET]` appended. The error names the problem in words for
 /// a configuration error: (key, message).
 pub fn assign_rounds(
-    tasks: &mut [crate::model::Task],
+    tasks: &mut [tlv4_core::model::Task],
     set: &str,
     modes: &BTreeMap<String, String>,
 ) -> std::result::Result<(), (String, String)> {

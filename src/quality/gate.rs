@@ -16,11 +16,11 @@ mod score;
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::model::Verdict;
+use tlv4_core::error::Result;
+use tlv4_core::model::Verdict;
 
-use crate::specdoc::audit::Spec;
-use crate::specdoc::spec::Kind;
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::spec::Kind;
 use rules::{Rules, Severity};
 use score::{DIMENSIONS, Evaluation};
 

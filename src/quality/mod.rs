@@ -10,8 +10,8 @@ pub mod review;
 pub mod tester;
 
 use crate::agents::{TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::model::{Role, Verdict};
+use tlv4_core::error::Result;
+use tlv4_core::model::{Role, Verdict};
 
 /// What the coordinator needs besides the task input: where the code came from.
 #[derive(Clone)]
@@ -24,7 +24,7 @@ pub struct QualityContext {
     pub tip: gix::ObjectId,
     /// The configuration the session runs with (pinned at its start), as the command read
     /// it once: the review rules, the tests' command, the trust record.
-    pub conf: std::sync::Arc<crate::trust::Configuration>,
+    pub conf: std::sync::Arc<tlv4_core::trust::Configuration>,
     /// Whether the agent of a code task gets its CLI's shell: the session runs with shell on
     /// (`settings.shell`) and this kernel's sandbox is full.
     pub shell: bool,

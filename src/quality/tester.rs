@@ -28,11 +28,11 @@ use report::{Record, ResultSet, RunRecord};
 
 use super::{FixRequest, QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::model::{TaskId, Verdict};
-use crate::specdoc::discovery::Discovery;
-use crate::specdoc::spec::{DISCOVERY, PLAN};
-use crate::worktree::prepare::PlanRefused;
+use tlv4_core::error::Result;
+use tlv4_core::model::{TaskId, Verdict};
+use tlv4_specdoc::discovery::Discovery;
+use tlv4_specdoc::spec::{DISCOVERY, PLAN};
+use tlv4_core::worktree::prepare::PlanRefused;
 
 /// At most this many test iterations (the first run and its fix re-runs).
 pub const MAX_ITERATIONS: u32 = 10;
@@ -682,7 +682,7 @@ fn local_runner(
 }
 
 /// `dir` put first on the PATH `env` sets, unless it is on it already.
-fn first_on_path(env: &mut crate::environment::isolate::RunEnv, dir: &std::path::Path) {
+fn first_on_path(env: &mut tlv4_core::environment::isolate::RunEnv, dir: &std::path::Path) {
     let inherited = || std::env::var("PATH").unwrap_or_default();
     let at = env.set.iter().position(|(k, _)| k == "PATH");
     let current = at.map_or_else(inherited, |i| env.set[i].1.clone());
@@ -850,9 +850,9 @@ fn setup(input: &TaskInput, configured: Option<&str>, notes: &mut Vec<String>) -
         return Some(Setup {
             kind,
             dir: String::new(),
-            evidence: format!("{} [tests] command", crate::config::FILE),
+            evidence: format!("{} [tests] command", tlv4_core::config::FILE),
             full: cmd.to_owned(),
-            source: format!("{} [tests] command", crate::config::FILE),
+            source: format!("{} [tests] command", tlv4_core::config::FILE),
             fallback: None,
         });
     }
@@ -890,13 +890,13 @@ fn configured_command(ctx: &QualityContext) -> Option<String> {
 /// tester chooses it (`[tests] command`, else the detected one, never an agent's), and
 /// where it comes from: what an agent with a shell is told to run.
 pub fn suite_command(
-    conf: &crate::trust::Configuration,
+    conf: &tlv4_core::trust::Configuration,
     code: &crate::agents::CodeTree,
 ) -> Option<(String, String)> {
     match conf.config.tests.command.as_deref().map(str::trim) {
         Some(c) if !c.is_empty() => Some((
             c.to_owned(),
-            format!("{} [tests] command", crate::config::FILE),
+            format!("{} [tests] command", tlv4_core::config::FILE),
         )),
         _ => detected_command(code),
     }
@@ -920,9 +920,9 @@ fn changed_files(ctx: &QualityContext) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let git_dir = std::path::absolute(ctx.repo.git_dir())
-        .map_err(|e| crate::Error::io("cannot resolve the git directory", e))?;
+        .map_err(|e| tlv4_core::Error::io("cannot resolve the git directory", e))?;
     let gd = git_dir.to_string_lossy().into_owned();
-    let out = crate::git::run(
+    let out = tlv4_core::git::run(
         &git_dir,
         &[
             "--git-dir",
@@ -952,7 +952,7 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
         return Ok(no_framework(input, iteration, &ignored));
     };
     // The repository's own test scripts run with the user's rights: only once it is trusted.
-    if !crate::trust::Stored::of(&ctx.conf.config).trusted() {
+    if !tlv4_core::trust::Stored::of(&ctx.conf.config).trusted() {
         return Ok(failed(format!(
             "the repository is not trusted, so its tests do not run (`{}` from {}); read `git tlv4 trust --show`, run `git tlv4 trust`, then `git tlv4 resume --retry`",
             setup.full, setup.evidence
@@ -999,7 +999,7 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
 
     let repo = ctx.repo.to_thread_local();
     // Which setup runs is the session base's to say; what it installs, the tip's lockfiles.
-    let plan = match crate::worktree::prepare::session_plan(&repo, ctx.base, &ctx.conf) {
+    let plan = match tlv4_core::worktree::prepare::session_plan(&repo, ctx.base, &ctx.conf) {
         Ok(p) => p,
         Err(PlanRefused::Unreadable(e)) => {
             return Ok(failed(format!(
@@ -1012,8 +1012,8 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
-    let checkout = crate::store::Store::from_repo(repo.clone())
-        .and_then(|store| crate::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
+    let checkout = tlv4_core::store::Store::from_repo(repo.clone())
+        .and_then(|store| tlv4_core::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
     let mut worktree = match checkout {
         Ok(w) => w,
         Err(e) => {
@@ -1031,12 +1031,12 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     } else {
         "checkout: a new test checkout of the session tip".to_owned()
     });
-    if let Ok(pool) = crate::store::Store::from_repo(repo.clone())
-        .and_then(|store| crate::worktree::pool::Pool::open(&store, max_disk))
+    if let Ok(pool) = tlv4_core::store::Store::from_repo(repo.clone())
+        .and_then(|store| tlv4_core::worktree::pool::Pool::open(&store, max_disk))
     {
         decisions.push(format!("checkouts: {}", pool.summary()));
     }
-    let timeout_setup = crate::worktree::prepare::timeout(&ctx.conf.config.environment);
+    let timeout_setup = tlv4_core::worktree::prepare::timeout(&ctx.conf.config.environment);
     let prepared = match worktree.prepare(&repo, ctx.tip, &plan, timeout_setup) {
         Ok(Ok(p)) => p,
         Ok(Err(why)) => {

@@ -67,7 +67,7 @@ impl Ui {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
                 // The tool blocks SIGINT, SIGTERM and SIGHUP in its threads and a child
                 // inherits the mask: the pager must get them (a closed terminal ends it).
-                crate::host::unblock_all_signals()
+                tlv4_core::host::unblock_all_signals()
             });
         }
         let child = cmd.spawn();
@@ -141,7 +141,7 @@ impl Ui {
     }
 
     /// An error on stderr, git style, with its hints.
-    pub fn error(&self, err: &crate::Error) {
+    pub fn error(&self, err: &tlv4_core::Error) {
         err_line(&format!("error: {err}"));
         for h in err.hints() {
             self.hint(h);
@@ -155,14 +155,14 @@ fn pager(cwd: &Path) -> Option<String> {
         return None;
     }
     // `pager.tlv4`: git applies it before running `git-tlv4`; run directly, this does.
-    let configured = crate::git::output(cwd, &["config", "--get", "pager.tlv4"])
+    let configured = tlv4_core::git::output(cwd, &["config", "--get", "pager.tlv4"])
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
     let command = match configured.as_deref() {
         Some("false" | "no" | "off" | "0") => return None,
         Some("true" | "yes" | "on" | "1") | None => {
-            let out = crate::git::output(cwd, &["var", "GIT_PAGER"]).ok()?;
+            let out = tlv4_core::git::output(cwd, &["var", "GIT_PAGER"]).ok()?;
             String::from_utf8_lossy(&out.stdout).trim().to_owned()
         }
         Some(other) => other.to_owned(),

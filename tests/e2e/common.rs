@@ -7,10 +7,10 @@ use std::process::{Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
 
-/// The exit code of a run that stopped to wait for the user (`git_tlv4::error::exit`).
-pub const WAITING: i32 = git_tlv4::error::exit::WAITING;
+/// The exit code of a run that stopped to wait for the user (`tlv4_core::error::exit`).
+pub const WAITING: i32 = tlv4_core::error::exit::WAITING;
 /// The exit code of a run that stalled on failed tasks.
-pub const STALLED: i32 = git_tlv4::error::exit::STALLED;
+pub const STALLED: i32 = tlv4_core::error::exit::STALLED;
 
 /// The path of the fake agent program `name` of `tests/fixtures/agents`.
 pub fn fixture(name: &str) -> String {

@@ -242,7 +242,7 @@ fn tools_in(dir: &Path) -> Vec<u32> {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.trim().starts_with("git-tlv4")
             && std::fs::read_link(format!("/proc/{pid}/cwd")).ok() == Some(want.clone())
-            && git_tlv4::host::process_alive(pid, None)
+            && tlv4_core::host::process_alive(pid, None)
         {
             out.push(pid);
         }
@@ -262,7 +262,7 @@ fn live_agents(pids: &Path) -> Vec<(u32, u64)> {
         ) else {
             continue;
         };
-        if git_tlv4::host::process_alive(pid, Some(start)) {
+        if tlv4_core::host::process_alive(pid, Some(start)) {
             out.push((pid, start));
         } else {
             let _ = std::fs::remove_file(entry.path());
@@ -324,7 +324,7 @@ fn stale_locks(git_dir: &Path) -> Vec<PathBuf> {
         let reason = std::fs::read_to_string(&locked).unwrap_or_default();
         if let Some(rest) = reason.strip_prefix("git-tlv4 pid ") {
             let pid = rest.split_whitespace().next().and_then(|p| p.parse().ok());
-            if pid.is_some_and(|p| !git_tlv4::host::process_alive(p, None)) {
+            if pid.is_some_and(|p| !tlv4_core::host::process_alive(p, None)) {
                 found.push(locked);
             }
         }

@@ -647,7 +647,7 @@ fn two_processes_on_one_discussion_run_each_round_once() {
     let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
     let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(
-        codes.contains(&Some(0)) && codes.contains(&Some(git_tlv4::error::exit::CONFLICT)),
+        codes.contains(&Some(0)) && codes.contains(&Some(tlv4_core::error::exit::CONFLICT)),
         "{codes:?}\n{}\n{}",
         said(&outs[0]),
         said(&outs[1])

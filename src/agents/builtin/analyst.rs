@@ -24,14 +24,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::agents::{CodeTree, Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
-use crate::error::Result;
-use crate::specdoc::spec::DISCOVERY;
+use tlv4_core::error::Result;
+use tlv4_specdoc::spec::DISCOVERY;
 
 use super::json_bytes;
 use super::template::{data, list};
 use super::words::unique;
 
-use crate::specdoc::discovery::{Codebase, Language, TestFramework};
+use tlv4_specdoc::discovery::{Codebase, Language, TestFramework};
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestHints};
 use manifest::Manifest;
@@ -128,7 +128,7 @@ fn topic(input: &TaskInput) -> (String, Option<String>) {
 }
 
 /// The facts about the code base that the analyst reports (`codebase_context`) and the other
-/// roles read (as [`crate::specdoc::discovery::Codebase`]).
+/// roles read (as [`tlv4_specdoc::discovery::Codebase`]).
 #[derive(Serialize)]
 struct CodebaseContext {
     /// Files that count (outside vendored and generated directories).
@@ -333,10 +333,10 @@ mod tests {
         assert!(manifest::KINDS.iter().any(|k| k.kind == "cargo"));
         assert!(!scan::FILES.ci_prefixes.is_empty());
     }
-    use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
+    use tlv4_core::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
     use serde_json::Value;
 
-    use crate::testutil::git;
+    use tlv4_core::testutil::git;
 
     /// A repository holding `files`, committed; returns the temp dir and the code tree.
     fn repo(files: &[(&str, &[u8])]) -> (tempfile::TempDir, CodeTree) {
@@ -372,7 +372,7 @@ mod tests {
             },
             task: Task {
                 id: "RESEARCH-001".parse().unwrap(),
-                role: crate::model::Role::Analyst,
+                role: tlv4_core::model::Role::Analyst,
                 status: TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: "research".to_owned(),

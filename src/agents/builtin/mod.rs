@@ -12,8 +12,8 @@ mod words;
 mod writer;
 
 use super::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::model::Role;
+use tlv4_core::error::Result;
+use tlv4_core::model::Role;
 
 /// The offline agent.
 #[derive(Debug, Default, Clone, Copy)]

@@ -33,7 +33,7 @@ use text::Level;
 use super::template::render;
 use super::words::unique;
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput, TechProfile};
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 /// Where the plan goes, relative to the pipeline folder.
 const PLAN: &str = "plan/plan.json";

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::template::{data, render};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 /// Words worth a look, per specialist task prefix, read once.
 static LOOK_FOR: LazyLock<BTreeMap<String, Vec<String>>> =

@@ -126,7 +126,7 @@ fn filters(env: &mut Environment<'static>) {
     env.add_filter("trim_end", |t: String, chars: String| {
         t.trim_end_matches(|c| chars.contains(c)).to_owned()
     });
-    env.add_filter("inline", |t: String| crate::specdoc::md::inline(&t));
+    env.add_filter("inline", |t: String| tlv4_specdoc::md::inline(&t));
     env.add_filter("node", |id: String| id.replace('-', ""));
     env.add_test("has", |items: Vec<String>, item: String| {
         items.contains(&item)

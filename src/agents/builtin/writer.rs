@@ -30,9 +30,9 @@ mod validate;
 use std::collections::BTreeMap;
 
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
-use crate::error::Result;
-use crate::specdoc::md::{self, GATE as MD};
-use crate::specdoc::spec::{self, Folder, Moscow};
+use tlv4_core::error::Result;
+use tlv4_specdoc::md::{self, GATE as MD};
+use tlv4_specdoc::spec::{self, Folder, Moscow};
 
 use context::{Availability, CodeView, Discovery};
 
@@ -434,7 +434,7 @@ mod tests {
 
     use super::*;
     use crate::agents::CodeTree;
-    use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
+    use tlv4_core::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
 
     const TASK: &str = "Add OAuth login and store sessions in Redis. Add login, logout and \
                         password reset without breaking the CLI; optionally add an audit log.";
@@ -472,7 +472,7 @@ mod tests {
     fn code() -> (tempfile::TempDir, CodeTree) {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let out = crate::testutil::git_command(dir.path())
+            let out = tlv4_core::testutil::git_command(dir.path())
                 .args(args)
                 .output()
                 .unwrap();
@@ -546,7 +546,7 @@ mod tests {
             },
             task: Task {
                 id: id.parse().unwrap(),
-                role: crate::model::Role::Writer,
+                role: tlv4_core::model::Role::Writer,
                 status: TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: phase.into(),

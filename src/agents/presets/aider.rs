@@ -27,8 +27,8 @@ use regex::Regex;
 
 use super::short;
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::error::Result;
-use crate::process::Output;
+use tlv4_core::error::Result;
+use tlv4_core::process::Output;
 
 /// The Aider preset.
 pub struct Aider;

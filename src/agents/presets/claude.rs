@@ -30,8 +30,8 @@ use serde_json::Value;
 
 use super::{short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::error::Result;
-use crate::process::Output;
+use tlv4_core::error::Result;
+use tlv4_core::process::Output;
 
 /// The Claude Code preset.
 pub struct Claude;
@@ -120,7 +120,7 @@ impl Cli for Claude {
         args.extend(call.spec.args.iter().cloned());
         let config = call.home.path().join(".claude");
         std::fs::create_dir_all(&config).map_err(|e| {
-            crate::error::Error::io(format!("cannot create {}", config.display()), e)
+            tlv4_core::error::Error::io(format!("cannot create {}", config.display()), e)
         })?;
         let mut env = vec![
             ("CLAUDE_CONFIG_DIR".to_owned(), config.display().to_string()),

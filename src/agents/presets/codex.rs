@@ -25,8 +25,8 @@
 
 use super::{short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::error::{Error, Result};
-use crate::process::Output;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::process::Output;
 
 /// The Codex preset.
 pub struct Codex;

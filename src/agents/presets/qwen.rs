@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::{LEAD, fits_argv, short, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
-use crate::error::Result;
-use crate::process::Output;
+use tlv4_core::error::Result;
+use tlv4_core::process::Output;
 
 /// The Qwen Code preset.
 pub struct Qwen;

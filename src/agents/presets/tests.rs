@@ -11,7 +11,7 @@ use super::preset;
 use crate::agents::command::tests::{ctx, executor_input, failure, spec, writer_input};
 use crate::agents::command::{CliDriver, Driver, DriverOutput, Shell, TestCommand};
 use crate::agents::{Outcome, TaskInput};
-use crate::process::RetryPolicy;
+use tlv4_core::process::RetryPolicy;
 
 /// One run of preset `driver` against its fake in `mode`, in the fresh directory `work`.
 fn run_in(
@@ -20,7 +20,7 @@ fn run_in(
     mode: &str,
     input: &TaskInput,
     env: &[(&str, &str)],
-    tweak: impl FnOnce(&mut crate::config::agents::AgentSpec),
+    tweak: impl FnOnce(&mut tlv4_core::config::agents::AgentSpec),
 ) -> DriverOutput {
     run_shell(work, driver, mode, input, env, tweak, None)
 }
@@ -32,7 +32,7 @@ fn run_shell(
     mode: &str,
     input: &TaskInput,
     env: &[(&str, &str)],
-    tweak: impl FnOnce(&mut crate::config::agents::AgentSpec),
+    tweak: impl FnOnce(&mut tlv4_core::config::agents::AgentSpec),
     shell: Option<Shell>,
 ) -> DriverOutput {
     let log = work.join("log");

@@ -8,8 +8,8 @@ use crate::coordinator::pipeline::Supervision;
 use crate::coordinator::tests::{complete, id, plan, state};
 use crate::coordinator::worker::{RunData, SnapshotData};
 use crate::coordinator::{StartOptions, start};
-use crate::model::{Pause, PauseKind, Verdict};
-use crate::store::Store;
+use tlv4_core::model::{Pause, PauseKind, Verdict};
+use tlv4_core::store::Store;
 
 fn completed(files: &[(&str, &[u8])]) -> WorkResult {
     let mut r = WorkResult::failed("builtin", String::new());
@@ -34,10 +34,10 @@ fn recording(s: &State, task: &str, result: &WorkResult) -> Recording {
 fn session() -> (tempfile::TempDir, Store, SessionId) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    crate::testutil::git(p, &["init", "-q", "-b", "main"]);
+    tlv4_core::testutil::git(p, &["init", "-q", "-b", "main"]);
     std::fs::write(p.join("app.py"), "x = 1\n").unwrap();
-    crate::testutil::git(p, &["add", "-A"]);
-    crate::testutil::git(p, &["commit", "-q", "-m", "base"]);
+    tlv4_core::testutil::git(p, &["add", "-A"]);
+    tlv4_core::testutil::git(p, &["commit", "-q", "-m", "base"]);
     let store = Store::from_repo(gix::open(p).unwrap()).unwrap();
     let opts = StartOptions {
         pipeline: Some("impl-only".into()),
@@ -408,7 +408,7 @@ fn outputs_roles_lock_and_warnings_go_into_the_folder() {
 
 /// A commit on a branch of its own, from the session tip, that sets `app.py` to `body`.
 fn change(dir: &Path, sid: &SessionId, branch: &str, body: &str) -> gix::ObjectId {
-    let g = |args: &[&str]| crate::testutil::git(dir, args).trim().to_owned();
+    let g = |args: &[&str]| tlv4_core::testutil::git(dir, args).trim().to_owned();
     g(&["switch", "-q", "-c", branch, &format!("tlv4/{sid}")]);
     std::fs::write(dir.join("app.py"), body).unwrap();
     g(&["commit", "-q", "-am", branch]);
@@ -464,7 +464,7 @@ fn a_clean_change_merges_and_a_conflicting_one_fails() {
     let other = change(dir.path(), &sid, "two", "x = 3\n");
     store
         .transact(&sid, |txn| {
-            let tree = crate::worktree::merge_task(txn.store(), txn.tip, other).unwrap();
+            let tree = tlv4_core::worktree::merge_task(txn.store(), txn.tip, other).unwrap();
             let MergeOutcome::Clean { tree } = tree else {
                 panic!("the first change merges");
             };

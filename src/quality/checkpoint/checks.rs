@@ -7,8 +7,8 @@ use std::sync::LazyLock;
 
 use super::history::{History, Scope, corpus, present};
 use crate::agents::TaskInput;
-use crate::specdoc::md::CHECKPOINT as MD;
-use crate::specdoc::spec::{self, Kind, Spec};
+use tlv4_specdoc::md::CHECKPOINT as MD;
+use tlv4_specdoc::spec::{self, Kind, Spec};
 
 /// Where a check is listed in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

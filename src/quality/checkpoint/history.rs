@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::agents::TaskInput;
-use crate::model::{Message, State, TaskId, TaskStatus};
+use tlv4_core::model::{Message, State, TaskId, TaskStatus};
 use crate::quality::QualityContext;
-use crate::specdoc::spec::{self, Kind, Spec};
-use crate::store::{LoggedEvent, Store};
+use tlv4_specdoc::spec::{self, Kind, Spec};
+use tlv4_core::store::{LoggedEvent, Store};
 
 /// The session as the checkpoint sees it; each part is `None` when it could not be read,
 /// with the reason in `problems`.
@@ -43,8 +43,8 @@ impl History {
             }
         };
         let sid = &input.session.id;
-        match store.read_state_at(sid, ctx.tip) {
-            Ok((state, _)) => h.state = Some(state),
+        match store.state_at(sid, ctx.tip) {
+            Ok(state) => h.state = Some(state),
             Err(e) => h
                 .problems
                 .push(format!("the session state cannot be read: {e}")),

@@ -9,7 +9,7 @@ use super::Level;
 use super::checks::{Check, Group, Previous};
 use super::history::Scope;
 use crate::agents::TaskInput;
-use crate::specdoc::md::CHECKPOINT as MD;
+use tlv4_specdoc::md::CHECKPOINT as MD;
 
 /// The path of the report of checkpoint `id`.
 pub fn path(id: &str) -> String {

@@ -8,15 +8,15 @@ use super::run_task;
 use crate::agents::builtin::Builtin;
 use crate::agents::{Agent, CodeTree, Outcome, TaskInput, TaskOutput};
 use crate::coordinator::{StartOptions, start};
-use crate::model::{Event, EventKind, Message, Owner, SessionId, TaskId, TaskResult, TaskStatus};
+use tlv4_core::model::{Event, EventKind, Message, Owner, SessionId, TaskId, TaskResult, TaskStatus};
 use crate::quality::{QualityContext, QualityResult};
-use crate::store::{Store, session_dir};
+use tlv4_core::store::{Store, session_dir};
 
 /// The request every test session works on.
 pub(crate) const REQUEST: &str = "Add a password reset flow for users: users request a reset \
     link by email and set a new password. Reset links must expire after 30 minutes.";
 
-use crate::testutil::git;
+use tlv4_core::testutil::git;
 
 /// A session in a throwaway repository holding a small Rust project.
 pub(crate) struct Harness {
@@ -88,7 +88,7 @@ impl Harness {
                 t.owner = Some(Owner {
                     host: "test".into(),
                     pid: 1,
-                    started_at: crate::clock::now_rfc3339(),
+                    started_at: tlv4_core::clock::now_rfc3339(),
                     start_time: None,
                 });
                 let summary = format!("Claimed, attempt {}", t.attempts);
@@ -147,7 +147,7 @@ impl Harness {
                         Outcome::Completed => None,
                     },
                     artifacts: output.files.iter().map(|(p, _)| p.clone()).collect(),
-                    finished_at: crate::clock::now_rfc3339(),
+                    finished_at: tlv4_core::clock::now_rfc3339(),
                 });
                 let kind = if completed {
                     EventKind::TaskCompleted
@@ -163,8 +163,8 @@ impl Harness {
             .send_message(
                 &self.sid,
                 &Message {
-                    id: crate::clock::unique_id(),
-                    ts: crate::clock::now_rfc3339(),
+                    id: tlv4_core::clock::unique_id(),
+                    ts: tlv4_core::clock::now_rfc3339(),
                     from: task.role.to_string(),
                     to: None,
                     kind: if completed {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{BuiltinCritic, Critic, Critique, RiskLevel, Subject};
 use crate::agents::command::{Driver, RunContext, Usage};
 use crate::agents::{Outcome, TaskInput};
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 /// The builtin critic of a perspective with an agent's opinion added.
 pub struct AgentCritic {
@@ -54,7 +54,7 @@ impl AgentCritic {
             folder: self.input.folder.clone(),
             code: self.input.code.clone(),
         };
-        input.task.role = crate::model::Role::Critic;
+        input.task.role = tlv4_core::model::Role::Critic;
         input.task.description = format!(
             "PURPOSE: Judge {artifact} from the {perspective} perspective, as the {persona}\n\
              TASK:\n  - Read {artifact} and the documents it builds on\n  - Rate it 1-5; list strengths, weaknesses, suggestions, coverage gaps and the risk\n\

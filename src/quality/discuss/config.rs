@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use super::metrics;
-use crate::error::{Error, Result};
+use tlv4_core::error::{Error, Result};
 
 /// The discuss file compiled into the binary.
 pub const BUILTIN: &str = include_str!("../../../specs/discuss.toml");

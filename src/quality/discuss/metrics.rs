@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::RiskSpec;
-use crate::specdoc::discovery::Discovery;
-use crate::specdoc::md::CHECKPOINT as MD;
-use crate::specdoc::spec::{Architecture, Brief, Epics, Kind, Readiness, Requirements, Spec};
+use tlv4_specdoc::discovery::Discovery;
+use tlv4_specdoc::md::CHECKPOINT as MD;
+use tlv4_specdoc::spec::{Architecture, Brief, Epics, Kind, Readiness, Requirements, Spec};
 
 /// One measured value and the items behind a shortfall (goal ids without requirements, …).
 #[derive(Debug, Clone, PartialEq)]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::config::Config;
 use super::{Critique, Perspectives, RiskLevel};
 use crate::agents::{TaskInput, TaskOutput};
-use crate::error::Result;
+use tlv4_core::error::Result;
 use crate::quality::DiscussOutcome;
 use crate::quality::protocol::agent::{Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
@@ -239,7 +239,7 @@ fn discussion(r: &Round<'_>, name: &str, artifact: Option<&String>) -> Result<Di
         artifact.cloned().into_iter().collect(),
         Limits::default(),
     )
-    .map_err(crate::error::Error::Invalid)?;
+    .map_err(tlv4_core::error::Error::Invalid)?;
     d.slug = format!("{name}-protocol");
     // The seats without an agent argue from the rules' critique, not from templates.
     for n in d

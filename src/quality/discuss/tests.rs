@@ -344,8 +344,8 @@ impl crate::agents::command::Driver for CriticAgent {
         &self,
         input: &crate::agents::TaskInput,
         _ctx: &crate::agents::command::RunContext,
-    ) -> crate::error::Result<crate::agents::command::DriverOutput> {
-        assert_eq!(input.task.role, crate::model::Role::Critic);
+    ) -> tlv4_core::error::Result<crate::agents::command::DriverOutput> {
+        assert_eq!(input.task.role, tlv4_core::model::Role::Critic);
         assert!(input.task.description.contains("product perspective"));
         assert!(input.task.description.contains("Round: DISCUSS-001"));
         let path = "discussions/DISCUSS-001-product.json".to_owned();
@@ -445,13 +445,13 @@ fn an_agent_critic_adds_to_the_rules_never_replaces_them() {
 fn the_modes_of_discuss_mode_write_and_read_the_same_task_values() {
     use super::{Mode, assign_rounds};
     use crate::quality::protocol::Preset;
-    let task = |round: &str| crate::model::Task {
+    let task = |round: &str| tlv4_core::model::Task {
         id: "DRAFT-001".parse().unwrap(),
-        role: crate::model::Role::Writer,
-        status: crate::model::TaskStatus::Pending,
+        role: tlv4_core::model::Role::Writer,
+        status: tlv4_core::model::TaskStatus::Pending,
         blocked_by: Vec::new(),
         phase: "draft".into(),
-        priority: crate::model::Priority::P0,
+        priority: tlv4_core::model::Priority::P0,
         discuss: Some(round.into()),
         inner_loop: false,
         attempts: 0,

@@ -6,14 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::rules::Rules;
 use super::score::{key_words, nfr_addressed, overlap};
-use crate::specdoc::audit::Spec;
-use crate::specdoc::check::{Links, Violations, loose, plural};
-use crate::specdoc::md::{self, GATE as MD};
-use crate::specdoc::spec::Kind;
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::check::{Links, Violations, loose, plural};
+use tlv4_specdoc::md::{self, GATE as MD};
+use tlv4_specdoc::spec::Kind;
 
 // --- consistency rules ----------------------------------------------------------------------
 
-/// `frontmatter`, besides what [`crate::specdoc::check::frontmatter`] checks: one session id
+/// `frontmatter`, besides what [`tlv4_specdoc::check::frontmatter`] checks: one session id
 /// across the documents.
 pub fn session_ids(spec: &Spec, f: &mut Violations) {
     let mut sessions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
@@ -234,7 +234,7 @@ pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Violations) {
         .collect();
     let mut roles: BTreeMap<String, String> = BTreeMap::new();
     for r in &spec.requirements {
-        if let Some(role) = crate::specdoc::audit::role_of(&r.user_story) {
+        if let Some(role) = tlv4_specdoc::audit::role_of(&r.user_story) {
             roles.entry(role).or_insert_with(|| r.id.clone());
         }
     }
@@ -388,7 +388,7 @@ pub fn id_agreement(spec: &Spec, f: &mut Violations) {
 // --- cross-document rules (§7.4) ------------------------------------------------------------
 
 /// The cross-document rules (§7.4) besides the links of the traceability chain
-/// ([`crate::specdoc::check::links`]): whether the goals' metrics and the non-functional
+/// ([`tlv4_specdoc::check::links`]): whether the goals' metrics and the non-functional
 /// requirements are carried downstream; a rule whose documents are missing is skipped.
 pub fn cross_document(
     spec: &Spec,
@@ -400,7 +400,7 @@ pub fn cross_document(
     let reqs = spec.has(Kind::Requirements);
     let arch = spec.has(Kind::Architecture);
     let epics = spec.has(Kind::Epics);
-    let mut check = |rule, needed| crate::specdoc::check::applies(skipped, rule, needed);
+    let mut check = |rule, needed| tlv4_specdoc::check::applies(skipped, rule, needed);
     if check("metric-criteria", spec.has(Kind::Brief) && epics) {
         for g in &spec.goals {
             let metric = format!("{} {}", g.metric, g.target);
@@ -479,7 +479,7 @@ fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Violations) {
 }
 
 /// The per-phase checks (§7.3) besides what each item must hold
-/// ([`crate::specdoc::check::items`]).
+/// ([`tlv4_specdoc::check::items`]).
 pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Violations) {
     goal_metrics(spec, rules, f);
     let moscow = |p: &str| {

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use super::rules::{Rules, Severity};
 use super::score::{DIMENSIONS, Evaluation, GateResult, Ratio};
 use crate::agents::TaskInput;
-use crate::specdoc::audit::Spec;
-use crate::specdoc::md::{self, GATE as MD};
-use crate::specdoc::spec::Kind;
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::md::{self, GATE as MD};
+use tlv4_specdoc::spec::Kind;
 
 /// Where the readiness report goes.
 pub const READINESS: &str = "spec/readiness-report.md";
@@ -768,7 +768,7 @@ fn requirements_section(o: &mut String, spec: &Spec) {
             o,
             "| Priority | Functional | Non-functional |\n|---|---|---|"
         );
-        let bucket = |r: &crate::specdoc::audit::Requirement| {
+        let bucket = |r: &tlv4_specdoc::audit::Requirement| {
             let p = r.moscow().map(md::norm).unwrap_or_default();
             match p.trim_matches(['[', ']']) {
                 "must" => 0,

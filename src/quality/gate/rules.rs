@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, Result};
-use crate::specdoc::template::Part;
+use tlv4_core::error::{Error, Result};
+use tlv4_specdoc::template::Part;
 
 /// The embedded data file.
 const GATES: &str = include_str!("../../../specs/quality-gates.toml");

@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 
 use super::checks;
 use super::rules::{Penalty, Rules, Severity};
-use crate::specdoc::audit::Spec;
-use crate::specdoc::check::{self, Links, Violations, plural};
-use crate::specdoc::md::{self, GATE as MD};
-use crate::specdoc::spec::Kind;
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::check::{self, Links, Violations, plural};
+use tlv4_specdoc::md::{self, GATE as MD};
+use tlv4_specdoc::spec::Kind;
 
 /// One violation of a rule.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,15 +9,15 @@ use super::score::{self, DIMENSIONS};
 use super::{QualityContext, QualityResult, run_task};
 use crate::agents::builtin::Builtin;
 use crate::agents::{Agent, CodeTree, Outcome, TaskInput};
-use crate::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
-use crate::specdoc::audit::Spec;
+use tlv4_core::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
+use tlv4_specdoc::audit::Spec;
 
 type Folder = BTreeMap<String, Vec<u8>>;
 
 const REQUEST: &str = "Add a login page where users sign in with email and password, \
                        and let admins reset a user's password";
 
-use crate::testutil::git;
+use tlv4_core::testutil::git;
 
 /// A small web project, committed; the directory lives as long as the guard.
 struct Repo {

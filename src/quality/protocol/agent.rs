@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::{Member, MemberError, Moderator, Rating, RatingInput, Turn};
 use crate::agents::command::{Driver, DriverOutput, RunContext};
 use crate::agents::{CodeTree, Outcome, TaskInput};
-use crate::model::{Role, Session, Task};
+use tlv4_core::model::{Role, Session, Task};
 
 /// The file a member's answer must hold.
 pub const CONTRIBUTION_FILE: &str = "contribution.json";
@@ -135,10 +135,10 @@ impl Seated {
             task: Task {
                 id,
                 role: role.clone(),
-                status: crate::model::TaskStatus::InProgress,
+                status: tlv4_core::model::TaskStatus::InProgress,
                 blocked_by: Vec::new(),
                 phase: "discuss".into(),
-                priority: crate::model::Priority::P1,
+                priority: tlv4_core::model::Priority::P1,
                 discuss: None,
                 inner_loop: false,
                 attempts: attempt,

@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use crate::agents::CodeTree;
-pub use crate::process::quote;
-use crate::specdoc::discovery::TestFramework;
+pub use tlv4_core::process::quote;
+use tlv4_specdoc::discovery::TestFramework;
 
 /// The test frameworks the tester can run and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Running the tests' commands with a timeout, stdin closed and stdout and stderr captured
 //! together, through the tool's one process runner. They run in a
-//! [`crate::worktree::ScratchCheckout`] of the session tip (the tool's one checkout manager),
+//! [`tlv4_core::worktree::ScratchCheckout`] of the session tip (the tool's one checkout manager),
 //! removed when dropped, so also when the run fails half-way or is interrupted.
 
 use std::path::Path;
@@ -28,20 +28,20 @@ const CAPTURE: usize = 4 << 20;
 
 /// Runs `command` with `sh -c` in `cwd`, stdin closed, for at most `timeout`; `env` is added
 /// to the inherited environment. It goes through the tool's one process runner
-/// ([`crate::process::run`]), with `remove` left out of the inherited environment: its own process group, killed when the command ends (a test
+/// ([`tlv4_core::process::run`]), with `remove` left out of the inherited environment: its own process group, killed when the command ends (a test
 /// that leaves a server running does not outlive the run), times out, or the tool is
 /// stopped by a signal or dies.
 pub fn run(
     cwd: &Path,
     command: &str,
     timeout: Duration,
-    env: &crate::environment::isolate::RunEnv,
+    env: &tlv4_core::environment::isolate::RunEnv,
 ) -> Ran {
-    let mut inv = crate::process::Invocation::new("/bin/sh", cwd);
+    let mut inv = tlv4_core::process::Invocation::new("/bin/sh", cwd);
     inv.args = vec!["-c".into(), command.to_owned()];
     inv.timeout = timeout;
     inv.capture_limit = CAPTURE;
-    inv.streams = crate::process::Streams::Together;
+    inv.streams = tlv4_core::process::Streams::Together;
     // No colours, no watch mode, no interactive installs.
     inv.env = [
         ("CI", "true"),
@@ -62,7 +62,7 @@ pub fn run(
         command: command.to_owned(),
         ..Ran::default()
     };
-    match crate::process::run(&inv) {
+    match tlv4_core::process::run(&inv) {
         Ok(out) => {
             ran.exit_code = if out.timed_out { None } else { out.code };
             ran.timed_out = out.timed_out;

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::agents::{CodeTree, TaskInput};
-use crate::model::{Session, Task};
-use crate::specdoc::discovery::TestFramework;
+use tlv4_core::model::{Session, Task};
+use tlv4_specdoc::discovery::TestFramework;
 
-use crate::testutil::git;
+use tlv4_core::testutil::git;
 
 mod outcome;
 mod runners;
@@ -46,7 +46,7 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "implementation"]);
     // The user trusted the repository: its tests may run (an empty trust record).
-    git(dir.path(), &["config", "--local", crate::trust::KEY, "2"]);
+    git(dir.path(), &["config", "--local", tlv4_core::trust::KEY, "2"]);
     let repo = gix::open(dir.path()).expect("open the repository");
     let head = repo.head_commit().expect("HEAD is a commit");
     let tree = head.tree_id().expect("the commit has a tree").detach();
@@ -59,7 +59,7 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
         repo: repo.clone().into_sync(),
         base,
         tip: head.id,
-        conf: std::sync::Arc::new(crate::trust::Configuration::read(dir.path()).unwrap()),
+        conf: std::sync::Arc::new(tlv4_core::trust::Configuration::read(dir.path()).unwrap()),
         shell: false,
     };
     Repo { dir, code, ctx }
@@ -117,7 +117,7 @@ fn worktrees(dir: &Path) -> usize {
         .filter(|rec| rec.starts_with("worktree "))
         .filter(|rec| {
             !rec.lines()
-                .any(|l| l == format!("locked {}", crate::worktree::pool::IDLE_REASON))
+                .any(|l| l == format!("locked {}", tlv4_core::worktree::pool::IDLE_REASON))
         })
         .count()
 }
@@ -730,7 +730,7 @@ fn a_detected_runner_runs_from_the_checkouts_node_modules() {
     }
     assert_eq!(local_runner("npx --no -- mocha", &web, &web), None);
 
-    let mut env = crate::environment::isolate::RunEnv {
+    let mut env = tlv4_core::environment::isolate::RunEnv {
         set: vec![("PATH".into(), "/usr/bin:/bin".into())],
         ..Default::default()
     };
@@ -1146,11 +1146,11 @@ fn an_untrusted_repository_does_not_run_its_tests() {
     let r = repo(&[("calc.py", CALC)], &[("test_calc.py", TEST_PASS)]);
     git(
         r.dir.path(),
-        &["config", "--local", "--unset", crate::trust::KEY],
+        &["config", "--local", "--unset", tlv4_core::trust::KEY],
     );
     // The command that runs the session reads the configuration (and so the record) now.
     let ctx = QualityContext {
-        conf: std::sync::Arc::new(crate::trust::Configuration::read(r.dir.path()).unwrap()),
+        conf: std::sync::Arc::new(tlv4_core::trust::Configuration::read(r.dir.path()).unwrap()),
         shell: false,
         ..r.ctx
     };

@@ -7,7 +7,7 @@ use super::manifest::{DEPS, Manifest};
 use super::scan::{Entry, FILES, Inventory};
 use crate::agents::builtin::code::{CODE, dirs, file_name, is_entry_point, is_test_dir};
 use crate::agents::builtin::words::has;
-use crate::specdoc::discovery::TestFramework;
+use tlv4_specdoc::discovery::TestFramework;
 
 /// At most this many paths per layout list.
 const MAX_LIST: usize = 20;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::agents::builtin::code::{self, Lang, dirs, file_name};
 use crate::agents::builtin::words::has;
 use crate::agents::{CodeFile, CodeTree};
-use crate::error::Result;
+use tlv4_core::error::Result;
 
 use super::manifest;
 

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use serde::Deserialize;
 
-use crate::specdoc::discovery::SeedAnalysis;
+use tlv4_specdoc::discovery::SeedAnalysis;
 
 /// How big the request looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]

@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use super::text;
 use crate::agents::builtin::words::unique;
 use crate::agents::{TaskInput, TechProfile};
-use crate::specdoc::discovery::Discovery as Report;
-use crate::specdoc::md;
-use crate::specdoc::spec::{DISCOVERY, Epic, Moscow, Req, Spec};
+use tlv4_specdoc::discovery::Discovery as Report;
+use tlv4_specdoc::md;
+use tlv4_specdoc::spec::{DISCOVERY, Epic, Moscow, Req, Spec};
 
 /// How many keywords a work item keeps.
 const KEYWORDS: usize = 12;

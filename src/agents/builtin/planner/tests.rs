@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use super::{run, signals, text};
 use crate::agents::{CodeTree, Outcome, TaskInput, TaskOutput};
-use crate::model::{Session, Task};
+use tlv4_core::model::{Session, Task};
 
-use crate::testutil::git;
+use tlv4_core::testutil::git;
 
 /// A repository holding `files`, committed; the directory lives as long as the guard.
 fn repo(files: &[(&str, &str)]) -> (tempfile::TempDir, CodeTree) {

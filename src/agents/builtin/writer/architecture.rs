@@ -8,7 +8,7 @@ use super::context::{self, Library};
 use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Phase, Step};
 use crate::agents::CodeFile;
-use crate::specdoc::spec::{self, Goal as GoalRow, Req as ReqRow, Requirements};
+use tlv4_specdoc::spec::{self, Goal as GoalRow, Req as ReqRow, Requirements};
 
 /// One component.
 #[derive(Serialize)]

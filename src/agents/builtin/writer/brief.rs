@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::context::{self, Discovery};
 use super::text;
 use super::{Ctx, Draft, Moscow, Phase, Step};
-use crate::specdoc::md;
+use tlv4_specdoc::md;
 
 /// At most this many goals; further clauses are listed as an open question.
 const MAX_GOALS: usize = 7;

@@ -1,5 +1,5 @@
 //! What the writer knows about the repository and the request: the analyst's
-//! `spec/discovery-context.json` (read by [`crate::specdoc::discovery`]), and, when it has no
+//! `spec/discovery-context.json` (read by [`tlv4_specdoc::discovery`]), and, when it has no
 //! code facts, the builtin analyst's scan of the code tree.
 
 use std::cmp::Ordering;
@@ -10,9 +10,9 @@ use serde::Serialize;
 use super::text;
 use crate::agents::builtin::{analyst, code};
 use crate::agents::{CodeFile, CodeTree};
-use crate::error::Result;
-use crate::specdoc::discovery::{Codebase, Discovery as Report};
-use crate::specdoc::md;
+use tlv4_core::error::Result;
+use tlv4_specdoc::discovery::{Codebase, Discovery as Report};
+use tlv4_specdoc::md;
 
 /// Whether the discovery context could be used.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
-use crate::specdoc::spec::{
+use tlv4_specdoc::spec::{
     self, Adr, Architecture, Component as ComponentRow, Goal as GoalRow, Req as ReqRow,
     Requirements,
 };

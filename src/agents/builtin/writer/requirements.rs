@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::context::{self, Discovery};
 use super::text::{self, System, Topic};
 use super::{Ctx, Draft, Folder, Moscow, Phase, Step};
-use crate::specdoc::spec::{self, Goal as GoalRow};
+use tlv4_specdoc::spec::{self, Goal as GoalRow};
 
 /// The category of a non-functional requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]

@@ -1,7 +1,7 @@
 //! The writer's templates (`specs/templates/builtin/`), rendered through the builtin agent's
 //! one environment (`agents/builtin/template.rs`) over plain data: the code decides what a
 //! document says (ids, lists, counts, choices) and the template says it. What a document
-//! must contain is the spec templates' (`crate::specdoc::template`), which agents and the
+//! must contain is the spec templates' (`tlv4_specdoc::template`), which agents and the
 //! readiness gate read too; `validate` checks the writer's output against them.
 
 pub(super) use crate::agents::builtin::template::{fill, fill_and_read};

@@ -83,7 +83,7 @@ pub use crate::agents::builtin::words::{has, words};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Clause {
     /// The clause, cleaned: lead-in words dropped, first letter upper-case; as Markdown
-    /// source ([`crate::specdoc::md::inline`]), since every use places it in a document.
+    /// source ([`tlv4_specdoc::md::inline`]), since every use places it in a document.
     pub text: String,
     /// The priority its wording states (`must`, `should`, `could`…), if any.
     pub priority: Option<Moscow>,
@@ -203,7 +203,7 @@ fn clean(piece: &str, negative: bool) -> Option<Clause> {
             .iter()
             .any(|n| first.starts_with(n.as_str()));
     Some(Clause {
-        text: crate::specdoc::md::inline(&upper_first(&text)),
+        text: tlv4_specdoc::md::inline(&upper_first(&text)),
         priority,
         negative,
     })

@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 
 use super::brief::count;
 use super::{Ctx, Draft, Folder, Phase, Step};
-use crate::specdoc::audit::Spec;
-use crate::specdoc::check::{self, Violations};
-use crate::specdoc::md::GATE as MD;
-use crate::specdoc::spec::DISCOVERY;
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::check::{self, Violations};
+use tlv4_specdoc::md::GATE as MD;
+use tlv4_specdoc::spec::DISCOVERY;
 
 /// The rules each phase answers for besides those broken in the files it wrote, in
 /// [`Phase::ALL`] order: the links it makes.

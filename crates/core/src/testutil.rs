@@ -1,0 +1,106 @@
+//! Helpers shared by the unit tests: a hermetic `git`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// `git` in `dir`, hermetic: no system or user configuration, no git location inherited from
+/// the environment (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`: a test run from a hook
+/// must not write the user's repository), the identity `t <t@t>`. The one base of every
+/// unit test's git.
+pub fn git_command(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"]);
+    cmd
+}
+
+/// [`git_command`] with `args`, at a fixed date; what it printed and how it ended.
+pub fn git_output(dir: &Path, args: &[&str]) -> Output {
+    git_command(dir)
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .args(args)
+        .output()
+        .expect("git runs")
+}
+
+/// [`git_output`], failing the test on a non-zero exit; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Starts a session on `store`'s `HEAD` holding `tasks` (id and role, all pending, none
+/// blocked), as the coordinator's `start` would write it in its first event: the tests of
+/// this crate need a session, not a pipeline.
+pub fn start_session(
+    store: &crate::store::Store,
+    text: &str,
+    pipeline: &str,
+    tasks: &[(&str, &str)],
+) -> crate::model::SessionId {
+    use crate::model::{
+        Event, EventKind, Priority, Role, SCHEMA_VERSION, Session, SessionStatus, State, Task,
+        TaskStatus,
+    };
+    let base = store.head_commit().expect("a HEAD commit");
+    let tree = store.commit_tree(base).expect("its tree");
+    let (sid, _) = store
+        .free_id(text, &crate::clock::today_compact(), 1, tree)
+        .expect("a free id");
+    let now = crate::clock::now_rfc3339();
+    let tasks = tasks
+        .iter()
+        .map(|&(id, role)| {
+            let task = Task {
+                id: id.parse().expect("a task id"),
+                role: Role::from(role),
+                status: TaskStatus::Pending,
+                blocked_by: Vec::new(),
+                phase: "implementation".into(),
+                priority: Priority::P0,
+                discuss: None,
+                inner_loop: false,
+                attempts: 0,
+                description: format!("{id} of the test session"),
+                owner: None,
+                result: None,
+            };
+            (task.id.clone(), task)
+        })
+        .collect();
+    let state = State {
+        session: Session {
+            schema: SCHEMA_VERSION,
+            id: sid.clone(),
+            task: text.to_owned(),
+            pipeline: pipeline.to_owned(),
+            supervision: false,
+            status: SessionStatus::Active,
+            base: base.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+            events: 0,
+            forked_from: None,
+        },
+        tasks,
+        control: Default::default(),
+    };
+    let event = Event::session(EventKind::SessionStarted, format!("Task: {text}"))
+        .with("Pipeline", pipeline)
+        .with("Base", base.to_string());
+    store
+        .create_session(base, vec![(state, Default::default(), event)])
+        .expect("the session is created");
+    sid
+}
