@@ -6,6 +6,9 @@
 //! `command` agent in task worktrees (create, snapshot, merge, remove): close to 1 s of wall
 //! time each run means the 8 ran side by side.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::Path;
 mod common;
 use common::git;

@@ -8,6 +8,9 @@
 //! divided by its 3 rounds). `recorded/4 seats`: `coordinator::discussion::advance` on a real
 //! repository, divided by its rounds. The seed's budget is about 5 s per round.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 use common::git;
 use std::sync::Arc;

@@ -21,6 +21,9 @@
 //! of about 30,000 changed lines); its medians and ratios are printed after the synthetic
 //! ones. The clone is only read.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use std::hint::black_box;

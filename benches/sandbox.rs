@@ -16,6 +16,9 @@
 //!
 //! The reaper's cost is one more exec of `git-tlv4`: some 6 ms on an agent run of seconds.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -19,6 +19,9 @@
 //!
 //! Run with `cargo bench --bench store`.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use std::collections::BTreeMap;

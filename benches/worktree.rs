@@ -17,6 +17,9 @@
 //!
 //! Run with `cargo bench --bench worktree`.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,8 +2,8 @@
 
 use clap::FromArgMatches;
 use git_tlv4::cli::{self, Cli};
-use tlv4_core::error::exit;
 use git_tlv4::ui::Ui;
+use tlv4_core::error::exit;
 
 fn main() {
     // The reaper of a confined program (`git-tlv4 __contain …`) is not a command.

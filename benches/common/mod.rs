@@ -7,7 +7,7 @@ use std::process::Command;
 
 /// Makes git (the CLI and gix alike) ignore the machine's and the user's configuration and any
 /// repository the benchmark happens to be started from.
-pub fn hermetic_env() {
+pub(crate) fn hermetic_env() {
     // SAFETY: called first thing in `main`, before any other thread exists.
     unsafe {
         std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
@@ -36,7 +36,7 @@ pub fn hermetic_env() {
 
 /// A temporary directory for benchmark repositories, on `/dev/shm` (RAM) when available so
 /// that disk noise does not dominate.
-pub fn temp_root(prefix: &str) -> tempfile::TempDir {
+pub(crate) fn temp_root(prefix: &str) -> tempfile::TempDir {
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
     let shm = Path::new("/dev/shm");
@@ -52,7 +52,7 @@ pub fn temp_root(prefix: &str) -> tempfile::TempDir {
 
 /// Runs `git args` in `dir`, without the machine's or the user's configuration; panics if it
 /// fails.
-pub fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -66,7 +66,7 @@ pub fn git(dir: &Path, args: &[&str]) {
 
 /// Runs `git args` in `dir` like [`git`] and returns what it printed; panics with its stderr
 /// if it fails.
-pub fn git_output(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_output(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")

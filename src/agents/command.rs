@@ -588,8 +588,11 @@ impl Driver for CliDriver {
                 confined = Some(confine(&call, ctx, &program, &inv, &self.repo_root)?);
             }
             inv.sandbox = confined.clone();
-            inv.env_remove
-                .extend(tlv4_core::sandbox::SOCKET_VARS.iter().map(|v| (*v).to_owned()));
+            inv.env_remove.extend(
+                tlv4_core::sandbox::SOCKET_VARS
+                    .iter()
+                    .map(|v| (*v).to_owned()),
+            );
             inv.env.push((
                 "TMPDIR".to_owned(),
                 home.path().join(".tmp").display().to_string(),

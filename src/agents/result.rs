@@ -139,7 +139,8 @@ pub fn parse_in(
     let mut out_files = Vec::with_capacity(files.len());
     for (path, content) in files {
         let path = path.strip_prefix("./").map(str::to_owned).unwrap_or(path);
-        tlv4_core::store::validate_pipeline_path(&path).map_err(|e| err(format!("`files`: {e}")))?;
+        tlv4_core::store::validate_pipeline_path(&path)
+            .map_err(|e| err(format!("`files`: {e}")))?;
         let Value::String(content) = content else {
             return Err(err(format!(
                 "`files`: the content of `{path}` must be a string holding the whole file"

@@ -233,7 +233,12 @@ impl Roster {
     /// full: giving the agent its shell without the box is not an option, and taking the
     /// shell away would change the session's tool sets under its tasks without a word.
     pub fn shell_here(&self, sid: &tlv4_core::model::SessionId, shell: bool) -> Result<()> {
-        shell_refused(sid, shell, tlv4_core::sandbox::level(), self.runs_commands())
+        shell_refused(
+            sid,
+            shell,
+            tlv4_core::sandbox::level(),
+            self.runs_commands(),
+        )
     }
 
     /// The agents that add their opinion to discuss perspectives.

@@ -8,8 +8,6 @@
 //! definitions (value names `SID`, `TASK`, `EVENT`, `EVENT_OR_TASK`), and hands everything
 //! else to clap's function with git's words.
 
-use std::io::Write;
-
 use tlv4_core::error::Result;
 use tlv4_core::store::Store;
 
@@ -87,10 +85,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, "git-tlv4", &mut out)
         }
     }
-    let _ = ctx;
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(&out)
+    ctx.ui
+        .out_bytes(&out)
         .map_err(|e| tlv4_core::Error::io("cannot write the completion script", e))
 }
 
@@ -114,11 +110,11 @@ pub(crate) fn complete(ctx: &Ctx<'_>, args: CompleteArgs) -> Result<()> {
             .map(|(_, state)| state.ordered().iter().map(|t| t.id.to_string()).collect())
             .unwrap_or_default(),
     };
-    let mut stdout = std::io::stdout().lock();
-    for v in values {
-        if writeln!(stdout, "{v}").is_err() {
-            break;
-        }
+    if !values.is_empty() {
+        let mut text = values.join("\n");
+        text.push('\n');
+        // A closed pipe ends the listing; nothing to say to a completion.
+        let _ = ctx.ui.out_bytes(text.as_bytes());
     }
     Ok(())
 }

@@ -39,7 +39,7 @@ struct Run {
 
 /// Sums over a group of runs.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Total {
+pub(super) struct Total {
     /// Runs counted.
     pub runs: u64,
     /// Wall-clock seconds.

@@ -2,9 +2,9 @@
 //! Synthesis, with a devil's advocate and a moderator) run as a session of its own.
 
 use crate::coordinator::discussion::{self, DiscussOptions, Progress};
+use crate::quality::protocol::{self, Decision, Limits, Preset, Status};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Completion;
-use crate::quality::protocol::{self, Decision, Limits, Preset, Status};
 
 use super::Ctx;
 use super::drive::{CompletionArg, RunFlags};
@@ -293,7 +293,11 @@ fn go_read(
 }
 
 /// Prints where the discussion stands and where its record is.
-fn report(ctx: &Ctx<'_>, store: &tlv4_core::store::Store, sid: &tlv4_core::model::SessionId) -> Result<()> {
+fn report(
+    ctx: &Ctx<'_>,
+    store: &tlv4_core::store::Store,
+    sid: &tlv4_core::model::SessionId,
+) -> Result<()> {
     let tip = store.tip(sid)?;
     let d = discussion::read(store, sid, tip)?;
     let path = discussion::document_path(store, sid)?;

@@ -347,18 +347,17 @@ fn offer_trust_for_tests(
     };
     let (_, setup) = super::trust::head_setup(store, &current.config);
     let covered = tlv4_core::trust::everything(root, &current.files, &current.config, &setup)?;
-    eprintln!(
-        "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})"
+    let mut context = format!(
+        "this repository is not trusted; its tests would run with your rights:\n  {command}   (from {evidence})\n"
     );
     if !covered.is_empty() {
-        eprintln!("trust would also cover (details: `git tlv4 trust --show`):");
+        context.push_str("trust would also cover (details: `git tlv4 trust --show`):\n");
         for i in &covered {
-            eprintln!("  {} ({})", i.path, i.why);
+            context.push_str(&format!("  {} ({})\n", i.path, i.why));
         }
     }
-    eprint!("trust this repository now? [y/N] ");
-    let mut line = String::new();
-    if std::io::stdin().read_line(&mut line).is_ok() && matches!(line.trim(), "y" | "Y" | "yes") {
+    let answer = ctx.ui.ask(&context, "trust this repository now? [y/N]");
+    if matches!(answer.as_deref(), Some("y" | "Y" | "yes")) {
         let items = tlv4_core::trust::trust_read(root, &current.files, &current.config, &setup)?;
         // The run goes on with what was just stored, without reading it back.
         conf.config.trust_record = Some(tlv4_core::trust::record_of(&items).format());
@@ -372,16 +371,11 @@ fn offer_trust_for_tests(
 
 /// Asks for the completion action on a terminal; keeps the session otherwise.
 fn ask_completion(ctx: &Ctx<'_>) -> Completion {
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Completion::Keep;
-    }
-    eprint!("every task is done: [a]rchive, [k]eep, or [e]xport? [k] ");
-    let mut line = String::new();
-    if std::io::stdin().read_line(&mut line).is_err() {
-        return Completion::Keep;
-    }
-    let _ = ctx;
-    match line.trim().chars().next() {
+    let answer = ctx.ui.ask(
+        "",
+        "every task is done: [a]rchive, [k]eep, or [e]xport? [k]",
+    );
+    match answer.as_deref().and_then(|a| a.chars().next()) {
         Some('a' | 'A') => Completion::Archive,
         Some('e' | 'E') => Completion::Export,
         _ => Completion::Keep,

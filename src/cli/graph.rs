@@ -48,7 +48,7 @@ pub enum Format {
 /// What a node is, beyond being a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum NodeKind {
+pub(super) enum NodeKind {
     /// A task of the pipeline (or added by the coordinator: IMPL, specialists).
     Task,
     /// A revision of another task (`DRAFT-002-R1`).
@@ -87,7 +87,7 @@ impl NodeKind {
 
 /// One task of the graph.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Node {
+pub(super) struct Node {
     /// The task id.
     pub id: TaskId,
     /// Its role.
@@ -113,7 +113,7 @@ pub struct Node {
 /// What an edge says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EdgeKind {
+pub(super) enum EdgeKind {
     /// `to` waits for `from` (`to`'s `blocked_by` names `from`).
     Depends,
     /// `to` is a revision of `from`.
@@ -122,7 +122,7 @@ pub enum EdgeKind {
 
 /// One edge of the graph.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Edge {
+pub(super) struct Edge {
     /// Where it starts.
     pub from: TaskId,
     /// Where it ends.
@@ -133,7 +133,7 @@ pub struct Edge {
 
 /// The task graph of a session at its tip.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Graph {
+pub(super) struct Graph {
     /// The format version of `graph --json`.
     pub schema: u32,
     /// The session.
@@ -153,14 +153,14 @@ pub struct Graph {
 
 impl Graph {
     /// Reads the graph of `sid` at its tip.
-    pub fn read(store: &Store, sid: &SessionId) -> Result<Graph> {
+    pub(super) fn read(store: &Store, sid: &SessionId) -> Result<Graph> {
         let (tip, state) = store.read_state(sid)?;
         let events = store.log_from(sid, tip, None)?;
         Ok(Graph::of(&state, &events))
     }
 
     /// The graph of `state`, with the merges `events` (newest first) record.
-    pub fn of(state: &State, events: &[tlv4_core::store::LoggedEvent]) -> Graph {
+    pub(super) fn of(state: &State, events: &[tlv4_core::store::LoggedEvent]) -> Graph {
         let mut merged: BTreeMap<&str, &str> = BTreeMap::new();
         for e in events {
             if let (Some(task), Some(m)) = (&e.task, e.trailer("Merged")) {
@@ -229,7 +229,7 @@ impl Graph {
     }
 
     /// The nodes of each rank, in node order.
-    pub fn ranks(&self) -> Vec<Vec<&Node>> {
+    pub(super) fn ranks(&self) -> Vec<Vec<&Node>> {
         let mut out: Vec<Vec<&Node>> = Vec::new();
         for n in &self.nodes {
             if out.len() <= n.rank {
@@ -241,7 +241,7 @@ impl Graph {
     }
 
     /// One line about the session: id, status, pipeline, and where a fork came from.
-    pub fn title(&self) -> String {
+    pub(super) fn title(&self) -> String {
         let mut t = format!("{} ({}, {})", self.session, self.status, self.pipeline);
         if let Some(f) = &self.forked_from {
             t.push_str(&format!(
@@ -254,7 +254,7 @@ impl Graph {
     }
 
     /// The ranked listing: one line per task, each with its status and what it waits for.
-    pub fn text(&self, colour: bool) -> String {
+    pub(super) fn text(&self, colour: bool) -> String {
         let paint = |status: &str, text: &str| {
             if colour {
                 format!("\x1b[{}m{text}\x1b[0m", ansi(status))
@@ -317,7 +317,7 @@ impl Graph {
 
     /// A Mermaid flowchart in a ```mermaid fence: one node per task (class = its status),
     /// `-->` for a dependency, `-.->|revision|` for a revision.
-    pub fn mermaid(&self) -> String {
+    pub(super) fn mermaid(&self) -> String {
         let mut out = String::from("```mermaid\n---\n");
         out.push_str(&format!("title: \"{}\"\n", mermaid_text(&self.title())));
         out.push_str("---\nflowchart TD\n");
@@ -351,7 +351,7 @@ impl Graph {
     }
 
     /// A Graphviz digraph: boxes filled by status, dashed edges for revisions.
-    pub fn dot(&self) -> String {
+    pub(super) fn dot(&self) -> String {
         let mut out = format!("digraph {} {{\n", dot_string(self.session.as_str()));
         out.push_str(&format!(
             "  label={}; labelloc=t; rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n",
@@ -399,10 +399,10 @@ fn revision_of(state: &State, t: &tlv4_core::model::Task) -> Option<TaskId> {
 }
 
 /// Every displayed status, for the legends.
-pub const STATUSES: [&str; 5] = ["completed", "in_progress", "ready", "blocked", "failed"];
+pub(super) const STATUSES: [&str; 5] = ["completed", "in_progress", "ready", "blocked", "failed"];
 
 /// Fill and stroke colours of a status (Mermaid, DOT and the report's SVG).
-pub fn colours(status: &str) -> (&'static str, &'static str) {
+pub(super) fn colours(status: &str) -> (&'static str, &'static str) {
     match status {
         "completed" => ("#c8e6c9", "#2e7d32"),
         "in_progress" => ("#fff3c4", "#b28704"),
@@ -435,7 +435,7 @@ fn glyph(status: &str) -> &'static str {
 }
 
 /// A node's label: the id, then role and status, then verdict and merge, one per line.
-pub fn label(n: &Node) -> String {
+pub(super) fn label(n: &Node) -> String {
     let mut l = format!("{}\n{} · {}", n.id, n.role, n.status);
     if let Some(v) = &n.verdict {
         l.push_str(&format!("\nverdict {v}"));

@@ -57,7 +57,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 }
 
 /// `list --remote`: what the remote's refs say; the state inside is not fetched.
-fn remote_list(ctx: &Ctx<'_>, store: &tlv4_core::store::Store, remote: &str, json: bool) -> Result<()> {
+fn remote_list(
+    ctx: &Ctx<'_>,
+    store: &tlv4_core::store::Store,
+    remote: &str,
+    json: bool,
+) -> Result<()> {
     let remote = tlv4_core::store::Remote::new(remote)?;
     let sessions = store.remote_sessions(&remote)?;
     if json {

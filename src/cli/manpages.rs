@@ -94,7 +94,7 @@ fn on_manpath(root: &Path) -> bool {
 
 /// Every page, `(file name, roff text)`: `git-tlv4.1` with the exit codes, and one per
 /// command and subcommand (`git-tlv4-task-claim.1`), hidden ones left out.
-pub fn pages() -> Vec<(String, String)> {
+pub(super) fn pages() -> Vec<(String, String)> {
     fn walk(cmd: &clap::Command, out: &mut Vec<(String, String)>, top: bool) {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             walk(sub, out, false);

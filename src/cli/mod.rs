@@ -36,10 +36,10 @@ pub use status::{StatusJson, to_json};
 
 use std::path::PathBuf;
 
+use crate::ui::Ui;
 use tlv4_core::error::Result;
 use tlv4_core::model::SessionId;
 use tlv4_core::store::Store;
-use crate::ui::Ui;
 
 /// Drive a team of AI coding agents through a development pipeline, with all state in git
 #[derive(Debug, clap::Parser)]

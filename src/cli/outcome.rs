@@ -60,7 +60,7 @@ const KINDS: [(&str, &str); 3] = [
 ];
 
 /// The outcome of `state` at `tip`.
-pub fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJson> {
+pub(super) fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<OutcomeJson> {
     let sid = &state.session.id;
     let mut verdicts = Vec::new();
     let mut concerns = Vec::new();

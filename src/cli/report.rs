@@ -36,9 +36,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let page = render(&store, &sid)?;
     match args.output.as_deref() {
         Some(p) if p.as_os_str() == "-" => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(page.as_bytes())
-                .and_then(|()| out.flush())
+            ctx.ui
+                .out_bytes(page.as_bytes())
                 .map_err(|e| Error::io("cannot write the report to standard output", e))?;
         }
         given => {
@@ -91,7 +90,7 @@ fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The whole page for session `sid`.
-pub fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result<String> {
+pub(super) fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result<String> {
     let (tip, state) = store.read_state(sid)?;
     let history = store.history(sid, None)?;
     let events: Vec<_> = history

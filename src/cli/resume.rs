@@ -94,7 +94,8 @@ fn clear_stale_checkouts(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Resul
                 "waiting for process {pid} in {}, started by a git-tlv4 that is gone, to end",
                 wt.display()
             ));
-            let deadline = std::time::Instant::now() + tlv4_core::process::KILL_GRACE + RUN_END_SLACK;
+            let deadline =
+                std::time::Instant::now() + tlv4_core::process::KILL_GRACE + RUN_END_SLACK;
             while tlv4_core::git::live_run(&wt).is_some() && std::time::Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(100));
             }

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tlv4_core::error::{Error, Result, exit};
-use tlv4_review::{
-    self as review, Confidence, Decision, DiffAlgorithm, Options, Requirements, Review, RuleSet, Severity,
-    Target, looks_like_task, previous_of,
-};
 use tlv4_core::store::{Store, session_dir};
+use tlv4_review::{
+    self as review, Confidence, Decision, DiffAlgorithm, Options, Requirements, Review, RuleSet,
+    Severity, Target, looks_like_task, previous_of,
+};
 
 use super::Ctx;
 
@@ -87,7 +87,7 @@ fn parse_confidence(s: &str) -> std::result::Result<Confidence, String> {
 /// When the command fails a review: the verdict BLOCK, or a finding at least so severe and
 /// so sure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bar {
+pub(super) struct Bar {
     /// Findings of this severity or worse fail it, if set.
     pub severity: Option<Severity>,
     /// The least confidence such a finding needs to count.
@@ -104,7 +104,7 @@ impl Bar {
     }
 
     /// Whether `review` fails this bar.
-    pub fn fails(&self, review: &Review) -> bool {
+    pub(super) fn fails(&self, review: &Review) -> bool {
         review.verdict == Decision::Block
             || self.severity.is_some_and(|worst| {
                 review
@@ -282,9 +282,7 @@ fn trusted_rules(root: &std::path::Path, files: &tlv4_core::trust::Files) -> Res
 #[cfg(test)]
 mod tests {
     use super::{Bar, Confidence, Decision, Review, Severity};
-    use tlv4_review::{
-        Counts, DiffAlgorithm, Dimension, Finding, RequirementsReport, Scores,
-    };
+    use tlv4_review::{Counts, DiffAlgorithm, Dimension, Finding, RequirementsReport, Scores};
 
     fn review(verdict: Decision, findings: &[(Severity, Confidence)]) -> Review {
         Review {

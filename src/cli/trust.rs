@@ -46,7 +46,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         let all = judged.iter().all(|(_, s)| s.is_none());
         let (key, state) = match stored {
             tlv4_core::trust::Stored::Record(_) if all => ("trusted", "is trusted"),
-            tlv4_core::trust::Stored::Record(_) => ("changed", "is trusted, but NOT what it holds now"),
+            tlv4_core::trust::Stored::Record(_) => {
+                ("changed", "is trusted, but NOT what it holds now")
+            }
             tlv4_core::trust::Stored::Old => {
                 ("old", "was trusted by an older git-tlv4 (trust it again)")
             }

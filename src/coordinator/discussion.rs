@@ -11,15 +11,15 @@ use std::sync::Arc;
 use crate::agents::command::Driver;
 use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, Outcome};
-use tlv4_core::error::{Error, Result};
-use tlv4_core::model::{
-    Completion, Control, Event, EventKind, Pause, PauseKind, SCHEMA_VERSION, Session, SessionId,
-    SessionStatus, Settings, State,
-};
 use crate::quality::protocol::agent::{RunLog, Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
     self, Cast, Decision, Discussion, End, Limits, Material, Member, Moderator, Preset, Status,
     builtin, record,
+};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{
+    Completion, Control, Event, EventKind, Pause, PauseKind, SCHEMA_VERSION, Session, SessionId,
+    SessionStatus, Settings, State,
 };
 use tlv4_core::store::{Store, session_dir};
 
@@ -433,7 +433,10 @@ fn record_round(
             .map(|b| {
                 (
                     log.file.to_owned(),
-                    serde_json::Value::String(tlv4_core::git::blob_hex(store.repo().object_hash(), b)),
+                    serde_json::Value::String(tlv4_core::git::blob_hex(
+                        store.repo().object_hash(),
+                        b,
+                    )),
                 )
             })
             .collect();

@@ -70,7 +70,7 @@ pub(crate) struct Held {
 
 impl Held {
     /// A lease just created by a claim.
-    pub fn new(commit: ObjectId, lease: Lease) -> Held {
+    pub(crate) fn new(commit: ObjectId, lease: Lease) -> Held {
         Held {
             commit,
             lease,
@@ -80,12 +80,12 @@ impl Held {
     }
 
     /// Whether a renewal is due: a third of a lease of `length` has passed since the last push.
-    pub fn due(&self, length: Duration) -> bool {
+    pub(crate) fn due(&self, length: Duration) -> bool {
         !self.lost && self.pushed.elapsed() >= length / 3
     }
 
     /// The remote took the renewal `commit` carrying `lease`.
-    pub fn renewed(&mut self, commit: ObjectId, lease: Lease) {
+    pub(crate) fn renewed(&mut self, commit: ObjectId, lease: Lease) {
         self.commit = commit;
         self.lease = lease;
         self.pushed = Instant::now();
@@ -93,7 +93,7 @@ impl Held {
 }
 
 impl RemoteMode {
-    pub fn new(opts: WorkerOptions) -> RemoteMode {
+    pub(crate) fn new(opts: WorkerOptions) -> RemoteMode {
         RemoteMode {
             opts,
             held: RefCell::new(BTreeMap::new()),
@@ -109,7 +109,7 @@ impl RemoteMode {
     /// Reorders `ready` (in priority order) so that workers looking at the same ready set
     /// try different tasks first: within each priority, the list is rotated by an offset of
     /// this worker's own. Fewer workers then race for the same claim.
-    pub fn spread(&self, ready: &mut [tlv4_core::model::Task]) {
+    pub(crate) fn spread(&self, ready: &mut [tlv4_core::model::Task]) {
         use std::hash::BuildHasher;
         let seed = foldhash::fast::FixedState::default().hash_one(&self.holder);
         let mut start = 0;
@@ -127,7 +127,7 @@ impl RemoteMode {
 
     /// The lease of `task` this worker holds, when the remote (as last fetched) still holds
     /// it as this worker last pushed it.
-    pub fn still_held(
+    pub(crate) fn still_held(
         &self,
         store: &tlv4_core::store::Store,
         sid: &SessionId,
@@ -146,7 +146,7 @@ impl RemoteMode {
     /// nothing renews it, and it is taken back like an expired lease (§18.9). Judged by this
     /// worker's monotonic clock, not the claim's time stamp, so no clock skew enters; a new
     /// worker waits that long before it takes such a task back.
-    pub fn unleased_overdue(
+    pub(crate) fn unleased_overdue(
         &self,
         state: &tlv4_core::model::State,
         leases: &BTreeMap<TaskId, (ObjectId, Lease)>,
@@ -178,7 +178,7 @@ impl RemoteMode {
     /// The error to stop with when renewals have failed for half a lease because the remote
     /// is out of reach (as long as a worker's fetch is retried): the leases it holds are
     /// running out, so its tasks are others' to take soon.
-    pub fn given_up(&self) -> Option<tlv4_core::error::Error> {
+    pub(crate) fn given_up(&self) -> Option<tlv4_core::error::Error> {
         let gone = self.out_of_reach.borrow();
         let (since, remote, detail) = gone.as_ref()?;
         (since.elapsed() >= self.opts.lease / 2).then(|| tlv4_core::error::Error::Unreachable {
@@ -188,17 +188,20 @@ impl RemoteMode {
     }
 
     /// Whether this worker takes tasks of `role`.
-    pub fn takes(&self, role: &str) -> bool {
+    pub(crate) fn takes(&self, role: &str) -> bool {
         self.opts.roles.is_empty() || self.opts.roles.iter().any(|r| r == role)
     }
 
     /// Whether `lease` has run out by this machine's clock, with the skew margin.
-    pub fn expired(&self, lease: &Lease) -> bool {
-        lease.expired(tlv4_core::store::now_ms(), super::run::millis(self.opts.skew))
+    pub(crate) fn expired(&self, lease: &Lease) -> bool {
+        lease.expired(
+            tlv4_core::store::now_ms(),
+            super::run::millis(self.opts.skew),
+        )
     }
 
     /// A new lease on attempt `attempt` of `task`, held by this worker from now.
-    pub fn lease_for(&self, sid: &SessionId, task: &TaskId, attempt: u32) -> Lease {
+    pub(crate) fn lease_for(&self, sid: &SessionId, task: &TaskId, attempt: u32) -> Lease {
         Lease {
             session: sid.clone(),
             task: task.clone(),
@@ -210,17 +213,17 @@ impl RemoteMode {
 
     /// How long a waiting worker sleeps before looking again: [`POLL`], up to half of it
     /// more (jittered, so workers do not knock in step).
-    pub fn poll(&self) -> Duration {
+    pub(crate) fn poll(&self) -> Duration {
         POLL + tlv4_core::clock::jitter(POLL / 2)
     }
 
     /// Whether it is time to fetch again while tasks run.
-    pub fn poll_due(&self) -> bool {
+    pub(crate) fn poll_due(&self) -> bool {
         self.last_poll.elapsed() >= POLL
     }
 
     /// The remote was just fetched.
-    pub fn polled(&mut self) {
+    pub(crate) fn polled(&mut self) {
         self.last_poll = Instant::now();
     }
 }

@@ -74,7 +74,7 @@ pub(super) struct Recording {
 
 impl Recording {
     /// The start of a recording of `output` for `task`, with the worker's `warnings`.
-    pub fn new(task: Task, output: TaskOutput, warnings: Vec<String>) -> Recording {
+    pub(super) fn new(task: Task, output: TaskOutput, warnings: Vec<String>) -> Recording {
         Recording {
             task,
             output,
@@ -86,7 +86,7 @@ impl Recording {
     }
 
     /// Whether the task completed (so far as the steps run have judged).
-    pub fn completed(&self) -> bool {
+    pub(super) fn completed(&self) -> bool {
         self.output.outcome == Outcome::Completed
     }
 

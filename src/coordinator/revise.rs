@@ -2,9 +2,9 @@
 //! abort, retry. Each is applied to the state in one event by the caller.
 
 use super::followup::is_revised;
+use crate::quality::DiscussOutcome;
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Pause, PauseKind, Role, SessionStatus, State, Task, TaskId, TaskStatus};
-use crate::quality::DiscussOutcome;
 
 /// Where a discuss round's divergence leads.
 pub enum DiscussRoute {

@@ -17,12 +17,12 @@ use super::worker::{WorkResult, work};
 use super::{followup, record};
 use crate::agents::roster::Roster;
 use crate::agents::{CodeTree, TaskInput};
+use crate::quality::QualityContext;
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{
     Event, EventKind, Owner, Pause, PauseKind, Role, SessionId, SessionStatus, State, TaskId,
     TaskStatus,
 };
-use crate::quality::QualityContext;
 use tlv4_core::store::{Store, Txn, Written, session_dir};
 use tlv4_core::trust::Configuration;
 use tlv4_core::worktree;

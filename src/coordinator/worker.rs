@@ -11,10 +11,10 @@ use crate::agents::command::{Driver, DriverOutput, RunContext, Shell, TestComman
 use crate::agents::meter::Meter;
 use crate::agents::roster::Roster;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
+use crate::quality::{self, DiscussOutcome, FixRequest, QualityContext};
 use tlv4_core::error::Result;
 use tlv4_core::hooks::Hooks;
 use tlv4_core::model::Verdict;
-use crate::quality::{self, DiscussOutcome, FixRequest, QualityContext};
 use tlv4_core::store::Store;
 use tlv4_core::worktree::{self, ReadOnlyView, SnapshotLimits, TaskWorktree};
 
@@ -61,7 +61,7 @@ pub(crate) struct SnapshotData {
 
 impl WorkResult {
     /// A failure before the agent produced anything.
-    pub fn failed(agent: &str, reason: String) -> WorkResult {
+    pub(super) fn failed(agent: &str, reason: String) -> WorkResult {
         WorkResult {
             output: TaskOutput::failed(reason.clone(), format!("error: {reason}")),
             fix: None,

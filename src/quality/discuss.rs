@@ -23,9 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::DiscussOutcome;
 use crate::agents::{TaskInput, TaskOutput};
+use crate::quality::protocol::Preset;
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Verdict;
-use crate::quality::protocol::Preset;
 use tlv4_specdoc::spec::Spec;
 
 use config::{Config, OnFail, Rule, Thresholds};

@@ -19,10 +19,10 @@ use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use tlv4_core::error::Result;
 use tlv4_core::model::Verdict;
 
-use tlv4_specdoc::audit::Spec;
-use tlv4_specdoc::spec::Kind;
 use rules::{Rules, Severity};
 use score::{DIMENSIONS, Evaluation};
+use tlv4_specdoc::audit::Spec;
+use tlv4_specdoc::spec::Kind;
 
 /// At most this many lines go to `wisdom/issues.md`.
 const MAX_WARNINGS: usize = 10;

@@ -30,9 +30,9 @@ use super::{FixRequest, QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use tlv4_core::error::Result;
 use tlv4_core::model::{TaskId, Verdict};
+use tlv4_core::worktree::prepare::PlanRefused;
 use tlv4_specdoc::discovery::Discovery;
 use tlv4_specdoc::spec::{DISCOVERY, PLAN};
-use tlv4_core::worktree::prepare::PlanRefused;
 
 /// At most this many test iterations (the first run and its fix re-runs).
 pub const MAX_ITERATIONS: u32 = 10;
@@ -1012,8 +1012,9 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
-    let checkout = tlv4_core::store::Store::from_repo(repo.clone())
-        .and_then(|store| tlv4_core::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str()));
+    let checkout = tlv4_core::store::Store::from_repo(repo.clone()).and_then(|store| {
+        tlv4_core::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str())
+    });
     let mut worktree = match checkout {
         Ok(w) => w,
         Err(e) => {

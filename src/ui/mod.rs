@@ -113,6 +113,13 @@ impl Ui {
         let _ = writeln!(out, "{}", text.as_ref());
     }
 
+    /// Data as bytes (a script, a page), exactly as given; the error when stdout refuses it.
+    pub fn out_bytes(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()
+    }
+
     /// A value as pretty JSON on stdout.
     pub fn json(&self, value: &impl serde::Serialize) {
         match serde_json::to_string_pretty(value) {
@@ -138,6 +145,25 @@ impl Ui {
         for line in text.as_ref().lines() {
             err_line(&format!("hint: {}", self.addressed(line)));
         }
+    }
+
+    /// A question to the user at a terminal: `context` (lines that explain it) and `question`
+    /// on stderr, then one line read from stdin, trimmed. `None` off a terminal (stdin or
+    /// stderr not one), where nothing is asked, or when nothing could be read.
+    pub fn ask(&self, context: &str, question: &str) -> Option<String> {
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            return None;
+        }
+        let mut err = std::io::stderr().lock();
+        for line in context.lines() {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = write!(err, "{question} ");
+        let _ = err.flush();
+        drop(err);
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).ok()?;
+        Some(line.trim().to_owned())
     }
 
     /// An error on stderr, git style, with its hints.

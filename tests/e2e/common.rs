@@ -5,15 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_git-tlv4");
 
 /// The exit code of a run that stopped to wait for the user (`tlv4_core::error::exit`).
-pub const WAITING: i32 = tlv4_core::error::exit::WAITING;
+pub(crate) const WAITING: i32 = tlv4_core::error::exit::WAITING;
 /// The exit code of a run that stalled on failed tasks.
-pub const STALLED: i32 = tlv4_core::error::exit::STALLED;
+pub(crate) const STALLED: i32 = tlv4_core::error::exit::STALLED;
 
 /// The path of the fake agent program `name` of `tests/fixtures/agents`.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/agents")
         .join(name)
@@ -22,7 +22,7 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// A temporary repository with one commit, and an empty home directory.
-pub struct TestRepo {
+pub(crate) struct TestRepo {
     pub dir: tempfile::TempDir,
     pub home: tempfile::TempDir,
 }
@@ -35,7 +35,7 @@ impl Drop for TestRepo {
 }
 
 /// A command with a clean, fixed environment: no user or system config, fixed dates.
-pub fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
+pub(crate) fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
     let mut cmd = Command::new(program);
     cmd.env_clear()
         .current_dir(cwd)
@@ -53,7 +53,7 @@ pub fn hermetic(program: &str, cwd: &Path, home: &Path) -> Command {
 
 /// Lets `cmd` find the Rust toolchain where rustup keeps it for the user running the tests,
 /// which the empty home of [`hermetic`] hides (`cargo` then cannot choose a toolchain).
-pub fn toolchain(cmd: &mut Command) -> &mut Command {
+pub(crate) fn toolchain(cmd: &mut Command) -> &mut Command {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     for (var, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
         let found = std::env::var_os(var)
@@ -68,7 +68,7 @@ pub fn toolchain(cmd: &mut Command) -> &mut Command {
 
 impl TestRepo {
     /// A repository with `user.name`/`user.email` set and one commit on `main`.
-    pub fn new() -> TestRepo {
+    pub(crate) fn new() -> TestRepo {
         let repo = TestRepo::empty();
         repo.git(&["config", "user.name", "Test User"]);
         repo.git(&["config", "user.email", "test@example.com"]);
@@ -81,7 +81,7 @@ impl TestRepo {
     }
 
     /// `git init` and nothing else.
-    pub fn empty() -> TestRepo {
+    pub(crate) fn empty() -> TestRepo {
         let repo = TestRepo {
             dir: tempfile::tempdir().unwrap(),
             home: tempfile::tempdir().unwrap(),
@@ -90,11 +90,11 @@ impl TestRepo {
         repo
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, text).unwrap();
@@ -103,20 +103,20 @@ impl TestRepo {
 
     /// The folder of the repository's kept checkouts (its pools): beside its working tree,
     /// `<parent>/<name>.tlv4`. It may not exist yet.
-    pub fn pool_dir(&self) -> PathBuf {
+    pub(crate) fn pool_dir(&self) -> PathBuf {
         let dir = self.path().canonicalize().unwrap();
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         dir.parent().unwrap().join(format!("{name}.tlv4"))
     }
 
-    pub fn git_cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn git_cmd(&self, args: &[&str]) -> Command {
         let mut c = hermetic("git", self.path(), self.home.path());
         c.args(args);
         c
     }
 
     /// Runs git and returns stdout, failing the test on a non-zero exit.
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let out = self.git_cmd(args).output().unwrap();
         assert!(
             out.status.success(),
@@ -126,22 +126,22 @@ impl TestRepo {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    pub fn tlv4_cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn tlv4_cmd(&self, args: &[&str]) -> Command {
         self.tlv4_cmd_in(self.path(), args)
     }
 
-    pub fn tlv4_cmd_in(&self, dir: &Path, args: &[&str]) -> Command {
+    pub(crate) fn tlv4_cmd_in(&self, dir: &Path, args: &[&str]) -> Command {
         let mut c = hermetic(BIN, dir, self.home.path());
         c.args(args);
         c
     }
 
-    pub fn tlv4(&self, args: &[&str]) -> Output {
+    pub(crate) fn tlv4(&self, args: &[&str]) -> Output {
         self.tlv4_cmd(args).output().unwrap()
     }
 
     /// Runs git-tlv4, asserts success, returns stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.tlv4(args);
         assert!(
             out.status.success(),
@@ -154,7 +154,7 @@ impl TestRepo {
 
     /// Runs a command that runs the pipeline and asserts it stopped with exit `code`
     /// ([`WAITING`] at a pause for the user, [`STALLED`] on failed tasks); returns stdout.
-    pub fn stops(&self, args: &[&str], code: i32) -> String {
+    pub(crate) fn stops(&self, args: &[&str], code: i32) -> String {
         let out = self.tlv4(args);
         assert_eq!(
             out.status.code(),
@@ -168,7 +168,7 @@ impl TestRepo {
     /// Runs a command that runs the pipeline and asserts it stopped the way a run stops
     /// without an error: completed (0), waiting for the user ([`WAITING`]) or stalled
     /// ([`STALLED`]). For helpers shared by tests that then check the session themselves.
-    pub fn runs(&self, args: &[&str]) -> String {
+    pub(crate) fn runs(&self, args: &[&str]) -> String {
         let out = self.tlv4(args);
         assert!(
             matches!(out.status.code(), Some(0 | WAITING | STALLED)),
@@ -180,7 +180,7 @@ impl TestRepo {
     }
 
     /// Runs git-tlv4, asserts exit `code`, returns stderr.
-    pub fn fails(&self, args: &[&str], code: i32) -> String {
+    pub(crate) fn fails(&self, args: &[&str], code: i32) -> String {
         let out = self.tlv4(args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(
@@ -192,7 +192,7 @@ impl TestRepo {
         stderr
     }
 
-    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+    pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
@@ -200,7 +200,7 @@ impl TestRepo {
     /// `schema` and returns the rows under `key`.
     /// `git worktree list --porcelain` without the checkouts kept idle in the tool's pool
     /// (detached, locked `git-tlv4 pool: idle`): what is left is in use or left behind.
-    pub fn worktrees_in_use(&self) -> String {
+    pub(crate) fn worktrees_in_use(&self) -> String {
         self.git(&["worktree", "list", "--porcelain"])
             .split("\n\n")
             .filter(|rec| !rec.lines().any(|l| l == "locked git-tlv4 pool: idle"))
@@ -208,21 +208,21 @@ impl TestRepo {
             .join("\n\n")
     }
 
-    pub fn rows(&self, args: &[&str], key: &str) -> serde_json::Value {
+    pub(crate) fn rows(&self, args: &[&str], key: &str) -> serde_json::Value {
         let doc = self.json(args);
         assert_eq!(doc["schema"], 1, "git tlv4 {args:?}: {doc}");
         doc[key].clone()
     }
 
     /// Starts a session and returns its id.
-    pub fn start(&self, pipeline: &str, text: &str) -> String {
+    pub(crate) fn start(&self, pipeline: &str, text: &str) -> String {
         self.ok(&["start", "--no-run", "--pipeline", pipeline, text])
             .trim()
             .to_owned()
     }
 
     /// `git fsck --strict` must be clean.
-    pub fn fsck(&self) {
+    pub(crate) fn fsck(&self) {
         let out = self
             .git_cmd(&["fsck", "--strict", "--no-progress"])
             .output()
@@ -237,7 +237,7 @@ impl TestRepo {
 
     /// Everything a failed command must not change: every ref, HEAD, the index and the
     /// working tree status.
-    pub fn snapshot(&self) -> String {
+    pub(crate) fn snapshot(&self) -> String {
         let refs = self.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
         let head = self
             .git_cmd(&["rev-parse", "HEAD"])
@@ -254,7 +254,7 @@ impl TestRepo {
         )
     }
 
-    pub fn trailers(&self, rev: &str, key: &str) -> Vec<String> {
+    pub(crate) fn trailers(&self, rev: &str, key: &str) -> Vec<String> {
         self.git(&[
             "log",
             "--first-parent",
@@ -267,7 +267,7 @@ impl TestRepo {
         .collect()
     }
 
-    pub fn task(&self, sid: &str, id: &str) -> serde_json::Value {
+    pub(crate) fn task(&self, sid: &str, id: &str) -> serde_json::Value {
         let status = self.json(&["--session", sid, "status", "--json"]);
         status["tasks"]
             .as_array()
@@ -279,7 +279,7 @@ impl TestRepo {
     }
 
     /// Writes `pipelines.toml` with one pipeline `wide` of `n` independent executor tasks.
-    pub fn wide_pipeline(&self, n: usize) {
+    pub(crate) fn wide_pipeline(&self, n: usize) {
         let mut text = String::from(
             "schema = 1\n[role.executor]\nprefix = \"IMPL\"\ninner_loop = false\nsummary = \"x\"\n\
              [role.supervisor]\nprefix = \"CHECKPOINT\"\ninner_loop = false\ncheckpoint = true\nsummary = \"x\"\n",
@@ -302,7 +302,7 @@ impl TestRepo {
 }
 
 /// A pid that is certainly not running: a child that has exited and been reaped.
-pub fn dead_pid() -> u32 {
+pub(crate) fn dead_pid() -> u32 {
     let mut child = Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();

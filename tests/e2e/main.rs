@@ -1,6 +1,9 @@
 //! End-to-end tests: the real binary against real git in throwaway repositories, checked
 //! with git itself.
 
+// A bench or test binary reports to its terminal: it may print.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 
 pub(crate) mod agents;

@@ -114,7 +114,7 @@ const BUILD_DIRS: &[&str] = &[
 const CLI_DIRS: &[&str] = &["bin", "cmd", "cli"];
 
 /// The context of the file at `path` from its path alone (the syntax may add more).
-pub fn of_path(path: &str) -> Option<Context> {
+pub(crate) fn of_path(path: &str) -> Option<Context> {
     let lower = path.to_ascii_lowercase();
     let mut parts: Vec<&str> = lower.split('/').collect();
     let name = parts.pop().unwrap_or("");
@@ -236,7 +236,7 @@ const VENDORED_DIRS: &[&str] = &[
 /// vendoring or build-output directory, a minified or bundled script, or marked as generated
 /// in its first lines (`@generated`, Go's `Code generated … DO NOT EDIT.`). A review has
 /// nothing to ask of the change's author there.
-pub fn is_not_authored(path: &str, text: &str) -> bool {
+pub(crate) fn is_not_authored(path: &str, text: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     let mut parts: Vec<&str> = lower.split('/').collect();
     let name = parts.pop().unwrap_or("");

@@ -234,7 +234,7 @@ pub struct DiffOptions {
 
 /// A changed file as the tree diff reports it, before its blobs are read.
 #[derive(Debug, Clone)]
-pub struct Changed {
+pub(crate) struct Changed {
     path: String,
     old_path: Option<String>,
     kind: ChangeKind,
@@ -244,7 +244,7 @@ pub struct Changed {
 
 impl Changed {
     /// The new-side path (the old one for a deletion).
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 }
@@ -252,7 +252,7 @@ impl Changed {
 /// The changed files between two trees (exact renames paired here when `renames` asks for
 /// renames, similar ones left to [`pair_renames`]), leaving out directories, submodules and
 /// everything under one of `exclude` (path prefixes ending in `/`).
-pub fn changed_files(
+pub(crate) fn changed_files(
     repo: &gix::Repository,
     old_tree: ObjectId,
     new_tree: ObjectId,
@@ -365,7 +365,7 @@ pub fn changed_files(
 
 /// How renames are found, from `diff.renames` (git's default: renames, 50% similar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renames {
+pub(crate) enum Renames {
     /// Not at all (`diff.renames = false`).
     Off,
     /// Renames, exact or at least 50% similar (git's default).
@@ -376,7 +376,7 @@ pub enum Renames {
 
 impl Renames {
     /// The mode `repo`'s configuration asks for.
-    pub fn of(repo: &gix::Repository) -> Renames {
+    pub(crate) fn of(repo: &gix::Repository) -> Renames {
         let config = repo.config_snapshot();
         match config
             .string("diff.renames")
@@ -432,7 +432,7 @@ fn pair_exact_renames(changes: &mut Vec<Changed>) {
 /// their lines, as git does by default: a text's similarity to another is the bytes of its
 /// chunks (lines, cut at 64 bytes, a `\r` before `\n` left out) that the other has too, over
 /// the larger text's bytes; the best-scoring pairs are taken first.
-pub fn pair_renames(files: &mut Vec<FileDiff>, opts: &DiffOptions) {
+pub(crate) fn pair_renames(files: &mut Vec<FileDiff>, opts: &DiffOptions) {
     let side = |kind: ChangeKind| -> Vec<usize> {
         files
             .iter()
@@ -592,7 +592,11 @@ impl Chunks {
 /// Reads both sides of `change` (the line diff is left to [`FileDiff::diff_lines`], so that
 /// reading, which walks delta chains best on one thread with one cache, and diffing, which
 /// runs on every core, can overlap).
-pub fn read_file(repo: &gix::Repository, change: &Changed, opts: &DiffOptions) -> Result<FileDiff> {
+pub(crate) fn read_file(
+    repo: &gix::Repository,
+    change: &Changed,
+    opts: &DiffOptions,
+) -> Result<FileDiff> {
     let mut file = FileDiff::unread(&change.path, change.old_path.clone(), change.kind);
     let side = |side: Option<(ObjectId, bool)>| -> Result<Side> {
         let Some((id, regular)) = side else {
@@ -920,7 +924,7 @@ fn common_ends(a: &str, b: &str) -> (usize, usize) {
 
 /// The hash of `line` with its whitespace normalised (trimmed, inner runs as one space);
 /// `None` for a blank line.
-pub fn normalised_hash(line: &str) -> Option<u64> {
+pub(crate) fn normalised_hash(line: &str) -> Option<u64> {
     use std::hash::{BuildHasher, Hash, Hasher};
     let mut h = foldhash::fast::FixedState::default().build_hasher();
     let mut any = false;
@@ -935,7 +939,7 @@ pub fn normalised_hash(line: &str) -> Option<u64> {
 }
 
 /// The hashes of lines a change removed ([`normalised_hash`]).
-pub type Moved = std::collections::HashSet<u64, foldhash::fast::RandomState>;
+pub(crate) type Moved = std::collections::HashSet<u64, foldhash::fast::RandomState>;
 
 /// Whether any of the ordered, disjoint `runs` overlaps `range`.
 fn overlaps(runs: &[Range<usize>], range: &Range<usize>) -> bool {

@@ -18,7 +18,7 @@ use super::syntax::{Grammar, Syntax};
 use super::{Confidence, Finding};
 
 /// Findings for import cycles among `files` that an added line closes.
-pub fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<Finding> {
+pub(crate) fn circular(rules: &RuleSet, files: &[FileDiff], scans: &[FileScan]) -> Vec<Finding> {
     let Some(check) = rules.check(CheckId::CircularImport) else {
         return Vec::new();
     };
@@ -235,7 +235,7 @@ fn path_targets(path: &str, spec: &str, extensions: &[String]) -> Vec<String> {
 
 /// The module-level imports of a parsed Python, JavaScript or TypeScript file (`None` for
 /// other grammars, whose imports the rules file's patterns find).
-pub fn module_level(syntax: &Syntax<'_>) -> Option<Vec<Import>> {
+pub(crate) fn module_level(syntax: &Syntax<'_>) -> Option<Vec<Import>> {
     let mut out = Vec::new();
     match syntax.grammar {
         Grammar::Python => python_block(syntax, syntax.root(), &mut out),

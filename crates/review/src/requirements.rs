@@ -199,7 +199,7 @@ pub struct CriterionResult {
 }
 
 /// The band of `overlap` percent.
-pub fn band(rules: &RuleSet, overlap: u32) -> Coverage {
+pub(crate) fn band(rules: &RuleSet, overlap: u32) -> Coverage {
     if overlap >= rules.limits.covered {
         Coverage::Covered
     } else if overlap >= rules.limits.partial {
@@ -211,7 +211,7 @@ pub fn band(rules: &RuleSet, overlap: u32) -> Coverage {
 
 /// Matches every criterion against `change_words` (from [`keywords`] of the added lines and
 /// changed paths); returns the results and the findings for criteria not covered.
-pub fn coverage(
+pub(crate) fn coverage(
     rules: &RuleSet,
     reqs: &Requirements,
     change_words: &HashSet<String>,
@@ -267,7 +267,7 @@ const STOP: &[&str] = &[
 
 /// Lower-case alphanumeric words of `text`, split at case changes (`parseConfig` → `parse`,
 /// `config`) and underscores.
-pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric()).flat_map(|w| {
         let mut parts = Vec::new();
         let mut cur = String::new();
@@ -287,7 +287,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// The keywords of `text`: words of 4+ letters, stemmed, without common words.
-pub fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn keywords(text: &str) -> impl Iterator<Item = String> + '_ {
     words(text)
         .filter(|w| w.chars().count() >= 4 && !STOP.contains(&w.as_str()))
         .map(|w| stem(&w))

@@ -32,7 +32,7 @@ pub struct RevisionAnalysis {
 }
 
 /// The unified diff of a whole change.
-pub fn unified(files: &[FileDiff], algorithm: DiffAlgorithm, deadline: Duration) -> String {
+pub(crate) fn unified(files: &[FileDiff], algorithm: DiffAlgorithm, deadline: Duration) -> String {
     files
         .iter()
         .map(|f| f.unified(algorithm, deadline))
@@ -40,7 +40,7 @@ pub fn unified(files: &[FileDiff], algorithm: DiffAlgorithm, deadline: Duration)
 }
 
 /// Compares the change `revision` made with the change `original` made.
-pub fn compare(
+pub(crate) fn compare(
     task: &str,
     original_task: &str,
     feedback: &str,

@@ -22,7 +22,7 @@ use super::syntax::Place;
 use tlv4_core::error::{Error, Result};
 
 /// The rules file compiled into the binary.
-pub const BUILTIN: &str = include_str!("../../../specs/review-rules.toml");
+pub(crate) const BUILTIN: &str = include_str!("../../../specs/review-rules.toml");
 /// Where a repository may put its own rules, relative to the working tree root.
 pub const OVERRIDE_PATH: &str = ".tlv4/specs/review-rules.toml";
 /// The rules format this build reads.

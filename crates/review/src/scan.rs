@@ -14,7 +14,7 @@ use super::{Confidence, Finding};
 
 /// What scanning one file found.
 #[derive(Debug, Clone, Default)]
-pub struct FileScan {
+pub(crate) struct FileScan {
     /// Findings, in rule order.
     pub findings: Vec<Finding>,
     /// The file's language (index into the rule set's languages).
@@ -32,14 +32,14 @@ pub struct FileScan {
 }
 
 /// Severity `s` lowered by `steps` (never below low).
-pub fn lowered(s: Severity, steps: u8) -> Severity {
+pub(crate) fn lowered(s: Severity, steps: u8) -> Severity {
     let at = Severity::ALL.iter().position(|&x| x == s).unwrap_or(0);
     Severity::ALL[(at + usize::from(steps)).min(Severity::ALL.len() - 1)]
 }
 
 /// How many severities a finding drops in `context`: two in test code and examples (what
 /// they do is not shipped), one in build scripts and programs.
-pub fn context_steps(context: Option<Context>) -> u8 {
+pub(crate) fn context_steps(context: Option<Context>) -> u8 {
     match context {
         None => 0,
         Some(Context::Test | Context::Example) => 2,
@@ -49,7 +49,7 @@ pub fn context_steps(context: Option<Context>) -> u8 {
 
 /// Scans `file` with `rules`; `imports`: read the module-level imports of files whose
 /// language resolves them (for the circular-import check).
-pub fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> FileScan {
+pub(crate) fn scan_file(rules: &RuleSet, file: &FileDiff, imports_wanted: bool) -> FileScan {
     let (mut scan, test_file) = begin(rules, file);
     if file.skipped.is_some() || file.kind == ChangeKind::Deleted {
         scan.touches_tests = test_file;
@@ -836,7 +836,7 @@ fn parse_windows(
 /// the rules that apply to them, their languages' function patterns and the checks' own
 /// expressions. Each is compiled once, on first use, so this changes no result; run while
 /// the files are read, it takes that time off the scan.
-pub fn prepare<'p>(rules: &RuleSet, paths: impl Iterator<Item = &'p str>) {
+pub(crate) fn prepare<'p>(rules: &RuleSet, paths: impl Iterator<Item = &'p str>) {
     let mut languages = Vec::new();
     for path in paths {
         let language = rules.language_of(path);
@@ -866,7 +866,7 @@ pub fn prepare<'p>(rules: &RuleSet, paths: impl Iterator<Item = &'p str>) {
 /// `export … from`, `require(`; moved ones count: moving an import out of a function closes
 /// cycles): without one anywhere in the change, no cycle can be closed by it and no file's
 /// imports need to be read.
-pub fn adds_an_import(file: &FileDiff) -> bool {
+pub(crate) fn adds_an_import(file: &FileDiff) -> bool {
     use std::sync::LazyLock;
     static IMPORT: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
         regex::bytes::Regex::new(
@@ -1116,7 +1116,7 @@ fn indent_end(file: &Lines<'_>, start: usize) -> Option<usize> {
 
 /// An import statement of a changed file.
 #[derive(Debug, Clone)]
-pub struct Import {
+pub(crate) struct Import {
     /// The module as written.
     pub module: String,
     /// Names imported from it (`from . import a, b`).
@@ -1128,7 +1128,7 @@ pub struct Import {
 /// The module-level imports of `file` in `language`: from its parse for the languages the
 /// review parses (see [`super::imports::module_level`]), else every match of the language's
 /// `imports` patterns.
-pub fn imports(
+pub(crate) fn imports(
     rules: &RuleSet,
     language: usize,
     file: &FileDiff,
@@ -1166,7 +1166,7 @@ pub fn imports(
 }
 
 /// Normalises `a/b/../c/./d` to `a/c/d`; `None` when it climbs above the root.
-pub fn normalise(path: &str) -> Option<String> {
+pub(crate) fn normalise(path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for p in path.split('/') {
         match p {
@@ -1181,7 +1181,7 @@ pub fn normalise(path: &str) -> Option<String> {
 }
 
 /// The directory of `path` (`""` at the root).
-pub fn dir_of(path: &str) -> &str {
+pub(crate) fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 

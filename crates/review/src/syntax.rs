@@ -15,7 +15,7 @@ use tree_sitter::{Node, Parser, Tree};
 
 /// A grammar the review parses with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Grammar {
+pub(crate) enum Grammar {
     /// Python 3 (and the Python 2 statements tree-sitter still knows, such as `print x`).
     Python,
     /// Rust.
@@ -32,7 +32,7 @@ pub enum Grammar {
 
 impl Grammar {
     /// The grammar for a file of the rules file's language `language` named `path`.
-    pub fn of(language: &str, path: &str) -> Option<Grammar> {
+    pub(crate) fn of(language: &str, path: &str) -> Option<Grammar> {
         Some(match language {
             "python" => Grammar::Python,
             "rust" => Grammar::Rust,
@@ -56,7 +56,7 @@ impl Grammar {
     }
 
     /// JavaScript or TypeScript (the checks for them are one set).
-    pub fn is_js(self) -> bool {
+    pub(crate) fn is_js(self) -> bool {
         matches!(
             self,
             Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx
@@ -77,7 +77,7 @@ pub enum Place {
 
 /// A function (or method, or closure assigned to a name) of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Function {
+pub(crate) struct Function {
     /// Its name, qualified by the classes, impls or modules around it (`Type::method`,
     /// `Class.method`); `(anonymous)` when it has none.
     pub name: String,
@@ -87,7 +87,7 @@ pub struct Function {
 
 /// A comment of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Comment {
+pub(crate) struct Comment {
     /// Its bytes.
     pub bytes: Range<usize>,
     /// A documentation comment (`///`, `//!`, `/** */`): it may show code on purpose.
@@ -99,7 +99,7 @@ pub struct Comment {
 /// A parse may have a *focus*: the byte ranges of the change's new code. Walks then visit only
 /// the nodes that overlap it (and so every node a finding about new code can be about), so a
 /// large file with a small change costs its parse and little more.
-pub struct Syntax<'a> {
+pub(crate) struct Syntax<'a> {
     /// The grammar it was parsed with.
     pub grammar: Grammar,
     /// The tree and the nodes of the focus.
@@ -127,12 +127,12 @@ type Nodes<'t> = Vec<(Node<'t>, &'static str)>;
 impl<'a> Syntax<'a> {
     /// Parses `text`; `None` if the parser gives up (it does not on any text, but its API
     /// allows it).
-    pub fn parse(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
+    pub(crate) fn parse(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
         Syntax::parse_focused(grammar, text, None)
     }
 
     /// Parses `text` if it is code of `grammar` without a syntax error; `None` if it is not.
-    pub fn parse_clean(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
+    pub(crate) fn parse_clean(grammar: Grammar, text: &'a str) -> Option<Syntax<'a>> {
         // Prose is refused before the parser sees it: on prose, tree-sitter's recovery from
         // error after error costs a millisecond for a few lines.
         if is_prose(grammar, text) {
@@ -150,7 +150,7 @@ impl<'a> Syntax<'a> {
 
     /// Parses `text`, with walks limited to the byte ranges `focus` (in order); only the
     /// top-level items that hold the focus are parsed.
-    pub fn parse_focused(
+    pub(crate) fn parse_focused(
         grammar: Grammar,
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
@@ -162,7 +162,7 @@ impl<'a> Syntax<'a> {
     /// Parses the top-level items `items` of `text` (byte ranges from [`windows`]; `None`:
     /// the whole file, for what reads the module's top level too, such as its imports), with
     /// walks limited to `focus`.
-    pub fn parse_items(
+    pub(crate) fn parse_items(
         grammar: Grammar,
         text: &'a str,
         focus: Option<Vec<Range<usize>>>,
@@ -231,18 +231,18 @@ impl<'a> Syntax<'a> {
     }
 
     /// The root node.
-    pub fn root(&self) -> Node<'_> {
+    pub(crate) fn root(&self) -> Node<'_> {
         self.parsed.borrow_owner().root_node()
     }
 
     /// The source text of `node`.
-    pub fn text_of(&self, node: Node<'_>) -> &'a str {
+    pub(crate) fn text_of(&self, node: Node<'_>) -> &'a str {
         &self.text[node.byte_range()]
     }
 
     /// Every node in the focus, in document order (named and anonymous), with its kind, to
     /// `visit`; the subtrees outside the focus are not entered.
-    pub fn walk(&self, mut visit: impl FnMut(Node<'_>, &'static str)) {
+    pub(crate) fn walk(&self, mut visit: impl FnMut(Node<'_>, &'static str)) {
         for &(node, kind) in self.parsed.borrow_dependent() {
             visit(node, kind);
         }
@@ -254,7 +254,7 @@ impl<'a> Syntax<'a> {
 
     /// Where byte `offset` is: the innermost comment, string literal or interpolation around
     /// it decides.
-    pub fn place(&self, offset: usize) -> Place {
+    pub(crate) fn place(&self, offset: usize) -> Place {
         let Some(mut node) = self
             .root()
             .descendant_for_byte_range(offset, offset.saturating_add(1).min(self.text.len()))
@@ -280,7 +280,7 @@ impl<'a> Syntax<'a> {
     }
 
     /// Every function of the file.
-    pub fn functions(&self) -> Vec<Function> {
+    pub(crate) fn functions(&self) -> Vec<Function> {
         let mut out = Vec::new();
         let mut scope: Vec<(usize, String)> = Vec::new();
         self.walk(|node, kind| {
@@ -351,7 +351,7 @@ impl<'a> Syntax<'a> {
 
     /// The 0-based line ranges that are test code by syntax: Rust items under
     /// `#[cfg(test)]` and functions marked `#[test]` (or `#[tokio::test]` and the like).
-    pub fn test_lines(&self) -> Vec<Range<usize>> {
+    pub(crate) fn test_lines(&self) -> Vec<Range<usize>> {
         let mut out = Vec::new();
         if self.grammar != Grammar::Rust {
             return out;
@@ -395,7 +395,7 @@ impl<'a> Syntax<'a> {
 /// Whether `text` of `grammar` is a program's entry point: Go's `package main`, a
 /// module-level `if __name__ == "__main__":` or a `#!` line in Python, a top-level `fn main`
 /// in Rust, a `#!` line in JavaScript. Read from the text, so that no parse is needed.
-pub fn is_program(grammar: Grammar, text: &str) -> bool {
+pub(crate) fn is_program(grammar: Grammar, text: &str) -> bool {
     match grammar {
         Grammar::Go => lines_with(text, "package ").any(|(_, l)| {
             l.strip_prefix("package ")
@@ -449,7 +449,7 @@ fn is_test_attribute(attr: &str) -> bool {
 /// Whether a top-level Rust item (as [`windows`] cuts it, with the lines attached above it)
 /// is test code by an attribute above it: how [`Syntax::test_lines`] sees an item that was not
 /// parsed.
-pub fn is_test_item(item: &str) -> bool {
+pub(crate) fn is_test_item(item: &str) -> bool {
     item.lines()
         .map(str::trim)
         .take_while(|l| l.starts_with("#[") || l.starts_with("//") || l.is_empty())
@@ -470,7 +470,7 @@ fn overlaps(focus: Option<&[Range<usize>]>, node: Node<'_>) -> bool {
 }
 
 /// `node` and every node under it, in document order, to `visit`.
-pub fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
+pub(crate) fn descendants(node: Node<'_>, visit: impl FnMut(Node<'_>)) {
     walk_from(node, visit, |_| true);
 }
 
@@ -513,7 +513,7 @@ thread_local! {
 /// `every worker thread`. No statement of these languages has that: two names side by side
 /// are at most a name and its type (`x int`, `a any`). Rust macro calls and attributes, whose
 /// bodies may be any words, are never called prose.
-pub fn is_prose(grammar: Grammar, text: &str) -> bool {
+pub(crate) fn is_prose(grammar: Grammar, text: &str) -> bool {
     let any_words = match grammar {
         Grammar::Rust => ["!(", "![", "!{", "#["].iter().any(|m| text.contains(m)),
         // JSX text (`<p>any words</p>`), and type arguments to be safe.
@@ -794,7 +794,7 @@ fn ts_ranges(text: &str, ranges: &[Range<usize>]) -> Vec<tree_sitter::Range> {
 /// range per item, in order (see [`item_starts`] for where an item starts); a large block of
 /// members is given as its head, the members the focus reaches and its tail ([`members`]).
 /// Items are cut from the layout only; a cut that is wrong shows as errors in the parse.
-pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
+pub(crate) fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Range<usize>> {
     member_windows(grammar, text, focus)
         .into_iter()
         .map(|(w, _)| w)
@@ -803,12 +803,12 @@ pub fn windows(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Vec<Rang
 
 /// For a member of a block cut into members, the indices of its block's head and tail
 /// windows among [`member_windows`].
-pub type Block = Option<(usize, usize)>;
+pub(crate) type Block = Option<(usize, usize)>;
 
 /// [`windows`], each with, for a member of a block cut into members, the indices of its
 /// block's head and tail windows: a member is parsed with them, or it parses as something
 /// else (a method as a free function).
-pub fn member_windows(
+pub(crate) fn member_windows(
     grammar: Grammar,
     text: &str,
     focus: &[Range<usize>],
@@ -818,7 +818,7 @@ pub fn member_windows(
 
 /// The layout of a file as its lexer sees it, line by line.
 #[derive(Debug, Clone, Default)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// [`member_windows`].
     pub windows: Vec<(Range<usize>, Block)>,
     /// The byte ranges of the runs of lines that begin inside a string or a block comment
@@ -828,7 +828,7 @@ pub struct Layout {
 
 impl Layout {
     /// Whether the line that starts at byte `at` begins inside a string or a comment.
-    pub fn is_quoted(&self, at: usize) -> bool {
+    pub(crate) fn is_quoted(&self, at: usize) -> bool {
         let i = self.quoted.partition_point(|r| r.end <= at);
         self.quoted.get(i).is_some_and(|r| r.contains(&at))
     }
@@ -836,7 +836,7 @@ impl Layout {
 
 /// [`member_windows`], with the lines that begin inside strings and comments, from the one
 /// pass of the lexer over the file.
-pub fn layout(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Layout {
+pub(crate) fn layout(grammar: Grammar, text: &str, focus: &[Range<usize>]) -> Layout {
     let mut quoted = Vec::new();
     // The items after the one that holds the end of the focus are not needed: the lexer
     // stops at the start of the next.

@@ -177,7 +177,7 @@ pub fn feedback(description: &str) -> String {
 }
 
 /// `IMPL-001-R2` → (`IMPL-001`, 2).
-pub fn revision_of(id: &str) -> Option<(&str, u32)> {
+pub(crate) fn revision_of(id: &str) -> Option<(&str, u32)> {
     let at = id.rfind("-R")?;
     let n: u32 = id[at + 2..].parse().ok()?;
     (n > 0).then_some((&id[..at], n))
@@ -205,7 +205,7 @@ pub fn impl_revisions(state: &State) -> Vec<TaskId> {
 }
 
 /// The plan tasks (`TASK-NNN`) an IMPL task's description names.
-pub fn plan_tasks(description: &str) -> Vec<String> {
+pub(crate) fn plan_tasks(description: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let bytes = description.as_bytes();
     let mut from = 0;

@@ -31,11 +31,11 @@ use super::json_bytes;
 use super::template::{data, list};
 use super::words::unique;
 
-use tlv4_specdoc::discovery::{Codebase, Language, TestFramework};
 use explore::{Finder, RelevantFile};
 use layout::{Layout, TestHints};
 use manifest::Manifest;
 use signals::{Detector, MAX_EVIDENCE, Profile, Strength};
+use tlv4_specdoc::discovery::{Codebase, Language, TestFramework};
 
 /// Where the files go, relative to the pipeline folder (and [`DISCOVERY`]).
 const SPEC_CONFIG: &str = "spec/spec-config.json";
@@ -43,7 +43,7 @@ const EXPLORATION: &str = "explorations/general.json";
 const CACHE_INDEX: &str = "explorations/cache-index.json";
 
 /// Runs the analyst on `input`.
-pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+pub(super) fn run(input: &TaskInput) -> Result<TaskOutput> {
     let (text, topic_file) = topic(input);
     let seed = seed::analyse(&text);
     let facts = Facts::scan(&input.code, &seed.keywords)?;
@@ -333,8 +333,8 @@ mod tests {
         assert!(manifest::KINDS.iter().any(|k| k.kind == "cargo"));
         assert!(!scan::FILES.ci_prefixes.is_empty());
     }
-    use tlv4_core::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
     use serde_json::Value;
+    use tlv4_core::model::{Priority, SCHEMA_VERSION, Session, SessionStatus, Task, TaskStatus};
 
     use tlv4_core::testutil::git;
 

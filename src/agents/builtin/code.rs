@@ -15,7 +15,7 @@ use super::words::has;
 
 /// The tables of `code.toml`; see the file for what each is.
 #[derive(Debug, Deserialize)]
-pub struct Tables {
+pub(super) struct Tables {
     /// The languages, in table order.
     pub language: Vec<Lang>,
     vendored_dirs: Vec<String>,
@@ -32,7 +32,8 @@ pub struct Tables {
 }
 
 /// The tables, read once.
-pub static CODE: LazyLock<Tables> = LazyLock::new(|| super::template::data(builtin!("code.toml")));
+pub(super) static CODE: LazyLock<Tables> =
+    LazyLock::new(|| super::template::data(builtin!("code.toml")));
 
 /// File names of tests: `CODE.test_name`, compiled once.
 static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
@@ -41,7 +42,7 @@ static TEST_NAME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A language: one entry of `code.toml`.
 #[derive(Debug, PartialEq, Eq, Deserialize, Serialize)]
-pub struct Lang {
+pub(super) struct Lang {
     /// Display name.
     pub name: String,
     /// Lower-case extensions of its files.
@@ -60,7 +61,7 @@ pub struct Lang {
 
 /// How new files of a language are named.
 #[derive(Debug, PartialEq, Eq, Deserialize, Serialize)]
-pub struct NewFiles {
+pub(super) struct NewFiles {
     /// The extension of new files.
     pub ext: String,
     /// How their names are written.
@@ -73,7 +74,7 @@ pub struct NewFiles {
 /// How a language names its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Naming {
+pub(super) enum Naming {
     /// `token_store`
     Snake,
     /// `token-store`
@@ -83,7 +84,7 @@ pub enum Naming {
 }
 
 /// The language of the file at `path`: by its name, else by its extension.
-pub fn language(path: &str) -> Option<&'static Lang> {
+pub(super) fn language(path: &str) -> Option<&'static Lang> {
     let name = file_name(path);
     let named = |n: &String| {
         name.strip_prefix(n.as_str())
@@ -98,7 +99,7 @@ pub fn language(path: &str) -> Option<&'static Lang> {
 }
 
 /// Whether `path` is vendored, installed or generated: left out of everything.
-pub fn is_vendored(path: &str) -> bool {
+pub(super) fn is_vendored(path: &str) -> bool {
     let name = file_name(path);
     CODE.generated_suffixes
         .iter()
@@ -107,28 +108,28 @@ pub fn is_vendored(path: &str) -> bool {
 }
 
 /// Whether the file called `name` is a lock file.
-pub fn is_lock(name: &str) -> bool {
+pub(super) fn is_lock(name: &str) -> bool {
     has(&CODE.lock_files, name)
 }
 
 /// Whether `path` is never worth reading: vendored, generated, a lock file or binary.
-pub fn is_unread(path: &str) -> bool {
+pub(super) fn is_unread(path: &str) -> bool {
     is_vendored(path) || is_lock(file_name(path)) || has(&CODE.binary_exts, &extension(path))
 }
 
 /// Whether `path` is a test: in a test directory, or code with a test's name.
-pub fn is_test_path(path: &str) -> bool {
+pub(super) fn is_test_path(path: &str) -> bool {
     dirs(path).any(is_test_dir) || (language(path).is_some() && TEST_NAME.is_match(file_name(path)))
 }
 
 /// Whether a directory called `name` holds tests.
-pub fn is_test_dir(name: &str) -> bool {
+pub(super) fn is_test_dir(name: &str) -> bool {
     has(&CODE.test_dirs, name)
 }
 
 /// Whether `path` is where a program or library usually starts. `js_roots` are the
 /// directories (`""`, `web/`) where JavaScript packages start.
-pub fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
+pub(super) fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
     let name = file_name(path);
     let parent = &path[..path.len() - name.len()];
     let in_src_bin = parent.starts_with("src/bin/") || parent.contains("/src/bin/");
@@ -146,27 +147,27 @@ pub fn is_entry_point(path: &str, js_roots: &[&str]) -> bool {
 }
 
 /// The last component of `path`.
-pub fn file_name(path: &str) -> &str {
+pub(super) fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
 /// The directory of `path`, `""` for the root.
-pub fn parent(path: &str) -> &str {
+pub(super) fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
 /// The directory components of `path`, outermost first.
-pub fn dirs(path: &str) -> impl Iterator<Item = &str> {
+pub(super) fn dirs(path: &str) -> impl Iterator<Item = &str> {
     parent(path).split('/').filter(|d| !d.is_empty())
 }
 
 /// The directories holding `path`, innermost first, without the root.
-pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+pub(super) fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     std::iter::successors(Some(parent(path)), |d| Some(parent(d))).take_while(|d| !d.is_empty())
 }
 
 /// The lower-case extension of the file at `path`, or `""` (a leading dot is not one).
-pub fn extension(path: &str) -> String {
+pub(super) fn extension(path: &str) -> String {
     let name = file_name(path);
     match name.rfind('.') {
         Some(i) if i > 0 => name[i + 1..].to_ascii_lowercase(),

@@ -130,7 +130,7 @@ struct PlanFacts<'a> {
 }
 
 /// Runs the planner on `input`.
-pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+pub(super) fn run(input: &TaskInput) -> Result<TaskOutput> {
     let mut notes = Vec::new();
     let discovery = spec::discovery(input, &mut notes);
     let (items, origin) = spec::items(input, &mut notes);

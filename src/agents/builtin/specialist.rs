@@ -44,7 +44,7 @@ struct Flagged<'a> {
 }
 
 /// Runs a specialist task.
-pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+pub(super) fn run(input: &TaskInput) -> Result<TaskOutput> {
     let task = &input.task;
     let words = LOOK_FOR
         .get(task.id.prefix())

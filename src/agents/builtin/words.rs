@@ -15,12 +15,12 @@ struct Tables {
 static TABLES: LazyLock<Tables> = LazyLock::new(|| super::template::data(builtin!("words.toml")));
 
 /// Whether `list` holds `word`.
-pub fn has(list: &[String], word: &str) -> bool {
+pub(crate) fn has(list: &[String], word: &str) -> bool {
     list.iter().any(|w| w == word)
 }
 
 /// `items` without repeats, in the order they first come.
-pub fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(super) fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     items
         .into_iter()
@@ -29,7 +29,7 @@ pub fn unique(items: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 /// The lower-case words of `text`: its runs of letters and digits.
-pub fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
@@ -38,7 +38,7 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// Calls `f` with each lower-case word of `text`, cut as [`words`] does and also where a
 /// lower-case letter or digit meets an upper-case one (`parseToken` gives `parse`, `token`).
-pub fn for_each_camel_word(text: &str, mut f: impl FnMut(&str)) {
+pub(super) fn for_each_camel_word(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
     let mut after_lower = false;
     for c in text.chars() {
@@ -58,7 +58,7 @@ pub fn for_each_camel_word(text: &str, mut f: impl FnMut(&str)) {
 }
 
 /// The words of `text` cut as [`for_each_camel_word`] does, in order.
-pub fn camel_words(text: &str) -> Vec<String> {
+pub(super) fn camel_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_camel_word(text, |w| out.push(w.to_owned()));
     out
@@ -68,7 +68,7 @@ pub fn camel_words(text: &str) -> Vec<String> {
 /// after `.`, `!` and `?` followed by white space or the end (not after an abbreviation such as
 /// `e.g.`). A sentence keeps its final `.`, `!` or `?`, and loses a leading list bullet or
 /// number (`- `, `1. `).
-pub fn sentences(text: &str) -> Vec<&str> {
+pub(super) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = strip_bullet(line.trim());

@@ -319,7 +319,7 @@ impl Ctx<'_> {
 }
 
 /// Runs the writer on `input`.
-pub fn run(input: &TaskInput) -> Result<TaskOutput> {
+pub(super) fn run(input: &TaskInput) -> Result<TaskOutput> {
     Ok(write(&Ctx::new(input)?).unwrap_or_else(failed))
 }
 

@@ -31,7 +31,7 @@ use tlv4_core::error::Result;
 use tlv4_core::process::Output;
 
 /// The Aider preset.
-pub struct Aider;
+pub(super) struct Aider;
 
 /// At most this many code files are added to the chat.
 const MAX_FILES: usize = 20;

@@ -34,7 +34,7 @@ use tlv4_core::error::Result;
 use tlv4_core::process::Output;
 
 /// The Claude Code preset.
-pub struct Claude;
+pub(super) struct Claude;
 
 /// The result object: the whole stdout (`json`) or its last `result` line (`stream-json`).
 fn result_object(stdout: &str) -> Option<Value> {

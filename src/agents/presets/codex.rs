@@ -29,7 +29,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::process::Output;
 
 /// The Codex preset.
-pub struct Codex;
+pub(super) struct Codex;
 
 /// The provider git-tlv4 defines for `url`.
 const PROVIDER: &str = "tlv4";

@@ -24,7 +24,7 @@ use tlv4_core::error::Result;
 use tlv4_core::process::Output;
 
 /// The Gemini CLI preset.
-pub struct Gemini;
+pub(super) struct Gemini;
 
 const SETTINGS: &str = r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"enableAutoUpdate":false}}"#;
 

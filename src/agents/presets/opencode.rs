@@ -22,7 +22,7 @@ use tlv4_core::error::Result;
 use tlv4_core::process::Output;
 
 /// The OpenCode preset.
-pub struct OpenCode;
+pub(super) struct OpenCode;
 
 /// The provider git-tlv4 defines for `url`.
 const PROVIDER: &str = "tlv4";

@@ -22,7 +22,7 @@ use tlv4_core::error::Result;
 use tlv4_core::process::Output;
 
 /// The Qwen Code preset.
-pub struct Qwen;
+pub(super) struct Qwen;
 
 /// The messages Qwen printed: a JSON array (`json`) or JSON lines (`stream-json`).
 fn messages(stdout: &str) -> Vec<Value> {

@@ -12,7 +12,7 @@ use tlv4_specdoc::spec::{self, Kind, Spec};
 
 /// Where a check is listed in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Group {
+pub(super) enum Group {
     /// Do the documents agree with each other?
     Consistency,
     /// Did the process leave what it should?
@@ -23,10 +23,10 @@ pub enum Group {
 
 impl Group {
     /// Every group, in report order.
-    pub const ALL: [Group; 3] = [Group::Consistency, Group::Process, Group::Health];
+    pub(super) const ALL: [Group; 3] = [Group::Consistency, Group::Process, Group::Health];
 
     /// The report heading.
-    pub fn title(self) -> &'static str {
+    pub(super) fn title(self) -> &'static str {
         match self {
             Group::Consistency => "Consistency",
             Group::Process => "Process Compliance",
@@ -37,7 +37,7 @@ impl Group {
 
 /// The result of one check.
 #[derive(Debug, Clone)]
-pub struct Check {
+pub(super) struct Check {
     /// Short key (`terminology`).
     pub key: &'static str,
     /// Its name in the report.
@@ -85,7 +85,7 @@ impl Check {
     }
 
     /// `pass`, `warn`, `fail` or `n/a`.
-    pub fn result(&self) -> &'static str {
+    pub(super) fn result(&self) -> &'static str {
         match self.score {
             None => "n/a",
             Some(s) if s >= 1.0 => "pass",
@@ -96,7 +96,7 @@ impl Check {
 }
 
 /// Everything the checks read.
-pub struct Inputs<'a> {
+pub(super) struct Inputs<'a> {
     /// The checkpoint task's input.
     pub input: &'a TaskInput,
     /// The tasks looked back on.
@@ -108,7 +108,7 @@ pub struct Inputs<'a> {
 }
 
 /// Runs every check that belongs to this checkpoint, trend excepted.
-pub fn run(x: &Inputs<'_>) -> Vec<Check> {
+pub(super) fn run(x: &Inputs<'_>) -> Vec<Check> {
     let mut out = vec![
         terminology(x),
         upstream(x),
@@ -1263,7 +1263,7 @@ const TREND_TOLERANCE: f64 = 0.10;
 
 /// A previous checkpoint report, as read back.
 #[derive(Debug, Clone)]
-pub struct Previous {
+pub(super) struct Previous {
     /// Its task id.
     pub id: String,
     /// Its overall score.
@@ -1273,7 +1273,11 @@ pub struct Previous {
 }
 
 /// Compares `current` (the mean of this checkpoint's other checks) with `previous`.
-pub fn trend(previous: Option<&Previous>, current: f64, checks: &[Check]) -> (Check, &'static str) {
+pub(super) fn trend(
+    previous: Option<&Previous>,
+    current: f64,
+    checks: &[Check],
+) -> (Check, &'static str) {
     let c = Check::new("trend", "Quality trend", Group::Process).advise(
         "Find out what got worse since the previous checkpoint (the checks listed) and revise it",
     );

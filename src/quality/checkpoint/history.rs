@@ -4,14 +4,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::agents::TaskInput;
-use tlv4_core::model::{Message, State, TaskId, TaskStatus};
 use crate::quality::QualityContext;
-use tlv4_specdoc::spec::{self, Kind, Spec};
+use tlv4_core::model::{Message, State, TaskId, TaskStatus};
 use tlv4_core::store::{LoggedEvent, Store};
+use tlv4_specdoc::spec::{self, Kind, Spec};
 
 /// The session as the checkpoint sees it; each part is `None` when it could not be read,
 /// with the reason in `problems`.
-pub struct History {
+pub(super) struct History {
     /// The state at the tip the checkpoint started from.
     pub state: Option<State>,
     /// Events up to that tip, newest first.
@@ -26,7 +26,7 @@ pub struct History {
 
 impl History {
     /// Reads the session of `input` from the repository of `ctx`.
-    pub fn read(input: &TaskInput, ctx: &QualityContext) -> History {
+    pub(super) fn read(input: &TaskInput, ctx: &QualityContext) -> History {
         let mut h = History {
             state: None,
             events: None,
@@ -69,7 +69,7 @@ impl History {
     }
 
     /// The `state_update` published for `task`, if any.
-    pub fn state_update(&self, task: &str) -> Option<&serde_json::Value> {
+    pub(super) fn state_update(&self, task: &str) -> Option<&serde_json::Value> {
         self.messages.as_ref()?.iter().rev().find_map(|m| {
             let data = m.data.as_ref()?;
             (data["task"].as_str() == Some(task) && data["state_update"].is_object())
@@ -80,7 +80,7 @@ impl History {
 
 /// One task the checkpoint looks back on.
 #[derive(Debug, Clone)]
-pub struct ScopeTask {
+pub(super) struct ScopeTask {
     /// Its id.
     pub id: TaskId,
     /// Its role.
@@ -97,7 +97,7 @@ pub struct ScopeTask {
 
 /// The checkpoint's scope: the tasks it waits for and everything they depend on.
 #[derive(Debug, Clone, Default)]
-pub struct Scope {
+pub(super) struct Scope {
     /// In dependency order.
     pub tasks: Vec<ScopeTask>,
     /// The tasks the checkpoint waits for directly.
@@ -107,7 +107,7 @@ pub struct Scope {
 impl Scope {
     /// The scope of the checkpoint task of `input`, from the state when there is one, else
     /// its `blocked_by` standing for every document of `spec`.
-    pub fn of(input: &TaskInput, state: Option<&State>, spec: &Spec) -> Scope {
+    pub(super) fn of(input: &TaskInput, state: Option<&State>, spec: &Spec) -> Scope {
         let direct = input.task.blocked_by.clone();
         let Some(state) = state else {
             // Without the state the graph is unknown: the direct tasks stand for every
@@ -176,7 +176,7 @@ impl Scope {
     }
 
     /// The kinds of document produced in scope.
-    pub fn kinds(&self) -> BTreeSet<Kind> {
+    pub(super) fn kinds(&self) -> BTreeSet<Kind> {
         self.tasks
             .iter()
             .flat_map(|t| t.kinds.iter().copied())
@@ -184,12 +184,12 @@ impl Scope {
     }
 
     /// Whether a document of `kind` is produced in scope.
-    pub fn has(&self, kind: Kind) -> bool {
+    pub(super) fn has(&self, kind: Kind) -> bool {
         self.tasks.iter().any(|t| t.kinds.contains(&kind))
     }
 
     /// The kinds the directly awaited tasks produce.
-    pub fn direct_kinds(&self) -> BTreeSet<Kind> {
+    pub(super) fn direct_kinds(&self) -> BTreeSet<Kind> {
         self.tasks
             .iter()
             .filter(|t| self.direct.contains(&t.id))
@@ -227,7 +227,7 @@ fn kinds(expected: &[String], phase: &str) -> Vec<Kind> {
 
 /// Whether `path` (a file, or a folder ending in `/`) is in `spec`'s folder; the readiness
 /// report is looked for under both of its locations.
-pub fn present(folder: &BTreeMap<String, Vec<u8>>, path: &str) -> bool {
+pub(super) fn present(folder: &BTreeMap<String, Vec<u8>>, path: &str) -> bool {
     if path.ends_with('/') {
         return folder.keys().any(|k| k.starts_with(path));
     }
@@ -239,7 +239,7 @@ pub fn present(folder: &BTreeMap<String, Vec<u8>>, path: &str) -> bool {
 }
 
 /// Every text of the documents of `kinds`, for word searches.
-pub fn corpus(spec: &Spec, kinds: &BTreeSet<Kind>) -> String {
+pub(super) fn corpus(spec: &Spec, kinds: &BTreeSet<Kind>) -> String {
     let mut out = String::new();
     for k in kinds {
         for (_, t) in spec.texts_of(*k) {

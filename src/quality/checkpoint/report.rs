@@ -12,12 +12,12 @@ use crate::agents::TaskInput;
 use tlv4_specdoc::md::CHECKPOINT as MD;
 
 /// The path of the report of checkpoint `id`.
-pub fn path(id: &str) -> String {
+pub(super) fn path(id: &str) -> String {
     format!("artifacts/{id}-report.md")
 }
 
 /// What the report says.
-pub struct Report<'a> {
+pub(super) struct Report<'a> {
     /// The checkpoint's input.
     pub input: &'a TaskInput,
     /// What it looked back on.
@@ -38,7 +38,7 @@ pub struct Report<'a> {
 
 impl Report<'_> {
     /// The report as markdown.
-    pub fn render(&self) -> String {
+    pub(super) fn render(&self) -> String {
         let id = &self.input.task.id;
         let scored = self.checks.iter().filter(|c| c.score.is_some()).count();
         let mut s = String::new();
@@ -209,7 +209,7 @@ static SCORE: LazyLock<regex::Regex> = LazyLock::new(|| {
 });
 
 /// The report of the latest checkpoint before this one in `input`'s folder.
-pub fn previous(input: &TaskInput) -> Option<Previous> {
+pub(super) fn previous(input: &TaskInput) -> Option<Previous> {
     let own = REPORT
         .captures(&path(input.task.id.as_str()))
         .and_then(|c| c[2].parse::<u32>().ok());

@@ -8,8 +8,10 @@ use super::run_task;
 use crate::agents::builtin::Builtin;
 use crate::agents::{Agent, CodeTree, Outcome, TaskInput, TaskOutput};
 use crate::coordinator::{StartOptions, start};
-use tlv4_core::model::{Event, EventKind, Message, Owner, SessionId, TaskId, TaskResult, TaskStatus};
 use crate::quality::{QualityContext, QualityResult};
+use tlv4_core::model::{
+    Event, EventKind, Message, Owner, SessionId, TaskId, TaskResult, TaskStatus,
+};
 use tlv4_core::store::{Store, session_dir};
 
 /// The request every test session works on.
@@ -27,7 +29,7 @@ pub(crate) struct Harness {
 
 impl Harness {
     /// A repository with code, and a session of `pipeline` on [`REQUEST`].
-    pub fn new(pipeline: &str) -> Harness {
+    pub(crate) fn new(pipeline: &str) -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
         git(dir.path(), &["init", "-q"]);
         for (path, content) in [
@@ -77,7 +79,7 @@ impl Harness {
     }
 
     /// Claims `id` the way the loop does and builds its input from the new tip.
-    pub fn claim(&self, id: &str) -> (TaskInput, QualityContext) {
+    pub(crate) fn claim(&self, id: &str) -> (TaskInput, QualityContext) {
         let id: TaskId = id.parse().unwrap();
         let written = self
             .store
@@ -122,7 +124,7 @@ impl Harness {
     }
 
     /// Records the end of a claimed task and its bus message, as the loop does.
-    pub fn finish(&self, id: &str, output: &TaskOutput) {
+    pub(crate) fn finish(&self, id: &str, output: &TaskOutput) {
         let id: TaskId = id.parse().unwrap();
         let completed = output.outcome == Outcome::Completed;
         let written = self
@@ -182,7 +184,7 @@ impl Harness {
     }
 
     /// Runs `id` with the builtin agent and records it; returns its input and output.
-    pub fn run_builtin(&self, id: &str) -> (TaskInput, TaskOutput) {
+    pub(crate) fn run_builtin(&self, id: &str) -> (TaskInput, TaskOutput) {
         let (input, _) = self.claim(id);
         let output = Builtin.run(&input).unwrap();
         assert_eq!(
@@ -196,7 +198,7 @@ impl Harness {
     }
 
     /// Claims checkpoint `id`, runs it on the folder `edit` leaves, and records its result.
-    pub fn checkpoint(
+    pub(crate) fn checkpoint(
         &self,
         id: &str,
         edit: impl FnOnce(&mut BTreeMap<String, Vec<u8>>),

@@ -12,7 +12,7 @@ use crate::agents::{Outcome, TaskInput};
 use tlv4_core::error::Result;
 
 /// The builtin critic of a perspective with an agent's opinion added.
-pub struct AgentCritic {
+pub(super) struct AgentCritic {
     pub(super) builtin: BuiltinCritic,
     pub(super) driver: Arc<dyn Driver>,
     pub(super) input: TaskInput,

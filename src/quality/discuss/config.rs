@@ -7,13 +7,13 @@ use super::metrics;
 use tlv4_core::error::{Error, Result};
 
 /// The discuss file compiled into the binary.
-pub const BUILTIN: &str = include_str!("../../../specs/discuss.toml");
+pub(super) const BUILTIN: &str = include_str!("../../../specs/discuss.toml");
 const FILE: &str = "specs/discuss.toml (builtin)";
 
 /// The whole file.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(super) struct Config {
     /// Format version.
     pub schema: u32,
     /// When the perspectives agree.
@@ -44,7 +44,7 @@ pub struct Thresholds {
 /// One perspective.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Perspective {
+pub(super) struct Perspective {
     /// Who speaks.
     pub persona: String,
     /// What it looks at.
@@ -54,7 +54,7 @@ pub struct Perspective {
 /// One round.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Round {
+pub(super) struct Round {
     /// The artifact judged: the first of these that exists.
     pub artifacts: Vec<String>,
     /// The perspectives that judge it.
@@ -73,7 +73,7 @@ pub struct Round {
 
 impl Round {
     /// Whether `rule` applies in round `name`.
-    pub fn applies(&self, name: &str, rule: &Rule) -> bool {
+    pub(super) fn applies(&self, name: &str, rule: &Rule) -> bool {
         rule.rounds
             .iter()
             .any(|x| x == name || self.rules_from.contains(x))
@@ -83,7 +83,7 @@ impl Round {
 /// What a missed rule means besides a lower rating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum OnFail {
+pub(super) enum OnFail {
     /// A coverage gap (`missing_requirements`).
     Gap,
     /// The risk level is at least high.
@@ -95,7 +95,7 @@ pub enum OnFail {
 /// One rule of a builtin critic.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Rule {
+pub(super) struct Rule {
     /// The rounds it applies in.
     pub rounds: Vec<String>,
     /// The perspective that applies it.
@@ -131,7 +131,7 @@ fn one() -> f64 {
 /// A combination of signals that makes a high-impact risk, and the words that acknowledge it.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RiskSpec {
+pub(super) struct RiskSpec {
     /// Its name in reports.
     pub name: String,
     /// Every one of these signals must be reported.
@@ -142,14 +142,14 @@ pub struct RiskSpec {
 
 impl Rule {
     /// Whether `value` meets the rule.
-    pub fn met(&self, value: f64) -> bool {
+    pub(super) fn met(&self, value: f64) -> bool {
         self.min.is_none_or(|m| value >= m - 1e-9) && self.max.is_none_or(|m| value <= m + 1e-9)
     }
 }
 
 impl Config {
     /// Parses and checks `text`, naming `file` in errors.
-    pub fn parse(file: &str, text: &str) -> Result<Config> {
+    pub(super) fn parse(file: &str, text: &str) -> Result<Config> {
         let config: Config = toml::from_str(text).map_err(|e| Error::Config {
             file: file.to_owned(),
             line: e
@@ -212,7 +212,7 @@ impl Config {
 
     /// The rounds of set `set` (`current`, or a prefix such as `early`), with their names
     /// in the set.
-    pub fn set(&self, set: &str) -> Vec<(&str, &Round)> {
+    pub(super) fn set(&self, set: &str) -> Vec<(&str, &Round)> {
         self.round
             .iter()
             .filter_map(|(k, r)| match (set, k.split_once('/')) {
@@ -224,7 +224,7 @@ impl Config {
     }
 
     /// The round sets the file defines.
-    pub fn sets(&self) -> Vec<String> {
+    pub(super) fn sets(&self) -> Vec<String> {
         let mut out = vec!["current".to_owned()];
         for k in self.round.keys() {
             if let Some((p, _)) = k.split_once('/')
@@ -237,7 +237,7 @@ impl Config {
     }
 
     /// The builtin file, parsed once.
-    pub fn builtin() -> Result<&'static Config> {
+    pub(super) fn builtin() -> Result<&'static Config> {
         static CONFIG: LazyLock<std::result::Result<Config, String>> =
             LazyLock::new(|| Config::parse(FILE, BUILTIN).map_err(|e| e.to_string()));
         CONFIG.as_ref().map_err(|m| Error::Invalid(m.clone()))

@@ -18,10 +18,10 @@ pub struct Measure {
 }
 
 /// Every metric measured, by name.
-pub type Metrics = BTreeMap<&'static str, Measure>;
+pub(super) type Metrics = BTreeMap<&'static str, Measure>;
 
 /// Every metric a rule may name, with what it means.
-pub const CATALOG: &[(&str, &str)] = &[
+pub(super) const CATALOG: &[(&str, &str)] = &[
     (
         "discovery.problem_chars",
         "characters of the problem statement",
@@ -189,7 +189,7 @@ fn short(text: &str) -> String {
 }
 
 /// Measures everything `spec` allows.
-pub fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
+pub(super) fn measure(spec: &Spec, risks: &[RiskSpec]) -> Metrics {
     let mut out = Metrics::new();
     // The prose of the documents; the discovery context's JSON names the signals themselves.
     let prose: String = spec

@@ -17,16 +17,16 @@ use std::sync::Arc;
 use super::config::Config;
 use super::{Critique, Perspectives, RiskLevel};
 use crate::agents::{TaskInput, TaskOutput};
-use tlv4_core::error::Result;
 use crate::quality::DiscussOutcome;
 use crate::quality::protocol::agent::{Runs, SeatMember, SeatModerator, Seated};
 use crate::quality::protocol::{
     self, Cast, Contribution, Discussion, End, Limits, Member, MemberError, Preset, RoundKind,
     Stance, Status, Turn, builtin, record,
 };
+use tlv4_core::error::Result;
 
 /// What the protocol round works with.
-pub struct Round<'a> {
+pub(super) struct Round<'a> {
     /// The discuss rules.
     pub config: &'a Config,
     /// The round's key.
@@ -47,7 +47,7 @@ pub struct Round<'a> {
 const ISSUE: &str = "readiness";
 
 /// A perspective's seat played from its critique.
-pub struct CriticMember {
+pub(super) struct CriticMember {
     mine: Critique,
     all: BTreeMap<String, Critique>,
 }
@@ -168,7 +168,7 @@ impl Member for CriticMember {
 }
 
 /// Runs the protocol for `r` and adds its record to `outcome`.
-pub fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
+pub(super) fn run(r: &Round<'_>, outcome: &mut DiscussOutcome) -> Result<()> {
     let name = r.round.rsplit('/').next().unwrap_or(r.round);
     let (artifact, material) = artifact(r);
     let mut d = discussion(r, name, artifact)?;

@@ -8,7 +8,7 @@ use super::config::Config;
 use super::{Critique, Divergence, Severity};
 
 /// Everything the record shows.
-pub struct Record<'a> {
+pub(super) struct Record<'a> {
     /// The round.
     pub round: &'a str,
     /// The task it followed.
@@ -36,7 +36,7 @@ pub struct Record<'a> {
 }
 
 /// The record as markdown.
-pub fn render(r: &Record<'_>) -> String {
+pub(super) fn render(r: &Record<'_>) -> String {
     let mut s = String::new();
     let perspectives: Vec<&str> = r.critiques.iter().map(|c| c.perspective.as_str()).collect();
     let recommendation = match (r.level, r.last) {

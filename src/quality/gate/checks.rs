@@ -15,7 +15,7 @@ use tlv4_specdoc::spec::Kind;
 
 /// `frontmatter`, besides what [`tlv4_specdoc::check::frontmatter`] checks: one session id
 /// across the documents.
-pub fn session_ids(spec: &Spec, f: &mut Violations) {
+pub(super) fn session_ids(spec: &Spec, f: &mut Violations) {
     let mut sessions: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for file in &spec.files {
         if let Some(s) = file
@@ -49,7 +49,7 @@ pub fn session_ids(spec: &Spec, f: &mut Violations) {
 }
 
 /// File names, index listings, story numbering, id forms, priorities, statuses, sizes.
-pub fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Violations) {
+pub(super) fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Violations) {
     for (path, id) in &spec.unlisted {
         f.add(
             "naming",
@@ -161,7 +161,7 @@ pub fn naming_and_format(spec: &Spec, rules: &Rules, f: &mut Violations) {
 }
 
 /// One title, the same item names and priorities in index and file, the brief's personas.
-pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Violations) {
+pub(super) fn terminology(spec: &Spec, rules: &Rules, f: &mut Violations) {
     // One title for the four documents.
     let titles: Vec<(Kind, String)> = Kind::SPEC
         .iter()
@@ -259,7 +259,7 @@ pub fn terminology(spec: &Spec, rules: &Rules, f: &mut Violations) {
 }
 
 /// Ids that relate the same way everywhere: traces, matrices, epic requirements, counts.
-pub fn id_agreement(spec: &Spec, f: &mut Violations) {
+pub(super) fn id_agreement(spec: &Spec, f: &mut Violations) {
     let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<String>>();
     let show = |s: &BTreeSet<String>| {
         if s.is_empty() {
@@ -390,7 +390,7 @@ pub fn id_agreement(spec: &Spec, f: &mut Violations) {
 /// The cross-document rules (§7.4) besides the links of the traceability chain
 /// ([`tlv4_specdoc::check::links`]): whether the goals' metrics and the non-functional
 /// requirements are carried downstream; a rule whose documents are missing is skipped.
-pub fn cross_document(
+pub(super) fn cross_document(
     spec: &Spec,
     rules: &Rules,
     f: &mut Violations,
@@ -453,7 +453,7 @@ pub fn cross_document(
 // --- per-phase gates (§7.3) -----------------------------------------------------------------
 
 /// Whether a table cell holds no real value.
-pub fn is_empty_cell(rules: &Rules, cell: &str) -> bool {
+pub(super) fn is_empty_cell(rules: &Rules, cell: &str) -> bool {
     let c = md::norm(cell);
     rules.depth.empty_cells.contains(&c)
 }
@@ -480,7 +480,7 @@ fn goal_metrics(spec: &Spec, rules: &Rules, f: &mut Violations) {
 
 /// The per-phase checks (§7.3) besides what each item must hold
 /// ([`tlv4_specdoc::check::items`]).
-pub fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Violations) {
+pub(super) fn phase_checks(spec: &Spec, rules: &Rules, f: &mut Violations) {
     goal_metrics(spec, rules, f);
     let moscow = |p: &str| {
         matches!(

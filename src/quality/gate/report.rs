@@ -12,9 +12,9 @@ use tlv4_specdoc::md::{self, GATE as MD};
 use tlv4_specdoc::spec::Kind;
 
 /// Where the readiness report goes.
-pub const READINESS: &str = "spec/readiness-report.md";
+pub(super) const READINESS: &str = "spec/readiness-report.md";
 /// Where the summary goes.
-pub const SUMMARY: &str = "spec/spec-summary.md";
+pub(super) const SUMMARY: &str = "spec/spec-summary.md";
 
 /// At most this many violations are listed one by one.
 const MAX_LISTED: usize = 60;
@@ -38,7 +38,7 @@ fn title_case(dim: &str) -> String {
 }
 
 /// The title the four documents share, else the request.
-pub fn title(input: &TaskInput, spec: &Spec) -> String {
+pub(super) fn title(input: &TaskInput, spec: &Spec) -> String {
     Kind::SPEC
         .iter()
         .find_map(|d| MD.title(spec.index_text(*d)?))
@@ -68,7 +68,7 @@ fn version(input: &TaskInput, path: &str) -> u32 {
 }
 
 /// The gate's message (§7.8).
-pub fn message(rules: &Rules, gate: GateResult) -> &str {
+pub(super) fn message(rules: &Rules, gate: GateResult) -> &str {
     match gate {
         GateResult::Pass => &rules.gate.pass_message,
         GateResult::Review => &rules.gate.review_message,
@@ -77,7 +77,7 @@ pub fn message(rules: &Rules, gate: GateResult) -> &str {
 }
 
 /// What the user should do next (§7.7 guidance).
-pub fn recommended_action(ev: &Evaluation) -> String {
+pub(super) fn recommended_action(ev: &Evaluation) -> String {
     let lowest = lowest(ev);
     match ev.gate {
         GateResult::Pass => "approve and go on (`git tlv4 approve`)".into(),
@@ -109,7 +109,7 @@ fn lowest(ev: &Evaluation) -> &'static str {
 }
 
 /// The steps to take first, most important first (at most 5).
-pub fn improve_first(ev: &Evaluation, spec: &Spec, rules: &Rules) -> Vec<String> {
+pub(super) fn improve_first(ev: &Evaluation, spec: &Spec, rules: &Rules) -> Vec<String> {
     let mut out = Vec::new();
     let missing: Vec<&str> = ev
         .completeness
@@ -302,7 +302,7 @@ fn advice(dim: &str, ev: &Evaluation, spec: &Spec, rules: &Rules) -> String {
 }
 
 /// `spec/readiness-report.md`.
-pub fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
+pub(super) fn readiness(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
     let mut o = String::new();
     readiness_head(&mut o, input, spec, ev, rules);
     scores_section(&mut o, ev, rules);
@@ -681,7 +681,7 @@ fn open_questions(spec: &Spec, doc: Kind) -> Vec<String> {
 }
 
 /// `spec/spec-summary.md`.
-pub fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
+pub(super) fn summary(input: &TaskInput, spec: &Spec, ev: &Evaluation, rules: &Rules) -> String {
     let mut o = String::new();
     summary_head(&mut o, input, spec, ev, rules);
     documents_list(&mut o, ev);

@@ -10,7 +10,7 @@ use tlv4_specdoc::template::Part;
 const GATES: &str = include_str!("../../../specs/quality-gates.toml");
 
 /// Every rule id the code checks, in report order.
-pub const RULE_IDS: [&str; 26] = [
+pub(super) const RULE_IDS: [&str; 26] = [
     "document",
     "section",
     "frontmatter",
@@ -42,7 +42,7 @@ pub const RULE_IDS: [&str; 26] = [
 /// The whole data file.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Rules {
+pub(super) struct Rules {
     /// Format version of the file.
     pub schema: u32,
     /// Thresholds and messages.
@@ -71,7 +71,7 @@ pub struct Rules {
 /// Gate thresholds (§7.1, §7.2).
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Gate {
+pub(super) struct Gate {
     /// Overall score at or above this passes.
     pub pass: f64,
     /// Overall score below this fails.
@@ -93,7 +93,7 @@ pub struct Gate {
 /// Weights of the overall score, in percent.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Weights {
+pub(super) struct Weights {
     /// Completeness.
     pub completeness: f64,
     /// Consistency.
@@ -109,7 +109,7 @@ pub struct Weights {
 /// Completeness constants.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Completeness {
+pub(super) struct Completeness {
     /// Share of a section's points earned by its heading alone.
     pub present_share: f64,
     /// Characters that make a section of a main document substantial.
@@ -121,7 +121,7 @@ pub struct Completeness {
 /// Consistency penalties.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Consistency {
+pub(super) struct Consistency {
     /// Points of a high-class finding.
     pub high: f64,
     /// Points of a medium-class finding.
@@ -135,7 +135,7 @@ pub struct Consistency {
 /// Traceability link kinds.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Traceability {
+pub(super) struct Traceability {
     /// The kinds averaged into the score.
     pub kinds: Vec<String>,
 }
@@ -143,7 +143,7 @@ pub struct Traceability {
 /// Depth constants.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Depth {
+pub(super) struct Depth {
     /// Criteria a functional requirement should have.
     pub criteria_per_requirement: usize,
     /// Criteria a story should have.
@@ -163,7 +163,7 @@ pub struct Depth {
 /// Coverage constants.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Coverage {
+pub(super) struct Coverage {
     /// Share of a request clause's key words that captures it.
     pub request_overlap: f64,
     /// Share of a metric's key words an acceptance criterion must hold.
@@ -173,7 +173,7 @@ pub struct Coverage {
 /// Key-word extraction.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Text {
+pub(super) struct Text {
     /// Shortest key word.
     pub min_word: usize,
     /// Words never counted.
@@ -183,7 +183,7 @@ pub struct Text {
 /// Required frontmatter keys.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Frontmatter {
+pub(super) struct Frontmatter {
     /// The four main documents (index files and the brief).
     pub document: Vec<String>,
     /// A functional requirement file.
@@ -198,7 +198,7 @@ pub struct Frontmatter {
 
 impl Frontmatter {
     /// The keys a file of `part` needs.
-    pub fn keys(&self, part: Part) -> &[String] {
+    pub(super) fn keys(&self, part: Part) -> &[String] {
         match part {
             Part::Functional => &self.requirement,
             Part::NonFunctional => &self.non_functional,
@@ -212,7 +212,7 @@ impl Frontmatter {
 /// One rule.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Rule {
+pub(super) struct Rule {
     /// Its id, one of [`RULE_IDS`].
     pub id: String,
     /// What it asks, in one line.
@@ -236,7 +236,7 @@ pub struct Rule {
 /// The class of a violation (§7.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(super) enum Severity {
     /// Must fix; blocks a PASS.
     Error,
     /// Should fix; can proceed with a justification.
@@ -247,7 +247,7 @@ pub enum Severity {
 
 impl Severity {
     /// The word in reports.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "Error",
             Severity::Warning => "Warning",
@@ -259,7 +259,7 @@ impl Severity {
 /// The consistency penalty class (§7.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Penalty {
+pub(super) enum Penalty {
     /// Broken references.
     High,
     /// Terminology.
@@ -270,7 +270,7 @@ pub enum Penalty {
 
 impl Rules {
     /// The embedded rules, checked: every rule the code knows is there, and only those.
-    pub fn embedded() -> Result<Rules> {
+    pub(super) fn embedded() -> Result<Rules> {
         let rules: Rules = toml::from_str(GATES)
             .map_err(|e| Error::Invalid(format!("specs/quality-gates.toml is not valid: {e}")))?;
         rules.check()?;
@@ -310,7 +310,7 @@ impl Rules {
     }
 
     /// The rule `id`.
-    pub fn rule(&self, id: &str) -> &Rule {
+    pub(super) fn rule(&self, id: &str) -> &Rule {
         self.rules
             .iter()
             .find(|r| r.id == id)
@@ -319,7 +319,7 @@ impl Rules {
 
     /// The class of a violation of rule `id`: a Must requirement's gets the rule's
     /// `must_severity`.
-    pub fn severity(&self, id: &str, must: bool) -> Severity {
+    pub(super) fn severity(&self, id: &str, must: bool) -> Severity {
         let r = self.rule(id);
         match (must, r.must_severity) {
             (true, Some(s)) => s,
@@ -328,13 +328,13 @@ impl Rules {
     }
 
     /// Whether `word` is a stop word.
-    pub fn is_stop(&self, word: &str) -> bool {
+    pub(super) fn is_stop(&self, word: &str) -> bool {
         self.text.stop_words.iter().any(|s| s == word)
     }
 }
 
 /// The traceability link kinds the code computes.
-pub const TRACE_KINDS: [&str; 5] = [
+pub(super) const TRACE_KINDS: [&str; 5] = [
     "goal-requirement",
     "requirement-component",
     "requirement-story",

@@ -12,7 +12,7 @@ use tlv4_specdoc::spec::Kind;
 
 /// One violation of a rule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
+pub(super) struct Finding {
     /// The rule id.
     pub rule: &'static str,
     /// Its class.
@@ -24,7 +24,7 @@ pub struct Finding {
 }
 
 /// The five dimensions, in report order.
-pub const DIMENSIONS: [&str; 5] = [
+pub(super) const DIMENSIONS: [&str; 5] = [
     "completeness",
     "consistency",
     "traceability",
@@ -34,7 +34,7 @@ pub const DIMENSIONS: [&str; 5] = [
 
 /// The gate result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GateResult {
+pub(super) enum GateResult {
     /// Ready for implementation.
     Pass,
     /// Improvements needed.
@@ -45,7 +45,7 @@ pub enum GateResult {
 
 impl GateResult {
     /// `PASS`, `REVIEW` or `FAIL`.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             GateResult::Pass => "PASS",
             GateResult::Review => "REVIEW",
@@ -56,7 +56,7 @@ impl GateResult {
 
 /// A ratio with its counts, for the report.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ratio {
+pub(super) struct Ratio {
     /// What was counted.
     pub name: String,
     /// How many met it.
@@ -75,7 +75,7 @@ impl Ratio {
     }
 
     /// found / expected, 0 when nothing was expected.
-    pub fn ratio(&self) -> f64 {
+    pub(super) fn ratio(&self) -> f64 {
         if self.expected > 0.0 {
             (self.found / self.expected).clamp(0.0, 1.0)
         } else {
@@ -86,7 +86,7 @@ impl Ratio {
 
 /// Completeness of one document.
 #[derive(Debug, Clone)]
-pub struct DocCompleteness {
+pub(super) struct DocCompleteness {
     /// The document.
     pub doc: Kind,
     /// Whether its main file exists.
@@ -105,7 +105,7 @@ pub struct DocCompleteness {
 
 impl DocCompleteness {
     /// 0–100.
-    pub fn score(&self) -> f64 {
+    pub(super) fn score(&self) -> f64 {
         if self.possible > 0.0 {
             100.0 * self.earned / self.possible
         } else {
@@ -116,7 +116,7 @@ impl DocCompleteness {
 
 /// Everything the gate found.
 #[derive(Debug, Clone)]
-pub struct Evaluation {
+pub(super) struct Evaluation {
     /// Scores by dimension, in [`DIMENSIONS`] order, rounded to one decimal.
     pub scores: [f64; 5],
     /// Weights by dimension, in percent.
@@ -147,7 +147,7 @@ pub struct Evaluation {
 
 impl Evaluation {
     /// The score of `dimension`.
-    pub fn score(&self, dimension: &str) -> f64 {
+    pub(super) fn score(&self, dimension: &str) -> f64 {
         DIMENSIONS
             .iter()
             .position(|d| *d == dimension)
@@ -155,7 +155,7 @@ impl Evaluation {
     }
 
     /// How many findings of `severity` there are.
-    pub fn count(&self, severity: Severity) -> usize {
+    pub(super) fn count(&self, severity: Severity) -> usize {
         self.findings
             .iter()
             .filter(|f| f.severity == severity)
@@ -164,12 +164,12 @@ impl Evaluation {
 }
 
 /// Rounds to one decimal.
-pub fn round1(x: f64) -> f64 {
+pub(super) fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
 /// Scores `spec` against `rules`; `request` is the user's task text.
-pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
+pub(super) fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
     let mut f = Violations::default();
     let mut skipped = Vec::new();
     let completeness = completeness(spec, rules, &mut f);
@@ -268,7 +268,7 @@ pub fn evaluate(spec: &Spec, rules: &Rules, request: &str) -> Evaluation {
 }
 
 /// The gate from the overall score, coverage and the number of Error-class violations.
-pub fn decide(
+pub(super) fn decide(
     rules: &Rules,
     docs_present: usize,
     overall: f64,
@@ -432,7 +432,7 @@ fn completeness(spec: &Spec, rules: &Rules, f: &mut Violations) -> Vec<DocComple
 
 /// Whether an NFR is addressed downstream: traced by an ADR, implemented by a component,
 /// traced by a story, or named in the architecture.
-pub fn nfr_addressed(spec: &Spec, links: &Links, id: &str) -> bool {
+pub(super) fn nfr_addressed(spec: &Spec, links: &Links, id: &str) -> bool {
     spec.adrs
         .iter()
         .any(|a| a.requirements().iter().any(|r| r == id))
@@ -603,7 +603,7 @@ fn stem(word: &str) -> String {
 }
 
 /// The stemmed key words of `text`.
-pub fn key_words(rules: &Rules, text: &str) -> BTreeSet<String> {
+pub(super) fn key_words(rules: &Rules, text: &str) -> BTreeSet<String> {
     md::words(text)
         .into_iter()
         .filter(|w| w.chars().count() >= rules.text.min_word && !rules.is_stop(w))
@@ -613,7 +613,7 @@ pub fn key_words(rules: &Rules, text: &str) -> BTreeSet<String> {
 }
 
 /// The share of `want` found in `have`.
-pub fn overlap(want: &BTreeSet<String>, have: &BTreeSet<String>) -> f64 {
+pub(super) fn overlap(want: &BTreeSet<String>, have: &BTreeSet<String>) -> f64 {
     if want.is_empty() {
         return 0.0;
     }

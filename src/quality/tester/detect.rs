@@ -8,12 +8,12 @@
 use std::collections::BTreeSet;
 
 use crate::agents::CodeTree;
-pub use tlv4_core::process::quote;
+pub(super) use tlv4_core::process::quote;
 use tlv4_specdoc::discovery::TestFramework;
 
 /// The test frameworks the tester can run and read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// `cargo test`.
     Cargo,
     /// `python3 -m pytest`.
@@ -38,7 +38,7 @@ pub enum Kind {
 
 impl Kind {
     /// The name used in reports and records.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Kind::Cargo => "cargo",
             Kind::Pytest => "pytest",
@@ -54,7 +54,7 @@ impl Kind {
     }
 
     /// The framework a test command runs, if it names one.
-    pub fn of_command(command: &str) -> Option<Kind> {
+    pub(super) fn of_command(command: &str) -> Option<Kind> {
         let c = command.to_ascii_lowercase();
         let has = |w: &str| {
             c.split(|ch: char| ch.is_whitespace() || ch == '/')
@@ -111,7 +111,7 @@ impl Kind {
 
 /// Whether a command runs Node's built-in test runner: `node` with a `--test` flag after it in
 /// the same simple command (`node --test`, `node --import tsx --test test/`).
-pub fn runs_node_test(command: &str) -> bool {
+pub(super) fn runs_node_test(command: &str) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
     words.iter().enumerate().any(|(i, w)| {
         file_name(w) == "node"
@@ -124,7 +124,7 @@ pub fn runs_node_test(command: &str) -> bool {
 
 /// A framework found in the code tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Framework {
+pub(super) struct Framework {
     /// The framework.
     pub kind: Kind,
     /// The directory the commands run in, relative to the root (`""` for the root).
@@ -148,12 +148,12 @@ const SKIP_DIRS: [&str; 8] = [
 ];
 
 /// The path's directory (`""` at the root).
-pub fn parent(path: &str) -> &str {
+pub(super) fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
 /// The path's file name.
-pub fn file_name(path: &str) -> &str {
+pub(super) fn file_name(path: &str) -> &str {
     path.rsplit_once('/').map_or(path, |(_, f)| f)
 }
 
@@ -189,12 +189,12 @@ fn text(code: &CodeTree, path: &str) -> String {
 }
 
 /// Whether a Python file name is a test module (`test_*.py`, `test*.py`, `*_test.py`).
-pub fn is_python_test(name: &str) -> bool {
+pub(super) fn is_python_test(name: &str) -> bool {
     name.ends_with(".py") && (name.starts_with("test") || name.ends_with("_test.py"))
 }
 
 /// Whether a JavaScript or TypeScript file name is a test (`*.test.ts`, `*.spec.js`, …).
-pub fn is_js_test(path: &str) -> bool {
+pub(super) fn is_js_test(path: &str) -> bool {
     let name = file_name(path);
     let js = JS_EXTS.iter().any(|e| name.ends_with(&format!(".{e}")));
     js && (name.contains(".test.")
@@ -206,7 +206,7 @@ const JS_EXTS: [&str; 8] = ["ts", "tsx", "js", "jsx", "mjs", "cjs", "mts", "cts"
 
 /// Every framework found in the tree, in preference order: shallowest directory first, then
 /// JavaScript runners, pytest, cargo, go, unittest.
-pub fn candidates(code: &CodeTree) -> Vec<Framework> {
+pub(super) fn candidates(code: &CodeTree) -> Vec<Framework> {
     let files = own_files(code);
     let has = |p: &str| files.binary_search(&p).is_ok();
     let mut found: Vec<(usize, usize, Framework)> = Vec::new();
@@ -781,7 +781,7 @@ fn shell_syntax(word: &str) -> bool {
 /// The cargo-nextest configuration the Cargo project in `dir` keeps, if the tree has one:
 /// `.config/nextest.toml` in `dir` or in a directory above it (a workspace's root, where
 /// nextest reads it). Its path; a project with one runs its tests under nextest.
-pub fn nextest_config(code: &CodeTree, dir: &str) -> Option<String> {
+pub(super) fn nextest_config(code: &CodeTree, dir: &str) -> Option<String> {
     let mut at = dir;
     loop {
         let config = join(at, ".config/nextest.toml");
@@ -801,7 +801,7 @@ pub fn nextest_config(code: &CodeTree, dir: &str) -> Option<String> {
 
 /// The framework to use: the shallowest candidate, or the analyst's choice among the
 /// shallowest ones.
-pub fn detect(code: &CodeTree, hint: Option<&TestFramework>) -> Option<Framework> {
+pub(super) fn detect(code: &CodeTree, hint: Option<&TestFramework>) -> Option<Framework> {
     let all = candidates(code);
     let first = all.first()?;
     let preferred = hint.and_then(|h| Kind::of_analyst_name(&h.name));
@@ -815,7 +815,7 @@ pub fn detect(code: &CodeTree, hint: Option<&TestFramework>) -> Option<Framework
 /// The test files that cover `changed` (paths relative to the root), for this framework,
 /// relative to its directory: the changed files that are tests themselves, and the tests
 /// named after each changed file that exist in the tree.
-pub fn affected(code: &CodeTree, fw: &Framework, changed: &[String]) -> Vec<String> {
+pub(super) fn affected(code: &CodeTree, fw: &Framework, changed: &[String]) -> Vec<String> {
     let files = own_files(code);
     let exists = |p: &str| files.binary_search(&p).is_ok();
     let relevant = |p: &str| match fw.kind {
@@ -903,7 +903,7 @@ fn test_candidates(path: &str, project: &str) -> Vec<String> {
 /// framework can run a subset. A JavaScript runner's keeps what the suite's command `full`
 /// passes it (see [`Runner::narrowed`]); where that is not one plain command of the runner,
 /// the runner alone runs the files.
-pub fn affected_command(fw: &Framework, files: &[String]) -> Option<String> {
+pub(super) fn affected_command(fw: &Framework, files: &[String]) -> Option<String> {
     if files.is_empty() {
         return None;
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// One command's run.
 #[derive(Debug, Clone, Default)]
-pub struct Ran {
+pub(super) struct Ran {
     /// The command, as given to `sh -c`.
     pub command: String,
     /// The exit code; `None` when killed by a signal (a timeout, an interrupt) or not started.
@@ -31,7 +31,7 @@ const CAPTURE: usize = 4 << 20;
 /// ([`tlv4_core::process::run`]), with `remove` left out of the inherited environment: its own process group, killed when the command ends (a test
 /// that leaves a server running does not outlive the run), times out, or the tool is
 /// stopped by a signal or dies.
-pub fn run(
+pub(super) fn run(
     cwd: &Path,
     command: &str,
     timeout: Duration,
@@ -76,7 +76,7 @@ pub fn run(
 
 /// `text` cut to about `max` bytes: its first quarter and its last three quarters, on
 /// character boundaries, with a marker between.
-pub fn trim_middle(text: &str, max: usize) -> String {
+pub(super) fn trim_middle(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

@@ -12,14 +12,14 @@ use regex::Regex;
 
 use super::detect::Kind;
 
-pub mod structured;
+pub(super) mod structured;
 
-pub use structured::Source;
+pub(super) use structured::Source;
 
 /// How bad a failure is, most severe first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Severity {
+pub(crate) enum Severity {
     /// The code does not load: syntax errors, missing modules, undefined names, Rust
     /// `error[E…]`.
     Critical,
@@ -33,7 +33,7 @@ pub enum Severity {
 
 impl Severity {
     /// The name used in reports.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Severity::Critical => "Critical",
             Severity::High => "High",
@@ -45,7 +45,7 @@ impl Severity {
 
 /// One failing test, or one error that kept tests from running.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// The test (or what failed).
     pub name: String,
     /// How bad it is.
@@ -58,7 +58,7 @@ pub struct Failure {
 
 /// Counts from a framework's summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(super) struct Counts {
     /// Tests that passed.
     pub passed: u64,
     /// Tests that failed or errored.
@@ -69,7 +69,7 @@ pub struct Counts {
 
 /// What one run's output says.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Parsed {
+pub(super) struct Parsed {
     /// The counts, if a summary was found.
     pub counts: Option<Counts>,
     /// The failures, in output order.
@@ -79,7 +79,7 @@ pub struct Parsed {
 }
 
 /// How many warning lines are kept.
-pub const MAX_WARNINGS: usize = 10;
+pub(super) const MAX_WARNINGS: usize = 10;
 /// How much of a failure's output is kept.
 const DETAIL_LINES: usize = 60;
 const DETAIL_BYTES: usize = 3000;
@@ -90,7 +90,7 @@ fn re(pattern: &str) -> Regex {
 
 /// Reads `output` as `kind` prints it; when that finds no counts, tries the other formats
 /// (a custom command or `npm test` may run any of them).
-pub fn parse(kind: Kind, output: &str) -> Parsed {
+pub(super) fn parse(kind: Kind, output: &str) -> Parsed {
     let text = normalize(output);
     let order = [
         Kind::Cargo,
@@ -124,7 +124,7 @@ pub fn parse(kind: Kind, output: &str) -> Parsed {
 
 /// A machine-readable report a run wrote beside its console output.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Report {
+pub(super) enum Report {
     /// JUnit XML.
     JUnit(String),
     /// A Jest (or Vitest) JSON report.
@@ -138,7 +138,7 @@ pub enum Report {
 /// Cargo's report is nextest's JUnit XML, which leaves out two things the console has: the
 /// doc tests (`cargo test --doc` runs them after nextest, and prints libtest's summaries)
 /// and the skipped tests (only nextest's `Summary` line counts them). Both are added.
-pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, Source) {
+pub(super) fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, Source) {
     let text = normalize(output);
     let naming = if kind == Kind::NodeTest {
         structured::Naming::SuitePath
@@ -189,7 +189,7 @@ pub fn parse_run(kind: Kind, output: &str, report: Option<&Report>) -> (Parsed, 
 
 /// Whether the output says no test was found or collected (pytest, unittest, Jest, Vitest,
 /// Go, and npm's placeholder `test` script).
-pub fn says_no_tests(output: &str) -> bool {
+pub(super) fn says_no_tests(output: &str) -> bool {
     static NONE: LazyLock<Regex> = LazyLock::new(|| {
         re(
             r"(?m)collected 0 items|no tests ran|NO TESTS RAN|^Ran 0 tests|No tests found|No test files found|\[no test files\]|Error: no test specified|^error: no tests to run",
@@ -213,7 +213,7 @@ fn parse_as(kind: Kind, text: &str) -> (Option<Counts>, Vec<Failure>) {
 }
 
 /// Plain text: no colour codes, `\n` line ends, carriage-return redraws as lines.
-pub fn normalize(output: &str) -> String {
+pub(super) fn normalize(output: &str) -> String {
     static ANSI: LazyLock<Regex> =
         LazyLock::new(|| re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07"));
     ANSI.replace_all(output, "")
@@ -224,7 +224,7 @@ pub fn normalize(output: &str) -> String {
 /// The severity of a failure from its output, by the reference's patterns: Critical, then a
 /// timeout named in the first lines, then High, Medium, Low; an unmatched failure is High
 /// (a test that fails is at least a wrong expectation).
-pub fn classify(text: &str) -> Severity {
+pub(super) fn classify(text: &str) -> Severity {
     static CRITICAL: LazyLock<Regex> = LazyLock::new(|| {
         re(
             r"SyntaxError|IndentationError|TabError|(?i:cannot find module)|ModuleNotFoundError|ImportError|No module named|is not defined|NameError|ReferenceError|\bundefined\b|error\[E\d+\]|unresolved import|(?i:could not compile)|(?i:build failed)|cannot find (?:value|type|function|struct|crate|macro|trait)|Failed to load url|Cannot find package",
@@ -272,7 +272,7 @@ fn failure(name: &str, detail: &[&str], counted: bool) -> Failure {
 }
 
 /// A name or message on one line, at most `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         flat

@@ -7,13 +7,13 @@ use super::{MAX_ITERATIONS, PASS_RATE_TARGET, RunResult, Scope, Strategy, exec::
 /// The format version of [`Record`]. 2: a run's counts are `null` when its runner reported
 /// none (1 wrote zeros and passed such a run by its exit status), and the pass rates are
 /// `null` where the counts are unknown.
-pub const RECORD_SCHEMA: u32 = 2;
+pub(super) const RECORD_SCHEMA: u32 = 2;
 
 /// One iteration's record, stored as `artifacts/test-runs/<iteration>.json`. Read leniently:
 /// a field missing in an older record takes its default.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
-pub struct Record {
+pub(crate) struct Record {
     /// Format version of this record.
     pub schema: u32,
     /// The test task (`TEST-001`, `TEST-001-I2`, …).
@@ -44,7 +44,7 @@ pub struct Record {
 /// One command of an iteration.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     /// `affected` or `full`.
     pub scope: String,
     /// The command, as run with `sh -c`.
@@ -77,7 +77,7 @@ pub struct RunRecord {
 /// The results two iterations are compared by: the counts and the failing names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
-pub struct ResultSet {
+pub(crate) struct ResultSet {
     /// Tests passed.
     pub passed: u64,
     /// Tests failed.
@@ -89,7 +89,7 @@ pub struct ResultSet {
 /// A failure in the record.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
-pub struct FailureRecord {
+pub(crate) struct FailureRecord {
     /// The test or what failed.
     pub name: String,
     /// `critical`, `high`, `medium` or `low`.
@@ -107,7 +107,7 @@ impl From<&Failure> for FailureRecord {
 
 /// The failures for a fix task, most severe first, each with its output indented, cut to
 /// about `max` bytes.
-pub fn fix_text(failures: &[Failure], max: usize) -> String {
+pub(super) fn fix_text(failures: &[Failure], max: usize) -> String {
     let mut out = String::new();
     for (i, f) in failures.iter().enumerate() {
         let mut item = format!("- [{}] {}\n", f.severity.label(), f.name);
@@ -129,7 +129,7 @@ pub fn fix_text(failures: &[Failure], max: usize) -> String {
 }
 
 /// What the report shows.
-pub struct Report<'a> {
+pub(super) struct Report<'a> {
     /// The test task.
     pub task: &'a str,
     /// Its iteration.
@@ -174,7 +174,7 @@ fn pct(r: Option<f64>) -> String {
 }
 
 /// `artifacts/test-report.md`.
-pub fn render(r: &Report<'_>) -> String {
+pub(super) fn render(r: &Report<'_>) -> String {
     let mut s = format!(
         "# Test report: {} (iteration {} of at most {MAX_ITERATIONS})\n\n",
         r.task, r.iteration

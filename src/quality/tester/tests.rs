@@ -46,7 +46,10 @@ fn repo(base: &[(&str, &str)], change: &[(&str, &str)]) -> Repo {
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "implementation"]);
     // The user trusted the repository: its tests may run (an empty trust record).
-    git(dir.path(), &["config", "--local", tlv4_core::trust::KEY, "2"]);
+    git(
+        dir.path(),
+        &["config", "--local", tlv4_core::trust::KEY, "2"],
+    );
     let repo = gix::open(dir.path()).expect("open the repository");
     let head = repo.head_commit().expect("HEAD is a commit");
     let tree = head.tree_id().expect("the commit has a tree").detach();

@@ -32,10 +32,10 @@ macro_rules! open_enum {
 
         impl $name {
             /// Every value this build knows, in declaration order.
-            pub const KNOWN: &'static [$name] = &[$($name::$variant),+];
+            $vis const KNOWN: &'static [$name] = &[$($name::$variant),+];
 
             /// The name used in files, trailers and output.
-            pub fn as_str(&self) -> &str {
+            $vis fn as_str(&self) -> &str {
                 match self {
                     $( $name::$variant => $text, )+
                     $name::Other(name) => name,
@@ -43,7 +43,7 @@ macro_rules! open_enum {
             }
 
             /// The names this build knows, in declaration order.
-            pub fn known_names() -> Vec<&'static str> {
+            $vis fn known_names() -> Vec<&'static str> {
                 vec![$($text),+]
             }
         }
@@ -92,7 +92,7 @@ pub(crate) use open_enum;
 mod tests {
     open_enum! {
         /// A test set.
-        pub enum Colour {
+        pub(super) enum Colour {
             /// Red.
             Red = "red",
             /// Light blue.

@@ -13,6 +13,10 @@
 //! init). The tool's death signal reaches the reaper (`PR_SET_PDEATHSIG`) and is forwarded,
 //! and the program dies if the reaper is killed outright.
 
+// The reaper is a program of its own (`git-tlv4 __contain`), run before any `Ui` exists:
+// what goes wrong in it goes to its stderr.
+#![allow(clippy::print_stderr)]
+
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::os::fd::RawFd;

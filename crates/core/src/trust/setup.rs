@@ -50,7 +50,7 @@ pub fn setup_items(plan: &Plan, ids: &dyn Fn(&str) -> Option<String>) -> Vec<Ite
 }
 
 /// Why trust covers `.tlv4.toml` when it sets `[environment] setup`.
-pub fn configured_why(commands: &[String]) -> String {
+pub(super) fn configured_why(commands: &[String]) -> String {
     format!("sets the environment setup `{}`", commands.join(" && "))
 }
 

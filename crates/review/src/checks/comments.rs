@@ -24,7 +24,7 @@ use crate::rules::{CheckId, Confidence};
 use crate::syntax::{Grammar, Syntax};
 
 /// Runs the comment checks.
-pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     for (lines, text) in candidates(input, syntax) {
         if syntax.grammar == Grammar::Go && is_go_doc(input, lines.end) {
             continue;
@@ -173,7 +173,7 @@ const LICENSE_WORDS: &[&str] = &[
 /// punctuation (what [`commented_out_code`] asks first), a single one that may be a
 /// statement ([`looks_like_one_statement`]), or a block comment opening a line. The check
 /// reads the parse only where this is so.
-pub fn may_hold_code(grammar: Grammar, new: &str) -> bool {
+pub(super) fn may_hold_code(grammar: Grammar, new: &str) -> bool {
     let marker = if grammar == Grammar::Python {
         "#"
     } else {

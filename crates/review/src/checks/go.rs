@@ -21,7 +21,7 @@ use crate::rules::{CheckId, Confidence};
 use crate::syntax::Syntax;
 
 /// Runs the Go checks.
-pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     let _ = input;
     let consts = const_names(syntax);
     let values = Values {

@@ -20,7 +20,7 @@ use crate::rules::{CheckId, Confidence};
 use crate::syntax::{Syntax, descendants};
 
 /// Runs the js checks.
-pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     let modules = Modules::of(syntax);
     let js = Js { syntax, modules };
     // `+` chains and template strings judged as part of a larger one, or given to a tag that

@@ -24,7 +24,7 @@ mod secrets;
 
 /// One thing a check found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hit {
+pub(crate) struct Hit {
     /// The check.
     pub check: CheckId,
     /// The 0-based line reported.
@@ -41,7 +41,7 @@ pub struct Hit {
 
 impl Hit {
     /// A hit of `check` about `lines`, reported at their first line, of high confidence.
-    pub fn new(check: CheckId, lines: Range<usize>) -> Hit {
+    pub(crate) fn new(check: CheckId, lines: Range<usize>) -> Hit {
         Hit {
             check,
             line: lines.start,
@@ -53,25 +53,25 @@ impl Hit {
     }
 
     /// With confidence `c`.
-    pub fn confidence(mut self, c: Confidence) -> Hit {
+    pub(crate) fn confidence(mut self, c: Confidence) -> Hit {
         self.confidence = c;
         self
     }
 
     /// Reported `steps` severities below the configured one.
-    pub fn lower(mut self, steps: u8) -> Hit {
+    pub(crate) fn lower(mut self, steps: u8) -> Hit {
         self.lower = steps;
         self
     }
 
     /// With placeholder `key` set to `value`.
-    pub fn with(mut self, key: &'static str, value: impl Into<String>) -> Hit {
+    pub(crate) fn with(mut self, key: &'static str, value: impl Into<String>) -> Hit {
         self.values.push((key, value.into()));
         self
     }
 
     /// Reported at 0-based `line`.
-    pub fn at(mut self, line: usize) -> Hit {
+    pub(crate) fn at(mut self, line: usize) -> Hit {
         self.line = line;
         self
     }
@@ -80,7 +80,7 @@ impl Hit {
 /// Where a value comes from, in increasing order of concern (the injection checks of every
 /// language grade their findings by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// Literals, ALL_CAPS constants, numbers: not input.
     Literal,
     /// A value the code does not show the origin of.
@@ -91,7 +91,7 @@ pub enum Origin {
 
 impl Origin {
     /// The confidence of a finding about a value of this origin (`None`: no finding).
-    pub fn confidence(self) -> Option<Confidence> {
+    pub(crate) fn confidence(self) -> Option<Confidence> {
         match self {
             Origin::Literal => None,
             Origin::Unknown => Some(Confidence::Medium),
@@ -101,7 +101,7 @@ impl Origin {
 }
 
 /// Whether `node` is a binary `+` (Rust, Go: `binary_expression` with operator `+`).
-pub fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
+pub(crate) fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
     node.kind() == "binary_expression"
         && node
             .child_by_field_name("operator")
@@ -111,7 +111,7 @@ pub fn is_plus(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
 /// The operands of a chain of binary `+` (`a + b + c`, through parentheses), left to right;
 /// a node that is no `+` is its own one operand. Iterative: a generated concatenation can be
 /// deeper than the stack.
-pub fn plus_operands<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
+pub(crate) fn plus_operands<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
     let is_plus = |n: Node<'_>| is_plus(syntax, n);
     let mut out = Vec::new();
     let mut stack = vec![node];
@@ -135,7 +135,7 @@ pub fn plus_operands<'t>(syntax: &Syntax<'_>, node: Node<'t>) -> Vec<Node<'t>> {
 }
 
 /// What a check sees of one file.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     /// The changed file (new-side text, added and new lines).
     pub file: &'a FileDiff,
     /// Its parse, for the languages the review parses.
@@ -144,13 +144,13 @@ pub struct Input<'a> {
 
 impl Input<'_> {
     /// Whether any line in `lines` is new code of the change.
-    pub fn is_new(&self, lines: &Range<usize>) -> bool {
+    pub(crate) fn is_new(&self, lines: &Range<usize>) -> bool {
         self.file.touches_new(lines)
     }
 }
 
 /// The 0-based lines a node spans.
-pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
+pub(crate) fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
     node.start_position().row..node.end_position().row + 1
 }
 
@@ -158,7 +158,7 @@ pub fn lines_of(node: tree_sitter::Node<'_>) -> Range<usize> {
 /// new lines) has comments that may be code ([`comments::may_hold_code`]), or the top-level items around it (`items`)
 /// hold a word one of the checks starts from (the SQL, the command or the `unsafe` may sit on
 /// an old line of the statement a new line joins).
-pub fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> bool {
+pub(crate) fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str) -> bool {
     use super::syntax::Grammar;
     use regex::bytes::Regex;
     use std::sync::LazyLock;
@@ -252,7 +252,7 @@ pub(super) fn ascii(pattern: &str) -> String {
 
 /// Compiles ahead of their first use the expressions the checks run on files of `grammar`
 /// (and on every file: the secrets).
-pub fn prepare(grammar: Option<super::syntax::Grammar>) {
+pub(crate) fn prepare(grammar: Option<super::syntax::Grammar>) {
     if let Some(g) = grammar {
         triggered(g, "", "");
     }
@@ -260,7 +260,7 @@ pub fn prepare(grammar: Option<super::syntax::Grammar>) {
 }
 
 /// Runs every check that applies to `input`.
-pub fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
+pub(crate) fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
     if let Some(syntax) = input.syntax {
         use super::syntax::Grammar;
         match syntax.grammar {
@@ -279,7 +279,7 @@ pub fn run(input: &Input<'_>, out: &mut Vec<Hit>) {
 /// builtin rules, as a whole review would, and gives its findings: for the tests of each
 /// language's checks.
 #[cfg(test)]
-pub fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
+pub(crate) fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
     let rules = super::RuleSet::builtin().expect("the builtin rules load");
     let opts = super::diff::DiffOptions {
         algorithm: super::DiffAlgorithm::Myers,
@@ -294,7 +294,7 @@ pub fn review_texts(path: &str, old: &str, new: &str) -> Vec<super::Finding> {
 
 /// The `(rule, 1-based line)` of each finding of [`review_texts`] whose rule is `rule`.
 #[cfg(test)]
-pub fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize)> {
+pub(crate) fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize)> {
     review_texts(path, old, new)
         .into_iter()
         .filter(|f| f.rule == rule)
@@ -304,7 +304,7 @@ pub fn found(path: &str, old: &str, new: &str, rule: &str) -> Vec<(String, usize
 
 /// The 1-based lines where `rule` fires on a new file `path` holding `new`.
 #[cfg(test)]
-pub fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
+pub(crate) fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
     found(path, "", new, rule)
         .into_iter()
         .map(|(_, l)| l)
@@ -313,7 +313,7 @@ pub fn lines(path: &str, new: &str, rule: &str) -> Vec<usize> {
 
 /// The severity and confidence of each finding of `rule` on a new file `path` holding `new`.
 #[cfg(test)]
-pub fn graded(path: &str, new: &str, rule: &str) -> Vec<(super::Severity, Confidence)> {
+pub(crate) fn graded(path: &str, new: &str, rule: &str) -> Vec<(super::Severity, Confidence)> {
     review_texts(path, "", new)
         .into_iter()
         .filter(|f| f.rule == rule)

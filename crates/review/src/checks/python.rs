@@ -22,7 +22,7 @@ mod origin;
 mod sql;
 
 /// Runs the Python checks.
-pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     // Names assigned SQL, only looked for where the file mentions SQL at all.
     let sql_names = if mentions_sql(syntax.text) {
         sql_names(syntax)

@@ -19,7 +19,7 @@ use crate::rules::{CheckId, Confidence};
 use crate::syntax::Syntax;
 
 /// Runs the Rust checks.
-pub fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     let consts = const_names(syntax);
     let values = Values {
         syntax,

@@ -46,7 +46,7 @@ const CANDIDATE: &str = r#"(?x)
     )"#;
 
 /// Compiles the expressions of this check ahead of its first use.
-pub fn prepare() {
+pub(super) fn prepare() {
     for regex in [&QUOTED, &BARE, &FALLBACK] {
         LazyLock::force(regex);
     }
@@ -92,7 +92,7 @@ static NAME_HINT: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
 
 /// Whether `text` holds something the check would look at (so that its parse is needed to
 /// confirm it).
-pub fn has_candidate(text: &str) -> bool {
+pub(super) fn has_candidate(text: &str) -> bool {
     if !NAME_HINT.is_match(text.as_bytes()) {
         return false;
     }
@@ -106,7 +106,7 @@ pub fn has_candidate(text: &str) -> bool {
 }
 
 /// Runs the secret check.
-pub fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
+pub(super) fn check(input: &Input<'_>, out: &mut Vec<Hit>) {
     let Some(kind) = FileKind::of(&input.file.path) else {
         return;
     };

@@ -13,11 +13,11 @@ use crate::agents::builtin::code::{dirs, file_name};
 use crate::agents::builtin::words::has;
 
 /// At most this many relevant files are listed.
-pub const MAX_RELEVANT: usize = 20;
+pub(super) const MAX_RELEVANT: usize = 20;
 
 /// A file the request is likely about.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RelevantFile {
+pub(super) struct RelevantFile {
     /// `name`, `content` or `name+content`.
     pub discovery_source: &'static str,
     /// Definitions in the file whose name contains a keyword.
@@ -40,20 +40,20 @@ pub struct RelevantFile {
 
 /// Scores files against the keywords of the task text.
 #[derive(Debug)]
-pub struct Finder<'k> {
+pub(super) struct Finder<'k> {
     keywords: &'k [String],
     found: BTreeMap<String, RelevantFile>,
 }
 
 impl<'k> Finder<'k> {
     /// A finder for `keywords` (lower-case).
-    pub fn new(keywords: &'k [String]) -> Finder<'k> {
+    pub(super) fn new(keywords: &'k [String]) -> Finder<'k> {
         let found = BTreeMap::new();
         Finder { keywords, found }
     }
 
     /// Scores the path of a file.
-    pub fn name(&mut self, entry: &Entry<'_>) {
+    pub(super) fn name(&mut self, entry: &Entry<'_>) {
         let path = entry.path().to_lowercase();
         let mut found = RelevantFile {
             path: entry.path().to_owned(),
@@ -74,7 +74,7 @@ impl<'k> Finder<'k> {
     }
 
     /// Scores the text of a file (after [`Finder::name`]).
-    pub fn content(&mut self, entry: &Entry<'_>, text: &str) {
+    pub(super) fn content(&mut self, entry: &Entry<'_>, text: &str) {
         let lower = text.to_lowercase();
         let Some(found) = self.found.get_mut(entry.path()) else {
             return;
@@ -93,7 +93,7 @@ impl<'k> Finder<'k> {
     }
 
     /// The relevant files, best first, at most [`MAX_RELEVANT`].
-    pub fn finish(self) -> Vec<RelevantFile> {
+    pub(super) fn finish(self) -> Vec<RelevantFile> {
         let mut out: Vec<RelevantFile> = self.found.into_values().filter(|f| f.score > 0).collect();
         for f in &mut out {
             let why = [
@@ -166,7 +166,7 @@ fn symbols(text: &str, keywords: &[String]) -> Vec<String> {
 }
 
 /// Conventions shown by the manifests, unique, in table order.
-pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
+pub(super) fn conventions(manifests: &[Manifest]) -> Vec<String> {
     let shown = DEPS
         .conventions
         .iter()
@@ -175,7 +175,7 @@ pub fn conventions(manifests: &[Manifest]) -> Vec<String> {
 }
 
 /// External systems the manifests reach, as `what via dep (manifest)`, in table order.
-pub fn integrations(manifests: &[Manifest]) -> Vec<String> {
+pub(super) fn integrations(manifests: &[Manifest]) -> Vec<String> {
     let mut out = Vec::new();
     for i in &DEPS.integrations {
         for m in manifests {

@@ -15,7 +15,7 @@ const MAX_LIST: usize = 20;
 /// The layout written to `discovery-context.json`: sorted lists of at most [`MAX_LIST`]
 /// paths.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Layout {
+pub(super) struct Layout {
     /// CI configuration files.
     pub ci: BTreeSet<String>,
     /// Documentation directories and top-level documents.
@@ -32,7 +32,7 @@ pub struct Layout {
 
 /// Facts from file contents that only the test-framework detection needs.
 #[derive(Debug, Default)]
-pub struct TestHints {
+pub(super) struct TestHints {
     /// A Python test file importing pytest.
     pytest_import: Option<String>,
     /// A Python test file importing unittest.
@@ -43,7 +43,7 @@ pub struct TestHints {
 
 impl TestHints {
     /// Looks at one file's text.
-    pub fn observe(&mut self, entry: &Entry<'_>, text: &str) {
+    pub(super) fn observe(&mut self, entry: &Entry<'_>, text: &str) {
         // Each keeps the first file that shows it.
         let first = |slot: &mut Option<String>, found: bool| {
             if slot.is_none() && found {
@@ -62,7 +62,7 @@ impl TestHints {
 }
 
 /// The layout of the files in `inv`.
-pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
+pub(super) fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
     let mut l = Layout::default();
     // JavaScript starts at the root of a package: the repository's, or any package.json's.
     let packages = manifests
@@ -130,7 +130,7 @@ pub fn layout(inv: &Inventory<'_>, manifests: &[Manifest]) -> Layout {
 }
 
 /// The test framework, preferring the one of `primary` language when several are found.
-pub fn test_framework(
+pub(super) fn test_framework(
     inv: &Inventory<'_>,
     manifests: &[Manifest],
     hints: &TestHints,

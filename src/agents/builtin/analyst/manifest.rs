@@ -17,7 +17,7 @@ use serde_json::Value;
 /// One kind of manifest of `analyst-manifests.toml`; see the file for the fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Kind {
+pub(crate) struct Kind {
     pub kind: String,
     /// `rust`, `node`, `python`, `go`, `java`, `ruby` or `php`.
     pub ecosystem: String,
@@ -35,7 +35,7 @@ pub struct Kind {
 /// it shows.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Dep {
+pub(crate) struct Dep {
     pub dep: String,
     /// The framework, or the runner, it shows.
     pub name: String,
@@ -49,7 +49,7 @@ pub struct Dep {
 
 /// The tables of `analyst-dependencies.toml`.
 #[derive(Debug, Deserialize)]
-pub struct Deps {
+pub(crate) struct Deps {
     pub frameworks: Vec<Dep>,
     pub conventions: Vec<Dep>,
     pub integrations: Vec<Dep>,
@@ -57,16 +57,16 @@ pub struct Deps {
 }
 
 /// What dependencies show, read once.
-pub static DEPS: LazyLock<Deps> =
+pub(crate) static DEPS: LazyLock<Deps> =
     LazyLock::new(|| super::data(builtin!("analyst-dependencies.toml")));
 
 /// The manifest kinds, read once.
-pub static KINDS: LazyLock<Vec<Kind>> =
+pub(crate) static KINDS: LazyLock<Vec<Kind>> =
     LazyLock::new(|| super::list(builtin!("analyst-manifests.toml")));
 
 /// A manifest and what it declares.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// Dependency names as written, sorted and unique (runtime, dev and build together).
     pub dependencies: Vec<String>,
     /// Frameworks recognised from the dependencies, in table order.
@@ -92,13 +92,13 @@ pub struct Manifest {
 
 impl Manifest {
     /// Whether any dependency matches `pattern`.
-    pub fn declares(&self, pattern: &str) -> bool {
+    pub(crate) fn declares(&self, pattern: &str) -> bool {
         self.dependencies.iter().any(|d| dep_matches(pattern, d))
     }
 }
 
 /// Whether `path` names a manifest, and which kind.
-pub fn kind_of(path: &str) -> Option<&'static Kind> {
+pub(crate) fn kind_of(path: &str) -> Option<&'static Kind> {
     let name = path.rsplit('/').next().unwrap_or(path);
     let requirements = name.ends_with(".txt")
         && (name.starts_with("requirements")
@@ -110,7 +110,7 @@ pub fn kind_of(path: &str) -> Option<&'static Kind> {
 }
 
 /// Parses the manifest at `path` (whose kind [`kind_of`] recognised) from its text.
-pub fn parse(path: &str, text: &str) -> Option<Manifest> {
+pub(crate) fn parse(path: &str, text: &str) -> Option<Manifest> {
     let kind = kind_of(path)?;
     let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
     let mut m = Manifest {
@@ -146,7 +146,7 @@ pub fn parse(path: &str, text: &str) -> Option<Manifest> {
 /// Whether dependency `dep` matches `pattern`: equal, or starting with the pattern's text
 /// when it ends in `*`. Both sides compare lower-case with `_` read as `-`; a Maven or Gradle
 /// `group:artifact` also matches on its artifact alone.
-pub fn dep_matches(pattern: &str, dep: &str) -> bool {
+pub(crate) fn dep_matches(pattern: &str, dep: &str) -> bool {
     let dep = dep.to_ascii_lowercase().replace('_', "-");
     let artifact = dep.rsplit(':').next().unwrap_or(&dep);
     let test = |name: &str| match pattern.strip_suffix('*') {
@@ -157,7 +157,7 @@ pub fn dep_matches(pattern: &str, dep: &str) -> bool {
 }
 
 /// The category of the framework `name`, or `""`.
-pub fn category(name: &str) -> &'static str {
+pub(crate) fn category(name: &str) -> &'static str {
     let framework = DEPS.frameworks.iter().find(|f| f.name == name);
     framework.map_or("", |f| f.category.as_str())
 }

@@ -19,13 +19,13 @@ use tlv4_core::error::Result;
 use super::manifest;
 
 /// Files larger than this are counted but not read.
-pub const MAX_READ_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_READ_BYTES: u64 = 256 * 1024;
 /// At most this many files are read.
-pub const MAX_READ_FILES: usize = 3000;
+pub(crate) const MAX_READ_FILES: usize = 3000;
 
 /// The file tables of `analyst-files.toml`; see the file for what each is.
 #[derive(Debug, Deserialize)]
-pub struct Files {
+pub(crate) struct Files {
     text_exts: Vec<String>,
     text_names: Vec<String>,
     aux_dirs: Vec<String>,
@@ -37,11 +37,12 @@ pub struct Files {
 }
 
 /// The file tables, read once.
-pub static FILES: LazyLock<Files> = LazyLock::new(|| super::data(builtin!("analyst-files.toml")));
+pub(crate) static FILES: LazyLock<Files> =
+    LazyLock::new(|| super::data(builtin!("analyst-files.toml")));
 
 /// One file that counts.
 #[derive(Debug)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// The file.
     pub file: &'a CodeFile,
     /// Its language, if it is source.
@@ -54,23 +55,23 @@ pub struct Entry<'a> {
 
 impl Entry<'_> {
     /// The path.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.file.path
     }
 
     /// The file name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         file_name(&self.file.path)
     }
 
     /// The extension, lower-case, or `""`.
-    pub fn ext(&self) -> String {
+    pub(crate) fn ext(&self) -> String {
         code::extension(self.name())
     }
 
     /// Whether it is source code the product is made of: testable, not a test, not an
     /// example, benchmark or script.
-    pub fn is_product_source(&self) -> bool {
+    pub(crate) fn is_product_source(&self) -> bool {
         self.lang.is_some_and(|l| l.testable)
             && !self.test
             && !dirs(self.path()).any(|d| has(&FILES.aux_dirs, d))
@@ -89,7 +90,7 @@ impl Entry<'_> {
 
 /// The files that count, and how many were left out.
 #[derive(Debug)]
-pub struct Inventory<'a> {
+pub(crate) struct Inventory<'a> {
     /// Files outside vendored and generated directories, in path order.
     pub entries: Vec<Entry<'a>>,
     /// Files left out.
@@ -98,7 +99,7 @@ pub struct Inventory<'a> {
 
 impl Inventory<'_> {
     /// Whether a file exists at `path`.
-    pub fn contains(&self, path: &str) -> bool {
+    pub(crate) fn contains(&self, path: &str) -> bool {
         self.entries
             .binary_search_by(|e| e.path().cmp(path))
             .is_ok()
@@ -106,7 +107,7 @@ impl Inventory<'_> {
 }
 
 /// Classifies every file of `code`.
-pub fn inventory(code: &CodeTree) -> Inventory<'_> {
+pub(crate) fn inventory(code: &CodeTree) -> Inventory<'_> {
     let mut entries = Vec::new();
     let mut ignored = 0;
     for file in code.files() {
@@ -129,7 +130,7 @@ pub fn inventory(code: &CodeTree) -> Inventory<'_> {
 
 /// Reads the readable files of `inv` within the caps and hands each one's text to `visit`.
 /// Returns how many were read.
-pub fn read_each(
+pub(crate) fn read_each(
     code: &CodeTree,
     inv: &Inventory<'_>,
     mut visit: impl FnMut(&Entry<'_>, &str),
@@ -154,7 +155,7 @@ pub fn read_each(
 }
 
 /// Whether source `text` carries its own unit tests (Rust's `#[test]` next to the code).
-pub fn has_inline_tests(entry: &Entry<'_>, text: &str) -> bool {
+pub(crate) fn has_inline_tests(entry: &Entry<'_>, text: &str) -> bool {
     entry.lang.is_some_and(|l| l.name == "Rust")
         && (text.contains("#[test]") || text.contains("#[cfg(test)]"))
 }

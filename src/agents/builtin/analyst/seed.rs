@@ -15,7 +15,7 @@ use tlv4_specdoc::discovery::SeedAnalysis;
 /// How big the request looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Complexity {
+pub(super) enum Complexity {
     Simple,
     Moderate,
     Complex,
@@ -23,12 +23,12 @@ pub enum Complexity {
 
 impl Complexity {
     /// `simple`, `moderate` or `complex`.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         ["simple", "moderate", "complex"][self as usize]
     }
 
     /// The depth of the spec work that fits: `light`, `standard` or `comprehensive`.
-    pub fn depth(self) -> &'static str {
+    pub(super) fn depth(self) -> &'static str {
         ["light", "standard", "comprehensive"][self as usize]
     }
 
@@ -40,7 +40,7 @@ impl Complexity {
 
 /// The word tables of `analyst-request.toml`; see the file for what each is.
 #[derive(Debug, Deserialize)]
-pub struct Tables {
+pub(super) struct Tables {
     feature_angles: Vec<String>,
     constraint_words: Vec<String>,
     criteria_words: Vec<String>,
@@ -60,7 +60,7 @@ pub struct Tables {
 /// code, and the question to ask when the code does not).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Named {
+pub(super) struct Named {
     name: String,
     pub words: Vec<String>,
     angles: Vec<String>,
@@ -70,7 +70,7 @@ pub struct Named {
 }
 
 /// The word tables, read once.
-pub static TABLES: LazyLock<Tables> =
+pub(super) static TABLES: LazyLock<Tables> =
     LazyLock::new(|| super::data(builtin!("analyst-request.toml")));
 
 /// At most this many keywords are searched for.
@@ -78,7 +78,7 @@ const MAX_KEYWORDS: usize = 12;
 
 /// The lower-case words of a text.
 #[derive(Debug, Clone)]
-pub struct Words {
+pub(super) struct Words {
     list: Vec<String>,
     /// The words joined by single spaces, with a space at each end, for phrase matching.
     joined: String,
@@ -86,14 +86,14 @@ pub struct Words {
 
 impl Words {
     /// Cuts `text` into words (`builtin::words`).
-    pub fn new(text: &str) -> Words {
+    pub(super) fn new(text: &str) -> Words {
         let list = crate::agents::builtin::words::words(text);
         let joined = format!(" {} ", list.join(" "));
         Words { list, joined }
     }
 
     /// How many times `keyword` matches.
-    pub fn hits(&self, keyword: &str) -> usize {
+    pub(super) fn hits(&self, keyword: &str) -> usize {
         if keyword.contains(' ') {
             self.joined.matches(&format!(" {keyword} ")).count()
         } else if let Some(prefix) = keyword.strip_suffix('*') {
@@ -104,19 +104,19 @@ impl Words {
     }
 
     /// Total hits of `keywords`.
-    pub fn score(&self, keywords: &[String]) -> usize {
+    pub(super) fn score(&self, keywords: &[String]) -> usize {
         keywords.iter().map(|k| self.hits(k)).sum()
     }
 
     /// Whether any of `keywords` matches.
-    pub fn any(&self, keywords: &[String]) -> bool {
+    pub(super) fn any(&self, keywords: &[String]) -> bool {
         keywords.iter().any(|k| self.hits(k) > 0)
     }
 }
 
 /// Everything read from the task text.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Seed {
+pub(super) struct Seed {
     /// The part written out.
     pub analysis: SeedAnalysis,
     /// Words to search the code for, in text order.
@@ -137,7 +137,7 @@ pub struct Seed {
 }
 
 /// Reads `text`.
-pub fn analyse(text: &str) -> Seed {
+pub(super) fn analyse(text: &str) -> Seed {
     let t = &*TABLES;
     let statement = text.trim().to_owned();
     let words = Words::new(&statement);

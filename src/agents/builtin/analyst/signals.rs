@@ -16,7 +16,7 @@ use crate::agents::builtin::code::{dirs, file_name};
 
 /// How much a piece of evidence is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Strength {
+pub(super) enum Strength {
     /// A file or directory name.
     Name,
     /// A pattern in the code.
@@ -28,7 +28,7 @@ pub enum Strength {
 /// What a rule looks at (see the data file's header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub(super) enum Kind {
     Dep,
     Code,
     Name,
@@ -38,7 +38,7 @@ pub enum Kind {
 
 /// One detection rule of `analyst-signals.toml`.
 #[derive(Debug, serde::Deserialize)]
-pub struct Rule {
+pub(super) struct Rule {
     signal: String,
     kind: Kind,
     /// Whether every pattern must match (in one manifest or one file), not just one.
@@ -71,21 +71,21 @@ impl Rule {
 }
 
 /// The detection rules, in file order.
-pub static RULES: LazyLock<Vec<Rule>> =
+pub(super) static RULES: LazyLock<Vec<Rule>> =
     LazyLock::new(|| super::list(builtin!("analyst-signals.toml")));
 
 /// At most this many paths are kept per signal.
-pub const MAX_EVIDENCE: usize = 5;
+pub(super) const MAX_EVIDENCE: usize = 5;
 
 /// Collects evidence; [`Detector::finish`] turns it into signals.
 #[derive(Debug, Default)]
-pub struct Detector {
+pub(super) struct Detector {
     hits: BTreeMap<&'static str, Vec<(Strength, String)>>,
 }
 
 /// The detected signals.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Profile {
+pub(super) struct Profile {
     /// Signal names, sorted.
     pub signals: Vec<String>,
     /// Up to [`MAX_EVIDENCE`] paths per signal, strongest first.
@@ -102,7 +102,7 @@ pub struct Profile {
 
 impl Detector {
     /// Records evidence by hand (signals computed elsewhere, such as `test_gap`).
-    pub fn add(&mut self, signal: &'static str, strength: Strength, path: &str) {
+    pub(super) fn add(&mut self, signal: &'static str, strength: Strength, path: &str) {
         let hits = self.hits.entry(signal).or_default();
         if !hits.iter().any(|(s, p)| *s == strength && p == path) {
             hits.push((strength, path.to_owned()));
@@ -123,14 +123,14 @@ impl Detector {
     }
 
     /// Applies the dependency rules to a manifest.
-    pub fn manifest(&mut self, m: &Manifest) {
+    pub(super) fn manifest(&mut self, m: &Manifest) {
         self.apply(&m.path, |r| {
             r.kind == Kind::Dep && r.matches(|p| m.declares(p))
         });
     }
 
     /// Applies the name rules to a path.
-    pub fn path(&mut self, path: &str) {
+    pub(super) fn path(&mut self, path: &str) {
         let name = file_name(path);
         self.apply(path, |rule| match rule.kind {
             Kind::Name => rule.matches(|p| glob(p, name)),
@@ -142,7 +142,7 @@ impl Detector {
 
     /// Applies the code rules to the text of a file. Tests are skipped: what their fixtures
     /// contain says little about what the product does.
-    pub fn content(&mut self, entry: &Entry<'_>, text: &str) {
+    pub(super) fn content(&mut self, entry: &Entry<'_>, text: &str) {
         if entry.test {
             return;
         }
@@ -164,7 +164,7 @@ impl Detector {
     }
 
     /// The signals, sorted, each with its strongest evidence first.
-    pub fn finish(self) -> Profile {
+    pub(super) fn finish(self) -> Profile {
         let mut profile = Profile::default();
         for (signal, mut hits) in self.hits {
             // Stable: equal strengths keep the order they were found in (path order).

@@ -22,7 +22,7 @@ use crate::agents::builtin::code::{
     CODE, Lang, Naming, NewFiles, ancestors, extension, is_test_path, is_unread,
 };
 /// The path helpers, the builtin agent's.
-pub use crate::agents::builtin::code::{file_name, parent};
+pub(super) use crate::agents::builtin::code::{file_name, parent};
 use crate::agents::builtin::words::{self, has};
 
 /// Files larger than this are matched by path only.
@@ -35,12 +35,12 @@ const STEM_PREFIX: u32 = 6;
 const DIR_SAME: u32 = 8;
 const DIR_PREFIX: u32 = 4;
 /// Points added to a matching file that the exploration cache lists as relevant.
-pub const CACHE_BONUS: u32 = 8;
+pub(super) const CACHE_BONUS: u32 = 8;
 
 /// The planner's code tables, from `specs/templates/builtin/planner-code.toml`; each list is
 /// described there.
 #[derive(Debug, serde::Deserialize)]
-pub struct Tables {
+pub(super) struct Tables {
     code_like: Vec<String>,
     docs: Vec<String>,
     manifests: Vec<String>,
@@ -51,7 +51,7 @@ pub struct Tables {
 
 /// The line patterns of the signal scan, described in `planner-code.toml`.
 #[derive(Debug, serde::Deserialize)]
-pub struct Patterns {
+pub(super) struct Patterns {
     /// Starts of a line that opens a loop.
     pub loops: Vec<String>,
     /// Calls that loop anywhere in a line.
@@ -69,7 +69,7 @@ pub struct Patterns {
 }
 
 /// The code tables, parsed once.
-pub static TABLES: LazyLock<Tables> =
+pub(super) static TABLES: LazyLock<Tables> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-code.toml")));
 
 /// The language of `path`, if it is one the planner names new files in.
@@ -79,7 +79,7 @@ fn lang_of(path: &str) -> Option<&'static Lang> {
 
 /// What a file is, for weighing its matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(super) enum Kind {
     /// Code.
     Source,
     /// Tests.
@@ -92,7 +92,7 @@ pub enum Kind {
 
 /// Where things are in the repository.
 #[derive(Debug)]
-pub struct Layout {
+pub(super) struct Layout {
     /// The language most of the code is in.
     pub lang: Option<&'static Lang>,
     /// Where new source files go (`""` for the root).
@@ -182,14 +182,14 @@ impl Layout {
     }
 
     /// Whether `path` is a test file.
-    pub fn is_test(&self, path: &str) -> bool {
+    pub(super) fn is_test(&self, path: &str) -> bool {
         test_path(path, &self.test_dirs)
     }
 
     /// The module of `path`: the package (a directory with its own manifest) holding it, else
     /// the directory one level below a source root, else its top-level directory; `.` for
     /// files at the root.
-    pub fn module_of(&self, path: &str) -> String {
+    pub(super) fn module_of(&self, path: &str) -> String {
         if let Some(pkg) = ancestors(path).find(|d| self.packages.contains(*d)) {
             return pkg.to_owned();
         }
@@ -208,7 +208,7 @@ impl Layout {
     }
 
     /// Where a new source file for `words` goes.
-    pub fn new_file(&self, words: &[String]) -> String {
+    pub(super) fn new_file(&self, words: &[String]) -> String {
         let (stem, ext) = match self.new_files() {
             Some(new) => (text::file_stem(words, new.naming), new.ext.as_str()),
             None => (text::file_stem(words, Naming::Kebab), "md"),
@@ -218,7 +218,7 @@ impl Layout {
 
     /// Where a new test for `words` goes, next to `source` where the language keeps tests
     /// beside the code.
-    pub fn new_test(&self, words: &[String], source: &str) -> String {
+    pub(super) fn new_test(&self, words: &[String], source: &str) -> String {
         let dir = self.test_dirs.first().map_or("tests", String::as_str);
         let Some(lang) = self.new_files() else {
             return join(
@@ -352,7 +352,7 @@ struct Entry {
 
 /// A file that matches a work item.
 #[derive(Debug, Clone)]
-pub struct Match {
+pub(super) struct Match {
     /// Its path.
     pub path: String,
     /// How well it matches.
@@ -362,7 +362,7 @@ pub struct Match {
 }
 
 /// The code, scanned for the plan's keywords.
-pub struct Code<'a> {
+pub(super) struct Code<'a> {
     /// The tree, for reading files again.
     pub tree: &'a CodeTree,
     /// Where things are.
@@ -375,7 +375,7 @@ pub struct Code<'a> {
 
 impl<'a> Code<'a> {
     /// Scans `tree` for `keywords`.
-    pub fn scan(tree: &'a CodeTree, discovery: &Discovery, keywords: &[String]) -> Code<'a> {
+    pub(super) fn scan(tree: &'a CodeTree, discovery: &Discovery, keywords: &[String]) -> Code<'a> {
         let layout = Layout::infer(tree, discovery);
         let index = Index::new(keywords);
         let mut candidates: Vec<(Kind, &crate::agents::CodeFile)> = tree
@@ -423,18 +423,18 @@ impl<'a> Code<'a> {
     }
 
     /// Whether the tree has a file at `path`.
-    pub fn exists(&self, path: &str) -> bool {
+    pub(super) fn exists(&self, path: &str) -> bool {
         self.tree.find(path).is_some()
     }
 
     /// How many files were considered.
-    pub fn considered(&self) -> usize {
+    pub(super) fn considered(&self) -> usize {
         self.entries.len()
     }
 
     /// Files matching `keywords`, best first (ties by path). Files in `cached` get
     /// [`CACHE_BONUS`] when they match at all.
-    pub fn matches(&self, keywords: &[String], cached: &BTreeSet<String>) -> Vec<Match> {
+    pub(super) fn matches(&self, keywords: &[String], cached: &BTreeSet<String>) -> Vec<Match> {
         let ids: Vec<usize> = keywords
             .iter()
             .filter_map(|k| self.index.same.get(k).copied())
@@ -477,7 +477,7 @@ impl<'a> Code<'a> {
 
     /// The file that declares the modules of `dir` (`mod.rs`, `lib.rs`, `__init__.py`,
     /// `index.ts`, or `dir.rs` beside it), if there is one.
-    pub fn entry_file(&self, dir: &str) -> Option<String> {
+    pub(super) fn entry_file(&self, dir: &str) -> Option<String> {
         TABLES
             .entry_files
             .iter()

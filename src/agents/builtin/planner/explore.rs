@@ -18,12 +18,12 @@ use crate::agents::builtin::json_bytes;
 use crate::agents::builtin::words::unique;
 
 /// The cache index, relative to the pipeline folder.
-pub const INDEX: &str = "explorations/cache-index.json";
+pub(super) const INDEX: &str = "explorations/cache-index.json";
 
 /// The angle the planner explores for `text`: the first of `planner-words.toml`'s angles
 /// one of whose trigger words the text has (a word starting with `auth` counts as `auth`),
 /// else `patterns`.
-pub fn angle(text: &str) -> &'static str {
+pub(super) fn angle(text: &str) -> &'static str {
     let words = crate::agents::builtin::words::camel_words(text);
     let hit = |t: &String| {
         words.iter().any(|w| {
@@ -41,7 +41,7 @@ pub fn angle(text: &str) -> &'static str {
 
 /// What the cache holds for the planner.
 #[derive(Debug, Default)]
-pub struct Cache {
+pub(super) struct Cache {
     /// The index as read (an object), or empty when there was none or it was corrupt.
     pub index: serde_json::Map<String, Value>,
     /// The entries to keep when the index is written again.
@@ -54,7 +54,7 @@ pub struct Cache {
 
 /// A cached exploration.
 #[derive(Debug)]
-pub struct Hit {
+pub(super) struct Hit {
     /// Its file, relative to the pipeline folder.
     pub file: String,
     /// The relevant files it lists.
@@ -62,7 +62,7 @@ pub struct Hit {
 }
 
 /// Looks `angle` up in the cache.
-pub fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
+pub(super) fn lookup(folder: &BTreeMap<String, Vec<u8>>, angle: &str) -> Cache {
     let mut cache = Cache::default();
     let Some(raw) = folder.get(INDEX) else {
         return cache;
@@ -135,7 +135,7 @@ fn read(folder: &BTreeMap<String, Vec<u8>>, file: &str) -> Option<Hit> {
 
 /// A file an exploration found relevant.
 #[derive(Debug, serde::Serialize)]
-pub struct RelevantFile {
+pub(super) struct RelevantFile {
     /// The path.
     pub path: String,
     /// Why it matters.
@@ -148,7 +148,7 @@ pub struct RelevantFile {
 
 /// The planner's own exploration, `explorations/planner-<angle>.json`.
 #[derive(Debug, serde::Serialize)]
-pub struct Exploration {
+pub(super) struct Exploration {
     /// The angle explored.
     pub angle: String,
     /// The task text it explored for.
@@ -170,13 +170,17 @@ pub struct Exploration {
 }
 
 /// The exploration's path for `angle`.
-pub fn path(angle: &str) -> String {
+pub(super) fn path(angle: &str) -> String {
     format!("explorations/planner-{angle}.json")
 }
 
 /// The files to write for a new exploration: the exploration and the index with the
 /// planner's entry added.
-pub fn write(cache: &Cache, exploration: &Exploration, task: &str) -> Vec<(String, Vec<u8>)> {
+pub(super) fn write(
+    cache: &Cache,
+    exploration: &Exploration,
+    task: &str,
+) -> Vec<(String, Vec<u8>)> {
     let file = path(&exploration.angle);
     let mut entries = cache.entries.clone();
     let angle = &exploration.angle;
@@ -190,7 +194,7 @@ pub fn write(cache: &Cache, exploration: &Exploration, task: &str) -> Vec<(Strin
 }
 
 /// The planner's own exploration of its angle.
-pub fn explore(
+pub(super) fn explore(
     input: &TaskInput,
     angle: &str,
     drafts: &[Draft],

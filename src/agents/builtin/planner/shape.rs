@@ -11,8 +11,8 @@ use super::text::{Level, WORDS};
 use crate::agents::builtin::words::unique;
 
 /// The fewest and most tasks a plan has.
-pub const MIN_TASKS: usize = 2;
-pub const MAX_TASKS: usize = 7;
+pub(super) const MIN_TASKS: usize = 2;
+pub(super) const MAX_TASKS: usize = 7;
 /// A file must score this much to be planned.
 const MIN_SCORE: u32 = 8;
 /// At most this many existing files are planned per work item.
@@ -23,7 +23,7 @@ const REFERENCES: usize = 6;
 /// How a planned file changes; in the plan, `modify` or `create`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Change {
+pub(super) enum Change {
     /// The file exists and is changed.
     Modify,
     /// The file is new.
@@ -32,14 +32,14 @@ pub enum Change {
 
 impl Change {
     /// The name in the plan.
-    pub fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         ["modify", "create"][self as usize]
     }
 }
 
 /// A file a task touches, as the plan and its task files list it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PlannedFile {
+pub(super) struct PlannedFile {
     /// Path relative to the repository root.
     pub path: String,
     /// How it changes.
@@ -48,7 +48,7 @@ pub struct PlannedFile {
 
 /// A task before it is numbered.
 #[derive(Debug, Clone)]
-pub struct Draft {
+pub(super) struct Draft {
     /// Title.
     pub title: String,
     /// What to do.
@@ -73,7 +73,7 @@ pub struct Draft {
 
 /// The draft for one work item: the best-matching files (at most three, each scoring at
 /// least [`MIN_SCORE`] and half the best), or a new file when none does.
-pub fn draft(
+pub(super) fn draft(
     item: &Item,
     code: &Code,
     cached: &BTreeSet<String>,
@@ -143,7 +143,9 @@ fn references(candidates: impl IntoIterator<Item = String>, files: &[PlannedFile
 }
 
 /// `files` without a second entry for one path, in order.
-pub fn unique_files<'a>(files: impl IntoIterator<Item = &'a PlannedFile>) -> Vec<PlannedFile> {
+pub(super) fn unique_files<'a>(
+    files: impl IntoIterator<Item = &'a PlannedFile>,
+) -> Vec<PlannedFile> {
     let mut seen = BTreeSet::new();
     files
         .into_iter()
@@ -160,7 +162,11 @@ fn append(list: &mut Vec<String>, more: Vec<String>) {
 /// Brings the drafts within [`MIN_TASKS`]..=[`MAX_TASKS`]: merges the smallest draft into the
 /// neighbour sharing most modules with it while there are too many; splits a lone draft by
 /// module or by file, or adds a test task when it has a single file.
-pub fn bound(mut drafts: Vec<Draft>, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
+pub(super) fn bound(
+    mut drafts: Vec<Draft>,
+    code: &Code,
+    decisions: &mut Vec<String>,
+) -> Vec<Draft> {
     let layout = &code.layout;
     while drafts.len() > MAX_TASKS {
         let size = |i: usize| (drafts[i].files.len(), drafts[i].criteria.len(), Reverse(i));
@@ -317,7 +323,7 @@ fn split(only: Draft, code: &Code, decisions: &mut Vec<String>) -> Vec<Draft> {
 
 /// How much the plan touches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Complexity {
+pub(super) enum Complexity {
     /// 1–2 modules: one serial chain.
     Low,
     /// 3–4 modules: parallel tasks.
@@ -328,7 +334,7 @@ pub enum Complexity {
 
 impl Complexity {
     /// The complexity of a plan touching `modules` modules.
-    pub fn of(modules: usize) -> Complexity {
+    pub(super) fn of(modules: usize) -> Complexity {
         match modules {
             0..=2 => Complexity::Low,
             3..=4 => Complexity::Medium,
@@ -338,14 +344,14 @@ impl Complexity {
 
     /// Its name in `plan.json`, the range of module counts it covers, its
     /// `recommended_execution` and how its tasks run (`planner-words.toml`).
-    pub fn says(self) -> &'static Level {
+    pub(super) fn says(self) -> &'static Level {
         &WORDS.complexity[self as usize]
     }
 }
 
 /// The modules the drafts touch, and the test files left out of the count. Test files count
 /// only when a plan touches nothing else.
-pub fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) {
+pub(super) fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) {
     let paths = unique(
         drafts
             .iter()
@@ -365,7 +371,7 @@ pub fn modules(drafts: &[Draft], layout: &Layout) -> (Vec<String>, Vec<String>) 
 /// Each draft's dependencies (indices of earlier drafts): Low plans are one chain; Medium
 /// plans are parallel except that a task touching a file an earlier task touches waits for
 /// it; High plans add the work items' own dependencies to that.
-pub fn dependencies(drafts: &[Draft], complexity: Complexity) -> Vec<BTreeSet<usize>> {
+pub(super) fn dependencies(drafts: &[Draft], complexity: Complexity) -> Vec<BTreeSet<usize>> {
     let mut deps = vec![BTreeSet::new(); drafts.len()];
     if complexity == Complexity::Low {
         for (i, d) in deps.iter_mut().enumerate().skip(1) {
@@ -389,7 +395,7 @@ pub fn dependencies(drafts: &[Draft], complexity: Complexity) -> Vec<BTreeSet<us
 }
 
 /// For each draft, the earlier drafts that touch one of its files, with the file.
-pub fn overlaps(drafts: &[Draft]) -> Vec<Vec<(usize, String)>> {
+pub(super) fn overlaps(drafts: &[Draft]) -> Vec<Vec<(usize, String)>> {
     let earlier = |i: usize, path: &String| {
         let j = (0..i)
             .rev()

@@ -15,7 +15,7 @@ const MAX_SCAN_SIZE: usize = 256 * 1024;
 
 /// One signal found in one file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct Finding {
+pub(super) struct Finding {
     /// `scaling_concern`, `breaking_change` or `data_migration`.
     pub signal: &'static str,
     /// The file.
@@ -25,7 +25,7 @@ pub struct Finding {
 }
 
 /// Scans the planned files.
-pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
+pub(super) fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
     let mut out = Vec::new();
     for f in files {
         let mut found = |signal, detail| {
@@ -62,7 +62,7 @@ pub fn scan(files: &[PlannedFile], code: &Code) -> Vec<Finding> {
 }
 
 /// Signal name to evidence paths, sorted, from the findings of [`scan`] (which are sorted).
-pub fn evidence(findings: &[Finding]) -> BTreeMap<String, Vec<String>> {
+pub(super) fn evidence(findings: &[Finding]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for f in findings {
         let paths = out.entry(f.signal.to_owned()).or_default();
@@ -93,7 +93,7 @@ fn migration(path: &str) -> Option<String> {
 
 /// The 1-based line of a loop nested in another loop of the same function, if any. A line
 /// belongs to the outer loop while it is indented deeper than the loop's own line.
-pub fn nested_loop(text: &str) -> Option<usize> {
+pub(super) fn nested_loop(text: &str) -> Option<usize> {
     let lines: Vec<(usize, &str)> = text.lines().map(|l| (indent(l), l.trim())).collect();
     for (i, &(outer, line)) in lines.iter().enumerate() {
         if !is_loop(line) {
@@ -147,7 +147,7 @@ fn is_function(line: &str) -> bool {
 /// What makes `path` a public API that a change may break, if it is one: `pub` items in a
 /// Rust `lib.rs` or `mod.rs`, `export`s in a JavaScript or TypeScript index file,
 /// `__all__` or top-level definitions in a Python package's `__init__.py`.
-pub fn public_api(path: &str, text: &str) -> Option<String> {
+pub(super) fn public_api(path: &str, text: &str) -> Option<String> {
     let name = code::file_name(path);
     match name {
         "lib.rs" | "mod.rs" => {

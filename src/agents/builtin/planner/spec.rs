@@ -18,7 +18,7 @@ const KEYWORDS: usize = 12;
 
 /// What the discovery context says that the planner uses.
 #[derive(Debug, Default)]
-pub struct Discovery {
+pub(super) struct Discovery {
     /// The command that runs the tests.
     pub test_command: Option<String>,
     /// Languages, the main one first.
@@ -32,7 +32,7 @@ pub struct Discovery {
 }
 
 /// Reads the discovery context, if there is one.
-pub fn discovery(input: &TaskInput, notes: &mut Vec<String>) -> Discovery {
+pub(super) fn discovery(input: &TaskInput, notes: &mut Vec<String>) -> Discovery {
     let d = match input.folder.get(DISCOVERY).map(|raw| Report::parse(raw)) {
         None => return Discovery::default(),
         Some(Ok(d)) => d,
@@ -86,7 +86,7 @@ fn item(id: &str, title: &str, description: &str, more: &[String]) -> Item {
 
 /// One piece of work the plan covers.
 #[derive(Debug, Clone, Default)]
-pub struct Item {
+pub(super) struct Item {
     /// `EPIC-001`, `REQ-002` or `clause 1`.
     pub key: String,
     /// A short title.
@@ -107,7 +107,7 @@ pub struct Item {
 /// `task text`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Origin {
+pub(super) enum Origin {
     /// `spec/epics/`.
     Epics,
     /// `spec/requirements/`.
@@ -119,7 +119,7 @@ pub enum Origin {
 
 /// The work items: from the epics if any, else the requirements (but the Won't ones), else
 /// the task text.
-pub fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) {
+pub(super) fn items(input: &TaskInput, notes: &mut Vec<String>) -> (Vec<Item>, Origin) {
     let read = Spec::read(&input.folder);
     let reqs = read.requirements.map_or(Vec::new(), |r| r.functional);
     let epics = read.epics.map_or(Vec::new(), |e| e.epics);

@@ -13,7 +13,7 @@ use crate::agents::builtin::words::{camel_words as words, sentences, unique};
 
 /// The planner's word tables, from `specs/templates/builtin/planner-words.toml`.
 #[derive(Debug, serde::Deserialize)]
-pub struct Words {
+pub(super) struct Words {
     /// Words that say nothing about where a change goes; never keywords.
     stop: BTreeSet<String>,
     /// What a task text is split at, longest first.
@@ -26,7 +26,7 @@ pub struct Words {
 
 /// What a complexity is called and how its plan runs.
 #[derive(Debug, serde::Deserialize, serde::Serialize)]
-pub struct Level {
+pub(super) struct Level {
     /// Its name in `plan.json` (`Low`).
     pub complexity: String,
     /// The range of module counts it covers.
@@ -39,7 +39,7 @@ pub struct Level {
 
 /// An exploration angle and its trigger words.
 #[derive(Debug, serde::Deserialize)]
-pub struct Angle {
+pub(super) struct Angle {
     /// The angle's name (`security`).
     pub name: String,
     /// Words of the task that call for it.
@@ -47,22 +47,22 @@ pub struct Angle {
 }
 
 /// The word tables, parsed once.
-pub static WORDS: LazyLock<Words> =
+pub(super) static WORDS: LazyLock<Words> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("planner-words.toml")));
 
 /// The lines of the list sentence `name`, said over `facts`.
-pub fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
+pub(super) fn say_lines(name: &str, facts: &impl serde::Serialize) -> Vec<String> {
     render(name, facts).lines().map(str::to_owned).collect()
 }
 
 /// Whether `word` can be a keyword: four letters or more, and not a stop word.
-pub fn is_keyword(word: &str) -> bool {
+pub(super) fn is_keyword(word: &str) -> bool {
     word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) && !WORDS.stop.contains(word)
 }
 
 /// The keywords of a work item, at most `cap`: the words of `primary` (its title) in order,
 /// then the words of `secondary` (description, criteria) by how often they occur.
-pub fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
+pub(super) fn keywords(primary: &str, secondary: &str, cap: usize) -> Vec<String> {
     let mut out = unique(words(primary).into_iter().filter(|w| is_keyword(w)));
     let rest: Vec<String> = words(secondary)
         .into_iter()
@@ -83,7 +83,7 @@ fn word_count(text: &str) -> usize {
 
 /// The clauses of a task text: its sentences, each cut at connectors such as "and" or a
 /// comma where both sides are at least three words long.
-pub fn clauses(text: &str) -> Vec<String> {
+pub(super) fn clauses(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for s in sentences(text) {
         split_at_connectors(s, &mut out);
@@ -126,7 +126,7 @@ pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::upper_f
 pub(in crate::agents::builtin) use crate::agents::builtin::writer::text::shorten as truncate;
 
 /// A file name (without extension) from up to two words.
-pub fn file_stem(words: &[String], naming: Naming) -> String {
+pub(super) fn file_stem(words: &[String], naming: Naming) -> String {
     let words: Vec<&str> = words.iter().take(2).map(String::as_str).collect();
     let words = if words.is_empty() {
         vec!["change"]

@@ -282,7 +282,7 @@ struct IndexDoc<'a> {
 }
 
 /// Writes `spec/architecture/_index.md` and one file per decision.
-pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
+pub(super) fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let reqs = read.requirements.unwrap_or_default();

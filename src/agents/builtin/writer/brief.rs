@@ -114,7 +114,7 @@ struct Persona {
 }
 
 /// Writes `spec/product-brief.md`.
-pub fn write(ctx: &Ctx) -> Step<Draft> {
+pub(super) fn write(ctx: &Ctx) -> Step<Draft> {
     let d = &ctx.discovery;
     let positives: Vec<&text::Clause> = ctx.clauses.iter().filter(|c| !c.negative).collect();
     let goal = |i: usize, text: &str, priority: Option<Moscow>| Goal {
@@ -191,7 +191,7 @@ fn persona(user: &str, goals: &[Goal]) -> Persona {
 }
 
 /// `n thing` or `n things` (`story` → `stories`).
-pub fn count(n: usize, thing: &str) -> String {
+pub(crate) fn count(n: usize, thing: &str) -> String {
     if n == 1 {
         format!("1 {thing}")
     } else if let Some(stem) = thing.strip_suffix("ry") {
@@ -202,7 +202,7 @@ pub fn count(n: usize, thing: &str) -> String {
 }
 
 /// The plural of a user group (`Developer` → `Developers`).
-pub fn plural(group: &str) -> String {
+pub(crate) fn plural(group: &str) -> String {
     if group.ends_with('s') {
         group.to_owned()
     } else {

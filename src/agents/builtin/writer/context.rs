@@ -16,7 +16,7 @@ use tlv4_specdoc::md;
 
 /// Whether the discovery context could be used.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub enum Availability {
+pub(super) enum Availability {
     /// Read and parsed.
     Present,
     /// Not in the pipeline folder.
@@ -28,7 +28,7 @@ pub enum Availability {
 
 /// The analyst's findings, with empty values for whatever it did not say.
 #[derive(Debug, Clone, Default)]
-pub struct Discovery {
+pub(super) struct Discovery {
     /// Whether the file was there.
     pub availability: Availability,
     /// The problem statement, as Markdown source.
@@ -53,7 +53,7 @@ pub struct Discovery {
 
 /// Facts about the code base, and where they come from.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct CodeFacts {
+pub(super) struct CodeFacts {
     /// Where the facts come from, for the documents (`the discovery context`, …).
     pub source: String,
     /// The facts; languages largest first, a test framework only when it is named.
@@ -63,19 +63,19 @@ pub struct CodeFacts {
 
 impl CodeFacts {
     /// Whether anything is known about the code.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.facts.file_count == 0
             && self.facts.languages.is_empty()
             && self.facts.manifests.is_empty()
     }
 
     /// The main language, if known.
-    pub fn primary_language(&self) -> Option<&str> {
+    pub(super) fn primary_language(&self) -> Option<&str> {
         self.facts.languages.first().map(|l| l.name.as_str())
     }
 
     /// The main language and frameworks, as a short phrase (`Rust (clap, serde)`).
-    pub fn stack_phrase(&self) -> Option<String> {
+    pub(super) fn stack_phrase(&self) -> Option<String> {
         let lang = self.primary_language()?;
         Some(if self.facts.frameworks.is_empty() {
             lang.to_owned()
@@ -86,7 +86,7 @@ impl CodeFacts {
     }
 
     /// Every declared dependency, with the manifest declaring it, in manifest order.
-    pub fn dependencies(&self) -> Vec<Library> {
+    pub(super) fn dependencies(&self) -> Vec<Library> {
         let mut out: Vec<Library> = Vec::new();
         for m in &self.facts.manifests {
             for d in &m.dependencies {
@@ -102,7 +102,7 @@ impl CodeFacts {
     }
 
     /// The facts as the templates see them.
-    pub fn view(&self) -> CodeView<'_> {
+    pub(super) fn view(&self) -> CodeView<'_> {
         let mut libraries = self.dependencies();
         let mut framework_manifests = BTreeMap::new();
         for m in &self.facts.manifests {
@@ -130,7 +130,7 @@ impl CodeFacts {
     }
 
     /// The command that runs the tests, if known.
-    pub fn test_command(&self) -> Option<&str> {
+    pub(super) fn test_command(&self) -> Option<&str> {
         let command = self
             .facts
             .test_framework
@@ -144,7 +144,7 @@ impl CodeFacts {
 /// and its share, the stack phrase, the test command, the first ten declared libraries and
 /// the manifest that pulls in each framework.
 #[derive(Serialize)]
-pub struct CodeView<'a> {
+pub(super) struct CodeView<'a> {
     #[serde(flatten)]
     facts: &'a CodeFacts,
     lang: Option<&'a str>,
@@ -159,7 +159,7 @@ pub struct CodeView<'a> {
 
 /// A declared library and the manifest that declares it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Library {
+pub(super) struct Library {
     /// Its name.
     pub name: String,
     /// The manifest's path.
@@ -169,7 +169,7 @@ pub struct Library {
 impl Discovery {
     /// Reads the discovery context from `text` (`None` when the file is missing), falling
     /// back to the builtin analyst's scan of `code` for code facts.
-    pub fn read(text: Option<&str>, code: &CodeTree) -> Result<Discovery> {
+    pub(super) fn read(text: Option<&str>, code: &CodeTree) -> Result<Discovery> {
         let (availability, report) = match text.map(|t| Report::parse(t.as_bytes())) {
             None => (Availability::Missing, Report::default()),
             Some(Ok(report)) => (Availability::Present, report),
@@ -202,12 +202,12 @@ impl Discovery {
     }
 
     /// Whether the analyst reported `signal`.
-    pub fn has_signal(&self, signal: &str) -> bool {
+    pub(super) fn has_signal(&self, signal: &str) -> bool {
         self.signals.iter().any(|s| s == signal)
     }
 
     /// The evidence paths of `signal`, formatted as inline code, at most three.
-    pub fn evidence_of(&self, signal: &str) -> String {
+    pub(super) fn evidence_of(&self, signal: &str) -> String {
         let paths: Vec<String> = self
             .evidence
             .get(signal)
@@ -240,7 +240,7 @@ fn code_facts(mut facts: Codebase, source: &str) -> CodeFacts {
 /// The existing directory whose files best match `key_words` by name, with the number of
 /// matching words. Tests, vendored and hidden paths are skipped; ties go to the first path in
 /// order.
-pub fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(String, usize)> {
+pub(super) fn matching_module(files: &[CodeFile], key_words: &[String]) -> Option<(String, usize)> {
     if key_words.is_empty() {
         return None;
     }

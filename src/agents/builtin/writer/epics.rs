@@ -181,7 +181,7 @@ fn story_size(criteria: usize) -> &'static str {
 }
 
 /// Writes `spec/epics/_index.md` and one file per epic.
-pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
+pub(super) fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let read = spec::Spec::read(folder);
     let brief = read.brief.unwrap_or_default();
     let inputs = Inputs {

@@ -14,7 +14,7 @@ use tlv4_specdoc::spec::{self, Goal as GoalRow};
 
 /// The category of a non-functional requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
-pub enum Category {
+pub(super) enum Category {
     /// `NFR-P-NNN`.
     Performance,
     /// `NFR-S-NNN`.
@@ -221,7 +221,7 @@ struct IndexDoc<'a> {
 }
 
 /// Writes `spec/requirements/_index.md` and one file per requirement.
-pub fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
+pub(super) fn write(ctx: &Ctx, folder: &Folder) -> Step<Draft> {
     let spec::Brief { goals, users, .. } = spec::Spec::read(folder).brief.unwrap_or_default();
     if goals.is_empty() {
         return Err(format!(

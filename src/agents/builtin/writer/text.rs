@@ -13,7 +13,7 @@ use super::Moscow;
 /// The word lists of the text rules and the small tables the phases look words up in; see
 /// `writer-words.toml` for what each holds.
 #[derive(Deserialize)]
-pub struct Words {
+pub(crate) struct Words {
     separators: Vec<String>,
     lead_ins: Vec<String>,
     tails: Vec<String>,
@@ -43,7 +43,7 @@ pub struct Words {
 
 /// An external system a request may name.
 #[derive(Deserialize, serde::Serialize)]
-pub struct System {
+pub(crate) struct System {
     /// The words that name it.
     #[serde(skip_serializing)]
     words: Vec<String>,
@@ -56,7 +56,7 @@ pub struct System {
 }
 
 /// The external systems `text` names, in table order.
-pub fn systems(text: &str) -> Vec<&'static System> {
+pub(crate) fn systems(text: &str) -> Vec<&'static System> {
     let words = words(text);
     (WORDS.systems.iter())
         .filter(|s| s.words.iter().any(|w| has(&words, w)))
@@ -73,15 +73,15 @@ struct StatedPriority {
 }
 
 /// [`Words`], read once; a test parses the file.
-pub static WORDS: LazyLock<Words> =
+pub(crate) static WORDS: LazyLock<Words> =
     LazyLock::new(|| crate::agents::builtin::template::data(builtin!("writer-words.toml")));
 
 /// Whether a list holds a word, and the words of a text: the builtin agent's.
-pub use crate::agents::builtin::words::{has, words};
+pub(crate) use crate::agents::builtin::words::{has, words};
 
 /// One clause of the task text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Clause {
+pub(crate) struct Clause {
     /// The clause, cleaned: lead-in words dropped, first letter upper-case; as Markdown
     /// source ([`tlv4_specdoc::md::inline`]), since every use places it in a document.
     pub text: String,
@@ -94,7 +94,7 @@ pub struct Clause {
 /// Splits the task text into clauses: into its sentences (`builtin::words`), then on `and`,
 /// `then` and commas where the words after them start a new verb phrase ("add X and store Y"
 /// is two clauses; "add X and Y" is one). A `without …` tail becomes its own negative clause.
-pub fn clauses(text: &str) -> Vec<Clause> {
+pub(crate) fn clauses(text: &str) -> Vec<Clause> {
     let mut out: Vec<Clause> = Vec::new();
     for sentence in crate::agents::builtin::words::sentences(text) {
         let sentence = sentence.strip_suffix(['.', '!', '?']).unwrap_or(sentence);
@@ -219,7 +219,7 @@ fn stated_priority(lower: &str) -> Option<Moscow> {
 }
 
 /// Whether `word` is a verb that opens a requirement.
-pub fn is_verb(word: &str) -> bool {
+pub(crate) fn is_verb(word: &str) -> bool {
     let w = word
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_ascii_lowercase();
@@ -244,7 +244,7 @@ fn starts_with_verb(text: &str) -> bool {
 
 /// Splits a verb phrase with a plain list as its object into one phrase per item: "Add
 /// login, logout and password reset" gives three. Anything else stays whole.
-pub fn decompose(goal: &str) -> Vec<String> {
+pub(crate) fn decompose(goal: &str) -> Vec<String> {
     list_items(goal).unwrap_or_else(|| vec![goal.to_owned()])
 }
 
@@ -279,7 +279,7 @@ fn list_items(goal: &str) -> Option<Vec<String>> {
 /// declared here, is the main one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Topic {
+pub(crate) enum Topic {
     /// Access control, secrets, cryptography.
     Security,
     /// Speed, latency, caching.
@@ -299,7 +299,7 @@ pub enum Topic {
 #[cfg(test)]
 impl Topic {
     /// Every topic, in the order used to pick the main one.
-    pub const ALL: [Topic; 7] = [
+    pub(crate) const ALL: [Topic; 7] = [
         Topic::Security,
         Topic::Performance,
         Topic::Scale,
@@ -311,7 +311,7 @@ impl Topic {
 }
 
 /// The topics `text` touches, in the order of [`Topic`], which picks the main one.
-pub fn topics(text: &str) -> Vec<Topic> {
+pub(crate) fn topics(text: &str) -> Vec<Topic> {
     let words = words(text);
     let found = WORDS.topics.iter().filter(|(_, keys)| {
         keys.iter().any(|k| match k.strip_suffix('*') {
@@ -324,7 +324,7 @@ pub fn topics(text: &str) -> Vec<Topic> {
 
 /// The words of `text` that say what it is about: no stop words, no opening verbs, no words
 /// under three letters, a plural `s` dropped.
-pub fn key_words(text: &str) -> Vec<String> {
+pub(crate) fn key_words(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in words(text) {
         if w.len() < 3 || has(&WORDS.stop_words, &w) || is_verb(&w) {
@@ -346,7 +346,7 @@ pub fn key_words(text: &str) -> Vec<String> {
 /// A short noun phrase naming what a goal is about: the words after its verb, articles
 /// dropped, at most five, no dangling preposition. "Store sessions in Redis" gives
 /// "Sessions in Redis".
-pub fn topic_name(goal: &str) -> String {
+pub(crate) fn topic_name(goal: &str) -> String {
     let mut words: Vec<&str> = goal.split_whitespace().collect();
     if words.len() > 1 && is_verb(words[0]) {
         words.remove(0);
@@ -373,7 +373,7 @@ pub fn topic_name(goal: &str) -> String {
 
 /// A kebab-case slug of at most five words and 40 characters; `fallback` when `text` has
 /// no ASCII letters or digits.
-pub fn slug(text: &str, fallback: &str) -> String {
+pub(crate) fn slug(text: &str, fallback: &str) -> String {
     let mut out = String::new();
     let words = text.split(|c: char| !c.is_ascii_alphanumeric());
     for word in words.filter(|w| !w.is_empty()).take(5) {
@@ -394,12 +394,12 @@ pub fn slug(text: &str, fallback: &str) -> String {
 }
 
 /// `text` on one line, whitespace runs folded.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `text` cut at a word boundary to at most `max` characters, with `…` when cut.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let text = one_line(text);
     if text.chars().count() <= max {
         return text;
@@ -422,25 +422,25 @@ pub fn shorten(text: &str, max: usize) -> String {
 }
 
 /// Text safe inside a markdown table cell.
-pub fn cell(text: &str) -> String {
+pub(crate) fn cell(text: &str) -> String {
     one_line(text).replace('|', "\\|")
 }
 
 /// Text safe inside a Mermaid label.
-pub fn mermaid_label(text: &str) -> String {
+pub(crate) fn mermaid_label(text: &str) -> String {
     // `\\` too: the text may be Markdown source, with its escapes.
     let unsafe_chars = ['"', '[', ']', '(', ')', '{', '}', '<', '>', '|', '`', '\\'];
     one_line(&text.replace(unsafe_chars, " "))
 }
 
 /// `text` with its first letter upper-case.
-pub fn upper_first(text: &str) -> String {
+pub(crate) fn upper_first(text: &str) -> String {
     let mut chars = text.chars();
     (chars.next()).map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// `text` with its first letter lower-case, unless the first word is an acronym.
-pub fn lower_first(text: &str) -> String {
+pub(crate) fn lower_first(text: &str) -> String {
     let first = text.split_whitespace().next().unwrap_or("");
     if first.chars().filter(|c| c.is_uppercase()).count() > 1 {
         return text.to_owned();
@@ -450,7 +450,7 @@ pub fn lower_first(text: &str) -> String {
 }
 
 /// `a` or `an` before `word`.
-pub fn article(word: &str) -> &'static str {
+pub(crate) fn article(word: &str) -> &'static str {
     match word.chars().next().map(|c| c.to_ascii_lowercase()) {
         Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
         _ => "a",
@@ -458,7 +458,7 @@ pub fn article(word: &str) -> &'static str {
 }
 
 /// Items joined as `a, b and c`, or as `a; b; and c` when an item holds a comma.
-pub fn series(items: &[String]) -> String {
+pub(crate) fn series(items: &[String]) -> String {
     if items.len() > 2 && items.iter().any(|i| i.contains(',')) {
         let (last, init) = items.split_last().expect("more than two items");
         format!("{}; and {last}", init.join("; "))
@@ -468,7 +468,7 @@ pub fn series(items: &[String]) -> String {
 }
 
 /// Items joined as `a, b and c`.
-pub fn and_list(items: &[String]) -> String {
+pub(crate) fn and_list(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),

@@ -31,7 +31,7 @@ const ALTERNATIVES: usize = 3;
 
 /// Checks what `draft` wrote for `phase`, with `folder` already holding it. Returns a line
 /// for `verification`, or the problems found.
-pub fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<String> {
+pub(super) fn phase(ctx: &Ctx, phase: Phase, draft: &Draft, folder: &Folder) -> Step<String> {
     let spec = Spec::read(folder);
     let written = |path: &str| draft.files.iter().any(|(p, _)| p == path);
     // Ids the user or the analyst wrote are quoted, not defined.

@@ -8,7 +8,7 @@ use super::{Counts, Failure, Severity, classify, failure, one_line};
 
 /// Where structured results came from, for the report and the run record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The console output, read by the framework's text parser.
     Console,
     /// A JUnit XML report.
@@ -21,7 +21,7 @@ pub enum Source {
 
 impl Source {
     /// The name used in reports and records.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Source::Console => "console output",
             Source::JUnit => "JUnit XML",
@@ -33,7 +33,7 @@ impl Source {
 
 /// How a JUnit report names a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Naming {
+pub(crate) enum Naming {
     /// `classname::name` (pytest's module, Vitest's file, Mocha's suites, nextest's binary),
     /// or just `name` where the two are the same (a Vitest file that did not load).
     ClassName,
@@ -44,7 +44,7 @@ pub enum Naming {
 
 /// A JUnit XML report: every `<testcase>`; one with `<failure>` or `<error>` failed, one
 /// with `<skipped>` was skipped, any other passed. Failures are named as `naming` says.
-pub fn junit(xml: &str, naming: Naming) -> Option<(Counts, Vec<Failure>)> {
+pub(crate) fn junit(xml: &str, naming: Naming) -> Option<(Counts, Vec<Failure>)> {
     let doc = roxmltree::Document::parse(xml).ok()?;
     let root = doc.root_element();
     if !matches!(root.tag_name().name(), "testsuites" | "testsuite") {
@@ -101,7 +101,7 @@ pub fn junit(xml: &str, naming: Naming) -> Option<(Counts, Vec<Failure>)> {
 /// `go test -v` shows them); a failed test's detail is its `output` events; a package that
 /// failed with no failing test (a build failure) is an uncounted Critical failure. Also
 /// returns the console text the events carry, for the log and for the fallback parser.
-pub fn go_json(output: &str) -> Option<(Counts, Vec<Failure>, String)> {
+pub(crate) fn go_json(output: &str) -> Option<(Counts, Vec<Failure>, String)> {
     let mut counts = Counts::default();
     let mut failures = Vec::new();
     let mut text = String::new();
@@ -175,7 +175,7 @@ pub fn go_json(output: &str) -> Option<(Counts, Vec<Failure>, String)> {
 /// A Jest JSON report (`jest --json`; Vitest's `json` reporter writes the same shape):
 /// `assertionResults` of each test file counted by status; a file that failed without a
 /// failing test (it did not load) is an uncounted failure with the file's message.
-pub fn jest_json(json: &str) -> Option<(Counts, Vec<Failure>)> {
+pub(crate) fn jest_json(json: &str) -> Option<(Counts, Vec<Failure>)> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let files = v.get("testResults")?.as_array()?;
     let mut counts = Counts::default();
