@@ -1,9 +1,9 @@
 //! git-tlv4: run a team of AI coding agents through a development pipeline, with every bit
 //! of state kept in the git repository it works on.
 //!
-//! Layering: `cli → coordinator → quality → agents → worktree → store → git`, with `model`
-//! and `error` at the bottom; `ARCHITECTURE.md` has the map and `bench/arch/deps.py` checks
-//! that no two modules depend on each other.
+//! This crate is the top of the workspace: `cli → coordinator → quality → agents`, over the
+//! crates `tlv4-review`, `tlv4-specdoc` and `tlv4-core`. `ARCHITECTURE.md` has the map and
+//! `bench/arch/layers.py` checks that the code keeps to it.
 
 // Unit tests say on stderr why they skip (no sandbox, no tool); the library never prints.
 #![cfg_attr(test, allow(clippy::print_stdout, clippy::print_stderr))]
