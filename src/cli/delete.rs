@@ -12,6 +12,7 @@ use tlv4_core::model::{Event, EventKind, SessionId};
 use tlv4_core::store::{Store, TOOL_REF_PREFIX, archive_ref, notes_ref, session_ref};
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `delete`.
 #[derive(Debug, clap::Args)]
@@ -101,7 +102,7 @@ pub(crate) fn unique_work(
     if code_changed && !exported && unique_commits(store, &[tip], &[], refs)? > 0 {
         found.push(format!(
             "its code differs from the base {} and is neither exported nor merged",
-            super::short(base)
+            short_id(base)
         ));
     }
     for (name, id) in refs {
@@ -185,7 +186,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         }
         ctx.ui.status(format!(
             "{verb}delete {name} ({})",
-            super::short(&id.to_string())
+            short_id(&id.to_string())
         ));
     }
     if store

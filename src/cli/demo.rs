@@ -9,6 +9,7 @@ use tlv4_core::store::Store;
 
 use super::Ctx;
 use super::drive::{CompletionArg, RunFlags};
+use tlv4_core::text::short_id;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
@@ -139,7 +140,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         p.completed,
         p.total,
         p.failed,
-        super::short(&tip.to_string())
+        short_id(&tip.to_string())
     );
     out.push_str("tasks:\n");
     for t in state.ordered() {
@@ -158,7 +159,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     out.push_str("\nhistory (oldest first):\n");
     for e in store.log(&sid, None)?.iter().rev() {
-        out.push_str(&format!("  {} {}\n", super::short(&e.commit), e.subject));
+        out.push_str(&format!("  {} {}\n", short_id(&e.commit), e.subject));
     }
     let dir_in_tree = tlv4_core::store::session_dir(&sid);
     let files = store.read_folder(tip_tree(&store, tip)?, &dir_in_tree, &["tasks", "runs"])?;

@@ -4,6 +4,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::model::SessionId;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `fork`.
 #[derive(Debug, clap::Args)]
@@ -55,7 +56,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         &new,
         format!(
             "Forked from {sid} at {} ({})",
-            super::short(&target.commit),
+            short_id(&target.commit),
             target.subject
         ),
     )?;
@@ -66,8 +67,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     ctx.ui.status(format!(
         "forked {new} from {sid} at {} ({})",
-        super::short(&target.commit),
-        super::short(&w.commit.to_string())
+        short_id(&target.commit),
+        short_id(&w.commit.to_string())
     ));
     ctx.ui.out(new.as_str());
     Ok(())

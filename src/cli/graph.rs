@@ -17,6 +17,7 @@ use tlv4_core::model::{Role, SessionId, State, TaskId};
 use tlv4_core::store::Store;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `graph`.
 #[derive(Debug, clap::Args)]
@@ -247,7 +248,7 @@ impl Graph {
             t.push_str(&format!(
                 ", forked from {} at {}",
                 f.session,
-                super::short(&f.event)
+                short_id(&f.event)
             ));
         }
         t
@@ -291,7 +292,7 @@ impl Graph {
                     notes.push(format!("verdict {v}"));
                 }
                 if let Some(m) = &n.merged {
-                    notes.push(format!("merged {}", super::short(m)));
+                    notes.push(format!("merged {}", short_id(m)));
                 }
                 if let Some(of) = revises.get(&n.id) {
                     notes.push(format!("revises {of}"));
@@ -441,7 +442,7 @@ pub(super) fn label(n: &Node) -> String {
         l.push_str(&format!("\nverdict {v}"));
     }
     if let Some(m) = &n.merged {
-        l.push_str(&format!("\nmerged {}", super::short(m)));
+        l.push_str(&format!("\nmerged {}", short_id(m)));
     }
     l
 }

@@ -4,6 +4,7 @@
 use tlv4_core::error::Result;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `list`.
 #[derive(Debug, clap::Args)]
@@ -46,7 +47,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 },
                 r.pipeline.clone(),
                 format!("{}/{}", r.progress.completed, r.progress.total),
-                super::short(&r.base).to_owned(),
+                short_id(&r.base).to_owned(),
             ]
         })
         .collect();
@@ -80,7 +81,7 @@ fn remote_list(
             [
                 s.id.clone(),
                 s.state.to_owned(),
-                super::short(&s.tip).to_owned(),
+                short_id(&s.tip).to_owned(),
                 s.task_branches.to_string(),
             ]
         })

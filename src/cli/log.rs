@@ -4,6 +4,7 @@ use tlv4_core::error::Result;
 use tlv4_core::store::HistoryEntry;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `log`.
 #[derive(Debug, clap::Args)]
@@ -31,7 +32,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             HistoryEntry::Other(c) => {
                 out.push_str(&format!(
                     "{} {:>4} {} {}  [not an event]\n",
-                    super::short(&c.commit),
+                    short_id(&c.commit),
                     "-",
                     c.time,
                     c.subject
@@ -42,13 +43,13 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         // A merge event says what it merged; a conflict, where.
         let mut extra = String::new();
         if let Some(m) = e.trailer("Merged") {
-            extra = format!("  [merged {}]", super::short(m));
+            extra = format!("  [merged {}]", short_id(m));
         } else if let Some(c) = e.trailer("Conflict") {
             extra = format!("  [conflict in {c}]");
         }
         out.push_str(&format!(
             "{} {:>4} {} {}{extra}\n",
-            super::short(&e.commit),
+            short_id(&e.commit),
             e.seq.map_or("-".into(), |s| format!("#{s}")),
             e.time,
             e.subject

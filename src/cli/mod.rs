@@ -282,7 +282,3 @@ pub(crate) fn listing(key: &str, rows: impl serde::Serialize) -> serde_json::Val
     );
     doc.into()
 }
-
-pub(crate) fn short(id: &str) -> &str {
-    &id[..id.len().min(7)]
-}

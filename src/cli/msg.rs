@@ -5,6 +5,7 @@ use tlv4_core::model::Message;
 use tlv4_core::store::notes_ref;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `msg`.
 #[derive(Debug, clap::Args)]
@@ -81,7 +82,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 "sent {} (see `git notes --ref={} show {}`)",
                 message.id,
                 notes_ref(&sid).trim_start_matches(tlv4_core::store::refs::NOTES_PREFIX),
-                super::short(&commit.to_string())
+                short_id(&commit.to_string())
             ));
         }
         Action::List { kind, json } => {

@@ -4,6 +4,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::store::Remote;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `pull`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +46,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.status(format!(
             "merged the events of `{}` into {sid} ({})",
             remote.name,
-            super::short(&commit.to_string())
+            short_id(&commit.to_string())
         ));
     }
     if let Some((sid, _, _, _)) = pulled.diverged.first() {
@@ -55,9 +56,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             .map(|(sid, ours, theirs, why)| {
                 format!(
                     "`{sid}` (here {}, on `{}` {}): {why}",
-                    super::short(&ours.to_string()),
+                    short_id(&ours.to_string()),
                     remote.name,
-                    super::short(&theirs.to_string())
+                    short_id(&theirs.to_string())
                 )
             })
             .collect();

@@ -4,6 +4,7 @@ use tlv4_core::error::Result;
 use tlv4_core::store::Remote;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `push`.
 #[derive(Debug, clap::Args)]
@@ -35,10 +36,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     };
     let pushed = store.push_sessions(&remote, &sessions)?;
     for (name, id) in &pushed.updated {
-        ctx.ui.status(format!(
-            "pushed {name} -> {}",
-            super::short(&id.to_string())
-        ));
+        ctx.ui
+            .status(format!("pushed {name} -> {}", short_id(&id.to_string())));
     }
     for name in &pushed.deleted {
         ctx.ui.status(format!("deleted {name} (archived)"));

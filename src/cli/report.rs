@@ -16,6 +16,7 @@ use tlv4_core::store::{HistoryEntry, REVIEW_NOTES_REF, Store, session_dir};
 
 use super::Ctx;
 use super::graph::{EdgeKind, Graph};
+use tlv4_core::text::short_id;
 
 /// Arguments of `report`.
 #[derive(Debug, clap::Args)]
@@ -160,7 +161,7 @@ pub(super) fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result
         .rev()
         .map(|h| match h {
             HistoryEntry::Event(e) => serde_json::json!({
-                "commit": super::short(&e.commit),
+                "commit": short_id(&e.commit),
                 "seq": e.seq,
                 "time": e.time,
                 "event": e.event,
@@ -174,7 +175,7 @@ pub(super) fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result
                     .collect::<Vec<_>>(),
             }),
             HistoryEntry::Other(c) => serde_json::json!({
-                "commit": super::short(&c.commit),
+                "commit": short_id(&c.commit),
                 "time": c.time,
                 "event": "not an event",
                 "subject": c.subject,
@@ -259,7 +260,7 @@ fn reviews(store: &Store, history: &[HistoryEntry]) -> Result<Vec<serde_json::Va
                 f["code"] = code_around(&String::from_utf8_lossy(&blob), line as usize).into();
             }
         }
-        note["commit"] = super::short(commit).into();
+        note["commit"] = short_id(commit).into();
         note["event"] = subject.as_str().into();
         let class = verdict_class(note["verdict"].as_str().unwrap_or(""));
         note["class"] = class.into();

@@ -13,6 +13,7 @@ use tlv4_review::{
 };
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// How the review is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -216,9 +217,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<i32> {
             )?;
             ctx.ui.status(format!(
                 "scores noted on {} (git notes --ref={} show {})",
-                super::short(&commit.to_string()),
+                short_id(&commit.to_string()),
                 review::NOTES_REF,
-                super::short(&commit.to_string())
+                short_id(&commit.to_string())
             ));
         }
         None => ctx

@@ -5,6 +5,7 @@ use tlv4_core::model::{Event, EventKind, SessionId, TaskId};
 use tlv4_core::store::{LoggedEvent, Store};
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `rollback`.
 #[derive(Debug, clap::Args)]
@@ -49,7 +50,7 @@ pub(crate) fn find_event(
         Error::state(
             format!(
                 "{} is not an event of session `{sid}`",
-                super::short(&id.to_string())
+                short_id(&id.to_string())
             ),
             Some("list its events with `git tlv4 log`".into()),
         )
@@ -62,10 +63,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         let target = find_event(&store, &sid, txn.tip, &args.to)?;
         if target.commit == txn.tip {
             return Err(Error::state(
-                format!(
-                    "{} is already the current state",
-                    super::short(&target.commit)
-                ),
+                format!("{} is already the current state", short_id(&target.commit)),
                 None,
             ));
         }
@@ -79,7 +77,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 EventKind::Rollback,
                 format!(
                     "Restored the state of {} ({})",
-                    super::short(&target.commit),
+                    short_id(&target.commit),
                     target.subject
                 ),
             )
@@ -90,7 +88,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.status(format!(
             "{} ({})",
             w.event.summary,
-            super::short(&w.commit.to_string())
+            short_id(&w.commit.to_string())
         ));
     }
     Ok(())

@@ -6,6 +6,7 @@ use tlv4_core::model::Completion;
 
 use super::Ctx;
 use super::drive::{RunFlags, drive_read};
+use tlv4_core::text::short_id;
 
 /// Arguments of `start`.
 #[derive(Debug, clap::Args)]
@@ -92,7 +93,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             " without supervision"
         },
         state.tasks.len(),
-        super::short(&state.session.base),
+        short_id(&state.session.base),
         head.as_deref()
             .map_or("(detached HEAD)".to_owned(), |h| format!(
                 "({})",

@@ -5,6 +5,7 @@ use tlv4_core::model::{Progress, State, Task};
 use tlv4_core::store::session_ref;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
@@ -187,15 +188,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     out.push_str(&format!(
         "  base      {}   tip {}   events {}\n",
-        super::short(&s.base),
-        super::short(&tip.to_string()),
+        short_id(&s.base),
+        short_id(&tip.to_string()),
         s.events
     ));
     if let Some(f) = &s.forked_from {
         out.push_str(&format!(
             "  forked    from {} at {}\n",
             f.session,
-            super::short(&f.event)
+            short_id(&f.event)
         ));
     }
     if let Some(a) = &state.control.analysis {

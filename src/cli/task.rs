@@ -5,6 +5,7 @@ use tlv4_core::model::{Event, EventKind, Owner, TaskId, TaskResult, TaskStatus};
 use tlv4_core::store::validate_pipeline_path;
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `task`.
 #[derive(Debug, clap::Args)]
@@ -170,7 +171,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.status(format!(
             "{} ({})",
             w.event.subject(),
-            super::short(&w.commit.to_string())
+            short_id(&w.commit.to_string())
         ));
     }
     Ok(())

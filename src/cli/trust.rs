@@ -9,6 +9,7 @@ use tlv4_core::error::Result;
 use tlv4_core::trust::{Files, Item};
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `trust`.
 #[derive(Debug, clap::Args)]
@@ -289,7 +290,7 @@ fn describe(
         };
         ctx.ui.out(format!(
             "  {} {} ({}){state}",
-            super::short(&i.id),
+            short_id(&i.id),
             i.path,
             i.why
         ));

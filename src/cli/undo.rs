@@ -4,6 +4,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind};
 
 use super::Ctx;
+use tlv4_core::text::short_id;
 
 /// Arguments of `undo`.
 #[derive(Debug, clap::Args)]
@@ -38,14 +39,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         txn.restore(&sid, id)?;
         let undone: Vec<String> = history[..args.n]
             .iter()
-            .map(|e| format!("- {} {}", super::short(&e.commit), e.subject))
+            .map(|e| format!("- {} {}", short_id(&e.commit), e.subject))
             .collect();
         Ok(Some(
             Event::session(
                 EventKind::Undo,
                 format!(
                     "Restored the state of {} ({}). Undone:\n{}",
-                    super::short(&target.commit),
+                    short_id(&target.commit),
                     target.subject,
                     undone.join("\n")
                 ),
@@ -57,7 +58,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.status(format!(
             "{} ({})",
             w.event.summary.replace('\n', "\n  "),
-            super::short(&w.commit.to_string())
+            short_id(&w.commit.to_string())
         ));
     }
     Ok(())

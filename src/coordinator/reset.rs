@@ -9,6 +9,7 @@
 use gix::ObjectId;
 use gix::bstr::BStr;
 use gix::merge::tree::TreatAsUnresolved;
+use tlv4_core::store::refs::short_branch;
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind, SessionId, SessionStatus, State, TaskId, TaskStatus};
@@ -152,7 +153,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
             return Err(Error::state(
                 format!(
                     "the commits on {} change files under .tlv4/, which only git-tlv4 writes: {}",
-                    short(&name),
+                    short_branch(&name),
                     touched.split_whitespace().collect::<Vec<_>>().join(", ")
                 ),
                 Some("take those changes out of the branch (git revert or git rebase -i), then resume".to_owned()),
@@ -175,7 +176,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
                     return Err(Error::state(
                         format!(
                             "the commits on {} conflict with the session in {}",
-                            short(&task_ref(sid, &task)),
+                            short_branch(&task_ref(sid, &task)),
                             paths.join(", ")
                         ),
                         Some(format!(
@@ -231,7 +232,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
                     &t,
                     format!(
                         "Adopted {commits} commit(s) of {} as a manual revision of {task}: {subject}\nTo run again: {}",
-                        short(&task_ref(sid, &task)),
+                        short_branch(&task_ref(sid, &task)),
                         if list.is_empty() { "nothing".to_owned() } else { list.join(", ") }
                     ),
                 )
@@ -399,8 +400,4 @@ fn commit_subject(store: &Store, commit: ObjectId) -> String {
         .unwrap_or_default()
         .trim()
         .to_owned()
-}
-
-fn short(full_ref: &str) -> &str {
-    tlv4_core::store::refs::short_branch(full_ref)
 }

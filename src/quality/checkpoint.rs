@@ -46,6 +46,7 @@ use tlv4_specdoc::spec;
 
 use checks::{Check, Inputs};
 use history::{History, Scope};
+use tlv4_core::text::clip;
 
 /// A score at or above this passes.
 pub const PASS: f64 = 0.8;
@@ -156,13 +157,13 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
             weakest.join(", ")
         )
     };
-    let mut findings = vec![short(&format!("{id}: {line}"))];
+    let mut findings = vec![clip(&format!("{id}: {line}"), 98)];
     findings.extend(
         weak.iter()
             .take(3)
-            .map(|c| short(&format!("{}: {}", c.name, c.summary))),
+            .map(|c| clip(&format!("{}: {}", c.name, c.summary), 98)),
     );
-    findings.push(short(&format!("quality trend: {trend_label}")));
+    findings.push(clip(&format!("quality trend: {trend_label}"), 98));
     let update = StateUpdate {
         key_findings: findings,
         decisions: vec![
@@ -209,16 +210,6 @@ fn mean(checks: &[Check]) -> f64 {
     } else {
         scores.iter().sum::<f64>() / scores.len() as f64
     }
-}
-
-/// A key finding: under 100 characters.
-fn short(text: &str) -> String {
-    if text.chars().count() < 100 {
-        return text.to_owned();
-    }
-    let mut s: String = text.chars().take(96).collect();
-    s.push('…');
-    s
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use tlv4_specdoc::spec::Spec;
 
 use config::{Config, OnFail, Rule, Thresholds};
 use metrics::Metrics;
+use tlv4_core::text::excerpt;
 
 /// What the critics of one round look at.
 pub struct Subject<'a> {
@@ -704,7 +705,7 @@ fn discuss(
         verdict: Verdict {
             verdict: level.as_str().to_owned(),
             score: Some((avg * 100.0).round() / 100.0),
-            summary: one_line(&summary, 300),
+            summary: excerpt(&summary, 299),
         },
         files: vec![(
             format!("discussions/{name}-discussion.md"),
@@ -721,16 +722,6 @@ fn discuss(
             .collect(),
     };
     Ok((outcome, critiques))
-}
-
-fn one_line(text: &str, max: usize) -> String {
-    let t = text.replace('\n', " ");
-    if t.chars().count() <= max {
-        return t;
-    }
-    let mut s: String = t.chars().take(max - 1).collect();
-    s.push('…');
-    s
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use tlv4_review::{
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
+use tlv4_core::text::clip;
 
 /// Runs a REVIEW task: reviews the session's change (base → tip, outside `.tlv4/`) against
 /// the plan, compares revised IMPL tasks with their originals, writes
@@ -21,7 +22,11 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
     let rules = RuleSet::from_files(&ctx.conf.files)?;
     let opts = Options::default();
     let sid = &input.session.id;
-    let label = format!("session {sid} ({}..{})", short(&ctx.base), short(&ctx.tip));
+    let label = format!(
+        "session {sid} ({}..{})",
+        &ctx.base.to_hex_with_len(7),
+        &ctx.tip.to_hex_with_len(7)
+    );
     let target = Target::commits(&repo, Some(ctx.base), ctx.tip, label)?;
     let reqs = Requirements::from_folder(&input.folder, &session_dir(sid), None);
     let mut review = analyze(&repo, &rules, &target, &reqs, &opts)?;
@@ -60,7 +65,7 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
             .map(|f| {
                 clip(
                     &format!("{} {}: {}", f.severity.as_str(), f.location(), f.reason),
-                    99,
+                    97,
                 )
             })
             .collect()
@@ -115,8 +120,8 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
                 files_modified: vec![REPORT_PATH.to_owned()],
                 verification: format!(
                     "deterministic review of {}..{} with similar ({}), rules {}; scores noted under {NOTES_REF}",
-                    short(&ctx.base),
-                    short(&ctx.tip),
+                    &ctx.base.to_hex_with_len(7),
+                    &ctx.tip.to_hex_with_len(7),
                     opts.algorithm.as_str(),
                     rules.file
                 ),
@@ -127,20 +132,6 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
         warnings,
         fix: None,
     })
-}
-
-fn short(id: &gix::ObjectId) -> String {
-    id.to_hex_with_len(7).to_string()
-}
-
-/// `s` cut to fewer than `max` characters, with an ellipsis when cut.
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() < max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(2)).collect();
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use super::{FixRequest, QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use tlv4_core::error::Result;
 use tlv4_core::model::{TaskId, Verdict};
+use tlv4_core::text::excerpt;
 use tlv4_core::worktree::prepare::PlanRefused;
 use tlv4_specdoc::discovery::Discovery;
 use tlv4_specdoc::spec::{DISCOVERY, PLAN};
@@ -1544,7 +1545,7 @@ fn key_findings(
         ),
     ]
     .iter()
-    .map(|f| parse::one_line(f, 99))
+    .map(|f| excerpt(f, 98))
     .collect()
 }
 
@@ -1626,7 +1627,7 @@ fn failed(reason: String) -> QualityResult {
     QualityResult {
         output: TaskOutput {
             outcome: Outcome::Failed(reason.clone()),
-            summary: format!("tests not run: {}", parse::one_line(&reason, 160)),
+            summary: format!("tests not run: {}", excerpt(&reason, 159)),
             files: Vec::new(),
             state_update: StateUpdate::default(),
         },

@@ -24,6 +24,7 @@ pub mod sandbox;
 pub mod store;
 #[cfg(any(test, feature = "testutil"))]
 pub mod testutil;
+pub mod text;
 pub mod trust;
 pub mod worktree;
 

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::requirements::Coverage;
 use super::{Decision, Dimension, Review, Severity};
+use tlv4_core::text::short_id;
 
 /// Findings listed in the Markdown report before the rest is summarised (JSON has them all).
 const REPORT_FINDINGS: usize = 200;
@@ -64,8 +65,8 @@ fn md_header(w: &mut String, review: &Review) {
             "> **The change is empty.** Nothing outside `.tlv4/` differs between `{}` and `{}`: \
              no code implements the plan (the builtin executor cannot write code). The \
              requirements score is 0 and the verdict cannot be APPROVE.\n",
-            short(&review.old),
-            short(&review.new)
+            short_id(&review.old),
+            short_id(&review.new)
         );
     }
     let (added, removed) = review
@@ -75,8 +76,8 @@ fn md_header(w: &mut String, review: &Review) {
     let _ = writeln!(
         w,
         "Reviewed `{}..{}`: {} file{} changed, +{added} −{removed}; line diff: {} (deadline {} ms per file); rules: {}.\n",
-        short(&review.old),
-        short(&review.new),
+        short_id(&review.old),
+        short_id(&review.new),
         review.files.len(),
         if review.files.len() == 1 { "" } else { "s" },
         review.algorithm.as_str(),
@@ -321,8 +322,8 @@ pub fn text(review: &Review) -> String {
         w,
         "review {} ({}..{}): {} file{}, +{added} −{removed}, {}",
         review.label,
-        short(&review.old),
-        short(&review.new),
+        short_id(&review.old),
+        short_id(&review.new),
         review.files.len(),
         if review.files.len() == 1 { "" } else { "s" },
         review.algorithm.as_str()
@@ -423,10 +424,6 @@ pub fn note_json(review: &Review) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(&value).expect("a JSON value serialises");
     out.push(b'\n');
     out
-}
-
-fn short(id: &str) -> &str {
-    &id[..id.len().min(7)]
 }
 
 fn list(items: &[String]) -> String {

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::discovery::{Discovery, list, path, text};
 use super::md::{self, CHECKPOINT as MD};
+use tlv4_core::text::one_line;
 
 /// Pipeline-folder files by relative path.
 pub type Folder = BTreeMap<String, Vec<u8>>;
@@ -998,11 +999,6 @@ fn merge(into: &mut Vec<String>, more: Vec<String>) {
             into.push(m);
         }
     }
-}
-
-/// `text` on one line: its runs of white space as single spaces.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The rows of the first table of `text` as risks with their mitigations.

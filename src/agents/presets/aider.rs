@@ -25,10 +25,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::short;
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::Result;
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The Aider preset.
 pub(super) struct Aider;
@@ -206,7 +206,7 @@ impl Cli for Aider {
         {
             return fail(format!(
                 "Aider reported an API error although it exited 0: {}",
-                short(m.as_str(), 300)
+                excerpt(m.as_str(), 300)
             ));
         }
         if call.writes_code()
@@ -214,7 +214,7 @@ impl Cli for Aider {
         {
             return fail(format!(
                 "Aider could not apply the model's edits although it exited 0: {}",
-                short(m.as_str(), 300)
+                excerpt(m.as_str(), 300)
             ));
         }
         if out.stdout.trim().is_empty() {

@@ -28,10 +28,11 @@
 
 use serde_json::Value;
 
-use super::{short, str_at, u64_at};
+use super::{str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::Result;
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The Claude Code preset.
 pub(super) struct Claude;
@@ -181,9 +182,9 @@ impl Cli for Claude {
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             let what = if !text.is_empty() {
-                short(text, 300)
+                excerpt(text, 300)
             } else if !errors.is_empty() {
-                short(&errors.join("; "), 300)
+                excerpt(&errors.join("; "), 300)
             } else {
                 subtype.to_owned()
             };
@@ -210,7 +211,7 @@ impl Cli for Claude {
                         .or(d["tool_input"].get("command"))
                         .and_then(Value::as_str)
                     {
-                        Some(target) => format!("{tool} ({})", short(target, 80)),
+                        Some(target) => format!("{tool} ({})", excerpt(target, 80)),
                         None => tool.to_owned(),
                     }
                 })
@@ -225,7 +226,7 @@ impl Cli for Claude {
         if text.trim_start().starts_with("API Error") {
             return fail(format!(
                 "Claude reported an API error: {}",
-                short(text, 300)
+                excerpt(text, 300)
             ));
         }
         if text.trim().is_empty() {

@@ -23,10 +23,11 @@
 //! 1/2 (stream disconnected before completion…)"). Tokens come from `turn.completed.usage`;
 //! Codex reports no cost.
 
-use super::{short, str_at, u64_at};
+use super::{str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The Codex preset.
 pub(super) struct Codex;
@@ -100,7 +101,7 @@ fn events(stdout: &str) -> Events {
                         if output.contains("patch rejected")
                             || output.contains("blocked by read-only sandbox")
                         {
-                            ev.rejected.push(short(output, 160));
+                            ev.rejected.push(excerpt(output, 160));
                         }
                     }
                     _ => {}
@@ -202,7 +203,7 @@ impl Cli for Codex {
             return fail(format!(
                 "Codex failed ({}): {}",
                 out.describe_exit(),
-                short(m, 300)
+                excerpt(m, 300)
             ));
         }
         if out.code != Some(0) {

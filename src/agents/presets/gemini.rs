@@ -18,10 +18,11 @@
 
 use serde_json::Value;
 
-use super::{LEAD, fits_argv, short, str_at, u64_at};
+use super::{LEAD, fits_argv, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::Result;
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The Gemini CLI preset.
 pub(super) struct Gemini;
@@ -132,7 +133,7 @@ impl Cli for Gemini {
                 .and_then(error_of)
                 .or_else(|| doc.as_ref().and_then(error_of))
                 .unwrap_or_else(|| out.tail(3));
-            return fail(format!("Gemini failed: {why}: {}", short(&detail, 300)));
+            return fail(format!("Gemini failed: {why}: {}", excerpt(&detail, 300)));
         }
         let Some(doc) = &doc else {
             return fail(format!("Gemini printed no JSON result: {}", out.tail(3)));
@@ -140,7 +141,7 @@ impl Cli for Gemini {
         if let Some(e) = error_of(doc) {
             return fail(format!(
                 "Gemini reported an error although it exited 0: {}",
-                short(&e, 300)
+                excerpt(&e, 300)
             ));
         }
         let rejected = u64_at(doc, &["stats", "tools", "totalDecisions", "reject"]);

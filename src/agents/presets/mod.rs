@@ -101,13 +101,3 @@ fn u64_at(v: &Value, path: &[&str]) -> u64 {
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
-
-/// `text` cut to its first `n` characters on one line, for error messages.
-fn short(text: &str, n: usize) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() > n {
-        format!("{}…", one.chars().take(n).collect::<String>())
-    } else {
-        one
-    }
-}

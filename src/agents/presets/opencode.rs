@@ -16,10 +16,11 @@
 
 use serde_json::{Value, json};
 
-use super::{LEAD, fits_argv, short, str_at, u64_at};
+use super::{LEAD, fits_argv, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::Result;
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The OpenCode preset.
 pub(super) struct OpenCode;
@@ -174,7 +175,7 @@ impl Cli for OpenCode {
             return fail(format!(
                 "OpenCode reported an error ({}{status}): {}",
                 out.describe_exit(),
-                short(message, 300)
+                excerpt(message, 300)
             ));
         }
         if out.code != Some(0) {

@@ -16,10 +16,11 @@
 
 use serde_json::Value;
 
-use super::{LEAD, fits_argv, short, str_at, u64_at};
+use super::{LEAD, fits_argv, str_at, u64_at};
 use crate::agents::command::{Call, Cli, Launch, Reply, Usage};
 use tlv4_core::error::Result;
 use tlv4_core::process::Output;
+use tlv4_core::text::excerpt;
 
 /// The Qwen Code preset.
 pub(super) struct Qwen;
@@ -108,7 +109,7 @@ impl Cli for Qwen {
                 "Qwen failed ({}): {}",
                 out.describe_exit(),
                 res.and_then(|r| str_at(r, "result"))
-                    .map(|t| short(t, 300))
+                    .map(|t| excerpt(t, 300))
                     .unwrap_or_else(|| out.tail(3))
             ));
         }
@@ -117,12 +118,12 @@ impl Cli for Qwen {
         };
         let text = str_at(res, "result").unwrap_or("");
         if res.get("is_error").and_then(Value::as_bool) == Some(true) {
-            return fail(format!("Qwen reported an error: {}", short(text, 300)));
+            return fail(format!("Qwen reported an error: {}", excerpt(text, 300)));
         }
         if api_error(text) {
             return fail(format!(
                 "Qwen reported an API error although it exited 0: {}",
-                short(text, 300)
+                excerpt(text, 300)
             ));
         }
         let denials = res["permission_denials"].as_array().map_or(0, Vec::len);

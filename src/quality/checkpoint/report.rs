@@ -9,6 +9,7 @@ use super::Level;
 use super::checks::{Check, Group, Previous};
 use super::history::Scope;
 use crate::agents::TaskInput;
+use tlv4_core::text::cell;
 use tlv4_specdoc::md::CHECKPOINT as MD;
 
 /// The path of the report of checkpoint `id`.
@@ -193,10 +194,6 @@ fn list(items: &[String]) -> String {
 
 fn or_dash(s: &str) -> &str {
     if s.is_empty() { "—" } else { s }
-}
-
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 static REPORT: LazyLock<regex::Regex> = LazyLock::new(|| {

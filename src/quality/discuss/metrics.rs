@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::RiskSpec;
+use tlv4_core::text::clip;
 use tlv4_specdoc::discovery::Discovery;
 use tlv4_specdoc::md::CHECKPOINT as MD;
 use tlv4_specdoc::spec::{Architecture, Brief, Epics, Kind, Readiness, Requirements, Spec};
@@ -177,15 +178,6 @@ fn keywords(text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-fn short(text: &str) -> String {
-    let t: String = text.chars().take(60).collect();
-    if t.len() < text.len() {
-        format!("{t}…")
-    } else {
-        t
-    }
 }
 
 /// Measures everything `spec` allows.
@@ -431,7 +423,7 @@ fn requirements_metrics(out: &mut Metrics, spec: &Spec, r: &Requirements, goals:
                 let found = words.iter().filter(|w| text.contains(w.as_str())).count();
                 found * 2 < words.len()
             })
-            .map(|c| short(c))
+            .map(|c| clip(c, 60))
             .collect();
         let value = if d.constraints.is_empty() {
             1.0
@@ -481,7 +473,7 @@ fn architecture_metrics(out: &mut Metrics, spec: &Spec, a: &Architecture) {
             a.risks
                 .iter()
                 .filter(|r| r.mitigation.is_empty())
-                .map(|r| short(&r.risk))
+                .map(|r| clip(&r.risk, 60))
                 .collect(),
         ),
     );

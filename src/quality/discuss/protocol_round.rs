@@ -65,7 +65,7 @@ fn stance(c: &Critique) -> &'static str {
 }
 
 /// At most `n` words of `text`.
-fn clip(text: &str, n: usize) -> String {
+fn first_words(text: &str, n: usize) -> String {
     text.split_whitespace()
         .take(n)
         .collect::<Vec<_>>()
@@ -73,7 +73,7 @@ fn clip(text: &str, n: usize) -> String {
 }
 
 fn first(list: &[String], fallback: &str) -> String {
-    clip(list.first().map_or(fallback, String::as_str), 20)
+    first_words(list.first().map_or(fallback, String::as_str), 20)
 }
 
 impl CriticMember {
@@ -149,8 +149,20 @@ impl CriticMember {
                 .into(),
             );
             out.accepts = Some(vec![first(&c.suggestions, "the document as it is")]);
-            out.will_not_concede = Some(c.missing.iter().take(3).map(|m| clip(m, 12)).collect());
-            out.risks = Some(c.weaknesses.iter().take(2).map(|w| clip(w, 20)).collect());
+            out.will_not_concede = Some(
+                c.missing
+                    .iter()
+                    .take(3)
+                    .map(|m| first_words(m, 12))
+                    .collect(),
+            );
+            out.risks = Some(
+                c.weaknesses
+                    .iter()
+                    .take(2)
+                    .map(|w| first_words(w, 20))
+                    .collect(),
+            );
         }
         out
     }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::rules::{Rules, Severity};
 use super::score::{DIMENSIONS, Evaluation, GateResult, Ratio};
 use crate::agents::TaskInput;
+use tlv4_core::text::{cell, excerpt};
 use tlv4_specdoc::audit::Spec;
 use tlv4_specdoc::md::{self, GATE as MD};
 use tlv4_specdoc::spec::Kind;
@@ -19,13 +20,11 @@ pub(super) const SUMMARY: &str = "spec/spec-summary.md";
 /// At most this many violations are listed one by one.
 const MAX_LISTED: usize = 60;
 
-/// A table cell: one line, bars escaped.
-fn cell(text: &str) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.is_empty() {
-        "—".into()
-    } else {
-        one.replace('|', "\\|")
+/// A table cell ([`cell`]), `—` when it would be empty.
+fn filled(text: &str) -> String {
+    match cell(text) {
+        c if c.is_empty() => "—".into(),
+        c => c,
     }
 }
 
@@ -137,7 +136,7 @@ pub(super) fn improve_first(ev: &Evaluation, spec: &Spec, rules: &Rules) -> Vec<
         let first: Vec<String> = errors
             .iter()
             .take(3)
-            .map(|f| format!("{} ({})", shorten(&f.message, 100), f.place))
+            .map(|f| format!("{} ({})", excerpt(&f.message, 100), f.place))
             .collect();
         out.push(format!(
             "Fix the {} Error-class violation{} (Error-class violations hold the gate below \
@@ -542,9 +541,9 @@ fn traceability_section(o: &mut String, spec: &Spec, ev: &Evaluation) {
                 o,
                 "| {} | {} | {} | {} |",
                 g.id,
-                cell(&reqs.join(", ")),
-                cell(&comps.join(", ")),
-                cell(&stories.join(", "))
+                filled(&reqs.join(", ")),
+                filled(&comps.join(", ")),
+                filled(&stories.join(", "))
             );
         }
         o.push('\n');
@@ -608,7 +607,7 @@ fn validation_section(o: &mut String, ev: &Evaluation, rules: &Rules) {
             Some(m) => format!("{} ({} for Must)", r.severity.as_str(), m.as_str()),
             None => r.severity.as_str().to_owned(),
         };
-        let _ = writeln!(o, "| {} | {class} | {} | {status} |", r.id, cell(&r.text));
+        let _ = writeln!(o, "| {} | {class} | {} | {status} |", r.id, filled(&r.text));
     }
     o.push('\n');
 }
@@ -630,8 +629,8 @@ fn violations_section(o: &mut String, ev: &Evaluation) {
                 i + 1,
                 f.severity.as_str(),
                 f.rule,
-                cell(&f.place),
-                cell(&f.message)
+                filled(&f.place),
+                filled(&f.message)
             );
         }
         if ev.findings.len() > MAX_LISTED {
@@ -749,9 +748,9 @@ fn goals_section(o: &mut String, spec: &Spec) {
                 o,
                 "| {} | {} | {} | {} |",
                 g.id,
-                cell(&g.text),
-                cell(&g.metric),
-                cell(&g.target)
+                filled(&g.text),
+                filled(&g.metric),
+                filled(&g.target)
             );
         }
         o.push('\n');
@@ -813,8 +812,8 @@ fn components_section(o: &mut String, spec: &Spec) {
                 o,
                 "| {} | {} | {} |",
                 c.id,
-                cell(&c.name),
-                cell(&c.implements.join(", "))
+                filled(&c.name),
+                filled(&c.implements.join(", "))
             );
         }
         o.push('\n');
@@ -833,8 +832,8 @@ fn decisions_section(o: &mut String, spec: &Spec) {
                 o,
                 "| {} | {} | {} |",
                 a.id,
-                cell(a.title()),
-                cell(a.status.as_deref().unwrap_or(""))
+                filled(a.title()),
+                filled(a.status.as_deref().unwrap_or(""))
             );
         }
         o.push('\n');
@@ -856,8 +855,8 @@ fn epics_section(o: &mut String, spec: &Spec) {
                 o,
                 "| {} | {} | {} | {} | {} |",
                 e.id,
-                cell(e.title()),
-                cell(e.priority.as_deref().unwrap_or("")),
+                filled(e.title()),
+                filled(e.priority.as_deref().unwrap_or("")),
                 if e.mvp { "yes" } else { "no" },
                 e.stories.len()
             );
@@ -899,7 +898,7 @@ fn open_questions_section(o: &mut String, spec: &Spec) {
         any = true;
         let _ = writeln!(o, "- {} ({}):", d.title(), qs.len());
         for q in qs.iter().take(2) {
-            let _ = writeln!(o, "  - {}", shorten(q, 160));
+            let _ = writeln!(o, "  - {}", excerpt(q, 160));
         }
         if qs.len() > 2 {
             let _ = writeln!(o, "  - … {} more in `{}`", qs.len() - 2, d.index());
@@ -951,13 +950,5 @@ fn recommendations_section(o: &mut String, spec: &Spec, ev: &Evaluation, rules: 
     let _ = writeln!(o, "## Recommendations\n");
     for step in improve_first(ev, spec, rules) {
         let _ = writeln!(o, "- {step}");
-    }
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    let one = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match one.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &one[..at]),
-        None => one,
     }
 }

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::detect::Kind;
+use tlv4_core::text::excerpt;
 
 pub(super) mod structured;
 
@@ -264,22 +265,10 @@ fn failure(name: &str, detail: &[&str], counted: bool) -> Failure {
     let detail = trim_detail(detail);
     let severity = classify(&format!("{name}\n{detail}"));
     Failure {
-        name: one_line(name, 200),
+        name: excerpt(name, 199),
         severity,
         detail,
         counted,
-    }
-}
-
-/// A name or message on one line, at most `max` characters.
-pub(super) fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
     }
 }
 
@@ -1003,7 +992,7 @@ fn warnings(text: &str) -> Vec<String> {
         if t.len() < 8 || !WARN.is_match(t) || NOISE.is_match(t) {
             continue;
         }
-        let line = one_line(t, 200);
+        let line = excerpt(t, 199);
         if !out.contains(&line) {
             out.push(line);
             if out.len() == MAX_WARNINGS {

@@ -3,6 +3,7 @@
 
 use super::parse::{Failure, Severity};
 use super::{MAX_ITERATIONS, PASS_RATE_TARGET, RunResult, Scope, Strategy, exec::trim_middle};
+use tlv4_core::text::cell;
 
 /// The format version of [`Record`]. 2: a run's counts are `null` when its runner reported
 /// none (1 wrote zeros and passed such a run by its exit status), and the pass rates are
@@ -164,10 +165,6 @@ pub(super) struct Report<'a> {
 
 /// How many lines of a run without a count the report shows.
 const TAIL_LINES: usize = 30;
-
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
 
 fn pct(r: Option<f64>) -> String {
     r.map_or("—".to_owned(), |r| format!("{r:.1}%"))

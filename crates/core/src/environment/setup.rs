@@ -163,7 +163,7 @@ fn span(d: Duration) -> String {
 /// The output a failed command's error shows: its last [`TAIL_LINES`] lines, after its first
 /// [`HEAD_LINES`] when it printed more than both (the reason is at the start for npm, at the
 /// end for pip and uv).
-fn excerpt(out: &crate::process::Output) -> String {
+fn head_and_tail(out: &crate::process::Output) -> String {
     let text = if out.stderr.trim().is_empty() {
         &out.stdout
     } else {
@@ -326,7 +326,7 @@ fn run_one(
         Ok(out) => Err(fail(
             if out.timed_out { None } else { out.code },
             out.timed_out,
-            excerpt(&out),
+            head_and_tail(&out),
         )),
         Err(e) => Err(fail(None, false, format!("cannot start it: {e}"))),
     }

@@ -44,6 +44,7 @@ use gix::ObjectId;
 use crate::error::{Error, Result};
 use crate::model::{SessionId, Task, TaskId};
 use crate::store::{Store, session_dir};
+use crate::text::one_line;
 
 /// The `Tlv4-Event` trailer of a snapshot commit on a task branch.
 pub const SNAPSHOT_EVENT: &str = "task_snapshot";
@@ -947,10 +948,6 @@ fn kept_message(
     }
     msg.push_str(&trailers(sid, task, role, event, attempt));
     msg
-}
-
-fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " ")
 }
 
 fn summary_lines(snap: &Snapshot) -> String {

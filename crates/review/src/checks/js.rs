@@ -18,6 +18,7 @@ use tree_sitter::Node;
 use super::{Hit, Input, ascii, lines_of};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::{Syntax, descendants};
+use tlv4_core::text::excerpt;
 
 /// Runs the js checks.
 pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
@@ -876,7 +877,10 @@ impl<'s, 'a> Js<'s, 'a> {
             Hit::new(CheckId::SqlInjection, lines_of(node))
                 .at(first.start_position().row)
                 .confidence(worst.confidence()?)
-                .with("how", format!("{how} with `{}`", short(self.text(first)))),
+                .with(
+                    "how",
+                    format!("{how} with `{}`", excerpt(self.text(first), 40)),
+                ),
         )
     }
 
@@ -914,7 +918,7 @@ impl<'s, 'a> Js<'s, 'a> {
         } else if node.kind() == "template_string" {
             "a template string".into()
         } else {
-            format!("`{}`", short(self.text(node)))
+            format!("`{}`", excerpt(self.text(node), 40))
         }
     }
 }
@@ -958,15 +962,6 @@ fn is_sql(text: &str) -> bool {
         .expect("the SQL pattern compiles")
     });
     SQL.is_match(text)
-}
-
-/// `text` on one line, at most 40 characters.
-fn short(text: &str) -> String {
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(40) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
-    }
 }
 
 #[cfg(test)]

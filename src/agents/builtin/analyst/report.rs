@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::seed::{Named, Seed, TABLES};
 use super::{Facts, explore};
 use crate::agents::builtin::template::render;
+use tlv4_core::text::clip;
 
 /// The report's sections, by name (see the template's header).
 pub(super) type Report = BTreeMap<String, Vec<String>>;
@@ -53,17 +54,14 @@ pub(super) fn report(
     }
     // At most five findings, each under 100 characters.
     if let Some(findings) = report.get_mut("key_findings") {
-        findings.iter_mut().for_each(|f| *f = clip(f, 99));
+        findings.iter_mut().for_each(|f| *f = finding(f));
     }
     report
 }
 
-/// `text` cut to at most `max` characters, marked with `…` when cut.
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_owned(),
-        Some(_) => text.chars().take(max - 1).chain(['…']).collect(),
-    }
+/// A key finding as the report keeps it: under 100 characters, `…` where it was cut.
+fn finding(text: &str) -> String {
+    clip(text, 98)
 }
 
 #[cfg(test)]
@@ -72,9 +70,9 @@ mod tests {
 
     #[test]
     fn findings_are_clipped() {
-        assert_eq!(clip("abc", 99), "abc");
+        assert_eq!(finding("abc"), "abc");
         let long = "x".repeat(150);
-        assert_eq!(clip(&long, 99).chars().count(), 99);
-        assert!(clip(&long, 99).ends_with('…'));
+        assert_eq!(finding(&long).chars().count(), 99);
+        assert!(finding(&long).ends_with('…'));
     }
 }

@@ -393,38 +393,7 @@ pub(crate) fn slug(text: &str, fallback: &str) -> String {
     }
 }
 
-/// `text` on one line, whitespace runs folded.
-pub(crate) fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `text` cut at a word boundary to at most `max` characters, with `…` when cut.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    let text = one_line(text);
-    if text.chars().count() <= max {
-        return text;
-    }
-    let mut out = String::new();
-    for word in text.split(' ') {
-        if out.chars().count() + word.chars().count() + 2 > max {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    if out.is_empty() {
-        out = text.chars().take(max.saturating_sub(1)).collect();
-    }
-    out.push('…');
-    out
-}
-
-/// Text safe inside a markdown table cell.
-pub(crate) fn cell(text: &str) -> String {
-    one_line(text).replace('|', "\\|")
-}
+pub(crate) use tlv4_core::text::{cell, one_line, shorten};
 
 /// Text safe inside a Mermaid label.
 pub(crate) fn mermaid_label(text: &str) -> String {

@@ -4,7 +4,8 @@
 //! of Jest (`--json`, which Vitest's `json` reporter also writes). Each reader gives counts and named failures, or `None` when the
 //! input is not what it reads — the caller then falls back to the console parser.
 
-use super::{Counts, Failure, Severity, classify, failure, one_line};
+use super::{Counts, Failure, Severity, classify, failure};
+use tlv4_core::text::excerpt;
 
 /// Where structured results came from, for the report and the run record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,7 +219,7 @@ pub(crate) fn jest_json(json: &str) -> Option<(Counts, Vec<Failure>)> {
         let status = file.get("status").and_then(|s| s.as_str()).unwrap_or("");
         if status == "failed" && failed_here == 0 {
             let lines: Vec<&str> = message.lines().collect();
-            let name = format!("test file failed to run: {}", one_line(path, 150));
+            let name = format!("test file failed to run: {}", excerpt(path, 149));
             let mut f = failure(&name, &lines, false);
             f.severity = classify(message).min(Severity::High);
             failures.push(f);
