@@ -11,11 +11,12 @@ use tlv4_core::error::Result;
 /// How many answers a task gets before a broken result contract fails it.
 pub const CONTRACT_TRIES: u32 = 3;
 
-/// What one answer came to, as the driver judged it.
+/// What one answer came to, as the asker judged it: `T` is what a good answer gives (a
+/// driver's [`TaskOutput`], a discussion member's contribution).
 #[derive(Debug)]
-pub enum Turn {
-    /// The task's output: the exchange is over.
-    Done(TaskOutput),
+pub enum Turn<T = TaskOutput> {
+    /// What the answer gave: the exchange is over.
+    Done(T),
     /// The agent failed as a program or a service, not by its answer: the reason. Not sent
     /// back.
     Failed(String),
@@ -28,31 +29,60 @@ pub enum Turn {
 /// reported), or why the agent failed, without its name (see [`failed`]).
 pub type Settled = std::result::Result<TaskOutput, String>;
 
-/// Runs the contract loop: `turn(n, prompt)` asks with `prompt` (first `base`, then `base`
-/// with the last problem and answer, kept within the prompt's budget by `retry_reserve`
-/// bytes) for answer number `n`. An error of `turn` ends the exchange as it is.
-pub fn negotiate(
+/// How an exchange ended without a good answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unsettled {
+    /// The agent failed ([`Turn::Failed`]): the reason.
+    Failed(String),
+    /// Every one of the [`CONTRACT_TRIES`] answers broke the contract: the last problem.
+    Rejected(String),
+}
+
+/// The contract loop itself: `turn(n, prompt)` asks with `prompt` for answer number `n` —
+/// first `base`, then what `send_back(problem, answer)` makes of the last rejected answer —
+/// until an answer is good, the agent fails, or [`CONTRACT_TRIES`] answers were rejected. An
+/// error of `turn` ends the exchange as it is.
+pub fn exchange<T>(
     base: &str,
-    retry_reserve: usize,
-    mut turn: impl FnMut(u32, &str) -> Result<Turn>,
-) -> Result<Settled> {
+    mut send_back: impl FnMut(&str, &str) -> String,
+    mut turn: impl FnMut(u32, &str) -> Result<Turn<T>>,
+) -> Result<std::result::Result<T, Unsettled>> {
     let mut prompt = base.to_owned();
     for answer_no in 1.. {
         match turn(answer_no, &prompt)? {
-            Turn::Done(output) => return Ok(Ok(output)),
-            Turn::Failed(reason) => return Ok(Err(reason)),
+            Turn::Done(got) => return Ok(Ok(got)),
+            Turn::Failed(reason) => return Ok(Err(Unsettled::Failed(reason))),
             Turn::Rejected { problem, answer } => {
                 if answer_no >= CONTRACT_TRIES {
-                    let first = problem.lines().next().unwrap_or_default();
-                    return Ok(Err(format!(
-                        "its result was rejected {CONTRACT_TRIES} times; the last problem: {first}"
-                    )));
+                    return Ok(Err(Unsettled::Rejected(problem)));
                 }
-                prompt = prompt::retry_prompt_within(base, &problem, &answer, retry_reserve);
+                prompt = send_back(&problem, &answer);
             }
         }
     }
     unreachable!("the loop returns by CONTRACT_TRIES")
+}
+
+/// [`exchange`] for a driver: the problem and answer are sent back appended to `base`, kept
+/// within the prompt's budget by `retry_reserve` bytes; the last rejection fails the task
+/// naming its problem's first line.
+pub fn negotiate(
+    base: &str,
+    retry_reserve: usize,
+    turn: impl FnMut(u32, &str) -> Result<Turn>,
+) -> Result<Settled> {
+    let send_back = |problem: &str, answer: &str| {
+        prompt::retry_prompt_within(base, problem, answer, retry_reserve)
+    };
+    Ok(
+        exchange(base, send_back, turn)?.map_err(|unsettled| match unsettled {
+            Unsettled::Failed(reason) => reason,
+            Unsettled::Rejected(problem) => {
+                let first = problem.lines().next().unwrap_or_default();
+                format!("its result was rejected {CONTRACT_TRIES} times; the last problem: {first}")
+            }
+        }),
+    )
 }
 
 /// The output of a task whose agent (`label`: ``agent `NAME` (DRIVER)``) failed: the reason

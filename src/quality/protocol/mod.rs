@@ -22,6 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::agents::contract::{Turn as Answer, Unsettled, exchange};
+
 pub use contract::{Contribution, Critique, Stance};
 
 /// The format version of `discussion.json`.
@@ -906,49 +908,52 @@ fn take_turn(member: &dyn Member, turn: Turn, others: Vec<String>, deadline: Ins
         raw: String::new(),
     };
     let mut api = None;
-    let mut t = turn.clone();
-    for attempt in 1..=CONTRACT_TRIES {
-        record.prompt = t.prompt.clone();
-        match member.speak(&t) {
+    let who = contract::Speaker {
+        role: &turn.role,
+        devil: turn.devil,
+        others: &others,
+    };
+    let send_back =
+        |problem: &str, answer: &str| format!("{}{}", turn.prompt, retry_section(problem, answer));
+    let settled = exchange(&turn.prompt, send_back, |attempt, prompt| {
+        if attempt > 1 && Instant::now() >= deadline {
+            let last = record.sent_back.last().cloned().unwrap_or_default();
+            return Ok(Answer::Failed(format!(
+                "out of contract, and the turn's time is up: {last}"
+            )));
+        }
+        record.prompt = prompt.to_owned();
+        let asked = Turn {
+            prompt: prompt.to_owned(),
+            ..turn.clone()
+        };
+        Ok(match member.speak(&asked) {
             Ok(answer) => {
                 record.raw = answer.clone();
-                let who = contract::Speaker {
-                    role: &turn.role,
-                    devil: turn.devil,
-                    others: &others,
-                };
                 match contract::parse(&answer, turn.round, &who) {
-                    Ok(c) => {
-                        record.contribution = Some(c);
-                        break;
-                    }
+                    Ok(c) => Answer::Done(c),
                     Err(problem) => {
                         record.sent_back.push(problem.clone());
-                        if attempt == CONTRACT_TRIES {
-                            record.unresponsive = Some(format!(
-                                "out of contract after {CONTRACT_TRIES} answers: {problem}"
-                            ));
-                        } else if Instant::now() >= deadline {
-                            record.unresponsive = Some(format!(
-                                "out of contract, and the turn's time is up: {problem}"
-                            ));
-                            break;
-                        } else {
-                            t.prompt =
-                                format!("{}{}", turn.prompt, retry_section(&problem, &answer));
-                        }
+                        Answer::Rejected { problem, answer }
                     }
                 }
             }
             Err(MemberError::Api(e)) => {
-                record.unresponsive = Some(format!("API error: {e}"));
+                let reason = format!("API error: {e}");
                 api = Some(e);
-                break;
+                Answer::Failed(reason)
             }
-            Err(MemberError::Failed(e)) => {
-                record.unresponsive = Some(format!("no answer: {e}"));
-                break;
-            }
+            Err(MemberError::Failed(e)) => Answer::Failed(format!("no answer: {e}")),
+        })
+    })
+    .unwrap_or_else(|e| Err(Unsettled::Failed(format!("no answer: {e}"))));
+    match settled {
+        Ok(c) => record.contribution = Some(c),
+        Err(Unsettled::Failed(reason)) => record.unresponsive = Some(reason),
+        Err(Unsettled::Rejected(problem)) => {
+            record.unresponsive = Some(format!(
+                "out of contract after {CONTRACT_TRIES} answers: {problem}"
+            ))
         }
     }
     record.ms = started.elapsed().as_millis() as u64;
