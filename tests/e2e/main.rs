@@ -14,6 +14,7 @@ mod discuss;
 mod environment;
 mod hooks;
 mod oddrepo;
+mod output;
 mod pictures;
 pub(crate) mod pipelines;
 mod process;
