@@ -17,6 +17,7 @@ mod discuss;
 mod environment;
 mod hooks;
 mod oddrepo;
+mod output;
 mod pictures;
 pub(crate) mod pipelines;
 mod process;
