@@ -700,7 +700,7 @@ fn a_malformed_configuration_is_named_by_file_and_line() {
     insta::assert_snapshot!(start_with("[session]\nmax_parallel = \"four\"\n"), @r#"
     exit 1
     --- stderr
-    error: [REPO]/.tlv4.toml:2: invalid type: string "four", expected u32
+    error: [REPO]/.tlv4.toml:2: `session.max_parallel`: invalid type: string "four", expected u32
     "#);
     insta::assert_snapshot!(start_with("schema = 1\n[review\n"), @r"
     exit 1

@@ -71,6 +71,40 @@ impl PartialEq for Origins {
     }
 }
 
+/// The dotted path of the key whose name or value holds byte `at` of TOML `text`
+/// (`session.max_parallel`), for an error the parser reports by position only.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    use toml::de::{DeTable, DeValue};
+    fn walk(table: &DeTable, at: usize, prefix: &str) -> Option<String> {
+        for (k, v) in table.iter() {
+            let name = format!("{prefix}{}", k.get_ref());
+            if k.span().contains(&at) {
+                return Some(name);
+            }
+            // A table's span may be its header only: its keys are searched whatever it says.
+            if let DeValue::Table(inner) = v.get_ref() {
+                if let Some(found) = walk(inner, at, &format!("{name}.")) {
+                    return Some(found);
+                }
+            } else if v.span().contains(&at) {
+                return Some(name);
+            }
+        }
+        None
+    }
+    match DeTable::parse(text) {
+        Ok(doc) => walk(doc.get_ref(), at, ""),
+        // Unparsable (a duplicate key): the key written on the line, if the line has one.
+        Err(_) => {
+            let start = text[..at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[start..].lines().next()?;
+            let key = line.split_once('=')?.0.trim();
+            let plain = |c: char| c.is_ascii_alphanumeric() || "_-.\"".contains(c);
+            (!key.is_empty() && key.chars().all(plain)).then(|| key.to_owned())
+        }
+    }
+}
+
 /// The 1-based line of the key at `path` (`["session", "max_parallel"]`) in TOML `text`,
 /// and its value as written when that is one line.
 pub fn line_of(text: &str, path: &[&str]) -> Option<(usize, Option<String>)> {
@@ -483,12 +517,24 @@ impl Config {
 
     /// Parses `text`, naming `file` in errors.
     pub fn parse(file: &str, text: &str) -> Result<Config> {
-        let mut config: Config = toml::from_str(text).map_err(|e| Error::Config {
-            file: file.to_owned(),
-            line: e.span().map_or(1, |s| {
-                text[..s.start.min(text.len())].matches('\n').count() + 1
-            }),
-            message: e.message().trim().to_owned(),
+        let mut config: Config = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim();
+            Error::Config {
+                file: file.to_owned(),
+                line: e.span().map_or(1, |s| {
+                    text[..s.start.min(text.len())].matches('\n').count() + 1
+                }),
+                message: match e.span().and_then(|s| key_at(text, s.start)) {
+                    // A message that names the key already (an unknown field) is kept.
+                    Some(key)
+                        if !message
+                            .contains(&format!("`{}`", key.rsplit('.').next().unwrap_or(&key))) =>
+                    {
+                        format!("`{key}`: {message}")
+                    }
+                    _ => message.to_owned(),
+                },
+            }
         })?;
         config.origins.file = Some((file.to_owned(), text.to_owned()));
         Ok(config)
@@ -687,6 +733,22 @@ mod tests {
             ..SnapshotConfig::default()
         };
         assert_eq!(snapshot.limits().unwrap().max_file_bytes, 2 << 40);
+    }
+
+    #[test]
+    fn values_of_the_wrong_type_and_duplicate_keys_name_their_key() {
+        let err = Config::parse("x.toml", "[session]\nmax_parallel = \"four\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "x.toml:2: `session.max_parallel`: invalid type: string \"four\", expected u32"
+        );
+        let err = Config::parse(
+            "x.toml",
+            "[review]\n[session]\nmax_parallel = 2\nmax_parallel = 3\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("x.toml:4: `max_parallel`:"), "{err}");
     }
 
     #[test]
