@@ -153,65 +153,41 @@ pub fn stall_cleared(state: &State) -> bool {
         && !stalled(state)
 }
 
-/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted, with the
-/// configuration the session started with.
-pub fn run(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    let conf = pinned(store, sid)?;
-    run_with(store, sid, roster, &conf, Mode::Local, on)
-}
-
-/// [`run`] with `conf`, the session's pinned configuration, already read by the caller.
-pub fn run_configured(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    conf: &Configuration,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    run_with(store, sid, roster, conf, Mode::Local, on)
-}
-
 /// The configuration session `sid` started with, not the working tree's.
 fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
     let (files, _) = tlv4_core::trust::pinned(store, sid)?;
     Configuration::of(files, store.workdir())
 }
 
-/// Runs session `sid` as a worker of the remote `opts` names, with `conf`, the session's
-/// pinned configuration, read by the caller: every event is written through the remote,
-/// every claim carries a lease (`super::lease`), and the loop waits for the tasks of other
-/// workers instead of stopping (unless `opts.once`).
-pub fn run_worker_configured(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    conf: &Configuration,
-    opts: WorkerOptions,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    run_with(
-        store,
-        sid,
-        roster,
-        conf,
-        Mode::Worker(Box::new(RemoteMode::new(opts))),
-        on,
-    )
+/// How [`run`] runs a session.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The session's pinned configuration, when the caller has read it already; `None`: the
+    /// configuration the session started with is read here (never the working tree's).
+    pub conf: Option<Configuration>,
+    /// Run as a worker of the remote these name: every event is written through the remote,
+    /// every claim carries a lease (`super::lease`), and the loop waits for the tasks of other
+    /// workers instead of stopping (unless `once`). `None`: run here, on the local branch.
+    pub worker: Option<WorkerOptions>,
 }
 
-fn run_with(
+/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted (or, a
+/// worker, until nothing is left for it), as `opts` says.
+pub fn run(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
-    conf: &Configuration,
-    mode: Mode,
+    opts: RunOptions,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
+    let conf = match opts.conf {
+        Some(conf) => conf,
+        None => pinned(store, sid)?,
+    };
+    let mode = match opts.worker {
+        None => Mode::Local,
+        Some(worker) => Mode::Worker(Box::new(RemoteMode::new(worker))),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -232,7 +208,7 @@ fn run_with(
             store.workdir(),
             conf.config.hooks_path.as_deref(),
         )),
-        conf: Arc::new(conf.clone()),
+        conf: Arc::new(conf),
         code: None,
         latest: None,
         mode,
