@@ -132,7 +132,14 @@ fn timed_run(pipelines: &str, roster: impl Fn(&Path) -> Roster, parallel: u32) -
     let (sid, _) = start(&store, "bench run", &opts).unwrap();
     let roster = roster(dir.path());
     let began = Instant::now();
-    let end = run::run(&store, &sid, roster, &mut |_| {}).unwrap();
+    let end = run::run(
+        &store,
+        &sid,
+        roster,
+        run::RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
     let took = began.elapsed();
     assert!(matches!(end, RunEnd::Completed), "{end:?}");
     took
@@ -201,8 +208,14 @@ fn overhead(c: &mut Criterion) {
                 };
                 let (sid, _) = start(&store, "bench run", &opts).unwrap();
                 let began = Instant::now();
-                let end =
-                    run::run(&store, &sid, Roster::of_agent(Arc::new(Idle)), &mut |_| {}).unwrap();
+                let end = run::run(
+                    &store,
+                    &sid,
+                    Roster::of_agent(Arc::new(Idle)),
+                    run::RunOptions::default(),
+                    &mut |_| {},
+                )
+                .unwrap();
                 total += began.elapsed();
                 assert!(matches!(end, RunEnd::Completed), "{end:?}");
             }

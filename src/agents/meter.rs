@@ -246,21 +246,27 @@ mod tests {
         )));
         let mut lines = Vec::new();
         let mut summary = String::new();
-        let end = run::run(&store, &sid, roster, &mut |p| match p {
-            Progress::Tokens {
-                task,
-                role,
-                tokens,
-                step,
-            } => {
-                lines.push(progress_line(task.as_str(), &role, &step, tokens));
-                if tokens > 0 {
-                    let _ = go.send(());
+        let end = run::run(
+            &store,
+            &sid,
+            roster,
+            run::RunOptions::default(),
+            &mut |p| match p {
+                Progress::Tokens {
+                    task,
+                    role,
+                    tokens,
+                    step,
+                } => {
+                    lines.push(progress_line(task.as_str(), &role, &step, tokens));
+                    if tokens > 0 {
+                        let _ = go.send(());
+                    }
                 }
-            }
-            Progress::Finished { summary: s, .. } => summary = s,
-            _ => {}
-        })
+                Progress::Finished { summary: s, .. } => summary = s,
+                _ => {}
+            },
+        )
         .unwrap();
         assert!(matches!(end, RunEnd::Completed), "{end:?}");
         assert_eq!(

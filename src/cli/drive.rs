@@ -105,7 +105,11 @@ pub(crate) fn drive_read(
     let (roster, mut conf, flags, worktrees) = session_roster_read(ctx, store, sid, flags, read)?;
     offer_trust_for_tests(ctx, store, sid, &mut conf, worktrees)?;
     let mut view = View::new(View::fancy(ctx));
-    let end = run::run_configured(store, sid, roster, &conf, &mut |p| view.show(ctx, p))?;
+    let opts = run::RunOptions {
+        conf: Some(conf.clone()),
+        worker: None,
+    };
+    let end = run::run(store, sid, roster, opts, &mut |p| view.show(ctx, p))?;
     view.clear();
     ctx.exit.set(exit_code(&end));
     match end {

@@ -20,7 +20,7 @@ pub struct Args {
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let (store, sid) = ctx.session()?;
     let tip = store.tip(&sid)?;
-    let target = super::rollback::find_event(&store, &sid, tip, &args.at)?;
+    let target = crate::coordinator::recover::find_event(&store, &sid, tip, &args.at)?;
     let at: gix::ObjectId = target
         .commit
         .parse()

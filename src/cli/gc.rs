@@ -61,10 +61,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             removed += 1;
             continue;
         }
-        for lock in super::resume::admin_locks(&common, &wt) {
+        for lock in crate::coordinator::recover::admin_locks(&common, &wt) {
             let _ = std::fs::remove_file(&lock);
         }
-        match super::resume::keep_interrupted_work(&store, &wt) {
+        match crate::coordinator::recover::keep_interrupted_work(&store, &wt) {
             Ok(Some(at)) => ctx
                 .ui
                 .status(format!("kept the work in {} at {at}", wt.display())),

@@ -231,7 +231,11 @@ pub(crate) fn serve(
     let once = opts.once;
     let mut view = View::new(View::fancy(ctx));
     let mut started = 0;
-    let end = run::run_worker_configured(store, sid, roster, &conf, opts, &mut |p| {
+    let opts = run::RunOptions {
+        conf: Some(conf),
+        worker: Some(opts),
+    };
+    let end = run::run(store, sid, roster, opts, &mut |p| {
         if matches!(p, Progress::Started { .. }) {
             started += 1;
         }

@@ -1,5 +1,6 @@
-//! What the run loop keeps when it is a worker on a remote (`git tlv4 worker`): its options,
-//! and the leases it holds on the tasks it claimed (the protocol: `tlv4_core::store`'s lease
+//! How the run loop runs ([`Mode`]: here, or as a worker on a remote), and what it keeps when
+//! it is a worker (`git tlv4 worker`): its options, and the leases it holds on the tasks it
+//! claimed (the protocol: `tlv4_core::store`'s lease
 //! module, `docs/state-format.md` §18.6–§18.9).
 
 use std::cell::RefCell;
@@ -8,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
-use tlv4_core::model::{SessionId, TaskId};
-use tlv4_core::store::{Lease, Remote};
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, SessionId, State, Task, TaskId, TaskStatus};
+use tlv4_core::store::{Lease, Remote, Store, Txn, Written};
 
 /// How often a waiting worker looks at the remote again.
 const POLL: Duration = Duration::from_millis(300);
@@ -225,5 +227,293 @@ impl RemoteMode {
     /// The remote was just fetched.
     pub(crate) fn polled(&mut self) {
         self.last_poll = Instant::now();
+    }
+}
+
+/// How the run loop runs: here, on this repository's session branch, or as a worker through
+/// a remote. The loop asks its mode what to do where the two differ, and never which one it
+/// is: everything a worker does otherwise is in [`RemoteMode`].
+pub(crate) enum Mode {
+    /// A run here: events on the local session branch, claims without leases.
+    Local,
+    /// A worker (`git tlv4 worker`): every event through the remote, every claim with a
+    /// lease, and the tasks of other workers waited for.
+    Worker(Box<RemoteMode>),
+}
+
+/// What a claim needs of the mode, as [`Mode::may_claim`] says.
+pub(crate) enum Claim<'a> {
+    /// Nothing: a local run claims the task alone.
+    Free,
+    /// Not now: another worker holds the task's lease (or one of its inner loop runs).
+    Refused,
+    /// A worker's claim: its lease is created in the same push, replacing the lease commit
+    /// the remote holds (one that ran out), if any.
+    Leased(&'a RemoteMode, Option<ObjectId>),
+}
+
+impl Mode {
+    /// The worker's state, for a worker.
+    pub(crate) fn worker(&self) -> Option<&RemoteMode> {
+        match self {
+            Mode::Local => None,
+            Mode::Worker(r) => Some(&**r),
+        }
+    }
+
+    /// How often the loop ticks while tasks run: every `meter`, and a worker a few times per
+    /// lease too (its tick renews its leases).
+    pub(crate) fn tick(&self, meter: Duration) -> Duration {
+        match self {
+            Mode::Local => meter,
+            Mode::Worker(r) => meter.min(r.opts.lease / 4),
+        }
+    }
+
+    /// At most how many tasks run at once: the session's `max_parallel`, unless a worker was
+    /// told otherwise.
+    pub(crate) fn max_parallel(&self, session: u32) -> u32 {
+        self.worker()
+            .and_then(|r| r.opts.max_parallel)
+            .unwrap_or(session)
+    }
+
+    /// The ready tasks (in priority order) this loop tries to claim, in the order it tries
+    /// them: all of them here; a worker's, only of its roles, spread (see
+    /// [`RemoteMode::spread`]).
+    pub(crate) fn pick(&self, ready: &mut Vec<Task>) {
+        if let Mode::Worker(r) = self {
+            r.spread(ready);
+            ready.retain(|t| r.takes(t.role.as_str()));
+        }
+    }
+
+    /// Whether the loop waits, with nothing to run, for the tasks other processes hold or
+    /// other workers take (a worker not told `--once`), rather than stopping.
+    pub(crate) fn waits_for_others(&self) -> bool {
+        self.worker().is_some_and(|r| !r.opts.once)
+    }
+
+    /// Whether ready tasks of roles this loop does not take are left to others (a worker's
+    /// are), rather than stalling the session.
+    pub(crate) fn leaves_others(&self) -> bool {
+        self.worker().is_some()
+    }
+
+    /// How long a waiting loop sleeps before looking again (`local` when not a worker).
+    pub(crate) fn poll(&self, local: Duration) -> Duration {
+        self.worker().map_or(local, RemoteMode::poll)
+    }
+
+    /// Whether the loop, with `running` tasks running, looks at the state again on this tick
+    /// for work others made (a worker with a free slot, once a poll is due).
+    pub(crate) fn looks_again(&self, running: usize) -> bool {
+        self.worker().is_some_and(|r| {
+            running < r.opts.max_parallel.unwrap_or(u32::MAX) as usize && r.poll_due()
+        })
+    }
+
+    /// Task `id` finished but its result could not be recorded.
+    pub(crate) fn unrecorded(&mut self, id: TaskId) {
+        if let Mode::Worker(r) = self {
+            r.unrecorded.push(id);
+        }
+    }
+
+    /// The error to stop with, when a worker's remote has been out of reach too long.
+    pub(crate) fn given_up(&self) -> Option<Error> {
+        self.worker().and_then(RemoteMode::given_up)
+    }
+
+    /// The lease held on `id`, no longer held once its result is recorded.
+    pub(crate) fn take_held(&self, id: &TaskId) -> Option<Held> {
+        self.worker().and_then(|r| r.held.borrow_mut().remove(id))
+    }
+
+    /// What renewals had to say since last asked.
+    pub(crate) fn take_notes(&self) -> Vec<String> {
+        self.worker()
+            .map(|r| std::mem::take(&mut *r.notes.borrow_mut()))
+            .unwrap_or_default()
+    }
+
+    /// A worker renews the leases it holds that are due (see [`RemoteMode::renew`]).
+    pub(crate) fn renew(&self, store: &Store) {
+        if let Mode::Worker(r) = self {
+            r.renew(store);
+        }
+    }
+
+    /// Writes one event: on the session branch here, or — a worker — through the remote
+    /// (renewing its leases while it retries).
+    pub(crate) fn transact(
+        &self,
+        store: &Store,
+        sid: &SessionId,
+        change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
+    ) -> Result<Option<Written>> {
+        match self {
+            Mode::Local => store.transact(sid, change),
+            Mode::Worker(r) => {
+                store.transact_remote_with(&r.opts.remote, sid, change, || r.renew(store))
+            }
+        }
+    }
+
+    /// The session's state now: at the local tip, or — a worker — at the remote's, fetched
+    /// (with the leases) and fast-forwarded to.
+    pub(crate) fn current_state(&mut self, store: &Store, sid: &SessionId) -> Result<State> {
+        match self {
+            Mode::Local => Ok(store.read_state(sid)?.1),
+            Mode::Worker(r) => {
+                // A remote out of reach is tried again for half a lease: longer, and the
+                // leases this worker holds would run out unrenewed anyway.
+                let give_up = Instant::now() + r.opts.lease / 2;
+                let tip = loop {
+                    match store.fetch_session(&r.opts.remote, sid) {
+                        Err(Error::Unreachable { .. })
+                            if Instant::now() < give_up
+                                && tlv4_core::process::signals::received().is_none() =>
+                        {
+                            std::thread::sleep(r.poll());
+                        }
+                        fetched => break fetched?,
+                    }
+                };
+                store.forward_local(sid, tip)?;
+                r.polled();
+                store.state_at(sid, tip)
+            }
+        }
+    }
+
+    /// Keeps a snapshot the session did not merge, `commit` of attempt `attempt` of `id`,
+    /// under a ref of its own: here, or — a worker — on the remote.
+    pub(crate) fn keep_unmerged(
+        &self,
+        store: &Store,
+        sid: &SessionId,
+        id: &TaskId,
+        attempt: u32,
+        commit: ObjectId,
+        why: &str,
+    ) -> Result<()> {
+        match self {
+            Mode::Local => {
+                let keep = tlv4_core::worktree::attempt_ref(sid, id, attempt);
+                store.create_ref(&keep, commit, &format!("git-tlv4: {why}"))?;
+            }
+            Mode::Worker(r) => {
+                store.keep_run_remote(&r.opts.remote, sid, id, attempt, commit, why)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `task` may be claimed in `txn` (it is ready), and what the claim needs: a
+    /// worker's replaces only a lease that has run out (judged with the skew margin), and an
+    /// inner loop runs its tasks one at a time, whichever worker runs them.
+    pub(crate) fn may_claim(
+        &self,
+        txn: &Txn<'_>,
+        sid: &SessionId,
+        task: &Task,
+    ) -> Result<Claim<'_>> {
+        let Mode::Worker(r) = self else {
+            return Ok(Claim::Free);
+        };
+        if task.inner_loop
+            && txn.state.tasks.values().any(|o| {
+                o.id != task.id && o.role == task.role && o.status == TaskStatus::InProgress
+            })
+        {
+            return Ok(Claim::Refused);
+        }
+        let current = txn.store().remote_lease(&r.opts.remote, sid, &task.id)?;
+        if current.as_ref().is_some_and(|(_, l)| !r.expired(l)) {
+            return Ok(Claim::Refused);
+        }
+        Ok(Claim::Leased(r, current.map(|(c, _)| c)))
+    }
+
+    /// Whether the in-progress task `id` is this loop's to give back in `txn`: a local run's
+    /// always; a worker's only while it still holds its lease, which goes with it (added to
+    /// the push).
+    pub(crate) fn gives_back(
+        &self,
+        txn: &mut Txn<'_>,
+        sid: &SessionId,
+        id: &TaskId,
+    ) -> Result<bool> {
+        let Mode::Worker(r) = self else {
+            return Ok(true);
+        };
+        Ok(match r.still_held(txn.store(), sid, id)? {
+            Some(h) => {
+                super::run::release(txn, sid, id, h.commit);
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+impl RemoteMode {
+    /// A claim's lease on attempt `attempt` of `id`: written, and added to `txn`'s push in
+    /// place of `previous`. Returns its commit and content.
+    pub(crate) fn lease_claim(
+        &self,
+        txn: &mut Txn<'_>,
+        sid: &SessionId,
+        id: &TaskId,
+        attempt: u32,
+        previous: Option<ObjectId>,
+    ) -> Result<(ObjectId, Lease)> {
+        let held = self.lease_for(sid, id, attempt);
+        let commit = txn.store().write_lease(&held, previous)?;
+        txn.also_push(tlv4_core::store::RemoteEdit {
+            name: tlv4_core::store::lease_ref(sid, id),
+            expected: previous,
+            new: Some(commit),
+        });
+        Ok((commit, held))
+    }
+
+    /// Renews the leases this worker holds that are due (a third of the lease has passed
+    /// since the last renewal). A renewal the remote refuses means the lease was taken back:
+    /// the task's result will be kept aside, not recorded.
+    pub(crate) fn renew(&self, store: &Store) {
+        let length = self.opts.lease;
+        let mut notes = self.notes.borrow_mut();
+        for (id, h) in self
+            .held
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(_, h)| h.due(length))
+        {
+            let mut lease = h.lease.clone();
+            lease.expires_ms = tlv4_core::store::now_ms() + super::run::millis(length);
+            let renewed = store.renew_lease(&self.opts.remote, h.commit, &lease);
+            match &renewed {
+                Err(Error::Unreachable { remote, detail }) => {
+                    let mut gone = self.out_of_reach.borrow_mut();
+                    let since = gone.as_ref().map_or_else(Instant::now, |g| g.0);
+                    *gone = Some((since, remote.clone(), detail.clone()));
+                }
+                Ok(_) => *self.out_of_reach.borrow_mut() = None,
+                Err(_) => {}
+            }
+            match renewed {
+                Ok(Some(commit)) => h.renewed(commit, lease),
+                Ok(None) => {
+                    h.lost = true;
+                    notes.push(format!(
+                        "the lease of {id} was taken back (it ran out); its result will be kept aside"
+                    ));
+                }
+                // The remote may be out of reach for a moment: the next tick tries again.
+                Err(e) => notes.push(format!("cannot renew the lease of {id}: {e}")),
+            }
+        }
     }
 }

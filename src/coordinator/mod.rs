@@ -1,5 +1,5 @@
 //! The coordinator: pipelines as data, dispatch of their task graphs, the scheduling loop
-//! that runs them ([`run`]), and the user's decisions, completion actions and undo.
+//! that runs them ([`run`]), and the user's decisions, completion actions, undo and recovery.
 
 pub mod analysis;
 pub mod complete;
@@ -9,6 +9,7 @@ pub mod lease;
 mod opinion;
 pub mod pipeline;
 mod record;
+pub mod recover;
 pub mod reset;
 pub mod revise;
 pub mod run;

@@ -8,7 +8,7 @@
 //! progress lines, the user's hooks, the bus message — happens after the event is written,
 //! in the steps at the end of this file.
 
-use super::lease::RemoteMode;
+use super::lease::Mode;
 use super::pipeline::PipelineSpec;
 use super::worker::WorkResult;
 use super::{followup, revise};
@@ -109,12 +109,8 @@ pub(super) enum Holder {
 /// Step 1: whether the result of `id` is this loop's to record. A worker holds it while the
 /// remote still has the lease it pushed for this attempt and owner (read afresh on each try:
 /// a renewal between two tries moves it).
-pub(super) fn holder(
-    txn: &Txn<'_>,
-    remote: Option<&RemoteMode>,
-    sid: &SessionId,
-    id: &TaskId,
-) -> Result<Holder> {
+pub(super) fn holder(txn: &Txn<'_>, mode: &Mode, sid: &SessionId, id: &TaskId) -> Result<Holder> {
+    let remote = mode.worker();
     let Ok(task) = txn.state.task(id) else {
         return Ok(Holder::Nobody);
     };
@@ -141,15 +137,19 @@ pub(super) fn holder(
     })
 }
 
-/// Step 2 (a worker): the lease goes with the result, and the task branch travels with it.
+/// Step 2 (a worker, which holds `lease`): the lease goes with the result, and the task
+/// branch travels with it.
 pub(super) fn push_with_result(
     txn: &mut Txn<'_>,
-    r: &RemoteMode,
+    mode: &Mode,
     sid: &SessionId,
     id: &TaskId,
-    lease: gix::ObjectId,
+    lease: Option<gix::ObjectId>,
     result: &WorkResult,
 ) -> Result<()> {
+    let (Some(r), Some(lease)) = (mode.worker(), lease) else {
+        return Ok(());
+    };
     super::run::release(txn, sid, id, lease);
     if result.snapshot.is_none() {
         return Ok(());

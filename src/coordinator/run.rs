@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::lease::{Held, RemoteMode, WorkerOptions};
+use super::lease::{Claim, Held, Mode, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
 use super::{followup, record};
@@ -153,58 +153,41 @@ pub fn stall_cleared(state: &State) -> bool {
         && !stalled(state)
 }
 
-/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted, with the
-/// configuration the session started with.
-pub fn run(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    let conf = pinned(store, sid)?;
-    run_with(store, sid, roster, &conf, None, on)
-}
-
-/// [`run`] with `conf`, the session's pinned configuration, already read by the caller.
-pub fn run_configured(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    conf: &Configuration,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    run_with(store, sid, roster, conf, None, on)
-}
-
 /// The configuration session `sid` started with, not the working tree's.
 fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
     let (files, _) = tlv4_core::trust::pinned(store, sid)?;
     Configuration::of(files, store.workdir())
 }
 
-/// Runs session `sid` as a worker of the remote `opts` names, with `conf`, the session's
-/// pinned configuration, read by the caller: every event is written through the remote,
-/// every claim carries a lease (`super::lease`), and the loop waits for the tasks of other
-/// workers instead of stopping (unless `opts.once`).
-pub fn run_worker_configured(
-    store: &Store,
-    sid: &SessionId,
-    roster: Roster,
-    conf: &Configuration,
-    opts: WorkerOptions,
-    on: &mut dyn FnMut(Progress),
-) -> Result<RunEnd> {
-    run_with(store, sid, roster, conf, Some(RemoteMode::new(opts)), on)
+/// How [`run`] runs a session.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The session's pinned configuration, when the caller has read it already; `None`: the
+    /// configuration the session started with is read here (never the working tree's).
+    pub conf: Option<Configuration>,
+    /// Run as a worker of the remote these name: every event is written through the remote,
+    /// every claim carries a lease (`super::lease`), and the loop waits for the tasks of other
+    /// workers instead of stopping (unless `once`). `None`: run here, on the local branch.
+    pub worker: Option<WorkerOptions>,
 }
 
-fn run_with(
+/// Runs session `sid` until it completes, pauses, is aborted, or is interrupted (or, a
+/// worker, until nothing is left for it), as `opts` says.
+pub fn run(
     store: &Store,
     sid: &SessionId,
     roster: Roster,
-    conf: &Configuration,
-    remote: Option<RemoteMode>,
+    opts: RunOptions,
     on: &mut dyn FnMut(Progress),
 ) -> Result<RunEnd> {
+    let conf = match opts.conf {
+        Some(conf) => conf,
+        None => pinned(store, sid)?,
+    };
+    let mode = match opts.worker {
+        None => Mode::Local,
+        Some(worker) => Mode::Worker(Box::new(RemoteMode::new(worker))),
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -225,10 +208,10 @@ fn run_with(
             store.workdir(),
             conf.config.hooks_path.as_deref(),
         )),
-        conf: Arc::new(conf.clone()),
+        conf: Arc::new(conf),
         code: None,
         latest: None,
-        remote,
+        mode,
         on,
     };
     // A session that runs with shell on runs only where the sandbox can hold its agents.
@@ -271,8 +254,8 @@ struct Runner<'a> {
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
     latest: Option<State>,
-    /// Set when the loop is a worker writing through a remote.
-    remote: Option<RemoteMode>,
+    /// Here, or a worker writing through a remote.
+    mode: Mode,
     on: &'a mut dyn FnMut(Progress),
 }
 
@@ -284,7 +267,7 @@ impl Runner<'_> {
         let mut running: Running = tokio::task::JoinSet::new();
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
         match self.schedule(&mut running, &mut roles).await {
-            Err(Error::Unreachable { remote, detail }) if self.remote.is_some() => {
+            Err(Error::Unreachable { remote, detail }) if self.mode.worker().is_some() => {
                 Err(self.lost_remote(remote, detail, &mut running, &roles).await)
             }
             end => end,
@@ -302,11 +285,7 @@ impl Runner<'_> {
         let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64, String)> =
             BTreeMap::new();
         // A worker's tick also renews its leases, a few times per lease.
-        let tick_every = match &self.remote {
-            Some(r) => METER_TICK.min(r.opts.lease / 4),
-            None => METER_TICK,
-        };
-        let mut tick = tokio::time::interval(tick_every);
+        let mut tick = tokio::time::interval(self.mode.tick(METER_TICK));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut signals = tlv4_core::process::signals::subscribe();
         loop {
@@ -316,29 +295,16 @@ impl Runner<'_> {
             };
             let state = self.expire_leases(&state)?.unwrap_or(state);
             if state.session.status == SessionStatus::Active {
-                let max = self
-                    .remote
-                    .as_ref()
-                    .and_then(|r| r.opts.max_parallel)
-                    .unwrap_or(state.control.settings.max_parallel);
+                let max = self.mode.max_parallel(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;
                 let mut ready = schedulable(&state, roles);
-                if let Some(r) = &self.remote {
-                    r.spread(&mut ready);
-                }
+                self.mode.pick(&mut ready);
                 for task in ready {
                     if taken >= slots {
                         break;
                     }
                     if task.inner_loop && roles.values().any(|r| r == task.role.as_str()) {
-                        continue;
-                    }
-                    if self
-                        .remote
-                        .as_ref()
-                        .is_some_and(|r| !r.takes(task.role.as_str()))
-                    {
                         continue;
                     }
                     let Some((input, qctx)) = self.claim(&task.id)? else {
@@ -366,15 +332,14 @@ impl Runner<'_> {
             if running.is_empty() {
                 let end = self.finish()?;
                 let wait = matches!(end, RunEnd::RunningElsewhere(_) | RunEnd::Waiting(_))
-                    && self.remote.as_ref().is_some_and(|r| !r.opts.once);
+                    && self.mode.waits_for_others();
                 if !wait {
                     return Ok(end);
                 }
                 // Other workers hold the rest: look again in a moment (their completions,
                 // or their leases running out, make work for this one).
-                let poll = self.remote.as_ref().map_or(METER_TICK, RemoteMode::poll);
                 tokio::select! {
-                    _ = tokio::time::sleep(poll) => {}
+                    _ = tokio::time::sleep(self.mode.poll(METER_TICK)) => {}
                     sig = signals.received() => return Ok(RunEnd::Interrupted(sig, Vec::new())),
                 }
                 continue;
@@ -389,28 +354,23 @@ impl Runner<'_> {
                         let role = roles.remove(&id).unwrap_or_default();
                         meters.remove(&id);
                         if let Err(e) = self.record(&id, &role, result, seconds) {
-                            if let Some(r) = &mut self.remote {
-                                r.unrecorded.push(id);
-                            }
+                            self.mode.unrecorded(id);
                             return Err(e);
                         }
                         break;
                     }
                     _ = tick.tick() => {
-                        self.renew_leases();
+                        self.mode.renew(self.store);
                         self.show_notes();
                         // Renewals that cannot reach the remote for long: stop (the caller
                         // stops what runs and says what became of it).
-                        if let Some(e) = self.remote.as_ref().and_then(RemoteMode::given_up) {
+                        if let Some(e) = self.mode.given_up() {
                             return Err(e);
                         }
                         // A worker with a free slot looks for work other workers made.
-                        if let Some(r) = &mut self.remote {
-                            let max = r.opts.max_parallel.unwrap_or(u32::MAX) as usize;
-                            if running.len() < max && r.poll_due() {
-                                self.latest = None;
-                                break;
-                            }
+                        if self.mode.looks_again(running.len()) {
+                            self.latest = None;
+                            break;
                         }
                         for (id, (meter, shown, shown_step)) in &mut meters {
                             let tokens = meter.read();
@@ -453,7 +413,7 @@ impl Runner<'_> {
         roles: &BTreeMap<TaskId, String>,
     ) -> Error {
         let ids: Vec<TaskId> = roles.keys().cloned().collect();
-        let Some(r) = &self.remote else {
+        let Some(r) = self.mode.worker() else {
             return Error::Unreachable { remote, detail };
         };
         let mut said = vec![detail];
@@ -512,9 +472,9 @@ impl Runner<'_> {
     fn claim(&mut self, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
         let host = tlv4_core::host::name();
         let sid = self.sid.clone();
-        let remote = self.remote.as_ref();
+        let mode = &self.mode;
         let mut leased = None;
-        let written = self.transact(|txn| {
+        let written = mode.transact(self.store, &sid, |txn| {
             leased = None;
             let state = &txn.state;
             let Ok(task) = state.task(id) else {
@@ -526,28 +486,10 @@ impl Runner<'_> {
             {
                 return Ok(None);
             }
-            // A worker's claim: the task's lease is created in the same push, and replaces
-            // only one that has run out (judged with the skew margin).
-            let lease = match remote {
-                None => None,
-                Some(r) => {
-                    // An inner loop runs its tasks one at a time, whichever worker runs them.
-                    if task.inner_loop
-                        && state.tasks.values().any(|o| {
-                            o.id != task.id
-                                && o.role == task.role
-                                && o.status == TaskStatus::InProgress
-                        })
-                    {
-                        return Ok(None);
-                    }
-                    let current = txn.store().remote_lease(&r.opts.remote, &sid, id)?;
-                    if current.as_ref().is_some_and(|(_, l)| !r.expired(l)) {
-                        return Ok(None);
-                    }
-                    Some(current.map(|(c, _)| c))
-                }
-            };
+            let claim = mode.may_claim(txn, &sid, task)?;
+            if let Claim::Refused = claim {
+                return Ok(None);
+            }
             let t = txn.state.task_mut(id)?;
             t.status = TaskStatus::InProgress;
             t.attempts += 1;
@@ -563,14 +505,9 @@ impl Runner<'_> {
                 t.attempts
             );
             let mut event = Event::task(EventKind::TaskClaimed, t, String::new());
-            if let (Some(r), Some(previous)) = (remote, lease) {
-                let held = r.lease_for(&sid, id, event.attempt.unwrap_or(1));
-                let commit = txn.store().write_lease(&held, previous)?;
-                txn.also_push(tlv4_core::store::RemoteEdit {
-                    name: tlv4_core::store::lease_ref(&sid, id),
-                    expected: previous,
-                    new: Some(commit),
-                });
+            if let Claim::Leased(r, previous) = claim {
+                let (commit, held) =
+                    r.lease_claim(txn, &sid, id, event.attempt.unwrap_or(1), previous)?;
                 summary = format!(
                     "Claimed by worker {}, attempt {}, leased until {}",
                     held.holder,
@@ -586,7 +523,7 @@ impl Runner<'_> {
         let Some(written) = written else {
             return Ok(None);
         };
-        if let (Some(r), Some((commit, lease))) = (&mut self.remote, leased) {
+        if let (Some(r), Some((commit, lease))) = (self.mode.worker(), leased) {
             r.held
                 .borrow_mut()
                 .insert(id.clone(), Held::new(commit, lease));
@@ -671,19 +608,17 @@ impl Runner<'_> {
         let mut notes = Vec::new();
         let (spec, roles_lock) = (&self.spec, &self.roles_lock);
         let sid = self.sid.clone();
-        let remote = self.remote.as_ref();
+        let mode = &self.mode;
         // A worker whose lease was taken back: the result is not this worker's to record.
         let mut lost = false;
-        let written = self.transact(|txn| {
+        let written = mode.transact(self.store, &sid, |txn| {
             notes.clear();
-            let holder = record::holder(txn, remote, &sid, id)?;
+            let holder = record::holder(txn, mode, &sid, id)?;
             lost = holder == record::Holder::Lost;
             let record::Holder::Us(task, lease) = holder else {
                 return Ok(None);
             };
-            if let (Some(r), Some(lease)) = (remote, lease) {
-                record::push_with_result(txn, r, &sid, id, lease, &result)?;
-            }
+            record::push_with_result(txn, mode, &sid, id, lease, &result)?;
             let mut rec = record::Recording::new(*task, output.clone(), result.warnings.clone());
             record::merge(txn, &mut rec, &result)?;
             record::write_run_record(txn, id, &rec, &result, seconds)?;
@@ -696,10 +631,7 @@ impl Runner<'_> {
             notes.clone_from(&rec.notes);
             Ok(Some(record::event(&txn.state, id, rec)?))
         })?;
-        let held = self
-            .remote
-            .as_ref()
-            .and_then(|r| r.held.borrow_mut().remove(id));
+        let held = self.mode.take_held(id);
         let Some(written) = written else {
             if lost {
                 self.keep_late(id, held, &result)?;
@@ -741,24 +673,8 @@ impl Runner<'_> {
             return Ok(());
         };
         let why = format!("unmerged work of {id}, attempt {}", task.attempts);
-        match &self.remote {
-            None => {
-                let keep = worktree::attempt_ref(&self.sid, id, task.attempts);
-                self.store
-                    .create_ref(&keep, snap.commit, &format!("git-tlv4: {why}"))?;
-            }
-            Some(r) => {
-                self.store.keep_run_remote(
-                    &r.opts.remote,
-                    &self.sid,
-                    id,
-                    task.attempts,
-                    snap.commit,
-                    &why,
-                )?;
-            }
-        }
-        Ok(())
+        self.mode
+            .keep_unmerged(self.store, &self.sid, id, task.attempts, snap.commit, &why)
     }
 
     /// The user's hooks hear of a recorded task; what they say is shown, it changes nothing.
@@ -775,44 +691,17 @@ impl Runner<'_> {
         }
     }
 
-    /// Writes one event: on the session branch here, or — a worker — through the remote.
+    /// Writes one event (see [`Mode::transact`]).
     fn transact(
         &self,
         change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
     ) -> Result<Option<tlv4_core::store::Written>> {
-        match &self.remote {
-            None => self.store.transact(&self.sid, change),
-            Some(r) => self
-                .store
-                .transact_remote_with(&r.opts.remote, &self.sid, change, || self.renew_leases()),
-        }
+        self.mode.transact(self.store, &self.sid, change)
     }
 
-    /// The session's state now: at the local tip, or — a worker — at the remote's, fetched
-    /// (with the leases) and fast-forwarded to.
+    /// The session's state now (see [`Mode::current_state`]).
     fn current_state(&mut self) -> Result<State> {
-        match &mut self.remote {
-            None => Ok(self.store.read_state(&self.sid)?.1),
-            Some(r) => {
-                // A remote out of reach is tried again for half a lease: longer, and the
-                // leases this worker holds would run out unrenewed anyway.
-                let give_up = Instant::now() + r.opts.lease / 2;
-                let tip = loop {
-                    match self.store.fetch_session(&r.opts.remote, &self.sid) {
-                        Err(Error::Unreachable { .. })
-                            if Instant::now() < give_up
-                                && tlv4_core::process::signals::received().is_none() =>
-                        {
-                            std::thread::sleep(r.poll());
-                        }
-                        fetched => break fetched?,
-                    }
-                };
-                self.store.forward_local(&self.sid, tip)?;
-                r.polled();
-                Ok(self.store.state_at(&self.sid, tip)?)
-            }
-        }
+        self.mode.current_state(self.store, &self.sid)
     }
 
     /// A worker returns to pending the tasks whose lease ran out (other workers', or one it
@@ -820,7 +709,7 @@ impl Runner<'_> {
     /// the value judged: a holder that renewed meanwhile keeps its task. The new state, when
     /// something was written.
     fn expire_leases(&mut self, state: &State) -> Result<Option<State>> {
-        let Some(r) = &self.remote else {
+        let Some(r) = self.mode.worker() else {
             return Ok(None);
         };
         let sid = self.sid.clone();
@@ -903,54 +792,9 @@ impl Runner<'_> {
         }))
     }
 
-    /// A worker renews the leases it holds that are due (a third of the lease has passed
-    /// since the last renewal). A renewal the remote refuses means the lease was taken back:
-    /// the task's result will be kept aside, not recorded.
-    fn renew_leases(&self) {
-        let Some(r) = &self.remote else {
-            return;
-        };
-        let length = r.opts.lease;
-        let mut notes = r.notes.borrow_mut();
-        for (id, h) in r
-            .held
-            .borrow_mut()
-            .iter_mut()
-            .filter(|(_, h)| h.due(length))
-        {
-            let mut lease = h.lease.clone();
-            lease.expires_ms = tlv4_core::store::now_ms() + millis(length);
-            let renewed = self.store.renew_lease(&r.opts.remote, h.commit, &lease);
-            match &renewed {
-                Err(Error::Unreachable { remote, detail }) => {
-                    let mut gone = r.out_of_reach.borrow_mut();
-                    let since = gone.as_ref().map_or_else(Instant::now, |g| g.0);
-                    *gone = Some((since, remote.clone(), detail.clone()));
-                }
-                Ok(_) => *r.out_of_reach.borrow_mut() = None,
-                Err(_) => {}
-            }
-            match renewed {
-                Ok(Some(commit)) => h.renewed(commit, lease),
-                Ok(None) => {
-                    h.lost = true;
-                    notes.push(format!(
-                        "the lease of {id} was taken back (it ran out); its result will be kept aside"
-                    ));
-                }
-                // The remote may be out of reach for a moment: the next tick tries again.
-                Err(e) => notes.push(format!("cannot renew the lease of {id}: {e}")),
-            }
-        }
-    }
-
     /// Shows what renewals had to say.
     fn show_notes(&mut self) {
-        let notes = match &self.remote {
-            Some(r) => std::mem::take(&mut *r.notes.borrow_mut()),
-            None => return,
-        };
-        for n in notes {
+        for n in self.mode.take_notes() {
             (self.on)(Progress::Note(n));
         }
     }
@@ -959,7 +803,7 @@ impl Runner<'_> {
     /// `refs/tlv4/runs/<SID>/<TASK>/<n>` on the remote (its snapshot; a task without code
     /// has only its summary, which is reported).
     fn keep_late(&mut self, id: &TaskId, held: Option<Held>, result: &WorkResult) -> Result<()> {
-        let Some(r) = &self.remote else {
+        let Some(r) = self.mode.worker() else {
             return Ok(());
         };
         let attempt = held.map_or(0, |h| h.lease.attempt);
@@ -996,16 +840,13 @@ impl Runner<'_> {
         if ids.is_empty() {
             return Ok(());
         }
-        let (sid, remote) = (self.sid.clone(), self.remote.as_ref());
-        self.transact(|txn| {
+        let (sid, mode) = (self.sid.clone(), &self.mode);
+        mode.transact(self.store, &sid, |txn| {
             let mut back = Vec::new();
             for id in ids {
                 // A worker gives back only what it still holds, and its lease with it.
-                if let Some(r) = remote {
-                    match r.still_held(txn.store(), &sid, id)? {
-                        Some(h) => release(txn, &sid, id, h.commit),
-                        None => continue,
-                    }
+                if !mode.gives_back(txn, &sid, id)? {
+                    continue;
                 }
                 if let Some(t) = txn.state.tasks.get_mut(id)
                     && t.status == TaskStatus::InProgress
@@ -1046,7 +887,7 @@ impl Runner<'_> {
         }
         let mut elsewhere = Vec::new();
         let mut others = Vec::new();
-        let worker = self.remote.is_some();
+        let leaves_others = self.mode.leaves_others();
         let written = self.transact(|txn| {
             elsewhere.clear();
             others.clear();
@@ -1054,7 +895,7 @@ impl Runner<'_> {
                 return Ok(None);
             }
             // A worker that does not take every role leaves ready tasks to other workers.
-            if worker {
+            if leaves_others {
                 others = schedulable(&txn.state, &BTreeMap::new())
                     .into_iter()
                     .map(|t| t.id)

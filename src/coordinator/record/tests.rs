@@ -300,15 +300,33 @@ fn only_a_task_in_progress_is_the_loops_to_record() {
     let (_dir, store, sid) = session();
     inside(&store, &sid, |txn| {
         assert_eq!(
-            holder(txn, None, &sid, &id("PLAN-001")).unwrap(),
+            holder(
+                txn,
+                &crate::coordinator::lease::Mode::Local,
+                &sid,
+                &id("PLAN-001")
+            )
+            .unwrap(),
             Holder::Nobody
         );
         assert_eq!(
-            holder(txn, None, &sid, &id("NOPE-001")).unwrap(),
+            holder(
+                txn,
+                &crate::coordinator::lease::Mode::Local,
+                &sid,
+                &id("NOPE-001")
+            )
+            .unwrap(),
             Holder::Nobody
         );
         txn.state.task_mut(&id("PLAN-001")).unwrap().status = TaskStatus::InProgress;
-        let Holder::Us(task, None) = holder(txn, None, &sid, &id("PLAN-001")).unwrap() else {
+        let Holder::Us(task, None) = holder(
+            txn,
+            &crate::coordinator::lease::Mode::Local,
+            &sid,
+            &id("PLAN-001"),
+        )
+        .unwrap() else {
             panic!("a local run holds what is in progress");
         };
         assert_eq!(task.id, id("PLAN-001"));
