@@ -532,7 +532,7 @@ mod tests {
 
     impl Two {
         fn remote_ref(&self, name: &str) -> Option<String> {
-            let out = std::process::Command::new("git")
+            let out = crate::testutil::git_command(&self.bare)
                 .args([
                     "--git-dir",
                     self.bare.to_str().unwrap(),
