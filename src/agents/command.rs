@@ -535,8 +535,14 @@ impl Driver for CliDriver {
                     .then_some(prompt::Commands::TestsAfterEdits(shell))
             }
         });
-        let composed =
-            prompt::compose_with(input, &role_spec, template, limit - retry_reserve, commands);
+        let composed = prompt::compose_with(
+            input,
+            &role_spec,
+            template,
+            self.specs.contract(),
+            limit - retry_reserve,
+            commands,
+        );
         let base = composed.text.clone();
 
         let program = self.program()?;

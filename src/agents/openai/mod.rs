@@ -121,7 +121,13 @@ impl OpenAiDriver {
         } else {
             1024
         };
-        let composed = prompt::compose_within(input, "", template, avail.saturating_sub(reserve));
+        let composed = prompt::compose_within(
+            input,
+            "",
+            template,
+            self.specs.contract(),
+            avail.saturating_sub(reserve),
+        );
         let base = &composed.text;
         // `compose` put the (here empty) role instructions under the first heading; they are
         // in the system message instead.
