@@ -96,9 +96,9 @@ impl OpenAiDriver {
             )));
         }
         let timeout = match &spec.timeout {
-            Some(t) => process::parse_duration(t)
+            Some(t) => process::duration::parse_duration(t)
                 .map_err(|e| Error::Invalid(format!("agent `{agent}`: `timeout`: {e}")))?,
-            None => process::DEFAULT_TIMEOUT,
+            None => process::duration::DEFAULT_TIMEOUT,
         };
         let api_key = spec
             .env

@@ -3,7 +3,7 @@
 //!
 //! Configuration (`[agents.<name>]`): `driver = "openai"`, `url` (the API base, such as
 //! `http://127.0.0.1:11434/v1`; `<url>/chat/completions` is called), `model`, and optionally
-//! `timeout` (per answer, default [`process::DEFAULT_TIMEOUT`]) and
+//! `timeout` (per answer, default [`process::duration::DEFAULT_TIMEOUT`]) and
 //! `env.OPENAI_API_KEY`. The key is taken from the agent's `env`, else from the process
 //! environment, else there is none (local servers need none); it is sent as
 //! `Authorization: Bearer` only when there is one.
