@@ -10,7 +10,8 @@ every top-level module (the modules it may use). A module is a top-level module 
 - reads the crates' dependencies from `cargo metadata` and fails on a dependency between two
   crates of the workspace that the block does not allow (or a crate the block does not name);
 - reads every `.rs` file of every crate (test code left out: files named `tests.rs` or under a
-  `tests/` folder, and a file's `#[cfg(test)] mod …` from that line on), finds its references
+  `tests/` folder, and a file's inline `#[cfg(test)] mod … {` from that line on; a
+  `#[cfg(test)] mod tests;` declaration ends nothing), finds its references
   to other modules — `crate::X`, `use crate::{X, …}`, `super::X` climbing to the crate root,
   and `tlv4_core::X`, `tlv4_specdoc::…`, `tlv4_review::…` across crates — and fails on a
   reference the block does not allow, naming the file and line;
@@ -81,7 +82,7 @@ def strip_comments(text):
 
 
 def without_tests(text):
-    m = re.search(r"^\s*#\[cfg\(test\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s", text, re.M)
+    m = re.search(r"^\s*#\[cfg\(test\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text, re.M)
     return text[: m.start()] if m else text
 
 

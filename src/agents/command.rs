@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use super::config::AgentSpec;
 use super::contract::{self, Turn};
-use super::process::{self, Home, Invocation, RetryPolicy};
+use super::process::home::Home;
+use super::process::{self, Invocation, RetryPolicy};
 use super::prompt::{self, PROMPT_LIMIT, RoleSpecs};
 use super::result::{self, Deliverable};
 use super::{Agent, TaskInput, TaskOutput};
@@ -414,9 +415,9 @@ impl CliDriver {
             ));
         }
         let timeout = match &spec.timeout {
-            Some(t) => process::parse_duration(t)
+            Some(t) => process::duration::parse_duration(t)
                 .map_err(|e| Error::Invalid(format!("agent `{agent}`: `timeout`: {e}")))?,
-            None => process::DEFAULT_TIMEOUT,
+            None => process::duration::DEFAULT_TIMEOUT,
         };
         Ok(CliDriver {
             agent: agent.to_owned(),
@@ -446,7 +447,7 @@ impl CliDriver {
             .or(self.cli.default_program())
             .unwrap_or_default();
         let path_var = self.spec.env.get("PATH").map(std::ffi::OsStr::new);
-        process::find_program(&self.agent, name, &self.repo_root, path_var)
+        process::lookup::find_program(&self.agent, name, &self.repo_root, path_var)
     }
 
     /// The role instructions and templates this driver builds prompts from.
@@ -467,7 +468,7 @@ impl CliDriver {
         let sid = input.session.id.as_str();
         env.extend([
             (
-                process::PROMPT_FILE_ENV.to_owned(),
+                process::home::PROMPT_FILE_ENV.to_owned(),
                 call.prompt_file.display().to_string(),
             ),
             ("TLV4_SESSION".into(), sid.to_owned()),
@@ -489,7 +490,7 @@ impl CliDriver {
             ),
         ]);
         env.extend(launch.env.iter().cloned());
-        process::merge_env(env, &self.spec.env)
+        process::home::merge_env(env, &self.spec.env)
     }
 }
 
@@ -535,8 +536,14 @@ impl Driver for CliDriver {
                     .then_some(prompt::Commands::TestsAfterEdits(shell))
             }
         });
-        let composed =
-            prompt::compose_with(input, &role_spec, template, limit - retry_reserve, commands);
+        let composed = prompt::compose_with(
+            input,
+            &role_spec,
+            template,
+            self.specs.contract(),
+            limit - retry_reserve,
+            commands,
+        );
         let base = composed.text.clone();
 
         let program = self.program()?;
@@ -815,7 +822,7 @@ fn confine(
         writes_more: spec
             .writes
             .iter()
-            .map(|w| process::expand_home(w, repo_root))
+            .map(|w| process::lookup::expand_home(w, repo_root))
             .collect(),
         // The files its arguments name (a script it runs), and what it is granted.
         reads_more: inv
@@ -826,7 +833,7 @@ fn confine(
             .chain(
                 spec.reads
                     .iter()
-                    .map(|r| process::expand_home(r, repo_root)),
+                    .map(|r| process::lookup::expand_home(r, repo_root)),
             )
             .collect(),
     };

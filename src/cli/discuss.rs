@@ -131,7 +131,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let store = ctx.store()?;
     let duration = |v: &Option<String>, default: std::time::Duration, flag: &str| -> Result<u64> {
         match v {
-            Some(t) => tlv4_core::process::parse_duration(t)
+            Some(t) => tlv4_core::process::duration::parse_duration(t)
                 .map(|d| d.as_millis() as u64)
                 .map_err(|e| Error::Invalid(format!("--{flag} {t}: {e}"))),
             None => Ok(default.as_millis() as u64),

@@ -65,7 +65,7 @@ impl Hooks {
     pub fn load(common_dir: &Path, workdir: &Path, hooks_path: Option<&str>) -> Hooks {
         let configured = hooks_path.map(str::trim).filter(|s| !s.is_empty());
         let dir = match configured {
-            Some(p) => process::expand_home(p, workdir),
+            Some(p) => process::lookup::expand_home(p, workdir),
             None => common_dir.join("tlv4").join("hooks"),
         };
         Hooks {

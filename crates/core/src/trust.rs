@@ -191,7 +191,7 @@ fn agent_files(root: &Path, name: &str, spec: &AgentSpec) -> Result<Vec<Item>> {
         }
         Ok(())
     };
-    let expand = |p: &str| crate::process::expand_home(p, root);
+    let expand = |p: &str| crate::process::lookup::expand_home(p, root);
     if let Some(program) = spec.program.as_deref().filter(|p| p.contains('/')) {
         add(
             expand(program),

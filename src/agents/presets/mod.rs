@@ -26,7 +26,7 @@ mod tests;
 use serde_json::Value;
 
 use super::command::{Call, Cli};
-use super::process::ARGV_PROMPT_LIMIT;
+use super::process::home::ARGV_PROMPT_LIMIT;
 
 /// The preset drivers, by name.
 pub const PRESETS: [&str; 6] = ["claude", "codex", "gemini", "qwen", "opencode", "aider"];

@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::runner::*;
 use super::*;
 use crate::agents::{CodeTree, TaskInput};
 use tlv4_core::model::{Session, Task};
-use tlv4_specdoc::discovery::TestFramework;
+use tlv4_specdoc::discovery::{Discovery, TestFramework};
 
 use tlv4_core::testutil::git;
 

@@ -277,7 +277,7 @@ impl EnvironmentConfig {
     pub fn timeout(&self) -> Result<std::time::Duration> {
         self.timeout
             .as_deref()
-            .map_or(Ok(SETUP_TIMEOUT), crate::process::parse_duration)
+            .map_or(Ok(SETUP_TIMEOUT), crate::process::duration::parse_duration)
     }
 
     /// The disk the kept checkouts may use, in bytes (`None`: no bound set), or why

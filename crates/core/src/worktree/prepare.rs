@@ -212,7 +212,7 @@ pub fn timeout(config: &EnvironmentConfig) -> Duration {
     config
         .timeout
         .as_deref()
-        .and_then(|t| crate::process::parse_duration(t).ok())
+        .and_then(|t| crate::process::duration::parse_duration(t).ok())
         .unwrap_or(setup::DEFAULT_TIMEOUT)
 }
 

@@ -28,30 +28,30 @@
 //! A run whose working directory is a checkout this process locked is named in that lock
 //! (pid and start time, see [`crate::git::note_run`]), so `resume` never removes a checkout
 //! whose run is still alive.
+//!
+//! What agent programs need around a run lives beside the runner: [`lookup`] finds a program
+//! (with the configuration hint when it cannot), [`home`] gives an agent its home, environment
+//! and prompt file, [`duration`] reads a configured time limit.
 
-use std::collections::BTreeMap;
-use std::ffi::OsString;
+pub mod duration;
+pub mod home;
+pub mod lookup;
+
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use duration::DEFAULT_TIMEOUT;
 
-/// The wall-clock limit when the agent's `timeout` is not set.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// How long a process group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// Bytes kept from the start of each output stream, and again from its end.
 pub const CAPTURE_LIMIT: usize = 1 << 20;
-/// The environment variable that holds the path of the prompt file.
-pub const PROMPT_FILE_ENV: &str = "TLV4_PROMPT_FILE";
-/// Prompts longer than this never go on the command line (Linux caps one argument at
-/// 128 KiB).
-pub const ARGV_PROMPT_LIMIT: usize = 100 * 1024;
 
 pub use crate::git::GIT_LOCATION_VARS;
 
@@ -508,53 +508,6 @@ pub fn run_with_retries(
     }
 }
 
-/// Parses a duration such as `20m`, `90s`, `1h`, `1h30m` or `500ms`; a bare number is
-/// seconds.
-pub fn parse_duration(text: &str) -> Result<Duration> {
-    let bad = || {
-        Error::Invalid(format!(
-            "invalid duration `{text}`; write it like `20m`, `90s`, `1h` or `1h30m`"
-        ))
-    };
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(bad());
-    }
-    if let Ok(secs) = t.parse::<u64>() {
-        return if secs == 0 {
-            Err(bad())
-        } else {
-            Ok(Duration::from_secs(secs))
-        };
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        total += match unit {
-            "ms" => Duration::from_millis(n),
-            "s" | "sec" | "secs" => Duration::from_secs(n),
-            "m" | "min" | "mins" => Duration::from_secs(n * 60),
-            "h" | "hr" | "hours" => Duration::from_secs(n * 3600),
-            _ => return Err(bad()),
-        };
-    }
-    if total.is_zero() {
-        return Err(bad());
-    }
-    Ok(total)
-}
-
 /// Quotes a word for `sh -c`.
 pub fn quote(word: &str) -> String {
     if !word.is_empty()
@@ -566,152 +519,6 @@ pub fn quote(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))
     }
-}
-
-/// Resolves `program` the way a shell would, but up front and with a clear error: a name
-/// with a `/` is a path (relative ones are taken from `base`, the repository root), a bare
-/// name is looked up in `path` (the agent's `PATH`).
-pub fn find_program(
-    agent: &str,
-    program: &str,
-    base: &Path,
-    path: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf> {
-    let hint = format!(
-        "install it, or set `program` under [agents.{agent}] in .tlv4.toml to the full path"
-    );
-    if program.trim().is_empty() {
-        return Err(Error::state(
-            format!("agent `{agent}` has an empty `program`"),
-            Some(hint),
-        ));
-    }
-    if program.contains('/') {
-        let p = expand_home(program, base);
-        return if is_executable(&p) {
-            Ok(p)
-        } else {
-            Err(Error::state(
-                format!(
-                    "agent `{agent}`: program `{}` does not exist or is not executable",
-                    p.display()
-                ),
-                Some(hint),
-            ))
-        };
-    }
-    let path = path
-        .map(OsString::from)
-        .or_else(|| std::env::var_os("PATH"))
-        .unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join(program);
-        if is_executable(&candidate) {
-            return Ok(candidate);
-        }
-    }
-    Err(Error::state(
-        format!(
-            "agent `{agent}`: program `{program}` was not found in PATH ({})",
-            path.to_string_lossy()
-        ),
-        Some(hint),
-    ))
-}
-
-/// `~` and `~/…` from `$HOME`; a relative path from `base`.
-pub fn expand_home(path: &str, base: &Path) -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    match (path, home) {
-        ("~", Some(h)) => h,
-        (p, Some(h)) if p.starts_with("~/") => h.join(&p[2..]),
-        (p, _) if Path::new(p).is_absolute() => PathBuf::from(p),
-        (p, _) => base.join(p),
-    }
-}
-
-/// The home (and XDG config, data, cache and state directories) an agent runs with: a fresh
-/// temporary directory per run, removed afterwards, unless the agent names one.
-pub struct Home {
-    dir: PathBuf,
-    temp: Option<tempfile::TempDir>,
-}
-
-impl Home {
-    /// `configured` is the agent's `home`; `None` makes a fresh temporary one.
-    pub fn new(configured: Option<&str>, base: &Path) -> Result<Home> {
-        match configured {
-            Some(h) => Ok(Home {
-                dir: expand_home(h, base),
-                temp: None,
-            }),
-            None => {
-                let temp = tempfile::Builder::new()
-                    .prefix("tlv4-agent-")
-                    .tempdir()
-                    .map_err(|e| Error::io("cannot create a home for the agent", e))?;
-                let dir = temp.path().to_path_buf();
-                for sub in [".config", ".local/share", ".cache", ".local/state"] {
-                    std::fs::create_dir_all(dir.join(sub))
-                        .map_err(|e| Error::io("cannot create a home for the agent", e))?;
-                }
-                Ok(Home {
-                    dir,
-                    temp: Some(temp),
-                })
-            }
-        }
-    }
-
-    /// The directory.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Whether it is a fresh temporary directory (ours to write config files into).
-    pub fn isolated(&self) -> bool {
-        self.temp.is_some()
-    }
-
-    /// `HOME`, and for an isolated home the XDG directories inside it.
-    pub fn env(&self) -> Vec<(String, String)> {
-        let d = |sub: &str| self.dir.join(sub).display().to_string();
-        let mut env = vec![("HOME".to_owned(), self.dir.display().to_string())];
-        if self.isolated() {
-            env.push(("XDG_CONFIG_HOME".into(), d(".config")));
-            env.push(("XDG_DATA_HOME".into(), d(".local/share")));
-            env.push(("XDG_CACHE_HOME".into(), d(".cache")));
-            env.push(("XDG_STATE_HOME".into(), d(".local/state")));
-        }
-        env
-    }
-
-    /// Writes `content` at `rel` inside the home, creating directories.
-    pub fn write(&self, rel: &str, content: &str) -> Result<PathBuf> {
-        let path = self.dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
-        }
-        std::fs::write(&path, content)
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
-        Ok(path)
-    }
-}
-
-/// Merges `extra` over `base`, later keys winning, keeping first-seen order.
-pub fn merge_env(
-    base: Vec<(String, String)>,
-    extra: &BTreeMap<String, String>,
-) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for (k, v) in base.into_iter().chain(extra.clone()) {
-        match out.iter_mut().find(|(key, _)| *key == k) {
-            Some(slot) => slot.1 = v,
-            None => out.push((k, v)),
-        }
-    }
-    out
 }
 
 /// The largest index ≤ `i` that is a char boundary of `s`.
@@ -730,11 +537,6 @@ fn ceil_char_boundary(s: &str, i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// Blocks until `pid` has exited, without reaping it.
@@ -1128,6 +930,11 @@ pub mod signals {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use super::duration::*;
+    use super::home::*;
+    use super::lookup::*;
     use super::*;
 
     fn fixture(name: &str) -> PathBuf {
