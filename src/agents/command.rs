@@ -432,6 +432,7 @@ impl CliDriver {
     }
 
     /// The same driver with another policy for transient failures.
+    #[cfg(test)]
     pub fn with_retry(mut self, retry: RetryPolicy) -> CliDriver {
         self.retry = retry;
         self
@@ -448,11 +449,6 @@ impl CliDriver {
             .unwrap_or_default();
         let path_var = self.spec.env.get("PATH").map(std::ffi::OsStr::new);
         process::lookup::find_program(&self.agent, name, &self.repo_root, path_var)
-    }
-
-    /// The role instructions and templates this driver builds prompts from.
-    pub fn specs(&self) -> &RoleSpecs {
-        &self.specs
     }
 
     fn failed(&self, reason: &str) -> TaskOutput {

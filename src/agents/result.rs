@@ -62,6 +62,7 @@ fn err(message: impl Into<String>) -> ContractError {
 }
 
 /// Finds, parses and checks the result in `text`, the agent's final answer.
+#[cfg(test)]
 pub fn parse(text: &str, deliverable: Deliverable) -> Result<TaskOutput, ContractError> {
     parse_in(text, deliverable, None)
 }

@@ -163,11 +163,6 @@ impl PipelineSpec {
         self.doc.pipeline.contains_key(name)
     }
 
-    /// The role named `name`.
-    pub fn role(&self, name: &str) -> Option<&RoleSpec> {
-        self.doc.role.get(name)
-    }
-
     /// The names of the roles the pipelines define.
     pub fn role_names(&self) -> impl Iterator<Item = &str> {
         self.doc.role.keys().map(String::as_str)

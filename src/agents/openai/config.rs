@@ -183,12 +183,14 @@ impl OpenAiDriver {
     }
 
     /// The same driver with another policy for transient failures.
+    #[cfg(test)]
     pub fn with_retry(mut self, retry: RetryPolicy) -> OpenAiDriver {
         self.retry = retry;
         self
     }
 
     /// The URL requests go to.
+    #[cfg(test)]
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }

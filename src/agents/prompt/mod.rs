@@ -55,12 +55,14 @@ const TEMPLATE_CAP: usize = 48 * 1024;
 
 /// The prompt for `input`, with `role_spec` as the role's instructions, within
 /// [`PROMPT_LIMIT`].
+#[cfg(test)]
 pub fn build_prompt(input: &TaskInput, role_spec: &str) -> String {
     compose(input, role_spec, None, Contract::builtin(), PROMPT_LIMIT)
 }
 
 /// The prompt for `input` with the role's instructions, the template of the document to
 /// write (if any) and the result contract, within `limit` bytes.
+#[cfg(test)]
 pub fn compose(
     input: &TaskInput,
     role_spec: &str,
@@ -333,6 +335,7 @@ fn commands_section(commands: Commands<'_>) -> String {
 
 /// `prompt` again, with what was wrong with the previous answer and how that answer ended,
 /// for a bounded retry.
+#[cfg(test)]
 pub fn retry_prompt(prompt: &str, problem: &str, previous: &str) -> String {
     retry_prompt_within(prompt, problem, previous, RETRY_RESERVE)
 }

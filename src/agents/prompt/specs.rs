@@ -133,6 +133,7 @@ impl RoleSpecs {
     }
 
     /// Where the instructions of `role` come from, if it has its own.
+    #[cfg(test)]
     pub fn origin(&self, role: &str) -> Option<Origin> {
         self.roles.get(role).map(|(_, o)| *o)
     }
