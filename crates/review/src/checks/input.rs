@@ -27,8 +27,6 @@ const INPUT_WORDS: &[&str] = &[
     "untrusted",
     "location",
     "props",
-    "filter",
-    "term",
 ];
 
 /// Words that make a name hold input as a property or with another word (`input.value`,
