@@ -15,7 +15,6 @@ const INPUT_WORDS: &[&str] = &[
     "params",
     "param",
     "args",
-    "arg",
     "argv",
     "form",
     "payload",
