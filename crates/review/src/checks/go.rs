@@ -12,10 +12,9 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use super::rust::{
-    Origin, SHELLS, all_caps, has_placeholders, input_like, is_command_flag, looks_like_sql,
-    names_position, sanitises, sql_concatenation, sql_confidence,
-};
+use super::input::reads_as_input;
+use super::rust::{Origin, SHELLS, all_caps, is_command_flag, sanitises, sql_concatenation};
+use super::sql::{has_placeholders, is_sql_literal, names_position, sql_confidence};
 use super::{Hit, Input, lines_of};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::Syntax;
@@ -131,7 +130,7 @@ impl Values<'_, '_> {
             "identifier" => self.name_origin(self.syntax.text_of(node), node),
             "selector_expression" | "index_expression" | "slice_expression" => {
                 let root = node.child_by_field_name("operand").map(|o| self.origin(o));
-                if root == Some(Origin::Input) || input_like(self.syntax.text_of(node)) {
+                if root == Some(Origin::Input) || reads_as_input(self.syntax.text_of(node), false) {
                     Origin::Input
                 } else {
                     Origin::Unknown
@@ -172,7 +171,7 @@ impl Values<'_, '_> {
             | "strings.ToUpper" => of_args(&args),
             f if NUMBER_TEXT.contains(&f) => of_args(&args).min(Origin::Unknown),
             f if sanitises(f) => Origin::Literal,
-            f if input_like(f) => Origin::Input,
+            f if reads_as_input(f, false) => Origin::Input,
             _ if args.iter().any(|a| self.origin(*a) == Origin::Input) => Origin::Input,
             _ => Origin::Unknown,
         }
@@ -188,7 +187,7 @@ impl Values<'_, '_> {
             } else {
                 Origin::Input
             }
-        } else if input_like(name) {
+        } else if reads_as_input(name, false) {
             Origin::Input
         } else {
             Origin::Unknown
@@ -293,7 +292,7 @@ fn sql_sprintf(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
     let Some(template) = args.first().and_then(|t| literal(syntax, *t)) else {
         return;
     };
-    if !looks_like_sql(template) {
+    if !is_sql_literal(template) {
         return;
     }
     let verbs = verbs(template);

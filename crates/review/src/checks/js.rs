@@ -15,7 +15,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Hit, Input, ascii, lines_of};
+use super::input::{reads_as_input, words};
+use super::sql::is_sql;
+use super::{Hit, Input, lines_of};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::{Syntax, descendants};
 use tlv4_core::text::excerpt;
@@ -91,19 +93,6 @@ impl Origin {
         }
     }
 }
-
-/// Words of names that hold input anywhere in a name: request data, the URL, form and user
-/// values (`req`, `params.id`, `location.hash`, `userId`).
-const INPUT_WORDS: &[&str] = &[
-    "input", "query", "params", "param", "location", "user", "req", "request", "props", "args",
-    "argv", "form", "cookie", "payload",
-];
-
-/// Words of names that hold input as a property or with another word (`input.value`,
-/// `comment.body`, `searchText`), not alone: a bare `value` or `data` is any value.
-const VALUE_WORDS: &[&str] = &[
-    "value", "val", "search", "hash", "name", "comment", "message", "msg", "text", "body", "data",
-];
 
 /// Words of names that say a value was made safe (`sanitizedHtml`, `escapedName`, `safeHtml`).
 const SAFE_WORDS: &[&str] = &[
@@ -353,53 +342,6 @@ fn is_constant(name: &str) -> bool {
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_' || b == b'$')
 }
 
-/// The lowercase words of a name: `userName` → `user`, `name`; `URLParams` → `url`, `params`;
-/// `jQuery` → `jquery`.
-fn words(name: &str) -> Vec<String> {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = Vec::new();
-    let mut word = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if !c.is_ascii_alphanumeric() {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-            continue;
-        }
-        let prev = i.checked_sub(1).map(|p| chars[p]);
-        let next = chars.get(i + 1);
-        let boundary = c.is_ascii_uppercase()
-            && prev.is_some_and(|p| {
-                p.is_ascii_lowercase()
-                    || p.is_ascii_digit()
-                    || p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase())
-            });
-        // A one-letter lowercase prefix is part of the word (`jQuery`, `iFrame`).
-        let prefix =
-            word.len() == 1 && out.is_empty() && prev.is_some_and(|p| p.is_ascii_lowercase());
-        if boundary && !word.is_empty() && !prefix {
-            out.push(std::mem::take(&mut word));
-        }
-        word.push(c.to_ascii_lowercase());
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
-}
-
-/// Whether the name `name` says it holds input; `property`: it is a member's property.
-fn is_input_name(name: &str, property: bool) -> bool {
-    let words = words(name);
-    let has = |list: &[&str]| {
-        words.iter().any(|w| {
-            let singular = w.strip_suffix('s').unwrap_or(w);
-            list.contains(&w.as_str()) || list.contains(&singular)
-        })
-    };
-    has(INPUT_WORDS) || (property || words.len() > 1) && has(VALUE_WORDS)
-}
-
 /// Whether the name `name` says its value was made safe.
 fn is_safe_name(name: &str) -> bool {
     words(name).iter().any(|w| SAFE_WORDS.contains(&w.as_str()))
@@ -541,7 +483,7 @@ impl<'s, 'a> Js<'s, 'a> {
                     | "property_identifier"
                     | "shorthand_property_identifier"
                     | "private_property_identifier"
-            ) && is_input_name(self.text(n), n.kind() == "property_identifier")
+            ) && reads_as_input(self.text(n), n.kind() == "property_identifier")
             {
                 input = true;
             }
@@ -950,18 +892,6 @@ fn unquoted_key(key: &str) -> &str {
     } else {
         key
     }
-}
-
-/// Whether `text` (literal SQL text, values standing as `x`) is an SQL statement that reads
-/// or writes rows.
-fn is_sql(text: &str) -> bool {
-    static SQL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(&ascii(
-            r#"(?s)\bSELECT\b.+?\bFROM\b|(?i)^\s*select\s.*?\sfrom\s|(?i)\binsert\s+(?:or\s+\w+\s+)?into\s+[\w."`\[]|(?i)\bdelete\s+from\s+[\w."`\[]|(?i)\bupdate\s+[\w."`\[\]]+\s+set\s+[\w."`\[\]]+\s*="#,
-        ))
-        .expect("the SQL pattern compiles")
-    });
-    SQL.is_match(text)
 }
 
 #[cfg(test)]

@@ -17,10 +17,12 @@ use super::syntax::Syntax;
 
 mod comments;
 mod go;
+mod input;
 mod js;
 mod python;
 mod rust;
 mod secrets;
+mod sql;
 
 /// One thing a check found.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,36 +169,57 @@ pub(crate) fn triggered(grammar: super::syntax::Grammar, new: &str, items: &str)
     fn compile(pattern: &str) -> Regex {
         Regex::new(&format!("(?-u){pattern}")).expect("the trigger patterns compile")
     }
-    // SQL text in a string, a secret-looking name assigned, the calls of the checks.
-    const COMMON: &str = r#"["'`][^"'`\n]*\b(?:select\s[^"'`\n]*\sfrom|insert\s+into|update\s+\w+\s+set|delete\s+from)\b|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#;
+    // SQL text in a string ([`sql::TRIGGER`]), a secret-looking name assigned, the calls of
+    // the checks.
+    static COMMON: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            r#"{}|(?:passw|secret|token|api_?key|credential|private_?key)\w*["']?\s*[:=]\s*["'`]"#,
+            sql::TRIGGER
+        )
+    });
     static PYTHON: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(
-            r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{COMMON}"
+            r"(?i)\bexcept\b|\bprint\b|\bexec\b|\beval\b|subprocess|\bos\.(?:system|popen)|getoutput|pickle|marshal|yaml|shelve|dill|\bexecute|\.raw\(|{}",
+            COMMON.as_str()
         ))
     });
-    static RUST: LazyLock<Regex> =
-        LazyLock::new(|| compile(&format!(r"\bunsafe\b|Command::new|(?i:{COMMON})")));
+    static RUST: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(
+            r"\bunsafe\b|Command::new|(?i:{})",
+            COMMON.as_str()
+        ))
+    });
     static GO: LazyLock<Regex> =
-        LazyLock::new(|| compile(&format!(r"exec\.Command|(?i:{COMMON})")));
+        LazyLock::new(|| compile(&format!(r"exec\.Command|(?i:{})", COMMON.as_str())));
     static JS: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(
-            r"(?i)(?m:^[ \t]*p\s*\()|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{COMMON}"
+            r"(?i)(?m:^[ \t]*p\s*\()|html|document\.write|\.append|\.prepend|\.after|\.before|replaceWith|\$\(|\bsend\b|\bexec|spawn|eval|Function|setTimeout|setInterval|\bvm\b|Script|child_process|{}",
+            COMMON.as_str()
         ))
     });
     // The words every match of a pattern holds, case aside: a search for them alone is a
     // fast literal search, and most items have none. JavaScript's patterns include one that
     // starts from a single letter, so its items go to the pattern directly.
-    const COMMON_WORDS: &str =
-        r"select|insert|update|delete|passw|secret|token|api|credential|private";
+    static COMMON_WORDS: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "{}|passw|secret|token|api|credential|private",
+            sql::TRIGGER_WORDS
+        )
+    });
     static PYTHON_WORDS: LazyLock<Regex> = LazyLock::new(|| {
         compile(&format!(
-            r"(?i)except|print|exec|eval|subprocess|os\.system|os\.popen|getoutput|pickle|marshal|yaml|shelve|dill|\.raw\(|{COMMON_WORDS}"
+            r"(?i)except|print|exec|eval|subprocess|os\.system|os\.popen|getoutput|pickle|marshal|yaml|shelve|dill|\.raw\(|{}",
+            COMMON_WORDS.as_str()
         ))
     });
-    static RUST_WORDS: LazyLock<Regex> =
-        LazyLock::new(|| compile(&format!(r"(?i)unsafe|command::new|{COMMON_WORDS}")));
+    static RUST_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+        compile(&format!(
+            r"(?i)unsafe|command::new|{}",
+            COMMON_WORDS.as_str()
+        ))
+    });
     static GO_WORDS: LazyLock<Regex> =
-        LazyLock::new(|| compile(&format!(r"(?i)exec\.command|{COMMON_WORDS}")));
+        LazyLock::new(|| compile(&format!(r"(?i)exec\.command|{}", COMMON_WORDS.as_str())));
     let (words, constructs) = match grammar {
         Grammar::Python => (Some(&*PYTHON_WORDS), &*PYTHON),
         Grammar::Rust => (Some(&*RUST_WORDS), &*RUST),
@@ -374,6 +397,47 @@ mod tests {
                 !triggered(grammar, "", "let total = count + 1;"),
                 "{grammar:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_same_sql_text_is_judged_the_same_in_python_js_go_and_rust() {
+        // (the text a parameter is joined to, whether it is SQL)
+        let texts = [
+            ("SELECT * FROM users WHERE id = ", true),
+            ("select id, name from users where id = ", true),
+            ("select count(*) from t where id = ", true),
+            ("insert or replace into kv values (", true),
+            ("delete from ", true),
+            ("update users set name = ", true),
+            (" WHERE id = ", true),
+            ("Please select one item from ", false),
+            ("delete from the list: ", false),
+            ("select a file from the list ", false),
+            ("insert into the cart: ", false),
+            ("Total: ", false),
+        ];
+        for (text, sql) in texts {
+            let python =
+                format!("def f(cursor, v):\n    q = \"{text}\" + v\n    cursor.execute(q)\n");
+            let js = format!(
+                "function f(v) {{\n  const q = \"{text}\" + v;\n  return db.query(q);\n}}\n"
+            );
+            let go = format!(
+                "package store\n\nfunc f(db *sql.DB, v string) {{\n\tq := \"{text}\" + v\n\tdb.Query(q)\n}}\n"
+            );
+            let rust = format!(
+                "pub fn f(db: &Db, v: &str) {{\n    let q = String::from(\"{text}\") + v;\n    db.run(&q);\n}}\n"
+            );
+            for (path, code) in [
+                ("lib/a.py", python),
+                ("lib/a.js", js),
+                ("store/a.go", go),
+                ("src/a.rs", rust),
+            ] {
+                let found = lines(path, &code, "sql-injection");
+                assert_eq!(!found.is_empty(), sql, "{path}: {text:?} {found:?}");
+            }
         }
     }
 

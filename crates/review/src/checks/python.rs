@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use self::origin::{assigned, origin};
-use self::sql::{mentions_sql, sql, sql_names};
+use self::sql::{sql, sql_names};
+use super::sql::may_be_sql;
 use super::{Hit, Input, lines_of};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::{Grammar, Syntax};
@@ -24,7 +25,7 @@ mod sql;
 /// Runs the Python checks.
 pub(super) fn check(input: &Input<'_>, syntax: &Syntax<'_>, out: &mut Vec<Hit>) {
     // Names assigned SQL, only looked for where the file mentions SQL at all.
-    let sql_names = if mentions_sql(syntax.text) {
+    let sql_names = if may_be_sql(syntax.text) {
         sql_names(syntax)
     } else {
         Vec::new()

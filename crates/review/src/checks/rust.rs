@@ -5,16 +5,19 @@
 //! items) and what a quoting call returns are not input; a parameter of the enclosing
 //! function, an input-like name (`req`, `query`, `params`, `input`, `user`, `name`…) or a
 //! call on one is; anything else is of unknown origin (medium confidence), and so are
-//! numbers. The helpers shared with the Go checks (what reads as SQL, input-like names, where
-//! a table name goes, which programs are shells) live here.
+//! numbers. What reads as SQL and as input is decided for every language in `sql` and
+//! `input`; the helpers shared with the Go checks (a chain of `+` holding SQL, which programs
+//! are shells) live here.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use tree_sitter::Node;
 
-use super::{Hit, Input, ascii, is_plus, lines_of, plus_operands};
+use super::input::reads_as_input;
+use super::sql::{
+    before_close, has_placeholders, is_sql_literal, may_be_sql, names_position, sql_confidence,
+};
+use super::{Hit, Input, is_plus, lines_of, plus_operands};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::Syntax;
 
@@ -190,59 +193,6 @@ fn is_safety(comment: &str) -> bool {
 
 pub(super) use super::Origin;
 
-/// Words that make a name look like input.
-const INPUT_WORDS: &[&str] = &[
-    "req",
-    "request",
-    "query",
-    "params",
-    "param",
-    "input",
-    "user",
-    "username",
-    "name",
-    "args",
-    "arg",
-    "argv",
-    "body",
-    "form",
-    "payload",
-    "search",
-    "filter",
-    "term",
-    "untrusted",
-];
-
-/// Words that make a name the name of a part of a query (`table_name`, `columnName`) or a
-/// setting (`config.name`) rather than data: they win over [`INPUT_WORDS`].
-const STRUCTURE_WORDS: &[&str] = &[
-    "table", "tables", "column", "columns", "col", "cols", "schema", "field", "fields", "index",
-    "db", "key", "order", "sort", "config", "cfg", "conf", "settings", "options", "opts",
-];
-
-/// Whether `name` (snake_case, camelCase or a dotted path) has an input-like word in it and
-/// no word naming a part of a query.
-pub(super) fn input_like(name: &str) -> bool {
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for c in name.chars() {
-        if c == '_' || c == '.' {
-            words.push(std::mem::take(&mut word));
-            prev_lower = false;
-            continue;
-        }
-        if c.is_ascii_uppercase() && prev_lower {
-            words.push(std::mem::take(&mut word));
-        }
-        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-        word.push(c.to_ascii_lowercase());
-    }
-    words.push(word);
-    words.iter().any(|w| INPUT_WORDS.contains(&w.as_str()))
-        && !words.iter().any(|w| STRUCTURE_WORDS.contains(&w.as_str()))
-}
-
 /// A constant's name by convention: `ALL_CAPS` (at least two characters).
 pub(super) fn all_caps(name: &str) -> bool {
     name.len() > 1
@@ -252,18 +202,6 @@ pub(super) fn all_caps(name: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// Whether `text` (a string literal, quotes included) reads as SQL: its statements'
-/// keywords in capitals, or a lowercase statement from its start.
-pub(super) fn looks_like_sql(text: &str) -> bool {
-    static SQL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(&ascii(
-            r#"\bSELECT\s[\s\S]*?\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\S+\s+SET\b|\bDELETE\s+FROM\b|\b(?:WHERE|AND|OR)\s+[\w.]+\s*(?:=|<|>|!=|\bLIKE\b|\bIN\b)|(?i:^(?:r#*)?["'`]?[\s(]*(?:select\s[\s\S]*?\bfrom\b|insert\s+into\b|update\s+\S+\s+set\b|delete\s+from\b))"#,
-        ))
-        .expect("the SQL pattern compiles")
-    });
-    SQL.is_match(text)
-}
-
 /// Whether a call named `function` quotes or escapes what it is given
 /// (`pq.QuoteIdentifier`, `escape_string`): its result is not raw input.
 pub(super) fn sanitises(function: &str) -> bool {
@@ -271,57 +209,6 @@ pub(super) fn sanitises(function: &str) -> bool {
     ["quote", "escape", "sanitiz", "sanitis"]
         .iter()
         .any(|w| lower.contains(w))
-}
-
-/// Whether a value placed after the SQL text `before` stands where a name goes (a table
-/// after `FROM`, `INTO`, `UPDATE`, `JOIN`, `TABLE`, or after `schema.`), possibly in
-/// quotes, or inside identifier quotes (`[…]`, `` `…` ``): names cannot be query parameters, so formatting them in is the usual
-/// way, and a finding about one is a hint.
-pub(super) fn names_position(before: &str) -> bool {
-    // `[name]` and `` `name` `` quote only identifiers.
-    if before.ends_with(['[', '`']) {
-        return true;
-    }
-    let t = before
-        .trim_end()
-        .trim_end_matches(['"', '`', '[', '\\'])
-        .trim_end();
-    if t.ends_with('.') {
-        return true;
-    }
-    let word = t
-        .rsplit(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or("");
-    ["from", "into", "update", "join", "table"]
-        .iter()
-        .any(|k| word.eq_ignore_ascii_case(k))
-}
-
-/// The confidence of a finding about a value of `origin` formatted into SQL, `name` when it
-/// stands where a table or column name goes (`None`: no finding).
-pub(super) fn sql_confidence(origin: Origin, name: bool) -> Option<Confidence> {
-    origin
-        .confidence()
-        .map(|c| if name { Confidence::Low } else { c })
-}
-
-/// The text of a string literal before its closing quote (`"…"`, `` `…` ``, `r#"…"#`).
-pub(super) fn before_close(literal: &str) -> &str {
-    let t = literal.trim_end_matches('#');
-    t.strip_suffix(['"', '`']).unwrap_or(t)
-}
-
-/// Whether SQL text also takes parameters (`?`, `$1`, `:name`): values formatted into it
-/// are then most likely table or column names.
-pub(super) fn has_placeholders(text: &str) -> bool {
-    static PARAM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(&ascii(
-            r"(?:[=(,\s]\s*)(?:\?|\$\d+|:[A-Za-z_]\w*|@[A-Za-z_]\w*)",
-        ))
-        .expect("the pattern compiles")
-    });
-    PARAM.is_match(text)
 }
 
 /// Method calls that convert a value without changing where it comes from.
@@ -386,7 +273,7 @@ impl Values<'_, '_> {
                     .or_else(|| node.named_child(0));
                 match root.map(|r| self.origin(r)) {
                     Some(Origin::Input) => Origin::Input,
-                    _ if input_like(self.syntax.text_of(node)) => Origin::Input,
+                    _ if reads_as_input(self.syntax.text_of(node), false) => Origin::Input,
                     _ => Origin::Unknown,
                 }
             }
@@ -435,7 +322,9 @@ impl Values<'_, '_> {
         }
         if sanitises(name) {
             Origin::Literal
-        } else if input_like(name) || args.iter().any(|a| self.origin(*a) == Origin::Input) {
+        } else if reads_as_input(name, false)
+            || args.iter().any(|a| self.origin(*a) == Origin::Input)
+        {
             Origin::Input
         } else {
             Origin::Unknown
@@ -452,7 +341,7 @@ impl Values<'_, '_> {
             } else {
                 Origin::Input
             }
-        } else if input_like(name) {
+        } else if reads_as_input(name, false) {
             Origin::Input
         } else {
             Origin::Unknown
@@ -564,7 +453,7 @@ impl Values<'_, '_> {
             "identifier" => self.name_origin(self.syntax.text_of(*first), *first),
             _ => Origin::Unknown,
         };
-        if root == Origin::Input || input_like(&text) {
+        if root == Origin::Input || reads_as_input(&text, false) {
             Origin::Input
         } else {
             Origin::Unknown
@@ -703,21 +592,15 @@ fn is_number_type(ty: &str) -> bool {
 /// constant. SQL that also takes parameters (`?`, `$1`) gets low confidence: what is
 /// formatted into it is most likely a table or column name.
 fn sql_format(values: &Values<'_, '_>, node: Node<'_>, out: &mut Vec<Hit>) {
-    // The words SQL text starts from ([`looks_like_sql`]): without one, the macro's template
-    // is not SQL, and its values are not read.
-    static SQL_WORDS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-        regex::bytes::Regex::new(
-            r"(?-u)SELECT|INSERT|UPDATE|DELETE|WHERE|AND|OR|(?i:select|insert|update|delete)",
-        )
-        .expect("the SQL words compile")
-    });
-    if !SQL_WORDS.is_match(values.syntax.text_of(node).as_bytes()) {
+    // Without a word SQL text starts from, the macro's template is not SQL, and its values
+    // are not read.
+    if !may_be_sql(values.syntax.text_of(node)) {
         return;
     }
     let Some(formatted) = values.format_values(node) else {
         return;
     };
-    if !looks_like_sql(formatted.template) {
+    if !is_sql_literal(formatted.template) {
         return;
     }
     let worst = formatted
@@ -766,7 +649,7 @@ pub(super) fn sql_concatenation<'a>(
     }
     let operands = plus_operands(syntax, node);
     let texts: Vec<Option<&str>> = operands.iter().map(|o| literal(*o)).collect();
-    if !texts.iter().flatten().any(|t| looks_like_sql(t)) {
+    if !texts.iter().flatten().any(|t| is_sql_literal(t)) {
         return None;
     }
     let (confidence, operand) = operands
@@ -1252,15 +1135,17 @@ mod tests {
 
     #[test]
     fn sql_keywords_and_input_names() {
-        assert!(super::looks_like_sql(
+        assert!(crate::checks::sql::is_sql_literal(
             "\"SELECT * FROM users WHERE id = {}\""
         ));
-        assert!(super::looks_like_sql("\"select name from t\""));
-        assert!(super::looks_like_sql("\" WHERE id = \""));
-        assert!(!super::looks_like_sql(
+        assert!(crate::checks::sql::is_sql_literal("\"select name from t\""));
+        assert!(crate::checks::sql::is_sql_literal("\" WHERE id = \""));
+        assert!(!crate::checks::sql::is_sql_literal(
             "\"please select a file; from now on\""
         ));
-        assert!(super::input_like("userId") && super::input_like("req_body"));
-        assert!(!super::input_like("table_name") && !super::input_like("rename"));
+        assert!(super::reads_as_input("userId", false) && super::reads_as_input("req_body", false));
+        assert!(
+            !super::reads_as_input("table_name", false) && !super::reads_as_input("rename", false)
+        );
     }
 }

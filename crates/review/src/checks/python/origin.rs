@@ -7,27 +7,6 @@ use crate::syntax::Syntax;
 
 pub(super) use crate::checks::Origin;
 
-/// Words of names that hold input.
-const INPUT_WORDS: &[&str] = &[
-    "request",
-    "req",
-    "body",
-    "query",
-    "args",
-    "argv",
-    "input",
-    "user",
-    "username",
-    "params",
-    "param",
-    "form",
-    "payload",
-    "cookie",
-    "cookies",
-    "headers",
-    "untrusted",
-];
-
 /// Calls whose result is a number (or a bool): not injectable.
 const NUMERIC_CALLS: &[&str] = &["int", "float", "len", "bool", "abs", "round", "ord", "hash"];
 
@@ -270,20 +249,9 @@ fn is_constant(name: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// Whether a word of `name` (snake or camel case) says it holds input.
+/// Whether `name` (one name, or one part of a dotted path) says it holds input.
 fn reads_as_input(name: &str) -> bool {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    for c in name.chars() {
-        if c == '_' || c.is_ascii_uppercase() && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        if c != '_' {
-            word.push(c.to_ascii_lowercase());
-        }
-    }
-    words.push(word);
-    words.iter().any(|w| INPUT_WORDS.contains(&w.as_str()))
+    crate::checks::input::reads_as_input(name, false)
 }
 
 /// Whether `name` is a parameter (not `self`/`cls`) of the function around `node`.

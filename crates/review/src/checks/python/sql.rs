@@ -6,7 +6,7 @@ use tree_sitter::Node;
 
 use super::origin::origin;
 use super::{how_built, positional, scope_of};
-use crate::checks::rust::names_position;
+use crate::checks::sql::{is_sql, names_position};
 use crate::checks::{Hit, lines_of};
 use crate::rules::{CheckId, Confidence};
 use crate::syntax::Syntax;
@@ -38,9 +38,9 @@ pub(super) fn sql(syntax: &Syntax<'_>, sql_names: &[SqlName], node: Node<'_>) ->
     };
     let mut parts = Parts::default();
     flatten(syntax, sql_names, expression, None, &mut parts);
-    let is_sql =
-        extends || parts.sql_name || looks_like_sql(&parts.text) || is_query_argument(syntax, node);
-    if !is_sql {
+    let sql_text =
+        extends || parts.sql_name || is_sql(&parts.text) || is_query_argument(syntax, node);
+    if !sql_text {
         return None;
     }
     let (value, how, origin) = parts
@@ -260,67 +260,6 @@ fn is_query_argument(syntax: &Syntax<'_>, node: Node<'_>) -> bool {
         })
 }
 
-/// Whether `text` holds an SQL statement: `SELECT … FROM`, `INSERT INTO`, `UPDATE … SET`,
-/// `DELETE FROM` in capitals, or in any case when the words around them are SQL's (`select
-/// id, name from users`, `delete from app_user`), not prose ("select one item from the list").
-fn looks_like_sql(text: &str) -> bool {
-    let words: Vec<&str> = text
-        .split(|c: char| !(c.is_alphanumeric() || "_*,".contains(c)))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let is = |w: &str, k: &str| w.eq_ignore_ascii_case(k);
-    (0..words.len()).any(|i| {
-        let w = words[i];
-        let next = |n: usize| words.get(i + n).copied().unwrap_or("");
-        let capitals = w.chars().all(|c| c.is_ascii_uppercase());
-        match w.to_ascii_lowercase().as_str() {
-            "select" if capitals => words[i + 1..].iter().take(40).any(|&w| w == "FROM"),
-            "select" => is_select_list(&words[i + 1..]),
-            "insert" => is(next(1), "into") && (capitals || is_table(next(2))),
-            "delete" => is(next(1), "from") && (capitals || is_table(next(2))),
-            "update" => is(next(2), "set") && (capitals || is_table(next(1))),
-            _ => false,
-        }
-    })
-}
-
-/// A column list (`*`, `id`, `id, name`) followed by `from` and a table.
-fn is_select_list(words: &[&str]) -> bool {
-    let Some(from) = words
-        .iter()
-        .take(20)
-        .position(|w| w.eq_ignore_ascii_case("from"))
-    else {
-        return false;
-    };
-    let list = &words[..from];
-    let columns = match list {
-        [] => false,
-        [_] => true,
-        [init @ .., _] => init.iter().all(|w| w.ends_with(',')),
-    };
-    columns && words.get(from + 1).is_some_and(|t| is_table(t))
-}
-
-/// A table name as SQL writes it (`users`, `app_user`), not a word of prose such as `the`.
-fn is_table(word: &str) -> bool {
-    let identifier =
-        !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    let prose = matches!(
-        word.to_ascii_lowercase().as_str(),
-        "the" | "a" | "an" | "your" | "this" | "that" | "my" | "our" | "their" | "its" | "all"
-    );
-    identifier && !prose
-}
-
-/// Whether `text` has one of SQL's statement words, in any case.
-pub(super) fn mentions_sql(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    ["select", "insert", "update", "delete"]
-        .iter()
-        .any(|w| lower.contains(w))
-}
-
 /// A name assigned SQL text in a scope (a function, or the module).
 pub(super) struct SqlName {
     /// The function around the assignment (its id), or `None` at module level.
@@ -349,7 +288,7 @@ pub(super) fn sql_names(syntax: &Syntax<'_>) -> Vec<SqlName> {
         }
         let mut parts = Parts::default();
         flatten(syntax, &[], right, None, &mut parts);
-        if looks_like_sql(&parts.text) {
+        if is_sql(&parts.text) {
             out.push(SqlName {
                 scope: scope_of(node).map(|f| f.id()),
                 name: syntax.text_of(left).to_owned(),
