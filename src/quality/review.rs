@@ -137,47 +137,15 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::path::Path;
 
     use super::*;
     use crate::coordinator::{StartOptions, start};
 
-    /// A repository driven by the hermetic git CLI.
-    struct Repo<'a>(&'a Path);
-
-    impl Repo<'_> {
-        fn git(&self, args: &[&str]) -> String {
-            let out = tlv4_core::testutil::git_output(self.0, args);
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        }
-
-        fn write(&self, path: &str, text: &str) {
-            let p = self.0.join(path);
-            std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(p, text).expect("write");
-        }
-
-        fn commit(&self, message: &str) -> gix::ObjectId {
-            self.git(&["add", "-A"]);
-            self.git(&["commit", "-q", "--allow-empty", "-m", message]);
-            self.git(&["rev-parse", "HEAD"]).parse().expect("an id")
-        }
-
-        fn open(&self) -> gix::Repository {
-            gix::open_opts(self.0, gix::open::Options::isolated()).expect("opens")
-        }
-    }
+    use tlv4_core::testutil::Repo;
 
     #[test]
     fn a_review_task_reports_an_empty_session_plainly_and_notes_the_scores() {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let repo = Repo(dir.path());
-        repo.git(&["init", "-q", "-b", "main"]);
+        let repo = Repo::new();
         repo.write("src/app.py", "def main():\n    return 1\n");
         repo.commit("base");
         let store = Store::from_repo(repo.open()).expect("a store");

@@ -104,3 +104,55 @@ pub fn start_session(
         .expect("the session is created");
     sid
 }
+
+/// A throw-away repository on branch `main`, driven by the hermetic git of this module: the
+/// one test repository of the crates' unit tests that need a plain one.
+pub struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// A new, empty repository in a temporary directory.
+    pub fn new() -> Repo {
+        let repo = Repo {
+            dir: tempfile::tempdir().expect("a temp dir"),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    /// Its working tree.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `git ARGS` in it, at the fixed date; stdout, trimmed; fails the test when git fails.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args).trim().to_owned()
+    }
+
+    /// Writes `text` to `path` in the working tree, making its folders.
+    pub fn write(&self, path: &str, text: &str) {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
+    /// Commits everything in the working tree (even nothing) with `message`; the commit.
+    pub fn commit(&self, message: &str) -> gix::ObjectId {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(&["rev-parse", "HEAD"]).parse().expect("an id")
+    }
+
+    /// The repository, opened by gix without the user's configuration.
+    pub fn open(&self) -> gix::Repository {
+        gix::open_opts(self.path(), gix::open::Options::isolated()).expect("opens")
+    }
+}
+
+impl Default for Repo {
+    fn default() -> Repo {
+        Repo::new()
+    }
+}

@@ -52,6 +52,17 @@ pub fn cell(text: &str) -> String {
     one_line(text).replace('|', "\\|")
 }
 
+/// A Markdown code fence for `text`: backticks, at least `min`, one more than the longest run
+/// of backticks inside it, so that no line of the text can close the block.
+pub fn fence(text: &str, min: usize) -> String {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(min))
+}
+
 /// The short form of a commit id (its first 7 hex digits), as `git log --oneline` shows it.
 pub fn short_id(id: &str) -> &str {
     id.get(..7).unwrap_or(id)
@@ -74,5 +85,7 @@ mod tests {
         assert_eq!(cell("a | b\nc"), "a \\| b c");
         assert_eq!(short_id("0123456789"), "0123456");
         assert_eq!(short_id("01"), "01");
+        assert_eq!(fence("a ``` b `` c", 3), "````");
+        assert_eq!(fence("plain", 4), "````");
     }
 }

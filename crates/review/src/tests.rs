@@ -1,61 +1,12 @@
 //! Tests of the review against real repositories made with the git CLI.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use super::*;
 use tlv4_core::model::{Priority, Task, TaskId, TaskStatus};
 
-/// A throw-away repository driven by the git CLI, hermetic.
-struct TestRepo {
-    dir: tempfile::TempDir,
-}
-
-impl TestRepo {
-    fn new() -> TestRepo {
-        let repo = TestRepo {
-            dir: tempfile::tempdir().expect("a temp dir"),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        let out = tlv4_core::testutil::git_command(self.path())
-            .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    fn write(&self, path: &str, text: &str) {
-        let p = self.path().join(path);
-        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
-        std::fs::write(p, text).expect("write");
-    }
-
-    fn commit(&self, message: &str) -> gix::ObjectId {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
-        self.git(&["rev-parse", "HEAD"]).parse().expect("an id")
-    }
-
-    fn open(&self) -> gix::Repository {
-        gix::open_opts(self.path(), gix::open::Options::isolated()).expect("opens")
-    }
-}
+use tlv4_core::testutil::Repo as TestRepo;
 
 fn rules() -> RuleSet {
     RuleSet::builtin().expect("the builtin rules load")

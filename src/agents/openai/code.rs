@@ -135,16 +135,6 @@ pub(super) fn code_section(
 
 /// `text` in a fenced block whose fence no line of it can close.
 pub(super) fn fenced(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let fence = "`".repeat((longest + 1).max(3));
+    let fence = tlv4_core::text::fence(text, 3);
     format!("{fence}\n{}\n{fence}\n", text.trim_end_matches('\n'))
 }

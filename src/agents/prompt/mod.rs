@@ -396,16 +396,6 @@ fn cap<'a>(text: &'a str, limit: usize, what: &str) -> Cow<'a, str> {
 
 /// `text` in a fence longer than any run of backticks inside it.
 fn fenced(text: &str, lang: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    let fence = "`".repeat((longest + 1).max(4));
+    let fence = tlv4_core::text::fence(text, 4);
     format!("{fence}{lang}\n{text}\n{fence}\n")
 }
