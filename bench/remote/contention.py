@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Contention on a shared git remote, simulated with plain git on loopback.
 
-git-tlv4 shares a session through a git remote (docs/state-format.md §18): every event of a
+git-tlv4 shares a session through a git remote (specs/state-format.md §18): every event of a
 session is one commit on `refs/heads/tlv4/<SID>`, and a remote worker claims a task by one
 atomic push that advances that ref by compare-and-swap (`--force-with-lease`) and creates a
 lease ref. This script measures what that costs when many workers share one remote, without

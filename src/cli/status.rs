@@ -10,7 +10,7 @@ use tlv4_core::text::short_id;
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print JSON (shape documented in docs/state-format.md)
+    /// Print JSON (shape documented in specs/state-format.md)
     #[arg(long)]
     pub json: bool,
 }

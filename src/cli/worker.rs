@@ -1,6 +1,6 @@
 //! `git tlv4 worker`: run a session's tasks from this clone, with the session's tip on a
 //! shared remote: each claim and each result is pushed with compare-and-swap, each claim
-//! carries a lease the worker renews while it works (`docs/state-format.md` §18.6).
+//! carries a lease the worker renews while it works (`specs/state-format.md` §18.6).
 
 use std::time::Duration;
 
@@ -115,7 +115,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     served.map(|_| ())
 }
 
-/// The worker's closing line: what it did through the remote (`docs/state-format.md` §18.6).
+/// The worker's closing line: what it did through the remote (`specs/state-format.md` §18.6).
 fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_core::store::RemoteStats) -> String {
     let tasks = match tasks {
         Some(n) => format!("{n} task(s) run, "),

@@ -1,7 +1,7 @@
 //! How the run loop runs ([`Mode`]: here, or as a worker on a remote), and what it keeps when
 //! it is a worker (`git tlv4 worker`): its options, and the leases it holds on the tasks it
 //! claimed (the protocol: `tlv4_core::store`'s lease
-//! module, `docs/state-format.md` §18.6–§18.9).
+//! module, `specs/state-format.md` §18.6–§18.9).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Workers on other machines: a session written through a remote, and the lease each task a
-//! worker claims carries (`docs/state-format.md` §18.6–§18.9).
+//! worker claims carries (`specs/state-format.md` §18.6–§18.9).
 //!
 //! The remote is the one place every worker agrees on, so a session a worker writes has its
 //! tip *there*: [`Store::transact_remote`] fetches the session into the mirror, applies the

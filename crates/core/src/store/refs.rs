@@ -1,5 +1,5 @@
 //! Every ref name git-tlv4 reads or writes, built here and nowhere else
-//! (`docs/state-format.md` names the same refs).
+//! (`specs/state-format.md` names the same refs).
 //!
 //! | ref | what |
 //! |---|---|

@@ -40,7 +40,7 @@ const SHARED: [&str; 6] = [
 ];
 
 /// What a store did through remotes, counted as it goes: a worker's closing line says it
-/// (`git tlv4 worker`, `docs/state-format.md` §18.6), and `bench/remote` reads it.
+/// (`git tlv4 worker`, `specs/state-format.md` §18.6), and `bench/remote` reads it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RemoteStats {
     /// Fetches and `ls-remote`s.

@@ -35,7 +35,7 @@ pub struct Txn<'s> {
 }
 
 /// A ref of a remote that a change written through that remote also moves, in the same
-/// atomic push as the session branch (the leases of workers, `docs/state-format.md` §18.6).
+/// atomic push as the session branch (the leases of workers, `specs/state-format.md` §18.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteEdit {
     /// The full ref name on the remote.

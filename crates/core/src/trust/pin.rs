@@ -1,6 +1,6 @@
 //! A session's pinned configuration: `config.lock` (blob ids) in its pipeline folder, the
 //! content in the local ref `refs/tlv4/pinned/<SID>`, read by every later run instead of the
-//! working tree (`docs/state-format.md` §7.8).
+//! working tree (`specs/state-format.md` §7.8).
 
 use std::collections::BTreeMap;
 
