@@ -18,7 +18,7 @@ every top-level module (the modules it may use). A module is a top-level module 
 - fails on a cycle between modules (which the rules alone would let through if they were
   written with one);
 - fails on a handle to stdout or stderr taken outside `src/ui/` and `src/main.rs` (asking
-  whether one is a terminal aside): clippy's `print_stdout`/`print_stderr`, denied in every
+  whether one is a terminal aside; test code left out, as above): clippy's `print_stdout`/`print_stderr`, denied in every
   library crate, catch the print macros, this catches `std::io::stdout().lock()`.
 
     python3 bench/arch/layers.py          # check; print the graph; exit 1 on a violation
@@ -172,6 +172,14 @@ def main(argv):
                 rel = os.path.relpath(full, src).replace(os.sep, "/")
                 if f == "tests.rs" or "/tests/" in f"/{rel}" or rel == "main.rs":
                     continue
+                text = without_tests(strip_comments(open(full, encoding="utf-8").read()))
+                shown = os.path.relpath(full, TOP)
+                # Only `ui` (and `main`) write to the terminal.
+                if not shown.startswith("src/ui/"):
+                    for m in re.finditer(r"\bio::(stdout|stderr)\(\)(?!\s*\.is_terminal\(\))", text):
+                        line = text.count("\n", 0, m.start()) + 1
+                        print(f"forbidden: {shown}:{line} takes {m.group(1)} outside ui")
+                        bad += 1
                 path = module_path(rel) if rel != "lib.rs" else []
                 if name in crate_node:
                     me = crate_node[name]
@@ -180,8 +188,6 @@ def main(argv):
                 else:
                     continue
                 nodes.add(me)
-                text = without_tests(strip_comments(open(full, encoding="utf-8").read()))
-                shown = os.path.relpath(full, TOP)
 
                 def add(target, pos):
                     if target and target != me:
@@ -229,22 +235,6 @@ def main(argv):
         for t in allowed - nodes:
             print(f"ARCHITECTURE.md layers: {m} may use `{t}`, which is no module")
             bad += 1
-
-    # Terminal handles: only `ui` (and `main`) write to the terminal.
-    for name, src, _ in packages:
-        if not src:
-            continue
-        for dirpath, _, files in os.walk(src):
-            for f in sorted(files):
-                full = os.path.join(dirpath, f)
-                shown = os.path.relpath(full, TOP)
-                if not f.endswith(".rs") or shown.startswith(("src/ui/", "src/main.rs")):
-                    continue
-                text = strip_comments(open(full, encoding="utf-8").read())
-                for m in re.finditer(r"\bio::(stdout|stderr)\(\)(?!\s*\.is_terminal\(\))", text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    print(f"forbidden: {shown}:{line} takes {m.group(1)} outside ui")
-                    bad += 1
 
     # Cycles (Tarjan).
     index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
