@@ -622,7 +622,7 @@ impl Driver for CliDriver {
             if out.timed_out {
                 return Ok(Turn::Failed(format!(
                     "did not finish within {}; its process group was killed{}",
-                    human(inv.timeout),
+                    tlv4_core::process::duration::format_duration(inv.timeout),
                     match out.tail(3) {
                         t if t.is_empty() => String::new(),
                         t => format!(". Last output:\n{t}"),
@@ -680,22 +680,6 @@ fn transcript_entry(answer: u32, runs: u32, inv: &Invocation, out: &process::Out
         out.stdout.trim_end(),
         out.stderr.trim_end(),
     )
-}
-
-/// `20m`, `90s`, `1h30m`.
-fn human(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    if s == 0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
-    let mut out = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if n > 0 {
-            out.push_str(&format!("{n}{unit}"));
-        }
-    }
-    out
 }
 
 /// `args` with each argument that names a file of the repository as it stands in `spec_args`
@@ -1272,8 +1256,17 @@ pub(crate) mod tests {
 
     #[test]
     fn human_durations() {
-        assert_eq!(human(Duration::from_secs(1200)), "20m");
-        assert_eq!(human(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(human(Duration::from_millis(300)), "300ms");
+        assert_eq!(
+            tlv4_core::process::duration::format_duration(Duration::from_secs(1200)),
+            "20m"
+        );
+        assert_eq!(
+            tlv4_core::process::duration::format_duration(Duration::from_secs(5400)),
+            "1h30m"
+        );
+        assert_eq!(
+            tlv4_core::process::duration::format_duration(Duration::from_millis(300)),
+            "300ms"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! the repository and the task text; it cannot write code, and says so.
 
 #[macro_use]
-mod template;
+pub(crate) mod template;
 
 mod analyst;
 mod code;

@@ -69,10 +69,10 @@ pub(super) static ENV: LazyLock<Result<Environment<'static>, String>> = LazyLock
     environment(named.chain(sentences))
 });
 
-/// The environment of `templates` (name, source), with the syntax and filters of the agent.
-fn environment(
-    templates: impl IntoIterator<Item = (String, String)>,
-) -> Result<Environment<'static>, String> {
+/// An empty environment for templates of plain text (no escaping; a value the data lacks is
+/// an error; a block tag takes its line with it), keeping a template's last new line when
+/// `keep_trailing_newline`: the syntax of every template the tool renders for agents.
+pub(crate) fn text_environment(keep_trailing_newline: bool) -> Environment<'static> {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
@@ -80,9 +80,18 @@ fn environment(
         minijinja::syntax::SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
+            .keep_trailing_newline(keep_trailing_newline)
             .build()
             .expect("the default delimiters are valid"),
     );
+    env
+}
+
+/// The environment of `templates` (name, source), with the syntax and filters of the agent.
+fn environment(
+    templates: impl IntoIterator<Item = (String, String)>,
+) -> Result<Environment<'static>, String> {
+    let mut env = text_environment(false);
     for (name, source) in templates {
         if env.get_template(&name).is_ok() {
             return Err(format!("two builtin templates are named `{name}`"));

@@ -238,7 +238,7 @@ impl OpenAiDriver {
             Some(d) if Instant::now() >= d => {
                 "the time the run had left (its deadline, a discussion turn's limit)".into()
             }
-            _ => human(self.timeout),
+            _ => tlv4_core::process::duration::format_duration(self.timeout),
         }
     }
 
@@ -546,20 +546,4 @@ pub(super) fn server_message(body: &str) -> String {
         s if s.is_empty() => "(empty body)".to_owned(),
         s => s,
     }
-}
-
-/// `20m`, `90s`, `1h30m`, `300ms`.
-pub(super) fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    if s == 0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
-    let mut out = String::new();
-    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
-        if n > 0 {
-            out.push_str(&format!("{n}{unit}"));
-        }
-    }
-    out
 }

@@ -7,7 +7,6 @@
 
 use std::sync::LazyLock;
 
-use minijinja::Environment;
 use tlv4_core::error::{Error, Result};
 
 /// The contract's name among the templates (`templates/result-contract.md` in `roles.lock`).
@@ -34,17 +33,7 @@ impl Contract {
 
     /// The contract of template `text` (the file `path`, for errors).
     pub(super) fn render(text: &str, path: &str) -> Result<Contract> {
-        let mut env = Environment::new();
-        env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(true)
-                .lstrip_blocks(true)
-                .keep_trailing_newline(true)
-                .build()
-                .expect("the default delimiters are valid"),
-        );
+        let env = crate::agents::builtin::template::text_environment(true);
         let invalid = |e: minijinja::Error| {
             Error::Invalid(format!("{path}: the result contract's template: {e:#}"))
         };

@@ -8,6 +8,22 @@ use crate::error::{Error, Result};
 /// The wall-clock limit when the agent's `timeout` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
+/// `d` written as [`parse_duration`] reads it: `20m`, `90s`, `1h30m`; under a second, `300ms`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (h, m, s) = (s / 3600, s / 60 % 60, s % 60);
+    let mut out = String::new();
+    for (n, unit) in [(h, "h"), (m, "m"), (s, "s")] {
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    out
+}
+
 /// Parses a duration such as `20m`, `90s`, `1h`, `1h30m` or `500ms`; a bare number is
 /// seconds.
 pub fn parse_duration(text: &str) -> Result<Duration> {
@@ -53,4 +69,20 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         return Err(bad());
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_formatted_duration_reads_back_as_itself() {
+        for (secs, text) in [(90, "1m30s"), (1200, "20m"), (5400, "1h30m"), (3600, "1h")] {
+            let d = Duration::from_secs(secs);
+            assert_eq!(format_duration(d), text);
+            assert_eq!(parse_duration(text).unwrap(), d);
+        }
+        assert_eq!(format_duration(Duration::from_millis(300)), "300ms");
+        assert!(parse_duration("0").is_err());
+    }
 }
