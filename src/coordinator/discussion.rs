@@ -18,8 +18,8 @@ use crate::quality::protocol::{
 };
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{
-    Completion, Control, Event, EventKind, Pause, PauseKind, SCHEMA_VERSION, Session, SessionId,
-    SessionStatus, Settings, State,
+    Completion, Control, Event, EventKind, Pause, PauseKind, Session, SessionId, SessionStatus,
+    Settings, State,
 };
 use tlv4_core::store::{Store, session_dir};
 
@@ -138,19 +138,7 @@ pub fn start_with(
         };
         let now = tlv4_core::clock::now_rfc3339();
         let state = State {
-            session: Session {
-                schema: SCHEMA_VERSION,
-                id: sid.clone(),
-                task: topic.to_owned(),
-                pipeline: PIPELINE.into(),
-                supervision: false,
-                status: SessionStatus::Active,
-                base: base.to_string(),
-                created_at: now.clone(),
-                updated_at: now,
-                events: 0,
-                forked_from: None,
-            },
+            session: Session::new(sid.clone(), topic, PIPELINE, false, base.to_string(), now),
             tasks: BTreeMap::new(),
             control: Control {
                 settings: Settings {

@@ -6,8 +6,7 @@ use super::analysis;
 use super::pipeline::{PipelineSpec, Supervision};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{
-    Completion, Control, Event, EventKind, SCHEMA_VERSION, Session, SessionId, SessionStatus,
-    Settings, State,
+    Completion, Control, Event, EventKind, Session, SessionId, Settings, State,
 };
 use tlv4_core::store::Store;
 
@@ -230,19 +229,14 @@ impl First<'_> {
             control,
         } = *self;
         let now = tlv4_core::clock::now_rfc3339();
-        let session = Session {
-            schema: SCHEMA_VERSION,
-            id: sid.clone(),
-            task: text.to_owned(),
-            pipeline: pipeline.to_owned(),
-            supervision: supervision == Supervision::On,
-            status: SessionStatus::Active,
-            base: base.to_string(),
-            created_at: now.clone(),
-            updated_at: now,
-            events: 0,
-            forked_from: None,
-        };
+        let session = Session::new(
+            sid.clone(),
+            text,
+            pipeline,
+            supervision == Supervision::On,
+            base.to_string(),
+            now,
+        );
         let started = State {
             session: session.clone(),
             tasks: BTreeMap::new(),

@@ -49,10 +49,7 @@ pub fn start_session(
     pipeline: &str,
     tasks: &[(&str, &str)],
 ) -> crate::model::SessionId {
-    use crate::model::{
-        Event, EventKind, Priority, Role, SCHEMA_VERSION, Session, SessionStatus, State, Task,
-        TaskStatus,
-    };
+    use crate::model::{Event, EventKind, Priority, Role, Session, State, Task, TaskStatus};
     let base = store.head_commit().expect("a HEAD commit");
     let tree = store.commit_tree(base).expect("its tree");
     let (sid, _) = store
@@ -80,19 +77,7 @@ pub fn start_session(
         })
         .collect();
     let state = State {
-        session: Session {
-            schema: SCHEMA_VERSION,
-            id: sid.clone(),
-            task: text.to_owned(),
-            pipeline: pipeline.to_owned(),
-            supervision: false,
-            status: SessionStatus::Active,
-            base: base.to_string(),
-            created_at: now.clone(),
-            updated_at: now,
-            events: 0,
-            forked_from: None,
-        },
+        session: Session::new(sid.clone(), text, pipeline, false, base.to_string(), now),
         tasks,
         control: Default::default(),
     };

@@ -35,6 +35,33 @@ pub struct Session {
     pub forked_from: Option<ForkOrigin>,
 }
 
+impl Session {
+    /// A session as its first event writes it: active, no event counted yet, started and
+    /// updated `now` (RFC 3339), forked from `base` (a full commit id).
+    pub fn new(
+        id: SessionId,
+        task: &str,
+        pipeline: &str,
+        supervision: bool,
+        base: String,
+        now: String,
+    ) -> Session {
+        Session {
+            schema: SCHEMA_VERSION,
+            id,
+            task: task.to_owned(),
+            pipeline: pipeline.to_owned(),
+            supervision,
+            status: SessionStatus::Active,
+            base,
+            created_at: now.clone(),
+            updated_at: now,
+            events: 0,
+            forked_from: None,
+        }
+    }
+}
+
 /// Where a forked session came from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
