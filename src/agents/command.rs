@@ -77,6 +77,9 @@ pub struct RunContext {
     /// on (decided at `start`, where the kernel's sandbox is full); `None`: the CLI's tools
     /// without a shell.
     pub shell: Option<Shell>,
+    /// The task's bound in US dollars (`[budget] task_usd`), passed to a CLI that has a
+    /// bound of its own (Claude Code's `--max-budget-usd`); the token bound is the meter's.
+    pub max_usd: Option<f64>,
 }
 
 /// What an agent's shell is for: running the project's build and tests in its checkout, the
@@ -179,6 +182,10 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Output tokens, where the CLI reports them.
     pub output_tokens: u64,
+    /// Of the input tokens, those the service read from its cache (priced apart where the
+    /// price table says), where it reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
     /// Cost in US dollars, where the CLI reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
@@ -194,6 +201,7 @@ impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
@@ -203,6 +211,10 @@ impl Usage {
             self.model = other.model.clone();
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The driver of the agent `name` configured as `spec`; `repo_root` is where relative
@@ -938,6 +950,7 @@ pub(crate) mod tests {
 
     pub(crate) fn ctx(workdir: &Path) -> RunContext {
         RunContext {
+            max_usd: None,
             workdir: workdir.to_path_buf(),
             run_dir: None,
             attempt: 1,

@@ -20,6 +20,8 @@ pub struct Meter(Option<Arc<Counts>>);
 #[derive(Debug, Default)]
 struct Counts {
     tokens: AtomicU64,
+    /// The task's bound in tokens; 0: none.
+    bound: AtomicU64,
     step: Mutex<String>,
     api_error: Mutex<Option<String>>,
 }
@@ -28,6 +30,32 @@ impl Meter {
     /// A meter at zero.
     pub fn new() -> Meter {
         Meter(Some(Arc::default()))
+    }
+
+    /// A meter at zero that a run must stop at once it has counted more than `bound` tokens
+    /// (`None`: no bound). The drivers ask [`Meter::over_bound`] as tokens arrive.
+    pub fn bounded(bound: Option<u64>) -> Meter {
+        let m = Meter::new();
+        if let (Some(c), Some(b)) = (&m.0, bound) {
+            c.bound.store(b.max(1), Ordering::Relaxed);
+        }
+        m
+    }
+
+    /// The bound in tokens, if the run has one.
+    pub fn bound(&self) -> Option<u64> {
+        self.0
+            .as_ref()
+            .map(|c| c.bound.load(Ordering::Relaxed))
+            .filter(|b| *b > 0)
+    }
+
+    /// `(counted, bound)` once the tokens counted are over the bound: the driver stops the
+    /// run and answers [`Error::OverBound`](tlv4_core::error::Error::OverBound).
+    pub fn over_bound(&self) -> Option<(u64, u64)> {
+        let bound = self.bound()?;
+        let n = self.read();
+        (n > bound).then_some((n, bound))
     }
 
     /// Counts `n` more tokens.

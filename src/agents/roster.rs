@@ -16,6 +16,7 @@ use super::config::AgentSpec;
 use super::replay::ReplayDriver;
 use super::{Agent, TaskInput};
 use tlv4_core::config::Config;
+use tlv4_core::config::budget::{AgentList, split_agents};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Role;
 
@@ -45,6 +46,9 @@ pub struct Known {
 pub struct Roster {
     default: Arc<dyn Driver>,
     roles: BTreeMap<String, Arc<dyn Driver>>,
+    /// The agents after the first of a role's fail-over list (`default` for the default's),
+    /// in order.
+    fallbacks: BTreeMap<String, Vec<Arc<dyn Driver>>>,
     perspectives: Perspectives,
     /// Agents of discussion seats (`[discuss.members]`), by seat.
     members: BTreeMap<String, Arc<dyn Driver>>,
@@ -72,6 +76,7 @@ impl Roster {
         Roster {
             default: Arc::new(BuiltinDriver),
             roles: BTreeMap::new(),
+            fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
             configured: Vec::new(),
@@ -83,6 +88,7 @@ impl Roster {
         Roster {
             default: Arc::new(AgentDriver(agent)),
             roles: BTreeMap::new(),
+            fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
             configured: Vec::new(),
@@ -94,6 +100,7 @@ impl Roster {
         Roster {
             default: driver,
             roles: BTreeMap::new(),
+            fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
             configured: Vec::new(),
@@ -129,22 +136,30 @@ impl Roster {
             made: BTreeMap::new(),
             configured: BTreeMap::new(),
         };
-        let mut driver = |name: &str, from_file: bool| drivers.get(name, from_file);
-        let default = match assignment.get("default") {
-            Some((name, from_file)) => driver(name, *from_file)?,
-            None => Arc::new(BuiltinDriver),
-        };
+        let mut fallbacks = BTreeMap::new();
         let mut roles = BTreeMap::new();
-        for (role, (name, from_file)) in &assignment {
-            if role != "default" {
-                if !is_agent_role(role, known) {
-                    return Err(config.value_error(&format!("roles.{role}"), format!(
-                        "`{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
-                    )));
-                }
-                roles.insert(role.clone(), driver(name, *from_file)?);
+        let mut default: Arc<dyn Driver> = Arc::new(BuiltinDriver);
+        for (role, (list, from_file)) in &assignment {
+            if role != "default" && !is_agent_role(role, known) {
+                return Err(config.value_error(&format!("roles.{role}"), format!(
+                    "`{role}` is not a role an agent plays; roles: analyst, writer, planner, executor, reviewer (an opinion added to the review's rules), and the specialists"
+                )));
+            }
+            let first = drivers.get(list.first(), *from_file)?;
+            if role == "default" {
+                default = first;
+            } else {
+                roles.insert(role.clone(), first);
+            }
+            let more = list.names()[1..]
+                .iter()
+                .map(|n| drivers.get(n, *from_file))
+                .collect::<Result<Vec<_>>>()?;
+            if !more.is_empty() {
+                fallbacks.insert(role.clone(), more);
             }
         }
+        let mut driver = |name: &str, from_file: bool| drivers.get(name, from_file);
         let mut perspectives = BTreeMap::new();
         if overrides.replay.is_none() {
             let known = &known.perspectives;
@@ -184,6 +199,7 @@ impl Roster {
         Ok(Roster {
             default,
             roles,
+            fallbacks,
             perspectives,
             members,
             configured: drivers.configured.into_iter().collect(),
@@ -199,6 +215,7 @@ impl Roster {
     fn all(&self) -> impl Iterator<Item = &Arc<dyn Driver>> {
         std::iter::once(&self.default)
             .chain(self.roles.values())
+            .chain(self.fallbacks.values().flatten())
             .chain(self.perspectives.values())
             .chain(self.members.values())
     }
@@ -283,14 +300,30 @@ impl Roster {
         Arc::clone(self.roles.get(role).unwrap_or(&self.default))
     }
 
+    /// The drivers of `role` in fail-over order: its first choice, then the rest of its
+    /// `[roles]` list (a role without an entry of its own has the default's list).
+    pub fn failover(&self, role: &str) -> Vec<Arc<dyn Driver>> {
+        let key = if self.roles.contains_key(role) {
+            role
+        } else {
+            "default"
+        };
+        let mut out = vec![self.for_role(role)];
+        out.extend(self.fallbacks.get(key).into_iter().flatten().cloned());
+        out
+    }
+
     /// Agent names by role, for messages (`default` for the rest).
     pub fn describe(&self) -> Vec<(String, String)> {
-        let mut out = vec![("default".to_owned(), self.default.name().to_owned())];
-        out.extend(
-            self.roles
+        let names = |role: &str| {
+            self.failover(role)
                 .iter()
-                .map(|(r, d)| (r.clone(), d.name().to_owned())),
-        );
+                .map(|d| d.name().to_owned())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut out = vec![("default".to_owned(), names("default"))];
+        out.extend(self.roles.keys().map(|r| (r.clone(), names(r))));
         out.extend(
             self.members
                 .iter()
@@ -352,7 +385,7 @@ impl Driver for AgentDriver {
 
 /// Agent name by role, each with whether the name came from the file (which needs trust)
 /// rather than from the user; and the discussion seats the user gave agents.
-type Assignments = (BTreeMap<String, (String, bool)>, BTreeMap<String, String>);
+type Assignments = (BTreeMap<String, (AgentList, bool)>, BTreeMap<String, String>);
 
 /// Who plays each role and seat: the file's `[roles]`, then the user's own choice (git config
 /// `tlv4.agent`), then this run's `--agent` (`--agent discuss.SEAT=NAME` for a seat), then
@@ -360,7 +393,7 @@ type Assignments = (BTreeMap<String, (String, bool)>, BTreeMap<String, String>);
 fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
     // Agent name by role, and whether the name came from the file (which needs trust)
     // rather than from the user.
-    let mut assignment: BTreeMap<String, (String, bool)> = config
+    let mut assignment: BTreeMap<String, (AgentList, bool)> = config
         .roles
         .iter()
         .map(|(r, n)| (r.clone(), (n.clone(), true)))
@@ -384,7 +417,7 @@ fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
         }
         match a.split_once('=') {
             Some((role, name)) if !role.is_empty() && !name.is_empty() => {
-                assignment.insert(role.to_owned(), (name.to_owned(), false));
+                assignment.insert(role.to_owned(), (split_agents(name)?, false));
             }
             Some(_) => {
                 return Err(Error::Invalid(format!(
@@ -393,13 +426,13 @@ fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
             }
             None => {
                 assignment.clear();
-                assignment.insert("default".into(), (a.clone(), false));
+                assignment.insert("default".into(), (split_agents(a)?, false));
             }
         }
     }
     if let Some(sid) = &overrides.replay {
         assignment.clear();
-        assignment.insert("default".into(), (format!("replay:{sid}"), false));
+        assignment.insert("default".into(), (AgentList::one(format!("replay:{sid}")), false));
     }
     Ok((assignment, seat_choices))
 }

@@ -129,7 +129,7 @@ fn used_by(config: &Config, name: &str) -> Vec<String> {
     let mut used: Vec<String> = config
         .roles
         .iter()
-        .filter(|(_, n)| *n == name)
+        .filter(|(_, l)| l.names().iter().any(|n| n == name))
         .map(|(r, _)| r.clone())
         .collect();
     used.extend(

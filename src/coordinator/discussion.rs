@@ -520,6 +520,7 @@ fn record_round(
             Status::AwaitingDecision => (
                 SessionStatus::Paused,
                 Some(Pause {
+                    until: None,
                     kind: PauseKind::Discuss,
                     task: None,
                     reason: "Unanimous agreement was detected and the members' reasons are much the same; check the diversity of the reasoning before adopting it.".into(),

@@ -552,6 +552,7 @@ pub fn pause_if_needed(state: &mut State, task: &Task) {
     };
     state.session.status = SessionStatus::Paused;
     state.control.pause = Some(Pause {
+        until: None,
         kind,
         task: Some(task.id.clone()),
         reason,

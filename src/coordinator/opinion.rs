@@ -76,6 +76,7 @@ pub(crate) fn add(
     let ran = (|| -> tlv4_core::error::Result<_> {
         if !driver.checkout() {
             let ctx = RunContext {
+                max_usd: None,
                 workdir: std::env::temp_dir(),
                 run_dir: None,
                 attempt: input.task.attempts,
@@ -89,6 +90,7 @@ pub(crate) fn add(
         let store = Store::from_repo(qctx.repo.to_thread_local())?;
         let view = ReadOnlyView::create(&store, qctx.tip)?;
         let ctx = RunContext {
+            max_usd: None,
             workdir: view.path().to_path_buf(),
             run_dir: None,
             attempt: input.task.attempts,

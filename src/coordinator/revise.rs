@@ -43,6 +43,7 @@ pub fn route_discuss(
         }
         state.session.status = SessionStatus::Paused;
         state.control.pause = Some(Pause {
+            until: None,
             kind: PauseKind::Discuss,
             task: Some(task.id.clone()),
             reason: format!(
@@ -66,6 +67,7 @@ pub fn route_discuss(
             if final_round || is_revised(state, &base) || base != task.id {
                 state.session.status = SessionStatus::Paused;
                 state.control.pause = Some(Pause {
+                    until: None,
                     kind: PauseKind::Discuss,
                     task: Some(task.id.clone()),
                     reason: format!(

@@ -874,6 +874,7 @@ impl Runner<'_> {
             SessionStatus::Paused => {
                 return Ok(RunEnd::Paused(state.control.pause.clone().unwrap_or(
                     Pause {
+                        until: None,
                         kind: PauseKind::Unrecorded,
                         task: None,
                         reason: "the session is paused".into(),
@@ -999,6 +1000,7 @@ fn stall(state: &State) -> Pause {
             })
             .collect();
         return Pause {
+            until: None,
             kind: PauseKind::Stalled,
             task: Some(first.id.clone()),
             reason: format!("nothing can run: failed {}", list.join("; ")),
@@ -1010,6 +1012,7 @@ fn stall(state: &State) -> Pause {
         };
     }
     Pause {
+        until: None,
         kind: PauseKind::Stalled,
         task: None,
         reason: "nothing can run: the pending tasks wait for tasks that cannot complete".into(),
@@ -1044,9 +1047,7 @@ fn changed_specs(pinned: &str, now: &str) -> Vec<String> {
 
 /// `ms` milliseconds since the epoch, RFC 3339 in UTC with milliseconds.
 fn rfc3339_ms(ms: u64) -> String {
-    jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX))
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
-        .unwrap_or_default()
+    tlv4_core::clock::rfc3339_ms(ms)
 }
 
 /// `d` in whole milliseconds.

@@ -183,6 +183,7 @@ fn run_agent(
     let name = driver.name().to_owned();
     let ran = if !driver.checkout() {
         let ctx = RunContext {
+            max_usd: None,
             workdir: std::env::temp_dir(),
             run_dir: None,
             attempt: input.task.attempts,
@@ -293,6 +294,7 @@ fn in_task_worktree(
         prepared: env.is_some(),
     });
     let ctx = RunContext {
+        max_usd: None,
         workdir: wt.path().to_path_buf(),
         run_dir: None,
         attempt: task.attempts,
@@ -396,6 +398,7 @@ fn in_view(
 ) -> Result<Ran> {
     let view = ReadOnlyView::create(store, qctx.tip)?;
     let ctx = RunContext {
+        max_usd: None,
         workdir: view.path().to_path_buf(),
         run_dir: None,
         attempt: input.task.attempts,

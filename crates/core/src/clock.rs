@@ -37,6 +37,26 @@ pub fn rfc3339(seconds: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Now by the system clock, in milliseconds since the epoch: for waits (a usage limit's
+/// reset), which a fixed `GIT_COMMITTER_DATE` must not stop.
+pub fn now_ms() -> u64 {
+    u64::try_from(jiff::Timestamp::now().as_millisecond()).unwrap_or(0)
+}
+
+/// `ms` milliseconds since the epoch, RFC 3339 in UTC with milliseconds.
+pub fn rfc3339_ms(ms: u64) -> String {
+    jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX))
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_default()
+}
+
+/// An RFC 3339 time (`2026-12-07T18:00:00Z`, with or without fractions or an offset) in
+/// milliseconds since the epoch.
+pub fn parse_rfc3339_ms(text: &str) -> Option<u64> {
+    let t: jiff::Timestamp = text.trim().parse().ok()?;
+    u64::try_from(t.as_millisecond()).ok()
+}
+
 /// Today's local date as `yyyymmdd`, for session ids.
 pub fn today_compact() -> String {
     match fixed().and_then(|s| jiff::Timestamp::from_second(s).ok()) {

@@ -146,6 +146,29 @@ pub enum Error {
         /// What was done about the running tasks.
         message: String,
     },
+    /// The agent's service refused work for now: a usage limit ("usage limit reached,
+    /// resets at …"), a rate limit whose wait is too long to sit out (HTTP 429/529 with a
+    /// long `Retry-After`), a quota. Not a failure of the task: it goes back to pending and
+    /// waits for `until` (milliseconds since the epoch, when the service said) or another
+    /// agent of the role's fail-over list takes it.
+    #[error("agent `{agent}` hit a usage limit{}: {detail}", until_ms.map(|ms| format!(" until {}", crate::clock::rfc3339_ms(ms))).unwrap_or_default())]
+    Limited {
+        /// The agent's name.
+        agent: String,
+        /// When the limit resets, if the service said.
+        until_ms: Option<u64>,
+        /// What the service said, one line.
+        detail: String,
+    },
+    /// A run crossed its task's bound (`[budget] task_tokens`, or `task_usd` converted with
+    /// the model's price) and was stopped; what it did is kept as an interrupted run's is.
+    #[error("agent `{agent}` was stopped at the task's bound: {detail}")]
+    OverBound {
+        /// The agent's name.
+        agent: String,
+        /// The bound and what was spent, one line.
+        detail: String,
+    },
     /// A git operation failed.
     #[error("{0}")]
     Git(String),
@@ -188,6 +211,10 @@ pub mod exit {
     pub const WAITING: i32 = 5;
     /// The session stalled: nothing can run because tasks failed (`revise`, `resume --retry`).
     pub const STALLED: i32 = 6;
+    /// The session reached its budget (`resume --budget-usd +N` raises it).
+    pub const BUDGET: i32 = 7;
+    /// The agents of the next tasks hit a usage limit that resets later (`resume --wait`).
+    pub const LIMIT: i32 = 8;
     /// Interrupted by Ctrl-C (128 + SIGINT), as shells report it.
     pub const INTERRUPTED: i32 = 130;
     /// Stopped by SIGHUP, the terminal was closed (128 + 1).
@@ -205,10 +232,12 @@ pub mod exit {
     /// The code for a session that paused with a pause of `kind`: [`STALLED`] when nothing
     /// can run, [`WAITING`] for every pause that asks for a decision.
     pub fn for_pause(kind: &crate::model::PauseKind) -> i32 {
-        if *kind == crate::model::PauseKind::Stalled {
-            STALLED
-        } else {
-            WAITING
+        use crate::model::PauseKind;
+        match kind {
+            PauseKind::Stalled => STALLED,
+            PauseKind::Budget => BUDGET,
+            PauseKind::Limit => LIMIT,
+            _ => WAITING,
         }
     }
 }

@@ -90,6 +90,7 @@ pub fn configured_agents(config: &Config) -> Vec<(String, AgentSpec)> {
     for name in config
         .roles
         .values()
+        .flat_map(|l| l.names())
         .chain(config.discuss.perspectives.values())
         .chain(config.discuss.members.values())
     {

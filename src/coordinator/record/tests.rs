@@ -246,6 +246,7 @@ fn the_event_names_the_outcome_and_a_pause() {
     assert_eq!(e.extra, [("Merged".to_owned(), "abc".to_owned())]);
     s.session.status = SessionStatus::Paused;
     s.control.pause = Some(Pause {
+        until: None,
         kind: PauseKind::Gate,
         task: None,
         reason: String::new(),

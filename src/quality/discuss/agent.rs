@@ -72,6 +72,7 @@ impl AgentCritic {
             .tempdir()
             .map_err(|e| format!("cannot make a directory for the critic: {e}"))?;
         let ctx = RunContext {
+            max_usd: None,
             workdir: dir.path().to_path_buf(),
             run_dir: None,
             attempt: 1,

@@ -158,6 +158,7 @@ impl Seated {
                 MemberError::Failed(format!("cannot make a directory for the agent: {e}"))
             })?;
         let ctx = RunContext {
+            max_usd: None,
             workdir: dir.path().to_path_buf(),
             run_dir: None,
             attempt,

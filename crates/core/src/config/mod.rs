@@ -1,6 +1,7 @@
 //! `.tlv4.toml`: per-repository settings. Unknown keys are errors naming file, line and key.
 
 pub mod agents;
+pub mod budget;
 
 use std::path::Path;
 
@@ -20,9 +21,10 @@ pub struct Config {
     /// Agents by name (`[agents.<name>]`).
     #[serde(default)]
     pub agents: std::collections::BTreeMap<String, agents::AgentSpec>,
-    /// Agent name per role (`default`, `executor`, …); `builtin` when unset.
+    /// Agents per role (`default`, `executor`, …), one or a fail-over list; `builtin` when
+    /// unset.
     #[serde(default)]
-    pub roles: std::collections::BTreeMap<String, String>,
+    pub roles: std::collections::BTreeMap<String, budget::AgentList>,
     /// Agents of the discuss perspectives.
     #[serde(default)]
     pub discuss: agents::DiscussConfig,
@@ -38,6 +40,15 @@ pub struct Config {
     /// How agents are confined.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// What a session may spend.
+    #[serde(default)]
+    pub budget: budget::BudgetConfig,
+    /// Prices per million tokens by model, for agents that report no dollars.
+    #[serde(default)]
+    pub prices: std::collections::BTreeMap<String, budget::Price>,
+    /// How usage limits are waited out.
+    #[serde(default)]
+    pub limits: budget::LimitsConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -446,6 +457,12 @@ impl Config {
             ("environment.timeout", self.environment.timeout().err()),
             ("environment.max_disk", self.environment.max_disk().err()),
         ];
+        if let Some((key, message)) = self.budget.invalid() {
+            return Err(self.value_error(&key, message));
+        }
+        if let Err(Error::Invalid(message)) = self.limits.wait_up_to() {
+            return Err(self.value_error("limits.wait_up_to", message));
+        }
         for (key, error) in environment {
             if let Some(Error::Invalid(message)) = error {
                 return Err(self.value_error(key, message));

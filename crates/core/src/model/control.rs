@@ -106,6 +106,9 @@ pub struct Pause {
     pub reason: String,
     /// Commands the user can run next.
     pub next: Vec<String>,
+    /// When what the session waits for ends by itself (a usage limit's reset, RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 open_enum! {
@@ -125,6 +128,10 @@ open_enum! {
         Discuss = "discuss",
         /// Nothing can run: tasks failed, or wait for tasks that cannot complete.
         Stalled = "stalled",
+        /// The next task would take the session over its budget (`[budget]`, `--budget-usd`).
+        Budget = "budget",
+        /// The agents of the ready tasks hit a usage limit that resets later (`until`).
+        Limit = "limit",
         /// A paused session whose pause is not recorded; the loop's stand-in, never stored.
         Unrecorded = "paused",
     }
@@ -228,9 +235,9 @@ mod tests {
 
     #[test]
     fn a_pause_kind_or_completion_of_a_newer_version_is_kept_as_written() {
-        // `budget` and `limit` are pause kinds a later version adds; `pull-request` stands
+        // `quota` and `vacation` stand for pause kinds a later version adds; `pull-request`
         // for a completion action this build does not know.
-        for kind in ["budget", "limit"] {
+        for kind in ["quota", "vacation"] {
             let text = control_toml(kind, "pull-request");
             let read: Control = toml::from_str(&text).unwrap();
             let pause = read.pause.as_ref().unwrap();
