@@ -18,6 +18,7 @@ pub mod error;
 pub mod git;
 pub mod hooks;
 pub mod host;
+pub mod ledger;
 pub mod model;
 pub mod process;
 pub mod sandbox;
