@@ -22,6 +22,8 @@ struct Counts {
     tokens: AtomicU64,
     /// The task's bound in tokens; 0: none.
     bound: AtomicU64,
+    /// The task's bound in dollars, as `f64` bits; 0: none.
+    max_usd: AtomicU64,
     step: Mutex<String>,
     api_error: Mutex<Option<String>>,
 }
@@ -40,6 +42,23 @@ impl Meter {
             c.bound.store(b.max(1), Ordering::Relaxed);
         }
         m
+    }
+
+    /// Sets the run's dollar bound, for a CLI with a bound of its own (see
+    /// [`RunContext::max_usd`](super::command::RunContext::max_usd)).
+    pub fn set_max_usd(&self, usd: Option<f64>) {
+        if let (Some(c), Some(u)) = (&self.0, usd.filter(|u| *u > 0.0)) {
+            c.max_usd.store(u.to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    /// The run's dollar bound, if it has one.
+    pub fn max_usd(&self) -> Option<f64> {
+        self.0
+            .as_ref()
+            .map(|c| c.max_usd.load(Ordering::Relaxed))
+            .filter(|b| *b != 0)
+            .map(f64::from_bits)
     }
 
     /// The bound in tokens, if the run has one.

@@ -393,6 +393,9 @@ pub(crate) struct View {
         indicatif::ProgressBar,
         BTreeMap<String, indicatif::ProgressBar>,
     )>,
+    /// What the loop last said it waits for, and the minutes left then (a plain view says
+    /// it again when either changes).
+    waited: Option<(String, u64)>,
 }
 
 impl View {
@@ -408,7 +411,10 @@ impl View {
 
     pub(crate) fn new(fancy: bool) -> View {
         if !fancy {
-            return View { bars: None };
+            return View {
+                bars: None,
+                waited: None,
+            };
         }
         let multi = indicatif::MultiProgress::new();
         let overall = multi.add(indicatif::ProgressBar::new(0));
@@ -419,6 +425,7 @@ impl View {
         );
         View {
             bars: Some((multi, overall, BTreeMap::new())),
+            waited: None,
         }
     }
 
@@ -438,6 +445,13 @@ impl View {
                     if ok { "completed" } else { "FAILED" }
                 )),
                 Progress::Note(n) => ctx.ui.status(n),
+                Progress::Waiting { why, left_ms } => {
+                    let minutes = left_ms / 60_000;
+                    if self.waited.as_ref() != Some(&(why.clone(), minutes)) {
+                        ctx.ui.status(format!("{why}: {} left", countdown(left_ms)));
+                        self.waited = Some((why, minutes));
+                    }
+                }
                 Progress::Count { .. } | Progress::Tokens { .. } => {}
             }
             return;
@@ -492,6 +506,12 @@ impl View {
                 overall.set_length(total as u64);
                 overall.set_position(done as u64);
             }
+            Progress::Waiting { why, left_ms } => {
+                overall.set_message(format!("{why}: {} left", countdown(left_ms)));
+                if left_ms <= 1000 {
+                    overall.set_message("");
+                }
+            }
         }
     }
 
@@ -503,6 +523,16 @@ impl View {
             overall.finish_and_clear();
             let _ = multi.clear();
         }
+    }
+}
+
+/// `1h 02m 05s`, `4m 10s`, `9s`: what is left of a wait.
+fn countdown(ms: u64) -> String {
+    let s = ms.div_ceil(1000);
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s:02}s"),
+        (h, m, s) => format!("{h}h {m:02}m {s:02}s"),
     }
 }
 

@@ -22,6 +22,16 @@ pub struct Args {
     /// only if this kernel's sandbox is full
     #[arg(long)]
     pub reconfigure: bool,
+    /// Raise the session's dollar budget by N (+N), or make it N; a recorded decision that
+    /// ends a pause for the budget
+    #[arg(long, value_name = "[+]USD", allow_hyphen_values = false)]
+    pub budget_usd: Option<recover::BudgetChange>,
+    /// Raise the session's token budget by N (+N), or make it N
+    #[arg(long, value_name = "[+]N")]
+    pub budget_tokens: Option<recover::BudgetChange>,
+    /// When the session waits for a usage limit to reset, sleep until then and go on
+    #[arg(long)]
+    pub wait: bool,
     /// Loop options
     #[command(flatten)]
     pub run: super::drive::RunFlags,
@@ -52,6 +62,17 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             Some(w) => ctx.ui.status(w.event.summary),
             None => ctx.ui.status("no failed task to retry"),
         }
+    }
+    if (args.budget_usd.is_some() || args.budget_tokens.is_some())
+        && let Some(w) = recover::change_budget(&store, &sid, args.budget_usd, args.budget_tokens)?
+    {
+        ctx.ui.status(w.event.summary);
+    }
+    if args.wait {
+        wait_for_reset(ctx, &store, &sid)?;
+    }
+    if let Some(w) = recover::clear_limit(&store, &sid)? {
+        ctx.ui.status(w.event.summary);
     }
     if let Some(w) = recover::clear_stall(&store, &sid)? {
         ctx.ui.status(w.event.summary);
@@ -164,6 +185,32 @@ fn reconfigure(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
         ctx.ui.status(w.event.summary);
     }
     Ok(())
+}
+
+/// `--wait`: sleeps until the usage limit session `sid` is paused for resets (Ctrl-C ends
+/// the wait and the command, and changes nothing).
+fn wait_for_reset(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
+    let (_, state) = store.read_state(sid)?;
+    let Some(until) = recover::limit_until(&state) else {
+        return Ok(());
+    };
+    let mut said = None;
+    loop {
+        let left = until.saturating_sub(tlv4_core::clock::now_ms());
+        if left == 0 {
+            return Ok(());
+        }
+        // Once at the start, then every minute.
+        if said != Some(left / 60_000) {
+            ctx.ui.status(format!(
+                "waiting for the usage limit to reset at {}: {} left",
+                tlv4_core::clock::rfc3339_ms(until),
+                tlv4_core::process::duration::format_duration(std::time::Duration::from_millis(left))
+            ));
+            said = Some(left / 60_000);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(left.min(1000)));
+    }
 }
 
 /// Runs the loop when the session is active; says why not otherwise.

@@ -23,6 +23,14 @@ pub struct Args {
     /// Run at most N tasks at once (default: session.max_parallel)
     #[arg(long, value_name = "N")]
     pub max_parallel: Option<u32>,
+    /// Stop before a task would take the session's agents over this many US dollars
+    /// (default: [budget] session_usd)
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Stop before a task would take the session's agents over this many tokens (input +
+    /// output; default: [budget] session_tokens)
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
     /// Share the session through this remote (a configured remote or a URL): push it there,
     /// then run it as a worker of that remote, so workers on other clones share the work
     #[arg(long, value_name = "REMOTE")]
@@ -50,6 +58,8 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         no_supervision: args.no_supervision,
         yes: args.yes,
         max_parallel: args.max_parallel,
+        budget_usd: args.budget_usd,
+        budget_tokens: args.budget_tokens,
         completion: args.run.completion.map(Completion::from),
         agents: args.run.agent.clone(),
         replay: args.run.replay.clone(),

@@ -142,6 +142,8 @@ pub fn start_with(
             tasks: BTreeMap::new(),
             control: Control {
                 settings: Settings {
+                    budget_tokens: None,
+                    budget_usd: None,
                     max_parallel: 1,
                     auto_approve: false,
                     completion: Completion::Keep,

@@ -6,6 +6,7 @@ pub mod complete;
 pub mod discussion;
 pub mod followup;
 pub mod lease;
+mod budget;
 mod opinion;
 pub mod pipeline;
 mod record;

@@ -478,3 +478,148 @@ pub fn admin_locks(common: &Path, wt: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// A change of a session's budget on the command line (`--budget-usd +5`, `--budget-usd 20`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetChange {
+    /// `+N`: raise by N; `N`: make the budget N.
+    pub relative: bool,
+    /// N.
+    pub value: f64,
+}
+
+impl std::str::FromStr for BudgetChange {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<BudgetChange, String> {
+        let t = text.trim();
+        let (relative, n) = match t.strip_prefix('+') {
+            Some(rest) => (true, rest),
+            None => (false, t),
+        };
+        match n.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(BudgetChange { relative, value: v }),
+            _ => Err(format!("`{text}`: expected +N (raise by N) or N (the new budget), N a number of 0 or more")),
+        }
+    }
+}
+
+/// `resume --budget-usd/--budget-tokens`: changes session `sid`'s budget as a recorded
+/// decision (the raise is a trailer of the event, so raises made on two clones both count
+/// after `pull`), and ends a pause of the kind `budget`. The event.
+pub fn change_budget(
+    store: &Store,
+    sid: &SessionId,
+    usd: Option<BudgetChange>,
+    tokens: Option<BudgetChange>,
+) -> Result<Option<Written>> {
+    let mut ledger = tlv4_core::ledger::Ledger::default();
+    ledger.refresh(store, store.tip(sid)?)?;
+    store.transact(sid, |txn| {
+        let settings = &mut txn.state.control.settings;
+        let mut said = Vec::new();
+        let mut event = Event::session(EventKind::UserDecision, String::new()).with("Decision", "budget");
+        if let Some(c) = usd {
+            match settings.budget_usd {
+                None if c.relative => {
+                    return Err(Error::state(
+                        format!("session `{sid}` has no dollar budget to raise"),
+                        Some(format!("give it one: `git tlv4 resume --budget-usd {}`", c.value)),
+                    ));
+                }
+                None => {
+                    settings.budget_usd = Some(c.value);
+                    said.push(format!("a dollar budget of ${:.2}", c.value));
+                }
+                Some(base) => {
+                    let now = base + ledger.raised_usd;
+                    let delta = if c.relative { c.value } else { c.value - now };
+                    event = event.with(tlv4_core::ledger::RAISE_USD, format!("{delta}"));
+                    said.push(format!("the dollar budget from ${now:.2} to ${:.2}", now + delta));
+                }
+            }
+        }
+        if let Some(c) = tokens {
+            let value = c.value.round() as u64;
+            match settings.budget_tokens {
+                None if c.relative => {
+                    return Err(Error::state(
+                        format!("session `{sid}` has no token budget to raise"),
+                        Some(format!("give it one: `git tlv4 resume --budget-tokens {value}`")),
+                    ));
+                }
+                None => {
+                    settings.budget_tokens = Some(value);
+                    said.push(format!("a token budget of {value}"));
+                }
+                Some(base) => {
+                    let now = i64::try_from(base).unwrap_or(i64::MAX) + ledger.raised_tokens;
+                    let delta = if c.relative {
+                        i64::try_from(value).unwrap_or(i64::MAX)
+                    } else {
+                        i64::try_from(value).unwrap_or(i64::MAX) - now
+                    };
+                    event = event.with(tlv4_core::ledger::RAISE_TOKENS, delta.to_string());
+                    said.push(format!("the token budget from {now} to {}", now + delta));
+                }
+            }
+        }
+        if said.is_empty() {
+            return Ok(None);
+        }
+        let mut summary = format!("resume: {}", said.join(" and "));
+        let paused_on_budget = txn.state.session.status == SessionStatus::Paused
+            && txn
+                .state
+                .control
+                .pause
+                .as_ref()
+                .is_some_and(|p| p.kind == tlv4_core::model::PauseKind::Budget);
+        if paused_on_budget {
+            txn.state.control.pause = None;
+            txn.state.session.status = SessionStatus::Active;
+            summary.push_str("; the session is active again");
+        }
+        event.summary = summary;
+        Ok(Some(event))
+    })
+}
+
+/// When session `sid`'s pause for a usage limit ends (ms since the epoch), if it is paused
+/// for one that said.
+pub fn limit_until(state: &tlv4_core::model::State) -> Option<u64> {
+    let pause = state.control.pause.as_ref()?;
+    if state.session.status != SessionStatus::Paused || pause.kind != tlv4_core::model::PauseKind::Limit {
+        return None;
+    }
+    pause
+        .until
+        .as_deref()
+        .and_then(tlv4_core::clock::parse_rfc3339_ms)
+}
+
+/// `resume` on a session paused for a usage limit: ends the pause (the loop then tries the
+/// agent again; if it is still limited, the session pauses again). The event.
+pub fn clear_limit(store: &Store, sid: &SessionId) -> Result<Option<Written>> {
+    store.transact(sid, |txn| {
+        let limited = txn.state.session.status == SessionStatus::Paused
+            && txn
+                .state
+                .control
+                .pause
+                .as_ref()
+                .is_some_and(|p| p.kind == tlv4_core::model::PauseKind::Limit);
+        if !limited {
+            return Ok(None);
+        }
+        let was = txn.state.control.pause.take().map(|p| p.reason).unwrap_or_default();
+        txn.state.session.status = SessionStatus::Active;
+        Ok(Some(
+            Event::session(
+                EventKind::UserDecision,
+                format!("resume: trying the agents again (the session waited: {was})"),
+            )
+            .with("Decision", "resume"),
+        ))
+    })
+}

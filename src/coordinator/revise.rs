@@ -563,6 +563,14 @@ pub fn approve(state: &mut State) -> Result<String> {
                 Some("`git tlv4 resume --retry` runs failed tasks again; `git tlv4 revise TASK` redoes one with feedback; `git tlv4 status` shows what waits".into()),
             ));
         }
+        Some(PauseKind::Budget) => {
+            return Err(Error::state(
+                "the session reached its budget; an approval does not raise it",
+                Some("`git tlv4 resume --budget-usd +N` (or `--budget-tokens +N`) raises it, as a recorded decision; `git tlv4 cost` shows what was spent".into()),
+            ));
+        }
+        // A usage limit is waited out, not approved: going on now only tries the agent again.
+        Some(PauseKind::Limit) => {}
         None => {}
         // Any other pause, one a newer version wrote included, waits for this approval.
         Some(_) => {

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod stops;
+
 use super::lease::{Claim, Held, Mode, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
@@ -68,6 +70,14 @@ pub enum Progress {
     },
     /// Something worth a line (tasks dispatched, a specialist injected, a pause).
     Note(String),
+    /// The ready tasks wait for a usage limit to reset (sent about once a second while the
+    /// loop waits, for a countdown).
+    Waiting {
+        /// What waits for what (`IMPL-002 waits for claude's usage limit`).
+        why: String,
+        /// Milliseconds left.
+        left_ms: u64,
+    },
     /// Tasks completed and total, after each recorded result.
     Count {
         /// Completed.
@@ -193,6 +203,12 @@ pub fn run(
         .build()
         .map_err(|e| Error::io("cannot start the runtime", e))?;
     let spec = PipelineSpec::from_files(&conf.files)?;
+    let budget = super::budget::Budget::new(
+        conf.config.budget.clone(),
+        conf.config.prices.clone(),
+        super::budget::Medians::new(),
+    );
+    let wait_up_to = conf.config.limits.wait_up_to()?;
     let mut runner = Runner {
         store,
         sid: sid.clone(),
@@ -212,6 +228,10 @@ pub fn run(
         code: None,
         latest: None,
         mode,
+        budget,
+        limited: BTreeMap::new(),
+        failed_over: BTreeMap::new(),
+        wait_up_to,
         on,
     };
     // A session that runs with shell on runs only where the sandbox can hold its agents.
@@ -256,7 +276,26 @@ struct Runner<'a> {
     latest: Option<State>,
     /// Here, or a worker writing through a remote.
     mode: Mode,
+    /// What the session may spend, and what it spent.
+    budget: super::budget::Budget,
+    /// Agents whose service refused work, with when it resets (ms since the epoch).
+    limited: BTreeMap<String, u64>,
+    /// Agents whose service failed on a task, which the task's fail-over list skips from now.
+    failed_over: BTreeMap<TaskId, std::collections::BTreeSet<String>>,
+    /// How long a usage limit is waited out before the session pauses.
+    wait_up_to: std::time::Duration,
     on: &'a mut dyn FnMut(Progress),
+}
+
+/// How long an agent whose limit gave no reset time is left alone.
+const UNKNOWN_RESET: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// The agent a task goes to, or why it waits.
+enum Pick {
+    /// A quality task, or the agent of the role's list that is free now.
+    Run(Option<Arc<dyn crate::agents::command::Driver>>),
+    /// Every agent of the role's list is limited: the earliest reset.
+    Wait(u64, String),
 }
 
 /// The tasks running on the blocking pool, each with its id, result and seconds.
@@ -294,7 +333,12 @@ impl Runner<'_> {
                 None => self.current_state()?,
             };
             let state = self.expire_leases(&state)?.unwrap_or(state);
+            // What keeps ready tasks from starting: the budget, or their agents' limits.
+            let mut refused = None;
+            let mut waits: Option<(u64, String)> = None;
             if state.session.status == SessionStatus::Active {
+                let tip = self.store.tip(&self.sid)?;
+                self.budget.refresh(self.store, tip, &state.control.settings)?;
                 let max = self.mode.max_parallel(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;
@@ -307,7 +351,23 @@ impl Runner<'_> {
                     if task.inner_loop && roles.values().any(|r| r == task.role.as_str()) {
                         continue;
                     }
+                    let driver = match self.pick(&task) {
+                        Pick::Run(d) => d,
+                        Pick::Wait(until, why) => {
+                            if waits.as_ref().is_none_or(|(u, _)| until < *u) {
+                                waits = Some((until, why));
+                            }
+                            continue;
+                        }
+                    };
+                    if let Some(d) = &driver
+                        && let Err(r) = self.budget.admit(&task.id, task.role.as_str(), d.name())
+                    {
+                        refused.get_or_insert(r);
+                        continue;
+                    }
                     let Some((input, qctx)) = self.claim(&task.id)? else {
+                        self.budget.release(&task.id);
                         continue;
                     };
                     roles.insert(task.id.clone(), task.role.to_string());
@@ -318,18 +378,35 @@ impl Runner<'_> {
                     let roster = Arc::clone(&self.roster);
                     let limits = self.limits.clone();
                     let hooks = Arc::clone(&self.hooks);
-                    let meter = crate::agents::meter::Meter::new();
+                    let (max_usd, max_tokens) = self.budget.task_bounds(task.role.as_str());
+                    let meter = crate::agents::meter::Meter::bounded(max_tokens);
+                    meter.set_max_usd(max_usd);
                     meters.insert(task.id.clone(), (meter.clone(), 0, String::new()));
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&roster, &input, &qctx, &limits, &hooks, &meter);
+                        let result = work(&roster, driver, &input, &qctx, &limits, &hooks, &meter);
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;
                 }
             }
             if running.is_empty() {
+                // Nothing runs, and the next task does not fit the budget: pause.
+                if let Some(r) = refused {
+                    return self.pause_for(self.budget.pause(&r));
+                }
+                // Nothing runs, and what is ready waits for a usage limit.
+                if let Some((until, why)) = waits {
+                    let left = until.saturating_sub(tlv4_core::clock::now_ms());
+                    if left > millis(self.wait_up_to) {
+                        return self.pause_for(stops::limit_pause(until, &why));
+                    }
+                    if let Some(sig) = self.wait_for(until, &why, &mut signals).await {
+                        return Ok(RunEnd::Interrupted(sig, Vec::new()));
+                    }
+                    continue;
+                }
                 let end = self.finish()?;
                 let wait = matches!(end, RunEnd::RunningElsewhere(_) | RunEnd::Waiting(_))
                     && self.mode.waits_for_others();
@@ -344,15 +421,17 @@ impl Runner<'_> {
                 }
                 continue;
             }
+            let reset_due = waits.map(|(u, _)| u);
             // The meters' tick shows progress and waits on; only a finished task or a signal
             // goes back to the schedule (and reads the state again).
             loop {
                 tokio::select! {
                     joined = running.join_next() => {
                         let Some(joined) = joined else { break };
-                        let (id, result, seconds) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
+                        let (id, result, seconds): (TaskId, Result<WorkResult>, f64) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
                         let role = roles.remove(&id).unwrap_or_default();
                         meters.remove(&id);
+                        self.budget.release(&id);
                         if let Err(e) = self.record(&id, &role, result, seconds) {
                             self.mode.unrecorded(id);
                             return Err(e);
@@ -366,6 +445,11 @@ impl Runner<'_> {
                         // stops what runs and says what became of it).
                         if let Some(e) = self.mode.given_up() {
                             return Err(e);
+                        }
+                        // A limit that kept ready tasks waiting has reset: schedule them.
+                        if reset_due.is_some_and(|u| tlv4_core::clock::now_ms() >= u) {
+                            self.latest = None;
+                            break;
                         }
                         // A worker with a free slot looks for work other workers made.
                         if self.mode.looks_again(running.len()) {
@@ -604,6 +688,15 @@ impl Runner<'_> {
             let agent = self.roster.for_role(role);
             WorkResult::failed(agent.name(), super::worker::reason(agent.name(), &e))
         });
+        // A run its task did not end (a usage limit, a failed service with another agent to
+        // go to) sends the task back to pending rather than recording a result.
+        if self.stopped(id, role, &result)? {
+            return Ok(());
+        }
+        let bound = match &result.stopped {
+            Some(super::worker::Stopped::OverBound(detail)) => Some(detail.clone()),
+            _ => None,
+        };
         let output = record::vet(&result);
         let mut notes = Vec::new();
         let (spec, roles_lock) = (&self.spec, &self.roles_lock);
@@ -658,6 +751,10 @@ impl Runner<'_> {
         });
         let message = record::message(id, &written, &output);
         self.store.send_message(&self.sid, &message)?;
+        // A run stopped at its task's bound pauses the session (what runs still finishes).
+        if let Some(detail) = bound {
+            self.pause_for(stops::bound_pause(id, &detail))?;
+        }
         Ok(())
     }
 

@@ -21,6 +21,10 @@ pub struct StartOptions {
     pub yes: bool,
     /// Overrides `session.max_parallel`.
     pub max_parallel: Option<u32>,
+    /// Overrides `[budget] session_usd`.
+    pub budget_usd: Option<f64>,
+    /// Overrides `[budget] session_tokens`.
+    pub budget_tokens: Option<u64>,
     /// Overrides `session.completion`.
     pub completion: Option<Completion>,
     /// `--agent` values, kept for the session's later runs.
@@ -189,6 +193,8 @@ fn control(
     Ok(Control {
         analysis: Some(analysis.clone()),
         settings: Settings {
+            budget_usd: opts.budget_usd.or(config.budget.session_usd),
+            budget_tokens: opts.budget_tokens.or(config.budget.session_tokens),
             max_parallel,
             auto_approve: opts.yes,
             completion,

@@ -33,6 +33,25 @@ pub(crate) struct WorkResult {
     pub snapshot: Option<SnapshotData>,
     /// Lines for the progress display (work set aside, a kept worktree).
     pub notes: Vec<String>,
+    /// Why the agent's run was stopped by something other than the task (a usage limit, its
+    /// service, its bound), if it was.
+    pub stopped: Option<Stopped>,
+}
+
+/// A run the task itself did not end.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Stopped {
+    /// The agent's service refused work until `until_ms` (if it said): the task waits for it,
+    /// or goes to the next agent of its role's fail-over list. Not a failed attempt.
+    Limited {
+        until_ms: Option<u64>,
+        detail: String,
+    },
+    /// The agent's service failed (unreachable, 5xx, refused credentials): the next agent of
+    /// the fail-over list takes the task, when there is one.
+    Service(String),
+    /// The run crossed its task's bound and was stopped.
+    OverBound(String),
 }
 
 /// An agent's run, for `runs/<TASK>/<attempt>/`.
@@ -72,6 +91,7 @@ impl WorkResult {
             run: None,
             snapshot: None,
             notes: Vec::new(),
+            stopped: None,
         }
     }
 }
@@ -79,6 +99,7 @@ impl WorkResult {
 /// Runs one task.
 pub(crate) fn work(
     roster: &Roster,
+    driver: Option<std::sync::Arc<dyn Driver>>,
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
@@ -94,10 +115,10 @@ pub(crate) fn work(
     if let Some(run) = hooks.run("before-task", &payload, &repo_root(qctx))
         && !run.ok
     {
-        let agent = if quality_role {
-            "quality".to_owned()
-        } else {
-            roster.for_role(task.role.as_str()).name().to_owned()
+        let agent = match &driver {
+            _ if quality_role => "quality".to_owned(),
+            Some(d) => d.name().to_owned(),
+            None => roster.for_role(task.role.as_str()).name().to_owned(),
         };
         return Ok(WorkResult::failed(&agent, tlv4_core::hooks::veto(&run)));
     }
@@ -135,9 +156,11 @@ pub(crate) fn work(
             run,
             snapshot: None,
             notes: Vec::new(),
+            stopped: None,
         }
     } else {
-        run_agent(roster, input, qctx, limits, hooks, meter)?
+        let driver = driver.unwrap_or_else(|| roster.for_role(task.role.as_str()));
+        run_agent(driver, input, qctx, limits, hooks, meter)?
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         meter.step(format!("discuss round {round}"));
@@ -172,18 +195,17 @@ impl Ran {
 
 /// The role's agent, in the checkout it needs.
 fn run_agent(
-    roster: &Roster,
+    driver: std::sync::Arc<dyn Driver>,
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
     hooks: &Hooks,
     meter: &Meter,
 ) -> Result<WorkResult> {
-    let driver = roster.for_role(input.task.role.as_str());
     let name = driver.name().to_owned();
     let ran = if !driver.checkout() {
         let ctx = RunContext {
-            max_usd: None,
+            max_usd: meter.max_usd(),
             workdir: std::env::temp_dir(),
             run_dir: None,
             attempt: input.task.attempts,
@@ -202,7 +224,7 @@ fn run_agent(
             in_view(&store, &*driver, input, qctx, meter)?
         }
     };
-    Ok(work_result(name, ran))
+    Ok(work_result(name, ran, meter))
 }
 
 /// Prepares the task checkout `wt` with the project's environment, as the tester prepares
@@ -294,7 +316,7 @@ fn in_task_worktree(
         prepared: env.is_some(),
     });
     let ctx = RunContext {
-        max_usd: None,
+        max_usd: meter.max_usd(),
         workdir: wt.path().to_path_buf(),
         run_dir: None,
         attempt: task.attempts,
@@ -398,7 +420,7 @@ fn in_view(
 ) -> Result<Ran> {
     let view = ReadOnlyView::create(store, qctx.tip)?;
     let ctx = RunContext {
-        max_usd: None,
+        max_usd: meter.max_usd(),
         workdir: view.path().to_path_buf(),
         run_dir: None,
         attempt: input.task.attempts,
@@ -420,7 +442,7 @@ fn in_view(
 }
 
 /// What a worker hands back for agent `name`'s run.
-fn work_result(name: String, ran: Ran) -> WorkResult {
+fn work_result(name: String, ran: Ran, meter: &Meter) -> WorkResult {
     let Ran {
         ran,
         mut notes,
@@ -442,6 +464,28 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
                 why = format!("{why}; {r}");
             }
             let mut failed = WorkResult::failed(&name, why);
+            failed.stopped = match e {
+                tlv4_core::error::Error::Limited {
+                    until_ms, detail, ..
+                } => Some(Stopped::Limited { until_ms, detail }),
+                tlv4_core::error::Error::OverBound { detail, .. } => {
+                    Some(Stopped::OverBound(detail))
+                }
+                _ => meter.api_failure().map(Stopped::Service),
+            };
+            // What a stopped run counted is spent all the same: the ledger keeps it.
+            if meter.read() > 0 {
+                failed.run = Some(RunData {
+                    prompt: String::new(),
+                    raw: String::new(),
+                    transcript: None,
+                    usage: Usage {
+                        output_tokens: meter.read(),
+                        ..Usage::default()
+                    },
+                    refusals: Vec::new(),
+                });
+            }
             failed.notes = notes;
             failed.snapshot = snapshot;
             return failed;
@@ -478,6 +522,7 @@ fn work_result(name: String, ran: Ran) -> WorkResult {
         }),
         snapshot,
         notes,
+        stopped: None,
     }
 }
 

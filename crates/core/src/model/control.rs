@@ -78,6 +78,13 @@ pub struct Settings {
     /// refuses, and `resume --reconfigure` decides again on the machine it runs on.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shell: bool,
+    /// The session's dollar budget as it started (`start --budget-usd`, else `[budget]
+    /// session_usd`); raises are decisions in the history (see `ledger`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// The session's token budget as it started, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
 }
 
 impl Default for Settings {
@@ -89,6 +96,8 @@ impl Default for Settings {
             agents: Vec::new(),
             replay: None,
             shell: false,
+            budget_usd: None,
+            budget_tokens: None,
         }
     }
 }

@@ -1,0 +1,207 @@
+//! The session's budget in the loop: before a task is handed to an agent, what the session
+//! spent (its ledger, summed over the whole history), what the runs in progress hold in
+//! reserve, and the task's own reserve must fit the budget — the session's, and its role's.
+//! So parallel tasks overshoot by at most one reserve, and workers on other machines, which
+//! read the same history, share one budget. A run that crosses its task's bound is stopped
+//! by the meter (the drivers ask it as tokens arrive).
+
+use std::collections::BTreeMap;
+
+use tlv4_core::config::budget::{BudgetConfig, Price};
+use tlv4_core::error::Result;
+use tlv4_core::ledger::{Ledger, Spent};
+use tlv4_core::model::{Pause, PauseKind, Settings, TaskId};
+use tlv4_core::store::Store;
+
+/// What a run is expected to cost before it starts: its task's bound where one is set, else
+/// the median of this repository's earlier runs of its role and agent, else nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Reserve {
+    pub usd: f64,
+    pub tokens: u64,
+}
+
+/// The medians of earlier runs by role and agent, for reserves.
+pub(crate) type Medians = BTreeMap<(String, String), Reserve>;
+
+/// The budget state of one loop.
+pub(crate) struct Budget {
+    config: BudgetConfig,
+    prices: BTreeMap<String, Price>,
+    ledger: Ledger,
+    spent: Spent,
+    /// The session's bounds as it started (`settings.budget_*`).
+    base: (Option<f64>, Option<u64>),
+    medians: Medians,
+    /// The reserves of the runs in progress, with their roles.
+    held: BTreeMap<TaskId, (String, Reserve)>,
+}
+
+/// Why a task may not start now.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    pub task: TaskId,
+    pub reason: String,
+}
+
+impl Budget {
+    pub(crate) fn new(
+        config: BudgetConfig,
+        prices: BTreeMap<String, Price>,
+        medians: Medians,
+    ) -> Budget {
+        Budget {
+            config,
+            prices,
+            ledger: Ledger::default(),
+            spent: Spent::default(),
+            base: (None, None),
+            medians,
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Whether anything bounds this session at all (nothing to read otherwise).
+    fn bounded(&self) -> bool {
+        self.base.0.is_some() || self.base.1.is_some() || self.config != BudgetConfig::default()
+    }
+
+    /// Reads what the history up to `tip` adds to the ledger.
+    pub(crate) fn refresh(&mut self, store: &Store, tip: gix::ObjectId, settings: &Settings) -> Result<()> {
+        self.base = (settings.budget_usd, settings.budget_tokens);
+        if !self.bounded() {
+            return Ok(());
+        }
+        let before = self.ledger.runs.len();
+        self.ledger.refresh(store, tip)?;
+        if before != self.ledger.runs.len() || self.spent.runs == 0 {
+            self.spent = self.ledger.spent(&self.prices);
+        }
+        Ok(())
+    }
+
+    /// The session's bounds now: as it started plus every raise its history records.
+    pub(crate) fn session_bounds(&self) -> (Option<f64>, Option<u64>) {
+        let usd = self.base.0.map(|b| b + self.ledger.raised_usd);
+        let tokens = self.base.1.map(|b| {
+            u64::try_from(i64::try_from(b).unwrap_or(i64::MAX).saturating_add(self.ledger.raised_tokens)).unwrap_or(0)
+        });
+        (usd, tokens)
+    }
+
+    /// The per-run bounds of `role`: dollars and tokens.
+    pub(crate) fn task_bounds(&self, role: &str) -> (Option<f64>, Option<u64>) {
+        self.config.task_bounds(role)
+    }
+
+    /// The reserve of a run of `role` by `agent`.
+    pub(crate) fn reserve(&self, role: &str, agent: &str) -> Reserve {
+        let (usd, tokens) = self.task_bounds(role);
+        let median = self
+            .medians
+            .get(&(role.to_owned(), agent.to_owned()))
+            .copied()
+            .unwrap_or_default();
+        Reserve {
+            usd: usd.unwrap_or(median.usd),
+            tokens: tokens.unwrap_or(median.tokens),
+        }
+    }
+
+    /// Whether task `task` of `role` may start on `agent` now; holds its reserve if so.
+    pub(crate) fn admit(&mut self, task: &TaskId, role: &str, agent: &str) -> std::result::Result<(), Refusal> {
+        if !self.bounded() {
+            return Ok(());
+        }
+        let r = self.reserve(role, agent);
+        let held = |only: Option<&str>| {
+            self.held
+                .values()
+                .filter(|(ro, _)| only.is_none_or(|o| o == ro))
+                .fold(Reserve::default(), |a, (_, b)| Reserve {
+                    usd: a.usd + b.usd,
+                    tokens: a.tokens + b.tokens,
+                })
+        };
+        let money = |v: f64| format!("${v:.4}");
+        let mut checks = Vec::new();
+        let (usd, tokens) = self.session_bounds();
+        let all = held(None);
+        checks.push(("the session's", usd, tokens, (self.spent.usd, self.spent.tokens), all));
+        let role_bounds = self.config.roles.get(role).cloned().unwrap_or_default();
+        if role_bounds.session_usd.is_some() || role_bounds.session_tokens.is_some() {
+            checks.push((
+                "the role's",
+                role_bounds.session_usd,
+                role_bounds.session_tokens,
+                self.spent.of_role(role),
+                held(Some(role)),
+            ));
+        }
+        for (whose, usd, tokens, (spent_usd, spent_tokens), held) in checks {
+            if let Some(b) = usd
+                && spent_usd + held.usd + r.usd > b + 1e-9
+            {
+                return Err(Refusal {
+                    task: task.clone(),
+                    reason: format!(
+                        "{task} ({role}, {agent}) would take {whose} dollar budget of {} over: spent {}, {} reserved for the runs in progress, {} reserved for this one",
+                        money(b),
+                        money(spent_usd),
+                        money(held.usd),
+                        money(r.usd)
+                    ),
+                });
+            }
+            if let Some(b) = tokens
+                && spent_tokens + held.tokens + r.tokens > b
+            {
+                return Err(Refusal {
+                    task: task.clone(),
+                    reason: format!(
+                        "{task} ({role}, {agent}) would take {whose} token budget of {b} over: spent {spent_tokens}, {} reserved for the runs in progress, {} reserved for this one",
+                        held.tokens, r.tokens
+                    ),
+                });
+            }
+        }
+        self.held.insert(task.clone(), (role.to_owned(), r));
+        Ok(())
+    }
+
+    /// Gives back the reserve of `task`, whose run ended.
+    pub(crate) fn release(&mut self, task: &TaskId) {
+        self.held.remove(task);
+    }
+
+    /// The pause of a session whose next task does not fit its budget.
+    pub(crate) fn pause(&self, refusal: &Refusal) -> Pause {
+        let by = self.spent.describe();
+        let mut reason = refusal.reason.clone();
+        if !by.is_empty() {
+            reason.push_str(&format!("; spent by role and agent: {by}"));
+        }
+        if self.spent.unpriced > 0 {
+            reason.push_str(&format!(
+                "; {} run(s) reported no dollars and have no [prices] entry",
+                self.spent.unpriced
+            ));
+        }
+        let (usd, tokens) = self.session_bounds();
+        let mut next = Vec::new();
+        if usd.is_some() || tokens.is_none() {
+            next.push("git tlv4 resume --budget-usd +N".to_owned());
+        }
+        if tokens.is_some() {
+            next.push("git tlv4 resume --budget-tokens +N".to_owned());
+        }
+        next.extend(["git tlv4 cost".to_owned(), "git tlv4 abort".to_owned()]);
+        Pause {
+            kind: PauseKind::Budget,
+            task: Some(refusal.task.clone()),
+            reason,
+            next,
+            until: None,
+        }
+    }
+}
