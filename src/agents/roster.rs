@@ -385,7 +385,10 @@ impl Driver for AgentDriver {
 
 /// Agent name by role, each with whether the name came from the file (which needs trust)
 /// rather than from the user; and the discussion seats the user gave agents.
-type Assignments = (BTreeMap<String, (AgentList, bool)>, BTreeMap<String, String>);
+type Assignments = (
+    BTreeMap<String, (AgentList, bool)>,
+    BTreeMap<String, String>,
+);
 
 /// Who plays each role and seat: the file's `[roles]`, then the user's own choice (git config
 /// `tlv4.agent`), then this run's `--agent` (`--agent discuss.SEAT=NAME` for a seat), then
@@ -432,7 +435,10 @@ fn assignments(config: &Config, overrides: &Overrides) -> Result<Assignments> {
     }
     if let Some(sid) = &overrides.replay {
         assignment.clear();
-        assignment.insert("default".into(), (AgentList::one(format!("replay:{sid}")), false));
+        assignment.insert(
+            "default".into(),
+            (AgentList::one(format!("replay:{sid}")), false),
+        );
     }
     Ok((assignment, seat_choices))
 }

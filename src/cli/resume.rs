@@ -205,7 +205,9 @@ fn wait_for_reset(ctx: &Ctx<'_>, store: &Store, sid: &SessionId) -> Result<()> {
             ctx.ui.status(format!(
                 "waiting for the usage limit to reset at {}: {} left",
                 tlv4_core::clock::rfc3339_ms(until),
-                tlv4_core::process::duration::format_duration(std::time::Duration::from_millis(left))
+                tlv4_core::process::duration::format_duration(std::time::Duration::from_millis(
+                    left
+                ))
             ));
             said = Some(left / 60_000);
         }

@@ -67,7 +67,12 @@ impl Budget {
     }
 
     /// Reads what the history up to `tip` adds to the ledger.
-    pub(crate) fn refresh(&mut self, store: &Store, tip: gix::ObjectId, settings: &Settings) -> Result<()> {
+    pub(crate) fn refresh(
+        &mut self,
+        store: &Store,
+        tip: gix::ObjectId,
+        settings: &Settings,
+    ) -> Result<()> {
         self.base = (settings.budget_usd, settings.budget_tokens);
         if !self.bounded() {
             return Ok(());
@@ -84,7 +89,12 @@ impl Budget {
     pub(crate) fn session_bounds(&self) -> (Option<f64>, Option<u64>) {
         let usd = self.base.0.map(|b| b + self.ledger.raised_usd);
         let tokens = self.base.1.map(|b| {
-            u64::try_from(i64::try_from(b).unwrap_or(i64::MAX).saturating_add(self.ledger.raised_tokens)).unwrap_or(0)
+            u64::try_from(
+                i64::try_from(b)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(self.ledger.raised_tokens),
+            )
+            .unwrap_or(0)
         });
         (usd, tokens)
     }
@@ -109,7 +119,12 @@ impl Budget {
     }
 
     /// Whether task `task` of `role` may start on `agent` now; holds its reserve if so.
-    pub(crate) fn admit(&mut self, task: &TaskId, role: &str, agent: &str) -> std::result::Result<(), Refusal> {
+    pub(crate) fn admit(
+        &mut self,
+        task: &TaskId,
+        role: &str,
+        agent: &str,
+    ) -> std::result::Result<(), Refusal> {
         if !self.bounded() {
             return Ok(());
         }
@@ -127,7 +142,13 @@ impl Budget {
         let mut checks = Vec::new();
         let (usd, tokens) = self.session_bounds();
         let all = held(None);
-        checks.push(("the session's", usd, tokens, (self.spent.usd, self.spent.tokens), all));
+        checks.push((
+            "the session's",
+            usd,
+            tokens,
+            (self.spent.usd, self.spent.tokens),
+            all,
+        ));
         let role_bounds = self.config.roles.get(role).cloned().unwrap_or_default();
         if role_bounds.session_usd.is_some() || role_bounds.session_tokens.is_some() {
             checks.push((

@@ -2,11 +2,11 @@
 //! that runs them ([`run`]), and the user's decisions, completion actions, undo and recovery.
 
 pub mod analysis;
+mod budget;
 pub mod complete;
 pub mod discussion;
 pub mod followup;
 pub mod lease;
-mod budget;
 mod opinion;
 pub mod pipeline;
 mod record;

@@ -499,7 +499,9 @@ impl std::str::FromStr for BudgetChange {
         };
         match n.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(BudgetChange { relative, value: v }),
-            _ => Err(format!("`{text}`: expected +N (raise by N) or N (the new budget), N a number of 0 or more")),
+            _ => Err(format!(
+                "`{text}`: expected +N (raise by N) or N (the new budget), N a number of 0 or more"
+            )),
         }
     }
 }
@@ -518,13 +520,17 @@ pub fn change_budget(
     store.transact(sid, |txn| {
         let settings = &mut txn.state.control.settings;
         let mut said = Vec::new();
-        let mut event = Event::session(EventKind::UserDecision, String::new()).with("Decision", "budget");
+        let mut event =
+            Event::session(EventKind::UserDecision, String::new()).with("Decision", "budget");
         if let Some(c) = usd {
             match settings.budget_usd {
                 None if c.relative => {
                     return Err(Error::state(
                         format!("session `{sid}` has no dollar budget to raise"),
-                        Some(format!("give it one: `git tlv4 resume --budget-usd {}`", c.value)),
+                        Some(format!(
+                            "give it one: `git tlv4 resume --budget-usd {}`",
+                            c.value
+                        )),
                     ));
                 }
                 None => {
@@ -535,7 +541,10 @@ pub fn change_budget(
                     let now = base + ledger.raised_usd;
                     let delta = if c.relative { c.value } else { c.value - now };
                     event = event.with(tlv4_core::ledger::RAISE_USD, format!("{delta}"));
-                    said.push(format!("the dollar budget from ${now:.2} to ${:.2}", now + delta));
+                    said.push(format!(
+                        "the dollar budget from ${now:.2} to ${:.2}",
+                        now + delta
+                    ));
                 }
             }
         }
@@ -545,7 +554,9 @@ pub fn change_budget(
                 None if c.relative => {
                     return Err(Error::state(
                         format!("session `{sid}` has no token budget to raise"),
-                        Some(format!("give it one: `git tlv4 resume --budget-tokens {value}`")),
+                        Some(format!(
+                            "give it one: `git tlv4 resume --budget-tokens {value}`"
+                        )),
                     ));
                 }
                 None => {
@@ -589,7 +600,9 @@ pub fn change_budget(
 /// for one that said.
 pub fn limit_until(state: &tlv4_core::model::State) -> Option<u64> {
     let pause = state.control.pause.as_ref()?;
-    if state.session.status != SessionStatus::Paused || pause.kind != tlv4_core::model::PauseKind::Limit {
+    if state.session.status != SessionStatus::Paused
+        || pause.kind != tlv4_core::model::PauseKind::Limit
+    {
         return None;
     }
     pause
@@ -612,7 +625,13 @@ pub fn clear_limit(store: &Store, sid: &SessionId) -> Result<Option<Written>> {
         if !limited {
             return Ok(None);
         }
-        let was = txn.state.control.pause.take().map(|p| p.reason).unwrap_or_default();
+        let was = txn
+            .state
+            .control
+            .pause
+            .take()
+            .map(|p| p.reason)
+            .unwrap_or_default();
         txn.state.session.status = SessionStatus::Active;
         Ok(Some(
             Event::session(

@@ -338,7 +338,8 @@ impl Runner<'_> {
             let mut waits: Option<(u64, String)> = None;
             if state.session.status == SessionStatus::Active {
                 let tip = self.store.tip(&self.sid)?;
-                self.budget.refresh(self.store, tip, &state.control.settings)?;
+                self.budget
+                    .refresh(self.store, tip, &state.control.settings)?;
                 let max = self.mode.max_parallel(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
                 let mut taken = 0;

@@ -28,6 +28,7 @@ mod review_cli;
 mod sandbox;
 mod sessions;
 mod snapshot;
+mod spend;
 mod store;
 mod stuck;
 mod trust;

@@ -6,7 +6,9 @@
 use super::{Pick, Progress, RunEnd, Runner, UNKNOWN_RESET, millis};
 use crate::coordinator::worker::{Stopped, WorkResult};
 use tlv4_core::error::Result;
-use tlv4_core::model::{Event, EventKind, Pause, PauseKind, SessionStatus, Task, TaskId, TaskStatus};
+use tlv4_core::model::{
+    Event, EventKind, Pause, PauseKind, SessionStatus, Task, TaskId, TaskStatus,
+};
 
 impl Runner<'_> {
     /// The agent `task` goes to now: the first of its role's fail-over list whose service
@@ -21,7 +23,10 @@ impl Runner<'_> {
         let skip = self.failed_over.get(&task.id);
         let list = self.roster.failover(task.role.as_str());
         let mut earliest: Option<(u64, String)> = None;
-        for d in list.iter().filter(|d| skip.is_none_or(|s| !s.contains(d.name()))) {
+        for d in list
+            .iter()
+            .filter(|d| skip.is_none_or(|s| !s.contains(d.name())))
+        {
             match self.limited.get(d.name()) {
                 None => return Pick::Run(Some(std::sync::Arc::clone(d))),
                 Some(u) if earliest.as_ref().is_none_or(|(e, _)| u < e) => {
@@ -47,8 +52,8 @@ impl Runner<'_> {
         let agent = result.agent.clone();
         let why = match &result.stopped {
             Some(Stopped::Limited { until_ms, detail }) => {
-                let until = until_ms
-                    .unwrap_or_else(|| tlv4_core::clock::now_ms() + millis(UNKNOWN_RESET));
+                let until =
+                    until_ms.unwrap_or_else(|| tlv4_core::clock::now_ms() + millis(UNKNOWN_RESET));
                 self.limited.insert(agent.clone(), until);
                 let next = self.next_agent(id, role, &agent);
                 format!(
@@ -71,7 +76,9 @@ impl Runner<'_> {
                     .entry(id.clone())
                     .or_default()
                     .insert(agent.clone());
-                format!("agent {agent}'s service failed ({detail}); {id} returned to pending, agent {next} takes it next")
+                format!(
+                    "agent {agent}'s service failed ({detail}); {id} returned to pending, agent {next} takes it next"
+                )
             }
             _ => return Ok(false),
         };
@@ -88,9 +95,7 @@ impl Runner<'_> {
             .iter()
             .map(|d| d.name().to_owned())
             .find(|n| {
-                n != agent
-                    && !self.limited.contains_key(n)
-                    && skip.is_none_or(|s| !s.contains(n))
+                n != agent && !self.limited.contains_key(n) && skip.is_none_or(|s| !s.contains(n))
             })
     }
 
@@ -131,9 +136,18 @@ impl Runner<'_> {
         if let Some(w) = written {
             if let Some(snap) = &result.snapshot {
                 let task = &w.state.tasks[id];
-                let keep = format!("work of {id}, attempt {}, whose agent stopped", task.attempts);
-                self.mode
-                    .keep_unmerged(self.store, &self.sid, id, task.attempts, snap.commit, &keep)?;
+                let keep = format!(
+                    "work of {id}, attempt {}, whose agent stopped",
+                    task.attempts
+                );
+                self.mode.keep_unmerged(
+                    self.store,
+                    &self.sid,
+                    id,
+                    task.attempts,
+                    snap.commit,
+                    &keep,
+                )?;
             }
             self.latest = Some(w.state);
             (self.on)(Progress::Note(why.to_owned()));

@@ -105,7 +105,10 @@ impl Price {
         let cached = cached.min(input);
         let per = |n: u64, p: f64| n as f64 * p / 1_000_000.0;
         per(input - cached, self.input_per_mtok)
-            + per(cached, self.cached_input_per_mtok.unwrap_or(self.input_per_mtok))
+            + per(
+                cached,
+                self.cached_input_per_mtok.unwrap_or(self.input_per_mtok),
+            )
             + per(output, self.output_per_mtok)
     }
 }
@@ -243,15 +246,17 @@ mod tests {
         struct R {
             roles: BTreeMap<String, AgentList>,
         }
-        let r: R = toml::from_str(
-            "[roles]\ndefault = \"claude\"\nexecutor = [\"claude\", \"codex\"]\n",
-        )
-        .unwrap();
+        let r: R =
+            toml::from_str("[roles]\ndefault = \"claude\"\nexecutor = [\"claude\", \"codex\"]\n")
+                .unwrap();
         assert_eq!(r.roles["default"].names(), ["claude"]);
         assert_eq!(r.roles["executor"].names(), ["claude", "codex"]);
         assert!(toml::from_str::<R>("[roles]\nexecutor = []\n").is_err());
         assert!(toml::from_str::<R>("[roles]\nexecutor = 3\n").is_err());
-        assert_eq!(split_agents("claude, codex").unwrap().names(), ["claude", "codex"]);
+        assert_eq!(
+            split_agents("claude, codex").unwrap().names(),
+            ["claude", "codex"]
+        );
         assert!(split_agents("claude,").is_err());
     }
 }

@@ -71,10 +71,10 @@ pub const RAISE_TOKENS: &str = "Raise-Tokens";
 ///
 /// Which commits count (`specs/state-format.md` §7.4 says the same): a commit adds the run
 /// records that are new or changed against its first parent's tree, anywhere under
-/// `.tlv4/sessions/*/runs/`; merges (their sides are walked on their own), restores (`undo`,
-/// `rollback`: the records they bring back were counted when first written) and a fork's
-/// first event (it moves the parent's folder, whose records the walk counts in the parent's
-/// events) add none. The walk follows every parent and stops at a session's first event
+/// `.tlv4/sessions/*/runs/`; a pull's merge (its sides are walked on their own), restores
+/// (`undo`, `rollback`: the records they bring back were counted when first written), a
+/// fork's first event (it moves the parent's folder, whose records the walk counts in the
+/// parent's events), a task's snapshot and commits that are no events add none. The walk follows every parent and stops at a session's first event
 /// (`session_started`): a fork's history goes on into its parent session's, so a fork starts
 /// with what its parent spent up to the fork.
 #[derive(Debug, Clone, Default)]
@@ -115,13 +115,22 @@ impl Ledger {
             if let Some(v) = get(RAISE_TOKENS).and_then(|v| v.parse::<i64>().ok()) {
                 self.raised_tokens += v;
             }
-            let counts = parents.len() <= 1
+            // Events that write run records count; a pull's merge (its sides are walked on
+            // their own), a restore, a fork's move of the folder, a snapshot of a task's
+            // checkout and commits that are no events write none.
+            let counts = !event.is_empty()
                 && get("Restores").is_none()
-                && event != "session_forked";
+                && !["session_merged", "session_forked", "task_snapshot"].contains(&event);
             if counts {
                 let tree = commit.tree_id().map_err(git)?.detach();
                 let before = match parents.first() {
-                    Some(p) => Some(repo.find_commit(*p).map_err(git)?.tree_id().map_err(git)?.detach()),
+                    Some(p) => Some(
+                        repo.find_commit(*p)
+                            .map_err(git)?
+                            .tree_id()
+                            .map_err(git)?
+                            .detach(),
+                    ),
                     None => None,
                 };
                 self.add_records(store, tree, before)?;
@@ -152,7 +161,11 @@ impl Ledger {
         if then == Some(now) {
             return Ok(());
         }
-        for (name, id) in entries(store, now)?.into_iter().filter(|e| e.2).map(|e| (e.0, e.1)) {
+        for (name, id) in entries(store, now)?
+            .into_iter()
+            .filter(|e| e.2)
+            .map(|e| (e.0, e.1))
+        {
             let old = match then {
                 Some(t) => entries(store, t)?
                     .into_iter()
@@ -191,7 +204,10 @@ impl Ledger {
             None => Vec::new(),
         };
         for (name, id, is_tree) in entries(store, now)? {
-            let before = old.iter().find(|e| e.0 == name && e.2 == is_tree).map(|e| e.1);
+            let before = old
+                .iter()
+                .find(|e| e.0 == name && e.2 == is_tree)
+                .map(|e| e.1);
             if before == Some(id) {
                 continue;
             }
@@ -310,7 +326,10 @@ fn subtree(
 }
 
 /// The entries of tree `tree`: name, id, whether it is a tree.
-fn entries(store: &crate::store::Store, tree: gix::ObjectId) -> Result<Vec<(String, gix::ObjectId, bool)>> {
+fn entries(
+    store: &crate::store::Store,
+    tree: gix::ObjectId,
+) -> Result<Vec<(String, gix::ObjectId, bool)>> {
     use gix::bstr::ByteSlice;
     let git = |e: gix::Error| Error::git("cannot read the session's ledger", e);
     let t = store.repo().find_tree(tree).map_err(git)?;
@@ -318,6 +337,12 @@ fn entries(store: &crate::store::Store, tree: gix::ObjectId) -> Result<Vec<(Stri
     Ok(decoded
         .entries
         .iter()
-        .map(|e| (e.filename.to_str_lossy().into_owned(), e.oid.to_owned(), e.mode.is_tree()))
+        .map(|e| {
+            (
+                e.filename.to_str_lossy().into_owned(),
+                e.oid.to_owned(),
+                e.mode.is_tree(),
+            )
+        })
         .collect())
 }

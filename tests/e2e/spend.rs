@@ -1,0 +1,124 @@
+//! Spend under control: budgets the loop enforces before every task (across `resume`,
+//! `undo` and remote workers), per-task bounds that stop a run, usage limits that are waited
+//! out rather than failed, and fail-over between the agents of a role — against the fake
+//! CLIs and the scripted model server, checked with git.
+
+use crate::common::{TestRepo, fixture};
+
+/// Exit code of a session paused at its budget.
+const BUDGET: i32 = 7;
+
+/// A repository whose pipeline `wide` has `n` independent code tasks done by the fake Claude
+/// Code (which reports $0.0123 a run), trusted, with `extra` appended to its `.tlv4.toml`.
+fn claude_repo(n: usize, extra: &str) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(n);
+    repo.write(
+        ".tlv4.toml",
+        &format!(
+            "[agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\nmodel = \"sonnet\"\n[roles]\nexecutor = \"cc\"\n{extra}",
+            fixture("fake-claude")
+        ),
+    );
+    repo.ok(&["trust"]);
+    repo
+}
+
+fn status(repo: &TestRepo, sid: &str) -> serde_json::Value {
+    repo.json(&["--session", sid, "status", "--json"])
+}
+
+fn completed(repo: &TestRepo, sid: &str) -> usize {
+    status(repo, sid)["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "completed")
+        .count()
+}
+
+/// The session's id, from `list`.
+fn only_session(repo: &TestRepo) -> String {
+    let rows = repo.rows(&["list", "--json"], "sessions");
+    rows[0]["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_a_raise() {
+    // Each run reserves $0.015 ([budget] task_usd) and costs $0.0123: with $0.02 the first
+    // task fits, the second does not (0.0123 spent + 0.015 reserved).
+    let repo = claude_repo(3, "[budget]\ntask_usd = 0.015\n");
+    let start = [
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+        "--max-parallel",
+        "1",
+        "--budget-usd",
+        "0.02",
+        "three files",
+    ];
+    let out = repo.tlv4(&start);
+    assert_eq!(
+        out.status.code(),
+        Some(BUDGET),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    let st = status(&repo, &sid);
+    assert_eq!(st["session"]["status"], "paused", "{st}");
+    let pause = &st["control"]["pause"];
+    assert_eq!(pause["kind"], "budget", "{st}");
+    let reason = pause["reason"].as_str().unwrap();
+    assert!(reason.contains("dollar budget of $0.0200"), "{reason}");
+    assert!(reason.contains("executor/cc $0.0123"), "{reason}");
+    assert_eq!(completed(&repo, &sid), 1);
+    // The pause is one event with its kind; `approve` does not raise a budget.
+    let log = repo.git(&["log", "-1", "--format=%B", &format!("tlv4/{sid}")]);
+    assert!(log.contains("Tlv4-Paused: budget"), "{log}");
+    let err = repo.fails(&["--session", &sid, "approve"], 1);
+    assert!(err.contains("resume --budget-usd"), "{err}");
+
+    // A raise is a recorded decision; the session goes on and completes.
+    repo.ok(&["--session", &sid, "resume", "--budget-usd", "+0.03"]);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    let raises = repo.git(&[
+        "log",
+        "--format=%(trailers:key=Tlv4-Raise-Usd,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    assert_eq!(raises.trim(), "0.03", "{raises}");
+
+    // Undo never refunds: with every task pending again, the three runs already spent
+    // ($0.0369) and one reserve ($0.015) are over the $0.05 budget.
+    let events = repo.git(&[
+        "log",
+        "--first-parent",
+        "--format=%(trailers:key=Tlv4-Event,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    let back = events
+        .lines()
+        .filter(|l| !l.is_empty())
+        .position(|e| e == "tasks_dispatched")
+        .unwrap();
+    repo.ok(&["--session", &sid, "undo", "-n", &back.to_string()]);
+    assert_eq!(completed(&repo, &sid), 0);
+    let out = repo.tlv4(&["--session", &sid, "resume"]);
+    assert_eq!(
+        out.status.code(),
+        Some(BUDGET),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reason = status(&repo, &sid)["control"]["pause"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("spent $0.0369"), "{reason}");
+    repo.fsck();
+}
