@@ -122,3 +122,138 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
     assert!(reason.contains("spent $0.0369"), "{reason}");
     repo.fsck();
 }
+
+/// What the remote's copy of session `sid` says: its status and pause kind, and the tasks
+/// completed.
+fn on_remote(bare: &crate::remote::Bare, sid: &str) -> (String, String, usize) {
+    let gd = bare.path();
+    let gd = gd.to_str().unwrap();
+    let file = |name: &str| {
+        bare.git(&[
+            "--git-dir",
+            gd,
+            "show",
+            &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/{name}"),
+        ])
+    };
+    let session = file("session.toml");
+    let control = file("control.toml");
+    let value = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .unwrap_or_default()
+            .trim_matches('"')
+            .to_owned()
+    };
+    let tasks = bare.git(&[
+        "--git-dir",
+        gd,
+        "ls-tree",
+        "--name-only",
+        &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks"),
+    ]);
+    let done = tasks
+        .lines()
+        .filter(|t| value(&file(&format!("tasks/{t}")), "status") == "completed")
+        .count();
+    (value(&session, "status"), value(&control, "kind"), done)
+}
+
+#[test]
+fn workers_on_two_clones_share_one_budget_and_a_raise_made_on_a_third() {
+    let bare = crate::remote::Bare::new();
+    let first = claude_repo(3, "[budget]\ntask_usd = 0.015\n");
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "1",
+            "--budget-usd",
+            "0.02",
+            "shared budget",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let worker = |name: &str| {
+        let w = crate::remote::clone(&url, name);
+        w.ok(&["trust"]);
+        let out = w.tlv4(&[
+            "--session",
+            &sid,
+            "worker",
+            "--remote",
+            &url,
+            "--max-parallel",
+            "1",
+        ]);
+        // A worker that leaves the session paused at its budget says so with the exit code.
+        assert_eq!(
+            out.status.code(),
+            Some(BUDGET),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // The first worker does one task: the second would not fit what is left.
+    let said = worker("a");
+    assert!(said.contains("paused (budget)"), "{said}");
+    assert_eq!(
+        on_remote(&bare, &sid),
+        ("paused".into(), "budget".into(), 1)
+    );
+    // A worker on another clone reads the same spend from the history: nothing to do.
+    let said = worker("b");
+    assert!(said.contains("paused"), "{said}");
+    assert_eq!(on_remote(&bare, &sid).2, 1);
+
+    // Someone raises the budget on their clone and pushes the decision.
+    let boss = crate::remote::clone(&url, "boss");
+    boss.ok(&["pull"]);
+    boss.ok(&[
+        "--session",
+        &sid,
+        "resume",
+        "--no-run",
+        "--budget-usd",
+        "+0.015",
+    ]);
+    boss.ok(&["push"]);
+    // One more task fits $0.035 (0.0123 spent + 0.015 reserved); the third does not.
+    let said = worker("c");
+    assert!(said.contains("paused (budget)"), "{said}");
+    assert_eq!(
+        on_remote(&bare, &sid),
+        ("paused".into(), "budget".into(), 2)
+    );
+    let gd = bare.path();
+    let out = crate::common::hermetic("git", gd.as_path(), bare.home.path())
+        .args([
+            "--git-dir",
+            gd.to_str().unwrap(),
+            "fsck",
+            "--strict",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
