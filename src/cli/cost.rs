@@ -1,10 +1,11 @@
 //! `git tlv4 cost`: what the agents of a session cost, summed from the run records
-//! (`runs/<TASK>/<attempt>/usage.json`) per role, task, agent and model.
+//! (`runs/<TASK>/<attempt>/usage.json`) per role, task, agent and model — every record its
+//! history ever wrote (the session's ledger: what `undo`, `rollback` and `reset` took back
+//! was spent all the same), priced with `[prices]` where an agent reported no dollars.
 
 use std::collections::BTreeMap;
 
 use tlv4_core::error::{Error, Result};
-use tlv4_core::store::session_dir;
 
 use super::Ctx;
 
@@ -66,6 +67,24 @@ impl Total {
         }
     }
 }
+
+impl Run {
+    /// A ledger's record, priced with `prices` where it reported no dollars.
+    fn of(u: &tlv4_core::ledger::RunUsage, prices: &Prices) -> Run {
+        Run {
+            task: u.task.clone(),
+            role: u.role.clone(),
+            agent: u.agent.clone(),
+            model: u.model.clone(),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cost_usd: u.usd(prices),
+            seconds: u.seconds,
+        }
+    }
+}
+
+type Prices = BTreeMap<String, tlv4_core::config::budget::Price>;
 
 const KEYS: [&str; 4] = ["role", "task", "agent", "model"];
 
@@ -133,18 +152,15 @@ pub(crate) fn totals<'k>(
     sid: &tlv4_core::model::SessionId,
     groups: &[&'k str],
 ) -> Result<(Total, Tables<'k>)> {
-    let tip = store.tip(sid)?;
-    let tree = store.commit_tree(tip)?;
-    let records = store.read_folder(tree, &format!("{}/runs", session_dir(sid)), &[])?;
-    let mut runs = Vec::new();
-    for (path, bytes) in records.iter().filter(|(p, _)| p.ends_with("/usage.json")) {
-        let run: Run = serde_json::from_slice(bytes).map_err(|e| {
-            Error::Invalid(format!(
-                "runs/{path} of session `{sid}` is not readable: {e}"
-            ))
-        })?;
-        runs.push(run);
-    }
+    let mut ledger = tlv4_core::ledger::Ledger::default();
+    ledger.refresh(store, store.tip(sid)?)?;
+    // The prices of the configuration the session runs with; none when it cannot be read.
+    let prices: Prices = tlv4_core::trust::pinned(store, sid)
+        .ok()
+        .and_then(|(files, _)| tlv4_core::trust::Configuration::of(files, store.workdir()).ok())
+        .map(|c| c.config.prices)
+        .unwrap_or_default();
+    let runs: Vec<Run> = ledger.runs.iter().map(|u| Run::of(u, &prices)).collect();
     let mut total = Total::default();
     runs.iter().for_each(|r| total.add(r));
     let mut tables: BTreeMap<&str, BTreeMap<String, Total>> = BTreeMap::new();

@@ -108,6 +108,10 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
         .unwrap();
     repo.ok(&["--session", &sid, "undo", "-n", &back.to_string()]);
     assert_eq!(completed(&repo, &sid), 0);
+    // `cost` sums the same ledger: the undone runs are still there.
+    let cost = repo.json(&["--session", &sid, "cost", "--json"]);
+    assert_eq!(cost["total"]["runs"], 3, "{cost}");
+    assert!((cost["total"]["cost_usd"].as_f64().unwrap() - 0.0369).abs() < 1e-9, "{cost}");
     let out = repo.tlv4(&["--session", &sid, "resume"]);
     assert_eq!(
         out.status.code(),
