@@ -155,11 +155,7 @@ pub(crate) fn totals<'k>(
     let mut ledger = tlv4_core::ledger::Ledger::default();
     ledger.refresh(store, store.tip(sid)?)?;
     // The prices of the configuration the session runs with; none when it cannot be read.
-    let prices: Prices = tlv4_core::trust::pinned(store, sid)
-        .ok()
-        .and_then(|(files, _)| tlv4_core::trust::Configuration::of(files, store.workdir()).ok())
-        .map(|c| c.config.prices)
-        .unwrap_or_default();
+    let prices: Prices = crate::coordinator::budget::pinned_prices(store, sid);
     let runs: Vec<Run> = ledger.runs.iter().map(|u| Run::of(u, &prices)).collect();
     let mut total = Total::default();
     runs.iter().for_each(|r| total.add(r));

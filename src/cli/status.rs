@@ -236,6 +236,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             settings.agents.join(", ")
         ));
     }
+    let prices = crate::coordinator::budget::pinned_prices(&store, &sid);
+    if let Some(b) = crate::coordinator::budget::standing(&store, tip, settings, prices)? {
+        out.push_str(&format!("  budget    {}\n", b.line()));
+    }
     if let Some(p) = &state.control.pause {
         out.push_str(&format!("  paused    ({}) {}\n", p.kind, p.reason));
         for n in &p.next {

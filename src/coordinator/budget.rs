@@ -226,3 +226,77 @@ impl Budget {
         }
     }
 }
+
+/// Where a session stands against its budget, for `status`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Standing {
+    /// The dollar budget in force (as started, plus raises), if any.
+    pub usd: Option<f64>,
+    /// The token budget in force, if any.
+    pub tokens: Option<u64>,
+    /// Dollars spent over the whole history.
+    pub spent_usd: f64,
+    /// Tokens spent over the whole history.
+    pub spent_tokens: u64,
+}
+
+impl Standing {
+    /// `$0.0246 of $0.0350 (70%) · 4112 of 10000 tokens (41%)`.
+    pub fn line(&self) -> String {
+        let pct = |a: f64, b: f64| {
+            if b > 0.0 {
+                format!(" ({:.0}%)", a / b * 100.0)
+            } else {
+                String::new()
+            }
+        };
+        let mut parts = Vec::new();
+        if let Some(b) = self.usd {
+            parts.push(format!(
+                "${:.4} of ${b:.4}{}",
+                self.spent_usd,
+                pct(self.spent_usd, b)
+            ));
+        }
+        if let Some(b) = self.tokens {
+            parts.push(format!(
+                "{} of {b} tokens{}",
+                self.spent_tokens,
+                pct(self.spent_tokens as f64, b as f64)
+            ));
+        }
+        parts.join(" · ")
+    }
+}
+
+/// Where session `sid` (at `tip`, with `settings`) stands against its budget; `None` when it
+/// has none. `prices` price the runs that reported no dollars.
+pub fn standing(
+    store: &Store,
+    tip: gix::ObjectId,
+    settings: &Settings,
+    prices: BTreeMap<String, Price>,
+) -> Result<Option<Standing>> {
+    if settings.budget_usd.is_none() && settings.budget_tokens.is_none() {
+        return Ok(None);
+    }
+    let mut b = Budget::new(BudgetConfig::default(), prices, Medians::new());
+    b.refresh(store, tip, settings)?;
+    let (usd, tokens) = b.session_bounds();
+    Ok(Some(Standing {
+        usd,
+        tokens,
+        spent_usd: b.spent.usd,
+        spent_tokens: b.spent.tokens,
+    }))
+}
+
+/// The `[prices]` of the configuration session `sid` runs with (none when it cannot be read:
+/// the runs that reported no dollars are then unpriced, as `cost` says).
+pub fn pinned_prices(store: &Store, sid: &tlv4_core::model::SessionId) -> BTreeMap<String, Price> {
+    tlv4_core::trust::pinned(store, sid)
+        .ok()
+        .and_then(|(files, _)| tlv4_core::trust::Configuration::of(files, store.workdir()).ok())
+        .map(|c| c.config.prices)
+        .unwrap_or_default()
+}

@@ -2,7 +2,7 @@
 //! that runs them ([`run`]), and the user's decisions, completion actions, undo and recovery.
 
 pub mod analysis;
-mod budget;
+pub mod budget;
 pub mod complete;
 pub mod discussion;
 pub mod followup;

@@ -77,6 +77,8 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
     assert!(reason.contains("dollar budget of $0.0200"), "{reason}");
     assert!(reason.contains("executor/cc $0.0123"), "{reason}");
     assert_eq!(completed(&repo, &sid), 1);
+    let text = repo.ok(&["--session", &sid, "status"]);
+    assert!(text.contains("budget    $0.0123 of $0.0200 (62%)"), "{text}");
     // The pause is one event with its kind; `approve` does not raise a budget.
     let log = repo.git(&["log", "-1", "--format=%B", &format!("tlv4/{sid}")]);
     assert!(log.contains("Tlv4-Paused: budget"), "{log}");
@@ -111,7 +113,10 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
     // `cost` sums the same ledger: the undone runs are still there.
     let cost = repo.json(&["--session", &sid, "cost", "--json"]);
     assert_eq!(cost["total"]["runs"], 3, "{cost}");
-    assert!((cost["total"]["cost_usd"].as_f64().unwrap() - 0.0369).abs() < 1e-9, "{cost}");
+    assert!(
+        (cost["total"]["cost_usd"].as_f64().unwrap() - 0.0369).abs() < 1e-9,
+        "{cost}"
+    );
     let out = repo.tlv4(&["--session", &sid, "resume"]);
     assert_eq!(
         out.status.code(),
