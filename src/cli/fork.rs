@@ -15,6 +15,10 @@ pub struct Args {
     /// Name of the new session: a full `TLV4-…` id, or a few words to build one from
     #[arg(long, value_name = "NEW")]
     pub name: Option<String>,
+    /// Start the fork's ledger at zero: what the origin spent does not count against the
+    /// fork's budget (by default a fork starts with its origin's spend up to the fork)
+    #[arg(long)]
+    pub fresh_budget: bool,
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
@@ -59,6 +63,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             short_id(&target.commit),
             target.subject
         ),
+        args.fresh_budget,
     )?;
     // The fork runs with the configuration its origin was pinned to.
     if let Ok((files, _)) = tlv4_core::trust::pinned(&store, &sid) {

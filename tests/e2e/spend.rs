@@ -129,6 +129,16 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
         .unwrap()
         .to_owned();
     assert!(reason.contains("spent $0.0369"), "{reason}");
+
+    // A fork starts with what its origin spent up to the fork, unless told otherwise.
+    let tip = repo.git(&["rev-parse", &format!("tlv4/{sid}")]);
+    let runs_of = |fork: &str| repo.json(&["--session", fork, "cost", "--json"])["total"]["runs"].clone();
+    let carried = repo.ok(&["--session", &sid, "fork", "--at", tip.trim(), "--name", "carried"]);
+    assert_eq!(runs_of(carried.trim()), 3);
+    let fresh = repo.ok(&["--session", &sid, "fork", "--at", tip.trim(), "--name", "fresh", "--fresh-budget"]);
+    assert_eq!(runs_of(fresh.trim()), 0);
+    let log = repo.git(&["log", "-1", "--format=%B", &format!("tlv4/{}", fresh.trim())]);
+    assert!(log.contains("Tlv4-Ledger: fresh"), "{log}");
     repo.fsck();
 }
 

@@ -76,7 +76,8 @@ pub const RAISE_TOKENS: &str = "Raise-Tokens";
 /// fork's first event (it moves the parent's folder, whose records the walk counts in the
 /// parent's events), a task's snapshot and commits that are no events add none. The walk follows every parent and stops at a session's first event
 /// (`session_started`): a fork's history goes on into its parent session's, so a fork starts
-/// with what its parent spent up to the fork.
+/// with what its parent spent up to the fork (unless `fork --fresh-budget` marked its first
+/// event `Tlv4-Ledger: fresh`).
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     seen: std::collections::HashSet<gix::ObjectId>,
@@ -135,7 +136,11 @@ impl Ledger {
                 };
                 self.add_records(store, tree, before)?;
             }
-            if event != "session_started" {
+            // A session's history begins at its first event; a fork's goes on into its
+            // origin's, unless it was told to start afresh.
+            let first = event == "session_started"
+                || (event == "session_forked" && get("Ledger") == Some("fresh"));
+            if !first {
                 stack.extend(parents);
             }
         }

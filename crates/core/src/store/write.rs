@@ -602,13 +602,16 @@ fn backoff(attempt: u32) {
 
 impl Store {
     /// Starts session `new` from event `at` of session `from`: its folder is moved to the new
-    /// id, tasks left running are returned to pending, and the new branch is created.
+    /// id, tasks left running are returned to pending, and the new branch is created. A
+    /// `fresh_ledger` fork does not carry what `from` spent (`Tlv4-Ledger: fresh`: the
+    /// ledger's walk ends at it).
     pub fn fork_session(
         &self,
         from: &SessionId,
         at: ObjectId,
         new: &SessionId,
         summary: String,
+        fresh_ledger: bool,
     ) -> Result<Written> {
         let git = |e: gix::Error| Error::git("cannot fork the session", e);
         let (mut state, before) = self.read_state_at(from, at)?;
@@ -647,8 +650,11 @@ impl Store {
                 .description
                 .replace(&format!("Session: {from}"), &format!("Session: {new}"));
         }
-        let event = Event::session(crate::model::EventKind::SessionForked, summary)
+        let mut event = Event::session(crate::model::EventKind::SessionForked, summary)
             .with("Forked-From", format!("{from} {at}"));
+        if fresh_ledger {
+            event = event.with("Ledger", "fresh");
+        }
         self.create_session_on(at, moved, before, vec![(state, BTreeMap::new(), event)])
     }
 }
