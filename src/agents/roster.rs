@@ -346,6 +346,14 @@ impl Roster {
         &self.configured
     }
 
+    /// The model configured for agent `name` (`[agents.<name>] model`), if any.
+    pub fn model_of(&self, name: &str) -> Option<String> {
+        self.configured
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, spec)| spec.model.clone())
+    }
+
     /// Whether every role runs on the builtin agent.
     pub fn is_builtin(&self) -> bool {
         !self.default.checkout()

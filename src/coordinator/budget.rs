@@ -104,6 +104,22 @@ impl Budget {
         self.config.task_bounds(role)
     }
 
+    /// The token bound of a run of `role` on `model`: its `task_tokens`, and its `task_usd`
+    /// turned into output tokens at the model's price (the dearer kind) where `[prices]`
+    /// has one; the smaller of the two.
+    pub(crate) fn token_bound(&self, role: &str, model: Option<&str>) -> Option<u64> {
+        let (usd, tokens) = self.task_bounds(role);
+        let priced = usd
+            .zip(model.and_then(|m| self.prices.get(m)))
+            .and_then(|(usd, p)| {
+                (p.output_per_mtok > 0.0).then(|| (usd / p.output_per_mtok * 1_000_000.0) as u64)
+            });
+        match (tokens, priced) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The reserve of a run of `role` by `agent`.
     pub(crate) fn reserve(&self, role: &str, agent: &str) -> Reserve {
         let (usd, tokens) = self.task_bounds(role);
@@ -299,4 +315,95 @@ pub fn pinned_prices(store: &Store, sid: &tlv4_core::model::SessionId) -> BTreeM
         .and_then(|(files, _)| tlv4_core::trust::Configuration::of(files, store.workdir()).ok())
         .map(|c| c.config.prices)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(config: &str, medians: Medians) -> Budget {
+        let config: BudgetConfig = toml::from_str(config).unwrap();
+        let mut b = Budget::new(config, BTreeMap::new(), medians);
+        b.base = (b.config.session_usd, b.config.session_tokens);
+        b
+    }
+
+    fn id(s: &str) -> TaskId {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parallel_tasks_overshoot_by_at_most_one_reserve() {
+        let mut b = budget("session_usd = 1.0\ntask_usd = 0.3\n", Medians::new());
+        assert!(b.admit(&id("IMPL-001"), "executor", "cc").is_ok());
+        assert!(b.admit(&id("IMPL-002"), "executor", "cc").is_ok());
+        assert!(b.admit(&id("IMPL-003"), "executor", "cc").is_ok());
+        // 0.9 held: a fourth reserve would take it to 1.2.
+        let r = b.admit(&id("IMPL-004"), "executor", "cc").unwrap_err();
+        assert!(
+            r.reason
+                .contains("$0.9000 reserved for the runs in progress"),
+            "{}",
+            r.reason
+        );
+        b.release(&id("IMPL-001"));
+        assert!(b.admit(&id("IMPL-004"), "executor", "cc").is_ok());
+    }
+
+    #[test]
+    fn a_reserve_is_the_task_bound_else_the_median_of_the_role_and_agent() {
+        let mut medians = Medians::new();
+        medians.insert(
+            ("analyst".into(), "cc".into()),
+            Reserve {
+                usd: 0.25,
+                tokens: 900,
+            },
+        );
+        let b = budget(
+            "session_tokens = 1000\n[roles.executor]\ntask_tokens = 50\n",
+            medians,
+        );
+        assert_eq!(
+            b.reserve("analyst", "cc"),
+            Reserve {
+                usd: 0.25,
+                tokens: 900
+            }
+        );
+        assert_eq!(b.reserve("analyst", "cx"), Reserve::default());
+        assert_eq!(b.reserve("executor", "cc").tokens, 50);
+    }
+
+    #[test]
+    fn a_role_budget_bounds_that_role_alone() {
+        let mut b = budget(
+            "[roles.critic]\nsession_tokens = 100\ntask_tokens = 60\n",
+            Medians::new(),
+        );
+        assert!(b.admit(&id("X-001"), "critic", "cc").is_ok());
+        let r = b.admit(&id("X-002"), "critic", "cc").unwrap_err();
+        assert!(
+            r.reason.contains("the role's token budget of 100"),
+            "{}",
+            r.reason
+        );
+        assert!(b.admit(&id("IMPL-001"), "executor", "cc").is_ok());
+    }
+
+    #[test]
+    fn a_dollar_bound_becomes_tokens_at_the_models_price() {
+        let mut b = budget("task_usd = 0.5\ntask_tokens = 300000\n", Medians::new());
+        b.prices.insert(
+            "m".into(),
+            Price {
+                input_per_mtok: 1.0,
+                output_per_mtok: 2.0,
+                cached_input_per_mtok: None,
+            },
+        );
+        assert_eq!(b.token_bound("executor", Some("m")), Some(250_000));
+        assert_eq!(b.token_bound("executor", Some("other")), Some(300_000));
+        assert_eq!(b.token_bound("executor", None), Some(300_000));
+    }
 }

@@ -379,7 +379,11 @@ impl Runner<'_> {
                     let roster = Arc::clone(&self.roster);
                     let limits = self.limits.clone();
                     let hooks = Arc::clone(&self.hooks);
-                    let (max_usd, max_tokens) = self.budget.task_bounds(task.role.as_str());
+                    let (max_usd, _) = self.budget.task_bounds(task.role.as_str());
+                    let model = driver.as_ref().and_then(|d| self.roster.model_of(d.name()));
+                    let max_tokens = self
+                        .budget
+                        .token_bound(task.role.as_str(), model.as_deref());
                     let meter = crate::agents::meter::Meter::bounded(max_tokens);
                     meter.set_max_usd(max_usd);
                     meters.insert(task.id.clone(), (meter.clone(), 0, String::new()));

@@ -78,7 +78,10 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
     assert!(reason.contains("executor/cc $0.0123"), "{reason}");
     assert_eq!(completed(&repo, &sid), 1);
     let text = repo.ok(&["--session", &sid, "status"]);
-    assert!(text.contains("budget    $0.0123 of $0.0200 (62%)"), "{text}");
+    assert!(
+        text.contains("budget    $0.0123 of $0.0200 (62%)"),
+        "{text}"
+    );
     // The pause is one event with its kind; `approve` does not raise a budget.
     let log = repo.git(&["log", "-1", "--format=%B", &format!("tlv4/{sid}")]);
     assert!(log.contains("Tlv4-Paused: budget"), "{log}");
@@ -132,12 +135,35 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
 
     // A fork starts with what its origin spent up to the fork, unless told otherwise.
     let tip = repo.git(&["rev-parse", &format!("tlv4/{sid}")]);
-    let runs_of = |fork: &str| repo.json(&["--session", fork, "cost", "--json"])["total"]["runs"].clone();
-    let carried = repo.ok(&["--session", &sid, "fork", "--at", tip.trim(), "--name", "carried"]);
+    let runs_of =
+        |fork: &str| repo.json(&["--session", fork, "cost", "--json"])["total"]["runs"].clone();
+    let carried = repo.ok(&[
+        "--session",
+        &sid,
+        "fork",
+        "--at",
+        tip.trim(),
+        "--name",
+        "carried",
+    ]);
     assert_eq!(runs_of(carried.trim()), 3);
-    let fresh = repo.ok(&["--session", &sid, "fork", "--at", tip.trim(), "--name", "fresh", "--fresh-budget"]);
+    let fresh = repo.ok(&[
+        "--session",
+        &sid,
+        "fork",
+        "--at",
+        tip.trim(),
+        "--name",
+        "fresh",
+        "--fresh-budget",
+    ]);
     assert_eq!(runs_of(fresh.trim()), 0);
-    let log = repo.git(&["log", "-1", "--format=%B", &format!("tlv4/{}", fresh.trim())]);
+    let log = repo.git(&[
+        "log",
+        "-1",
+        "--format=%B",
+        &format!("tlv4/{}", fresh.trim()),
+    ]);
     assert!(log.contains("Tlv4-Ledger: fresh"), "{log}");
     repo.fsck();
 }
