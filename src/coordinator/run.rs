@@ -404,6 +404,21 @@ impl Runner<'_> {
                 // Nothing runs, and what is ready waits for a usage limit.
                 if let Some((until, why)) = waits {
                     let left = until.saturating_sub(tlv4_core::clock::now_ms());
+                    // A worker gave its task back: it waits, looking again now and then, and
+                    // a worker on another account may take the task meanwhile.
+                    if self.mode.worker().is_some() {
+                        (self.on)(Progress::Waiting { why, left_ms: left });
+                        let nap = self
+                            .mode
+                            .poll(METER_TICK)
+                            .min(std::time::Duration::from_millis(left.max(1)));
+                        tokio::select! {
+                            _ = tokio::time::sleep(nap) => {}
+                            sig = signals.received() => return Ok(RunEnd::Interrupted(sig, Vec::new())),
+                        }
+                        self.latest = None;
+                        continue;
+                    }
                     if left > millis(self.wait_up_to) {
                         return self.pause_for(stops::limit_pause(until, &why));
                     }

@@ -878,10 +878,10 @@ fn a_pause_kind_of_a_newer_version_reads_shows_and_is_written_back_unchanged() {
     let branch = format!("tlv4/{sid}");
     let dir = format!(".tlv4/sessions/{sid}");
     let show = |file: &str| repo.git(&["show", &format!("{branch}:{dir}/{file}")]);
-    // A later version pauses the session on a budget, a kind this build has never heard of.
+    // A later version pauses the session on a quota, a kind this build has never heard of.
     let session = show("session.toml").replace("status = \"active\"", "status = \"paused\"");
     let control = format!(
-        "{}\n[pause]\nkind = \"budget\"\ntask = \"RESEARCH-001\"\n\
+        "{}\n[pause]\nkind = \"quota\"\ntask = \"RESEARCH-001\"\n\
          reason = \"the session spent its budget of 2.00 USD\"\n\
          next = [\"git tlv4 approve   (spend more)\", \"git tlv4 abort\"]\n",
         show("control.toml")
@@ -897,16 +897,16 @@ fn a_pause_kind_of_a_newer_version_reads_shows_and_is_written_back_unchanged() {
 
     let out = repo.ok(&["status"]);
     assert!(
-        out.contains("paused    (budget) the session spent its budget of 2.00 USD"),
+        out.contains("paused    (quota) the session spent its budget of 2.00 USD"),
         "{out}"
     );
     assert!(out.contains("git tlv4 approve   (spend more)"), "{out}");
     let json = repo.json(&["status", "--json"]);
-    assert_eq!(json["control"]["pause"]["kind"], "budget", "{json}");
+    assert_eq!(json["control"]["pause"]["kind"], "quota", "{json}");
     // It waits for the user, as every pause but a stall does.
     let err = repo.fails(&["resume"], WAITING);
     assert!(
-        err.contains("is paused (budget): the session spent its budget"),
+        err.contains("is paused (quota): the session spent its budget"),
         "{err}"
     );
 
