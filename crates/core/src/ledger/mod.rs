@@ -4,6 +4,8 @@
 //! module adds them up. `estimate` reads the ledgers of earlier sessions for what a pipeline
 //! will cost here.
 
+pub mod estimate;
+
 use std::collections::BTreeMap;
 
 use crate::config::budget::Price;
