@@ -1,7 +1,9 @@
 //! `git tlv4 cost`: what the agents of a session cost, summed from the run records
 //! (`runs/<TASK>/<attempt>/usage.json`) per role, task, agent and model — every record its
 //! history ever wrote (the session's ledger: what `undo`, `rollback` and `reset` took back
-//! was spent all the same), priced with `[prices]` where an agent reported no dollars.
+//! was spent all the same), priced with `[prices]` where an agent reported no dollars. With
+//! `--estimate`, what a session of a pipeline is likely to cost here, from the earlier
+//! sessions' records (`tlv4_core::ledger::estimate`).
 
 use std::collections::BTreeMap;
 
@@ -9,12 +11,21 @@ use tlv4_core::error::{Error, Result};
 
 use super::Ctx;
 
+pub(super) mod estimate;
+
 /// Arguments of `cost`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Group by: role, task, agent or model (default: role, then agent and model)
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", conflicts_with = "estimate")]
     pub by: Option<String>,
+    /// Estimate what a session of a pipeline will cost here, from the earlier sessions
+    #[arg(long)]
+    pub estimate: bool,
+    /// With --estimate: the pipeline (default: the session's with --session, else
+    /// `[session] pipeline` of the configuration)
+    #[arg(long, value_name = "NAME", requires = "estimate")]
+    pub pipeline: Option<String>,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -98,6 +109,9 @@ fn key(r: &Run, by: &str) -> String {
 }
 
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
+    if args.estimate {
+        return estimate::run(ctx, args.pipeline.as_deref(), args.json);
+    }
     let groups: Vec<&str> = match args.by.as_deref() {
         None => vec!["role", "agent", "model"],
         Some(k) if KEYS.contains(&k) => vec![k],

@@ -80,13 +80,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     // An agent that cannot run is found before the session exists; the configuration read
     // for it is the one the session starts with.
     let mut commands = false;
+    let mut roster = None;
     let conf = if args.run.no_run {
         None
     } else {
         let conf = tlv4_core::trust::Configuration::read(store.workdir())?;
-        commands = super::drive::roster(&store, &conf, &args.run)?
-            .runs_commands()
-            .is_some();
+        let r = super::drive::roster(&store, &conf, &args.run)?;
+        commands = r.runs_commands().is_some();
+        roster = Some(r);
         // `[sandbox] shell = false` keeps the agents without a shell even in a full sandbox.
         opts.shell = conf.config.sandbox.shell_on();
         Some(conf)
@@ -132,6 +133,19 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 tlv4_core::sandbox::level().describe()
             )
         });
+    }
+    // What such a session cost here before, for the one who watches it start.
+    if let (Some(conf), Some(roster)) = (&conf, &roster)
+        && ctx.ui.on_terminal()
+        && let Some(line) = super::cost::estimate::line_for_start(
+            &store,
+            conf,
+            roster,
+            &sid,
+            &state.session.pipeline,
+        )
+    {
+        ctx.ui.status(format!("  {line}"));
     }
     if store.repo().is_dirty().unwrap_or(false) {
         ctx.ui.warn("the working tree has uncommitted changes; the session forks from the last commit and does not see them");

@@ -102,6 +102,12 @@ impl Ui {
         }
     }
 
+    /// Whether status lines go to a terminal, where someone reads them as they come (and not
+    /// to a log or a test).
+    pub fn on_terminal(&self) -> bool {
+        !self.quiet && std::io::stderr().is_terminal()
+    }
+
     /// Whether status lines are suppressed.
     pub fn is_quiet(&self) -> bool {
         self.quiet

@@ -8,12 +8,13 @@ mod common;
 
 pub(crate) mod agents;
 mod bad_input;
-mod citizen;
+pub(crate) mod citizen;
 mod commands;
 mod concurrency;
 mod conformance;
 mod crash;
 mod discuss;
+mod estimate;
 mod environment;
 mod hooks;
 mod oddrepo;
