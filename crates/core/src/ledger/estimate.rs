@@ -38,7 +38,11 @@ struct Run {
 struct Past {
     id: SessionId,
     pipeline: String,
+    /// Its own runs: a fork's leave out those it took over from the session it forked from.
     runs: Vec<Run>,
+    /// Whether it was forked from another session: its runs then are only part of a
+    /// session's, so it counts for [`History::reserve`] and not for an [`Estimate`].
+    forked: bool,
 }
 
 impl Past {
@@ -148,7 +152,7 @@ pub struct Estimate {
 impl History {
     /// Reads every session of the repository — live branches and archives — but `except`
     /// (the session being estimated for), with its run records at its tip, each priced with
-    /// `prices`. A session whose `session.toml` cannot be read, a record that is not a
+    /// `prices` (a fork without the records it took over from the session it forked from). A session whose `session.toml` cannot be read, a record that is not a
     /// [`RunUsage`], and a session without any record are left out: an estimate reads what it
     /// can.
     pub fn read(
@@ -166,16 +170,24 @@ impl History {
         for sid in ids {
             let tree = store.commit_tree(store.tip(&sid)?)?;
             let dir = session_dir(&sid);
-            let Some(pipeline) = store
+            let Some((pipeline, origin)) = store
                 .read_blob_at(tree, &format!("{dir}/session.toml"))?
-                .and_then(|bytes| pipeline_of(&bytes))
+                .and_then(|bytes| read_session(&bytes))
             else {
                 continue;
             };
             let records = store.read_folder(tree, &format!("{dir}/runs"), &[])?;
+            // A fork's tree holds the records of the session it was forked from, as they were
+            // at the event it forked at: those are that session's runs, not the fork's.
+            let inherited = match &origin {
+                Some((from, at)) => inherited(store, from, at),
+                None => BTreeMap::new(),
+            };
             let runs: Vec<Run> = records
                 .iter()
-                .filter(|(path, _)| path.ends_with("usage.json"))
+                .filter(|(path, bytes)| {
+                    path.ends_with("usage.json") && inherited.get(*path) != Some(*bytes)
+                })
                 .filter_map(|(_, bytes)| serde_json::from_slice::<RunUsage>(bytes).ok())
                 .map(|u| Run {
                     usd: u.usd(prices),
@@ -189,6 +201,7 @@ impl History {
                     id: sid,
                     pipeline,
                     runs,
+                    forked: origin.is_some(),
                 });
             }
         }
@@ -223,7 +236,8 @@ impl History {
     }
 
     /// What a session of `pipeline` is likely to cost here, from the earlier sessions of that
-    /// pipeline (of every pipeline when none used it; [`Estimate::basis`] says which).
+    /// pipeline (of every pipeline when none used it; [`Estimate::basis`] says which). Forks
+    /// are left out: what they ran themselves is only part of a session.
     ///
     /// `agents` names, per role, the agent that would play it now: for such a role only that
     /// agent's runs are lines of their own (a role it never played here gets a line with no
@@ -232,14 +246,15 @@ impl History {
     /// is what such a session cost here. A line's and the total's `median` are each taken
     /// over the sessions, so the lines' medians need not add up to the total's.
     pub fn estimate(&self, pipeline: &str, agents: &BTreeMap<String, String>) -> Estimate {
-        let same: Vec<&Past> = self
-            .sessions
+        let whole: Vec<&Past> = self.sessions.iter().filter(|p| !p.forked).collect();
+        let same: Vec<&Past> = whole
             .iter()
+            .copied()
             .filter(|p| p.pipeline == pipeline)
             .collect();
-        let (basis, sessions) = match (same.is_empty(), self.sessions.is_empty()) {
+        let (basis, sessions) = match (same.is_empty(), whole.is_empty()) {
             (false, _) => (Basis::Pipeline, same),
-            (true, false) => (Basis::AllPipelines, self.sessions.iter().collect()),
+            (true, false) => (Basis::AllPipelines, whole),
             (true, true) => (Basis::Nothing, Vec::new()),
         };
         let mut pairs: BTreeSet<(String, String)> = sessions
@@ -288,10 +303,28 @@ impl History {
     }
 }
 
-/// The `pipeline` of a `session.toml`, read leniently (a newer schema still names one).
-fn pipeline_of(bytes: &[u8]) -> Option<String> {
+/// The `pipeline` of a `session.toml`, and for a fork the session and event commit it was
+/// forked from (`forked_from`); read leniently (a newer schema still names them).
+fn read_session(bytes: &[u8]) -> Option<(String, Option<(SessionId, String)>)> {
     let table: toml::Table = toml::from_str(std::str::from_utf8(bytes).ok()?).ok()?;
-    Some(table.get("pipeline")?.as_str()?.to_owned())
+    let pipeline = table.get("pipeline")?.as_str()?.to_owned();
+    let origin = table.get("forked_from").and_then(|f| {
+        let session = f.get("session")?.as_str()?.parse().ok()?;
+        Some((session, f.get("event")?.as_str()?.to_owned()))
+    });
+    Some((pipeline, origin))
+}
+
+/// The run records of session `from` at its event commit `at`, by path under `runs/`; none
+/// when they cannot be read (a fork whose origin's objects are gone keeps all its records).
+fn inherited(store: &Store, from: &SessionId, at: &str) -> BTreeMap<String, Vec<u8>> {
+    let read = || -> Option<BTreeMap<String, Vec<u8>>> {
+        let tree = store.commit_tree(at.parse().ok()?).ok()?;
+        store
+            .read_folder(tree, &format!("{}/runs", session_dir(from)), &[])
+            .ok()
+    };
+    read().unwrap_or_default()
 }
 
 /// The per-run medians of `runs`; `None` without any.

@@ -17,6 +17,7 @@ fn past(id: &str, pipeline: &str, runs: Vec<Run>) -> Past {
         id: id.parse().expect("a session id"),
         pipeline: pipeline.into(),
         runs,
+        forked: false,
     }
 }
 
@@ -274,6 +275,19 @@ fn history_reads_live_and_archived_sessions_but_the_one_estimated_for() {
             ("runs/DRAFT-001/3/usage.json", b"not json".to_vec()),
         ],
     );
+    // A fork takes over the records of its origin; only its own run is its.
+    let fork: SessionId = "TLV4-add-search-fork-20261207".parse().unwrap();
+    store
+        .fork_session(&first, store.tip(&first).unwrap(), &fork, "fork".into())
+        .unwrap();
+    record(
+        &store,
+        &fork,
+        &[(
+            "runs/DRAFT-001/4/usage.json",
+            usage("DRAFT-001", "writer", "claude", "opus", Some(0.5)),
+        )],
+    );
     let second = crate::testutil::start_session(&store, "Add login", "quick", &tasks);
     // Priced by `[prices]`: 1000 input and 500 output tokens at $1 and $2 per million.
     record(
@@ -313,12 +327,16 @@ fn history_reads_live_and_archived_sessions_but_the_one_estimated_for() {
     )]);
     let h = History::read(&store, &prices, Some(&current)).unwrap();
     let ids: Vec<&SessionId> = h.ids().collect();
-    assert_eq!(ids.len(), 2, "{ids:?}");
-    assert!(ids.contains(&&first) && ids.contains(&&second));
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&&first) && ids.contains(&&second) && ids.contains(&&fork));
     let w = h.reserve("writer", "claude").unwrap();
-    // $0.25, $0.75 and the priced $0.002: the median is $0.25.
-    assert!(close(w.usd, 0.25), "{w:?}");
-    assert_eq!((w.tokens, w.runs, w.priced), (1500, 3, 3));
+    // $0.25, $0.75, the fork's own $0.50 and the priced $0.002: the median is $0.375.
+    assert!(close(w.usd, 0.375), "{w:?}");
+    assert_eq!((w.tokens, w.runs, w.priced), (1500, 4, 4));
+    // A fork is part of a session: the estimate of `full` is the first session's alone.
+    let full = h.estimate("full", &BTreeMap::new());
+    assert_eq!((full.basis, full.sessions), (Basis::Pipeline, 1));
+    assert!(close(full.usd.unwrap().median, 1.0), "{full:?}");
     assert_eq!(h.reserve("critic", "codex").unwrap().priced, 0);
     let e = h.estimate("quick", &BTreeMap::new());
     assert_eq!((e.basis, e.sessions), (Basis::Pipeline, 1));
@@ -326,7 +344,7 @@ fn history_reads_live_and_archived_sessions_but_the_one_estimated_for() {
 
     // Without `except`, the current session counts too.
     let all = History::read(&store, &prices, None).unwrap();
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 4);
     assert!(close(
         all.estimate("full", &BTreeMap::new()).usd.unwrap().high,
         50.0
