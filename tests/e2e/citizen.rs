@@ -26,7 +26,11 @@ fn bin_dir() -> String {
 
 /// Runs `command` under a pseudo-terminal (`script`), with `env`; its output (both streams,
 /// as the terminal shows them) and exit status. `None` without `script`.
-pub(crate) fn on_a_terminal(repo: &TestRepo, command: &str, env: &[(&str, &str)]) -> Option<String> {
+pub(crate) fn on_a_terminal(
+    repo: &TestRepo,
+    command: &str,
+    env: &[(&str, &str)],
+) -> Option<String> {
     let mut cmd = hermetic("script", repo.path(), repo.home.path());
     cmd.args(["-qec", command, "/dev/null"])
         .env("PATH", bin_dir());
