@@ -39,6 +39,7 @@ fn an_estimate_is_the_median_and_spread_of_the_earlier_sessions_ledgers() {
     // The same session three times, its agent reporting a different cost each time.
     let mut usd = Vec::new();
     let mut tokens = Vec::new();
+    let mut sids = Vec::new();
     for (cost, text) in [
         ("0.01", "first run"),
         ("0.03", "second run"),
@@ -62,6 +63,7 @@ fn an_estimate_is_the_median_and_spread_of_the_earlier_sessions_ledgers() {
             .unwrap()
             .to_owned();
         let cost = repo.json(&["--session", &sid, "cost", "--json"]);
+        sids.push(sid);
         usd.push(cost["total"]["cost_usd"].as_f64().unwrap());
         tokens.push(
             cost["total"]["input_tokens"].as_u64().unwrap()
@@ -113,6 +115,20 @@ fn an_estimate_is_the_median_and_spread_of_the_earlier_sessions_ledgers() {
     assert!(
         table.contains("executor") && table.contains("cc"),
         "{table}"
+    );
+
+    // For a session, the estimate is of its pipeline, from the other sessions: the first
+    // and the second here.
+    let other = repo.json(&["--session", &sids[2], "cost", "--estimate", "--json"]);
+    assert_eq!(
+        (other["pipeline"].as_str(), other["sessions"].as_u64()),
+        (Some("wide"), Some(2))
+    );
+    assert!(
+        close(&other["usd"]["median"], (usd[0] + usd[1]) / 2.0)
+            && close(&other["usd"]["low"], usd[0])
+            && close(&other["usd"]["high"], usd[1]),
+        "{other}"
     );
 
     // An unknown pipeline is refused.
