@@ -2,8 +2,9 @@
 //! sessions.
 //!
 //! [`History::read`] reads every earlier session once — live branches and archives — and
-//! keeps, per session, its pipeline and its run records (`runs/**/usage.json` at its tip),
-//! each priced with [`RunUsage::usd`]. Two questions are then answered from memory:
+//! keeps, per session, its pipeline and the run records of its ledger (every `usage.json`
+//! its history wrote, as `cost` counts them), each priced with [`RunUsage::usd`](super::RunUsage::usd). Two
+//! questions are then answered from memory:
 //! [`History::reserve`], what one run of a role and agent has cost here (the loop's reserve
 //! before a task starts), and [`History::estimate`], what a whole session of a pipeline is
 //! likely to cost, per role and agent and in total, with the spread seen.
@@ -20,7 +21,7 @@ use crate::error::Result;
 use crate::model::SessionId;
 use crate::store::{Store, session_dir};
 
-use super::RunUsage;
+use super::Ledger;
 
 /// One run of an earlier session, priced.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,10 +152,11 @@ pub struct Estimate {
 
 impl History {
     /// Reads every session of the repository — live branches and archives — but `except`
-    /// (the session being estimated for), with its run records at its tip, each priced with
-    /// `prices` (a fork without the records it took over from the session it forked from). A session whose `session.toml` cannot be read, a record that is not a
-    /// [`RunUsage`], and a session without any record are left out: an estimate reads what it
-    /// can.
+    /// (the session being estimated for), with the run records of its ledger ([`Ledger`]:
+    /// every record its history wrote, whatever `undo` or `reset` took back since; a fork's
+    /// without what its origin had spent before it), each priced with `prices`. A session
+    /// whose `session.toml` cannot be read, a record that is not a [`RunUsage`](super::RunUsage), and a
+    /// session without any record are left out: an estimate reads what it can.
     pub fn read(
         store: &Store,
         prices: &BTreeMap<String, Price>,
@@ -168,32 +170,31 @@ impl History {
             .collect();
         let mut sessions = Vec::new();
         for sid in ids {
-            let tree = store.commit_tree(store.tip(&sid)?)?;
-            let dir = session_dir(&sid);
+            let tip = store.tip(&sid)?;
+            let tree = store.commit_tree(tip)?;
             let Some((pipeline, origin)) = store
-                .read_blob_at(tree, &format!("{dir}/session.toml"))?
+                .read_blob_at(tree, &format!("{}/session.toml", session_dir(&sid)))?
                 .and_then(|bytes| read_session(&bytes))
             else {
                 continue;
             };
-            let records = store.read_folder(tree, &format!("{dir}/runs"), &[])?;
-            // A fork's tree holds the records of the session it was forked from, as they were
-            // at the event it forked at: those are that session's runs, not the fork's.
-            let inherited = match &origin {
-                Some((from, at)) => inherited(store, from, at),
-                None => BTreeMap::new(),
-            };
-            let runs: Vec<Run> = records
+            // A fork's ledger goes on into its origin's history: what the origin had spent up
+            // to the fork is read first, and left out (all kept when it cannot be read).
+            let mut ledger = Ledger::default();
+            if let Some(at) = origin.as_ref().and_then(|(_, at)| at.parse().ok())
+                && ledger.refresh(store, at).is_err()
+            {
+                ledger = Ledger::default();
+            }
+            let inherited = ledger.runs.len();
+            ledger.refresh(store, tip)?;
+            let runs: Vec<Run> = ledger.runs[inherited..]
                 .iter()
-                .filter(|(path, bytes)| {
-                    path.ends_with("usage.json") && inherited.get(*path) != Some(*bytes)
-                })
-                .filter_map(|(_, bytes)| serde_json::from_slice::<RunUsage>(bytes).ok())
                 .map(|u| Run {
                     usd: u.usd(prices),
                     tokens: u.tokens(),
-                    role: u.role,
-                    agent: u.agent,
+                    role: u.role.clone(),
+                    agent: u.agent.clone(),
                 })
                 .collect();
             if !runs.is_empty() {
@@ -313,18 +314,6 @@ fn read_session(bytes: &[u8]) -> Option<(String, Option<(SessionId, String)>)> {
         Some((session, f.get("event")?.as_str()?.to_owned()))
     });
     Some((pipeline, origin))
-}
-
-/// The run records of session `from` at its event commit `at`, by path under `runs/`; none
-/// when they cannot be read (a fork whose origin's objects are gone keeps all its records).
-fn inherited(store: &Store, from: &SessionId, at: &str) -> BTreeMap<String, Vec<u8>> {
-    let read = || -> Option<BTreeMap<String, Vec<u8>>> {
-        let tree = store.commit_tree(at.parse().ok()?).ok()?;
-        store
-            .read_folder(tree, &format!("{}/runs", session_dir(from)), &[])
-            .ok()
-    };
-    read().unwrap_or_default()
 }
 
 /// The per-run medians of `runs`; `None` without any.

@@ -1,6 +1,7 @@
 //! The medians and spreads of an estimate, and reading the ledgers of earlier sessions.
 
 use super::*;
+use crate::ledger::RunUsage;
 use crate::model::{Event, EventKind};
 
 fn run(role: &str, agent: &str, usd: Option<f64>, tokens: u64) -> Run {
@@ -278,7 +279,13 @@ fn history_reads_live_and_archived_sessions_but_the_one_estimated_for() {
     // A fork takes over the records of its origin; only its own run is its.
     let fork: SessionId = "TLV4-add-search-fork-20261207".parse().unwrap();
     store
-        .fork_session(&first, store.tip(&first).unwrap(), &fork, "fork".into())
+        .fork_session(
+            &first,
+            store.tip(&first).unwrap(),
+            &fork,
+            "fork".into(),
+            false,
+        )
         .unwrap();
     record(
         &store,
