@@ -78,6 +78,9 @@ fn limited(r: Result<DriverOutput>) -> (Option<u64>, String) {
     }
 }
 
+/// Whether a reset is the one expected.
+type Reset<'a> = dyn Fn(Option<u64>) -> bool + 'a;
+
 #[test]
 fn each_cli_under_a_usage_limit_is_limited_until_its_reset() {
     let (_d, input) = writer_input();
@@ -86,7 +89,7 @@ fn each_cli_under_a_usage_limit_is_limited_until_its_reset() {
     let env = [("FAKE_LIMIT_UNTIL", until_s.as_str())];
     let exact = Some(until * 1000);
     // (cli, reset as the CLI words it, the words recognised)
-    let cases: [(&str, &dyn Fn(Option<u64>) -> bool, &str); 5] = [
+    let cases: [(&str, &Reset<'_>, &str); 5] = [
         ("claude", &|u| u == exact, "usage limit reached"),
         // Codex rounds its wait up to the minute.
         (
@@ -267,4 +270,69 @@ fn claude_gets_the_dollar_bound_and_stops_at_it() {
     run(work.path(), "claude", &input, &[], |_| {}).unwrap();
     let argv = std::fs::read_to_string(work.path().join("log/argv-1.json")).unwrap();
     assert!(!argv.contains("--max-budget-usd"), "{argv}");
+}
+
+/// An answer that talks about limits (a task about them) is no limit: only where a failed
+/// run put its error is looked at.
+#[test]
+fn an_answer_about_limits_is_no_limit() {
+    let words = "Handled `Claude AI usage limit reached|1735689600` and \\\"You've hit your usage \
+                 limit. Try again in 2 hours\\\" and 429 quota exceeded.";
+    let out = |code: i32, stdout: String| tlv4_core::process::Output {
+        code: Some(code),
+        signal: None,
+        stdout,
+        stderr: String::new(),
+        dropped: 0,
+        timed_out: false,
+        seconds: 1.0,
+    };
+    let answers = [
+        (
+            "claude",
+            format!(
+                r#"{{"type":"result","subtype":"success","is_error":false,"result":"{words}"}}"#
+            ),
+        ),
+        (
+            "codex",
+            format!(
+                "{}\n{}\n",
+                format_args!(
+                    r#"{{"type":"item.completed","item":{{"id":"i","type":"agent_message","text":"{words}"}}}}"#
+                ),
+                r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#
+            ),
+        ),
+        (
+            "gemini",
+            format!(r#"{{"session_id":"s","response":"{words}"}}"#),
+        ),
+        (
+            "qwen",
+            format!(
+                r#"[{{"type":"result","subtype":"success","is_error":false,"result":"{words}"}}]"#
+            ),
+        ),
+        (
+            "opencode",
+            format!(r#"{{"type":"text","part":{{"text":"{words}"}}}}"#),
+        ),
+    ];
+    for (cli, stdout) in answers {
+        let p = preset(cli).unwrap();
+        assert_eq!(p.failure_text(&out(0, stdout.clone())), None, "{cli}");
+        // The same words as the error of a failed run are a limit.
+        if cli == "qwen" {
+            let failed = stdout.replace(
+                "Handled",
+                "[API Error: 429 Free allocated quota exceeded.] Handled",
+            );
+            let text = p.failure_text(&out(0, failed)).unwrap();
+            assert!(
+                crate::agents::limits::recognise(cli, &text).is_some(),
+                "{text}"
+            );
+        }
+    }
 }
