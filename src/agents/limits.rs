@@ -192,7 +192,8 @@ pub fn recognise_at(cli: &str, text: &str, now_ms: u64) -> Option<Limit> {
         .trim();
     Some(Limit {
         kind,
-        until_ms: reset_at(&normal, now_ms),
+        // A reset already past (a service that still refuses after it) is no reset known.
+        until_ms: reset_at(&normal, now_ms).filter(|u| *u > now_ms),
         detail: excerpt(line, 300),
     })
 }
@@ -291,10 +292,17 @@ const WAIT_AFTER: [&str; 6] = [
 /// "Please retry in 37.5s", "resets in 2h30m".
 fn wait_in(text: &str) -> Option<u64> {
     let lower = text.to_ascii_lowercase();
-    WAIT_AFTER.iter().find_map(|p| {
-        let at = lower.find(p)? + p.len();
-        duration_ms(&lower[at..])
-    })
+    WAIT_AFTER
+        .iter()
+        .find_map(|p| {
+            let at = lower.find(p)? + p.len();
+            duration_ms(&lower[at..])
+        })
+        .or_else(|| {
+            // Google's `RetryInfo` detail: `"retryDelay": "43s"`.
+            let at = lower.find("retrydelay")? + "retrydelay".len();
+            duration_ms(lower[at..].trim_start_matches(['"', '\\', ':', ' ']))
+        })
 }
 
 /// A duration at the start of `s`: numbers, each with its unit.

@@ -23,10 +23,13 @@ fn now_is_what_the_tests_think() {
 
 #[test]
 fn claude_usage_limits_and_their_resets() {
-    let l = limit("claude", "Claude AI usage limit reached|1755615600");
+    let l = limit("claude", "Claude AI usage limit reached|1797000000");
     assert_eq!(l.kind, Kind::Usage);
-    assert_eq!(l.until_ms, Some(1_755_615_600_000));
-    assert_eq!(l.detail, "Claude AI usage limit reached|1755615600");
+    assert_eq!(l.until_ms, Some(1_797_000_000_000));
+    assert_eq!(l.detail, "Claude AI usage limit reached|1797000000");
+    // A reset already past is no reset known: the service still refuses.
+    let l = limit("claude", "Claude AI usage limit reached|1755615600");
+    assert_eq!(l.until_ms, None);
 
     // A clock time in a named zone: the next 5pm in Warsaw (UTC+1 in December).
     let l = limit(
@@ -127,10 +130,10 @@ fn codex_usage_limits_and_their_resets() {
     assert_eq!(l.until_ms, Some(ms("2027-04-28T22:03:00Z")));
     let l = limit(
         "codex",
-        r#"unexpected status 429: {"type":"error","error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":1777936568,"resets_in_seconds":13872}}"#,
+        r#"unexpected status 429: {"type":"error","error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":1797936568,"resets_in_seconds":13872}}"#,
     );
     assert_eq!(l.kind, Kind::Usage);
-    assert_eq!(l.until_ms, Some(1_777_936_568_000));
+    assert_eq!(l.until_ms, Some(1_797_936_568_000));
     let l = limit(
         "codex",
         "ERROR: Quota exceeded. Check your plan and billing details.",
@@ -240,6 +243,13 @@ fn waits_and_times_in_every_form() {
         Some(ms("2026-12-08T00:00:00Z"))
     );
     assert_eq!(reset_at("resets_in_seconds: 90", NOW), Some(NOW + 90_000));
+    assert_eq!(
+        reset_at(
+            r#"{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "43s"}"#,
+            NOW
+        ),
+        Some(NOW + 43_000)
+    );
     assert_eq!(reset_at("usage limit reached", NOW), None);
     assert_eq!(reset_at("resets whenever", NOW), None);
     assert_eq!(retry_after_ms("120", NOW), Some(120_000));
@@ -252,7 +262,7 @@ fn waits_and_times_in_every_form() {
 
 #[test]
 fn a_limit_becomes_the_error_the_coordinator_waits_on() {
-    let l = limit("claude", "Claude AI usage limit reached|1755615600");
+    let l = limit("claude", "Claude AI usage limit reached|1797000000");
     match l.error("claude1") {
         Error::Limited {
             agent,
@@ -260,7 +270,7 @@ fn a_limit_becomes_the_error_the_coordinator_waits_on() {
             detail,
         } => {
             assert_eq!(agent, "claude1");
-            assert_eq!(until_ms, Some(1_755_615_600_000));
+            assert_eq!(until_ms, Some(1_797_000_000_000));
             assert!(detail.contains("usage limit reached"));
         }
         e => panic!("{e:?}"),
