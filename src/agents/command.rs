@@ -312,6 +312,12 @@ pub trait Cli: Send + Sync {
     fn transient(&self, _out: &process::Output) -> bool {
         false
     }
+    /// Where a failed run put its error (a result's text, an error event, stderr), for the
+    /// limits of the CLI's service to be recognised in (see [`super::limits`]); `None` for a
+    /// run that did not fail, or whose output holds no error of its service.
+    fn failure_text(&self, _out: &process::Output) -> Option<String> {
+        None
+    }
     /// A reader of the CLI's stdout events for one run, returning the output tokens reported
     /// so far whenever a line tells; `None` when the CLI's output gives none while it runs.
     fn token_counter(&self) -> Option<TokenCounter> {
@@ -344,6 +350,12 @@ pub struct Call<'a> {
     pub workdir: &'a Path,
     /// The shell the run gets (see [`RunContext::shell`]).
     pub shell: Option<&'a Shell>,
+    /// The task's bound in dollars, for a CLI with a bound of its own (see
+    /// [`RunContext::max_usd`]).
+    pub max_usd: Option<f64>,
+    /// The run's bound in tokens, if it has one: a CLI that can report its tokens as it goes
+    /// is asked to (the run is stopped once they cross it).
+    pub token_bound: Option<u64>,
 }
 
 impl Call<'_> {
@@ -391,6 +403,11 @@ pub enum Reply {
         reason: String,
         /// What the CLI reported about tokens and cost.
         usage: Usage,
+    },
+    /// The CLI stopped at the task's bound it was given (Claude Code's `--max-budget-usd`).
+    OverBound {
+        /// What it said, one line.
+        detail: String,
     },
 }
 
@@ -570,6 +587,10 @@ impl Driver for CliDriver {
         let mut last_prompt = base.clone();
         let mut raw = String::new();
         let settled = contract::negotiate(&base, retry_reserve, |answer_no, prompt| {
+            // A run over its bound asks for no other answer.
+            if let Some(over) = ctx.meter.over_bound() {
+                return Err(super::meter::over_bound_error(&self.agent, over));
+            }
             last_prompt = prompt.to_owned();
             std::fs::write(&prompt_file, prompt)
                 .map_err(|e| Error::io(format!("cannot write {}", prompt_file.display()), e))?;
@@ -584,6 +605,8 @@ impl Driver for CliDriver {
                 home: &home,
                 workdir: &ctx.workdir,
                 shell: ctx.shell.as_ref(),
+                max_usd: ctx.max_usd,
+                token_bound: ctx.meter.bound(),
             };
             let launch = self.cli.launch(&call)?;
             let mut inv = Invocation::new(&program, &ctx.workdir);
@@ -612,9 +635,15 @@ impl Driver for CliDriver {
                 "TMPDIR".to_owned(),
                 home.path().join(".tmp").display().to_string(),
             ));
+            // Stops a run whose tokens cross the task's bound.
+            let stop = process::Stop::new();
+            if ctx.meter.bound().is_some() {
+                inv.stop = Some(stop.clone());
+            }
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
                 let meter = ctx.meter.clone();
+                let stopper = stop.clone();
                 let seen = std::sync::Mutex::new(0u64);
                 let count = std::sync::Mutex::new(move |l: &str| count(l));
                 inv.on_line = Some(process::LineSink(std::sync::Arc::new(move |l: &str| {
@@ -623,14 +652,48 @@ impl Driver for CliDriver {
                         let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
                         meter.add(total.saturating_sub(*seen));
                         *seen = (*seen).max(total);
+                        if meter.over_bound().is_some() {
+                            stopper.request();
+                        }
                     }
                 })));
             }
-            let (out, runs) =
-                process::run_with_retries(&inv, &self.retry, &|o| self.cli.transient(o))?;
+            // A usage limit is not repeated; a rate limit is, as any passing failure.
+            let limit = |o: &process::Output| {
+                self.cli
+                    .failure_text(o)
+                    .and_then(|t| super::limits::recognise(self.cli.name(), &t))
+            };
+            let transient = |o: &process::Output| match limit(o) {
+                Some(l) => l.passing(tlv4_core::clock::now_ms()),
+                None => self.cli.transient(o),
+            };
+            let (out, runs) = process::run_with_retries(&inv, &self.retry, &transient)?;
             usage.seconds += out.seconds;
             transcript.push_str(&transcript_entry(answer_no, runs, &inv, &out));
             raw = out.stdout.clone();
+            let reply = (!out.timed_out).then(|| self.cli.read(&call, &out));
+            let ended = if let Some(l) = limit(&out).filter(|_| !out.timed_out) {
+                Some(l.error(&self.agent))
+            } else if let Some(Reply::OverBound { detail }) = &reply {
+                Some(Error::OverBound {
+                    agent: self.agent.clone(),
+                    detail: detail.clone(),
+                })
+            } else if stop.requested() && !matches!(reply, Some(Reply::Answer { .. })) {
+                // Stopped at the bound before it answered (an answer that came all the same
+                // is taken: the work is done).
+                ctx.meter
+                    .over_bound()
+                    .map(|over| super::meter::over_bound_error(&self.agent, over))
+            } else {
+                None
+            };
+            if let Some(e) = ended {
+                transcript.push_str(&format!("=== stopped: {e} ===\n"));
+                keep_transcript(ctx, &transcript);
+                return Err(e);
+            }
             if out.timed_out {
                 return Ok(Turn::Failed(format!(
                     "did not finish within {}; its process group was killed{}",
@@ -641,7 +704,8 @@ impl Driver for CliDriver {
                     }
                 )));
             }
-            Ok(match self.cli.read(&call, &out) {
+            Ok(match reply.unwrap_or_else(|| self.cli.read(&call, &out)) {
+                Reply::OverBound { detail } => Turn::Failed(detail),
                 Reply::Failed { reason, usage: u } => {
                     usage.add(&u);
                     Turn::Failed(reason)
@@ -659,9 +723,7 @@ impl Driver for CliDriver {
             })
         })?;
         let output = settled.unwrap_or_else(|reason| self.failed(&reason));
-        if let Some(dir) = &ctx.run_dir {
-            let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
-        }
+        keep_transcript(ctx, &transcript);
         Ok(DriverOutput {
             output,
             prompt: last_prompt,
@@ -669,6 +731,13 @@ impl Driver for CliDriver {
             transcript: Some(transcript),
             usage,
         })
+    }
+}
+
+/// Writes the transcript of a run to its run directory, if it has one.
+fn keep_transcript(ctx: &RunContext, transcript: &str) {
+    if let Some(dir) = &ctx.run_dir {
+        let _ = std::fs::write(dir.join("transcript.txt"), transcript);
     }
 }
 

@@ -125,6 +125,32 @@ impl Meter {
     }
 }
 
+/// The error of agent `agent`'s run stopped at its bound, given [`Meter::over_bound`]'s
+/// `(counted, bound)`: "1,234 tokens counted, bound 1,000".
+pub fn over_bound_error(agent: &str, (counted, bound): (u64, u64)) -> tlv4_core::error::Error {
+    tlv4_core::error::Error::OverBound {
+        agent: agent.to_owned(),
+        detail: format!(
+            "{} tokens counted, bound {}",
+            thousands(counted),
+            thousands(bound)
+        ),
+    }
+}
+
+/// `n` with a comma between each group of three digits.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The progress line of a running task: `RESEARCH-001 (analyst)`, then its step once one is
 /// named (`RESEARCH-001 (analyst): agent builtin running`), then ` · 312 tokens` once tokens
 /// arrive.
@@ -161,6 +187,22 @@ mod tests {
         let none = Meter::default();
         none.add(5);
         assert_eq!(none.read(), 0);
+    }
+
+    #[test]
+    fn a_run_over_its_bound_says_by_how_much() {
+        let m = Meter::bounded(Some(1000));
+        m.add(1000);
+        assert_eq!(m.over_bound(), None);
+        m.add(234);
+        let e = over_bound_error("claude", m.over_bound().unwrap());
+        assert_eq!(
+            e.to_string(),
+            "agent `claude` was stopped at the task's bound: 1,234 tokens counted, bound 1,000"
+        );
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod builtin;
 pub mod command;
 pub mod contract;
+pub mod limits;
 /// `[agents.*]`, `[roles]` and `[discuss]` of `.tlv4.toml`, kept in [`tlv4_core::config`].
 pub use tlv4_core::config::agents as config;
 pub mod meter;

@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use super::OpenAiDriver;
 use super::stream::{Streamed, cut_problem, read_stream};
 use crate::agents::command::Usage;
+use crate::agents::limits::{self, Kind, SHORT_WAIT_MS};
 use crate::agents::meter::Meter;
 use crate::agents::prompt;
+use tlv4_core::error::Error;
 use tlv4_core::text::excerpt;
 
 /// The largest response body read.
@@ -83,6 +85,15 @@ impl OpenAiDriver {
                     n -= 1;
                     continue;
                 }
+                Ok(Response {
+                    status, text, wait, ..
+                }) if matches!(status, 429 | 529)
+                    && let Some(limit) = self.service_limit(status, &text, wait, last) =>
+                {
+                    let mut ex = failure(limit.detail.clone(), text.clone(), seconds);
+                    ex.stopped = Some(limit.error(&self.agent));
+                    return ex;
+                }
                 Ok(Response { status, .. }) if !last && (status == 429 || status >= 500) => {}
                 Ok(Response { status, text, .. }) => {
                     return self.refused(q, status, text, &after, seconds);
@@ -102,13 +113,57 @@ impl OpenAiDriver {
                     return failure(reason, String::new(), seconds);
                 }
             }
-            // A server that says how long to wait is taken at its word.
+            // A server that says how long to wait is taken at its word (a wait longer than
+            // [`SHORT_WAIT_MS`] was a limit, above).
             let asked = match &sent {
-                Ok(r) => r.wait,
+                Ok(r) => r
+                    .wait
+                    .map(|ms| Duration::from_millis(ms.min(SHORT_WAIT_MS))),
                 Err(_) => None,
             };
             std::thread::sleep(asked.unwrap_or(pause));
             pause *= 2;
+        }
+    }
+
+    /// Whether a refusal (HTTP 429 or 529, with `Retry-After` asking for `wait`
+    /// milliseconds) is a limit the task waits for rather than one waited out here: a body
+    /// that says the quota is spent (`insufficient_quota`), a wait longer than
+    /// [`SHORT_WAIT_MS`], or a 429 still there at the `last` try.
+    pub(super) fn service_limit(
+        &self,
+        status: u16,
+        body: &str,
+        wait: Option<u64>,
+        last: bool,
+    ) -> Option<limits::Limit> {
+        let now = tlv4_core::clock::now_ms();
+        let said = limits::recognise_at("openai", body, now);
+        let until = wait.map(|ms| now.saturating_add(ms));
+        let words = || {
+            format!(
+                "{} answered HTTP {status}: {}",
+                self.endpoint,
+                server_message(body)
+            )
+        };
+        match said {
+            Some(l) if l.kind == Kind::Usage => Some(limits::Limit {
+                until_ms: until.or(l.until_ms),
+                detail: words(),
+                ..l
+            }),
+            _ if wait.is_some_and(|ms| ms > SHORT_WAIT_MS) => Some(limits::Limit {
+                kind: Kind::Rate,
+                until_ms: until,
+                detail: words(),
+            }),
+            _ if last && status == 429 => Some(limits::Limit {
+                kind: Kind::Rate,
+                until_ms: until,
+                detail: format!("{} (still, after the tries)", words()),
+            }),
+            _ => None,
         }
     }
 
@@ -256,13 +311,13 @@ impl OpenAiDriver {
         }
         let mut resp = req.send(body.as_bytes()).map_err(Sent::from)?;
         let status = resp.status().as_u16();
-        // How long a server asks to be left alone (a rate limit), up to a minute.
+        // How long a server asks to be left alone (a rate limit), in milliseconds: seconds
+        // or an HTTP date.
         let wait = resp
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(60)));
+            .and_then(|v| limits::retry_after_ms(v, tlv4_core::clock::now_ms()));
         let streamed = resp
             .headers()
             .get("content-type")
@@ -305,6 +360,7 @@ pub(super) fn answered(q: &Question<'_>, text: String, seconds: f64) -> Exchange
             reply: Ok(answer),
             body: text,
             usage,
+            stopped: None,
         },
         Err(reason) => failure(reason, text, seconds),
     };
@@ -323,6 +379,7 @@ pub(super) fn failure(reason: String, body: String, seconds: f64) -> Exchange {
             ..Usage::default()
         },
         cut: None,
+        stopped: None,
     }
 }
 
@@ -337,6 +394,10 @@ pub(super) struct Exchange {
     /// The problem to send back when the answer was cut at the output bound and its result
     /// block is not valid.
     pub(super) cut: Option<String>,
+    /// Why the run stops here rather than fail or go on: a limit of the service
+    /// ([`Error::Limited`]), or the task's bound crossed while the answer streamed
+    /// ([`Error::OverBound`]).
+    pub(super) stopped: Option<Error>,
 }
 
 /// One question to the model.
@@ -357,8 +418,8 @@ pub(super) struct Response {
     pub(super) status: u16,
     /// The body as read; for a stream, the lines that arrived.
     pub(super) text: String,
-    /// What `Retry-After` asks for.
-    pub(super) wait: Option<Duration>,
+    /// What `Retry-After` asks for, in milliseconds.
+    pub(super) wait: Option<u64>,
     /// The answer assembled from a stream, if the server streamed.
     pub(super) stream: Option<Streamed>,
 }

@@ -200,6 +200,10 @@ impl Driver for OpenAiDriver {
         let mut record = String::new();
         let mut raw = String::new();
         let settled = contract::negotiate(&base, retry_reserve, |answer_no, user| {
+            // A run over its bound asks for no other answer.
+            if let Some(over) = ctx.meter.over_bound() {
+                return Err(super::meter::over_bound_error(&self.agent, over));
+            }
             record = format!("[system]\n{system}\n\n[user]\n{user}");
             if ctx.run_dir.is_some() {
                 let file = scratch.join("prompt.md");
@@ -217,6 +221,13 @@ impl Driver for OpenAiDriver {
             let ex = self.chat(&q, &mut transcript);
             usage.add(&ex.usage);
             raw = ex.body.clone();
+            if let Some(e) = ex.stopped {
+                transcript.push_str(&format!("=== stopped: {e} ===\n"));
+                if let Some(dir) = &ctx.run_dir {
+                    let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+                }
+                return Err(e);
+            }
             let text = match &ex.reply {
                 Ok(text) => text,
                 Err(reason) => return Ok(Turn::Failed(reason.clone())),

@@ -29,7 +29,15 @@ impl OpenAiDriver {
         usage.seconds = seconds;
         let cut = (st.ended == Ended::Bound || st.finish.as_deref() == Some("length"))
             .then(|| cut_problem(&st.answer, q.bound));
+        let stopped = (st.ended == Ended::OverBound)
+            .then(|| q.meter.over_bound())
+            .flatten()
+            .map(|over| crate::agents::meter::over_bound_error(&self.agent, over));
         let reply = match st.ended {
+            Ended::OverBound => Err(format!(
+                "the stream from {} was closed at the task's bound after {} chunks",
+                self.endpoint, st.chunks
+            )),
             Ended::Broke(e) => Err(format!(
                 "the stream from {} broke off after {} chunks: {e}",
                 self.endpoint, st.chunks
@@ -53,6 +61,7 @@ impl OpenAiDriver {
             body: text,
             usage,
             cut,
+            stopped,
         }
     }
 }
@@ -84,6 +93,8 @@ pub(super) enum Ended {
     Complete,
     /// More chunks than the output bound arrived: the rest was not read.
     Bound,
+    /// The task's token bound was crossed (see [`Meter::over_bound`]): the rest was not read.
+    OverBound,
     /// An `error` object came in the stream.
     Error(String),
     /// The request's time ran out while reading.
@@ -99,6 +110,7 @@ impl Ended {
             Ended::Eof => "closed by the server without [DONE]".into(),
             Ended::Complete => "result block complete, the stream closed by git-tlv4".into(),
             Ended::Bound => "past the output bound, the stream closed by git-tlv4".into(),
+            Ended::OverBound => "past the task's bound, the stream closed by git-tlv4".into(),
             Ended::Error(e) => format!("the server reported an error: {e}"),
             Ended::Timeout => "timed out".into(),
             Ended::Broke(e) => format!("broke off: {e}"),
@@ -180,6 +192,10 @@ pub(super) fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Strea
         }
         st.chunks += 1;
         meter.add(1);
+        if meter.over_bound().is_some() {
+            st.ended = Ended::OverBound;
+            break;
+        }
         if let Some(n) = after.as_mut() {
             // Past the result block: a few chunks are read for the usage and `[DONE]` that a
             // server sends right after the answer's end; a model that goes on is cut off.

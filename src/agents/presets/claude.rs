@@ -83,6 +83,31 @@ impl Cli for Claude {
 
     fn launch(&self, call: &Call<'_>) -> Result<Launch> {
         let args: &[&str] = match (call.shell(), call.writes_code()) {
+            // With a token bound, stream-json (which needs --verbose) reports the tokens of
+            // each message as it comes, so that the run can be stopped once over it.
+            (None, code) if call.token_bound.is_some() => {
+                if code {
+                    &[
+                        "-p",
+                        "--output-format",
+                        "stream-json",
+                        "--verbose",
+                        "--permission-mode",
+                        "acceptEdits",
+                        "--tools=Read,Edit,Write,Glob,Grep",
+                    ]
+                } else {
+                    &[
+                        "-p",
+                        "--output-format",
+                        "stream-json",
+                        "--verbose",
+                        "--permission-mode",
+                        "acceptEdits",
+                        "--tools=Read,Glob,Grep",
+                    ]
+                }
+            }
             // Bash, and no permission prompts: the kernel's sandbox is what holds it (see the
             // module's documentation); its own sandbox off, since bubblewrap cannot start
             // inside Landlock; stream-json, so that what its commands printed (a refusal of
@@ -119,6 +144,10 @@ impl Cli for Claude {
         if let Some(m) = call.model() {
             args.extend(["--model".into(), m.to_owned()]);
         }
+        if let Some(usd) = call.max_usd {
+            // Its own bound: it stops with `error_max_budget_usd` once the run costs more.
+            args.extend(["--max-budget-usd".into(), format!("{usd}")]);
+        }
         args.extend(call.spec.args.iter().cloned());
         let config = call.home.path().join(".claude");
         std::fs::create_dir_all(&config).map_err(|e| {
@@ -149,7 +178,7 @@ impl Cli for Claude {
         })
     }
 
-    fn read(&self, _call: &Call<'_>, out: &Output) -> Reply {
+    fn read(&self, call: &Call<'_>, out: &Output) -> Reply {
         let Some(res) = result_object(&out.stdout) else {
             return Reply::Failed {
                 reason: format!(
@@ -171,6 +200,15 @@ impl Cli for Claude {
             .get("is_error")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        if subtype == "error_max_budget_usd" {
+            return Reply::OverBound {
+                detail: format!(
+                    "Claude stopped at its budget of ${} (--max-budget-usd), having spent ${:.4}",
+                    call.max_usd.map_or("?".to_owned(), |u| format!("{u}")),
+                    usage.cost_usd.unwrap_or(0.0)
+                ),
+            };
+        }
         if is_error || out.code != Some(0) {
             let status = res
                 .get("api_error_status")
@@ -262,6 +300,33 @@ impl Cli for Claude {
                 _ => None,
             }
         }))
+    }
+
+    fn failure_text(&self, out: &Output) -> Option<String> {
+        let Some(res) = result_object(&out.stdout) else {
+            // No result: what it printed that is not an event.
+            let plain: Vec<&str> = out
+                .stdout
+                .lines()
+                .filter(|l| !l.trim_start().starts_with('{'))
+                .collect();
+            return (out.code != Some(0)).then(|| format!("{}\n{}", plain.join("\n"), out.stderr));
+        };
+        let text = str_at(&res, "result").unwrap_or("");
+        let failed = res.get("is_error").and_then(Value::as_bool) == Some(true)
+            || out.code != Some(0)
+            || text.trim_start().starts_with("API Error");
+        if !failed {
+            return None;
+        }
+        let mut parts = vec![text.to_owned()];
+        if let Some(errors) = res.get("errors").and_then(Value::as_array) {
+            parts.extend(errors.iter().filter_map(Value::as_str).map(str::to_owned));
+        }
+        if let Some(s) = res.get("api_error_status").and_then(Value::as_u64) {
+            parts.push(format!("HTTP {s}"));
+        }
+        Some(parts.join("\n"))
     }
 
     fn transient(&self, out: &Output) -> bool {

@@ -261,6 +261,16 @@ impl Cli for Codex {
         }))
     }
 
+    fn failure_text(&self, out: &Output) -> Option<String> {
+        let ev = events(&out.stdout);
+        match (ev.failed, out.code) {
+            (Some(m), _) => Some(format!("{m}\n{}", out.stderr)),
+            (None, Some(0)) => None,
+            // Errors before the event stream began ("ERROR: Quota exceeded. …").
+            (None, _) => Some(out.stderr.clone()),
+        }
+    }
+
     fn transient(&self, out: &Output) -> bool {
         events(&out.stdout).failed.is_some_and(|m| {
             let m = m.to_ascii_lowercase();

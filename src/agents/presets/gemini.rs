@@ -161,6 +161,28 @@ impl Cli for Gemini {
         }
     }
 
+    fn failure_text(&self, out: &Output) -> Option<String> {
+        let error = |v: &Value| {
+            v.get("error")
+                .filter(|e| !e.is_null())
+                .map(|e| e.to_string())
+        };
+        let doc = super::json_document(&out.stdout).filter(Value::is_object);
+        if out.code == Some(0) {
+            return doc.as_ref().and_then(error);
+        }
+        // The error JSON (or its text) is on stderr; its message holds the service's words.
+        let detail = super::json_document(&out.stderr)
+            .as_ref()
+            .and_then(|v| {
+                v.get("error")
+                    .and_then(|e| str_at(e, "message"))
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        Some(format!("{detail}\n{}", out.stderr))
+    }
+
     fn transient(&self, out: &Output) -> bool {
         out.code == Some(429 - 256)
     }

@@ -18,6 +18,8 @@ mod aider;
 mod claude;
 mod codex;
 mod gemini;
+#[cfg(test)]
+mod limit_tests;
 mod opencode;
 mod qwen;
 #[cfg(test)]

@@ -208,6 +208,18 @@ impl Cli for OpenCode {
         }
     }
 
+    fn failure_text(&self, out: &Output) -> Option<String> {
+        match (events(&out.stdout).error, out.code) {
+            (Some((message, status)), _) => Some(format!(
+                "{message}{}\n{}",
+                status.map(|s| format!("\nHTTP {s}")).unwrap_or_default(),
+                out.stderr
+            )),
+            (None, Some(0)) => None,
+            (None, _) => Some(out.stderr.clone()),
+        }
+    }
+
     fn transient(&self, out: &Output) -> bool {
         events(&out.stdout)
             .error

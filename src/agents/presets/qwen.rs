@@ -146,6 +146,20 @@ impl Cli for Qwen {
         }
     }
 
+    fn failure_text(&self, out: &Output) -> Option<String> {
+        let msgs = messages(&out.stdout);
+        let res = result_of(&msgs);
+        let text = res.and_then(|r| str_at(r, "result")).unwrap_or("");
+        let is_error = res.and_then(|r| r.get("is_error")).and_then(Value::as_bool) == Some(true);
+        if out.code != Some(0) {
+            Some(format!("{text}\n{}", out.stderr))
+        } else if is_error || api_error(text) {
+            Some(text.to_owned())
+        } else {
+            None
+        }
+    }
+
     fn transient(&self, out: &Output) -> bool {
         let msgs = messages(&out.stdout);
         result_of(&msgs)

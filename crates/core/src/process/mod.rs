@@ -93,6 +93,34 @@ pub struct Invocation {
     /// The kernel's confinement of the program and all it starts (see [`crate::sandbox`]);
     /// `None`: none.
     pub sandbox: Option<Arc<crate::sandbox::Prepared>>,
+    /// A request to stop the run before it ends (a run over its task's bound, noticed by the
+    /// [`LineSink`] that counts its tokens): the group is then stopped as at the time limit,
+    /// within [`STOP_POLL`] of the request. `None`: only the time limit stops it.
+    pub stop: Option<Stop>,
+}
+
+/// How often a run with a [`Stop`] looks whether it was asked to stop.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// A shared request to stop a run (see [`Invocation::stop`]); clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Stop {
+    /// A handle nobody asked to stop yet.
+    pub fn new() -> Stop {
+        Stop::default()
+    }
+
+    /// Asks the run to stop.
+    pub fn request(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the run was asked to stop.
+    pub fn requested(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// What [`Invocation::on_line`] calls: one line of stdout, without its newline.
@@ -124,6 +152,7 @@ impl Invocation {
             streams: Streams::Separate,
             on_line: None,
             sandbox: None,
+            stop: None,
         }
     }
 
@@ -420,8 +449,10 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
     });
 
     let mut timed_out = false;
-    if exit_rx.recv_timeout(inv.timeout).is_err() {
-        timed_out = true;
+    let ended = wait_exit(&exit_rx, inv, started);
+    if ended != Ended::Exited {
+        // Over its time, or asked to stop: the group is stopped the same way.
+        timed_out = ended == Ended::TimedOut;
         kill_group(pid, libc::SIGTERM);
         if exit_rx.recv_timeout(inv.kill_grace).is_err() {
             kill_group(pid, libc::SIGKILL);
@@ -462,6 +493,35 @@ pub fn run(inv: &Invocation) -> std::io::Result<Output> {
     })
 }
 
+/// How the wait for a run's leader ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Exited,
+    TimedOut,
+    Stopped,
+}
+
+/// Waits for the leader's exit until the time limit, or until the run is asked to stop.
+fn wait_exit(exit_rx: &mpsc::Receiver<()>, inv: &Invocation, started: Instant) -> Ended {
+    let Some(stop) = &inv.stop else {
+        return match exit_rx.recv_timeout(inv.timeout) {
+            Ok(()) => Ended::Exited,
+            Err(_) => Ended::TimedOut,
+        };
+    };
+    let deadline = started + inv.timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match exit_rx.recv_timeout(left.min(STOP_POLL)) {
+            Ok(()) => return Ended::Exited,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ended::TimedOut,
+            Err(mpsc::RecvTimeoutError::Timeout) if stop.requested() => return Ended::Stopped,
+            Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => return Ended::TimedOut,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
 /// Runs `inv`, repeating it when the spawn failed for a passing reason (anything but a
 /// missing program) or when `transient` says the run failed for one (a rate limit). Timeouts
 /// are never repeated. Returns the last output and how many runs it took.
@@ -477,7 +537,11 @@ pub fn run_with_retries(
         n += 1;
         let last = n >= tries;
         match run(inv) {
-            Ok(out) if !last && !out.timed_out && transient(&out) => {}
+            Ok(out)
+                if !last
+                    && !out.timed_out
+                    && !inv.stop.as_ref().is_some_and(Stop::requested)
+                    && transient(&out) => {}
             Ok(out) => return Ok((out, n)),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 return Err(Error::io(
@@ -991,6 +1055,40 @@ mod tests {
         assert_eq!(out.code, Some(3));
         assert_eq!(out.tail(1), "oops");
         assert!(!out.success() && !out.timed_out);
+    }
+
+    #[test]
+    fn a_stop_request_from_a_line_stops_the_group_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut inv = Invocation::new("/bin/sh", dir.path());
+        inv.args = vec![
+            "-c".into(),
+            "i=0; while true; do i=$((i+1)); echo line $i; sleep 0.05; done".into(),
+        ];
+        inv.timeout = Duration::from_secs(60);
+        inv.kill_grace = Duration::from_millis(500);
+        let stop = Stop::new();
+        inv.stop = Some(stop.clone());
+        let asker = stop.clone();
+        inv.on_line = Some(LineSink(Arc::new(move |l: &str| {
+            if l == "line 3" {
+                asker.request();
+            }
+        })));
+        let started = Instant::now();
+        let out = run(&inv).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "{out:?}");
+        assert!(stop.requested());
+        // Stopped, not timed out: the caller says why.
+        assert!(!out.timed_out && !out.success(), "{out:?}");
+        assert!(out.stdout.contains("line 3"), "{out:?}");
+        // A stopped run is never repeated, whatever `transient` says.
+        let policy = RetryPolicy {
+            tries: 3,
+            backoff: Duration::from_millis(1),
+        };
+        let (_, runs) = run_with_retries(&inv, &policy, &|_| true).unwrap();
+        assert_eq!(runs, 1);
     }
 
     #[test]
