@@ -33,6 +33,8 @@ pub(crate) struct Budget {
     /// The session's bounds as it started (`settings.budget_*`).
     base: (Option<f64>, Option<u64>),
     medians: Medians,
+    /// This repository's earlier sessions, for the medians `medians` does not have.
+    history: Option<tlv4_core::ledger::estimate::History>,
     /// The reserves of the runs in progress, with their roles.
     held: BTreeMap<TaskId, (String, Reserve)>,
 }
@@ -57,8 +59,28 @@ impl Budget {
             spent: Spent::default(),
             base: (None, None),
             medians,
+            history: None,
             held: BTreeMap::new(),
         }
+    }
+
+    /// Reads this repository's earlier sessions (all but `sid`) for the reserves of roles
+    /// without a task bound — only when the session has a budget to keep.
+    pub(crate) fn read_history(
+        &mut self,
+        store: &Store,
+        sid: &tlv4_core::model::SessionId,
+        settings: &Settings,
+    ) -> Result<()> {
+        self.base = (settings.budget_usd, settings.budget_tokens);
+        if self.bounded() && self.history.is_none() {
+            self.history = Some(tlv4_core::ledger::estimate::History::read(
+                store,
+                &self.prices,
+                Some(sid),
+            )?);
+        }
+        Ok(())
     }
 
     /// Whether anything bounds this session at all (nothing to read otherwise).
@@ -127,6 +149,13 @@ impl Budget {
             .medians
             .get(&(role.to_owned(), agent.to_owned()))
             .copied()
+            .or_else(|| {
+                let r = self.history.as_ref()?.reserve(role, agent)?;
+                Some(Reserve {
+                    usd: r.usd,
+                    tokens: r.tokens,
+                })
+            })
             .unwrap_or_default();
         Reserve {
             usd: usd.unwrap_or(median.usd),

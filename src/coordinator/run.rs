@@ -237,6 +237,9 @@ pub fn run(
     // A session that runs with shell on runs only where the sandbox can hold its agents.
     let (tip, state) = store.read_state(sid)?;
     runner
+        .budget
+        .read_history(store, sid, &state.control.settings)?;
+    runner
         .roster
         .shell_here(sid, state.control.settings.shell)?;
     // The session pins what its prompts were built from; say so when that changed since.

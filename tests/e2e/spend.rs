@@ -11,18 +11,67 @@ const BUDGET: i32 = 7;
 /// A repository whose pipeline `wide` has `n` independent code tasks done by the fake Claude
 /// Code (which reports $0.0123 a run), trusted, with `extra` appended to its `.tlv4.toml`.
 fn claude_repo(n: usize, extra: &str) -> TestRepo {
+    claude_repo_with(n, "", "executor = \"cc\"", extra)
+}
+
+/// [`claude_repo`] with `env` (inline-table entries) for the fake and `roles` as the
+/// `[roles]` table's body; the fake Codex is agent `cx`.
+fn claude_repo_with(n: usize, env: &str, roles: &str, extra: &str) -> TestRepo {
     let repo = TestRepo::new();
     repo.wide_pipeline(n);
     repo.write(
         ".tlv4.toml",
         &format!(
-            "[agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\nmodel = \"sonnet\"\n[roles]\nexecutor = \"cc\"\n{extra}",
-            fixture("fake-claude")
+            "[agents.cc]\ndriver = \"claude\"\nprogram = \"{}\"\nmodel = \"sonnet\"\nenv = {{ {env} }}\n\
+             [agents.cx]\ndriver = \"codex\"\nprogram = \"{}\"\n[roles]\n{roles}\n{extra}",
+            fixture("fake-claude"),
+            fixture("fake-codex")
         ),
     );
     repo.ok(&["trust"]);
     repo
 }
+
+/// Now, in seconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The kinds of the session's events, oldest first (first parents).
+fn event_kinds(repo: &TestRepo, sid: &str) -> Vec<String> {
+    let out = repo.git(&[
+        "log",
+        "--reverse",
+        "--first-parent",
+        "--format=%(trailers:key=Tlv4-Event,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    out.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A file of a task's run record, attempt `n`.
+fn record(repo: &TestRepo, sid: &str, task: &str, n: u32, file: &str) -> String {
+    repo.git(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/{task}/{n}/{file}"),
+    ])
+}
+
+const START: [&str; 7] = [
+    "start",
+    "--pipeline",
+    "wide",
+    "--yes",
+    "--completion",
+    "keep",
+    "--no-supervision",
+];
 
 fn status(repo: &TestRepo, sid: &str) -> serde_json::Value {
     repo.json(&["--session", sid, "status", "--json"])
@@ -301,4 +350,224 @@ fn workers_on_two_clones_share_one_budget_and_a_raise_made_on_a_third() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_reserve_is_the_median_of_earlier_runs_of_the_role_and_agent() {
+    let repo = claude_repo(2, "");
+    // One earlier session: the executor on cc cost $0.0123 a run.
+    let mut first = START.to_vec();
+    first.extend(["--max-parallel", "1", "an earlier session"]);
+    repo.ok(&first);
+    // With $0.02 and no task bound, the median reserves $0.0123: one task fits, not two.
+    let mut second = START.to_vec();
+    second.extend([
+        "--max-parallel",
+        "1",
+        "--budget-usd",
+        "0.02",
+        "a bounded session",
+    ]);
+    let out = repo.tlv4(&second);
+    assert_eq!(
+        out.status.code(),
+        Some(BUDGET),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = repo
+        .rows(&["list", "--json"], "sessions")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .find(|id| id.contains("bounded"))
+        .unwrap();
+    let reason = status(&repo, &sid)["control"]["pause"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("$0.0123 reserved for this one"), "{reason}");
+    assert_eq!(completed(&repo, &sid), 1);
+}
+
+#[test]
+fn a_usage_limit_far_away_pauses_with_kind_limit_and_resume_wait_goes_on_after_it() {
+    let until = now() + 5;
+    let repo = claude_repo_with(
+        1,
+        &format!("FAKE_LIMIT_UNTIL = \"{until}\""),
+        "executor = \"cc\"",
+        "[limits]\nwait_up_to = \"1s\"\n",
+    );
+    let mut args = START.to_vec();
+    args.push("limited");
+    let out = repo.tlv4(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(8),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    let st = status(&repo, &sid);
+    let pause = &st["control"]["pause"];
+    assert_eq!(pause["kind"], "limit", "{st}");
+    assert!(pause["until"].as_str().is_some(), "{st}");
+    assert!(
+        pause["reason"].as_str().unwrap().contains("agent cc"),
+        "{st}"
+    );
+    // Back to pending, never failed; the event names the agent.
+    assert_eq!(st["tasks"][0]["status"], "pending", "{st}");
+    let kinds = event_kinds(&repo, &sid);
+    assert!(!kinds.iter().any(|k| k == "task_failed"), "{kinds:?}");
+    let log = repo.git(&["log", "--format=%B", &format!("tlv4/{sid}")]);
+    assert!(
+        log.contains("Tlv4-Agent: cc") && log.contains("Tlv4-Paused: limit"),
+        "{log}"
+    );
+    assert_eq!(
+        repo.tlv4(&["--session", &sid, "resume"]).status.code(),
+        Some(8),
+        "still limited"
+    );
+
+    // `resume --wait` sleeps until the reset, then the task runs.
+    let out = repo.tlv4(&["--session", &sid, "resume", "--wait"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("waiting for the usage limit to reset"),
+        "{err}"
+    );
+    assert!(now() >= until);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    repo.fsck();
+}
+
+#[test]
+fn a_usage_limit_that_resets_soon_is_waited_out_in_the_run() {
+    let until = now() + 3;
+    let repo = claude_repo_with(
+        1,
+        &format!("FAKE_LIMIT_UNTIL = \"{until}\""),
+        "executor = \"cc\"",
+        "",
+    );
+    let mut args = START.to_vec();
+    args.push("soon");
+    let out = repo.tlv4(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("IMPL-001 waits for agent cc's usage limit"),
+        "{err}"
+    );
+    let sid = only_session(&repo);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    let kinds = event_kinds(&repo, &sid);
+    assert!(kinds.contains(&"tasks_interrupted".to_owned()), "{kinds:?}");
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| k == "task_failed" || k == "session_paused"),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn a_fail_over_list_finishes_the_task_on_the_next_agent() {
+    let repo = claude_repo_with(
+        1,
+        &format!("FAKE_LIMIT_UNTIL = \"{}\"", now() + 3600),
+        "executor = [\"cc\", \"cx\"]",
+        "",
+    );
+    let mut args = START.to_vec();
+    args.push("fail over");
+    let out = repo.tlv4(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let sid = only_session(&repo);
+    assert_eq!(status(&repo, &sid)["session"]["status"], "completed");
+    // The event that returned the task names the limited agent and the next one; the
+    // record of the attempt that did the work names the agent that did it.
+    let log = repo.git(&["log", "--format=%B", &format!("tlv4/{sid}")]);
+    assert!(
+        log.contains("agent cc hit a usage limit") && log.contains("agent cx takes it next"),
+        "{log}"
+    );
+    let usage: serde_json::Value =
+        serde_json::from_str(&record(&repo, &sid, "IMPL-001", 2, "usage.json")).unwrap();
+    assert_eq!(usage["agent"], "cx", "{usage}");
+    let result: serde_json::Value =
+        serde_json::from_str(&record(&repo, &sid, "IMPL-001", 2, "result.json")).unwrap();
+    assert_eq!(result["outcome"], "completed", "{result}");
+    repo.fsck();
+}
+
+#[test]
+fn a_short_retry_after_is_waited_out_with_no_failed_attempt() {
+    let until = now() + 2;
+    let (server, repo) = crate::agents::model_server_repo_with(
+        &format!("limit={until}"),
+        "m",
+        "timeout = \"60s\"\n",
+    );
+    repo.wide_pipeline(1);
+    let mut args = START.to_vec();
+    args.extend(["--agent", "local", "rate limited"]);
+    repo.ok(&args);
+    let sid = only_session(&repo);
+    let st = status(&repo, &sid);
+    assert_eq!(st["session"]["status"], "completed", "{st}");
+    assert_eq!(st["tasks"][0]["attempts"], 1, "{st}");
+    assert!(now() >= until);
+    let kinds = event_kinds(&repo, &sid);
+    assert!(
+        !kinds
+            .iter()
+            .any(|k| k == "task_failed" || k == "tasks_interrupted"),
+        "{kinds:?}"
+    );
+    // The server refused at least once before it answered.
+    assert!(server.requests().len() >= 2, "{:?}", server.requests());
+}
+
+#[test]
+fn a_task_bound_stops_a_streaming_run_and_pauses_the_session() {
+    let (_server, repo) = crate::agents::model_server_repo_with(
+        "stream,forever",
+        "m",
+        "timeout = \"60s\"\n[budget]\ntask_tokens = 200\n",
+    );
+    repo.wide_pipeline(1);
+    let mut args = START.to_vec();
+    args.extend(["--agent", "local", "bounded run"]);
+    let out = repo.tlv4(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(BUDGET),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    let st = status(&repo, &sid);
+    let pause = &st["control"]["pause"];
+    assert_eq!(pause["kind"], "budget", "{st}");
+    assert!(
+        pause["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stopped at its task bound"),
+        "{st}"
+    );
+    assert_eq!(st["tasks"][0]["status"], "failed", "{st}");
+    // What the run counted before it was stopped is spent: the ledger has it.
+    let usage: serde_json::Value =
+        serde_json::from_str(&record(&repo, &sid, "IMPL-001", 1, "usage.json")).unwrap();
+    let tokens = usage["output_tokens"].as_u64().unwrap();
+    assert!(tokens > 200 && tokens < 2000, "{usage}");
+    repo.fsck();
 }
