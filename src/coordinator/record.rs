@@ -217,6 +217,7 @@ pub(super) fn write_run_record(
         .map(|r| r.usage.clone())
         .unwrap_or_default();
     let model = usage.model.clone();
+    let cached = usage.cached_input_tokens;
     let mut record = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
         "model": model, "seconds": seconds,
@@ -233,11 +234,15 @@ pub(super) fn write_run_record(
         record["sandbox_refusals"] = serde_json::json!(run.refusals);
     }
     txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;
-    let usage = serde_json::json!({
+    let mut usage = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
         "model": model, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "cost_usd": usage.cost_usd, "seconds": seconds,
     });
+    // Only where the service said how much of the input came from its cache (priced apart).
+    if cached > 0 {
+        usage["cached_input_tokens"] = serde_json::json!(cached);
+    }
     txn.write_record(&format!("{dir}/usage.json"), pretty(&usage))?;
     // Agent critics of the task's discuss round: one usage record each.
     for (perspective, agent, u) in result.discuss.iter().flat_map(|(_, d)| &d.usage) {

@@ -577,6 +577,10 @@ pub(super) fn completion(
     let usage = Usage {
         input_tokens: tokens("prompt_tokens"),
         output_tokens: tokens("completion_tokens"),
+        // Where the service says how much of the prompt its cache served.
+        cached_input_tokens: value["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
         model: value["model"]
             .as_str()
             .filter(|m| !m.is_empty())

@@ -175,6 +175,9 @@ pub(super) fn read_stream(reader: impl Read, bound: u64, meter: &Meter) -> Strea
             reported = true;
             st.usage.input_tokens = u["prompt_tokens"].as_u64().unwrap_or(0);
             st.usage.output_tokens = u["completion_tokens"].as_u64().unwrap_or(0);
+            st.usage.cached_input_tokens = u["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0);
         }
         let choice = &chunk["choices"][0];
         if let Some(f) = choice["finish_reason"].as_str() {

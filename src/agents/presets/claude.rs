@@ -52,7 +52,7 @@ fn result_object(stdout: &str) -> Option<Value> {
 fn usage(res: &Value) -> Usage {
     let u = &res["usage"];
     Usage {
-        cached_input_tokens: 0,
+        cached_input_tokens: u64_at(u, &["cache_read_input_tokens"]),
         input_tokens: u64_at(u, &["input_tokens"])
             + u64_at(u, &["cache_creation_input_tokens"])
             + u64_at(u, &["cache_read_input_tokens"]),

@@ -59,6 +59,7 @@ fn events(stdout: &str) -> Events {
                 ev.completed = true;
                 let u = &v["usage"];
                 ev.usage.input_tokens += u64_at(u, &["input_tokens"]);
+                ev.usage.cached_input_tokens += u64_at(u, &["cached_input_tokens"]);
                 ev.usage.output_tokens += u64_at(u, &["output_tokens"]);
             }
             "turn.failed" => {

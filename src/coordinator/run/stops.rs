@@ -118,11 +118,14 @@ impl Runner<'_> {
             let (role, attempt) = (t.role.clone(), t.attempts);
             if let Some(run) = &result.run {
                 let u = &run.usage;
-                let usage = serde_json::json!({
+                let mut usage = serde_json::json!({
                     "task": id, "role": role, "attempt": attempt, "agent": result.agent,
                     "model": u.model, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
                     "cost_usd": u.cost_usd, "seconds": u.seconds, "outcome": "returned to pending",
                 });
+                if u.cached_input_tokens > 0 {
+                    usage["cached_input_tokens"] = serde_json::json!(u.cached_input_tokens);
+                }
                 let mut bytes = serde_json::to_vec_pretty(&usage).unwrap_or_default();
                 bytes.push(b'\n');
                 txn.write_record(&format!("runs/{id}/{attempt}/usage.json"), bytes)?;
