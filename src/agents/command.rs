@@ -669,6 +669,17 @@ impl Driver for CliDriver {
                 None => self.cli.transient(o),
             };
             let (out, runs) = process::run_with_retries(&inv, &self.retry, &transient)?;
+            // A service that failed (not the agent) is said on the meter: the loop sends the
+            // task to the next agent of its role's fail-over list.
+            if !out.timed_out
+                && limit(&out).is_none()
+                && let Some(t) = self
+                    .cli
+                    .failure_text(&out)
+                    .filter(|t| super::limits::service_failure(t))
+            {
+                ctx.meter.api_error(tlv4_core::text::one_line(&t));
+            }
             usage.seconds += out.seconds;
             transcript.push_str(&transcript_entry(answer_no, runs, &inv, &out));
             raw = out.stdout.clone();

@@ -171,6 +171,42 @@ fn table(cli: &str) -> Table {
     }
 }
 
+/// What a CLI says when its service, not the agent, failed: it could not be reached, or it
+/// answered with a server error (Claude Code's `Unable to connect to API (ConnectionRefused)`
+/// and `API Error: 500 …`, Qwen's `[API Error: Connection error.]`, an `overloaded_error`, a
+/// `503 Service Unavailable`). Such a run goes to the next agent of its role's fail-over list;
+/// a bad request (400), a refused tool or a bad answer does not.
+const SERVICE_FAILURES: [&str; 12] = [
+    "unable to connect",
+    "connection refused",
+    "connectionrefused",
+    "connection error",
+    "econnrefused",
+    "econnreset",
+    "network error",
+    "service unavailable",
+    "internal server error",
+    "overloaded",
+    "bad gateway",
+    "gateway timeout",
+];
+
+/// Whether `text` (the error a failed run reported, no limit) says its service failed:
+/// one of [`SERVICE_FAILURES`], or an HTTP status of 500–599 after `api error` or `http`.
+pub fn service_failure(text: &str) -> bool {
+    let normal = normalise(text).to_lowercase();
+    if SERVICE_FAILURES.iter().any(|p| normal.contains(p)) {
+        return true;
+    }
+    ["api error: ", "api error ", "http "].iter().any(|lead| {
+        normal.match_indices(lead).any(|(i, _)| {
+            let rest = &normal[i + lead.len()..];
+            let code: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            code.len() == 3 && code.starts_with('5')
+        })
+    })
+}
+
 /// Whether `text` (the error a run of CLI `cli` reported) is a limit, and which, with its
 /// reset as of now.
 pub fn recognise(cli: &str, text: &str) -> Option<Limit> {

@@ -506,6 +506,9 @@ fn work_result(name: String, ran: Ran, meter: &Meter) -> WorkResult {
             }
         ));
     }
+    let service_failed = matches!(output.outcome, Outcome::Failed(_))
+        .then(|| meter.api_failure().map(Stopped::Service))
+        .flatten();
     WorkResult {
         output,
         fix: None,
@@ -522,7 +525,9 @@ fn work_result(name: String, ran: Ran, meter: &Meter) -> WorkResult {
         }),
         snapshot,
         notes,
-        stopped: None,
+        // An answer that failed because the agent's service did (its driver said so on the
+        // meter) may go to the next agent of the role's list.
+        stopped: service_failed,
     }
 }
 

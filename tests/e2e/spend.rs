@@ -571,3 +571,49 @@ fn a_task_bound_stops_a_streaming_run_and_pauses_the_session() {
     assert!(tokens > 200 && tokens < 2000, "{usage}");
     repo.fsck();
 }
+
+#[test]
+fn a_service_that_cannot_be_reached_sends_the_task_to_the_next_agent_a_bad_request_does_not() {
+    let repo = claude_repo_with(
+        1,
+        "FAKE_AGENT_MODE = \"unreachable\"",
+        "executor = [\"cc\", \"cx\"]",
+        "",
+    );
+    let mut args = START.to_vec();
+    args.push("unreachable");
+    let out = repo.tlv4(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    let log = repo.git(&["log", "--format=%B", &format!("tlv4/{sid}")]);
+    assert!(
+        log.contains("agent cc's service failed") && log.contains("agent cx takes it next"),
+        "{log}"
+    );
+    let usage: serde_json::Value =
+        serde_json::from_str(&record(&repo, &sid, "IMPL-001", 2, "usage.json")).unwrap();
+    assert_eq!(usage["agent"], "cx", "{usage}");
+
+    // A request the service refuses as bad is the agent's failure: no fail-over.
+    let repo = claude_repo_with(
+        1,
+        "FAKE_AGENT_MODE = \"api_error\"",
+        "executor = [\"cc\", \"cx\"]",
+        "",
+    );
+    let mut args = START.to_vec();
+    args.push("bad request");
+    let out = repo.tlv4(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    assert_eq!(status(&repo, &sid)["tasks"][0]["status"], "failed");
+}

@@ -283,3 +283,25 @@ fn a_limit_becomes_the_error_the_coordinator_waits_on() {
     };
     assert!(!l.passing(NOW));
 }
+
+#[test]
+fn a_service_that_failed_is_told_from_a_bad_request() {
+    use super::service_failure;
+    assert!(service_failure(
+        "API Error: Unable to connect to API (ConnectionRefused)"
+    ));
+    assert!(service_failure(
+        "API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\"}}"
+    ));
+    assert!(service_failure("[API Error: Connection error.]"));
+    assert!(service_failure(
+        "API Error: 529 {\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}"
+    ));
+    assert!(service_failure("unexpected status 503 Service Unavailable"));
+    assert!(service_failure("HTTP 502 from the endpoint"));
+    assert!(!service_failure(
+        "API Error: 400 {\"type\":\"invalid_request_error\",\"message\":\"model: not found\"}"
+    ));
+    assert!(!service_failure("the answer was not JSON"));
+    assert!(!service_failure("HTTP 404 not found"));
+}
