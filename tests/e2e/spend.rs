@@ -617,3 +617,32 @@ fn a_service_that_cannot_be_reached_sends_the_task_to_the_next_agent_a_bad_reque
     let sid = only_session(&repo);
     assert_eq!(status(&repo, &sid)["tasks"][0]["status"], "failed");
 }
+
+#[test]
+fn raises_made_on_two_clones_apart_both_count_after_pull() {
+    let bare = crate::remote::Bare::new();
+    let first = claude_repo(2, "[budget]\ntask_usd = 0.015\n");
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let mut args = START.to_vec();
+    args.extend(["--max-parallel", "1", "--budget-usd", "0.02", "two raises"]);
+    assert_eq!(first.tlv4(&args).status.code(), Some(BUDGET));
+    let sid = only_session(&first);
+    first.ok(&["push"]);
+    let (a, b) = (crate::remote::clone(&bare.url(), "a"), crate::remote::clone(&bare.url(), "b"));
+    for (clone, by) in [(&a, "+0.01"), (&b, "+0.005")] {
+        clone.ok(&["pull"]);
+        clone.ok(&["--session", &sid, "resume", "--no-run", "--budget-usd", by]);
+    }
+    a.ok(&["push"]);
+    // b's push is refused (a moved the session); its pull merges the two decisions.
+    b.fails(&["push"], 3);
+    b.ok(&["pull"]);
+    let text = b.ok(&["--session", &sid, "status"]);
+    assert!(text.contains("of $0.0350"), "{text}");
+    b.ok(&["push"]);
+    b.fsck();
+}
