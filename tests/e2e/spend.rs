@@ -632,7 +632,10 @@ fn raises_made_on_two_clones_apart_both_count_after_pull() {
     assert_eq!(first.tlv4(&args).status.code(), Some(BUDGET));
     let sid = only_session(&first);
     first.ok(&["push"]);
-    let (a, b) = (crate::remote::clone(&bare.url(), "a"), crate::remote::clone(&bare.url(), "b"));
+    let (a, b) = (
+        crate::remote::clone(&bare.url(), "a"),
+        crate::remote::clone(&bare.url(), "b"),
+    );
     for (clone, by) in [(&a, "+0.01"), (&b, "+0.005")] {
         clone.ok(&["pull"]);
         clone.ok(&["--session", &sid, "resume", "--no-run", "--budget-usd", by]);
@@ -645,4 +648,68 @@ fn raises_made_on_two_clones_apart_both_count_after_pull() {
     assert!(text.contains("of $0.0350"), "{text}");
     b.ok(&["push"]);
     b.fsck();
+}
+
+#[test]
+fn a_worker_whose_agent_is_limited_gives_the_task_back_and_takes_it_again_after_the_reset() {
+    let bare = crate::remote::Bare::new();
+    let until = now() + 3;
+    let first = claude_repo_with(
+        1,
+        &format!("FAKE_LIMIT_UNTIL = \"{until}\""),
+        "executor = \"cc\"",
+        "",
+    );
+    first.git(&["add", "-A"]);
+    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
+    first.ok(&["trust"]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--no-supervision",
+            "limited worker",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let w = crate::remote::clone(&url, "w");
+    w.ok(&["trust"]);
+    let out = w.tlv4(&["--session", &sid, "worker", "--remote", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(now() >= until);
+    assert_eq!(
+        on_remote(&bare, &sid),
+        ("completed".into(), String::new(), 1)
+    );
+    // On the remote: the task was given back (its lease with it), never failed.
+    let gd = bare.path();
+    let log = bare.git(&[
+        "--git-dir",
+        gd.to_str().unwrap(),
+        "log",
+        "--format=%B",
+        &format!("refs/heads/tlv4/{sid}"),
+    ]);
+    assert!(
+        log.contains("Tlv4-Agent: cc") && !log.contains("Tlv4-Event: task_failed"),
+        "{log}"
+    );
+    let leases = bare.git(&[
+        "--git-dir",
+        gd.to_str().unwrap(),
+        "for-each-ref",
+        "refs/tlv4/leases/",
+    ]);
+    assert!(leases.trim().is_empty(), "{leases}");
 }
