@@ -713,3 +713,39 @@ fn a_worker_whose_agent_is_limited_gives_the_task_back_and_takes_it_again_after_
     ]);
     assert!(leases.trim().is_empty(), "{leases}");
 }
+
+#[test]
+fn a_long_retry_after_is_a_limit_the_session_pauses_for_not_a_failure() {
+    // The server refuses for 100 s: more than the driver sleeps through, more than the
+    // session waits (`wait_up_to = "1s"`).
+    let until = now() + 100;
+    let (_server, repo) = crate::agents::model_server_repo_with(
+        &format!("limit={until}"),
+        "m",
+        "timeout = \"60s\"\n[limits]\nwait_up_to = \"1s\"\n",
+    );
+    repo.wide_pipeline(1);
+    let mut args = START.to_vec();
+    args.extend(["--agent", "local", "long retry"]);
+    let out = repo.tlv4(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(8),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sid = only_session(&repo);
+    let st = status(&repo, &sid);
+    assert_eq!(st["control"]["pause"]["kind"], "limit", "{st}");
+    assert_eq!(st["tasks"][0]["status"], "pending", "{st}");
+    // The reset is recorded with the pause and in its event.
+    let at = st["control"]["pause"]["until"].as_str().unwrap();
+    let stamp = repo.git(&[
+        "log",
+        "-1",
+        "--format=%(trailers:key=Tlv4-Until,valueonly)",
+        &format!("tlv4/{sid}"),
+    ]);
+    assert_eq!(stamp.trim(), at);
+    assert!(!event_kinds(&repo, &sid).iter().any(|k| k == "task_failed"));
+}
