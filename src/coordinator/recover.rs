@@ -301,10 +301,21 @@ pub fn retry(store: &Store, sid: &SessionId) -> Result<Option<Written>> {
             return Ok(None);
         }
         let list: Vec<&str> = back.iter().map(|t| t.as_str()).collect();
-        let summary = format!(
+        let mut summary = format!(
             "retry: failed tasks returned to pending: {}",
             list.join(", ")
         );
+        // A pause for a run stopped at its task bound ends when that task runs again.
+        let bound_pause = txn.state.session.status == SessionStatus::Paused
+            && txn.state.control.pause.as_ref().is_some_and(|p| {
+                p.kind == tlv4_core::model::PauseKind::Budget
+                    && p.task.as_ref().is_some_and(|t| back.contains(t))
+            });
+        if bound_pause {
+            txn.state.control.pause = None;
+            txn.state.session.status = SessionStatus::Active;
+            summary.push_str("; the session is active again");
+        }
         Ok(Some(
             Event::session(EventKind::UserDecision, summary).with("Decision", "retry"),
         ))

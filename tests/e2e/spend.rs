@@ -569,6 +569,15 @@ fn a_task_bound_stops_a_streaming_run_and_pauses_the_session() {
         serde_json::from_str(&record(&repo, &sid, "IMPL-001", 1, "usage.json")).unwrap();
     let tokens = usage["output_tokens"].as_u64().unwrap();
     assert!(tokens > 200 && tokens < 2000, "{usage}");
+    // `resume --retry` runs the task again (here, to the same bound).
+    let out = repo.tlv4(&["--session", &sid, "resume", "--retry"]);
+    assert_eq!(
+        out.status.code(),
+        Some(BUDGET),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(record(&repo, &sid, "IMPL-001", 2, "usage.json").contains("output_tokens"));
     repo.fsck();
 }
 
