@@ -34,6 +34,9 @@ pub struct StatusJson<'a> {
     /// For a discussion session: where the discussion stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discussion: Option<DiscussionJson>,
+    /// For a session with a budget: the budget in force and what its ledger spent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::coordinator::budget::Standing>,
 }
 
 /// Where a discussion stands, in [`StatusJson`].
@@ -140,6 +143,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
             .collect(),
         discussion: None,
         outcome: None,
+        budget: None,
     }
 }
 
@@ -167,10 +171,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         && discussion.is_none())
     .then(|| super::outcome::of(&store, &state, tip))
     .transpose()?;
+    let prices = crate::coordinator::budget::pinned_prices(&store, &sid);
+    let budget =
+        crate::coordinator::budget::standing(&store, tip, &state.control.settings, prices)?;
     if args.json {
         let mut json = to_json(&state, &tip.to_string());
         json.discussion = discussion;
         json.outcome = outcome;
+        json.budget = budget;
         ctx.ui.json(&json);
         return Ok(());
     }
@@ -236,8 +244,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             settings.agents.join(", ")
         ));
     }
-    let prices = crate::coordinator::budget::pinned_prices(&store, &sid);
-    if let Some(b) = crate::coordinator::budget::standing(&store, tip, settings, prices)? {
+    if let Some(b) = &budget {
         out.push_str(&format!("  budget    {}\n", b.line()));
     }
     if let Some(p) = &state.control.pause {

@@ -126,6 +126,10 @@ fn a_session_at_its_dollar_budget_pauses_before_the_next_task_and_goes_on_after_
     assert!(reason.contains("dollar budget of $0.0200"), "{reason}");
     assert!(reason.contains("executor/cc $0.0123"), "{reason}");
     assert_eq!(completed(&repo, &sid), 1);
+    let budget = &st["budget"];
+    assert_eq!(budget["usd"], 0.02, "{st}");
+    assert_eq!(budget["spent_usd"], 0.0123, "{st}");
+    assert!(budget["tokens"].is_null(), "{st}");
     let text = repo.ok(&["--session", &sid, "status"]);
     assert!(
         text.contains("budget    $0.0123 of $0.0200 (62%)"),
