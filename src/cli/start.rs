@@ -25,7 +25,7 @@ pub struct Args {
     pub max_parallel: Option<u32>,
     /// Stop before a task would take the session's agents over this many US dollars
     /// (default: [budget] session_usd)
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = dollars)]
     pub budget_usd: Option<f64>,
     /// Stop before a task would take the session's agents over this many tokens (input +
     /// output; default: [budget] session_tokens)
@@ -205,4 +205,12 @@ fn same_text(
         }
     }
     Ok(None)
+}
+
+/// A number of dollars, 0 or more (`--budget-usd`).
+fn dollars(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{text}` is not a number of dollars (0 or more)")),
+    }
 }
