@@ -191,6 +191,9 @@ const SERVICE_FAILURES: [&str; 12] = [
     "gateway timeout",
 ];
 
+/// How long after now a limit whose announced reset has already passed is tried again.
+pub const PAST_RESET_GRACE_MS: u64 = 60_000;
+
 /// Whether `text` (the error a failed run reported, no limit) says its service failed:
 /// one of [`SERVICE_FAILURES`], or an HTTP status of 500–599 after `api error` or `http`.
 pub fn service_failure(text: &str) -> bool {
@@ -228,8 +231,16 @@ pub fn recognise_at(cli: &str, text: &str, now_ms: u64) -> Option<Limit> {
         .trim();
     Some(Limit {
         kind,
-        // A reset already past (a service that still refuses after it) is no reset known.
-        until_ms: reset_at(&normal, now_ms).filter(|u| *u > now_ms),
+        // A reset already past (a service that still refuses after it, or a message read a
+        // moment after its reset) is tried again after a short grace, not at once in a loop
+        // and not as late as an unknown reset.
+        until_ms: reset_at(&normal, now_ms).map(|u| {
+            if u > now_ms {
+                u
+            } else {
+                now_ms + PAST_RESET_GRACE_MS
+            }
+        }),
         detail: excerpt(line, 300),
     })
 }

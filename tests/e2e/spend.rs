@@ -397,7 +397,8 @@ fn a_reserve_is_the_median_of_earlier_runs_of_the_role_and_agent() {
 
 #[test]
 fn a_usage_limit_far_away_pauses_with_kind_limit_and_resume_wait_goes_on_after_it() {
-    let until = now() + 5;
+    // Far enough ahead that a loaded machine has not reached it before the first run.
+    let until = now() + 10;
     let repo = claude_repo_with(
         1,
         &format!("FAKE_LIMIT_UNTIL = \"{until}\""),
@@ -452,7 +453,7 @@ fn a_usage_limit_far_away_pauses_with_kind_limit_and_resume_wait_goes_on_after_i
 
 #[test]
 fn a_usage_limit_that_resets_soon_is_waited_out_in_the_run() {
-    let until = now() + 3;
+    let until = now() + 6;
     let repo = claude_repo_with(
         1,
         &format!("FAKE_LIMIT_UNTIL = \"{until}\""),
@@ -666,7 +667,7 @@ fn raises_made_on_two_clones_apart_both_count_after_pull() {
 #[test]
 fn a_worker_whose_agent_is_limited_gives_the_task_back_and_takes_it_again_after_the_reset() {
     let bare = crate::remote::Bare::new();
-    let until = now() + 3;
+    let until = now() + 10;
     let first = claude_repo_with(
         1,
         &format!("FAKE_LIMIT_UNTIL = \"{until}\""),

@@ -27,9 +27,10 @@ fn claude_usage_limits_and_their_resets() {
     assert_eq!(l.kind, Kind::Usage);
     assert_eq!(l.until_ms, Some(1_797_000_000_000));
     assert_eq!(l.detail, "Claude AI usage limit reached|1797000000");
-    // A reset already past is no reset known: the service still refuses.
+    // A reset already past: the service still refuses, or the message was read a moment
+    // late. It is tried again after a short grace.
     let l = limit("claude", "Claude AI usage limit reached|1755615600");
-    assert_eq!(l.until_ms, None);
+    assert_eq!(l.until_ms, Some(NOW + super::PAST_RESET_GRACE_MS));
 
     // A clock time in a named zone: the next 5pm in Warsaw (UTC+1 in December).
     let l = limit(
