@@ -22,7 +22,7 @@ use gix::ObjectId;
 use super::decide::{self, Decision, Quote};
 use super::revise;
 use tlv4_core::error::{Error, Result};
-use tlv4_core::model::{EventKind, SessionStatus, TaskStatus};
+use tlv4_core::model::{EventKind, SessionStatus, State, TaskStatus};
 use tlv4_core::store::{ChainStep, Diverged, LoggedEvent, Remote, Store, Txn, session_ref};
 use tlv4_core::text::short_id;
 
@@ -113,6 +113,8 @@ pub fn reconcile(store: &Store, remote: &Remote, d: &Diverged, quote: Quote) -> 
         ours: &ours,
         our_decisions: &our_decisions,
         remote,
+        store,
+        d,
     };
     let mut steps: Vec<ChainStep<'_>> = Vec::new();
     steps.push(Box::new(|txn: &mut Txn<'_>| {
@@ -162,6 +164,8 @@ struct Sides<'a> {
     ours: &'a [LoggedEvent],
     our_decisions: &'a [(&'a LoggedEvent, Decision)],
     remote: &'a Remote,
+    store: &'a Store,
+    d: &'a Diverged,
 }
 
 impl Sides<'_> {
@@ -203,6 +207,21 @@ impl Sides<'_> {
                         short_id(&ours.commit)
                     )));
                 }
+                // The pause it approved is gone here (a decision here went on from it): the
+                // approval is recorded, as it would have been there.
+                if state.session.status != SessionStatus::Aborted
+                    && let Some(pause) = self.state_before(event)?.control.pause
+                {
+                    if let Some(t) = pause.task
+                        && !txn.state.control.approved.contains(&t)
+                    {
+                        txn.state.control.approved.push(t);
+                    }
+                    return Ok(format!(
+                        "approved: {} (the session had gone on here; the approval is recorded)",
+                        pause.reason
+                    ));
+                }
             }
             // A task revised here too: the feedback goes to its revision, as a second one
             // given here would.
@@ -230,6 +249,16 @@ impl Sides<'_> {
             _ => {}
         }
         decide::apply(decision, txn, quote).map_err(|e| self.refused(event, e))
+    }
+
+    /// The state their `event` was decided on.
+    fn state_before(&self, event: &LoggedEvent) -> std::result::Result<State, Conflict> {
+        let at = match position(self.theirs, event) {
+            0 => Ok(self.d.base),
+            p => hex(&self.theirs[p - 1].commit),
+        };
+        at.and_then(|at| self.store.state_at(&self.d.sid, at))
+            .map_err(|e| self.refused(event, e))
     }
 
     /// Their `event` cannot be made after our events: `error` says why.
