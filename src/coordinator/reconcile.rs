@@ -93,7 +93,9 @@ pub fn reconcile(store: &Store, remote: &Remote, d: &Diverged, quote: Quote) -> 
         Ok(m) => m,
         Err(why) => return Ok(Reconciled::Refused(why)),
     };
-    merged.session.events += theirs.len() as u64;
+    // Every event of both sides counts (the merge joins their history); the merge adds one.
+    let (b, t) = (store.state_at(sid, d.base)?, store.state_at(sid, d.theirs)?);
+    merged.session.events += t.session.events.saturating_sub(b.session.events);
     let theirs_hex = d.theirs.to_string();
     let summary = format!(
         "Merged {} event(s) from {} ({}) with {} event(s) here{}",
@@ -340,4 +342,84 @@ fn live_decisions(events: &[LoggedEvent]) -> Vec<usize> {
 fn hex(commit: &str) -> Result<ObjectId> {
     ObjectId::from_hex(commit.as_bytes())
         .map_err(|_| Error::Invalid(format!("`{commit}` is not a commit id")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(commit: &str, kind: &str, trailers: &[(&str, &str)]) -> LoggedEvent {
+        LoggedEvent {
+            commit: commit.to_owned(),
+            time: "2026-11-29T12:00:00Z".to_owned(),
+            author: "a <a@a>".to_owned(),
+            event: kind.to_owned(),
+            seq: None,
+            task: None,
+            role: None,
+            status: None,
+            attempt: None,
+            subject: String::new(),
+            summary: String::new(),
+            trailers: trailers
+                .iter()
+                .map(|(k, v)| (format!("Tlv4-{k}"), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn an_undo_takes_back_the_decisions_after_the_event_it_restores() {
+        let decide = |c: &str| event(c, "user_decision", &[("Decision", "approve")]);
+        let events = [
+            decide("a"),
+            event("b", "task_completed", &[]),
+            decide("c"),
+            event("d", "undo", &[("Restores", "b")]),
+            decide("e"),
+        ];
+        assert_eq!(live_decisions(&events), [0, 4]);
+        // Back to before every event of the list (the merge base or earlier): all go.
+        let events = [decide("a"), event("b", "undo", &[("Restores", "zzz")])];
+        assert!(live_decisions(&events).is_empty());
+    }
+
+    #[test]
+    fn a_decision_event_says_enough_to_make_it_again() {
+        let decisions = [
+            Decision::Approve,
+            Decision::Revise {
+                task: "DRAFT-002".parse().unwrap(),
+                feedback: "more on the API".into(),
+            },
+            Decision::Revise {
+                task: "DRAFT-002".parse().unwrap(),
+                feedback: String::new(),
+            },
+            Decision::Feedback {
+                text: "each story needs a priority".into(),
+            },
+            Decision::Recheck,
+            Decision::Improve {
+                dimension: Some("depth".into()),
+            },
+            Decision::Improve { dimension: None },
+            Decision::Abort,
+        ];
+        for d in decisions {
+            let written = d.event("summary".into());
+            let trailers: Vec<(&str, &str)> = written
+                .extra
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let read = event("a", "user_decision", &trailers);
+            assert_eq!(Decision::of_event(&read).unwrap().unwrap(), d);
+        }
+        // Older feedback events lack the text: refused, not guessed.
+        let old = event("a", "user_decision", &[("Decision", "feedback")]);
+        assert!(Decision::of_event(&old).unwrap().is_err());
+        let budget = event("a", "user_decision", &[("Decision", "budget")]);
+        assert!(Decision::of_event(&budget).is_none());
+    }
 }

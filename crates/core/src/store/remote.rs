@@ -813,32 +813,19 @@ impl Store {
                 "the two branches share no history".to_owned(),
             ));
         };
-        let Ok((b, _)) = self.read_state_at(sid, base) else {
-            return Ok(Reconciled::Refused(
-                "their common ancestor is not an event of the session".to_owned(),
-            ));
-        };
-        let (o, _) = self.read_state_at(sid, ours)?;
-        let (t, _) = self.read_state_at(sid, theirs)?;
         // git's own merge of everything (code, run records, reports, state files).
+        let (tree, mut merged) = match self.merge_sides(sid, base, ours, theirs)? {
+            Ok(m) => m,
+            Err(why) => return Ok(Reconciled::Refused(why)),
+        };
         let theirs_hex = theirs.to_string();
-        let (tree, other) = self.merge_trees(sid, ours, theirs)?;
-        let (mut merged, mut refused) = merge_states(&b, &o, &t);
-        if !other.is_empty() {
-            refused.push(format!(
-                "files conflict: {}",
-                other.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        if !refused.is_empty() {
-            return Ok(Reconciled::Refused(refused.join("; ")));
-        }
+        let (b, t) = (self.state_at(sid, base)?, self.state_at(sid, theirs)?);
         // Every event of both sides counts; the merge event adds one.
         let (mine, yours) = (
-            o.session.events.saturating_sub(b.session.events),
+            merged.session.events.saturating_sub(b.session.events),
             t.session.events.saturating_sub(b.session.events),
         );
-        merged.session.events = o.session.events + yours;
+        merged.session.events += yours;
         let summary = format!(
             "Merged {yours} event(s) from {} ({}) with {mine} event(s) here",
             remote.name,
