@@ -594,7 +594,85 @@ fn an_approve_there_and_a_feedback_here_both_apply() {
         first.git(&["rev-parse", &branch]),
         second.git(&["rev-parse", &branch])
     );
-    // The other way round: a feedback there, an approve here.
+    // The other way round: a feedback there, an approve here (of the pause the revisions
+    // will make when they have run).
+    first.ok(&[
+        "feedback",
+        "--no-run",
+        "the requirements need an NFR on latency",
+    ]);
+    first.ok(&["push", &url]);
+    second.runs(&["resume"]);
+    second.ok(&["approve", "--no-run"]);
+    second.ok(&["pull", &url]);
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "feedback");
+    assert_eq!(second.task(&sid, "DRAFT-002-R1")["status"], "pending");
+    second.ok(&["push", &url]);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+#[test]
+fn two_revisions_of_one_task_merge_and_a_revise_of_a_task_reset_here_is_refused() {
+    let Some((bare, daemon, first, second, sid)) = two_at_the_gate() else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let branch = format!("tlv4/{sid}");
+    first.ok(&[
+        "revise",
+        "DRAFT-002",
+        "--no-run",
+        "--feedback",
+        "name the API",
+    ]);
+    first.ok(&["push", &url]);
+    second.ok(&[
+        "revise",
+        "DRAFT-002",
+        "--no-run",
+        "--feedback",
+        "add a latency NFR",
+    ]);
+    second.ok(&["pull", &url]);
+    // Revised on both sides: the revision made here carries both texts.
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "revise");
+    assert_eq!(
+        second.trailers(&branch, "Tlv4-Decision-Task")[0],
+        "DRAFT-002"
+    );
+    let revision = session_file(&second, &sid, "tasks/DRAFT-002-R1.toml");
+    assert!(
+        revision.contains("Feedback: add a latency NFR")
+            && revision.contains("Feedback: name the API"),
+        "{revision}"
+    );
+    second.ok(&["push", &url]);
+    first.ok(&["pull", &url]);
+
+    // A revise there of a task reset here cannot hold.
+    first.ok(&[
+        "revise",
+        "DRAFT-001",
+        "--no-run",
+        "--feedback",
+        "narrow the scope",
+    ]);
+    first.ok(&["push", &url]);
+    second.ok(&["reset", "DRAFT-001", "--no-run"]);
+    let err = second.fails(&["pull", &url], 3);
+    assert!(
+        err.contains("their `revise DRAFT-001 --feedback \"narrow the scope\"`")
+            && err.contains("your `DRAFT-001: reset (writer)`")
+            && err.contains("only completed or failed tasks can be revised"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("git tlv4 undo -n 1 && git tlv4 pull {url}")),
+        "{err}"
+    );
     bare.fsck();
     first.fsck();
     second.fsck();
