@@ -4,6 +4,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::store::Remote;
 
 use super::Ctx;
+use crate::coordinator::reconcile::{self, Reconciled};
 use tlv4_core::text::short_id;
 
 /// Arguments of `pull`.
@@ -17,7 +18,24 @@ pub struct Args {
 pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let remote = Remote::new(&args.remote)?;
     let store = ctx.store()?;
-    let pulled = store.pull_sessions(&remote)?;
+    let mut pulled = store.pull_sessions(&remote)?;
+    // Sessions whose remote side made decisions: those are made again here.
+    let mut conflicts = Vec::new();
+    for d in std::mem::take(&mut pulled.to_replay) {
+        match reconcile::reconcile(&store, &remote, &d, tlv4_specdoc::md::inline)? {
+            Reconciled::Merged(commit, replayed) => {
+                ctx.ui.status(format!(
+                    "made the decisions of `{}` again on {}: {}",
+                    remote.name,
+                    d.sid,
+                    replayed.join("; ")
+                ));
+                pulled.merged.push((d.sid, commit));
+            }
+            Reconciled::Refused(why) => pulled.diverged.push((d.sid, d.ours, d.theirs, why)),
+            Reconciled::Conflict(c) => conflicts.push((d, c)),
+        }
+    }
     for name in &pulled.created {
         ctx.ui.status(format!("new {name}"));
     }
@@ -47,6 +65,34 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             "merged the events of `{}` into {sid} ({})",
             remote.name,
             short_id(&commit.to_string())
+        ));
+    }
+    if let Some((d, _)) = conflicts.first() {
+        let why: Vec<String> = conflicts
+            .iter()
+            .map(|(d, c)| format!("`{}`: {}", d.sid, c.why))
+            .collect();
+        let hints: Vec<String> = conflicts
+            .iter()
+            .map(|(_, c)| {
+                format!(
+                    "to take theirs, here: `{}`; to keep yours, on the clone that made theirs: `{}`",
+                    c.here, c.there
+                )
+            })
+            .collect();
+        return Err(Error::conflict(
+            format!(
+                "decisions made here and on `{}` cannot both hold, on {}; the local branch is \
+                 unchanged and the remote's tip is kept under {}",
+                remote.name,
+                why.join("; "),
+                remote.mirror(&tlv4_core::store::session_ref(&d.sid))
+            ),
+            Some(format!(
+                "{} (undo appends: nothing is lost)",
+                hints.join("\n")
+            )),
         ));
     }
     if let Some((sid, _, _, _)) = pulled.diverged.first() {

@@ -4,11 +4,13 @@
 pub mod analysis;
 pub mod budget;
 pub mod complete;
+pub mod decide;
 pub mod discussion;
 pub mod followup;
 pub mod lease;
 mod opinion;
 pub mod pipeline;
+pub mod reconcile;
 mod record;
 pub mod recover;
 pub mod reset;

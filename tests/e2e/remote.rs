@@ -461,3 +461,263 @@ fn events_on_different_tasks_merge_into_one_event_with_both_parents() {
     first.fsck();
     second.fsck();
 }
+
+/// A session started on a new clone `first` of a new bare remote and run to its spec gate,
+/// served by `git daemon` (`None`: no daemon here), and a second clone of it.
+fn two_at_the_gate() -> Option<(Bare, Daemon, TestRepo, TestRepo, String)> {
+    let bare = Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let out = first.runs(&[
+        "start",
+        "--pipeline",
+        "spec-only",
+        "Write the requirements for note search",
+    ]);
+    let sid = out.lines().next().unwrap().trim().to_owned();
+    assert_eq!(first.task(&sid, "QUALITY-001")["status"], "completed");
+    let daemon = Daemon::start(bare.dir.path(), bare.home.path())?;
+    first.ok(&["push", &daemon.url()]);
+    let second = clone(&daemon.url(), "second");
+    second.ok(&["pull", &daemon.url()]);
+    Some((bare, daemon, first, second, sid))
+}
+
+/// A file of the session's pipeline folder at its tip.
+fn session_file(repo: &TestRepo, sid: &str, rel: &str) -> String {
+    repo.git(&["show", &format!("tlv4/{sid}:.tlv4/sessions/{sid}/{rel}")])
+}
+
+#[test]
+fn two_feedbacks_on_one_document_and_two_messages_made_apart_are_all_kept() {
+    let Some((bare, daemon, first, second, sid)) = two_at_the_gate() else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let branch = format!("tlv4/{sid}");
+    first.ok(&["feedback", "--no-run", "every epic needs a search story"]);
+    send(&first, "reviewer", "from the first");
+    first.ok(&["push", &url]);
+    let theirs = first.git(&["rev-parse", &branch]).trim().to_owned();
+
+    second.ok(&["feedback", "--no-run", "each story needs a priority"]);
+    send(&second, "reviewer", "from the second");
+    let ours = second.git(&["rev-parse", &branch]).trim().to_owned();
+    let err = second.fails(&["push", &url], 3);
+    assert!(err.contains("has changes this clone has not seen"), "{err}");
+
+    let pulled = second.ok(&["pull", &url]);
+    assert!(pulled.is_empty(), "{pulled}");
+    // One merge event joining both sides, then their feedback made again after it.
+    let tip = second.git(&["rev-parse", &branch]).trim().to_owned();
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "feedback");
+    assert_eq!(second.trailers(&branch, "Tlv4-Replayed")[0], theirs);
+    assert_eq!(
+        second.trailers(&branch, "Tlv4-Feedback")[0],
+        "every epic needs a search story"
+    );
+    let merge = second
+        .git(&["rev-parse", &format!("{tip}~1")])
+        .trim()
+        .to_owned();
+    assert_eq!(
+        second.git(&["rev-list", "--parents", "-n1", &merge]).trim(),
+        format!("{merge} {ours} {theirs}")
+    );
+    assert_eq!(second.trailers(&merge, "Tlv4-Event")[0], "session_merged");
+    // Both feedbacks went to the epics: the revision made here has not run, so it carries
+    // both, as a second feedback given on one clone would.
+    let revision = session_file(&second, &sid, "tasks/DRAFT-004-R1.toml");
+    let here = revision.find("Feedback: each story needs a priority");
+    let there = revision.find("Feedback: every epic needs a search story");
+    assert!(
+        here.is_some() && there.is_some() && here < there,
+        "{revision}"
+    );
+    assert!(
+        !session_file(&second, &sid, "tasks/DRAFT-004-R1.toml").is_empty()
+            && second
+                .git(&[
+                    "ls-tree",
+                    "--name-only",
+                    &format!("{branch}:.tlv4/sessions/{sid}/tasks")
+                ])
+                .lines()
+                .all(|t| t != "DRAFT-004-R2.toml")
+    );
+    // The log of decisions has both lines, in the order they were made here.
+    let log = session_file(&second, &sid, "wisdom/decisions.md");
+    let here = log.find("each story needs a priority");
+    let there = log.find("every epic needs a search story");
+    assert!(here.is_some() && there.is_some() && here < there, "{log}");
+    // The loop's own messages come first; then the two people's, in the order sent.
+    let last_two = |repo: &TestRepo| messages(repo).split_off(messages(repo).len() - 2);
+    assert_eq!(last_two(&second), ["from the first", "from the second"]);
+
+    second.ok(&["push", &url]);
+    first.ok(&["pull", &url]);
+    assert_eq!(first.git(&["rev-parse", &branch]).trim(), tip);
+    assert_eq!(last_two(&first), ["from the first", "from the second"]);
+    assert_eq!(session_file(&first, &sid, "wisdom/decisions.md"), log);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+#[test]
+fn an_approve_there_and_a_feedback_here_both_apply() {
+    let Some((bare, daemon, first, second, sid)) = two_at_the_gate() else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let branch = format!("tlv4/{sid}");
+    first.ok(&["approve", "--no-run"]);
+    first.ok(&["push", &url]);
+    second.ok(&[
+        "feedback",
+        "--no-run",
+        "the architecture needs an ADR on the index",
+    ]);
+    second.fails(&["push", &url], 3);
+    second.ok(&["pull", &url]);
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "approve");
+    // The feedback made its revisions; the approval of the gate is recorded.
+    assert_eq!(second.task(&sid, "DRAFT-003-R1")["status"], "pending");
+    let control = session_file(&second, &sid, "control.toml");
+    assert!(control.contains("QUALITY-001"), "{control}");
+    second.ok(&["push", &url]);
+    first.ok(&["pull", &url]);
+    assert_eq!(
+        first.git(&["rev-parse", &branch]),
+        second.git(&["rev-parse", &branch])
+    );
+    // The other way round: a feedback there, an approve here (of the pause the revisions
+    // will make when they have run).
+    first.ok(&[
+        "feedback",
+        "--no-run",
+        "the requirements need an NFR on latency",
+    ]);
+    first.ok(&["push", &url]);
+    second.runs(&["resume"]);
+    second.ok(&["approve", "--no-run"]);
+    second.ok(&["pull", &url]);
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "feedback");
+    assert_eq!(second.task(&sid, "DRAFT-002-R1")["status"], "pending");
+    second.ok(&["push", &url]);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+#[test]
+fn two_revisions_of_one_task_merge_and_a_revise_of_a_task_reset_here_is_refused() {
+    let Some((bare, daemon, first, second, sid)) = two_at_the_gate() else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let branch = format!("tlv4/{sid}");
+    first.ok(&[
+        "revise",
+        "DRAFT-002",
+        "--no-run",
+        "--feedback",
+        "name the API",
+    ]);
+    first.ok(&["push", &url]);
+    second.ok(&[
+        "revise",
+        "DRAFT-002",
+        "--no-run",
+        "--feedback",
+        "add a latency NFR",
+    ]);
+    second.ok(&["pull", &url]);
+    // Revised on both sides: the revision made here carries both texts.
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "revise");
+    assert_eq!(
+        second.trailers(&branch, "Tlv4-Decision-Task")[0],
+        "DRAFT-002"
+    );
+    let revision = session_file(&second, &sid, "tasks/DRAFT-002-R1.toml");
+    assert!(
+        revision.contains("Feedback: add a latency NFR")
+            && revision.contains("Feedback: name the API"),
+        "{revision}"
+    );
+    second.ok(&["push", &url]);
+    first.ok(&["pull", &url]);
+
+    // A revise there of a task reset here cannot hold.
+    first.ok(&[
+        "revise",
+        "DRAFT-001",
+        "--no-run",
+        "--feedback",
+        "narrow the scope",
+    ]);
+    first.ok(&["push", &url]);
+    second.ok(&["reset", "DRAFT-001", "--no-run"]);
+    let err = second.fails(&["pull", &url], 3);
+    assert!(
+        err.contains("their `revise DRAFT-001 --feedback \"narrow the scope\"`")
+            && err.contains("your `DRAFT-001: reset (writer)`")
+            && err.contains("only completed or failed tasks can be revised"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("git tlv4 undo -n 1 && git tlv4 pull {url}")),
+        "{err}"
+    );
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}
+
+#[test]
+fn an_approve_and_an_abort_of_the_same_gate_are_refused_with_a_command_per_side() {
+    let Some((bare, daemon, first, second, sid)) = two_at_the_gate() else {
+        eprintln!("skipped: `git daemon` is not installed");
+        return;
+    };
+    let url = daemon.url();
+    let branch = format!("tlv4/{sid}");
+    first.ok(&["approve", "--no-run"]);
+    first.ok(&["push", &url]);
+    second.ok(&["abort"]);
+    let ours = second.git(&["rev-parse", &branch]);
+    let err = second.fails(&["pull", &url], 3);
+    assert!(err.contains("cannot both hold"), "{err}");
+    assert!(
+        err.contains("their `approve`") && err.contains("your `abort`"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "here: `git tlv4 undo -n 1 && git tlv4 pull {url}`"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "on the clone that made theirs: `git tlv4 undo -n 1 && git tlv4 push {url}`"
+        )),
+        "{err}"
+    );
+    assert_eq!(second.git(&["rev-parse", &branch]), ours, "nothing written");
+    second.fsck();
+    // Taking theirs as the hint says: the approve is made again here.
+    second.ok(&["undo", "-n", "1"]);
+    second.ok(&["pull", &url]);
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "approve");
+    let status = second.json(&["status", "--json"]);
+    assert_ne!(status["session"]["status"], "aborted", "{status}");
+    second.ok(&["push", &url]);
+    bare.fsck();
+    first.fsck();
+    second.fsck();
+}

@@ -25,9 +25,9 @@ pub use refs::{
     ARCHIVE_REF_PREFIX, LEASE_REF_PREFIX, NOTES_REF_PREFIX, REMOTE_MIRROR_PREFIX, REVIEW_NOTES_REF,
     SESSION_REF_PREFIX, TOOL_REF_PREFIX, archive_ref, lease_ref, notes_ref, session_ref,
 };
-pub use remote::{Pulled, Pushed, Remote, RemoteSession, RemoteStats};
+pub use remote::{Diverged, Pulled, Pushed, Remote, RemoteSession, RemoteStats, SidesMerged};
 pub use summary::Summary;
-pub use write::{RemoteEdit, Txn, Written, validate_pipeline_path};
+pub use write::{ChainStep, RemoteEdit, Txn, Written, validate_pipeline_path};
 
 use std::path::{Path, PathBuf};
 

@@ -215,7 +215,27 @@ pub struct Pulled {
     /// Sessions whose branch has events on both sides that do not merge: `(sid, local tip,
     /// remote tip, why)`.
     pub diverged: Vec<(SessionId, ObjectId, ObjectId, String)>,
+    /// Sessions whose branch has events on both sides, the remote's including user decisions:
+    /// left as they are for the coordinator, which applies those decisions again on top of
+    /// the local side (`specs/state-format.md` §18.3).
+    pub to_replay: Vec<Diverged>,
 }
+
+/// A session branch with events on both sides since they met.
+#[derive(Debug, Clone)]
+pub struct Diverged {
+    /// The session.
+    pub sid: SessionId,
+    /// The local tip.
+    pub ours: ObjectId,
+    /// The remote's tip (kept under the remote's mirror).
+    pub theirs: ObjectId,
+    /// Their merge base.
+    pub base: ObjectId,
+}
+
+/// Why two sides' trees and states do not merge (the names of what conflicts), or the merge.
+pub type SidesMerged = std::result::Result<(ObjectId, crate::model::State), String>;
 
 impl Store {
     /// Whether `ancestor` is `of` or one of its ancestors (both must be here).
@@ -622,6 +642,17 @@ impl Store {
                 }
                 Kind::Session => {
                     let sid = sid.expect("a session branch has a session");
+                    if let Some(base) = self.merge_base(l, r)?
+                        && self.decided_since(&sid, base, r)?
+                    {
+                        pulled.to_replay.push(Diverged {
+                            sid,
+                            ours: l,
+                            theirs: r,
+                            base,
+                        });
+                        continue;
+                    }
                     match self.reconcile(&sid, l, r, remote)? {
                         Reconciled::Merged(commit) => pulled.merged.push((sid, commit)),
                         Reconciled::Refused(why) => pulled.diverged.push((sid, l, r, why)),
@@ -668,6 +699,93 @@ impl Store {
         Ok(pulled)
     }
 
+    /// The merge base of `a` and `b`, if they share history.
+    pub fn merge_base(&self, a: ObjectId, b: ObjectId) -> Result<Option<ObjectId>> {
+        Ok(self
+            .repo
+            .merge_base(a, b)
+            .map_err(|e| Error::git(&format!("cannot compare {a} with {b}"), e))?
+            .map(|b| b.detach()))
+    }
+
+    /// The events of session `sid` from `tip` back by first parents to the first that `base`
+    /// contains (left out), oldest first.
+    pub fn events_since(
+        &self,
+        sid: &SessionId,
+        base: ObjectId,
+        tip: ObjectId,
+    ) -> Result<Vec<super::LoggedEvent>> {
+        let mut out = Vec::new();
+        let mut failed = None;
+        self.walk(sid, tip, |entry| {
+            let Ok(id) = ObjectId::from_hex(entry.commit().as_bytes()) else {
+                return false;
+            };
+            match self.is_ancestor(id, base) {
+                Ok(true) => return false,
+                Ok(false) => {}
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            }
+            if let super::HistoryEntry::Event(e) = entry {
+                out.push(e);
+            }
+            true
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Whether the events of `sid` from `base` to `tip` include a user decision other than a
+    /// budget raise (raises count from the history, whatever the tree: §7.4).
+    fn decided_since(&self, sid: &SessionId, base: ObjectId, tip: ObjectId) -> Result<bool> {
+        Ok(self.events_since(sid, base, tip)?.iter().any(|e| {
+            e.event == crate::model::EventKind::UserDecision.as_str()
+                && e.trailer("Decision") != Some("budget")
+        }))
+    }
+
+    /// The merge of session `sid` at `ours` with `theirs`, both from `base`, as
+    /// [`Store::reconcile`] decides it: the tree git's merge writes and the state decided per
+    /// task, `control.toml` and status; or why they do not merge. Nothing is written.
+    pub fn merge_sides(
+        &self,
+        sid: &SessionId,
+        base: ObjectId,
+        ours: ObjectId,
+        theirs: ObjectId,
+    ) -> Result<SidesMerged> {
+        let Ok((b, _)) = self.read_state_at(sid, base) else {
+            return Ok(Err(
+                "their common ancestor is not an event of the session".to_owned()
+            ));
+        };
+        let (o, _) = self.read_state_at(sid, ours)?;
+        if theirs == base {
+            return Ok(Ok((self.commit_tree(ours)?, o)));
+        }
+        let (t, _) = self.read_state_at(sid, theirs)?;
+        let (tree, other) = self.merge_trees(sid, ours, theirs)?;
+        let (merged, mut refused) = merge_states(&b, &o, &t);
+        if !other.is_empty() {
+            refused.push(format!(
+                "files conflict: {}",
+                other.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if refused.is_empty() {
+            Ok(Ok((tree, merged)))
+        } else {
+            Ok(Err(refused.join("; ")))
+        }
+    }
+
     /// Reconciles session `sid` whose branch is at `ours` here and at `theirs` on the remote,
     /// both with events since their merge base: git's merge of the two trees, with the state
     /// files decided per file (a task changed on one side only takes that side; changed on
@@ -695,32 +813,19 @@ impl Store {
                 "the two branches share no history".to_owned(),
             ));
         };
-        let Ok((b, _)) = self.read_state_at(sid, base) else {
-            return Ok(Reconciled::Refused(
-                "their common ancestor is not an event of the session".to_owned(),
-            ));
-        };
-        let (o, _) = self.read_state_at(sid, ours)?;
-        let (t, _) = self.read_state_at(sid, theirs)?;
         // git's own merge of everything (code, run records, reports, state files).
+        let (tree, mut merged) = match self.merge_sides(sid, base, ours, theirs)? {
+            Ok(m) => m,
+            Err(why) => return Ok(Reconciled::Refused(why)),
+        };
         let theirs_hex = theirs.to_string();
-        let (tree, other) = self.merge_trees(sid, ours, theirs)?;
-        let (mut merged, mut refused) = merge_states(&b, &o, &t);
-        if !other.is_empty() {
-            refused.push(format!(
-                "files conflict: {}",
-                other.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        if !refused.is_empty() {
-            return Ok(Reconciled::Refused(refused.join("; ")));
-        }
+        let (b, t) = (self.state_at(sid, base)?, self.state_at(sid, theirs)?);
         // Every event of both sides counts; the merge event adds one.
         let (mine, yours) = (
-            o.session.events.saturating_sub(b.session.events),
+            merged.session.events.saturating_sub(b.session.events),
             t.session.events.saturating_sub(b.session.events),
         );
-        merged.session.events = o.session.events + yours;
+        merged.session.events += yours;
         let summary = format!(
             "Merged {yours} event(s) from {} ({}) with {mine} event(s) here",
             remote.name,

@@ -129,6 +129,9 @@ impl<'s> Txn<'s> {
     }
 }
 
+/// One event of [`Store::transact_chain`]: a change as [`Store::transact`] takes it.
+pub type ChainStep<'c> = Box<dyn FnMut(&mut Txn<'_>) -> Result<Option<Event>> + 'c>;
+
 /// A written event.
 #[derive(Debug, Clone)]
 pub struct Written {
@@ -228,6 +231,45 @@ impl Store {
             crate::git::auto_maintenance(self.repo.git_dir());
         }
         Ok(written)
+    }
+
+    /// Writes `changes` as consecutive events of session `sid` on `expected` (its tip), each on
+    /// the one before, then moves the branch once, from `expected` to the last: all of them
+    /// or none. A change that returns `None` writes no event. A branch that moved meanwhile
+    /// refuses the whole chain (exit 3), nothing written.
+    pub fn transact_chain<'c>(
+        &self,
+        sid: &SessionId,
+        expected: ObjectId,
+        changes: &mut [ChainStep<'c>],
+    ) -> Result<Vec<Written>> {
+        let name = session_ref(sid);
+        let mut tip = expected;
+        let mut written = Vec::new();
+        for change in changes.iter_mut() {
+            let mut change = |txn: &mut Txn<'_>| change(txn);
+            let Some((publish, pushes)) = self.prepare_event(sid, tip, &mut change)? else {
+                continue;
+            };
+            if !pushes.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "a change of session `{sid}` moves refs of a remote; it is written only through that remote"
+                )));
+            }
+            tip = publish.new;
+            written.push(publish.value);
+        }
+        if tip == expected {
+            return Ok(written);
+        }
+        match self.cas(&name, Some(expected), tip, "tlv4: events written together") {
+            Ok(()) => Ok(written),
+            Err(CasError::Other(e)) => Err(e),
+            Err(CasError::Moved | CasError::Locked) => Err(Error::conflict(
+                format!("session `{sid}` moved while its events were being written"),
+                Some("re-run the command".to_owned()),
+            )),
+        }
     }
 
     /// Applies `change` to the state at `tip` (a commit of session `sid`) and writes the event
