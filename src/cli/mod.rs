@@ -143,7 +143,7 @@ pub fn version() -> &'static str {
             "{} (commit {}, state format {})",
             env!("CARGO_PKG_VERSION"),
             env!("TLV4_BUILD_COMMIT"),
-            tlv4_core::model::SCHEMA_VERSION
+            tlv4_core::model::SCHEMA_NEWEST
         )
     });
     &VERSION

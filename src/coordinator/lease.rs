@@ -3,14 +3,14 @@
 //! claimed (the protocol: `tlv4_core::store`'s lease
 //! module, `specs/state-format.md` §18.6–§18.9).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
 use tlv4_core::error::{Error, Result};
-use tlv4_core::model::{Event, SessionId, State, Task, TaskId, TaskStatus};
+use tlv4_core::model::{Event, Owner, SessionId, State, Task, TaskId, TaskStatus};
 use tlv4_core::store::{Lease, Remote, Store, Txn, Written};
 
 /// How often a waiting worker looks at the remote again.
@@ -55,7 +55,25 @@ pub(crate) struct RemoteMode {
     last_poll: Instant,
     /// `<host>:<pid>` of this worker, as in the owner of the tasks it claims.
     holder: String,
+    /// When the next batch of completions may be pushed (see [`RemoteMode::flushed`]).
+    pace: Cell<Pace>,
 }
+
+/// How often a worker pushes its batch of completions: after a refused push it waits a gap
+/// that each refusal doubles and each taken batch shortens by a fifth, jittered. With `u` = 2
+/// and `d` = 4/5 the gap settles where `u^refused * d^taken` = 1, that is at
+/// ln(5/4) / ln 2 ≈ 0.32 refused pushes per batch taken, whatever the number of workers:
+/// the more there are, the longer each waits and the more completions a batch carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pace {
+    /// The gap between two tries; zero while no push was refused lately.
+    gap: Duration,
+    /// Not before then.
+    next: Instant,
+}
+
+/// The first gap after a refused batch.
+const PACE_MIN: Duration = Duration::from_millis(50);
 
 /// A lease held: its commit on the remote, and what it says.
 #[derive(Debug, Clone)]
@@ -66,6 +84,10 @@ pub(crate) struct Held {
     pub lease: Lease,
     /// When it was last pushed.
     pushed: Instant,
+    /// When the task was claimed (RFC 3339), for the owner its completion records.
+    claimed_at: String,
+    /// The lease that had run out, when the claim took the task over from another worker.
+    pub taken_from: Option<Lease>,
     /// The remote refused a renewal: the lease was taken back.
     pub lost: bool,
 }
@@ -77,6 +99,8 @@ impl Held {
             commit,
             lease,
             pushed: Instant::now(),
+            claimed_at: tlv4_core::clock::now_rfc3339(),
+            taken_from: None,
             lost: false,
         }
     }
@@ -105,7 +129,146 @@ impl RemoteMode {
             unleased: RefCell::new(BTreeMap::new()),
             last_poll: Instant::now(),
             holder: format!("{}:{}", tlv4_core::host::name(), std::process::id()),
+            pace: Cell::new(Pace {
+                gap: Duration::ZERO,
+                next: Instant::now(),
+            }),
         }
+    }
+
+    /// Whether a batch of completions may be pushed now.
+    pub(crate) fn flush_due(&self) -> bool {
+        Instant::now() >= self.pace.get().next
+    }
+
+    /// How long until a batch may be pushed.
+    pub(crate) fn flush_wait(&self) -> Duration {
+        self.pace
+            .get()
+            .next
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the next batch fetches the session first: after refusals (other workers are
+    /// writing), the tip as last seen is likely stale, and a stale one costs a refusal.
+    pub(crate) fn flush_fetches(&self) -> bool {
+        !self.pace.get().gap.is_zero()
+    }
+
+    /// A batch was pushed (`taken`) or refused: the gap to the next try (see [`Pace`]),
+    /// never above a quarter of the lease, so completions wait less than the leases last.
+    pub(crate) fn flushed(&self, taken: bool) {
+        let Pace { gap, .. } = self.pace.get();
+        let gap = if taken {
+            let shorter = gap * 4 / 5;
+            if shorter < PACE_MIN / 2 {
+                Duration::ZERO
+            } else {
+                shorter
+            }
+        } else {
+            (gap * 2).max(PACE_MIN).min(self.opts.lease / 4)
+        };
+        let next = Instant::now() + gap / 2 + tlv4_core::clock::jitter(gap / 2);
+        self.pace.set(Pace { gap, next });
+    }
+
+    /// The owner a claim of this worker stands for in the session, as protocol 1 recorded it.
+    fn owner(&self, held: &Held) -> Owner {
+        Owner {
+            host: tlv4_core::host::name(),
+            pid: std::process::id(),
+            started_at: held.claimed_at.clone(),
+            start_time: tlv4_core::host::own_start_time(),
+        }
+    }
+
+    /// Claims `task` of `state` (protocol 2, `specs/state-format.md` §18.10): its lease is
+    /// pushed on its own ref, created only if absent or replacing one that ran out; no
+    /// session event. `false`: another worker holds it or took it first, or — an inner
+    /// loop's task — another task of its role is in progress.
+    pub(crate) fn claim(
+        &self,
+        store: &Store,
+        sid: &SessionId,
+        state: &State,
+        task: &Task,
+    ) -> Result<bool> {
+        if task.inner_loop
+            && state.tasks.values().any(|o| {
+                o.id != task.id && o.role == task.role && o.status == TaskStatus::InProgress
+            })
+        {
+            return Ok(false);
+        }
+        let current = store.remote_lease(&self.opts.remote, sid, &task.id)?;
+        if current.as_ref().is_some_and(|(_, l)| !self.expired(l)) {
+            return Ok(false);
+        }
+        // Taking over from a worker whose lease ran out counts its attempt too: the session
+        // never recorded it, the lease did.
+        let before = current.as_ref().map_or(0, |(_, l)| l.attempt);
+        let lease = self.lease_for(sid, &task.id, task.attempts.max(before) + 1);
+        let previous = current.as_ref().map(|(c, _)| *c);
+        let Some(commit) = store.claim_lease(&self.opts.remote, &lease, previous)? else {
+            return Ok(false);
+        };
+        let mut held = Held::new(commit, lease);
+        held.taken_from = current.map(|(_, l)| l);
+        self.held.borrow_mut().insert(task.id.clone(), held);
+        Ok(true)
+    }
+
+    /// Shows in `state` the claim this worker holds on `id` as protocol 1 recorded claims: in
+    /// progress, the lease's attempt, this worker as owner — so that a completion (or a
+    /// task given back) is written as it always was. Nothing when the session moved past the
+    /// claim (the task is not pending or failed at an attempt before the lease's).
+    pub(crate) fn adopt(&self, state: &mut State, id: &TaskId) {
+        let held = self.held.borrow();
+        let Some(h) = held.get(id).filter(|h| !h.lost) else {
+            return;
+        };
+        let Some(t) = state.tasks.get_mut(id) else {
+            return;
+        };
+        if !matches!(t.status, TaskStatus::Pending | TaskStatus::Failed)
+            || t.attempts >= h.lease.attempt
+        {
+            return;
+        }
+        t.status = TaskStatus::InProgress;
+        t.attempts = h.lease.attempt;
+        t.owner = Some(self.owner(h));
+    }
+
+    /// The loop's view of `state`: a task whose lease on the remote (as last fetched) is live
+    /// shows as in progress by the lease's holder, since a claim writes no session event.
+    pub(crate) fn overlay(&self, store: &Store, sid: &SessionId, state: &mut State) -> Result<()> {
+        let leases = store.remote_leases(&self.opts.remote, sid)?;
+        for (id, (_, lease)) in leases {
+            if self.expired(&lease) {
+                continue;
+            }
+            let Some(t) = state.tasks.get_mut(&id) else {
+                continue;
+            };
+            if !matches!(t.status, TaskStatus::Pending | TaskStatus::Failed) {
+                continue;
+            }
+            let (host, pid) = lease
+                .holder
+                .rsplit_once(':')
+                .map_or((lease.holder.as_str(), "0"), |(h, p)| (h, p));
+            t.status = TaskStatus::InProgress;
+            t.attempts = t.attempts.max(lease.attempt);
+            t.owner = Some(Owner {
+                host: host.to_owned(),
+                pid: pid.parse().unwrap_or(0),
+                started_at: String::new(),
+                start_time: None,
+            });
+        }
+        Ok(())
     }
 
     /// Reorders `ready` (in priority order) so that workers looking at the same ready set
@@ -241,17 +404,6 @@ pub(crate) enum Mode {
     Worker(Box<RemoteMode>),
 }
 
-/// What a claim needs of the mode, as [`Mode::may_claim`] says.
-pub(crate) enum Claim<'a> {
-    /// Nothing: a local run claims the task alone.
-    Free,
-    /// Not now: another worker holds the task's lease (or one of its inner loop runs).
-    Refused,
-    /// A worker's claim: its lease is created in the same push, replacing the lease commit
-    /// the remote holds (one that ran out), if any.
-    Leased(&'a RemoteMode, Option<ObjectId>),
-}
-
 impl Mode {
     /// The worker's state, for a worker.
     pub(crate) fn worker(&self) -> Option<&RemoteMode> {
@@ -382,7 +534,9 @@ impl Mode {
                 };
                 store.forward_local(sid, tip)?;
                 r.polled();
-                store.state_at(sid, tip)
+                let mut state = store.state_at(sid, tip)?;
+                r.overlay(store, sid, &mut state)?;
+                Ok(state)
             }
         }
     }
@@ -410,30 +564,12 @@ impl Mode {
         Ok(())
     }
 
-    /// Whether `task` may be claimed in `txn` (it is ready), and what the claim needs: a
-    /// worker's replaces only a lease that has run out (judged with the skew margin), and an
-    /// inner loop runs its tasks one at a time, whichever worker runs them.
-    pub(crate) fn may_claim(
-        &self,
-        txn: &Txn<'_>,
-        sid: &SessionId,
-        task: &Task,
-    ) -> Result<Claim<'_>> {
-        let Mode::Worker(r) = self else {
-            return Ok(Claim::Free);
-        };
-        if task.inner_loop
-            && txn.state.tasks.values().any(|o| {
-                o.id != task.id && o.role == task.role && o.status == TaskStatus::InProgress
-            })
-        {
-            return Ok(Claim::Refused);
+    /// Shows in `txn`'s state the claim a worker holds on `id` (see [`RemoteMode::adopt`]);
+    /// nothing for a run here, whose claims are session events.
+    pub(crate) fn adopt(&self, txn: &mut Txn<'_>, id: &TaskId) {
+        if let Mode::Worker(r) = self {
+            r.adopt(&mut txn.state, id);
         }
-        let current = txn.store().remote_lease(&r.opts.remote, sid, &task.id)?;
-        if current.as_ref().is_some_and(|(_, l)| !r.expired(l)) {
-            return Ok(Claim::Refused);
-        }
-        Ok(Claim::Leased(r, current.map(|(c, _)| c)))
     }
 
     /// Whether the in-progress task `id` is this loop's to give back in `txn`: a local run's
@@ -448,6 +584,7 @@ impl Mode {
         let Mode::Worker(r) = self else {
             return Ok(true);
         };
+        r.adopt(&mut txn.state, id);
         Ok(match r.still_held(txn.store(), sid, id)? {
             Some(h) => {
                 super::run::release(txn, sid, id, h.commit);
@@ -459,26 +596,6 @@ impl Mode {
 }
 
 impl RemoteMode {
-    /// A claim's lease on attempt `attempt` of `id`: written, and added to `txn`'s push in
-    /// place of `previous`. Returns its commit and content.
-    pub(crate) fn lease_claim(
-        &self,
-        txn: &mut Txn<'_>,
-        sid: &SessionId,
-        id: &TaskId,
-        attempt: u32,
-        previous: Option<ObjectId>,
-    ) -> Result<(ObjectId, Lease)> {
-        let held = self.lease_for(sid, id, attempt);
-        let commit = txn.store().write_lease(&held, previous)?;
-        txn.also_push(tlv4_core::store::RemoteEdit {
-            name: tlv4_core::store::lease_ref(sid, id),
-            expected: previous,
-            new: Some(commit),
-        });
-        Ok((commit, held))
-    }
-
     /// Renews the leases this worker holds that are due (a third of the lease has passed
     /// since the last renewal). A renewal the remote refuses means the lease was taken back:
     /// the task's result will be kept aside, not recorded.

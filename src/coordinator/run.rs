@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod batch;
 mod stops;
 
-use super::lease::{Claim, Held, Mode, RemoteMode, WorkerOptions};
+use super::lease::{Held, Mode, RemoteMode, WorkerOptions};
 use super::pipeline::PipelineSpec;
 use super::worker::{WorkResult, work};
 use super::{followup, record};
@@ -227,6 +228,7 @@ pub fn run(
         conf: Arc::new(conf),
         code: None,
         latest: None,
+        queue: Vec::new(),
         mode,
         budget,
         limited: BTreeMap::new(),
@@ -254,6 +256,26 @@ pub fn run(
             changed.join(", ")
         )));
     }
+    // Workers of this build claim tasks on refs of their own: the session says so, and a
+    // build whose workers claim through the session refuses it from now on (§18.10).
+    if runner.mode.worker().is_some() {
+        runner.transact(|txn| {
+            if txn.state.session.schema >= tlv4_core::model::SCHEMA_CLAIM_REFS {
+                return Ok(None);
+            }
+            txn.state.session.schema = tlv4_core::model::SCHEMA_CLAIM_REFS;
+            Ok(Some(
+                Event::session(
+                    EventKind::SessionUpgraded,
+                    format!(
+                        "Remote workers claim tasks on refs of their own from here on (state format {})",
+                        tlv4_core::model::SCHEMA_CLAIM_REFS
+                    ),
+                )
+                .with("Schema", tlv4_core::model::SCHEMA_CLAIM_REFS.to_string()),
+            ))
+        })?;
+    }
     let end = rt.block_on(runner.run_loop());
     // Workers of an interrupted run may still be busy; they own nothing that must be waited for.
     rt.shutdown_background();
@@ -277,6 +299,8 @@ struct Runner<'a> {
     code: Option<(Vec<u8>, CodeTree)>,
     /// The state the last event of this loop wrote, to schedule from without a re-read.
     latest: Option<State>,
+    /// A worker's results not yet in the session: pushed together, as a batch.
+    queue: Vec<batch::Done>,
     /// Here, or a worker writing through a remote.
     mode: Mode,
     /// What the session may spend, and what it spent.
@@ -370,7 +394,7 @@ impl Runner<'_> {
                         refused.get_or_insert(r);
                         continue;
                     }
-                    let Some((input, qctx)) = self.claim(&task.id)? else {
+                    let Some((input, qctx)) = self.claim(&state, &task.id)? else {
                         self.budget.release(&task.id);
                         continue;
                     };
@@ -400,6 +424,12 @@ impl Runner<'_> {
                 }
             }
             if running.is_empty() {
+                // Nothing runs: a worker's finished results go to the session first (they
+                // may be what the rest waits for).
+                if !self.queue.is_empty() {
+                    self.flush_queue(true)?;
+                    continue;
+                }
                 // Nothing runs, and the next task does not fit the budget: pause.
                 if let Some(r) = refused {
                     return self.pause_for(self.budget.pause(&r));
@@ -457,12 +487,16 @@ impl Runner<'_> {
                         self.budget.release(&id);
                         if let Err(e) = self.record(&id, &role, result, seconds) {
                             self.mode.unrecorded(id);
+                            for q in self.queued() {
+                                self.mode.unrecorded(q);
+                            }
                             return Err(e);
                         }
                         break;
                     }
                     _ = tick.tick() => {
                         self.mode.renew(self.store);
+                        self.flush_queue(false)?;
                         self.show_notes();
                         // Renewals that cannot reach the remote for long: stop (the caller
                         // stops what runs and says what became of it).
@@ -495,6 +529,8 @@ impl Runner<'_> {
                         // tester's commands); their tasks go back to pending.
                         let ids: Vec<TaskId> = roles.keys().cloned().collect();
                         self.interrupt(&ids)?;
+                        // What finished here goes to the session before the worker stops.
+                        self.flush_queue(true)?;
                         // Their workers end once their processes are gone; wait for them, so each
                         // removes its checkout. Their results are not recorded.
                         let _ = tokio::time::timeout(WORKERS_AFTER_SIGNAL, async {
@@ -575,14 +611,30 @@ impl Runner<'_> {
         }
     }
 
-    /// Claims `id` for this process and builds the worker's input from the new tip.
-    fn claim(&mut self, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
+    /// Claims `id` for this process and builds the worker's input: here with a claim event;
+    /// a worker on the task's own ref on the remote, from `view` (its view of the remote's
+    /// tip, see [`Mode::current_state`]).
+    fn claim(&mut self, view: &State, id: &TaskId) -> Result<Option<(TaskInput, QualityContext)>> {
+        if let Some(r) = self.mode.worker() {
+            let Ok(task) = view.task(id) else {
+                return Ok(None);
+            };
+            if !matches!(task.status, TaskStatus::Pending | TaskStatus::Failed)
+                || !view.is_unblocked(task)
+                || view.session.status != SessionStatus::Active
+                || !r.claim(self.store, &self.sid, view, task)?
+            {
+                return Ok(None);
+            }
+            let mut state = view.clone();
+            r.adopt(&mut state, id);
+            let tip = self.store.tip(&self.sid)?;
+            // The next claim reads the remote again: a view that does not show what others
+            // finished meanwhile would claim their tasks.
+            return self.input(tip, &state, id).map(Some);
+        }
         let host = tlv4_core::host::name();
-        let sid = self.sid.clone();
-        let mode = &self.mode;
-        let mut leased = None;
-        let written = mode.transact(self.store, &sid, |txn| {
-            leased = None;
+        let written = self.transact(|txn| {
             let state = &txn.state;
             let Ok(task) = state.task(id) else {
                 return Ok(None);
@@ -591,10 +643,6 @@ impl Runner<'_> {
                 || !state.is_unblocked(task)
                 || state.session.status != SessionStatus::Active
             {
-                return Ok(None);
-            }
-            let claim = mode.may_claim(txn, &sid, task)?;
-            if let Claim::Refused = claim {
                 return Ok(None);
             }
             let t = txn.state.task_mut(id)?;
@@ -606,37 +654,28 @@ impl Runner<'_> {
                 started_at: tlv4_core::clock::now_rfc3339(),
                 start_time: tlv4_core::host::own_start_time(),
             });
-            let mut summary = format!(
+            let summary = format!(
                 "Claimed by the coordinator ({host}:{}), attempt {}",
                 std::process::id(),
                 t.attempts
             );
-            let mut event = Event::task(EventKind::TaskClaimed, t, String::new());
-            if let Claim::Leased(r, previous) = claim {
-                let (commit, held) =
-                    r.lease_claim(txn, &sid, id, event.attempt.unwrap_or(1), previous)?;
-                summary = format!(
-                    "Claimed by worker {}, attempt {}, leased until {}",
-                    held.holder,
-                    held.attempt,
-                    rfc3339_ms(held.expires_ms)
-                );
-                event = event.with("Lease", commit.to_string());
-                leased = Some((commit, held));
-            }
-            event.summary = summary;
-            Ok(Some(event))
+            Ok(Some(Event::task(EventKind::TaskClaimed, t, summary)))
         })?;
         let Some(written) = written else {
             return Ok(None);
         };
-        if let (Some(r), Some((commit, lease))) = (self.mode.worker(), leased) {
-            r.held
-                .borrow_mut()
-                .insert(id.clone(), Held::new(commit, lease));
-        }
         self.latest = Some(written.state.clone());
-        let tree = self.store.commit_tree(written.commit)?;
+        self.input(written.commit, &written.state, id).map(Some)
+    }
+
+    /// The worker's input for task `id` of `state`, the session at commit `tip`.
+    fn input(
+        &mut self,
+        tip: gix::ObjectId,
+        state: &State,
+        id: &TaskId,
+    ) -> Result<(TaskInput, QualityContext)> {
+        let tree = self.store.commit_tree(tip)?;
         let folder = self
             .store
             .read_folder(tree, &session_dir(&self.sid), &["tasks", "runs"])?;
@@ -645,29 +684,30 @@ impl Runner<'_> {
             .filter(|(k, _)| k != "session.toml" && k != "control.toml")
             .collect();
         let code = self.code_tree(tree)?;
-        let base: gix::ObjectId =
-            written.state.session.base.parse().map_err(|_| {
-                Error::Git(format!("bad base commit {}", written.state.session.base))
-            })?;
-        let task = written.state.tasks[id].clone();
+        let base: gix::ObjectId = state
+            .session
+            .base
+            .parse()
+            .map_err(|_| Error::Git(format!("bad base commit {}", state.session.base)))?;
+        let task = state.tasks[id].clone();
         let qctx = QualityContext {
             repo: self.store.repo().clone().into_sync(),
             base,
-            tip: written.commit,
+            tip,
             conf: Arc::clone(&self.conf),
             // Never a shell without the box, whatever the session says (the run refused
             // such a session when it began; see `Roster::shell_here`).
-            shell: written.state.control.settings.shell && tlv4_core::sandbox::level().active(),
+            shell: state.control.settings.shell && tlv4_core::sandbox::level().active(),
         };
-        Ok(Some((
+        Ok((
             TaskInput {
-                session: written.state.session.clone(),
+                session: state.session.clone(),
                 task,
                 folder,
                 code,
             },
             qctx,
-        )))
+        ))
     }
 
     /// The code tree of `tree`, reused while the code outside `.tlv4` does not change.
@@ -696,7 +736,8 @@ impl Runner<'_> {
     }
 
     /// Records a finished task and everything its completion implies, as one event, then
-    /// tells the user, the hooks and the bus. The steps are in [`super::record`].
+    /// tells the user, the hooks and the bus. The steps are in [`super::record`]. A worker
+    /// queues it, to be pushed with others in a batch (see [`batch`]).
     fn record(
         &mut self,
         id: &TaskId,
@@ -716,45 +757,100 @@ impl Runner<'_> {
         if self.stopped(id, role, &result)? {
             return Ok(());
         }
+        let done = batch::Done::new(id.clone(), result, seconds);
+        if self.mode.worker().is_some() {
+            self.queue.push(done);
+            return self.flush(false);
+        }
+        let mut applied = batch::Applied::default();
+        let written = self.transact(|txn| self.apply(txn, &done, &mut applied))?;
+        self.recorded(done, written, applied)
+    }
+
+    /// The change that records `done` in `txn` (a worker's only while it holds the task's
+    /// lease; `applied` says if it lost it, and the notes to show).
+    fn apply(
+        &self,
+        txn: &mut Txn<'_>,
+        done: &batch::Done,
+        applied: &mut batch::Applied,
+    ) -> Result<Option<Event>> {
+        let (id, result, mode, sid) = (&done.id, &done.result, &self.mode, &self.sid);
+        *applied = batch::Applied::default();
+        mode.adopt(txn, id);
+        let holder = record::holder(txn, mode, sid, id)?;
+        applied.lost = holder == record::Holder::Lost;
+        let record::Holder::Us(task, lease) = holder else {
+            return Ok(None);
+        };
+        record::push_with_result(txn, mode, sid, id, lease, result)?;
+        let mut rec = record::Recording::new(*task, done.output.clone(), result.warnings.clone());
+        record::merge(txn, &mut rec, result)?;
+        record::write_run_record(txn, id, &rec, result, done.seconds)?;
+        record::pin_roles_lock(txn, sid, result, &self.roles_lock)?;
+        record::write_outputs(txn, &rec)?;
+        record::settle(&mut txn.state, id, &rec)?;
+        record::revise_conflict(&mut txn.state, id, &mut rec)?;
+        record::follow_ups(txn, &self.spec, id, result, &mut rec)?;
+        record::log_warnings(txn, sid, id, &rec)?;
+        applied.notes.clone_from(&rec.notes);
+        let mut event = record::event(&txn.state, id, rec)?;
+        if let Some(claim) = lease {
+            event = event.with("Claim", claim.to_string());
+        }
+        let taken_from = mode
+            .worker()
+            .and_then(|r| r.held.borrow().get(id).and_then(|h| h.taken_from.clone()));
+        if let Some(l) = taken_from {
+            event = event.with(
+                "Taken-From",
+                format!(
+                    "{} attempt {}, leased until {}",
+                    l.holder,
+                    l.attempt,
+                    rfc3339_ms(l.expires_ms)
+                ),
+            );
+        }
+        Ok(Some(event))
+    }
+
+    /// What follows a task's result once the session has it (`written`), or once it was not
+    /// this loop's to record.
+    fn recorded(
+        &mut self,
+        done: batch::Done,
+        written: Option<Written>,
+        applied: batch::Applied,
+    ) -> Result<()> {
+        let batch::Done {
+            id,
+            result,
+            seconds,
+            output,
+            ..
+        } = done;
+        let id = &id;
         let bound = match &result.stopped {
             Some(super::worker::Stopped::OverBound(detail)) => Some(detail.clone()),
             _ => None,
         };
-        let output = record::vet(&result);
-        let mut notes = Vec::new();
-        let (spec, roles_lock) = (&self.spec, &self.roles_lock);
-        let sid = self.sid.clone();
-        let mode = &self.mode;
-        // A worker whose lease was taken back: the result is not this worker's to record.
-        let mut lost = false;
-        let written = mode.transact(self.store, &sid, |txn| {
-            notes.clear();
-            let holder = record::holder(txn, mode, &sid, id)?;
-            lost = holder == record::Holder::Lost;
-            let record::Holder::Us(task, lease) = holder else {
-                return Ok(None);
-            };
-            record::push_with_result(txn, mode, &sid, id, lease, &result)?;
-            let mut rec = record::Recording::new(*task, output.clone(), result.warnings.clone());
-            record::merge(txn, &mut rec, &result)?;
-            record::write_run_record(txn, id, &rec, &result, seconds)?;
-            record::pin_roles_lock(txn, &sid, &result, roles_lock)?;
-            record::write_outputs(txn, &rec)?;
-            record::settle(&mut txn.state, id, &rec)?;
-            record::revise_conflict(&mut txn.state, id, &mut rec)?;
-            record::follow_ups(txn, spec, id, &result, &mut rec)?;
-            record::log_warnings(txn, &sid, id, &rec)?;
-            notes.clone_from(&rec.notes);
-            Ok(Some(record::event(&txn.state, id, rec)?))
-        })?;
         let held = self.mode.take_held(id);
         let Some(written) = written else {
-            if lost {
-                self.keep_late(id, held, &result)?;
+            if applied.lost {
+                self.keep_late(id, held.clone(), &result)?;
+                // A claim the session moved past (the task finished or reset meanwhile):
+                // its lease goes, unless it was taken back already.
+                if let (Some(r), Some(h)) = (self.mode.worker(), held.filter(|h| !h.lost)) {
+                    self.store
+                        .release_lease(&r.opts.remote, &self.sid, id, h.commit)?;
+                }
             }
             return Ok(());
         };
-        self.latest = Some(written.state.clone());
+        if self.mode.worker().is_none() {
+            self.latest = Some(written.state.clone());
+        }
         self.keep_unmerged(id, &written, &result)?;
         let ok = written.state.tasks[id].status == TaskStatus::Completed;
         (self.on)(Progress::Finished {
@@ -763,7 +859,11 @@ impl Runner<'_> {
             summary: written.event.summary.clone(),
             seconds,
         });
-        for n in notes.into_iter().chain(result.notes.iter().cloned()) {
+        for n in applied
+            .notes
+            .into_iter()
+            .chain(result.notes.iter().cloned())
+        {
             (self.on)(Progress::Note(n));
         }
         self.tell_hooks(id, &written);

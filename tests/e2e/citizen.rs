@@ -167,7 +167,7 @@ fn version_names_the_build_commit_and_the_state_format() {
         format!(
             "git-tlv4 {} (commit {commit}, state format {})",
             env!("CARGO_PKG_VERSION"),
-            tlv4_core::model::SCHEMA_VERSION
+            tlv4_core::model::SCHEMA_NEWEST
         )
     );
 }

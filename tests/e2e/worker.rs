@@ -287,27 +287,44 @@ fn three_workers_share_thirty_tasks_over_git_daemon_and_one_killed_loses_nothing
         started.elapsed().as_secs_f64()
     );
     all_done_once(&bare, &sid, N, &clones.iter().collect::<Vec<_>>());
-    // The killed worker's tasks went back to pending when their leases ran out (one event
-    // naming them), and ran again as attempt 2 elsewhere.
+    // Claims are not session events (protocol 2): the session was marked so once, and
+    // records completions only, each with the lease it was claimed under.
     let events = events(&bare, &sid);
-    let recovered = events
-        .iter()
-        .filter(|(t, e)| t.is_empty() && e == "tasks_recovered")
-        .count();
-    assert!(recovered >= 1, "{events:?}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(_, e)| e == "session_upgraded")
+            .count(),
+        1,
+        "{events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|(_, e)| e == "task_claimed" || e == "tasks_recovered"),
+        "{events:?}"
+    );
+    // The killed worker's tasks were taken over once their leases ran out, and ran again
+    // as attempt 2 elsewhere; the completion names whom it was taken from.
     for task in &held {
         let toml = remote_file(
             &bare,
             &format!("refs/heads/tlv4/{sid}:.tlv4/sessions/{sid}/tasks/{task}.toml"),
         );
         assert!(toml.contains("attempts = 2"), "{task}: {toml}");
-        let claims = events
-            .iter()
-            .filter(|(t, e)| t == task && e == "task_claimed")
-            .count();
-        assert_eq!(
-            claims, 2,
-            "{task} claimed by the killed worker, then once more"
+        let gd = bare.path();
+        let taken = bare.git(&[
+            "--git-dir",
+            gd.to_str().unwrap(),
+            "log",
+            "--first-parent",
+            "--format=%(trailers:key=Tlv4-Taken-From,valueonly)",
+            &format!("--grep=Tlv4-Task: {task}"),
+            &format!("refs/heads/tlv4/{sid}"),
+        ]);
+        assert!(
+            taken.contains(&format!(":{pid} attempt 1")),
+            "{task} taken from the killed worker: {taken}"
         );
     }
     // The messages of the workers' tasks merged on the remote by union: one per task.

@@ -137,6 +137,8 @@ impl Runner<'_> {
             ))
         })?;
         if let Some(w) = written {
+            // Its lease went with the event.
+            self.mode.take_held(id);
             if let Some(snap) = &result.snapshot {
                 let task = &w.state.tasks[id];
                 let keep = format!(

@@ -15,7 +15,9 @@ pub use control::{
 };
 pub use ids::{IdError, SessionId, TaskId};
 pub use message::Message;
-pub use session::{ForkOrigin, SCHEMA_VERSION, Session, SessionStatus};
+pub use session::{
+    ForkOrigin, SCHEMA_CLAIM_REFS, SCHEMA_NEWEST, SCHEMA_VERSION, Session, SessionStatus,
+};
 pub use task::{Owner, Priority, Role, Task, TaskResult, TaskStatus};
 
 use std::collections::BTreeMap;
@@ -162,11 +164,13 @@ pub enum EventKind {
     DiscussRound,
     /// `gc` wrote an archived session's history again without its run transcripts.
     SessionCompacted,
+    /// The session's state format was raised (remote workers claiming on refs of their own).
+    SessionUpgraded,
 }
 
 impl EventKind {
     /// Every kind, for parsing.
-    pub const ALL: [EventKind; 19] = [
+    pub const ALL: [EventKind; 20] = [
         EventKind::SessionStarted,
         EventKind::TasksDispatched,
         EventKind::TaskClaimed,
@@ -186,6 +190,7 @@ impl EventKind {
         EventKind::SessionMerged,
         EventKind::DiscussRound,
         EventKind::SessionCompacted,
+        EventKind::SessionUpgraded,
     ];
 
     /// The trailer value, e.g. `task_completed`.
@@ -210,6 +215,7 @@ impl EventKind {
             EventKind::SessionMerged => "session_merged",
             EventKind::DiscussRound => "discuss_round",
             EventKind::SessionCompacted => "session_compacted",
+            EventKind::SessionUpgraded => "session_upgraded",
         }
     }
 
@@ -235,6 +241,7 @@ impl EventKind {
             EventKind::SessionMerged => "merged",
             EventKind::DiscussRound => "discussion round",
             EventKind::SessionCompacted => "compacted",
+            EventKind::SessionUpgraded => "format upgraded",
         }
     }
 }

@@ -2,9 +2,18 @@
 
 use super::SessionId;
 
-/// The version of the on-disk format this build writes and reads. A session written with a
-/// higher number is refused rather than misread.
+/// The version of the on-disk format a new session is written with. A session written with
+/// a number above [`SCHEMA_NEWEST`] is refused rather than misread.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The newest format this build reads: 2 is 1 on which remote workers claim tasks on refs of
+/// their own, without a session event (`specs/state-format.md` §18.10). A session becomes 2
+/// when such a worker first works on it, so that a build that knows only 1 — whose workers
+/// claim through the session — refuses it instead of claiming beside them.
+pub const SCHEMA_NEWEST: u32 = 2;
+
+/// The format of a session remote workers of this build have worked on.
+pub const SCHEMA_CLAIM_REFS: u32 = 2;
 
 /// The session record, stored as `.tlv4/sessions/<SID>/session.toml`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

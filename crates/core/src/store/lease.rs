@@ -273,7 +273,10 @@ impl Store {
             edits.extend(pushes);
             match self.push_leased(remote, &edits)? {
                 Ok(()) => {
-                    self.count(|s| s.events += 1);
+                    self.count(|s| {
+                        s.events += 1;
+                        s.batches += 1;
+                    });
                     self.forward_local(sid, publish.new)?;
                     return Ok(Some(publish.value));
                 }
@@ -291,6 +294,110 @@ impl Store {
             ),
             Some("re-run the command".to_owned()),
         ))
+    }
+
+    /// Claims a task (protocol 2, §18.10): pushes `lease` on the task's own ref, created only
+    /// if the remote holds none (`previous` `None`) or replacing `previous`, a lease that ran
+    /// out. No session event is written. `None` when another worker took the task first.
+    pub fn claim_lease(
+        &self,
+        remote: &Remote,
+        lease: &Lease,
+        previous: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>> {
+        let new = self.write_lease(lease, previous)?;
+        let edit = RemoteEdit {
+            name: lease_ref(&lease.session, &lease.task),
+            expected: previous,
+            new: Some(new),
+        };
+        if self.push_leased(remote, &[edit])?.is_ok() {
+            self.count(|s| s.claims += 1);
+            Ok(Some(new))
+        } else {
+            self.count(|s| s.claims_refused += 1);
+            Ok(None)
+        }
+    }
+
+    /// Deletes the lease of `task` on `remote` if it still is `commit` (a claim whose task the
+    /// session moved past). Whether it went.
+    pub fn release_lease(
+        &self,
+        remote: &Remote,
+        sid: &SessionId,
+        task: &TaskId,
+        commit: ObjectId,
+    ) -> Result<bool> {
+        let edit = RemoteEdit {
+            name: lease_ref(sid, task),
+            expected: Some(commit),
+            new: None,
+        };
+        Ok(self.push_leased(remote, &[edit])?.is_ok())
+    }
+
+    /// Writes `changes` as consecutive events of session `sid` on the remote's tip (fetched
+    /// first when `fetch`, else as last seen) and publishes them all with one atomic push that
+    /// leases that tip, with every ref the changes add ([`super::Txn::also_push`]): a batch.
+    /// One try: `None` when the remote refused it (it moved, or a lease went); the caller
+    /// tries again later, and its changes are applied afresh then. Returns what each change
+    /// wrote (`None`: nothing), and fast-forwards the local branch.
+    pub fn transact_remote_batch(
+        &self,
+        remote: &Remote,
+        sid: &SessionId,
+        fetch: bool,
+        changes: &mut [super::ChainStep<'_>],
+    ) -> Result<Option<Vec<Option<Written>>>> {
+        let branch = session_ref(sid);
+        let mirrored = match fetch {
+            true => None,
+            false => self.remote_value(remote, &branch)?,
+        };
+        let tip = match mirrored {
+            Some(tip) => tip,
+            None => self.fetch_session(remote, sid)?,
+        };
+        self.forward_local(sid, tip)?;
+        let (mut head, mut written, mut edits) = (tip, Vec::new(), Vec::new());
+        for change in changes.iter_mut() {
+            let mut change = |txn: &mut super::Txn<'_>| change(txn);
+            match self.prepare_event(sid, head, &mut change)? {
+                Some((publish, pushes)) => {
+                    head = publish.new;
+                    written.push(Some(publish.value));
+                    edits.extend(pushes);
+                }
+                None => written.push(None),
+            }
+        }
+        if head == tip {
+            return Ok(Some(written));
+        }
+        edits.insert(
+            0,
+            RemoteEdit {
+                name: branch,
+                expected: Some(tip),
+                new: Some(head),
+            },
+        );
+        match self.push_leased(remote, &edits)? {
+            Ok(()) => {
+                let events = written.iter().flatten().count() as u64;
+                self.count(|s| {
+                    s.events += events;
+                    s.batches += 1;
+                });
+                self.forward_local(sid, head)?;
+                Ok(Some(written))
+            }
+            Err(_) => {
+                self.count(|s| s.retries += 1);
+                Ok(None)
+            }
+        }
     }
 
     /// Renews a lease: pushes a child of `old` (the lease as the remote holds it) carrying

@@ -7,7 +7,7 @@ use gix::bstr::ByteSlice;
 
 use super::{Store, session_dir};
 use crate::error::{Error, Result};
-use crate::model::{SCHEMA_VERSION, Session, SessionId, State, Task, TaskId};
+use crate::model::{SCHEMA_NEWEST, Session, SessionId, State, Task, TaskId};
 
 /// The stored bytes of a state, to write only what changed.
 #[derive(Debug, Clone, Default)]
@@ -221,12 +221,12 @@ pub(crate) fn parse_session(sid: &SessionId, bytes: &[u8]) -> Result<Session> {
     let Some(found) = table.get("schema").and_then(toml::Value::as_integer) else {
         return Err(Error::Invalid("it has no `schema` version".into()));
     };
-    if found != i64::from(SCHEMA_VERSION) {
-        if found > i64::from(SCHEMA_VERSION) {
+    if !(1..=i64::from(SCHEMA_NEWEST)).contains(&found) {
+        if found > i64::from(SCHEMA_NEWEST) {
             return Err(Error::Schema {
                 session: sid.clone(),
                 found: found as u32,
-                supported: SCHEMA_VERSION,
+                supported: SCHEMA_NEWEST,
             });
         }
         return Err(Error::Invalid(format!("unknown schema version {found}")));

@@ -57,6 +57,12 @@ pub struct RemoteStats {
     pub events: u64,
     /// Of the refused pushes, those of a session event, each re-applied to the new tip.
     pub retries: u64,
+    /// Claims taken: a task's lease created (or one that ran out replaced) on its own ref.
+    pub claims: u64,
+    /// Claims refused because another worker took the task first (its lease ref existed).
+    pub claims_refused: u64,
+    /// Pushes of the session ref that took events (one or several: a batch).
+    pub batches: u64,
 }
 
 impl RemoteStats {
@@ -456,9 +462,13 @@ impl Store {
         if edits.is_empty() {
             return Ok(Ok(()));
         }
-        let mut args: Vec<String> = ["push", "--atomic", "--porcelain", "--no-verify", "--quiet"]
+        // One ref needs no atomic push, which every server takes; several do.
+        let mut args: Vec<String> = ["push", "--porcelain", "--no-verify", "--quiet"]
             .map(str::to_owned)
             .to_vec();
+        if edits.len() > 1 {
+            args.insert(1, "--atomic".to_owned());
+        }
         for e in edits {
             let expected = e.expected.map(|e| e.to_string()).unwrap_or_default();
             args.push(format!("--force-with-lease={}:{expected}", e.name));
@@ -481,6 +491,19 @@ impl Store {
                 .filter_map(|l| l.split('\t').nth(1))
                 .filter_map(|spec| spec.split_once(':').map(|(_, dst)| dst.to_owned()))
                 .collect();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if rejected.is_empty() && stderr.contains("does not support --atomic") {
+                return Err(Error::state(
+                    format!(
+                        "`{}` does not take atomic pushes: a session event and the refs it moves (leases, task branches) must move together or not at all",
+                        remote.name
+                    ),
+                    Some(
+                        "serve the session from a git server that takes them (git's own server does unless `receive.advertiseAtomic` is false)"
+                            .to_owned(),
+                    ),
+                ));
+            }
             if rejected.is_empty() {
                 return Err(unreachable(
                     remote,
