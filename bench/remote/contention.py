@@ -38,12 +38,22 @@ Parts (each is run unless `--parts` names a subset):
               of --real-tasks (24) independent code tasks run by the builtin agent (no agent
               time, nothing untrusted runs), started with `start --remote`, worked to its end
               by 1, 3 and 8 workers (--real-workers) in separate clones, each
-              `--max-parallel 1`, for each transport. Figures: tasks/s, session events/s,
-              and what the workers' closing lines count (src/cli/worker.rs): CAS rejections
-              (refused event pushes) per event, fetches per event, mean fetch and push time;
-              checked: every task completed once, the session completed, fsck --strict.
+              `--max-parallel 1`, for each transport. With --real-think-ms MS, also points
+              with agent time: N = 8 and 32 (--real-think-workers), 4*N tasks
+              (--real-think-tasks), the executor a `command` agent (a shell script the run
+              writes into its temporary directory, named in the origin's `.tlv4.toml` and
+              trusted with it) that sleeps uniform [0.5, 1.5] * MS ms and writes one file.
+              With --tlv4-base BIN, every point runs the base binary and the new one in turn
+              (the order alternating from point to point), each on its own fresh server and
+              clones; records say `"binary": "base"|"new"` and the summary prints new/base.
+              Figures: tasks/s, session events/s, and what the workers' closing lines count
+              (src/cli/worker.rs): CAS rejections (refused pushes of the session ref) per
+              event, claims taken and refused (the protocol with claim refs), fetches per
+              event, mean fetch and push time; checked (`ok`): every task completed exactly
+              once, the session completed, fsck --strict, no refs left under
+              refs/tlv4/leases/<SID>/ (`claims_left`), every worker exited 0.
               Compare with design A of `contention` at the same N and task count
-              (`--plan 1:48,3:16,8:6`: 24 tasks each).
+              (`--plan 1:48,3:16,8:6`: 24 tasks each). `--real-only` = `--parts real`.
 
 Everything runs under a temporary directory with a hermetic git environment (no user or
 system config, gc.auto=0 so no maintenance runs in the middle of a measurement). Nothing
@@ -53,9 +63,10 @@ and a Markdown summary printed at the end (and written next to it as .md).
 Usage: contention.py [--parts contention,roundtrip,history,refs,real] [--plan 1:40,3:20,...]
                      [--cap SECS] [--designs A,B,B4] [--file-designs A,B]
                      [--transports daemon,file] [--think-ms MS] [--backoff-ms MS]
-                     [--tlv4 BIN] [--out FILE] [--quick]
+                     [--tlv4 BIN [--tlv4-base BIN] [--real-think-ms MS]] [--real-only]
+                     [--out FILE] [--quick]
 With the defaults the whole run (all parts but `real`) takes under 10 minutes on 2 cores;
-the `real` part adds about 2 minutes.
+the `real` part adds about 2 minutes (twice that with --tlv4-base, more with think points).
 """
 
 import argparse
@@ -808,11 +819,16 @@ def wide_pipeline(n):
     return text
 
 
-# The closing line of `git tlv4 worker` (src/cli/worker.rs, stats_line).
+# The closing line of `git tlv4 worker` (src/cli/worker.rs, stats_line). The claim clause after
+# "(X.XX per event)" is printed by the protocol with claim refs and batched completions
+# (docs/remote.md §5.6); today's protocol prints the line without it.
 STATS = re.compile(
     r"worker \S+: (?:(?P<tasks>\d+) task\(s\) run, )?(?P<events>\d+) event\(s\) written "
     r"through `[^`]*`, (?P<retries>\d+) refused because the remote had moved and retried "
-    r"\([0-9.]+ per event\); (?P<fetches>\d+) fetch\(es\) in (?P<fetch_s>[0-9.]+)s, "
+    r"\([0-9.]+ per event\)"
+    r"(?:; (?P<claims>\d+) claim\(s\) taken, (?P<claims_refused>\d+) refused \(taken first "
+    r"by another worker\), (?P<batches>\d+) batch\(es\))?"
+    r"; (?P<fetches>\d+) fetch\(es\) in (?P<fetch_s>[0-9.]+)s, "
     r"(?P<pushes>\d+) push\(es\) in (?P<push_s>[0-9.]+)s \((?P<refused>\d+) refused in all\)"
 )
 
@@ -829,133 +845,281 @@ def worker_stats(stderr):
     }
 
 
-def real_workers(git, root, tlv4, transports, counts, ntasks, timeout):
-    """Runs `git tlv4 worker --remote` in N separate clones of one bare remote on one session
-    of `ntasks` independent code tasks, with the builtin agent (no agent program: nothing
-    untrusted runs, and a task costs no agent time), over each transport. Each worker runs
-    until the session completes (`--max-parallel 1`, so N workers are N tasks at once).
-    Figures: wall time from the workers' start to the last one's exit, tasks/s, session
-    events, and what the workers' closing lines count: events written, refused pushes (the
-    CAS rejections), fetches, pushes, time waiting for git. Extra worker arguments:
-    TLV4_WORKER_ARGS."""
+# The agent of the think points: a program for the `command` driver (like
+# tests/fixtures/agents/sleep-agent) that sleeps uniform [0.5, 1.5] * THINK_MS ms, then writes
+# one file named after its task in its checkout and prints the result block a code task needs.
+THINK_AGENT = r"""#!/bin/sh
+# contention.py's think agent: sleeps uniform [0.5, 1.5] * $THINK_MS ms, then does a code
+# task's work (one file, the result block).
+cat > /dev/null
+secs=$(awk -v ms="${THINK_MS:-1000}" -v seed="$$$(date +%N)" \
+    'BEGIN { srand(seed % 2147483647); printf "%.3f", ms * (0.5 + rand()) / 1000 }')
+sleep "$secs"
+echo "thought for $secs s on $TLV4_TASK" > "thought-$TLV4_TASK.txt"
+printf '```json\n{"summary": "thought", "state_update": {"key_findings": ["thought"], "decisions": [], "files_modified": ["thought-%s.txt"], "verification": "none"}}\n```\n' "$TLV4_TASK"
+"""
+
+
+def think_agent(root):
+    """Writes the think agent into the run's temporary directory; its path."""
+    d = os.path.join(root, "agent")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "think-agent")
+    with open(path, "w") as f:
+        f.write(THINK_AGENT)
+    os.chmod(path, 0o755)
+    return path
+
+
+def session_completions(git, server, branch):
+    """(task ids completed, one entry per completion, from the first-parent log's trailers;
+    the number of commits). A commit may carry several `Tlv4-Task` / `Tlv4-Event` trailers
+    (completions applied in a batch): paired in order when the counts match, else every task
+    of a commit whose events are all `task_completed` counts once."""
+    log = git.run(
+        ["log", "--first-parent", "--format=%x01%(trailers:key=Tlv4-Task,valueonly,separator=%x2C)"
+         "%x00%(trailers:key=Tlv4-Event,valueonly,separator=%x2C)", branch],
+        gitdir=server,
+    ).stdout.decode()
+    completed = []
+    commits = 0
+    for entry in log.split("\x01")[1:]:
+        commits += 1
+        tasks_s, _, events_s = entry.strip().partition("\x00")
+        tasks = [t.strip() for t in tasks_s.split(",") if t.strip()]
+        events = [e.strip() for e in events_s.split(",") if e.strip()]
+        if len(tasks) == len(events):
+            completed += [t for t, e in zip(tasks, events) if e == "task_completed"]
+        elif events and all(e == "task_completed" for e in events):
+            completed += tasks
+    return completed, commits
+
+
+def tasks_in_state(git, server, branch, sid):
+    """How many task files at the session's tip say `status = "completed"`."""
+    prefix = f".tlv4/sessions/{sid}/tasks/"
+    names = git.run(["ls-tree", "--name-only", f"{branch}:{prefix}"], gitdir=server, check=False)
+    if names.returncode != 0:
+        return None
+    files = [n for n in names.stdout.decode().splitlines() if n.endswith(".toml")]
+    if not files:
+        return 0
+    out = git.run(
+        ["cat-file", "--batch"],
+        gitdir=server,
+        stdin="".join(f"{branch}:{prefix}{n}\n" for n in files).encode(),
+    ).stdout.decode(errors="replace")
+    return len(re.findall(r'(?m)^status = "completed"$', out))
+
+
+def agent_times(git, server, branch):
+    """The think agent's sleeps (seconds) read back from the `thought-<TASK>.txt` files at the
+    session's tip: one per task whose agent run was merged."""
+    names = git.run(["ls-tree", "--name-only", branch], gitdir=server, check=False)
+    files = [n for n in names.stdout.decode().splitlines() if n.startswith("thought-")]
+    if not files:
+        return []
+    out = git.run(
+        ["cat-file", "--batch"], gitdir=server,
+        stdin="".join(f"{branch}:{n}\n" for n in files).encode(),
+    ).stdout.decode(errors="replace")
+    return [float(x) for x in re.findall(r"thought for ([0-9.]+) s on ", out)]
+
+
+def real_point(git, root, tlv4, label, transport, n, ntasks, timeout, think_ms=0.0, agent=None):
+    """One run of the real `git tlv4 worker --remote`: a fresh bare server (over `transport`)
+    with a session of `ntasks` independent code tasks, N clones each running one worker
+    `--max-parallel 1` until the session completes. The executor is the builtin agent (no agent
+    time), or with `think_ms` the think agent `agent` (a `command` agent named in the origin's
+    committed `.tlv4.toml`, trusted with the rest in every clone). Figures: wall time from the
+    workers' start to the last one's exit, tasks/s, session events, and what the workers'
+    closing lines count: events written, refused pushes of the session ref (the CAS
+    rejections, `retries`), claims taken and refused (the protocol with claim refs), fetches,
+    pushes, time waiting for git. Checked: every task completed exactly once, the session
+    completed, `git fsck --strict` on the server, no lease/claim refs left under
+    `refs/tlv4/leases/<SID>/`. Extra worker arguments: TLV4_WORKER_ARGS."""
     extra = os.environ.get("TLV4_WORKER_ARGS", "").split()
     tlv4 = os.path.abspath(tlv4)
-    recs = []
-    for transport in transports:
-        for n in counts:
-            base = tempfile.mkdtemp(dir=root, prefix=f"real-{transport}-{n}-")
-            server = os.path.join(base, "server.git")
-            git.run(["init", "-q", "--bare", "-b", "main", server])
-            daemon = Daemon(git, base) if transport == "daemon" else None
-            url = daemon.url("server.git") if daemon else f"file://{server}"
+    base = tempfile.mkdtemp(dir=root, prefix=f"real-{label}-{transport}-{n}-")
+    server = os.path.join(base, "server.git")
+    git.run(["init", "-q", "--bare", "-b", "main", server])
+    daemon = Daemon(git, base) if transport == "daemon" else None
+    url = daemon.url("server.git") if daemon else f"file://{server}"
 
-            def tlv4_run(args, cwd, check=True):
-                p = subprocess.run(
-                    [tlv4] + args, cwd=cwd, env=git.env, capture_output=True, timeout=timeout
+    def tlv4_run(args, cwd, check=True):
+        p = subprocess.run(
+            [tlv4] + args, cwd=cwd, env=git.env, capture_output=True, timeout=timeout
+        )
+        if check and p.returncode != 0:
+            raise RuntimeError(
+                f"git-tlv4 {' '.join(args)} exited {p.returncode}: "
+                f"{p.stderr.decode(errors='replace')}"
+            )
+        return p
+
+    try:
+        origin = os.path.join(base, "origin")
+        git.run(["init", "-q", "-b", "main", origin])
+        os.makedirs(os.path.join(origin, ".tlv4/specs"))
+        with open(os.path.join(origin, ".tlv4/specs/pipelines.toml"), "w") as f:
+            f.write(wide_pipeline(ntasks))
+        with open(os.path.join(origin, "README.md"), "w") as f:
+            f.write("bench\n")
+        if think_ms:
+            with open(os.path.join(origin, ".tlv4.toml"), "w") as f:
+                f.write(
+                    "[agents.thinker]\n"
+                    'driver = "command"\n'
+                    f"program = {json.dumps(agent)}\n"
+                    f'env = {{ THINK_MS = "{think_ms:g}" }}\n'
+                    "\n[roles]\n"
+                    'executor = "thinker"\n'
                 )
-                if check and p.returncode != 0:
-                    raise RuntimeError(
-                        f"git-tlv4 {' '.join(args)} exited {p.returncode}: "
-                        f"{p.stderr.decode(errors='replace')}"
-                    )
-                return p
+        git.run(["add", "-A"], cwd=origin)
+        git.run(["commit", "-q", "-m", "initial"], cwd=origin)
+        git.run(["remote", "add", "origin", url], cwd=origin)
+        git.run(["push", "-q", "origin", "main"], cwd=origin)
+        # The pipeline file overrides the builtin ones (and .tlv4.toml names an agent
+        # program): the user trusts them.
+        tlv4_run(["trust"], origin)
+        start = [
+            "start", "--remote", "origin", "--no-run", "--pipeline", "wide", "--yes",
+            "--completion", "keep", "bench",
+        ]
+        sid = tlv4_run(start, origin).stdout.decode().strip()
+        clones = []
+        for i in range(n):
+            c = os.path.join(base, f"w{i}")
+            git.run(["clone", "-q", url, c])
+            tlv4_run(["trust"], c)
+            clones.append(c)
+        cmd = [tlv4, "--session", sid, "worker", "--remote", "origin", "--max-parallel", "1"]
+        t0 = time.monotonic()
+        procs = [
+            subprocess.Popen(
+                cmd + extra, cwd=c, env=git.env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for c in clones
+        ]
+        # Read every worker's stderr at once (a pipe left unread could block a worker).
+        outs = [None] * len(procs)
 
+        def collect(i, p):
             try:
-                origin = os.path.join(base, "origin")
-                git.run(["init", "-q", "-b", "main", origin])
-                os.makedirs(os.path.join(origin, ".tlv4/specs"))
-                with open(os.path.join(origin, ".tlv4/specs/pipelines.toml"), "w") as f:
-                    f.write(wide_pipeline(ntasks))
-                with open(os.path.join(origin, "README.md"), "w") as f:
-                    f.write("bench\n")
-                git.run(["add", "-A"], cwd=origin)
-                git.run(["commit", "-q", "-m", "initial"], cwd=origin)
-                git.run(["remote", "add", "origin", url], cwd=origin)
-                git.run(["push", "-q", "origin", "main"], cwd=origin)
-                # The pipeline file overrides the builtin ones: the user trusts it.
-                tlv4_run(["trust"], origin)
-                start = [
-                    "start", "--remote", "origin", "--no-run", "--pipeline", "wide", "--yes",
-                    "--completion", "keep", "bench",
-                ]
-                sid = tlv4_run(start, origin).stdout.decode().strip()
-                clones = []
-                for i in range(n):
-                    c = os.path.join(base, f"w{i}")
-                    git.run(["clone", "-q", url, c])
-                    tlv4_run(["trust"], c)
-                    clones.append(c)
-                cmd = [tlv4, "--session", sid, "worker", "--remote", "origin", "--max-parallel", "1"]
-                t0 = time.monotonic()
-                procs = [
-                    subprocess.Popen(
-                        cmd + extra, cwd=c, env=git.env, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE,
-                    )
-                    for c in clones
-                ]
-                outs = []
-                for p in procs:
-                    try:
-                        _, err = p.communicate(timeout=max(1.0, t0 + timeout - time.monotonic()))
-                    except subprocess.TimeoutExpired:
-                        p.kill()
-                        _, err = p.communicate()
-                    outs.append((p.returncode, err.decode(errors="replace")))
-                wall = time.monotonic() - t0
-                branch = f"refs/heads/tlv4/{sid}"
-                log = git.run(
-                    ["log", "--first-parent", "--format=%(trailers:key=Tlv4-Task,valueonly,separator=)"
-                     "|%(trailers:key=Tlv4-Event,valueonly,separator=)", branch],
-                    gitdir=server,
-                ).stdout.decode()
-                completed = [l.split("|")[0] for l in log.splitlines() if l.endswith("|task_completed")]
-                done = len(set(completed))
-                status = git.run(
-                    ["show", f"{branch}:.tlv4/sessions/{sid}/session.toml"], gitdir=server
-                ).stdout.decode()
-                fsck = git.run(["fsck", "--strict", "--no-progress"], gitdir=server, check=False)
-                stats = [worker_stats(err) for _, err in outs]
-                total = {
-                    k: round(sum(s[k] for s in stats if s), 3)
-                    for k in ("events", "retries", "fetches", "pushes", "refused", "fetch_s", "push_s")
-                }
-                recs.append(
-                    {
-                        "part": "real",
-                        "transport": transport,
-                        "workers": n,
-                        "tasks_total": ntasks,
-                        "tasks_done": done,
-                        "completed_twice": len(completed) - done,
-                        "session_completed": 'status = "completed"' in status,
-                        "wall_s": round(wall, 3),
-                        "tasks_per_s": round(done / wall, 2),
-                        "session_commits": len(log.splitlines()),
-                        "events_written": total["events"],
-                        "session_events_per_s": round(total["events"] / wall, 2),
-                        "cas_rejections": total["retries"],
-                        "rejections_per_event": round(total["retries"] / max(1, total["events"]), 3),
-                        "fetches": total["fetches"],
-                        "pushes": total["pushes"],
-                        "refused_all": total["refused"],
-                        "fetch_s": total["fetch_s"],
-                        "push_s": total["push_s"],
-                        "push_ms_mean": round(1000 * total["push_s"] / max(1, total["pushes"]), 1),
-                        "fetch_ms_mean": round(1000 * total["fetch_s"] / max(1, total["fetches"]), 1),
-                        "fetches_per_event": round(total["fetches"] / max(1, total["events"]), 2),
-                        "worker_exit_codes": [rc for rc, _ in outs],
-                        "worker_stats": stats,
-                        "worker_errors": [err[-400:] for rc, err in outs if rc != 0],
-                        "server_fsck_ok": fsck.returncode == 0,
-                        "load_after": loadavg(),
-                    }
-                )
-            finally:
-                if daemon:
-                    daemon.stop()
-                shutil.rmtree(base, ignore_errors=True)
-    return recs
+                _, err = p.communicate(timeout=max(1.0, t0 + timeout - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+            outs[i] = (p.returncode, err.decode(errors="replace"))
+
+        threads = [threading.Thread(target=collect, args=(i, p)) for i, p in enumerate(procs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.monotonic() - t0
+        branch = f"refs/heads/tlv4/{sid}"
+        completed, commits = session_completions(git, server, branch)
+        done = len(set(completed))
+        status = git.run(
+            ["show", f"{branch}:.tlv4/sessions/{sid}/session.toml"], gitdir=server, check=False
+        ).stdout.decode()
+        fsck = git.run(["fsck", "--strict", "--no-progress"], gitdir=server, check=False)
+        left = git.run(
+            ["for-each-ref", "--format=%(refname)", f"refs/tlv4/leases/{sid}/"], gitdir=server
+        ).stdout.decode().split()
+        in_state = tasks_in_state(git, server, branch, sid)
+        slept = agent_times(git, server, branch) if think_ms else []
+        stats = [worker_stats(err) for _, err in outs]
+
+        def sum_of(k):
+            vals = [s[k] for s in stats if s and k in s]
+            return round(sum(vals), 3) if vals else None
+
+        total = {
+            k: sum_of(k) or 0
+            for k in ("events", "retries", "fetches", "pushes", "refused", "fetch_s", "push_s")
+        }
+        claims = {k: sum_of(k) for k in ("claims", "claims_refused", "batches")}
+        rec = {
+            "part": "real",
+            "binary": label,
+            "tlv4": tlv4,
+            "transport": transport,
+            "workers": n,
+            "think_ms": think_ms,
+            "agent": "think-agent" if think_ms else "builtin",
+            "tasks_total": ntasks,
+            "tasks_done": done,
+            "completed_twice": len(completed) - done,
+            "tasks_completed_in_state": in_state,
+            "session_completed": 'status = "completed"' in status,
+            "wall_s": round(wall, 3),
+            "tasks_per_s": round(done / wall, 3),
+            "session_commits": commits,
+            "events_written": total["events"],
+            "session_events_per_s": round(total["events"] / wall, 2),
+            "cas_rejections": total["retries"],
+            "rejections_per_event": round(total["retries"] / max(1, total["events"]), 3),
+            "claims_taken": claims["claims"],
+            "claims_refused": claims["claims_refused"],
+            "claim_refusals_per_task": None
+            if claims["claims_refused"] is None
+            else round(claims["claims_refused"] / max(1, done), 3),
+            "batches": claims["batches"],
+            "fetches": total["fetches"],
+            "pushes": total["pushes"],
+            "refused_all": total["refused"],
+            "fetch_s": total["fetch_s"],
+            "push_s": total["push_s"],
+            "push_ms_mean": round(1000 * total["push_s"] / max(1, total["pushes"]), 1),
+            "fetch_ms_mean": round(1000 * total["fetch_s"] / max(1, total["fetches"]), 1),
+            "fetches_per_event": round(total["fetches"] / max(1, total["events"]), 2),
+            "worker_exit_codes": [rc for rc, _ in outs],
+            "worker_stats": stats,
+            "worker_errors": [err[-400:] for rc, err in outs if rc != 0],
+            "server_fsck_ok": fsck.returncode == 0,
+            "claims_left": len(left),
+            "load_after": loadavg(),
+        }
+        if think_ms:
+            # The think agent's files merged into the session: proof that it ran, and the
+            # agent time it actually took.
+            rec["agent_files"] = len(slept)
+            rec["agent_s_mean"] = round(statistics.mean(slept), 3) if slept else None
+        rec["ok"] = (
+            done == ntasks
+            and rec["completed_twice"] == 0
+            and rec["session_completed"]
+            and rec["server_fsck_ok"]
+            and rec["claims_left"] == 0
+            and all(rc == 0 for rc in rec["worker_exit_codes"])
+            and (not think_ms or rec["agent_files"] == ntasks)
+        )
+        return rec
+    finally:
+        if daemon:
+            daemon.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def real_points(git, root, new, base, points, timeout, agent=None, first=0):
+    """Runs each point (transport, N, ntasks, think_ms) with the new binary and, when `base`
+    is given, with the base binary too, each on its own fresh server and clones, one right
+    after the other (the order alternating from point to point, so that load drift hits
+    both). Yields the records; the two of a point share `point`."""
+    for i, (transport, n, ntasks, think_ms) in enumerate(points, start=first):
+        runs = [("new", new)] + ([("base", base)] if base else [])
+        if i % 2:
+            runs.reverse()
+        for order, (label, binary) in enumerate(runs):
+            rec = real_point(
+                git, root, binary, label, transport, n, ntasks, timeout, think_ms, agent
+            )
+            rec["point"] = i
+            rec["order"] = order
+            yield rec
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1081,13 +1245,24 @@ def summary(recs, meta, with_ratios=True):
     rl = [r for r in recs if r["part"] == "real"]
     if rl:
         out += [
-            "## git tlv4 worker --remote (real tool, builtin agent)",
+            "## git tlv4 worker --remote (real tool)",
+            "",
+            "Agent `builtin`: no agent time; `think-agent`: a `command` agent sleeping uniform "
+            "[0.5, 1.5] x think ms per task. Rejections/event: refused pushes of the session ref "
+            "(CAS) per event written; claims refused/task: claims another worker took first "
+            "(the protocol with claim refs only). ok: every task completed exactly once, the "
+            "session completed, fsck --strict clean, no refs left under refs/tlv4/leases/<SID>/, "
+            "every worker exited 0 "
+            "(think points: and every task's agent file merged).",
             "",
             table(
                 rl,
                 [
+                    ("binary", lambda r: r.get("binary")),
                     ("transport", "transport"),
                     ("N", "workers"),
+                    ("think ms", lambda r: f"{r.get('think_ms', 0):g}"),
+                    ("agent s (mean)", lambda r: r.get("agent_s_mean")),
                     ("tasks", lambda r: f"{r['tasks_done']}/{r['tasks_total']}"),
                     ("wall s", "wall_s"),
                     ("tasks/s", "tasks_per_s"),
@@ -1095,25 +1270,101 @@ def summary(recs, meta, with_ratios=True):
                     ("session events/s", "session_events_per_s"),
                     ("CAS rejections", "cas_rejections"),
                     ("rejections/event", "rejections_per_event"),
+                    ("claims taken", lambda r: r.get("claims_taken")),
+                    ("claims refused/task", lambda r: r.get("claim_refusals_per_task")),
+                    ("batches", lambda r: r.get("batches")),
                     ("fetches/event", "fetches_per_event"),
                     ("fetch ms (mean)", "fetch_ms_mean"),
                     ("push ms (mean)", "push_ms_mean"),
                     ("exit codes", lambda r: ",".join(str(c) for c in r["worker_exit_codes"])),
-                    ("history ok", lambda r: "yes" if r["server_fsck_ok"] and r["session_completed"] and not r["completed_twice"] else "NO"),
+                    ("claims left", lambda r: r.get("claims_left")),
+                    ("ok", real_ok),
                 ],
             ),
             "",
         ]
+    pr = new_base(recs)
+    if pr:
+        out.append(pr)
     r = ratios(recs) if with_ratios else ""
     if r:
         out.append(r)
     return "\n".join(out)
 
 
+def real_ok(r):
+    """"yes" when a real run's checks all hold (records of older runs have fewer checks)."""
+    if "ok" in r:
+        return "yes" if r["ok"] else "NO"
+    good = r["server_fsck_ok"] and r["session_completed"] and not r["completed_twice"]
+    return "yes" if good else "NO"
+
+
+def new_base(recs):
+    """The new binary against the base one at each point of a paired real run."""
+    pts = {}
+    for r in recs:
+        if r["part"] == "real" and "point" in r:
+            pts.setdefault(r["point"], {})[r.get("binary", "new")] = r
+    rows = []
+    for i in sorted(pts):
+        new, base = pts[i].get("new"), pts[i].get("base")
+        if not (new and base):
+            continue
+        rows.append(
+            {
+                "transport": new["transport"],
+                "workers": new["workers"],
+                "think_ms": f"{new.get('think_ms', 0):g}",
+                "first": "new" if new.get("order", 0) == 0 else "base",
+                "tasks": f"{new['tasks_done']}/{base['tasks_done']}/{new['tasks_total']}",
+                "new": new["tasks_per_s"],
+                "base": base["tasks_per_s"],
+                "ratio": round(new["tasks_per_s"] / base["tasks_per_s"], 2)
+                if base["tasks_per_s"]
+                else None,
+                "new_rej": new["rejections_per_event"],
+                "base_rej": base["rejections_per_event"],
+                "new_refused": new.get("claim_refusals_per_task"),
+                "ok": f"{real_ok(new)}/{real_ok(base)}",
+            }
+        )
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## New binary / base binary (same point, run one after the other)",
+            "",
+            table(
+                rows,
+                [
+                    ("transport", "transport"),
+                    ("N", "workers"),
+                    ("think ms", "think_ms"),
+                    ("first", "first"),
+                    ("tasks new/base/of", "tasks"),
+                    ("new tasks/s", "new"),
+                    ("base tasks/s", "base"),
+                    ("new / base", "ratio"),
+                    ("new rejections/event", "new_rej"),
+                    ("base rejections/event", "base_rej"),
+                    ("new claims refused/task", "new_refused"),
+                    ("ok new/base", "ok"),
+                ],
+            ),
+            "",
+        ]
+    )
+
+
 def ratios(recs):
     """The real worker against the simulation of design A at the same transport and N, and
     its event round trip at N = 1 against a plain push (from the same records)."""
-    real = [r for r in recs if r["part"] == "real"]
+    real = [
+        r
+        for r in recs
+        if r["part"] == "real" and r.get("binary", "new") == "new" and not r.get("think_ms")
+    ]
     sim = {
         (r["transport"], r["workers"]): r
         for r in recs
@@ -1136,7 +1387,7 @@ def ratios(recs):
             }
         )
     out = []
-    if rows:
+    if sim and rows:
         out += [
             "## Real worker / simulated design A (same transport and N)",
             "",
@@ -1250,8 +1501,24 @@ def main():
     ap.add_argument("--history", default="100,1000,5000")
     ap.add_argument("--history-reps", type=int, default=5)
     ap.add_argument("--tlv4", default=os.environ.get("TLV4_BIN"), help="git-tlv4 binary for the real part")
-    ap.add_argument("--real-tasks", type=int, default=24)
-    ap.add_argument("--real-workers", default="1,3,8", help="worker counts of the real part")
+    ap.add_argument(
+        "--tlv4-base",
+        default=os.environ.get("TLV4_BASE_BIN"),
+        metavar="BIN",
+        help="a second git-tlv4 binary (today's protocol): each real point runs it and --tlv4 in turn, each on its own server",
+    )
+    ap.add_argument("--real-tasks", type=int, default=None, help="tasks of a builtin-agent real point (24; --quick 6)")
+    ap.add_argument("--real-workers", default=None, help="worker counts of the real part, builtin agent (1,3,8; --quick 1,3)")
+    ap.add_argument(
+        "--real-think-ms",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="add real points with agent time: a command agent sleeping uniform [0.5, 1.5] * MS per task",
+    )
+    ap.add_argument("--real-think-workers", default=None, help="worker counts of the think points (8,32; --quick 3)")
+    ap.add_argument("--real-think-tasks", type=int, default=None, help="tasks of a think point (default 4 * N)")
+    ap.add_argument("--real-only", action="store_true", help="only the real part (same as --parts real)")
     ap.add_argument("--real-timeout", type=float, default=300.0)
     ap.add_argument(
         "--paired",
@@ -1268,6 +1535,12 @@ def main():
     if a.quick:
         a.plan, a.cap, a.rt_reps, a.history, a.history_reps = "1:6,3:4", 5.0, 5, "100", 2
         a.refs = "100"
+    defaults = ("1,3", 6, "3") if a.quick else ("1,3,8", 24, "8,32")
+    a.real_workers = a.real_workers or defaults[0]
+    a.real_tasks = a.real_tasks or defaults[1]
+    a.real_think_workers = a.real_think_workers or defaults[2]
+    if a.real_only:
+        a.parts = "real"
     parts = set(a.parts.split(","))
     started = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
     out = a.out or os.path.join(here, "results", f"{started}.jsonl")
@@ -1281,6 +1554,8 @@ def main():
         "cpus": os.cpu_count(),
         "load_start": loadavg(),
         "argv": sys.argv[1:],
+        "tlv4": a.tlv4 and os.path.abspath(a.tlv4),
+        "tlv4_base": a.tlv4_base and os.path.abspath(a.tlv4_base),
     }
     t_start = time.monotonic()
     recs = []
@@ -1292,6 +1567,7 @@ def main():
         print(json.dumps(rec), flush=True)
 
     try:
+        point = 0
         if a.paired:
             # Design A and the real worker one right after the other at each N, so that both
             # see the same load on a shared machine.
@@ -1299,10 +1575,12 @@ def main():
             for transport in a.transports.split(","):
                 for n, k in plan:
                     emit(contention_run(git, root, transport, "A", n, k, a.cap, 0.0, 0.0))
-                    for rec in real_workers(
-                        git, root, a.tlv4, [transport], [n], a.real_tasks, a.real_timeout
+                    for rec in real_points(
+                        git, root, a.tlv4, a.tlv4_base, [(transport, n, a.real_tasks, 0.0)],
+                        a.real_timeout, first=point,
                     ):
                         emit(rec)
+                    point += 1
             parts = {"roundtrip"} & parts
         if "contention" in parts:
             plan = [tuple(int(x) for x in p.split(":")) for p in a.plan.split(",")]
@@ -1332,10 +1610,24 @@ def main():
                     emit(rec)
         if "real" in parts:
             if a.tlv4:
-                counts = [int(x) for x in a.real_workers.split(",")]
-                for rec in real_workers(
-                    git, root, a.tlv4, a.transports.split(","), counts, a.real_tasks,
-                    a.real_timeout,
+                transports = a.transports.split(",")
+                points = [
+                    (t, int(n), a.real_tasks, 0.0)
+                    for t in transports
+                    for n in a.real_workers.split(",")
+                    if n and int(n) > 0
+                ]
+                agent = None
+                if a.real_think_ms > 0:
+                    agent = think_agent(root)
+                    points += [
+                        (t, int(n), a.real_think_tasks or 4 * int(n), a.real_think_ms)
+                        for t in transports
+                        for n in a.real_think_workers.split(",")
+                        if n and int(n) > 0
+                    ]
+                for rec in real_points(
+                    git, root, a.tlv4, a.tlv4_base, points, a.real_timeout, agent, first=point
                 ):
                     emit(rec)
             else:
