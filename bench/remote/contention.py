@@ -827,7 +827,8 @@ STATS = re.compile(
     r"through `[^`]*`, (?P<retries>\d+) refused because the remote had moved and retried "
     r"\([0-9.]+ per event\)"
     r"(?:; (?P<claims>\d+) claim\(s\) taken, (?P<claims_refused>\d+) refused \(taken first "
-    r"by another worker\), (?P<batches>\d+) batch\(es\))?"
+    r"by another worker\), (?P<batches>\d+) batch\(es\)"
+    r"(?:, (?P<turns_refused>\d+) turn\(s\) waited for)?)?"
     r"; (?P<fetches>\d+) fetch\(es\) in (?P<fetch_s>[0-9.]+)s, "
     r"(?P<pushes>\d+) push\(es\) in (?P<push_s>[0-9.]+)s \((?P<refused>\d+) refused in all\)"
 )
@@ -1041,7 +1042,7 @@ def real_point(git, root, tlv4, label, transport, n, ntasks, timeout, think_ms=0
             k: sum_of(k) or 0
             for k in ("events", "retries", "fetches", "pushes", "refused", "fetch_s", "push_s")
         }
-        claims = {k: sum_of(k) for k in ("claims", "claims_refused", "batches")}
+        claims = {k: sum_of(k) for k in ("claims", "claims_refused", "batches", "turns_refused")}
         rec = {
             "part": "real",
             "binary": label,
@@ -1068,6 +1069,10 @@ def real_point(git, root, tlv4, label, transport, n, ntasks, timeout, think_ms=0
             if claims["claims_refused"] is None
             else round(claims["claims_refused"] / max(1, done), 3),
             "batches": claims["batches"],
+            "turns_refused": claims["turns_refused"],
+            "turn_waits_per_event": None
+            if claims["turns_refused"] is None
+            else round(claims["turns_refused"] / max(1, total["events"]), 3),
             "fetches": total["fetches"],
             "pushes": total["pushes"],
             "refused_all": total["refused"],
@@ -1273,6 +1278,7 @@ def summary(recs, meta, with_ratios=True):
                     ("claims taken", lambda r: r.get("claims_taken")),
                     ("claims refused/task", lambda r: r.get("claim_refusals_per_task")),
                     ("batches", lambda r: r.get("batches")),
+                    ("turn waits/event", lambda r: r.get("turn_waits_per_event")),
                     ("fetches/event", "fetches_per_event"),
                     ("fetch ms (mean)", "fetch_ms_mean"),
                     ("push ms (mean)", "push_ms_mean"),

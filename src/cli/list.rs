@@ -65,7 +65,16 @@ fn remote_list(
     json: bool,
 ) -> Result<()> {
     let remote = tlv4_core::store::Remote::new(remote)?;
-    let sessions = store.remote_sessions(&remote)?;
+    let mut sessions = store.remote_sessions(&remote)?;
+    // Who holds which task: the leases, fetched (small commits) when a session is live.
+    if sessions.iter().any(|s| s.state == "live") {
+        store.fetch_leases(&remote)?;
+        for s in &mut sessions {
+            if let Ok(sid) = s.id.parse::<tlv4_core::model::SessionId>() {
+                s.held = store.holdings(&remote, &sid)?;
+            }
+        }
+    }
     if json {
         ctx.ui.json(&super::listing("sessions", &sessions));
         return Ok(());
@@ -75,7 +84,7 @@ fn remote_list(
             .status(format!("`{}` holds no sessions", remote.name));
         return Ok(());
     }
-    let table: Vec<[String; 4]> = sessions
+    let table: Vec<[String; 5]> = sessions
         .iter()
         .map(|s| {
             [
@@ -83,11 +92,20 @@ fn remote_list(
                 s.state.to_owned(),
                 short_id(&s.tip).to_owned(),
                 s.task_branches.to_string(),
+                s.held.len().to_string(),
             ]
         })
         .collect();
-    ctx.ui.out(
-        super::status::table(&["SESSION", "STATE", "TIP", "TASK BRANCHES"], &table).trim_end(),
+    let mut out = super::status::table(
+        &["SESSION", "STATE", "TIP", "TASK BRANCHES", "HELD"],
+        &table,
     );
+    for s in sessions.iter().filter(|s| !s.held.is_empty()) {
+        out.push_str(&format!("\n{} — held by workers:\n", s.id));
+        for h in &s.held {
+            out.push_str(&format!("  {}  {}\n", h.task, h.describe()));
+        }
+    }
+    ctx.ui.out(out.trim_end());
     Ok(())
 }

@@ -154,7 +154,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let Some(remote) = remote else {
         return drive_read(ctx, &store, &sid, &args.run, conf);
     };
-    // Shared from its first event: from now on its events go through the remote.
+    // Shared from its first event: from now on its events go through the remote, and its
+    // workers claim tasks on refs of their own (marked before it travels, so that they do
+    // not race to mark it).
+    store.transact(&sid, crate::coordinator::mark_claim_refs)?;
     store.push_sessions(&remote, std::slice::from_ref(&sid))?;
     ctx.ui
         .status(format!("pushed session {sid} to `{}`", remote.name));

@@ -37,6 +37,18 @@ pub struct StatusJson<'a> {
     /// For a session with a budget: the budget in force and what its ledger spent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::coordinator::budget::Standing>,
+    /// The tasks remote workers hold, by their leases as this clone last fetched them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<tlv4_core::store::Holding>,
+}
+
+/// The tasks of `sid` workers hold on the remotes this clone fetched leases from, as last
+/// fetched (a worker's claim is a lease on the remote, not a session event: §18.10).
+fn held(
+    store: &tlv4_core::store::Store,
+    sid: &tlv4_core::model::SessionId,
+) -> Vec<tlv4_core::store::Holding> {
+    store.holdings_seen(sid).unwrap_or_default()
 }
 
 /// Where a discussion stands, in [`StatusJson`].
@@ -144,6 +156,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
         discussion: None,
         outcome: None,
         budget: None,
+        held: Vec::new(),
     }
 }
 
@@ -179,6 +192,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         json.discussion = discussion;
         json.outcome = outcome;
         json.budget = budget;
+        json.held = held(&store, &sid);
         ctx.ui.json(&json);
         return Ok(());
     }
@@ -257,6 +271,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         "  progress  {}/{} completed, {} running, {} failed\n",
         p.completed, p.total, p.in_progress, p.failed
     ));
+    let held = held(&store, &sid);
+    for h in &held {
+        out.push_str(&format!(
+            "  held      {} by {} (on {}, as last fetched)\n",
+            h.task,
+            h.describe(),
+            h.remote
+        ));
+    }
     if let Some(o) = &outcome {
         out.push_str(&o.lines());
     }
@@ -275,9 +298,14 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                 } else {
                     deps.join(",")
                 },
-                t.owner
-                    .as_ref()
-                    .map_or("-".into(), |o| format!("{}:{}", o.host, o.pid)),
+                t.owner.as_ref().map_or_else(
+                    || {
+                        held.iter()
+                            .find(|h| h.task == t.id.as_str())
+                            .map_or("-".into(), |h| h.holder.clone())
+                    },
+                    |o| format!("{}:{}", o.host, o.pid),
+                ),
                 t.attempts.to_string(),
             ]
         })

@@ -122,7 +122,7 @@ fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_core::store::Remot
         None => String::new(),
     };
     format!(
-        "worker {}:{}: {tasks}{} event(s) written through `{}`, {} refused because the remote had moved and retried ({:.2} per event); {} claim(s) taken, {} refused (taken first by another worker), {} batch(es); {} fetch(es) in {:.2}s, {} push(es) in {:.2}s ({} refused in all)",
+        "worker {}:{}: {tasks}{} event(s) written through `{}`, {} refused because the remote had moved and retried ({:.2} per event); {} claim(s) taken, {} refused (taken first by another worker), {} batch(es), {} turn(s) waited for; {} fetch(es) in {:.2}s, {} push(es) in {:.2}s ({} refused in all)",
         tlv4_core::host::name(),
         std::process::id(),
         s.events,
@@ -132,6 +132,7 @@ fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_core::store::Remot
         s.claims,
         s.claims_refused,
         s.batches,
+        s.turns_refused,
         s.fetches,
         s.fetch_ms as f64 / 1000.0,
         s.pushes + s.refused,

@@ -57,6 +57,13 @@ pub(crate) struct RemoteMode {
     holder: String,
     /// When the next batch of completions may be pushed (see [`RemoteMode::flushed`]).
     pace: Cell<Pace>,
+    /// Whether the last look at the remote showed other workers' leases: then the session
+    /// ref is likely to move under a batch written on the mirror's tip.
+    others: Cell<bool>,
+    /// A claim was refused since the last fetch: the view is stale.
+    pub stale: Cell<bool>,
+    /// Looks at the remote in a row that found nothing to do.
+    idle: Cell<u32>,
 }
 
 /// How often a worker pushes its batch of completions: after a refused push it waits a gap
@@ -74,6 +81,10 @@ pub(crate) struct Pace {
 
 /// The first gap after a refused batch.
 const PACE_MIN: Duration = Duration::from_millis(50);
+
+/// The longest gap: a worker that waits on others' batches waits no longer than this (a
+/// turn is held for a fetch and a push).
+const PACE_MAX: Duration = Duration::from_millis(400);
 
 /// A lease held: its commit on the remote, and what it says.
 #[derive(Debug, Clone)]
@@ -133,6 +144,9 @@ impl RemoteMode {
                 gap: Duration::ZERO,
                 next: Instant::now(),
             }),
+            others: Cell::new(false),
+            stale: Cell::new(false),
+            idle: Cell::new(0),
         }
     }
 
@@ -149,10 +163,11 @@ impl RemoteMode {
             .saturating_duration_since(Instant::now())
     }
 
-    /// Whether the next batch fetches the session first: after refusals (other workers are
-    /// writing), the tip as last seen is likely stale, and a stale one costs a refusal.
+    /// Whether the next batch fetches the session first: after refusals, or when other
+    /// workers hold tasks, the tip as last seen is likely stale, and a stale one costs a
+    /// refusal.
     pub(crate) fn flush_fetches(&self) -> bool {
-        !self.pace.get().gap.is_zero()
+        !self.pace.get().gap.is_zero() || self.others.get()
     }
 
     /// A batch was pushed (`taken`) or refused: the gap to the next try (see [`Pace`]),
@@ -167,10 +182,23 @@ impl RemoteMode {
                 shorter
             }
         } else {
-            (gap * 2).max(PACE_MIN).min(self.opts.lease / 4)
+            (gap * 2)
+                .max(PACE_MIN)
+                .min(PACE_MAX)
+                .min(self.opts.lease / 4)
         };
         let next = Instant::now() + gap / 2 + tlv4_core::clock::jitter(gap / 2);
         self.pace.set(Pace { gap, next });
+    }
+
+    /// `<host>:<pid>` of this worker.
+    pub(crate) fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Whether the last look at the remote showed no other worker's lease.
+    pub(crate) fn alone(&self) -> bool {
+        !self.others.get()
     }
 
     /// The owner a claim of this worker stands for in the session, as protocol 1 recorded it.
@@ -211,11 +239,13 @@ impl RemoteMode {
         let lease = self.lease_for(sid, &task.id, task.attempts.max(before) + 1);
         let previous = current.as_ref().map(|(c, _)| *c);
         let Some(commit) = store.claim_lease(&self.opts.remote, &lease, previous)? else {
+            self.stale.set(true);
             return Ok(false);
         };
         let mut held = Held::new(commit, lease);
         held.taken_from = current.map(|(_, l)| l);
         self.held.borrow_mut().insert(task.id.clone(), held);
+        self.busy();
         Ok(true)
     }
 
@@ -245,9 +275,13 @@ impl RemoteMode {
     /// shows as in progress by the lease's holder, since a claim writes no session event.
     pub(crate) fn overlay(&self, store: &Store, sid: &SessionId, state: &mut State) -> Result<()> {
         let leases = store.remote_leases(&self.opts.remote, sid)?;
+        self.others.set(false);
         for (id, (_, lease)) in leases {
             if self.expired(&lease) {
                 continue;
+            }
+            if lease.holder != self.holder {
+                self.others.set(true);
             }
             let Some(t) = state.tasks.get_mut(&id) else {
                 continue;
@@ -376,10 +410,22 @@ impl RemoteMode {
         }
     }
 
-    /// How long a waiting worker sleeps before looking again: [`POLL`], up to half of it
-    /// more (jittered, so workers do not knock in step).
+    /// How long a waiting worker sleeps before looking again: [`POLL`], doubled after a look
+    /// that found nothing, and up to half of it more (jittered, so workers do not knock in
+    /// step).
     pub(crate) fn poll(&self) -> Duration {
-        POLL + tlv4_core::clock::jitter(POLL / 2)
+        // A look that found nothing to do doubles the wait once: idle workers would
+        // otherwise take the CPU and the server the busy ones need (more would make them
+        // slow to see the session complete).
+        let idle = self.idle.get();
+        self.idle.set(idle.saturating_add(1));
+        let base = POLL * (1 << idle.min(1));
+        base + tlv4_core::clock::jitter(base / 2)
+    }
+
+    /// The worker found work: it looks again soon when it next waits.
+    pub(crate) fn busy(&self) {
+        self.idle.set(0);
     }
 
     /// Whether it is time to fetch again while tasks run.
@@ -391,6 +437,25 @@ impl RemoteMode {
     pub(crate) fn polled(&mut self) {
         self.last_poll = Instant::now();
     }
+}
+
+/// The change that marks a session for workers that claim on refs of their own (state
+/// format 2, §18.10): `session_upgraded`, or nothing when it is marked already.
+pub(crate) fn mark_claim_refs(txn: &mut Txn<'_>) -> Result<Option<Event>> {
+    use tlv4_core::model::{EventKind, SCHEMA_CLAIM_REFS};
+    if txn.state.session.schema >= SCHEMA_CLAIM_REFS {
+        return Ok(None);
+    }
+    txn.state.session.schema = SCHEMA_CLAIM_REFS;
+    Ok(Some(
+        Event::session(
+            EventKind::SessionUpgraded,
+            format!(
+                "Remote workers claim tasks on refs of their own from here on (state format {SCHEMA_CLAIM_REFS})"
+            ),
+        )
+        .with("Schema", SCHEMA_CLAIM_REFS.to_string()),
+    ))
 }
 
 /// How the run loop runs: here, on this repository's session branch, or as a worker through

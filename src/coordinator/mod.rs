@@ -22,6 +22,7 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use lease::mark_claim_refs;
 pub use pipeline::{PipelineSpec, Supervision};
 
 /// The names a configuration's `[roles]` and `[discuss.perspectives]` may use: the roles of

@@ -258,23 +258,9 @@ pub fn run(
     }
     // Workers of this build claim tasks on refs of their own: the session says so, and a
     // build whose workers claim through the session refuses it from now on (§18.10).
-    if runner.mode.worker().is_some() {
-        runner.transact(|txn| {
-            if txn.state.session.schema >= tlv4_core::model::SCHEMA_CLAIM_REFS {
-                return Ok(None);
-            }
-            txn.state.session.schema = tlv4_core::model::SCHEMA_CLAIM_REFS;
-            Ok(Some(
-                Event::session(
-                    EventKind::SessionUpgraded,
-                    format!(
-                        "Remote workers claim tasks on refs of their own from here on (state format {})",
-                        tlv4_core::model::SCHEMA_CLAIM_REFS
-                    ),
-                )
-                .with("Schema", tlv4_core::model::SCHEMA_CLAIM_REFS.to_string()),
-            ))
-        })?;
+    if let Some(r) = runner.mode.worker() {
+        store.check_atomic(&r.opts.remote, tip)?;
+        runner.transact(super::lease::mark_claim_refs)?;
     }
     let end = rt.block_on(runner.run_loop());
     // Workers of an interrupted run may still be busy; they own nothing that must be waited for.
@@ -363,17 +349,20 @@ impl Runner<'_> {
             // What keeps ready tasks from starting: the budget, or their agents' limits.
             let mut refused = None;
             let mut waits: Option<(u64, String)> = None;
+            let mut taken = 0;
             if state.session.status == SessionStatus::Active {
                 let tip = self.store.tip(&self.sid)?;
                 self.budget
                     .refresh(self.store, tip, &state.control.settings)?;
                 let max = self.mode.max_parallel(state.control.settings.max_parallel);
                 let slots = (max as usize).saturating_sub(running.len());
-                let mut taken = 0;
                 let mut ready = schedulable(&state, roles);
                 self.mode.pick(&mut ready);
+                if let Some(r) = self.mode.worker() {
+                    r.stale.set(false);
+                }
                 for task in ready {
-                    if taken >= slots {
+                    if taken >= slots || self.mode.worker().is_some_and(|r| r.stale.get()) {
                         break;
                     }
                     if task.inner_loop && roles.values().any(|r| r == task.role.as_str()) {
@@ -422,6 +411,18 @@ impl Runner<'_> {
                     });
                     taken += 1;
                 }
+            }
+            // A claim another worker took first: look at the remote again before the next.
+            if taken == 0 && self.mode.worker().is_some_and(|r| r.stale.get()) {
+                self.latest = None;
+                if running.is_empty() {
+                    continue;
+                }
+            }
+            // A worker's results go to the session once nothing more could be claimed, or
+            // once the oldest has waited long enough.
+            if taken == 0 || self.queue_aged() {
+                self.flush_queue(false)?;
             }
             if running.is_empty() {
                 // Nothing runs: a worker's finished results go to the session first (they
@@ -496,7 +497,9 @@ impl Runner<'_> {
                     }
                     _ = tick.tick() => {
                         self.mode.renew(self.store);
-                        self.flush_queue(false)?;
+                        if self.queue_aged() {
+                            self.flush_queue(false)?;
+                        }
                         self.show_notes();
                         // Renewals that cannot reach the remote for long: stop (the caller
                         // stops what runs and says what became of it).
@@ -759,8 +762,10 @@ impl Runner<'_> {
         }
         let done = batch::Done::new(id.clone(), result, seconds);
         if self.mode.worker().is_some() {
+            // Pushed with others once nothing else is to be claimed, or once it has waited
+            // long enough (the loop and its tick see to it).
             self.queue.push(done);
-            return self.flush(false);
+            return Ok(());
         }
         let mut applied = batch::Applied::default();
         let written = self.transact(|txn| self.apply(txn, &done, &mut applied))?;

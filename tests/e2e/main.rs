@@ -9,6 +9,7 @@ mod common;
 pub(crate) mod agents;
 mod bad_input;
 pub(crate) mod citizen;
+mod claims;
 mod commands;
 mod concurrency;
 mod conformance;

@@ -166,6 +166,12 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     pub(crate) fn start(base: &Path, home: &Path) -> Option<Daemon> {
+        Daemon::start_at(base, home, None)
+    }
+
+    /// A daemon on `port` (a free one when `None`): the same port again restarts a server
+    /// its clients know.
+    pub(crate) fn start_at(base: &Path, home: &Path, port: Option<u16>) -> Option<Daemon> {
         let probe = Command::new("git")
             .args(["daemon", "--help"])
             .stdout(Stdio::null())
@@ -177,10 +183,10 @@ impl Daemon {
         if !probe.success() && !Path::new(&exec_path).join("git-daemon").exists() {
             return None;
         }
-        let port = {
+        let port = port.unwrap_or_else(|| {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
-        };
+        });
         let pid_file = home.join(format!("daemon-{port}.pid"));
         let child = hermetic("git", base, home)
             .args([
@@ -216,6 +222,10 @@ impl Daemon {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         panic!("git daemon did not answer on port {port}");
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     pub(crate) fn url(&self) -> String {

@@ -11,7 +11,7 @@ use crate::remote::{Bare, Daemon, clone};
 /// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
 /// scripted agent with `env` (TOML inline-table entries), committed, trusted and pushed to
 /// a new bare remote `origin`.
-fn shared_repo(n: usize, env: &str) -> (Bare, TestRepo) {
+pub(crate) fn shared_repo(n: usize, env: &str) -> (Bare, TestRepo) {
     let bare = Bare::new();
     let first = TestRepo::new();
     first.wide_pipeline(n);
@@ -33,7 +33,7 @@ fn shared_repo(n: usize, env: &str) -> (Bare, TestRepo) {
 /// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
 /// scripted agent (sleeping `SCRIPTED_SLEEP` from the worker's environment), committed and
 /// pushed to a new bare remote `origin`, and a session started there with `start --remote`.
-fn shared_session(n: usize) -> (Bare, TestRepo, String) {
+pub(crate) fn shared_session(n: usize) -> (Bare, TestRepo, String) {
     let (bare, first) = shared_repo(n, "SCRIPTED_MODE = \"sleep\"");
     let sid = first
         .ok(&[
@@ -54,20 +54,26 @@ fn shared_session(n: usize) -> (Bare, TestRepo, String) {
 }
 
 /// A clone of `url` whose user trusted the repository's configuration.
-fn trusted_clone(url: &str, name: &str) -> TestRepo {
+pub(crate) fn trusted_clone(url: &str, name: &str) -> TestRepo {
     let repo = clone(url, name);
     repo.ok(&["trust"]);
     repo
 }
 
 /// A worker process in `repo` on `url`, its agents sleeping `sleep` seconds per task.
-fn spawn_worker(repo: &TestRepo, url: &str, sid: &str, sleep: &str, extra: &[&str]) -> Child {
+pub(crate) fn spawn_worker(
+    repo: &TestRepo,
+    url: &str,
+    sid: &str,
+    sleep: &str,
+    extra: &[&str],
+) -> Child {
     spawn_worker_with(repo, url, sid, &[("SCRIPTED_SLEEP", sleep)], extra)
 }
 
 /// A worker process in `repo` on `url` with `env` for its agents; its stderr goes to
 /// `worker.log` in the clone's home.
-fn spawn_worker_with(
+pub(crate) fn spawn_worker_with(
     repo: &TestRepo,
     url: &str,
     sid: &str,
@@ -92,13 +98,13 @@ fn spawn_worker_with(
     cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
 }
 
-fn log_of(repo: &TestRepo) -> String {
+pub(crate) fn log_of(repo: &TestRepo) -> String {
     std::fs::read_to_string(repo.home.path().join("worker.log")).unwrap_or_default()
 }
 
 /// Waits for `child` to exit (a bound on tries so a hung worker fails the test instead of
 /// hanging it) and returns whether it succeeded.
-fn wait(child: &mut Child, repo: &TestRepo) -> bool {
+pub(crate) fn wait(child: &mut Child, repo: &TestRepo) -> bool {
     for _ in 0..2400 {
         if let Some(status) = child.try_wait().unwrap() {
             return status.success();
@@ -110,7 +116,7 @@ fn wait(child: &mut Child, repo: &TestRepo) -> bool {
 }
 
 /// `(task, holder)` of every lease on the remote.
-fn leases(bare: &Bare) -> Vec<(String, String)> {
+pub(crate) fn leases(bare: &Bare) -> Vec<(String, String)> {
     let gd = bare.path();
     let gd = gd.to_str().unwrap();
     bare.git(&[
@@ -139,7 +145,7 @@ fn leases(bare: &Bare) -> Vec<(String, String)> {
 }
 
 /// What the remote's session says: `(task, event)` of every event, oldest first.
-fn events(bare: &Bare, sid: &str) -> Vec<(String, String)> {
+pub(crate) fn events(bare: &Bare, sid: &str) -> Vec<(String, String)> {
     let gd = bare.path();
     bare.git(&[
         "--git-dir",
@@ -156,14 +162,14 @@ fn events(bare: &Bare, sid: &str) -> Vec<(String, String)> {
     .collect()
 }
 
-fn remote_file(bare: &Bare, rev: &str) -> String {
+pub(crate) fn remote_file(bare: &Bare, rev: &str) -> String {
     let gd = bare.path();
     bare.git(&["--git-dir", gd.to_str().unwrap(), "show", rev])
 }
 
 /// Every task completed exactly once, its code merged into the remote's session, no lease
 /// left, no clone's session branch off the remote's history, and fsck clean everywhere.
-fn all_done_once(bare: &Bare, sid: &str, n: usize, clones: &[&TestRepo]) {
+pub(crate) fn all_done_once(bare: &Bare, sid: &str, n: usize, clones: &[&TestRepo]) {
     let events = events(bare, sid);
     let branch = format!("refs/heads/tlv4/{sid}");
     let session = remote_file(bare, &format!("{branch}:.tlv4/sessions/{sid}/session.toml"));

@@ -10,10 +10,17 @@
 use super::{Runner, TaskId, WorkResult};
 use crate::agents::TaskOutput;
 use tlv4_core::error::{Error, Result};
-use tlv4_core::store::ChainStep;
+use tlv4_core::store::{ChainStep, RemoteEdit, turn_release};
 
 /// At most this many refused batches in a row while a worker waits for nothing else.
 const FORCED_TRIES: u32 = 60;
+
+/// The shortest time a turn is held for (a dead holder's runs out after it).
+const TURN_HOLD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A result waits at most about this long for others to join its batch while the worker
+/// still has tasks to claim (then the pace decides).
+const FLUSH_AGE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A finished task waiting to be recorded.
 pub(crate) struct Done {
@@ -22,6 +29,8 @@ pub(crate) struct Done {
     pub seconds: f64,
     /// The result as checked against the contract ([`crate::coordinator::record::vet`]).
     pub output: TaskOutput,
+    /// When it was queued.
+    at: std::time::Instant,
 }
 
 impl Done {
@@ -32,6 +41,7 @@ impl Done {
             result,
             seconds,
             output,
+            at: std::time::Instant::now(),
         }
     }
 }
@@ -47,8 +57,9 @@ pub(crate) struct Applied {
 
 impl Runner<'_> {
     /// Pushes the queued results as one batch when the pace allows (`force`: until the remote
-    /// takes it, waiting out the gaps — the worker has nothing else to do). A refused batch
-    /// stays queued, its leases renewed meanwhile.
+    /// takes it, waiting out the gaps — the worker has nothing else to do). With other
+    /// workers about, the batch is pushed holding the session's turn, so batches do not race
+    /// each other for the session ref. A batch not taken stays queued, its leases renewed.
     pub(super) fn flush(&mut self, force: bool) -> Result<()> {
         let mut tries = 0;
         while !self.queue.is_empty() {
@@ -62,8 +73,34 @@ impl Runner<'_> {
                 std::thread::sleep(r.flush_wait());
                 r.renew(self.store);
             }
-            let fetch = r.flush_fetches();
             let remote = r.opts.remote.clone();
+            let skew = super::millis(r.opts.skew);
+            let hold = super::millis((r.opts.lease / 6).max(TURN_HOLD));
+            // Alone on the session as last seen: straight on the tip (a race costs one
+            // refusal); with others, the turn first.
+            let turn = match r.alone() {
+                true => None,
+                false => match self
+                    .store
+                    .take_turn(&remote, &self.sid, r.holder(), hold, skew)?
+                {
+                    Some(t) => Some(t),
+                    None => {
+                        r.flushed(false);
+                        tries += 1;
+                        self.not_taken(force, tries, &remote)?;
+                        if !force {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                },
+            };
+            let fetch = turn.is_some() || r.flush_fetches();
+            let also: Vec<RemoteEdit> = turn
+                .map(|t| turn_release(&self.sid, t))
+                .into_iter()
+                .collect();
             let queue = std::mem::take(&mut self.queue);
             let mut applied: Vec<Applied> = queue.iter().map(|_| Applied::default()).collect();
             let pushed = {
@@ -78,8 +115,13 @@ impl Runner<'_> {
                     })
                     .collect();
                 self.store
-                    .transact_remote_batch(&remote, &self.sid, fetch, &mut steps)
+                    .transact_remote_batch(&remote, &self.sid, fetch, &mut steps, &also)
             };
+            // The turn goes with a batch taken; otherwise it is given back here.
+            let wrote = matches!(&pushed, Ok(Some(w)) if w.iter().any(Option::is_some));
+            if let (Some(t), false) = (turn, wrote) {
+                self.store.release_turn(&remote, &self.sid, t)?;
+            }
             let pushed = match pushed {
                 Ok(p) => p,
                 Err(e) => {
@@ -93,26 +135,59 @@ impl Runner<'_> {
             let Some(written) = pushed else {
                 self.queue = queue;
                 tries += 1;
+                self.not_taken(force, tries, &remote)?;
                 if !force {
                     return Ok(());
                 }
-                if tries >= FORCED_TRIES {
-                    return Err(Error::conflict(
-                        format!(
-                            "session `{}` on `{}` moved under {tries} batches in a row",
-                            self.sid, remote.name
-                        ),
-                        Some("run the worker again: the results are kept on their task branches and the tasks are run again once their leases run out".to_owned()),
-                    ));
-                }
                 continue;
             };
-            self.latest = None;
+            // The remote took the batch on the tip it was written on: no result of another
+            // worker came in between, so its last state is the session now (claims made
+            // meanwhile are guarded by their refs), and the loop schedules from it without
+            // a fetch.
+            self.latest = match written.iter().rev().flatten().next() {
+                Some(last) => {
+                    let mut view = last.state.clone();
+                    if let Some(r) = self.mode.worker() {
+                        r.overlay(self.store, &self.sid, &mut view)?;
+                    }
+                    Some(view)
+                }
+                None => None,
+            };
             for ((done, written), applied) in queue.into_iter().zip(written).zip(applied) {
                 self.recorded(done, written, applied)?;
             }
         }
         Ok(())
+    }
+
+    /// A batch was not taken (`tries` in a row): while forced, every fourth try fetches (a
+    /// turn whose holder died shows once it ran out), and too many end the worker.
+    fn not_taken(&self, force: bool, tries: u32, remote: &tlv4_core::store::Remote) -> Result<()> {
+        if !force {
+            return Ok(());
+        }
+        if tries >= FORCED_TRIES {
+            return Err(Error::conflict(
+                format!(
+                    "session `{}` on `{}` did not take this worker's results in {tries} tries",
+                    self.sid, remote.name
+                ),
+                Some("run the worker again: the results are kept on their task branches and the tasks are run again once their leases run out".to_owned()),
+            ));
+        }
+        if tries % 4 == 0 {
+            self.store.fetch_session(remote, &self.sid)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the oldest queued result has waited [`FLUSH_AGE`].
+    pub(super) fn queue_aged(&self) -> bool {
+        self.queue
+            .first()
+            .is_some_and(|d| d.at.elapsed() >= FLUSH_AGE)
     }
 
     /// The tasks finished here whose results are not in the session yet.

@@ -33,9 +33,23 @@ const REMOTE_ATTEMPTS: u32 = 100;
 /// Milliseconds since the epoch by the system clock. Leases are judged by the real clock even
 /// when `GIT_COMMITTER_DATE` fixes the time stamps of commits.
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    now.saturating_add_signed(clock_offset_ms())
+}
+
+/// `GIT_TLV4_CLOCK_OFFSET_MS` (signed milliseconds, read once): what this process adds to
+/// the system clock for lease times, to try a clone whose clock is off (§18.8) without
+/// changing the machine's.
+fn clock_offset_ms() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        std::env::var("GIT_TLV4_CLOCK_OFFSET_MS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// A claim's lease: who holds the task and until when.
@@ -92,9 +106,50 @@ impl Lease {
     }
 }
 
+/// A task a worker holds on a remote: its lease as last fetched from there (`status`,
+/// `list --remote`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Holding {
+    /// The task.
+    pub task: String,
+    /// The remote whose lease it is.
+    pub remote: String,
+    /// The worker, `<host>:<pid>`.
+    pub holder: String,
+    /// The attempt it runs.
+    pub attempt: u32,
+    /// When the lease runs out (RFC 3339).
+    pub expires_at: String,
+    /// Milliseconds left on it by this machine's clock (negative: run out that long ago).
+    pub left_ms: i64,
+}
+
+impl Holding {
+    /// `host:pid, lease 12s left` (or `… ran out 3s ago`).
+    pub fn describe(&self) -> String {
+        let secs = self.left_ms.unsigned_abs().div_ceil(1000);
+        if self.left_ms >= 0 {
+            format!(
+                "{}, attempt {}, lease {secs}s left",
+                self.holder, self.attempt
+            )
+        } else {
+            format!(
+                "{}, attempt {}, lease ran out {secs}s ago",
+                self.holder, self.attempt
+            )
+        }
+    }
+}
+
 impl Store {
     /// Writes `lease` as a commit with an empty tree, on `parent` (the lease it renews).
     pub fn write_lease(&self, lease: &Lease, parent: Option<ObjectId>) -> Result<ObjectId> {
+        self.write_empty_commit(&lease.message(), parent)
+    }
+
+    /// A commit with the empty tree, `message` and `parent`, as leases and turns are.
+    fn write_empty_commit(&self, message: &str, parent: Option<ObjectId>) -> Result<ObjectId> {
         let git = |e: gix::Error| Error::git("cannot write a lease", e);
         let tree = self
             .repo
@@ -108,7 +163,7 @@ impl Store {
             author: sig.clone(),
             committer: sig,
             encoding: None,
-            message: lease.message().into(),
+            message: message.into(),
             extra_headers: Vec::new(),
         };
         Ok(self.repo.write_object(&commit).map_err(git)?.detach())
@@ -182,6 +237,55 @@ impl Store {
             if let Ok(task) = name[prefix.len()..].parse::<TaskId>() {
                 out.insert(task, (id, self.read_lease(id)?));
             }
+        }
+        Ok(out)
+    }
+
+    /// Fetches every lease `remote` holds (all sessions) into its mirror.
+    pub fn fetch_leases(&self, remote: &Remote) -> Result<()> {
+        self.fetch_mirror(remote, &[remote.mirror_spec(LEASE_REF_PREFIX)], false)
+    }
+
+    /// The tasks of session `sid` workers hold on `remote`, as last fetched.
+    pub fn holdings(&self, remote: &Remote, sid: &SessionId) -> Result<Vec<Holding>> {
+        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        Ok(self
+            .remote_leases(remote, sid)?
+            .into_iter()
+            .map(|(task, (_, l))| Holding {
+                task: task.to_string(),
+                remote: remote.name.clone(),
+                holder: l.holder,
+                attempt: l.attempt,
+                expires_at: crate::clock::rfc3339_ms(l.expires_ms),
+                left_ms: i64::try_from(l.expires_ms).unwrap_or(i64::MAX) - now,
+            })
+            .collect())
+    }
+
+    /// The tasks of session `sid` workers hold on any remote this repository has fetched
+    /// leases from (by name or URL), as last fetched.
+    pub fn holdings_seen(&self, sid: &SessionId) -> Result<Vec<Holding>> {
+        let infix = format!("/{}{sid}/", LEASE_REF_PREFIX.trim_start_matches("refs/"));
+        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        let mut out = Vec::new();
+        for (name, id) in self.refs_with_prefix(super::REMOTE_MIRROR_PREFIX)? {
+            let rest = &name[super::REMOTE_MIRROR_PREFIX.len()..];
+            let Some((key, task)) = rest.split_once(&infix) else {
+                continue;
+            };
+            let Ok(task) = task.parse::<TaskId>() else {
+                continue;
+            };
+            let l = self.read_lease(id)?;
+            out.push(Holding {
+                task: task.to_string(),
+                remote: key.to_owned(),
+                holder: l.holder,
+                attempt: l.attempt,
+                expires_at: crate::clock::rfc3339_ms(l.expires_ms),
+                left_ms: i64::try_from(l.expires_ms).unwrap_or(i64::MAX) - now,
+            });
         }
         Ok(out)
     }
@@ -320,6 +424,65 @@ impl Store {
         }
     }
 
+    /// Takes the turn to push a batch to session `sid` (§18.10): `refs/tlv4/leases/<SID>/turn`
+    /// created only if absent — or, when the remote as last fetched holds one that ran out
+    /// (judged with `skew_ms`), replacing it — holding it for `hold_ms`. `None`: another
+    /// worker has it (a refused push, counted).
+    pub fn take_turn(
+        &self,
+        remote: &Remote,
+        sid: &SessionId,
+        holder: &str,
+        hold_ms: u64,
+        skew_ms: u64,
+    ) -> Result<Option<ObjectId>> {
+        let name = turn_ref(sid);
+        let expected = match self.remote_value(remote, &name)? {
+            Some(seen) if self.turn_expired(seen, skew_ms)? => Some(seen),
+            _ => None,
+        };
+        let message = format!(
+            "turn: {sid}\n\nTlv4-Session: {sid}\nTlv4-Holder: {holder}\nTlv4-Expires: {}\n",
+            now_ms().saturating_add(hold_ms)
+        );
+        let new = self.write_empty_commit(&message, expected)?;
+        let edit = RemoteEdit {
+            name,
+            expected,
+            new: Some(new),
+        };
+        if self.push_leased(remote, &[edit])?.is_ok() {
+            Ok(Some(new))
+        } else {
+            self.count(|s| s.turns_refused += 1);
+            Ok(None)
+        }
+    }
+
+    /// Gives the turn `commit` back (nothing when it is no longer that).
+    pub fn release_turn(&self, remote: &Remote, sid: &SessionId, commit: ObjectId) -> Result<()> {
+        let edit = turn_release(sid, commit);
+        self.push_leased(remote, &[edit])?.ok();
+        Ok(())
+    }
+
+    /// Whether the turn commit `commit` ran out `skew_ms` ago (an unreadable one counts so).
+    fn turn_expired(&self, commit: ObjectId, skew_ms: u64) -> Result<bool> {
+        let c = self
+            .repo
+            .find_commit(commit)
+            .map_err(|e| Error::git(&format!("cannot read the turn {commit}"), e))?;
+        let message = c
+            .message_raw()
+            .map_err(|e| Error::git(&format!("cannot read the turn {commit}"), e))?
+            .to_string();
+        let expires = message
+            .lines()
+            .find_map(|l| l.strip_prefix("Tlv4-Expires: "))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        Ok(expires.is_none_or(|e| now_ms() > e.saturating_add(skew_ms)))
+    }
+
     /// Deletes the lease of `task` on `remote` if it still is `commit` (a claim whose task the
     /// session moved past). Whether it went.
     pub fn release_lease(
@@ -339,7 +502,8 @@ impl Store {
 
     /// Writes `changes` as consecutive events of session `sid` on the remote's tip (fetched
     /// first when `fetch`, else as last seen) and publishes them all with one atomic push that
-    /// leases that tip, with every ref the changes add ([`super::Txn::also_push`]): a batch.
+    /// leases that tip, with every ref the changes add ([`super::Txn::also_push`]) and `also`
+    /// (the turn's release): a batch.
     /// One try: `None` when the remote refused it (it moved, or a lease went); the caller
     /// tries again later, and its changes are applied afresh then. Returns what each change
     /// wrote (`None`: nothing), and fast-forwards the local branch.
@@ -349,6 +513,7 @@ impl Store {
         sid: &SessionId,
         fetch: bool,
         changes: &mut [super::ChainStep<'_>],
+        also: &[RemoteEdit],
     ) -> Result<Option<Vec<Option<Written>>>> {
         let branch = session_ref(sid);
         let mirrored = match fetch {
@@ -383,6 +548,7 @@ impl Store {
                 new: Some(head),
             },
         );
+        edits.extend(also.iter().cloned());
         match self.push_leased(remote, &edits)? {
             Ok(()) => {
                 let events = written.iter().flatten().count() as u64;
@@ -553,6 +719,22 @@ impl Store {
                 remote.name
             )),
         ))
+    }
+}
+
+/// Where the turn to push a batch to session `sid` is held (§18.10); beside the leases, so
+/// the worker's fetch of them brings it (no task id is lower case).
+pub fn turn_ref(sid: &SessionId) -> String {
+    format!("{LEASE_REF_PREFIX}{sid}/turn")
+}
+
+/// The deletion of turn `commit` of session `sid`, with a lease on it: in a batch's push, or
+/// alone.
+pub fn turn_release(sid: &SessionId, commit: ObjectId) -> RemoteEdit {
+    RemoteEdit {
+        name: turn_ref(sid),
+        expected: Some(commit),
+        new: None,
     }
 }
 

@@ -18,7 +18,7 @@ mod summary;
 mod write;
 
 pub use compact::{COMPACTED_FILES, Compaction, human_bytes};
-pub use lease::{Lease, now_ms};
+pub use lease::{Holding, Lease, now_ms, turn_ref, turn_release};
 pub use log::{HistoryEntry, LoggedEvent, OtherCommit};
 pub use notes::MessageList;
 pub use refs::{

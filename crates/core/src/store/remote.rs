@@ -63,6 +63,8 @@ pub struct RemoteStats {
     pub claims_refused: u64,
     /// Pushes of the session ref that took events (one or several: a batch).
     pub batches: u64,
+    /// Tries to take the turn to push a batch that another worker held (§18.10).
+    pub turns_refused: u64,
 }
 
 impl RemoteStats {
@@ -190,6 +192,8 @@ pub struct RemoteSession {
     pub tip: String,
     /// How many task branches it has there.
     pub task_branches: usize,
+    /// The tasks workers hold there (read by the caller: [`Store::holdings`]).
+    pub held: Vec<super::lease::Holding>,
 }
 
 /// What `push` did.
@@ -314,6 +318,7 @@ impl Store {
                 id: sid.to_string(),
                 state,
                 tip: tip.to_string(),
+                held: Vec::new(),
             })
             .collect())
     }
@@ -493,16 +498,7 @@ impl Store {
                 .collect();
             let stderr = String::from_utf8_lossy(&out.stderr);
             if rejected.is_empty() && stderr.contains("does not support --atomic") {
-                return Err(Error::state(
-                    format!(
-                        "`{}` does not take atomic pushes: a session event and the refs it moves (leases, task branches) must move together or not at all",
-                        remote.name
-                    ),
-                    Some(
-                        "serve the session from a git server that takes them (git's own server does unless `receive.advertiseAtomic` is false)"
-                            .to_owned(),
-                    ),
-                ));
+                return Err(no_atomic(remote));
             }
             if rejected.is_empty() {
                 return Err(unreachable(
@@ -519,6 +515,33 @@ impl Store {
             self.set_mirror(remote, &e.name, e.new)?;
         }
         Ok(Ok(()))
+    }
+
+    /// Checks that `remote` takes atomic pushes of several refs, as workers need (a batch
+    /// moves the session, deletes leases and sends task branches together): a dry run of an
+    /// atomic push of `commit`, which changes nothing there.
+    pub fn check_atomic(&self, remote: &Remote, commit: ObjectId) -> Result<()> {
+        let probe = format!("{commit}:refs/tlv4/probe/atomic");
+        let args = [
+            "push",
+            "--dry-run",
+            "--atomic",
+            "--porcelain",
+            "--no-verify",
+            "--quiet",
+            "--",
+            remote.name.as_str(),
+            probe.as_str(),
+        ];
+        let out = self.counted(true, || crate::git::output(self.workdir(), &args))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("does not support --atomic") {
+            return Err(no_atomic(remote));
+        }
+        Err(unreachable(remote, Error::Git(stderr.trim().to_owned())))
     }
 
     /// Sets the mirror of `name` (a ref of `remote`) to `value` (`None`: gone there).
@@ -1017,6 +1040,20 @@ enum Reconciled {
 }
 
 /// The error for a remote git could not talk to.
+/// A remote that refuses atomic pushes of several refs.
+fn no_atomic(remote: &Remote) -> Error {
+    Error::state(
+        format!(
+            "`{}` does not take atomic pushes: a session event and the refs it moves (leases, task branches) must move together or not at all",
+            remote.name
+        ),
+        Some(
+            "serve the session from a git server that takes them (git's own does, unless `receive.advertiseAtomic` is false)"
+                .to_owned(),
+        ),
+    )
+}
+
 pub(super) fn unreachable(remote: &Remote, e: Error) -> Error {
     match e {
         Error::Unreachable { .. } => e,
