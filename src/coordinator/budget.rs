@@ -240,6 +240,26 @@ impl Budget {
         self.held.remove(task);
     }
 
+    /// Holds what the run of `task` (`role`) spent — `input`/`cached`/`output` tokens, its
+    /// reported dollars or `model`'s price — in place of its reserve, while its result waits
+    /// to be recorded (a worker's batch): the ledger does not see it yet, the budget must.
+    pub(crate) fn hold_spent(
+        &mut self,
+        task: &TaskId,
+        role: &str,
+        usage: tlv4_core::ledger::RunUsage,
+    ) {
+        if !self.bounded() {
+            return;
+        }
+        let usd = usage.usd(&self.prices).unwrap_or(0.0);
+        let spent = Reserve {
+            usd,
+            tokens: usage.tokens(),
+        };
+        self.held.insert(task.clone(), (role.to_owned(), spent));
+    }
+
     /// The pause of a session whose next task does not fit its budget.
     pub(crate) fn pause(&self, refusal: &Refusal) -> Pause {
         let by = self.spent.describe();

@@ -762,6 +762,25 @@ impl Runner<'_> {
         }
         let done = batch::Done::new(id.clone(), result, seconds);
         if self.mode.worker().is_some() {
+            // Until the session has it, the budget counts what the run spent.
+            if let Some(run) = &done.result.run {
+                let u = &run.usage;
+                self.budget.hold_spent(
+                    id,
+                    role,
+                    tlv4_core::ledger::RunUsage {
+                        task: id.to_string(),
+                        role: role.to_owned(),
+                        agent: done.result.agent.clone(),
+                        model: u.model.clone(),
+                        input_tokens: u.input_tokens,
+                        cached_input_tokens: u.cached_input_tokens,
+                        output_tokens: u.output_tokens,
+                        cost_usd: u.cost_usd,
+                        seconds: u.seconds,
+                    },
+                );
+            }
             // Pushed with others once nothing else is to be claimed, or once it has waited
             // long enough (the loop and its tick see to it).
             self.queue.push(done);
@@ -836,6 +855,8 @@ impl Runner<'_> {
             ..
         } = done;
         let id = &id;
+        // The session has it now (or it is not this worker's): the ledger counts it.
+        self.budget.release(id);
         let bound = match &result.stopped {
             Some(super::worker::Stopped::OverBound(detail)) => Some(detail.clone()),
             _ => None,

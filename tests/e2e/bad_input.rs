@@ -184,7 +184,8 @@ fn a_session_from_a_newer_schema_is_refused() {
     let before = repo.snapshot();
     let err = repo.fails(&["status"], 1);
     assert!(
-        err.contains("uses state format 99") && err.contains("reads format 1"),
+        err.contains("uses state format 99")
+            && err.contains(&format!("reads format {}", tlv4_core::model::SCHEMA_NEWEST)),
         "{err}"
     );
     let err = repo.fails(&["task", "claim", "RESEARCH-001"], 1);

@@ -177,7 +177,7 @@ impl Runner<'_> {
                 Some("run the worker again: the results are kept on their task branches and the tasks are run again once their leases run out".to_owned()),
             ));
         }
-        if tries % 4 == 0 {
+        if tries.is_multiple_of(4) {
             self.store.fetch_session(remote, &self.sid)?;
         }
         Ok(())
