@@ -57,9 +57,10 @@ pub(crate) struct RemoteMode {
     holder: String,
     /// When the next batch of completions may be pushed (see [`RemoteMode::flushed`]).
     pace: Cell<Pace>,
-    /// Whether the last look at the remote showed other workers' leases: then the session
-    /// ref is likely to move under a batch written on the mirror's tip.
-    others: Cell<bool>,
+    /// How many other workers the last look at the remote showed holding leases: then the
+    /// session ref is likely to move under a batch written on the mirror's tip, and the more
+    /// there are, the longer a turn is waited for.
+    others: Cell<usize>,
     /// A claim was refused since the last fetch: the view is stale.
     pub stale: Cell<bool>,
     /// Looks at the remote in a row that found nothing to do.
@@ -82,9 +83,13 @@ pub(crate) struct Pace {
 /// The first gap after a refused batch.
 const PACE_MIN: Duration = Duration::from_millis(50);
 
-/// The longest gap: a worker that waits on others' batches waits no longer than this (a
-/// turn is held for a fetch and a push).
+/// The longest gap with a few workers about: a worker that waits on others' batches waits no
+/// longer than this (a turn is held for a fetch and a push)...
 const PACE_MAX: Duration = Duration::from_millis(400);
+
+/// ...and with many, this much per other worker seen (up to 5 × [`PACE_MAX`]), so that those
+/// waiting for the turn do not take the server's time from the one holding it.
+const PACE_PER_WORKER: Duration = Duration::from_millis(25);
 
 /// A lease held: its commit on the remote, and what it says.
 #[derive(Debug, Clone)]
@@ -144,7 +149,7 @@ impl RemoteMode {
                 gap: Duration::ZERO,
                 next: Instant::now(),
             }),
-            others: Cell::new(false),
+            others: Cell::new(0),
             stale: Cell::new(false),
             idle: Cell::new(0),
         }
@@ -167,7 +172,7 @@ impl RemoteMode {
     /// workers hold tasks, the tip as last seen is likely stale, and a stale one costs a
     /// refusal.
     pub(crate) fn flush_fetches(&self) -> bool {
-        !self.pace.get().gap.is_zero() || self.others.get()
+        !self.pace.get().gap.is_zero() || self.others.get() > 0
     }
 
     /// A batch was pushed (`taken`) or refused: the gap to the next try (see [`Pace`]),
@@ -182,10 +187,10 @@ impl RemoteMode {
                 shorter
             }
         } else {
-            (gap * 2)
-                .max(PACE_MIN)
-                .min(PACE_MAX)
-                .min(self.opts.lease / 4)
+            // Each other worker may hold the turn before this one: the cap grows with them.
+            let cap = (PACE_PER_WORKER * u32::try_from(self.others.get()).unwrap_or(u32::MAX))
+                .clamp(PACE_MAX, PACE_MAX * 5);
+            (gap * 2).max(PACE_MIN).min(cap).min(self.opts.lease / 4)
         };
         let next = Instant::now() + gap / 2 + tlv4_core::clock::jitter(gap / 2);
         self.pace.set(Pace { gap, next });
@@ -198,7 +203,7 @@ impl RemoteMode {
 
     /// Whether the last look at the remote showed no other worker's lease.
     pub(crate) fn alone(&self) -> bool {
-        !self.others.get()
+        self.others.get() == 0
     }
 
     /// The owner a claim of this worker stands for in the session, as protocol 1 recorded it.
@@ -275,13 +280,13 @@ impl RemoteMode {
     /// shows as in progress by the lease's holder, since a claim writes no session event.
     pub(crate) fn overlay(&self, store: &Store, sid: &SessionId, state: &mut State) -> Result<()> {
         let leases = store.remote_leases(&self.opts.remote, sid)?;
-        self.others.set(false);
+        let mut others = std::collections::BTreeSet::new();
         for (id, (_, lease)) in leases {
             if self.expired(&lease) {
                 continue;
             }
             if lease.holder != self.holder {
-                self.others.set(true);
+                others.insert(lease.holder.clone());
             }
             let Some(t) = state.tasks.get_mut(&id) else {
                 continue;
@@ -302,6 +307,7 @@ impl RemoteMode {
                 start_time: None,
             });
         }
+        self.others.set(others.len());
         Ok(())
     }
 

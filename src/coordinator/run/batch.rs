@@ -61,7 +61,10 @@ impl Runner<'_> {
     /// workers about, the batch is pushed holding the session's turn, so batches do not race
     /// each other for the session ref. A batch not taken stays queued, its leases renewed.
     pub(super) fn flush(&mut self, force: bool) -> Result<()> {
-        let mut tries = 0;
+        // Batches refused in a row, and turns waited for (a wait ends the worker only when the
+        // session stood still for two leases: while others' batches land, it is a queue).
+        let (mut tries, mut waits) = (0, 0u32);
+        let started = std::time::Instant::now();
         while !self.queue.is_empty() {
             let Some(r) = self.mode.worker() else {
                 return Ok(());
@@ -87,11 +90,12 @@ impl Runner<'_> {
                     Some(t) => Some(t),
                     None => {
                         r.flushed(false);
-                        tries += 1;
-                        self.not_taken(force, tries, &remote)?;
+                        waits += 1;
                         if !force {
                             return Ok(());
                         }
+                        let long = started.elapsed() > r.opts.lease * 2;
+                        self.waited(waits, long, &remote)?;
                         continue;
                     }
                 },
@@ -162,25 +166,39 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// A batch was not taken (`tries` in a row): while forced, every fourth try fetches (a
-    /// turn whose holder died shows once it ran out), and too many end the worker.
+    /// A batch was not taken (`tries` in a row): while forced, too many end the worker.
     fn not_taken(&self, force: bool, tries: u32, remote: &tlv4_core::store::Remote) -> Result<()> {
-        if !force {
-            return Ok(());
-        }
-        if tries >= FORCED_TRIES {
-            return Err(Error::conflict(
-                format!(
-                    "session `{}` on `{}` did not take this worker's results in {tries} tries",
-                    self.sid, remote.name
-                ),
-                Some("run the worker again: the results are kept on their task branches and the tasks are run again once their leases run out".to_owned()),
-            ));
-        }
-        if tries.is_multiple_of(4) {
-            self.store.fetch_session(remote, &self.sid)?;
+        if force && tries >= FORCED_TRIES {
+            return Err(self.gave_up(&format!("in {tries} tries"), remote));
         }
         Ok(())
+    }
+
+    /// The turn was waited for `waits` times in this forced flush: every fourth wait fetches
+    /// (a turn whose holder died shows once it ran out, and the session shows whether others'
+    /// batches land); `long` (two leases) with the session standing still ends the worker.
+    fn waited(&self, waits: u32, long: bool, remote: &tlv4_core::store::Remote) -> Result<()> {
+        if !waits.is_multiple_of(4) {
+            return Ok(());
+        }
+        let branch = tlv4_core::store::session_ref(&self.sid);
+        let before = self.store.remote_value(remote, &branch)?;
+        let now = self.store.fetch_session(remote, &self.sid)?;
+        if long && before == Some(now) {
+            return Err(self.gave_up("while its turn never came", remote));
+        }
+        Ok(())
+    }
+
+    /// The error of a worker whose results the session did not take.
+    fn gave_up(&self, how: &str, remote: &tlv4_core::store::Remote) -> Error {
+        Error::conflict(
+            format!(
+                "session `{}` on `{}` did not take this worker's results {how}",
+                self.sid, remote.name
+            ),
+            Some("run the worker again: the results are kept on their task branches and the tasks are run again once their leases run out".to_owned()),
+        )
     }
 
     /// Whether the oldest queued result has waited [`FLUSH_AGE`].
