@@ -1,6 +1,7 @@
 //! `git tlv4 worker`: run a session's tasks from this clone, with the session's tip on a
-//! shared remote: each claim and each result is pushed with compare-and-swap, each claim
-//! carries a lease the worker renews while it works (`specs/state-format.md` §18.6).
+//! shared remote: each claim is the task's lease ref, created there only if absent and
+//! renewed while the worker works; results go to the session in atomic batches
+//! (`specs/state-format.md` §18.6, §18.10).
 
 use std::time::Duration;
 
