@@ -5,14 +5,14 @@
 //! the outcome is read on the server with git.
 
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use crate::common::TestRepo;
 use crate::remote::{Bare, Daemon};
 use crate::worker::{
     all_done_once, events, leases, log_of, remote_file, shared_session, spawn_worker,
-    spawn_worker_with, trusted_clone, wait,
+    spawn_worker_with, trusted_clone, wait, worker_cmd,
 };
 
 /// Installs `script` as the server's `pre-receive` hook.
@@ -57,20 +57,9 @@ fn taken_from(bare: &Bare, sid: &str) -> String {
 
 /// A worker in a process group of its own (so that SIGKILL takes its git children too).
 fn spawn_group(repo: &TestRepo, url: &str, sid: &str, sleep: &str, extra: &[&str]) -> Child {
-    let mut args = vec![
-        "--session",
-        sid,
-        "worker",
-        "--remote",
-        url,
-        "--max-parallel",
-        "2",
-    ];
-    args.extend_from_slice(extra);
-    let log = std::fs::File::create(repo.home.path().join("worker.log")).unwrap();
-    let mut cmd = repo.tlv4_cmd(&args);
+    let mut cmd = worker_cmd(repo, url, sid, extra);
     cmd.env("SCRIPTED_SLEEP", sleep).process_group(0);
-    cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+    cmd.spawn().unwrap()
 }
 
 fn kill_group(child: &mut Child) {
@@ -142,26 +131,53 @@ fn status_and_list_remote_name_who_holds_which_task() {
     worker.wait().unwrap();
 }
 
-#[test]
-fn a_worker_killed_with_results_queued_loses_nothing_and_records_nothing_twice() {
-    const N: usize = 4;
-    let (bare, _first, sid) = shared_session(N);
-    // While `hold` exists the server declines every update of the session branch: the
-    // worker's results stay queued (its claims, on refs of their own, go through).
+/// A session of `n` tasks whose server, while the file `marker` exists in it, runs `action`
+/// (shell) on each update of the session branch; and a worker on it with 2 s leases, in a
+/// process group of its own: the server, the session, the worker's clone and the worker.
+fn doomed_worker(n: usize, marker: &str, action: &str) -> (Bare, String, TestRepo, Child) {
+    let (bare, _first, sid) = shared_session(n);
     hook(
         &bare,
-        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/tlv4/*) if [ -e hold ]; then echo declined >> declined; exit 1; fi ;;\n  esac\ndone\nexit 0\n",
+        &format!(
+            "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/tlv4/*) if [ -e {marker} ]; then {action}; fi ;;\n  esac\ndone\nexit 0\n"
+        ),
     );
-    std::fs::write(bare.path().join("hold"), "").unwrap();
+    std::fs::write(bare.path().join(marker), "").unwrap();
     let url = bare.url();
-    let doomed_clone = trusted_clone(&url, "doomed");
-    let mut doomed = spawn_group(
-        &doomed_clone,
+    let clone = trusted_clone(&url, "doomed");
+    let worker = spawn_group(
+        &clone,
         &url,
         &sid,
         "0.1",
         &["--lease", "2", "--skew", "0.5"],
     );
+    (bare, sid, clone, worker)
+}
+
+/// Another worker, in a clone of its own, runs session `sid` of `n` tasks to its end: every
+/// task recorded once.
+fn another_finishes(bare: &Bare, sid: &str, n: usize) {
+    let url = bare.url();
+    let other = trusted_clone(&url, "other");
+    let mut worker = spawn_worker(
+        &other,
+        &url,
+        sid,
+        "0.1",
+        &["--lease", "10", "--skew", "0.5"],
+    );
+    assert!(wait(&mut worker, &other), "{}", log_of(&other));
+    all_done_once(bare, sid, n, &[&other]);
+}
+
+#[test]
+fn a_worker_killed_with_results_queued_loses_nothing_and_records_nothing_twice() {
+    const N: usize = 4;
+    // While `hold` exists the server declines every update of the session branch: the
+    // worker's results stay queued (its claims, on refs of their own, go through).
+    let (bare, sid, doomed_clone, mut doomed) =
+        doomed_worker(N, "hold", "echo declined >> declined; exit 1");
     let pid = doomed.id();
     // Every task claimed and finished, and batches declined: the results wait in its queue.
     until("every task claimed and a batch declined", || {
@@ -178,16 +194,7 @@ fn a_worker_killed_with_results_queued_loses_nothing_and_records_nothing_twice()
         log_of(&doomed_clone)
     );
     // Another worker takes the tasks over once their leases run out and records each once.
-    let other = trusted_clone(&url, "other");
-    let mut worker = spawn_worker(
-        &other,
-        &url,
-        &sid,
-        "0.1",
-        &["--lease", "10", "--skew", "0.5"],
-    );
-    assert!(wait(&mut worker, &other), "{}", log_of(&other));
-    all_done_once(&bare, &sid, N, &[&other]);
+    another_finishes(&bare, &sid, N);
     let taken = taken_from(&bare, &sid);
     assert_eq!(
         taken.matches(&format!(":{pid} attempt 1")).count(),
@@ -206,23 +213,10 @@ fn a_worker_killed_with_results_queued_loses_nothing_and_records_nothing_twice()
 #[test]
 fn a_worker_killed_mid_push_leaves_its_batch_whole_or_absent() {
     const N: usize = 4;
-    let (bare, _first, sid) = shared_session(N);
     // While `slow` exists the server holds every update of the session branch for 3 s,
     // saying so first: the worker is killed while its batch is in the server's hands.
-    hook(
-        &bare,
-        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in\n    refs/heads/tlv4/*) if [ -e slow ]; then echo pushing >> pushing; sleep 3; fi ;;\n  esac\ndone\nexit 0\n",
-    );
-    std::fs::write(bare.path().join("slow"), "").unwrap();
-    let url = bare.url();
-    let doomed_clone = trusted_clone(&url, "doomed");
-    let mut doomed = spawn_group(
-        &doomed_clone,
-        &url,
-        &sid,
-        "0.1",
-        &["--lease", "2", "--skew", "0.5"],
-    );
+    let (bare, sid, _clone, mut doomed) =
+        doomed_worker(N, "slow", "echo pushing >> pushing; sleep 3");
     until("a batch in the server's hands", || {
         hook_log(&bare, "pushing") >= 1
     });
@@ -231,16 +225,7 @@ fn a_worker_killed_mid_push_leaves_its_batch_whole_or_absent() {
     // Whatever the server made of it (the hook may still finish), the session is whole.
     std::thread::sleep(Duration::from_secs(4));
     bare.fsck();
-    let other = trusted_clone(&url, "other");
-    let mut worker = spawn_worker(
-        &other,
-        &url,
-        &sid,
-        "0.1",
-        &["--lease", "10", "--skew", "0.5"],
-    );
-    assert!(wait(&mut worker, &other), "{}", log_of(&other));
-    all_done_once(&bare, &sid, N, &[&other]);
+    another_finishes(&bare, &sid, N);
 }
 
 #[test]

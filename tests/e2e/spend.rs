@@ -261,11 +261,7 @@ fn on_remote(bare: &crate::remote::Bare, sid: &str) -> (String, String, usize) {
 fn workers_on_two_clones_share_one_budget_and_a_raise_made_on_a_third() {
     let bare = crate::remote::Bare::new();
     let first = claude_repo(3, "[budget]\ntask_usd = 0.015\n");
-    first.git(&["add", "-A"]);
-    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
-    first.ok(&["trust"]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
+    crate::worker::publish(&first, &bare);
     let sid = first
         .ok(&[
             "start",
@@ -636,11 +632,7 @@ fn a_service_that_cannot_be_reached_sends_the_task_to_the_next_agent_a_bad_reque
 fn raises_made_on_two_clones_apart_both_count_after_pull() {
     let bare = crate::remote::Bare::new();
     let first = claude_repo(2, "[budget]\ntask_usd = 0.015\n");
-    first.git(&["add", "-A"]);
-    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
-    first.ok(&["trust"]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
+    crate::worker::publish(&first, &bare);
     let mut args = START.to_vec();
     args.extend(["--max-parallel", "1", "--budget-usd", "0.02", "two raises"]);
     assert_eq!(first.tlv4(&args).status.code(), Some(BUDGET));
@@ -674,11 +666,7 @@ fn a_worker_whose_agent_is_limited_gives_the_task_back_and_takes_it_again_after_
         "executor = \"cc\"",
         "",
     );
-    first.git(&["add", "-A"]);
-    first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
-    first.ok(&["trust"]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
+    crate::worker::publish(&first, &bare);
     let sid = first
         .ok(&[
             "start",

@@ -22,12 +22,18 @@ pub(crate) fn shared_repo(n: usize, env: &str) -> (Bare, TestRepo) {
             fixture("scripted-agent")
         ),
     );
+    publish(&first, &bare);
+    (bare, first)
+}
+
+/// Commits what `first` holds (a pipeline and its agent), trusts it and pushes `main` to
+/// `bare` as the remote `origin`.
+pub(crate) fn publish(first: &TestRepo, bare: &Bare) {
     first.git(&["add", "-A"]);
     first.git(&["commit", "-q", "-m", "a wide pipeline and its agent"]);
     first.ok(&["trust"]);
     first.git(&["remote", "add", "origin", &bare.url()]);
     first.git(&["push", "-q", "origin", "main"]);
-    (bare, first)
 }
 
 /// A repository with a pipeline `wide` of `n` independent code tasks whose executor is the
@@ -80,6 +86,21 @@ pub(crate) fn spawn_worker_with(
     env: &[(&str, &str)],
     extra: &[&str],
 ) -> Child {
+    let mut cmd = worker_cmd(repo, url, sid, extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().unwrap()
+}
+
+/// The command of a worker in `repo` on `url` (two tasks at once, then `extra`), its
+/// stderr to `worker.log` in the clone's home.
+pub(crate) fn worker_cmd(
+    repo: &TestRepo,
+    url: &str,
+    sid: &str,
+    extra: &[&str],
+) -> std::process::Command {
     let mut args = vec![
         "--session",
         sid,
@@ -92,10 +113,8 @@ pub(crate) fn spawn_worker_with(
     args.extend_from_slice(extra);
     let log = std::fs::File::create(repo.home.path().join("worker.log")).unwrap();
     let mut cmd = repo.tlv4_cmd(&args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(log).spawn().unwrap()
+    cmd.stdout(Stdio::null()).stderr(log);
+    cmd
 }
 
 pub(crate) fn log_of(repo: &TestRepo) -> String {

@@ -125,6 +125,19 @@ pub struct Holding {
 }
 
 impl Holding {
+    /// Task `task`'s `lease` on `remote`, judged at `now_ms`.
+    fn new(task: &TaskId, remote: String, lease: Lease, now_ms: u64) -> Holding {
+        let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        Holding {
+            task: task.to_string(),
+            remote,
+            expires_at: crate::clock::rfc3339_ms(lease.expires_ms),
+            left_ms: ms(lease.expires_ms) - ms(now_ms),
+            holder: lease.holder,
+            attempt: lease.attempt,
+        }
+    }
+
     /// `host:pid, lease 12s left` (or `… ran out 3s ago`).
     pub fn describe(&self) -> String {
         let secs = self.left_ms.unsigned_abs().div_ceil(1000);
@@ -248,18 +261,11 @@ impl Store {
 
     /// The tasks of session `sid` workers hold on `remote`, as last fetched.
     pub fn holdings(&self, remote: &Remote, sid: &SessionId) -> Result<Vec<Holding>> {
-        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        let now = now_ms();
         Ok(self
             .remote_leases(remote, sid)?
             .into_iter()
-            .map(|(task, (_, l))| Holding {
-                task: task.to_string(),
-                remote: remote.name.clone(),
-                holder: l.holder,
-                attempt: l.attempt,
-                expires_at: crate::clock::rfc3339_ms(l.expires_ms),
-                left_ms: i64::try_from(l.expires_ms).unwrap_or(i64::MAX) - now,
-            })
+            .map(|(task, (_, l))| Holding::new(&task, remote.name.clone(), l, now))
             .collect())
     }
 
@@ -267,7 +273,7 @@ impl Store {
     /// leases from (by name or URL), as last fetched.
     pub fn holdings_seen(&self, sid: &SessionId) -> Result<Vec<Holding>> {
         let infix = format!("/{}{sid}/", LEASE_REF_PREFIX.trim_start_matches("refs/"));
-        let now = i64::try_from(now_ms()).unwrap_or(i64::MAX);
+        let now = now_ms();
         let mut out = Vec::new();
         for (name, id) in self.refs_with_prefix(super::REMOTE_MIRROR_PREFIX)? {
             let rest = &name[super::REMOTE_MIRROR_PREFIX.len()..];
@@ -277,15 +283,12 @@ impl Store {
             let Ok(task) = task.parse::<TaskId>() else {
                 continue;
             };
-            let l = self.read_lease(id)?;
-            out.push(Holding {
-                task: task.to_string(),
-                remote: key.to_owned(),
-                holder: l.holder,
-                attempt: l.attempt,
-                expires_at: crate::clock::rfc3339_ms(l.expires_ms),
-                left_ms: i64::try_from(l.expires_ms).unwrap_or(i64::MAX) - now,
-            });
+            out.push(Holding::new(
+                &task,
+                key.to_owned(),
+                self.read_lease(id)?,
+                now,
+            ));
         }
         Ok(out)
     }
@@ -525,18 +528,7 @@ impl Store {
             None => self.fetch_session(remote, sid)?,
         };
         self.forward_local(sid, tip)?;
-        let (mut head, mut written, mut edits) = (tip, Vec::new(), Vec::new());
-        for change in changes.iter_mut() {
-            let mut change = |txn: &mut super::Txn<'_>| change(txn);
-            match self.prepare_event(sid, head, &mut change)? {
-                Some((publish, pushes)) => {
-                    head = publish.new;
-                    written.push(Some(publish.value));
-                    edits.extend(pushes);
-                }
-                None => written.push(None),
-            }
-        }
+        let (head, written, mut edits) = self.prepare_chain(sid, tip, changes)?;
         if head == tip {
             return Ok(Some(written));
         }

@@ -244,21 +244,13 @@ impl Store {
         changes: &mut [ChainStep<'c>],
     ) -> Result<Vec<Written>> {
         let name = session_ref(sid);
-        let mut tip = expected;
-        let mut written = Vec::new();
-        for change in changes.iter_mut() {
-            let mut change = |txn: &mut Txn<'_>| change(txn);
-            let Some((publish, pushes)) = self.prepare_event(sid, tip, &mut change)? else {
-                continue;
-            };
-            if !pushes.is_empty() {
-                return Err(Error::Invalid(format!(
-                    "a change of session `{sid}` moves refs of a remote; it is written only through that remote"
-                )));
-            }
-            tip = publish.new;
-            written.push(publish.value);
+        let (tip, written, pushes) = self.prepare_chain(sid, expected, changes)?;
+        if !pushes.is_empty() {
+            return Err(Error::Invalid(format!(
+                "a change of session `{sid}` moves refs of a remote; it is written only through that remote"
+            )));
         }
+        let written: Vec<Written> = written.into_iter().flatten().collect();
         if tip == expected {
             return Ok(written);
         }
@@ -270,6 +262,31 @@ impl Store {
                 Some("re-run the command".to_owned()),
             )),
         }
+    }
+
+    /// Applies `changes` to session `sid` from `tip`, each to the state the one before left,
+    /// and writes their event commits; no ref moves. Returns the last commit (`tip` when none
+    /// wrote anything), what each change wrote (`None`: nothing), and the remote refs they
+    /// move ([`Txn::also_push`]).
+    pub(crate) fn prepare_chain(
+        &self,
+        sid: &SessionId,
+        tip: ObjectId,
+        changes: &mut [ChainStep<'_>],
+    ) -> Result<(ObjectId, Vec<Option<Written>>, Vec<RemoteEdit>)> {
+        let (mut head, mut written, mut edits) = (tip, Vec::new(), Vec::new());
+        for change in changes.iter_mut() {
+            let mut change = |txn: &mut Txn<'_>| change(txn);
+            match self.prepare_event(sid, head, &mut change)? {
+                Some((publish, pushes)) => {
+                    head = publish.new;
+                    written.push(Some(publish.value));
+                    edits.extend(pushes);
+                }
+                None => written.push(None),
+            }
+        }
+        Ok((head, written, edits))
     }
 
     /// Applies `change` to the state at `tip` (a commit of session `sid`) and writes the event
