@@ -260,7 +260,10 @@ pub fn run(
     // build whose workers claim through the session refuses it from now on (§18.10).
     if let Some(r) = runner.mode.worker() {
         store.check_atomic(&r.opts.remote, tip)?;
-        runner.transact(super::lease::mark_claim_refs)?;
+        // Marked already as this clone last saw it (`start --remote` marks it): no write.
+        if state.session.schema < tlv4_core::model::SCHEMA_CLAIM_REFS {
+            runner.transact(super::lease::mark_claim_refs)?;
+        }
     }
     let end = rt.block_on(runner.run_loop());
     // Workers of an interrupted run may still be busy; they own nothing that must be waited for.
