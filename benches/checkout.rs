@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 
 use git_tlv4::coordinator::{StartOptions, start};
 use tlv4_core::model::TaskId;
-use tlv4_core::store::Store;
-use tlv4_core::worktree::{ScratchCheckout, TaskWorktree};
+use tlv4_store::store::Store;
+use tlv4_store::worktree::{ScratchCheckout, TaskWorktree};
 
 /// Files per directory of the benchmark repositories.
 const PER_DIR: usize = 100;

@@ -20,7 +20,7 @@ use git_tlv4::agents::roster::Roster;
 use git_tlv4::agents::{Agent, Outcome, StateUpdate, TaskInput, TaskOutput};
 use git_tlv4::coordinator::run::{self, RunEnd};
 use git_tlv4::coordinator::{StartOptions, start};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 /// Completes every task at once, with nothing to show.
 struct Idle;
@@ -177,6 +177,7 @@ fn parallel(c: &mut Criterion) {
                                 &Default::default(),
                                 root,
                                 &git_tlv4::coordinator::roster_names(),
+                                &git_tlv4::agents::replay::NoRecordings,
                             )
                             .expect("a roster")
                         },

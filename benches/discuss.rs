@@ -20,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use git_tlv4::agents::roster::Roster;
 use git_tlv4::coordinator::discussion::{self, DiscussOptions};
 use git_tlv4::quality::protocol::{self, Cast, Discussion, Limits, Member, Preset, builtin};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 const TOPIC: &str = "SQLite or Postgres or plain files for the notes store";
 

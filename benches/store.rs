@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use tlv4_core::model::{Event, EventKind, Owner, Session, SessionId, Task, TaskId, TaskStatus};
-use tlv4_core::store::{Store, session_dir, session_ref};
+use tlv4_store::store::{Store, session_dir, session_ref};
 
 /// The task text every benchmark session is started with.
 const TASK_TEXT: &str = "benchmark the session store";

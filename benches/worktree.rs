@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use git_tlv4::coordinator::{StartOptions, start};
 use tlv4_core::model::{Event, EventKind, SessionId, TaskId};
-use tlv4_core::store::Store;
-use tlv4_core::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task};
+use tlv4_store::store::Store;
+use tlv4_store::worktree::{MergeOutcome, SnapshotLimits, TaskWorktree, merge_task};
 
 /// Directories × files per directory of the benchmark repository.
 const DIRS: usize = 50;

@@ -9,7 +9,7 @@
 //! else to clap's function with git's words.
 
 use tlv4_core::error::Result;
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 use super::Ctx;
 

@@ -3,7 +3,7 @@
 //! history ever wrote (the session's ledger: what `undo`, `rollback` and `reset` took back
 //! was spent all the same), priced with `[prices]` where an agent reported no dollars. With
 //! `--estimate`, what a session of a pipeline is likely to cost here, from the earlier
-//! sessions' records (`tlv4_core::ledger::estimate`).
+//! sessions' records (`tlv4_store::ledger::estimate`).
 
 use std::collections::BTreeMap;
 
@@ -81,7 +81,7 @@ impl Total {
 
 impl Run {
     /// A ledger's record, priced with `prices` where it reported no dollars.
-    fn of(u: &tlv4_core::ledger::RunUsage, prices: &Prices) -> Run {
+    fn of(u: &tlv4_store::ledger::RunUsage, prices: &Prices) -> Run {
         Run {
             task: u.task.clone(),
             role: u.role.clone(),
@@ -162,11 +162,11 @@ pub(crate) type Tables<'k> = BTreeMap<&'k str, BTreeMap<String, Total>>;
 /// The sums of session `sid`'s run records at its tip: over all runs, and per value of each
 /// key in `groups`.
 pub(crate) fn totals<'k>(
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     sid: &tlv4_core::model::SessionId,
     groups: &[&'k str],
 ) -> Result<(Total, Tables<'k>)> {
-    let mut ledger = tlv4_core::ledger::Ledger::default();
+    let mut ledger = tlv4_store::ledger::Ledger::default();
     ledger.refresh(store, store.tip(sid)?)?;
     // The prices of the configuration the session runs with; none when it cannot be read.
     let prices: Prices = crate::coordinator::budget::pinned_prices(store, sid);

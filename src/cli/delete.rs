@@ -9,7 +9,7 @@
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind, SessionId};
-use tlv4_core::store::{Store, TOOL_REF_PREFIX, archive_ref, notes_ref, session_ref};
+use tlv4_store::store::{Store, TOOL_REF_PREFIX, archive_ref, notes_ref, session_ref};
 
 use super::Ctx;
 use tlv4_core::text::short_id;
@@ -97,7 +97,7 @@ pub(crate) fn unique_work(
     .status
     .success();
     let exported = store
-        .try_ref(&tlv4_core::store::refs::export_ref(sid))?
+        .try_ref(&tlv4_store::store::refs::export_ref(sid))?
         .is_some();
     if code_changed && !exported && unique_commits(store, &[tip], &[], refs)? > 0 {
         found.push(format!(
@@ -106,14 +106,14 @@ pub(crate) fn unique_work(
         ));
     }
     for (name, id) in refs {
-        let kept_work = name.starts_with(tlv4_core::store::refs::RUNS_REF_PREFIX)
+        let kept_work = name.starts_with(tlv4_store::store::refs::RUNS_REF_PREFIX)
             || name.starts_with(&format!("{}.", session_ref(sid)));
         if kept_work {
             let n = unique_commits(store, &[*id], &[tip], refs)?;
             if n > 0 {
                 found.push(format!(
                     "{} holds {n} commit(s) the session never merged",
-                    tlv4_core::store::refs::short_branch(name)
+                    tlv4_store::store::refs::short_branch(name)
                 ));
             }
         }
@@ -176,7 +176,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // Nothing would be lost: every ref of the session goes.
     for (name, _) in &refs {
-        if name.starts_with(tlv4_core::store::refs::BRANCH_PREFIX) {
+        if name.starts_with(tlv4_store::store::refs::BRANCH_PREFIX) {
             store.ensure_not_checked_out(name)?;
         }
     }
@@ -190,7 +190,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ));
     }
     if store
-        .try_ref(&tlv4_core::store::refs::export_ref(&sid))?
+        .try_ref(&tlv4_store::store::refs::export_ref(&sid))?
         .is_some()
     {
         ctx.ui

@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::coordinator::{StartOptions, start};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Completion;
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 use super::Ctx;
 use super::drive::{CompletionArg, RunFlags};
@@ -161,7 +161,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     for e in store.log(&sid, None)?.iter().rev() {
         out.push_str(&format!("  {} {}\n", short_id(&e.commit), e.subject));
     }
-    let dir_in_tree = tlv4_core::store::session_dir(&sid);
+    let dir_in_tree = tlv4_store::store::session_dir(&sid);
     let files = store.read_folder(tip_tree(&store, tip)?, &dir_in_tree, &["tasks", "runs"])?;
     out.push_str(&format!(
         "\nartifacts (in the branch, under {dir_in_tree}/):\n"

@@ -231,7 +231,7 @@ fn seat_agents(given: &[String], members: &[String]) -> Result<Vec<String>> {
 /// Runs the discussion of `sid` on with its pinned configuration, then reports.
 pub(crate) fn go(
     ctx: &Ctx<'_>,
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     sid: &tlv4_core::model::SessionId,
     flags: &RunFlags,
 ) -> Result<()> {
@@ -242,7 +242,7 @@ pub(crate) fn go(
 /// started (and pinned) with it, so that the command reads it once.
 fn go_read(
     ctx: &Ctx<'_>,
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     sid: &tlv4_core::model::SessionId,
     flags: &RunFlags,
     read: Option<tlv4_core::trust::Configuration>,
@@ -295,7 +295,7 @@ fn go_read(
 /// Prints where the discussion stands and where its record is.
 fn report(
     ctx: &Ctx<'_>,
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     sid: &tlv4_core::model::SessionId,
 ) -> Result<()> {
     let tip = store.tip(sid)?;

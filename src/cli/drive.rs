@@ -10,7 +10,7 @@ use crate::coordinator::complete::{self, Done};
 use crate::coordinator::run::{self, Progress, RunEnd};
 use tlv4_core::error::{Error, Result, exit};
 use tlv4_core::model::{Completion, Role, SessionId};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 use super::Ctx;
 
@@ -74,7 +74,8 @@ pub(crate) fn roster(
     config.snapshot.limits()?;
     let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
     let known = crate::coordinator::roster_names();
-    let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known)?;
+    let recordings = crate::coordinator::replay::StoreRecordings::new(store);
+    let roster = Roster::load_with(config, &overrides, root, Some(&specs), &known, &recordings)?;
     let needed = tlv4_core::trust::needed(root, files, config, roster.configured_specs())?;
     tlv4_core::trust::check(&tlv4_core::trust::Stored::of(config), &needed)?;
     roster.preflight()?;
@@ -175,7 +176,7 @@ pub(crate) fn drive_read(
                     .status(format!("kept: the session stays on branch tlv4/{sid}")),
                 Ok(Done::Exported(b)) => ctx.ui.status(format!(
                     "exported: {} holds the result without the run records",
-                    tlv4_core::store::refs::short_branch(&b)
+                    tlv4_store::store::refs::short_branch(&b)
                 )),
                 // The reference's rule: if the completion action fails, keep the session.
                 Err(e) => {
@@ -261,7 +262,7 @@ pub(crate) fn session_roster_read(
         // The session's settings travel with its branch; only a choice made here (kept in
         // the local pinned record) is the user's own.
         if !recorded.is_empty()
-            && tlv4_core::trust::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
+            && tlv4_store::pin::pinned_agents(store, sid).as_deref() != Some(recorded.as_slice())
         {
             return Err(Error::state(
                 format!(
@@ -283,7 +284,7 @@ pub(crate) fn session_roster_read(
         Some(conf) => (conf, Vec::new()),
         None => {
             let current = tlv4_core::trust::Files::read(store.workdir())?;
-            let (files, changed) = tlv4_core::trust::pinned_against(store, sid, current)?;
+            let (files, changed) = tlv4_store::pin::pinned_against(store, sid, current)?;
             (
                 tlv4_core::trust::Configuration::of(files, store.workdir())?,
                 changed,
@@ -294,7 +295,7 @@ pub(crate) fn session_roster_read(
         ctx.ui.warn(format!(
             "the working tree's configuration differs from the one session {sid} started with ({}); the session runs with its own, pinned in {} (`git tlv4 resume --reconfigure` takes the working tree's)",
             changed.join(", "),
-            tlv4_core::trust::LOCK
+            tlv4_store::pin::LOCK
         ));
     }
     let roster = roster(store, &conf, &flags)?;

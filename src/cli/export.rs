@@ -16,7 +16,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, _args: Args) -> Result<()> {
     let files = tlv4_core::trust::Files::read(store.workdir())?;
     let export_spec = files.config(store.workdir())?.session.export_spec;
     if let Done::Exported(name) = complete::apply(&store, &sid, &Completion::Export, export_spec)? {
-        let branch = tlv4_core::store::refs::short_branch(&name);
+        let branch = tlv4_store::store::refs::short_branch(&name);
         ctx.ui.status(format!(
             "exported: {branch} holds the result without the run records"
         ));

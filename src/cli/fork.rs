@@ -66,9 +66,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         args.fresh_budget,
     )?;
     // The fork runs with the configuration its origin was pinned to.
-    if let Ok((files, _)) = tlv4_core::trust::pinned(&store, &sid) {
-        let agents = tlv4_core::trust::pinned_agents(&store, &sid).unwrap_or_default();
-        tlv4_core::trust::pin(&store, &new, &files, &agents)?;
+    if let Ok((files, _)) = tlv4_store::pin::pinned(&store, &sid) {
+        let agents = tlv4_store::pin::pinned_agents(&store, &sid).unwrap_or_default();
+        tlv4_store::pin::pin(&store, &new, &files, &agents)?;
     }
     ctx.ui.status(format!(
         "forked {new} from {sid} at {} ({})",

@@ -18,7 +18,7 @@
 
 use tlv4_core::error::Result;
 use tlv4_core::model::TaskStatus;
-use tlv4_core::store::{SESSION_REF_PREFIX, session_ref};
+use tlv4_store::store::{SESSION_REF_PREFIX, session_ref};
 
 use super::Ctx;
 
@@ -79,7 +79,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             }
         }
         tlv4_core::git::remove_worktree(&common, &wt)?;
-        tlv4_core::worktree::pool::forget(&wt);
+        tlv4_store::worktree::pool::forget(&wt);
         ctx.ui.status(format!(
             "{verb} the checkout {} of a process that is gone",
             wt.display()
@@ -88,7 +88,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     }
     // The kept checkouts (agents' and the tester's), with their installed dependencies and
     // build outputs: idle ones are freed; one a run leases now is left to it.
-    let pool = tlv4_core::worktree::pool::Pool::open(&store, None)?;
+    let pool = tlv4_store::worktree::pool::Pool::open(&store, None)?;
     if args.dry_run {
         let idle: Vec<_> = pool.list().into_iter().filter(|s| !s.busy).collect();
         if !idle.is_empty() {
@@ -125,7 +125,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             let Some(task) = name.strip_prefix(&prefix) else {
                 continue;
             };
-            let short = tlv4_core::store::refs::short_branch(&name);
+            let short = tlv4_store::store::refs::short_branch(&name);
             let running = task
                 .parse()
                 .ok()
@@ -167,8 +167,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 
 /// Compacts the archives older than `--compact-after` days; the words the summary line ends
 /// with (`, compacted 2 archives (3.1 MiB of transcripts)`), empty when none was.
-fn compact_archives(ctx: &Ctx<'_>, store: &tlv4_core::store::Store, args: &Args) -> Result<String> {
-    use tlv4_core::store::{Compaction, human_bytes};
+fn compact_archives(
+    ctx: &Ctx<'_>,
+    store: &tlv4_store::store::Store,
+    args: &Args,
+) -> Result<String> {
+    use tlv4_store::store::{Compaction, human_bytes};
     let min_age = args.compact_after.saturating_mul(86_400);
     let (mut archives, mut total) = (0usize, 0u64);
     for sid in store.archived()? {

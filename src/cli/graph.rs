@@ -14,7 +14,7 @@ use std::io::IsTerminal;
 
 use tlv4_core::error::Result;
 use tlv4_core::model::{Role, SessionId, State, TaskId};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 use super::Ctx;
 use tlv4_core::text::short_id;
@@ -161,7 +161,7 @@ impl Graph {
     }
 
     /// The graph of `state`, with the merges `events` (newest first) record.
-    pub(super) fn of(state: &State, events: &[tlv4_core::store::LoggedEvent]) -> Graph {
+    pub(super) fn of(state: &State, events: &[tlv4_store::store::LoggedEvent]) -> Graph {
         let mut merged: BTreeMap<&str, &str> = BTreeMap::new();
         for e in events {
             if let (Some(task), Some(m)) = (&e.task, e.trailer("Merged")) {

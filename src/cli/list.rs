@@ -1,5 +1,5 @@
 //! `git tlv4 list`: every session with its status, pipeline, progress and base, read through
-//! the store's cache of rows by tip (see [`tlv4_core::store::Summary`]).
+//! the store's cache of rows by tip (see [`tlv4_store::store::Summary`]).
 
 use tlv4_core::error::Result;
 
@@ -60,11 +60,11 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 /// `list --remote`: what the remote's refs say; the state inside is not fetched.
 fn remote_list(
     ctx: &Ctx<'_>,
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     remote: &str,
     json: bool,
 ) -> Result<()> {
-    let remote = tlv4_core::store::Remote::new(remote)?;
+    let remote = tlv4_store::store::Remote::new(remote)?;
     let mut sessions = store.remote_sessions(&remote)?;
     // Who holds which task: the leases, fetched (small commits) when a session is live.
     if sessions.iter().any(|s| s.state == "live") {

@@ -1,7 +1,7 @@
 //! `git tlv4 log`: the event history, newest first, from commits and their trailers.
 
 use tlv4_core::error::Result;
-use tlv4_core::store::HistoryEntry;
+use tlv4_store::store::HistoryEntry;
 
 use super::Ctx;
 use tlv4_core::text::short_id;

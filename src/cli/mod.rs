@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use crate::ui::Ui;
 use tlv4_core::error::Result;
 use tlv4_core::model::SessionId;
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 /// Drive a team of AI coding agents through a development pipeline, with all state in git
 #[derive(Debug, clap::Parser)]

@@ -2,7 +2,7 @@
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Message;
-use tlv4_core::store::notes_ref;
+use tlv4_store::store::notes_ref;
 
 use super::Ctx;
 use tlv4_core::text::short_id;
@@ -81,7 +81,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             ctx.ui.status(format!(
                 "sent {} (see `git notes --ref={} show {}`)",
                 message.id,
-                notes_ref(&sid).trim_start_matches(tlv4_core::store::refs::NOTES_PREFIX),
+                notes_ref(&sid).trim_start_matches(tlv4_store::store::refs::NOTES_PREFIX),
                 short_id(&commit.to_string())
             ));
         }

@@ -3,7 +3,7 @@
 
 use tlv4_core::error::Result;
 use tlv4_core::model::State;
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 /// The outcome of a completed session, in `status --json` as `outcome`.
 #[derive(Debug, serde::Serialize)]
@@ -94,7 +94,7 @@ pub(super) fn of(store: &Store, state: &State, tip: gix::ObjectId) -> Result<Out
     if changed.files == 0 {
         concerns.push("the code is unchanged against the base: nothing to land".into());
     }
-    let export_ref = tlv4_core::store::refs::export_ref(sid);
+    let export_ref = tlv4_store::store::refs::export_ref(sid);
     let export = store.try_ref(&export_ref)?;
     let landed = match (export, store.head_commit().ok()) {
         (Some(e), Some(head)) => store.is_ancestor(e, head)?,

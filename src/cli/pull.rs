@@ -1,7 +1,7 @@
 //! `git tlv4 pull`: bring a remote's sessions here without losing anything of this clone's.
 
 use tlv4_core::error::{Error, Result};
-use tlv4_core::store::Remote;
+use tlv4_store::store::Remote;
 
 use super::Ctx;
 use crate::coordinator::reconcile::{self, Reconciled};
@@ -87,7 +87,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                  unchanged and the remote's tip is kept under {}",
                 remote.name,
                 why.join("; "),
-                remote.mirror(&tlv4_core::store::session_ref(&d.sid))
+                remote.mirror(&tlv4_store::store::session_ref(&d.sid))
             ),
             Some(format!(
                 "{} (undo appends: nothing is lost)",
@@ -114,7 +114,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
                  branch is unchanged and the remote's tip is kept under {}",
                 remote.name,
                 list.join("; "),
-                remote.mirror(&tlv4_core::store::session_ref(sid))
+                remote.mirror(&tlv4_store::store::session_ref(sid))
             ),
             Some(format!(
                 "to take theirs, undo your events since the last pull (`git tlv4 log` shows \

@@ -1,7 +1,7 @@
 //! `git tlv4 push`: send sessions to a remote, never overwriting what this clone has not seen.
 
 use tlv4_core::error::Result;
-use tlv4_core::store::Remote;
+use tlv4_store::store::Remote;
 
 use super::Ctx;
 use tlv4_core::text::short_id;

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use tlv4_core::error::{Error, Result};
-use tlv4_core::store::{HistoryEntry, REVIEW_NOTES_REF, Store, session_dir};
+use tlv4_store::store::{HistoryEntry, REVIEW_NOTES_REF, Store, session_dir};
 
 use super::Ctx;
 use super::graph::Graph;

@@ -3,7 +3,7 @@
 
 use tlv4_core::error::Result;
 use tlv4_core::model::{SessionId, SessionStatus, TaskId};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 use super::Ctx;
 use crate::coordinator::recover::{self, Cleared};

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tlv4_core::error::{Error, Result, exit};
-use tlv4_core::store::{Store, session_dir};
 use tlv4_review::{
     self as review, Confidence, Decision, DiffAlgorithm, Options, Requirements, Review, RuleSet,
     Severity, Target, looks_like_task, previous_of,
 };
+use tlv4_store::store::{Store, session_dir};
 
 use super::Ctx;
 use tlv4_core::text::short_id;
@@ -151,7 +151,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<i32> {
     let review = match task {
         Some((sid, tip, state, task)) => {
             let id = task.id.as_str();
-            let rules = trusted_rules(store.workdir(), &tlv4_core::trust::pinned(&store, &sid)?.0)?;
+            let rules = trusted_rules(store.workdir(), &tlv4_store::pin::pinned(&store, &sid)?.0)?;
             let target = review::task_change(&store, &sid, id, Some(tip))?.ok_or_else(|| {
                 Error::state(
                     format!(

@@ -51,7 +51,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     let remote = args
         .remote
         .as_deref()
-        .map(tlv4_core::store::Remote::new)
+        .map(tlv4_store::store::Remote::new)
         .transpose()?;
     let mut opts = StartOptions {
         pipeline: args.pipeline.clone(),
@@ -108,7 +108,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         head.as_deref()
             .map_or("(detached HEAD)".to_owned(), |h| format!(
                 "({})",
-                tlv4_core::store::refs::short_branch(h)
+                tlv4_store::store::refs::short_branch(h)
             )),
     ));
     if let Some(a) = &state.control.analysis {
@@ -182,7 +182,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 /// A live session that is not done (active or paused) and was started with `text`, with its
 /// status. Only sessions whose id was made from the same words are read.
 fn same_text(
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     text: &str,
 ) -> Result<Option<(tlv4_core::model::SessionId, &'static str)>> {
     use tlv4_core::model::{SessionId, SessionStatus};

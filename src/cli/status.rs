@@ -2,7 +2,7 @@
 
 use tlv4_core::error::Result;
 use tlv4_core::model::{Progress, State, Task};
-use tlv4_core::store::session_ref;
+use tlv4_store::store::session_ref;
 
 use super::Ctx;
 use tlv4_core::text::short_id;
@@ -39,15 +39,15 @@ pub struct StatusJson<'a> {
     pub budget: Option<crate::coordinator::budget::Standing>,
     /// The tasks remote workers hold, by their leases as this clone last fetched them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub held: Vec<tlv4_core::store::Holding>,
+    pub held: Vec<tlv4_store::store::Holding>,
 }
 
 /// The tasks of `sid` workers hold on the remotes this clone fetched leases from, as last
 /// fetched (a worker's claim is a lease on the remote, not a session event: §18.10).
 fn held(
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     sid: &tlv4_core::model::SessionId,
-) -> Vec<tlv4_core::store::Holding> {
+) -> Vec<tlv4_store::store::Holding> {
     store.holdings_seen(sid).unwrap_or_default()
 }
 
@@ -163,7 +163,7 @@ pub fn to_json<'a>(state: &'a State, tip: &str) -> StatusJson<'a> {
 /// Where the discussion of a discussion session stands at `tip`; `None` for other sessions
 /// (and for a discussion whose record cannot be read: `status` still shows the session).
 fn discussion_of(
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     state: &State,
     tip: gix::ObjectId,
 ) -> Option<DiscussionJson> {

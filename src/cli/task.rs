@@ -1,8 +1,8 @@
 //! `git tlv4 task claim|complete|fail`: the plumbing workers (and people) use.
 
 use tlv4_core::error::{Error, Result};
+use tlv4_core::layout::validate_pipeline_path;
 use tlv4_core::model::{Event, EventKind, Owner, TaskId, TaskResult, TaskStatus};
-use tlv4_core::store::validate_pipeline_path;
 
 use super::Ctx;
 use tlv4_core::text::short_id;

@@ -97,7 +97,7 @@ struct Shown<'a> {
 }
 
 /// The code at `HEAD`, when there is a commit.
-fn head_code(store: &tlv4_core::store::Store) -> Option<CodeTree> {
+fn head_code(store: &tlv4_store::store::Store) -> Option<CodeTree> {
     store
         .head_commit()
         .and_then(|c| store.commit_tree(c))
@@ -120,7 +120,7 @@ fn setup_of(code: Option<&CodeTree>, config: &Config) -> (Plan, Vec<Item>) {
 
 /// The environment setup of the code at `HEAD` with `config`, and the files of it trust
 /// covers: what `git tlv4 trust` records of the setup.
-pub(crate) fn head_setup(store: &tlv4_core::store::Store, config: &Config) -> (Plan, Vec<Item>) {
+pub(crate) fn head_setup(store: &tlv4_store::store::Store, config: &Config) -> (Plan, Vec<Item>) {
     setup_of(head_code(store).as_ref(), config)
 }
 
@@ -146,7 +146,7 @@ fn used_by(config: &Config, name: &str) -> Vec<String> {
 /// `trust --show --json`: what `--show` prints, as one document. `state` is `trusted`,
 /// `changed` (trusted, but not what the repository holds now), `old` or `untrusted`.
 fn show_json(
-    store: &tlv4_core::store::Store,
+    store: &tlv4_store::store::Store,
     shown: &Shown<'_>,
     state: &str,
     judged: &[(&Item, Option<&'static str>)],

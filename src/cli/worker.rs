@@ -9,7 +9,7 @@ use crate::coordinator::lease::WorkerOptions;
 use crate::coordinator::run::{self, Progress, RunEnd};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::SessionId;
-use tlv4_core::store::{Remote, Store};
+use tlv4_store::store::{Remote, Store};
 
 use super::Ctx;
 use super::drive::{RunFlags, View};
@@ -117,7 +117,7 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
 }
 
 /// The worker's closing line: what it did through the remote (`specs/state-format.md` §18.6).
-fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_core::store::RemoteStats) -> String {
+fn stats_line(remote: &Remote, tasks: Option<usize>, s: &tlv4_store::store::RemoteStats) -> String {
     let tasks = match tasks {
         Some(n) => format!("{n} task(s) run, "),
         None => String::new(),

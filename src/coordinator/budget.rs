@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use tlv4_core::config::budget::{BudgetConfig, Price};
 use tlv4_core::error::Result;
-use tlv4_core::ledger::{Ledger, Spent};
 use tlv4_core::model::{Pause, PauseKind, Settings, TaskId};
-use tlv4_core::store::Store;
+use tlv4_store::ledger::{Ledger, Spent};
+use tlv4_store::store::Store;
 
 /// What a run is expected to cost before it starts: its task's bound where one is set, else
 /// the median of this repository's earlier runs of its role and agent, else nothing.
@@ -34,7 +34,7 @@ pub(crate) struct Budget {
     base: (Option<f64>, Option<u64>),
     medians: Medians,
     /// This repository's earlier sessions, for the medians `medians` does not have.
-    history: Option<tlv4_core::ledger::estimate::History>,
+    history: Option<tlv4_store::ledger::estimate::History>,
     /// The reserves of the runs in progress, with their roles.
     held: BTreeMap<TaskId, (String, Reserve)>,
 }
@@ -74,7 +74,7 @@ impl Budget {
     ) -> Result<()> {
         self.base = (settings.budget_usd, settings.budget_tokens);
         if self.bounded() && self.history.is_none() {
-            self.history = Some(tlv4_core::ledger::estimate::History::read(
+            self.history = Some(tlv4_store::ledger::estimate::History::read(
                 store,
                 &self.prices,
                 Some(sid),
@@ -247,7 +247,7 @@ impl Budget {
         &mut self,
         task: &TaskId,
         role: &str,
-        usage: tlv4_core::ledger::RunUsage,
+        usage: tlv4_store::ledger::RunUsage,
     ) {
         if !self.bounded() {
             return;
@@ -359,7 +359,7 @@ pub fn standing(
 /// The `[prices]` of the configuration session `sid` runs with (none when it cannot be read:
 /// the runs that reported no dollars are then unpriced, as `cost` says).
 pub fn pinned_prices(store: &Store, sid: &tlv4_core::model::SessionId) -> BTreeMap<String, Price> {
-    tlv4_core::trust::pinned(store, sid)
+    tlv4_store::pin::pinned(store, sid)
         .ok()
         .and_then(|(files, _)| tlv4_core::trust::Configuration::of(files, store.workdir()).ok())
         .map(|c| c.config.prices)

@@ -4,7 +4,7 @@ use gix::object::tree::EntryKind;
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Completion, Event, EventKind, SessionId, SessionStatus, TaskId};
-use tlv4_core::store::{SESSION_REF_PREFIX, Store, archive_ref, session_dir, session_ref};
+use tlv4_store::store::{SESSION_REF_PREFIX, Store, archive_ref, session_dir, session_ref};
 
 /// What was done.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ fn archive(store: &Store, sid: &SessionId) -> Result<Done> {
 /// The task branches `tlv4/<SID>.<TASK>` of a session, with their tips.
 pub fn task_branches(store: &Store, sid: &SessionId) -> Result<Vec<(String, gix::ObjectId)>> {
     // gix refuses a prefix ending in `.`, so filter here.
-    let task_prefix = tlv4_core::store::refs::task_ref_prefix(sid);
+    let task_prefix = tlv4_store::store::refs::task_ref_prefix(sid);
     Ok(store
         .refs_with_prefix(SESSION_REF_PREFIX)?
         .into_iter()
@@ -103,7 +103,7 @@ pub fn archive_with(
     event: impl FnOnce() -> Result<gix::ObjectId>,
 ) -> Result<Done> {
     let target = archive_ref(sid);
-    let task_prefix = tlv4_core::store::refs::task_ref_prefix(sid);
+    let task_prefix = tlv4_store::store::refs::task_ref_prefix(sid);
     let task_branches = task_branches(store, sid)?;
     // Nothing is changed while any of them is checked out somewhere.
     for (name, _) in &task_branches {
@@ -124,7 +124,7 @@ pub fn archive_with(
                 continue; // not a branch this tool names: left as it is
             };
             let attempt = state.tasks.get(&task).map_or(1, |t| t.attempts);
-            tlv4_core::worktree::keep_run(
+            tlv4_store::worktree::keep_run(
                 store,
                 sid,
                 &task,
@@ -189,7 +189,7 @@ fn export(store: &Store, sid: &SessionId, with_spec: bool) -> Result<Done> {
         extra_headers: Vec::new(),
     };
     let commit = repo.write_object(&commit).map_err(git)?.detach();
-    let name = tlv4_core::store::refs::export_ref(sid);
+    let name = tlv4_store::store::refs::export_ref(sid);
     if !store.create_ref(&name, commit, "tlv4: export")? {
         return Err(Error::state(
             format!("`{name}` already exists"),

@@ -9,7 +9,7 @@
 use super::revise::{self, FeedbackRoute};
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind, SessionStatus, TaskId};
-use tlv4_core::store::{LoggedEvent, Txn};
+use tlv4_store::store::{LoggedEvent, Txn};
 
 /// How text the user wrote goes into a Markdown line (`tlv4_specdoc::md::inline`, which the
 /// command passes: the coordinator does not read spec documents).

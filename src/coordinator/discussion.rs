@@ -21,7 +21,7 @@ use tlv4_core::model::{
     Completion, Control, Event, EventKind, Pause, PauseKind, Session, SessionId, SessionStatus,
     Settings, State,
 };
-use tlv4_core::store::{Store, session_dir};
+use tlv4_store::store::{Store, session_dir};
 
 /// The pipeline name of a discussion session.
 pub const PIPELINE: &str = "discuss";
@@ -157,8 +157,8 @@ pub fn start_with(
         };
         let mut files = BTreeMap::new();
         files.insert(
-            tlv4_core::trust::LOCK.into(),
-            tlv4_core::trust::lock_text(pinned).into_bytes(),
+            tlv4_store::pin::LOCK.into(),
+            tlv4_store::pin::lock_text(pinned).into_bytes(),
         );
         let (p, b) = record::state_file(&discussion);
         files.insert(p, b);
@@ -182,7 +182,7 @@ pub fn start_with(
         .with("Base", base.to_string());
         match store.create_session(base, vec![(state, files, event)]) {
             Ok(_) => {
-                tlv4_core::trust::pin(store, &sid, pinned, &opts.agents)?;
+                tlv4_store::pin::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, discussion));
             }
             Err(Error::Conflict { .. }) if n < 100 => continue,

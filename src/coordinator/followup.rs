@@ -228,7 +228,7 @@ pub fn dispatch_impl(state: &mut State, plan_task: &Task, plan_json: &[u8]) -> R
             }
             // Tasks whose planned files overlap would conflict when merged: the later one
             // waits for the earlier one instead of running beside it.
-            for (earlier, later) in tlv4_core::worktree::overlapping(&planned) {
+            for (earlier, later) in tlv4_store::worktree::overlapping(&planned) {
                 let t = state.tasks.get_mut(&later).expect("just made");
                 if !t.blocked_by.contains(&earlier) {
                     t.blocked_by.push(earlier.clone());

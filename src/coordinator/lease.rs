@@ -1,6 +1,6 @@
 //! How the run loop runs ([`Mode`]: here, or as a worker on a remote), and what it keeps when
 //! it is a worker (`git tlv4 worker`): its options, and the leases it holds on the tasks it
-//! claimed (the protocol: `tlv4_core::store`'s lease
+//! claimed (the protocol: `tlv4_store::store`'s lease
 //! module, `specs/state-format.md` §18.6–§18.9).
 
 use std::cell::{Cell, RefCell};
@@ -11,7 +11,7 @@ use gix::ObjectId;
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, Owner, SessionId, State, Task, TaskId, TaskStatus};
-use tlv4_core::store::{Lease, Remote, Store, Txn, Written};
+use tlv4_store::store::{Lease, Remote, Store, Txn, Written};
 
 /// How often a waiting worker looks at the remote again.
 const POLL: Duration = Duration::from_millis(300);
@@ -334,12 +334,12 @@ impl RemoteMode {
     /// it as this worker last pushed it.
     pub(crate) fn still_held(
         &self,
-        store: &tlv4_core::store::Store,
+        store: &tlv4_store::store::Store,
         sid: &SessionId,
         task: &TaskId,
     ) -> tlv4_core::error::Result<Option<Held>> {
         let on_remote =
-            store.remote_value(&self.opts.remote, &tlv4_core::store::lease_ref(sid, task))?;
+            store.remote_value(&self.opts.remote, &tlv4_store::store::lease_ref(sid, task))?;
         let held = self.held.borrow().get(task).cloned();
         Ok(held.filter(|h| !h.lost && on_remote == Some(h.commit)))
     }
@@ -400,7 +400,7 @@ impl RemoteMode {
     /// Whether `lease` has run out by this machine's clock, with the skew margin.
     pub(crate) fn expired(&self, lease: &Lease) -> bool {
         lease.expired(
-            tlv4_core::store::now_ms(),
+            tlv4_store::store::now_ms(),
             super::run::millis(self.opts.skew),
         )
     }
@@ -412,7 +412,7 @@ impl RemoteMode {
             task: task.clone(),
             attempt,
             holder: self.holder.clone(),
-            expires_ms: tlv4_core::store::now_ms() + super::run::millis(self.opts.lease),
+            expires_ms: tlv4_store::store::now_ms() + super::run::millis(self.opts.lease),
         }
     }
 
@@ -625,7 +625,7 @@ impl Mode {
     ) -> Result<()> {
         match self {
             Mode::Local => {
-                let keep = tlv4_core::worktree::attempt_ref(sid, id, attempt);
+                let keep = tlv4_store::worktree::attempt_ref(sid, id, attempt);
                 store.create_ref(&keep, commit, &format!("git-tlv4: {why}"))?;
             }
             Mode::Worker(r) => {
@@ -680,7 +680,7 @@ impl RemoteMode {
             .filter(|(_, h)| h.due(length))
         {
             let mut lease = h.lease.clone();
-            lease.expires_ms = tlv4_core::store::now_ms() + super::run::millis(length);
+            lease.expires_ms = tlv4_store::store::now_ms() + super::run::millis(length);
             let renewed = store.renew_lease(&self.opts.remote, h.commit, &lease);
             match &renewed {
                 Err(Error::Unreachable { remote, detail }) => {

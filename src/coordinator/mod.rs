@@ -13,6 +13,7 @@ pub mod pipeline;
 pub mod reconcile;
 mod record;
 pub mod recover;
+pub mod replay;
 pub mod reset;
 pub mod revise;
 pub mod run;

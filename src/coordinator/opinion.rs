@@ -6,9 +6,9 @@
 use crate::agents::command::{Driver, RunContext};
 use crate::agents::{Outcome, TaskInput, TaskOutput};
 use tlv4_core::model::Verdict;
-use tlv4_core::store::Store;
-use tlv4_core::worktree::ReadOnlyView;
 use tlv4_review::REPORT_PATH;
+use tlv4_store::store::Store;
+use tlv4_store::worktree::ReadOnlyView;
 
 use super::worker::RunData;
 

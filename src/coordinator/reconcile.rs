@@ -23,8 +23,8 @@ use super::decide::{self, Decision, Quote};
 use super::revise;
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{EventKind, SessionStatus, State, TaskStatus};
-use tlv4_core::store::{ChainStep, Diverged, LoggedEvent, Remote, Store, Txn, session_ref};
 use tlv4_core::text::short_id;
+use tlv4_store::store::{ChainStep, Diverged, LoggedEvent, Remote, Store, Txn, session_ref};
 
 /// Decisions of the two sides that cannot both hold.
 #[derive(Debug, Clone)]

@@ -18,8 +18,8 @@ use tlv4_core::model::{
     Event, EventKind, Message, Role, SessionId, SessionStatus, State, Task, TaskId, TaskResult,
     TaskStatus,
 };
-use tlv4_core::store::{Txn, Written};
-use tlv4_core::worktree::{self, MergeOutcome};
+use tlv4_store::store::{Txn, Written};
+use tlv4_store::worktree::{self, MergeOutcome};
 
 /// The output of `result` as it may be recorded: anything the agent wrote outside the
 /// pipeline folder fails the task (and nothing of it is kept), a plan IMPL tasks cannot be
@@ -29,7 +29,7 @@ pub(super) fn vet(result: &WorkResult) -> TaskOutput {
     if let Some(bad) = output
         .files
         .iter()
-        .find_map(|(p, _)| tlv4_core::store::validate_pipeline_path(p).err())
+        .find_map(|(p, _)| tlv4_core::layout::validate_pipeline_path(p).err())
     {
         output.outcome = Outcome::Failed(format!("rejected output: {bad}"));
         output.files.clear();
@@ -158,7 +158,7 @@ pub(super) fn push_with_result(
     if let Some(local) = txn.store().try_ref(&branch)? {
         let expected = txn.store().remote_value(&r.opts.remote, &branch)?;
         if expected != Some(local) {
-            txn.also_push(tlv4_core::store::RemoteEdit {
+            txn.also_push(tlv4_store::store::RemoteEdit {
                 name: branch,
                 expected,
                 new: Some(local),

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind, SessionId, SessionStatus, TaskId, TaskStatus};
-use tlv4_core::store::{LoggedEvent, Store, Written};
 use tlv4_core::text::short_id;
+use tlv4_store::store::{LoggedEvent, Store, Written};
 
 /// A ref lock older than this was left by a dead process: writers hold one for microseconds,
 /// and give up waiting for one after 3 seconds.
@@ -120,7 +120,7 @@ pub fn clear_stale_checkouts(
             }
             if let Some(pid) = tlv4_core::git::live_run(&wt) {
                 // Its task stays in progress: run again now, it would meet its own checkout.
-                if let Some((s, task)) = tlv4_core::worktree::checkout_task(&common, &wt)
+                if let Some((s, task)) = tlv4_store::worktree::checkout_task(&common, &wt)
                     && s == *sid
                 {
                     out.busy.push(task);
@@ -156,14 +156,14 @@ pub fn clear_stale_checkouts(
                 continue;
             }
         }
-        if tlv4_core::worktree::pool::give_back(&common, &wt) {
+        if tlv4_store::worktree::pool::give_back(&common, &wt) {
             out.cleared.push(Cleared::Returned(wt));
             continue;
         }
         out.cleared.push(
             match tlv4_core::git::remove_worktree(store.repo().common_dir(), &wt) {
                 Ok(()) => {
-                    tlv4_core::worktree::pool::forget(&wt);
+                    tlv4_store::worktree::pool::forget(&wt);
                     Cleared::Removed(wt)
                 }
                 Err(e) => Cleared::NotRemoved {
@@ -259,7 +259,7 @@ pub fn reconfigure(store: &Store, sid: &SessionId) -> Result<Reconfigured> {
     super::pipeline::PipelineSpec::from_files(&current)?;
     tlv4_review::RuleSet::from_files(&current)?;
     crate::agents::prompt::RoleSpecs::from_files(&current)?;
-    let changed = tlv4_core::trust::repin(store, sid, &current)?;
+    let changed = tlv4_store::pin::repin(store, sid, &current)?;
     // Whether its agents get a shell is decided again, here: on only where this kernel's
     // sandbox is full and `[sandbox] shell` does not say otherwise.
     let level = tlv4_core::sandbox::level();
@@ -465,18 +465,18 @@ pub fn keep_interrupted_work(store: &Store, wt: &Path) -> Result<Option<String>>
     // The limits of the session the checkout worked for, as it was pinned.
     let limits = std::path::absolute(store.repo().common_dir())
         .ok()
-        .and_then(|common| tlv4_core::worktree::checkout_task(&common, wt))
-        .and_then(|(sid, _)| tlv4_core::trust::pinned(store, &sid).ok())
+        .and_then(|common| tlv4_store::worktree::checkout_task(&common, wt))
+        .and_then(|(sid, _)| tlv4_store::pin::pinned(store, &sid).ok())
         .and_then(|(files, _)| files.config(store.workdir()).ok())
         .and_then(|c| c.snapshot.limits().ok())
         .unwrap_or_default();
-    tlv4_core::worktree::keep_abandoned(store, wt, &limits)
+    tlv4_store::worktree::keep_abandoned(store, wt, &limits)
 }
 
 /// The lock files (`index.lock`, `HEAD.lock`, …) in the admin folder
 /// `.git/worktrees/<name>/` of the checkout `wt` (found also when its directory is gone).
 pub fn admin_locks(common: &Path, wt: &Path) -> Vec<PathBuf> {
-    let Some(admin) = tlv4_core::worktree::admin_dir_of(common, wt) else {
+    let Some(admin) = tlv4_store::worktree::admin_dir_of(common, wt) else {
         return Vec::new();
     };
     let mut out: Vec<_> = std::fs::read_dir(&admin)
@@ -526,7 +526,7 @@ pub fn change_budget(
     usd: Option<BudgetChange>,
     tokens: Option<BudgetChange>,
 ) -> Result<Option<Written>> {
-    let mut ledger = tlv4_core::ledger::Ledger::default();
+    let mut ledger = tlv4_store::ledger::Ledger::default();
     ledger.refresh(store, store.tip(sid)?)?;
     store.transact(sid, |txn| {
         let settings = &mut txn.state.control.settings;
@@ -551,7 +551,7 @@ pub fn change_budget(
                 Some(base) => {
                     let now = base + ledger.raised_usd;
                     let delta = if c.relative { c.value } else { c.value - now };
-                    event = event.with(tlv4_core::ledger::RAISE_USD, format!("{delta}"));
+                    event = event.with(tlv4_store::ledger::RAISE_USD, format!("{delta}"));
                     said.push(format!(
                         "the dollar budget from ${now:.2} to ${:.2}",
                         now + delta
@@ -581,7 +581,7 @@ pub fn change_budget(
                     } else {
                         i64::try_from(value).unwrap_or(i64::MAX) - now
                     };
-                    event = event.with(tlv4_core::ledger::RAISE_TOKENS, delta.to_string());
+                    event = event.with(tlv4_store::ledger::RAISE_TOKENS, delta.to_string());
                     said.push(format!("the token budget from {now} to {}", now + delta));
                 }
             }

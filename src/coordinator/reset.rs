@@ -9,12 +9,12 @@
 use gix::ObjectId;
 use gix::bstr::BStr;
 use gix::merge::tree::TreatAsUnresolved;
-use tlv4_core::store::refs::short_branch;
+use tlv4_store::store::refs::short_branch;
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Event, EventKind, SessionId, SessionStatus, State, TaskId, TaskStatus};
-use tlv4_core::store::{Store, Txn, Written};
-use tlv4_core::worktree::{self, MergeOutcome, task_ref};
+use tlv4_store::store::{Store, Txn, Written};
+use tlv4_store::worktree::{self, MergeOutcome, task_ref};
 
 /// What a reset did.
 #[derive(Debug, Clone)]
@@ -109,9 +109,9 @@ pub struct Adopted {
 /// commits conflict with the session is an error naming the paths; nothing is changed.
 pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
     let (tip, state) = store.read_state(sid)?;
-    let prefix = format!("{}.", tlv4_core::store::session_ref(sid));
+    let prefix = format!("{}.", tlv4_store::store::session_ref(sid));
     let mut found = Vec::new();
-    for (name, branch_tip) in store.refs_with_prefix(tlv4_core::store::SESSION_REF_PREFIX)? {
+    for (name, branch_tip) in store.refs_with_prefix(tlv4_store::store::SESSION_REF_PREFIX)? {
         let Some(task) = name.strip_prefix(&prefix) else {
             continue;
         };
@@ -377,7 +377,7 @@ fn last_snapshot(
 ) -> Result<Option<ObjectId>> {
     let path = format!(
         "{}/runs/{task}/{attempt}/result.json",
-        tlv4_core::store::session_dir(sid)
+        tlv4_store::store::session_dir(sid)
     );
     let bytes = store.read_blob_at(store.commit_tree(tip)?, &path)?;
     Ok(bytes.as_deref().and_then(record_snapshot).map(|(c, _)| c))

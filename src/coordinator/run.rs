@@ -26,9 +26,9 @@ use tlv4_core::model::{
     Event, EventKind, Owner, Pause, PauseKind, Role, SessionId, SessionStatus, State, TaskId,
     TaskStatus,
 };
-use tlv4_core::store::{Store, Txn, Written, session_dir};
 use tlv4_core::trust::Configuration;
-use tlv4_core::worktree;
+use tlv4_store::store::{Store, Txn, Written, session_dir};
+use tlv4_store::worktree;
 
 /// How long an interrupted loop waits for its workers to clean up after their processes
 /// were stopped.
@@ -166,7 +166,7 @@ pub fn stall_cleared(state: &State) -> bool {
 
 /// The configuration session `sid` started with, not the working tree's.
 fn pinned(store: &Store, sid: &SessionId) -> Result<Configuration> {
-    let (files, _) = tlv4_core::trust::pinned(store, sid)?;
+    let (files, _) = tlv4_store::pin::pinned(store, sid)?;
     Configuration::of(files, store.workdir())
 }
 
@@ -279,7 +279,7 @@ struct Runner<'a> {
     /// The `roles.lock` of the role instructions prompts are built from.
     roles_lock: String,
     /// What a code task's snapshot takes (`[snapshot]` of `.tlv4.toml`).
-    limits: tlv4_core::worktree::SnapshotLimits,
+    limits: tlv4_store::worktree::SnapshotLimits,
     /// The user's lifecycle hooks.
     hooks: Arc<tlv4_core::hooks::Hooks>,
     /// The configuration the session runs with, for the quality tasks.
@@ -771,7 +771,7 @@ impl Runner<'_> {
                 self.budget.hold_spent(
                     id,
                     role,
-                    tlv4_core::ledger::RunUsage {
+                    tlv4_store::ledger::RunUsage {
                         task: id.to_string(),
                         role: role.to_owned(),
                         agent: done.result.agent.clone(),
@@ -944,7 +944,7 @@ impl Runner<'_> {
     fn transact(
         &self,
         change: impl FnMut(&mut Txn<'_>) -> Result<Option<Event>>,
-    ) -> Result<Option<tlv4_core::store::Written>> {
+    ) -> Result<Option<tlv4_store::store::Written>> {
         self.mode.transact(self.store, &self.sid, change)
     }
 
@@ -964,7 +964,8 @@ impl Runner<'_> {
         let sid = self.sid.clone();
         let leases = self.store.remote_leases(&r.opts.remote, &sid)?;
         let overdue =
-            |state: &State, leases: &BTreeMap<TaskId, (gix::ObjectId, tlv4_core::store::Lease)>| {
+            |state: &State,
+             leases: &BTreeMap<TaskId, (gix::ObjectId, tlv4_store::store::Lease)>| {
                 leases
                     .iter()
                     .filter(|(id, (c, l))| {
@@ -1201,8 +1202,8 @@ impl Runner<'_> {
 /// Adds to `txn`'s push the deletion of the lease of `task` on the remote, with a lease on
 /// `commit`, the value this worker judged: one that moved meanwhile fails the whole push.
 pub(super) fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit: gix::ObjectId) {
-    txn.also_push(tlv4_core::store::RemoteEdit {
-        name: tlv4_core::store::lease_ref(sid, task),
+    txn.also_push(tlv4_store::store::RemoteEdit {
+        name: tlv4_store::store::lease_ref(sid, task),
         expected: Some(commit),
         new: None,
     });

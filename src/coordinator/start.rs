@@ -8,7 +8,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{
     Completion, Control, Event, EventKind, Session, SessionId, Settings, State,
 };
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 /// How to start.
 #[derive(Debug, Clone, Default)]
@@ -160,7 +160,7 @@ pub fn start_with(
         let steps = first.events(&tasks, pinned);
         match store.create_session(base, steps) {
             Ok(written) => {
-                tlv4_core::trust::pin(store, &sid, pinned, &opts.agents)?;
+                tlv4_store::pin::pin(store, &sid, pinned, &opts.agents)?;
                 return Ok((sid, written.state));
             }
             // Someone took the id between the check and the create: take the next one.
@@ -266,8 +266,8 @@ impl First<'_> {
             .collect();
         let mut files = initial_files();
         files.insert(
-            tlv4_core::trust::LOCK.into(),
-            tlv4_core::trust::lock_text(pinned).into_bytes(),
+            tlv4_store::pin::LOCK.into(),
+            tlv4_store::pin::lock_text(pinned).into_bytes(),
         );
         files.insert(
             "task-analysis.json".into(),

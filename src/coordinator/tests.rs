@@ -1,5 +1,9 @@
 //! Unit tests of the coordinator's state changes: IMPL dispatch, specialists, revisions,
-//! feedback routing, gates.
+//! feedback routing, gates; and of what the coordinator gives the agents (`roster`: the names
+//! a roster is checked against; `tokens`: the progress of a running task).
+
+mod roster;
+mod tokens;
 
 use std::collections::BTreeMap;
 

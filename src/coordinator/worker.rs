@@ -15,8 +15,8 @@ use crate::quality::{self, DiscussOutcome, FixRequest, QualityContext};
 use tlv4_core::error::Result;
 use tlv4_core::hooks::Hooks;
 use tlv4_core::model::Verdict;
-use tlv4_core::store::Store;
-use tlv4_core::worktree::{self, ReadOnlyView, SnapshotLimits, TaskWorktree};
+use tlv4_store::store::Store;
+use tlv4_store::worktree::{self, ReadOnlyView, SnapshotLimits, TaskWorktree};
 
 /// What a worker hands back.
 pub(crate) struct WorkResult {
@@ -561,7 +561,7 @@ fn before_merge(
         "event": "before-merge", "session": input.session.id, "task": task.id, "role": task.role,
         "attempt": task.attempts, "snapshot": snap.commit.to_string(),
         "parent": snap.parent.to_string(), "changed": snap.changed,
-        "branch": tlv4_core::worktree::task_ref(&input.session.id, &task.id),
+        "branch": tlv4_store::worktree::task_ref(&input.session.id, &task.id),
     });
     if let Some(run) = hooks.run("before-merge", &payload, workdir)
         && !run.ok

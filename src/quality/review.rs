@@ -2,11 +2,11 @@
 //! pipeline folder and its scores noted on the tip.
 
 use tlv4_core::error::Result;
-use tlv4_core::store::{Store, session_dir};
 use tlv4_review::{
     Decision, NOTES_REF, Options, REPORT_PATH, Requirements, RuleSet, Severity, Target, analyze,
     impl_revisions, markdown, note_json, revision_analysis,
 };
+use tlv4_store::store::{Store, session_dir};
 
 use super::{QualityContext, QualityResult};
 use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};

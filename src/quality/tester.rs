@@ -33,8 +33,8 @@ use crate::agents::{Outcome, StateUpdate, TaskInput, TaskOutput};
 use tlv4_core::error::Result;
 use tlv4_core::model::{TaskId, Verdict};
 use tlv4_core::text::excerpt;
-use tlv4_core::worktree::prepare::PlanRefused;
 use tlv4_specdoc::spec::{DISCOVERY, PLAN};
+use tlv4_store::worktree::prepare::PlanRefused;
 
 /// At most this many test iterations (the first run and its fix re-runs).
 pub const MAX_ITERATIONS: u32 = 10;
@@ -629,7 +629,7 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
 
     let repo = ctx.repo.to_thread_local();
     // Which setup runs is the session base's to say; what it installs, the tip's lockfiles.
-    let plan = match tlv4_core::worktree::prepare::session_plan(&repo, ctx.base, &ctx.conf) {
+    let plan = match tlv4_store::worktree::prepare::session_plan(&repo, ctx.base, &ctx.conf) {
         Ok(p) => p,
         Err(PlanRefused::Unreadable(e)) => {
             return Ok(failed(format!(
@@ -642,8 +642,8 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
             )));
         }
     };
-    let checkout = tlv4_core::store::Store::from_repo(repo.clone()).and_then(|store| {
-        tlv4_core::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str())
+    let checkout = tlv4_store::store::Store::from_repo(repo.clone()).and_then(|store| {
+        tlv4_store::worktree::ScratchCheckout::create(&store, ctx.tip, task.as_str())
     });
     let mut worktree = match checkout {
         Ok(w) => w,
@@ -662,12 +662,12 @@ fn run_with(input: &TaskInput, ctx: &QualityContext, timeout: Duration) -> Resul
     } else {
         "checkout: a new test checkout of the session tip".to_owned()
     });
-    if let Ok(pool) = tlv4_core::store::Store::from_repo(repo.clone())
-        .and_then(|store| tlv4_core::worktree::pool::Pool::open(&store, max_disk))
+    if let Ok(pool) = tlv4_store::store::Store::from_repo(repo.clone())
+        .and_then(|store| tlv4_store::worktree::pool::Pool::open(&store, max_disk))
     {
         decisions.push(format!("checkouts: {}", pool.summary()));
     }
-    let timeout_setup = tlv4_core::worktree::prepare::timeout(&ctx.conf.config.environment);
+    let timeout_setup = tlv4_store::worktree::prepare::timeout(&ctx.conf.config.environment);
     let prepared = match worktree.prepare(&repo, ctx.tip, &plan, timeout_setup) {
         Ok(Ok(p)) => p,
         Ok(Err(why)) => {

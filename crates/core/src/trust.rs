@@ -21,20 +21,19 @@
 //! ([`setup_allowed`]), not starting a session in a repository that has lockfiles. Names given by the user (`--agent`, `git config tlv4.agent`) are the user's
 //! own choice and need no trust; the file's `[roles]` and `[discuss.perspectives]` do.
 //!
-//! A session pins the configuration it started with ([`pin`]): the blob ids go to
-//! `config.lock` in its pipeline folder and the content to the local ref
-//! `refs/tlv4/pinned/<SID>` (a blob, so secrets in `.tlv4.toml` never reach the pushed
-//! session branch); later runs read the pinned copy, not the working tree.
+//! A session pins the configuration it started with (`tlv4_store::pin`, above this crate: it
+//! writes a ref): the blob ids go to `config.lock` in its pipeline folder and the content to
+//! the local ref `refs/tlv4/pinned/<SID>` (a blob, so secrets in `.tlv4.toml` never reach the
+//! pushed session branch); later runs read the pinned copy, not the working tree. What is here
+//! only reads the repository's files and judges them, so that the agents may use it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod files;
-mod pin;
 mod setup;
 
 pub use files::{Configuration, Files};
-pub use pin::{LOCK, lock_text, pin, pinned, pinned_against, pinned_agents, pinned_ref, repin};
 pub use setup::{setup_allowed, setup_items};
 
 use files::walk;

@@ -45,10 +45,10 @@ use std::time::Duration;
 
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::Verdict;
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 /// The notes ref review scores are written to.
-pub const NOTES_REF: &str = tlv4_core::store::REVIEW_NOTES_REF;
+pub const NOTES_REF: &str = tlv4_store::store::REVIEW_NOTES_REF;
 /// The format of the review JSON (note and `--json`).
 pub const SCHEMA: u32 = 1;
 /// Paths never reviewed: the pipeline's own state.

@@ -7,7 +7,7 @@ use gix::ObjectId;
 use super::requirements::Requirements;
 use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{SessionId, State, TaskId, TaskStatus};
-use tlv4_core::store::{Store, session_dir};
+use tlv4_store::store::{Store, session_dir};
 
 /// Two trees to compare, and the commits they came from.
 #[derive(Debug, Clone)]

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use crate::agents::roster::{Overrides, Roster};
 use crate::coordinator::pipeline::PipelineSpec;
 use tlv4_core::error::{Error, Result};
-use tlv4_core::ledger::estimate::{Basis, Estimate, History, Line, Spread};
 use tlv4_core::model::{Role, SessionId};
-use tlv4_core::store::Store;
+use tlv4_store::ledger::estimate::{Basis, Estimate, History, Line, Spread};
+use tlv4_store::store::Store;
 
 use super::super::Ctx;
 
@@ -52,6 +52,7 @@ pub(super) fn run(ctx: &Ctx<'_>, pipeline: Option<&str>, json: bool) -> Result<(
         &Overrides::default(),
         store.workdir(),
         &crate::coordinator::roster_names(),
+        &crate::coordinator::replay::StoreRecordings::new(&store),
     )
     .map(|r| agents_of(&spec, &r))
     .unwrap_or_default();

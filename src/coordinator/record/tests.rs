@@ -9,7 +9,7 @@ use crate::coordinator::tests::{complete, id, plan, state};
 use crate::coordinator::worker::{RunData, SnapshotData};
 use crate::coordinator::{StartOptions, start};
 use tlv4_core::model::{Pause, PauseKind, Verdict};
-use tlv4_core::store::Store;
+use tlv4_store::store::Store;
 
 fn completed(files: &[(&str, &[u8])]) -> WorkResult {
     let mut r = WorkResult::failed("builtin", String::new());
@@ -483,7 +483,7 @@ fn a_clean_change_merges_and_a_conflicting_one_fails() {
     let other = change(dir.path(), &sid, "two", "x = 3\n");
     store
         .transact(&sid, |txn| {
-            let tree = tlv4_core::worktree::merge_task(txn.store(), txn.tip, other).unwrap();
+            let tree = tlv4_store::worktree::merge_task(txn.store(), txn.tip, other).unwrap();
             let MergeOutcome::Clean { tree } = tree else {
                 panic!("the first change merges");
             };

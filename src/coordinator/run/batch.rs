@@ -10,7 +10,7 @@
 use super::{Runner, TaskId, WorkResult};
 use crate::agents::TaskOutput;
 use tlv4_core::error::{Error, Result};
-use tlv4_core::store::{ChainStep, RemoteEdit, turn_release};
+use tlv4_store::store::{ChainStep, RemoteEdit, turn_release};
 
 /// At most this many refused batches in a row while a worker waits for nothing else.
 const FORCED_TRIES: u32 = 60;
@@ -113,7 +113,7 @@ impl Runner<'_> {
                     .iter()
                     .zip(applied.iter_mut())
                     .map(|(done, out)| {
-                        Box::new(move |txn: &mut tlv4_core::store::Txn<'_>| {
+                        Box::new(move |txn: &mut tlv4_store::store::Txn<'_>| {
                             this.apply(txn, done, out)
                         }) as ChainStep<'_>
                     })
@@ -167,7 +167,7 @@ impl Runner<'_> {
     }
 
     /// A batch was not taken (`tries` in a row): while forced, too many end the worker.
-    fn not_taken(&self, force: bool, tries: u32, remote: &tlv4_core::store::Remote) -> Result<()> {
+    fn not_taken(&self, force: bool, tries: u32, remote: &tlv4_store::store::Remote) -> Result<()> {
         if force && tries >= FORCED_TRIES {
             return Err(self.gave_up(&format!("in {tries} tries"), remote));
         }
@@ -177,11 +177,11 @@ impl Runner<'_> {
     /// The turn was waited for `waits` times in this forced flush: every fourth wait fetches
     /// (a turn whose holder died shows once it ran out, and the session shows whether others'
     /// batches land); `long` (two leases) with the session standing still ends the worker.
-    fn waited(&self, waits: u32, long: bool, remote: &tlv4_core::store::Remote) -> Result<()> {
+    fn waited(&self, waits: u32, long: bool, remote: &tlv4_store::store::Remote) -> Result<()> {
         if !waits.is_multiple_of(4) {
             return Ok(());
         }
-        let branch = tlv4_core::store::session_ref(&self.sid);
+        let branch = tlv4_store::store::session_ref(&self.sid);
         let before = self.store.remote_value(remote, &branch)?;
         let now = self.store.fetch_session(remote, &self.sid)?;
         if long && before == Some(now) {
@@ -191,7 +191,7 @@ impl Runner<'_> {
     }
 
     /// The error of a worker whose results the session did not take.
-    fn gave_up(&self, how: &str, remote: &tlv4_core::store::Remote) -> Error {
+    fn gave_up(&self, how: &str, remote: &tlv4_store::store::Remote) -> Error {
         Error::conflict(
             format!(
                 "session `{}` on `{}` did not take this worker's results {how}",

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::agents::TaskInput;
 use crate::quality::QualityContext;
 use tlv4_core::model::{Message, State, TaskId, TaskStatus};
-use tlv4_core::store::{LoggedEvent, Store};
 use tlv4_specdoc::spec::{self, Kind, Spec};
+use tlv4_store::store::{LoggedEvent, Store};
 
 /// The session as the checkpoint sees it; each part is `None` when it could not be read,
 /// with the reason in `problems`.

@@ -12,7 +12,7 @@ use crate::quality::{QualityContext, QualityResult};
 use tlv4_core::model::{
     Event, EventKind, Message, Owner, SessionId, TaskId, TaskResult, TaskStatus,
 };
-use tlv4_core::store::{Store, session_dir};
+use tlv4_store::store::{Store, session_dir};
 
 /// The request every test session works on.
 pub(crate) const REQUEST: &str = "Add a password reset flow for users: users request a reset \

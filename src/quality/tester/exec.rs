@@ -1,6 +1,6 @@
 //! Running the tests' commands with a timeout, stdin closed and stdout and stderr captured
 //! together, through the tool's one process runner. They run in a
-//! [`tlv4_core::worktree::ScratchCheckout`] of the session tip (the tool's one checkout manager),
+//! [`tlv4_store::worktree::ScratchCheckout`] of the session tip (the tool's one checkout manager),
 //! removed when dropped, so also when the run fails half-way or is interrupted.
 
 use std::path::Path;

@@ -121,7 +121,7 @@ fn worktrees(dir: &Path) -> usize {
         .filter(|rec| rec.starts_with("worktree "))
         .filter(|rec| {
             !rec.lines()
-                .any(|l| l == format!("locked {}", tlv4_core::worktree::pool::IDLE_REASON))
+                .any(|l| l == format!("locked {}", tlv4_store::worktree::pool::IDLE_REASON))
         })
         .count()
 }

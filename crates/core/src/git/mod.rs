@@ -30,7 +30,7 @@ fn git() -> Command {
 }
 
 /// The object format git-tlv4 works with: the store opens no repository of another
-/// ([`crate::store::Store::from_repo`]), so ids computed where no repository is at hand (the
+/// (`tlv4_store::store::Store::from_repo`), so ids computed where no repository is at hand (the
 /// trust record, which is read from a working tree path) are in this one.
 pub const OBJECT_FORMAT: gix::hash::Kind = gix::hash::Kind::Sha1;
 

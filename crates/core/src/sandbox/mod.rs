@@ -432,7 +432,7 @@ pub struct AgentPlaces<'a> {
 
 /// The policy of an agent: it writes its checkout (for a code task), its home, its run's
 /// files, its temporary directory (in its home) and its checkout's own git directory (index,
-/// HEAD, its commits: see [`crate::worktree::pool::Lease::private_git`]); it reads the system,
+/// HEAD, its commits: see `tlv4_store::worktree::pool::Lease::private_git`); it reads the system,
 /// its own installation (its program's and the `PATH` tools' prefixes), `git-tlv4`'s, its
 /// checkout and the repository's git directory (history, read-only), and nothing else of
 /// the user's home; it connects over TCP only to port 443 and the ports of the URLs its

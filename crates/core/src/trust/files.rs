@@ -98,8 +98,9 @@ impl Files {
     }
 
     /// The pinned form: text files as strings, any other file as an array of bytes; with the
-    /// agents the user chose on the command line when the session started.
-    pub(super) fn to_json(&self, agents: &[String]) -> Vec<u8> {
+    /// agents the user chose on the command line when the session started (what
+    /// `tlv4_store::pin` keeps in the session's pinned ref).
+    pub fn to_json(&self, agents: &[String]) -> Vec<u8> {
         let map: serde_json::Map<String, serde_json::Value> = self
             .files
             .iter()
@@ -117,7 +118,8 @@ impl Files {
         .expect("a map of JSON values serialises")
     }
 
-    pub(super) fn from_json(bytes: &[u8]) -> Option<Files> {
+    /// The files of the pinned form [`Files::to_json`] wrote; `None` when `bytes` are not one.
+    pub fn from_json(bytes: &[u8]) -> Option<Files> {
         let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
         let files = v["files"]
             .as_object()?
