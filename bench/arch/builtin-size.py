@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lines of the builtin agent: all (wc -l), and code (non-blank, non-comment) outside tests."""
 import os, re, sys, subprocess
-root = sys.argv[1] if len(sys.argv) > 1 else "src/agents/builtin"
+root = sys.argv[1] if len(sys.argv) > 1 else "crates/agents/src/builtin"
 tot = code = testl = 0
 for dp, _, fs in os.walk(root):
     for f in fs:

@@ -4,8 +4,11 @@
 ARCHITECTURE.md holds one fenced block marked `layers`: a line `crate NAME: DEP …` for every
 crate of the workspace (the crates of ours it may depend on), and a line `MODULE: USED …` for
 every top-level module (the modules it may use). A module is a top-level module of a crate
-(`store`, `agents`, …), or a whole crate that has no modules worth naming apart (`specdoc`,
-`review`). This script
+(`store`, `trust`, …), or a whole crate that has no modules worth naming apart (`specdoc`,
+`review`, `agents`: a crate `tlv4-X` whose name `X` the block lists as a module and whose
+`lib.rs` declares no module `X`; a crate that does, like `tlv4-store`, is its modules). A
+crate of one module re-exported by another (`pub use tlv4_agents as agents;`) is referred to
+as `crate::agents::…` there. This script
 
 - reads the crates' dependencies from `cargo metadata` and fails on a dependency between two
   crates of the workspace that the block does not allow (or a crate the block does not name);
@@ -13,7 +16,7 @@ every top-level module (the modules it may use). A module is a top-level module 
   `tests/` folder, and a file's inline `#[cfg(test)] mod … {` from that line on; a
   `#[cfg(test)] mod tests;` declaration ends nothing), finds its references
   to other modules — `crate::X`, `use crate::{X, …}`, `super::X` climbing to the crate root,
-  and `tlv4_core::X`, `tlv4_specdoc::…`, `tlv4_review::…` across crates — and fails on a
+  and `tlv4_core::X`, `tlv4_store::X`, `tlv4_agents::…`, … across crates — and fails on a
   reference the block does not allow, naming the file and line;
 - fails on a cycle between modules (which the rules alone would let through if they were
   written with one);
@@ -114,6 +117,13 @@ def braced(text, start):
     return text[start : i - 1]
 
 
+def declares_module(src, name):
+    """Whether the crate whose `lib.rs` is in `src` declares a top-level module `name`: then
+    it is split into its modules (`tlv4-store` holds `store`), not taken as one."""
+    lib = strip_comments(open(os.path.join(src, "lib.rs"), encoding="utf-8").read())
+    return re.search(rf"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+{name}\s*;", lib, re.M) is not None
+
+
 def module_path(rel):
     parts = rel[:-3].split("/")
     return parts[:-1] if parts[-1] == "mod" else parts
@@ -138,9 +148,9 @@ def main(argv):
     # Modules: each crate's top-level modules, or the crate itself when the map names it so.
     lib_names = {n.replace("-", "_"): n for n, _, _ in packages}
     crate_node = {}  # package -> node name when the whole crate is one module
-    for n, _, _ in packages:
+    for n, src, _ in packages:
         short = n.removeprefix("tlv4-")
-        if short in module_rules:
+        if short in module_rules and not (src and declares_module(src, short)):
             crate_node[n] = short
     # Each crate's top-level modules, and the names its lib.rs re-exports from them.
     resolve = {}
@@ -157,6 +167,12 @@ def main(argv):
                     names[h] = m
         for m, h in re.findall(rf"^\s*pub\s+use\s+({IDENT})::({IDENT})\s*;", lib, re.M):
             names[h] = m
+        # A crate of one module re-exported under a name (`pub use tlv4_agents as agents;`):
+        # `crate::agents::…` is a reference to that crate.
+        for ln, h in re.findall(rf"^\s*pub\s+use\s+({IDENT})\s+as\s+({IDENT})\s*;", lib, re.M):
+            pn = lib_names.get(ln)
+            if pn in crate_node:
+                names[h] = crate_node[pn]
         resolve[name] = names
     edges = defaultdict(lambda: defaultdict(list))
     nodes = set()

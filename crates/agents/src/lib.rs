@@ -4,6 +4,12 @@
 //! An agent never touches git or the session: it gets a [`TaskInput`] (the task, the pipeline
 //! folder and the code at the session tip, all read-only) and returns a [`TaskOutput`] (files
 //! for the pipeline folder and a structured state update). The coordinator records the result.
+//! This crate does not depend on `tlv4-store`: the compiler keeps an agent from naming a ref,
+//! a session transaction or the session's layout. What the `replay` driver reads of an
+//! earlier session it is handed ([`replay::Recordings`]).
+
+// Unit tests say on stderr why they skip (no sandbox, no tool); the library never prints.
+#![cfg_attr(test, allow(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod builtin;
 pub mod command;
