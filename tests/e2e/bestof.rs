@@ -13,6 +13,13 @@ const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    
 /// The sample, its tests, and one `command` agent per candidate style, each writing
 /// `app/calc.py` as given.
 fn sample(agents: &[(&str, String)]) -> TestRepo {
+    let agents: Vec<(&str, String, f64)> =
+        agents.iter().map(|(n, c)| (*n, c.clone(), 0.0)).collect();
+    sample_slow(&agents)
+}
+
+/// [`sample`] whose agents sleep the seconds given before they write.
+fn sample_slow(agents: &[(&str, String, f64)]) -> TestRepo {
     let repo = TestRepo::new();
     repo.wide_pipeline(1);
     repo.write("app/__init__.py", "");
@@ -24,11 +31,11 @@ fn sample(agents: &[(&str, String)]) -> TestRepo {
     );
     let mut toml =
         String::from("[tests]\ncommand = \"python3 -m unittest discover -s tests -t . -v\"\n");
-    for (name, calc) in agents {
+    for (name, calc, sleep) in agents {
         let files = serde_json::json!({ "app/calc.py": calc }).to_string();
         toml.push_str(&format!(
-            "[agents.{name}]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"60s\"\n\
-             env = {{ SCRIPTED_MODE = \"write\", SCRIPTED_WRITE = '{files}' }}\n",
+            "[agents.{name}]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\n\
+             env = {{ SCRIPTED_MODE = \"write\", SCRIPTED_WRITE = '{files}', SCRIPTED_SLEEP = \"{sleep}\" }}\n",
             fixture("scripted-agent"),
         ));
     }
@@ -211,5 +218,150 @@ fn accept_first_starts_no_candidate_after_a_perfect_one() {
     }
     let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
     assert_eq!(refs.lines().count(), 1, "{refs}");
+    repo.fsck();
+}
+
+/// Candidates side by side: once the quick one is perfect, the slow one running beside it is
+/// stopped (its run says so), and the clean one is merged.
+#[test]
+fn accept_first_stops_a_candidate_running_beside_the_perfect_one() {
+    let repo = sample_slow(&[
+        ("clean", CLEAN.to_owned(), 0.0),
+        ("slow", BROKEN.to_owned(), 90.0),
+    ]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "2",
+            "--best-of",
+            "clean,slow",
+            "--accept-first",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    let slow = rec["candidates"][1]["outcome"].as_str().unwrap();
+    assert!(
+        slow.starts_with("stopped: candidate 1 passed every test"),
+        "{rec:#}"
+    );
+    // Stopped before it wrote anything: its snapshot changes nothing, and is kept all the same.
+    assert_eq!(
+        rec["candidates"][1]["changed"],
+        serde_json::json!([]),
+        "{rec:#}"
+    );
+    repo.git(&["rev-parse", &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c2")]);
+    repo.fsck();
+}
+
+/// The tool killed while candidate 2 runs: `resume` takes candidate 1 as it was (not run
+/// again), runs the other two, and picks as before.
+#[test]
+fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again() {
+    let repo = sample_slow(&[
+        ("clean", CLEAN.to_owned(), 0.0),
+        ("slow", BROKEN.to_owned(), 4.0),
+        ("leaky", secret(), 0.0),
+    ]);
+    let mut child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "1",
+            "--best-of",
+            "clean,slow,leaky",
+            "add mul",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listed = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
+    let waited = std::time::Instant::now();
+    while !listed().contains("/1-c1") {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "candidate 1 never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Candidate 2 sleeps before it writes: the tool dies while it runs.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let refs = listed();
+    assert!(!refs.contains("-c2"), "{refs}");
+    let sid = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:lstrip=2)",
+        "refs/heads/tlv4/",
+    ]);
+    let sid = sid
+        .lines()
+        .find(|l| !l.contains('.'))
+        .unwrap()
+        .trim()
+        .trim_start_matches("tlv4/")
+        .to_owned();
+    let out = repo.tlv4(&["--session", &sid, "resume"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+    let attempt = repo.task(&sid, "IMPL-001")["attempts"].as_u64().unwrap() as u32;
+    assert!(attempt >= 2, "{attempt}");
+    let rec = candidates(&repo, &sid, attempt);
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    let c = &rec["candidates"];
+    assert_eq!(c[0]["reused"], true, "{rec:#}");
+    assert_eq!(
+        c[0]["ref"],
+        format!("refs/tlv4/runs/{sid}/IMPL-001/1-c1").as_str()
+    );
+    assert_eq!(c[1]["reused"], false, "{rec:#}");
+    // Candidate 1 ran once: one ref of it, one usage record of it.
+    let refs = listed();
+    assert_eq!(
+        refs.lines().filter(|l| l.ends_with("-c1")).count(),
+        1,
+        "{refs}"
+    );
+    assert_eq!(
+        refs.lines().filter(|l| l.ends_with("-c2")).count(),
+        1,
+        "{refs}"
+    );
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    assert_eq!(
+        files
+            .lines()
+            .filter(|l| l.ends_with("candidate-1/usage.json"))
+            .count(),
+        1,
+        "{files}"
+    );
     repo.fsck();
 }
