@@ -18,7 +18,9 @@ use std::time::Instant;
 
 use gix::ObjectId;
 
-use super::worker::{RunData, SnapshotData, WorkResult, prepare_for_agent, reason};
+use super::worker::{
+    RunData, SnapshotData, WorkResult, before_merge, prepare_for_agent, reason, repo_root,
+};
 use crate::agents::command::{Driver, RunContext, Shell, TestCommand, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
@@ -61,6 +63,7 @@ pub(super) fn run(
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
+    hooks: &tlv4_core::hooks::Hooks,
     meter: &Meter,
 ) -> Result<WorkResult> {
     let store = Store::from_repo(qctx.repo.to_thread_local())?;
@@ -152,7 +155,13 @@ pub(super) fn run(
             done.insert(ran.candidate.number, ran);
         }
     }
-    Ok(conclude(&store, input, qctx, ask, done, notes))
+    let mut result = conclude(&store, input, qctx, ask, done, notes);
+    // The `before-merge` hook hears of the candidate picked, as of any code task's change.
+    if let Some(snap) = &result.snapshot {
+        meter.step("before-merge hook");
+        before_merge(hooks, input, snap, &repo_root(qctx), &mut result.output);
+    }
+    Ok(result)
 }
 
 /// Candidate `k`'s run: a detached checkout of the session tip, prepared as the task's own

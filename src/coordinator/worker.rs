@@ -167,7 +167,7 @@ pub(crate) fn work(
     } else {
         let driver = driver.unwrap_or_else(|| roster.for_role(task.role.as_str()));
         match best.filter(|_| task.role.writes_code()) {
-            Some(ask) => super::bestof::run(ask, input, qctx, limits, meter)?,
+            Some(ask) => super::bestof::run(ask, input, qctx, limits, hooks, meter)?,
             None => run_agent(driver, input, qctx, limits, hooks, meter)?,
         }
     };
@@ -556,7 +556,7 @@ pub(crate) fn reason(agent: &str, e: &tlv4_core::error::Error) -> String {
 
 /// The `before-merge` hook of a completed code task: a veto fails the task (its snapshot is
 /// then kept, not merged).
-fn before_merge(
+pub(super) fn before_merge(
     hooks: &Hooks,
     input: &TaskInput,
     snap: &SnapshotData,
@@ -583,7 +583,7 @@ fn before_merge(
 }
 
 /// The root of the user's working tree, where hooks run.
-fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
+pub(super) fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
     qctx.repo
         .work_dir()
         .map(std::path::Path::to_path_buf)

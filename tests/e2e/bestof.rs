@@ -365,3 +365,54 @@ fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again(
     );
     repo.fsck();
 }
+
+/// No candidate passes (one breaks the tests, the other is blocked by the review): the task
+/// fails with both kept and measured, and its reason names the best and how to take it.
+#[test]
+fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it() {
+    let repo = sample(&[("broken", BROKEN.to_owned()), ("leaky", secret())]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "broken,leaky",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let task = repo.task(&sid, "IMPL-001");
+    assert_eq!(task["status"], "failed", "{task}\n{stderr}");
+    let reason = task["result"].to_string();
+    assert!(reason.contains("no candidate of 2 passes"), "{reason}");
+    assert!(reason.contains("git tlv4 pick IMPL-001 2"), "{reason}");
+    assert!(stderr.contains("git tlv4 pick IMPL-001 2"), "{stderr}");
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], serde_json::Value::Null, "{rec:#}");
+    assert_eq!(rec["best"], 2, "{rec:#}");
+    assert_eq!(rec["candidates"][0]["tests"]["meets_target"], false);
+    assert_eq!(rec["candidates"][1]["review"]["verdict"], "BLOCK");
+    // Nothing merged: the session's code is the base's; both are kept.
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{sid}:app/calc.py")]),
+        CALC
+    );
+    for k in 1..=2 {
+        repo.git(&[
+            "rev-parse",
+            &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c{k}"),
+        ]);
+    }
+    repo.fsck();
+}

@@ -19,6 +19,18 @@ pub(super) fn measure(
     qctx: &QualityContext,
     c: &mut Candidate,
 ) -> Result<()> {
+    let started = std::time::Instant::now();
+    let measured = measure_into(store, input, qctx, c);
+    c.measure_seconds = started.elapsed().as_secs_f64();
+    measured
+}
+
+fn measure_into(
+    store: &Store,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    c: &mut Candidate,
+) -> Result<()> {
     let Some(commit) = c.commit.as_deref() else {
         return Ok(());
     };

@@ -62,7 +62,10 @@ pub(crate) struct Candidate {
     pub review: Option<ReviewMeasure>,
     pub diff: Option<DiffMeasure>,
     pub usage: UsageMeasure,
+    /// Its agent's run, wall clock.
     pub seconds: f64,
+    /// Measuring it (the merge, the tests, the review), wall clock.
+    pub measure_seconds: f64,
     /// 1 is the best.
     pub rank: u32,
 }
