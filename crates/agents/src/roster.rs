@@ -32,7 +32,7 @@ pub const MODERATOR: &str = "moderator";
 
 /// The names a configuration's `[roles]` and `[discuss.perspectives]` are checked against.
 /// They come from the layers above (the pipelines, the discuss rules), which build them once
-/// (`crate::coordinator::roster_names`).
+/// (`git_tlv4::coordinator::roster_names`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Known {
     /// The roles of the builtin pipelines and the specialists.
@@ -52,6 +52,8 @@ pub struct Roster {
     perspectives: Perspectives,
     /// Agents of discussion seats (`[discuss.members]`), by seat.
     members: BTreeMap<String, Arc<dyn Driver>>,
+    /// Agents of best-of candidates, by name.
+    named: BTreeMap<String, Arc<dyn Driver>>,
     configured: Vec<(String, AgentSpec)>,
 }
 
@@ -68,6 +70,8 @@ pub struct Overrides {
     pub agents: Vec<String>,
     /// `--replay SID`: every agent role replays that session's recorded runs.
     pub replay: Option<String>,
+    /// The agents of best-of candidates (`start --best-of claude,codex`, `[best_of]`).
+    pub best_of: Vec<String>,
 }
 
 impl Roster {
@@ -79,6 +83,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -91,6 +96,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -103,6 +109,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -199,12 +206,21 @@ impl Roster {
                 members.insert(seat.clone(), driver(&name, from_file)?);
             }
         }
+        let mut named = BTreeMap::new();
+        for name in &overrides.best_of {
+            let name = match &overrides.replay {
+                Some(sid) if name != "builtin" => format!("replay:{sid}"),
+                _ => name.clone(),
+            };
+            named.insert(name.clone(), driver(&name, true)?);
+        }
         Ok(Roster {
             default,
             roles,
             fallbacks,
             perspectives,
             members,
+            named,
             configured: drivers.configured.into_iter().collect(),
         })
     }
@@ -296,6 +312,11 @@ impl Roster {
             .get(role)
             .filter(|d| d.name() != "builtin")
             .cloned()
+    }
+
+    /// The driver of best-of candidates named `name`, if the roster made one.
+    pub fn named(&self, name: &str) -> Option<Arc<dyn Driver>> {
+        self.named.get(name).cloned()
     }
 
     /// The driver of `role`.

@@ -17,6 +17,7 @@ fn load(text: &str, agents: &[&str]) -> Result<Roster> {
     let overrides = Overrides {
         agents: agents.iter().map(|a| (*a).to_owned()).collect(),
         replay: None,
+        best_of: Vec::new(),
     };
     Roster::load(
         &config(text),
