@@ -387,6 +387,7 @@ impl Runner<'_> {
                             continue;
                         }
                     };
+                    let remote = self.mode.worker().map(|r| r.opts.remote.clone());
                     let best = driver.as_ref().and_then(|d| {
                         bestof_ask(
                             &self.roster,
@@ -395,6 +396,7 @@ impl Runner<'_> {
                             d,
                             slots - filled,
                         )
+                        .map(|ask| super::bestof::Ask { remote, ..ask })
                     });
                     let admitted = match (&best, &driver) {
                         (Some(ask), _) => {
@@ -1277,6 +1279,7 @@ fn bestof_ask(
         width: drivers.len().min(free).max(1),
         drivers,
         accept_first: b.accept_first,
+        remote: None,
     })
 }
 
