@@ -588,3 +588,56 @@ fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
         String::from_utf8_lossy(&fsck.stderr)
     );
 }
+
+/// The budget holds every candidate's reserve before the first starts: three candidates of a
+/// $1 task do not fit $2.50, and nothing runs.
+#[test]
+fn the_budget_reserves_every_candidate_before_the_first_starts() {
+    let repo = sample(&[("clean", CLEAN.to_owned()), ("broken", BROKEN.to_owned())]);
+    let toml = std::fs::read_to_string(repo.path().join(".tlv4.toml")).unwrap();
+    repo.write(".tlv4.toml", &format!("{toml}[budget]\ntask_usd = 1.0\n"));
+    repo.git(&["commit", "-qam", "a task bound"]);
+    repo.ok(&["trust"]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--budget-usd",
+            "2.5",
+            "--best-of",
+            "clean,broken,clean",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let status = repo.json(&["--session", &sid, "status", "--json"]);
+    let pause = &status["control"]["pause"];
+    assert_eq!(pause["kind"], "budget", "{status}");
+    assert!(
+        pause["reason"].as_str().unwrap().contains("3 candidates"),
+        "{pause}"
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    let refs = repo.git(&["for-each-ref", "refs/tlv4/runs/"]);
+    assert!(refs.is_empty(), "{refs}");
+    // Raised to $3: the three fit.
+    let out = repo.tlv4(&["--session", &sid, "resume", "--budget-usd", "+0.5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+}
