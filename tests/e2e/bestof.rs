@@ -380,15 +380,12 @@ fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it(
     repo.fsck();
 }
 
-/// A best-of session shared through a remote: a worker on another clone runs the candidates;
-/// the session, the task branch and every candidate's ref reach the remote with its result.
-#[test]
-fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
-    let bare = Bare::new();
-    let first = sample(&[("broken", BROKEN.to_owned()), ("clean", CLEAN.to_owned())]);
+/// Pushes the sample `first` to `bare` as `origin` and starts there a session with
+/// `--best-of best_of` that workers run (`start --remote --no-run`); its id.
+fn share(first: &TestRepo, bare: &Bare, best_of: &str) -> String {
     first.git(&["remote", "add", "origin", &bare.url()]);
     first.git(&["push", "-q", "origin", "main"]);
-    let sid = first
+    first
         .ok(&[
             "start",
             "--remote",
@@ -400,11 +397,20 @@ fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
             "--completion",
             "keep",
             "--best-of",
-            "broken,clean",
+            best_of,
             "add mul",
         ])
         .trim()
-        .to_owned();
+        .to_owned()
+}
+
+/// A best-of session shared through a remote: a worker on another clone runs the candidates;
+/// the session, the task branch and every candidate's ref reach the remote with its result.
+#[test]
+fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
+    let bare = Bare::new();
+    let first = sample(&[("broken", BROKEN.to_owned()), ("clean", CLEAN.to_owned())]);
+    let sid = share(&first, &bare, "broken,clean");
     let second = trusted_clone(&bare.url(), "second");
     let mut worker = spawn_worker_with(&second, &bare.url(), &sid, &[], &[]);
     assert!(
@@ -456,25 +462,7 @@ fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
         ("clean", CLEAN.to_owned(), Some(0.0)),
         ("slow", BROKEN.to_owned(), None),
     ]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
-    let sid = first
-        .ok(&[
-            "start",
-            "--remote",
-            "origin",
-            "--no-run",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--best-of",
-            "clean,slow",
-            "add mul",
-        ])
-        .trim()
-        .to_owned();
+    let sid = share(&first, &bare, "clean,slow");
     let url = bare.url();
     let gd = bare.path().to_str().unwrap().to_owned();
     let on_remote = |args: &[&str]| {
