@@ -19,9 +19,9 @@ use std::time::Instant;
 use gix::ObjectId;
 
 use super::worker::{
-    RunData, SnapshotData, WorkResult, before_merge, prepare_for_agent, reason, repo_root,
+    RunData, SnapshotData, WorkResult, before_merge, checkout_context, reason, repo_root,
 };
-use crate::agents::command::{Driver, RunContext, Shell, TestCommand, Usage};
+use crate::agents::command::{Driver, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
 use crate::quality::QualityContext;
@@ -37,6 +37,9 @@ pub(crate) struct Ask {
     pub drivers: Vec<Arc<dyn Driver>>,
     pub accept_first: bool,
     pub width: usize,
+    /// A worker's remote: each candidate's ref goes there as soon as it is kept, so that a
+    /// worker taking the task over (on any machine) takes it instead of running it again.
+    pub remote: Option<tlv4_store::store::Remote>,
 }
 
 /// What the record keeps of a best-of task beyond the picked candidate's result.
@@ -125,6 +128,7 @@ pub(super) fn run(
                     s.spawn(move || {
                         let store = Store::from_repo(qctx.repo.to_thread_local())?;
                         let mut ran = candidate(&store, &*driver, input, qctx, limits, m, k)?;
+                        share(&store, ask, &mut ran);
                         measure::measure(&store, input, qctx, &mut ran.candidate)?;
                         if ask.accept_first && ran.candidate.perfect() {
                             accepted.store(true, Ordering::SeqCst);
@@ -164,6 +168,28 @@ pub(super) fn run(
     Ok(result)
 }
 
+/// A worker's candidate goes to its remote as soon as it is kept (created only; a failure is
+/// a note: the ref travels with the task's result all the same).
+fn share(store: &Store, ask: &Ask, ran: &mut Ran) {
+    let (Some(remote), Some(name), Some(commit)) = (
+        &ask.remote,
+        &ran.candidate.reference,
+        ran.candidate
+            .commit
+            .as_deref()
+            .and_then(|c| c.parse::<ObjectId>().ok()),
+    ) else {
+        return;
+    };
+    let why = format!("candidate {}", ran.candidate.number);
+    if let Err(e) = store.create_remote(remote, name, commit, &why) {
+        ran.notes.push(format!(
+            "candidate {} was not sent to `{}` yet: {e}",
+            ran.candidate.number, remote.name
+        ));
+    }
+}
+
 /// Candidate `k`'s run: a detached checkout of the session tip, prepared as the task's own
 /// would be, its agent, its snapshot kept under its ref (with trailers saying what the run
 /// was), the checkout removed.
@@ -188,27 +214,7 @@ fn candidate(
         (task.role.as_str(), task.attempts),
         k,
     )?;
-    wt.bound(qctx.conf.config.environment.max_disk().ok().flatten());
-    let env = if driver.runs_commands() {
-        prepare_for_agent(store, &mut wt, qctx, &task.id, &mut notes)
-    } else {
-        None
-    };
-    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
-        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
-            .map(|(command, from)| TestCommand { command, from }),
-        prepared: env.is_some(),
-    });
-    let ctx = RunContext {
-        max_usd: meter.max_usd(),
-        workdir: wt.path().to_path_buf(),
-        run_dir: None,
-        attempt: task.attempts,
-        meter: meter.clone(),
-        deadline: None,
-        env,
-        shell,
-    };
+    let ctx = checkout_context(store, driver, &mut wt, input, qctx, meter, &mut notes);
     let ran = driver.run(input, &ctx);
     let seconds = started.elapsed().as_secs_f64();
     let (outcome, output, run) = match ran {
@@ -325,6 +331,14 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
     let tip_tree = store.commit_tree(qctx.tip)?;
     let recorded = recorded_refs(store, input, tip_tree)?;
     let code_now = code_entries(store, tip_tree)?;
+    // A worker also takes what a worker before it sent to the remote.
+    if let Some(remote) = &ask.remote {
+        for (name, commit) in store.fetch_prefix(remote, &prefix).unwrap_or_default() {
+            if store.try_ref(&name)?.is_none() {
+                store.create_ref(&name, commit, "git-tlv4: a candidate from the remote")?;
+            }
+        }
+    }
     let mut found: BTreeMap<u32, (u32, Ran)> = BTreeMap::new();
     for (name, commit) in store.refs_with_prefix(&prefix)? {
         let Some((attempt, k)) = name
