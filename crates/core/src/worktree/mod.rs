@@ -34,7 +34,7 @@ mod tests;
 pub use check::{
     Change, ChangeKind, GENERATED_DIRS, Inspection, LeftOut, Rejection, Rule, SnapshotLimits,
 };
-pub use merge::{MergeOutcome, merge_task, overlapping};
+pub use merge::{MergeOutcome, merge_change, merge_task, overlapping};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

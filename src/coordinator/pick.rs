@@ -1,0 +1,544 @@
+//! Best of N, looked at and overruled: reading a task's candidates (`runs/<TASK>/<attempt>/
+//! candidates.json`, `specs/state-format.md` §7) and `git tlv4 pick TASK N`, the user's
+//! decision to take candidate N instead of the one the rule picked.
+//!
+//! A pick is one event. Its tree is the session's code with the first pick's change taken
+//! back (and, before it, the code of the tasks downstream that ran on it, which run again)
+//! and candidate N's change made; candidate N's commit is the event's second parent, as a
+//! task's merge has its snapshot. The record says who picked: `picked_by` is `user` from
+//! then on. The task branch moves to the new candidate after the event
+//! ([`pick`]); `pull` makes the decision again through [`super::decide`].
+
+use gix::ObjectId;
+use tlv4_core::error::{Error, Result};
+use tlv4_core::model::{Event, SessionId, State, Task, TaskId, TaskResult, TaskStatus};
+use tlv4_core::store::{Store, Txn, session_dir};
+use tlv4_core::worktree::{self, MergeOutcome, task_ref};
+
+use super::decide::Decision;
+
+/// The name of a task attempt's candidates record.
+pub const RECORD: &str = "candidates.json";
+
+/// A best-of task's candidates record, as read (fields a newer writer adds are kept in
+/// [`Found::raw`], not here).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct Candidates {
+    /// The record's format.
+    pub schema: u32,
+    /// The task.
+    pub task: String,
+    /// The attempt the candidates ran in.
+    pub attempt: u32,
+    /// The session tip the candidates were merged into to be measured.
+    pub measured_on: Option<String>,
+    /// The ranking rule, in one sentence.
+    pub rule: String,
+    /// The candidate merged as the task's result (none: every candidate failed).
+    pub picked: Option<u32>,
+    /// The best-ranked candidate.
+    pub best: Option<u32>,
+    /// Why the picked one won, in one line.
+    pub why: String,
+    /// How a tie was broken, if there was one.
+    pub tie: Option<String>,
+    /// Whether the first candidate that met the target was taken without the others.
+    pub accept_first: bool,
+    /// Who picked: `rule` (absent) or `user` (`git tlv4 pick`).
+    pub picked_by: Option<String>,
+    /// The candidates, by number.
+    pub candidates: Vec<Candidate>,
+}
+
+/// One candidate and what it measured.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct Candidate {
+    /// Its number, from 1.
+    pub number: u32,
+    /// The agent that ran it.
+    pub agent: String,
+    /// The model, when known.
+    pub model: Option<String>,
+    /// The ref its snapshot is kept under.
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    /// Its snapshot commit (none: it produced nothing).
+    pub commit: Option<String>,
+    /// The session tip it forked from.
+    pub parent: Option<String>,
+    /// `completed`, `failed: …` or `stopped: …`.
+    pub outcome: String,
+    /// The agent's summary.
+    pub summary: String,
+    /// The files it changed.
+    pub changed: Vec<String>,
+    /// Whether its result was an earlier one reused.
+    pub reused: bool,
+    /// The merge commit it was measured on.
+    pub merged: Option<String>,
+    /// Paths where it conflicted with the session.
+    pub conflict: Vec<String>,
+    /// The project's tests on the merge.
+    pub tests: Option<TestsMeasure>,
+    /// The reviewer on its diff.
+    pub review: Option<ReviewMeasure>,
+    /// The size of its diff.
+    pub diff: Option<DiffMeasure>,
+    /// What its run used.
+    pub usage: Option<UsageMeasure>,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Its rank, 1 the best.
+    pub rank: Option<u32>,
+}
+
+/// The tests on a candidate's merge.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct TestsMeasure {
+    /// Whether they ran.
+    pub ran: bool,
+    /// Percent passed.
+    pub pass_rate: Option<f64>,
+    /// Tests passed.
+    pub passed: u64,
+    /// Tests failed.
+    pub failed: u64,
+    /// Tests skipped.
+    pub skipped: u64,
+    /// Whether the pass rate meets the session's target.
+    pub meets_target: bool,
+    /// The failing tests.
+    pub failures: Vec<String>,
+    /// Why they did not run, or what to know.
+    pub note: String,
+}
+
+/// The reviewer's verdict on a candidate's diff.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct ReviewMeasure {
+    /// `PASS`, `WARN` or `BLOCK`.
+    pub verdict: String,
+    /// The score, 0 to 100.
+    pub score: Option<f64>,
+    /// Findings.
+    pub findings: u64,
+    /// The blocking findings, one line each.
+    pub blocking: Vec<String>,
+}
+
+/// The size of a candidate's diff.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct DiffMeasure {
+    /// Files changed.
+    pub files: u64,
+    /// Lines added.
+    pub added: u64,
+    /// Lines removed.
+    pub removed: u64,
+}
+
+/// What a candidate's run used.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct UsageMeasure {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// US dollars, when reported.
+    pub cost_usd: Option<f64>,
+}
+
+impl Candidates {
+    /// Candidate `n`, if there is one.
+    pub fn get(&self, n: u32) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.number == n)
+    }
+
+    /// Whether a person picked (not the rule).
+    pub fn by_user(&self) -> bool {
+        self.picked_by.as_deref() == Some("user")
+    }
+}
+
+impl Candidate {
+    /// Its snapshot commit and the commit it forked from, when it has both.
+    fn commits(&self) -> Option<(ObjectId, ObjectId)> {
+        let id = |s: &Option<String>| s.as_deref().and_then(|s| s.parse().ok());
+        id(&self.commit).zip(id(&self.parent))
+    }
+}
+
+/// A task's candidates record as found in a tree.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The attempt it belongs to.
+    pub attempt: u32,
+    /// The record.
+    pub record: Candidates,
+    /// The record as written, every field kept.
+    pub raw: serde_json::Value,
+}
+
+/// Parses a candidates record.
+pub fn parse(bytes: &[u8]) -> Result<(Candidates, serde_json::Value)> {
+    let bad = |e: serde_json::Error| Error::state(format!("cannot read {RECORD}: {e}"), None);
+    let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(bad)?;
+    let record = serde_json::from_value(raw.clone()).map_err(bad)?;
+    Ok((record, raw))
+}
+
+/// The candidates record of `task`'s latest attempt that has one, in session `sid`'s
+/// folder of `tree`.
+pub fn latest(
+    store: &Store,
+    tree: ObjectId,
+    sid: &SessionId,
+    task: &Task,
+) -> Result<Option<Found>> {
+    for attempt in (1..=task.attempts).rev() {
+        let path = format!("{}/runs/{}/{attempt}/{RECORD}", session_dir(sid), task.id);
+        if let Some(bytes) = store.read_blob_at(tree, &path)? {
+            let (record, raw) = parse(&bytes)?;
+            return Ok(Some(Found {
+                attempt,
+                record,
+                raw,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Every task of `state` that ran candidates, with its latest record, in task order.
+pub fn all(
+    store: &Store,
+    tip: ObjectId,
+    sid: &SessionId,
+    state: &State,
+) -> Result<Vec<(TaskId, Found)>> {
+    let tree = store.commit_tree(tip)?;
+    let mut out = Vec::new();
+    for t in state.ordered() {
+        if let Some(found) = latest(store, tree, sid, t)? {
+            out.push((t.id.clone(), found));
+        }
+    }
+    Ok(out)
+}
+
+/// `task`'s latest candidates record at the tip of session `sid`: an error naming the fix
+/// when the task is unknown or ran none.
+pub fn of_task(store: &Store, sid: &SessionId, task: &TaskId) -> Result<Found> {
+    let (tip, state) = store.read_state(sid)?;
+    let t = state.task(task)?;
+    latest(store, store.commit_tree(tip)?, sid, t)?.ok_or_else(|| none(task))
+}
+
+fn none(task: &TaskId) -> Error {
+    Error::state(
+        format!("task `{task}` ran no candidates: it did not run best of N"),
+        Some("a session started with `--best-of N` runs N candidates of each code task".into()),
+    )
+}
+
+/// What a pick did.
+#[derive(Debug, Clone)]
+pub struct Picked {
+    /// The candidate picked before, if any.
+    pub before: Option<u32>,
+    /// The tasks that run again.
+    pub rerun: Vec<TaskId>,
+    /// The event's summary.
+    pub summary: String,
+    /// Where the task branch moved from (`None`: it was made).
+    pub branch_was: Option<ObjectId>,
+    /// The candidate's commit the task branch now points at.
+    pub commit: ObjectId,
+}
+
+/// `git tlv4 pick TASK N`: records the decision as one event, then moves the task branch
+/// to candidate N's commit (compare-and-swap).
+pub fn pick(store: &Store, sid: &SessionId, task: &TaskId, number: u32) -> Result<Picked> {
+    let decision = Decision::Pick {
+        task: task.clone(),
+        number,
+    };
+    let mut done = None;
+    store.transact(sid, |txn| {
+        let (summary, before, rerun, commit) = apply_pick(txn, task, number)?;
+        done = Some((summary.clone(), before, rerun, commit));
+        Ok(Some(decision.event(summary)))
+    })?;
+    let (summary, before, rerun, commit) = done.expect("a pick always writes an event");
+    let branch = task_ref(sid, task);
+    let branch_was = store.try_ref(&branch)?;
+    let reflog = format!("tlv4: {task} takes candidate {number}");
+    match branch_was {
+        Some(was) if was == commit => {}
+        Some(was) => store.update_ref(&branch, was, commit, &reflog)?,
+        None => {
+            store.create_ref(&branch, commit, &reflog)?;
+        }
+    }
+    Ok(Picked {
+        before,
+        rerun,
+        summary,
+        branch_was,
+        commit,
+    })
+}
+
+/// Applies the pick of candidate `number` of `task` to the change `txn`: the event's summary.
+pub fn apply(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<String> {
+    apply_pick(txn, task, number).map(|(summary, ..)| summary)
+}
+
+type Applied = (String, Option<u32>, Vec<TaskId>, ObjectId);
+
+fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> {
+    let sid = txn.state.session.id.clone();
+    let t = txn.state.task(task)?.clone();
+    if !matches!(t.status, TaskStatus::Completed | TaskStatus::Failed) {
+        return Err(Error::state(
+            format!(
+                "task `{task}` is {}; a candidate is picked once the task has run",
+                t.status.as_str()
+            ),
+            Some(match t.status {
+                TaskStatus::InProgress => "wait for it to finish".to_owned(),
+                _ => "it has not run yet: its candidates will be measured when it does".to_owned(),
+            }),
+        ));
+    }
+    if super::followup::is_revised(&txn.state, task) {
+        let latest = super::revise::latest(&txn.state, task);
+        return Err(Error::state(
+            format!("task `{task}` was replaced by its revision `{latest}`"),
+            Some(format!(
+                "pick among the revision's: git tlv4 candidates {latest}"
+            )),
+        ));
+    }
+    let store = txn.store();
+    let tip_tree = store.commit_tree(txn.tip)?;
+    let found = latest(store, tip_tree, &sid, &t)?.ok_or_else(|| none(task))?;
+    if found.attempt != t.attempts {
+        return Err(Error::state(
+            format!(
+                "the candidates of `{task}` are of attempt {}, and attempt {} ran after them",
+                found.attempt, t.attempts
+            ),
+            Some(format!(
+                "only the latest attempt's result can change: git tlv4 revise {task}"
+            )),
+        ));
+    }
+    let record = &found.record;
+    let count = record.candidates.len();
+    let Some(chosen) = record.get(number) else {
+        return Err(Error::Invalid(format!(
+            "`{task}` has {count} candidate{}: there is no candidate {number} (see git tlv4 candidates {task})",
+            if count == 1 { "" } else { "s" }
+        )));
+    };
+    if record.picked == Some(number) && t.status == TaskStatus::Completed {
+        return Err(Error::state(
+            format!("candidate {number} of `{task}` is already picked"),
+            Some(format!("see the others: git tlv4 candidates {task}")),
+        ));
+    }
+    let Some((commit, parent)) = chosen.commits() else {
+        return Err(Error::state(
+            format!(
+                "candidate {number} of `{task}` left no commit to take ({})",
+                chosen.outcome
+            ),
+            Some(format!("pick one that did: git tlv4 candidates {task}")),
+        ));
+    };
+    if let Some(running) = txn
+        .state
+        .ordered()
+        .into_iter()
+        .find(|d| d.status == TaskStatus::InProgress && depends_on(&txn.state, &d.id, task))
+    {
+        return Err(Error::state(
+            format!(
+                "`{}` depends on `{task}` and is running: it would go on with the code it has",
+                running.id
+            ),
+            Some("pick when it has finished".to_owned()),
+        ));
+    }
+
+    // The code downstream first (newest first), then the first pick's change.
+    let mut affected = super::reset::downstream(&txn.state, task);
+    affected.retain(|d| d != task);
+    let (tree, _) = super::reset::revert_code(txn, &sid, &affected, tip_tree)?;
+    let before_commits = record
+        .picked
+        .filter(|_| t.status == TaskStatus::Completed)
+        .and_then(|k| record.get(k))
+        .and_then(Candidate::commits)
+        .map(|(c, p)| Ok::<_, Error>((c, p, store.is_ancestor(c, txn.tip)?)))
+        .transpose()?
+        .filter(|(.., merged)| *merged)
+        .map(|(c, p, _)| (c, p));
+    let tree = swap(store, tree, before_commits, (commit, parent)).map_err(|e| match e {
+        Swapped::Back(paths) => Error::state(
+            format!(
+                "the change of candidate {} cannot be taken back: later changes touch {}",
+                record.picked.unwrap_or_default(),
+                paths.join(", ")
+            ),
+            Some(format!("reset the task that changed them first, or `git tlv4 revise {task}`")),
+        ),
+        Swapped::In(paths) => Error::state(
+            format!(
+                "candidate {number} of `{task}` conflicts with the session now in {}",
+                paths.join(", ")
+            ),
+            Some(format!(
+                "pick another candidate, or redo the task on the current code: git tlv4 revise {task}"
+            )),
+        ),
+        Swapped::Failed(e) => e,
+    })?;
+    txn.merge(commit, tree);
+
+    super::reset::reopen(&mut txn.state, &affected);
+    let was = match (record.picked, record.by_user()) {
+        (Some(k), true) => format!("candidate {k}, picked by the user"),
+        (Some(k), false) => format!("candidate {k}, picked by the rule"),
+        (None, _) => "no candidate (every one fell short)".to_owned(),
+    };
+    let summary_line = format!("picked candidate {number} by the user: {}", chosen.summary);
+    {
+        let t = txn.state.task_mut(task)?;
+        t.status = TaskStatus::Completed;
+        t.owner = None;
+        let artifacts = t
+            .result
+            .as_ref()
+            .map(|r| r.artifacts.clone())
+            .unwrap_or_default();
+        t.result = Some(TaskResult {
+            summary: summary_line.trim_end_matches(": ").to_owned(),
+            reason: None,
+            artifacts,
+            finished_at: tlv4_core::clock::now_rfc3339(),
+        });
+    }
+    let dir = format!("runs/{task}/{}", found.attempt);
+    let mut raw = found.raw.clone();
+    raw["picked"] = number.into();
+    raw["picked_by"] = "user".into();
+    raw["why"] = format!("picked by the user with `git tlv4 pick` instead of {was}").into();
+    txn.write_record(&format!("{dir}/{RECORD}"), pretty(&raw))?;
+    // The task's run record names the snapshot merged, which a later reset takes back.
+    let result_path = format!("{dir}/result.json");
+    let mut result: serde_json::Value = txn
+        .read_file(&sid, &result_path)?
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| serde_json::json!({ "task": task, "attempt": found.attempt }));
+    result["outcome"] = "completed".into();
+    result["summary"] = chosen.summary.clone().into();
+    result["agent"] = chosen.agent.clone().into();
+    result["picked"] = number.into();
+    result["snapshot"] = serde_json::json!({
+        "commit": commit.to_string(), "parent": parent.to_string(), "changed": chosen.changed,
+    });
+    txn.write_record(&result_path, pretty(&result))?;
+
+    let rerun: Vec<&str> = affected.iter().map(TaskId::as_str).collect();
+    let summary = format!(
+        "{task}: candidate {number} instead of {was}\nTo run again: {}",
+        if rerun.is_empty() {
+            "nothing".to_owned()
+        } else {
+            rerun.join(", ")
+        }
+    );
+    Ok((summary, record.picked, affected, commit))
+}
+
+/// Why [`swap`] could not change the code.
+#[derive(Debug)]
+pub(crate) enum Swapped {
+    /// Taking the first change back clashes with later code in these paths.
+    Back(Vec<String>),
+    /// The new change clashes with the session in these paths.
+    In(Vec<String>),
+    /// Git failed.
+    Failed(Error),
+}
+
+/// `tree` with the change of `old` (a snapshot commit and its parent) taken back, when
+/// there is one, and the change of `new` made.
+pub(crate) fn swap(
+    store: &Store,
+    tree: ObjectId,
+    old: Option<(ObjectId, ObjectId)>,
+    new: (ObjectId, ObjectId),
+) -> std::result::Result<ObjectId, Swapped> {
+    let trees = |(c, p): (ObjectId, ObjectId)| -> std::result::Result<_, Swapped> {
+        Ok((
+            store.commit_tree(c).map_err(Swapped::Failed)?,
+            store.commit_tree(p).map_err(Swapped::Failed)?,
+        ))
+    };
+    let mut tree = tree;
+    if let Some(old) = old {
+        let (c, p) = trees(old)?;
+        tree = match worktree::merge_change(store, tree, c, p, "revert").map_err(Swapped::Failed)? {
+            MergeOutcome::Clean { tree } => tree,
+            MergeOutcome::Conflict { paths, .. } => return Err(Swapped::Back(paths)),
+        };
+    }
+    let (c, p) = trees(new)?;
+    match worktree::merge_change(store, tree, p, c, "candidate").map_err(Swapped::Failed)? {
+        MergeOutcome::Clean { tree } => Ok(tree),
+        MergeOutcome::Conflict { paths, .. } => Err(Swapped::In(paths)),
+    }
+}
+
+/// Whether `id` waits for `target`, directly or not.
+fn depends_on(state: &State, id: &TaskId, target: &TaskId) -> bool {
+    let mut seen = Vec::new();
+    let mut stack = vec![id.clone()];
+    while let Some(next) = stack.pop() {
+        let Some(t) = state.tasks.get(&next) else {
+            continue;
+        };
+        for d in &t.blocked_by {
+            if d == target {
+                return true;
+            }
+            if !seen.contains(d) {
+                seen.push(d.clone());
+                stack.push(d.clone());
+            }
+        }
+    }
+    false
+}
+
+fn pretty(value: &serde_json::Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("JSON serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The decision `pick` as [`Event`] trailers add it (`Tlv4-Picked`).
+pub(super) fn trailers(event: Event, task: &TaskId, number: u32) -> Event {
+    event
+        .with("Decision-Task", task.as_str())
+        .with("Picked", number.to_string())
+}
