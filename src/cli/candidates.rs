@@ -207,16 +207,16 @@ mod tests {
         );
         let task: TaskId = "IMPL-001".parse().unwrap();
         let text = table(&task, &record);
-        let expected = "\
-  #  AGENT          OUTCOME                      TESTS         REVIEW    DIFF               COST     SECONDS  REF
-  1  fake-a         completed                    2/3 passed    BLOCK 40  +10 -0 in 1 file   $0.0100  3.2      refs/tlv4/runs/S/IMPL-001/1-c1
-* 2  fake-b (m-2)   completed                    3/3 passed    PASS 92   +12 -3 in 2 files  $0.0200  4.0      refs/tlv4/runs/S/IMPL-001/1-c2
-  3  fake-c         failed: the agent timed out  -             -         -                  -        60.0     refs/tlv4/runs/S/IMPL-001/1-c3
+        let expected = r#"
+  #  AGENT         OUTCOME                      TESTS       REVIEW    DIFF               COST     SECONDS  REF
+  1  fake-a        completed                    2/3 passed  BLOCK 40  +10 -0 in 1 file   $0.0100  3.2      refs/tlv4/runs/S/IMPL-001/1-c1
+* 2  fake-b (m-2)  completed                    3/3 passed  PASS 92   +12 -3 in 2 files  $0.0200  4.0      refs/tlv4/runs/S/IMPL-001/1-c2
+  3  fake-c        failed: the agent timed out  -           -         -                  -        60.0     refs/tlv4/runs/S/IMPL-001/1-c3
 
 rule: tests first, then the review's score, then the smaller diff
 picked 2 (by the rule): all tests pass and the review passes
-";
-        assert_eq!(text, expected);
+"#;
+        assert_eq!(format!("\n{text}"), expected);
     }
 
     #[test]

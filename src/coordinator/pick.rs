@@ -542,3 +542,139 @@ pub(super) fn trailers(event: Event, task: &TaskId, number: u32) -> Event {
         .with("Decision-Task", task.as_str())
         .with("Picked", number.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository with commit `base` (a.txt, b.txt) and a way to make commits on it.
+    struct Repo {
+        dir: tempfile::TempDir,
+    }
+
+    impl Repo {
+        fn new() -> Repo {
+            let repo = Repo {
+                dir: tempfile::tempdir().unwrap(),
+            };
+            repo.git(&["init", "-q", "-b", "main"]);
+            repo
+        }
+
+        fn git(&self, args: &[&str]) -> String {
+            let out = std::process::Command::new("git")
+                .current_dir(self.dir.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        }
+
+        /// A commit on `parent` (none: a root) whose files are `files`.
+        fn commit(&self, parent: Option<ObjectId>, files: &[(&str, &str)]) -> ObjectId {
+            for entry in std::fs::read_dir(self.dir.path()).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_file() {
+                    std::fs::remove_file(path).unwrap();
+                }
+            }
+            for (name, text) in files {
+                std::fs::write(self.dir.path().join(name), text).unwrap();
+            }
+            self.git(&["add", "-A"]);
+            let tree = self.git(&["write-tree"]);
+            let mut args = vec!["commit-tree".to_owned(), tree, "-m".into(), "c".into()];
+            if let Some(p) = parent {
+                args.extend(["-p".to_owned(), p.to_string()]);
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.git(&args).parse().unwrap()
+        }
+
+        fn store(&self) -> Store {
+            Store::discover(self.dir.path()).unwrap()
+        }
+    }
+
+    fn read(store: &Store, tree: ObjectId, path: &str) -> Option<String> {
+        store
+            .read_blob_at(tree, path)
+            .unwrap()
+            .map(|b| String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn swap_takes_the_first_change_back_and_makes_the_new_one_keeping_later_code() {
+        let repo = Repo::new();
+        let base = repo.commit(None, &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+        let one = repo.commit(Some(base), &[("a.txt", "one\n"), ("b.txt", "b\n")]);
+        let two = repo.commit(
+            Some(base),
+            &[("a.txt", "two\n"), ("b.txt", "b\n"), ("c.txt", "new\n")],
+        );
+        // The session: candidate one merged, then b.txt changed by a later task.
+        let session = repo.commit(Some(one), &[("a.txt", "one\n"), ("b.txt", "later\n")]);
+        let store = repo.store();
+        let tree = store.commit_tree(session).unwrap();
+
+        let swapped = swap(&store, tree, Some((one, base)), (two, base)).unwrap();
+        assert_eq!(read(&store, swapped, "a.txt").as_deref(), Some("two\n"));
+        assert_eq!(read(&store, swapped, "b.txt").as_deref(), Some("later\n"));
+        assert_eq!(read(&store, swapped, "c.txt").as_deref(), Some("new\n"));
+
+        // Nothing to take back (every candidate fell short): only the new change.
+        let plain = swap(&store, store.commit_tree(base).unwrap(), None, (two, base)).unwrap();
+        assert_eq!(plain, store.commit_tree(two).unwrap());
+
+        // And back again: the same tree as the first pick's.
+        let again = swap(&store, swapped, Some((two, base)), (one, base)).unwrap();
+        assert_eq!(again, tree);
+    }
+
+    #[test]
+    fn swap_names_the_paths_where_either_change_clashes() {
+        let repo = Repo::new();
+        let base = repo.commit(None, &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+        let one = repo.commit(Some(base), &[("a.txt", "one\n"), ("b.txt", "b\n")]);
+        let three = repo.commit(Some(base), &[("a.txt", "a\n"), ("b.txt", "three\n")]);
+        let later = repo.commit(Some(one), &[("a.txt", "one\n"), ("b.txt", "later\n")]);
+        let store = repo.store();
+        let tree = store.commit_tree(later).unwrap();
+        match swap(&store, tree, Some((one, base)), (three, base)) {
+            Err(Swapped::In(paths)) => assert_eq!(paths, ["b.txt"]),
+            other => panic!("{other:?}"),
+        }
+        let rewritten = repo.commit(Some(one), &[("a.txt", "changed later\n"), ("b.txt", "b\n")]);
+        let tree = store.commit_tree(rewritten).unwrap();
+        match swap(&store, tree, Some((one, base)), (three, base)) {
+            Err(Swapped::Back(paths)) => assert_eq!(paths, ["a.txt"]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn depends_on_follows_blocked_by_through_every_step() {
+        let mut state = crate::coordinator::tests::state(
+            "full-lifecycle",
+            crate::coordinator::pipeline::Supervision::On,
+        );
+        let id = |s: &str| -> TaskId { s.parse().unwrap() };
+        let first = state.ordered()[0].id.clone();
+        let last = state.ordered().last().unwrap().id.clone();
+        assert!(depends_on(&state, &last, &first));
+        assert!(!depends_on(&state, &first, &last));
+        state.tasks.retain(|k, _| *k == first);
+        assert!(!depends_on(&state, &id("IMPL-404"), &first));
+    }
+}
