@@ -142,8 +142,8 @@ pub(crate) fn pick(ctx: &Ctx<'_>, args: PickArgs) -> Result<()> {
     ctx.ui
         .status(format!("pick: {}", picked.summary.replace('\n', "\n  ")));
     ctx.ui.status(format!(
-        "branch tlv4/{sid}.{} now at candidate {} ({})",
-        args.task,
+        "branch {} now at candidate {} ({})",
+        picked.branch,
         args.number,
         tlv4_core::text::short_id(&picked.commit.to_string())
     ));

@@ -215,6 +215,22 @@ pub fn latest(
     Ok(None)
 }
 
+/// [`latest`] as the change `txn` leaves the session's folder so far.
+fn latest_in(txn: &Txn<'_>, task: &Task) -> Result<Option<Found>> {
+    let sid = txn.state.session.id.clone();
+    for attempt in (1..=task.attempts).rev() {
+        if let Some(bytes) = txn.read_file(&sid, &format!("runs/{}/{attempt}/{RECORD}", task.id))? {
+            let (record, raw) = parse(&bytes)?;
+            return Ok(Some(Found {
+                attempt,
+                record,
+                raw,
+            }));
+        }
+    }
+    Ok(None)
+}
+
 /// Every task of `state` that ran candidates, with its latest record, in task order.
 pub fn all(
     store: &Store,
@@ -256,6 +272,8 @@ pub struct Picked {
     pub rerun: Vec<TaskId>,
     /// The event's summary.
     pub summary: String,
+    /// The task branch (`tlv4/<SID>.<TASK>`).
+    pub branch: String,
     /// Where the task branch moved from (`None`: it was made).
     pub branch_was: Option<ObjectId>,
     /// The candidate's commit the task branch now points at.
@@ -290,6 +308,7 @@ pub fn pick(store: &Store, sid: &SessionId, task: &TaskId, number: u32) -> Resul
         before,
         rerun,
         summary,
+        branch: tlv4_core::store::refs::short_branch(&branch).to_owned(),
         branch_was,
         commit,
     })
@@ -328,7 +347,7 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
     }
     let store = txn.store();
     let tip_tree = store.commit_tree(txn.tip)?;
-    let found = latest(store, tip_tree, &sid, &t)?.ok_or_else(|| none(task))?;
+    let found = latest_in(txn, &t)?.ok_or_else(|| none(task))?;
     if found.attempt != t.attempts {
         return Err(Error::state(
             format!(
@@ -467,6 +486,15 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
         }
     );
     Ok((summary, record.picked, affected, commit))
+}
+
+/// Whether the user picked candidate `number` of `task` in the state of `txn` already (a
+/// pick `pull` makes again that this side made too).
+pub(super) fn picked_here(txn: &Txn<'_>, task: &TaskId, number: u32) -> Result<bool> {
+    let Ok(t) = txn.state.task(task) else {
+        return Ok(false);
+    };
+    Ok(latest_in(txn, t)?.is_some_and(|f| f.record.picked == Some(number) && f.record.by_user()))
 }
 
 /// Why [`swap`] could not change the code.
