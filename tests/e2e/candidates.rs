@@ -258,6 +258,29 @@ fn candidates_lists_them_and_pick_takes_another_with_its_dependents_run_again() 
         commits[0].clone().unwrap().as_str()
     );
 
+    // What the candidates cost beside what was merged.
+    let cost = ok(&["cost"]);
+    assert!(
+        cost.contains(
+            "IMPL-001 best of 4: $0.1000 in 4 candidates, $0.0200 of it merged (candidate 2)"
+        ),
+        "{cost}"
+    );
+    let cost: serde_json::Value = serde_json::from_str(&ok(&["cost", "--json"])).unwrap();
+    let best = &cost["best_of"][0];
+    assert_eq!(
+        (
+            best["task"].clone(),
+            best["candidates"].clone(),
+            best["picked"].clone()
+        ),
+        ("IMPL-001".into(), 4.into(), 2.into())
+    );
+    assert!(
+        (best["cost_usd"].as_f64().unwrap() - 0.1).abs() < 1e-9,
+        "{best}"
+    );
+
     // Unknown task, a task without candidates.
     let err = fails(&["candidates", "IMPL-009"], 1);
     assert!(
