@@ -281,6 +281,34 @@ fn candidates_lists_them_and_pick_takes_another_with_its_dependents_run_again() 
         "{best}"
     );
 
+    // The report puts them side by side, each with its diff.
+    let page = ok(&["report", "-o", "-"]);
+    let section = &page[page
+        .find("<section id=\"candidates\">")
+        .expect("a Best of N section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(section.contains("IMPL-001: best of 4"), "{section}");
+    assert!(
+        section.contains("<th class=\"candidate picked\">★ candidate 2</th>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("<th class=\"candidate\">candidate 4</th>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("+print(&#x27;two&#x27;)") && section.contains("+pub fn h() {}"),
+        "{section}"
+    );
+    assert!(
+        section.contains("no commit"),
+        "candidate 3 has none: {section}"
+    );
+    assert!(
+        !section.contains(".tlv4/"),
+        "the diffs leave the pipeline folder out"
+    );
+
     // Unknown task, a task without candidates.
     let err = fails(&["candidates", "IMPL-009"], 1);
     assert!(
