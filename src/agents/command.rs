@@ -117,6 +117,14 @@ impl Scratch {
     }
 }
 
+/// The error of a run its caller cancelled.
+fn cancelled(agent: &str, ctx: &RunContext) -> Error {
+    Error::Invalid(format!(
+        "agent `{agent}` was stopped: {}",
+        ctx.meter.cancelled().unwrap_or_default()
+    ))
+}
+
 /// `timeout` from now, cut short at `deadline` (none: the timeout alone).
 pub fn bounded(
     timeout: std::time::Duration,
@@ -636,9 +644,11 @@ impl Driver for CliDriver {
                 home.path().join(".tmp").display().to_string(),
             ));
             // Stops a run whose tokens cross the task's bound.
-            let stop = process::Stop::new();
-            if ctx.meter.bound().is_some() {
-                inv.stop = Some(stop.clone());
+            // Or that its caller cancels (another candidate of its task won).
+            let stop = ctx.meter.stopper();
+            inv.stop = Some(stop.clone());
+            if ctx.meter.cancelled().is_some() {
+                return Err(cancelled(&self.agent, ctx));
             }
             if let Some(mut count) = self.cli.token_counter() {
                 // Adds what each event line reports beyond what was counted already.
@@ -684,7 +694,9 @@ impl Driver for CliDriver {
             transcript.push_str(&transcript_entry(answer_no, runs, &inv, &out));
             raw = out.stdout.clone();
             let reply = (!out.timed_out).then(|| self.cli.read(&call, &out));
-            let ended = if let Some(l) = limit(&out).filter(|_| !out.timed_out) {
+            let ended = if ctx.meter.cancelled().is_some() {
+                Some(cancelled(&self.agent, ctx))
+            } else if let Some(l) = limit(&out).filter(|_| !out.timed_out) {
                 Some(l.error(&self.agent))
             } else if let Some(Reply::OverBound { detail }) = &reply {
                 Some(Error::OverBound {

@@ -26,6 +26,10 @@ struct Counts {
     max_usd: AtomicU64,
     step: Mutex<String>,
     api_error: Mutex<Option<String>>,
+    /// Why the run was asked to stop by its caller (another candidate won), if it was.
+    cancelled: Mutex<Option<String>>,
+    /// What stops the agent's process when it is cancelled.
+    stop: tlv4_core::process::Stop,
 }
 
 impl Meter {
@@ -50,6 +54,31 @@ impl Meter {
         if let (Some(c), Some(u)) = (&self.0, usd.filter(|u| *u > 0.0)) {
             c.max_usd.store(u.to_bits(), Ordering::Relaxed);
         }
+    }
+
+    /// Asks the run to stop for `why` (its work is kept like any interrupted run's): the
+    /// drivers that run a process stop it.
+    pub fn cancel(&self, why: impl Into<String>) {
+        if let Some(c) = &self.0 {
+            *c.cancelled.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.into());
+            c.stop.request();
+        }
+    }
+
+    /// Why the run was cancelled, if it was.
+    pub fn cancelled(&self) -> Option<String> {
+        self.0.as_ref().and_then(|c| {
+            c.cancelled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+        })
+    }
+
+    /// The stop request [`Meter::cancel`] makes, for the process a driver runs; a default
+    /// meter's never fires.
+    pub fn stopper(&self) -> tlv4_core::process::Stop {
+        self.0.as_ref().map(|c| c.stop.clone()).unwrap_or_default()
     }
 
     /// The run's dollar bound, if it has one.

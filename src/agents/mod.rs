@@ -29,6 +29,7 @@ use tlv4_core::error::{Error, Result};
 use tlv4_core::model::{Session, Task};
 
 /// Everything an agent gets for one task.
+#[derive(Clone)]
 pub struct TaskInput {
     /// The session, as stored.
     pub session: Session,

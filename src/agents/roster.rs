@@ -52,6 +52,8 @@ pub struct Roster {
     perspectives: Perspectives,
     /// Agents of discussion seats (`[discuss.members]`), by seat.
     members: BTreeMap<String, Arc<dyn Driver>>,
+    /// Agents of best-of candidates, by name.
+    named: BTreeMap<String, Arc<dyn Driver>>,
     configured: Vec<(String, AgentSpec)>,
 }
 
@@ -68,6 +70,8 @@ pub struct Overrides {
     pub agents: Vec<String>,
     /// `--replay SID`: every agent role replays that session's recorded runs.
     pub replay: Option<String>,
+    /// The agents of best-of candidates (`start --best-of claude,codex`, `[best_of]`).
+    pub best_of: Vec<String>,
 }
 
 impl Roster {
@@ -79,6 +83,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -91,6 +96,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -103,6 +109,7 @@ impl Roster {
             fallbacks: BTreeMap::new(),
             perspectives: BTreeMap::new(),
             members: BTreeMap::new(),
+            named: BTreeMap::new(),
             configured: Vec::new(),
         }
     }
@@ -196,12 +203,21 @@ impl Roster {
                 members.insert(seat.clone(), driver(&name, from_file)?);
             }
         }
+        let mut named = BTreeMap::new();
+        for name in &overrides.best_of {
+            let name = match &overrides.replay {
+                Some(sid) if name != "builtin" => format!("replay:{sid}"),
+                _ => name.clone(),
+            };
+            named.insert(name.clone(), driver(&name, true)?);
+        }
         Ok(Roster {
             default,
             roles,
             fallbacks,
             perspectives,
             members,
+            named,
             configured: drivers.configured.into_iter().collect(),
         })
     }
@@ -293,6 +309,11 @@ impl Roster {
             .get(role)
             .filter(|d| d.name() != "builtin")
             .cloned()
+    }
+
+    /// The driver of best-of candidates named `name`, if the roster made one.
+    pub fn named(&self, name: &str) -> Option<Arc<dyn Driver>> {
+        self.named.get(name).cloned()
     }
 
     /// The driver of `role`.
@@ -559,6 +580,7 @@ mod tests {
         let overrides = Overrides {
             agents: agents.iter().map(|a| (*a).to_owned()).collect(),
             replay: None,
+            best_of: Vec::new(),
         };
         Roster::load(
             &config(text),

@@ -96,6 +96,7 @@ fn flags(replay: Option<String>, completion: Option<EndArg>) -> RunFlags {
         completion: completion.map(CompletionArg::from),
         agent: Vec::new(),
         replay,
+        best_of: Vec::new(),
     }
 }
 

@@ -30,6 +30,10 @@ pub struct RunFlags {
     /// Replay the recorded agent runs of session SID instead of calling any agent
     #[arg(long, value_name = "SID")]
     pub replay: Option<String>,
+    /// The agents of the session's best-of candidates (`--best-of` of `start`, kept in its
+    /// settings), whose drivers the roster makes.
+    #[arg(skip)]
+    pub best_of: Vec<String>,
 }
 
 /// A completion action on the command line (`--completion`).
@@ -67,9 +71,12 @@ pub(crate) fn roster(
 ) -> Result<Roster> {
     let root = store.workdir();
     let (files, config) = (&conf.files, &conf.config);
+    let mut best_of = flags.best_of.clone();
+    best_of.extend(config.best_of.agents.iter().cloned());
     let overrides = Overrides {
         agents: flags.agent.clone(),
         replay: flags.replay.clone(),
+        best_of,
     };
     config.snapshot.limits()?;
     let specs = crate::agents::prompt::RoleSpecs::from_files(files)?;
@@ -276,6 +283,9 @@ pub(crate) fn session_roster_read(
         }
         flags.agent = recorded;
         flags.replay = state.control.settings.replay.clone();
+    }
+    if let Some(b) = store.read_state(sid)?.1.control.settings.best_of {
+        flags.best_of = b.agents;
     }
     // The session runs with the configuration it started with, whatever the working tree
     // holds now.

@@ -71,13 +71,31 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         return Ok(());
     }
     let mut out = String::new();
+    // `[best_of]` of the working tree's configuration: what code tasks of a session started
+    // here would run as.
+    let best_of = match (args.verbose, ctx.store()) {
+        (true, Ok(store)) => tlv4_core::trust::Configuration::read(store.workdir())
+            .ok()
+            .and_then(|c| c.config.best_of.read().ok().flatten()),
+        _ => None,
+    };
+    if let Some(b) = &best_of {
+        out.push_str(&format!(
+            "(code tasks run as candidates: best of {}, from [best_of])\n",
+            b.describe()
+        ));
+    }
     for (name, summary) in spec.pipelines() {
         out.push_str(&format!("{name:<18} {summary}\n"));
         if args.verbose {
             for t in spec.dispatch(name, Supervision::On, &sid, "")? {
                 let deps: Vec<&str> = t.blocked_by.iter().map(|d| d.as_str()).collect();
+                let best = match &best_of {
+                    Some(b) if t.role.writes_code() => format!("  [best of {}]", b.describe()),
+                    _ => String::new(),
+                };
                 out.push_str(&format!(
-                    "    {:<16} {:<11} {}\n",
+                    "    {:<16} {:<11} {}{best}\n",
                     t.id.as_str(),
                     t.role,
                     deps.join(", ")

@@ -31,6 +31,15 @@ pub struct Args {
     /// output; default: [budget] session_tokens)
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
+    /// Run several candidates of every code task and merge the best by measurement: a count
+    /// (`3`: candidates by the role's agent) or agents' names (`claude,codex`: one each);
+    /// default: [best_of]
+    #[arg(long, value_name = "N|AGENTS", value_parser = best_of)]
+    pub best_of: Option<tlv4_core::model::BestOf>,
+    /// With --best-of: start no further candidate once one passes every test with an
+    /// APPROVE review, and stop those running
+    #[arg(long, requires = "best_of")]
+    pub accept_first: bool,
     /// Share the session through this remote (a configured remote or a URL): push it there,
     /// then run it as a worker of that remote, so workers on other clones share the work
     #[arg(long, value_name = "REMOTE")]
@@ -65,6 +74,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         replay: args.run.replay.clone(),
         // Decided once, here, and kept with the session (see `Settings::shell`).
         shell: tlv4_core::sandbox::level().active(),
+        best_of: args.best_of.clone().map(|mut b| {
+            b.accept_first = args.accept_first;
+            b
+        }),
     };
     if !args.new
         && let Some((sid, status)) = same_text(&store, &args.text)?
@@ -85,7 +98,9 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         None
     } else {
         let conf = tlv4_core::trust::Configuration::read(store.workdir())?;
-        let r = super::drive::roster(&store, &conf, &args.run)?;
+        let mut flags = args.run.clone();
+        flags.best_of = opts.best_of.iter().flat_map(|b| b.agents.clone()).collect();
+        let r = super::drive::roster(&store, &conf, &flags)?;
         commands = r.runs_commands().is_some();
         roster = Some(r);
         // `[sandbox] shell = false` keeps the agents without a shell even in a full sandbox.
@@ -216,4 +231,9 @@ fn dollars(text: &str) -> std::result::Result<f64, String> {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("`{text}` is not a number of dollars (0 or more)")),
     }
+}
+
+/// Reads `--best-of`.
+fn best_of(value: &str) -> std::result::Result<tlv4_core::model::BestOf, String> {
+    tlv4_core::model::BestOf::parse(value)
 }

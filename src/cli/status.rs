@@ -258,6 +258,12 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             settings.agents.join(", ")
         ));
     }
+    if let Some(b) = &settings.best_of {
+        out.push_str(&format!(
+            "  best of   {}: every code task runs as candidates, the best by measurement merged\n",
+            b.describe()
+        ));
+    }
     if let Some(b) = &budget {
         out.push_str(&format!("  budget    {}\n", b.line()));
     }

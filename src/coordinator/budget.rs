@@ -174,6 +174,38 @@ impl Budget {
             return Ok(());
         }
         let r = self.reserve(role, agent);
+        self.admit_reserve(task, role, agent, r)
+    }
+
+    /// Whether best-of task `task` of `role` may start a candidate on each of `agents` now:
+    /// the reserves of all of them are held before the first starts.
+    pub(crate) fn admit_all(
+        &mut self,
+        task: &TaskId,
+        role: &str,
+        agents: &[&str],
+    ) -> std::result::Result<(), Refusal> {
+        if !self.bounded() {
+            return Ok(());
+        }
+        let r = agents.iter().fold(Reserve::default(), |a, agent| {
+            let b = self.reserve(role, agent);
+            Reserve {
+                usd: a.usd + b.usd,
+                tokens: a.tokens + b.tokens,
+            }
+        });
+        let label = format!("{} candidates: {}", agents.len(), agents.join(", "));
+        self.admit_reserve(task, role, &label, r)
+    }
+
+    fn admit_reserve(
+        &mut self,
+        task: &TaskId,
+        role: &str,
+        agent: &str,
+        r: Reserve,
+    ) -> std::result::Result<(), Refusal> {
         let held = |only: Option<&str>| {
             self.held
                 .values()

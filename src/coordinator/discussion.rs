@@ -143,6 +143,7 @@ pub fn start_with(
             control: Control {
                 settings: Settings {
                     budget_tokens: None,
+                    best_of: None,
                     budget_usd: None,
                     max_parallel: 1,
                     auto_approve: false,

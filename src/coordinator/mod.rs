@@ -2,6 +2,7 @@
 //! that runs them ([`run`]), and the user's decisions, completion actions, undo and recovery.
 
 pub mod analysis;
+pub mod bestof;
 pub mod budget;
 pub mod complete;
 pub mod decide;

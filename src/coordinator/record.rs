@@ -171,6 +171,13 @@ pub(super) fn push_with_result(
 /// Step 3: a code task's change joins the session as a merge; one that conflicts fails the
 /// task (and a revision carrying the conflict redoes it on the current code, step 8).
 pub(super) fn merge(txn: &mut Txn<'_>, rec: &mut Recording, result: &WorkResult) -> Result<()> {
+    // A best-of task says how many candidates ran and which one its change is.
+    if let Some(chosen) = &result.candidates {
+        rec.trailer("Best-Of", chosen.record.candidates.len().to_string());
+        if let Some(k) = chosen.record.picked {
+            rec.trailer("Picked", k.to_string());
+        }
+    }
     let Some(snap) = result.snapshot.as_ref().filter(|_| rec.completed()) else {
         return Ok(());
     };
@@ -233,7 +240,17 @@ pub(super) fn write_run_record(
     if let Some(run) = result.run.as_ref().filter(|r| !r.refusals.is_empty()) {
         record["sandbox_refusals"] = serde_json::json!(run.refusals);
     }
+    if let Some(chosen) = &result.candidates {
+        record["best_of"] = serde_json::json!({
+            "candidates": chosen.record.candidates.len(),
+            "picked": chosen.record.picked,
+        });
+    }
     txn.write_record(&format!("{dir}/result.json"), pretty(&record))?;
+    // A best-of task's spend is its candidates', one record each.
+    if let Some(chosen) = &result.candidates {
+        return write_candidates(txn, &dir, rec, chosen);
+    }
     let mut usage = serde_json::json!({
         "task": id, "role": task.role, "attempt": task.attempts, "agent": result.agent,
         "model": model, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
@@ -264,6 +281,49 @@ pub(super) fn write_run_record(
         }
         if let Some(t) = run.transcript.as_ref().filter(|t| !t.is_empty()) {
             txn.write_record(&format!("{dir}/transcript.txt"), bounded(t))?;
+        }
+    }
+    Ok(())
+}
+
+/// A best-of task's `candidates.json`, and under `candidate-<k>/` each candidate's
+/// `usage.json` (with `candidate`) and what its agent was told and said.
+fn write_candidates(
+    txn: &mut Txn<'_>,
+    dir: &str,
+    rec: &Recording,
+    chosen: &super::bestof::Chosen,
+) -> Result<()> {
+    let task = &rec.task;
+    let json = serde_json::to_value(&chosen.record).map_err(|e| {
+        tlv4_core::Error::Invalid(format!("cannot write the candidates of {}: {e}", task.id))
+    })?;
+    txn.write_record(
+        &format!("{dir}/{}", super::bestof::record::FILE),
+        pretty(&json),
+    )?;
+    for c in &chosen.record.candidates {
+        let Some(run) = chosen.runs.get(&c.number) else {
+            continue;
+        };
+        let cdir = format!("{dir}/candidate-{}", c.number);
+        let u = &run.usage;
+        let mut usage = serde_json::json!({
+            "task": task.id, "role": task.role, "attempt": task.attempts, "agent": c.agent,
+            "candidate": c.number, "model": u.model, "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "seconds": c.seconds,
+        });
+        if u.cached_input_tokens > 0 {
+            usage["cached_input_tokens"] = serde_json::json!(u.cached_input_tokens);
+        }
+        txn.write_record(&format!("{cdir}/usage.json"), pretty(&usage))?;
+        for (name, text) in [("prompt.md", &run.prompt), ("answer.txt", &run.raw)] {
+            if !text.is_empty() {
+                txn.write_record(&format!("{cdir}/{name}"), bounded(text))?;
+            }
+        }
+        if let Some(t) = run.transcript.as_ref().filter(|t| !t.is_empty()) {
+            txn.write_record(&format!("{cdir}/transcript.txt"), bounded(t))?;
         }
     }
     Ok(())

@@ -339,6 +339,8 @@ impl Runner<'_> {
         // Each running task's token meter, and the count last shown.
         let mut meters: BTreeMap<TaskId, (crate::agents::meter::Meter, u64, String)> =
             BTreeMap::new();
+        // The slots each running task takes: its candidates run at once (best of N), else 1.
+        let mut widths: BTreeMap<TaskId, usize> = BTreeMap::new();
         // A worker's tick also renews its leases, a few times per lease.
         let mut tick = tokio::time::interval(self.mode.tick(METER_TICK));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -358,14 +360,19 @@ impl Runner<'_> {
                 self.budget
                     .refresh(self.store, tip, &state.control.settings)?;
                 let max = self.mode.max_parallel(state.control.settings.max_parallel);
-                let slots = (max as usize).saturating_sub(running.len());
+                let used: usize = roles
+                    .keys()
+                    .map(|id| widths.get(id).copied().unwrap_or(1))
+                    .sum();
+                let slots = (max as usize).saturating_sub(used);
+                let mut filled = 0;
                 let mut ready = schedulable(&state, roles);
                 self.mode.pick(&mut ready);
                 if let Some(r) = self.mode.worker() {
                     r.stale.set(false);
                 }
                 for task in ready {
-                    if taken >= slots || self.mode.worker().is_some_and(|r| r.stale.get()) {
+                    if filled >= slots || self.mode.worker().is_some_and(|r| r.stale.get()) {
                         break;
                     }
                     if task.inner_loop && roles.values().any(|r| r == task.role.as_str()) {
@@ -380,9 +387,26 @@ impl Runner<'_> {
                             continue;
                         }
                     };
-                    if let Some(d) = &driver
-                        && let Err(r) = self.budget.admit(&task.id, task.role.as_str(), d.name())
-                    {
+                    let best = driver.as_ref().and_then(|d| {
+                        bestof_ask(
+                            &self.roster,
+                            &state.control.settings,
+                            &task,
+                            d,
+                            slots - filled,
+                        )
+                    });
+                    let admitted = match (&best, &driver) {
+                        (Some(ask), _) => {
+                            let names: Vec<&str> = ask.drivers.iter().map(|d| d.name()).collect();
+                            self.budget.admit_all(&task.id, task.role.as_str(), &names)
+                        }
+                        (None, Some(d)) => {
+                            self.budget.admit(&task.id, task.role.as_str(), d.name())
+                        }
+                        (None, None) => Ok(()),
+                    };
+                    if let Err(r) = admitted {
                         refused.get_or_insert(r);
                         continue;
                     }
@@ -391,6 +415,8 @@ impl Runner<'_> {
                         continue;
                     };
                     roles.insert(task.id.clone(), task.role.to_string());
+                    let width = best.as_ref().map_or(1, |a| a.width);
+                    widths.insert(task.id.clone(), width);
                     (self.on)(Progress::Started {
                         task: task.id.clone(),
                         role: task.role.to_string(),
@@ -409,10 +435,20 @@ impl Runner<'_> {
                     running.spawn_blocking(move || {
                         let started = Instant::now();
                         let id = input.task.id.clone();
-                        let result = work(&roster, driver, &input, &qctx, &limits, &hooks, &meter);
+                        let result = work(
+                            &roster,
+                            driver,
+                            best.as_ref(),
+                            &input,
+                            &qctx,
+                            &limits,
+                            &hooks,
+                            &meter,
+                        );
                         (id, result, started.elapsed().as_secs_f64())
                     });
                     taken += 1;
+                    filled += width;
                 }
             }
             // A claim another worker took first: look at the remote again before the next.
@@ -488,6 +524,7 @@ impl Runner<'_> {
                         let (id, result, seconds): (TaskId, Result<WorkResult>, f64) = joined.map_err(|e| Error::Git(format!("a worker panicked: {e}")))?;
                         let role = roles.remove(&id).unwrap_or_default();
                         meters.remove(&id);
+                        widths.remove(&id);
                         self.budget.release(&id);
                         if let Err(e) = self.record(&id, &role, result, seconds) {
                             self.mode.unrecorded(id);
@@ -1209,6 +1246,40 @@ pub(super) fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit:
 }
 
 /// Ready tasks not yet running, by priority then dependency order.
+/// How best-of task `task` runs its candidates, when the session asks for several and its
+/// agent (`first`, the role's) works in a checkout: one driver per candidate (`first` for
+/// each, or the agents the setting names), at most `free` of them at once.
+fn bestof_ask(
+    roster: &Roster,
+    settings: &tlv4_core::model::Settings,
+    task: &tlv4_core::model::Task,
+    first: &Arc<dyn crate::agents::command::Driver>,
+    free: usize,
+) -> Option<super::bestof::Ask> {
+    let b = settings.best_of.as_ref().filter(|b| b.several())?;
+    if !task.role.writes_code() {
+        return None;
+    }
+    let drivers: Vec<Arc<dyn crate::agents::command::Driver>> = if b.agents.is_empty() {
+        (0..b.count).map(|_| Arc::clone(first)).collect()
+    } else {
+        b.agents
+            .iter()
+            .map(|n| roster.named(n).unwrap_or_else(|| Arc::clone(first)))
+            .collect()
+    };
+    // Candidates are checkouts' work: an agent that works without one (the builtin) runs the
+    // task once, as it would.
+    if !drivers.iter().all(|d| d.checkout()) {
+        return None;
+    }
+    Some(super::bestof::Ask {
+        width: drivers.len().min(free).max(1),
+        drivers,
+        accept_first: b.accept_first,
+    })
+}
+
 fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<tlv4_core::model::Task> {
     let order: BTreeMap<&TaskId, usize> = state
         .ordered()

@@ -34,6 +34,8 @@ pub struct StartOptions {
     /// Whether code tasks' agents get their CLI's shell (the caller decides: where the
     /// kernel's sandbox is full); kept as the session's `settings.shell`.
     pub shell: bool,
+    /// Overrides `[best_of]`.
+    pub best_of: Option<tlv4_core::model::BestOf>,
 }
 
 /// Files every session starts with, relative to its folder.
@@ -190,9 +192,17 @@ fn control(
     if max_parallel == 0 {
         return Err(Error::Invalid("max_parallel must be at least 1".into()));
     }
+    let best_of = match &opts.best_of {
+        Some(b) => b.several().then(|| b.clone()),
+        None => config
+            .best_of
+            .read()
+            .map_err(|m| config.value_error("best_of", m))?,
+    };
     Ok(Control {
         analysis: Some(analysis.clone()),
         settings: Settings {
+            best_of,
             budget_usd: opts.budget_usd.or(config.budget.session_usd),
             budget_tokens: opts.budget_tokens.or(config.budget.session_tokens),
             max_parallel,

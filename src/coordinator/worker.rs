@@ -36,6 +36,8 @@ pub(crate) struct WorkResult {
     /// Why the agent's run was stopped by something other than the task (a usage limit, its
     /// service, its bound), if it was.
     pub stopped: Option<Stopped>,
+    /// A best-of task's candidates, measured, and their runs.
+    pub candidates: Option<Box<super::bestof::Chosen>>,
 }
 
 /// A run the task itself did not end.
@@ -92,14 +94,17 @@ impl WorkResult {
             snapshot: None,
             notes: Vec::new(),
             stopped: None,
+            candidates: None,
         }
     }
 }
 
-/// Runs one task.
+/// Runs one task; a code task as several candidates when `best` asks for them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn work(
     roster: &Roster,
     driver: Option<std::sync::Arc<dyn Driver>>,
+    best: Option<&super::bestof::Ask>,
     input: &TaskInput,
     qctx: &QualityContext,
     limits: &SnapshotLimits,
@@ -157,10 +162,14 @@ pub(crate) fn work(
             snapshot: None,
             notes: Vec::new(),
             stopped: None,
+            candidates: None,
         }
     } else {
         let driver = driver.unwrap_or_else(|| roster.for_role(task.role.as_str()));
-        run_agent(driver, input, qctx, limits, hooks, meter)?
+        match best.filter(|_| task.role.writes_code()) {
+            Some(ask) => super::bestof::run(ask, input, qctx, limits, hooks, meter)?,
+            None => run_agent(driver, input, qctx, limits, hooks, meter)?,
+        }
     };
     if let (Some(round), Outcome::Completed) = (&input.task.discuss, &result.output.outcome) {
         meter.step(format!("discuss round {round}"));
@@ -233,7 +242,7 @@ fn run_agent(
 /// environment the agent's commands run with. An agent whose checkout cannot be prepared
 /// still runs, as before, with a note saying why: the tester, in its own checkout, is what
 /// decides whether the code passes, and it reports an environment error there.
-fn prepare_for_agent(
+pub(super) fn prepare_for_agent(
     store: &Store,
     wt: &mut TaskWorktree,
     qctx: &QualityContext,
@@ -528,6 +537,7 @@ fn work_result(name: String, ran: Ran, meter: &Meter) -> WorkResult {
         // An answer that failed because the agent's service did (its driver said so on the
         // meter) may go to the next agent of the role's list.
         stopped: service_failed,
+        candidates: None,
     }
 }
 
@@ -546,7 +556,7 @@ pub(crate) fn reason(agent: &str, e: &tlv4_core::error::Error) -> String {
 
 /// The `before-merge` hook of a completed code task: a veto fails the task (its snapshot is
 /// then kept, not merged).
-fn before_merge(
+pub(super) fn before_merge(
     hooks: &Hooks,
     input: &TaskInput,
     snap: &SnapshotData,
@@ -573,7 +583,7 @@ fn before_merge(
 }
 
 /// The root of the user's working tree, where hooks run.
-fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
+pub(super) fn repo_root(qctx: &QualityContext) -> std::path::PathBuf {
     qctx.repo
         .work_dir()
         .map(std::path::Path::to_path_buf)

@@ -58,6 +58,68 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
     run_with(input, ctx, DEFAULT_TIMEOUT)
 }
 
+/// What the tests say of one commit, for comparing candidates (best of N).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SuiteMeasure {
+    /// Whether a test runner ran and counted (a project without tests, or tests that could
+    /// not start, did not).
+    pub ran: bool,
+    /// Pass rate in percent, when counted.
+    pub pass_rate: Option<f64>,
+    /// Tests passed, failed (with what failed uncounted) and skipped in the last run.
+    pub passed: u64,
+    /// See [`SuiteMeasure::passed`].
+    pub failed: u64,
+    /// See [`SuiteMeasure::passed`].
+    pub skipped: u64,
+    /// At the pass target, with no critical failure: the tester's `pass`.
+    pub meets_target: bool,
+    /// Each failure by name, most severe first.
+    pub failures: Vec<String>,
+    /// The tester's verdict (`pass`, `fix_required`, `no_tests`), or why the tests did not
+    /// run.
+    pub note: String,
+}
+
+/// Runs the tests on `ctx.tip` as a first test iteration would (in a test checkout with the
+/// project's environment, the configured or detected command) and reads the record it
+/// writes. `input` is the code task; its `code` must be the tree at `ctx.tip`.
+pub fn measure(input: &TaskInput, ctx: &QualityContext) -> Result<SuiteMeasure> {
+    let mut input = input.clone();
+    input.task.id = "TEST-001".parse().expect("a valid id");
+    let result = run_with(&input, ctx, DEFAULT_TIMEOUT)?;
+    if let Outcome::Failed(why) = &result.output.outcome {
+        return Ok(SuiteMeasure {
+            note: why.lines().next().unwrap_or_default().to_owned(),
+            ..SuiteMeasure::default()
+        });
+    }
+    let record = result
+        .output
+        .files
+        .iter()
+        .find(|(p, _)| *p == format!("{RUNS}/1.json"))
+        .and_then(|(_, b)| serde_json::from_slice::<Record>(b).ok());
+    let Some(record) = record else {
+        return Ok(SuiteMeasure {
+            note: result.output.summary,
+            ..SuiteMeasure::default()
+        });
+    };
+    let last = record.runs.last();
+    let count = |f: fn(&RunRecord) -> Option<u64>| last.and_then(f).unwrap_or(0);
+    Ok(SuiteMeasure {
+        ran: record.verdict != "no_tests" && last.is_some_and(|r| r.counted),
+        pass_rate: record.pass_rate,
+        passed: count(|r| r.passed),
+        failed: count(|r| r.failed),
+        skipped: count(|r| r.skipped),
+        meets_target: record.verdict == "pass",
+        failures: record.failures.into_iter().map(|f| f.name).collect(),
+        note: record.verdict,
+    })
+}
+
 /// How the next fix iteration goes about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {

@@ -49,6 +49,9 @@ pub struct Config {
     /// How usage limits are waited out.
     #[serde(default)]
     pub limits: budget::LimitsConfig,
+    /// Several candidates of every code task (`[best_of]`).
+    #[serde(default)]
+    pub best_of: BestOfConfig,
     /// `git config tlv4.agent` values (`NAME` or `ROLE=NAME`), the user's own choice of
     /// agents: applied over `[roles]`, under `--agent`.
     #[serde(skip)]
@@ -460,6 +463,9 @@ impl Config {
         if let Some((key, message)) = self.budget.invalid() {
             return Err(self.value_error(&key, message));
         }
+        if let Err(message) = self.best_of.read() {
+            return Err(self.value_error("best_of", message));
+        }
         if let Err(Error::Invalid(message)) = self.limits.wait_up_to() {
             return Err(self.value_error("limits.wait_up_to", message));
         }
@@ -596,6 +602,36 @@ impl Default for SnapshotLimits {
             max_files: 5000,
             leave_out: GENERATED_DIRS.iter().map(|d| (*d).to_owned()).collect(),
         }
+    }
+}
+
+/// `[best_of]`: `count = 3` candidates of every code task by its role's agent, or one per
+/// agent of `agents = ["claude", "codex"]`; `accept_first = true` ends the others once one
+/// passes every test with an APPROVE review. `start --best-of` replaces it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BestOfConfig {
+    /// How many candidates (1 to 10).
+    pub count: Option<u32>,
+    /// One candidate per agent, in order.
+    pub agents: Vec<String>,
+    /// See [`crate::model::BestOf::accept_first`].
+    pub accept_first: bool,
+}
+
+impl BestOfConfig {
+    /// The table as a session's setting: `None` when it asks for no more than one candidate.
+    pub fn read(&self) -> std::result::Result<Option<crate::model::BestOf>, String> {
+        let mut best = match (self.count, self.agents.is_empty()) {
+            (None, true) => return Ok(None),
+            (Some(_), false) => {
+                return Err("give `count` or `agents`, not both".to_owned());
+            }
+            (Some(n), true) => crate::model::BestOf::parse(&n.to_string())?,
+            (None, false) => crate::model::BestOf::parse(&self.agents.join(","))?,
+        };
+        best.accept_first = self.accept_first;
+        Ok(best.several().then_some(best))
     }
 }
 

@@ -85,6 +85,76 @@ pub struct Settings {
     /// The session's token budget as it started, likewise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u64>,
+    /// Several candidate runs of every code task, the best one by measurement merged
+    /// (`start --best-of`, else `[best_of]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_of: Option<BestOf>,
+}
+
+/// How many candidates of each code task run, by which agents, and whether the first perfect
+/// one ends the others.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BestOf {
+    /// How many candidates.
+    pub count: u32,
+    /// One candidate per agent named here, in order; empty: `count` candidates by the role's
+    /// own agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
+    /// Start no further candidate once one passes every test with an APPROVE review, and stop
+    /// those running (their work kept).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accept_first: bool,
+}
+
+impl BestOf {
+    /// Reads `--best-of`: a count (`3`) or the agents' names (`claude,codex`).
+    pub fn parse(value: &str) -> Result<BestOf, String> {
+        let value = value.trim();
+        if let Ok(count) = value.parse::<u32>() {
+            return match count {
+                1..=10 => Ok(BestOf {
+                    count,
+                    ..BestOf::default()
+                }),
+                _ => Err(format!("`{value}`: the count is from 1 to 10")),
+            };
+        }
+        let agents: Vec<String> = value.split(',').map(|a| a.trim().to_owned()).collect();
+        if agents.iter().any(String::is_empty) {
+            return Err(format!(
+                "`{value}`: give a count (`3`) or agents' names separated by commas (`claude,codex`)"
+            ));
+        }
+        if agents.len() > 10 {
+            return Err(format!("`{value}`: at most 10 agents"));
+        }
+        Ok(BestOf {
+            count: agents.len() as u32,
+            agents,
+            accept_first: false,
+        })
+    }
+
+    /// `3`, or `claude,codex`, with ` (accept first)` when set: as `status` shows it.
+    pub fn describe(&self) -> String {
+        let what = if self.agents.is_empty() {
+            self.count.to_string()
+        } else {
+            self.agents.join(",")
+        };
+        if self.accept_first {
+            format!("{what} (accept first)")
+        } else {
+            what
+        }
+    }
+
+    /// Whether more than one candidate runs.
+    pub fn several(&self) -> bool {
+        self.count > 1
+    }
 }
 
 impl Default for Settings {
@@ -98,6 +168,7 @@ impl Default for Settings {
             shell: false,
             budget_usd: None,
             budget_tokens: None,
+            best_of: None,
         }
     }
 }

@@ -11,7 +11,7 @@ mod session;
 mod task;
 
 pub use control::{
-    Analysis, Completion, Control, ImplDispatch, Pause, PauseKind, Settings, Verdict,
+    Analysis, BestOf, Completion, Control, ImplDispatch, Pause, PauseKind, Settings, Verdict,
 };
 pub use ids::{IdError, SessionId, TaskId};
 pub use message::Message;

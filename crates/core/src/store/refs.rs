@@ -83,6 +83,12 @@ pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
     format!("{}{attempt}", runs_prefix(sid, task))
 }
 
+/// The ref that keeps candidate `number` of attempt `attempt` of `task` (best of N): e.g.
+/// `…/IMPL-001/2-c3`, which no attempt ref (`…/IMPL-001/2`) can be.
+pub fn candidate_ref(sid: &SessionId, task: &TaskId, attempt: u32, number: u32) -> String {
+    format!("{}{attempt}-c{number}", runs_prefix(sid, task))
+}
+
 /// The lease ref of `task` of session `sid`.
 pub fn lease_ref(sid: &SessionId, task: &TaskId) -> String {
     format!("{LEASE_REF_PREFIX}{sid}/{task}")

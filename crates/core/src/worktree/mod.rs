@@ -54,7 +54,7 @@ pub const PIPELINE_FOLDER: &str = ".tlv4";
 
 /// The ref names of task branches and kept work, re-exported from the one module that
 /// builds ref names.
-pub use crate::store::refs::{RUNS_REF_PREFIX, attempt_ref, task_ref};
+pub use crate::store::refs::{RUNS_REF_PREFIX, attempt_ref, candidate_ref, task_ref};
 
 /// Keeps `commit`, work of attempt `attempt` of `task`, under the first free
 /// [`attempt_ref`] from `attempt` up (attempt 0 counts as 1); one that already points at
@@ -166,6 +166,11 @@ pub struct TaskWorktree {
     branch: String,
     from: ObjectId,
     run: Option<(String, u32)>,
+    /// A candidate's number (best of N): the checkout is detached at `from`, and its snapshot
+    /// goes to `branch`, the candidate's own `refs/tlv4/runs/…` ref, created there.
+    candidate: Option<u32>,
+    /// Trailers a candidate's snapshot adds (its agent, outcome and spend), as `Key: value`.
+    trailers: Vec<String>,
     recorded: Mutex<Recorded>,
 }
 
@@ -254,12 +259,67 @@ impl TaskWorktree {
             branch,
             from,
             run: task_at(store, sid, task, from).map(|t| (t.role.to_string(), t.attempts)),
+            candidate: None,
+            trailers: Vec::new(),
             recorded: Mutex::new(Recorded {
                 base,
                 kept: None,
                 limits: SnapshotLimits::default(),
             }),
         })
+    }
+
+    /// A checkout for candidate `number` of attempt `attempt` of `task` (best of N), detached
+    /// at `from`, the session tip: no branch moves. Its snapshot is a commit on `from` that
+    /// [`candidate_ref`] keeps (created only), taken also when the candidate changed nothing,
+    /// so that every candidate is kept whatever becomes of it.
+    pub fn candidate(
+        store: &Store,
+        sid: &SessionId,
+        task: &TaskId,
+        from: ObjectId,
+        (role, attempt): (&str, u32),
+        number: u32,
+    ) -> Result<TaskWorktree> {
+        let reason = format!(
+            "{} ({sid} {task} candidate {number})",
+            crate::git::lock_reason()
+        );
+        let checkout = Checkout::leased(
+            store,
+            pool::Purpose::Agent,
+            &reason,
+            pool::Target::Detached(from),
+            OnDrop::Keep,
+        )?;
+        if let Some(lease) = &checkout.lease {
+            lease.private_git(store)?;
+        }
+        Ok(TaskWorktree {
+            checkout,
+            store: Store::from_repo(store.repo().clone())?,
+            sid: sid.clone(),
+            task: task.clone(),
+            branch: candidate_ref(sid, task, attempt, number),
+            from,
+            run: Some((role.to_owned(), attempt)),
+            candidate: Some(number),
+            trailers: Vec::new(),
+            recorded: Mutex::new(Recorded {
+                base: from,
+                kept: None,
+                limits: SnapshotLimits::default(),
+            }),
+        })
+    }
+
+    /// Adds trailers (`Tlv4-` and the key, then the value on one line) to a candidate's
+    /// snapshot commit: what a later run needs to know of it without running it again.
+    pub fn add_trailers<'a>(&mut self, trailers: impl IntoIterator<Item = (&'a str, String)>) {
+        for (key, value) in trailers {
+            self.trailers
+                .push(format!("Tlv4-{key}: {}", one_line(&value)));
+        }
     }
 
     /// Prepares the checkout by `plan` at the commit it was made from, like the tester's
@@ -404,6 +464,60 @@ impl TaskWorktree {
             refused: inspection.rejected,
             kept: None,
         };
+        if let Some(number) = self.candidate {
+            let mut message = if snap.refused.is_empty() {
+                snapshot_message(
+                    &self.sid,
+                    &self.task,
+                    &role,
+                    attempt,
+                    &snap,
+                    &self.agent_commits(),
+                )
+            } else {
+                kept_message(
+                    &self.sid,
+                    &self.task,
+                    &role,
+                    attempt,
+                    "refused snapshot",
+                    REFUSED_EVENT,
+                    &snap,
+                )
+            };
+            message.push_str(&format!("Tlv4-Candidate: {number}\n"));
+            for t in &self.trailers {
+                message.push_str(t);
+                message.push('\n');
+            }
+            let commit = self.write_commit(tree, base, &message)?;
+            if !self.store.create_ref(
+                &self.branch,
+                commit,
+                &format!("git-tlv4: candidate {number} of {}", self.task),
+            )? {
+                return Err(Error::state(
+                    format!(
+                        "`{}` exists already; candidate {number} of {} is not kept there",
+                        self.branch, self.task
+                    ),
+                    Some(format!("look at it with `git show --stat {}`", self.branch)),
+                ));
+            }
+            recorded.kept = Some((self.branch.clone(), commit));
+            if snap.refused.is_empty() {
+                if tree == base_tree {
+                    snap.changed.clear();
+                }
+                snap.commit = Some(commit);
+            } else {
+                snap.kept = Some(Kept {
+                    name: self.branch.clone(),
+                    commit,
+                });
+            }
+            return Ok(snap);
+        }
         if !snap.refused.is_empty() {
             if tree != base_tree {
                 let message = kept_message(
@@ -569,7 +683,11 @@ impl TaskWorktree {
         let head = std::fs::read_to_string(self.checkout.admin.join("HEAD"))
             .map_err(|e| Error::io("cannot read the HEAD of the task worktree", e))?;
         let head = head.trim();
-        if head.strip_prefix("ref: ") != Some(self.branch.as_str()) {
+        let expected = match self.candidate {
+            Some(_) => head.parse::<ObjectId>().ok() == Some(self.from),
+            None => head.strip_prefix("ref: ") == Some(self.branch.as_str()),
+        };
+        if !expected {
             moved.push(Rejection {
                 path: "HEAD".to_owned(),
                 rule: Rule::HeadMoved {
@@ -577,7 +695,11 @@ impl TaskWorktree {
                 },
             });
         }
-        let tip = self.branch_tip()?;
+        // A candidate has no branch: its snapshot is made on its base, always.
+        let tip = match self.candidate {
+            Some(_) => Some(base),
+            None => self.branch_tip()?,
+        };
         let builds_on_base = match tip {
             Some(t) if t == base => true,
             Some(t) => self
@@ -787,6 +909,8 @@ pub fn keep_abandoned(
         branch: branch.clone(),
         from: base,
         run: task_at(store, &sid, &task, session_tip).map(|t| (t.role.to_string(), t.attempts)),
+        candidate: None,
+        trailers: Vec::new(),
         recorded: Mutex::new(Recorded {
             base,
             kept: None,

@@ -1,0 +1,418 @@
+//! Best of N with scripted executors on a sample written here (a calculator and its
+//! `unittest` suite): one candidate breaks the tests, one passes them but writes a hard-coded
+//! secret (the review blocks it), one is clean — the clean one is merged, all three are kept
+//! under their run refs and measured in the record; `--accept-first` starts nothing after a
+//! perfect candidate; a run killed between candidates takes the finished ones as they were.
+
+use crate::common::{TestRepo, fixture};
+
+const CALC: &str = "def add(a, b):\n    return a + b\n";
+const CLEAN: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
+const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
+
+/// The sample, its tests, and one `command` agent per candidate style, each writing
+/// `app/calc.py` as given.
+fn sample(agents: &[(&str, String)]) -> TestRepo {
+    let agents: Vec<(&str, String, f64)> =
+        agents.iter().map(|(n, c)| (*n, c.clone(), 0.0)).collect();
+    sample_slow(&agents)
+}
+
+/// [`sample`] whose agents sleep the seconds given before they write.
+fn sample_slow(agents: &[(&str, String, f64)]) -> TestRepo {
+    let repo = TestRepo::new();
+    repo.wide_pipeline(1);
+    repo.write("app/__init__.py", "");
+    repo.write("app/calc.py", CALC);
+    repo.write("tests/__init__.py", "");
+    repo.write(
+        "tests/test_calc.py",
+        "import unittest\n\nfrom app.calc import add\n\n\nclass Calc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    );
+    let mut toml =
+        String::from("[tests]\ncommand = \"python3 -m unittest discover -s tests -t . -v\"\n");
+    for (name, calc, sleep) in agents {
+        let files = serde_json::json!({ "app/calc.py": calc }).to_string();
+        toml.push_str(&format!(
+            "[agents.{name}]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\n\
+             env = {{ SCRIPTED_MODE = \"write\", SCRIPTED_WRITE = '{files}', SCRIPTED_SLEEP = \"{sleep}\" }}\n",
+            fixture("scripted-agent"),
+        ));
+    }
+    repo.write(".tlv4.toml", &toml);
+    repo.git(&["add", "-A"]);
+    repo.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "calc, its tests, the candidates' agents",
+    ]);
+    repo.ok(&["trust"]);
+    repo
+}
+
+fn secret() -> String {
+    format!("{CLEAN}\n{} = \"{}\"\n", "password", "Tr0ub4dor&3xyzzy")
+}
+
+fn candidates(repo: &TestRepo, sid: &str, attempt: u32) -> serde_json::Value {
+    let path = format!(".tlv4/sessions/{sid}/runs/IMPL-001/{attempt}/candidates.json");
+    serde_json::from_str(&repo.git(&["show", &format!("tlv4/{sid}:{path}")])).unwrap()
+}
+
+#[test]
+fn the_clean_candidate_is_merged_and_the_other_two_are_kept_and_measured() {
+    let repo = sample(&[
+        ("broken", BROKEN.to_owned()),
+        ("leaky", secret()),
+        ("clean", CLEAN.to_owned()),
+    ]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "broken,leaky,clean",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(
+        repo.task(&sid, "IMPL-001")["status"],
+        "completed",
+        "{stderr}"
+    );
+    // The session has the clean candidate's code.
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{sid}:app/calc.py")]),
+        CLEAN
+    );
+    // Every candidate is measured in the record, the rule with it.
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], 3, "{rec:#}");
+    assert!(
+        rec["rule"].as_str().unwrap().starts_with("tests first"),
+        "{rec:#}"
+    );
+    let c = &rec["candidates"];
+    assert_eq!(c[0]["agent"], "broken");
+    assert_eq!(c[0]["tests"]["meets_target"], false, "{rec:#}");
+    assert_eq!(c[0]["tests"]["failed"], 1, "{rec:#}");
+    assert!(
+        c[0]["tests"]["failures"].to_string().contains("test_add"),
+        "{rec:#}"
+    );
+    assert_eq!(c[1]["tests"]["meets_target"], true, "{rec:#}");
+    assert_eq!(c[1]["review"]["verdict"], "BLOCK", "{rec:#}");
+    assert!(
+        c[1]["review"]["blocking"]
+            .to_string()
+            .contains("app/calc.py"),
+        "{rec:#}"
+    );
+    assert_eq!(c[2]["tests"]["passed"], 1, "{rec:#}");
+    assert_ne!(c[2]["review"]["verdict"], "BLOCK", "{rec:#}");
+    assert_eq!(c[2]["rank"], 1);
+    assert!(c[2]["diff"]["added"].as_u64().unwrap() >= 3, "{rec:#}");
+    // Each is kept under its own run ref, on the tip it started from.
+    let refs = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        &format!("refs/tlv4/runs/{sid}/IMPL-001/"),
+    ]);
+    for k in 1..=3 {
+        let name = format!("refs/tlv4/runs/{sid}/IMPL-001/1-c{k}");
+        assert!(refs.lines().any(|l| l == name), "{refs}");
+        assert_eq!(c[k - 1]["ref"], name.as_str());
+        assert_eq!(
+            repo.git(&["rev-parse", &name]).trim(),
+            c[k - 1]["commit"].as_str().unwrap()
+        );
+    }
+    let leaky = repo.git(&[
+        "show",
+        &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c2:app/calc.py"),
+    ]);
+    assert!(leaky.contains("Tr0ub4dor"), "{leaky}");
+    // The task branch is the picked candidate; the event says which.
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("tlv4/{sid}.IMPL-001")])
+            .trim(),
+        c[2]["commit"].as_str().unwrap()
+    );
+    let event = repo.git(&[
+        "log",
+        "-1",
+        "--format=%B",
+        "--grep=Tlv4-Picked",
+        &format!("tlv4/{sid}"),
+    ]);
+    assert!(
+        event.contains("Tlv4-Best-Of: 3") && event.contains("Tlv4-Picked: 3"),
+        "{event}"
+    );
+    // Every candidate's spend is on record, once.
+    for k in 1..=3 {
+        let usage = repo.git(&[
+            "show",
+            &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/IMPL-001/1/candidate-{k}/usage.json"),
+        ]);
+        assert!(usage.contains(&format!("\"candidate\": {k}")), "{usage}");
+    }
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    assert!(!files.contains("runs/IMPL-001/1/usage.json"), "{files}");
+    repo.fsck();
+}
+
+#[test]
+fn accept_first_starts_no_candidate_after_a_perfect_one() {
+    let repo = sample(&[("clean", CLEAN.to_owned()), ("broken", BROKEN.to_owned())]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "1",
+            "--best-of",
+            "clean,broken,clean",
+            "--accept-first",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(
+        repo.task(&sid, "IMPL-001")["status"],
+        "completed",
+        "{stderr}"
+    );
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    assert_eq!(rec["accept_first"], true);
+    for k in [1, 2] {
+        let outcome = rec["candidates"][k]["outcome"].as_str().unwrap();
+        assert!(outcome.starts_with("stopped: not started"), "{rec:#}");
+    }
+    let refs = repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
+    assert_eq!(refs.lines().count(), 1, "{refs}");
+    repo.fsck();
+}
+
+/// Candidates side by side: once the quick one is perfect, the slow one running beside it is
+/// stopped (its run says so), and the clean one is merged.
+#[test]
+fn accept_first_stops_a_candidate_running_beside_the_perfect_one() {
+    let repo = sample_slow(&[
+        ("clean", CLEAN.to_owned(), 0.0),
+        ("slow", BROKEN.to_owned(), 90.0),
+    ]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "2",
+            "--best-of",
+            "clean,slow",
+            "--accept-first",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    let slow = rec["candidates"][1]["outcome"].as_str().unwrap();
+    assert!(
+        slow.starts_with("stopped: candidate 1 passed every test"),
+        "{rec:#}"
+    );
+    // Stopped before it wrote anything: its snapshot changes nothing, and is kept all the same.
+    assert_eq!(
+        rec["candidates"][1]["changed"],
+        serde_json::json!([]),
+        "{rec:#}"
+    );
+    repo.git(&["rev-parse", &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c2")]);
+    repo.fsck();
+}
+
+/// The tool killed while candidate 2 runs: `resume` takes candidate 1 as it was (not run
+/// again), runs the other two, and picks as before.
+#[test]
+fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again() {
+    let repo = sample_slow(&[
+        ("clean", CLEAN.to_owned(), 0.0),
+        ("slow", BROKEN.to_owned(), 4.0),
+        ("leaky", secret(), 0.0),
+    ]);
+    let mut child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "1",
+            "--best-of",
+            "clean,slow,leaky",
+            "add mul",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listed = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
+    let waited = std::time::Instant::now();
+    while !listed().contains("/1-c1") {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "candidate 1 never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Candidate 2 sleeps before it writes: the tool dies while it runs.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let refs = listed();
+    assert!(!refs.contains("-c2"), "{refs}");
+    let sid = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:lstrip=2)",
+        "refs/heads/tlv4/",
+    ]);
+    let sid = sid
+        .lines()
+        .find(|l| !l.contains('.'))
+        .unwrap()
+        .trim()
+        .trim_start_matches("tlv4/")
+        .to_owned();
+    let out = repo.tlv4(&["--session", &sid, "resume"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+    let attempt = repo.task(&sid, "IMPL-001")["attempts"].as_u64().unwrap() as u32;
+    assert!(attempt >= 2, "{attempt}");
+    let rec = candidates(&repo, &sid, attempt);
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    let c = &rec["candidates"];
+    assert_eq!(c[0]["reused"], true, "{rec:#}");
+    assert_eq!(
+        c[0]["ref"],
+        format!("refs/tlv4/runs/{sid}/IMPL-001/1-c1").as_str()
+    );
+    assert_eq!(c[1]["reused"], false, "{rec:#}");
+    // Candidate 1 ran once: one ref of it, one usage record of it.
+    let refs = listed();
+    assert_eq!(
+        refs.lines().filter(|l| l.ends_with("-c1")).count(),
+        1,
+        "{refs}"
+    );
+    assert_eq!(
+        refs.lines().filter(|l| l.ends_with("-c2")).count(),
+        1,
+        "{refs}"
+    );
+    let files = repo.git(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    assert_eq!(
+        files
+            .lines()
+            .filter(|l| l.ends_with("candidate-1/usage.json"))
+            .count(),
+        1,
+        "{files}"
+    );
+    repo.fsck();
+}
+
+/// No candidate passes (one breaks the tests, the other is blocked by the review): the task
+/// fails with both kept and measured, and its reason names the best and how to take it.
+#[test]
+fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it() {
+    let repo = sample(&[("broken", BROKEN.to_owned()), ("leaky", secret())]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "broken,leaky",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let task = repo.task(&sid, "IMPL-001");
+    assert_eq!(task["status"], "failed", "{task}\n{stderr}");
+    let reason = task["result"].to_string();
+    assert!(reason.contains("no candidate of 2 passes"), "{reason}");
+    assert!(reason.contains("git tlv4 pick IMPL-001 2"), "{reason}");
+    assert!(stderr.contains("git tlv4 pick IMPL-001 2"), "{stderr}");
+    let rec = candidates(&repo, &sid, 1);
+    assert_eq!(rec["picked"], serde_json::Value::Null, "{rec:#}");
+    assert_eq!(rec["best"], 2, "{rec:#}");
+    assert_eq!(rec["candidates"][0]["tests"]["meets_target"], false);
+    assert_eq!(rec["candidates"][1]["review"]["verdict"], "BLOCK");
+    // Nothing merged: the session's code is the base's; both are kept.
+    assert_eq!(
+        repo.git(&["show", &format!("tlv4/{sid}:app/calc.py")]),
+        CALC
+    );
+    for k in 1..=2 {
+        repo.git(&[
+            "rev-parse",
+            &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c{k}"),
+        ]);
+    }
+    repo.fsck();
+}
