@@ -63,7 +63,7 @@ pub(crate) fn table(task: &TaskId, record: &Candidates) -> String {
             diff(c),
             cost(c),
             format!("{:.1}", c.seconds),
-            c.ref_name.clone(),
+            c.reference.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     let widths: Vec<usize> = (0..9)
@@ -137,10 +137,7 @@ pub(crate) fn tests(c: &Candidate) -> String {
 pub(crate) fn review(c: &Candidate) -> String {
     match &c.review {
         None => "-".into(),
-        Some(r) => match r.score {
-            Some(s) => format!("{} {s:.0}", r.verdict),
-            None => r.verdict.clone(),
-        },
+        Some(r) => format!("{} {:.0}", r.verdict, r.score),
     }
 }
 
@@ -158,10 +155,12 @@ pub(crate) fn diff(c: &Candidate) -> String {
     }
 }
 
-/// Dollars, or `-` when the agent reported none.
+/// Dollars, else the tokens, or `-` when the agent reported neither.
 pub(crate) fn cost(c: &Candidate) -> String {
-    match c.usage.as_ref().and_then(|u| u.cost_usd) {
+    let tokens = c.usage.input_tokens + c.usage.output_tokens;
+    match c.usage.cost_usd {
         Some(usd) => format!("${usd:.4}"),
+        None if tokens > 0 => format!("{tokens} tokens"),
         None => "-".into(),
     }
 }
@@ -169,6 +168,7 @@ pub(crate) fn cost(c: &Candidate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinator::bestof::record::{ReviewMeasure, TestsMeasure};
 
     const RECORD: &str = r#"{
       "schema": 1, "task": "IMPL-001", "attempt": 1, "measured_on": "abc",
@@ -241,17 +241,20 @@ picked 2 (by the rule): all tests pass and the review passes
             (tests(&c), review(&c), diff(&c), cost(&c)),
             ("-".into(), "-".into(), "-".into(), "-".into())
         );
-        c.tests = Some(pick::TestsMeasure::default());
+        c.tests = Some(TestsMeasure::default());
         assert_eq!(tests(&c), "not run");
-        c.tests = Some(pick::TestsMeasure {
+        c.tests = Some(TestsMeasure {
             ran: true,
             ..Default::default()
         });
         assert_eq!(tests(&c), "none found");
-        c.review = Some(pick::ReviewMeasure {
-            verdict: "WARN".into(),
+        c.review = Some(ReviewMeasure {
+            verdict: "CONDITIONAL".into(),
+            score: 61.5,
             ..Default::default()
         });
-        assert_eq!(review(&c), "WARN");
+        assert_eq!(review(&c), "CONDITIONAL 62");
+        c.usage.input_tokens = 1200;
+        assert_eq!(cost(&c), "1200 tokens");
     }
 }

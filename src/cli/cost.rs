@@ -190,8 +190,11 @@ impl BestOf {
         attempt: u32,
         record: &crate::coordinator::pick::Candidates,
     ) -> BestOf {
-        let usd =
-            |c: &crate::coordinator::pick::Candidate| c.usage.as_ref().and_then(|u| u.cost_usd);
+        let usd = |c: &crate::coordinator::pick::Candidate| c.usage.cost_usd;
+        // A candidate that never started spent nothing, priced or not.
+        let ran = |c: &&crate::coordinator::pick::Candidate| {
+            c.usage.input_tokens + c.usage.output_tokens > 0 || c.seconds > 0.0
+        };
         let merged = record.picked.and_then(|n| record.get(n)).and_then(usd);
         BestOf {
             task: task.to_owned(),
@@ -203,6 +206,7 @@ impl BestOf {
             unpriced: record
                 .candidates
                 .iter()
+                .filter(ran)
                 .filter(|c| usd(c).is_none())
                 .count(),
         }
@@ -293,7 +297,8 @@ mod tests {
         );
         let mut short = record.clone();
         short.picked = None;
-        short.candidates[2].usage = None;
+        short.candidates[2].usage.cost_usd = None;
+        short.candidates[2].seconds = 1.0;
         assert_eq!(
             BestOf::of("IMPL-001", 1, &short).line(),
             "IMPL-001 best of 3: $0.2500 in 3 candidates, none merged; 1 reported no cost"

@@ -17,166 +17,17 @@ use tlv4_core::worktree::{self, MergeOutcome, task_ref};
 
 use super::decide::Decision;
 
-/// The name of a task attempt's candidates record.
-pub const RECORD: &str = "candidates.json";
+pub(crate) use super::bestof::record::{Candidate, Candidates, FILE as RECORD};
 
-/// A best-of task's candidates record, as read (fields a newer writer adds are kept in
-/// [`Found::raw`], not here).
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct Candidates {
-    /// The record's format.
-    pub schema: u32,
-    /// The task.
-    pub task: String,
-    /// The attempt the candidates ran in.
-    pub attempt: u32,
-    /// The session tip the candidates were merged into to be measured.
-    pub measured_on: Option<String>,
-    /// The ranking rule, in one sentence.
-    pub rule: String,
-    /// The candidate merged as the task's result (none: every candidate failed).
-    pub picked: Option<u32>,
-    /// The best-ranked candidate.
-    pub best: Option<u32>,
-    /// Why the picked one won, in one line.
-    pub why: String,
-    /// How a tie was broken, if there was one.
-    pub tie: Option<String>,
-    /// Whether the first candidate that met the target was taken without the others.
-    pub accept_first: bool,
-    /// Who picked: `rule` (absent) or `user` (`git tlv4 pick`).
-    pub picked_by: Option<String>,
-    /// The candidates, by number.
-    pub candidates: Vec<Candidate>,
-}
-
-/// One candidate and what it measured.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct Candidate {
-    /// Its number, from 1.
-    pub number: u32,
-    /// The agent that ran it.
-    pub agent: String,
-    /// The model, when known.
-    pub model: Option<String>,
-    /// The ref its snapshot is kept under.
-    #[serde(rename = "ref")]
-    pub ref_name: String,
-    /// Its snapshot commit (none: it produced nothing).
-    pub commit: Option<String>,
-    /// The session tip it forked from.
-    pub parent: Option<String>,
-    /// `completed`, `failed: …` or `stopped: …`.
-    pub outcome: String,
-    /// The agent's summary.
-    pub summary: String,
-    /// The files it changed.
-    pub changed: Vec<String>,
-    /// Whether its result was an earlier one reused.
-    pub reused: bool,
-    /// The merge commit it was measured on.
-    pub merged: Option<String>,
-    /// Paths where it conflicted with the session.
-    pub conflict: Vec<String>,
-    /// The project's tests on the merge.
-    pub tests: Option<TestsMeasure>,
-    /// The reviewer on its diff.
-    pub review: Option<ReviewMeasure>,
-    /// The size of its diff.
-    pub diff: Option<DiffMeasure>,
-    /// What its run used.
-    pub usage: Option<UsageMeasure>,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-    /// Its rank, 1 the best.
-    pub rank: Option<u32>,
-}
-
-/// The tests on a candidate's merge.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct TestsMeasure {
-    /// Whether they ran.
-    pub ran: bool,
-    /// Percent passed.
-    pub pass_rate: Option<f64>,
-    /// Tests passed.
-    pub passed: u64,
-    /// Tests failed.
-    pub failed: u64,
-    /// Tests skipped.
-    pub skipped: u64,
-    /// Whether the pass rate meets the session's target.
-    pub meets_target: bool,
-    /// The failing tests.
-    pub failures: Vec<String>,
-    /// Why they did not run, or what to know.
-    pub note: String,
-}
-
-/// The reviewer's verdict on a candidate's diff.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct ReviewMeasure {
-    /// `PASS`, `WARN` or `BLOCK`.
-    pub verdict: String,
-    /// The score, 0 to 100.
-    pub score: Option<f64>,
-    /// Findings.
-    pub findings: u64,
-    /// The blocking findings, one line each.
-    pub blocking: Vec<String>,
-}
-
-/// The size of a candidate's diff.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct DiffMeasure {
-    /// Files changed.
-    pub files: u64,
-    /// Lines added.
-    pub added: u64,
-    /// Lines removed.
-    pub removed: u64,
-}
-
-/// What a candidate's run used.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-pub struct UsageMeasure {
-    /// Input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// US dollars, when reported.
-    pub cost_usd: Option<f64>,
-}
-
-impl Candidates {
-    /// Candidate `n`, if there is one.
-    pub fn get(&self, n: u32) -> Option<&Candidate> {
-        self.candidates.iter().find(|c| c.number == n)
-    }
-
-    /// Whether a person picked (not the rule).
-    pub fn by_user(&self) -> bool {
-        self.picked_by.as_deref() == Some("user")
-    }
-}
-
-impl Candidate {
-    /// Its snapshot commit and the commit it forked from, when it has both.
-    fn commits(&self) -> Option<(ObjectId, ObjectId)> {
-        let id = |s: &Option<String>| s.as_deref().and_then(|s| s.parse().ok());
-        id(&self.commit).zip(id(&self.parent))
-    }
+/// A candidate's snapshot commit and the commit it forked from, when it has both.
+fn commits(c: &Candidate) -> Option<(ObjectId, ObjectId)> {
+    let id = |s: &Option<String>| s.as_deref().and_then(|s| s.parse().ok());
+    id(&c.commit).zip(id(&c.parent))
 }
 
 /// A task's candidates record as found in a tree.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub(crate) struct Found {
     /// The attempt it belongs to.
     pub attempt: u32,
     /// The record.
@@ -186,7 +37,7 @@ pub struct Found {
 }
 
 /// Parses a candidates record.
-pub fn parse(bytes: &[u8]) -> Result<(Candidates, serde_json::Value)> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<(Candidates, serde_json::Value)> {
     let bad = |e: serde_json::Error| Error::state(format!("cannot read {RECORD}: {e}"), None);
     let raw: serde_json::Value = serde_json::from_slice(bytes).map_err(bad)?;
     let record = serde_json::from_value(raw.clone()).map_err(bad)?;
@@ -195,7 +46,7 @@ pub fn parse(bytes: &[u8]) -> Result<(Candidates, serde_json::Value)> {
 
 /// The candidates record of `task`'s latest attempt that has one, in session `sid`'s
 /// folder of `tree`.
-pub fn latest(
+pub(crate) fn latest(
     store: &Store,
     tree: ObjectId,
     sid: &SessionId,
@@ -232,7 +83,7 @@ fn latest_in(txn: &Txn<'_>, task: &Task) -> Result<Option<Found>> {
 }
 
 /// Every task of `state` that ran candidates, with its latest record, in task order.
-pub fn all(
+pub(crate) fn all(
     store: &Store,
     tip: ObjectId,
     sid: &SessionId,
@@ -250,7 +101,7 @@ pub fn all(
 
 /// `task`'s latest candidates record at the tip of session `sid`: an error naming the fix
 /// when the task is unknown or ran none.
-pub fn of_task(store: &Store, sid: &SessionId, task: &TaskId) -> Result<Found> {
+pub(crate) fn of_task(store: &Store, sid: &SessionId, task: &TaskId) -> Result<Found> {
     let (tip, state) = store.read_state(sid)?;
     let t = state.task(task)?;
     latest(store, store.commit_tree(tip)?, sid, t)?.ok_or_else(|| none(task))
@@ -373,7 +224,7 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
             Some(format!("see the others: git tlv4 candidates {task}")),
         ));
     }
-    let Some((commit, parent)) = chosen.commits() else {
+    let Some((commit, parent)) = commits(chosen) else {
         return Err(Error::state(
             format!(
                 "candidate {number} of `{task}` left no commit to take ({})",
@@ -405,7 +256,7 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
         .picked
         .filter(|_| t.status == TaskStatus::Completed)
         .and_then(|k| record.get(k))
-        .and_then(Candidate::commits)
+        .and_then(commits)
         .map(|(c, p)| Ok::<_, Error>((c, p, store.is_ancestor(c, txn.tip)?)))
         .transpose()?
         .filter(|(.., merged)| *merged)
@@ -470,9 +321,10 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
     result["outcome"] = "completed".into();
     result["summary"] = chosen.summary.clone().into();
     result["agent"] = chosen.agent.clone().into();
-    result["picked"] = number.into();
+    result["best_of"] = serde_json::json!({ "candidates": count, "picked": number });
     result["snapshot"] = serde_json::json!({
         "commit": commit.to_string(), "parent": parent.to_string(), "changed": chosen.changed,
+        "refused": [], "left_out": [], "kept": chosen.reference,
     });
     txn.write_record(&result_path, pretty(&result))?;
 

@@ -45,7 +45,7 @@ pub(super) fn data(
                     "cost": cells::cost(c),
                     "seconds": c.seconds,
                     "rank": c.rank,
-                    "ref": c.ref_name,
+                    "ref": c.reference,
                     "conflict": c.conflict,
                     "diff": diff(store, c),
                 })
