@@ -1,11 +1,14 @@
 //! `candidates` and `pick`: a best-of task's candidates shown, and another one taken as a
-//! recorded decision. The session runs with the offline builtin agent; the best-of run of
-//! IMPL-001 is then written by the test with git itself: four candidate commits on the
-//! session tip under `refs/tlv4/runs/<SID>/IMPL-001/1-c<k>`, and a commit on the session
-//! branch that merges candidate 2 and records `candidates.json` as a best-of run does.
+//! recorded decision. Two sessions: a real best-of run of scripted agents (the sample of
+//! `bestof.rs`), and one run by the offline builtin agent whose best-of run of IMPL-001 the
+//! test then writes with git itself — four candidate commits on the session tip under
+//! `refs/tlv4/runs/<SID>/IMPL-001/1-c<k>`, and a commit on the session branch that merges
+//! candidate 2 and records `candidates.json` — to have a task downstream, a candidate without
+//! a commit and one that conflicts.
 
 use std::path::Path;
 
+use crate::bestof::{BROKEN, CALC, CLEAN, sample, secret};
 use crate::common::{TestRepo, hermetic};
 
 const PIPELINE: &str = "schema = 1
@@ -464,5 +467,115 @@ fn a_task_whose_candidates_all_fell_short_takes_the_one_picked() {
         message.contains("candidate 2 instead of no candidate"),
         "{message}"
     );
+    repo.fsck();
+}
+
+/// A real best-of run: the clean candidate is merged, the leaky one (the review blocks it)
+/// kept; `pick` takes the leaky one and back; a run where none passes takes the best.
+#[test]
+fn a_real_best_of_run_is_listed_and_overruled() {
+    let repo = sample(&[("leaky", secret()), ("clean", CLEAN.to_owned())]);
+    let start = |agents: &str, text: &str| -> String {
+        let out = repo
+            .tlv4_cmd(&[
+                "start",
+                "--pipeline",
+                "wide",
+                "--yes",
+                "--completion",
+                "keep",
+                "--best-of",
+                agents,
+                text,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let sid = start("leaky,clean", "add mul");
+    let s = |args: &[&str]| -> Vec<String> {
+        ["--session", sid.as_str()]
+            .iter()
+            .chain(args)
+            .map(|a| (*a).to_owned())
+            .collect()
+    };
+    let ok = |args: &[&str]| {
+        let a = s(args);
+        repo.ok(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let table = ok(&["candidates", "IMPL-001"]);
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(
+        rows[1].starts_with("  1  leaky") && rows[1].contains("BLOCK"),
+        "{table}"
+    );
+    assert!(
+        rows[2].starts_with("* 2  clean") && rows[2].contains("1/1 passed"),
+        "{table}"
+    );
+    assert!(table.contains("\nrule: tests first"), "{table}");
+    assert!(
+        table.contains("\npicked 2 (by the rule): candidate 2: tests 1/1"),
+        "{table}"
+    );
+    let cost = ok(&["cost"]);
+    assert!(cost.contains("IMPL-001 best of 2: "), "{cost}");
+
+    ok(&["pick", "IMPL-001", "1", "--no-run"]);
+    assert_eq!(show(&repo, &sid, "app/calc.py"), secret());
+    let c1 = repo.git(&["rev-parse", &format!("refs/tlv4/runs/{sid}/IMPL-001/1-c1")]);
+    assert_eq!(
+        repo.git(&[
+            "rev-parse",
+            &format!("refs/heads/tlv4/{sid}.IMPL-001"),
+            &format!("tlv4/{sid}^2")
+        ]),
+        format!("{c1}{c1}")
+    );
+    repo.fsck();
+    // Back to the rule's pick, running the pipeline on: the session completes again.
+    ok(&["pick", "IMPL-001", "2"]);
+    assert_eq!(show(&repo, &sid, "app/calc.py"), CLEAN);
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
+    repo.fsck();
+
+    // None passes: the task failed, nothing merged; pick takes the best and completes it.
+    let repo = sample(&[("broken", BROKEN.to_owned()), ("leaky", secret())]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "broken,leaky",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "failed");
+    assert_eq!(show(&repo, &sid, "app/calc.py"), CALC);
+    let table = repo.ok(&["--session", &sid, "candidates", "IMPL-001"]);
+    assert!(
+        table.contains("the best is 2 (git tlv4 pick IMPL-001 2 takes it)"),
+        "{table}"
+    );
+    repo.ok(&["--session", &sid, "pick", "IMPL-001", "2", "--no-run"]);
+    assert_eq!(show(&repo, &sid, "app/calc.py"), secret());
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
     repo.fsck();
 }
