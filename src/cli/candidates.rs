@@ -31,7 +31,15 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
         ctx.ui.json(&found.raw);
         return Ok(());
     }
-    ctx.ui.out(table(&args.task, &found.record).trim_end());
+    let r = &found.record;
+    let heading = format!(
+        "{}, attempt {}: best of {}\n\n",
+        args.task,
+        found.attempt,
+        r.candidates.len()
+    );
+    ctx.ui
+        .out(format!("{heading}{}", table(&args.task, r)).trim_end());
     Ok(())
 }
 

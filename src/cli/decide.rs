@@ -141,11 +141,14 @@ pub(crate) fn pick(ctx: &Ctx<'_>, args: PickArgs) -> Result<()> {
     let picked = crate::coordinator::pick::pick(&store, &sid, &args.task, args.number)?;
     ctx.ui
         .status(format!("pick: {}", picked.summary.replace('\n', "\n  ")));
-    ctx.ui.status(format!(
-        "branch {} now at candidate {} ({})",
-        picked.branch,
-        args.number,
-        tlv4_core::text::short_id(&picked.commit.to_string())
-    ));
+    match &picked.branch_note {
+        Some(note) => ctx.ui.warn(note),
+        None => ctx.ui.status(format!(
+            "branch {} now at candidate {} ({})",
+            picked.branch,
+            args.number,
+            tlv4_core::text::short_id(&picked.commit.to_string())
+        )),
+    }
     drive(ctx, &store, &sid, &args.run)
 }

@@ -52,25 +52,23 @@ pub(crate) fn latest(
     sid: &SessionId,
     task: &Task,
 ) -> Result<Option<Found>> {
-    for attempt in (1..=task.attempts).rev() {
-        let path = format!("{}/runs/{}/{attempt}/{RECORD}", session_dir(sid), task.id);
-        if let Some(bytes) = store.read_blob_at(tree, &path)? {
-            let (record, raw) = parse(&bytes)?;
-            return Ok(Some(Found {
-                attempt,
-                record,
-                raw,
-            }));
-        }
-    }
-    Ok(None)
+    let dir = session_dir(sid);
+    find(task, |rel| {
+        store.read_blob_at(tree, &format!("{dir}/{rel}"))
+    })
 }
 
 /// [`latest`] as the change `txn` leaves the session's folder so far.
 fn latest_in(txn: &Txn<'_>, task: &Task) -> Result<Option<Found>> {
     let sid = txn.state.session.id.clone();
+    find(task, |rel| txn.read_file(&sid, rel))
+}
+
+/// The record of `task`'s latest attempt that has one, each read by `read` (a path in the
+/// session's folder).
+fn find(task: &Task, read: impl Fn(&str) -> Result<Option<Vec<u8>>>) -> Result<Option<Found>> {
     for attempt in (1..=task.attempts).rev() {
-        if let Some(bytes) = txn.read_file(&sid, &format!("runs/{}/{attempt}/{RECORD}", task.id))? {
+        if let Some(bytes) = read(&format!("runs/{}/{attempt}/{RECORD}", task.id))? {
             let (record, raw) = parse(&bytes)?;
             return Ok(Some(Found {
                 attempt,
@@ -129,6 +127,8 @@ pub struct Picked {
     pub branch_was: Option<ObjectId>,
     /// The candidate's commit the task branch now points at.
     pub commit: ObjectId,
+    /// Why the task branch did not move, when it did not (the event is written all the same).
+    pub branch_note: Option<String>,
 }
 
 /// `git tlv4 pick TASK N`: records the decision as one event, then moves the task branch
@@ -147,19 +147,32 @@ pub fn pick(store: &Store, sid: &SessionId, task: &TaskId, number: u32) -> Resul
     let (summary, before, rerun, commit) = done.expect("a pick always writes an event");
     let branch = task_ref(sid, task);
     let branch_was = store.try_ref(&branch)?;
-    let reflog = format!("tlv4: {task} takes candidate {number}");
-    match branch_was {
-        Some(was) if was == commit => {}
-        Some(was) => store.update_ref(&branch, was, commit, &reflog)?,
-        None => {
-            store.create_ref(&branch, commit, &reflog)?;
+    let reflog = format!("git-tlv4: candidate {number} of {task} picked by the user");
+    // The session has the change whatever becomes of the branch: a branch someone has checked
+    // out stays where it is, as the loop leaves it (`bestof::move_branch`).
+    let checked_out = store.checked_out_in(&branch);
+    let moved = match branch_was {
+        Some(was) if was == commit => Ok(()),
+        _ if !checked_out.is_empty() => {
+            Err(format!("it is checked out in {}", checked_out[0].display()))
         }
-    }
+        Some(was) => store
+            .update_ref(&branch, was, commit, &reflog)
+            .map_err(|e| e.to_string()),
+        None => store
+            .create_ref(&branch, commit, &reflog)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+    };
+    let short = tlv4_core::store::refs::short_branch(&branch).to_owned();
     Ok(Picked {
         before,
         rerun,
         summary,
-        branch: tlv4_core::store::refs::short_branch(&branch).to_owned(),
+        branch_note: moved.err().map(|why| {
+            format!("{short} was not moved to candidate {number} ({why}); the session has its change all the same")
+        }),
+        branch: short,
         branch_was,
         commit,
     })

@@ -229,22 +229,23 @@ fn candidates_lists_them_and_pick_takes_another_with_its_dependents_run_again() 
 
     let table = ok(&["candidates", "IMPL-001"]);
     let rows: Vec<&str> = table.lines().collect();
-    assert!(rows[0].starts_with("  #  AGENT"), "{table}");
-    assert!(rows[2].starts_with("* 2  fake-2  completed"), "{table}");
+    assert_eq!(rows[0], "IMPL-001, attempt 1: best of 4", "{table}");
+    assert!(rows[2].starts_with("  #  AGENT"), "{table}");
+    assert!(rows[4].starts_with("* 2  fake-2  completed"), "{table}");
     assert!(
-        rows[2].contains("3/3 passed") && rows[2].contains("PASS 80"),
+        rows[4].contains("3/3 passed") && rows[4].contains("PASS 80"),
         "{table}"
     );
     assert!(
-        rows[2].contains("+1 -0 in 1 file") && rows[2].contains("$0.0200"),
+        rows[4].contains("+1 -0 in 1 file") && rows[4].contains("$0.0200"),
         "{table}"
     );
     assert!(
-        rows[2].ends_with(&format!("refs/tlv4/runs/{sid}/IMPL-001/1-c2")),
+        rows[4].ends_with(&format!("refs/tlv4/runs/{sid}/IMPL-001/1-c2")),
         "{table}"
     );
     assert!(
-        rows[3].starts_with("  3  fake-3  failed: the agent timed out  -"),
+        rows[5].starts_with("  3  fake-3  failed: the agent timed out  -"),
         "{table}"
     );
     assert!(table.contains("\nrule: the most tests passed"), "{table}");
@@ -512,11 +513,11 @@ fn a_real_best_of_run_is_listed_and_overruled() {
     let table = ok(&["candidates", "IMPL-001"]);
     let rows: Vec<&str> = table.lines().collect();
     assert!(
-        rows[1].starts_with("  1  leaky") && rows[1].contains("BLOCK"),
+        rows[3].starts_with("  1  leaky") && rows[3].contains("BLOCK"),
         "{table}"
     );
     assert!(
-        rows[2].starts_with("* 2  clean") && rows[2].contains("1/1 passed"),
+        rows[4].starts_with("* 2  clean") && rows[4].contains("1/1 passed"),
         "{table}"
     );
     assert!(table.contains("\nrule: tests first"), "{table}");
