@@ -580,3 +580,49 @@ fn a_real_best_of_run_is_listed_and_overruled() {
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
     repo.fsck();
 }
+
+/// A pick made on one clone is made again on the other by `pull`, after what that clone did
+/// meanwhile; the same pick made on both sides holds.
+#[test]
+fn pull_makes_a_pick_of_the_other_clone_again() {
+    let bare = crate::remote::Bare::new();
+    let first = TestRepo::new();
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = session(&first);
+    let commits = best_of(&first, &sid, "completed");
+    first.ok(&["push"]);
+    let second = crate::remote::clone(&bare.url(), "second");
+    second.ok(&["pull"]);
+    let branch = format!("tlv4/{sid}");
+
+    first.ok(&["--session", &sid, "pick", "IMPL-001", "1", "--no-run"]);
+    first.ok(&["push"]);
+    let theirs = first.git(&["rev-parse", &branch]).trim().to_owned();
+    // Meanwhile, here: IMPL-002 is reset.
+    second.ok(&["--session", &sid, "reset", "IMPL-002", "--no-run"]);
+    second.ok(&["pull"]);
+    assert_eq!(second.trailers(&branch, "Tlv4-Decision")[0], "pick");
+    assert_eq!(second.trailers(&branch, "Tlv4-Replayed")[0], theirs);
+    assert_eq!(show(&second, &sid, "src/app.py"), "print('one')\n");
+    assert_eq!(
+        second.git(&["rev-parse", &format!("{branch}^2")]).trim(),
+        commits[0].clone().unwrap(),
+        "the replayed pick merges candidate 1 too"
+    );
+    let json = second.json(&["--session", &sid, "candidates", "IMPL-001", "--json"]);
+    assert_eq!(json["picked"], 1);
+    second.fsck();
+
+    // Both sides take candidate 2 back, apart: the pick holds, made once.
+    second.ok(&["push"]);
+    first.ok(&["pull"]);
+    first.ok(&["--session", &sid, "pick", "IMPL-001", "2", "--no-run"]);
+    second.ok(&["--session", &sid, "pick", "IMPL-001", "2", "--no-run"]);
+    first.ok(&["push"]);
+    second.ok(&["pull"]);
+    let summary = second.git(&["log", "-1", "--format=%B", &branch]);
+    assert!(summary.contains("picked here too"), "{summary}");
+    assert_eq!(show(&second, &sid, "src/app.py"), "print('two')\n");
+    second.fsck();
+}
