@@ -151,6 +151,23 @@ pub(super) fn push_with_result(
         return Ok(());
     };
     super::run::release(txn, sid, id, lease);
+    // A best-of task's candidates travel with it (created only: one the remote has already
+    // stays as it is).
+    for c in result.candidates.iter().flat_map(|c| &c.record.candidates) {
+        let (Some(name), Some(commit)) = (&c.reference, c.commit.as_deref()) else {
+            continue;
+        };
+        let Ok(commit) = commit.parse() else {
+            continue;
+        };
+        if txn.store().remote_value(&r.opts.remote, name)?.is_none() {
+            txn.also_push(tlv4_core::store::RemoteEdit {
+                name: name.clone(),
+                expected: None,
+                new: Some(commit),
+            });
+        }
+    }
     if result.snapshot.is_none() {
         return Ok(());
     }

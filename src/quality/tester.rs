@@ -79,6 +79,8 @@ pub struct SuiteMeasure {
     /// The tester's verdict (`pass`, `fix_required`, `no_tests`), or why the tests did not
     /// run.
     pub note: String,
+    /// The test commands' wall clock, summed.
+    pub seconds: f64,
 }
 
 /// Runs the tests on `ctx.tip` as a first test iteration would (in a test checkout with the
@@ -117,6 +119,7 @@ pub fn measure(input: &TaskInput, ctx: &QualityContext) -> Result<SuiteMeasure> 
         meets_target: record.verdict == "pass",
         failures: record.failures.into_iter().map(|f| f.name).collect(),
         note: record.verdict,
+        seconds: record.runs.iter().map(|r| r.seconds).sum(),
     })
 }
 

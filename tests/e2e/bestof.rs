@@ -5,6 +5,8 @@
 //! perfect candidate; a run killed between candidates takes the finished ones as they were.
 
 use crate::common::{TestRepo, fixture};
+use crate::remote::Bare;
+use crate::worker::{spawn_worker_with, trusted_clone, wait};
 
 pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
 pub(crate) const CLEAN: &str =
@@ -417,4 +419,70 @@ fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it(
         ]);
     }
     repo.fsck();
+}
+
+/// A best-of session shared through a remote: a worker on another clone runs the candidates;
+/// the session, the task branch and every candidate's ref reach the remote with its result.
+#[test]
+fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
+    let bare = Bare::new();
+    let first = sample(&[("broken", BROKEN.to_owned()), ("clean", CLEAN.to_owned())]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "broken,clean",
+            "add mul",
+        ])
+        .trim()
+        .to_owned();
+    let second = trusted_clone(&bare.url(), "second");
+    let mut worker = spawn_worker_with(&second, &bare.url(), &sid, &[], &[]);
+    assert!(
+        wait(&mut worker, &second),
+        "{}",
+        crate::worker::log_of(&second)
+    );
+    let gd = bare.path();
+    let on_remote = |args: &[&str]| {
+        let mut all = vec!["--git-dir", gd.to_str().unwrap()];
+        all.extend_from_slice(args);
+        first.git(&all)
+    };
+    let rec: serde_json::Value = serde_json::from_str(&on_remote(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/IMPL-001/1/candidates.json"),
+    ]))
+    .unwrap();
+    assert_eq!(rec["picked"], 2, "{rec:#}");
+    for k in 1..=2 {
+        let name = format!("refs/tlv4/runs/{sid}/IMPL-001/1-c{k}");
+        assert_eq!(
+            on_remote(&["rev-parse", &name]).trim(),
+            rec["candidates"][k - 1]["commit"].as_str().unwrap()
+        );
+    }
+    assert_eq!(
+        on_remote(&["show", &format!("tlv4/{sid}:app/calc.py")]),
+        CLEAN
+    );
+    let fsck = first
+        .git_cmd(&["--git-dir", gd.to_str().unwrap(), "fsck", "--strict"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
 }

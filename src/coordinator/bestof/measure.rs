@@ -73,6 +73,7 @@ fn measure_into(
         meets_target: suite.meets_target,
         failures: suite.failures,
         note: suite.note,
+        seconds: suite.seconds,
     });
     let (review, diff) = review(store, input, qctx, merged, c.number)?;
     c.review = Some(review);

@@ -87,6 +87,8 @@ pub(crate) struct TestsMeasure {
     pub failures: Vec<String>,
     /// The tester's verdict, or why the tests did not run.
     pub note: String,
+    /// The test commands' wall clock.
+    pub seconds: f64,
 }
 
 /// What the review said of the candidate's change.
