@@ -200,7 +200,12 @@ impl BestOf {
             task: task.to_owned(),
             attempt,
             candidates: record.candidates.len(),
-            cost_usd: record.candidates.iter().filter_map(usd).sum(),
+            // A sum from 0.0 (an empty f64 sum is -0.0).
+            cost_usd: record
+                .candidates
+                .iter()
+                .filter_map(usd)
+                .fold(0.0, |a, b| a + b),
             merged_usd: merged.unwrap_or_default(),
             picked: record.picked,
             unpriced: record
@@ -212,21 +217,31 @@ impl BestOf {
         }
     }
 
-    /// `IMPL-001 best of 3: $0.30 in 3 candidates, $0.10 of it merged (candidate 2)`.
+    /// `IMPL-001 best of 3: $0.3000 in 3 candidates, $0.1000 of it merged (candidate 2)`.
     pub(crate) fn line(&self) -> String {
+        let n = self.candidates;
+        let priced = n - self.unpriced;
+        if priced == 0 {
+            let merged = match self.picked {
+                Some(k) => format!("candidate {k} merged"),
+                None => "none merged".to_owned(),
+            };
+            return format!(
+                "{} best of {n}: no candidate reported its cost, {merged}",
+                self.task
+            );
+        }
         let merged = match self.picked {
-            Some(n) => format!("${:.4} of it merged (candidate {n})", self.merged_usd),
+            Some(k) => format!("${:.4} of it merged (candidate {k})", self.merged_usd),
             None => "none merged".to_owned(),
         };
         let unpriced = match self.unpriced {
             0 => String::new(),
-            n => format!("; {n} reported no cost"),
+            u => format!("; {u} reported no cost"),
         };
         format!(
             "{} best of {n}: ${:.4} in {n} candidates, {merged}{unpriced}",
-            self.task,
-            self.cost_usd,
-            n = self.candidates
+            self.task, self.cost_usd
         )
     }
 }
@@ -302,6 +317,17 @@ mod tests {
         assert_eq!(
             BestOf::of("IMPL-001", 1, &short).line(),
             "IMPL-001 best of 3: $0.2500 in 3 candidates, none merged; 1 reported no cost"
+        );
+        let mut silent = record.clone();
+        for c in &mut silent.candidates {
+            c.usage.cost_usd = None;
+            c.seconds = 2.0;
+        }
+        let b = BestOf::of("IMPL-001", 1, &silent);
+        assert_eq!(b.cost_usd.to_string(), "0", "not -0");
+        assert_eq!(
+            b.line(),
+            "IMPL-001 best of 3: no candidate reported its cost, candidate 2 merged"
         );
     }
 }
