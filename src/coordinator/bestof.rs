@@ -37,6 +37,9 @@ pub(crate) struct Ask {
     pub drivers: Vec<Arc<dyn Driver>>,
     pub accept_first: bool,
     pub width: usize,
+    /// A worker's remote: each candidate's ref goes there as soon as it is kept, so that a
+    /// worker taking the task over (on any machine) takes it instead of running it again.
+    pub remote: Option<tlv4_core::store::Remote>,
 }
 
 /// What the record keeps of a best-of task beyond the picked candidate's result.
@@ -125,6 +128,7 @@ pub(super) fn run(
                     s.spawn(move || {
                         let store = Store::from_repo(qctx.repo.to_thread_local())?;
                         let mut ran = candidate(&store, &*driver, input, qctx, limits, m, k)?;
+                        share(&store, ask, &mut ran);
                         measure::measure(&store, input, qctx, &mut ran.candidate)?;
                         if ask.accept_first && ran.candidate.perfect() {
                             accepted.store(true, Ordering::SeqCst);
@@ -162,6 +166,28 @@ pub(super) fn run(
         before_merge(hooks, input, snap, &repo_root(qctx), &mut result.output);
     }
     Ok(result)
+}
+
+/// A worker's candidate goes to its remote as soon as it is kept (created only; a failure is
+/// a note: the ref travels with the task's result all the same).
+fn share(store: &Store, ask: &Ask, ran: &mut Ran) {
+    let (Some(remote), Some(name), Some(commit)) = (
+        &ask.remote,
+        &ran.candidate.reference,
+        ran.candidate
+            .commit
+            .as_deref()
+            .and_then(|c| c.parse::<ObjectId>().ok()),
+    ) else {
+        return;
+    };
+    let why = format!("candidate {}", ran.candidate.number);
+    if let Err(e) = store.create_remote(remote, name, commit, &why) {
+        ran.notes.push(format!(
+            "candidate {} was not sent to `{}` yet: {e}",
+            ran.candidate.number, remote.name
+        ));
+    }
 }
 
 /// Candidate `k`'s run: a detached checkout of the session tip, prepared as the task's own
@@ -325,6 +351,14 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
     let tip_tree = store.commit_tree(qctx.tip)?;
     let recorded = recorded_refs(store, input, tip_tree)?;
     let code_now = code_entries(store, tip_tree)?;
+    // A worker also takes what a worker before it sent to the remote.
+    if let Some(remote) = &ask.remote {
+        for (name, commit) in store.fetch_prefix(remote, &prefix).unwrap_or_default() {
+            if store.try_ref(&name)?.is_none() {
+                store.create_ref(&name, commit, "git-tlv4: a candidate from the remote")?;
+            }
+        }
+    }
     let mut found: BTreeMap<u32, (u32, Ran)> = BTreeMap::new();
     for (name, commit) in store.refs_with_prefix(&prefix)? {
         let Some((attempt, k)) = name

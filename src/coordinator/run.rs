@@ -387,6 +387,7 @@ impl Runner<'_> {
                             continue;
                         }
                     };
+                    let remote = self.mode.worker().map(|r| r.opts.remote.clone());
                     let best = driver.as_ref().and_then(|d| {
                         bestof_ask(
                             &self.roster,
@@ -395,6 +396,7 @@ impl Runner<'_> {
                             d,
                             slots - filled,
                         )
+                        .map(|ask| super::bestof::Ask { remote, ..ask })
                     });
                     let admitted = match (&best, &driver) {
                         (Some(ask), _) => {
@@ -803,8 +805,16 @@ impl Runner<'_> {
         let done = batch::Done::new(id.clone(), result, seconds);
         if self.mode.worker().is_some() {
             // Until the session has it, the budget counts what the run spent.
-            if let Some(run) = &done.result.run {
-                let u = &run.usage;
+            // A best-of task's runs are its candidates'.
+            let usages: Vec<&crate::agents::command::Usage> = match &done.result.candidates {
+                Some(c) => c.runs.values().map(|r| &r.usage).collect(),
+                None => done.result.run.iter().map(|r| &r.usage).collect(),
+            };
+            if let Some(first) = usages.first() {
+                let sum = |f: fn(&crate::agents::command::Usage) -> u64| {
+                    usages.iter().map(|u| f(u)).sum::<u64>()
+                };
+                let cost_usd = usages.iter().map(|u| u.cost_usd).sum::<Option<f64>>();
                 self.budget.hold_spent(
                     id,
                     role,
@@ -812,12 +822,12 @@ impl Runner<'_> {
                         task: id.to_string(),
                         role: role.to_owned(),
                         agent: done.result.agent.clone(),
-                        model: u.model.clone(),
-                        input_tokens: u.input_tokens,
-                        cached_input_tokens: u.cached_input_tokens,
-                        output_tokens: u.output_tokens,
-                        cost_usd: u.cost_usd,
-                        seconds: u.seconds,
+                        model: first.model.clone(),
+                        input_tokens: sum(|u| u.input_tokens),
+                        cached_input_tokens: sum(|u| u.cached_input_tokens),
+                        output_tokens: sum(|u| u.output_tokens),
+                        cost_usd,
+                        seconds: usages.iter().map(|u| u.seconds).sum(),
                     },
                 );
             }
@@ -1277,6 +1287,7 @@ fn bestof_ask(
         width: drivers.len().min(free).max(1),
         drivers,
         accept_first: b.accept_first,
+        remote: None,
     })
 }
 

@@ -4,9 +4,11 @@
 //! under their run refs and measured in the record; `--accept-first` starts nothing after a
 //! perfect candidate; a run killed between candidates takes the finished ones as they were.
 
+use std::os::unix::process::CommandExt;
+
 use crate::common::{TestRepo, fixture};
 use crate::remote::Bare;
-use crate::worker::{spawn_worker_with, trusted_clone, wait};
+use crate::worker::{log_of, spawn_worker_with, trusted_clone, wait, worker_cmd};
 
 pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
 pub(crate) const CLEAN: &str =
@@ -17,13 +19,16 @@ pub(crate) const BROKEN: &str =
 /// The sample, its tests, and one `command` agent per candidate style, each writing
 /// `app/calc.py` as given.
 pub(crate) fn sample(agents: &[(&str, String)]) -> TestRepo {
-    let agents: Vec<(&str, String, f64)> =
-        agents.iter().map(|(n, c)| (*n, c.clone(), 0.0)).collect();
+    let agents: Vec<(&str, String, Option<f64>)> = agents
+        .iter()
+        .map(|(n, c)| (*n, c.clone(), Some(0.0)))
+        .collect();
     sample_slow(&agents)
 }
 
-/// [`sample`] whose agents sleep the seconds given before they write.
-fn sample_slow(agents: &[(&str, String, f64)]) -> TestRepo {
+/// [`sample`] whose agents sleep the seconds given before they write (`None`: what
+/// `SCRIPTED_SLEEP` of the process that runs them says).
+fn sample_slow(agents: &[(&str, String, Option<f64>)]) -> TestRepo {
     let repo = TestRepo::new();
     repo.wide_pipeline(1);
     repo.write("app/__init__.py", "");
@@ -37,9 +42,10 @@ fn sample_slow(agents: &[(&str, String, f64)]) -> TestRepo {
         String::from("[tests]\ncommand = \"python3 -m unittest discover -s tests -t . -v\"\n");
     for (name, calc, sleep) in agents {
         let files = serde_json::json!({ "app/calc.py": calc }).to_string();
+        let sleep = sleep.map_or(String::new(), |s| format!(", SCRIPTED_SLEEP = \"{s}\""));
         toml.push_str(&format!(
             "[agents.{name}]\ndriver = \"command\"\nprogram = \"{}\"\ntimeout = \"120s\"\n\
-             env = {{ SCRIPTED_MODE = \"write\", SCRIPTED_WRITE = '{files}', SCRIPTED_SLEEP = \"{sleep}\" }}\n",
+             env = {{ SCRIPTED_MODE = \"write\", SCRIPTED_WRITE = '{files}'{sleep} }}\n",
             fixture("scripted-agent"),
         ));
     }
@@ -230,8 +236,8 @@ fn accept_first_starts_no_candidate_after_a_perfect_one() {
 #[test]
 fn accept_first_stops_a_candidate_running_beside_the_perfect_one() {
     let repo = sample_slow(&[
-        ("clean", CLEAN.to_owned(), 0.0),
-        ("slow", BROKEN.to_owned(), 90.0),
+        ("clean", CLEAN.to_owned(), Some(0.0)),
+        ("slow", BROKEN.to_owned(), Some(90.0)),
     ]);
     let out = repo
         .tlv4_cmd(&[
@@ -280,9 +286,9 @@ fn accept_first_stops_a_candidate_running_beside_the_perfect_one() {
 #[test]
 fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again() {
     let repo = sample_slow(&[
-        ("clean", CLEAN.to_owned(), 0.0),
-        ("slow", BROKEN.to_owned(), 4.0),
-        ("leaky", secret(), 0.0),
+        ("clean", CLEAN.to_owned(), Some(0.0)),
+        ("slow", BROKEN.to_owned(), Some(4.0)),
+        ("leaky", secret(), Some(0.0)),
     ]);
     let mut child = repo
         .tlv4_cmd(&[
@@ -485,4 +491,155 @@ fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
         "{}",
         String::from_utf8_lossy(&fsck.stderr)
     );
+}
+
+/// A worker killed while its second candidate runs: the first went to the remote as soon as
+/// it was kept, so the worker that takes the task over, on another clone, takes it as it was
+/// and runs only the second.
+#[test]
+fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
+    let bare = Bare::new();
+    let first = sample_slow(&[
+        ("clean", CLEAN.to_owned(), Some(0.0)),
+        ("slow", BROKEN.to_owned(), None),
+    ]);
+    first.git(&["remote", "add", "origin", &bare.url()]);
+    first.git(&["push", "-q", "origin", "main"]);
+    let sid = first
+        .ok(&[
+            "start",
+            "--remote",
+            "origin",
+            "--no-run",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--best-of",
+            "clean,slow",
+            "add mul",
+        ])
+        .trim()
+        .to_owned();
+    let url = bare.url();
+    let gd = bare.path().to_str().unwrap().to_owned();
+    let on_remote = |args: &[&str]| {
+        let mut all = vec!["--git-dir", gd.as_str()];
+        all.extend_from_slice(args);
+        first.git(&all)
+    };
+    let remote_refs = || on_remote(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
+    let doomed = trusted_clone(&url, "doomed");
+    let mut cmd = worker_cmd(&doomed, &url, &sid, &["--lease", "2", "--skew", "0.5"]);
+    cmd.env("SCRIPTED_SLEEP", "60").process_group(0);
+    let mut a = cmd.spawn().unwrap();
+    let waited = std::time::Instant::now();
+    while !remote_refs().contains("/1-c1") {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "candidate 1 never reached the remote: {}",
+            log_of(&doomed)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = i32::try_from(a.id()).unwrap();
+    // SAFETY: a signal to the process group this test started.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    a.wait().unwrap();
+    let other = trusted_clone(&url, "other");
+    let mut b = spawn_worker_with(
+        &other,
+        &url,
+        &sid,
+        &[("SCRIPTED_SLEEP", "0")],
+        &["--lease", "10", "--skew", "0.5"],
+    );
+    assert!(wait(&mut b, &other), "{}", log_of(&other));
+    let records = on_remote(&["ls-tree", "-r", "--name-only", &format!("tlv4/{sid}")]);
+    let path = records
+        .lines()
+        .find(|l| l.contains("runs/IMPL-001/") && l.ends_with("candidates.json"))
+        .unwrap_or_else(|| panic!("{records}"));
+    assert!(
+        !path.contains("/IMPL-001/1/"),
+        "taken over, so attempt 2 or later: {path}"
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(&on_remote(&["show", &format!("tlv4/{sid}:{path}")])).unwrap();
+    assert_eq!(rec["picked"], 1, "{rec:#}");
+    assert_eq!(rec["candidates"][0]["reused"], true, "{rec:#}");
+    assert_eq!(
+        rec["candidates"][0]["ref"],
+        format!("refs/tlv4/runs/{sid}/IMPL-001/1-c1").as_str()
+    );
+    assert_eq!(rec["candidates"][1]["reused"], false, "{rec:#}");
+    let refs = remote_refs();
+    assert_eq!(
+        refs.lines().filter(|l| l.ends_with("-c1")).count(),
+        1,
+        "{refs}"
+    );
+    let fsck = first
+        .git_cmd(&["--git-dir", &gd, "fsck", "--strict"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
+
+/// The budget holds every candidate's reserve before the first starts: three candidates of a
+/// $1 task do not fit $2.50, and nothing runs.
+#[test]
+fn the_budget_reserves_every_candidate_before_the_first_starts() {
+    let repo = sample(&[("clean", CLEAN.to_owned()), ("broken", BROKEN.to_owned())]);
+    let toml = std::fs::read_to_string(repo.path().join(".tlv4.toml")).unwrap();
+    repo.write(".tlv4.toml", &format!("{toml}[budget]\ntask_usd = 1.0\n"));
+    repo.git(&["commit", "-qam", "a task bound"]);
+    repo.ok(&["trust"]);
+    let out = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--budget-usd",
+            "2.5",
+            "--best-of",
+            "clean,broken,clean",
+            "add mul",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(7), "{stderr}");
+    let sid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let status = repo.json(&["--session", &sid, "status", "--json"]);
+    let pause = &status["control"]["pause"];
+    assert_eq!(pause["kind"], "budget", "{status}");
+    assert!(
+        pause["reason"].as_str().unwrap().contains("3 candidates"),
+        "{pause}"
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "pending");
+    let refs = repo.git(&["for-each-ref", "refs/tlv4/runs/"]);
+    assert!(refs.is_empty(), "{refs}");
+    // Raised to $3: the three fit.
+    let out = repo.tlv4(&["--session", &sid, "resume", "--budget-usd", "+0.5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
 }

@@ -615,6 +615,39 @@ impl Store {
         ))
     }
 
+    /// Creates ref `name` at `commit` on `remote` and here, only where it is absent: whether
+    /// the remote took it (`false`: it has that ref already).
+    pub fn create_remote(
+        &self,
+        remote: &Remote,
+        name: &str,
+        commit: ObjectId,
+        why: &str,
+    ) -> Result<bool> {
+        let edit = RemoteEdit {
+            name: name.to_owned(),
+            expected: None,
+            new: Some(commit),
+        };
+        let created = self.push_leased(remote, &[edit])?.is_ok();
+        if self.try_ref(name)?.is_none() {
+            self.create_ref(name, commit, &format!("git-tlv4: {why}"))?;
+        }
+        Ok(created)
+    }
+
+    /// Fetches the refs under `prefix` of `remote` (with their commits) into the mirror and
+    /// returns them by their names on the remote.
+    pub fn fetch_prefix(&self, remote: &Remote, prefix: &str) -> Result<Vec<(String, ObjectId)>> {
+        self.fetch_mirror(remote, &[remote.mirror_spec(prefix)], true)?;
+        let mirrored = remote.mirror(prefix);
+        Ok(self
+            .refs_with_prefix(&mirrored)?
+            .into_iter()
+            .map(|(name, id)| (format!("{prefix}{}", &name[mirrored.len()..]), id))
+            .collect())
+    }
+
     /// A commit holding a result that came too late to be recorded (its lease was taken back):
     /// `files` under the session's folder, on `parent`'s tree (the session tip it is kept
     /// beside), message `<TASK>: late result (<role>)` with the summary and trailers. For
