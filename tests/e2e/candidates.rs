@@ -626,3 +626,33 @@ fn pull_makes_a_pick_of_the_other_clone_again() {
     assert_eq!(show(&second, &sid, "src/app.py"), "print('two')\n");
     second.fsck();
 }
+
+/// A task branch someone has checked out stays where it is: the pick is recorded, the
+/// session has the change, and a warning says the branch did not move.
+#[test]
+fn a_checked_out_task_branch_stays_where_it_is() {
+    let repo = TestRepo::new();
+    let sid = session(&repo);
+    let commits = best_of(&repo, &sid, "completed");
+    let place = tempfile::tempdir().unwrap();
+    let checkout = place.path().join("impl");
+    let branch = format!("tlv4/{sid}.IMPL-001");
+    repo.git(&["worktree", "add", "-q", checkout.to_str().unwrap(), &branch]);
+    let out = repo.tlv4(&["--session", &sid, "pick", "IMPL-001", "1", "--no-run"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning: {branch} was not moved to candidate 1 (it is checked out in"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", &branch]).trim(),
+        commits[1].clone().unwrap(),
+        "still candidate 2"
+    );
+    assert_eq!(show(&repo, &sid, "src/app.py"), "print('one')\n");
+    repo.git(&["worktree", "remove", checkout.to_str().unwrap()]);
+    repo.fsck();
+}
