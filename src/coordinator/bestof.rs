@@ -19,9 +19,9 @@ use std::time::Instant;
 use gix::ObjectId;
 
 use super::worker::{
-    RunData, SnapshotData, WorkResult, before_merge, prepare_for_agent, reason, repo_root,
+    RunData, SnapshotData, WorkResult, before_merge, checkout_context, reason, repo_root,
 };
-use crate::agents::command::{Driver, RunContext, Shell, TestCommand, Usage};
+use crate::agents::command::{Driver, Usage};
 use crate::agents::meter::Meter;
 use crate::agents::{Outcome, TaskInput, TaskOutput};
 use crate::quality::QualityContext;
@@ -214,27 +214,7 @@ fn candidate(
         (task.role.as_str(), task.attempts),
         k,
     )?;
-    wt.bound(qctx.conf.config.environment.max_disk().ok().flatten());
-    let env = if driver.runs_commands() {
-        prepare_for_agent(store, &mut wt, qctx, &task.id, &mut notes)
-    } else {
-        None
-    };
-    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
-        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
-            .map(|(command, from)| TestCommand { command, from }),
-        prepared: env.is_some(),
-    });
-    let ctx = RunContext {
-        max_usd: meter.max_usd(),
-        workdir: wt.path().to_path_buf(),
-        run_dir: None,
-        attempt: task.attempts,
-        meter: meter.clone(),
-        deadline: None,
-        env,
-        shell,
-    };
+    let ctx = checkout_context(store, driver, &mut wt, input, qctx, meter, &mut notes);
     let ran = driver.run(input, &ctx);
     let seconds = started.elapsed().as_secs_f64();
     let (outcome, output, run) = match ran {

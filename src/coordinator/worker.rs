@@ -242,7 +242,7 @@ fn run_agent(
 /// environment the agent's commands run with. An agent whose checkout cannot be prepared
 /// still runs, as before, with a note saying why: the tester, in its own checkout, is what
 /// decides whether the code passes, and it reports an environment error there.
-pub(super) fn prepare_for_agent(
+fn prepare_for_agent(
     store: &Store,
     wt: &mut TaskWorktree,
     qctx: &QualityContext,
@@ -286,6 +286,42 @@ pub(super) fn prepare_for_agent(
     }
 }
 
+/// How a code task's agent runs in its checkout `wt`: bounded on disk, prepared with the
+/// project's environment when the agent runs commands, with its CLI's shell where the session
+/// gives it one.
+pub(super) fn checkout_context(
+    store: &Store,
+    driver: &dyn Driver,
+    wt: &mut TaskWorktree,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    meter: &Meter,
+    notes: &mut Vec<String>,
+) -> RunContext {
+    wt.bound(qctx.conf.config.environment.max_disk().ok().flatten());
+    let env = if driver.runs_commands() {
+        meter.step("preparing its checkout's environment");
+        prepare_for_agent(store, wt, qctx, &input.task.id, notes)
+    } else {
+        None
+    };
+    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
+        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
+            .map(|(command, from)| TestCommand { command, from }),
+        prepared: env.is_some(),
+    });
+    RunContext {
+        max_usd: meter.max_usd(),
+        workdir: wt.path().to_path_buf(),
+        run_dir: None,
+        attempt: input.task.attempts,
+        meter: meter.clone(),
+        deadline: None,
+        env,
+        shell,
+    }
+}
+
 /// A code task's agent in a task worktree, whose changes are snapshotted into a commit on the
 /// task branch (what the snapshot refuses fails the task; what it cannot take is kept).
 fn in_task_worktree(
@@ -312,28 +348,7 @@ fn in_task_worktree(
     }
     meter.step("making its checkout");
     let mut wt = TaskWorktree::create(store, sid, &task.id, qctx.tip)?;
-    wt.bound(qctx.conf.config.environment.max_disk().ok().flatten());
-    let env = if driver.runs_commands() {
-        meter.step("preparing its checkout's environment");
-        prepare_for_agent(store, &mut wt, qctx, &task.id, &mut notes)
-    } else {
-        None
-    };
-    let shell = (qctx.shell && driver.runs_commands()).then(|| Shell {
-        tests: crate::quality::tester::suite_command(&qctx.conf, &input.code)
-            .map(|(command, from)| TestCommand { command, from }),
-        prepared: env.is_some(),
-    });
-    let ctx = RunContext {
-        max_usd: meter.max_usd(),
-        workdir: wt.path().to_path_buf(),
-        run_dir: None,
-        attempt: task.attempts,
-        meter: meter.clone(),
-        deadline: None,
-        env,
-        shell,
-    };
+    let ctx = checkout_context(store, driver, &mut wt, input, qctx, meter, &mut notes);
     meter.step(format!("agent {name} running"));
     let mut ran = driver.run(input, &ctx);
     let workdir = ctx.workdir;

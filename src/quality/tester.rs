@@ -58,8 +58,10 @@ pub fn run_task(input: &TaskInput, ctx: &QualityContext) -> Result<QualityResult
     run_with(input, ctx, DEFAULT_TIMEOUT)
 }
 
-/// What the tests say of one commit, for comparing candidates (best of N).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What the tests say of one commit, for comparing candidates (best of N); as the
+/// candidates' record keeps it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SuiteMeasure {
     /// Whether a test runner ran and counted (a project without tests, or tests that could
     /// not start, did not).

@@ -65,6 +65,29 @@ pub(crate) fn secret() -> String {
     format!("{CLEAN}\n{} = \"{}\"\n", "password", "Tr0ub4dor&3xyzzy")
 }
 
+/// `git tlv4 start --pipeline wide --yes --completion keep ARGS "add mul"` on the sample: the
+/// session id, what it said on stderr, and its exit code.
+fn start(repo: &TestRepo, args: &[&str]) -> (String, String, Option<i32>) {
+    let mut all = vec![
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+    ];
+    all.extend_from_slice(args);
+    all.push("add mul");
+    let out = repo.tlv4_cmd(&all).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let sid = stdout.lines().next().unwrap_or_default().trim().to_owned();
+    (
+        sid,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code(),
+    )
+}
+
 fn candidates(repo: &TestRepo, sid: &str, attempt: u32) -> serde_json::Value {
     let path = format!(".tlv4/sessions/{sid}/runs/IMPL-001/{attempt}/candidates.json");
     serde_json::from_str(&repo.git(&["show", &format!("tlv4/{sid}:{path}")])).unwrap()
@@ -77,28 +100,8 @@ fn the_clean_candidate_is_merged_and_the_other_two_are_kept_and_measured() {
         ("leaky", secret()),
         ("clean", CLEAN.to_owned()),
     ]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--best-of",
-            "broken,leaky,clean",
-            "add mul",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (sid, stderr, code) = start(&repo, &["--best-of", "broken,leaky,clean"]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         repo.task(&sid, "IMPL-001")["status"],
         "completed",
@@ -189,31 +192,17 @@ fn the_clean_candidate_is_merged_and_the_other_two_are_kept_and_measured() {
 #[test]
 fn accept_first_starts_no_candidate_after_a_perfect_one() {
     let repo = sample(&[("clean", CLEAN.to_owned()), ("broken", BROKEN.to_owned())]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
+    let (sid, stderr, code) = start(
+        &repo,
+        &[
             "--max-parallel",
             "1",
             "--best-of",
             "clean,broken,clean",
             "--accept-first",
-            "add mul",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         repo.task(&sid, "IMPL-001")["status"],
         "completed",
@@ -239,31 +228,17 @@ fn accept_first_stops_a_candidate_running_beside_the_perfect_one() {
         ("clean", CLEAN.to_owned(), Some(0.0)),
         ("slow", BROKEN.to_owned(), Some(90.0)),
     ]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
+    let (sid, stderr, code) = start(
+        &repo,
+        &[
             "--max-parallel",
             "2",
             "--best-of",
             "clean,slow",
             "--accept-first",
-            "add mul",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     let rec = candidates(&repo, &sid, 1);
     assert_eq!(rec["picked"], 1, "{rec:#}");
     let slow = rec["candidates"][1]["outcome"].as_str().unwrap();
@@ -381,27 +356,7 @@ fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again(
 #[test]
 fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it() {
     let repo = sample(&[("broken", BROKEN.to_owned()), ("leaky", secret())]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--best-of",
-            "broken,leaky",
-            "add mul",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (sid, stderr, _) = start(&repo, &["--best-of", "broken,leaky"]);
     let task = repo.task(&sid, "IMPL-001");
     assert_eq!(task["status"], "failed", "{task}\n{stderr}");
     let reason = task["result"].to_string();
@@ -427,15 +382,12 @@ fn when_every_candidate_fails_the_task_fails_naming_the_best_and_how_to_take_it(
     repo.fsck();
 }
 
-/// A best-of session shared through a remote: a worker on another clone runs the candidates;
-/// the session, the task branch and every candidate's ref reach the remote with its result.
-#[test]
-fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
-    let bare = Bare::new();
-    let first = sample(&[("broken", BROKEN.to_owned()), ("clean", CLEAN.to_owned())]);
+/// Pushes the sample `first` to `bare` as `origin` and starts there a session with
+/// `--best-of best_of` that workers run (`start --remote --no-run`); its id.
+fn share(first: &TestRepo, bare: &Bare, best_of: &str) -> String {
     first.git(&["remote", "add", "origin", &bare.url()]);
     first.git(&["push", "-q", "origin", "main"]);
-    let sid = first
+    first
         .ok(&[
             "start",
             "--remote",
@@ -447,11 +399,20 @@ fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
             "--completion",
             "keep",
             "--best-of",
-            "broken,clean",
+            best_of,
             "add mul",
         ])
         .trim()
-        .to_owned();
+        .to_owned()
+}
+
+/// A best-of session shared through a remote: a worker on another clone runs the candidates;
+/// the session, the task branch and every candidate's ref reach the remote with its result.
+#[test]
+fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
+    let bare = Bare::new();
+    let first = sample(&[("broken", BROKEN.to_owned()), ("clean", CLEAN.to_owned())]);
+    let sid = share(&first, &bare, "broken,clean");
     let second = trusted_clone(&bare.url(), "second");
     let mut worker = spawn_worker_with(&second, &bare.url(), &sid, &[], &[]);
     assert!(
@@ -503,25 +464,7 @@ fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
         ("clean", CLEAN.to_owned(), Some(0.0)),
         ("slow", BROKEN.to_owned(), None),
     ]);
-    first.git(&["remote", "add", "origin", &bare.url()]);
-    first.git(&["push", "-q", "origin", "main"]);
-    let sid = first
-        .ok(&[
-            "start",
-            "--remote",
-            "origin",
-            "--no-run",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--best-of",
-            "clean,slow",
-            "add mul",
-        ])
-        .trim()
-        .to_owned();
+    let sid = share(&first, &bare, "clean,slow");
     let url = bare.url();
     let gd = bare.path().to_str().unwrap().to_owned();
     let on_remote = |args: &[&str]| {
@@ -600,30 +543,11 @@ fn the_budget_reserves_every_candidate_before_the_first_starts() {
     repo.write(".tlv4.toml", &format!("{toml}[budget]\ntask_usd = 1.0\n"));
     repo.git(&["commit", "-qam", "a task bound"]);
     repo.ok(&["trust"]);
-    let out = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--budget-usd",
-            "2.5",
-            "--best-of",
-            "clean,broken,clean",
-            "add mul",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(7), "{stderr}");
-    let sid = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (sid, stderr, code) = start(
+        &repo,
+        &["--budget-usd", "2.5", "--best-of", "clean,broken,clean"],
+    );
+    assert_eq!(code, Some(7), "{stderr}");
     let status = repo.json(&["--session", &sid, "status", "--json"]);
     let pause = &status["control"]["pause"];
     assert_eq!(pause["kind"], "budget", "{status}");

@@ -3,7 +3,7 @@
 
 use gix::ObjectId;
 
-use super::record::{Candidate, DiffMeasure, ReviewMeasure, TestsMeasure};
+use super::record::{Candidate, DiffMeasure, ReviewMeasure};
 use crate::agents::{CodeTree, TaskInput};
 use crate::quality::QualityContext;
 use tlv4_core::error::{Error, Result};
@@ -64,17 +64,7 @@ fn measure_into(
         ..qctx.clone()
     };
     let suite = crate::quality::tester::measure(&probe, &ctx)?;
-    c.tests = Some(TestsMeasure {
-        ran: suite.ran,
-        pass_rate: suite.pass_rate,
-        passed: suite.passed,
-        failed: suite.failed,
-        skipped: suite.skipped,
-        meets_target: suite.meets_target,
-        failures: suite.failures,
-        note: suite.note,
-        seconds: suite.seconds,
-    });
+    c.tests = Some(suite);
     let (review, diff) = review(store, input, qctx, merged, c.number)?;
     c.review = Some(review);
     c.diff = Some(diff);

@@ -74,22 +74,7 @@ pub(crate) struct Candidate {
 }
 
 /// What the project's tests said of the merged candidate.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub(crate) struct TestsMeasure {
-    pub ran: bool,
-    pub pass_rate: Option<f64>,
-    pub passed: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    pub meets_target: bool,
-    /// Each failing test by name.
-    pub failures: Vec<String>,
-    /// The tester's verdict, or why the tests did not run.
-    pub note: String,
-    /// The test commands' wall clock.
-    pub seconds: f64,
-}
+pub(crate) type TestsMeasure = crate::quality::tester::SuiteMeasure;
 
 /// What the review said of the candidate's change.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]

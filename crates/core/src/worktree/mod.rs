@@ -242,17 +242,7 @@ impl TaskWorktree {
         };
         // The reason names this process, so `resume` can clear the checkout of one that died.
         let reason = format!("{} ({sid} {task})", crate::git::lock_reason());
-        let checkout = Checkout::leased(
-            store,
-            pool::Purpose::Agent,
-            &reason,
-            pool::Target::Branch(&branch),
-            OnDrop::Keep,
-        )?;
-        // Its agent commits into a git directory of its own, never the repository's.
-        if let Some(lease) = &checkout.lease {
-            lease.private_git(store)?;
-        }
+        let checkout = Checkout::for_agent(store, &reason, pool::Target::Branch(&branch))?;
         Ok(TaskWorktree {
             checkout,
             store: Store::from_repo(store.repo().clone())?,
@@ -287,16 +277,7 @@ impl TaskWorktree {
             "{} ({sid} {task} candidate {number})",
             crate::git::lock_reason()
         );
-        let checkout = Checkout::leased(
-            store,
-            pool::Purpose::Agent,
-            &reason,
-            pool::Target::Detached(from),
-            OnDrop::Keep,
-        )?;
-        if let Some(lease) = &checkout.lease {
-            lease.private_git(store)?;
-        }
+        let checkout = Checkout::for_agent(store, &reason, pool::Target::Detached(from))?;
         Ok(TaskWorktree {
             checkout,
             store: Store::from_repo(store.repo().clone())?,
@@ -1343,6 +1324,16 @@ impl Checkout {
     }
 
     /// A checkout leased from the repository's pool of `purpose`, moved to `target`.
+    /// An agent's checkout from the pool, kept when dropped (what it holds is recorded
+    /// first); its agent commits into a git directory of its own, never the repository's.
+    fn for_agent(store: &Store, reason: &str, target: pool::Target<'_>) -> Result<Checkout> {
+        let checkout = Checkout::leased(store, pool::Purpose::Agent, reason, target, OnDrop::Keep)?;
+        if let Some(lease) = &checkout.lease {
+            lease.private_git(store)?;
+        }
+        Ok(checkout)
+    }
+
     fn leased(
         store: &Store,
         purpose: pool::Purpose,
