@@ -115,16 +115,12 @@ fn none(task: &TaskId) -> Error {
 /// What a pick did.
 #[derive(Debug, Clone)]
 pub struct Picked {
-    /// The candidate picked before, if any.
-    pub before: Option<u32>,
     /// The tasks that run again.
     pub rerun: Vec<TaskId>,
     /// The event's summary.
     pub summary: String,
     /// The task branch (`tlv4/<SID>.<TASK>`).
     pub branch: String,
-    /// Where the task branch moved from (`None`: it was made).
-    pub branch_was: Option<ObjectId>,
     /// The candidate's commit the task branch now points at.
     pub commit: ObjectId,
     /// Why the task branch did not move, when it did not (the event is written all the same).
@@ -140,11 +136,11 @@ pub fn pick(store: &Store, sid: &SessionId, task: &TaskId, number: u32) -> Resul
     };
     let mut done = None;
     store.transact(sid, |txn| {
-        let (summary, before, rerun, commit) = apply_pick(txn, task, number)?;
-        done = Some((summary.clone(), before, rerun, commit));
+        let (summary, rerun, commit) = apply_pick(txn, task, number)?;
+        done = Some((summary.clone(), rerun, commit));
         Ok(Some(decision.event(summary)))
     })?;
-    let (summary, before, rerun, commit) = done.expect("a pick always writes an event");
+    let (summary, rerun, commit) = done.expect("a pick always writes an event");
     let branch = task_ref(sid, task);
     let branch_was = store.try_ref(&branch)?;
     let reflog = format!("git-tlv4: candidate {number} of {task} picked by the user");
@@ -166,14 +162,12 @@ pub fn pick(store: &Store, sid: &SessionId, task: &TaskId, number: u32) -> Resul
     };
     let short = tlv4_core::store::refs::short_branch(&branch).to_owned();
     Ok(Picked {
-        before,
         rerun,
         summary,
         branch_note: moved.err().map(|why| {
             format!("{short} was not moved to candidate {number} ({why}); the session has its change all the same")
         }),
         branch: short,
-        branch_was,
         commit,
     })
 }
@@ -183,7 +177,8 @@ pub fn apply(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<String> {
     apply_pick(txn, task, number).map(|(summary, ..)| summary)
 }
 
-type Applied = (String, Option<u32>, Vec<TaskId>, ObjectId);
+/// The event's summary, the tasks to run again, and the commit of the candidate taken.
+type Applied = (String, Vec<TaskId>, ObjectId);
 
 fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> {
     let sid = txn.state.session.id.clone();
@@ -350,7 +345,7 @@ fn apply_pick(txn: &mut Txn<'_>, task: &TaskId, number: u32) -> Result<Applied> 
             rerun.join(", ")
         }
     );
-    Ok((summary, record.picked, affected, commit))
+    Ok((summary, affected, commit))
 }
 
 /// Whether the user picked candidate `number` of `task` in the state of `txn` already (a
