@@ -695,7 +695,7 @@ fn a_malformed_configuration_is_named_by_file_and_line() {
     insta::assert_snapshot!(start_with("[sesion]\nmax_parallel = 2\n"), @r"
     exit 1
     --- stderr
-    error: [REPO]/.tlv4.toml:1: unknown field `sesion`, expected one of `session`, `agents`, `roles`, `discuss`, `snapshot`, `tests`, `environment`, `sandbox`, `budget`, `prices`, `limits`
+    error: [REPO]/.tlv4.toml:1: unknown field `sesion`, expected one of `session`, `agents`, `roles`, `discuss`, `snapshot`, `tests`, `environment`, `sandbox`, `budget`, `prices`, `limits`, `best_of`
     ");
     insta::assert_snapshot!(start_with("[session]\nmax_parallel = \"four\"\n"), @r#"
     exit 1
