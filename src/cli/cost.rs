@@ -124,9 +124,10 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
     };
     let (store, sid) = ctx.session()?;
     let (total, tables) = totals(&store, &sid, &groups)?;
+    let best = best_of(&store, &sid)?;
     if args.json {
         ctx.ui
-            .json(&serde_json::json!({ "schema": super::JSON_SCHEMA, "session": sid, "total": total, "by": tables }));
+            .json(&serde_json::json!({ "schema": super::JSON_SCHEMA, "session": sid, "total": total, "by": tables, "best_of": best }));
         return Ok(());
     }
     let mut out = String::new();
@@ -152,8 +153,109 @@ pub(crate) fn run(ctx: &Ctx<'_>, args: Args) -> Result<()> {
             total.unpriced, total.runs
         ));
     }
+    if !best.is_empty() {
+        out.push('\n');
+    }
+    for b in &best {
+        out.push_str(&b.line());
+        out.push('\n');
+    }
     ctx.ui.out(out.trim_end());
     Ok(())
+}
+
+/// What the candidates of a best-of task cost beside what was merged.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct BestOf {
+    /// The task.
+    pub task: String,
+    /// Its attempt that ran the candidates.
+    pub attempt: u32,
+    /// How many candidates ran.
+    pub candidates: usize,
+    /// What they cost together, in US dollars (where reported).
+    pub cost_usd: f64,
+    /// What the merged one cost (0 when none was).
+    pub merged_usd: f64,
+    /// The candidate merged, if any.
+    pub picked: Option<u32>,
+    /// Candidates whose agent reported no cost.
+    pub unpriced: usize,
+}
+
+impl BestOf {
+    /// The record's sums.
+    pub(crate) fn of(
+        task: &str,
+        attempt: u32,
+        record: &crate::coordinator::pick::Candidates,
+    ) -> BestOf {
+        let usd = |c: &crate::coordinator::pick::Candidate| c.usage.cost_usd;
+        // A candidate that never started spent nothing, priced or not.
+        let ran = |c: &&crate::coordinator::pick::Candidate| {
+            c.usage.input_tokens + c.usage.output_tokens > 0 || c.seconds > 0.0
+        };
+        let merged = record.picked.and_then(|n| record.get(n)).and_then(usd);
+        BestOf {
+            task: task.to_owned(),
+            attempt,
+            candidates: record.candidates.len(),
+            // A sum from 0.0 (an empty f64 sum is -0.0).
+            cost_usd: record
+                .candidates
+                .iter()
+                .filter_map(usd)
+                .fold(0.0, |a, b| a + b),
+            merged_usd: merged.unwrap_or_default(),
+            picked: record.picked,
+            unpriced: record
+                .candidates
+                .iter()
+                .filter(ran)
+                .filter(|c| usd(c).is_none())
+                .count(),
+        }
+    }
+
+    /// `IMPL-001 best of 3: $0.3000 in 3 candidates, $0.1000 of it merged (candidate 2)`.
+    pub(crate) fn line(&self) -> String {
+        let n = self.candidates;
+        let priced = n - self.unpriced;
+        if priced == 0 {
+            let merged = match self.picked {
+                Some(k) => format!("candidate {k} merged"),
+                None => "none merged".to_owned(),
+            };
+            return format!(
+                "{} best of {n}: no candidate reported its cost, {merged}",
+                self.task
+            );
+        }
+        let merged = match self.picked {
+            Some(k) => format!("${:.4} of it merged (candidate {k})", self.merged_usd),
+            None => "none merged".to_owned(),
+        };
+        let unpriced = match self.unpriced {
+            0 => String::new(),
+            u => format!("; {u} reported no cost"),
+        };
+        format!(
+            "{} best of {n}: ${:.4} in {n} candidates, {merged}{unpriced}",
+            self.task, self.cost_usd
+        )
+    }
+}
+
+/// The best-of tasks of session `sid` at its tip, each with its latest candidates.
+pub(crate) fn best_of(
+    store: &tlv4_store::store::Store,
+    sid: &tlv4_core::model::SessionId,
+) -> Result<Vec<BestOf>> {
+    let (tip, state) = store.read_state(sid)?;
+    Ok(crate::coordinator::pick::all(store, tip, sid, &state)?
+        .iter()
+        .map(|(task, f)| BestOf::of(task.as_str(), f.attempt, &f.record))
+        .collect())
 }
 
 /// Sums per value of each grouping key (`role`, `agent`, …).
@@ -188,4 +290,44 @@ fn line(name: &str, t: &Total) -> String {
         "{:<22} {:>5} {:>9.1} {:>11} {:>11} {:>10.4}\n",
         name, t.runs, t.seconds, t.input_tokens, t.output_tokens, t.cost_usd
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_best_of_line_says_what_the_candidates_cost_beside_what_was_merged() {
+        let record: crate::coordinator::pick::Candidates = serde_json::from_str(
+            r#"{"picked": 2, "candidates": [
+                {"number": 1, "usage": {"cost_usd": 0.1}},
+                {"number": 2, "usage": {"cost_usd": 0.15}},
+                {"number": 3, "usage": {"cost_usd": 0.05}}]}"#,
+        )
+        .unwrap();
+        let b = BestOf::of("IMPL-001", 1, &record);
+        assert_eq!(
+            b.line(),
+            "IMPL-001 best of 3: $0.3000 in 3 candidates, $0.1500 of it merged (candidate 2)"
+        );
+        let mut short = record.clone();
+        short.picked = None;
+        short.candidates[2].usage.cost_usd = None;
+        short.candidates[2].seconds = 1.0;
+        assert_eq!(
+            BestOf::of("IMPL-001", 1, &short).line(),
+            "IMPL-001 best of 3: $0.2500 in 3 candidates, none merged; 1 reported no cost"
+        );
+        let mut silent = record.clone();
+        for c in &mut silent.candidates {
+            c.usage.cost_usd = None;
+            c.seconds = 2.0;
+        }
+        let b = BestOf::of("IMPL-001", 1, &silent);
+        assert_eq!(b.cost_usd.to_string(), "0", "not -0");
+        assert_eq!(
+            b.line(),
+            "IMPL-001 best of 3: no candidate reported its cost, candidate 2 merged"
+        );
+    }
 }

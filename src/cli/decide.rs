@@ -1,5 +1,5 @@
 //! The user's decisions at a pause: `approve`, `revise`, `feedback`, `recheck`, `improve`,
-//! `abort`. Each is one event; all but `abort` then run the pipeline on.
+//! `abort`, `pick`. Each is one event; all but `abort` then run the pipeline on.
 
 use crate::coordinator::decide::{self, Decision};
 use tlv4_core::error::{Error, Result};
@@ -52,6 +52,25 @@ pub struct RecheckArgs {
 pub struct ImproveArgs {
     /// completeness, consistency, traceability, depth or coverage (default: the weakest)
     pub dimension: Option<String>,
+    /// Loop options
+    #[command(flatten)]
+    pub run: RunFlags,
+}
+
+/// Arguments of `pick`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The session's code loses the change of the candidate picked first and gains candidate N's, \
+in one event; the task branch moves to candidate N's commit, and the tasks that depend on \
+TASK and have run go back to pending, to run again on the new code. A task whose candidates \
+all fell short takes N and counts as completed. `git tlv4 candidates TASK` lists them.")]
+pub struct PickArgs {
+    /// The best-of task
+    #[arg(value_name = "TASK")]
+    pub task: TaskId,
+    /// The candidate to take, by its number
+    #[arg(value_name = "N")]
+    pub number: u32,
     /// Loop options
     #[command(flatten)]
     pub run: RunFlags,
@@ -115,4 +134,21 @@ pub(crate) fn improve(ctx: &Ctx<'_>, args: ImproveArgs) -> Result<()> {
 
 pub(crate) fn abort(ctx: &Ctx<'_>, _args: AbortArgs) -> Result<()> {
     decision(ctx, Decision::Abort, None)
+}
+
+pub(crate) fn pick(ctx: &Ctx<'_>, args: PickArgs) -> Result<()> {
+    let (store, sid) = ctx.session()?;
+    let picked = crate::coordinator::pick::pick(&store, &sid, &args.task, args.number)?;
+    ctx.ui
+        .status(format!("pick: {}", picked.summary.replace('\n', "\n  ")));
+    match &picked.branch_note {
+        Some(note) => ctx.ui.warn(note),
+        None => ctx.ui.status(format!(
+            "branch {} now at candidate {} ({})",
+            picked.branch,
+            args.number,
+            tlv4_core::text::short_id(&picked.commit.to_string())
+        )),
+    }
+    drive(ctx, &store, &sid, &args.run)
 }

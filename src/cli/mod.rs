@@ -1,5 +1,6 @@
 //! The command line: one file per command, each an `Args` struct and a `run` function.
 
+mod candidates;
 mod completions;
 mod cost;
 mod decide;
@@ -76,6 +77,8 @@ pub enum Command {
     Cost(cost::Args),
     /// Draw a session's task graph as it stands: text, Mermaid or Graphviz DOT
     Graph(graph::Args),
+    /// Show the candidates a best-of task ran, side by side, and which one was picked
+    Candidates(candidates::Args),
     /// Write one self-contained HTML page about a session: events, graph, verdicts, cost
     Report(report::Args),
     /// Claim, complete or fail a task (plumbing for workers and people)
@@ -112,6 +115,8 @@ pub enum Command {
     Recheck(decide::RecheckArgs),
     /// Improve one spec dimension, then run the quality gate again
     Improve(decide::ImproveArgs),
+    /// Take another candidate of a best-of task: its code replaces the first pick's
+    Pick(decide::PickArgs),
     /// Stop the session for good (nothing is deleted)
     Abort(decide::AbortArgs),
     /// Make a sample repository in a temporary directory and run a session in it
@@ -249,6 +254,8 @@ pub fn run(cli: Cli, ui: &Ui) -> Result<i32> {
         Command::Recheck(a) => decide::recheck(&ctx, a),
         Command::Improve(a) => decide::improve(&ctx, a),
         Command::Abort(a) => decide::abort(&ctx, a),
+        Command::Pick(a) => decide::pick(&ctx, a),
+        Command::Candidates(a) => candidates::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Trust(a) => trust::run(&ctx, a),
         Command::Cost(a) => cost::run(&ctx, a),

@@ -1,6 +1,7 @@
 //! `git tlv4 report`: one self-contained static HTML page about a session — its events, its
 //! task graph (inline SVG), gate and checkpoint verdicts, review findings with the code around
-//! each line, test results per iteration, discussions and messages, and cost.
+//! each line, test results per iteration, the candidates of best-of tasks side by side with
+//! their diffs (`report/candidates.rs`), discussions and messages, and cost.
 //!
 //! Everything on the page comes from the session's branch and notes, and much of it is text an
 //! agent wrote: the page is rendered with minijinja from `report.html` with HTML auto-escaping
@@ -17,6 +18,7 @@ use super::Ctx;
 use super::graph::Graph;
 use tlv4_core::text::short_id;
 
+mod candidates;
 mod svg;
 
 /// Arguments of `report`.
@@ -207,6 +209,7 @@ pub(super) fn render(store: &Store, sid: &tlv4_core::model::SessionId) -> Result
         "discussions": discussions,
         "messages": messages,
         "cost": {"total": total, "by": cost},
+        "best_of": candidates::data(store, sid, tip, &state)?,
     });
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);

@@ -1,5 +1,5 @@
-//! The user's decisions as data: what `approve`, `revise`, `feedback`, `recheck`, `improve`
-//! and `abort` change in one event, and how their events record them so that `pull` can make
+//! The user's decisions as data: what `approve`, `revise`, `feedback`, `recheck`, `improve`,
+//! `abort` and `pick` change in one event, and how their events record them so that `pull` can make
 //! the same decision again on another clone's state (`specs/state-format.md` §8.1, §18.3).
 //!
 //! A decision event carries its command in `Tlv4-Decision` and its arguments in trailers of
@@ -41,6 +41,13 @@ pub enum Decision {
     },
     /// Stop the session for good.
     Abort,
+    /// Take another candidate of a best-of task than the one the rule picked.
+    Pick {
+        /// The best-of task.
+        task: TaskId,
+        /// The candidate's number.
+        number: u32,
+    },
 }
 
 /// User text on one line, as trailers and task descriptions hold it.
@@ -58,6 +65,7 @@ impl Decision {
             Decision::Recheck => "recheck",
             Decision::Improve { .. } => "improve",
             Decision::Abort => "abort",
+            Decision::Pick { .. } => "pick",
         }
     }
 
@@ -75,11 +83,12 @@ impl Decision {
             }
             Decision::Feedback { text } => event.with("Feedback", one_line(text)),
             Decision::Improve { dimension: Some(d) } => event.with("Dimension", d.clone()),
+            Decision::Pick { task, number } => super::pick::trailers(event, task, *number),
             _ => event,
         }
     }
 
-    /// The decision an event records: `None` for an event that is no decision of these six
+    /// The decision an event records: `None` for an event that is no decision of these
     /// (a budget raise, a retry, …); an error for one whose arguments are missing (written
     /// before decisions recorded them).
     pub fn of_event(event: &LoggedEvent) -> Option<Result<Decision>> {
@@ -115,6 +124,12 @@ impl Decision {
                     feedback: event.trailer("Feedback").unwrap_or_default().to_owned(),
                 })
                 .ok_or_else(|| missing("task")),
+            "pick" => event
+                .trailer("Decision-Task")
+                .and_then(|t| t.parse().ok())
+                .zip(event.trailer("Picked").and_then(|n| n.parse().ok()))
+                .map(|(task, number)| Decision::Pick { task, number })
+                .ok_or_else(|| missing("task and candidate")),
             _ => return None,
         };
         Some(decision)
@@ -132,6 +147,7 @@ impl Decision {
             }
             Decision::Feedback { text } => format!("git tlv4 feedback {}", quoted(text)),
             Decision::Improve { dimension: Some(d) } => format!("git tlv4 improve {d}"),
+            Decision::Pick { task, number } => format!("git tlv4 pick {task} {number}"),
             other => format!("git tlv4 {}", other.name()),
         }
     }
@@ -193,6 +209,8 @@ pub fn apply(decision: &Decision, txn: &mut Txn<'_>, quote: Quote) -> Result<Str
             revise::abort(&mut state)?;
             "aborted by the user; the history stays".into()
         }
+        // A pick changes the code and the task branch's record: it edits the change itself.
+        Decision::Pick { task, number } => return super::pick::apply(txn, task, *number),
     };
     txn.state = state;
     Ok(summary)

@@ -10,6 +10,7 @@ pub mod discussion;
 pub mod followup;
 pub mod lease;
 mod opinion;
+pub mod pick;
 pub mod pipeline;
 pub mod reconcile;
 mod record;

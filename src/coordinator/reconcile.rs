@@ -248,6 +248,16 @@ impl Sides<'_> {
                     return Ok(format!("revision of {task}: {note}"));
                 }
             }
+            // The same candidate picked here too.
+            Decision::Pick { task, number } => {
+                let here = super::pick::picked_here(txn, task, *number)
+                    .map_err(|e| self.refused(event, e))?;
+                if here {
+                    return Ok(said(format!(
+                        "candidate {number} of {task} picked here too"
+                    )));
+                }
+            }
             _ => {}
         }
         decide::apply(decision, txn, quote).map_err(|e| self.refused(event, e))
@@ -405,6 +415,10 @@ mod tests {
             },
             Decision::Improve { dimension: None },
             Decision::Abort,
+            Decision::Pick {
+                task: "IMPL-001".parse().unwrap(),
+                number: 3,
+            },
         ];
         for d in decisions {
             let written = d.event("summary".into());

@@ -7,8 +7,6 @@
 //! three-way merge in the new event (the merge of the task stays in the history).
 
 use gix::ObjectId;
-use gix::bstr::BStr;
-use gix::merge::tree::TreatAsUnresolved;
 use tlv4_store::store::refs::short_branch;
 
 use tlv4_core::error::{Error, Result};
@@ -250,7 +248,7 @@ pub fn adopt_manual(store: &Store, sid: &SessionId) -> Result<Vec<Adopted>> {
 
 /// `target` and every completed or failed task that waits for it, directly or not, in
 /// dependency order.
-fn downstream(state: &State, target: &TaskId) -> Vec<TaskId> {
+pub(super) fn downstream(state: &State, target: &TaskId) -> Vec<TaskId> {
     let mut affected = vec![target.clone()];
     for t in state.ordered() {
         if affected.contains(&t.id)
@@ -266,7 +264,7 @@ fn downstream(state: &State, target: &TaskId) -> Vec<TaskId> {
 }
 
 /// Back to pending, results gone, attempts kept (the next run is a new attempt).
-fn reopen(state: &mut State, ids: &[TaskId]) {
+pub(super) fn reopen(state: &mut State, ids: &[TaskId]) {
     for id in ids {
         if let Some(t) = state.tasks.get_mut(id) {
             t.status = TaskStatus::Pending;
@@ -284,7 +282,7 @@ fn reopen(state: &mut State, ids: &[TaskId]) {
 /// Reverts in `tree`, newest first, the merged code of those of `ids` that merged a
 /// snapshot; returns the new tree and those tasks. A revert that conflicts with later code
 /// is an error naming the paths.
-fn revert_code(
+pub(super) fn revert_code(
     txn: &Txn<'_>,
     sid: &SessionId,
     ids: &[TaskId],
@@ -304,46 +302,27 @@ fn revert_code(
         if !store.is_ancestor(commit, txn.tip)? {
             continue;
         }
-        let repo = store.repo();
-        let what = format!("cannot revert the change of {id}");
-        let options = repo
-            .tree_merge_options()
-            .map_err(|e| Error::git(&what, e))?;
-        let labels = gix::merge::blob::builtin_driver::text::Labels {
-            ancestor: None,
-            current: Some(BStr::new("session")),
-            other: Some(BStr::new("revert")),
+        let outcome = worktree::merge_change(
+            store,
+            tree,
+            store.commit_tree(commit)?,
+            store.commit_tree(parent)?,
+            "revert",
+        )?;
+        tree = match outcome {
+            MergeOutcome::Clean { tree } => tree,
+            MergeOutcome::Conflict { paths, .. } => {
+                return Err(Error::state(
+                    format!(
+                        "the code {id} merged cannot be taken back: later changes touch {}",
+                        paths.join(", ")
+                    ),
+                    Some(format!(
+                        "reset the task that changed them after {id} first, or `git tlv4 revise {id} --feedback TEXT`"
+                    )),
+                ));
+            }
         };
-        let mut out = repo
-            .merge_trees(
-                store.commit_tree(commit)?,
-                tree,
-                store.commit_tree(parent)?,
-                labels,
-                options,
-            )
-            .map_err(|e| Error::git(&what, e))?;
-        let how = TreatAsUnresolved::git();
-        if out.has_unresolved_conflicts(how) {
-            let mut paths: Vec<String> = out
-                .conflicts
-                .iter()
-                .filter(|c| c.is_unresolved(how))
-                .map(|c| c.ours.location().to_string())
-                .collect();
-            paths.sort();
-            paths.dedup();
-            return Err(Error::state(
-                format!(
-                    "the code {id} merged cannot be taken back: later changes touch {}",
-                    paths.join(", ")
-                ),
-                Some(format!(
-                    "reset the task that changed them after {id} first, or `git tlv4 revise {id} --feedback TEXT`"
-                )),
-            ));
-        }
-        tree = out.tree.write().map_err(|e| Error::git(&what, e))?.detach();
         reverted.push(id.clone());
     }
     Ok((tree, reverted))

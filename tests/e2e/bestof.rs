@@ -10,13 +10,15 @@ use crate::common::{TestRepo, fixture};
 use crate::remote::Bare;
 use crate::worker::{log_of, spawn_worker_with, trusted_clone, wait, worker_cmd};
 
-const CALC: &str = "def add(a, b):\n    return a + b\n";
-const CLEAN: &str = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
-const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a + b\n";
+pub(crate) const CLEAN: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n";
+pub(crate) const BROKEN: &str =
+    "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n";
 
 /// The sample, its tests, and one `command` agent per candidate style, each writing
 /// `app/calc.py` as given.
-fn sample(agents: &[(&str, String)]) -> TestRepo {
+pub(crate) fn sample(agents: &[(&str, String)]) -> TestRepo {
     let agents: Vec<(&str, String, Option<f64>)> = agents
         .iter()
         .map(|(n, c)| (*n, c.clone(), Some(0.0)))
@@ -59,7 +61,7 @@ fn sample_slow(agents: &[(&str, String, Option<f64>)]) -> TestRepo {
     repo
 }
 
-fn secret() -> String {
+pub(crate) fn secret() -> String {
     format!("{CLEAN}\n{} = \"{}\"\n", "password", "Tr0ub4dor&3xyzzy")
 }
 

@@ -8,7 +8,8 @@ mod common;
 
 pub(crate) mod agents;
 mod bad_input;
-mod bestof;
+pub(crate) mod bestof;
+mod candidates;
 pub(crate) mod citizen;
 mod claims;
 mod commands;

@@ -30,6 +30,9 @@ pub(crate) struct Candidates {
     /// How a tie was broken, when the rule's measures could not tell two apart.
     pub tie: Option<String>,
     pub accept_first: bool,
+    /// Who picked, when not the rule: `user` after `git tlv4 pick`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub picked_by: Option<String>,
     pub candidates: Vec<Candidate>,
 }
 
@@ -242,9 +245,13 @@ impl Candidates {
     }
 
     /// The candidate numbered `n`.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn get(&self, n: u32) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.number == n)
+    }
+
+    /// Whether a person picked (`git tlv4 pick`), not the rule.
+    pub(crate) fn by_user(&self) -> bool {
+        self.picked_by.as_deref() == Some("user")
     }
 }
 

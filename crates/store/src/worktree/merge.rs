@@ -88,6 +88,50 @@ pub fn merge_task(
     Ok(MergeOutcome::Clean { tree })
 }
 
+/// Applies to `tree` the change that turns tree `from` into tree `to` (a three-way merge of
+/// trees with `from` as the base), without touching any working tree: the new tree, or the
+/// paths where the change clashes with `tree`. With a task's snapshot as `from` and its
+/// parent as `to`, it takes the task's change back; the other way round, it makes it again.
+pub fn merge_change(
+    store: &Store,
+    tree: ObjectId,
+    from: ObjectId,
+    to: ObjectId,
+    label: &str,
+) -> Result<MergeOutcome> {
+    let repo = store.repo();
+    let what = format!("cannot apply the change {from}..{to} to {tree}");
+    let options = repo
+        .tree_merge_options()
+        .map_err(|e| Error::git(&what, e))?;
+    let labels = gix::merge::blob::builtin_driver::text::Labels {
+        ancestor: None,
+        current: Some(BStr::new("session")),
+        other: Some(BStr::new(label)),
+    };
+    let mut out = repo
+        .merge_trees(from, tree, to, labels, options)
+        .map_err(|e| Error::git(&what, e))?;
+    let how = TreatAsUnresolved::git();
+    if out.has_unresolved_conflicts(how) {
+        let mut paths = Vec::new();
+        let mut lines = Vec::new();
+        for conflict in out.conflicts.iter().filter(|c| c.is_unresolved(how)) {
+            let path = conflict.ours.location().to_string();
+            lines.push(format!("{path}: {}", describe(&conflict.resolution)));
+            paths.push(path);
+        }
+        paths.sort();
+        paths.dedup();
+        return Ok(MergeOutcome::Conflict {
+            paths,
+            detail: lines.join("\n"),
+        });
+    }
+    let tree = out.tree.write().map_err(|e| Error::git(&what, e))?.detach();
+    Ok(MergeOutcome::Clean { tree })
+}
+
 /// What clashed, in a few words.
 fn describe(resolution: &std::result::Result<Resolution, ResolutionFailure>) -> String {
     match resolution {

@@ -35,7 +35,7 @@ mod tests;
 pub use check::{
     Change, ChangeKind, GENERATED_DIRS, Inspection, LeftOut, Rejection, Rule, SnapshotLimits,
 };
-pub use merge::{MergeOutcome, merge_task, overlapping};
+pub use merge::{MergeOutcome, merge_change, merge_task, overlapping};
 pub use scratch::{ReadOnlyView, ScratchCheckout};
 
 use std::path::{Path, PathBuf};
