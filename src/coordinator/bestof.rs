@@ -8,6 +8,7 @@
 //! after a crash takes the candidates an unfinished attempt left instead of running them
 //! again. The task branch moves only to the candidate picked.
 
+pub(crate) mod claims;
 mod measure;
 pub(crate) mod record;
 
@@ -37,9 +38,9 @@ pub(crate) struct Ask {
     pub drivers: Vec<Arc<dyn Driver>>,
     pub accept_first: bool,
     pub width: usize,
-    /// A worker's remote: each candidate's ref goes there as soon as it is kept, so that a
-    /// worker taking the task over (on any machine) takes it instead of running it again.
-    pub remote: Option<tlv4_store::store::Remote>,
+    /// A worker's claims on its remote: each candidate is claimed before it runs, its ref
+    /// goes there as soon as it is kept, and other workers may run candidates beside.
+    pub claims: Option<claims::Claims>,
 }
 
 /// What the record keeps of a best-of task beyond the picked candidate's result.
@@ -81,82 +82,49 @@ pub(super) fn run(
     }
     let n = ask.drivers.len() as u32;
     let mut done: BTreeMap<u32, Ran> = BTreeMap::new();
-    for mut ran in earlier(&store, input, qctx, ask)? {
-        meter.step(format!("measuring candidate {}", ran.candidate.number));
-        measure::measure(&store, input, qctx, &mut ran.candidate)?;
-        done.insert(ran.candidate.number, ran);
-    }
-    if !done.is_empty() {
+    take_finished(&store, input, qctx, ask, meter, &mut done)?;
+    let reused: Vec<String> = done
+        .values()
+        .filter(|r| r.candidate.reused)
+        .map(|r| r.candidate.number.to_string())
+        .collect();
+    if !reused.is_empty() {
         notes.push(format!(
             "{}: candidate(s) {} of an attempt that did not finish taken as they were, not run again",
             task.id,
-            done.keys().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            reused.join(", ")
         ));
     }
     let accepted =
         AtomicBool::new(ask.accept_first && done.values().any(|r| r.candidate.perfect()));
-    let todo: Vec<u32> = (1..=n).filter(|k| !done.contains_key(k)).collect();
-    for wave in todo.chunks(ask.width.max(1)) {
-        if accepted.load(Ordering::SeqCst) {
+    loop {
+        let remaining: Vec<u32> = (1..=n).filter(|k| !done.contains_key(k)).collect();
+        if remaining.is_empty() || accepted.load(Ordering::SeqCst) {
             break;
         }
-        meter.step(match wave {
-            [k] => format!("candidate {k} of {n} running"),
-            _ => format!(
-                "candidates {} of {n} running",
-                wave.iter()
+        let (wave, keepers) = next_wave(&store, input, qctx, ask, &remaining)?;
+        if wave.is_empty() {
+            // Every one left is another worker's: wait for it, then take what it sent.
+            meter.step(format!(
+                "waiting for candidate(s) {} on other workers",
+                remaining
+                    .iter()
                     .map(u32::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
-        });
-        let meters: Vec<Meter> = wave
-            .iter()
-            .map(|_| {
-                let m = Meter::bounded(meter.bound());
-                m.set_max_usd(meter.max_usd());
-                m
-            })
-            .collect();
-        let results: Vec<Result<Ran>> = std::thread::scope(|s| {
-            let handles: Vec<_> = wave
-                .iter()
-                .zip(&meters)
-                .map(|(&k, m)| {
-                    let driver = Arc::clone(&ask.drivers[k as usize - 1]);
-                    let (meters, accepted) = (&meters, &accepted);
-                    s.spawn(move || {
-                        let store = Store::from_repo(qctx.repo.to_thread_local())?;
-                        let mut ran = candidate(&store, &*driver, input, qctx, limits, m, k)?;
-                        share(&store, ask, &mut ran);
-                        measure::measure(&store, input, qctx, &mut ran.candidate)?;
-                        if ask.accept_first && ran.candidate.perfect() {
-                            accepted.store(true, Ordering::SeqCst);
-                            for other in meters {
-                                other.cancel(format!(
-                                    "candidate {k} passed every test with an APPROVE review (--accept-first)"
-                                ));
-                            }
-                        }
-                        Ok(ran)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(tlv4_core::Error::Git(
-                            "a candidate's thread panicked".into(),
-                        ))
-                    })
-                })
-                .collect()
-        });
-        for (m, ran) in meters.iter().zip(results) {
-            meter.add(m.read());
+            ));
+            std::thread::sleep(OTHERS_POLL);
+            take_finished(&store, input, qctx, ask, meter, &mut done)?;
+            continue;
+        }
+        for ran in run_wave(ask, input, qctx, limits, meter, &wave, &accepted) {
             let ran = ran?;
             done.insert(ran.candidate.number, ran);
+        }
+        // Its claims go once its candidates are on the remote.
+        drop(keepers);
+        if ask.claims.is_some() {
+            take_finished(&store, input, qctx, ask, meter, &mut done)?;
         }
     }
     let mut result = conclude(&store, input, qctx, ask, done, notes);
@@ -168,11 +136,154 @@ pub(super) fn run(
     Ok(result)
 }
 
+/// How often a worker that waits for candidates other workers run looks for them.
+const OTHERS_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The candidates that are done and not in `done` yet — left by an attempt that did not
+/// finish, or (a worker) sent by other workers — measured and added.
+fn take_finished(
+    store: &Store,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    ask: &Ask,
+    meter: &Meter,
+    done: &mut BTreeMap<u32, Ran>,
+) -> Result<()> {
+    for mut ran in earlier(store, input, qctx, ask)? {
+        if done.contains_key(&ran.candidate.number) {
+            continue;
+        }
+        meter.step(format!("measuring candidate {}", ran.candidate.number));
+        measure::measure(store, input, qctx, &mut ran.candidate)?;
+        done.insert(ran.candidate.number, ran);
+    }
+    Ok(())
+}
+
+/// The candidates of `remaining` to run now, at most `width`: here, the first ones; a
+/// worker, those it could claim (with their claims' keepers).
+fn next_wave(
+    store: &Store,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    ask: &Ask,
+    remaining: &[u32],
+) -> Result<(Vec<u32>, Vec<claims::Keeper>)> {
+    let width = ask.width.max(1);
+    let Some(c) = &ask.claims else {
+        return Ok((remaining.iter().copied().take(width).collect(), Vec::new()));
+    };
+    let sid = &input.session.id;
+    c.look(store, sid, &input.task.id)?;
+    let (mut wave, mut keepers) = (Vec::new(), Vec::new());
+    for &k in remaining {
+        if wave.len() == width {
+            break;
+        }
+        let what = (&input.task.id, input.task.attempts, k);
+        if let Some(keeper) = c.claim(store, &qctx.repo, sid, what)? {
+            wave.push(k);
+            keepers.push(keeper);
+        }
+    }
+    Ok((wave, keepers))
+}
+
+/// Runs the candidates of `wave` side by side, each measured as it ends; with
+/// `--accept-first`, a perfect one stops the others and sets `accepted`.
+fn run_wave(
+    ask: &Ask,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    limits: &SnapshotLimits,
+    meter: &Meter,
+    wave: &[u32],
+    accepted: &AtomicBool,
+) -> Vec<Result<Ran>> {
+    let n = ask.drivers.len();
+    meter.step(match wave {
+        [k] => format!("candidate {k} of {n} running"),
+        _ => format!(
+            "candidates {} of {n} running",
+            wave.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
+    let meters: Vec<Meter> = wave
+        .iter()
+        .map(|_| {
+            let m = Meter::bounded(meter.bound());
+            m.set_max_usd(meter.max_usd());
+            m
+        })
+        .collect();
+    let results: Vec<Result<Ran>> = std::thread::scope(|s| {
+        let handles: Vec<_> = wave
+            .iter()
+            .zip(&meters)
+            .map(|(&k, m)| {
+                let driver = Arc::clone(&ask.drivers[k as usize - 1]);
+                let meters = &meters;
+                s.spawn(move || {
+                    let store = Store::from_repo(qctx.repo.to_thread_local())?;
+                    let mut ran = candidate(&store, &*driver, input, qctx, limits, m, k)?;
+                    share(&store, ask, &mut ran);
+                    measure::measure(&store, input, qctx, &mut ran.candidate)?;
+                    if ask.accept_first && ran.candidate.perfect() {
+                        accepted.store(true, Ordering::SeqCst);
+                        for other in meters {
+                            other.cancel(format!(
+                                "candidate {k} passed every test with an APPROVE review (--accept-first)"
+                            ));
+                        }
+                    }
+                    Ok(ran)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(tlv4_core::Error::Git(
+                        "a candidate's thread panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    for m in &meters {
+        meter.add(m.read());
+    }
+    results
+}
+
+/// Candidate `k` of a task another worker holds, run by this idle worker under its claim
+/// (`keeper`, released once the candidate's ref is on the remote): its agent, its snapshot
+/// kept and sent. What becomes of it is the holder's to say; nothing here is recorded.
+pub(crate) fn help(
+    ask: &Ask,
+    input: &TaskInput,
+    qctx: &QualityContext,
+    limits: &SnapshotLimits,
+    k: u32,
+    keeper: claims::Keeper,
+) -> Result<()> {
+    let store = Store::from_repo(qctx.repo.to_thread_local())?;
+    let driver = Arc::clone(&ask.drivers[k as usize - 1]);
+    let mut ran = candidate(&store, &*driver, input, qctx, limits, &Meter::new(), k)?;
+    share(&store, ask, &mut ran);
+    drop(keeper);
+    Ok(())
+}
+
 /// A worker's candidate goes to its remote as soon as it is kept (created only; a failure is
 /// a note: the ref travels with the task's result all the same).
 fn share(store: &Store, ask: &Ask, ran: &mut Ran) {
     let (Some(remote), Some(name), Some(commit)) = (
-        &ask.remote,
+        ask.claims.as_ref().map(|c| &c.remote),
         &ran.candidate.reference,
         ran.candidate
             .commit
@@ -256,6 +367,10 @@ fn candidate(
         .map(|o| o.summary.clone())
         .unwrap_or_default();
     wt.add_trailers([
+        (
+            "Worker",
+            format!("{}:{}", tlv4_core::host::name(), std::process::id()),
+        ),
         ("Agent", name.clone()),
         ("Outcome", outcome.clone()),
         ("Summary", summary.clone()),
@@ -271,6 +386,11 @@ fn candidate(
     ]);
     let mut candidate = Candidate {
         number: k,
+        worker: Some(format!(
+            "{}:{}",
+            tlv4_core::host::name(),
+            std::process::id()
+        )),
         agent: name,
         model: usage.model.clone(),
         parent: Some(qctx.tip.to_string()),
@@ -332,8 +452,8 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
     let recorded = recorded_refs(store, input, tip_tree)?;
     let code_now = code_entries(store, tip_tree)?;
     // A worker also takes what a worker before it sent to the remote.
-    if let Some(remote) = &ask.remote {
-        for (name, commit) in store.fetch_prefix(remote, &prefix).unwrap_or_default() {
+    if let Some(c) = &ask.claims {
+        for (name, commit) in store.fetch_prefix(&c.remote, &prefix).unwrap_or_default() {
             if store.try_ref(&name)?.is_none() {
                 store.create_ref(&name, commit, "git-tlv4: a candidate from the remote")?;
             }
@@ -384,7 +504,8 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
             parent: Some(parent.to_string()),
             summary: trailer("Summary").unwrap_or_default(),
             changed,
-            reused: true,
+            reused: attempt < task.attempts,
+            worker: trailer("Worker"),
             usage: UsageMeasure {
                 input_tokens: trailer("Input-Tokens")
                     .and_then(|v| v.parse().ok())

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod batch;
+mod candidates;
 mod stops;
 
 use super::lease::{Held, Mode, RemoteMode, WorkerOptions};
@@ -234,6 +235,7 @@ pub fn run(
         limited: BTreeMap::new(),
         failed_over: BTreeMap::new(),
         wait_up_to,
+        helping: Vec::new(),
         on,
     };
     // A session that runs with shell on runs only where the sandbox can hold its agents.
@@ -300,6 +302,8 @@ struct Runner<'a> {
     failed_over: BTreeMap<TaskId, std::collections::BTreeSet<String>>,
     /// How long a usage limit is waited out before the session pauses.
     wait_up_to: std::time::Duration,
+    /// A worker's runs of candidates of tasks other workers hold (best of N).
+    helping: Vec<std::thread::JoinHandle<()>>,
     on: &'a mut dyn FnMut(Progress),
 }
 
@@ -321,12 +325,17 @@ impl Runner<'_> {
     async fn run_loop(&mut self) -> Result<RunEnd> {
         let mut running: Running = tokio::task::JoinSet::new();
         let mut roles: BTreeMap<TaskId, String> = BTreeMap::new();
-        match self.schedule(&mut running, &mut roles).await {
+        let end = match self.schedule(&mut running, &mut roles).await {
             Err(Error::Unreachable { remote, detail }) if self.mode.worker().is_some() => {
                 Err(self.lost_remote(remote, detail, &mut running, &roles).await)
             }
             end => end,
+        };
+        // Candidates run for other workers end with their agents (a signal stops those).
+        for h in self.helping.drain(..) {
+            let _ = h.join();
         }
+        end
     }
 
     /// The loop itself; `running` and `roles` (the role of each running task) are the
@@ -360,10 +369,12 @@ impl Runner<'_> {
                 self.budget
                     .refresh(self.store, tip, &state.control.settings)?;
                 let max = self.mode.max_parallel(state.control.settings.max_parallel);
+                self.helping.retain(|h| !h.is_finished());
                 let used: usize = roles
                     .keys()
                     .map(|id| widths.get(id).copied().unwrap_or(1))
-                    .sum();
+                    .sum::<usize>()
+                    + self.helping.len();
                 let slots = (max as usize).saturating_sub(used);
                 let mut filled = 0;
                 let mut ready = schedulable(&state, roles);
@@ -387,16 +398,16 @@ impl Runner<'_> {
                             continue;
                         }
                     };
-                    let remote = self.mode.worker().map(|r| r.opts.remote.clone());
+                    let claims = self.claims();
                     let best = driver.as_ref().and_then(|d| {
-                        bestof_ask(
+                        candidates::bestof_ask(
                             &self.roster,
                             &state.control.settings,
                             &task,
                             d,
                             slots - filled,
                         )
-                        .map(|ask| super::bestof::Ask { remote, ..ask })
+                        .map(|ask| super::bestof::Ask { claims, ..ask })
                     });
                     let admitted = match (&best, &driver) {
                         (Some(ask), _) => {
@@ -451,6 +462,11 @@ impl Runner<'_> {
                     });
                     taken += 1;
                     filled += width;
+                }
+                // Nothing to claim and a slot free: a candidate of a task another worker
+                // holds (best of N).
+                if taken == 0 && filled < slots {
+                    self.help(&state)?;
                 }
             }
             // A claim another worker took first: look at the remote again before the next.
@@ -1257,41 +1273,6 @@ pub(super) fn release(txn: &mut Txn<'_>, sid: &SessionId, task: &TaskId, commit:
 }
 
 /// Ready tasks not yet running, by priority then dependency order.
-/// How best-of task `task` runs its candidates, when the session asks for several and its
-/// agent (`first`, the role's) works in a checkout: one driver per candidate (`first` for
-/// each, or the agents the setting names), at most `free` of them at once.
-fn bestof_ask(
-    roster: &Roster,
-    settings: &tlv4_core::model::Settings,
-    task: &tlv4_core::model::Task,
-    first: &Arc<dyn crate::agents::command::Driver>,
-    free: usize,
-) -> Option<super::bestof::Ask> {
-    let b = settings.best_of.as_ref().filter(|b| b.several())?;
-    if !task.role.writes_code() {
-        return None;
-    }
-    let drivers: Vec<Arc<dyn crate::agents::command::Driver>> = if b.agents.is_empty() {
-        (0..b.count).map(|_| Arc::clone(first)).collect()
-    } else {
-        b.agents
-            .iter()
-            .map(|n| roster.named(n).unwrap_or_else(|| Arc::clone(first)))
-            .collect()
-    };
-    // Candidates are checkouts' work: an agent that works without one (the builtin) runs the
-    // task once, as it would.
-    if !drivers.iter().all(|d| d.checkout()) {
-        return None;
-    }
-    Some(super::bestof::Ask {
-        width: drivers.len().min(free).max(1),
-        drivers,
-        accept_first: b.accept_first,
-        remote: None,
-    })
-}
-
 fn schedulable(state: &State, running: &BTreeMap<TaskId, String>) -> Vec<tlv4_core::model::Task> {
     let order: BTreeMap<&TaskId, usize> = state
         .ordered()

@@ -567,3 +567,80 @@ fn the_budget_reserves_every_candidate_before_the_first_starts() {
     );
     assert_eq!(repo.task(&sid, "IMPL-001")["status"], "completed");
 }
+
+/// Two workers on one best-of task: the one that holds it runs candidate 1 (slow), the other,
+/// with nothing to claim, claims candidate 2 and runs it beside; the holder takes what the
+/// other sent, and no claim is left on the remote.
+#[test]
+fn two_workers_run_the_candidates_of_one_task_side_by_side() {
+    let bare = Bare::new();
+    let first = sample_slow(&[
+        ("slow", CLEAN.to_owned(), Some(4.0)),
+        ("quick", CLEAN.to_owned(), Some(0.0)),
+    ]);
+    let sid = share(&first, &bare, "slow,quick");
+    let url = bare.url();
+    let gd = bare.path().to_str().unwrap().to_owned();
+    let on_remote = |args: &[&str]| {
+        let mut all = vec!["--git-dir", gd.as_str()];
+        all.extend_from_slice(args);
+        first.git(&all)
+    };
+    let holder = trusted_clone(&url, "holder");
+    let args = [
+        "--session",
+        &sid,
+        "worker",
+        "--remote",
+        &url,
+        "--max-parallel",
+        "1",
+    ];
+    let log = std::fs::File::create(holder.home.path().join("worker.log")).unwrap();
+    let mut a = holder
+        .tlv4_cmd(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while !on_remote(&["for-each-ref", "--format=%(refname)", "refs/tlv4/claims/"]).contains("/c1")
+    {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "no claim on candidate 1: {}",
+            log_of(&holder)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let helper = trusted_clone(&url, "helper");
+    let mut b = spawn_worker_with(&helper, &url, &sid, &[], &[]);
+    assert!(wait(&mut a, &holder), "{}", log_of(&holder));
+    assert!(wait(&mut b, &helper), "{}", log_of(&helper));
+    let rec: serde_json::Value = serde_json::from_str(&on_remote(&[
+        "show",
+        &format!("tlv4/{sid}:.tlv4/sessions/{sid}/runs/IMPL-001/1/candidates.json"),
+    ]))
+    .unwrap();
+    let c = &rec["candidates"];
+    assert_eq!(c[0]["reused"], false, "{rec:#}");
+    assert_eq!(c[1]["reused"], false, "{rec:#}");
+    assert_ne!(c[0]["worker"], c[1]["worker"], "{rec:#}");
+    assert!(rec["picked"].is_number(), "{rec:#}");
+    assert!(
+        log_of(&helper).contains("running candidate 2 beside"),
+        "{}",
+        log_of(&helper)
+    );
+    let claims = on_remote(&["for-each-ref", "refs/tlv4/claims/", "refs/tlv4/leases/"]);
+    assert!(claims.trim().is_empty(), "{claims}");
+    let fsck = first
+        .git_cmd(&["--git-dir", &gd, "fsck", "--strict"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}

@@ -57,6 +57,10 @@ pub(crate) struct Candidate {
     pub changed: Vec<String>,
     /// Run by an earlier attempt that did not finish, and taken as it was.
     pub reused: bool,
+    /// The worker that ran it, `<host>:<pid>` (a remote's workers run candidates of one task
+    /// side by side).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
     /// The merge of its snapshot into `measured_on`, measured (not under any ref).
     pub merged: Option<String>,
     /// Paths its change conflicts in with the session.

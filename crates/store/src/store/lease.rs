@@ -412,9 +412,26 @@ impl Store {
         lease: &Lease,
         previous: Option<ObjectId>,
     ) -> Result<Option<ObjectId>> {
+        self.claim_at(
+            remote,
+            &lease_ref(&lease.session, &lease.task),
+            lease,
+            previous,
+        )
+    }
+
+    /// [`Store::claim_lease`] on ref `name`: a claim kept elsewhere than the task leases (a
+    /// best-of candidate's, under [`super::refs::CLAIM_REF_PREFIX`]).
+    pub fn claim_at(
+        &self,
+        remote: &Remote,
+        name: &str,
+        lease: &Lease,
+        previous: Option<ObjectId>,
+    ) -> Result<Option<ObjectId>> {
         let new = self.write_lease(lease, previous)?;
         let edit = RemoteEdit {
-            name: lease_ref(&lease.session, &lease.task),
+            name: name.to_owned(),
             expected: previous,
             new: Some(new),
         };
@@ -567,13 +584,35 @@ impl Store {
         old: ObjectId,
         lease: &Lease,
     ) -> Result<Option<ObjectId>> {
+        self.renew_at(remote, &lease_ref(&lease.session, &lease.task), old, lease)
+    }
+
+    /// [`Store::renew_lease`] on ref `name` (see [`Store::claim_at`]).
+    pub fn renew_at(
+        &self,
+        remote: &Remote,
+        name: &str,
+        old: ObjectId,
+        lease: &Lease,
+    ) -> Result<Option<ObjectId>> {
         let new = self.write_lease(lease, Some(old))?;
         let edit = RemoteEdit {
-            name: lease_ref(&lease.session, &lease.task),
+            name: name.to_owned(),
             expected: Some(old),
             new: Some(new),
         };
         Ok(self.push_leased(remote, &[edit])?.ok().map(|()| new))
+    }
+
+    /// Deletes the claim on ref `name` if it is still `commit` (see [`Store::claim_at`]):
+    /// whether it went.
+    pub fn release_at(&self, remote: &Remote, name: &str, commit: ObjectId) -> Result<bool> {
+        let edit = RemoteEdit {
+            name: name.to_owned(),
+            expected: Some(commit),
+            new: None,
+        };
+        Ok(self.push_leased(remote, &[edit])?.is_ok())
     }
 
     /// Keeps `commit`, work of attempt `attempt` of `task` that the session did not take,

@@ -37,6 +37,9 @@ pub const ARCHIVE_REF_PREFIX: &str = "refs/tlv4/archive/";
 pub const RUNS_REF_PREFIX: &str = "refs/tlv4/runs/";
 /// Where the leases of claimed tasks live on a remote: `refs/tlv4/leases/<SID>/<TASK>`.
 pub const LEASE_REF_PREFIX: &str = "refs/tlv4/leases/";
+/// Under it, on a shared remote, the workers' claims on best-of candidates: a prefix of its
+/// own, which the loop's look at the remote does not fetch.
+pub const CLAIM_REF_PREFIX: &str = "refs/tlv4/claims/";
 /// Where the configuration a session started with is kept (never pushed: it may hold
 /// secrets).
 pub const PINNED_REF_PREFIX: &str = "refs/tlv4/pinned/";
@@ -87,6 +90,16 @@ pub fn attempt_ref(sid: &SessionId, task: &TaskId, attempt: u32) -> String {
 /// `…/IMPL-001/2-c3`, which no attempt ref (`…/IMPL-001/2`) can be.
 pub fn candidate_ref(sid: &SessionId, task: &TaskId, attempt: u32, number: u32) -> String {
     format!("{}{attempt}-c{number}", runs_prefix(sid, task))
+}
+
+/// The prefix of the claims on candidates of `task` of session `sid`.
+pub fn candidate_claims_prefix(sid: &SessionId, task: &TaskId) -> String {
+    format!("{CLAIM_REF_PREFIX}{sid}/{task}/")
+}
+
+/// The claim on candidate `number` of `task` (of the attempt its lease names).
+pub fn candidate_claim_ref(sid: &SessionId, task: &TaskId, number: u32) -> String {
+    format!("{}c{number}", candidate_claims_prefix(sid, task))
 }
 
 /// The lease ref of `task` of session `sid`.
