@@ -136,6 +136,10 @@ pub(super) fn run(
     Ok(result)
 }
 
+/// The outcome of a candidate whose agent a signal stopped (the run was interrupted, not the
+/// candidate judged): such a candidate is kept, never taken, and runs again.
+const INTERRUPTED: &str = "stopped: interrupted";
+
 /// How often a worker that waits for candidates other workers run looks for them.
 const OTHERS_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -361,6 +365,14 @@ fn candidate(
             (outcome, None, run)
         }
     };
+    // A run that ended because this process was signalled was interrupted, not answered.
+    let outcome = match tlv4_core::process::signals::received() {
+        Some(sig) if outcome != "completed" && meter.cancelled().is_none() => format!(
+            "{INTERRUPTED} by {}",
+            tlv4_core::process::signals::name(sig)
+        ),
+        _ => outcome,
+    };
     let usage = run.as_ref().map(|r| r.usage.clone()).unwrap_or_default();
     let summary = output
         .as_ref()
@@ -494,8 +506,12 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
         if found.get(&k).is_some_and(|(a, _)| *a >= attempt) {
             continue;
         }
-        let changed = changed_paths(store, parent, commit)?;
         let outcome = trailer("Outcome").unwrap_or_else(|| "completed".to_owned());
+        // A run a signal stopped is not a candidate's answer: it runs again.
+        if outcome.starts_with(INTERRUPTED) {
+            continue;
+        }
+        let changed = changed_paths(store, parent, commit)?;
         let candidate = Candidate {
             number: k,
             agent: trailer("Agent").unwrap_or_default(),

@@ -644,3 +644,92 @@ fn two_workers_run_the_candidates_of_one_task_side_by_side() {
         String::from_utf8_lossy(&fsck.stderr)
     );
 }
+
+/// The tool stopped by SIGTERM while candidate 2 runs: candidate 2 is kept as interrupted,
+/// and `resume` takes candidate 1 as it was but runs candidate 2 again (a signal is not an
+/// answer).
+#[test]
+fn a_candidate_a_signal_stopped_runs_again_on_resume() {
+    let repo = sample_slow(&[
+        ("clean", CLEAN.to_owned(), Some(0.0)),
+        ("slow", BROKEN.to_owned(), None),
+    ]);
+    let mut child = repo
+        .tlv4_cmd(&[
+            "start",
+            "--pipeline",
+            "wide",
+            "--yes",
+            "--completion",
+            "keep",
+            "--max-parallel",
+            "1",
+            "--best-of",
+            "clean,slow",
+            "add mul",
+        ])
+        .env("SCRIPTED_SLEEP", "60")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listed = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
+    let waited = std::time::Instant::now();
+    while !listed().contains("/1-c1") {
+        assert!(
+            waited.elapsed().as_secs() < 60,
+            "candidate 1 never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: a signal to the process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let refs = listed();
+    let kept = refs
+        .lines()
+        .find(|l| l.ends_with("/1-c2"))
+        .unwrap_or_else(|| panic!("{refs}"));
+    let outcome = repo.git(&[
+        "log",
+        "-1",
+        "--format=%(trailers:key=Tlv4-Outcome,valueonly)",
+        kept,
+    ]);
+    assert!(outcome.starts_with("stopped: interrupted"), "{outcome}");
+    let sid = repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:lstrip=3)",
+        "refs/heads/tlv4/",
+    ]);
+    let sid = sid
+        .lines()
+        .find(|l| !l.contains('.'))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let out = repo
+        .tlv4_cmd(&["--session", &sid, "resume"])
+        .env("SCRIPTED_SLEEP", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let attempt = repo.task(&sid, "IMPL-001")["attempts"].as_u64().unwrap() as u32;
+    let rec = candidates(&repo, &sid, attempt);
+    let c = &rec["candidates"];
+    assert_eq!(c[0]["reused"], true, "{rec:#}");
+    assert_eq!(c[1]["reused"], false, "{rec:#}");
+    assert_eq!(
+        c[1]["ref"],
+        format!("refs/tlv4/runs/{sid}/IMPL-001/{attempt}-c2").as_str(),
+        "{rec:#}"
+    );
+    assert_eq!(c[1]["tests"]["meets_target"], false, "{rec:#}");
+    repo.fsck();
+}
