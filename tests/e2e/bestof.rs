@@ -88,6 +88,64 @@ fn start(repo: &TestRepo, args: &[&str]) -> (String, String, Option<i32>) {
     )
 }
 
+/// `git fsck --strict` of the remote `bare` passes.
+fn fsck_remote(repo: &TestRepo, bare: &Bare) {
+    let gd = bare.path();
+    let fsck = repo
+        .git_cmd(&["--git-dir", gd.to_str().unwrap(), "fsck", "--strict"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
+
+/// Waits, a minute at most, until `done`; fails saying `what` otherwise.
+fn until(done: impl Fn() -> bool, what: impl Fn() -> String) {
+    let waited = std::time::Instant::now();
+    while !done() {
+        assert!(waited.elapsed().as_secs() < 60, "{}", what());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `start` of the sample with `--max-parallel 1 --best-of best_of` (its agents sleeping
+/// `sleep` seconds where they leave it to the environment), as a child process, once
+/// candidate 1 is kept.
+fn one_at_a_time(repo: &TestRepo, best_of: &str, sleep: &str) -> std::process::Child {
+    let mut cmd = repo.tlv4_cmd(&[
+        "start",
+        "--pipeline",
+        "wide",
+        "--yes",
+        "--completion",
+        "keep",
+        "--max-parallel",
+        "1",
+        "--best-of",
+        best_of,
+        "add mul",
+    ]);
+    if !sleep.is_empty() {
+        cmd.env("SCRIPTED_SLEEP", sleep);
+    }
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    until(
+        || {
+            repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"])
+                .contains("/1-c1")
+        },
+        || "candidate 1 never finished".to_string(),
+    );
+    child
+}
+
 fn candidates(repo: &TestRepo, sid: &str, attempt: u32) -> serde_json::Value {
     let path = format!(".tlv4/sessions/{sid}/runs/IMPL-001/{attempt}/candidates.json");
     serde_json::from_str(&repo.git(&["show", &format!("tlv4/{sid}:{path}")])).unwrap()
@@ -265,33 +323,8 @@ fn a_run_killed_between_candidates_resumes_without_running_a_finished_one_again(
         ("slow", BROKEN.to_owned(), Some(4.0)),
         ("leaky", secret(), Some(0.0)),
     ]);
-    let mut child = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--max-parallel",
-            "1",
-            "--best-of",
-            "clean,slow,leaky",
-            "add mul",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = one_at_a_time(&repo, "clean,slow,leaky", "");
     let listed = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
-    let waited = std::time::Instant::now();
-    while !listed().contains("/1-c1") {
-        assert!(
-            waited.elapsed().as_secs() < 60,
-            "candidate 1 never finished"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     // Candidate 2 sleeps before it writes: the tool dies while it runs.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().unwrap();
@@ -443,15 +476,7 @@ fn a_remote_worker_runs_the_candidates_and_they_all_reach_the_remote() {
         on_remote(&["show", &format!("tlv4/{sid}:app/calc.py")]),
         CLEAN
     );
-    let fsck = first
-        .git_cmd(&["--git-dir", gd.to_str().unwrap(), "fsck", "--strict"])
-        .output()
-        .unwrap();
-    assert!(
-        fsck.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    fsck_remote(&first, &bare);
 }
 
 /// A worker killed while its second candidate runs: the first went to the remote as soon as
@@ -477,15 +502,10 @@ fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
     let mut cmd = worker_cmd(&doomed, &url, &sid, &["--lease", "2", "--skew", "0.5"]);
     cmd.env("SCRIPTED_SLEEP", "60").process_group(0);
     let mut a = cmd.spawn().unwrap();
-    let waited = std::time::Instant::now();
-    while !remote_refs().contains("/1-c1") {
-        assert!(
-            waited.elapsed().as_secs() < 60,
-            "candidate 1 never reached the remote: {}",
-            log_of(&doomed)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    until(
+        || remote_refs().contains("/1-c1"),
+        || format!("candidate 1 never reached the remote: {}", log_of(&doomed)),
+    );
     let pid = i32::try_from(a.id()).unwrap();
     // SAFETY: a signal to the process group this test started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -523,15 +543,7 @@ fn a_worker_taking_a_task_over_takes_the_candidates_the_first_one_sent() {
         1,
         "{refs}"
     );
-    let fsck = first
-        .git_cmd(&["--git-dir", &gd, "fsck", "--strict"])
-        .output()
-        .unwrap();
-    assert!(
-        fsck.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    fsck_remote(&first, &bare);
 }
 
 /// The budget holds every candidate's reserve before the first starts: three candidates of a
@@ -603,16 +615,10 @@ fn two_workers_run_the_candidates_of_one_task_side_by_side() {
         .stderr(log)
         .spawn()
         .unwrap();
-    let waited = std::time::Instant::now();
-    while !on_remote(&["for-each-ref", "--format=%(refname)", "refs/tlv4/claims/"]).contains("/c1")
-    {
-        assert!(
-            waited.elapsed().as_secs() < 60,
-            "no claim on candidate 1: {}",
-            log_of(&holder)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    until(
+        || on_remote(&["for-each-ref", "--format=%(refname)", "refs/tlv4/claims/"]).contains("/c1"),
+        || format!("no claim on candidate 1: {}", log_of(&holder)),
+    );
     let helper = trusted_clone(&url, "helper");
     let mut b = spawn_worker_with(&helper, &url, &sid, &[], &[]);
     assert!(wait(&mut a, &holder), "{}", log_of(&holder));
@@ -634,15 +640,7 @@ fn two_workers_run_the_candidates_of_one_task_side_by_side() {
     );
     let claims = on_remote(&["for-each-ref", "refs/tlv4/claims/", "refs/tlv4/leases/"]);
     assert!(claims.trim().is_empty(), "{claims}");
-    let fsck = first
-        .git_cmd(&["--git-dir", &gd, "fsck", "--strict"])
-        .output()
-        .unwrap();
-    assert!(
-        fsck.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fsck.stderr)
-    );
+    fsck_remote(&first, &bare);
 }
 
 /// The tool stopped by SIGTERM while candidate 2 runs: candidate 2 is kept as interrupted,
@@ -654,34 +652,8 @@ fn a_candidate_a_signal_stopped_runs_again_on_resume() {
         ("clean", CLEAN.to_owned(), Some(0.0)),
         ("slow", BROKEN.to_owned(), None),
     ]);
-    let mut child = repo
-        .tlv4_cmd(&[
-            "start",
-            "--pipeline",
-            "wide",
-            "--yes",
-            "--completion",
-            "keep",
-            "--max-parallel",
-            "1",
-            "--best-of",
-            "clean,slow",
-            "add mul",
-        ])
-        .env("SCRIPTED_SLEEP", "60")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = one_at_a_time(&repo, "clean,slow", "60");
     let listed = || repo.git(&["for-each-ref", "--format=%(refname)", "refs/tlv4/runs/"]);
-    let waited = std::time::Instant::now();
-    while !listed().contains("/1-c1") {
-        assert!(
-            waited.elapsed().as_secs() < 60,
-            "candidate 1 never finished"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: a signal to the process this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
