@@ -184,7 +184,7 @@ fn next_wave(
         if wave.len() == width {
             break;
         }
-        let what = (&input.task.id, input.task.attempts, k);
+        let what = (&input.task.id, input.task.attempts, k, qctx.tip);
         if let Some(keeper) = c.claim(store, &qctx.repo, sid, what)? {
             wave.push(k);
             keepers.push(keeper);
@@ -500,16 +500,24 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
         let Some(parent) = c.parent_ids().next().map(|p| p.detach()) else {
             continue;
         };
-        if code_entries(store, store.commit_tree(parent)?)? != code_now {
+        // Of an earlier attempt, a candidate is taken only where the code is the same; of
+        // this one (run beside by another worker) it is taken all the same, and one that
+        // started elsewhere counts as failed: its name is taken.
+        let same_code = code_entries(store, store.commit_tree(parent)?)? == code_now;
+        if !same_code && attempt != task.attempts {
             continue;
         }
         if found.get(&k).is_some_and(|(a, _)| *a >= attempt) {
             continue;
         }
-        let outcome = trailer("Outcome").unwrap_or_else(|| "completed".to_owned());
-        // A run a signal stopped is not a candidate's answer: it runs again.
-        if outcome.starts_with(INTERRUPTED) {
+        let mut outcome = trailer("Outcome").unwrap_or_else(|| "completed".to_owned());
+        // A run a signal stopped is not a candidate's answer: a later attempt runs it again
+        // (in this one its name is taken: it counts as stopped).
+        if outcome.starts_with(INTERRUPTED) && attempt != task.attempts {
             continue;
+        }
+        if !same_code {
+            outcome = format!("failed: it started from {parent}, not from this attempt's tip");
         }
         let changed = changed_paths(store, parent, commit)?;
         let candidate = Candidate {

@@ -413,6 +413,7 @@ impl RemoteMode {
             attempt,
             holder: self.holder.clone(),
             expires_ms: tlv4_store::store::now_ms() + super::run::millis(self.opts.lease),
+            from: None,
         }
     }
 

@@ -41,7 +41,7 @@ impl Claims {
         store: &Store,
         repo: &gix::ThreadSafeRepository,
         sid: &SessionId,
-        (task, attempt, k): (&TaskId, u32, u32),
+        (task, attempt, k, from): (&TaskId, u32, u32, ObjectId),
     ) -> Result<Option<Keeper>> {
         let name = candidate_claim_ref(sid, task, k);
         let current = match store.remote_value(&self.remote, &name)? {
@@ -57,11 +57,29 @@ impl Claims {
             attempt,
             holder: self.holder.clone(),
             expires_ms: now_ms() + millis(self.lease),
+            from: Some(from),
         };
         let previous = current.map(|(c, _)| c);
         Ok(store
             .claim_at(&self.remote, &name, &lease, previous)?
             .map(|commit| Keeper::start(repo.clone(), self.clone(), name, lease, commit)))
+    }
+
+    /// The session tip the candidates of `task` start from, as a claim on one of them says
+    /// (as last fetched: see [`Claims::look`]).
+    pub(crate) fn start_of(
+        &self,
+        store: &Store,
+        sid: &SessionId,
+        task: &TaskId,
+    ) -> Result<Option<ObjectId>> {
+        let prefix = self.remote.mirror(&candidate_claims_prefix(sid, task));
+        for (_, commit) in store.refs_with_prefix(&prefix)? {
+            if let Some(from) = store.read_lease(commit)?.from {
+                return Ok(Some(from));
+            }
+        }
+        Ok(None)
     }
 
     /// Fetches the claims on `task`'s candidates into the mirror (a thread that holds none of

@@ -61,12 +61,20 @@ impl Runner<'_> {
             let Ok(sent) = self.store.fetch_prefix(&claims.remote, &prefix) else {
                 continue;
             };
+            // Where the holder's candidates start: a candidate here starts there too (its
+            // claims say; none yet, nothing to run beside).
+            if claims.look(self.store, &self.sid, &t.id).is_err() {
+                continue;
+            }
+            let Some(from) = claims.start_of(self.store, &self.sid, &t.id)? else {
+                continue;
+            };
             for k in (1..=ask.drivers.len() as u32).rev() {
                 let name = worktree::candidate_ref(&self.sid, &t.id, lease.attempt, k);
                 if sent.iter().any(|(n, _)| *n == name) {
                     continue;
                 }
-                let what = (&t.id, lease.attempt, k);
+                let what = (&t.id, lease.attempt, k, from);
                 let Some(keeper) = claims.claim(
                     self.store,
                     &self.store.repo().clone().into_sync(),
@@ -76,8 +84,7 @@ impl Runner<'_> {
                 else {
                     continue;
                 };
-                let tip = self.store.tip(&self.sid)?;
-                let (mut input, qctx) = self.input(tip, state, &t.id)?;
+                let (mut input, qctx) = self.input(from, state, &t.id)?;
                 input.task.attempts = lease.attempt;
                 let limits = self.limits.clone();
                 let ask = crate::coordinator::bestof::Ask {

@@ -65,6 +65,9 @@ pub struct Lease {
     pub holder: String,
     /// When the lease ends, in milliseconds since the epoch by the holder's clock.
     pub expires_ms: u64,
+    /// A claim on best-of candidates: the session tip they start from (`Tlv4-From`), so that
+    /// every worker running candidates of one task starts where its holder did.
+    pub from: Option<ObjectId>,
 }
 
 impl Lease {
@@ -76,7 +79,7 @@ impl Lease {
 
     /// The commit message that holds the lease.
     fn message(&self) -> String {
-        format!(
+        let mut message = format!(
             "lease: {} of {}\n\nTlv4-Session: {}\nTlv4-Task: {}\nTlv4-Attempt: {}\nTlv4-Holder: {}\nTlv4-Expires: {}\n",
             self.task,
             self.session,
@@ -85,7 +88,11 @@ impl Lease {
             self.attempt,
             self.holder,
             self.expires_ms
-        )
+        );
+        if let Some(from) = self.from {
+            message.push_str(&format!("Tlv4-From: {from}\n"));
+        }
+        message
     }
 
     /// Reads a lease from its commit message.
@@ -102,6 +109,7 @@ impl Lease {
             attempt: field("Tlv4-Attempt")?.parse().ok()?,
             holder: field("Tlv4-Holder")?.to_owned(),
             expires_ms: field("Tlv4-Expires")?.parse().ok()?,
+            from: field("Tlv4-From").and_then(|v| v.parse().ok()),
         })
     }
 }
@@ -825,8 +833,20 @@ mod tests {
             attempt: 2,
             holder: "box:42".into(),
             expires_ms: 1_800_000_000_123,
+            from: None,
         };
         assert_eq!(Lease::parse(&lease.message()), Some(lease.clone()));
+        // A claim on candidates says where they start.
+        let claim = Lease {
+            from: Some(gix::ObjectId::null(gix::hash::Kind::Sha1)),
+            ..lease.clone()
+        };
+        assert!(
+            claim.message().contains("Tlv4-From: 0000000"),
+            "{}",
+            claim.message()
+        );
+        assert_eq!(Lease::parse(&claim.message()), Some(claim));
         assert!(!lease.expired(lease.expires_ms, 0));
         assert!(lease.expired(lease.expires_ms + 1, 0));
         // The skew margin: expiry is judged only that long after the holder's deadline.
@@ -935,6 +955,7 @@ mod tests {
                     attempt: 1,
                     holder: holder.into(),
                     expires_ms,
+                    from: None,
                 };
                 let commit = txn.store().write_lease(&lease, None)?;
                 txn.also_push(RemoteEdit {
@@ -1026,6 +1047,7 @@ mod tests {
                     attempt: 1,
                     holder: "b:2".into(),
                     expires_ms: now_ms() + 60_000,
+                    from: None,
                 },
                 None,
             )
