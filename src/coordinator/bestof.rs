@@ -82,7 +82,8 @@ pub(super) fn run(
     }
     let n = ask.drivers.len() as u32;
     let mut done: BTreeMap<u32, Ran> = BTreeMap::new();
-    take_finished(&store, input, qctx, ask, meter, &mut done)?;
+    let known = Known::read(&store, input, qctx)?;
+    take_finished(&store, input, qctx, ask, &known, meter, &mut done)?;
     let reused: Vec<String> = done
         .values()
         .filter(|r| r.candidate.reused)
@@ -114,7 +115,7 @@ pub(super) fn run(
                     .join(", ")
             ));
             std::thread::sleep(OTHERS_POLL);
-            take_finished(&store, input, qctx, ask, meter, &mut done)?;
+            take_finished(&store, input, qctx, ask, &known, meter, &mut done)?;
             continue;
         }
         for ran in run_wave(ask, input, qctx, limits, meter, &wave, &accepted) {
@@ -124,7 +125,7 @@ pub(super) fn run(
         // Its claims go once its candidates are on the remote.
         drop(keepers);
         if ask.claims.is_some() {
-            take_finished(&store, input, qctx, ask, meter, &mut done)?;
+            take_finished(&store, input, qctx, ask, &known, meter, &mut done)?;
         }
     }
     let mut result = conclude(&store, input, qctx, ask, done, notes);
@@ -143,6 +144,23 @@ const INTERRUPTED: &str = "stopped: interrupted";
 /// How often a worker that waits for candidates other workers run looks for them.
 const OTHERS_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// What a run of candidates compares earlier ones with, read once: the candidate refs the
+/// task's recorded attempts name, and the code at the tip the candidates start from.
+struct Known {
+    recorded: Vec<String>,
+    code_now: Vec<(String, ObjectId)>,
+}
+
+impl Known {
+    fn read(store: &Store, input: &TaskInput, qctx: &QualityContext) -> Result<Known> {
+        let tip_tree = store.commit_tree(qctx.tip)?;
+        Ok(Known {
+            recorded: recorded_refs(store, input, tip_tree)?,
+            code_now: code_entries(store, tip_tree)?,
+        })
+    }
+}
+
 /// The candidates that are done and not in `done` yet — left by an attempt that did not
 /// finish, or (a worker) sent by other workers — measured and added.
 fn take_finished(
@@ -150,13 +168,11 @@ fn take_finished(
     input: &TaskInput,
     qctx: &QualityContext,
     ask: &Ask,
+    known: &Known,
     meter: &Meter,
     done: &mut BTreeMap<u32, Ran>,
 ) -> Result<()> {
-    for mut ran in earlier(store, input, qctx, ask)? {
-        if done.contains_key(&ran.candidate.number) {
-            continue;
-        }
+    for mut ran in earlier(store, input, ask, known, done)? {
         meter.step(format!("measuring candidate {}", ran.candidate.number));
         measure::measure(store, input, qctx, &mut ran.candidate)?;
         done.insert(ran.candidate.number, ran);
@@ -456,13 +472,17 @@ fn candidate(
 /// The candidates an earlier attempt of the task left and did not record: kept under their
 /// refs, started from a session tip with the same code as now, by the agent that candidate
 /// number runs now. The latest attempt's, when several left one.
-fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -> Result<Vec<Ran>> {
+fn earlier(
+    store: &Store,
+    input: &TaskInput,
+    ask: &Ask,
+    known: &Known,
+    done: &BTreeMap<u32, Ran>,
+) -> Result<Vec<Ran>> {
     let task = &input.task;
     let sid = &input.session.id;
     let prefix = tlv4_store::store::refs::runs_prefix(sid, &task.id);
-    let tip_tree = store.commit_tree(qctx.tip)?;
-    let recorded = recorded_refs(store, input, tip_tree)?;
-    let code_now = code_entries(store, tip_tree)?;
+    let Known { recorded, code_now } = known;
     // A worker also takes what a worker before it sent to the remote.
     if let Some(c) = &ask.claims {
         for (name, commit) in store.fetch_prefix(&c.remote, &prefix).unwrap_or_default() {
@@ -480,7 +500,11 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
         else {
             continue;
         };
-        if k == 0 || k as usize > ask.drivers.len() || recorded.contains(&name) {
+        if k == 0
+            || k as usize > ask.drivers.len()
+            || done.contains_key(&k)
+            || recorded.contains(&name)
+        {
             continue;
         }
         let Ok(c) = store.repo().find_commit(commit) else {
@@ -503,7 +527,7 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
         // Of an earlier attempt, a candidate is taken only where the code is the same; of
         // this one (run beside by another worker) it is taken all the same, and one that
         // started elsewhere counts as failed: its name is taken.
-        let same_code = code_entries(store, store.commit_tree(parent)?)? == code_now;
+        let same_code = code_entries(store, store.commit_tree(parent)?)? == *code_now;
         if !same_code && attempt != task.attempts {
             continue;
         }
@@ -519,7 +543,7 @@ fn earlier(store: &Store, input: &TaskInput, qctx: &QualityContext, ask: &Ask) -
         if !same_code {
             outcome = format!("failed: it started from {parent}, not from this attempt's tip");
         }
-        let changed = changed_paths(store, parent, commit)?;
+        let changed = store.changed_paths(parent, commit)?;
         let candidate = Candidate {
             number: k,
             agent: trailer("Agent").unwrap_or_default(),
@@ -618,25 +642,6 @@ fn code_entries(store: &Store, tree: ObjectId) -> Result<Vec<(String, ObjectId)>
         .filter(|e| e.filename != ".tlv4")
         .map(|e| (e.filename.to_string(), e.oid.to_owned()))
         .collect())
-}
-
-/// The paths `commit` changes against `parent`.
-fn changed_paths(store: &Store, parent: ObjectId, commit: ObjectId) -> Result<Vec<String>> {
-    let git_dir = std::path::absolute(store.repo().git_dir())
-        .map_err(|e| tlv4_core::Error::io("cannot resolve the git directory", e))?;
-    let out = tlv4_core::git::run(
-        &git_dir,
-        &[
-            "--git-dir",
-            &git_dir.to_string_lossy(),
-            "diff",
-            "--name-only",
-            "--no-renames",
-            &parent.to_string(),
-            &commit.to_string(),
-        ],
-    )?;
-    Ok(out.lines().map(str::to_owned).collect())
 }
 
 /// The task's result from its measured candidates: the picked one's, with the task branch

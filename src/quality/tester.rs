@@ -616,26 +616,11 @@ fn changed_files(ctx: &QualityContext) -> Result<Vec<String>> {
     if ctx.base == ctx.tip {
         return Ok(Vec::new());
     }
-    let git_dir = std::path::absolute(ctx.repo.git_dir())
-        .map_err(|e| tlv4_core::Error::io("cannot resolve the git directory", e))?;
-    let gd = git_dir.to_string_lossy().into_owned();
-    let out = tlv4_core::git::run(
-        &git_dir,
-        &[
-            "--git-dir",
-            &gd,
-            "diff",
-            "--name-only",
-            "--no-renames",
-            "-z",
-            &ctx.base.to_string(),
-            &ctx.tip.to_string(),
-        ],
-    )?;
-    Ok(out
-        .split('\0')
-        .filter(|p| !p.is_empty() && *p != ".tlv4" && !p.starts_with(".tlv4/"))
-        .map(str::to_owned)
+    let store = tlv4_store::store::Store::from_repo(ctx.repo.to_thread_local())?;
+    Ok(store
+        .changed_paths(ctx.base, ctx.tip)?
+        .into_iter()
+        .filter(|p| p != ".tlv4" && !p.starts_with(".tlv4/"))
         .collect())
 }
 

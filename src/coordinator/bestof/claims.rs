@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use gix::ObjectId;
 
+use crate::coordinator::run::millis;
 use tlv4_core::error::Result;
 use tlv4_core::model::{SessionId, TaskId};
 use tlv4_store::store::refs::{candidate_claim_ref, candidate_claims_prefix};
@@ -93,10 +94,6 @@ impl Claims {
     pub(crate) fn expired(&self, lease: &Lease) -> bool {
         lease.expired(now_ms(), millis(self.skew))
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A candidate claim held: renewed on a thread of its own a few times per lease, deleted on

@@ -40,6 +40,33 @@ impl Store {
         self.read_state_in_tree(sid, tree, commit)
     }
 
+    /// The paths that differ between commits `from` and `to` (renames as a deletion and an
+    /// addition), as git lists them.
+    pub fn changed_paths(&self, from: ObjectId, to: ObjectId) -> Result<Vec<String>> {
+        let git_dir = std::path::absolute(self.repo().git_dir())
+            .map_err(|e| Error::io("cannot resolve the git directory", e))?;
+        let gd = git_dir.to_string_lossy().into_owned();
+        let (from, to) = (from.to_string(), to.to_string());
+        let out = tlv4_core::git::run(
+            &git_dir,
+            &[
+                "--git-dir",
+                &gd,
+                "diff",
+                "--name-only",
+                "--no-renames",
+                "-z",
+                &from,
+                &to,
+            ],
+        )?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// The tree of `commit`.
     pub fn commit_tree(&self, commit: ObjectId) -> Result<ObjectId> {
         let c = self
